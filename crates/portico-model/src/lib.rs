@@ -1,0 +1,18 @@
+//! Portico's domain: plain types and the rules that need no I/O.
+//!
+//! Everything here is data that the storage crates persist and the handler
+//! crates act on. Nothing in this crate talks to a database, the network or
+//! the system clock: time arrives through [`clock::Clock`].
+
+pub mod audit;
+pub mod client;
+pub mod clock;
+pub mod key;
+pub mod login;
+pub mod oauth;
+pub mod scope;
+pub mod session;
+pub mod user;
+
+pub use time::{Duration, OffsetDateTime};
+pub use uuid::Uuid;

@@ -1,0 +1,23 @@
+//! End users of the bank's online services.
+
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct User {
+    pub id: Uuid,
+    /// The login name typed on the `username-password` step; unique.
+    pub login: String,
+    /// Argon2id PHC string.
+    pub password_hash: String,
+    /// E.164 phone number, e.g. `+79001234567`.
+    pub phone: Option<String>,
+    pub email: Option<String>,
+    /// Full name for the `profile` scope.
+    pub name: Option<String>,
+    /// Whether the user may start a login with the phone number.
+    pub phone_login_enabled: bool,
+    /// Blocked by an operator: no login, and liveness fails for the user's tokens.
+    pub blocked: bool,
+    pub created_at: OffsetDateTime,
+}

@@ -1,0 +1,50 @@
+//! The PostgreSQL store: for production, shared by any number of nodes.
+
+use std::time::Duration;
+
+use portico_storage::StorageError;
+use portico_storage_sql::storage_error;
+use sqlx::postgres::PgPoolOptions;
+use sqlx::PgPool;
+
+/// Every repository, on one PostgreSQL database.
+#[derive(Clone)]
+pub struct PgStore {
+    pool: PgPool,
+}
+
+impl PgStore {
+    /// Connects to `url` (`postgres://user:password@host/database`) with at
+    /// most `max_connections` connections.
+    ///
+    /// # Errors
+    /// When the URL is malformed or the server cannot be reached.
+    pub async fn connect(url: &str, max_connections: u32) -> Result<Self, StorageError> {
+        let pool = PgPoolOptions::new()
+            .max_connections(max_connections)
+            .acquire_timeout(Duration::from_secs(5))
+            .connect(url)
+            .await
+            .map_err(storage_error("database"))?;
+        Ok(Self { pool })
+    }
+
+    /// Applies the migrations that have not run yet. Several nodes may call
+    /// this at once: sqlx serializes them with an advisory lock.
+    ///
+    /// # Errors
+    /// When a migration fails; nothing of that migration is kept.
+    pub async fn migrate(&self) -> Result<(), StorageError> {
+        sqlx::migrate!("./migrations")
+            .run(&self.pool)
+            .await
+            .map_err(|e| StorageError::Other(format!("PostgreSQL migration failed: {e}")))
+    }
+
+    /// Closes every connection, waiting for running queries.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+portico_storage_sql::sql_repositories!(PgStore, sqlx::Postgres, sqlx::postgres::PgRow, "postgres");

@@ -1,0 +1,711 @@
+//! [`sql_repositories!`]: every repository trait, once, for both backends.
+
+/// Implements every `portico_storage` repository trait for `$store`, a struct
+/// with a `pool: sqlx::Pool<$db>` field. `$row` is the backend's row type and
+/// `$backend` the name [`Maintenance::backend`] reports.
+///
+/// [`Maintenance::backend`]: portico_storage::Maintenance::backend
+#[macro_export]
+macro_rules! sql_repositories {
+    ($store:ident, $db:ty, $row:ty, $backend:literal) => {
+        const _: () = {
+            use $crate::deps::async_trait::async_trait;
+            use $crate::deps::portico_model::audit::AuditEvent;
+            use $crate::deps::portico_model::client::{Client, LocalizedText};
+            use $crate::deps::portico_model::key::SigningKeyRecord;
+            use $crate::deps::portico_model::login::LoginProcess;
+            use $crate::deps::portico_model::oauth::{
+                AccessTokenState, AuthorizationCode, CodeUse, Grant, RefreshToken, RefreshUse,
+            };
+            use $crate::deps::portico_model::session::SsoSession;
+            use $crate::deps::portico_model::user::User;
+            use $crate::deps::portico_storage::{
+                AuditRepository, AuthorizationCodeRepository, CleanupReport, ClientRepository,
+                GrantRepository, LoginProcessRepository, Maintenance, RefreshTokenRepository, Result,
+                SessionRepository, SigningKeyRepository, UserRepository,
+            };
+            use $crate::deps::sqlx::{self, Row};
+            use $crate::deps::time::{Duration, OffsetDateTime};
+            use $crate::deps::uuid::Uuid;
+            use $crate::{json, storage_error, timestamp, timestamp_opt, to_json, uuid};
+
+            const ROW: &str = "row";
+
+            fn get<'r, T>(row: &'r $row, column: &str) -> Result<T>
+            where
+                T: sqlx::Decode<'r, $db> + sqlx::Type<$db>,
+            {
+                row.try_get(column).map_err(storage_error(ROW))
+            }
+
+            fn client_from_row(row: &$row) -> Result<Client> {
+                let scopes: String = get(row, "scopes")?;
+                Ok(Client {
+                    client_id: get(row, "client_id")?,
+                    secret_hash: get(row, "secret_hash")?,
+                    name: LocalizedText { ru: get(row, "name_ru")?, en: get(row, "name_en")? },
+                    redirect_uris: json(&get::<String>(row, "redirect_uris")?)?,
+                    scopes: scopes.split(' ').filter(|s| !s.is_empty()).map(str::to_owned).collect(),
+                    require_consent: get(row, "require_consent")?,
+                    created_at: timestamp(get(row, "created_at")?)?,
+                })
+            }
+
+            fn user_from_row(row: &$row) -> Result<User> {
+                Ok(User {
+                    id: uuid(&get::<String>(row, "id")?)?,
+                    login: get(row, "login")?,
+                    password_hash: get(row, "password_hash")?,
+                    phone: get(row, "phone")?,
+                    email: get(row, "email")?,
+                    name: get(row, "name")?,
+                    phone_login_enabled: get(row, "phone_login_enabled")?,
+                    blocked: get(row, "blocked")?,
+                    created_at: timestamp(get(row, "created_at")?)?,
+                })
+            }
+
+            fn key_from_row(row: &$row) -> Result<SigningKeyRecord> {
+                Ok(SigningKeyRecord {
+                    kid: get(row, "kid")?,
+                    private_sealed: get(row, "private_sealed")?,
+                    created_at: timestamp(get(row, "created_at")?)?,
+                    retired_at: timestamp_opt(get(row, "retired_at")?)?,
+                })
+            }
+
+            fn code_from_row(row: &$row) -> Result<AuthorizationCode> {
+                Ok(AuthorizationCode {
+                    code_hash: get(row, "code_hash")?,
+                    client_id: get(row, "client_id")?,
+                    user_id: uuid(&get::<String>(row, "user_id")?)?,
+                    redirect_uri: get(row, "redirect_uri")?,
+                    scope: get(row, "scope")?,
+                    code_challenge: get(row, "code_challenge")?,
+                    nonce: get(row, "nonce")?,
+                    auth_time: timestamp(get(row, "auth_time")?)?,
+                    created_at: timestamp(get(row, "created_at")?)?,
+                    expires_at: timestamp(get(row, "expires_at")?)?,
+                    grant_id: get::<Option<String>>(row, "grant_id")?.as_deref().map(uuid).transpose()?,
+                })
+            }
+
+            fn grant_from_row(row: &$row) -> Result<Grant> {
+                Ok(Grant {
+                    id: uuid(&get::<String>(row, "id")?)?,
+                    client_id: get(row, "client_id")?,
+                    user_id: uuid(&get::<String>(row, "user_id")?)?,
+                    scope: get(row, "scope")?,
+                    auth_time: timestamp(get(row, "auth_time")?)?,
+                    created_at: timestamp(get(row, "created_at")?)?,
+                    revoked_at: timestamp_opt(get(row, "revoked_at")?)?,
+                })
+            }
+
+            fn session_from_row(row: &$row) -> Result<SsoSession> {
+                Ok(SsoSession {
+                    token_hash: get(row, "token_hash")?,
+                    user_id: uuid(&get::<String>(row, "user_id")?)?,
+                    auth_time: timestamp(get(row, "auth_time")?)?,
+                    created_at: timestamp(get(row, "created_at")?)?,
+                    expires_at: timestamp(get(row, "expires_at")?)?,
+                })
+            }
+
+            fn process_from_row(row: &$row) -> Result<LoginProcess> {
+                Ok(LoginProcess {
+                    id: uuid(&get::<String>(row, "id")?)?,
+                    version: get(row, "version")?,
+                    created_at: timestamp(get(row, "created_at")?)?,
+                    expires_at: timestamp(get(row, "expires_at")?)?,
+                    state: json(&get::<String>(row, "state")?)?,
+                })
+            }
+
+            fn audit_from_row(row: &$row) -> Result<AuditEvent> {
+                Ok(AuditEvent {
+                    at: timestamp(get(row, "at")?)?,
+                    kind: get(row, "kind")?,
+                    user_id: get::<Option<String>>(row, "user_id")?.as_deref().map(uuid).transpose()?,
+                    client_id: get(row, "client_id")?,
+                    detail: json(&get::<String>(row, "detail")?)?,
+                })
+            }
+
+            const CODE_COLUMNS: &str = "code_hash, client_id, user_id, redirect_uri, scope, code_challenge, \
+                nonce, auth_time, created_at, expires_at, grant_id";
+
+            #[async_trait]
+            impl ClientRepository for $store {
+                async fn create_client(&self, client: &Client) -> Result<()> {
+                    sqlx::query(
+                        "INSERT INTO clients (client_id, secret_hash, name_ru, name_en, redirect_uris, scopes, \
+                         require_consent, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                    )
+                    .bind(&client.client_id)
+                    .bind(&client.secret_hash)
+                    .bind(&client.name.ru)
+                    .bind(&client.name.en)
+                    .bind(to_json(&client.redirect_uris)?)
+                    .bind(client.scopes.join(" "))
+                    .bind(client.require_consent)
+                    .bind(client.created_at.unix_timestamp())
+                    .execute(&self.pool)
+                    .await
+                    .map_err(storage_error("client id"))?;
+                    Ok(())
+                }
+
+                async fn find_client(&self, client_id: &str) -> Result<Option<Client>> {
+                    sqlx::query("SELECT * FROM clients WHERE client_id = $1")
+                        .bind(client_id)
+                        .fetch_optional(&self.pool)
+                        .await
+                        .map_err(storage_error(ROW))?
+                        .as_ref()
+                        .map(client_from_row)
+                        .transpose()
+                }
+
+                async fn list_clients(&self) -> Result<Vec<Client>> {
+                    sqlx::query("SELECT * FROM clients ORDER BY client_id")
+                        .fetch_all(&self.pool)
+                        .await
+                        .map_err(storage_error(ROW))?
+                        .iter()
+                        .map(client_from_row)
+                        .collect()
+                }
+
+                async fn delete_client(&self, client_id: &str) -> Result<bool> {
+                    let done = sqlx::query("DELETE FROM clients WHERE client_id = $1")
+                        .bind(client_id)
+                        .execute(&self.pool)
+                        .await
+                        .map_err(storage_error(ROW))?;
+                    Ok(done.rows_affected() > 0)
+                }
+            }
+
+            #[async_trait]
+            impl UserRepository for $store {
+                async fn create_user(&self, user: &User) -> Result<()> {
+                    sqlx::query(
+                        "INSERT INTO users (id, login, password_hash, phone, email, name, phone_login_enabled, \
+                         blocked, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                    )
+                    .bind(user.id.to_string())
+                    .bind(&user.login)
+                    .bind(&user.password_hash)
+                    .bind(&user.phone)
+                    .bind(&user.email)
+                    .bind(&user.name)
+                    .bind(user.phone_login_enabled)
+                    .bind(user.blocked)
+                    .bind(user.created_at.unix_timestamp())
+                    .execute(&self.pool)
+                    .await
+                    .map_err(storage_error("user login"))?;
+                    Ok(())
+                }
+
+                async fn find_user(&self, id: Uuid) -> Result<Option<User>> {
+                    sqlx::query("SELECT * FROM users WHERE id = $1")
+                        .bind(id.to_string())
+                        .fetch_optional(&self.pool)
+                        .await
+                        .map_err(storage_error(ROW))?
+                        .as_ref()
+                        .map(user_from_row)
+                        .transpose()
+                }
+
+                async fn find_user_by_login(&self, login: &str) -> Result<Option<User>> {
+                    sqlx::query("SELECT * FROM users WHERE login = $1")
+                        .bind(login)
+                        .fetch_optional(&self.pool)
+                        .await
+                        .map_err(storage_error(ROW))?
+                        .as_ref()
+                        .map(user_from_row)
+                        .transpose()
+                }
+
+                async fn list_users(&self) -> Result<Vec<User>> {
+                    sqlx::query("SELECT * FROM users ORDER BY login")
+                        .fetch_all(&self.pool)
+                        .await
+                        .map_err(storage_error(ROW))?
+                        .iter()
+                        .map(user_from_row)
+                        .collect()
+                }
+
+                async fn set_user_blocked(&self, login: &str, blocked: bool, now: OffsetDateTime) -> Result<Option<User>> {
+                    let mut tx = self.pool.begin().await.map_err(storage_error(ROW))?;
+                    let Some(row) = sqlx::query("UPDATE users SET blocked = $2 WHERE login = $1 RETURNING *")
+                        .bind(login)
+                        .bind(blocked)
+                        .fetch_optional(&mut *tx)
+                        .await
+                        .map_err(storage_error(ROW))?
+                    else {
+                        return Ok(None);
+                    };
+                    let user = user_from_row(&row)?;
+                    if blocked {
+                        sqlx::query("UPDATE grants SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL")
+                            .bind(user.id.to_string())
+                            .bind(now.unix_timestamp())
+                            .execute(&mut *tx)
+                            .await
+                            .map_err(storage_error(ROW))?;
+                        sqlx::query("DELETE FROM sso_sessions WHERE user_id = $1")
+                            .bind(user.id.to_string())
+                            .execute(&mut *tx)
+                            .await
+                            .map_err(storage_error(ROW))?;
+                    }
+                    tx.commit().await.map_err(storage_error(ROW))?;
+                    Ok(Some(user))
+                }
+            }
+
+            #[async_trait]
+            impl SigningKeyRepository for $store {
+                async fn insert_first_signing_key(&self, key: &SigningKeyRecord) -> Result<bool> {
+                    let done = sqlx::query(
+                        "INSERT INTO signing_keys (kid, private_sealed, created_at, retired_at) \
+                         SELECT $1, $2, $3, NULL WHERE NOT EXISTS (SELECT 1 FROM signing_keys) \
+                         ON CONFLICT DO NOTHING",
+                    )
+                    .bind(&key.kid)
+                    .bind(&key.private_sealed)
+                    .bind(key.created_at.unix_timestamp())
+                    .execute(&self.pool)
+                    .await
+                    .map_err(storage_error("signing key"))?;
+                    Ok(done.rows_affected() > 0)
+                }
+
+                async fn rotate_signing_key(&self, key: &SigningKeyRecord, now: OffsetDateTime) -> Result<()> {
+                    let mut tx = self.pool.begin().await.map_err(storage_error(ROW))?;
+                    sqlx::query("UPDATE signing_keys SET retired_at = $1 WHERE retired_at IS NULL")
+                        .bind(now.unix_timestamp())
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(storage_error(ROW))?;
+                    sqlx::query(
+                        "INSERT INTO signing_keys (kid, private_sealed, created_at, retired_at) \
+                         VALUES ($1, $2, $3, NULL)",
+                    )
+                    .bind(&key.kid)
+                    .bind(&key.private_sealed)
+                    .bind(key.created_at.unix_timestamp())
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(storage_error("active signing key"))?;
+                    tx.commit().await.map_err(storage_error(ROW))?;
+                    Ok(())
+                }
+
+                async fn list_signing_keys(&self) -> Result<Vec<SigningKeyRecord>> {
+                    sqlx::query("SELECT * FROM signing_keys ORDER BY created_at DESC, kid")
+                        .fetch_all(&self.pool)
+                        .await
+                        .map_err(storage_error(ROW))?
+                        .iter()
+                        .map(key_from_row)
+                        .collect()
+                }
+            }
+
+            #[async_trait]
+            impl AuthorizationCodeRepository for $store {
+                async fn insert_code(&self, code: &AuthorizationCode) -> Result<()> {
+                    sqlx::query(
+                        "INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, \
+                         code_challenge, nonce, auth_time, created_at, expires_at) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                    )
+                    .bind(&code.code_hash)
+                    .bind(&code.client_id)
+                    .bind(code.user_id.to_string())
+                    .bind(&code.redirect_uri)
+                    .bind(&code.scope)
+                    .bind(&code.code_challenge)
+                    .bind(&code.nonce)
+                    .bind(code.auth_time.unix_timestamp())
+                    .bind(code.created_at.unix_timestamp())
+                    .bind(code.expires_at.unix_timestamp())
+                    .execute(&self.pool)
+                    .await
+                    .map_err(storage_error("authorization code"))?;
+                    Ok(())
+                }
+
+                async fn consume_code(&self, code_hash: &str, now: OffsetDateTime) -> Result<Option<CodeUse>> {
+                    let first = sqlx::query(&format!(
+                        "UPDATE authorization_codes SET consumed_at = $2 \
+                         WHERE code_hash = $1 AND consumed_at IS NULL RETURNING {CODE_COLUMNS}"
+                    ))
+                    .bind(code_hash)
+                    .bind(now.unix_timestamp())
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(storage_error(ROW))?;
+                    if let Some(row) = first {
+                        return Ok(Some(CodeUse::First(code_from_row(&row)?)));
+                    }
+                    // Waits for a concurrent `create_grant_for_code` on this row
+                    // (PostgreSQL row lock, SQLite's single writer), so a replay
+                    // sees the grant that the first use created.
+                    let replay = sqlx::query(&format!(
+                        "UPDATE authorization_codes SET replayed_at = COALESCE(replayed_at, $2) \
+                         WHERE code_hash = $1 RETURNING {CODE_COLUMNS}"
+                    ))
+                    .bind(code_hash)
+                    .bind(now.unix_timestamp())
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(storage_error(ROW))?;
+                    replay.map(|row| code_from_row(&row).map(CodeUse::Replay)).transpose()
+                }
+
+                async fn create_grant_for_code(&self, code_hash: &str, grant: &Grant, refresh: &RefreshToken) -> Result<bool> {
+                    let mut tx = self.pool.begin().await.map_err(storage_error(ROW))?;
+                    let linked = sqlx::query(
+                        "UPDATE authorization_codes SET grant_id = $2 WHERE code_hash = $1 AND replayed_at IS NULL",
+                    )
+                    .bind(code_hash)
+                    .bind(grant.id.to_string())
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(storage_error(ROW))?;
+                    if linked.rows_affected() == 0 {
+                        return Ok(false);
+                    }
+                    insert_grant(&mut tx, grant).await?;
+                    insert_refresh(&mut *tx, refresh).await?;
+                    tx.commit().await.map_err(storage_error(ROW))?;
+                    Ok(true)
+                }
+            }
+
+            async fn insert_grant(tx: &mut sqlx::Transaction<'_, $db>, grant: &Grant) -> Result<()> {
+                sqlx::query(
+                    "INSERT INTO grants (id, client_id, user_id, scope, auth_time, created_at, revoked_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                )
+                .bind(grant.id.to_string())
+                .bind(&grant.client_id)
+                .bind(grant.user_id.to_string())
+                .bind(&grant.scope)
+                .bind(grant.auth_time.unix_timestamp())
+                .bind(grant.created_at.unix_timestamp())
+                .bind(grant.revoked_at.map(OffsetDateTime::unix_timestamp))
+                .execute(&mut **tx)
+                .await
+                .map_err(storage_error("grant"))?;
+                Ok(())
+            }
+
+            async fn insert_refresh<'e, E>(executor: E, token: &RefreshToken) -> Result<bool>
+            where
+                E: sqlx::Executor<'e, Database = $db>,
+            {
+                let done = sqlx::query(
+                    "INSERT INTO refresh_tokens (token_hash, grant_id, created_at, expires_at, used_at) \
+                     SELECT $1, $2, $3, $4, NULL \
+                     WHERE EXISTS (SELECT 1 FROM grants WHERE id = $2 AND revoked_at IS NULL)",
+                )
+                .bind(&token.token_hash)
+                .bind(token.grant_id.to_string())
+                .bind(token.created_at.unix_timestamp())
+                .bind(token.expires_at.unix_timestamp())
+                .execute(executor)
+                .await
+                .map_err(storage_error("refresh token"))?;
+                Ok(done.rows_affected() > 0)
+            }
+
+            #[async_trait]
+            impl GrantRepository for $store {
+                async fn find_grant(&self, id: Uuid) -> Result<Option<Grant>> {
+                    sqlx::query("SELECT * FROM grants WHERE id = $1")
+                        .bind(id.to_string())
+                        .fetch_optional(&self.pool)
+                        .await
+                        .map_err(storage_error(ROW))?
+                        .as_ref()
+                        .map(grant_from_row)
+                        .transpose()
+                }
+
+                async fn revoke_grant(&self, id: Uuid, now: OffsetDateTime) -> Result<bool> {
+                    let done = sqlx::query("UPDATE grants SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL")
+                        .bind(id.to_string())
+                        .bind(now.unix_timestamp())
+                        .execute(&self.pool)
+                        .await
+                        .map_err(storage_error(ROW))?;
+                    Ok(done.rows_affected() > 0)
+                }
+
+                async fn revoke_access_token(&self, jti: &str, expires_at: OffsetDateTime, now: OffsetDateTime) -> Result<()> {
+                    sqlx::query(
+                        "INSERT INTO revoked_access_tokens (jti, expires_at, revoked_at) VALUES ($1, $2, $3) \
+                         ON CONFLICT DO NOTHING",
+                    )
+                    .bind(jti)
+                    .bind(expires_at.unix_timestamp())
+                    .bind(now.unix_timestamp())
+                    .execute(&self.pool)
+                    .await
+                    .map_err(storage_error(ROW))?;
+                    Ok(())
+                }
+
+                async fn access_token_state(&self, grant_id: Uuid, jti: &str) -> Result<AccessTokenState> {
+                    let row = sqlx::query(
+                        "SELECT EXISTS (SELECT 1 FROM grants WHERE id = $1 AND revoked_at IS NULL) AS grant_live, \
+                         EXISTS (SELECT 1 FROM revoked_access_tokens WHERE jti = $2) AS token_revoked",
+                    )
+                    .bind(grant_id.to_string())
+                    .bind(jti)
+                    .fetch_one(&self.pool)
+                    .await
+                    .map_err(storage_error(ROW))?;
+                    Ok(AccessTokenState {
+                        grant_revoked: !get::<bool>(&row, "grant_live")?,
+                        token_revoked: get(&row, "token_revoked")?,
+                    })
+                }
+            }
+
+            #[async_trait]
+            impl RefreshTokenRepository for $store {
+                async fn use_refresh_token(&self, token_hash: &str, now: OffsetDateTime) -> Result<Option<RefreshUse>> {
+                    let current = sqlx::query(
+                        "UPDATE refresh_tokens SET used_at = $2 WHERE token_hash = $1 AND used_at IS NULL \
+                         RETURNING token_hash, grant_id, created_at, expires_at",
+                    )
+                    .bind(token_hash)
+                    .bind(now.unix_timestamp())
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(storage_error(ROW))?;
+                    if let Some(row) = current {
+                        let token = RefreshToken {
+                            token_hash: get(&row, "token_hash")?,
+                            grant_id: uuid(&get::<String>(&row, "grant_id")?)?,
+                            created_at: timestamp(get(&row, "created_at")?)?,
+                            expires_at: timestamp(get(&row, "expires_at")?)?,
+                        };
+                        return Ok(self.find_grant(token.grant_id).await?.map(|grant| RefreshUse::Current { token, grant }));
+                    }
+                    let spent = sqlx::query("SELECT grant_id FROM refresh_tokens WHERE token_hash = $1")
+                        .bind(token_hash)
+                        .fetch_optional(&self.pool)
+                        .await
+                        .map_err(storage_error(ROW))?;
+                    spent
+                        .map(|row| Ok(RefreshUse::Replay { grant_id: uuid(&get::<String>(&row, "grant_id")?)? }))
+                        .transpose()
+                }
+
+                async fn insert_refresh_token(&self, token: &RefreshToken) -> Result<bool> {
+                    insert_refresh(&self.pool, token).await
+                }
+
+                async fn find_refresh_token_grant(&self, token_hash: &str) -> Result<Option<Grant>> {
+                    sqlx::query(
+                        "SELECT g.* FROM refresh_tokens r JOIN grants g ON g.id = r.grant_id WHERE r.token_hash = $1",
+                    )
+                    .bind(token_hash)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(storage_error(ROW))?
+                    .as_ref()
+                    .map(grant_from_row)
+                    .transpose()
+                }
+            }
+
+            #[async_trait]
+            impl SessionRepository for $store {
+                async fn create_session(&self, session: &SsoSession) -> Result<()> {
+                    sqlx::query(
+                        "INSERT INTO sso_sessions (token_hash, user_id, auth_time, created_at, expires_at) \
+                         VALUES ($1, $2, $3, $4, $5)",
+                    )
+                    .bind(&session.token_hash)
+                    .bind(session.user_id.to_string())
+                    .bind(session.auth_time.unix_timestamp())
+                    .bind(session.created_at.unix_timestamp())
+                    .bind(session.expires_at.unix_timestamp())
+                    .execute(&self.pool)
+                    .await
+                    .map_err(storage_error("session"))?;
+                    Ok(())
+                }
+
+                async fn find_session(&self, token_hash: &str, now: OffsetDateTime) -> Result<Option<SsoSession>> {
+                    sqlx::query("SELECT * FROM sso_sessions WHERE token_hash = $1 AND expires_at > $2")
+                        .bind(token_hash)
+                        .bind(now.unix_timestamp())
+                        .fetch_optional(&self.pool)
+                        .await
+                        .map_err(storage_error(ROW))?
+                        .as_ref()
+                        .map(session_from_row)
+                        .transpose()
+                }
+
+                async fn delete_session(&self, token_hash: &str) -> Result<()> {
+                    sqlx::query("DELETE FROM sso_sessions WHERE token_hash = $1")
+                        .bind(token_hash)
+                        .execute(&self.pool)
+                        .await
+                        .map_err(storage_error(ROW))?;
+                    Ok(())
+                }
+            }
+
+            #[async_trait]
+            impl LoginProcessRepository for $store {
+                async fn create_login_process(&self, process: &LoginProcess) -> Result<()> {
+                    sqlx::query(
+                        "INSERT INTO login_processes (id, version, state, created_at, expires_at) \
+                         VALUES ($1, $2, $3, $4, $5)",
+                    )
+                    .bind(process.id.to_string())
+                    .bind(process.version)
+                    .bind(to_json(&process.state)?)
+                    .bind(process.created_at.unix_timestamp())
+                    .bind(process.expires_at.unix_timestamp())
+                    .execute(&self.pool)
+                    .await
+                    .map_err(storage_error("login process"))?;
+                    Ok(())
+                }
+
+                async fn find_login_process(&self, id: Uuid, now: OffsetDateTime) -> Result<Option<LoginProcess>> {
+                    sqlx::query("SELECT * FROM login_processes WHERE id = $1 AND expires_at > $2")
+                        .bind(id.to_string())
+                        .bind(now.unix_timestamp())
+                        .fetch_optional(&self.pool)
+                        .await
+                        .map_err(storage_error(ROW))?
+                        .as_ref()
+                        .map(process_from_row)
+                        .transpose()
+                }
+
+                async fn update_login_process(&self, process: &LoginProcess) -> Result<bool> {
+                    let done = sqlx::query(
+                        "UPDATE login_processes SET state = $3, expires_at = $4, version = version + 1 \
+                         WHERE id = $1 AND version = $2",
+                    )
+                    .bind(process.id.to_string())
+                    .bind(process.version)
+                    .bind(to_json(&process.state)?)
+                    .bind(process.expires_at.unix_timestamp())
+                    .execute(&self.pool)
+                    .await
+                    .map_err(storage_error(ROW))?;
+                    Ok(done.rows_affected() > 0)
+                }
+
+                async fn delete_login_process(&self, id: Uuid) -> Result<()> {
+                    sqlx::query("DELETE FROM login_processes WHERE id = $1")
+                        .bind(id.to_string())
+                        .execute(&self.pool)
+                        .await
+                        .map_err(storage_error(ROW))?;
+                    Ok(())
+                }
+            }
+
+            #[async_trait]
+            impl AuditRepository for $store {
+                async fn record_audit(&self, event: &AuditEvent) -> Result<()> {
+                    sqlx::query(
+                        "INSERT INTO audit_log (at, kind, user_id, client_id, detail) VALUES ($1, $2, $3, $4, $5)",
+                    )
+                    .bind(event.at.unix_timestamp())
+                    .bind(&event.kind)
+                    .bind(event.user_id.map(|id| id.to_string()))
+                    .bind(&event.client_id)
+                    .bind(to_json(&event.detail)?)
+                    .execute(&self.pool)
+                    .await
+                    .map_err(storage_error(ROW))?;
+                    Ok(())
+                }
+
+                async fn recent_audit(&self, limit: u32) -> Result<Vec<AuditEvent>> {
+                    sqlx::query("SELECT * FROM audit_log ORDER BY id DESC LIMIT $1")
+                        .bind(i64::from(limit))
+                        .fetch_all(&self.pool)
+                        .await
+                        .map_err(storage_error(ROW))?
+                        .iter()
+                        .map(audit_from_row)
+                        .collect()
+                }
+            }
+
+            #[async_trait]
+            impl Maintenance for $store {
+                fn backend(&self) -> &'static str {
+                    $backend
+                }
+
+                async fn ping(&self) -> Result<()> {
+                    sqlx::query("SELECT 1").execute(&self.pool).await.map_err(storage_error(ROW))?;
+                    Ok(())
+                }
+
+                async fn delete_expired(
+                    &self,
+                    now: OffsetDateTime,
+                    access_token_ttl: Duration,
+                    keys_retired_before: OffsetDateTime,
+                ) -> Result<CleanupReport> {
+                    let now_s = now.unix_timestamp();
+                    let run = |sql: &'static str, at: i64| {
+                        let pool = &self.pool;
+                        async move {
+                            sqlx::query(sql)
+                                .bind(at)
+                                .execute(pool)
+                                .await
+                                .map(|done| done.rows_affected())
+                                .map_err(storage_error(ROW))
+                        }
+                    };
+                    Ok(CleanupReport {
+                        codes: run("DELETE FROM authorization_codes WHERE expires_at <= $1", now_s).await?,
+                        login_processes: run("DELETE FROM login_processes WHERE expires_at <= $1", now_s).await?,
+                        sessions: run("DELETE FROM sso_sessions WHERE expires_at <= $1", now_s).await?,
+                        refresh_tokens: run("DELETE FROM refresh_tokens WHERE expires_at <= $1", now_s).await?,
+                        revoked_access_tokens: run("DELETE FROM revoked_access_tokens WHERE expires_at <= $1", now_s)
+                            .await?,
+                        grants: run(
+                            "DELETE FROM grants WHERE created_at <= $1 AND NOT EXISTS \
+                             (SELECT 1 FROM refresh_tokens r WHERE r.grant_id = grants.id)",
+                            (now - access_token_ttl).unix_timestamp(),
+                        )
+                        .await?,
+                        signing_keys: run(
+                            "DELETE FROM signing_keys WHERE retired_at IS NOT NULL AND retired_at <= $1",
+                            keys_retired_before.unix_timestamp(),
+                        )
+                        .await?,
+                    })
+                }
+            }
+        };
+    };
+}

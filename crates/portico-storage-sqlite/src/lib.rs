@@ -1,0 +1,61 @@
+//! The SQLite store: Portico's embedded default, one file in the data folder.
+//!
+//! The database runs in WAL mode with `synchronous = NORMAL`: a crash of the
+//! process loses no committed transaction; a power loss may lose the last
+//! few. Production deployments use PostgreSQL.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use portico_storage::StorageError;
+use portico_storage_sql::storage_error;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::SqlitePool;
+
+/// Every repository, on one SQLite database.
+#[derive(Clone)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+}
+
+impl SqliteStore {
+    /// Opens (creating if missing) the database at `url`, e.g.
+    /// `sqlite://data/portico.db`.
+    ///
+    /// # Errors
+    /// When the URL is malformed or the file cannot be opened.
+    pub async fn connect(url: &str) -> Result<Self, StorageError> {
+        let options = SqliteConnectOptions::from_str(url)
+            .map_err(|e| StorageError::Other(format!("invalid SQLite URL {url:?}: {e}")))?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(Duration::from_secs(10))
+            .foreign_keys(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options)
+            .await
+            .map_err(storage_error("database"))?;
+        Ok(Self { pool })
+    }
+
+    /// Applies the migrations that have not run yet.
+    ///
+    /// # Errors
+    /// When a migration fails; nothing of that migration is kept.
+    pub async fn migrate(&self) -> Result<(), StorageError> {
+        sqlx::migrate!("./migrations")
+            .run(&self.pool)
+            .await
+            .map_err(|e| StorageError::Other(format!("SQLite migration failed: {e}")))
+    }
+
+    /// Closes every connection, waiting for running queries.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+portico_storage_sql::sql_repositories!(SqliteStore, sqlx::Sqlite, sqlx::sqlite::SqliteRow, "sqlite");

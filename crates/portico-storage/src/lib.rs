@@ -1,0 +1,292 @@
+//! What Portico stores, as one trait per aggregate, without saying where.
+//!
+//! Two crates implement every trait here: `portico-storage-sqlite` (the
+//! embedded default) and `portico-storage-pg` (production). The server holds
+//! an `Arc<dyn Storage>` and never knows which one it has. The contract test
+//! suite in `portico-tests` runs the same stories against both.
+//!
+//! Conventions:
+//! - Secrets (codes, refresh tokens, session tokens) arrive already hashed.
+//! - "Find" methods return `Ok(None)` for a missing row; errors are reserved
+//!   for the store itself failing.
+//! - Every method that changes more than one row does it in one transaction.
+
+use async_trait::async_trait;
+use portico_model::audit::AuditEvent;
+use portico_model::client::Client;
+use portico_model::key::SigningKeyRecord;
+use portico_model::login::LoginProcess;
+use portico_model::oauth::{AccessTokenState, AuthorizationCode, CodeUse, Grant, RefreshToken, RefreshUse};
+use portico_model::session::SsoSession;
+use portico_model::user::User;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+/// Why a storage call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    /// A unique key already exists (a client id, a user login, …).
+    #[error("{0} already exists")]
+    Conflict(String),
+    /// The database could not be reached or gave up; retrying may help.
+    #[error("the database is unavailable: {0}")]
+    Unavailable(String),
+    /// Anything else: a bug, a damaged row, a failed migration.
+    #[error("storage error: {0}")]
+    Other(String),
+}
+
+pub type Result<T, E = StorageError> = std::result::Result<T, E>;
+
+#[async_trait]
+pub trait ClientRepository: Send + Sync {
+    /// # Errors
+    /// [`StorageError::Conflict`] when the client id is taken.
+    async fn create_client(&self, client: &Client) -> Result<()>;
+    /// # Errors
+    /// Only when the store fails.
+    async fn find_client(&self, client_id: &str) -> Result<Option<Client>>;
+    /// # Errors
+    /// Only when the store fails.
+    async fn list_clients(&self) -> Result<Vec<Client>>;
+    /// Removes the client and everything issued to it. Returns whether it existed.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn delete_client(&self, client_id: &str) -> Result<bool>;
+}
+
+#[async_trait]
+pub trait UserRepository: Send + Sync {
+    /// # Errors
+    /// [`StorageError::Conflict`] when the login is taken.
+    async fn create_user(&self, user: &User) -> Result<()>;
+    /// # Errors
+    /// Only when the store fails.
+    async fn find_user(&self, id: Uuid) -> Result<Option<User>>;
+    /// # Errors
+    /// Only when the store fails.
+    async fn find_user_by_login(&self, login: &str) -> Result<Option<User>>;
+    /// # Errors
+    /// Only when the store fails.
+    async fn list_users(&self) -> Result<Vec<User>>;
+    /// Blocks or unblocks a user. Blocking also revokes every grant of the
+    /// user and ends the user's SSO sessions, in one transaction. Returns the
+    /// user, or `None` when the login is unknown.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn set_user_blocked(&self, login: &str, blocked: bool, now: OffsetDateTime) -> Result<Option<User>>;
+}
+
+#[async_trait]
+pub trait SigningKeyRepository: Send + Sync {
+    /// Stores `key` only if there is no key at all (first start; several nodes
+    /// may race). Returns whether it was stored.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn insert_first_signing_key(&self, key: &SigningKeyRecord) -> Result<bool>;
+    /// Stores `key` as the active key and retires the previous one at `now`.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn rotate_signing_key(&self, key: &SigningKeyRecord, now: OffsetDateTime) -> Result<()>;
+    /// Every stored key, newest first.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn list_signing_keys(&self) -> Result<Vec<SigningKeyRecord>>;
+}
+
+#[async_trait]
+pub trait AuthorizationCodeRepository: Send + Sync {
+    /// # Errors
+    /// Only when the store fails.
+    async fn insert_code(&self, code: &AuthorizationCode) -> Result<()>;
+    /// Marks the code consumed, atomically: of any number of parallel calls
+    /// exactly one gets [`CodeUse::First`]. A later call gets
+    /// [`CodeUse::Replay`] (and the code is marked replayed). `None` when no
+    /// such code exists.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn consume_code(&self, code_hash: &str, now: OffsetDateTime) -> Result<Option<CodeUse>>;
+    /// Creates the grant and its first refresh token for a consumed code, in
+    /// one transaction, and links the grant to the code. Returns `false`
+    /// (and stores nothing) when the code was replayed in the meantime.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn create_grant_for_code(&self, code_hash: &str, grant: &Grant, refresh: &RefreshToken) -> Result<bool>;
+}
+
+#[async_trait]
+pub trait GrantRepository: Send + Sync {
+    /// # Errors
+    /// Only when the store fails.
+    async fn find_grant(&self, id: Uuid) -> Result<Option<Grant>>;
+    /// Revokes a grant (and so every token issued along it). Returns whether
+    /// a live grant was revoked.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn revoke_grant(&self, id: Uuid, now: OffsetDateTime) -> Result<bool>;
+    /// Records the revocation of one access token until it would have expired.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn revoke_access_token(&self, jti: &str, expires_at: OffsetDateTime, now: OffsetDateTime) -> Result<()>;
+    /// Revocation state of an access token issued along `grant_id`.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn access_token_state(&self, grant_id: Uuid, jti: &str) -> Result<AccessTokenState>;
+}
+
+#[async_trait]
+pub trait RefreshTokenRepository: Send + Sync {
+    /// Spends a refresh token, atomically: of parallel calls exactly one gets
+    /// [`RefreshUse::Current`]. `None` when no such token exists.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn use_refresh_token(&self, token_hash: &str, now: OffsetDateTime) -> Result<Option<RefreshUse>>;
+    /// Stores the successor of a spent refresh token. Returns `false` (and
+    /// stores nothing) when the grant was revoked in the meantime.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn insert_refresh_token(&self, token: &RefreshToken) -> Result<bool>;
+    /// The grant a refresh token (spent or not) belongs to.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn find_refresh_token_grant(&self, token_hash: &str) -> Result<Option<Grant>>;
+}
+
+#[async_trait]
+pub trait SessionRepository: Send + Sync {
+    /// # Errors
+    /// Only when the store fails.
+    async fn create_session(&self, session: &SsoSession) -> Result<()>;
+    /// A session that has not expired at `now`.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn find_session(&self, token_hash: &str, now: OffsetDateTime) -> Result<Option<SsoSession>>;
+    /// # Errors
+    /// Only when the store fails.
+    async fn delete_session(&self, token_hash: &str) -> Result<()>;
+}
+
+#[async_trait]
+pub trait LoginProcessRepository: Send + Sync {
+    /// # Errors
+    /// Only when the store fails.
+    async fn create_login_process(&self, process: &LoginProcess) -> Result<()>;
+    /// A process that has not expired at `now`.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn find_login_process(&self, id: Uuid, now: OffsetDateTime) -> Result<Option<LoginProcess>>;
+    /// Saves `process` if its stored version is still `process.version`, and
+    /// bumps the version. Returns `false` when another request got there first.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn update_login_process(&self, process: &LoginProcess) -> Result<bool>;
+    /// # Errors
+    /// Only when the store fails.
+    async fn delete_login_process(&self, id: Uuid) -> Result<()>;
+}
+
+#[async_trait]
+pub trait AuditRepository: Send + Sync {
+    /// # Errors
+    /// Only when the store fails.
+    async fn record_audit(&self, event: &AuditEvent) -> Result<()>;
+    /// The newest events, newest first.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn recent_audit(&self, limit: u32) -> Result<Vec<AuditEvent>>;
+}
+
+/// How many expired rows one clean-up pass removed, by kind.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct CleanupReport {
+    pub codes: u64,
+    pub login_processes: u64,
+    pub sessions: u64,
+    pub refresh_tokens: u64,
+    pub revoked_access_tokens: u64,
+    pub grants: u64,
+    pub signing_keys: u64,
+}
+
+impl CleanupReport {
+    pub fn total(&self) -> u64 {
+        self.codes
+            + self.login_processes
+            + self.sessions
+            + self.refresh_tokens
+            + self.revoked_access_tokens
+            + self.grants
+            + self.signing_keys
+    }
+}
+
+#[async_trait]
+pub trait Maintenance: Send + Sync {
+    /// Which backend this is: `sqlite` or `postgres`.
+    fn backend(&self) -> &'static str;
+    /// Whether the database answers.
+    ///
+    /// # Errors
+    /// [`StorageError::Unavailable`] when it does not.
+    async fn ping(&self) -> Result<()>;
+    /// Removes what can no longer be used at `now`: expired codes, login
+    /// processes, sessions and refresh tokens; revocation records of expired
+    /// access tokens; grants without a live refresh token whose access tokens
+    /// have all expired (`access_token_ttl` after their last refresh token was
+    /// spent or expired); signing keys retired before `keys_retired_before`.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn delete_expired(
+        &self,
+        now: OffsetDateTime,
+        access_token_ttl: time::Duration,
+        keys_retired_before: OffsetDateTime,
+    ) -> Result<CleanupReport>;
+}
+
+/// Everything Portico stores.
+pub trait Storage:
+    ClientRepository
+    + UserRepository
+    + SigningKeyRepository
+    + AuthorizationCodeRepository
+    + GrantRepository
+    + RefreshTokenRepository
+    + SessionRepository
+    + LoginProcessRepository
+    + AuditRepository
+    + Maintenance
+{
+}
+
+impl<T> Storage for T where
+    T: ClientRepository
+        + UserRepository
+        + SigningKeyRepository
+        + AuthorizationCodeRepository
+        + GrantRepository
+        + RefreshTokenRepository
+        + SessionRepository
+        + LoginProcessRepository
+        + AuditRepository
+        + Maintenance
+{
+}
