@@ -1,0 +1,54 @@
+//! The identity service: an OAuth 2.1 / OpenID Connect provider
+//! (Authorization Code + PKCE S256) with a server-held browser login.
+//!
+//! - [`oauth2`]: the protocol endpoints (`/oauth2/*`, discovery, userinfo).
+//! - [`login`]: the login process and its pages (`/login*`, `/error`).
+//! - [`tokens`]: what goes into access tokens and id_tokens, and how an
+//!   access token is checked (shared with every API that accepts one).
+//! - [`keys`]: the signing key ring, backed by storage.
+
+pub mod cookies;
+pub mod keys;
+pub mod login;
+pub mod oauth2;
+pub mod passwords;
+pub mod settings;
+pub mod tokens;
+
+use std::sync::Arc;
+
+use axum::Router;
+use portico_crypto::cookie::CookieSigner;
+use portico_model::audit::AuditEvent;
+use portico_model::clock::Clock;
+use portico_storage::Storage;
+
+pub use keys::KeyRing;
+pub use settings::IdentitySettings;
+
+/// Everything the identity handlers need, shared by all requests.
+pub struct Identity {
+    pub store: Arc<dyn Storage>,
+    pub clock: Arc<dyn Clock>,
+    pub settings: IdentitySettings,
+    pub keys: KeyRing,
+    pub cookies: CookieSigner,
+    pub passwords: passwords::PasswordChecker,
+}
+
+pub type IdentityState = Arc<Identity>;
+
+impl Identity {
+    /// Records a security event. A failure to record is logged, not raised:
+    /// the request it belongs to has already been decided.
+    pub async fn audit(&self, event: AuditEvent) {
+        if let Err(error) = self.store.record_audit(&event).await {
+            tracing::warn!(kind = %event.kind, %error, "could not record an audit event");
+        }
+    }
+}
+
+/// Every identity route.
+pub fn router(state: IdentityState) -> Router {
+    Router::new().merge(oauth2::router()).merge(login::router()).with_state(state)
+}

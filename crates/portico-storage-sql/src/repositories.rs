@@ -309,6 +309,14 @@ macro_rules! sql_repositories {
                     Ok(())
                 }
 
+                async fn active_signing_kid(&self) -> Result<Option<String>> {
+                    let row = sqlx::query("SELECT kid FROM signing_keys WHERE retired_at IS NULL")
+                        .fetch_optional(&self.pool)
+                        .await
+                        .map_err(storage_error(ROW))?;
+                    row.map(|row| get(&row, "kid")).transpose()
+                }
+
                 async fn list_signing_keys(&self) -> Result<Vec<SigningKeyRecord>> {
                     sqlx::query("SELECT * FROM signing_keys ORDER BY created_at DESC, kid")
                         .fetch_all(&self.pool)

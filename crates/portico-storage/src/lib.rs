@@ -92,6 +92,12 @@ pub trait SigningKeyRepository: Send + Sync {
     /// # Errors
     /// Only when the store fails.
     async fn rotate_signing_key(&self, key: &SigningKeyRecord, now: OffsetDateTime) -> Result<()>;
+    /// The `kid` of the key that signs now (cheap; checked before signing so
+    /// that a rotation by another process takes effect at once).
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn active_signing_kid(&self) -> Result<Option<String>>;
     /// Every stored key, newest first.
     ///
     /// # Errors

@@ -1,1 +1,96 @@
-fn main() {}
+//! `portico`: the one binary. `portico --help` lists the commands.
+
+mod admin;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+use portico_model::clock::SystemClock;
+use portico_server::{App, Config};
+
+#[derive(Parser)]
+#[command(name = "portico", version, about = "A bank's public identity and API platform")]
+struct Cli {
+    /// TOML configuration file (settings from PORTICO_* environment variables override it).
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the HTTP server (and its background tasks).
+    Serve {
+        /// Seed the demo data set into an empty database and serve the demo client at /demo.
+        #[arg(long)]
+        demo: bool,
+    },
+    /// Apply pending database migrations and exit.
+    Migrate,
+    /// Manage client applications.
+    #[command(subcommand)]
+    Clients(admin::ClientCommand),
+    /// Manage users.
+    #[command(subcommand)]
+    Users(admin::UserCommand),
+    /// Manage token signing keys.
+    #[command(subcommand)]
+    Keys(admin::KeyCommand),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let config = match Config::load(cli.config.as_deref()) {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("portico: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    portico_server::telemetry::init_logs(&config);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("portico: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli.command, config)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("portico: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(command: Command, config: Config) -> anyhow::Result<()> {
+    match command {
+        Command::Serve { demo } => serve(config, demo).await,
+        Command::Migrate => {
+            let store = portico_server::app::open_store(&config).await?;
+            println!("migrations applied ({} database)", store.backend());
+            Ok(())
+        }
+        Command::Clients(command) => admin::clients(&config, command).await,
+        Command::Users(command) => admin::users(&config, command).await,
+        Command::Keys(command) => admin::keys(&config, command).await,
+    }
+}
+
+async fn serve(config: Config, demo: bool) -> anyhow::Result<()> {
+    let listen = config.listen;
+    let app = App::build(config, Arc::new(SystemClock), demo).await?;
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {listen} (listen / PORTICO_LISTEN): {e}"))?;
+    let issuer = app.identity.settings.issuer.clone();
+    tracing::info!(%listen, issuer, backend = app.store.backend(), "Portico is serving");
+    if demo {
+        println!("{}", portico_server::demo::banner(&issuer));
+    }
+    app.serve(listener, portico_server::app::shutdown_signal()).await
+}

@@ -1,0 +1,129 @@
+//! Cookie names from the spec, and reading and writing them.
+//!
+//! Every cookie is `HttpOnly`, `SameSite=Lax` and `Path=/`, and `Secure`
+//! unless the server runs as a plain-HTTP loopback demo. `Lax` (not `Strict`)
+//! because the browser arrives at `/oauth2/authorize` from the client's site.
+
+use axum::http::header::{COOKIE, SET_COOKIE};
+use axum::http::{HeaderMap, HeaderValue};
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+pub const AUTHENTICATION_FLOW: &str = "authentication_flow";
+pub const FAILED_AUTHENTICATION_FLOW_ID: &str = "failed_authentication_flow_id";
+pub const LOGIN_CLIENT_ENTRY: &str = "login_client_entry";
+pub const XSRF_TOKEN: &str = "XSRF-TOKEN";
+pub const STEP_ERROR_DETAILS: &str = "step_error_details";
+pub const CAPTCHA_REQUIRED: &str = "svc.captcha.required";
+pub const DEVICE_ID: &str = "svc.device.deviceId";
+pub const ERROR_PAGE_DETAILS: &str = "error_page_details";
+/// The SSO session (not named by the spec; carries the neutral prefix).
+pub const SESSION: &str = "svc.session";
+
+/// Device cookies live a year.
+pub const DEVICE_MAX_AGE: i64 = 365 * 24 * 3600;
+
+/// The value of cookie `name` in the request, if present.
+pub fn get<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|line| line.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value.trim_matches('"'))
+}
+
+/// `Set-Cookie` headers being collected for a response.
+#[derive(Debug, Default)]
+pub struct SetCookies {
+    secure: bool,
+    headers: Vec<HeaderValue>,
+}
+
+impl SetCookies {
+    pub fn new(secure: bool) -> Self {
+        Self { secure, headers: Vec::new() }
+    }
+
+    /// Sets `name` for `max_age` seconds (a session cookie when `None`).
+    /// `value` must be cookie-safe (Base64URL, UUIDs and dots are).
+    pub fn set(&mut self, name: &str, value: &str, max_age: Option<i64>) -> &mut Self {
+        let mut line = format!("{name}={value}; Path=/; HttpOnly; SameSite=Lax");
+        if let Some(age) = max_age {
+            line.push_str(&format!("; Max-Age={age}"));
+        }
+        if self.secure {
+            line.push_str("; Secure");
+        }
+        self.push(line)
+    }
+
+    /// Clears `name` in the browser.
+    pub fn clear(&mut self, name: &str) -> &mut Self {
+        let mut line = format!("{name}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0");
+        if self.secure {
+            line.push_str("; Secure");
+        }
+        self.push(line)
+    }
+
+    fn push(&mut self, line: String) -> &mut Self {
+        if let Ok(value) = HeaderValue::from_str(&line) {
+            self.headers.push(value);
+        }
+        self
+    }
+
+    /// Adds the collected headers to `headers`.
+    pub fn apply(self, headers: &mut HeaderMap) {
+        for value in self.headers {
+            headers.append(SET_COOKIE, value);
+        }
+    }
+}
+
+/// Encodes `value` as signed, cookie-safe text: Base64URL JSON plus an HMAC.
+pub fn seal_json<T: Serialize>(signer: &portico_crypto::cookie::CookieSigner, name: &str, value: &T) -> String {
+    let json = serde_json::to_vec(value).unwrap_or_default();
+    signer.sign(name, &URL_SAFE_NO_PAD.encode(json))
+}
+
+/// Reads what [`seal_json`] wrote; `None` when absent, forged or damaged.
+pub fn open_json<T: DeserializeOwned>(
+    signer: &portico_crypto::cookie::CookieSigner,
+    name: &str,
+    cookie: Option<&str>,
+) -> Option<T> {
+    let payload = signer.verify(name, cookie?)?;
+    serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).ok()?).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_cookies_across_headers() {
+        let mut headers = HeaderMap::new();
+        headers.append(COOKIE, HeaderValue::from_static("a=1; XSRF-TOKEN=abc"));
+        headers.append(COOKIE, HeaderValue::from_static("svc.device.deviceId=\"d-1\""));
+        assert_eq!(get(&headers, "XSRF-TOKEN"), Some("abc"));
+        assert_eq!(get(&headers, DEVICE_ID), Some("d-1"));
+        assert_eq!(get(&headers, "b"), None);
+    }
+
+    #[test]
+    fn set_cookie_attributes() {
+        let mut cookies = SetCookies::new(true);
+        cookies.set("a", "1", Some(60)).clear("b");
+        let mut headers = HeaderMap::new();
+        cookies.apply(&mut headers);
+        let lines: Vec<_> = headers.get_all(SET_COOKIE).iter().map(|v| v.to_str().unwrap()).collect();
+        assert_eq!(lines[0], "a=1; Path=/; HttpOnly; SameSite=Lax; Max-Age=60; Secure");
+        assert_eq!(lines[1], "b=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0; Secure");
+    }
+}

@@ -1,0 +1,158 @@
+//! The signing key ring: RSA keys kept in storage (private halves sealed),
+//! cached here parsed and ready.
+//!
+//! - Signing asks storage for the active `kid` first (one indexed read), so a
+//!   `portico keys rotate` from another process takes effect at once.
+//! - Verification looks the `kid` up in the cache and reloads from storage on
+//!   a miss, at most once a second, so forged `kid`s cannot flood the database.
+//! - The JWKS lists the active key and every retired key that may still have
+//!   live tokens (see [`IdentitySettings::key_retention`]).
+//!
+//! [`IdentitySettings::key_retention`]: crate::IdentitySettings::key_retention
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration as StdDuration, Instant};
+
+use portico_crypto::jwt::{Jwk, SigningKey};
+use portico_crypto::seal::Sealer;
+use portico_model::key::SigningKeyRecord;
+use portico_storage::{Storage, StorageError};
+use time::{Duration, OffsetDateTime};
+
+/// Label binding sealed private keys to their use.
+const SEAL_LABEL: &str = "portico signing key v1";
+const MISS_RELOAD_INTERVAL: StdDuration = StdDuration::from_secs(1);
+
+#[derive(Default)]
+struct KeySet {
+    active: Option<Arc<SigningKey>>,
+    by_kid: HashMap<String, Arc<SigningKey>>,
+    records: Vec<(String, Option<OffsetDateTime>)>,
+}
+
+pub struct KeyRing {
+    store: Arc<dyn Storage>,
+    sealer: Sealer,
+    set: RwLock<Arc<KeySet>>,
+    last_miss_reload: Mutex<Option<Instant>>,
+}
+
+impl KeyRing {
+    /// Loads the keys, generating and storing the first one when there is none.
+    ///
+    /// # Errors
+    /// When storage fails or a stored key cannot be opened with this sealer
+    /// (a different instance secret).
+    pub async fn load(store: Arc<dyn Storage>, sealer: Sealer, now: OffsetDateTime) -> Result<Self, StorageError> {
+        if store.active_signing_kid().await?.is_none() {
+            let record = new_key_record(&sealer, now)?;
+            if store.insert_first_signing_key(&record).await? {
+                tracing::info!(kid = %record.kid, "generated the first token signing key");
+            }
+        }
+        let ring = Self { store, sealer, set: RwLock::new(Arc::default()), last_miss_reload: Mutex::new(None) };
+        ring.reload().await?;
+        Ok(ring)
+    }
+
+    /// Generates a new key, makes it the active one and retires the old one.
+    /// Returns the new `kid`.
+    ///
+    /// # Errors
+    /// When storage fails.
+    pub async fn rotate(store: &dyn Storage, sealer: &Sealer, now: OffsetDateTime) -> Result<String, StorageError> {
+        let record = new_key_record(sealer, now)?;
+        store.rotate_signing_key(&record, now).await?;
+        Ok(record.kid)
+    }
+
+    async fn reload(&self) -> Result<Arc<KeySet>, StorageError> {
+        let records = self.store.list_signing_keys().await?;
+        let current = self.snapshot();
+        let mut set = KeySet::default();
+        for record in &records {
+            let key = match current.by_kid.get(&record.kid) {
+                Some(key) => Arc::clone(key),
+                None => Arc::new(self.open(record)?),
+            };
+            if record.retired_at.is_none() {
+                set.active = Some(Arc::clone(&key));
+            }
+            set.by_kid.insert(record.kid.clone(), key);
+            set.records.push((record.kid.clone(), record.retired_at));
+        }
+        let set = Arc::new(set);
+        *self.set.write().unwrap_or_else(|e| e.into_inner()) = Arc::clone(&set);
+        Ok(set)
+    }
+
+    fn open(&self, record: &SigningKeyRecord) -> Result<SigningKey, StorageError> {
+        let der = self.sealer.open(SEAL_LABEL, &record.private_sealed).map_err(|e| {
+            StorageError::Other(format!("signing key {}: {e}; is PORTICO_SECRET_KEY the one it was made with?", record.kid))
+        })?;
+        SigningKey::from_pkcs8(&der).map_err(|e| StorageError::Other(format!("signing key {}: {e}", record.kid)))
+    }
+
+    fn snapshot(&self) -> Arc<KeySet> {
+        Arc::clone(&self.set.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The key that signs now.
+    ///
+    /// # Errors
+    /// When storage fails or holds no active key.
+    pub async fn signing_key(&self) -> Result<Arc<SigningKey>, StorageError> {
+        let active = self.store.active_signing_kid().await?;
+        let set = self.snapshot();
+        let set = match (&set.active, &active) {
+            (Some(key), Some(kid)) if key.kid() == kid => set,
+            _ => self.reload().await?,
+        };
+        set.active.clone().ok_or_else(|| StorageError::Other("there is no active signing key".into()))
+    }
+
+    /// The key with `kid`, reloading once on a miss.
+    ///
+    /// # Errors
+    /// When the reload fails.
+    pub async fn key(&self, kid: &str) -> Result<Option<Arc<SigningKey>>, StorageError> {
+        if let Some(key) = self.snapshot().by_kid.get(kid) {
+            return Ok(Some(Arc::clone(key)));
+        }
+        {
+            let mut last = self.last_miss_reload.lock().unwrap_or_else(|e| e.into_inner());
+            if last.is_some_and(|at| at.elapsed() < MISS_RELOAD_INTERVAL) {
+                return Ok(None);
+            }
+            *last = Some(Instant::now());
+        }
+        Ok(self.reload().await?.by_kid.get(kid).cloned())
+    }
+
+    /// The published key set at `now`: the active key and retired keys
+    /// retired less than `retention` ago.
+    ///
+    /// # Errors
+    /// When storage fails.
+    pub async fn jwks(&self, now: OffsetDateTime, retention: Duration) -> Result<Vec<Jwk>, StorageError> {
+        let set = self.reload().await?;
+        Ok(set
+            .records
+            .iter()
+            .filter(|(_, retired)| retired.is_none_or(|at| at + retention > now))
+            .filter_map(|(kid, _)| set.by_kid.get(kid).map(|key| key.jwk().clone()))
+            .collect())
+    }
+}
+
+fn new_key_record(sealer: &Sealer, now: OffsetDateTime) -> Result<SigningKeyRecord, StorageError> {
+    let key = SigningKey::generate().map_err(|e| StorageError::Other(e.to_string()))?;
+    let der = key.to_pkcs8().map_err(|e| StorageError::Other(e.to_string()))?;
+    Ok(SigningKeyRecord {
+        kid: key.kid().to_owned(),
+        private_sealed: sealer.seal(SEAL_LABEL, &der),
+        created_at: now,
+        retired_at: None,
+    })
+}

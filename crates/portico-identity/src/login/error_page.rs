@@ -1,0 +1,109 @@
+//! `GET /error` (operation `getErrorPage`), the redirect that leads there,
+//! and the logged-out page (the spec's "default logout page").
+
+use askama::Template;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
+use portico_model::login::codes;
+use portico_storage::StorageError;
+use uuid::Uuid;
+
+use super::texts::{self, Texts};
+use super::view::{ActionKind, ErrorDetails, ErrorPageBody, ErrorPageContext, ErrorPageData, script_json};
+use crate::cookies::{self, SetCookies};
+use crate::oauth2::redirect;
+use crate::{Identity, IdentityState};
+
+#[derive(Template)]
+#[template(path = "error.html")]
+struct ErrorPage<'a> {
+    t: &'a Texts,
+    message: &'a str,
+    actions: Vec<(String, &'a str)>,
+    view_json: String,
+}
+
+#[derive(Template)]
+#[template(path = "logged_out.html")]
+struct LoggedOutPage<'a> {
+    t: &'a Texts,
+}
+
+/// 303 to `/error`, with the details in the signed `error_page_details`
+/// cookie and, when given, the failed process for a restart.
+pub fn redirect_to_error(identity: &Identity, details: &ErrorDetails, failed: Option<Uuid>) -> Response {
+    let mut response = redirect(StatusCode::SEE_OTHER, "/error");
+    let mut set = SetCookies::new(identity.settings.secure_cookies);
+    let sealed = cookies::seal_json(&identity.cookies, cookies::ERROR_PAGE_DETAILS, details);
+    set.set(cookies::ERROR_PAGE_DETAILS, &sealed, Some(300));
+    if let Some(id) = failed {
+        set.set(
+            cookies::FAILED_AUTHENTICATION_FLOW_ID,
+            &id.to_string(),
+            Some(identity.settings.login_process_ttl.whole_seconds()),
+        );
+    }
+    set.clear(cookies::AUTHENTICATION_FLOW);
+    set.apply(response.headers_mut());
+    response
+}
+
+/// A storage failure while serving a browser: a plain page with the right status.
+pub fn server_error(_identity: &Identity, error: StorageError) -> Response {
+    let status = match &error {
+        StorageError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    tracing::error!(%error, "login request failed");
+    (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], "The service is temporarily unavailable. Please try again.")
+        .into_response()
+}
+
+pub async fn error_page(State(identity): State<IdentityState>, headers: HeaderMap) -> Response {
+    let cookie = cookies::get(&headers, cookies::ERROR_PAGE_DETAILS);
+    let Some(details) = cookies::open_json::<ErrorDetails>(&identity.cookies, cookies::ERROR_PAGE_DETAILS, cookie) else {
+        return redirect(StatusCode::FOUND, &identity.settings.logged_out_url);
+    };
+    let t = texts::for_locale(texts::negotiate(&headers));
+    let message = match details.error_code.as_str() {
+        codes::USER_IS_BLOCKED => t.error_blocked,
+        codes::FATAL_ERROR => t.error_fatal,
+        _ => t.error_unknown,
+    };
+    let actions = details
+        .actions
+        .iter()
+        .filter_map(|a| {
+            let label = match a.action {
+                ActionKind::Reload => t.action_reload,
+                ActionKind::RetryLogin => t.action_retry,
+                ActionKind::Redirect => t.action_redirect,
+            };
+            a.url.clone().map(|url| (url, label))
+        })
+        .collect();
+    let csrf = portico_crypto::random::token();
+    let data = ErrorPageData {
+        page_type: "ERROR",
+        page_data: ErrorPageBody { error_page_context: ErrorPageContext { csrf: csrf.clone() }, error_details: details },
+    };
+    let page = ErrorPage { t, message, actions, view_json: script_json(&data) };
+    let Ok(html) = page.render() else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
+    let mut response = Html(html).into_response();
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    let mut set = SetCookies::new(identity.settings.secure_cookies);
+    set.clear(cookies::ERROR_PAGE_DETAILS).set(cookies::XSRF_TOKEN, &csrf, None);
+    set.apply(response.headers_mut());
+    response
+}
+
+pub async fn logged_out(headers: HeaderMap) -> Response {
+    let t = texts::for_locale(texts::negotiate(&headers));
+    match (LoggedOutPage { t }).render() {
+        Ok(html) => Html(html).into_response(),
+        Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    }
+}

@@ -1,0 +1,149 @@
+//! The browser login: a server-held process (see
+//! [`portico_model::login`]) walked through HTML pages.
+//!
+//! - `GET /login` shows the current step; `POST /login` submits it.
+//! - `GET /error` shows what went wrong; `GET /login/restart` starts over.
+//! - The authorize endpoint starts a process ([`start`]) and, once the
+//!   process is complete, issues the code.
+//!
+//! Steps implemented: `username-password`. The state machine is built so
+//! that the other steps of the spec slot into [`submit`].
+
+pub mod error_page;
+mod page;
+mod restart;
+pub mod session;
+mod submit;
+pub mod texts;
+pub mod view;
+
+use axum::Router;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use axum::routing::get;
+use portico_model::login::{AuthMethod, LoginProcess, LoginState};
+use portico_storage::StorageError;
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::cookies::{self, SetCookies};
+use crate::oauth2::{AuthorizeRequest, redirect, with_query};
+use crate::{Identity, IdentityState};
+
+pub fn router() -> Router<IdentityState> {
+    Router::new()
+        .route("/login", get(page::login_page).post(submit::submit_step))
+        .route("/login/restart", get(restart::restart))
+        .route("/error", get(error_page::error_page))
+        .route("/logged-out", get(error_page::logged_out))
+}
+
+/// What the signed `login_client_entry` cookie remembers: where to send the
+/// browser back when its login process is gone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientEntry {
+    #[serde(rename = "c")]
+    pub client_id: String,
+    #[serde(rename = "r")]
+    pub redirect_uri: String,
+    #[serde(rename = "s")]
+    pub state: String,
+}
+
+impl ClientEntry {
+    /// The registered client address, with an OAuth error the client
+    /// understands (`access_denied`) and its `state`.
+    pub fn return_url(&self) -> String {
+        with_query(
+            &self.redirect_uri,
+            &[
+                ("error", "access_denied"),
+                ("error_description", "the login process ended without completing"),
+                ("state", &self.state),
+            ],
+        )
+    }
+
+    pub fn from_cookie(identity: &Identity, headers: &HeaderMap) -> Option<Self> {
+        cookies::open_json(
+            &identity.cookies,
+            cookies::LOGIN_CLIENT_ENTRY,
+            cookies::get(headers, cookies::LOGIN_CLIENT_ENTRY),
+        )
+    }
+}
+
+/// Starts a login process for a valid authorize request: stores it and
+/// answers 303 to `/login` with the process cookies.
+///
+/// # Errors
+/// When the process cannot be stored.
+pub async fn start(
+    identity: &Identity,
+    headers: &HeaderMap,
+    request: &AuthorizeRequest,
+    query: &str,
+    now: OffsetDateTime,
+) -> Result<Response, StorageError> {
+    let ttl = identity.settings.login_process_ttl;
+    let existing_device = cookies::get(headers, cookies::DEVICE_ID)
+        .filter(|d| !d.is_empty() && d.len() <= 64 && d.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
+    let device_id = existing_device.map_or_else(|| Uuid::new_v4().to_string(), str::to_owned);
+    let mut state = LoginState::start(
+        request.client.client_id.clone(),
+        query.to_owned(),
+        portico_crypto::random::token(),
+        AuthMethod::Password,
+    );
+    state.device_id = Some(device_id.clone());
+    let process = LoginProcess { id: Uuid::new_v4(), version: 0, created_at: now, expires_at: now + ttl, state };
+    identity.store.create_login_process(&process).await?;
+
+    let mut response = redirect(StatusCode::SEE_OTHER, "/login");
+    let mut set = SetCookies::new(identity.settings.secure_cookies);
+    let max_age = Some(ttl.whole_seconds());
+    set.set(cookies::AUTHENTICATION_FLOW, &process.id.to_string(), max_age)
+        .set(cookies::XSRF_TOKEN, &process.state.csrf, max_age)
+        .set(
+            cookies::LOGIN_CLIENT_ENTRY,
+            &cookies::seal_json(&identity.cookies, cookies::LOGIN_CLIENT_ENTRY, &request.client_entry()),
+            None,
+        );
+    if existing_device.is_none() {
+        set.set(cookies::DEVICE_ID, &device_id, Some(cookies::DEVICE_MAX_AGE));
+    }
+    set.apply(response.headers_mut());
+    Ok(response)
+}
+
+/// The live process named by the `authentication_flow` cookie.
+async fn current_process(
+    identity: &Identity,
+    headers: &HeaderMap,
+    now: OffsetDateTime,
+) -> Result<Option<LoginProcess>, StorageError> {
+    match cookies::get(headers, cookies::AUTHENTICATION_FLOW).and_then(|v| Uuid::parse_str(v).ok()) {
+        Some(id) => identity.store.find_login_process(id, now).await,
+        None => Ok(None),
+    }
+}
+
+/// The answer when there is no process: 302 to the client address from a
+/// valid `login_client_entry`, or else to the logged-out page.
+fn no_process(identity: &Identity, headers: &HeaderMap) -> Response {
+    let target = match ClientEntry::from_cookie(identity, headers) {
+        Some(entry) => entry.return_url(),
+        None => identity.settings.logged_out_url.clone(),
+    };
+    let mut response = redirect(StatusCode::FOUND, &target);
+    let mut set = SetCookies::new(identity.settings.secure_cookies);
+    set.clear(cookies::AUTHENTICATION_FLOW).clear(cookies::LOGIN_CLIENT_ENTRY);
+    set.apply(response.headers_mut());
+    response
+}
+
+/// The original authorize request of a process, as a local URL.
+fn authorize_url(process: &LoginProcess) -> String {
+    format!("/oauth2/authorize?{}", process.state.authorize_query)
+}

@@ -1,0 +1,35 @@
+//! `GET /login/restart` (operation `restartLogin`): after an error, start the
+//! original authorization again.
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use uuid::Uuid;
+
+use super::{ClientEntry, authorize_url};
+use crate::IdentityState;
+use crate::cookies::{self, SetCookies};
+use crate::oauth2::redirect;
+
+pub async fn restart(State(identity): State<IdentityState>, headers: HeaderMap) -> Response {
+    let now = identity.clock.now();
+    let failed = cookies::get(&headers, cookies::FAILED_AUTHENTICATION_FLOW_ID).and_then(|v| Uuid::parse_str(v).ok());
+    let process = match failed {
+        Some(id) => identity.store.find_login_process(id, now).await.ok().flatten(),
+        None => None,
+    };
+    let target = match (&process, ClientEntry::from_cookie(&identity, &headers)) {
+        (Some(process), _) => authorize_url(process),
+        (None, Some(entry)) => entry.return_url(),
+        (None, None) => identity.settings.logged_out_url.clone(),
+    };
+    if let Some(process) = process {
+        // The restored request starts a fresh process; the failed one is done.
+        let _ = identity.store.delete_login_process(process.id).await;
+    }
+    let mut response = redirect(StatusCode::FOUND, &target);
+    let mut set = SetCookies::new(identity.settings.secure_cookies);
+    set.clear(cookies::FAILED_AUTHENTICATION_FLOW_ID).clear(cookies::AUTHENTICATION_FLOW);
+    set.apply(response.headers_mut());
+    response
+}

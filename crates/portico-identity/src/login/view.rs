@@ -1,0 +1,155 @@
+//! `LoginViewDataDTO` and `ErrorPageDataDTO`, exactly as the spec shapes
+//! them, and their safe embedding in `<script type="application/json">`.
+
+use portico_model::login::{Locale, LoginFormErrors, LoginProcess, StepType, ViewType};
+use serde::Serialize;
+use time::OffsetDateTime;
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LoginViewData {
+    pub page_type: &'static str,
+    pub page_data: LoginPageData,
+    pub locale: Option<Locale>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LoginPageData {
+    pub authentication_flow_context: FlowContext,
+    pub step_view_data: Option<StepViewData>,
+    pub theme_view_data: Option<ThemeViewData>,
+    pub errors: Option<LoginFormErrors>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FlowContext {
+    pub authentication_flow_id: String,
+    pub auth_page_refresh_ttl_ms: Option<i64>,
+    pub device_id: Option<String>,
+    pub csrf: String,
+}
+
+/// Step view data, discriminated by `stepType`; each variant carries exactly
+/// the fields of the spec's table for its step.
+#[derive(Debug, Serialize)]
+#[serde(tag = "stepType")]
+pub enum StepViewData {
+    #[serde(rename = "username-password", rename_all = "camelCase")]
+    UsernamePassword {
+        view_type: ViewType,
+        phone_number_view: Option<String>,
+        principal: Option<String>,
+        captcha_required: bool,
+    },
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThemeViewData {
+    pub password_reset_enabled: bool,
+    pub support_drawer: Option<serde_json::Value>,
+    pub system_messages: Option<serde_json::Value>,
+}
+
+impl LoginViewData {
+    /// The view of `process` at `now`, showing `errors`.
+    pub fn of(process: &LoginProcess, errors: Option<LoginFormErrors>, locale: Locale, now: OffsetDateTime) -> Self {
+        let state = &process.state;
+        let step = match state.step {
+            StepType::UsernamePassword => Some(StepViewData::UsernamePassword {
+                view_type: state.view_type,
+                phone_number_view: None,
+                principal: state.principal.clone(),
+                captcha_required: false,
+            }),
+            _ => None,
+        };
+        Self {
+            page_type: "LOGIN_FORM_STEP",
+            page_data: LoginPageData {
+                authentication_flow_context: FlowContext {
+                    authentication_flow_id: process.id.to_string(),
+                    auth_page_refresh_ttl_ms: Some(((process.expires_at - now).whole_milliseconds()).max(0) as i64),
+                    device_id: state.device_id.clone(),
+                    csrf: state.csrf.clone(),
+                },
+                step_view_data: step,
+                theme_view_data: Some(ThemeViewData {
+                    password_reset_enabled: false,
+                    support_drawer: None,
+                    system_messages: None,
+                }),
+                errors,
+            },
+            locale: Some(locale),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorPageData {
+    pub page_type: &'static str,
+    pub page_data: ErrorPageBody,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorPageBody {
+    pub error_page_context: ErrorPageContext,
+    pub error_details: ErrorDetails,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ErrorPageContext {
+    pub csrf: String,
+}
+
+/// What `GET /error` shows; travels in the signed `error_page_details` cookie.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorDetails {
+    pub error_code: String,
+    pub actions: Vec<ErrorAction>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct ErrorAction {
+    pub action: ActionKind,
+    pub url: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ActionKind {
+    /// Reload through `/login`.
+    Reload,
+    /// Start over through `/login/restart`.
+    RetryLogin,
+    /// Leave for an external URL.
+    Redirect,
+}
+
+/// JSON that is safe inside a `<script>` element: `<`, `>` and `&` escaped.
+pub fn script_json<T: Serialize>(value: &T) -> String {
+    serde_json::to_string(value)
+        .unwrap_or_else(|_| "null".to_owned())
+        .replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn script_json_cannot_close_the_script() {
+        let text = script_json(&serde_json::json!({"a": "</script><b>&"}));
+        assert!(!text.contains('<') && !text.contains('>') && !text.contains('&'));
+        let back: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(back["a"], "</script><b>&");
+    }
+}

@@ -1,0 +1,272 @@
+//! `GET /oauth2/authorize` (operation `authorize`).
+//!
+//! Validation order, each failure answered as the spec's table says:
+//! 1. `client_id` absent, repeated or unknown: 400 `text/plain`
+//!    `OAuth 2.0 Parameter: client_id`.
+//! 2. `redirect_uri` absent, repeated or not registered for the client (exact
+//!    match): 400 `OAuth 2.0 Parameter: redirect_uri`. Portico never
+//!    redirects to an address it cannot vouch for.
+//! 3. From here on, errors redirect (302) to `redirect_uri` with `error`,
+//!    `error_description = OAuth 2.0 Parameter: <name>` and `state` (absent
+//!    when `state` itself is missing): `response_type` (absent:
+//!    `invalid_request`; not `code`: `unsupported_response_type`), `scope`
+//!    (absent: `invalid_request`; malformed or not allowed for the client:
+//!    `invalid_scope`), `state`, `code_challenge` (absent or not an S256
+//!    challenge), `code_challenge_method` (absent or not `S256`), `nonce`
+//!    (over 512 characters), `prompt` (not `none`, `login` or `consent`), all
+//!    `invalid_request`. A repeated parameter is `invalid_request` for it.
+//!
+//! Then: a login process that has just completed for this very request, or
+//! else a live SSO session (unless `prompt=login` or `prompt=consent`), gets
+//! a code at once (302). `prompt=none` without either gets `login_required`.
+//! Otherwise a login process starts: 303 to `/login` with its cookies.
+
+use axum::extract::{RawQuery, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use portico_model::client::Client;
+use portico_model::oauth::{AuthorizationCode, Prompt, is_s256_challenge};
+use portico_model::scope::ScopeSet;
+use portico_storage::StorageError;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::params::{Params, Repeated};
+use crate::cookies::{self, SetCookies};
+use crate::login::{self, ClientEntry};
+use crate::{Identity, IdentityState};
+
+const MAX_NONCE: usize = 512;
+const MAX_STATE: usize = 2048;
+
+/// A request that passed every check.
+#[derive(Debug)]
+pub struct AuthorizeRequest {
+    pub client: Client,
+    pub redirect_uri: String,
+    pub scope: ScopeSet,
+    pub state: String,
+    pub code_challenge: String,
+    pub nonce: Option<String>,
+    pub prompt: Option<Prompt>,
+}
+
+enum Rejection {
+    Plain(&'static str),
+    Redirect { redirect_uri: String, error: &'static str, parameter: &'static str, state: Option<String> },
+    Storage(StorageError),
+}
+
+impl From<StorageError> for Rejection {
+    fn from(error: StorageError) -> Self {
+        Rejection::Storage(error)
+    }
+}
+
+pub async fn authorize(State(identity): State<IdentityState>, headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
+    let query = query.unwrap_or_default();
+    match handle(&identity, &headers, &query).await {
+        Ok(response) => response,
+        Err(Rejection::Plain(parameter)) => plain_400(parameter),
+        Err(Rejection::Redirect { redirect_uri, error, parameter, state }) => {
+            let description = format!("OAuth 2.0 Parameter: {parameter}");
+            error_redirect(&redirect_uri, error, &description, state.as_deref())
+        }
+        Err(Rejection::Storage(error)) => login::error_page::server_error(&identity, error),
+    }
+}
+
+async fn handle(identity: &Identity, headers: &HeaderMap, query: &str) -> Result<Response, Rejection> {
+    let request = validate(identity, &Params::parse(query.as_bytes())).await?;
+    let now = identity.clock.now();
+
+    if let Some((user_id, auth_time, process_id)) = completed_login(identity, headers, query, now).await? {
+        identity.store.delete_login_process(process_id).await?;
+        let mut response = issue_code_redirect(identity, &request, user_id, auth_time).await?;
+        let mut set = SetCookies::new(identity.settings.secure_cookies);
+        set.clear(cookies::AUTHENTICATION_FLOW).clear(cookies::LOGIN_CLIENT_ENTRY);
+        set.apply(response.headers_mut());
+        return Ok(response);
+    }
+
+    if !matches!(request.prompt, Some(Prompt::Login | Prompt::Consent))
+        && let Some(session) = login::session::current(identity, headers, now).await?
+    {
+        return Ok(issue_code_redirect(identity, &request, session.user_id, session.auth_time).await?);
+    }
+
+    if request.prompt == Some(Prompt::None) {
+        return Ok(error_redirect(
+            &request.redirect_uri,
+            "login_required",
+            "the user must log in",
+            Some(&request.state),
+        ));
+    }
+
+    Ok(login::start(identity, headers, &request, query, now).await?)
+}
+
+/// The user of a login process, named by the `authentication_flow` cookie,
+/// that completed for exactly this authorize request.
+async fn completed_login(
+    identity: &Identity,
+    headers: &HeaderMap,
+    query: &str,
+    now: OffsetDateTime,
+) -> Result<Option<(Uuid, OffsetDateTime, Uuid)>, StorageError> {
+    let Some(id) = cookies::get(headers, cookies::AUTHENTICATION_FLOW).and_then(|v| Uuid::parse_str(v).ok()) else {
+        return Ok(None);
+    };
+    let Some(process) = identity.store.find_login_process(id, now).await? else {
+        return Ok(None);
+    };
+    let state = &process.state;
+    Ok(match (state.completed_at, state.user_id) {
+        (Some(at), Some(user)) if state.authorize_query == query => Some((user, at, process.id)),
+        _ => None,
+    })
+}
+
+async fn validate(identity: &Identity, params: &Params) -> Result<AuthorizeRequest, Rejection> {
+    let client_id = params.one("client_id").ok().flatten().ok_or(Rejection::Plain("client_id"))?;
+    let client = identity.store.find_client(client_id).await?.ok_or(Rejection::Plain("client_id"))?;
+    let redirect_uri = params
+        .one("redirect_uri")
+        .ok()
+        .flatten()
+        .filter(|uri| client.has_redirect_uri(uri))
+        .ok_or(Rejection::Plain("redirect_uri"))?
+        .to_owned();
+
+    let state = params.one("state").ok().flatten().filter(|s| s.len() <= MAX_STATE).map(str::to_owned);
+    let fail = |error: &'static str, parameter: &'static str| Rejection::Redirect {
+        redirect_uri: redirect_uri.clone(),
+        error,
+        parameter,
+        state: state.clone(),
+    };
+    let get = |name: &'static str| params.one(name).map_err(|Repeated(name)| fail("invalid_request", name));
+
+    match get("response_type")? {
+        None => return Err(fail("invalid_request", "response_type")),
+        Some("code") => {}
+        Some(_) => return Err(fail("unsupported_response_type", "response_type")),
+    }
+    let scope = get("scope")?.ok_or_else(|| fail("invalid_request", "scope"))?;
+    let scope = ScopeSet::parse(scope)
+        .ok()
+        .filter(|set| set.iter().all(|s| client.allows_scope(s)))
+        .ok_or_else(|| fail("invalid_scope", "scope"))?;
+    get("state")?;
+    let Some(state) = state.clone() else {
+        return Err(fail("invalid_request", "state"));
+    };
+    let code_challenge =
+        get("code_challenge")?.filter(|c| is_s256_challenge(c)).ok_or_else(|| fail("invalid_request", "code_challenge"))?;
+    get("code_challenge_method")?
+        .filter(|m| *m == "S256")
+        .ok_or_else(|| fail("invalid_request", "code_challenge_method"))?;
+    let nonce = get("nonce")?;
+    if nonce.is_some_and(|n| n.len() > MAX_NONCE) {
+        return Err(fail("invalid_request", "nonce"));
+    }
+    let prompt = match get("prompt")? {
+        None => None,
+        Some(value) => Some(Prompt::parse(value).ok_or_else(|| fail("invalid_request", "prompt"))?),
+    };
+    Ok(AuthorizeRequest {
+        client,
+        redirect_uri,
+        scope,
+        state,
+        code_challenge: code_challenge.to_owned(),
+        nonce: nonce.map(str::to_owned),
+        prompt,
+    })
+}
+
+/// Issues an authorization code for `user_id` and answers 302 to the
+/// client's `redirect_uri` with `code` and `state`.
+///
+/// # Errors
+/// When the code cannot be stored.
+pub async fn issue_code_redirect(
+    identity: &Identity,
+    request: &AuthorizeRequest,
+    user_id: Uuid,
+    auth_time: OffsetDateTime,
+) -> Result<Response, StorageError> {
+    let now = identity.clock.now();
+    let code = portico_crypto::random::token();
+    identity
+        .store
+        .insert_code(&AuthorizationCode {
+            code_hash: portico_crypto::hash::token_hash(&code),
+            client_id: request.client.client_id.clone(),
+            user_id,
+            redirect_uri: request.redirect_uri.clone(),
+            scope: request.scope.to_string(),
+            code_challenge: request.code_challenge.clone(),
+            nonce: request.nonce.clone(),
+            auth_time,
+            created_at: now,
+            expires_at: now + identity.settings.authorization_code_ttl,
+            grant_id: None,
+        })
+        .await?;
+    Ok(redirect(StatusCode::FOUND, &with_query(&request.redirect_uri, &[("code", &code), ("state", &request.state)])))
+}
+
+/// 302 to `redirect_uri` with an OAuth error.
+pub fn error_redirect(redirect_uri: &str, error: &str, description: &str, state: Option<&str>) -> Response {
+    let mut pairs = vec![("error", error), ("error_description", description)];
+    if let Some(state) = state {
+        pairs.push(("state", state));
+    }
+    redirect(StatusCode::FOUND, &with_query(redirect_uri, &pairs))
+}
+
+/// `uri` with `pairs` appended to its query.
+pub fn with_query(uri: &str, pairs: &[(&str, &str)]) -> String {
+    match url::Url::parse(uri) {
+        Ok(mut url) => {
+            url.query_pairs_mut().extend_pairs(pairs);
+            url.into()
+        }
+        Err(_) => {
+            let query: String = form_urlencoded::Serializer::new(String::new()).extend_pairs(pairs).finish();
+            let sep = if uri.contains('?') { '&' } else { '?' };
+            format!("{uri}{sep}{query}")
+        }
+    }
+}
+
+pub fn redirect(status: StatusCode, location: &str) -> Response {
+    let mut response = status.into_response();
+    if let Ok(value) = HeaderValue::from_str(location) {
+        response.headers_mut().insert(header::LOCATION, value);
+    }
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+fn plain_400(parameter: &str) -> Response {
+    (
+        StatusCode::BAD_REQUEST,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        format!("OAuth 2.0 Parameter: {parameter}"),
+    )
+        .into_response()
+}
+
+impl AuthorizeRequest {
+    /// What the `login_client_entry` cookie remembers of this request.
+    pub fn client_entry(&self) -> ClientEntry {
+        ClientEntry {
+            client_id: self.client.client_id.clone(),
+            redirect_uri: self.redirect_uri.clone(),
+            state: self.state.clone(),
+        }
+    }
+}

@@ -1,0 +1,33 @@
+//! The OAuth 2.1 / OpenID Connect endpoints.
+
+mod authorize;
+mod client_auth;
+mod discovery;
+pub mod error;
+mod jwks;
+mod liveness;
+pub mod params;
+mod revoke;
+mod token;
+mod userinfo;
+
+use axum::Router;
+use axum::routing::{get, post};
+
+use crate::IdentityState;
+
+/// Largest form body the token and revoke endpoints read.
+pub const MAX_FORM_BODY: usize = 16 * 1024;
+
+pub fn router() -> Router<IdentityState> {
+    Router::new()
+        .route("/oauth2/authorize", get(authorize::authorize))
+        .route("/oauth2/token", post(token::token))
+        .route("/oauth2/revoke", post(revoke::revoke))
+        .route("/oauth2/jwks", get(jwks::jwks))
+        .route("/oauth2/token/liveness", get(liveness::liveness))
+        .route("/oauth2/userinfo", get(userinfo::userinfo).post(userinfo::userinfo))
+        .route("/.well-known/openid-configuration", get(discovery::openid_configuration))
+}
+
+pub use authorize::{AuthorizeRequest, error_redirect, redirect, with_query};

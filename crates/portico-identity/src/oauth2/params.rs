@@ -1,0 +1,85 @@
+//! Strict `application/x-www-form-urlencoded` parameters: RFC 6749 §3.1 and
+//! §3.2 forbid repeating a parameter, so a repeat is an error rather than
+//! "first wins" or "last wins".
+
+use axum::body::{Body, to_bytes};
+use axum::http::{HeaderMap, header};
+
+use super::error::OAuthError;
+
+/// Parameters of one request, in order.
+#[derive(Debug, Default)]
+pub struct Params(Vec<(String, String)>);
+
+/// A parameter that appears more than once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repeated(pub &'static str);
+
+impl Params {
+    pub fn parse(encoded: &[u8]) -> Self {
+        Self(form_urlencoded::parse(encoded).map(|(k, v)| (k.into_owned(), v.into_owned())).collect())
+    }
+
+    /// The one value of `name`; `Ok(None)` when absent or empty.
+    ///
+    /// # Errors
+    /// [`Repeated`] when `name` appears more than once.
+    pub fn one(&self, name: &'static str) -> Result<Option<&str>, Repeated> {
+        let mut values = self.0.iter().filter(|(k, _)| k == name).map(|(_, v)| v.as_str());
+        match (values.next(), values.next()) {
+            (_, Some(_)) => Err(Repeated(name)),
+            (Some(""), None) | (None, None) => Ok(None),
+            (Some(value), None) => Ok(Some(value)),
+        }
+    }
+
+    /// Like [`Params::one`], for the token and revoke endpoints.
+    ///
+    /// # Errors
+    /// `invalid_request` naming the repeated parameter.
+    pub fn single(&self, name: &'static str) -> Result<Option<&str>, OAuthError> {
+        self.one(name).map_err(|Repeated(name)| OAuthError::invalid_request(name))
+    }
+
+    /// A required parameter.
+    ///
+    /// # Errors
+    /// `invalid_request` naming the parameter when it is absent or repeated.
+    pub fn required(&self, name: &'static str) -> Result<&str, OAuthError> {
+        self.single(name)?.ok_or_else(|| OAuthError::invalid_request(name))
+    }
+}
+
+/// Reads a form body: checks the content type and the size limit.
+///
+/// # Errors
+/// `invalid_request` for another content type, an oversized or unreadable body.
+pub async fn read_form(headers: &HeaderMap, body: Body, limit: usize) -> Result<Params, OAuthError> {
+    let is_form = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/x-www-form-urlencoded"));
+    if !is_form {
+        return Err(OAuthError::bad_request("the body must be application/x-www-form-urlencoded"));
+    }
+    let bytes = to_bytes(body, limit)
+        .await
+        .map_err(|_| OAuthError::bad_request(format!("the body must be at most {limit} bytes")))?;
+    Ok(Params::parse(&bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn single_values_repeats_and_blanks() {
+        let params = Params::parse(b"a=1&b=2&b=3&c=&d=x%20y");
+        assert_eq!(params.one("a"), Ok(Some("1")));
+        assert_eq!(params.one("b"), Err(Repeated("b")));
+        assert_eq!(params.one("c"), Ok(None));
+        assert_eq!(params.one("d"), Ok(Some("x y")));
+        assert_eq!(params.one("z"), Ok(None));
+    }
+}

@@ -1,0 +1,64 @@
+//! `POST /oauth2/revoke` (operation `revokeToken`, RFC 7009).
+//!
+//! 200 without a body whenever the client authenticates, whatever the token:
+//! - a refresh token of this client: its grant is revoked, and with it every
+//!   access token issued along the grant;
+//! - an access token of this client: that token is revoked;
+//! - anything else (unknown, expired, another client's, an id_token): no
+//!   effect, and nothing is revealed about it.
+//!
+//! `token_type_hint` is accepted and needs no trust: both kinds are tried.
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use portico_crypto::jwt::TYP_ACCESS_TOKEN;
+use portico_model::audit::{AuditEvent, AuditKind};
+use serde_json::json;
+
+use super::MAX_FORM_BODY;
+use super::client_auth::authenticate;
+use super::error::OAuthError;
+use super::params::read_form;
+use crate::tokens::{AccessClaims, AccessTokenError};
+use crate::{Identity, IdentityState};
+
+pub async fn revoke(State(identity): State<IdentityState>, headers: HeaderMap, body: Body) -> Response {
+    match handle(&identity, &headers, body).await {
+        Ok(()) => StatusCode::OK.into_response(),
+        Err(error) => error.into_response(),
+    }
+}
+
+async fn handle(identity: &Identity, headers: &HeaderMap, body: Body) -> Result<(), OAuthError> {
+    let params = read_form(headers, body, MAX_FORM_BODY).await?;
+    let client = authenticate(identity, headers, &params).await?;
+    let token = params.required("token")?;
+    params.single("token_type_hint")?;
+    let now = identity.clock.now();
+
+    if token.matches('.').count() == 2 {
+        match identity.verify_jwt::<AccessClaims>(token, TYP_ACCESS_TOKEN).await {
+            Ok(claims) if claims.client_id == client.client_id => {
+                let expires_at = time::OffsetDateTime::from_unix_timestamp(claims.exp).unwrap_or(now);
+                identity.store.revoke_access_token(&claims.jti, expires_at, now).await?;
+                let event = AuditEvent::new(now, AuditKind::TokenRevoked).client(&client.client_id);
+                identity.audit(event.detail(json!({ "kind": "access_token", "jti": claims.jti }))).await;
+            }
+            Ok(_) | Err(AccessTokenError::Invalid) => {}
+            Err(AccessTokenError::Unavailable(error)) => return Err(error.into()),
+        }
+        return Ok(());
+    }
+
+    let hash = portico_crypto::hash::token_hash(token);
+    if let Some(grant) = identity.store.find_refresh_token_grant(&hash).await?
+        && grant.client_id == client.client_id
+        && identity.store.revoke_grant(grant.id, now).await?
+    {
+        let event = AuditEvent::new(now, AuditKind::TokenRevoked).user(grant.user_id).client(&client.client_id);
+        identity.audit(event.detail(json!({ "kind": "refresh_token", "grant_id": grant.id }))).await;
+    }
+    Ok(())
+}

@@ -1,0 +1,43 @@
+//! Identity settings, resolved from the server configuration.
+
+use time::Duration;
+
+/// Lifetimes and addresses the identity service works with.
+#[derive(Debug, Clone)]
+pub struct IdentitySettings {
+    /// The issuer (`iss`), the public base URL without a trailing slash.
+    pub issuer: String,
+    pub authorization_code_ttl: Duration,
+    pub access_token_ttl: Duration,
+    pub refresh_token_ttl: Duration,
+    pub login_process_ttl: Duration,
+    pub session_ttl: Duration,
+    /// Whether cookies carry `Secure` (off only for a plain-HTTP loopback demo).
+    pub secure_cookies: bool,
+    /// Where a browser goes when there is nothing to return to (the spec's
+    /// "default logout page").
+    pub logged_out_url: String,
+}
+
+impl IdentitySettings {
+    /// Defaults for `issuer`, as PRODUCT.md decides them.
+    pub fn with_issuer(issuer: impl Into<String>) -> Self {
+        let issuer = issuer.into().trim_end_matches('/').to_owned();
+        Self {
+            logged_out_url: format!("{issuer}/logged-out"),
+            secure_cookies: issuer.starts_with("https://"),
+            issuer,
+            authorization_code_ttl: Duration::minutes(5),
+            access_token_ttl: Duration::minutes(15),
+            refresh_token_ttl: Duration::days(30),
+            login_process_ttl: Duration::minutes(15),
+            session_ttl: Duration::hours(12),
+        }
+    }
+
+    /// How long a retired signing key stays published: long enough for every
+    /// token it signed to expire.
+    pub fn key_retention(&self) -> Duration {
+        self.access_token_ttl.max(self.authorization_code_ttl) + Duration::minutes(5)
+    }
+}

@@ -1,0 +1,262 @@
+//! Access tokens, id_tokens and refresh tokens: what they carry, how they are
+//! issued, and how an access token is checked.
+//!
+//! Access tokens are RS256 JWTs with `typ: at+jwt` (RFC 9068). Besides the
+//! registered claims they carry `client_id`, `scope` and `gid`, the grant
+//! they belong to, so that revoking the grant (through its refresh token, a
+//! replayed code or a blocked user) kills them without a per-token lookup.
+
+use portico_crypto::jwt::{self, TYP_ACCESS_TOKEN, TYP_ID_TOKEN};
+use portico_model::oauth::{Grant, RefreshToken};
+use portico_model::user::User;
+use portico_storage::StorageError;
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::Identity;
+
+/// Claims of a Portico access token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccessClaims {
+    pub iss: String,
+    pub sub: String,
+    pub aud: String,
+    pub exp: i64,
+    pub iat: i64,
+    pub jti: String,
+    pub client_id: String,
+    pub scope: String,
+    /// The grant this token was issued along.
+    pub gid: Uuid,
+}
+
+/// Claims of a Portico id_token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdClaims {
+    pub iss: String,
+    pub sub: String,
+    pub aud: String,
+    pub exp: i64,
+    pub iat: i64,
+    pub auth_time: i64,
+    pub jti: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nonce: Option<String>,
+    pub at_hash: String,
+    #[serde(flatten)]
+    pub profile: UserClaims,
+}
+
+/// The user claims that the granted scopes allow (OIDC Core §5.4).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserClaims {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preferred_username: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email_verified: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phone_number: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phone_number_verified: Option<bool>,
+}
+
+impl UserClaims {
+    pub fn for_scope(user: &User, scope: &str) -> Self {
+        let has = |s: &str| scope.split(' ').any(|x| x == s);
+        let mut claims = Self::default();
+        if has("profile") {
+            claims.name = user.name.clone();
+            claims.preferred_username = Some(user.login.clone());
+        }
+        if has("email") && user.email.is_some() {
+            claims.email = user.email.clone();
+            claims.email_verified = Some(true);
+        }
+        if has("phone") && user.phone.is_some() {
+            claims.phone_number = user.phone.clone();
+            claims.phone_number_verified = Some(true);
+        }
+        claims
+    }
+}
+
+/// `TokenResponseDTO`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenResponse {
+    pub access_token: String,
+    pub token_type: String,
+    pub expires_in: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh_token: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id_token: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh_expires_at: Option<i64>,
+}
+
+/// A new refresh token: the value for the client and the row for storage.
+pub struct NewRefreshToken {
+    pub value: String,
+    pub row: RefreshToken,
+}
+
+impl NewRefreshToken {
+    pub fn generate(grant_id: Uuid, now: OffsetDateTime, ttl: time::Duration) -> Self {
+        let value = portico_crypto::random::token();
+        let row = RefreshToken {
+            token_hash: portico_crypto::hash::token_hash(&value),
+            grant_id,
+            created_at: now,
+            expires_at: now + ttl,
+        };
+        Self { value, row }
+    }
+}
+
+/// Why an access token was not accepted.
+#[derive(Debug, thiserror::Error)]
+pub enum AccessTokenError {
+    /// Not ours, malformed, expired or revoked.
+    #[error("the access token is not valid")]
+    Invalid,
+    /// The revocation state could not be read.
+    #[error("the token store is unavailable: {0}")]
+    Unavailable(#[from] StorageError),
+}
+
+impl Identity {
+    /// Signs the access token (and the id_token when `scope` has `openid`)
+    /// for `grant`, with `scope` (the grant's or a narrower one).
+    ///
+    /// # Errors
+    /// When the signing key cannot be read from storage.
+    pub async fn issue_tokens(
+        &self,
+        grant: &Grant,
+        user: &User,
+        scope: &str,
+        nonce: Option<&str>,
+        refresh: &NewRefreshToken,
+    ) -> Result<TokenResponse, StorageError> {
+        let key = self.keys.signing_key().await?;
+        let now = self.clock.now();
+        let ttl = self.settings.access_token_ttl;
+        let access = AccessClaims {
+            iss: self.settings.issuer.clone(),
+            sub: user.id.to_string(),
+            aud: grant.client_id.clone(),
+            exp: (now + ttl).unix_timestamp(),
+            iat: now.unix_timestamp(),
+            jti: Uuid::new_v4().to_string(),
+            client_id: grant.client_id.clone(),
+            scope: scope.to_owned(),
+            gid: grant.id,
+        };
+        let access_token = key.sign(TYP_ACCESS_TOKEN, &access);
+        let id_token = scope.split(' ').any(|s| s == "openid").then(|| {
+            let claims = IdClaims {
+                iss: access.iss.clone(),
+                sub: access.sub.clone(),
+                aud: access.aud.clone(),
+                exp: access.exp,
+                iat: access.iat,
+                auth_time: grant.auth_time.unix_timestamp(),
+                jti: Uuid::new_v4().to_string(),
+                nonce: nonce.map(str::to_owned),
+                at_hash: portico_crypto::hash::at_hash(&access_token),
+                profile: UserClaims::for_scope(user, scope),
+            };
+            key.sign(TYP_ID_TOKEN, &claims)
+        });
+        metrics::counter!("portico_tokens_issued_total").increment(1);
+        Ok(TokenResponse {
+            access_token,
+            token_type: "Bearer".to_owned(),
+            expires_in: ttl.whole_seconds(),
+            scope: Some(scope.to_owned()),
+            refresh_token: Some(refresh.value.clone()),
+            id_token,
+            refresh_expires_at: Some(refresh.row.expires_at.unix_timestamp()),
+        })
+    }
+
+    /// Verifies a JWT signed by one of Portico's keys: signature, `typ`, `iss`
+    /// and `exp` (against the injected clock). Does not consult revocation.
+    ///
+    /// # Errors
+    /// [`AccessTokenError::Invalid`] for anything wrong with the token;
+    /// [`AccessTokenError::Unavailable`] when a key reload fails.
+    pub async fn verify_jwt<C: serde::de::DeserializeOwned + Expiring>(
+        &self,
+        token: &str,
+        typ: &str,
+    ) -> Result<C, AccessTokenError> {
+        let header = jwt::peek_header(token).map_err(|_| AccessTokenError::Invalid)?;
+        let kid = header.kid.ok_or(AccessTokenError::Invalid)?;
+        let key = self.keys.key(&kid).await?.ok_or(AccessTokenError::Invalid)?;
+        let (header, claims): (_, C) =
+            jwt::verify(token, |_| Some(key.verifying_key())).map_err(|_| AccessTokenError::Invalid)?;
+        if header.typ.as_deref() != Some(typ)
+            || claims.issuer() != self.settings.issuer
+            || claims.expires_at() <= self.clock.now().unix_timestamp()
+        {
+            return Err(AccessTokenError::Invalid);
+        }
+        Ok(claims)
+    }
+
+    /// Checks an access token completely: [`Identity::verify_jwt`], then
+    /// that neither it nor its grant was revoked.
+    ///
+    /// # Errors
+    /// As [`Identity::verify_jwt`], and [`AccessTokenError::Unavailable`] when
+    /// the revocation state cannot be read.
+    pub async fn check_access_token(&self, token: &str) -> Result<AccessClaims, AccessTokenError> {
+        let claims: AccessClaims = self.verify_jwt(token, TYP_ACCESS_TOKEN).await?;
+        let state = self.store.access_token_state(claims.gid, &claims.jti).await?;
+        if state.is_live() { Ok(claims) } else { Err(AccessTokenError::Invalid) }
+    }
+}
+
+/// Claims with an issuer and an expiry.
+pub trait Expiring {
+    fn issuer(&self) -> &str;
+    fn expires_at(&self) -> i64;
+}
+
+impl Expiring for AccessClaims {
+    fn issuer(&self) -> &str {
+        &self.iss
+    }
+    fn expires_at(&self) -> i64 {
+        self.exp
+    }
+}
+
+impl Expiring for IdClaims {
+    fn issuer(&self) -> &str {
+        &self.iss
+    }
+    fn expires_at(&self) -> i64 {
+        self.exp
+    }
+}
+
+/// The token from an `Authorization` header, with or without `Bearer `
+/// (scheme compared case-insensitively).
+pub fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
+    let value = headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?.trim();
+    let token = match value.split_once(' ') {
+        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("bearer") => rest.trim(),
+        Some(_) => return None,
+        None => value,
+    };
+    (!token.is_empty()).then_some(token)
+}

@@ -1,0 +1,158 @@
+//! Assembly: storage, keys, services and routes, from a [`Config`].
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderName, HeaderValue};
+use axum::middleware;
+use axum::routing::get;
+use portico_identity::passwords::PasswordChecker;
+use portico_identity::{Identity, KeyRing};
+use portico_model::clock::Clock;
+use portico_storage::Storage;
+use portico_storage_pg::PgStore;
+use portico_storage_sqlite::SqliteStore;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::set_header::SetResponseHeaderLayer;
+
+use crate::config::{Config, Database};
+use crate::secret::InstanceSecret;
+use crate::{demo, http, tasks};
+
+/// Largest request body any route reads, unless the route says less.
+const MAX_BODY: usize = 1024 * 1024;
+
+/// State of the server's own routes (health, demo).
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Arc<dyn Storage>,
+    pub identity: Arc<Identity>,
+}
+
+/// A configured, migrated, ready-to-serve Portico.
+pub struct App {
+    pub config: Config,
+    pub store: Arc<dyn Storage>,
+    pub identity: Arc<Identity>,
+    pub demo: bool,
+}
+
+/// Connects to the configured database and applies pending migrations.
+///
+/// # Errors
+/// When the database cannot be reached or migrated; the message says which.
+pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Storage>> {
+    Ok(match config.database()? {
+        Database::Sqlite(url) => {
+            std::fs::create_dir_all(&config.data_dir)
+                .with_context(|| format!("cannot create the data folder {}", config.data_dir.display()))?;
+            let store = SqliteStore::connect(&url).await.with_context(|| format!("cannot open {url}"))?;
+            store.migrate().await?;
+            Arc::new(store)
+        }
+        Database::Postgres(url) => {
+            let store = PgStore::connect(&url, config.database_max_connections)
+                .await
+                .context("cannot connect to PostgreSQL (database_url / PORTICO_DATABASE_URL)")?;
+            store.migrate().await?;
+            Arc::new(store)
+        }
+    })
+}
+
+impl App {
+    /// Opens storage, loads (or creates) the signing keys, and, with `demo`,
+    /// seeds the demo data set into an empty database.
+    ///
+    /// # Errors
+    /// For an unusable configuration, database or instance secret.
+    pub async fn build(config: Config, clock: Arc<dyn Clock>, demo: bool) -> anyhow::Result<Self> {
+        let store = open_store(&config).await?;
+        let secret = InstanceSecret::load(&config)?;
+        let keys = KeyRing::load(Arc::clone(&store), secret.sealer(), clock.now()).await?;
+        let identity = Arc::new(Identity {
+            store: Arc::clone(&store),
+            clock,
+            settings: config.identity_settings(),
+            keys,
+            cookies: secret.cookie_signer(),
+            passwords: PasswordChecker::new(config.login.password_hash_concurrency as usize),
+        });
+        if demo {
+            demo::seed(&identity).await?;
+        }
+        Ok(Self { config, store, identity, demo })
+    }
+
+    /// Every route, with the middleware.
+    pub fn router(&self) -> Router {
+        let state = AppState { store: Arc::clone(&self.store), identity: Arc::clone(&self.identity) };
+        let mut router = Router::new()
+            .route("/healthz", get(http::healthz))
+            .route("/readyz", get(http::readyz))
+            .route("/metrics", get(http::metrics))
+            .with_state(state.clone())
+            .merge(portico_identity::router(Arc::clone(&self.identity)));
+        if self.demo {
+            router = router.merge(demo::router(state));
+        }
+        let header = |name: &'static str, value: &'static str| {
+            SetResponseHeaderLayer::if_not_present(HeaderName::from_static(name), HeaderValue::from_static(value))
+        };
+        router
+            .layer(middleware::from_fn(http::observe))
+            .layer(PropagateRequestIdLayer::new(http::REQUEST_ID))
+            .layer(SetRequestIdLayer::new(http::REQUEST_ID, MakeRequestUuid))
+            .layer(header("x-content-type-options", "nosniff"))
+            .layer(header("x-frame-options", "DENY"))
+            .layer(header("referrer-policy", "no-referrer"))
+            .layer(CatchPanicLayer::new())
+            .layer(DefaultBodyLimit::max(MAX_BODY))
+    }
+
+    /// Serves on `listener` with the background tasks until `shutdown`
+    /// completes, then lets in-flight requests finish.
+    ///
+    /// # Errors
+    /// When the server fails.
+    pub async fn serve(self, listener: TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let interval = Duration::from_secs(self.config.cleanup_interval_secs);
+        let cleaner = tokio::spawn(tasks::cleaner(Arc::clone(&self.identity), interval, stop_rx));
+        let router = self.router();
+        let result = axum::serve(listener, router).with_graceful_shutdown(shutdown).await;
+        let _ = stop_tx.send(true);
+        let _ = cleaner.await;
+        result.context("the HTTP server failed")
+    }
+}
+
+/// Completes on SIGTERM or Ctrl-C.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+    tracing::info!("shutting down: finishing requests in flight");
+}

@@ -1,0 +1,284 @@
+//! Settings: compiled-in defaults, then an optional TOML file, then
+//! `PORTICO_*` environment variables (nested keys with `__`, e.g.
+//! `PORTICO_TOKENS__ACCESS_TOKEN_TTL_SECS`). Unknown keys and invalid values
+//! stop the start with a message naming the setting. `docs/configuration.md`
+//! lists every setting with its default.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Toml};
+use portico_identity::IdentitySettings;
+use serde::{Deserialize, Serialize};
+use time::Duration;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Address the HTTP server listens on.
+    pub listen: SocketAddr,
+    /// Folder for the SQLite database, the instance secret and local files.
+    pub data_dir: PathBuf,
+    /// `sqlite://…` or `postgres://…`; default: `sqlite://<data_dir>/portico.db`.
+    pub database_url: Option<String>,
+    /// Most connections to PostgreSQL per node.
+    pub database_max_connections: u32,
+    /// The public base URL, which is also the token issuer; default `http://<listen>`.
+    pub public_url: Option<String>,
+    /// Base64 of 32 random bytes; default: generated once into `<data_dir>/secret.key`.
+    pub secret_key: Option<String>,
+    /// Log filter, in `tracing` env-filter syntax.
+    pub log: String,
+    /// `text` or `json`.
+    pub log_format: LogFormat,
+    /// Force `Secure` cookies on or off; default: on unless the public URL is
+    /// plain `http://`.
+    pub cookie_secure: Option<bool>,
+    /// Seconds between clean-ups of expired codes, processes and tokens.
+    pub cleanup_interval_secs: u64,
+    pub tokens: TokenConfig,
+    pub login: LoginConfig,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TokenConfig {
+    pub authorization_code_ttl_secs: u32,
+    pub access_token_ttl_secs: u32,
+    pub refresh_token_ttl_secs: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LoginConfig {
+    /// Lifetime of a login process.
+    pub process_ttl_secs: u32,
+    /// Lifetime of the SSO session after a completed login.
+    pub session_ttl_secs: u32,
+    /// Most Argon2id password checks running at once.
+    pub password_hash_concurrency: u32,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            data_dir: PathBuf::from("./data"),
+            database_url: None,
+            database_max_connections: 16,
+            public_url: None,
+            secret_key: None,
+            log: "info".to_owned(),
+            log_format: LogFormat::Text,
+            cookie_secure: None,
+            cleanup_interval_secs: 300,
+            tokens: TokenConfig::default(),
+            login: LoginConfig::default(),
+        }
+    }
+}
+
+impl Default for TokenConfig {
+    fn default() -> Self {
+        Self { authorization_code_ttl_secs: 300, access_token_ttl_secs: 900, refresh_token_ttl_secs: 30 * 24 * 3600 }
+    }
+}
+
+impl Default for LoginConfig {
+    fn default() -> Self {
+        Self { process_ttl_secs: 900, session_ttl_secs: 12 * 3600, password_hash_concurrency: 2 }
+    }
+}
+
+/// A configuration that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid configuration: {0}")]
+pub struct ConfigError(pub String);
+
+/// The database a configuration selects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Database {
+    Sqlite(String),
+    Postgres(String),
+}
+
+impl Config {
+    /// Defaults, then `file` (if any), then the environment.
+    ///
+    /// # Errors
+    /// [`ConfigError`] naming the setting that is unknown or invalid.
+    pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
+        let mut figment = Figment::from(Serialized::defaults(Config::default()));
+        if let Some(file) = file {
+            if !file.exists() {
+                return Err(ConfigError(format!("config file {} does not exist", file.display())));
+            }
+            figment = figment.merge(Toml::file(file));
+        }
+        // PORTICO_TEST_* belong to the test suite, not to the server.
+        let env = Env::prefixed("PORTICO_").split("__").filter(|key| !key.as_str().starts_with("test_"));
+        let config: Config = figment.merge(env).extract().map_err(|e| ConfigError(describe(e)))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let url = url::Url::parse(&self.public_url())
+            .map_err(|e| ConfigError(format!("public_url (PORTICO_PUBLIC_URL): {e}")))?;
+        if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+            return Err(ConfigError("public_url (PORTICO_PUBLIC_URL) must be an http:// or https:// URL".into()));
+        }
+        if url.query().is_some() || url.fragment().is_some() {
+            return Err(ConfigError("public_url (PORTICO_PUBLIC_URL) must not have a query or fragment".into()));
+        }
+        self.database()?;
+        let t = &self.tokens;
+        for (name, value) in [
+            ("tokens.authorization_code_ttl_secs", t.authorization_code_ttl_secs),
+            ("tokens.access_token_ttl_secs", t.access_token_ttl_secs),
+            ("tokens.refresh_token_ttl_secs", t.refresh_token_ttl_secs),
+            ("login.process_ttl_secs", self.login.process_ttl_secs),
+            ("login.session_ttl_secs", self.login.session_ttl_secs),
+            ("login.password_hash_concurrency", self.login.password_hash_concurrency),
+        ] {
+            if value == 0 {
+                return Err(ConfigError(format!("{name} must be greater than 0")));
+            }
+        }
+        if t.refresh_token_ttl_secs < t.access_token_ttl_secs {
+            return Err(ConfigError("tokens.refresh_token_ttl_secs must not be shorter than the access token's".into()));
+        }
+        if self.database_max_connections == 0 {
+            return Err(ConfigError("database_max_connections must be greater than 0".into()));
+        }
+        if self.cleanup_interval_secs == 0 {
+            return Err(ConfigError("cleanup_interval_secs must be greater than 0".into()));
+        }
+        Ok(())
+    }
+
+    /// The public URL without a trailing slash.
+    pub fn public_url(&self) -> String {
+        match &self.public_url {
+            Some(url) => url.trim_end_matches('/').to_owned(),
+            None => format!("http://{}", self.listen),
+        }
+    }
+
+    /// The selected database.
+    ///
+    /// # Errors
+    /// For a URL that is neither SQLite nor PostgreSQL.
+    pub fn database(&self) -> Result<Database, ConfigError> {
+        let url = match &self.database_url {
+            Some(url) => url.clone(),
+            None => format!("sqlite://{}", self.data_dir.join("portico.db").display()),
+        };
+        if url.starts_with("sqlite:") {
+            Ok(Database::Sqlite(url))
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Ok(Database::Postgres(url))
+        } else {
+            Err(ConfigError(
+                "database_url (PORTICO_DATABASE_URL) must start with sqlite:// or postgres://".into(),
+            ))
+        }
+    }
+
+    /// Identity settings derived from this configuration.
+    pub fn identity_settings(&self) -> IdentitySettings {
+        let mut settings = IdentitySettings::with_issuer(self.public_url());
+        let secs = |s: u32| Duration::seconds(i64::from(s));
+        settings.authorization_code_ttl = secs(self.tokens.authorization_code_ttl_secs);
+        settings.access_token_ttl = secs(self.tokens.access_token_ttl_secs);
+        settings.refresh_token_ttl = secs(self.tokens.refresh_token_ttl_secs);
+        settings.login_process_ttl = secs(self.login.process_ttl_secs);
+        settings.session_ttl = secs(self.login.session_ttl_secs);
+        if let Some(secure) = self.cookie_secure {
+            settings.secure_cookies = secure;
+        }
+        settings
+    }
+}
+
+/// Figment's error, with the setting's environment variable spelled out.
+fn describe(error: figment::Error) -> String {
+    error
+        .into_iter()
+        .map(|e| {
+            let path = e.path.join(".");
+            let env = format!("PORTICO_{}", e.path.join("__").to_uppercase());
+            match &e.kind {
+                figment::error::Kind::UnknownField(field, _) => {
+                    let full = if path.is_empty() { field.clone() } else { format!("{path}.{field}") };
+                    format!("unknown setting `{full}` (from {}): see docs/configuration.md", source(&e))
+                }
+                _ if path.is_empty() => e.to_string(),
+                kind => format!("setting `{path}` ({env}): {kind}"),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn source(error: &figment::Error) -> String {
+    error.metadata.as_ref().map_or_else(|| "configuration".to_owned(), |m| m.name.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_documented_values() {
+        let config = Config::default();
+        config.validate().unwrap();
+        assert_eq!(config.public_url(), "http://127.0.0.1:8080");
+        assert_eq!(config.database().unwrap(), Database::Sqlite("sqlite://./data/portico.db".into()));
+        assert!(!config.identity_settings().secure_cookies);
+    }
+
+    #[test]
+    fn unknown_and_invalid_settings_are_named() {
+        figment::Jail::expect_with(|jail| {
+            jail.create_file("portico.toml", "listen = \"127.0.0.1:9000\"\nlisten_port = 1\n")?;
+            let error = Config::load(Some(Path::new("portico.toml"))).unwrap_err().to_string();
+            assert!(error.contains("listen_port"), "{error}");
+
+            jail.create_file("portico.toml", "[tokens]\naccess_token_ttl_secs = \"soon\"\n")?;
+            let error = Config::load(Some(Path::new("portico.toml"))).unwrap_err().to_string();
+            assert!(error.contains("tokens.access_token_ttl_secs"), "{error}");
+
+            jail.create_file("portico.toml", "")?;
+            jail.set_env("PORTICO_LISTEN", "not an address");
+            let error = Config::load(Some(Path::new("portico.toml"))).unwrap_err().to_string();
+            assert!(error.contains("PORTICO_LISTEN"), "{error}");
+
+            jail.set_env("PORTICO_LISTEN", "127.0.0.1:9001");
+            jail.set_env("PORTICO_DATABASE_URL", "mysql://x");
+            let error = Config::load(None).unwrap_err().to_string();
+            assert!(error.contains("PORTICO_DATABASE_URL"), "{error}");
+
+            jail.set_env("PORTICO_DATABASE_URL", "postgres://u@h/db");
+            jail.set_env("PORTICO_TEST_POSTGRES_URL", "ignored");
+            jail.set_env("PORTICO_TOKENS__ACCESS_TOKEN_TTL_SECS", "60");
+            let config = Config::load(None).unwrap();
+            assert_eq!(config.listen.port(), 9001);
+            assert_eq!(config.tokens.access_token_ttl_secs, 60);
+            assert_eq!(config.database().unwrap(), Database::Postgres("postgres://u@h/db".into()));
+
+            jail.set_env("PORTICO_LISTN", "1");
+            let error = Config::load(None).unwrap_err().to_string();
+            assert!(error.contains("listn"), "{error}");
+            Ok(())
+        });
+    }
+}

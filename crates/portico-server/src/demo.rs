@@ -1,0 +1,138 @@
+//! The demo: a documented data set seeded into an empty database, and a
+//! small relying-party page (`/demo`) that walks the whole protocol in the
+//! browser: PKCE authorize, code exchange, decoded tokens, refresh, liveness,
+//! revoke. The data set is listed in the README.
+
+use axum::Router;
+use axum::extract::State;
+use axum::response::Html;
+use axum::routing::get;
+use portico_identity::Identity;
+use portico_model::client::{Client, LocalizedText};
+use portico_model::user::User;
+use serde_json::json;
+use uuid::Uuid;
+
+use crate::app::AppState;
+
+pub const CLIENT_ID: &str = "demo-app";
+pub const CLIENT_SECRET: &str = "portico-demo-secret";
+pub const SCOPE: &str = "openid profile email phone";
+
+/// A demo user: login, password, full name, phone, e-mail, blocked.
+pub struct DemoUser {
+    pub login: &'static str,
+    pub password: &'static str,
+    pub name: &'static str,
+    pub phone: &'static str,
+    pub email: &'static str,
+    pub blocked: bool,
+}
+
+pub const USERS: [DemoUser; 3] = [
+    DemoUser {
+        login: "ivan",
+        password: "ivan-password",
+        name: "Иван Петров",
+        phone: "+79001234567",
+        email: "ivan@example.com",
+        blocked: false,
+    },
+    DemoUser {
+        login: "maria",
+        password: "maria-password",
+        name: "Мария Смирнова",
+        phone: "+79007654321",
+        email: "maria@example.com",
+        blocked: false,
+    },
+    DemoUser {
+        login: "blocked",
+        password: "blocked-password",
+        name: "Заблокированный Пользователь",
+        phone: "+79005550000",
+        email: "blocked@example.com",
+        blocked: true,
+    },
+];
+
+/// The demo client's redirect URI for a server at `issuer`.
+pub fn redirect_uri(issuer: &str) -> String {
+    format!("{issuer}/demo/callback")
+}
+
+/// Seeds the data set when the database holds no client and no user yet.
+///
+/// # Errors
+/// When storage fails.
+pub async fn seed(identity: &Identity) -> anyhow::Result<()> {
+    let store = &identity.store;
+    if !store.list_clients().await?.is_empty() || !store.list_users().await?.is_empty() {
+        tracing::info!("the database already holds data: demo data not seeded");
+        return Ok(());
+    }
+    let now = identity.clock.now();
+    store
+        .create_client(&Client {
+            client_id: CLIENT_ID.to_owned(),
+            secret_hash: portico_crypto::hash::client_secret_hash(CLIENT_SECRET),
+            name: LocalizedText { ru: "Демо-приложение".to_owned(), en: "Demo application".to_owned() },
+            redirect_uris: vec![redirect_uri(&identity.settings.issuer)],
+            scopes: SCOPE.split(' ').map(str::to_owned).collect(),
+            require_consent: false,
+            created_at: now,
+        })
+        .await?;
+    for user in &USERS {
+        let password = user.password.to_owned();
+        let password_hash = tokio::task::spawn_blocking(move || portico_crypto::password::hash(&password)).await?;
+        store
+            .create_user(&User {
+                id: Uuid::new_v4(),
+                login: user.login.to_owned(),
+                password_hash,
+                phone: Some(user.phone.to_owned()),
+                email: Some(user.email.to_owned()),
+                name: Some(user.name.to_owned()),
+                phone_login_enabled: true,
+                blocked: user.blocked,
+                created_at: now,
+            })
+            .await?;
+    }
+    tracing::info!("seeded the demo data set");
+    Ok(())
+}
+
+/// What the server prints for a newcomer.
+pub fn banner(issuer: &str) -> String {
+    let mut text = format!(
+        "\n  Portico demo is running.\n\n  Open {issuer}/demo in a browser and press \"Sign in with Portico\".\n\n  Users (login / password):\n"
+    );
+    for user in &USERS {
+        let note = if user.blocked { "  (blocked: shows the error page)" } else { "" };
+        text.push_str(&format!("    {:<8} / {}{note}\n", user.login, user.password));
+    }
+    text.push_str(&format!(
+        "\n  Client: {CLIENT_ID} / {CLIENT_SECRET}, redirect URI {}\n  Discovery: {issuer}/.well-known/openid-configuration\n",
+        redirect_uri(issuer)
+    ));
+    text
+}
+
+pub fn router(state: AppState) -> Router {
+    Router::new().route("/demo", get(page)).route("/demo/callback", get(page)).with_state(state)
+}
+
+async fn page(State(state): State<AppState>) -> Html<String> {
+    let issuer = &state.identity.settings.issuer;
+    let config = json!({
+        "issuer": issuer,
+        "clientId": CLIENT_ID,
+        "clientSecret": CLIENT_SECRET,
+        "redirectUri": redirect_uri(issuer),
+        "scope": SCOPE,
+    });
+    let config = config.to_string().replace('<', "\\u003c");
+    Html(include_str!("../assets/demo.html").replace("{{CONFIG}}", &config))
+}

@@ -1,0 +1,60 @@
+//! Cross-cutting HTTP: request ids, request metrics and logs, health.
+
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{HeaderName, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::app::AppState;
+
+pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// Counts and times every request by route and status; logs server errors.
+pub async fn observe(request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let method = request.method().clone();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let request_id = request.headers().get(&REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+    let response = next.run(request).await;
+    let status = response.status();
+    let elapsed = started.elapsed();
+    let labels = [("method", method.to_string()), ("route", route.clone()), ("status", status.as_u16().to_string())];
+    metrics::counter!("portico_http_requests_total", &labels).increment(1);
+    metrics::histogram!("portico_http_request_duration_seconds", &labels).record(elapsed.as_secs_f64());
+    if status.is_server_error() {
+        tracing::warn!(%method, %route, status = status.as_u16(), request_id, "request failed");
+    } else {
+        tracing::debug!(%method, %route, status = status.as_u16(), ms = elapsed.as_millis() as u64, request_id, "request");
+    }
+    response
+}
+
+/// `GET /healthz`: the process is up.
+pub async fn healthz() -> &'static str {
+    "ok"
+}
+
+/// `GET /readyz`: the database answers.
+pub async fn readyz(State(state): State<AppState>) -> Response {
+    match state.store.ping().await {
+        Ok(()) => "ready".into_response(),
+        Err(error) => {
+            tracing::warn!(%error, "not ready: database unreachable");
+            (StatusCode::SERVICE_UNAVAILABLE, "database unreachable").into_response()
+        }
+    }
+}
+
+/// `GET /metrics`: Prometheus text format.
+pub async fn metrics() -> Response {
+    (
+        [(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        crate::telemetry::metrics().render(),
+    )
+        .into_response()
+}

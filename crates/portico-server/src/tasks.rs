@@ -1,0 +1,28 @@
+//! Background tasks that run inside `portico serve`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use portico_identity::Identity;
+use tokio::sync::watch;
+
+/// Removes expired codes, login processes, sessions, tokens and retired keys
+/// every `interval`, until `shutdown` fires. Safe on any number of nodes at
+/// once: every pass is a set of idempotent deletes.
+pub async fn cleaner(identity: Arc<Identity>, interval: Duration, mut shutdown: watch::Receiver<bool>) {
+    let mut ticker = tokio::time::interval(interval);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {}
+            _ = shutdown.changed() => return,
+        }
+        let now = identity.clock.now();
+        let settings = &identity.settings;
+        match identity.store.delete_expired(now, settings.access_token_ttl, now - settings.key_retention()).await {
+            Ok(report) if report.total() > 0 => tracing::debug!(?report, "removed expired rows"),
+            Ok(_) => {}
+            Err(error) => tracing::warn!(%error, "clean-up pass failed; will retry"),
+        }
+    }
+}
