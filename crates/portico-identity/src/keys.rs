@@ -89,7 +89,10 @@ impl KeyRing {
 
     fn open(&self, record: &SigningKeyRecord) -> Result<SigningKey, StorageError> {
         let der = self.sealer.open(SEAL_LABEL, &record.private_sealed).map_err(|e| {
-            StorageError::Other(format!("signing key {}: {e}; is PORTICO_SECRET_KEY the one it was made with?", record.kid))
+            StorageError::Other(format!(
+                "signing key {}: {e}; is PORTICO_SECRET_KEY the one it was made with?",
+                record.kid
+            ))
         })?;
         SigningKey::from_pkcs8(&der).map_err(|e| StorageError::Other(format!("signing key {}: {e}", record.kid)))
     }

@@ -26,9 +26,7 @@ impl ScopeSet {
     pub fn parse(text: &str) -> Result<Self, InvalidScope> {
         let mut tokens: Vec<String> = Vec::new();
         for token in text.split(' ').filter(|t| !t.is_empty()) {
-            let valid = token
-                .bytes()
-                .all(|b| b == 0x21 || (0x23..=0x5B).contains(&b) || (0x5D..=0x7E).contains(&b));
+            let valid = token.bytes().all(|b| b == 0x21 || (0x23..=0x5B).contains(&b) || (0x5D..=0x7E).contains(&b));
             if !valid {
                 return Err(InvalidScope::BadToken(token.to_owned()));
             }

@@ -74,6 +74,7 @@ impl App {
     /// # Errors
     /// For an unusable configuration, database or instance secret.
     pub async fn build(config: Config, clock: Arc<dyn Clock>, demo: bool) -> anyhow::Result<Self> {
+        crate::telemetry::metrics();
         let store = open_store(&config).await?;
         let secret = InstanceSecret::load(&config)?;
         let keys = KeyRing::load(Arc::clone(&store), secret.sealer(), clock.now()).await?;
@@ -122,7 +123,11 @@ impl App {
     ///
     /// # Errors
     /// When the server fails.
-    pub async fn serve(self, listener: TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
         let (stop_tx, stop_rx) = watch::channel(false);
         let interval = Duration::from_secs(self.config.cleanup_interval_secs);
         let cleaner = tokio::spawn(tasks::cleaner(Arc::clone(&self.identity), interval, stop_rx));

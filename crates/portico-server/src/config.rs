@@ -154,7 +154,9 @@ impl Config {
             }
         }
         if t.refresh_token_ttl_secs < t.access_token_ttl_secs {
-            return Err(ConfigError("tokens.refresh_token_ttl_secs must not be shorter than the access token's".into()));
+            return Err(ConfigError(
+                "tokens.refresh_token_ttl_secs must not be shorter than the access token's".into(),
+            ));
         }
         if self.database_max_connections == 0 {
             return Err(ConfigError("database_max_connections must be greater than 0".into()));
@@ -187,9 +189,7 @@ impl Config {
         } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             Ok(Database::Postgres(url))
         } else {
-            Err(ConfigError(
-                "database_url (PORTICO_DATABASE_URL) must start with sqlite:// or postgres://".into(),
-            ))
+            Err(ConfigError("database_url (PORTICO_DATABASE_URL) must start with sqlite:// or postgres://".into()))
         }
     }
 
@@ -247,6 +247,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::result_large_err, reason = "figment::Jail fixes the closure's error type")]
     fn unknown_and_invalid_settings_are_named() {
         figment::Jail::expect_with(|jail| {
             jail.create_file("portico.toml", "listen = \"127.0.0.1:9000\"\nlisten_port = 1\n")?;

@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use portico_storage::StorageError;
 use portico_storage_sql::storage_error;
-use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
+use sqlx::postgres::PgPoolOptions;
 
 /// Every repository, on one PostgreSQL database.
 #[derive(Clone)]

@@ -20,9 +20,9 @@ macro_rules! sql_repositories {
             use $crate::deps::portico_model::session::SsoSession;
             use $crate::deps::portico_model::user::User;
             use $crate::deps::portico_storage::{
-                AuditRepository, AuthorizationCodeRepository, CleanupReport, ClientRepository,
-                GrantRepository, LoginProcessRepository, Maintenance, RefreshTokenRepository, Result,
-                SessionRepository, SigningKeyRepository, UserRepository,
+                AuditRepository, AuthorizationCodeRepository, CleanupReport, ClientRepository, GrantRepository,
+                LoginProcessRepository, Maintenance, RefreshTokenRepository, Result, SessionRepository,
+                SigningKeyRepository, UserRepository,
             };
             use $crate::deps::sqlx::{self, Row};
             use $crate::deps::time::{Duration, OffsetDateTime};
@@ -241,7 +241,12 @@ macro_rules! sql_repositories {
                         .collect()
                 }
 
-                async fn set_user_blocked(&self, login: &str, blocked: bool, now: OffsetDateTime) -> Result<Option<User>> {
+                async fn set_user_blocked(
+                    &self,
+                    login: &str,
+                    blocked: bool,
+                    now: OffsetDateTime,
+                ) -> Result<Option<User>> {
                     let mut tx = self.pool.begin().await.map_err(storage_error(ROW))?;
                     let Some(row) = sqlx::query("UPDATE users SET blocked = $2 WHERE login = $1 RETURNING *")
                         .bind(login)
@@ -380,7 +385,12 @@ macro_rules! sql_repositories {
                     replay.map(|row| code_from_row(&row).map(CodeUse::Replay)).transpose()
                 }
 
-                async fn create_grant_for_code(&self, code_hash: &str, grant: &Grant, refresh: &RefreshToken) -> Result<bool> {
+                async fn create_grant_for_code(
+                    &self,
+                    code_hash: &str,
+                    grant: &Grant,
+                    refresh: &RefreshToken,
+                ) -> Result<bool> {
                     let mut tx = self.pool.begin().await.map_err(storage_error(ROW))?;
                     let linked = sqlx::query(
                         "UPDATE authorization_codes SET grant_id = $2 WHERE code_hash = $1 AND replayed_at IS NULL",
@@ -460,7 +470,12 @@ macro_rules! sql_repositories {
                     Ok(done.rows_affected() > 0)
                 }
 
-                async fn revoke_access_token(&self, jti: &str, expires_at: OffsetDateTime, now: OffsetDateTime) -> Result<()> {
+                async fn revoke_access_token(
+                    &self,
+                    jti: &str,
+                    expires_at: OffsetDateTime,
+                    now: OffsetDateTime,
+                ) -> Result<()> {
                     sqlx::query(
                         "INSERT INTO revoked_access_tokens (jti, expires_at, revoked_at) VALUES ($1, $2, $3) \
                          ON CONFLICT DO NOTHING",
@@ -510,7 +525,10 @@ macro_rules! sql_repositories {
                             created_at: timestamp(get(&row, "created_at")?)?,
                             expires_at: timestamp(get(&row, "expires_at")?)?,
                         };
-                        return Ok(self.find_grant(token.grant_id).await?.map(|grant| RefreshUse::Current { token, grant }));
+                        return Ok(self
+                            .find_grant(token.grant_id)
+                            .await?
+                            .map(|grant| RefreshUse::Current { token, grant }));
                     }
                     let spent = sqlx::query("SELECT grant_id FROM refresh_tokens WHERE token_hash = $1")
                         .bind(token_hash)

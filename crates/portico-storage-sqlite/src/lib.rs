@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use portico_storage::StorageError;
 use portico_storage_sql::storage_error;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::SqlitePool;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 /// Every repository, on one SQLite database.
 #[derive(Clone)]

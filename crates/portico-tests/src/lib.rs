@@ -1,0 +1,335 @@
+//! Test support: [`TestApp`] runs a real Portico on a random loopback port,
+//! on SQLite (always) or PostgreSQL (when `PORTICO_TEST_POSTGRES_URL` is
+//! set), with a clock the test moves.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Once};
+
+use portico_identity::Identity;
+use portico_model::clock::ManualClock;
+use portico_server::{App, Config};
+use portico_storage::Storage;
+use reqwest::redirect::Policy;
+use serde::Deserialize;
+use sqlx::Connection as _;
+use time::OffsetDateTime;
+use tokio::sync::oneshot;
+
+pub use portico_server::demo;
+
+/// The environment variable naming a PostgreSQL server for the tests; each
+/// test gets a fresh database on it.
+pub const POSTGRES_ENV: &str = "PORTICO_TEST_POSTGRES_URL";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// The backends to run a test against: SQLite, and PostgreSQL when configured.
+pub fn backends() -> Vec<Backend> {
+    if std::env::var(POSTGRES_ENV).is_ok_and(|v| !v.is_empty()) {
+        vec![Backend::Sqlite, Backend::Postgres]
+    } else {
+        static WARN: Once = Once::new();
+        WARN.call_once(|| {
+            eprintln!("NOTE: {POSTGRES_ENV} is not set: PostgreSQL tests are SKIPPED; only SQLite is tested.");
+        });
+        vec![Backend::Sqlite]
+    }
+}
+
+/// A scratch folder removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new() -> Self {
+        let path = std::env::temp_dir().join(format!("portico-test-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&path).expect("create a temp dir");
+        Self(path)
+    }
+}
+
+impl Default for TempDir {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A database URL for a fresh, empty database of `backend`.
+///
+/// # Panics
+/// When PostgreSQL is selected but unreachable.
+pub async fn fresh_database(backend: Backend, dir: &TempDir) -> String {
+    match backend {
+        Backend::Sqlite => format!("sqlite://{}", dir.0.join("portico.db").display()),
+        Backend::Postgres => {
+            let base = std::env::var(POSTGRES_ENV).expect("PostgreSQL URL");
+            let name = format!("portico_test_{}", uuid::Uuid::new_v4().simple());
+            let mut conn = sqlx::PgConnection::connect(&base).await.expect("connect to the test PostgreSQL");
+            sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut conn).await.expect("create a test database");
+            let mut url = url::Url::parse(&base).expect("PostgreSQL URL");
+            url.set_path(&name);
+            url.to_string()
+        }
+    }
+}
+
+/// A running server.
+pub struct TestApp {
+    pub base: String,
+    pub backend: Backend,
+    pub clock: Arc<ManualClock>,
+    pub store: Arc<dyn Storage>,
+    pub identity: Arc<Identity>,
+    pub config: Config,
+    shutdown: Option<oneshot::Sender<()>>,
+    _dir: TempDir,
+}
+
+impl TestApp {
+    /// Starts Portico with the demo data set on `backend`.
+    ///
+    /// # Panics
+    /// When the server cannot start.
+    pub async fn spawn(backend: Backend) -> Self {
+        Self::spawn_with(backend, |_| {}).await
+    }
+
+    /// Like [`TestApp::spawn`], with a chance to change the configuration.
+    ///
+    /// # Panics
+    /// When the server cannot start.
+    pub async fn spawn_with(backend: Backend, configure: impl FnOnce(&mut Config)) -> Self {
+        let dir = TempDir::new();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind a loopback port");
+        let addr = listener.local_addr().expect("local address");
+        let mut config = Config {
+            listen: addr,
+            data_dir: dir.0.clone(),
+            database_url: Some(fresh_database(backend, &dir).await),
+            public_url: Some(format!("http://{addr}")),
+            database_max_connections: 5,
+            ..Config::default()
+        };
+        configure(&mut config);
+        let clock = Arc::new(ManualClock::new(OffsetDateTime::now_utc().replace_nanosecond(0).expect("0 ns")));
+        let app = App::build(config.clone(), clock.clone(), true).await.expect("build the app");
+        let store = Arc::clone(&app.store);
+        let identity = Arc::clone(&app.identity);
+        let (tx, rx) = oneshot::channel::<()>();
+        tokio::spawn(app.serve(listener, async move {
+            let _ = rx.await;
+        }));
+        Self { base: format!("http://{addr}"), backend, clock, store, identity, config, shutdown: Some(tx), _dir: dir }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// A browser: keeps cookies, does not follow redirects.
+    pub fn browser(&self) -> reqwest::Client {
+        reqwest::Client::builder().cookie_store(true).redirect(Policy::none()).build().expect("client")
+    }
+
+    /// A plain HTTP client (no cookies, no redirects).
+    pub fn http(&self) -> reqwest::Client {
+        reqwest::Client::builder().redirect(Policy::none()).build().expect("client")
+    }
+
+    pub fn redirect_uri(&self) -> String {
+        demo::redirect_uri(&self.base)
+    }
+
+    /// An authorize URL for the demo client with `pkce`, overridden or
+    /// extended by `extra` (a value of `None` removes the parameter).
+    pub fn authorize_url(&self, pkce: &Pkce, extra: &[(&str, Option<&str>)]) -> String {
+        let redirect_uri = self.redirect_uri();
+        let mut params: Vec<(String, String)> = [
+            ("response_type", "code"),
+            ("client_id", demo::CLIENT_ID),
+            ("redirect_uri", redirect_uri.as_str()),
+            ("scope", "openid profile email phone"),
+            ("state", "st-123"),
+            ("nonce", "n-456"),
+            ("code_challenge", pkce.challenge.as_str()),
+            ("code_challenge_method", "S256"),
+        ]
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+        for (key, value) in extra {
+            params.retain(|(k, _)| k != key);
+            if let Some(value) = value {
+                params.push(((*key).to_owned(), (*value).to_owned()));
+            }
+        }
+        let mut url = url::Url::parse(&self.url("/oauth2/authorize")).expect("url");
+        url.query_pairs_mut().extend_pairs(params);
+        url.into()
+    }
+
+    /// Logs `login` in through the browser pages and returns the code.
+    ///
+    /// # Panics
+    /// When any step does not answer as the spec says.
+    pub async fn login_for_code(&self, browser: &reqwest::Client, pkce: &Pkce, login: &str, password: &str) -> String {
+        let response = browser.get(self.authorize_url(pkce, &[])).send().await.expect("authorize");
+        assert_eq!(response.status(), 303, "authorize without a session goes to /login");
+        assert_eq!(location(&response), "/login");
+        let page = browser.get(self.url("/login")).send().await.expect("login page");
+        assert_eq!(page.status(), 200);
+        let view = view_data(&page.text().await.expect("html"));
+        let csrf = view["pageData"]["authenticationFlowContext"]["csrf"].as_str().expect("csrf").to_owned();
+        let response = browser
+            .post(self.url("/login"))
+            .form(&[("_csrf", csrf.as_str()), ("principal", login), ("credentials", password)])
+            .send()
+            .await
+            .expect("submit");
+        assert_eq!(response.status(), 303);
+        let back = location(&response);
+        assert!(back.starts_with("/oauth2/authorize?"), "completed login goes back to authorize: {back}");
+        let response = browser.get(self.url(&back)).send().await.expect("authorize again");
+        assert_eq!(response.status(), 302, "authorize with a completed login issues a code");
+        code_from(&response, &self.redirect_uri())
+    }
+
+    /// Posts a form to the token endpoint as the demo client (`client_secret_post`).
+    pub async fn token_request(&self, form: &[(&str, &str)]) -> reqwest::Response {
+        let mut body: Vec<(&str, &str)> = vec![("client_id", demo::CLIENT_ID), ("client_secret", demo::CLIENT_SECRET)];
+        body.extend_from_slice(form);
+        self.http().post(self.url("/oauth2/token")).form(&body).send().await.expect("token request")
+    }
+
+    /// The whole flow for `login`, up to a successful code exchange.
+    ///
+    /// # Panics
+    /// When any step fails.
+    pub async fn tokens_for(&self, login: &str, password: &str) -> TokenResponse {
+        let pkce = Pkce::new();
+        let code = self.login_for_code(&self.browser(), &pkce, login, password).await;
+        let response = self
+            .token_request(&[
+                ("grant_type", "authorization_code"),
+                ("code", &code),
+                ("code_verifier", &pkce.verifier),
+                ("redirect_uri", &self.redirect_uri()),
+            ])
+            .await;
+        assert_eq!(response.status(), 200);
+        response.json().await.expect("TokenResponseDTO")
+    }
+
+    /// Liveness status of an access token.
+    pub async fn liveness(&self, access_token: &str) -> u16 {
+        self.http()
+            .get(self.url("/oauth2/token/liveness"))
+            .bearer_auth(access_token)
+            .send()
+            .await
+            .expect("liveness")
+            .status()
+            .as_u16()
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// `TokenResponseDTO` as a client reads it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct TokenResponse {
+    pub access_token: String,
+    pub token_type: String,
+    pub expires_in: i64,
+    pub scope: Option<String>,
+    pub refresh_token: Option<String>,
+    pub id_token: Option<String>,
+    pub refresh_expires_at: Option<i64>,
+}
+
+/// A PKCE verifier and its S256 challenge.
+#[derive(Debug, Clone)]
+pub struct Pkce {
+    pub verifier: String,
+    pub challenge: String,
+}
+
+impl Pkce {
+    pub fn new() -> Self {
+        let verifier = portico_crypto::random::token();
+        let challenge = portico_crypto::hash::pkce_s256(&verifier);
+        Self { verifier, challenge }
+    }
+}
+
+impl Default for Pkce {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The `Location` header.
+pub fn location(response: &reqwest::Response) -> String {
+    response.headers().get("location").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned()
+}
+
+/// The query parameters of a redirect's `Location`.
+pub fn location_params(response: &reqwest::Response) -> Vec<(String, String)> {
+    url::Url::parse(&location(response))
+        .map(|u| u.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).collect())
+        .unwrap_or_default()
+}
+
+/// One query parameter of a redirect's `Location`.
+pub fn location_param(response: &reqwest::Response, name: &str) -> Option<String> {
+    location_params(response).into_iter().find(|(k, _)| k == name).map(|(_, v)| v)
+}
+
+/// The code from a success redirect to `redirect_uri`.
+///
+/// # Panics
+/// When the response is not such a redirect.
+pub fn code_from(response: &reqwest::Response, redirect_uri: &str) -> String {
+    let target = location(response);
+    assert!(target.starts_with(redirect_uri), "redirects to the client: {target}");
+    assert_eq!(location_param(response, "state").as_deref(), Some("st-123"));
+    location_param(response, "code").expect("a code")
+}
+
+/// The JSON in `<script id="viewData" type="application/json">`.
+///
+/// # Panics
+/// When the page has no such element.
+pub fn view_data(html: &str) -> serde_json::Value {
+    let start_tag = r#"<script id="viewData" type="application/json">"#;
+    let start = html.find(start_tag).expect("script#viewData") + start_tag.len();
+    let end = html[start..].find("</script>").expect("end of script") + start;
+    serde_json::from_str(&html[start..end]).expect("viewData is JSON")
+}
+
+/// Decodes a JWT's claims without verifying (for assertions only).
+pub fn jwt_claims(token: &str) -> serde_json::Value {
+    let payload = token.split('.').nth(1).expect("JWT payload");
+    serde_json::from_slice(&portico_crypto::b64url_decode(payload).expect("base64url")).expect("JSON claims")
+}
+
+/// Decodes a JWT's header.
+pub fn jwt_header(token: &str) -> serde_json::Value {
+    let header = token.split('.').next().expect("JWT header");
+    serde_json::from_slice(&portico_crypto::b64url_decode(header).expect("base64url")).expect("JSON header")
+}

@@ -192,11 +192,17 @@ pub async fn users(config: &Config, command: UserCommand) -> anyhow::Result<()> 
             }
         }
         UserCommand::Block { login } => {
-            store.set_user_blocked(&login, true, now).await?.ok_or_else(|| anyhow::anyhow!("there is no user {login}"))?;
+            store
+                .set_user_blocked(&login, true, now)
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("there is no user {login}"))?;
             println!("user {login} blocked; their sessions and tokens are revoked");
         }
         UserCommand::Unblock { login } => {
-            store.set_user_blocked(&login, false, now).await?.ok_or_else(|| anyhow::anyhow!("there is no user {login}"))?;
+            store
+                .set_user_blocked(&login, false, now)
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("there is no user {login}"))?;
             println!("user {login} unblocked");
         }
     }

@@ -56,13 +56,18 @@ pub fn server_error(_identity: &Identity, error: StorageError) -> Response {
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     };
     tracing::error!(%error, "login request failed");
-    (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], "The service is temporarily unavailable. Please try again.")
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        "The service is temporarily unavailable. Please try again.",
+    )
         .into_response()
 }
 
 pub async fn error_page(State(identity): State<IdentityState>, headers: HeaderMap) -> Response {
     let cookie = cookies::get(&headers, cookies::ERROR_PAGE_DETAILS);
-    let Some(details) = cookies::open_json::<ErrorDetails>(&identity.cookies, cookies::ERROR_PAGE_DETAILS, cookie) else {
+    let Some(details) = cookies::open_json::<ErrorDetails>(&identity.cookies, cookies::ERROR_PAGE_DETAILS, cookie)
+    else {
         return redirect(StatusCode::FOUND, &identity.settings.logged_out_url);
     };
     let t = texts::for_locale(texts::negotiate(&headers));
@@ -86,7 +91,10 @@ pub async fn error_page(State(identity): State<IdentityState>, headers: HeaderMa
     let csrf = portico_crypto::random::token();
     let data = ErrorPageData {
         page_type: "ERROR",
-        page_data: ErrorPageBody { error_page_context: ErrorPageContext { csrf: csrf.clone() }, error_details: details },
+        page_data: ErrorPageBody {
+            error_page_context: ErrorPageContext { csrf: csrf.clone() },
+            error_details: details,
+        },
     };
     let page = ErrorPage { t, message, actions, view_json: script_json(&data) };
     let Ok(html) = page.render() else {

@@ -37,7 +37,12 @@ pub async fn current(
 ///
 /// # Errors
 /// When storage fails.
-pub async fn open(identity: &Identity, user_id: Uuid, now: OffsetDateTime, set: &mut SetCookies) -> Result<(), StorageError> {
+pub async fn open(
+    identity: &Identity,
+    user_id: Uuid,
+    now: OffsetDateTime,
+    set: &mut SetCookies,
+) -> Result<(), StorageError> {
     let token = portico_crypto::random::token();
     let ttl = identity.settings.session_ttl;
     identity

@@ -84,7 +84,8 @@ async fn username_password(
     let principal = params.one("principal").ok().flatten().map(str::trim).unwrap_or("");
     let password = params.one("credentials").ok().flatten().unwrap_or("").to_owned();
     let user = if principal.is_empty() { None } else { identity.store.find_user_by_login(principal).await? };
-    let ok = !password.is_empty() && identity.passwords.verify(user.as_ref().map(|u| u.password_hash.clone()), password).await;
+    let ok = !password.is_empty()
+        && identity.passwords.verify(user.as_ref().map(|u| u.password_hash.clone()), password).await;
 
     let Some(user) = user.filter(|_| ok) else {
         let event = AuditEvent::new(now, AuditKind::LoginFailed).client(&process.state.client_id);

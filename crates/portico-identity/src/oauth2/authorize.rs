@@ -63,7 +63,11 @@ impl From<StorageError> for Rejection {
     }
 }
 
-pub async fn authorize(State(identity): State<IdentityState>, headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
+pub async fn authorize(
+    State(identity): State<IdentityState>,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+) -> Response {
     let query = query.unwrap_or_default();
     match handle(&identity, &headers, &query).await {
         Ok(response) => response,
@@ -162,8 +166,9 @@ async fn validate(identity: &Identity, params: &Params) -> Result<AuthorizeReque
     let Some(state) = state.clone() else {
         return Err(fail("invalid_request", "state"));
     };
-    let code_challenge =
-        get("code_challenge")?.filter(|c| is_s256_challenge(c)).ok_or_else(|| fail("invalid_request", "code_challenge"))?;
+    let code_challenge = get("code_challenge")?
+        .filter(|c| is_s256_challenge(c))
+        .ok_or_else(|| fail("invalid_request", "code_challenge"))?;
     get("code_challenge_method")?
         .filter(|m| *m == "S256")
         .ok_or_else(|| fail("invalid_request", "code_challenge_method"))?;

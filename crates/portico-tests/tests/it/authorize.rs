@@ -1,0 +1,122 @@
+//! Every row of the spec's authorize error table.
+
+use portico_tests::{Pkce, TestApp, backends, location, location_param, location_params};
+
+/// Parameters to change in a valid request (`None` removes one).
+type Changes<'a> = Vec<(&'a str, Option<&'a str>)>;
+
+async fn get(app: &TestApp, url: &str) -> reqwest::Response {
+    app.browser().get(url).send().await.unwrap()
+}
+
+async fn assert_plain_400(app: &TestApp, url: &str, parameter: &str) {
+    let response = get(app, url).await;
+    assert_eq!(response.status(), 400, "{url}");
+    assert!(response.headers()["content-type"].to_str().unwrap().starts_with("text/plain"));
+    assert!(response.headers().get("location").is_none(), "never redirects");
+    assert_eq!(response.text().await.unwrap(), format!("OAuth 2.0 Parameter: {parameter}"));
+}
+
+async fn assert_error_redirect(app: &TestApp, url: &str, error: &str, parameter: &str, state: Option<&str>) {
+    let response = get(app, url).await;
+    assert_eq!(response.status(), 302, "{url}");
+    assert!(location(&response).starts_with(&app.redirect_uri()), "to the registered redirect_uri");
+    assert_eq!(location_param(&response, "error").as_deref(), Some(error), "{url}");
+    let description = format!("OAuth 2.0 Parameter: {parameter}");
+    assert_eq!(location_param(&response, "error_description").as_deref(), Some(description.as_str()));
+    assert_eq!(location_param(&response, "state").as_deref(), state, "{url}");
+    assert!(location_param(&response, "code").is_none());
+}
+
+#[tokio::test]
+async fn client_id_and_redirect_uri_errors_are_plain_400() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let pkce = Pkce::new();
+        assert_plain_400(&app, &app.authorize_url(&pkce, &[("client_id", None)]), "client_id").await;
+        assert_plain_400(&app, &app.authorize_url(&pkce, &[("client_id", Some("nobody"))]), "client_id").await;
+        let repeated = format!("{}&client_id=demo-app", app.authorize_url(&pkce, &[]));
+        assert_plain_400(&app, &repeated, "client_id").await;
+        assert_plain_400(&app, &app.authorize_url(&pkce, &[("redirect_uri", None)]), "redirect_uri").await;
+        let evil = app.authorize_url(&pkce, &[("redirect_uri", Some("https://evil.example/cb"))]);
+        assert_plain_400(&app, &evil, "redirect_uri").await;
+        let prefix = app.authorize_url(&pkce, &[("redirect_uri", Some(&format!("{}/x", app.redirect_uri())))]);
+        assert_plain_400(&app, &prefix, "redirect_uri").await;
+        // Both wrong: client_id is named first.
+        let both = app.authorize_url(&pkce, &[("client_id", None), ("redirect_uri", None)]);
+        assert_plain_400(&app, &both, "client_id").await;
+    }
+}
+
+#[tokio::test]
+async fn parameter_errors_redirect_with_error_description_and_state() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let p = Pkce::new();
+        let st = Some("st-123");
+        let cases: Vec<(Changes, &str, &str)> = vec![
+            (vec![("response_type", None)], "invalid_request", "response_type"),
+            (vec![("response_type", Some("token"))], "unsupported_response_type", "response_type"),
+            (vec![("scope", None)], "invalid_request", "scope"),
+            (vec![("scope", Some("openid payments"))], "invalid_scope", "scope"),
+            (vec![("scope", Some("open\"id"))], "invalid_scope", "scope"),
+            (vec![("code_challenge", None)], "invalid_request", "code_challenge"),
+            (vec![("code_challenge", Some("too-short"))], "invalid_request", "code_challenge"),
+            (vec![("code_challenge_method", None)], "invalid_request", "code_challenge_method"),
+            (vec![("code_challenge_method", Some("plain"))], "invalid_request", "code_challenge_method"),
+            (vec![("prompt", Some("select_account"))], "invalid_request", "prompt"),
+        ];
+        for (changes, error, parameter) in cases {
+            assert_error_redirect(&app, &app.authorize_url(&p, &changes), error, parameter, st).await;
+        }
+        let long_nonce = "n".repeat(513);
+        assert_error_redirect(
+            &app,
+            &app.authorize_url(&p, &[("nonce", Some(&long_nonce))]),
+            "invalid_request",
+            "nonce",
+            st,
+        )
+        .await;
+        let repeated = format!("{}&scope=openid", app.authorize_url(&p, &[]));
+        assert_error_redirect(&app, &repeated, "invalid_request", "scope", st).await;
+    }
+}
+
+#[tokio::test]
+async fn missing_state_redirects_without_state() {
+    let app = TestApp::spawn(backends()[0]).await;
+    let p = Pkce::new();
+    let url = app.authorize_url(&p, &[("state", None)]);
+    assert_error_redirect(&app, &url, "invalid_request", "state", None).await;
+    let response = get(&app, &url).await;
+    assert!(!location_params(&response).iter().any(|(k, _)| k == "state"));
+    // Another error while state is missing: still no state.
+    let url = app.authorize_url(&p, &[("state", None), ("response_type", Some("token"))]);
+    assert_error_redirect(&app, &url, "unsupported_response_type", "response_type", None).await;
+}
+
+#[tokio::test]
+async fn a_valid_request_starts_a_login_with_the_spec_cookies() {
+    let app = TestApp::spawn(backends()[0]).await;
+    let response = get(&app, &app.authorize_url(&Pkce::new(), &[])).await;
+    assert_eq!(response.status(), 303);
+    assert_eq!(location(&response), "/login");
+    let cookies: Vec<String> =
+        response.headers().get_all("set-cookie").iter().map(|v| v.to_str().unwrap().to_owned()).collect();
+    for name in ["authentication_flow=", "XSRF-TOKEN=", "login_client_entry=", "svc.device.deviceId="] {
+        let cookie = cookies.iter().find(|c| c.starts_with(name)).unwrap_or_else(|| panic!("sets {name}"));
+        assert!(cookie.contains("HttpOnly"), "{cookie}");
+        assert!(cookie.contains("SameSite=Lax"), "{cookie}");
+        assert!(!cookie.contains("Secure"), "plain-HTTP loopback demo: {cookie}");
+    }
+}
+
+#[tokio::test]
+async fn cookies_are_secure_behind_https() {
+    let app = TestApp::spawn_with(backends()[0], |c| c.cookie_secure = Some(true)).await;
+    let response = get(&app, &app.authorize_url(&Pkce::new(), &[])).await;
+    for cookie in response.headers().get_all("set-cookie") {
+        assert!(cookie.to_str().unwrap().contains("; Secure"), "{cookie:?}");
+    }
+}

@@ -1,0 +1,90 @@
+//! Signing keys, JWKS, and what liveness makes of bad tokens.
+
+use portico_model::clock::Clock as _;
+use portico_tests::{TestApp, backends, jwt_header};
+use time::Duration;
+
+async fn jwks(app: &TestApp) -> serde_json::Value {
+    app.http().get(app.url("/oauth2/jwks")).send().await.unwrap().json().await.unwrap()
+}
+
+#[tokio::test]
+async fn jwks_publishes_only_public_rsa_members() {
+    let app = TestApp::spawn(backends()[0]).await;
+    let set = jwks(&app).await;
+    let keys = set["keys"].as_array().unwrap();
+    assert_eq!(keys.len(), 1);
+    let mut members: Vec<_> = keys[0].as_object().unwrap().keys().cloned().collect();
+    members.sort();
+    assert_eq!(members, ["alg", "e", "kid", "kty", "n", "use"]);
+    assert_eq!(keys[0]["kty"], "RSA");
+    assert_eq!(keys[0]["alg"], "RS256");
+    assert_eq!(keys[0]["use"], "sig");
+    assert_eq!(keys[0]["e"], "AQAB");
+    assert_eq!(portico_crypto::b64url_decode(keys[0]["n"].as_str().unwrap()).unwrap().len(), 256, "RSA-2048");
+}
+
+#[tokio::test]
+async fn rotation_keeps_old_tokens_valid_until_the_old_key_ages_out() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let before = app.tokens_for("ivan", "ivan-password").await;
+        let old_kid = jwt_header(&before.access_token)["kid"].as_str().unwrap().to_owned();
+        let secret = portico_server::secret::InstanceSecret::load(&app.config).unwrap();
+        let new_kid =
+            portico_identity::KeyRing::rotate(app.store.as_ref(), &secret.sealer(), app.clock.now()).await.unwrap();
+        assert_ne!(old_kid, new_kid);
+
+        let after = app.tokens_for("maria", "maria-password").await;
+        assert_eq!(jwt_header(&after.access_token)["kid"], new_kid.as_str(), "{backend:?}: takes effect at once");
+        assert_eq!(app.liveness(&before.access_token).await, 200, "a token of the previous key still verifies");
+        assert_eq!(app.liveness(&after.access_token).await, 200);
+        let kids: Vec<String> = jwks(&app).await["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k["kid"].as_str().unwrap().to_owned())
+            .collect();
+        assert!(kids.contains(&old_kid) && kids.contains(&new_kid), "JWKS lists both: {kids:?}");
+
+        // Once every token of the old key has expired, it is no longer published.
+        app.clock.advance(Duration::minutes(21));
+        let kids: Vec<String> = jwks(&app).await["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k["kid"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(kids, [new_kid]);
+    }
+}
+
+#[tokio::test]
+async fn liveness_refuses_anything_that_is_not_a_live_access_token() {
+    let app = TestApp::spawn(backends()[0]).await;
+    let tokens = app.tokens_for("ivan", "ivan-password").await;
+    let http = app.http();
+    let url = app.url("/oauth2/token/liveness");
+
+    let missing = http.get(&url).send().await.unwrap();
+    assert_eq!(missing.status(), 401);
+    assert!(missing.bytes().await.unwrap().is_empty(), "no body");
+    let basic = http.get(&url).header("authorization", "Basic abc").send().await.unwrap();
+    assert_eq!(basic.status(), 401);
+
+    let (head, rest) = tokens.access_token.split_once('.').unwrap();
+    let (_, signature) = rest.split_once('.').unwrap();
+    let unknown_kid =
+        format!("{}.{rest}", portico_crypto::b64url(br#"{"alg":"RS256","kid":"no-such-key","typ":"at+jwt"}"#));
+    let forged = format!("{head}.{}.{signature}", portico_crypto::b64url(br#"{"sub":"x"}"#));
+    let none = format!("{}.{}.", portico_crypto::b64url(br#"{"alg":"none"}"#), portico_crypto::b64url(b"{}"));
+    let id_token = tokens.id_token.clone().unwrap();
+    for bad in ["garbage", "a.b.c", unknown_kid.as_str(), forged.as_str(), none.as_str(), id_token.as_str()] {
+        let response = http.get(&url).bearer_auth(bad).send().await.unwrap();
+        assert_eq!(response.status(), 401, "{bad}");
+        assert!(response.bytes().await.unwrap().is_empty());
+    }
+    // Accepted without the "Bearer " prefix too.
+    let bare = http.get(&url).header("authorization", &tokens.access_token).send().await.unwrap();
+    assert_eq!(bare.status(), 200);
+}

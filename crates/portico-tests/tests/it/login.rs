@@ -1,0 +1,204 @@
+//! The browser login pages: view data, errors, CSRF, error page, expiry.
+
+use portico_model::clock::Clock as _;
+use portico_tests::{Pkce, TestApp, backends, location, location_param, view_data};
+use time::Duration;
+
+/// Starts a login in `browser` and returns the page's view data.
+async fn start(app: &TestApp, browser: &reqwest::Client) -> serde_json::Value {
+    let response = browser.get(app.authorize_url(&Pkce::new(), &[])).send().await.unwrap();
+    assert_eq!(response.status(), 303);
+    let page = browser.get(app.url("/login")).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(page.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
+    view_data(&page.text().await.unwrap())
+}
+
+fn keys(value: &serde_json::Value) -> Vec<String> {
+    let mut keys: Vec<String> = value.as_object().unwrap().keys().cloned().collect();
+    keys.sort();
+    keys
+}
+
+#[tokio::test]
+async fn login_page_carries_exactly_the_login_view_data() {
+    let app = TestApp::spawn(backends()[0]).await;
+    let view = start(&app, &app.browser()).await;
+    assert_eq!(keys(&view), ["locale", "pageData", "pageType"]);
+    assert_eq!(view["pageType"], "LOGIN_FORM_STEP");
+    let page = &view["pageData"];
+    assert_eq!(keys(page), ["authenticationFlowContext", "errors", "stepViewData", "themeViewData"]);
+    let context = &page["authenticationFlowContext"];
+    assert_eq!(keys(context), ["authPageRefreshTtlMs", "authenticationFlowId", "csrf", "deviceId"]);
+    assert_eq!(context["authPageRefreshTtlMs"], 15 * 60 * 1000);
+    assert!(context["deviceId"].is_string());
+    let step = &page["stepViewData"];
+    assert_eq!(keys(step), ["captchaRequired", "phoneNumberView", "principal", "stepType", "viewType"]);
+    assert_eq!(step["stepType"], "username-password");
+    assert_eq!(step["viewType"], "default");
+    assert_eq!(step["captchaRequired"], false);
+    assert!(page["errors"].is_null());
+    assert_eq!(keys(&page["themeViewData"]), ["passwordResetEnabled", "supportDrawer", "systemMessages"]);
+}
+
+#[tokio::test]
+async fn wrong_password_returns_to_the_step_with_the_error_code_once() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let browser = app.browser();
+        let view = start(&app, &browser).await;
+        let csrf = view["pageData"]["authenticationFlowContext"]["csrf"].as_str().unwrap();
+        let response = browser
+            .post(app.url("/login"))
+            .form(&[("_csrf", csrf), ("principal", "ivan"), ("credentials", "wrong")])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 303);
+        assert_eq!(location(&response), "/login");
+        assert!(
+            response
+                .headers()
+                .get_all("set-cookie")
+                .iter()
+                .any(|c| c.to_str().unwrap().starts_with("step_error_details="))
+        );
+
+        let page = browser.get(app.url("/login")).send().await.unwrap();
+        let html = page.text().await.unwrap();
+        let view = view_data(&html);
+        assert_eq!(view["pageData"]["errors"]["credentialsError"], "challenge.username-password.wrong-credentials");
+        assert!(view["pageData"]["errors"]["principalError"].is_null());
+        assert_eq!(view["pageData"]["stepViewData"]["principal"], "ivan", "the identifier is kept");
+        let again = view_data(&browser.get(app.url("/login")).send().await.unwrap().text().await.unwrap());
+        assert!(again["pageData"]["errors"].is_null(), "{backend:?}: shown once");
+
+        // Unknown users get the same answer.
+        let response = browser
+            .post(app.url("/login"))
+            .form(&[("_csrf", csrf), ("principal", "nobody"), ("credentials", "x")])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(location(&response), "/login");
+    }
+}
+
+#[tokio::test]
+async fn csrf_failure_leads_to_the_error_page_once() {
+    let app = TestApp::spawn(backends()[0]).await;
+    let browser = app.browser();
+    start(&app, &browser).await;
+    let response = browser
+        .post(app.url("/login"))
+        .form(&[("_csrf", "forged"), ("principal", "ivan"), ("credentials", "ivan-password")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 303);
+    assert_eq!(location(&response), "/error");
+    let cookies: Vec<_> =
+        response.headers().get_all("set-cookie").iter().map(|c| c.to_str().unwrap().to_owned()).collect();
+    assert!(cookies.iter().any(|c| c.starts_with("error_page_details=")));
+    assert!(cookies.iter().any(|c| c.starts_with("failed_authentication_flow_id=")));
+
+    let page = browser.get(app.url("/error")).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    let view = view_data(&page.text().await.unwrap());
+    assert_eq!(view["pageType"], "ERROR");
+    assert!(view["pageData"]["errorPageContext"]["csrf"].is_string());
+    assert_eq!(view["pageData"]["errorDetails"]["errorCode"], "fatal-error");
+    assert_eq!(view["pageData"]["errorDetails"]["actions"][0]["action"], "RETRY_LOGIN");
+    assert_eq!(view["pageData"]["errorDetails"]["actions"][0]["url"], "/login/restart");
+
+    // Read and cleared: the second visit leaves.
+    let again = browser.get(app.url("/error")).send().await.unwrap();
+    assert_eq!(again.status(), 302);
+    assert_eq!(location(&again), app.url("/logged-out"));
+
+    // Restart restores the original authorize request.
+    let restart = browser.get(app.url("/login/restart")).send().await.unwrap();
+    assert_eq!(restart.status(), 302);
+    assert!(location(&restart).starts_with("/oauth2/authorize?"));
+    let response = browser.get(app.url(&location(&restart))).send().await.unwrap();
+    assert_eq!(response.status(), 303, "a fresh login process");
+}
+
+#[tokio::test]
+async fn the_xsrf_header_is_accepted_instead_of_the_field() {
+    let app = TestApp::spawn(backends()[0]).await;
+    let browser = app.browser();
+    let view = start(&app, &browser).await;
+    let csrf = view["pageData"]["authenticationFlowContext"]["csrf"].as_str().unwrap();
+    let response = browser
+        .post(app.url("/login"))
+        .header("x-xsrf-token", csrf)
+        .form(&[("principal", "ivan"), ("credentials", "ivan-password")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 303);
+    assert!(location(&response).starts_with("/oauth2/authorize?"));
+}
+
+#[tokio::test]
+async fn a_blocked_user_sees_user_is_blocked() {
+    let app = TestApp::spawn(backends()[0]).await;
+    let browser = app.browser();
+    let view = start(&app, &browser).await;
+    let csrf = view["pageData"]["authenticationFlowContext"]["csrf"].as_str().unwrap();
+    let response = browser
+        .post(app.url("/login"))
+        .form(&[("_csrf", csrf), ("principal", "blocked"), ("credentials", "blocked-password")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(location(&response), "/error");
+    let view = view_data(&browser.get(app.url("/error")).send().await.unwrap().text().await.unwrap());
+    assert_eq!(view["pageData"]["errorDetails"]["errorCode"], "user-is-blocked");
+    assert_eq!(view["pageData"]["errorDetails"]["actions"][0]["action"], "REDIRECT");
+}
+
+#[tokio::test]
+async fn an_expired_process_returns_the_browser_to_the_client() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let browser = app.browser();
+        start(&app, &browser).await;
+        app.clock.advance(Duration::minutes(16));
+        let response = browser.get(app.url("/login")).send().await.unwrap();
+        assert_eq!(response.status(), 302, "{backend:?}");
+        assert!(location(&response).starts_with(&app.redirect_uri()));
+        assert_eq!(location_param(&response, "error").as_deref(), Some("access_denied"));
+        assert_eq!(location_param(&response, "state").as_deref(), Some("st-123"));
+
+        // Without a process and without the client entry: the logged-out page.
+        let stranger = app.browser();
+        for request in [stranger.get(app.url("/login")), stranger.post(app.url("/login")).form(&[("_csrf", "x")])] {
+            let response = request.send().await.unwrap();
+            assert_eq!(response.status(), 302);
+            assert_eq!(location(&response), app.url("/logged-out"));
+        }
+    }
+}
+
+#[tokio::test]
+async fn blocking_a_user_ends_sessions_and_tokens_at_once() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let browser = app.browser();
+        let pkce = Pkce::new();
+        let code = app.login_for_code(&browser, &pkce, "maria", "maria-password").await;
+        let response = app
+            .token_request(&[("grant_type", "authorization_code"), ("code", &code), ("code_verifier", &pkce.verifier)])
+            .await;
+        let tokens: serde_json::Value = response.json().await.unwrap();
+        let access = tokens["access_token"].as_str().unwrap();
+        assert_eq!(app.liveness(access).await, 200);
+
+        app.store.set_user_blocked("maria", true, app.clock.now()).await.unwrap().unwrap();
+        assert_eq!(app.liveness(access).await, 401, "{backend:?}");
+        let response = browser.get(app.authorize_url(&Pkce::new(), &[])).send().await.unwrap();
+        assert_eq!(response.status(), 303, "the SSO session is gone");
+    }
+}

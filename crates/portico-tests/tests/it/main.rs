@@ -1,0 +1,13 @@
+//! One integration-test binary: every module starts real servers on loopback
+//! ports and talks HTTP to them, on SQLite and, when
+//! `PORTICO_TEST_POSTGRES_URL` is set, PostgreSQL.
+
+mod authorize;
+mod flow;
+mod keys;
+mod login;
+mod oidc_client;
+mod ops;
+mod revoke;
+mod storage_contract;
+mod token;

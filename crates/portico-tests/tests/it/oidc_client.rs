@@ -1,0 +1,85 @@
+//! A real OpenID Connect client library (`openidconnect`) against Portico:
+//! discovery, PKCE, code exchange with id_token signature and nonce
+//! validation, refresh.
+
+use openidconnect::core::{CoreAuthenticationFlow, CoreClient, CoreProviderMetadata};
+use openidconnect::{
+    AccessTokenHash, AuthorizationCode, ClientId, ClientSecret, CsrfToken, IssuerUrl, Nonce, OAuth2TokenResponse,
+    PkceCodeChallenge, RedirectUrl, Scope, TokenResponse,
+};
+use portico_tests::{TestApp, backends, demo, location, location_param, view_data};
+
+#[tokio::test]
+async fn openidconnect_crate_completes_the_flow() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let http = openidconnect::reqwest::ClientBuilder::new()
+            .redirect(openidconnect::reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        let metadata = CoreProviderMetadata::discover_async(IssuerUrl::new(app.base.clone()).unwrap(), &http)
+            .await
+            .expect("discovery");
+        let client = CoreClient::from_provider_metadata(
+            metadata,
+            ClientId::new(demo::CLIENT_ID.into()),
+            Some(ClientSecret::new(demo::CLIENT_SECRET.into())),
+        )
+        .set_redirect_uri(RedirectUrl::new(app.redirect_uri()).unwrap());
+
+        let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+        let (auth_url, csrf, nonce) = client
+            .authorize_url(CoreAuthenticationFlow::AuthorizationCode, CsrfToken::new_random, Nonce::new_random)
+            .add_scope(Scope::new("profile".into()))
+            .add_scope(Scope::new("email".into()))
+            .set_pkce_challenge(challenge)
+            .url();
+
+        // The browser part.
+        let browser = app.browser();
+        let response = browser.get(auth_url.as_str()).send().await.unwrap();
+        assert_eq!(location(&response), "/login");
+        let view = view_data(&browser.get(app.url("/login")).send().await.unwrap().text().await.unwrap());
+        let form = [
+            ("_csrf", view["pageData"]["authenticationFlowContext"]["csrf"].as_str().unwrap()),
+            ("principal", "ivan"),
+            ("credentials", "ivan-password"),
+        ];
+        let response = browser.post(app.url("/login")).form(&form).send().await.unwrap();
+        let response = browser.get(app.url(&location(&response))).send().await.unwrap();
+        assert_eq!(location_param(&response, "state").as_deref(), Some(csrf.secret().as_str()));
+        let code = location_param(&response, "code").expect("code");
+
+        let tokens = client
+            .exchange_code(AuthorizationCode::new(code))
+            .expect("token endpoint known")
+            .set_pkce_verifier(verifier)
+            .request_async(&http)
+            .await
+            .expect("code exchange");
+        let id_token = tokens.id_token().expect("id_token");
+        let verifier = client.id_token_verifier();
+        let claims = id_token.claims(&verifier, &nonce).expect("id_token signature, issuer, audience and nonce");
+        assert_eq!(claims.preferred_username().map(|u| u.as_str()), Some("ivan"));
+        assert_eq!(claims.email().map(|e| e.as_str()), Some("ivan@example.com"));
+        let expected_hash = AccessTokenHash::from_token(
+            tokens.access_token(),
+            id_token.signing_alg().unwrap(),
+            id_token.signing_key(&verifier).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(claims.access_token_hash(), Some(&expected_hash), "at_hash");
+        let wrong_nonce = Nonce::new("other".into());
+        assert!(id_token.claims(&verifier, &wrong_nonce).is_err(), "{backend:?}: nonce is checked");
+
+        let refreshed = client
+            .exchange_refresh_token(tokens.refresh_token().expect("refresh token"))
+            .expect("token endpoint known")
+            .request_async(&http)
+            .await
+            .expect("refresh");
+        assert_ne!(refreshed.access_token().secret(), tokens.access_token().secret());
+        assert_ne!(refreshed.refresh_token().unwrap().secret(), tokens.refresh_token().unwrap().secret());
+        assert_eq!(app.liveness(refreshed.access_token().secret()).await, 200);
+    }
+}

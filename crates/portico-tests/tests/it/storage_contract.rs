@@ -1,0 +1,270 @@
+//! The storage contract: the same stories on every backend, straight
+//! against the repository traits.
+
+use std::sync::Arc;
+
+use portico_model::client::{Client, LocalizedText};
+use portico_model::login::{AuthMethod, LoginProcess, LoginState};
+use portico_model::oauth::{AuthorizationCode, CodeUse, Grant, RefreshToken, RefreshUse};
+use portico_model::session::SsoSession;
+use portico_model::user::User;
+use portico_storage::{Storage, StorageError};
+use portico_storage_pg::PgStore;
+use portico_storage_sqlite::SqliteStore;
+use portico_tests::{Backend, TempDir, backends, fresh_database};
+use time::{Duration, OffsetDateTime};
+use uuid::Uuid;
+
+async fn store(backend: Backend, dir: &TempDir) -> Arc<dyn Storage> {
+    let url = fresh_database(backend, dir).await;
+    match backend {
+        Backend::Sqlite => {
+            let store = SqliteStore::connect(&url).await.unwrap();
+            store.migrate().await.unwrap();
+            Arc::new(store)
+        }
+        Backend::Postgres => {
+            let store = PgStore::connect(&url, 5).await.unwrap();
+            store.migrate().await.unwrap();
+            Arc::new(store)
+        }
+    }
+}
+
+fn t0() -> OffsetDateTime {
+    OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap()
+}
+
+fn client(id: &str) -> Client {
+    Client {
+        client_id: id.into(),
+        secret_hash: "sha256:00".into(),
+        name: LocalizedText { ru: "Клиент".into(), en: "Client".into() },
+        redirect_uris: vec!["https://a.example/cb".into(), "https://b.example/cb".into()],
+        scopes: vec!["openid".into(), "email".into()],
+        require_consent: true,
+        created_at: t0(),
+    }
+}
+
+fn user(login: &str) -> User {
+    User {
+        id: Uuid::new_v4(),
+        login: login.into(),
+        password_hash: "$argon2id$x".into(),
+        phone: Some("+79000000000".into()),
+        email: None,
+        name: Some("Имя".into()),
+        phone_login_enabled: false,
+        blocked: false,
+        created_at: t0(),
+    }
+}
+
+fn code(hash: &str, client_id: &str, user_id: Uuid) -> AuthorizationCode {
+    AuthorizationCode {
+        code_hash: hash.into(),
+        client_id: client_id.into(),
+        user_id,
+        redirect_uri: "https://a.example/cb".into(),
+        scope: "openid".into(),
+        code_challenge: "c".repeat(43),
+        nonce: Some("n".into()),
+        auth_time: t0(),
+        created_at: t0(),
+        expires_at: t0() + Duration::minutes(5),
+        grant_id: None,
+    }
+}
+
+fn grant(client_id: &str, user_id: Uuid) -> Grant {
+    Grant {
+        id: Uuid::now_v7(),
+        client_id: client_id.into(),
+        user_id,
+        scope: "openid".into(),
+        auth_time: t0(),
+        created_at: t0(),
+        revoked_at: None,
+    }
+}
+
+fn refresh(hash: &str, grant_id: Uuid, days: i64) -> RefreshToken {
+    RefreshToken { token_hash: hash.into(), grant_id, created_at: t0(), expires_at: t0() + Duration::days(days) }
+}
+
+#[tokio::test]
+async fn clients_and_users_round_trip_with_unique_keys() {
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let c = client("app");
+        store.create_client(&c).await.unwrap();
+        assert_eq!(store.find_client("app").await.unwrap(), Some(c.clone()), "{backend:?}");
+        assert!(matches!(store.create_client(&c).await, Err(StorageError::Conflict(_))));
+        assert_eq!(store.list_clients().await.unwrap().len(), 1);
+
+        let u = user("anna");
+        store.create_user(&u).await.unwrap();
+        assert_eq!(store.find_user(u.id).await.unwrap(), Some(u.clone()));
+        assert_eq!(store.find_user_by_login("anna").await.unwrap(), Some(u.clone()));
+        assert!(matches!(store.create_user(&user("anna")).await, Err(StorageError::Conflict(_))));
+
+        assert!(store.delete_client("app").await.unwrap());
+        assert!(!store.delete_client("app").await.unwrap());
+        assert_eq!(store.find_client("app").await.unwrap(), None);
+    }
+}
+
+#[tokio::test]
+async fn a_code_is_consumed_once_and_a_replay_blocks_its_grant() {
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        store.create_client(&client("app")).await.unwrap();
+        let u = user("anna");
+        store.create_user(&u).await.unwrap();
+
+        store.insert_code(&code("h1", "app", u.id)).await.unwrap();
+        assert_eq!(store.consume_code("nope", t0()).await.unwrap(), None);
+        let Some(CodeUse::First(first)) = store.consume_code("h1", t0()).await.unwrap() else {
+            panic!("{backend:?}: first use")
+        };
+        assert_eq!(first, code("h1", "app", u.id));
+        let g = grant("app", u.id);
+        assert!(store.create_grant_for_code("h1", &g, &refresh("r1", g.id, 30)).await.unwrap());
+        let Some(CodeUse::Replay(replayed)) = store.consume_code("h1", t0()).await.unwrap() else { panic!("replay") };
+        assert_eq!(replayed.grant_id, Some(g.id), "a replay names the grant to revoke");
+
+        // A replay before the grant is created prevents it.
+        store.insert_code(&code("h2", "app", u.id)).await.unwrap();
+        assert!(matches!(store.consume_code("h2", t0()).await.unwrap(), Some(CodeUse::First(_))));
+        assert!(matches!(store.consume_code("h2", t0()).await.unwrap(), Some(CodeUse::Replay(_))));
+        let g2 = grant("app", u.id);
+        assert!(!store.create_grant_for_code("h2", &g2, &refresh("r2", g2.id, 30)).await.unwrap());
+        assert_eq!(store.find_grant(g2.id).await.unwrap(), None);
+    }
+}
+
+#[tokio::test]
+async fn refresh_tokens_rotate_once_and_revocation_reaches_access_tokens() {
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        store.create_client(&client("app")).await.unwrap();
+        let u = user("anna");
+        store.create_user(&u).await.unwrap();
+        store.insert_code(&code("h", "app", u.id)).await.unwrap();
+        store.consume_code("h", t0()).await.unwrap();
+        let g = grant("app", u.id);
+        store.create_grant_for_code("h", &g, &refresh("r1", g.id, 30)).await.unwrap();
+
+        let Some(RefreshUse::Current { token, grant }) = store.use_refresh_token("r1", t0()).await.unwrap() else {
+            panic!("{backend:?}: current")
+        };
+        assert_eq!((token.token_hash.as_str(), grant.id), ("r1", g.id));
+        assert_eq!(store.use_refresh_token("r1", t0()).await.unwrap(), Some(RefreshUse::Replay { grant_id: g.id }));
+        assert_eq!(store.use_refresh_token("unknown", t0()).await.unwrap(), None);
+        assert!(store.insert_refresh_token(&refresh("r2", g.id, 30)).await.unwrap());
+        assert_eq!(store.find_refresh_token_grant("r2").await.unwrap().map(|g| g.id), Some(g.id));
+
+        assert!(store.access_token_state(g.id, "jti-1").await.unwrap().is_live());
+        store.revoke_access_token("jti-1", t0() + Duration::minutes(15), t0()).await.unwrap();
+        store.revoke_access_token("jti-1", t0() + Duration::minutes(15), t0()).await.unwrap();
+        let state = store.access_token_state(g.id, "jti-1").await.unwrap();
+        assert!(state.token_revoked && !state.grant_revoked);
+        assert!(store.access_token_state(g.id, "jti-2").await.unwrap().is_live());
+
+        assert!(store.revoke_grant(g.id, t0()).await.unwrap());
+        assert!(!store.revoke_grant(g.id, t0()).await.unwrap(), "already revoked");
+        assert!(store.access_token_state(g.id, "jti-2").await.unwrap().grant_revoked);
+        assert!(!store.insert_refresh_token(&refresh("r3", g.id, 30)).await.unwrap(), "no tokens for a revoked grant");
+        assert!(store.access_token_state(Uuid::new_v4(), "x").await.unwrap().grant_revoked, "unknown grant");
+    }
+}
+
+#[tokio::test]
+async fn login_processes_update_optimistically_and_expire() {
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let mut process = LoginProcess {
+            id: Uuid::new_v4(),
+            version: 0,
+            created_at: t0(),
+            expires_at: t0() + Duration::minutes(15),
+            state: LoginState::start("app".into(), "a=1".into(), "csrf".into(), AuthMethod::Password),
+        };
+        store.create_login_process(&process).await.unwrap();
+        let stale = process.clone();
+        process.state.principal = Some("anna".into());
+        assert!(store.update_login_process(&process).await.unwrap());
+        assert!(!store.update_login_process(&stale).await.unwrap(), "{backend:?}: a stale version loses");
+        let stored = store.find_login_process(process.id, t0()).await.unwrap().unwrap();
+        assert_eq!(stored.version, 1);
+        assert_eq!(stored.state.principal.as_deref(), Some("anna"));
+        assert_eq!(store.find_login_process(process.id, t0() + Duration::minutes(15)).await.unwrap(), None, "expired");
+    }
+}
+
+#[tokio::test]
+async fn blocking_revokes_grants_and_sessions_and_cleanup_removes_what_expired() {
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        store.create_client(&client("app")).await.unwrap();
+        let u = user("anna");
+        store.create_user(&u).await.unwrap();
+        store.insert_code(&code("h", "app", u.id)).await.unwrap();
+        store.consume_code("h", t0()).await.unwrap();
+        let g = grant("app", u.id);
+        store.create_grant_for_code("h", &g, &refresh("r", g.id, 30)).await.unwrap();
+        let session = SsoSession {
+            token_hash: "s".into(),
+            user_id: u.id,
+            auth_time: t0(),
+            created_at: t0(),
+            expires_at: t0() + Duration::hours(12),
+        };
+        store.create_session(&session).await.unwrap();
+        assert_eq!(store.find_session("s", t0()).await.unwrap(), Some(session));
+
+        let blocked = store.set_user_blocked("anna", true, t0()).await.unwrap().unwrap();
+        assert!(blocked.blocked, "{backend:?}");
+        assert!(store.find_grant(g.id).await.unwrap().unwrap().revoked_at.is_some());
+        assert_eq!(store.find_session("s", t0()).await.unwrap(), None);
+        assert_eq!(store.set_user_blocked("nobody", true, t0()).await.unwrap(), None);
+
+        store.insert_code(&code("h2", "app", u.id)).await.unwrap();
+        let later = t0() + Duration::days(31);
+        let report = store.delete_expired(later, Duration::minutes(15), later).await.unwrap();
+        assert_eq!((report.codes, report.refresh_tokens, report.grants), (2, 1, 1), "{report:?}");
+        assert_eq!(store.find_grant(g.id).await.unwrap(), None);
+        let again = store.delete_expired(later, Duration::minutes(15), later).await.unwrap();
+        assert_eq!(again.total(), 0, "idempotent");
+    }
+}
+
+#[tokio::test]
+async fn one_first_key_and_one_active_key() {
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let key = |kid: &str| portico_model::key::SigningKeyRecord {
+            kid: kid.into(),
+            private_sealed: vec![1, 2, 3],
+            created_at: t0(),
+            retired_at: None,
+        };
+        assert!(store.insert_first_signing_key(&key("k1")).await.unwrap());
+        assert!(!store.insert_first_signing_key(&key("k2")).await.unwrap(), "{backend:?}");
+        assert_eq!(store.active_signing_kid().await.unwrap().as_deref(), Some("k1"));
+        let mut k3 = key("k3");
+        k3.created_at = t0() + Duration::seconds(1);
+        store.rotate_signing_key(&k3, t0() + Duration::seconds(1)).await.unwrap();
+        assert_eq!(store.active_signing_kid().await.unwrap().as_deref(), Some("k3"));
+        let keys = store.list_signing_keys().await.unwrap();
+        assert_eq!(keys.iter().map(|k| k.kid.as_str()).collect::<Vec<_>>(), ["k3", "k1"]);
+        assert!(keys[1].retired_at.is_some());
+    }
+}
