@@ -124,7 +124,8 @@ impl Config {
             figment = figment.merge(Toml::file(file));
         }
         // PORTICO_TEST_* belong to the test suite, not to the server.
-        let env = Env::prefixed("PORTICO_").split("__").filter(|key| !key.as_str().starts_with("test_"));
+        let env =
+            Env::prefixed("PORTICO_").split("__").filter(|key| !key.as_str().to_ascii_lowercase().starts_with("test_"));
         let config: Config = figment.merge(env).extract().map_err(|e| ConfigError(describe(e)))?;
         config.validate()?;
         Ok(config)
@@ -218,7 +219,7 @@ fn describe(error: figment::Error) -> String {
             let env = format!("PORTICO_{}", e.path.join("__").to_uppercase());
             match &e.kind {
                 figment::error::Kind::UnknownField(field, _) => {
-                    let full = if path.is_empty() { field.clone() } else { format!("{path}.{field}") };
+                    let full = if path.is_empty() { field.as_str() } else { path.as_str() };
                     format!("unknown setting `{full}` (from {}): see docs/configuration.md", source(&e))
                 }
                 _ if path.is_empty() => e.to_string(),

@@ -1,0 +1,214 @@
+//! Token endpoint throughput against the RSA limit of this machine.
+//!
+//! `cargo bench -p portico-tests --bench tokens` (add
+//! `PORTICO_TEST_POSTGRES_URL=…` to measure PostgreSQL too). In one run:
+//! 1. the baseline: raw RS256 signatures and verifications per second on all
+//!    cores, with Portico's own signing code;
+//! 2. authorization-code exchanges, refreshes and liveness checks per second
+//!    against a real server over loopback HTTP, with 32 concurrent clients in
+//!    the same process (client and server share the machine's cores).
+//!
+//! Codes are put straight into storage (as the authorize endpoint would) so
+//! that the measurement is the token endpoint's, not the login's Argon2.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use portico_crypto::jwt::{SigningKey, TYP_ACCESS_TOKEN, verify};
+use portico_model::clock::Clock as _;
+use portico_model::oauth::AuthorizationCode;
+use portico_tests::{Backend, TestApp, backends, demo};
+
+const CONCURRENCY: usize = 32;
+const BASELINE_TIME: Duration = Duration::from_secs(3);
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("machine: {cores} cores; concurrency {CONCURRENCY}; {}", std::env::consts::ARCH);
+
+    let (signs, verifies) = baseline(cores);
+    println!("baseline  RS256 sign    {signs:>9.0} /s");
+    println!("baseline  RS256 verify  {verifies:>9.0} /s");
+    println!("(an exchange or refresh signs 2 JWTs: the crypto limit is {:.0} responses/s)", signs / 2.0);
+
+    for backend in backends() {
+        runtime.block_on(endpoints(backend, signs));
+    }
+}
+
+/// Signatures and verifications per second, one thread per core.
+fn baseline(cores: usize) -> (f64, f64) {
+    let key = Arc::new(SigningKey::generate().expect("key"));
+    let claims = serde_json::json!({
+        "iss": "http://127.0.0.1:8080", "sub": "0192f0c4-7a1e-7b52-8f3c-2f9c1a7d5e11", "aud": "demo-app",
+        "exp": 1_900_000_000, "iat": 1_800_000_000, "jti": "6f1c2d3e-4b5a-4c6d-8e7f-9a0b1c2d3e4f",
+        "client_id": "demo-app", "scope": "openid profile email phone", "gid": "0192f0c4-7a1e-7b52-8f3c-2f9c1a7d5e12"
+    });
+    let token = key.sign(TYP_ACCESS_TOKEN, &claims);
+    let run = |op: Arc<dyn Fn() + Send + Sync>| {
+        let done = Arc::new(AtomicUsize::new(0));
+        let started = Instant::now();
+        std::thread::scope(|scope| {
+            for _ in 0..cores {
+                let (op, done) = (Arc::clone(&op), Arc::clone(&done));
+                scope.spawn(move || {
+                    while started.elapsed() < BASELINE_TIME {
+                        op();
+                        done.fetch_add(1, Ordering::Relaxed);
+                    }
+                });
+            }
+        });
+        done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
+    };
+    let signer = Arc::clone(&key);
+    let signs = run(Arc::new(move || {
+        std::hint::black_box(signer.sign(TYP_ACCESS_TOKEN, &claims));
+    }));
+    let verifier = Arc::clone(&key);
+    let verifies = run(Arc::new(move || {
+        let checked = verify::<serde_json::Value>(&token, |_| Some(verifier.verifying_key()));
+        std::hint::black_box(checked.expect("verifies"));
+    }));
+    (signs, verifies)
+}
+
+async fn endpoints(backend: Backend, signs: f64) {
+    let app = Arc::new(TestApp::spawn_with(backend, |c| c.database_max_connections = 16).await);
+    let user = app.store.find_user_by_login("ivan").await.expect("store").expect("demo user");
+    let count = match backend {
+        Backend::Sqlite => 3000,
+        Backend::Postgres => 3000,
+    };
+
+    // Codes, as the authorize endpoint stores them.
+    let verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
+    let challenge = portico_crypto::hash::pkce_s256(verifier);
+    let now = app.clock.now();
+    let mut codes = Vec::with_capacity(count);
+    for i in 0..count {
+        let code = format!("bench-code-{i}-{}", uuid::Uuid::new_v4());
+        app.store
+            .insert_code(&AuthorizationCode {
+                code_hash: portico_crypto::hash::token_hash(&code),
+                client_id: demo::CLIENT_ID.into(),
+                user_id: user.id,
+                redirect_uri: app.redirect_uri(),
+                scope: "openid profile email phone".into(),
+                code_challenge: challenge.clone(),
+                nonce: Some("n".into()),
+                auth_time: now,
+                created_at: now,
+                expires_at: now + time::Duration::hours(1),
+                grant_id: None,
+            })
+            .await
+            .expect("insert code");
+        codes.push(code);
+    }
+
+    let client = reqwest::Client::builder().pool_max_idle_per_host(CONCURRENCY).build().expect("client");
+    let url = app.url("/oauth2/token");
+    let (c, u) = (client.clone(), url.clone());
+    let (rate, refreshes) = drive(codes, move |code| {
+        let (client, url) = (c.clone(), u.clone());
+        async move {
+            let form = [
+                ("grant_type", "authorization_code"),
+                ("code", code.as_str()),
+                ("code_verifier", verifier),
+                ("client_id", demo::CLIENT_ID),
+                ("client_secret", demo::CLIENT_SECRET),
+            ];
+            let body: serde_json::Value = ok(client.post(url).form(&form).send().await).json().await.expect("json");
+            (
+                body["refresh_token"].as_str().expect("refresh").to_owned(),
+                body["access_token"].as_str().expect("at").to_owned(),
+            )
+        }
+    })
+    .await;
+    report(backend, "code exchange", rate, Some(signs));
+
+    let (refresh_tokens, access_tokens): (Vec<_>, Vec<_>) = refreshes.into_iter().unzip();
+    let (c, u) = (client.clone(), url.clone());
+    let (rate, _) = drive(refresh_tokens, move |refresh| {
+        let (client, url) = (c.clone(), u.clone());
+        async move {
+            let form = [
+                ("grant_type", "refresh_token"),
+                ("refresh_token", refresh.as_str()),
+                ("client_id", demo::CLIENT_ID),
+                ("client_secret", demo::CLIENT_SECRET),
+            ];
+            ok(client.post(url).form(&form).send().await);
+        }
+    })
+    .await;
+    report(backend, "refresh", rate, Some(signs));
+
+    // Liveness: the first token of each grant was rotated away but is live
+    // (refresh does not revoke earlier access tokens); check each many times.
+    let liveness_url = app.url("/oauth2/token/liveness");
+    let checks: Vec<String> = access_tokens.iter().cycle().take(count * 10).cloned().collect();
+    let (c, u) = (client.clone(), liveness_url);
+    let (rate, _) = drive(checks, move |token| {
+        let (client, url) = (c.clone(), u.clone());
+        async move {
+            ok(client.get(url).bearer_auth(token).send().await);
+        }
+    })
+    .await;
+    report(backend, "liveness", rate, None);
+}
+
+fn ok(response: reqwest::Result<reqwest::Response>) -> reqwest::Response {
+    let response = response.expect("request");
+    assert_eq!(response.status(), 200, "benchmark request failed");
+    response
+}
+
+/// Runs `work` over `items` with [`CONCURRENCY`] tasks; returns items per
+/// second and the outputs.
+async fn drive<I, F, Fut, O>(items: Vec<I>, work: F) -> (f64, Vec<O>)
+where
+    I: Clone + Send + Sync + 'static,
+    F: Fn(I) -> Fut + Send + Sync + Clone + 'static,
+    Fut: std::future::Future<Output = O> + Send,
+    O: Send + 'static,
+{
+    let items = Arc::new(items);
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..CONCURRENCY)
+        .map(|_| {
+            let (items, next, work) = (Arc::clone(&items), Arc::clone(&next), work.clone());
+            tokio::spawn(async move {
+                let mut out = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(item) = items.get(i) else { break };
+                    out.push(work(item.clone()).await);
+                }
+                out
+            })
+        })
+        .collect();
+    let mut outputs = Vec::with_capacity(items.len());
+    for task in tasks {
+        outputs.extend(task.await.expect("task"));
+    }
+    (items.len() as f64 / started.elapsed().as_secs_f64(), outputs)
+}
+
+fn report(backend: Backend, name: &str, rate: f64, signs: Option<f64>) {
+    match signs {
+        Some(signs) => println!(
+            "{backend:?}  {name:<14} {rate:>9.0} /s  = {:>3.0}% of the RSA limit (2 signatures each)",
+            100.0 * rate * 2.0 / signs
+        ),
+        None => println!("{backend:?}  {name:<14} {rate:>9.0} /s"),
+    }
+}
