@@ -21,13 +21,22 @@ pub struct AuthorizationCode {
     pub grant_id: Option<Uuid>,
 }
 
-/// What presenting an authorization code at the token endpoint turned out to be.
+/// A stored authorization code and whether it was already presented.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CodeUse {
-    /// The first presentation: the code is now consumed.
-    First(AuthorizationCode),
-    /// The code had been presented before; whatever it issued must be revoked.
-    Replay(AuthorizationCode),
+pub struct StoredCode {
+    pub code: AuthorizationCode,
+    /// Presented before (successfully or not): any further use is a replay.
+    pub spent: bool,
+}
+
+/// How redeeming an authorization code ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Redemption {
+    /// The code is spent and the grant with its refresh token is stored.
+    Redeemed,
+    /// Another request spent the code first: a replay. Names the grant that
+    /// the other request created, if any.
+    Replay { grant_id: Option<Uuid> },
 }
 
 /// One authorization of a client by a user: the root of a refresh token chain
@@ -52,13 +61,24 @@ pub struct RefreshToken {
     pub expires_at: OffsetDateTime,
 }
 
-/// What presenting a refresh token turned out to be.
+/// A stored refresh token, its grant, and whether it was already presented.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RefreshUse {
-    /// The token was current; it is now rotated (spent).
-    Current { token: RefreshToken, grant: Grant },
-    /// The token had already been rotated: a replay.
-    Replay { grant_id: Uuid },
+pub struct StoredRefreshToken {
+    pub token: RefreshToken,
+    pub grant: Grant,
+    /// Rotated (or burnt) already: any further use is a replay.
+    pub spent: bool,
+}
+
+/// How rotating a refresh token ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rotation {
+    /// The old token is spent and its successor stored.
+    Rotated,
+    /// Another request spent the token first: a replay.
+    Replay,
+    /// The grant was revoked meanwhile; nothing changed.
+    GrantRevoked,
 }
 
 /// Revocation state of one access token, for the liveness check.

@@ -58,7 +58,8 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Storage>> {
             Arc::new(store)
         }
         Database::Postgres(url) => {
-            let store = PgStore::connect(&url, config.database_max_connections)
+            let timeout = Duration::from_secs(config.database_acquire_timeout_secs.into());
+            let store = PgStore::connect(&url, config.database_max_connections, timeout)
                 .await
                 .context("cannot connect to PostgreSQL (database_url / PORTICO_DATABASE_URL)")?;
             store.migrate().await?;
@@ -139,25 +140,28 @@ impl App {
     }
 }
 
-/// Completes on SIGTERM or Ctrl-C.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Completes on SIGTERM or Ctrl-C. The SIGTERM handler is installed by
+/// this call, not on first poll, so a signal that arrives once the server
+/// has announced itself is never lost.
+pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    async move {
+        let ctrl_c = async {
+            let _ = tokio::signal::ctrl_c().await;
+        };
+        let term = async {
+            #[cfg(unix)]
+            if let Some(term) = term.as_mut() {
+                term.recv().await;
+                return;
             }
-            Err(_) => std::future::pending::<()>().await,
+            std::future::pending::<()>().await;
+        };
+        tokio::select! {
+            () = ctrl_c => {}
+            () = term => {}
         }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = term => {}
+        tracing::info!("shutting down: finishing requests in flight");
     }
-    tracing::info!("shutting down: finishing requests in flight");
 }

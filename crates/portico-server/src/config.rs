@@ -24,6 +24,9 @@ pub struct Config {
     pub database_url: Option<String>,
     /// Most connections to PostgreSQL per node.
     pub database_max_connections: u32,
+    /// Seconds a request waits for a database connection before it fails
+    /// with 503 (PostgreSQL).
+    pub database_acquire_timeout_secs: u32,
     /// The public base URL, which is also the token issuer; default `http://<listen>`.
     pub public_url: Option<String>,
     /// Base64 of 32 random bytes; default: generated once into `<data_dir>/secret.key`.
@@ -74,6 +77,7 @@ impl Default for Config {
             data_dir: PathBuf::from("./data"),
             database_url: None,
             database_max_connections: 16,
+            database_acquire_timeout_secs: 5,
             public_url: None,
             secret_key: None,
             log: "info".to_owned(),
@@ -158,6 +162,9 @@ impl Config {
             return Err(ConfigError(
                 "tokens.refresh_token_ttl_secs must not be shorter than the access token's".into(),
             ));
+        }
+        if self.database_acquire_timeout_secs == 0 {
+            return Err(ConfigError("database_acquire_timeout_secs must be greater than 0".into()));
         }
         if self.database_max_connections == 0 {
             return Err(ConfigError("database_max_connections must be greater than 0".into()));

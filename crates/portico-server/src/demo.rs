@@ -107,7 +107,7 @@ pub async fn seed(identity: &Identity) -> anyhow::Result<()> {
 /// What the server prints for a newcomer.
 pub fn banner(issuer: &str) -> String {
     let mut text = format!(
-        "\n  Portico demo is running.\n\n  Open {issuer}/demo in a browser and press \"Sign in with Portico\".\n\n  Users (login / password):\n"
+        "\n  Portico demo is running.\n\n  Open {issuer}/demo/login in a browser to sign in as the demo client\n  (or {issuer}/demo for the client's page).\n\n  Users (login / password):\n"
     );
     for user in &USERS {
         let note = if user.blocked { "  (blocked: shows the error page)" } else { "" };
@@ -121,7 +121,11 @@ pub fn banner(issuer: &str) -> String {
 }
 
 pub fn router(state: AppState) -> Router {
-    Router::new().route("/demo", get(page)).route("/demo/callback", get(page)).with_state(state)
+    Router::new()
+        .route("/demo", get(page))
+        .route("/demo/login", get(page))
+        .route("/demo/callback", get(page))
+        .with_state(state)
 }
 
 async fn page(State(state): State<AppState>) -> Html<String> {

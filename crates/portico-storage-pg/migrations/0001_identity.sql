@@ -56,8 +56,7 @@ CREATE TABLE authorization_codes (
     auth_time      BIGINT NOT NULL,
     created_at     BIGINT NOT NULL,
     expires_at     BIGINT NOT NULL,
-    consumed_at    BIGINT,
-    replayed_at    BIGINT,
+    consumed_at    BIGINT,           -- spent: presented once, any further use is a replay
     grant_id       TEXT
 );
 CREATE INDEX authorization_codes_expiry ON authorization_codes (expires_at);

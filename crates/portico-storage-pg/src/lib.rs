@@ -11,22 +11,25 @@ use sqlx::postgres::PgPoolOptions;
 #[derive(Clone)]
 pub struct PgStore {
     pool: PgPool,
+    /// The same pool: PostgreSQL serves reads and writes alike.
+    read_pool: PgPool,
 }
 
 impl PgStore {
     /// Connects to `url` (`postgres://user:password@host/database`) with at
-    /// most `max_connections` connections.
+    /// most `max_connections` connections; a query waits at most
+    /// `acquire_timeout` for one.
     ///
     /// # Errors
     /// When the URL is malformed or the server cannot be reached.
-    pub async fn connect(url: &str, max_connections: u32) -> Result<Self, StorageError> {
+    pub async fn connect(url: &str, max_connections: u32, acquire_timeout: Duration) -> Result<Self, StorageError> {
         let pool = PgPoolOptions::new()
             .max_connections(max_connections)
-            .acquire_timeout(Duration::from_secs(5))
+            .acquire_timeout(acquire_timeout)
             .connect(url)
             .await
             .map_err(storage_error("database"))?;
-        Ok(Self { pool })
+        Ok(Self { read_pool: pool.clone(), pool })
     }
 
     /// Applies the migrations that have not run yet. Several nodes may call

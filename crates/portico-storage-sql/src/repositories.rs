@@ -1,7 +1,9 @@
 //! [`sql_repositories!`]: every repository trait, once, for both backends.
 
 /// Implements every `portico_storage` repository trait for `$store`, a struct
-/// with a `pool: sqlx::Pool<$db>` field. `$row` is the backend's row type and
+/// with fields `pool: sqlx::Pool<$db>` (for writes) and `read_pool` (for
+/// queries that only read; the same pool where the backend has no reason to
+/// separate them). `$row` is the backend's row type and
 /// `$backend` the name [`Maintenance::backend`] reports.
 ///
 /// [`Maintenance::backend`]: portico_storage::Maintenance::backend
@@ -15,7 +17,8 @@ macro_rules! sql_repositories {
             use $crate::deps::portico_model::key::SigningKeyRecord;
             use $crate::deps::portico_model::login::LoginProcess;
             use $crate::deps::portico_model::oauth::{
-                AccessTokenState, AuthorizationCode, CodeUse, Grant, RefreshToken, RefreshUse,
+                AccessTokenState, AuthorizationCode, Grant, Redemption, RefreshToken, Rotation, StoredCode,
+                StoredRefreshToken,
             };
             use $crate::deps::portico_model::session::SsoSession;
             use $crate::deps::portico_model::user::User;
@@ -159,7 +162,7 @@ macro_rules! sql_repositories {
                 async fn find_client(&self, client_id: &str) -> Result<Option<Client>> {
                     sqlx::query("SELECT * FROM clients WHERE client_id = $1")
                         .bind(client_id)
-                        .fetch_optional(&self.pool)
+                        .fetch_optional(&self.read_pool)
                         .await
                         .map_err(storage_error(ROW))?
                         .as_ref()
@@ -169,7 +172,7 @@ macro_rules! sql_repositories {
 
                 async fn list_clients(&self) -> Result<Vec<Client>> {
                     sqlx::query("SELECT * FROM clients ORDER BY client_id")
-                        .fetch_all(&self.pool)
+                        .fetch_all(&self.read_pool)
                         .await
                         .map_err(storage_error(ROW))?
                         .iter()
@@ -212,7 +215,7 @@ macro_rules! sql_repositories {
                 async fn find_user(&self, id: Uuid) -> Result<Option<User>> {
                     sqlx::query("SELECT * FROM users WHERE id = $1")
                         .bind(id.to_string())
-                        .fetch_optional(&self.pool)
+                        .fetch_optional(&self.read_pool)
                         .await
                         .map_err(storage_error(ROW))?
                         .as_ref()
@@ -223,7 +226,7 @@ macro_rules! sql_repositories {
                 async fn find_user_by_login(&self, login: &str) -> Result<Option<User>> {
                     sqlx::query("SELECT * FROM users WHERE login = $1")
                         .bind(login)
-                        .fetch_optional(&self.pool)
+                        .fetch_optional(&self.read_pool)
                         .await
                         .map_err(storage_error(ROW))?
                         .as_ref()
@@ -233,7 +236,7 @@ macro_rules! sql_repositories {
 
                 async fn list_users(&self) -> Result<Vec<User>> {
                     sqlx::query("SELECT * FROM users ORDER BY login")
-                        .fetch_all(&self.pool)
+                        .fetch_all(&self.read_pool)
                         .await
                         .map_err(storage_error(ROW))?
                         .iter()
@@ -316,7 +319,7 @@ macro_rules! sql_repositories {
 
                 async fn active_signing_kid(&self) -> Result<Option<String>> {
                     let row = sqlx::query("SELECT kid FROM signing_keys WHERE retired_at IS NULL")
-                        .fetch_optional(&self.pool)
+                        .fetch_optional(&self.read_pool)
                         .await
                         .map_err(storage_error(ROW))?;
                     row.map(|row| get(&row, "kid")).transpose()
@@ -324,7 +327,7 @@ macro_rules! sql_repositories {
 
                 async fn list_signing_keys(&self) -> Result<Vec<SigningKeyRecord>> {
                     sqlx::query("SELECT * FROM signing_keys ORDER BY created_at DESC, kid")
-                        .fetch_all(&self.pool)
+                        .fetch_all(&self.read_pool)
                         .await
                         .map_err(storage_error(ROW))?
                         .iter()
@@ -357,24 +360,59 @@ macro_rules! sql_repositories {
                     Ok(())
                 }
 
-                async fn consume_code(&self, code_hash: &str, now: OffsetDateTime) -> Result<Option<CodeUse>> {
-                    let first = sqlx::query(&format!(
-                        "UPDATE authorization_codes SET consumed_at = $2 \
-                         WHERE code_hash = $1 AND consumed_at IS NULL RETURNING {CODE_COLUMNS}"
+                async fn find_code(&self, code_hash: &str) -> Result<Option<StoredCode>> {
+                    let row = sqlx::query(&format!(
+                        "SELECT {CODE_COLUMNS}, consumed_at FROM authorization_codes WHERE code_hash = $1"
                     ))
                     .bind(code_hash)
-                    .bind(now.unix_timestamp())
-                    .fetch_optional(&self.pool)
+                    .fetch_optional(&self.read_pool)
                     .await
                     .map_err(storage_error(ROW))?;
-                    if let Some(row) = first {
-                        return Ok(Some(CodeUse::First(code_from_row(&row)?)));
+                    row.map(|row| {
+                        Ok(StoredCode {
+                            code: code_from_row(&row)?,
+                            spent: get::<Option<i64>>(&row, "consumed_at")?.is_some(),
+                        })
+                    })
+                    .transpose()
+                }
+
+                async fn redeem_code(
+                    &self,
+                    code_hash: &str,
+                    now: OffsetDateTime,
+                    grant: &Grant,
+                    refresh: &RefreshToken,
+                    audit: &AuditEvent,
+                ) -> Result<Redemption> {
+                    let mut tx = self.pool.begin().await.map_err(storage_error(ROW))?;
+                    // In PostgreSQL this waits for a parallel redemption of the
+                    // same code and then finds it spent.
+                    let spent = sqlx::query(
+                        "UPDATE authorization_codes SET consumed_at = $2, grant_id = $3 \
+                         WHERE code_hash = $1 AND consumed_at IS NULL",
+                    )
+                    .bind(code_hash)
+                    .bind(now.unix_timestamp())
+                    .bind(grant.id.to_string())
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(storage_error(ROW))?;
+                    if spent.rows_affected() == 0 {
+                        drop(tx);
+                        let code = self.spend_code(code_hash, now).await?;
+                        return Ok(Redemption::Replay { grant_id: code.and_then(|c| c.grant_id) });
                     }
-                    // Waits for a concurrent `create_grant_for_code` on this row
-                    // (PostgreSQL row lock, SQLite's single writer), so a replay
-                    // sees the grant that the first use created.
-                    let replay = sqlx::query(&format!(
-                        "UPDATE authorization_codes SET replayed_at = COALESCE(replayed_at, $2) \
+                    insert_grant(&mut tx, grant).await?;
+                    insert_refresh(&mut *tx, refresh).await?;
+                    insert_audit(&mut *tx, audit).await?;
+                    tx.commit().await.map_err(storage_error(ROW))?;
+                    Ok(Redemption::Redeemed)
+                }
+
+                async fn spend_code(&self, code_hash: &str, now: OffsetDateTime) -> Result<Option<AuthorizationCode>> {
+                    let row = sqlx::query(&format!(
+                        "UPDATE authorization_codes SET consumed_at = COALESCE(consumed_at, $2) \
                          WHERE code_hash = $1 RETURNING {CODE_COLUMNS}"
                     ))
                     .bind(code_hash)
@@ -382,31 +420,7 @@ macro_rules! sql_repositories {
                     .fetch_optional(&self.pool)
                     .await
                     .map_err(storage_error(ROW))?;
-                    replay.map(|row| code_from_row(&row).map(CodeUse::Replay)).transpose()
-                }
-
-                async fn create_grant_for_code(
-                    &self,
-                    code_hash: &str,
-                    grant: &Grant,
-                    refresh: &RefreshToken,
-                ) -> Result<bool> {
-                    let mut tx = self.pool.begin().await.map_err(storage_error(ROW))?;
-                    let linked = sqlx::query(
-                        "UPDATE authorization_codes SET grant_id = $2 WHERE code_hash = $1 AND replayed_at IS NULL",
-                    )
-                    .bind(code_hash)
-                    .bind(grant.id.to_string())
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(storage_error(ROW))?;
-                    if linked.rows_affected() == 0 {
-                        return Ok(false);
-                    }
-                    insert_grant(&mut tx, grant).await?;
-                    insert_refresh(&mut *tx, refresh).await?;
-                    tx.commit().await.map_err(storage_error(ROW))?;
-                    Ok(true)
+                    row.map(|row| code_from_row(&row)).transpose()
                 }
             }
 
@@ -447,12 +461,28 @@ macro_rules! sql_repositories {
                 Ok(done.rows_affected() > 0)
             }
 
+            async fn insert_audit<'e, E>(executor: E, event: &AuditEvent) -> Result<()>
+            where
+                E: sqlx::Executor<'e, Database = $db>,
+            {
+                sqlx::query("INSERT INTO audit_log (at, kind, user_id, client_id, detail) VALUES ($1, $2, $3, $4, $5)")
+                    .bind(event.at.unix_timestamp())
+                    .bind(&event.kind)
+                    .bind(event.user_id.map(|id| id.to_string()))
+                    .bind(&event.client_id)
+                    .bind(to_json(&event.detail)?)
+                    .execute(executor)
+                    .await
+                    .map_err(storage_error(ROW))?;
+                Ok(())
+            }
+
             #[async_trait]
             impl GrantRepository for $store {
                 async fn find_grant(&self, id: Uuid) -> Result<Option<Grant>> {
                     sqlx::query("SELECT * FROM grants WHERE id = $1")
                         .bind(id.to_string())
-                        .fetch_optional(&self.pool)
+                        .fetch_optional(&self.read_pool)
                         .await
                         .map_err(storage_error(ROW))?
                         .as_ref()
@@ -496,7 +526,7 @@ macro_rules! sql_repositories {
                     )
                     .bind(grant_id.to_string())
                     .bind(jti)
-                    .fetch_one(&self.pool)
+                    .fetch_one(&self.read_pool)
                     .await
                     .map_err(storage_error(ROW))?;
                     Ok(AccessTokenState {
@@ -508,53 +538,66 @@ macro_rules! sql_repositories {
 
             #[async_trait]
             impl RefreshTokenRepository for $store {
-                async fn use_refresh_token(&self, token_hash: &str, now: OffsetDateTime) -> Result<Option<RefreshUse>> {
-                    let current = sqlx::query(
-                        "UPDATE refresh_tokens SET used_at = $2 WHERE token_hash = $1 AND used_at IS NULL \
-                         RETURNING token_hash, grant_id, created_at, expires_at",
+                async fn find_refresh_token(&self, token_hash: &str) -> Result<Option<StoredRefreshToken>> {
+                    let row = sqlx::query(
+                        "SELECT r.token_hash, r.created_at AS token_created_at, r.expires_at AS token_expires_at, \
+                         r.used_at AS token_used_at, g.* \
+                         FROM refresh_tokens r JOIN grants g ON g.id = r.grant_id WHERE r.token_hash = $1",
                     )
                     .bind(token_hash)
-                    .bind(now.unix_timestamp())
-                    .fetch_optional(&self.pool)
+                    .fetch_optional(&self.read_pool)
                     .await
                     .map_err(storage_error(ROW))?;
-                    if let Some(row) = current {
-                        let token = RefreshToken {
-                            token_hash: get(&row, "token_hash")?,
-                            grant_id: uuid(&get::<String>(&row, "grant_id")?)?,
-                            created_at: timestamp(get(&row, "created_at")?)?,
-                            expires_at: timestamp(get(&row, "expires_at")?)?,
-                        };
-                        return Ok(self
-                            .find_grant(token.grant_id)
-                            .await?
-                            .map(|grant| RefreshUse::Current { token, grant }));
+                    row.map(|row| {
+                        let grant = grant_from_row(&row)?;
+                        Ok(StoredRefreshToken {
+                            token: RefreshToken {
+                                token_hash: get(&row, "token_hash")?,
+                                grant_id: grant.id,
+                                created_at: timestamp(get(&row, "token_created_at")?)?,
+                                expires_at: timestamp(get(&row, "token_expires_at")?)?,
+                            },
+                            spent: get::<Option<i64>>(&row, "token_used_at")?.is_some(),
+                            grant,
+                        })
+                    })
+                    .transpose()
+                }
+
+                async fn rotate_refresh_token(
+                    &self,
+                    old_hash: &str,
+                    now: OffsetDateTime,
+                    successor: &RefreshToken,
+                    audit: &AuditEvent,
+                ) -> Result<Rotation> {
+                    let mut tx = self.pool.begin().await.map_err(storage_error(ROW))?;
+                    let spent =
+                        sqlx::query("UPDATE refresh_tokens SET used_at = $2 WHERE token_hash = $1 AND used_at IS NULL")
+                            .bind(old_hash)
+                            .bind(now.unix_timestamp())
+                            .execute(&mut *tx)
+                            .await
+                            .map_err(storage_error(ROW))?;
+                    if spent.rows_affected() == 0 {
+                        return Ok(Rotation::Replay);
                     }
-                    let spent = sqlx::query("SELECT grant_id FROM refresh_tokens WHERE token_hash = $1")
+                    if !insert_refresh(&mut *tx, successor).await? {
+                        return Ok(Rotation::GrantRevoked);
+                    }
+                    insert_audit(&mut *tx, audit).await?;
+                    tx.commit().await.map_err(storage_error(ROW))?;
+                    Ok(Rotation::Rotated)
+                }
+
+                async fn spend_refresh_token(&self, token_hash: &str, now: OffsetDateTime) -> Result<()> {
+                    sqlx::query("UPDATE refresh_tokens SET used_at = COALESCE(used_at, $2) WHERE token_hash = $1")
                         .bind(token_hash)
-                        .fetch_optional(&self.pool)
+                        .bind(now.unix_timestamp())
+                        .execute(&self.pool)
                         .await
                         .map_err(storage_error(ROW))?;
-                    spent
-                        .map(|row| Ok(RefreshUse::Replay { grant_id: uuid(&get::<String>(&row, "grant_id")?)? }))
-                        .transpose()
-                }
-
-                async fn insert_refresh_token(&self, token: &RefreshToken) -> Result<bool> {
-                    insert_refresh(&self.pool, token).await
-                }
-
-                async fn find_refresh_token_grant(&self, token_hash: &str) -> Result<Option<Grant>> {
-                    sqlx::query(
-                        "SELECT g.* FROM refresh_tokens r JOIN grants g ON g.id = r.grant_id WHERE r.token_hash = $1",
-                    )
-                    .bind(token_hash)
-                    .fetch_optional(&self.pool)
-                    .await
-                    .map_err(storage_error(ROW))?
-                    .as_ref()
-                    .map(grant_from_row)
-                    .transpose()
+                    Ok(())
                 }
             }
 
@@ -580,7 +623,7 @@ macro_rules! sql_repositories {
                     sqlx::query("SELECT * FROM sso_sessions WHERE token_hash = $1 AND expires_at > $2")
                         .bind(token_hash)
                         .bind(now.unix_timestamp())
-                        .fetch_optional(&self.pool)
+                        .fetch_optional(&self.read_pool)
                         .await
                         .map_err(storage_error(ROW))?
                         .as_ref()
@@ -620,7 +663,7 @@ macro_rules! sql_repositories {
                     sqlx::query("SELECT * FROM login_processes WHERE id = $1 AND expires_at > $2")
                         .bind(id.to_string())
                         .bind(now.unix_timestamp())
-                        .fetch_optional(&self.pool)
+                        .fetch_optional(&self.read_pool)
                         .await
                         .map_err(storage_error(ROW))?
                         .as_ref()
@@ -656,24 +699,13 @@ macro_rules! sql_repositories {
             #[async_trait]
             impl AuditRepository for $store {
                 async fn record_audit(&self, event: &AuditEvent) -> Result<()> {
-                    sqlx::query(
-                        "INSERT INTO audit_log (at, kind, user_id, client_id, detail) VALUES ($1, $2, $3, $4, $5)",
-                    )
-                    .bind(event.at.unix_timestamp())
-                    .bind(&event.kind)
-                    .bind(event.user_id.map(|id| id.to_string()))
-                    .bind(&event.client_id)
-                    .bind(to_json(&event.detail)?)
-                    .execute(&self.pool)
-                    .await
-                    .map_err(storage_error(ROW))?;
-                    Ok(())
+                    insert_audit(&self.pool, event).await
                 }
 
                 async fn recent_audit(&self, limit: u32) -> Result<Vec<AuditEvent>> {
                     sqlx::query("SELECT * FROM audit_log ORDER BY id DESC LIMIT $1")
                         .bind(i64::from(limit))
-                        .fetch_all(&self.pool)
+                        .fetch_all(&self.read_pool)
                         .await
                         .map_err(storage_error(ROW))?
                         .iter()
@@ -689,7 +721,7 @@ macro_rules! sql_repositories {
                 }
 
                 async fn ping(&self) -> Result<()> {
-                    sqlx::query("SELECT 1").execute(&self.pool).await.map_err(storage_error(ROW))?;
+                    sqlx::query("SELECT 1").execute(&self.read_pool).await.map_err(storage_error(ROW))?;
                     Ok(())
                 }
 

@@ -56,8 +56,7 @@ CREATE TABLE authorization_codes (
     auth_time      INTEGER NOT NULL,
     created_at     INTEGER NOT NULL,
     expires_at     INTEGER NOT NULL,
-    consumed_at    INTEGER,
-    replayed_at    INTEGER,
+    consumed_at    INTEGER,          -- spent: presented once, any further use is a replay
     grant_id       TEXT
 );
 CREATE INDEX authorization_codes_expiry ON authorization_codes (expires_at);

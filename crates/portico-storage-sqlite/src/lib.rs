@@ -3,6 +3,11 @@
 //! The database runs in WAL mode with `synchronous = NORMAL`: a crash of the
 //! process loses no committed transaction; a power loss may lose the last
 //! few. Production deployments use PostgreSQL.
+//!
+//! SQLite has one writer at a time. Writes go through a pool of one
+//! connection, so they queue in the process instead of contending for the
+//! file lock (whose busy handler sleeps for milliseconds); reads use a
+//! separate pool and, in WAL mode, never wait for the writer.
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -12,10 +17,14 @@ use portico_storage_sql::storage_error;
 use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
+/// Connections that serve reads.
+const READERS: u32 = 8;
+
 /// Every repository, on one SQLite database.
 #[derive(Clone)]
 pub struct SqliteStore {
     pool: SqlitePool,
+    read_pool: SqlitePool,
 }
 
 impl SqliteStore {
@@ -33,12 +42,18 @@ impl SqliteStore {
             .busy_timeout(Duration::from_secs(10))
             .foreign_keys(true);
         let pool = SqlitePoolOptions::new()
-            .max_connections(8)
+            .max_connections(1)
             .acquire_timeout(Duration::from_secs(10))
-            .connect_with(options)
+            .connect_with(options.clone())
             .await
             .map_err(storage_error("database"))?;
-        Ok(Self { pool })
+        let read_pool = SqlitePoolOptions::new()
+            .max_connections(READERS)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options.create_if_missing(false))
+            .await
+            .map_err(storage_error("database"))?;
+        Ok(Self { pool, read_pool })
     }
 
     /// Applies the migrations that have not run yet.
@@ -55,6 +70,7 @@ impl SqliteStore {
     /// Closes every connection, waiting for running queries.
     pub async fn close(&self) {
         self.pool.close().await;
+        self.read_pool.close().await;
     }
 }
 

@@ -16,7 +16,9 @@ use portico_model::audit::AuditEvent;
 use portico_model::client::Client;
 use portico_model::key::SigningKeyRecord;
 use portico_model::login::LoginProcess;
-use portico_model::oauth::{AccessTokenState, AuthorizationCode, CodeUse, Grant, RefreshToken, RefreshUse};
+use portico_model::oauth::{
+    AccessTokenState, AuthorizationCode, Grant, Redemption, RefreshToken, Rotation, StoredCode, StoredRefreshToken,
+};
 use portico_model::session::SsoSession;
 use portico_model::user::User;
 use time::OffsetDateTime;
@@ -110,21 +112,34 @@ pub trait AuthorizationCodeRepository: Send + Sync {
     /// # Errors
     /// Only when the store fails.
     async fn insert_code(&self, code: &AuthorizationCode) -> Result<()>;
-    /// Marks the code consumed, atomically: of any number of parallel calls
-    /// exactly one gets [`CodeUse::First`]. A later call gets
-    /// [`CodeUse::Replay`] (and the code is marked replayed). `None` when no
-    /// such code exists.
+    /// The code with this hash, spent or not.
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn consume_code(&self, code_hash: &str, now: OffsetDateTime) -> Result<Option<CodeUse>>;
-    /// Creates the grant and its first refresh token for a consumed code, in
-    /// one transaction, and links the grant to the code. Returns `false`
-    /// (and stores nothing) when the code was replayed in the meantime.
+    async fn find_code(&self, code_hash: &str) -> Result<Option<StoredCode>>;
+    /// Redeems a code, atomically and in one transaction: spends it, stores
+    /// `grant` and its first refresh token, links the grant to the code and
+    /// records `audit`. Of parallel calls exactly one gets
+    /// [`Redemption::Redeemed`]; the others store nothing and get
+    /// [`Redemption::Replay`] (the code is then marked replayed).
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn create_grant_for_code(&self, code_hash: &str, grant: &Grant, refresh: &RefreshToken) -> Result<bool>;
+    async fn redeem_code(
+        &self,
+        code_hash: &str,
+        now: OffsetDateTime,
+        grant: &Grant,
+        refresh: &RefreshToken,
+        audit: &AuditEvent,
+    ) -> Result<Redemption>;
+    /// Spends a code without redeeming it (a failed presentation), or marks
+    /// a spent one replayed; returns it as stored now (naming the grant its
+    /// redemption created, if any).
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn spend_code(&self, code_hash: &str, now: OffsetDateTime) -> Result<Option<AuthorizationCode>>;
 }
 
 #[async_trait]
@@ -152,23 +167,29 @@ pub trait GrantRepository: Send + Sync {
 
 #[async_trait]
 pub trait RefreshTokenRepository: Send + Sync {
-    /// Spends a refresh token, atomically: of parallel calls exactly one gets
-    /// [`RefreshUse::Current`]. `None` when no such token exists.
+    /// The refresh token with this hash, with its grant, spent or not.
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn use_refresh_token(&self, token_hash: &str, now: OffsetDateTime) -> Result<Option<RefreshUse>>;
-    /// Stores the successor of a spent refresh token. Returns `false` (and
-    /// stores nothing) when the grant was revoked in the meantime.
+    async fn find_refresh_token(&self, token_hash: &str) -> Result<Option<StoredRefreshToken>>;
+    /// Rotates a refresh token, atomically and in one transaction: spends
+    /// `old_hash`, stores `successor` and records `audit`. Of parallel calls
+    /// exactly one gets [`Rotation::Rotated`].
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn insert_refresh_token(&self, token: &RefreshToken) -> Result<bool>;
-    /// The grant a refresh token (spent or not) belongs to.
+    async fn rotate_refresh_token(
+        &self,
+        old_hash: &str,
+        now: OffsetDateTime,
+        successor: &RefreshToken,
+        audit: &AuditEvent,
+    ) -> Result<Rotation>;
+    /// Spends a refresh token without a successor (a failed presentation).
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn find_refresh_token_grant(&self, token_hash: &str) -> Result<Option<Grant>>;
+    async fn spend_refresh_token(&self, token_hash: &str, now: OffsetDateTime) -> Result<()>;
 }
 
 #[async_trait]

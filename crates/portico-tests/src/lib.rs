@@ -229,6 +229,26 @@ impl TestApp {
         response.json().await.expect("TokenResponseDTO")
     }
 
+    /// Registers another client that may use scope `openid`.
+    ///
+    /// # Panics
+    /// When storage fails.
+    pub async fn add_client(&self, client_id: &str, secret: &str) {
+        use portico_model::clock::Clock as _;
+        self.store
+            .create_client(&portico_model::client::Client {
+                client_id: client_id.into(),
+                secret_hash: portico_crypto::hash::client_secret_hash(secret),
+                name: portico_model::client::LocalizedText::same(client_id),
+                redirect_uris: vec!["https://other.example/cb".into()],
+                scopes: vec!["openid".into()],
+                require_consent: false,
+                created_at: self.clock.now(),
+            })
+            .await
+            .expect("create a client");
+    }
+
     /// Liveness status of an access token.
     pub async fn liveness(&self, access_token: &str) -> u16 {
         self.http()
@@ -332,4 +352,51 @@ pub fn jwt_claims(token: &str) -> serde_json::Value {
 pub fn jwt_header(token: &str) -> serde_json::Value {
     let header = token.split('.').next().expect("JWT header");
     serde_json::from_slice(&portico_crypto::b64url_decode(header).expect("base64url")).expect("JSON header")
+}
+
+/// A TCP proxy the test can cut and restore, to simulate a database outage.
+pub struct TcpProxy {
+    pub addr: std::net::SocketAddr,
+    up: Arc<tokio::sync::watch::Sender<bool>>,
+}
+
+impl TcpProxy {
+    /// Forwards connections on a new loopback port to `upstream`.
+    ///
+    /// # Panics
+    /// When no loopback port can be bound.
+    pub async fn start(upstream: String) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind the proxy");
+        let addr = listener.local_addr().expect("proxy address");
+        let (up, _) = tokio::sync::watch::channel(true);
+        let up = Arc::new(up);
+        let state = Arc::clone(&up);
+        tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                if !*state.borrow() {
+                    continue; // dropped: the client sees the connection close
+                }
+                let upstream = upstream.clone();
+                let mut cut = state.subscribe();
+                tokio::spawn(async move {
+                    let Ok(mut outbound) = tokio::net::TcpStream::connect(&upstream).await else { return };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                        _ = cut.wait_for(|up| !*up) => {}
+                    }
+                });
+            }
+        });
+        Self { addr, up }
+    }
+
+    /// Closes every forwarded connection and refuses new ones.
+    pub fn cut(&self) {
+        self.up.send_replace(false);
+    }
+
+    /// Forwards again.
+    pub fn restore(&self) {
+        self.up.send_replace(true);
+    }
 }

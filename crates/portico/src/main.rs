@@ -87,10 +87,11 @@ async fn serve(config: Config, demo: bool) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {listen} (listen / PORTICO_LISTEN): {e}"))?;
+    let shutdown = portico_server::app::shutdown_signal();
     let issuer = app.identity.settings.issuer.clone();
     tracing::info!(%listen, issuer, backend = app.store.backend(), "Portico is serving");
     if demo {
         println!("{}", portico_server::demo::banner(&issuer));
     }
-    app.serve(listener, portico_server::app::shutdown_signal()).await
+    app.serve(listener, shutdown).await
 }

@@ -50,7 +50,7 @@ pub fn redirect_to_error(identity: &Identity, details: &ErrorDetails, failed: Op
 }
 
 /// A storage failure while serving a browser: a plain page with the right status.
-pub fn server_error(_identity: &Identity, error: StorageError) -> Response {
+pub fn server_error(error: StorageError) -> Response {
     let status = match &error {
         StorageError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
         _ => StatusCode::INTERNAL_SERVER_ERROR,

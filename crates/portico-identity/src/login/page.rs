@@ -27,7 +27,7 @@ pub async fn login_page(State(identity): State<IdentityState>, headers: HeaderMa
     let mut process = match current_process(&identity, &headers, now).await {
         Ok(Some(process)) => process,
         Ok(None) => return no_process(&identity, &headers),
-        Err(error) => return super::error_page::server_error(&identity, error),
+        Err(error) => return super::error_page::server_error(error),
     };
     if process.state.is_complete() {
         return redirect(StatusCode::FOUND, &authorize_url(&process));
@@ -38,7 +38,7 @@ pub async fn login_page(State(identity): State<IdentityState>, headers: HeaderMa
     if errors.is_some()
         && let Err(error) = identity.store.update_login_process(&process).await
     {
-        return super::error_page::server_error(&identity, error);
+        return super::error_page::server_error(error);
     }
 
     let locale = process.state.locale.unwrap_or_else(|| texts::negotiate(&headers));

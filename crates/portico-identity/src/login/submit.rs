@@ -35,7 +35,7 @@ pub async fn submit_step(State(identity): State<IdentityState>, headers: HeaderM
     let process = match current_process(&identity, &headers, now).await {
         Ok(Some(process)) => process,
         Ok(None) => return no_process(&identity, &headers),
-        Err(error) => return error_page::server_error(&identity, error),
+        Err(error) => return error_page::server_error(error),
     };
     if process.state.is_complete() {
         return redirect(StatusCode::SEE_OTHER, &authorize_url(&process));
@@ -51,7 +51,7 @@ pub async fn submit_step(State(identity): State<IdentityState>, headers: HeaderM
         StepType::UsernamePassword => username_password(&identity, process.clone(), &params).await,
         _ => return fatal(&identity, &process, codes::UNKNOWN_ERROR),
     };
-    result.unwrap_or_else(|error| error_page::server_error(&identity, error))
+    result.unwrap_or_else(error_page::server_error)
 }
 
 fn csrf_ok(headers: &HeaderMap, params: &Params, process: &LoginProcess) -> bool {
@@ -110,7 +110,7 @@ async fn username_password(
 
     if user.blocked {
         identity.audit(AuditEvent::new(now, AuditKind::LoginBlockedUser).user(user.id)).await;
-        let back = ClientEntry::from_cookie_of(identity, &process);
+        let back = return_url_of(identity, &process);
         let details = ErrorDetails {
             error_code: codes::USER_IS_BLOCKED.to_owned(),
             actions: vec![ErrorAction { action: ActionKind::Redirect, url: Some(back) }],
@@ -137,20 +137,18 @@ async fn username_password(
     Ok(response)
 }
 
-impl ClientEntry {
-    /// Where a process's client wants the browser back (its first registered
-    /// redirect URI for the request, with `access_denied`), or the
-    /// logged-out page.
-    fn from_cookie_of(identity: &Identity, process: &LoginProcess) -> String {
-        let params = Params::parse(process.state.authorize_query.as_bytes());
-        match (params.one("redirect_uri"), params.one("state")) {
-            (Ok(Some(redirect_uri)), Ok(Some(state))) => ClientEntry {
-                client_id: process.state.client_id.clone(),
-                redirect_uri: redirect_uri.to_owned(),
-                state: state.to_owned(),
-            }
-            .return_url(),
-            _ => identity.settings.logged_out_url.clone(),
+/// Where the process's client wants the browser back: the request's
+/// `redirect_uri` with `access_denied` and its `state`, or else the
+/// logged-out page.
+fn return_url_of(identity: &Identity, process: &LoginProcess) -> String {
+    let params = Params::parse(process.state.authorize_query.as_bytes());
+    match (params.one("redirect_uri"), params.one("state")) {
+        (Ok(Some(redirect_uri)), Ok(Some(state))) => ClientEntry {
+            client_id: process.state.client_id.clone(),
+            redirect_uri: redirect_uri.to_owned(),
+            state: state.to_owned(),
         }
+        .return_url(),
+        _ => identity.settings.logged_out_url.clone(),
     }
 }

@@ -76,7 +76,7 @@ pub async fn authorize(
             let description = format!("OAuth 2.0 Parameter: {parameter}");
             error_redirect(&redirect_uri, error, &description, state.as_deref())
         }
-        Err(Rejection::Storage(error)) => login::error_page::server_error(&identity, error),
+        Err(Rejection::Storage(error)) => login::error_page::server_error(error),
     }
 }
 

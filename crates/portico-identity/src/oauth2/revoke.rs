@@ -53,7 +53,7 @@ async fn handle(identity: &Identity, headers: &HeaderMap, body: Body) -> Result<
     }
 
     let hash = portico_crypto::hash::token_hash(token);
-    if let Some(grant) = identity.store.find_refresh_token_grant(&hash).await?
+    if let Some(grant) = identity.store.find_refresh_token(&hash).await?.map(|stored| stored.grant)
         && grant.client_id == client.client_id
         && identity.store.revoke_grant(grant.id, now).await?
     {

@@ -1,9 +1,12 @@
 //! `POST /oauth2/token` (operation `token`): `authorization_code` and
 //! `refresh_token` grants.
 //!
-//! Codes and refresh tokens are spent first (atomically in storage) and
-//! checked after, so a value presented twice in parallel is honoured at most
-//! once, and a failed presentation burns it.
+//! A presented code or refresh token is read, checked, and then redeemed in
+//! one storage transaction (spend it, store what it yields, record the audit
+//! event), so the success path commits once.
+//! - Of parallel presentations of one value at most one succeeds.
+//! - A failed presentation (wrong verifier, client, `redirect_uri`, scope…)
+//!   spends the value all the same.
 //! - A code presented a second time revokes the grant its first use created.
 //! - A refresh token presented after its rotation revokes its whole grant.
 
@@ -14,7 +17,7 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use portico_model::audit::{AuditEvent, AuditKind};
 use portico_model::client::Client;
-use portico_model::oauth::{CodeUse, Grant, RefreshUse, is_code_verifier};
+use portico_model::oauth::{Grant, Redemption, Rotation, is_code_verifier};
 use portico_model::scope::ScopeSet;
 use portico_model::user::User;
 use serde_json::json;
@@ -56,31 +59,36 @@ async fn exchange_code(identity: &Identity, client: &Client, params: &Params) ->
     let now = identity.clock.now();
     let code_hash = portico_crypto::hash::token_hash(code);
 
-    let code = match identity.store.consume_code(&code_hash, now).await? {
-        None => return Err(OAuthError::invalid_grant("the authorization code is not valid")),
-        Some(CodeUse::Replay(code)) => {
-            if let Some(grant_id) = code.grant_id {
-                identity.store.revoke_grant(grant_id, now).await?;
-            }
-            let event = AuditEvent::new(now, AuditKind::CodeReplayed).user(code.user_id).client(&code.client_id);
-            identity.audit(event.detail(json!({ "grant_id": code.grant_id }))).await;
-            return Err(OAuthError::invalid_grant("the authorization code was already used"));
-        }
-        Some(CodeUse::First(code)) => code,
+    let Some(stored) = identity.store.find_code(&code_hash).await? else {
+        return Err(OAuthError::invalid_grant("the authorization code is not valid"));
     };
-    if code.client_id != client.client_id {
-        return Err(OAuthError::invalid_grant("the authorization code was issued to another client"));
+    let code = stored.code;
+    if stored.spent {
+        let grant_id = identity.store.spend_code(&code_hash, now).await?.and_then(|c| c.grant_id);
+        return Err(replayed_code(identity, &code.user_id, &code.client_id, grant_id, now).await);
     }
-    if code.expires_at <= now {
-        return Err(OAuthError::invalid_grant("the authorization code has expired"));
-    }
-    if redirect_uri.is_some_and(|uri| uri != code.redirect_uri) {
-        return Err(OAuthError::invalid_grant("redirect_uri differs from the authorization request"));
-    }
-    if !is_code_verifier(verifier) || !portico_crypto::hash::pkce_matches(&code.code_challenge, verifier) {
-        return Err(OAuthError::invalid_grant("code_verifier does not match the code_challenge"));
-    }
-    let user = active_user(identity, code.user_id).await?;
+    let problem = if code.client_id != client.client_id {
+        Some("the authorization code was issued to another client")
+    } else if code.expires_at <= now {
+        Some("the authorization code has expired")
+    } else if redirect_uri.is_some_and(|uri| uri != code.redirect_uri) {
+        Some("redirect_uri differs from the authorization request")
+    } else if !is_code_verifier(verifier) || !portico_crypto::hash::pkce_matches(&code.code_challenge, verifier) {
+        Some("code_verifier does not match the code_challenge")
+    } else {
+        None
+    };
+    let user = match problem {
+        Some(problem) => Err(OAuthError::invalid_grant(problem)),
+        None => active_user(identity, code.user_id).await,
+    };
+    let user = match user {
+        Ok(user) => user,
+        Err(error) => {
+            identity.store.spend_code(&code_hash, now).await?;
+            return Err(error);
+        }
+    };
 
     let grant = Grant {
         id: Uuid::now_v7(),
@@ -92,61 +100,105 @@ async fn exchange_code(identity: &Identity, client: &Client, params: &Params) ->
         revoked_at: None,
     };
     let refresh = NewRefreshToken::generate(grant.id, now, identity.settings.refresh_token_ttl);
-    if !identity.store.create_grant_for_code(&code_hash, &grant, &refresh.row).await? {
-        return Err(OAuthError::invalid_grant("the authorization code was already used"));
+    let event = AuditEvent::new(now, AuditKind::TokenIssued)
+        .user(user.id)
+        .client(&client.client_id)
+        .detail(json!({ "grant_id": grant.id, "scope": grant.scope }));
+    match identity.store.redeem_code(&code_hash, now, &grant, &refresh.row, &event).await? {
+        Redemption::Redeemed => {}
+        Redemption::Replay { grant_id } => {
+            return Err(replayed_code(identity, &user.id, &client.client_id, grant_id, now).await);
+        }
     }
-    let tokens = identity.issue_tokens(&grant, &user, &grant.scope, code.nonce.as_deref(), &refresh).await?;
-    let event = AuditEvent::new(now, AuditKind::TokenIssued).user(user.id).client(&client.client_id);
-    identity.audit(event.detail(json!({ "grant_id": grant.id, "scope": grant.scope }))).await;
-    Ok(tokens)
+    Ok(identity.issue_tokens(&grant, &user, &grant.scope, code.nonce.as_deref(), &refresh).await?)
+}
+
+/// A code presented again: revoke the grant its first use created.
+async fn replayed_code(
+    identity: &Identity,
+    user_id: &Uuid,
+    client_id: &str,
+    grant_id: Option<Uuid>,
+    now: time::OffsetDateTime,
+) -> OAuthError {
+    if let Some(grant_id) = grant_id
+        && let Err(error) = identity.store.revoke_grant(grant_id, now).await
+    {
+        return error.into();
+    }
+    let event = AuditEvent::new(now, AuditKind::CodeReplayed).user(*user_id).client(client_id);
+    identity.audit(event.detail(json!({ "grant_id": grant_id }))).await;
+    OAuthError::invalid_grant("the authorization code was already used")
 }
 
 async fn refresh(identity: &Identity, client: &Client, params: &Params) -> Result<TokenResponse, OAuthError> {
     let presented = params.required("refresh_token")?;
     let requested_scope = params.single("scope")?;
     let now = identity.clock.now();
+    let hash = portico_crypto::hash::token_hash(presented);
 
-    let (token, grant) =
-        match identity.store.use_refresh_token(&portico_crypto::hash::token_hash(presented), now).await? {
-            None => return Err(OAuthError::invalid_grant("the refresh token is not valid")),
-            Some(RefreshUse::Replay { grant_id }) => {
-                let revoked = identity.store.revoke_grant(grant_id, now).await?;
-                let event = AuditEvent::new(now, AuditKind::RefreshReplayed).client(&client.client_id);
-                identity.audit(event.detail(json!({ "grant_id": grant_id, "revoked": revoked }))).await;
-                return Err(OAuthError::invalid_grant("the refresh token was already used; the grant is revoked"));
-            }
-            Some(RefreshUse::Current { token, grant }) => (token, grant),
-        };
-    if grant.client_id != client.client_id {
-        return Err(OAuthError::invalid_grant("the refresh token was issued to another client"));
-    }
-    if token.expires_at <= now {
-        return Err(OAuthError::invalid_grant("the refresh token has expired"));
-    }
-    if grant.revoked_at.is_some() {
-        return Err(OAuthError::invalid_grant("the grant was revoked"));
+    let Some(stored) = identity.store.find_refresh_token(&hash).await? else {
+        return Err(OAuthError::invalid_grant("the refresh token is not valid"));
+    };
+    let grant = stored.grant;
+    if stored.spent {
+        return Err(replayed_refresh(identity, &grant, client, now).await);
     }
     let scope = match requested_scope {
-        None => grant.scope.clone(),
-        Some(text) => {
-            let granted = ScopeSet::parse(&grant.scope).map_err(|_| OAuthError::invalid_scope("scope"))?;
-            let requested = ScopeSet::parse(text)
-                .ok()
-                .filter(|set| set.is_subset_of(&granted))
-                .ok_or_else(|| OAuthError::invalid_scope("OAuth 2.0 Parameter: scope"))?;
-            requested.to_string()
+        None => Ok(grant.scope.clone()),
+        Some(text) => ScopeSet::parse(&grant.scope)
+            .ok()
+            .and_then(|granted| ScopeSet::parse(text).ok().filter(|set| set.is_subset_of(&granted)))
+            .map(|set| set.to_string())
+            .ok_or_else(|| OAuthError::invalid_scope("OAuth 2.0 Parameter: scope")),
+    };
+    let checked = if grant.client_id != client.client_id {
+        Err(OAuthError::invalid_grant("the refresh token was issued to another client"))
+    } else if stored.token.expires_at <= now {
+        Err(OAuthError::invalid_grant("the refresh token has expired"))
+    } else if grant.revoked_at.is_some() {
+        Err(OAuthError::invalid_grant("the grant was revoked"))
+    } else {
+        match scope {
+            Ok(scope) => active_user(identity, grant.user_id).await.map(|user| (user, scope)),
+            Err(error) => Err(error),
         }
     };
-    let user = active_user(identity, grant.user_id).await?;
+    let (user, scope) = match checked {
+        Ok(checked) => checked,
+        Err(error) => {
+            identity.store.spend_refresh_token(&hash, now).await?;
+            return Err(error);
+        }
+    };
 
     let successor = NewRefreshToken::generate(grant.id, now, identity.settings.refresh_token_ttl);
-    if !identity.store.insert_refresh_token(&successor.row).await? {
-        return Err(OAuthError::invalid_grant("the grant was revoked"));
+    let event = AuditEvent::new(now, AuditKind::TokenRefreshed)
+        .user(user.id)
+        .client(&client.client_id)
+        .detail(json!({ "grant_id": grant.id }));
+    match identity.store.rotate_refresh_token(&hash, now, &successor.row, &event).await? {
+        Rotation::Rotated => {}
+        Rotation::Replay => return Err(replayed_refresh(identity, &grant, client, now).await),
+        Rotation::GrantRevoked => return Err(OAuthError::invalid_grant("the grant was revoked")),
     }
-    let tokens = identity.issue_tokens(&grant, &user, &scope, None, &successor).await?;
-    let event = AuditEvent::new(now, AuditKind::TokenRefreshed).user(user.id).client(&client.client_id);
-    identity.audit(event.detail(json!({ "grant_id": grant.id }))).await;
-    Ok(tokens)
+    Ok(identity.issue_tokens(&grant, &user, &scope, None, &successor).await?)
+}
+
+/// A spent refresh token presented again: revoke its whole grant.
+async fn replayed_refresh(
+    identity: &Identity,
+    grant: &Grant,
+    client: &Client,
+    now: time::OffsetDateTime,
+) -> OAuthError {
+    let revoked = match identity.store.revoke_grant(grant.id, now).await {
+        Ok(revoked) => revoked,
+        Err(error) => return error.into(),
+    };
+    let event = AuditEvent::new(now, AuditKind::RefreshReplayed).user(grant.user_id).client(&client.client_id);
+    identity.audit(event.detail(json!({ "grant_id": grant.id, "revoked": revoked }))).await;
+    OAuthError::invalid_grant("the refresh token was already used; the grant is revoked")
 }
 
 async fn active_user(identity: &Identity, id: Uuid) -> Result<User, OAuthError> {

@@ -8,6 +8,10 @@ async fn jwks(app: &TestApp) -> serde_json::Value {
     app.http().get(app.url("/oauth2/jwks")).send().await.unwrap().json().await.unwrap()
 }
 
+async fn published_kids(app: &TestApp) -> Vec<String> {
+    jwks(app).await["keys"].as_array().unwrap().iter().map(|k| k["kid"].as_str().unwrap().to_owned()).collect()
+}
+
 #[tokio::test]
 async fn jwks_publishes_only_public_rsa_members() {
     let app = TestApp::spawn(backends()[0]).await;
@@ -39,22 +43,12 @@ async fn rotation_keeps_old_tokens_valid_until_the_old_key_ages_out() {
         assert_eq!(jwt_header(&after.access_token)["kid"], new_kid.as_str(), "{backend:?}: takes effect at once");
         assert_eq!(app.liveness(&before.access_token).await, 200, "a token of the previous key still verifies");
         assert_eq!(app.liveness(&after.access_token).await, 200);
-        let kids: Vec<String> = jwks(&app).await["keys"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|k| k["kid"].as_str().unwrap().to_owned())
-            .collect();
+        let kids = published_kids(&app).await;
         assert!(kids.contains(&old_kid) && kids.contains(&new_kid), "JWKS lists both: {kids:?}");
 
         // Once every token of the old key has expired, it is no longer published.
         app.clock.advance(Duration::minutes(21));
-        let kids: Vec<String> = jwks(&app).await["keys"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|k| k["kid"].as_str().unwrap().to_owned())
-            .collect();
+        let kids = published_kids(&app).await;
         assert_eq!(kids, [new_kid]);
     }
 }

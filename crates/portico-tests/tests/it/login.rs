@@ -14,6 +14,22 @@ async fn start(app: &TestApp, browser: &reqwest::Client) -> serde_json::Value {
     view_data(&page.text().await.unwrap())
 }
 
+/// Submits the `username-password` step with `csrf` in the `_csrf` field.
+async fn submit(
+    app: &TestApp,
+    browser: &reqwest::Client,
+    csrf: &str,
+    login: &str,
+    password: &str,
+) -> reqwest::Response {
+    let form = [("_csrf", csrf), ("principal", login), ("credentials", password)];
+    browser.post(app.url("/login")).form(&form).send().await.unwrap()
+}
+
+fn csrf_of(view: &serde_json::Value) -> &str {
+    view["pageData"]["authenticationFlowContext"]["csrf"].as_str().unwrap()
+}
+
 fn keys(value: &serde_json::Value) -> Vec<String> {
     let mut keys: Vec<String> = value.as_object().unwrap().keys().cloned().collect();
     keys.sort();
@@ -47,13 +63,8 @@ async fn wrong_password_returns_to_the_step_with_the_error_code_once() {
         let app = TestApp::spawn(backend).await;
         let browser = app.browser();
         let view = start(&app, &browser).await;
-        let csrf = view["pageData"]["authenticationFlowContext"]["csrf"].as_str().unwrap();
-        let response = browser
-            .post(app.url("/login"))
-            .form(&[("_csrf", csrf), ("principal", "ivan"), ("credentials", "wrong")])
-            .send()
-            .await
-            .unwrap();
+        let csrf = csrf_of(&view);
+        let response = submit(&app, &browser, csrf, "ivan", "wrong").await;
         assert_eq!(response.status(), 303);
         assert_eq!(location(&response), "/login");
         assert!(
@@ -74,12 +85,7 @@ async fn wrong_password_returns_to_the_step_with_the_error_code_once() {
         assert!(again["pageData"]["errors"].is_null(), "{backend:?}: shown once");
 
         // Unknown users get the same answer.
-        let response = browser
-            .post(app.url("/login"))
-            .form(&[("_csrf", csrf), ("principal", "nobody"), ("credentials", "x")])
-            .send()
-            .await
-            .unwrap();
+        let response = submit(&app, &browser, csrf, "nobody", "x").await;
         assert_eq!(location(&response), "/login");
     }
 }
@@ -89,12 +95,7 @@ async fn csrf_failure_leads_to_the_error_page_once() {
     let app = TestApp::spawn(backends()[0]).await;
     let browser = app.browser();
     start(&app, &browser).await;
-    let response = browser
-        .post(app.url("/login"))
-        .form(&[("_csrf", "forged"), ("principal", "ivan"), ("credentials", "ivan-password")])
-        .send()
-        .await
-        .unwrap();
+    let response = submit(&app, &browser, "forged", "ivan", "ivan-password").await;
     assert_eq!(response.status(), 303);
     assert_eq!(location(&response), "/error");
     let cookies: Vec<_> =
@@ -129,7 +130,7 @@ async fn the_xsrf_header_is_accepted_instead_of_the_field() {
     let app = TestApp::spawn(backends()[0]).await;
     let browser = app.browser();
     let view = start(&app, &browser).await;
-    let csrf = view["pageData"]["authenticationFlowContext"]["csrf"].as_str().unwrap();
+    let csrf = csrf_of(&view);
     let response = browser
         .post(app.url("/login"))
         .header("x-xsrf-token", csrf)
@@ -146,13 +147,8 @@ async fn a_blocked_user_sees_user_is_blocked() {
     let app = TestApp::spawn(backends()[0]).await;
     let browser = app.browser();
     let view = start(&app, &browser).await;
-    let csrf = view["pageData"]["authenticationFlowContext"]["csrf"].as_str().unwrap();
-    let response = browser
-        .post(app.url("/login"))
-        .form(&[("_csrf", csrf), ("principal", "blocked"), ("credentials", "blocked-password")])
-        .send()
-        .await
-        .unwrap();
+    let csrf = csrf_of(&view);
+    let response = submit(&app, &browser, csrf, "blocked", "blocked-password").await;
     assert_eq!(location(&response), "/error");
     let view = view_data(&browser.get(app.url("/error")).send().await.unwrap().text().await.unwrap());
     assert_eq!(view["pageData"]["errorDetails"]["errorCode"], "user-is-blocked");

@@ -8,6 +8,7 @@ mod keys;
 mod login;
 mod oidc_client;
 mod ops;
+mod outage;
 mod revoke;
 mod storage_contract;
 mod token;

@@ -1,6 +1,5 @@
 //! `POST /oauth2/revoke` (RFC 7009).
 
-use portico_model::clock::Clock as _;
 use portico_tests::{TestApp, backends, demo};
 
 async fn revoke(app: &TestApp, form: &[(&str, &str)]) -> reqwest::Response {
@@ -40,19 +39,7 @@ async fn unknown_or_foreign_tokens_answer_200_and_change_nothing() {
             assert_eq!(response.status(), expected, "{junk:?}");
         }
         // Another client's attempt is answered 200 but revokes nothing.
-        let now = app.clock.now();
-        app.store
-            .create_client(&portico_model::client::Client {
-                client_id: "other-app".into(),
-                secret_hash: portico_crypto::hash::client_secret_hash("other-app-secret-value"),
-                name: portico_model::client::LocalizedText::same("Other"),
-                redirect_uris: vec!["https://other.example/cb".into()],
-                scopes: vec!["openid".into()],
-                require_consent: false,
-                created_at: now,
-            })
-            .await
-            .unwrap();
+        app.add_client("other-app", "other-app-secret-value").await;
         for token in [tokens.access_token.as_str(), tokens.refresh_token.as_deref().unwrap()] {
             let response = app
                 .http()

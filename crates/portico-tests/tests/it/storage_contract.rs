@@ -3,9 +3,10 @@
 
 use std::sync::Arc;
 
+use portico_model::audit::{AuditEvent, AuditKind};
 use portico_model::client::{Client, LocalizedText};
 use portico_model::login::{AuthMethod, LoginProcess, LoginState};
-use portico_model::oauth::{AuthorizationCode, CodeUse, Grant, RefreshToken, RefreshUse};
+use portico_model::oauth::{AuthorizationCode, Grant, Redemption, RefreshToken, Rotation};
 use portico_model::session::SsoSession;
 use portico_model::user::User;
 use portico_storage::{Storage, StorageError};
@@ -24,7 +25,7 @@ async fn store(backend: Backend, dir: &TempDir) -> Arc<dyn Storage> {
             Arc::new(store)
         }
         Backend::Postgres => {
-            let store = PgStore::connect(&url, 5).await.unwrap();
+            let store = PgStore::connect(&url, 5, std::time::Duration::from_secs(5)).await.unwrap();
             store.migrate().await.unwrap();
             Arc::new(store)
         }
@@ -89,8 +90,27 @@ fn grant(client_id: &str, user_id: Uuid) -> Grant {
     }
 }
 
+fn audit() -> AuditEvent {
+    AuditEvent::new(t0(), AuditKind::TokenIssued)
+}
+
 fn refresh(hash: &str, grant_id: Uuid, days: i64) -> RefreshToken {
     RefreshToken { token_hash: hash.into(), grant_id, created_at: t0(), expires_at: t0() + Duration::days(days) }
+}
+
+/// A client `app`, a user `anna` and a grant made from a consumed code, with
+/// refresh token `r1` valid 30 days.
+async fn granted(store: &dyn Storage) -> (User, Grant) {
+    store.create_client(&client("app")).await.unwrap();
+    let u = user("anna");
+    store.create_user(&u).await.unwrap();
+    store.insert_code(&code("h", "app", u.id)).await.unwrap();
+    let g = grant("app", u.id);
+    assert_eq!(
+        store.redeem_code("h", t0(), &g, &refresh("r1", g.id, 30), &audit()).await.unwrap(),
+        Redemption::Redeemed
+    );
+    (u, g)
 }
 
 #[tokio::test]
@@ -117,32 +137,33 @@ async fn clients_and_users_round_trip_with_unique_keys() {
 }
 
 #[tokio::test]
-async fn a_code_is_consumed_once_and_a_replay_blocks_its_grant() {
+async fn a_code_is_redeemed_once_and_a_replay_names_its_grant() {
     for backend in backends() {
         let dir = TempDir::new();
         let store = store(backend, &dir).await;
-        store.create_client(&client("app")).await.unwrap();
-        let u = user("anna");
-        store.create_user(&u).await.unwrap();
+        let (u, g) = granted(store.as_ref()).await;
+        let stored = store.find_code("h").await.unwrap().unwrap();
+        assert!(stored.spent, "{backend:?}");
+        assert_eq!(stored.code.grant_id, Some(g.id));
+        assert_eq!(store.find_grant(g.id).await.unwrap().unwrap().scope, "openid");
+        assert_eq!(store.recent_audit(5).await.unwrap()[0].kind, "token.issued", "audited in the same transaction");
 
-        store.insert_code(&code("h1", "app", u.id)).await.unwrap();
-        assert_eq!(store.consume_code("nope", t0()).await.unwrap(), None);
-        let Some(CodeUse::First(first)) = store.consume_code("h1", t0()).await.unwrap() else {
-            panic!("{backend:?}: first use")
-        };
-        assert_eq!(first, code("h1", "app", u.id));
-        let g = grant("app", u.id);
-        assert!(store.create_grant_for_code("h1", &g, &refresh("r1", g.id, 30)).await.unwrap());
-        let Some(CodeUse::Replay(replayed)) = store.consume_code("h1", t0()).await.unwrap() else { panic!("replay") };
-        assert_eq!(replayed.grant_id, Some(g.id), "a replay names the grant to revoke");
+        let again = grant("app", u.id);
+        let replay = store.redeem_code("h", t0(), &again, &refresh("rx", again.id, 30), &audit()).await.unwrap();
+        assert_eq!(replay, Redemption::Replay { grant_id: Some(g.id) });
+        assert_eq!(store.find_grant(again.id).await.unwrap(), None, "a replay stores nothing");
+        assert!(store.find_refresh_token("rx").await.unwrap().is_none());
 
-        // A replay before the grant is created prevents it.
+        // A code spent by a failed presentation cannot be redeemed.
         store.insert_code(&code("h2", "app", u.id)).await.unwrap();
-        assert!(matches!(store.consume_code("h2", t0()).await.unwrap(), Some(CodeUse::First(_))));
-        assert!(matches!(store.consume_code("h2", t0()).await.unwrap(), Some(CodeUse::Replay(_))));
+        assert!(!store.find_code("h2").await.unwrap().unwrap().spent);
+        assert_eq!(store.spend_code("h2", t0()).await.unwrap().unwrap().grant_id, None);
         let g2 = grant("app", u.id);
-        assert!(!store.create_grant_for_code("h2", &g2, &refresh("r2", g2.id, 30)).await.unwrap());
+        let replay = store.redeem_code("h2", t0(), &g2, &refresh("r2", g2.id, 30), &audit()).await.unwrap();
+        assert_eq!(replay, Redemption::Replay { grant_id: None });
         assert_eq!(store.find_grant(g2.id).await.unwrap(), None);
+        assert_eq!(store.find_code("nope").await.unwrap(), None);
+        assert_eq!(store.spend_code("nope", t0()).await.unwrap(), None);
     }
 }
 
@@ -151,22 +172,19 @@ async fn refresh_tokens_rotate_once_and_revocation_reaches_access_tokens() {
     for backend in backends() {
         let dir = TempDir::new();
         let store = store(backend, &dir).await;
-        store.create_client(&client("app")).await.unwrap();
-        let u = user("anna");
-        store.create_user(&u).await.unwrap();
-        store.insert_code(&code("h", "app", u.id)).await.unwrap();
-        store.consume_code("h", t0()).await.unwrap();
-        let g = grant("app", u.id);
-        store.create_grant_for_code("h", &g, &refresh("r1", g.id, 30)).await.unwrap();
+        let (_, g) = granted(store.as_ref()).await;
 
-        let Some(RefreshUse::Current { token, grant }) = store.use_refresh_token("r1", t0()).await.unwrap() else {
-            panic!("{backend:?}: current")
-        };
-        assert_eq!((token.token_hash.as_str(), grant.id), ("r1", g.id));
-        assert_eq!(store.use_refresh_token("r1", t0()).await.unwrap(), Some(RefreshUse::Replay { grant_id: g.id }));
-        assert_eq!(store.use_refresh_token("unknown", t0()).await.unwrap(), None);
-        assert!(store.insert_refresh_token(&refresh("r2", g.id, 30)).await.unwrap());
-        assert_eq!(store.find_refresh_token_grant("r2").await.unwrap().map(|g| g.id), Some(g.id));
+        let stored = store.find_refresh_token("r1").await.unwrap().unwrap();
+        assert!(!stored.spent, "{backend:?}");
+        assert_eq!((stored.token.grant_id, stored.grant.id), (g.id, g.id));
+        assert_eq!(stored.token.expires_at, t0() + Duration::days(30));
+        let rotated = store.rotate_refresh_token("r1", t0(), &refresh("r2", g.id, 30), &audit()).await.unwrap();
+        assert_eq!(rotated, Rotation::Rotated);
+        let replay = store.rotate_refresh_token("r1", t0(), &refresh("r3", g.id, 30), &audit()).await.unwrap();
+        assert_eq!(replay, Rotation::Replay);
+        assert!(store.find_refresh_token("r3").await.unwrap().is_none(), "a replay stores nothing");
+        assert!(store.find_refresh_token("r1").await.unwrap().unwrap().spent);
+        assert_eq!(store.find_refresh_token("unknown").await.unwrap(), None);
 
         assert!(store.access_token_state(g.id, "jti-1").await.unwrap().is_live());
         store.revoke_access_token("jti-1", t0() + Duration::minutes(15), t0()).await.unwrap();
@@ -178,7 +196,11 @@ async fn refresh_tokens_rotate_once_and_revocation_reaches_access_tokens() {
         assert!(store.revoke_grant(g.id, t0()).await.unwrap());
         assert!(!store.revoke_grant(g.id, t0()).await.unwrap(), "already revoked");
         assert!(store.access_token_state(g.id, "jti-2").await.unwrap().grant_revoked);
-        assert!(!store.insert_refresh_token(&refresh("r3", g.id, 30)).await.unwrap(), "no tokens for a revoked grant");
+        let revoked = store.rotate_refresh_token("r2", t0(), &refresh("r4", g.id, 30), &audit()).await.unwrap();
+        assert_eq!(revoked, Rotation::GrantRevoked);
+        assert!(!store.find_refresh_token("r2").await.unwrap().unwrap().spent, "nothing changed");
+        store.spend_refresh_token("r2", t0()).await.unwrap();
+        assert!(store.find_refresh_token("r2").await.unwrap().unwrap().spent);
         assert!(store.access_token_state(Uuid::new_v4(), "x").await.unwrap().grant_revoked, "unknown grant");
     }
 }
@@ -212,13 +234,7 @@ async fn blocking_revokes_grants_and_sessions_and_cleanup_removes_what_expired()
     for backend in backends() {
         let dir = TempDir::new();
         let store = store(backend, &dir).await;
-        store.create_client(&client("app")).await.unwrap();
-        let u = user("anna");
-        store.create_user(&u).await.unwrap();
-        store.insert_code(&code("h", "app", u.id)).await.unwrap();
-        store.consume_code("h", t0()).await.unwrap();
-        let g = grant("app", u.id);
-        store.create_grant_for_code("h", &g, &refresh("r", g.id, 30)).await.unwrap();
+        let (u, g) = granted(store.as_ref()).await;
         let session = SsoSession {
             token_hash: "s".into(),
             user_id: u.id,

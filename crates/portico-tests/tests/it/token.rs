@@ -2,7 +2,6 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
-use portico_model::clock::Clock as _;
 use portico_tests::{Pkce, TestApp, backends, demo};
 use time::Duration;
 
@@ -275,19 +274,7 @@ async fn expired_codes_and_tokens_are_refused() {
 #[tokio::test]
 async fn a_refresh_token_works_only_for_its_client() {
     let app = TestApp::spawn(backends()[0]).await;
-    let now = app.clock.now();
-    app.store
-        .create_client(&portico_model::client::Client {
-            client_id: "other-app".into(),
-            secret_hash: portico_crypto::hash::client_secret_hash("other-app-secret-value"),
-            name: portico_model::client::LocalizedText::same("Other"),
-            redirect_uris: vec!["https://other.example/cb".into()],
-            scopes: vec!["openid".into()],
-            require_consent: false,
-            created_at: now,
-        })
-        .await
-        .unwrap();
+    app.add_client("other-app", "other-app-secret-value").await;
     let tokens = app.tokens_for("ivan", "ivan-password").await;
     let response = app
         .http()

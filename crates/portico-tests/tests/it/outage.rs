@@ -1,0 +1,44 @@
+//! A database outage: liveness answers 503, the token endpoint a clean 5xx
+//! JSON error, readiness 503, nothing answers 500; the server recovers when
+//! the database returns.
+
+use portico_tests::{Backend, POSTGRES_ENV, TcpProxy, TestApp};
+
+#[tokio::test]
+async fn a_database_outage_is_503_and_the_server_recovers() {
+    let Ok(base) = std::env::var(POSTGRES_ENV) else {
+        eprintln!("SKIPPED: {POSTGRES_ENV} is not set; the database outage test needs PostgreSQL");
+        return;
+    };
+    let upstream = url::Url::parse(&base).unwrap();
+    let upstream = format!("{}:{}", upstream.host_str().unwrap(), upstream.port().unwrap_or(5432));
+    let proxy = TcpProxy::start(upstream).await;
+    let app = TestApp::spawn_with(Backend::Postgres, |config| {
+        let mut url = url::Url::parse(config.database_url.as_deref().unwrap()).unwrap();
+        url.set_host(Some("127.0.0.1")).unwrap();
+        url.set_port(Some(proxy.addr.port())).unwrap();
+        config.database_url = Some(url.to_string());
+        config.database_acquire_timeout_secs = 1;
+    })
+    .await;
+    let tokens = app.tokens_for("ivan", "ivan-password").await;
+    assert_eq!(app.liveness(&tokens.access_token).await, 200);
+
+    proxy.cut();
+    assert_eq!(app.liveness(&tokens.access_token).await, 503);
+    let response = app
+        .token_request(&[("grant_type", "refresh_token"), ("refresh_token", tokens.refresh_token.as_deref().unwrap())])
+        .await;
+    assert_eq!(response.status(), 503);
+    let body: serde_json::Value = response.json().await.expect("a JSON error body");
+    assert_eq!(body["error"], "temporarily_unavailable");
+    let ready = app.http().get(app.url("/readyz")).send().await.unwrap();
+    assert_eq!(ready.status(), 503);
+
+    proxy.restore();
+    assert_eq!(app.liveness(&tokens.access_token).await, 200, "recovered");
+    let response = app
+        .token_request(&[("grant_type", "refresh_token"), ("refresh_token", tokens.refresh_token.as_deref().unwrap())])
+        .await;
+    assert_eq!(response.status(), 200, "the refresh token survived the outage unspent");
+}

@@ -1,0 +1,132 @@
+//! The admin commands, run as the real binary against the database of a
+//! running server: what they change takes effect at once.
+
+use std::process::{Command, Output};
+
+use portico_tests::{Pkce, TestApp, backends, jwt_header};
+
+fn portico(app: &TestApp, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_portico"))
+        .args(args)
+        .env_clear()
+        .env("PORTICO_DATABASE_URL", app.config.database_url.as_deref().unwrap())
+        .env("PORTICO_DATA_DIR", &app.config.data_dir)
+        .env("PORTICO_LOG", "warn")
+        .output()
+        .expect("run portico")
+}
+
+fn ok(output: Output) -> String {
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    stdout
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_commands_take_effect_on_a_running_server() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+
+        // clients add / list / remove
+        let out = ok(portico(
+            &app,
+            &["clients", "add", "--client-id", "crm", "--redirect-uri", "https://crm.example/cb", "--scope", "openid"],
+        ));
+        assert!(out.contains("client secret (shown once"), "{out}");
+        assert!(ok(portico(&app, &["clients", "list"])).contains("crm"));
+        let url = format!(
+            "{}/oauth2/authorize?response_type=code&client_id=crm&redirect_uri=https%3A%2F%2Fcrm.example%2Fcb\
+             &scope=openid&state=s&code_challenge={}&code_challenge_method=S256",
+            app.base,
+            Pkce::new().challenge
+        );
+        let response = app.browser().get(&url).send().await.unwrap();
+        assert_eq!(response.status(), 303, "{backend:?}: the new client is known at once");
+        let duplicate =
+            portico(&app, &["clients", "add", "--client-id", "crm", "--redirect-uri", "https://x.example/"]);
+        assert!(!duplicate.status.success());
+        assert!(String::from_utf8_lossy(&duplicate.stderr).contains("already exists"));
+        ok(portico(&app, &["clients", "remove", "--client-id", "crm"]));
+        let response = app.browser().get(&url).send().await.unwrap();
+        assert_eq!(response.status(), 400, "removed at once");
+
+        // users add / block / unblock
+        ok(portico(
+            &app,
+            &["users", "add", "--login", "olga", "--password", "olga-password", "--phone", "+79001112233"],
+        ));
+        let tokens = app.tokens_for("olga", "olga-password").await;
+        assert_eq!(app.liveness(&tokens.access_token).await, 200);
+        ok(portico(&app, &["users", "block", "--login", "olga"]));
+        assert_eq!(app.liveness(&tokens.access_token).await, 401, "blocked at once");
+        assert!(ok(portico(&app, &["users", "list"])).contains("BLOCKED"));
+        ok(portico(&app, &["users", "unblock", "--login", "olga"]));
+        app.tokens_for("olga", "olga-password").await;
+
+        // keys rotate
+        let before = app.tokens_for("ivan", "ivan-password").await;
+        let out = ok(portico(&app, &["keys", "rotate"]));
+        assert!(out.contains("now signs new tokens"), "{out}");
+        let after = app.tokens_for("ivan", "ivan-password").await;
+        assert_ne!(jwt_header(&before.access_token)["kid"], jwt_header(&after.access_token)["kid"]);
+        assert_eq!(app.liveness(&before.access_token).await, 200);
+        assert_eq!(ok(portico(&app, &["keys", "list"])).lines().count(), 2);
+
+        ok(portico(&app, &["migrate"]));
+    }
+}
+
+#[test]
+fn bad_input_is_refused_with_a_message_that_names_it() {
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        let dir = portico_tests::TempDir::new();
+        Command::new(env!("CARGO_BIN_EXE_portico"))
+            .args(args)
+            .env_clear()
+            .env("PORTICO_DATA_DIR", &dir.0)
+            .envs(env.iter().copied())
+            .output()
+            .expect("run portico")
+    };
+    let out = run(&["migrate"], &[("PORTICO_LISTN", "1")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown setting `listn`"));
+    let out = run(&["migrate"], &[("PORTICO_PUBLIC_URL", "ftp://x")]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("PORTICO_PUBLIC_URL"));
+    let out =
+        run(&["clients", "add", "--client-id", "a", "--redirect-uri", "https://a.example/", "--secret", "short"], &[]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at least 16 characters"));
+    let out = run(&["clients", "add", "--client-id", "a", "--redirect-uri", "not-a-url"], &[]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--redirect-uri"));
+    let out = run(&["users", "block", "--login", "nobody"], &[]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("there is no user nobody"));
+}
+
+#[test]
+fn serve_stops_gracefully_on_sigterm() {
+    use std::io::{BufRead as _, BufReader};
+    let dir = portico_tests::TempDir::new();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_portico"))
+        .args(["serve", "--demo"])
+        .env_clear()
+        .env("PORTICO_DATA_DIR", &dir.0)
+        .env("PORTICO_LISTEN", "127.0.0.1:0")
+        .env("PORTICO_LOG", "info")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start portico serve");
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut lines = stderr.lines();
+    assert!(lines.by_ref().map_while(Result::ok).any(|line| line.contains("Portico is serving")), "server started");
+    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("kill");
+    assert!(status.success());
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let exit = child.wait().expect("wait");
+    assert!(exit.success(), "exits cleanly on SIGTERM: {exit:?}");
+    assert!(rest.iter().any(|l| l.contains("shutting down")), "{rest:?}");
+    let mut banner = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut banner).unwrap();
+    assert!(banner.contains("/demo/login") && banner.contains("ivan"), "the demo banner: {banner}");
+}
