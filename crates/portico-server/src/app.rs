@@ -100,6 +100,7 @@ impl App {
             .route("/healthz", get(http::healthz))
             .route("/readyz", get(http::readyz))
             .route("/metrics", get(http::metrics))
+            .route("/favicon.ico", get(|| async { axum::http::StatusCode::NO_CONTENT }))
             .with_state(state.clone())
             .merge(portico_identity::router(Arc::clone(&self.identity)));
         if self.demo {

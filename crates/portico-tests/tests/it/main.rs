@@ -3,6 +3,7 @@
 //! `PORTICO_TEST_POSTGRES_URL` is set, PostgreSQL.
 
 mod authorize;
+mod browser;
 mod flow;
 mod keys;
 mod login;

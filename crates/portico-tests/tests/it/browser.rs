@@ -1,0 +1,122 @@
+//! The demo in real Chromium (through chromedriver): sign in on Portico's
+//! login page, come back to the demo client, see the tokens, check liveness,
+//! refresh, revoke. Needs `PORTICO_TEST_CHROMEDRIVER` (the chromedriver
+//! binary); `.ci/run` installs Debian's chromium and chromium-driver.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
+use portico_tests::{TempDir, TestApp, backends};
+
+const CHROMEDRIVER_ENV: &str = "PORTICO_TEST_CHROMEDRIVER";
+const CHROMIUM_ENV: &str = "PORTICO_TEST_CHROMIUM";
+
+/// chromedriver and the browser session it runs; both end on drop.
+struct Browser {
+    client: Client,
+    driver: Child,
+    _profile: TempDir,
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+async fn launch() -> Option<Browser> {
+    let Ok(driver_path) = std::env::var(CHROMEDRIVER_ENV) else {
+        eprintln!("SKIPPED: {CHROMEDRIVER_ENV} is not set; the browser test needs chromedriver and Chromium");
+        return None;
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let driver = Command::new(driver_path)
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start chromedriver");
+    let profile = TempDir::new();
+    let binary = std::env::var(CHROMIUM_ENV).unwrap_or_else(|_| "/usr/bin/chromium".to_owned());
+    let mut capabilities = serde_json::Map::new();
+    capabilities.insert(
+        "goog:chromeOptions".into(),
+        serde_json::json!({
+            "binary": binary,
+            "args": [
+                "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--no-first-run", "--lang=en", format!("--user-data-dir={}", profile.0.display()),
+            ],
+        }),
+    );
+    let started = Instant::now();
+    loop {
+        match ClientBuilder::new(HttpConnector::new())
+            .capabilities(capabilities.clone())
+            .connect(&format!("http://127.0.0.1:{port}"))
+            .await
+        {
+            Ok(client) => return Some(Browser { client, driver, _profile: profile }),
+            Err(error) if started.elapsed() > Duration::from_secs(20) => panic!("chromedriver did not start: {error}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
+
+/// Waits (polling the page, up to 15 s) until `css` shows text containing `text`.
+async fn wait_for_text(client: &Client, css: &str, text: &str) {
+    let started = Instant::now();
+    loop {
+        if let Ok(element) = client.find(Locator::Css(css)).await
+            && element.text().await.is_ok_and(|t| t.contains(text))
+        {
+            return;
+        }
+        assert!(started.elapsed() < Duration::from_secs(15), "{css} never showed {text:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn click(client: &Client, css: &str) {
+    client.find(Locator::Css(css)).await.expect(css).click().await.expect("click");
+}
+
+async fn type_into(client: &Client, css: &str, text: &str) {
+    client.find(Locator::Css(css)).await.expect(css).send_keys(text).await.expect("type");
+}
+
+#[tokio::test]
+async fn the_demo_walks_the_whole_protocol_in_chromium() {
+    let Some(browser) = launch().await else { return };
+    let client = &browser.client;
+    let app = TestApp::spawn(backends()[0]).await;
+
+    client.goto(&app.url("/demo/login")).await.unwrap();
+    client.wait().for_element(Locator::Css("input[name=principal]")).await.expect("the login page");
+    assert_eq!(client.current_url().await.unwrap().path(), "/login");
+
+    type_into(client, "input[name=principal]", "ivan").await;
+    type_into(client, "input[name=credentials]", "not-the-password").await;
+    click(client, "button[type=submit]").await;
+    wait_for_text(client, "#credentialsError", "Wrong login or password").await;
+
+    type_into(client, "input[name=credentials]", "ivan-password").await;
+    click(client, "button[type=submit]").await;
+    wait_for_text(client, "#idClaims", "ivan@example.com").await;
+    wait_for_text(client, "#log", "id_token nonce matches").await;
+
+    click(client, "#liveness").await;
+    wait_for_text(client, "#status", "Liveness: 200").await;
+    click(client, "#refresh").await;
+    wait_for_text(client, "#log", "(refresh_token) -> 200").await;
+    click(client, "#revoke").await;
+    wait_for_text(client, "#status", "Revoked").await;
+    click(client, "#liveness").await;
+    wait_for_text(client, "#status", "Liveness: 401").await;
+
+    browser.client.clone().close().await.unwrap();
+}
