@@ -23,7 +23,9 @@ pub mod deps {
     pub use uuid;
 }
 
+pub mod queries;
 mod repositories;
+pub mod rows;
 
 /// Maps a driver error to a [`StorageError`]; `what` names the thing whose
 /// unique key a conflict is about.

@@ -4,16 +4,19 @@
 /// with fields `pool: sqlx::Pool<$db>` (for writes) and `read_pool` (for
 /// queries that only read; the same pool where the backend has no reason to
 /// separate them). `$row` is the backend's row type and
-/// `$backend` the name [`Maintenance::backend`] reports.
+/// `$backend` the name [`Maintenance::backend`] reports. With
+/// `fast_reads = field`, the liveness read (`access_token_state`) first asks
+/// `self.field: Option<T>`, where `T` has a synchronous method of that name,
+/// and uses its answer when it is there.
 ///
 /// [`Maintenance::backend`]: portico_storage::Maintenance::backend
 #[macro_export]
 macro_rules! sql_repositories {
-    ($store:ident, $db:ty, $row:ty, $backend:literal) => {
+    ($store:ident, $db:ty, $row:ty, $backend:literal $(, fast_reads = $fast:ident)?) => {
         const _: () = {
             use $crate::deps::async_trait::async_trait;
             use $crate::deps::portico_model::audit::AuditEvent;
-            use $crate::deps::portico_model::client::{Client, LocalizedText};
+            use $crate::deps::portico_model::client::Client;
             use $crate::deps::portico_model::key::SigningKeyRecord;
             use $crate::deps::portico_model::login::LoginProcess;
             use $crate::deps::portico_model::oauth::{
@@ -30,113 +33,60 @@ macro_rules! sql_repositories {
             use $crate::deps::sqlx::{self, Row};
             use $crate::deps::time::{Duration, OffsetDateTime};
             use $crate::deps::uuid::Uuid;
-            use $crate::{json, storage_error, timestamp, timestamp_opt, to_json, uuid};
+            use $crate::queries::{self, CODE_COLUMNS};
+            use $crate::rows::{self, Columns as _};
+            use $crate::{storage_error, to_json};
 
             const ROW: &str = "row";
 
-            fn get<'r, T>(row: &'r $row, column: &str) -> Result<T>
-            where
-                T: sqlx::Decode<'r, $db> + sqlx::Type<$db>,
-            {
-                row.try_get(column).map_err(storage_error(ROW))
+            /// A driver row as [`Columns`]($crate::rows::Columns).
+            struct Cols<'r>(&'r $row);
+
+            impl $crate::rows::Columns for Cols<'_> {
+                fn text(&self, column: &str) -> Result<String> {
+                    self.0.try_get(column).map_err(storage_error(ROW))
+                }
+                fn text_opt(&self, column: &str) -> Result<Option<String>> {
+                    self.0.try_get(column).map_err(storage_error(ROW))
+                }
+                fn int(&self, column: &str) -> Result<i64> {
+                    self.0.try_get(column).map_err(storage_error(ROW))
+                }
+                fn int_opt(&self, column: &str) -> Result<Option<i64>> {
+                    self.0.try_get(column).map_err(storage_error(ROW))
+                }
+                fn flag(&self, column: &str) -> Result<bool> {
+                    self.0.try_get(column).map_err(storage_error(ROW))
+                }
+                fn bytes(&self, column: &str) -> Result<Vec<u8>> {
+                    self.0.try_get(column).map_err(storage_error(ROW))
+                }
             }
 
             fn client_from_row(row: &$row) -> Result<Client> {
-                let scopes: String = get(row, "scopes")?;
-                Ok(Client {
-                    client_id: get(row, "client_id")?,
-                    secret_hash: get(row, "secret_hash")?,
-                    name: LocalizedText { ru: get(row, "name_ru")?, en: get(row, "name_en")? },
-                    redirect_uris: json(&get::<String>(row, "redirect_uris")?)?,
-                    scopes: scopes.split(' ').filter(|s| !s.is_empty()).map(str::to_owned).collect(),
-                    require_consent: get(row, "require_consent")?,
-                    created_at: timestamp(get(row, "created_at")?)?,
-                })
+                rows::client(&Cols(row))
             }
-
             fn user_from_row(row: &$row) -> Result<User> {
-                Ok(User {
-                    id: uuid(&get::<String>(row, "id")?)?,
-                    login: get(row, "login")?,
-                    password_hash: get(row, "password_hash")?,
-                    phone: get(row, "phone")?,
-                    email: get(row, "email")?,
-                    name: get(row, "name")?,
-                    phone_login_enabled: get(row, "phone_login_enabled")?,
-                    blocked: get(row, "blocked")?,
-                    created_at: timestamp(get(row, "created_at")?)?,
-                })
+                rows::user(&Cols(row))
             }
-
             fn key_from_row(row: &$row) -> Result<SigningKeyRecord> {
-                Ok(SigningKeyRecord {
-                    kid: get(row, "kid")?,
-                    private_sealed: get(row, "private_sealed")?,
-                    created_at: timestamp(get(row, "created_at")?)?,
-                    retired_at: timestamp_opt(get(row, "retired_at")?)?,
-                })
+                rows::signing_key(&Cols(row))
             }
-
             fn code_from_row(row: &$row) -> Result<AuthorizationCode> {
-                Ok(AuthorizationCode {
-                    code_hash: get(row, "code_hash")?,
-                    client_id: get(row, "client_id")?,
-                    user_id: uuid(&get::<String>(row, "user_id")?)?,
-                    redirect_uri: get(row, "redirect_uri")?,
-                    scope: get(row, "scope")?,
-                    code_challenge: get(row, "code_challenge")?,
-                    nonce: get(row, "nonce")?,
-                    auth_time: timestamp(get(row, "auth_time")?)?,
-                    created_at: timestamp(get(row, "created_at")?)?,
-                    expires_at: timestamp(get(row, "expires_at")?)?,
-                    grant_id: get::<Option<String>>(row, "grant_id")?.as_deref().map(uuid).transpose()?,
-                })
+                rows::code(&Cols(row))
             }
-
             fn grant_from_row(row: &$row) -> Result<Grant> {
-                Ok(Grant {
-                    id: uuid(&get::<String>(row, "id")?)?,
-                    client_id: get(row, "client_id")?,
-                    user_id: uuid(&get::<String>(row, "user_id")?)?,
-                    scope: get(row, "scope")?,
-                    auth_time: timestamp(get(row, "auth_time")?)?,
-                    created_at: timestamp(get(row, "created_at")?)?,
-                    revoked_at: timestamp_opt(get(row, "revoked_at")?)?,
-                })
+                rows::grant(&Cols(row))
             }
-
             fn session_from_row(row: &$row) -> Result<SsoSession> {
-                Ok(SsoSession {
-                    token_hash: get(row, "token_hash")?,
-                    user_id: uuid(&get::<String>(row, "user_id")?)?,
-                    auth_time: timestamp(get(row, "auth_time")?)?,
-                    created_at: timestamp(get(row, "created_at")?)?,
-                    expires_at: timestamp(get(row, "expires_at")?)?,
-                })
+                rows::session(&Cols(row))
             }
-
             fn process_from_row(row: &$row) -> Result<LoginProcess> {
-                Ok(LoginProcess {
-                    id: uuid(&get::<String>(row, "id")?)?,
-                    version: get(row, "version")?,
-                    created_at: timestamp(get(row, "created_at")?)?,
-                    expires_at: timestamp(get(row, "expires_at")?)?,
-                    state: json(&get::<String>(row, "state")?)?,
-                })
+                rows::login_process(&Cols(row))
             }
-
             fn audit_from_row(row: &$row) -> Result<AuditEvent> {
-                Ok(AuditEvent {
-                    at: timestamp(get(row, "at")?)?,
-                    kind: get(row, "kind")?,
-                    user_id: get::<Option<String>>(row, "user_id")?.as_deref().map(uuid).transpose()?,
-                    client_id: get(row, "client_id")?,
-                    detail: json(&get::<String>(row, "detail")?)?,
-                })
+                rows::audit(&Cols(row))
             }
-
-            const CODE_COLUMNS: &str = "code_hash, client_id, user_id, redirect_uri, scope, code_challenge, \
-                nonce, auth_time, created_at, expires_at, grant_id";
 
             #[async_trait]
             impl ClientRepository for $store {
@@ -160,7 +110,7 @@ macro_rules! sql_repositories {
                 }
 
                 async fn find_client(&self, client_id: &str) -> Result<Option<Client>> {
-                    sqlx::query("SELECT * FROM clients WHERE client_id = $1")
+                    sqlx::query(queries::FIND_CLIENT)
                         .bind(client_id)
                         .fetch_optional(&self.read_pool)
                         .await
@@ -213,7 +163,7 @@ macro_rules! sql_repositories {
                 }
 
                 async fn find_user(&self, id: Uuid) -> Result<Option<User>> {
-                    sqlx::query("SELECT * FROM users WHERE id = $1")
+                    sqlx::query(queries::FIND_USER)
                         .bind(id.to_string())
                         .fetch_optional(&self.read_pool)
                         .await
@@ -318,11 +268,11 @@ macro_rules! sql_repositories {
                 }
 
                 async fn active_signing_kid(&self) -> Result<Option<String>> {
-                    let row = sqlx::query("SELECT kid FROM signing_keys WHERE retired_at IS NULL")
+                    let row = sqlx::query(queries::ACTIVE_SIGNING_KID)
                         .fetch_optional(&self.read_pool)
                         .await
                         .map_err(storage_error(ROW))?;
-                    row.map(|row| get(&row, "kid")).transpose()
+                    row.map(|row| Cols(&row).text("kid")).transpose()
                 }
 
                 async fn list_signing_keys(&self) -> Result<Vec<SigningKeyRecord>> {
@@ -361,20 +311,12 @@ macro_rules! sql_repositories {
                 }
 
                 async fn find_code(&self, code_hash: &str) -> Result<Option<StoredCode>> {
-                    let row = sqlx::query(&format!(
-                        "SELECT {CODE_COLUMNS}, consumed_at FROM authorization_codes WHERE code_hash = $1"
-                    ))
-                    .bind(code_hash)
-                    .fetch_optional(&self.read_pool)
-                    .await
-                    .map_err(storage_error(ROW))?;
-                    row.map(|row| {
-                        Ok(StoredCode {
-                            code: code_from_row(&row)?,
-                            spent: get::<Option<i64>>(&row, "consumed_at")?.is_some(),
-                        })
-                    })
-                    .transpose()
+                    let row = sqlx::query(queries::FIND_CODE)
+                        .bind(code_hash)
+                        .fetch_optional(&self.read_pool)
+                        .await
+                        .map_err(storage_error(ROW))?;
+                    row.map(|row| rows::stored_code(&Cols(&row))).transpose()
                 }
 
                 async fn redeem_code(
@@ -520,48 +462,26 @@ macro_rules! sql_repositories {
                 }
 
                 async fn access_token_state(&self, grant_id: Uuid, jti: &str) -> Result<AccessTokenState> {
-                    let row = sqlx::query(
-                        "SELECT EXISTS (SELECT 1 FROM grants WHERE id = $1 AND revoked_at IS NULL) AS grant_live, \
-                         EXISTS (SELECT 1 FROM revoked_access_tokens WHERE jti = $2) AS token_revoked",
-                    )
-                    .bind(grant_id.to_string())
-                    .bind(jti)
-                    .fetch_one(&self.read_pool)
-                    .await
-                    .map_err(storage_error(ROW))?;
-                    Ok(AccessTokenState {
-                        grant_revoked: !get::<bool>(&row, "grant_live")?,
-                        token_revoked: get(&row, "token_revoked")?,
-                    })
+                    $( if let Some(fast) = &self.$fast { return fast.access_token_state(grant_id, jti); } )?
+                    let row = sqlx::query(queries::ACCESS_TOKEN_STATE)
+                        .bind(grant_id.to_string())
+                        .bind(jti)
+                        .fetch_one(&self.read_pool)
+                        .await
+                        .map_err(storage_error(ROW))?;
+                    rows::access_token_state(&Cols(&row))
                 }
             }
 
             #[async_trait]
             impl RefreshTokenRepository for $store {
                 async fn find_refresh_token(&self, token_hash: &str) -> Result<Option<StoredRefreshToken>> {
-                    let row = sqlx::query(
-                        "SELECT r.token_hash, r.created_at AS token_created_at, r.expires_at AS token_expires_at, \
-                         r.used_at AS token_used_at, g.* \
-                         FROM refresh_tokens r JOIN grants g ON g.id = r.grant_id WHERE r.token_hash = $1",
-                    )
-                    .bind(token_hash)
-                    .fetch_optional(&self.read_pool)
-                    .await
-                    .map_err(storage_error(ROW))?;
-                    row.map(|row| {
-                        let grant = grant_from_row(&row)?;
-                        Ok(StoredRefreshToken {
-                            token: RefreshToken {
-                                token_hash: get(&row, "token_hash")?,
-                                grant_id: grant.id,
-                                created_at: timestamp(get(&row, "token_created_at")?)?,
-                                expires_at: timestamp(get(&row, "token_expires_at")?)?,
-                            },
-                            spent: get::<Option<i64>>(&row, "token_used_at")?.is_some(),
-                            grant,
-                        })
-                    })
-                    .transpose()
+                    let row = sqlx::query(queries::FIND_REFRESH_TOKEN)
+                        .bind(token_hash)
+                        .fetch_optional(&self.read_pool)
+                        .await
+                        .map_err(storage_error(ROW))?;
+                    row.map(|row| rows::stored_refresh_token(&Cols(&row))).transpose()
                 }
 
                 async fn rotate_refresh_token(

@@ -7,7 +7,10 @@
 //! SQLite has one writer at a time. Writes go through a pool of one
 //! connection, so they queue in the process instead of contending for the
 //! file lock (whose busy handler sleeps for milliseconds); reads use a
-//! separate pool and, in WAL mode, never wait for the writer.
+//! separate pool and, in WAL mode, never wait for the writer. The liveness
+//! check's read bypasses sqlx altogether (see [`fast`]).
+
+mod fast;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -25,6 +28,8 @@ const READERS: u32 = 8;
 pub struct SqliteStore {
     pool: SqlitePool,
     read_pool: SqlitePool,
+    /// The synchronous liveness read; absent for an in-memory database.
+    fast: Option<std::sync::Arc<fast::FastReads>>,
 }
 
 impl SqliteStore {
@@ -50,10 +55,13 @@ impl SqliteStore {
         let read_pool = SqlitePoolOptions::new()
             .max_connections(READERS)
             .acquire_timeout(Duration::from_secs(10))
-            .connect_with(options.create_if_missing(false))
+            .connect_with(options.clone().create_if_missing(false))
             .await
             .map_err(storage_error("database"))?;
-        Ok(Self { pool, read_pool })
+        let file = options.get_filename();
+        let in_memory = file.as_os_str().is_empty() || file.to_string_lossy().contains(":memory:");
+        let fast = (!in_memory).then(|| std::sync::Arc::new(fast::FastReads::new(file)));
+        Ok(Self { pool, read_pool, fast })
     }
 
     /// Applies the migrations that have not run yet.
@@ -74,4 +82,4 @@ impl SqliteStore {
     }
 }
 
-portico_storage_sql::sql_repositories!(SqliteStore, sqlx::Sqlite, sqlx::sqlite::SqliteRow, "sqlite");
+portico_storage_sql::sql_repositories!(SqliteStore, sqlx::Sqlite, sqlx::sqlite::SqliteRow, "sqlite", fast_reads = fast);
