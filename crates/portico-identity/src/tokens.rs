@@ -249,6 +249,17 @@ impl Expiring for IdClaims {
     }
 }
 
+/// 401 without a body, with the RFC 6750 `invalid_token` challenge.
+pub fn invalid_token() -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    let mut response = axum::http::StatusCode::UNAUTHORIZED.into_response();
+    response.headers_mut().insert(
+        axum::http::header::WWW_AUTHENTICATE,
+        axum::http::HeaderValue::from_static("Bearer error=\"invalid_token\""),
+    );
+    response
+}
+
 /// The token from an `Authorization` header, with or without `Bearer `
 /// (scheme compared case-insensitively).
 pub fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {

@@ -3,6 +3,7 @@
 //! request (nothing of this is cached across requests).
 
 use clap::Subcommand;
+use portico_model::audit::{AuditEvent, AuditKind};
 use portico_model::client::{Client, LocalizedText};
 use portico_model::clock::{Clock, SystemClock};
 use portico_model::scope::ScopeSet;
@@ -192,17 +193,19 @@ pub async fn users(config: &Config, command: UserCommand) -> anyhow::Result<()> 
             }
         }
         UserCommand::Block { login } => {
-            store
+            let user = store
                 .set_user_blocked(&login, true, now)
                 .await?
                 .ok_or_else(|| anyhow::anyhow!("there is no user {login}"))?;
+            store.record_audit(&AuditEvent::new(now, AuditKind::UserBlocked).user(user.id)).await?;
             println!("user {login} blocked; their sessions and tokens are revoked");
         }
         UserCommand::Unblock { login } => {
-            store
+            let user = store
                 .set_user_blocked(&login, false, now)
                 .await?
                 .ok_or_else(|| anyhow::anyhow!("there is no user {login}"))?;
+            store.record_audit(&AuditEvent::new(now, AuditKind::UserUnblocked).user(user.id)).await?;
             println!("user {login} unblocked");
         }
     }
@@ -215,7 +218,10 @@ pub async fn keys(config: &Config, command: KeyCommand) -> anyhow::Result<()> {
         KeyCommand::Rotate => {
             let secret = InstanceSecret::load(config)?;
             println!("generating a new RSA-2048 signing key…");
-            let kid = portico_identity::KeyRing::rotate(store.as_ref(), &secret.sealer(), SystemClock.now()).await?;
+            let now = SystemClock.now();
+            let kid = portico_identity::KeyRing::rotate(store.as_ref(), &secret.sealer(), now).await?;
+            let event = AuditEvent::new(now, AuditKind::KeyRotated).detail(serde_json::json!({ "kid": kid }));
+            store.record_audit(&event).await?;
             println!("key {kid} now signs new tokens; the previous key stays published until its tokens expire");
         }
         KeyCommand::List => {

@@ -60,6 +60,8 @@ async fn admin_commands_take_effect_on_a_running_server() {
         ok(portico(&app, &["users", "block", "--login", "olga"]));
         assert_eq!(app.liveness(&tokens.access_token).await, 401, "blocked at once");
         assert!(ok(portico(&app, &["users", "list"])).contains("BLOCKED"));
+        let audit = app.store.recent_audit(1).await.unwrap();
+        assert_eq!(audit[0].kind, "user.blocked", "the block is audited");
         ok(portico(&app, &["users", "unblock", "--login", "olga"]));
         app.tokens_for("olga", "olga-password").await;
 

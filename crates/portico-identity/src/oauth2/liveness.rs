@@ -5,28 +5,22 @@
 //! header); 503 when the revocation state cannot be read. No body, ever.
 
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use crate::IdentityState;
-use crate::tokens::{AccessTokenError, bearer};
+use crate::tokens::{AccessTokenError, bearer, invalid_token};
 
 pub async fn liveness(State(identity): State<IdentityState>, headers: HeaderMap) -> Response {
     let Some(token) = bearer(&headers) else {
-        return unauthorized();
+        return invalid_token();
     };
     match identity.check_access_token(token).await {
         Ok(_) => StatusCode::OK.into_response(),
-        Err(AccessTokenError::Invalid) => unauthorized(),
+        Err(AccessTokenError::Invalid) => invalid_token(),
         Err(AccessTokenError::Unavailable(error)) => {
             tracing::warn!(%error, "liveness check unavailable");
             StatusCode::SERVICE_UNAVAILABLE.into_response()
         }
     }
-}
-
-fn unauthorized() -> Response {
-    let mut response = StatusCode::UNAUTHORIZED.into_response();
-    response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer error=\"invalid_token\""));
-    response
 }

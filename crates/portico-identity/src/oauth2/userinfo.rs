@@ -3,12 +3,12 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 use crate::IdentityState;
-use crate::tokens::{AccessTokenError, UserClaims, bearer};
+use crate::tokens::{AccessTokenError, UserClaims, bearer, invalid_token};
 
 #[derive(Serialize)]
 struct UserInfo {
@@ -19,27 +19,21 @@ struct UserInfo {
 
 pub async fn userinfo(State(identity): State<IdentityState>, headers: HeaderMap) -> Response {
     let Some(token) = bearer(&headers) else {
-        return unauthorized();
+        return invalid_token();
     };
     let claims = match identity.check_access_token(token).await {
         Ok(claims) => claims,
-        Err(AccessTokenError::Invalid) => return unauthorized(),
+        Err(AccessTokenError::Invalid) => return invalid_token(),
         Err(AccessTokenError::Unavailable(_)) => return StatusCode::SERVICE_UNAVAILABLE.into_response(),
     };
     let Ok(user_id) = uuid::Uuid::parse_str(&claims.sub) else {
-        return unauthorized();
+        return invalid_token();
     };
     match identity.store.find_user(user_id).await {
         Ok(Some(user)) if !user.blocked => {
             Json(UserInfo { sub: claims.sub, claims: UserClaims::for_scope(&user, &claims.scope) }).into_response()
         }
-        Ok(_) => unauthorized(),
+        Ok(_) => invalid_token(),
         Err(_) => StatusCode::SERVICE_UNAVAILABLE.into_response(),
     }
-}
-
-fn unauthorized() -> Response {
-    let mut response = StatusCode::UNAUTHORIZED.into_response();
-    response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer error=\"invalid_token\""));
-    response
 }

@@ -284,3 +284,23 @@ async fn one_first_key_and_one_active_key() {
         assert!(keys[1].retired_at.is_some());
     }
 }
+
+#[tokio::test]
+async fn every_read_sees_every_committed_write() {
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        for i in 0..24 {
+            let id = format!("app-{i}");
+            store.create_client(&client(&id)).await.unwrap();
+            // Point reads that stop after one row, then a full scan: none may
+            // see a snapshot from before the write.
+            assert!(store.find_client(&id).await.unwrap().is_some(), "{backend:?}: client {i} visible");
+            assert!(store.find_client("app-0").await.unwrap().is_some());
+            assert_eq!(store.list_clients().await.unwrap().len(), i + 1, "{backend:?}: after write {i}");
+            store.record_audit(&AuditEvent::new(t0(), AuditKind::UserBlocked).client(&id)).await.unwrap();
+            let newest = store.recent_audit(1).await.unwrap();
+            assert_eq!(newest[0].client_id.as_deref(), Some(id.as_str()), "{backend:?}: newest audit after write {i}");
+        }
+    }
+}
