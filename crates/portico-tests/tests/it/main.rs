@@ -3,6 +3,7 @@
 //! `PORTICO_TEST_POSTGRES_URL` is set, PostgreSQL.
 
 mod authorize;
+mod bad_input;
 mod browser;
 mod flow;
 mod keys;

@@ -1,0 +1,126 @@
+//! Whatever arrives, no endpoint answers 5xx, and bad input changes nothing.
+//! Requests are generated from a fixed seed, so a failure reproduces.
+
+use portico_tests::{TestApp, backends};
+
+/// A small deterministic generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[(self.next() % items.len() as u64) as usize]
+    }
+    fn value(&mut self) -> String {
+        match self.next() % 8 {
+            0 => String::new(),
+            1 => "x".repeat((self.next() % 5000) as usize),
+            2 => "%00%ff%fe\u{0}\u{202e}".to_owned(),
+            3 => "a.b.c".to_owned(),
+            4 => "eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.".to_owned(),
+            5 => "Иван Петров 🙂".to_owned(),
+            6 => (self.next() as i64).to_string(),
+            _ => format!("{:x}", self.next()),
+        }
+    }
+}
+
+const PARAMS: [&str; 16] = [
+    "grant_type",
+    "code",
+    "code_verifier",
+    "redirect_uri",
+    "refresh_token",
+    "client_id",
+    "client_secret",
+    "scope",
+    "token",
+    "token_type_hint",
+    "response_type",
+    "state",
+    "code_challenge",
+    "code_challenge_method",
+    "_csrf",
+    "principal",
+];
+const CONTENT_TYPES: [&str; 5] =
+    ["application/x-www-form-urlencoded", "application/json", "text/plain", "multipart/form-data", ""];
+
+fn form(rng: &mut Rng) -> String {
+    let mut pairs = form_urlencoded::Serializer::new(String::new());
+    for _ in 0..(rng.next() % 8) {
+        let name = rng.pick(&PARAMS);
+        let value = rng.value();
+        pairs.append_pair(name, &value);
+    }
+    pairs.finish()
+}
+
+#[tokio::test]
+async fn generated_garbage_never_gets_a_server_error_and_changes_nothing() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let tokens = app.tokens_for("ivan", "ivan-password").await;
+        let clients = app.store.list_clients().await.unwrap();
+        let users = app.store.list_users().await.unwrap();
+        let audit = app.store.recent_audit(10_000).await.unwrap().len();
+        let http = app.http();
+        let mut rng = Rng(0x5eed_1234_abcd_0042);
+
+        for round in 0..1000 {
+            let body = form(&mut rng);
+            let content_type = rng.pick(&CONTENT_TYPES);
+            let cookie = format!(
+                "authentication_flow={}; XSRF-TOKEN={}; login_client_entry={}; error_page_details={}",
+                rng.value().replace([';', ' '], ""),
+                rng.value().replace([';', ' '], ""),
+                rng.value().replace([';', ' '], ""),
+                rng.value().replace([';', ' '], "")
+            );
+            let authorization = match rng.next() % 4 {
+                0 => format!("Basic {}", rng.value()),
+                1 => format!("Bearer {}", rng.value()),
+                2 => rng.value(),
+                _ => String::new(),
+            };
+            let (method, path) = match rng.next() % 9 {
+                0 => ("POST", "/oauth2/token".to_owned()),
+                1 => ("POST", "/oauth2/revoke".to_owned()),
+                2 => ("GET", format!("/oauth2/authorize?{body}")),
+                3 => ("GET", "/oauth2/token/liveness".to_owned()),
+                4 => ("GET", "/oauth2/userinfo".to_owned()),
+                5 => ("POST", "/login".to_owned()),
+                6 => ("GET", "/login".to_owned()),
+                7 => ("GET", "/error".to_owned()),
+                _ => ("GET", "/login/restart".to_owned()),
+            };
+            let mut request = match method {
+                "POST" => http.post(app.url(&path)).body(body.clone()),
+                _ => http.get(app.url(&path)),
+            };
+            if !content_type.is_empty() {
+                request = request.header("content-type", content_type);
+            }
+            if let Ok(value) = reqwest::header::HeaderValue::from_str(&authorization)
+                && !authorization.is_empty()
+            {
+                request = request.header("authorization", value);
+            }
+            if let Ok(value) = reqwest::header::HeaderValue::from_str(&cookie) {
+                request = request.header("cookie", value);
+            }
+            let status = request.send().await.unwrap().status();
+            assert!(!status.is_server_error(), "{backend:?} round {round}: {method} {path} -> {status}");
+        }
+
+        assert_eq!(app.store.list_clients().await.unwrap(), clients, "{backend:?}");
+        assert_eq!(app.store.list_users().await.unwrap(), users);
+        assert_eq!(app.store.recent_audit(10_000).await.unwrap().len(), audit, "nothing was audited: nothing happened");
+        assert_eq!(app.liveness(&tokens.access_token).await, 200, "the real token is untouched");
+    }
+}
