@@ -14,7 +14,9 @@
 //!    `invalid_scope`), `state`, `code_challenge` (absent or not an S256
 //!    challenge), `code_challenge_method` (absent or not `S256`), `nonce`
 //!    (over 512 characters), `prompt` (not `none`, `login` or `consent`), all
-//!    `invalid_request`. A repeated parameter is `invalid_request` for it.
+//!    `invalid_request`. A repeated parameter, or one with a NUL character,
+//!    is `invalid_request` for it (or the 400 above for `client_id` and
+//!    `redirect_uri`).
 //!
 //! Then: a login process that has just completed for this very request, or
 //! else a live SSO session (unless `prompt=login` or `prompt=consent`), gets
@@ -31,7 +33,7 @@ use portico_storage::StorageError;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::params::{Params, Repeated};
+use super::params::{BadParam, Params};
 use crate::cookies::{self, SetCookies};
 use crate::login::{self, ClientEntry};
 use crate::{Identity, IdentityState};
@@ -150,7 +152,7 @@ async fn validate(identity: &Identity, params: &Params) -> Result<AuthorizeReque
         parameter,
         state: state.clone(),
     };
-    let get = |name: &'static str| params.one(name).map_err(|Repeated(name)| fail("invalid_request", name));
+    let get = |name: &'static str| params.one(name).map_err(|BadParam(name)| fail("invalid_request", name));
 
     match get("response_type")? {
         None => return Err(fail("invalid_request", "response_type")),

@@ -67,7 +67,8 @@ fn basic_credentials(value: &str) -> Option<(String, String)> {
     let (id, secret) = decoded.split_once(':')?;
     let id = form_decode(id)?;
     let secret = form_decode(secret)?;
-    (!id.is_empty() && !secret.is_empty()).then_some((id, secret))
+    let usable = |s: &str| !s.is_empty() && !s.contains('\0');
+    (usable(&id) && usable(&secret)).then_some((id, secret))
 }
 
 fn form_decode(text: &str) -> Option<String> {
@@ -101,5 +102,6 @@ mod tests {
         assert_eq!(basic_credentials("Bearer abc"), None);
         assert_eq!(basic_credentials(&format!("Basic {}", general_purpose::STANDARD.encode("nocolon"))), None);
         assert_eq!(basic_credentials(&format!("Basic {}", general_purpose::STANDARD.encode(":secret"))), None);
+        assert_eq!(basic_credentials(&format!("Basic {}", general_purpose::STANDARD.encode("a\0b:secret"))), None);
     }
 }

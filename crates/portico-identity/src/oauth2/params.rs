@@ -1,6 +1,7 @@
 //! Strict `application/x-www-form-urlencoded` parameters: RFC 6749 §3.1 and
 //! §3.2 forbid repeating a parameter, so a repeat is an error rather than
-//! "first wins" or "last wins".
+//! "first wins" or "last wins". A value with a NUL character is an error too:
+//! no Portico parameter can hold one, and PostgreSQL text cannot store one.
 
 use axum::body::{Body, to_bytes};
 use axum::http::{HeaderMap, header};
@@ -11,9 +12,9 @@ use super::error::OAuthError;
 #[derive(Debug, Default)]
 pub struct Params(Vec<(String, String)>);
 
-/// A parameter that appears more than once.
+/// A parameter that appears more than once or holds a NUL character.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Repeated(pub &'static str);
+pub struct BadParam(pub &'static str);
 
 impl Params {
     pub fn parse(encoded: &[u8]) -> Self {
@@ -23,11 +24,12 @@ impl Params {
     /// The one value of `name`; `Ok(None)` when absent or empty.
     ///
     /// # Errors
-    /// [`Repeated`] when `name` appears more than once.
-    pub fn one(&self, name: &'static str) -> Result<Option<&str>, Repeated> {
+    /// [`BadParam`] when `name` appears more than once or holds a NUL.
+    pub fn one(&self, name: &'static str) -> Result<Option<&str>, BadParam> {
         let mut values = self.0.iter().filter(|(k, _)| k == name).map(|(_, v)| v.as_str());
         match (values.next(), values.next()) {
-            (_, Some(_)) => Err(Repeated(name)),
+            (_, Some(_)) => Err(BadParam(name)),
+            (Some(value), None) if value.contains('\0') => Err(BadParam(name)),
             (Some(""), None) | (None, None) => Ok(None),
             (Some(value), None) => Ok(Some(value)),
         }
@@ -36,15 +38,15 @@ impl Params {
     /// Like [`Params::one`], for the token and revoke endpoints.
     ///
     /// # Errors
-    /// `invalid_request` naming the repeated parameter.
+    /// `invalid_request` naming the repeated or malformed parameter.
     pub fn single(&self, name: &'static str) -> Result<Option<&str>, OAuthError> {
-        self.one(name).map_err(|Repeated(name)| OAuthError::invalid_request(name))
+        self.one(name).map_err(|BadParam(name)| OAuthError::invalid_request(name))
     }
 
     /// A required parameter.
     ///
     /// # Errors
-    /// `invalid_request` naming the parameter when it is absent or repeated.
+    /// `invalid_request` naming the parameter when it is absent, repeated or malformed.
     pub fn required(&self, name: &'static str) -> Result<&str, OAuthError> {
         self.single(name)?.ok_or_else(|| OAuthError::invalid_request(name))
     }
@@ -75,9 +77,10 @@ mod tests {
 
     #[test]
     fn single_values_repeats_and_blanks() {
-        let params = Params::parse(b"a=1&b=2&b=3&c=&d=x%20y");
+        let params = Params::parse(b"a=1&b=2&b=3&c=&d=x%20y&e=x%00y");
         assert_eq!(params.one("a"), Ok(Some("1")));
-        assert_eq!(params.one("b"), Err(Repeated("b")));
+        assert_eq!(params.one("b"), Err(BadParam("b")));
+        assert_eq!(params.one("e"), Err(BadParam("e")), "a NUL character");
         assert_eq!(params.one("c"), Ok(None));
         assert_eq!(params.one("d"), Ok(Some("x y")));
         assert_eq!(params.one("z"), Ok(None));

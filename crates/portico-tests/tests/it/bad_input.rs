@@ -124,3 +124,45 @@ async fn generated_garbage_never_gets_a_server_error_and_changes_nothing() {
         assert_eq!(app.liveness(&tokens.access_token).await, 200, "the real token is untouched");
     }
 }
+
+/// Regression: PostgreSQL text cannot hold NUL, so a NUL anywhere a value
+/// reaches storage once gave 500. Every such parameter is now malformed.
+#[tokio::test]
+async fn a_nul_character_is_malformed_input_everywhere() {
+    use base64::Engine as _;
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let http = app.http();
+        let pkce = portico_tests::Pkce::new();
+
+        let response = http.get(app.authorize_url(&pkce, &[("client_id", Some("demo\0app"))])).send().await.unwrap();
+        assert_eq!(response.status(), 400, "{backend:?}");
+        assert_eq!(response.text().await.unwrap(), "OAuth 2.0 Parameter: client_id");
+        let response = http.get(app.authorize_url(&pkce, &[("nonce", Some("n\0"))])).send().await.unwrap();
+        assert_eq!(portico_tests::location_param(&response, "error").as_deref(), Some("invalid_request"));
+
+        let form =
+            [("grant_type", "refresh_token"), ("refresh_token", "x"), ("client_id", "a\0b"), ("client_secret", "s")];
+        let response = http.post(app.url("/oauth2/token")).form(&form).send().await.unwrap();
+        assert_eq!(response.status(), 400);
+        let basic = base64::engine::general_purpose::STANDARD.encode("demo\0app:secret-secret-secret");
+        let response = http
+            .post(app.url("/oauth2/token"))
+            .header("authorization", format!("Basic {basic}"))
+            .form(&[("grant_type", "refresh_token"), ("refresh_token", "x")])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 401);
+
+        let browser = app.browser();
+        browser.get(app.authorize_url(&pkce, &[])).send().await.unwrap();
+        let page = browser.get(app.url("/login")).send().await.unwrap().text().await.unwrap();
+        let view = portico_tests::view_data(&page);
+        let csrf = view["pageData"]["authenticationFlowContext"]["csrf"].as_str().unwrap();
+        let form = [("_csrf", csrf), ("principal", "iv\0an"), ("credentials", "ivan-password")];
+        let response = browser.post(app.url("/login")).form(&form).send().await.unwrap();
+        assert_eq!(response.status(), 303);
+        assert_eq!(portico_tests::location(&response), "/login", "a failed login, not a server error");
+    }
+}
