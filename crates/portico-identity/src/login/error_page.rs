@@ -70,7 +70,9 @@ pub async fn error_page(State(identity): State<IdentityState>, headers: HeaderMa
     else {
         return redirect(StatusCode::FOUND, &identity.settings.logged_out_url);
     };
-    let t = texts::for_locale(texts::negotiate(&headers));
+    let t = texts::for_locale(
+        failed_process_locale(&identity, &headers).await.unwrap_or_else(|| texts::negotiate(&headers)),
+    );
     let message = match details.error_code.as_str() {
         codes::USER_IS_BLOCKED => t.error_blocked,
         codes::FATAL_ERROR => t.error_fatal,
@@ -106,6 +108,13 @@ pub async fn error_page(State(identity): State<IdentityState>, headers: HeaderMa
     set.clear(cookies::ERROR_PAGE_DETAILS).set(cookies::XSRF_TOKEN, &csrf, None);
     set.apply(response.headers_mut());
     response
+}
+
+/// The language chosen in the failed process, if any.
+async fn failed_process_locale(identity: &Identity, headers: &HeaderMap) -> Option<portico_model::login::Locale> {
+    let id = cookies::get(headers, cookies::FAILED_AUTHENTICATION_FLOW_ID).and_then(|v| Uuid::parse_str(v).ok())?;
+    let process = identity.store.find_login_process(id, identity.clock.now()).await.ok()??;
+    process.state.locale
 }
 
 pub async fn logged_out(headers: HeaderMap) -> Response {

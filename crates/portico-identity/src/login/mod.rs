@@ -3,6 +3,7 @@
 //!
 //! - `GET /login` shows the current step; `POST /login` submits it.
 //! - `GET /error` shows what went wrong; `GET /login/restart` starts over.
+//! - `PATCH /login/user-settings/locale` switches the pages' language.
 //! - The authorize endpoint starts a process ([`start`]) and, once the
 //!   process is complete, issues the code.
 //!
@@ -10,6 +11,7 @@
 //! that the other steps of the spec slot into [`submit`].
 
 pub mod error_page;
+mod locale;
 mod page;
 mod restart;
 pub mod session;
@@ -35,6 +37,7 @@ pub fn router() -> Router<IdentityState> {
     Router::new()
         .route("/login", get(page::login_page).post(submit::submit_step))
         .route("/login/restart", get(restart::restart))
+        .route("/login/user-settings/locale", axum::routing::patch(locale::update_locale))
         .route("/error", get(error_page::error_page))
         .route("/logged-out", get(error_page::logged_out))
 }

@@ -88,7 +88,7 @@ async fn generated_garbage_never_gets_a_server_error_and_changes_nothing() {
                 2 => rng.value(),
                 _ => String::new(),
             };
-            let (method, path) = match rng.next() % 9 {
+            let (method, path) = match rng.next() % 10 {
                 0 => ("POST", "/oauth2/token".to_owned()),
                 1 => ("POST", "/oauth2/revoke".to_owned()),
                 2 => ("GET", format!("/oauth2/authorize?{body}")),
@@ -97,12 +97,20 @@ async fn generated_garbage_never_gets_a_server_error_and_changes_nothing() {
                 5 => ("POST", "/login".to_owned()),
                 6 => ("GET", "/login".to_owned()),
                 7 => ("GET", "/error".to_owned()),
+                8 => ("PATCH", format!("/login/user-settings/locale?{body}")),
                 _ => ("GET", "/login/restart".to_owned()),
             };
             let mut request = match method {
                 "POST" => http.post(app.url(&path)).body(body.clone()),
+                "PATCH" => http.patch(app.url(&path)),
                 _ => http.get(app.url(&path)),
             };
+            if rng.next().is_multiple_of(3) {
+                let token = rng.value().replace(['\r', '\n', '\0'], "");
+                if let Ok(value) = reqwest::header::HeaderValue::from_str(&token) {
+                    request = request.header("x-xsrf-token", value);
+                }
+            }
             if !content_type.is_empty() {
                 request = request.header("content-type", content_type);
             }

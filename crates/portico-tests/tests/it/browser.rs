@@ -98,6 +98,10 @@ async fn the_demo_walks_the_whole_protocol_in_chromium() {
     client.goto(&app.url("/demo/login")).await.unwrap();
     client.wait().for_element(Locator::Css("input[name=principal]")).await.expect("the login page");
     assert_eq!(client.current_url().await.unwrap().path(), "/login");
+    click(client, "#language button[data-locale=ru]").await;
+    wait_for_text(client, "h1", "Вход в интернет-банк").await;
+    click(client, "#language button[data-locale=en]").await;
+    wait_for_text(client, "h1", "Sign in to online banking").await;
 
     type_into(client, "input[name=principal]", "ivan").await;
     type_into(client, "input[name=credentials]", "not-the-password").await;

@@ -198,3 +198,71 @@ async fn blocking_a_user_ends_sessions_and_tokens_at_once() {
         assert_eq!(response.status(), 303, "the SSO session is gone");
     }
 }
+
+async fn patch_locale(app: &TestApp, browser: &reqwest::Client, locale: Option<&str>, token: Option<&str>) -> u16 {
+    let url = match locale {
+        Some(locale) => app.url(&format!("/login/user-settings/locale?locale={locale}")),
+        None => app.url("/login/user-settings/locale"),
+    };
+    let mut request = browser.patch(url);
+    if let Some(token) = token {
+        request = request.header("x-xsrf-token", token);
+    }
+    let response = request.send().await.unwrap();
+    assert!(response.headers().get("location").is_none(), "never a redirect");
+    let status = response.status().as_u16();
+    assert!(response.bytes().await.unwrap().is_empty(), "no body");
+    status
+}
+
+#[tokio::test]
+async fn the_language_switch_answers_every_status_of_the_spec() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let browser = app.browser();
+        let view = start(&app, &browser).await;
+        let csrf = csrf_of(&view).to_owned();
+
+        assert_eq!(patch_locale(&app, &browser, None, Some(&csrf)).await, 400, "{backend:?}: locale missing");
+        assert_eq!(patch_locale(&app, &browser, Some("de"), Some(&csrf)).await, 400, "unsupported");
+        assert_eq!(patch_locale(&app, &browser, Some("en"), None).await, 403, "no X-XSRF-TOKEN");
+        assert_eq!(patch_locale(&app, &browser, Some("en"), Some("forged")).await, 403, "wrong token");
+
+        assert_eq!(patch_locale(&app, &browser, Some("en"), Some(&csrf)).await, 200);
+        let html = browser.get(app.url("/login")).send().await.unwrap().text().await.unwrap();
+        let after = view_data(&html);
+        assert_eq!(after["locale"], "en");
+        assert!(html.contains("Sign in to online banking"));
+        assert_eq!(after["pageData"]["stepViewData"], view["pageData"]["stepViewData"], "step unchanged");
+        assert_eq!(patch_locale(&app, &browser, Some("ru"), Some(&csrf)).await, 200);
+        let html = browser.get(app.url("/login")).send().await.unwrap().text().await.unwrap();
+        assert_eq!(view_data(&html)["locale"], "ru");
+        assert!(html.contains("Вход в интернет-банк"));
+
+        // A matching header and cookie but no process at all.
+        let stranger = app.http();
+        let response = stranger
+            .patch(app.url("/login/user-settings/locale?locale=en"))
+            .header("x-xsrf-token", "abc")
+            .header("cookie", "XSRF-TOKEN=abc")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 400, "process not found");
+    }
+}
+
+#[tokio::test]
+async fn the_error_page_switches_the_language_of_the_failed_process() {
+    let app = TestApp::spawn(backends()[0]).await;
+    let browser = app.browser();
+    start(&app, &browser).await;
+    let response = submit(&app, &browser, "forged", "ivan", "ivan-password").await;
+    assert_eq!(location(&response), "/error");
+    let view = view_data(&browser.get(app.url("/error")).send().await.unwrap().text().await.unwrap());
+    let csrf = view["pageData"]["errorPageContext"]["csrf"].as_str().unwrap();
+    assert_eq!(patch_locale(&app, &browser, Some("en"), Some(csrf)).await, 200);
+    assert_eq!(patch_locale(&app, &browser, Some("en"), Some("forged")).await, 403);
+    let restart = browser.get(app.url("/login/restart")).send().await.unwrap();
+    assert!(location(&restart).starts_with("/oauth2/authorize?"));
+}

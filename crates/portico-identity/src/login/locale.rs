@@ -1,0 +1,66 @@
+//! `PATCH /login/user-settings/locale` (operation `updateLoginLocale`).
+//!
+//! Answers are bare statuses, never a redirect: 200 the language is stored
+//! and the step is unchanged; 400 `locale` missing or unsupported, or no
+//! process; 403 the `X-XSRF-TOKEN` header does not match the `XSRF-TOKEN`
+//! cookie (and, for an active process, the process's own token); 500 the
+//! store failed. The process is the active one (`authentication_flow`) or, on
+//! the error page, the failed one (`failed_authentication_flow_id`).
+
+use axum::extract::{RawQuery, State};
+use axum::http::{HeaderMap, StatusCode};
+use portico_model::login::Locale;
+use uuid::Uuid;
+
+use crate::IdentityState;
+use crate::cookies;
+use crate::oauth2::params::Params;
+
+pub async fn update_locale(
+    State(identity): State<IdentityState>,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+) -> StatusCode {
+    let params = Params::parse(query.unwrap_or_default().as_bytes());
+    let Some(locale) = params.one("locale").ok().flatten().and_then(Locale::parse) else {
+        return StatusCode::BAD_REQUEST;
+    };
+    let sent = headers.get("x-xsrf-token").and_then(|v| v.to_str().ok());
+    let cookie = cookies::get(&headers, cookies::XSRF_TOKEN);
+    let eq = portico_crypto::constant_time_eq;
+    let Some(sent) = sent.filter(|sent| cookie.is_some_and(|cookie| eq(sent.as_bytes(), cookie.as_bytes()))) else {
+        return StatusCode::FORBIDDEN;
+    };
+
+    let active = cookies::get(&headers, cookies::AUTHENTICATION_FLOW).and_then(|v| Uuid::parse_str(v).ok());
+    let failed = cookies::get(&headers, cookies::FAILED_AUTHENTICATION_FLOW_ID).and_then(|v| Uuid::parse_str(v).ok());
+    let now = identity.clock.now();
+    // Two tries: a parallel update of the same process may win the first.
+    for _ in 0..2 {
+        let process = match active.or(failed) {
+            Some(id) => identity.store.find_login_process(id, now).await,
+            None => return StatusCode::BAD_REQUEST,
+        };
+        let mut process = match process {
+            Ok(Some(process)) => process,
+            Ok(None) => return StatusCode::BAD_REQUEST,
+            Err(error) => {
+                tracing::warn!(%error, "locale change failed");
+                return StatusCode::INTERNAL_SERVER_ERROR;
+            }
+        };
+        if active.is_some() && !eq(sent.as_bytes(), process.state.csrf.as_bytes()) {
+            return StatusCode::FORBIDDEN;
+        }
+        process.state.locale = Some(locale);
+        match identity.store.update_login_process(&process).await {
+            Ok(true) => return StatusCode::OK,
+            Ok(false) => continue,
+            Err(error) => {
+                tracing::warn!(%error, "locale change failed");
+                return StatusCode::INTERNAL_SERVER_ERROR;
+            }
+        }
+    }
+    StatusCode::INTERNAL_SERVER_ERROR
+}
