@@ -37,6 +37,17 @@ pub fn get<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
         .map(|(_, value)| value.trim_matches('"'))
 }
 
+/// The value of cookie `name` as a UUID (the process cookies), if present and well-formed.
+pub fn get_uuid(headers: &HeaderMap, name: &str) -> Option<uuid::Uuid> {
+    get(headers, name).and_then(|value| uuid::Uuid::parse_str(value).ok())
+}
+
+/// The double-submit CSRF check: `sent` (form field or `X-XSRF-TOKEN`
+/// header) equals the `XSRF-TOKEN` cookie, compared in constant time.
+pub fn xsrf_matches(headers: &HeaderMap, sent: &str) -> bool {
+    get(headers, XSRF_TOKEN).is_some_and(|cookie| portico_crypto::constant_time_eq(sent.as_bytes(), cookie.as_bytes()))
+}
+
 /// `Set-Cookie` headers being collected for a response.
 #[derive(Debug, Default)]
 pub struct SetCookies {

@@ -112,7 +112,7 @@ pub async fn error_page(State(identity): State<IdentityState>, headers: HeaderMa
 
 /// The language chosen in the failed process, if any.
 async fn failed_process_locale(identity: &Identity, headers: &HeaderMap) -> Option<portico_model::login::Locale> {
-    let id = cookies::get(headers, cookies::FAILED_AUTHENTICATION_FLOW_ID).and_then(|v| Uuid::parse_str(v).ok())?;
+    let id = cookies::get_uuid(headers, cookies::FAILED_AUTHENTICATION_FLOW_ID)?;
     let process = identity.store.find_login_process(id, identity.clock.now()).await.ok()??;
     process.state.locale
 }

@@ -10,7 +10,6 @@
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use portico_model::login::Locale;
-use uuid::Uuid;
 
 use crate::IdentityState;
 use crate::cookies;
@@ -26,14 +25,12 @@ pub async fn update_locale(
         return StatusCode::BAD_REQUEST;
     };
     let sent = headers.get("x-xsrf-token").and_then(|v| v.to_str().ok());
-    let cookie = cookies::get(&headers, cookies::XSRF_TOKEN);
-    let eq = portico_crypto::constant_time_eq;
-    let Some(sent) = sent.filter(|sent| cookie.is_some_and(|cookie| eq(sent.as_bytes(), cookie.as_bytes()))) else {
+    let Some(sent) = sent.filter(|sent| cookies::xsrf_matches(&headers, sent)) else {
         return StatusCode::FORBIDDEN;
     };
 
-    let active = cookies::get(&headers, cookies::AUTHENTICATION_FLOW).and_then(|v| Uuid::parse_str(v).ok());
-    let failed = cookies::get(&headers, cookies::FAILED_AUTHENTICATION_FLOW_ID).and_then(|v| Uuid::parse_str(v).ok());
+    let active = cookies::get_uuid(&headers, cookies::AUTHENTICATION_FLOW);
+    let failed = cookies::get_uuid(&headers, cookies::FAILED_AUTHENTICATION_FLOW_ID);
     let now = identity.clock.now();
     // Two tries: a parallel update of the same process may win the first.
     for _ in 0..2 {
@@ -49,7 +46,7 @@ pub async fn update_locale(
                 return StatusCode::INTERNAL_SERVER_ERROR;
             }
         };
-        if active.is_some() && !eq(sent.as_bytes(), process.state.csrf.as_bytes()) {
+        if active.is_some() && !portico_crypto::constant_time_eq(sent.as_bytes(), process.state.csrf.as_bytes()) {
             return StatusCode::FORBIDDEN;
         }
         process.state.locale = Some(locale);

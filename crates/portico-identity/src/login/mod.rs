@@ -126,7 +126,7 @@ async fn current_process(
     headers: &HeaderMap,
     now: OffsetDateTime,
 ) -> Result<Option<LoginProcess>, StorageError> {
-    match cookies::get(headers, cookies::AUTHENTICATION_FLOW).and_then(|v| Uuid::parse_str(v).ok()) {
+    match cookies::get_uuid(headers, cookies::AUTHENTICATION_FLOW) {
         Some(id) => identity.store.find_login_process(id, now).await,
         None => Ok(None),
     }

@@ -4,7 +4,6 @@
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use uuid::Uuid;
 
 use super::{ClientEntry, authorize_url};
 use crate::IdentityState;
@@ -13,7 +12,7 @@ use crate::oauth2::redirect;
 
 pub async fn restart(State(identity): State<IdentityState>, headers: HeaderMap) -> Response {
     let now = identity.clock.now();
-    let failed = cookies::get(&headers, cookies::FAILED_AUTHENTICATION_FLOW_ID).and_then(|v| Uuid::parse_str(v).ok());
+    let failed = cookies::get_uuid(&headers, cookies::FAILED_AUTHENTICATION_FLOW_ID);
     let process = match failed {
         Some(id) => identity.store.find_login_process(id, now).await.ok().flatten(),
         None => None,

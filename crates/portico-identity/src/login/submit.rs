@@ -56,14 +56,10 @@ pub async fn submit_step(State(identity): State<IdentityState>, headers: HeaderM
 
 fn csrf_ok(headers: &HeaderMap, params: &Params, process: &LoginProcess) -> bool {
     let header = headers.get("x-xsrf-token").and_then(|v| v.to_str().ok());
-    let Some(sent) = params.one("_csrf").ok().flatten().or(header) else {
-        return false;
-    };
-    let Some(cookie) = cookies::get(headers, cookies::XSRF_TOKEN) else {
-        return false;
-    };
-    let eq = portico_crypto::constant_time_eq;
-    eq(sent.as_bytes(), cookie.as_bytes()) && eq(sent.as_bytes(), process.state.csrf.as_bytes())
+    params.one("_csrf").ok().flatten().or(header).is_some_and(|sent| {
+        cookies::xsrf_matches(headers, sent)
+            && portico_crypto::constant_time_eq(sent.as_bytes(), process.state.csrf.as_bytes())
+    })
 }
 
 /// The process cannot go on: 303 to `/error` with a restart action.

@@ -121,7 +121,7 @@ async fn completed_login(
     query: &str,
     now: OffsetDateTime,
 ) -> Result<Option<(Uuid, OffsetDateTime, Uuid)>, StorageError> {
-    let Some(id) = cookies::get(headers, cookies::AUTHENTICATION_FLOW).and_then(|v| Uuid::parse_str(v).ok()) else {
+    let Some(id) = cookies::get_uuid(headers, cookies::AUTHENTICATION_FLOW) else {
         return Ok(None);
     };
     let Some(process) = identity.store.find_login_process(id, now).await? else {
