@@ -70,3 +70,27 @@ mod tests {
         assert!(!client_secret_matches(&stored, "a-long-client-secreT"));
     }
 }
+
+/// A shared bearer secret (an admin or internal API token), kept only as its
+/// SHA-256 digest and compared in constant time.
+#[derive(Clone)]
+pub struct BearerSecret([u8; 32]);
+
+impl BearerSecret {
+    pub fn new(secret: &str) -> Self {
+        let mut digest_bytes = [0u8; 32];
+        digest_bytes.copy_from_slice(digest(&SHA256, secret.as_bytes()).as_ref());
+        Self(digest_bytes)
+    }
+
+    /// Whether `presented` is the secret.
+    pub fn matches(&self, presented: &str) -> bool {
+        crate::constant_time_eq(digest(&SHA256, presented.as_bytes()).as_ref(), &self.0)
+    }
+}
+
+impl std::fmt::Debug for BearerSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BearerSecret(..)")
+    }
+}

@@ -44,6 +44,10 @@ pub struct IdClaims {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nonce: Option<String>,
     pub at_hash: String,
+    /// The grant (the login session at this client) the token was issued
+    /// along, as in OIDC Front-Channel Logout: it ties the id_token to the
+    /// access tokens of the same grant and lets revocation reach it.
+    pub sid: Uuid,
     #[serde(flatten)]
     pub profile: UserClaims,
 }
@@ -171,6 +175,7 @@ impl Identity {
                 jti: Uuid::new_v4().to_string(),
                 nonce: nonce.map(str::to_owned),
                 at_hash: portico_crypto::hash::at_hash(&access_token),
+                sid: grant.id,
                 profile: UserClaims::for_scope(user, scope),
             };
             key.sign(TYP_ID_TOKEN, &claims)
@@ -222,6 +227,66 @@ impl Identity {
         let claims: AccessClaims = self.verify_jwt(token, TYP_ACCESS_TOKEN).await?;
         let state = self.store.access_token_state(claims.gid, &claims.jti).await?;
         if state.is_live() { Ok(claims) } else { Err(AccessTokenError::Invalid) }
+    }
+}
+
+/// Why an `Authorization` + `Id-Token` pair was not accepted; the text is
+/// what the caller is told.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenPairError {
+    #[error("the {0} header is missing")]
+    Missing(&'static str),
+    #[error("the access token is not valid (malformed, not signed by this issuer, expired or revoked)")]
+    InvalidAccessToken,
+    #[error("the id_token is not valid (malformed, not signed by this issuer or expired)")]
+    InvalidIdToken,
+    #[error("the access token and the id_token do not belong to the same login")]
+    Mismatch,
+    #[error("the token store is unavailable: {0}")]
+    Unavailable(StorageError),
+}
+
+/// The user behind a verified token pair.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    pub user_id: Uuid,
+    /// The client the access token was issued to.
+    pub client_id: String,
+    pub access: AccessClaims,
+}
+
+impl Identity {
+    /// Checks the headers of a business API call: `Authorization` carries an
+    /// access token (with or without `Bearer `), `Id-Token` an id_token.
+    /// Both must be Portico's, unexpired, and of the same live grant
+    /// (the access token through [`Identity::check_access_token`], the
+    /// id_token through its `sid`), hence of the same user and client.
+    ///
+    /// # Errors
+    /// A [`TokenPairError`] saying what is wrong.
+    pub async fn check_token_pair(&self, headers: &axum::http::HeaderMap) -> Result<Caller, TokenPairError> {
+        if !headers.contains_key(axum::http::header::AUTHORIZATION) {
+            return Err(TokenPairError::Missing("Authorization"));
+        }
+        let access = bearer(headers).ok_or(TokenPairError::InvalidAccessToken)?;
+        let id_token = headers.get("id-token").ok_or(TokenPairError::Missing("Id-Token"))?;
+        let id_token = id_token.to_str().map_err(|_| TokenPairError::InvalidIdToken)?.trim();
+        let id_token = id_token.strip_prefix("Bearer ").unwrap_or(id_token);
+        let access = match self.check_access_token(access).await {
+            Ok(claims) => claims,
+            Err(AccessTokenError::Invalid) => return Err(TokenPairError::InvalidAccessToken),
+            Err(AccessTokenError::Unavailable(e)) => return Err(TokenPairError::Unavailable(e)),
+        };
+        let id: IdClaims = match self.verify_jwt(id_token, TYP_ID_TOKEN).await {
+            Ok(claims) => claims,
+            Err(AccessTokenError::Invalid) => return Err(TokenPairError::InvalidIdToken),
+            Err(AccessTokenError::Unavailable(e)) => return Err(TokenPairError::Unavailable(e)),
+        };
+        if id.sub != access.sub || id.aud != access.client_id || id.sid != access.gid {
+            return Err(TokenPairError::Mismatch);
+        }
+        let user_id = Uuid::parse_str(&access.sub).map_err(|_| TokenPairError::InvalidAccessToken)?;
+        Ok(Caller { user_id, client_id: access.client_id.clone(), access })
     }
 }
 

@@ -1,5 +1,8 @@
 //! Assembly: storage, keys, services and routes, from a [`Config`].
 
+use portico_crypto::hash::BearerSecret;
+use portico_permissions::PermissionsApi;
+use portico_permissions::service::PermissionService;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,6 +44,7 @@ pub struct App {
     pub config: Config,
     pub store: Arc<dyn Storage>,
     pub identity: Arc<Identity>,
+    pub permissions: Arc<PermissionService>,
     pub demo: bool,
 }
 
@@ -87,10 +91,11 @@ impl App {
             cookies: secret.cookie_signer(),
             passwords: PasswordChecker::new(config.login.password_hash_concurrency as usize),
         });
+        let permissions = Arc::new(PermissionService::new(Arc::clone(&store)));
         if demo {
-            demo::seed(&identity).await?;
+            demo::seed(&identity, &permissions).await?;
         }
-        Ok(Self { config, store, identity, demo })
+        Ok(Self { config, store, identity, permissions, demo })
     }
 
     /// Every route, with the middleware.
@@ -102,7 +107,12 @@ impl App {
             .route("/metrics", get(http::metrics))
             .route("/favicon.ico", get(|| async { axum::http::StatusCode::NO_CONTENT }))
             .with_state(state.clone())
-            .merge(portico_identity::router(Arc::clone(&self.identity)));
+            .merge(portico_identity::router(Arc::clone(&self.identity)))
+            .merge(portico_permissions::router(Arc::new(PermissionsApi {
+                identity: Arc::clone(&self.identity),
+                service: Arc::clone(&self.permissions),
+                admin_token: self.config.admin_token.as_deref().map(BearerSecret::new),
+            })));
         if self.demo {
             router = router.merge(demo::router(state));
         }

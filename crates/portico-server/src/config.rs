@@ -31,6 +31,8 @@ pub struct Config {
     pub public_url: Option<String>,
     /// Base64 of 32 random bytes; default: generated once into `<data_dir>/secret.key`.
     pub secret_key: Option<String>,
+    /// Bearer token of the admin APIs (`/admin/v1/...`); they are off without one.
+    pub admin_token: Option<String>,
     /// Log filter, in `tracing` env-filter syntax.
     pub log: String,
     /// `text` or `json`.
@@ -80,6 +82,7 @@ impl Default for Config {
             database_acquire_timeout_secs: 5,
             public_url: None,
             secret_key: None,
+            admin_token: None,
             log: "info".to_owned(),
             log_format: LogFormat::Text,
             cookie_secure: None,
@@ -145,6 +148,9 @@ impl Config {
             return Err(ConfigError("public_url (PORTICO_PUBLIC_URL) must not have a query or fragment".into()));
         }
         self.database()?;
+        if self.admin_token.as_ref().is_some_and(|t| t.len() < 24) {
+            return Err(ConfigError("admin_token (PORTICO_ADMIN_TOKEN) must be at least 24 characters".into()));
+        }
         let t = &self.tokens;
         for (name, value) in [
             ("tokens.authorization_code_ttl_secs", t.authorization_code_ttl_secs),

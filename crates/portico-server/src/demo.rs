@@ -10,6 +10,7 @@ use axum::routing::get;
 use portico_identity::Identity;
 use portico_model::client::{Client, LocalizedText};
 use portico_model::user::User;
+use portico_permissions::service::{PermissionService, parse_document};
 use serde_json::json;
 use uuid::Uuid;
 
@@ -29,7 +30,7 @@ pub struct DemoUser {
     pub blocked: bool,
 }
 
-pub const USERS: [DemoUser; 3] = [
+pub const USERS: [DemoUser; 5] = [
     DemoUser {
         login: "ivan",
         password: "ivan-password",
@@ -47,6 +48,22 @@ pub const USERS: [DemoUser; 3] = [
         blocked: false,
     },
     DemoUser {
+        login: "oleg",
+        password: "oleg-password",
+        name: "Олег Кузнецов",
+        phone: "+79003334455",
+        email: "oleg@example.com",
+        blocked: false,
+    },
+    DemoUser {
+        login: "anna",
+        password: "anna-password",
+        name: "Анна Соколова",
+        phone: "+79006667788",
+        email: "anna@example.com",
+        blocked: false,
+    },
+    DemoUser {
         login: "blocked",
         password: "blocked-password",
         name: "Заблокированный Пользователь",
@@ -55,6 +72,10 @@ pub const USERS: [DemoUser; 3] = [
         blocked: true,
     },
 ];
+
+/// The demo permission model: three companies (one with a blocked
+/// contract), their EIOs, an accountant working for two of them, an operator.
+pub const DEMO_PERMISSIONS: &str = include_str!("../assets/demo-permissions.yaml");
 
 /// The demo client's redirect URI for a server at `issuer`.
 pub fn redirect_uri(issuer: &str) -> String {
@@ -65,7 +86,7 @@ pub fn redirect_uri(issuer: &str) -> String {
 ///
 /// # Errors
 /// When storage fails.
-pub async fn seed(identity: &Identity) -> anyhow::Result<()> {
+pub async fn seed(identity: &Identity, permissions: &PermissionService) -> anyhow::Result<()> {
     let store = &identity.store;
     if !store.list_clients().await?.is_empty() || !store.list_users().await?.is_empty() {
         tracing::info!("the database already holds data: demo data not seeded");
@@ -100,6 +121,8 @@ pub async fn seed(identity: &Identity) -> anyhow::Result<()> {
             })
             .await?;
     }
+    let doc = parse_document(DEMO_PERMISSIONS, true).map_err(|e| anyhow::anyhow!("demo permissions: {e}"))?;
+    permissions.apply(&doc).await.map_err(|e| anyhow::anyhow!("demo permissions: {e:?}"))?;
     tracing::info!("seeded the demo data set");
     Ok(())
 }

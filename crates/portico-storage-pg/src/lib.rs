@@ -51,3 +51,4 @@ impl PgStore {
 }
 
 portico_storage_sql::sql_repositories!(PgStore, sqlx::Postgres, sqlx::postgres::PgRow, "postgres");
+portico_storage_sql::sql_permission_repository!(PgStore, sqlx::Postgres, sqlx::postgres::PgRow);

@@ -110,4 +110,9 @@ impl FastReads {
         self.one(queries::ACCESS_TOKEN_STATE, &[&grant_id.to_string(), &jti], |row| rows::access_token_state(row))?
             .ok_or_else(|| StorageError::Other("the access token state query returned no row".into()))
     }
+
+    pub fn permission_revision(&self) -> Result<i64> {
+        self.one("SELECT revision FROM permission_revision WHERE id = 1", &[], |row| row.int("revision"))?
+            .ok_or_else(|| StorageError::Other("the permission revision row is missing".into()))
+    }
 }

@@ -19,6 +19,7 @@ use portico_model::login::LoginProcess;
 use portico_model::oauth::{
     AccessTokenState, AuthorizationCode, Grant, Redemption, RefreshToken, Rotation, StoredCode, StoredRefreshToken,
 };
+use portico_model::permissions::PermissionModel;
 use portico_model::session::SsoSession;
 use portico_model::user::User;
 use time::OffsetDateTime;
@@ -240,6 +241,32 @@ pub trait AuditRepository: Send + Sync {
     async fn recent_audit(&self, limit: u32) -> Result<Vec<AuditEvent>>;
 }
 
+/// The permission model (companies, roles, catalog, employees), read and
+/// written whole; every save is a new revision.
+#[async_trait]
+pub trait PermissionRepository: Send + Sync {
+    /// The revision of the stored model: 0 before the first save, then one
+    /// more with every save. Cheap; read on every permission request.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn permission_revision(&self) -> Result<i64>;
+    /// The whole model at one revision (a consistent snapshot).
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn load_permissions(&self) -> Result<PermissionModel>;
+    /// Replaces the stored model with `model`, as revision
+    /// `model.revision + 1`, provided the stored revision is still
+    /// `model.revision`; all in one transaction. Returns `false`, changing
+    /// nothing, when another save came first.
+    ///
+    /// # Errors
+    /// Only when the store fails (a model that names an unknown user among
+    /// them: [`StorageError::Other`]).
+    async fn save_permissions(&self, model: &PermissionModel) -> Result<bool>;
+}
+
 /// How many expired rows one clean-up pass removed, by kind.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct CleanupReport {
@@ -300,6 +327,7 @@ pub trait Storage:
     + SessionRepository
     + LoginProcessRepository
     + AuditRepository
+    + PermissionRepository
     + Maintenance
 {
 }
@@ -314,6 +342,7 @@ impl<T> Storage for T where
         + SessionRepository
         + LoginProcessRepository
         + AuditRepository
+        + PermissionRepository
         + Maintenance
 {
 }

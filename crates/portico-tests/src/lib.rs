@@ -117,6 +117,7 @@ impl TestApp {
             database_url: Some(fresh_database(backend, &dir).await),
             public_url: Some(format!("http://{addr}")),
             database_max_connections: 5,
+            admin_token: Some(ADMIN_TOKEN.to_owned()),
             ..Config::default()
         };
         configure(&mut config);
@@ -249,6 +250,69 @@ impl TestApp {
             .expect("create a client");
     }
 
+    /// An access token and id_token for `login`, issued by the server's own
+    /// token code along a new grant of the demo client (as a code exchange
+    /// would), without the browser login.
+    ///
+    /// # Panics
+    /// When the user is unknown or storage fails.
+    pub async fn token_pair(&self, login: &str) -> TokenPair {
+        use portico_model::audit::{AuditEvent, AuditKind};
+        use portico_model::clock::Clock as _;
+        let user = self.store.find_user_by_login(login).await.expect("store").expect("the user exists");
+        let now = self.clock.now();
+        let code_hash = portico_crypto::hash::token_hash(&portico_crypto::random::token());
+        self.store
+            .insert_code(&portico_model::oauth::AuthorizationCode {
+                code_hash: code_hash.clone(),
+                client_id: demo::CLIENT_ID.into(),
+                user_id: user.id,
+                redirect_uri: self.redirect_uri(),
+                scope: demo::SCOPE.into(),
+                code_challenge: Pkce::new().challenge,
+                nonce: None,
+                auth_time: now,
+                created_at: now,
+                expires_at: now + time::Duration::minutes(5),
+                grant_id: None,
+            })
+            .await
+            .expect("insert a code");
+        let grant = portico_model::oauth::Grant {
+            id: uuid::Uuid::new_v4(),
+            client_id: demo::CLIENT_ID.into(),
+            user_id: user.id,
+            scope: demo::SCOPE.into(),
+            auth_time: now,
+            created_at: now,
+            revoked_at: None,
+        };
+        let refresh = portico_identity::tokens::NewRefreshToken::generate(grant.id, now, time::Duration::days(1));
+        let event = AuditEvent::new(now, AuditKind::TokenIssued).user(user.id);
+        self.store.redeem_code(&code_hash, now, &grant, &refresh.row, &event).await.expect("redeem");
+        let tokens = self.identity.issue_tokens(&grant, &user, demo::SCOPE, None, &refresh).await.expect("issue");
+        TokenPair {
+            user_id: user.id,
+            access_token: tokens.access_token,
+            id_token: tokens.id_token.expect("an id_token"),
+            refresh_token: tokens.refresh_token.expect("a refresh token"),
+        }
+    }
+
+    /// Applies a permission document through the admin API.
+    ///
+    /// # Panics
+    /// When the request fails to send.
+    pub async fn apply_permissions(&self, doc: &serde_json::Value) -> reqwest::Response {
+        self.http()
+            .post(self.url("/admin/v1/permissions"))
+            .bearer_auth(ADMIN_TOKEN)
+            .json(doc)
+            .send()
+            .await
+            .expect("admin request")
+    }
+
     /// Liveness status of an access token.
     pub async fn liveness(&self, access_token: &str) -> u16 {
         self.http()
@@ -267,6 +331,28 @@ impl Drop for TestApp {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
+    }
+}
+
+/// The admin token every test server is configured with.
+pub const ADMIN_TOKEN: &str = "test-admin-token-0123456789abcdef";
+
+/// The tokens a business API call carries, and whose they are.
+#[derive(Debug, Clone)]
+pub struct TokenPair {
+    pub user_id: uuid::Uuid,
+    pub access_token: String,
+    pub id_token: String,
+    pub refresh_token: String,
+}
+
+impl TokenPair {
+    /// `Authorization`, `Id-Token` and `x-system-id` on `request`.
+    pub fn on(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        request
+            .header("authorization", format!("Bearer {}", self.access_token))
+            .header("id-token", &self.id_token)
+            .header("x-system-id", "test-system")
     }
 }
 

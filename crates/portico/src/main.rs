@@ -1,6 +1,7 @@
 //! `portico`: the one binary. `portico --help` lists the commands.
 
 mod admin;
+mod permissions;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -39,6 +40,9 @@ enum Command {
     /// Manage token signing keys.
     #[command(subcommand)]
     Keys(admin::KeyCommand),
+    /// Manage companies, roles, the permission catalog and employees.
+    #[command(subcommand)]
+    Permissions(permissions::PermissionCommand),
 }
 
 fn main() -> ExitCode {
@@ -78,6 +82,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<()> {
         Command::Clients(command) => admin::clients(&config, command).await,
         Command::Users(command) => admin::users(&config, command).await,
         Command::Keys(command) => admin::keys(&config, command).await,
+        Command::Permissions(command) => permissions::run(&config, command).await,
     }
 }
 

@@ -11,6 +11,7 @@ mod login;
 mod oidc_client;
 mod ops;
 mod outage;
+mod permissions;
 mod revoke;
 mod storage_contract;
 mod token;

@@ -1,0 +1,64 @@
+//! The access control center: `GET /api/v1/acc-permissions/{cnum}` (the
+//! calling EIO's own flags per ACC section) and
+//! `GET /api/v2/acc-permissions/{userId}/{cnum}` (which sections a colleague
+//! may view).
+
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use portico_model::permissions::AccPermission;
+use uuid::Uuid;
+
+use crate::PermissionsState;
+use crate::error::ApiError;
+use crate::request::value;
+
+pub async fn by_company(
+    State(api): State<PermissionsState>,
+    headers: HeaderMap,
+    path: Result<Path<String>, PathRejection>,
+) -> Result<Json<BTreeMap<String, BTreeMap<String, bool>>>, ApiError> {
+    let caller = api.caller(&headers, true).await?;
+    let Path(cnum) = path.map_err(|_| ApiError::bad_request("cnum", "cnum is not a valid path segment"))?;
+    let cnum = value("cnum", &cnum)?;
+    let model = api.service.model().await?;
+    if model.employee(caller.user_id, &cnum).is_none() {
+        return Err(ApiError::Generic(format!("no active employee found for the caller in company {cnum:?} (cnum)")));
+    }
+    if !model.is_eio(caller.user_id, &cnum) {
+        return Err(ApiError::NotEio(format!("the caller is not the EIO of company {cnum:?} (cnum)")));
+    }
+    Ok(Json(model.acc_permissions_v1(caller.user_id, &cnum)))
+}
+
+pub async fn by_user_and_company(
+    State(api): State<PermissionsState>,
+    headers: HeaderMap,
+    path: Result<Path<(String, String)>, PathRejection>,
+) -> Result<Json<Vec<AccPermission>>, ApiError> {
+    let caller = api.caller(&headers, true).await?;
+    let Path((user_id, cnum)) =
+        path.map_err(|_| ApiError::bad_request("userId", "a path parameter is not a valid path segment"))?;
+    let user_id = value("userId", &user_id)?;
+    let user_id = Uuid::parse_str(&user_id).map_err(|_| ApiError::InvalidParameterFormat("userId"))?;
+    let cnum = value("cnum", &cnum)?;
+    let model = api.service.model().await?;
+    if model.employee(caller.user_id, &cnum).is_none() {
+        return Err(ApiError::NotEmployee(format!("the caller is not an active employee of company {cnum:?} (cnum)")));
+    }
+    if !model.knows_user(user_id) {
+        return Err(ApiError::EmployeeNotFound(format!("user {user_id} (userId) is not an employee of any company")));
+    }
+    if model.employee(user_id, &cnum).is_none() {
+        return Err(ApiError::NotEmployee(format!(
+            "user {user_id} (userId) and the caller do not share company {cnum:?} (cnum)"
+        )));
+    }
+    if model.role_of(user_id, &cnum).is_none() {
+        return Err(ApiError::RoleNotFound(format!("user {user_id} (userId) has no role in company {cnum:?}")));
+    }
+    Ok(Json(model.acc_permissions_v2(user_id, &cnum)))
+}

@@ -1,0 +1,132 @@
+//! Every answer of the permissions API that is not a 200, in one place.
+//!
+//! Bodies: `ErrorResponseDTO` (`code`, `message`, `messageData`) unless
+//! noted; 401 is `{"error": ...}` with an RFC 6750 challenge, 500 is
+//! `{"message": ...}`, and ACC v1's "no active employee" is the spec's
+//! `GenericError` (`message` only).
+
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use portico_identity::tokens::TokenPairError;
+use portico_model::permissions::LookupError;
+use portico_storage::StorageError;
+use serde_json::{Value, json};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("the required header {0} is missing")]
+    HeaderMissing(&'static str),
+    /// A missing or invalid body, path or query parameter; `parameter` names it.
+    #[error("{message}")]
+    BadRequest { parameter: &'static str, message: String },
+    #[error("{0}")]
+    EmployeeNotFound(String),
+    #[error("{0}")]
+    UserNotFound(String),
+    #[error("{0}")]
+    RoleNotFound(String),
+    #[error("{0}")]
+    InvalidParameterFormat(&'static str),
+    /// ACC v1: the caller is no active employee of the company.
+    #[error("{0}")]
+    Generic(String),
+    #[error("{0}")]
+    NotEio(String),
+    #[error("{0}")]
+    UnavailableRole(String),
+    #[error("{0}")]
+    NotEmployee(String),
+    #[error(transparent)]
+    Unauthorized(TokenPairError),
+    #[error(transparent)]
+    Internal(StorageError),
+}
+
+impl ApiError {
+    pub fn bad_request(parameter: &'static str, message: impl Into<String>) -> Self {
+        Self::BadRequest { parameter, message: message.into() }
+    }
+
+    /// Maps a failed look-up of `user`'s own permissions.
+    pub fn lookup(error: LookupError, object_parameter: &'static str) -> Self {
+        match error {
+            LookupError::EmployeeNotFound { cnum: Some(cnum) } => {
+                Self::EmployeeNotFound(format!("the caller is not an active employee of company {cnum:?} (cnum)"))
+            }
+            LookupError::EmployeeNotFound { cnum: None } => {
+                Self::EmployeeNotFound("the caller is not an active employee of any company".into())
+            }
+            LookupError::RoleNotFound { cnum: Some(cnum) } => {
+                Self::RoleNotFound(format!("the caller has no role in company {cnum:?}"))
+            }
+            LookupError::RoleNotFound { cnum: None } => {
+                Self::RoleNotFound("the caller has no role in any of the companies".into())
+            }
+            LookupError::UnknownObject(object) => {
+                Self::bad_request(object_parameter, format!("{object_parameter}: there is no object {object:?}"))
+            }
+        }
+    }
+}
+
+impl From<TokenPairError> for ApiError {
+    fn from(error: TokenPairError) -> Self {
+        match error {
+            TokenPairError::Unavailable(e) => Self::Internal(e),
+            other => Self::Unauthorized(other),
+        }
+    }
+}
+
+impl From<StorageError> for ApiError {
+    fn from(error: StorageError) -> Self {
+        Self::Internal(error)
+    }
+}
+
+fn dto(status: StatusCode, code: &str, message: String, data: Value) -> Response {
+    (status, Json(json!({ "code": code, "message": message, "messageData": data }))).into_response()
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let message = self.to_string();
+        match self {
+            Self::HeaderMissing(name) => {
+                dto(StatusCode::BAD_REQUEST, "header_is_missing", message, json!({ "header": name }))
+            }
+            Self::BadRequest { parameter, .. } => {
+                dto(StatusCode::BAD_REQUEST, "bad_request", message, json!({ "parameter": parameter }))
+            }
+            Self::EmployeeNotFound(_) => dto(StatusCode::BAD_REQUEST, "employee_not_found", message, Value::Null),
+            Self::UserNotFound(_) => dto(StatusCode::BAD_REQUEST, "user_not_found", message, Value::Null),
+            Self::RoleNotFound(_) => dto(StatusCode::BAD_REQUEST, "role_not_found", message, Value::Null),
+            Self::InvalidParameterFormat(parameter) => dto(
+                StatusCode::BAD_REQUEST,
+                "invalid_parameter_format",
+                format!("{parameter} must be a UUID"),
+                json!({ "parameter": parameter }),
+            ),
+            Self::Generic(_) => (StatusCode::BAD_REQUEST, Json(json!({ "message": message }))).into_response(),
+            Self::NotEio(_) => dto(StatusCode::FORBIDDEN, "executive_not_eio", message, Value::Null),
+            Self::UnavailableRole(_) => dto(StatusCode::FORBIDDEN, "unavailable_role", message, Value::Null),
+            Self::NotEmployee(_) => dto(StatusCode::FORBIDDEN, "not_employee", message, Value::Null),
+            Self::Unauthorized(_) => {
+                let mut response = (StatusCode::UNAUTHORIZED, Json(json!({ "error": message }))).into_response();
+                response
+                    .headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer error=\"invalid_token\""));
+                response
+            }
+            Self::Internal(error) => {
+                tracing::error!(%error, "permission request failed");
+                let message = match error {
+                    StorageError::Unavailable(_) => "the permission store is unavailable; try again later",
+                    _ => "internal error",
+                };
+                (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({ "message": message }))).into_response()
+            }
+        }
+    }
+}

@@ -1,0 +1,89 @@
+//! What every operation reads from the request: the caller, the consumer
+//! system id, and array parameters.
+
+use axum::http::HeaderMap;
+use portico_identity::tokens::Caller;
+
+use crate::PermissionsApi;
+use crate::error::ApiError;
+
+/// Most values an array parameter may hold.
+pub const MAX_ARRAY: usize = 100;
+/// Longest `cnum` or object path accepted in a request.
+pub const MAX_VALUE: usize = 64;
+
+impl PermissionsApi {
+    /// The verified caller, and the `x-system-id` check when `system_id_required`.
+    ///
+    /// # Errors
+    /// 401 for a bad token pair, then `header_is_missing`.
+    pub async fn caller(&self, headers: &HeaderMap, system_id_required: bool) -> Result<Caller, ApiError> {
+        let caller = self.identity.check_token_pair(headers).await?;
+        let system_id = headers.get("x-system-id").and_then(|v| v.to_str().ok()).map(str::trim);
+        if system_id_required && system_id.is_none_or(str::is_empty) {
+            return Err(ApiError::HeaderMissing("x-system-id"));
+        }
+        Ok(caller)
+    }
+}
+
+/// A single text parameter: present, not blank, not too long, printable.
+///
+/// # Errors
+/// `bad_request` naming `parameter`.
+pub fn value(parameter: &'static str, raw: &str) -> Result<String, ApiError> {
+    let trimmed = raw.trim();
+    if trimmed.is_empty() {
+        return Err(ApiError::bad_request(parameter, format!("{parameter} is missing")));
+    }
+    if trimmed.chars().count() > MAX_VALUE || trimmed.chars().any(char::is_control) {
+        return Err(ApiError::bad_request(
+            parameter,
+            format!("{parameter} must be at most {MAX_VALUE} printable characters"),
+        ));
+    }
+    Ok(trimmed.to_owned())
+}
+
+/// The values of an array parameter given as `a,b,c` in one or more places.
+///
+/// # Errors
+/// `bad_request` naming `parameter` for an empty array, an empty element,
+/// more than [`MAX_ARRAY`] values or an invalid value.
+pub fn array<'a>(parameter: &'static str, parts: impl IntoIterator<Item = &'a str>) -> Result<Vec<String>, ApiError> {
+    let mut values = Vec::new();
+    for part in parts {
+        for element in part.split(',') {
+            if values.len() == MAX_ARRAY {
+                return Err(ApiError::bad_request(
+                    parameter,
+                    format!("{parameter} holds more than {MAX_ARRAY} values"),
+                ));
+            }
+            values.push(value(parameter, element).map_err(|_| {
+                ApiError::bad_request(
+                    parameter,
+                    format!("{parameter} holds an empty or invalid value; give a comma-separated list"),
+                )
+            })?);
+        }
+    }
+    if values.is_empty() {
+        return Err(ApiError::bad_request(parameter, format!("{parameter} is empty")));
+    }
+    Ok(values)
+}
+
+/// The `cnum` query array (repeated and/or comma-separated), `None` when absent.
+///
+/// # Errors
+/// As [`array`].
+pub fn cnum_query(query: Option<&str>) -> Result<Option<Vec<String>>, ApiError> {
+    let pairs: Vec<(String, String)> =
+        form_urlencoded::parse(query.unwrap_or_default().as_bytes()).into_owned().collect();
+    let cnums: Vec<&str> = pairs.iter().filter(|(k, _)| k == "cnum").map(|(_, v)| v.as_str()).collect();
+    if cnums.is_empty() {
+        return Ok(None);
+    }
+    array("cnum", cnums).map(Some)
+}

@@ -1,0 +1,94 @@
+//! `POST /api/v1/employee/role`: an EIO looks up the role of an employee.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::{HeaderMap, header};
+use serde::Serialize;
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::PermissionsState;
+use crate::error::ApiError;
+use crate::request::value;
+
+/// `EmployeeRoleResponse`.
+#[derive(Debug, Serialize)]
+pub struct EmployeeRoleResponse {
+    pub id: Uuid,
+    pub code: Option<String>,
+    pub name: Option<String>,
+}
+
+/// The role request, checked field by field so that each problem names its field.
+fn parse(headers: &HeaderMap, body: Result<Bytes, BytesRejection>) -> Result<(Uuid, String), ApiError> {
+    let body = body.map_err(|e| ApiError::bad_request("body", format!("the request body could not be read: {e}")))?;
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::bad_request(
+            "body",
+            "the request body is missing; send {\"userId\": ..., \"cnum\": ...}",
+        ));
+    }
+    let json =
+        headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).and_then(|v| v.split(';').next()).is_some_and(
+            |v| {
+                let v = v.trim();
+                v.eq_ignore_ascii_case("application/json") || v.to_ascii_lowercase().ends_with("+json")
+            },
+        );
+    if !json {
+        return Err(ApiError::bad_request("body", "the request body must be JSON (Content-Type: application/json)"));
+    }
+    let parsed: Value = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::bad_request("body", format!("the request body is not valid JSON: {e}")))?;
+    let Value::Object(fields) = parsed else {
+        return Err(ApiError::bad_request("body", "the request body must be a JSON object"));
+    };
+    if let Some(unknown) = fields.keys().find(|k| !matches!(k.as_str(), "userId" | "cnum")) {
+        return Err(ApiError::bad_request(
+            "body",
+            format!("unknown field {unknown:?}; only userId and cnum are accepted"),
+        ));
+    }
+    let user_id = match fields.get("userId") {
+        None | Some(Value::Null) => return Err(ApiError::bad_request("userId", "userId is missing")),
+        Some(Value::String(text)) => Uuid::parse_str(text.trim())
+            .map_err(|_| ApiError::bad_request("userId", format!("userId {text:?} is not a UUID")))?,
+        Some(_) => return Err(ApiError::bad_request("userId", "userId must be a UUID string")),
+    };
+    let cnum = match fields.get("cnum") {
+        None | Some(Value::Null) => return Err(ApiError::bad_request("cnum", "cnum is missing")),
+        Some(Value::String(text)) => value("cnum", text)?,
+        Some(_) => return Err(ApiError::bad_request("cnum", "cnum must be a string")),
+    };
+    Ok((user_id, cnum))
+}
+
+pub async fn employee_role(
+    State(api): State<PermissionsState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<EmployeeRoleResponse>, ApiError> {
+    let caller = api.caller(&headers, true).await?;
+    let (user_id, cnum) = parse(&headers, body)?;
+    let model = api.service.model().await?;
+    if !model.is_eio(caller.user_id, &cnum) {
+        return Err(ApiError::NotEio(format!("the caller is not the EIO of company {cnum:?} (cnum)")));
+    }
+    if api.identity.store.find_user(user_id).await?.is_none() {
+        return Err(ApiError::UserNotFound(format!("there is no user {user_id} (userId)")));
+    }
+    if model.employee(user_id, &cnum).is_none() {
+        return Err(ApiError::EmployeeNotFound(format!(
+            "user {user_id} (userId) is not an active employee of company {cnum:?} (cnum)"
+        )));
+    }
+    let role = model
+        .role_of(user_id, &cnum)
+        .ok_or_else(|| ApiError::RoleNotFound(format!("user {user_id} (userId) has no role in company {cnum:?}")))?;
+    if !role.available {
+        return Err(ApiError::UnavailableRole(format!("the role of user {user_id} (userId) is not available")));
+    }
+    Ok(Json(EmployeeRoleResponse { id: role.id, code: Some(role.code.clone()), name: role.name.clone() }))
+}

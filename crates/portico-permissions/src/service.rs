@@ -1,0 +1,151 @@
+//! The permission service: the current model, kept in memory and reloaded
+//! when the store's revision moves, and the changes made to it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use portico_model::permissions::{DocumentError, PermissionDocument, PermissionModel, UserRef};
+use portico_storage::{Storage, StorageError};
+use uuid::Uuid;
+
+/// Saves that lost a race with another writer are retried this many times.
+const SAVE_ATTEMPTS: usize = 5;
+
+pub struct PermissionService {
+    store: Arc<dyn Storage>,
+    current: RwLock<Arc<PermissionModel>>,
+    reload: tokio::sync::Mutex<()>,
+}
+
+/// Why a document was not applied.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    /// The document has problems; nothing was changed.
+    #[error("the document has {} problem(s)", .0.len())]
+    Invalid(Vec<DocumentError>),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
+/// What an applied document did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApplySummary {
+    pub revision: i64,
+    pub companies: usize,
+    pub catalog: usize,
+    pub roles: usize,
+    pub employees: usize,
+}
+
+impl ApplySummary {
+    fn of(doc: &PermissionDocument, revision: i64) -> Self {
+        Self {
+            revision,
+            companies: doc.companies.len(),
+            catalog: doc.catalog.len(),
+            roles: doc.roles.len(),
+            employees: doc.employees.len(),
+        }
+    }
+}
+
+impl PermissionService {
+    pub fn new(store: Arc<dyn Storage>) -> Self {
+        Self { store, current: RwLock::new(Arc::new(PermissionModel::default())), reload: tokio::sync::Mutex::new(()) }
+    }
+
+    fn cached(&self) -> Arc<PermissionModel> {
+        self.current.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The model as the store holds it now: one revision read, and a reload
+    /// when another writer (a CLI import, another node) has saved since.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn model(&self) -> Result<Arc<PermissionModel>, StorageError> {
+        let revision = self.store.permission_revision().await?;
+        let cached = self.cached();
+        if cached.revision == revision {
+            return Ok(cached);
+        }
+        let _one_reload = self.reload.lock().await;
+        let cached = self.cached();
+        if cached.revision >= revision {
+            return Ok(cached);
+        }
+        let fresh = Arc::new(self.store.load_permissions().await?);
+        tracing::debug!(revision = fresh.revision, "permission model reloaded");
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = fresh.clone();
+        Ok(fresh)
+    }
+
+    /// May `user` do `action` on `object` in company `cnum`? The question
+    /// other modules (the report API) ask; see [`PermissionModel::allowed`].
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn allowed(&self, user: Uuid, cnum: &str, object: &str, action: &str) -> Result<bool, StorageError> {
+        Ok(self.model().await?.allowed(user, cnum, object, action))
+    }
+
+    /// Resolves the users a document names (by id or login).
+    async fn resolve_users(&self, doc: &PermissionDocument) -> Result<HashMap<UserRef, Uuid>, StorageError> {
+        let mut users = HashMap::new();
+        for user in doc.user_refs() {
+            let found = match user.as_id() {
+                Some(id) => self.store.find_user(id).await?,
+                None => self.store.find_user_by_login(&user.0).await?,
+            };
+            if let Some(found) = found {
+                users.insert(user.clone(), found.id);
+            }
+        }
+        Ok(users)
+    }
+
+    /// What [`PermissionService::apply`] would do, without saving: the
+    /// summary names the current revision.
+    ///
+    /// # Errors
+    /// As [`PermissionService::apply`].
+    pub async fn check(&self, doc: &PermissionDocument) -> Result<ApplySummary, ApplyError> {
+        let users = self.resolve_users(doc).await?;
+        let current = self.store.load_permissions().await?;
+        current.merge(doc, &users, Uuid::new_v4).map_err(ApplyError::Invalid)?;
+        Ok(ApplySummary::of(doc, current.revision))
+    }
+
+    /// Merges `doc` into the stored model and saves it as a new revision, all
+    /// or nothing.
+    ///
+    /// # Errors
+    /// [`ApplyError::Invalid`] with every problem of the document;
+    /// [`ApplyError::Storage`] when the store fails or other writers keep
+    /// winning the race.
+    pub async fn apply(&self, doc: &PermissionDocument) -> Result<ApplySummary, ApplyError> {
+        let users = self.resolve_users(doc).await?;
+        for _ in 0..SAVE_ATTEMPTS {
+            let current = self.store.load_permissions().await?;
+            let next = current.merge(doc, &users, Uuid::new_v4).map_err(ApplyError::Invalid)?;
+            if self.store.save_permissions(&next).await? {
+                return Ok(ApplySummary::of(doc, next.revision + 1));
+            }
+        }
+        Err(StorageError::Unavailable("other writers kept changing the permission model; try again".into()).into())
+    }
+}
+
+/// Reads a document in JSON or YAML (YAML is a superset of JSON; `yaml`
+/// selects the parser whose messages fit the input best).
+///
+/// # Errors
+/// The parser's message, with the line and column it gives.
+pub fn parse_document(text: &str, yaml: bool) -> Result<PermissionDocument, String> {
+    if yaml {
+        serde_yaml_ng::from_str(text).map_err(|e| e.to_string())
+    } else {
+        serde_json::from_str(text).map_err(|e| e.to_string())
+    }
+}

@@ -1,0 +1,72 @@
+//! The deprecated v1 reads: `GET /api/v1/permissions` and
+//! `GET /api/v1/permissions/{object_path}`. `x-system-id` is optional here,
+//! and every answer carries `Deprecation` (RFC 9745) and a `Link` to the
+//! v2 successor.
+
+use axum::Json;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use portico_identity::tokens::Caller;
+use portico_model::permissions::PermissionsContext;
+
+use crate::PermissionsState;
+use crate::error::ApiError;
+use crate::request::{array, cnum_query};
+
+/// When the v1 reads were deprecated (2026-01-01T00:00:00Z), as RFC 9745 writes it.
+pub const DEPRECATED_SINCE: &str = "@1767225600";
+
+fn deprecated(result: Result<Json<PermissionsContext>, ApiError>) -> Response {
+    let mut response = result.into_response();
+    let headers = response.headers_mut();
+    headers.insert(HeaderName::from_static("deprecation"), HeaderValue::from_static(DEPRECATED_SINCE));
+    headers
+        .insert(axum::http::header::LINK, HeaderValue::from_static("</api/v2/permissions>; rel=\"successor-version\""));
+    response
+}
+
+async fn context(
+    api: &PermissionsState,
+    caller: &Caller,
+    query: Option<&str>,
+    objects: Option<Vec<String>>,
+) -> Result<Json<PermissionsContext>, ApiError> {
+    let cnums = cnum_query(query)?;
+    let model = api.service.model().await?;
+    model
+        .permissions_v1(caller.user_id, &caller.client_id, cnums.as_deref(), objects.as_deref())
+        .map(Json)
+        .map_err(|e| ApiError::lookup(e, "object_path"))
+}
+
+pub async fn permissions(
+    State(api): State<PermissionsState>,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+) -> Response {
+    let result = async {
+        let caller = api.caller(&headers, false).await?;
+        context(&api, &caller, query.as_deref(), None).await
+    }
+    .await;
+    deprecated(result)
+}
+
+pub async fn permissions_by_object(
+    State(api): State<PermissionsState>,
+    headers: HeaderMap,
+    path: Result<Path<String>, PathRejection>,
+    RawQuery(query): RawQuery,
+) -> Response {
+    let result = async {
+        let caller = api.caller(&headers, false).await?;
+        let Path(object_path) =
+            path.map_err(|_| ApiError::bad_request("object_path", "object_path is not a valid path segment"))?;
+        let objects = array("object_path", [object_path.as_str()])?;
+        context(&api, &caller, query.as_deref(), Some(objects)).await
+    }
+    .await;
+    deprecated(result)
+}
