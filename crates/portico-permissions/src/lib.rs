@@ -59,12 +59,14 @@ pub fn router(api: PermissionsState) -> Router {
         .route("/api/v2/permissions/", missing("obj", true))
         .route("/api/v2/permissions/{obj}", get(v2::by_object))
         .route("/api/v2/permissions/{obj}/", missing("cnum", true))
+        .route("/api/v2/permissions//{cnum}", missing("obj", true))
         .route("/api/v2/permissions/{obj}/{cnum}", get(v2::by_object_and_company))
         .route("/api/v1/acc-permissions/", missing("cnum", true))
         .route("/api/v1/acc-permissions/{cnum}", get(acc::by_company))
         .route("/api/v2/acc-permissions/", missing("userId", true))
         .route("/api/v2/acc-permissions/{userId}", missing("cnum", true))
         .route("/api/v2/acc-permissions/{userId}/", missing("cnum", true))
+        .route("/api/v2/acc-permissions//{cnum}", missing("userId", true))
         .route("/api/v2/acc-permissions/{userId}/{cnum}", get(acc::by_user_and_company))
         .route(
             "/admin/v1/permissions",

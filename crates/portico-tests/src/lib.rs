@@ -2,6 +2,8 @@
 //! on SQLite (always) or PostgreSQL (when `PORTICO_TEST_POSTGRES_URL` is
 //! set), with a clock the test moves.
 
+pub mod permission_models;
+
 use std::path::PathBuf;
 use std::sync::{Arc, Once};
 
@@ -297,6 +299,31 @@ impl TestApp {
             id_token: tokens.id_token.expect("an id_token"),
             refresh_token: tokens.refresh_token.expect("a refresh token"),
         }
+    }
+
+    /// Adds a user who cannot log in with a password (tokens come from
+    /// [`TestApp::token_pair`]).
+    ///
+    /// # Panics
+    /// When storage fails.
+    pub async fn add_user(&self, login: &str) -> uuid::Uuid {
+        use portico_model::clock::Clock as _;
+        let id = uuid::Uuid::new_v4();
+        self.store
+            .create_user(&portico_model::user::User {
+                id,
+                login: login.into(),
+                password_hash: "$argon2id$unusable".into(),
+                phone: None,
+                email: None,
+                name: None,
+                phone_login_enabled: false,
+                blocked: false,
+                created_at: self.clock.now(),
+            })
+            .await
+            .expect("create a user");
+        id
     }
 
     /// Applies a permission document through the admin API.

@@ -132,3 +132,48 @@ fn serve_stops_gracefully_on_sigterm() {
     std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut banner).unwrap();
     assert!(banner.contains("/demo/login") && banner.contains("ivan"), "the demo banner: {banner}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn permissions_import_is_all_or_nothing_and_takes_effect_at_once() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let maria = app.token_pair("maria").await;
+        let flags = || async {
+            let response =
+                maria.on(app.http().get(app.url("/api/v2/permissions/payments/7700000001"))).send().await.unwrap();
+            assert_eq!(response.status(), 200);
+            response.json::<serde_json::Value>().await.unwrap()
+        };
+        assert_eq!(flags().await["sign"], true, "{backend:?}: maria is the accountant");
+        let before = ok(portico(&app, &["permissions", "export"]));
+
+        let dir = portico_tests::TempDir::new();
+        let bad = dir.0.join("bad.yaml");
+        std::fs::write(
+            &bad,
+            "employees:\n  - {user: maria, cnum: \"7700000001\", role: OPERATOR}\n  - {user: nobody, cnum: \"7700000001\"}\n",
+        )
+        .unwrap();
+        let output = portico(&app, &["permissions", "import", bad.to_str().unwrap()]);
+        assert!(!output.status.success());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("employees[1].user") && stderr.contains("nothing was changed"), "{stderr}");
+        assert_eq!(ok(portico(&app, &["permissions", "export"])), before, "nothing changed");
+        assert_eq!(flags().await["sign"], true);
+
+        let syntax = dir.0.join("syntax.json");
+        std::fs::write(&syntax, "{\"employees\": [{\"user\": \"maria\", \"cnum\": 7700000001}]}").unwrap();
+        let output = portico(&app, &["permissions", "import", syntax.to_str().unwrap()]);
+        assert!(!output.status.success());
+        assert!(String::from_utf8_lossy(&output.stderr).contains("line 1 column"), "the parser names the place");
+
+        let good = dir.0.join("good.yaml");
+        std::fs::write(&good, "employees:\n  - {user: maria, cnum: \"7700000001\", role: OPERATOR}\n").unwrap();
+        let dry = ok(portico(&app, &["permissions", "import", "--dry-run", good.to_str().unwrap()]));
+        assert!(dry.contains("dry run"), "{dry}");
+        assert_eq!(flags().await["sign"], true, "a dry run saves nothing");
+        let out = ok(portico(&app, &["permissions", "import", good.to_str().unwrap()]));
+        assert!(out.contains("revision"), "{out}");
+        assert_eq!(flags().await["sign"], false, "the running server uses the new model at once");
+    }
+}

@@ -275,7 +275,9 @@ impl PermissionModel {
                             );
                         }
                     }
-                    grants.insert(object.clone(), actions.iter().cloned().collect());
+                    if !actions.is_empty() {
+                        grants.insert(object.clone(), actions.iter().cloned().collect());
+                    }
                 }
             }
             let role =

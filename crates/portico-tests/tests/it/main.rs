@@ -11,6 +11,7 @@ mod login;
 mod oidc_client;
 mod ops;
 mod outage;
+mod permission_views;
 mod permissions;
 mod revoke;
 mod storage_contract;

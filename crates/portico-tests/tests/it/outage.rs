@@ -1,6 +1,6 @@
 //! A database outage: liveness answers 503, the token endpoint a clean 5xx
-//! JSON error, readiness 503, nothing answers 500; the server recovers when
-//! the database returns.
+//! JSON error, readiness 503, the permissions API the spec's 500
+//! `{"message": ...}`; the server recovers when the database returns.
 
 use portico_tests::{Backend, POSTGRES_ENV, TcpProxy, TestApp};
 
@@ -23,6 +23,9 @@ async fn a_database_outage_is_503_and_the_server_recovers() {
     .await;
     let tokens = app.tokens_for("ivan", "ivan-password").await;
     assert_eq!(app.liveness(&tokens.access_token).await, 200);
+    let pair = app.token_pair("maria").await;
+    let permissions = || pair.on(app.http().get(app.url("/api/v2/permissions"))).send();
+    assert_eq!(permissions().await.unwrap().status(), 200);
 
     proxy.cut();
     assert_eq!(app.liveness(&tokens.access_token).await, 503);
@@ -34,9 +37,14 @@ async fn a_database_outage_is_503_and_the_server_recovers() {
     assert_eq!(body["error"], "temporarily_unavailable");
     let ready = app.http().get(app.url("/readyz")).send().await.unwrap();
     assert_eq!(ready.status(), 503);
+    let response = permissions().await.unwrap();
+    assert_eq!(response.status(), 500);
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert!(body["message"].as_str().unwrap().contains("unavailable"), "{body}");
 
     proxy.restore();
     assert_eq!(app.liveness(&tokens.access_token).await, 200, "recovered");
+    assert_eq!(permissions().await.unwrap().status(), 200);
     let response = app
         .token_request(&[("grant_type", "refresh_token"), ("refresh_token", tokens.refresh_token.as_deref().unwrap())])
         .await;

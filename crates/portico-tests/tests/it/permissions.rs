@@ -35,25 +35,6 @@ fn assert_error(found: &(u16, Value), status: u16, code: &str, mentions: &str) {
     assert!(message.contains(mentions), "{message:?} should mention {mentions:?}");
 }
 
-async fn add_user(app: &TestApp, login: &str) -> uuid::Uuid {
-    let id = uuid::Uuid::new_v4();
-    app.store
-        .create_user(&portico_model::user::User {
-            id,
-            login: login.into(),
-            password_hash: "$argon2id$unused".into(),
-            phone: None,
-            email: None,
-            name: None,
-            phone_login_enabled: false,
-            blocked: false,
-            created_at: time::OffsetDateTime::now_utc(),
-        })
-        .await
-        .unwrap();
-    id
-}
-
 #[tokio::test]
 async fn an_eio_looks_up_an_employees_role_with_tokens_from_the_browser_login() {
     for backend in backends() {
@@ -86,7 +67,7 @@ async fn role_lookup_answers_every_error_row() {
         let ivan = app.token_pair("ivan").await;
         let maria = app.token_pair("maria").await;
         let anna = app.token_pair("anna").await;
-        let nobody = add_user(&app, "nobody").await;
+        let nobody = app.add_user("nobody").await;
         let body = |user: uuid::Uuid, cnum: &str| json!({ "userId": user, "cnum": cnum });
 
         assert_error(&role(&app, &maria, &body(ivan.user_id, ROMASHKA)).await, 403, "executive_not_eio", ROMASHKA);
@@ -262,6 +243,7 @@ async fn v2_reads_agree_and_a_blocked_contract_allows_nothing() {
         );
         assert_error(&get(&app, &oleg, "/api/v2/permissions/").await, 400, "bad_request", "obj");
         assert_error(&get(&app, &oleg, "/api/v2/permissions/payments/").await, 400, "bad_request", "cnum");
+        assert_error(&get(&app, &oleg, &format!("/api/v2/permissions//{ROMASHKA}")).await, 400, "bad_request", "obj");
 
         let response = app
             .http()
@@ -275,7 +257,7 @@ async fn v2_reads_agree_and_a_blocked_contract_allows_nothing() {
         assert_eq!(response.json::<Value>().await.unwrap()["code"], "header_is_missing");
 
         // Not an employee anywhere; an employee without a role.
-        add_user(&app, "nobody").await;
+        app.add_user("nobody").await;
         let nobody = app.token_pair("nobody").await;
         assert_error(&get(&app, &nobody, "/api/v2/permissions").await, 400, "employee_not_found", "any company");
         let applied = app.apply_permissions(&json!({"employees": [{"user": "nobody", "cnum": VASILEK}]})).await;
@@ -353,6 +335,12 @@ async fn acc_reads_answer_for_the_eio_and_for_colleagues() {
             "cnum",
         );
         assert_error(&get(&app, &ivan, "/api/v2/acc-permissions/").await, 400, "bad_request", "userId");
+        assert_error(
+            &get(&app, &ivan, &format!("/api/v2/acc-permissions//{ROMASHKA}")).await,
+            400,
+            "bad_request",
+            "userId",
+        );
         assert_error(&get(&app, &ivan, "/api/v1/acc-permissions/").await, 400, "bad_request", "cnum");
     }
 }
@@ -470,5 +458,63 @@ async fn the_admin_api_applies_documents_all_or_nothing() {
         let (_, flags) = get(&app, &maria, &format!("/api/v2/permissions/payments/{ROMASHKA}")).await;
         assert_eq!(flags["sign"], false, "maria is an operator now");
         assert_eq!(flags["create"], true);
+    }
+}
+
+#[tokio::test]
+async fn generated_bad_input_gets_a_4xx_with_a_spec_body_and_changes_nothing() {
+    const VALUES: [&str; 10] =
+        ["", "%00", "7700000001", "payments", "a,,b", "not-a-uuid", "Иван", "%2F", "acc.employees", "x"];
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let ivan = app.token_pair("ivan").await;
+        let revision = app.store.permission_revision().await.unwrap();
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for round in 0..400 {
+            let mut pick = || VALUES[(next() % VALUES.len() as u64) as usize].to_owned();
+            let (a, b) = (pick(), pick());
+            let many = vec![a.clone(); 150].join(",");
+            let path = match round % 9 {
+                0 => format!("/api/v1/permissions?cnum={a}&cnum={b}"),
+                1 => format!("/api/v1/permissions/{a}?cnum={many}"),
+                2 => format!("/api/v2/permissions/{a}"),
+                3 => format!("/api/v2/permissions/{a}/{b}"),
+                4 => format!("/api/v1/acc-permissions/{a}"),
+                5 => format!("/api/v2/acc-permissions/{a}/{b}"),
+                6 => format!("/api/v1/permissions/{many}"),
+                7 => format!("/api/v2/acc-permissions/{a}"),
+                _ => "/api/v1/employee/role".to_owned(),
+            };
+            let mut request = if path.ends_with("/role") {
+                let body = match round % 4 {
+                    0 => format!("{{\"userId\": \"{a}\", \"cnum\": \"{b}\"}}"),
+                    1 => format!("{{\"userId\": {a:?}}}"),
+                    2 => a.repeat(1000),
+                    _ => format!("{{\"cnum\": [\"{b}\"], \"userId\": null}}"),
+                };
+                ivan.on(app.http().post(app.url(&path))).header("content-type", "application/json").body(body)
+            } else {
+                ivan.on(app.http().get(app.url(&path)))
+            };
+            if round % 7 == 0 {
+                request = request.header("x-system-id", "");
+            }
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            let body: Value = response.json().await.unwrap_or(Value::Null);
+            assert!(status < 500, "{backend:?} {path} -> {status} {body}");
+            assert_ne!(status, 404, "{path}: a missing segment is a 400 naming the parameter");
+            if status >= 400 {
+                let shaped = body["code"].is_string() || body["message"].is_string() || body["error"].is_string();
+                assert!(shaped, "{path} -> {status} {body}");
+            }
+        }
+        assert_eq!(app.store.permission_revision().await.unwrap(), revision, "nothing changed");
     }
 }

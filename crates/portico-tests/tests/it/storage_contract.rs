@@ -304,3 +304,39 @@ async fn every_read_sees_every_committed_write() {
         }
     }
 }
+
+#[tokio::test]
+async fn the_permission_model_saves_whole_and_one_of_two_racing_saves_wins() {
+    use portico_model::permissions::{PermissionModel, UserRef};
+    use proptest::strategy::{Strategy, ValueTree};
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        assert_eq!(store.permission_revision().await.unwrap(), 0);
+        assert_eq!(store.load_permissions().await.unwrap(), PermissionModel::default());
+
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let doc = portico_tests::permission_models::document("s".into()).new_tree(&mut runner).unwrap().current();
+        let mut users = std::collections::HashMap::new();
+        for login in doc.user_refs() {
+            let employee = user(&login.0);
+            store.create_user(&employee).await.unwrap();
+            users.insert(UserRef(login.0.clone()), employee.id);
+        }
+        let model = PermissionModel::default().merge(&doc, &users, Uuid::new_v4).unwrap();
+        assert!(store.save_permissions(&model).await.unwrap());
+        assert_eq!(store.permission_revision().await.unwrap(), 1);
+        let loaded = store.load_permissions().await.unwrap();
+        let mut expected = model.clone();
+        expected.revision = 1;
+        assert_eq!(loaded, expected, "{backend:?}: a lossless round trip");
+
+        // Two writers start from revision 1: exactly one save lands.
+        let (a, b) = tokio::join!(store.save_permissions(&loaded), store.save_permissions(&loaded));
+        assert_eq!([a.unwrap(), b.unwrap()].iter().filter(|saved| **saved).count(), 1);
+        assert_eq!(store.permission_revision().await.unwrap(), 2);
+        // A stale model changes nothing.
+        assert!(!store.save_permissions(&model).await.unwrap());
+        assert_eq!(store.load_permissions().await.unwrap().employees, model.employees);
+    }
+}
