@@ -94,3 +94,10 @@ impl std::fmt::Debug for BearerSecret {
         f.write_str("BearerSecret(..)")
     }
 }
+
+/// SHA-256 of `bytes`.
+pub fn sha256(bytes: &[u8]) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    out.copy_from_slice(digest(&SHA256, bytes).as_ref());
+    out
+}

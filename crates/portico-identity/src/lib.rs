@@ -14,6 +14,7 @@ pub mod oauth2;
 pub mod passwords;
 pub mod settings;
 pub mod tokens;
+pub mod verified;
 
 use std::sync::Arc;
 
@@ -34,6 +35,8 @@ pub struct Identity {
     pub keys: KeyRing,
     pub cookies: CookieSigner,
     pub passwords: passwords::PasswordChecker,
+    /// Signatures already verified, per token type.
+    pub verified: tokens::VerifiedTokens,
 }
 
 pub type IdentityState = Arc<Identity>;

@@ -10,6 +10,9 @@ use portico_crypto::jwt::{self, TYP_ACCESS_TOKEN, TYP_ID_TOKEN};
 use portico_model::oauth::{Grant, RefreshToken};
 use portico_model::user::User;
 use portico_storage::StorageError;
+use std::sync::Arc;
+
+use crate::verified::VerifiedCache;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -124,6 +127,13 @@ impl NewRefreshToken {
     }
 }
 
+/// The verified-signature caches of both token types.
+#[derive(Default)]
+pub struct VerifiedTokens {
+    pub access: VerifiedCache<AccessClaims>,
+    pub id: VerifiedCache<IdClaims>,
+}
+
 /// Why an access token was not accepted.
 #[derive(Debug, thiserror::Error)]
 pub enum AccessTokenError {
@@ -217,14 +227,39 @@ impl Identity {
         Ok(claims)
     }
 
+    /// [`Identity::verify_jwt`] with the signature check remembered
+    /// ([`crate::verified`]): a token seen before is only checked for
+    /// expiry.
+    ///
+    /// # Errors
+    /// As [`Identity::verify_jwt`].
+    pub async fn verify_cached<C>(
+        &self,
+        token: &str,
+        typ: &str,
+        cache: &VerifiedCache<C>,
+    ) -> Result<Arc<C>, AccessTokenError>
+    where
+        C: serde::de::DeserializeOwned + Expiring,
+    {
+        let key = crate::verified::key(token);
+        let now = self.clock.now().unix_timestamp();
+        if let Some(claims) = cache.get(&key) {
+            return if claims.expires_at() > now { Ok(claims) } else { Err(AccessTokenError::Invalid) };
+        }
+        let claims = Arc::new(self.verify_jwt::<C>(token, typ).await?);
+        cache.insert(key, Arc::clone(&claims), now);
+        Ok(claims)
+    }
+
     /// Checks an access token completely: [`Identity::verify_jwt`], then
     /// that neither it nor its grant was revoked.
     ///
     /// # Errors
     /// As [`Identity::verify_jwt`], and [`AccessTokenError::Unavailable`] when
     /// the revocation state cannot be read.
-    pub async fn check_access_token(&self, token: &str) -> Result<AccessClaims, AccessTokenError> {
-        let claims: AccessClaims = self.verify_jwt(token, TYP_ACCESS_TOKEN).await?;
+    pub async fn check_access_token(&self, token: &str) -> Result<Arc<AccessClaims>, AccessTokenError> {
+        let claims = self.verify_cached(token, TYP_ACCESS_TOKEN, &self.verified.access).await?;
         let state = self.store.access_token_state(claims.gid, &claims.jti).await?;
         if state.is_live() { Ok(claims) } else { Err(AccessTokenError::Invalid) }
     }
@@ -252,7 +287,7 @@ pub struct Caller {
     pub user_id: Uuid,
     /// The client the access token was issued to.
     pub client_id: String,
-    pub access: AccessClaims,
+    pub access: Arc<AccessClaims>,
 }
 
 impl Identity {
@@ -277,7 +312,7 @@ impl Identity {
             Err(AccessTokenError::Invalid) => return Err(TokenPairError::InvalidAccessToken),
             Err(AccessTokenError::Unavailable(e)) => return Err(TokenPairError::Unavailable(e)),
         };
-        let id: IdClaims = match self.verify_jwt(id_token, TYP_ID_TOKEN).await {
+        let id = match self.verify_cached(id_token, TYP_ID_TOKEN, &self.verified.id).await {
             Ok(claims) => claims,
             Err(AccessTokenError::Invalid) => return Err(TokenPairError::InvalidIdToken),
             Err(AccessTokenError::Unavailable(e)) => return Err(TokenPairError::Unavailable(e)),

@@ -3,12 +3,11 @@
 //! `GET /api/v2/acc-permissions/{userId}/{cnum}` (which sections a colleague
 //! may view).
 
-use std::collections::BTreeMap;
-
 use axum::Json;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
 use portico_model::permissions::AccPermission;
 use uuid::Uuid;
 
@@ -20,7 +19,7 @@ pub async fn by_company(
     State(api): State<PermissionsState>,
     headers: HeaderMap,
     path: Result<Path<String>, PathRejection>,
-) -> Result<Json<BTreeMap<String, BTreeMap<String, bool>>>, ApiError> {
+) -> Result<Response, ApiError> {
     let caller = api.caller(&headers, true).await?;
     let Path(cnum) = path.map_err(|_| ApiError::bad_request("cnum", "cnum is not a valid path segment"))?;
     let cnum = value("cnum", &cnum)?;
@@ -31,7 +30,7 @@ pub async fn by_company(
     if !model.is_eio(caller.user_id, &cnum) {
         return Err(ApiError::NotEio(format!("the caller is not the EIO of company {cnum:?} (cnum)")));
     }
-    Ok(Json(model.acc_permissions_v1(caller.user_id, &cnum)))
+    Ok(Json(model.acc_permissions_v1(caller.user_id, &cnum)).into_response())
 }
 
 pub async fn by_user_and_company(

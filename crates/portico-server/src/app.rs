@@ -90,6 +90,7 @@ impl App {
             keys,
             cookies: secret.cookie_signer(),
             passwords: PasswordChecker::new(config.login.password_hash_concurrency as usize),
+            verified: Default::default(),
         });
         let permissions = Arc::new(PermissionService::new(Arc::clone(&store)));
         if demo {

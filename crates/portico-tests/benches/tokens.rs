@@ -14,16 +14,19 @@
 //! Codes are put straight into storage (as the authorize endpoint would) so
 //! that the measurement is the token endpoint's, not the login's Argon2.
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+use common::{CONCURRENCY, Http, drive, field};
 
 use portico_crypto::jwt::{SigningKey, TYP_ACCESS_TOKEN, verify};
 use portico_model::clock::Clock as _;
 use portico_model::oauth::AuthorizationCode;
 use portico_tests::{Backend, TestApp, backends, demo};
 
-const CONCURRENCY: usize = 32;
 const BASELINE_TIME: Duration = Duration::from_secs(3);
 
 fn main() {
@@ -159,84 +162,6 @@ async fn endpoints(backend: Backend, signs: f64) {
     })
     .await;
     report(backend, "liveness", rate, None);
-}
-
-/// A lean HTTP/1 client: keep-alive connections, no cookies, no redirects.
-#[derive(Clone)]
-struct Http(hyper_util::client::legacy::Client<hyper_util::client::legacy::connect::HttpConnector, String>);
-
-impl Http {
-    fn new() -> Self {
-        let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-            .pool_max_idle_per_host(CONCURRENCY)
-            .build_http();
-        Self(client)
-    }
-
-    async fn send(&self, request: hyper::Request<String>) -> Vec<u8> {
-        use http_body_util::BodyExt as _;
-        let response = self.0.request(request).await.expect("request");
-        assert_eq!(response.status(), 200, "benchmark request failed");
-        response.into_body().collect().await.expect("body").to_bytes().to_vec()
-    }
-
-    async fn post_form(&self, url: &str, body: String) -> Vec<u8> {
-        let request = hyper::Request::post(url)
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(body)
-            .expect("request");
-        self.send(request).await
-    }
-
-    async fn get_bearer(&self, url: &str, token: &str) -> Vec<u8> {
-        let request = hyper::Request::get(url)
-            .header("authorization", format!("Bearer {token}"))
-            .body(String::new())
-            .expect("request");
-        self.send(request).await
-    }
-}
-
-/// The string value of `"name":"…"` in a JSON body (token values need no unescaping).
-fn field(body: &[u8], name: &str) -> String {
-    let text = std::str::from_utf8(body).expect("utf-8");
-    let key = format!("\"{name}\":\"");
-    let start = text.find(&key).unwrap_or_else(|| panic!("{name} in {text}")) + key.len();
-    let end = text[start..].find('"').expect("end of value") + start;
-    text[start..end].to_owned()
-}
-
-/// Runs `work` over `items` with [`CONCURRENCY`] tasks; returns items per
-/// second and the outputs.
-async fn drive<I, F, Fut, O>(items: Vec<I>, work: F) -> (f64, Vec<O>)
-where
-    I: Clone + Send + Sync + 'static,
-    F: Fn(I) -> Fut + Send + Sync + Clone + 'static,
-    Fut: std::future::Future<Output = O> + Send,
-    O: Send + 'static,
-{
-    let items = Arc::new(items);
-    let next = Arc::new(AtomicUsize::new(0));
-    let started = Instant::now();
-    let tasks: Vec<_> = (0..CONCURRENCY)
-        .map(|_| {
-            let (items, next, work) = (Arc::clone(&items), Arc::clone(&next), work.clone());
-            tokio::spawn(async move {
-                let mut out = Vec::new();
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(item) = items.get(i) else { break };
-                    out.push(work(item.clone()).await);
-                }
-                out
-            })
-        })
-        .collect();
-    let mut outputs = Vec::with_capacity(items.len());
-    for task in tasks {
-        outputs.extend(task.await.expect("task"));
-    }
-    (items.len() as f64 / started.elapsed().as_secs_f64(), outputs)
 }
 
 fn report(backend: Backend, name: &str, rate: f64, signs: Option<f64>) {

@@ -31,7 +31,8 @@ pub async fn userinfo(State(identity): State<IdentityState>, headers: HeaderMap)
     };
     match identity.store.find_user(user_id).await {
         Ok(Some(user)) if !user.blocked => {
-            Json(UserInfo { sub: claims.sub, claims: UserClaims::for_scope(&user, &claims.scope) }).into_response()
+            Json(UserInfo { sub: claims.sub.clone(), claims: UserClaims::for_scope(&user, &claims.scope) })
+                .into_response()
         }
         Ok(_) => invalid_token(),
         Err(_) => StatusCode::SERVICE_UNAVAILABLE.into_response(),

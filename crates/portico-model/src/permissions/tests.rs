@@ -50,7 +50,7 @@ fn allowed_follows_role_grants_and_the_contract() {
 #[test]
 fn v2_map_nests_sub_objects_under_their_object() {
     let m = base();
-    let map = m.permissions_v2(Uuid::from_u128(1)).unwrap();
+    let map = serde_json::to_value(m.permissions_v2(Uuid::from_u128(1)).unwrap()).unwrap();
     let payments = &map["100"]["payments"];
     assert_eq!(payments["sign"], true);
     assert_eq!(payments["drafts"]["create"], false);
@@ -63,7 +63,7 @@ fn inactive_employment_is_no_employment() {
     let d = doc(r#"{"employees": [{"user": "ivan", "cnum": "100", "role": "EIO", "active": false}]}"#);
     let m = m.merge(&d, &users(), Uuid::new_v4).unwrap();
     let ivan = Uuid::from_u128(1);
-    assert_eq!(m.permissions_v2(ivan), Err(LookupError::EmployeeNotFound { cnum: None }));
+    assert_eq!(m.permissions_v2(ivan).unwrap_err(), LookupError::EmployeeNotFound { cnum: None });
     assert!(m.knows_user(ivan));
     assert!(!m.allowed(ivan, "100", "payments", "view"));
 }
@@ -110,7 +110,7 @@ fn acc_views_come_from_the_acc_object() {
     let m = base();
     let ivan = Uuid::from_u128(1);
     let v1 = m.acc_permissions_v1(ivan, "100");
-    assert!(v1["employees"]["manage"]);
+    assert!(v1["employees"].get("manage"));
     let v2 = m.acc_permissions_v2(Uuid::from_u128(2), "100");
     assert_eq!(
         v2,

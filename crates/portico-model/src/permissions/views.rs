@@ -7,8 +7,8 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde::ser::SerializeMap as _;
+use serde::{Deserialize, Serialize, Serializer};
 use uuid::Uuid;
 
 use super::{ACC_OBJECT, CatalogObject, ContractStatus, PermissionModel, VIEW};
@@ -65,8 +65,6 @@ pub enum LookupError {
     UnknownObject(String),
 }
 
-type Flags = BTreeMap<String, bool>;
-
 impl PermissionModel {
     /// The companies a read covers: `cnums` when given (each must employ the
     /// user), else every company that does. At least one must assign a role.
@@ -109,18 +107,8 @@ impl PermissionModel {
     }
 
     /// `action → allowed` for every action of `object`.
-    pub fn flags(&self, user: Uuid, cnum: &str, object: &CatalogObject) -> Flags {
-        object.actions.iter().map(|a| (a.clone(), self.allowed(user, cnum, &object.path, a))).collect()
-    }
-
-    fn object_tree(&self, user: Uuid, cnum: &str, object: &CatalogObject) -> Value {
-        let mut node: Map<String, Value> =
-            self.flags(user, cnum, object).into_iter().map(|(a, v)| (a, Value::Bool(v))).collect();
-        for child in self.children(&object.path) {
-            let name = child.path.rsplit('.').next().unwrap_or(&child.path).to_owned();
-            node.insert(name, self.object_tree(user, cnum, child));
-        }
-        Value::Object(node)
+    pub fn flags<'a>(&'a self, user: Uuid, cnum: &'a str, object: &'a CatalogObject) -> Flags<'a> {
+        Flags { model: self, user, cnum, object }
     }
 
     /// `GET /api/v2/permissions`: company → object → (action → allowed,
@@ -128,32 +116,29 @@ impl PermissionModel {
     ///
     /// # Errors
     /// As [`PermissionModel::read_scope`].
-    pub fn permissions_v2(&self, user: Uuid) -> Result<Map<String, Value>, LookupError> {
-        let scope = self.read_scope(user, None)?;
-        Ok(scope
-            .into_iter()
-            .map(|cnum| {
-                let objects = self.objects().map(|o| (o.path.clone(), self.object_tree(user, &cnum, o))).collect();
-                (cnum, Value::Object(objects))
-            })
-            .collect())
+    pub fn permissions_v2(&self, user: Uuid) -> Result<PermissionsV2<'_>, LookupError> {
+        Ok(PermissionsV2 { model: self, user, scope: self.read_scope(user, None)? })
     }
 
     /// `GET /api/v2/permissions/{obj}`: company → action → allowed.
     ///
     /// # Errors
     /// As [`PermissionModel::read_scope`] and [`PermissionModel::object`].
-    pub fn permissions_v2_object(&self, user: Uuid, path: &str) -> Result<BTreeMap<String, Flags>, LookupError> {
+    pub fn permissions_v2_object(&self, user: Uuid, path: &str) -> Result<PermissionsV2Object<'_>, LookupError> {
         let object = self.object(path)?;
-        let scope = self.read_scope(user, None)?;
-        Ok(scope.into_iter().map(|cnum| (cnum.clone(), self.flags(user, &cnum, object))).collect())
+        Ok(PermissionsV2Object { model: self, user, object, scope: self.read_scope(user, None)? })
     }
 
     /// `GET /api/v2/permissions/{obj}/{cnum}`: action → allowed.
     ///
     /// # Errors
     /// As [`PermissionModel::read_scope`] and [`PermissionModel::object`].
-    pub fn permissions_v2_object_company(&self, user: Uuid, path: &str, cnum: &str) -> Result<Flags, LookupError> {
+    pub fn permissions_v2_object_company<'a>(
+        &'a self,
+        user: Uuid,
+        path: &str,
+        cnum: &'a str,
+    ) -> Result<Flags<'a>, LookupError> {
         let object = self.object(path)?;
         self.read_scope(user, Some(&[cnum.to_owned()]))?;
         Ok(self.flags(user, cnum, object))
@@ -205,8 +190,8 @@ impl PermissionModel {
 
     /// `GET /api/v1/acc-permissions/{cnum}`: ACC section → action → allowed,
     /// for `user` in `cnum`.
-    pub fn acc_permissions_v1(&self, user: Uuid, cnum: &str) -> BTreeMap<String, Flags> {
-        self.acc_sections().map(|s| (section_code(s).to_owned(), self.flags(user, cnum, s))).collect()
+    pub fn acc_permissions_v1<'a>(&'a self, user: Uuid, cnum: &'a str) -> BTreeMap<&'a str, Flags<'a>> {
+        self.acc_sections().map(|s| (section_code(s), self.flags(user, cnum, s))).collect()
     }
 
     /// `GET /api/v2/acc-permissions/{userId}/{cnum}`: each ACC section and
@@ -225,4 +210,100 @@ impl PermissionModel {
 /// An ACC section's code: its sub-object name under [`ACC_OBJECT`].
 fn section_code(section: &CatalogObject) -> &str {
     section.path.strip_prefix(ACC_OBJECT).and_then(|p| p.strip_prefix('.')).unwrap_or(&section.path)
+}
+
+/// The flags of one object for one user in one company; serializes as
+/// `{"action": allowed, ...}` straight from the model, without building a map.
+#[derive(Debug, Clone, Copy)]
+pub struct Flags<'a> {
+    model: &'a PermissionModel,
+    user: Uuid,
+    cnum: &'a str,
+    object: &'a CatalogObject,
+}
+
+impl Flags<'_> {
+    /// Whether `action` is allowed (false for an action the object lacks).
+    pub fn get(&self, action: &str) -> bool {
+        self.object.actions.contains(action) && self.model.allowed(self.user, self.cnum, &self.object.path, action)
+    }
+
+    fn entries<M: serde::ser::SerializeMap>(&self, map: &mut M) -> Result<(), M::Error> {
+        for action in &self.object.actions {
+            map.serialize_entry(action, &self.model.allowed(self.user, self.cnum, &self.object.path, action))?;
+        }
+        Ok(())
+    }
+}
+
+impl Serialize for Flags<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.object.actions.len()))?;
+        self.entries(&mut map)?;
+        map.end()
+    }
+}
+
+/// An object's flags with its sub-objects nested under their names.
+struct ObjectTree<'a>(Flags<'a>);
+
+impl Serialize for ObjectTree<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let Flags { model, user, cnum, object } = self.0;
+        let mut map = serializer.serialize_map(None)?;
+        self.0.entries(&mut map)?;
+        for child in model.children(&object.path) {
+            let name = child.path.rsplit('.').next().unwrap_or(&child.path);
+            map.serialize_entry(name, &ObjectTree(model.flags(user, cnum, child)))?;
+        }
+        map.end()
+    }
+}
+
+/// The answer of `GET /api/v2/permissions`.
+#[derive(Debug, Clone)]
+pub struct PermissionsV2<'a> {
+    model: &'a PermissionModel,
+    user: Uuid,
+    scope: Vec<String>,
+}
+
+impl Serialize for PermissionsV2<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        struct Company<'a>(&'a PermissionModel, Uuid, &'a str);
+        impl Serialize for Company<'_> {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let Company(model, user, cnum) = *self;
+                let mut map = serializer.serialize_map(None)?;
+                for object in model.objects() {
+                    map.serialize_entry(&object.path, &ObjectTree(model.flags(user, cnum, object)))?;
+                }
+                map.end()
+            }
+        }
+        let mut map = serializer.serialize_map(Some(self.scope.len()))?;
+        for cnum in &self.scope {
+            map.serialize_entry(cnum, &Company(self.model, self.user, cnum))?;
+        }
+        map.end()
+    }
+}
+
+/// The answer of `GET /api/v2/permissions/{obj}`.
+#[derive(Debug, Clone)]
+pub struct PermissionsV2Object<'a> {
+    model: &'a PermissionModel,
+    user: Uuid,
+    object: &'a CatalogObject,
+    scope: Vec<String>,
+}
+
+impl Serialize for PermissionsV2Object<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.scope.len()))?;
+        for cnum in &self.scope {
+            map.serialize_entry(cnum, &self.model.flags(self.user, cnum, self.object))?;
+        }
+        map.end()
+    }
 }
