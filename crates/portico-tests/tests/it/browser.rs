@@ -117,6 +117,10 @@ async fn the_demo_walks_the_whole_protocol_in_chromium() {
     wait_for_text(client, "#status", "Liveness: 200").await;
     click(client, "#refresh").await;
     wait_for_text(client, "#log", "(refresh_token) -> 200").await;
+    // The refreshed pair calls the permissions API: ivan is the EIO of Ромашка.
+    click(client, "#permissions").await;
+    wait_for_text(client, "#log", "GET /api/v2/permissions -> 200").await;
+    wait_for_text(client, "#log", "7700000001").await;
     click(client, "#revoke").await;
     wait_for_text(client, "#status", "Revoked").await;
     click(client, "#liveness").await;
