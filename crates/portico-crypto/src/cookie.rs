@@ -30,6 +30,13 @@ impl CookieSigner {
         format!("{value}.{}", crate::b64url(tag))
     }
 
+    /// Only the Base64URL tag over `name` and `value`: a keyed hash for
+    /// values that must be stored without being readable or guessable
+    /// offline (one-time codes).
+    pub fn tag(&self, name: &str, value: &str) -> String {
+        crate::b64url(hmac::sign(&self.key, format!("{name}={value}").as_bytes()))
+    }
+
     /// The value of a signed cookie, if the signature is right.
     pub fn verify<'a>(&self, name: &str, signed: &'a str) -> Option<&'a str> {
         let (value, tag) = signed.rsplit_once('.')?;

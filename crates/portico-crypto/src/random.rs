@@ -17,3 +17,17 @@ pub fn bytes<const N: usize>() -> [u8; N] {
 pub fn token() -> String {
     crate::b64url(bytes::<32>())
 }
+
+/// `n` random decimal digits, each uniform (rejection sampling).
+pub fn digits(n: usize) -> String {
+    let mut out = String::with_capacity(n);
+    while out.len() < n {
+        for byte in bytes::<16>() {
+            // 250 = 25 * 10: bytes above it would favour the low digits.
+            if byte < 250 && out.len() < n {
+                out.push(char::from(b'0' + byte % 10));
+            }
+        }
+    }
+    out
+}

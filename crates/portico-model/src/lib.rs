@@ -10,6 +10,7 @@ pub mod clock;
 pub mod key;
 pub mod login;
 pub mod oauth;
+pub mod otp;
 pub mod permissions;
 pub mod scope;
 pub mod session;

@@ -23,6 +23,7 @@ pub mod deps {
     pub use uuid;
 }
 
+pub mod login;
 pub mod permissions;
 pub mod queries;
 mod repositories;

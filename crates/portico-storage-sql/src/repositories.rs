@@ -184,6 +184,17 @@ macro_rules! sql_repositories {
                         .transpose()
                 }
 
+                async fn find_users_by_phone(&self, phone: &str) -> Result<Vec<User>> {
+                    sqlx::query("SELECT * FROM users WHERE phone = $1 ORDER BY login")
+                        .bind(phone)
+                        .fetch_all(&self.read_pool)
+                        .await
+                        .map_err(storage_error(ROW))?
+                        .iter()
+                        .map(user_from_row)
+                        .collect()
+                }
+
                 async fn list_users(&self) -> Result<Vec<User>> {
                     sqlx::query("SELECT * FROM users ORDER BY login")
                         .fetch_all(&self.read_pool)

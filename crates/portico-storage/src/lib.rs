@@ -70,6 +70,11 @@ pub trait UserRepository: Send + Sync {
     /// # Errors
     /// Only when the store fails.
     async fn find_user_by_login(&self, login: &str) -> Result<Option<User>>;
+    /// Every user with this (normalized, E.164) phone number, in login order.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn find_users_by_phone(&self, phone: &str) -> Result<Vec<User>>;
     /// # Errors
     /// Only when the store fails.
     async fn list_users(&self) -> Result<Vec<User>>;
@@ -241,6 +246,70 @@ pub trait AuditRepository: Send + Sync {
     async fn recent_audit(&self, limit: u32) -> Result<Vec<AuditEvent>>;
 }
 
+/// Devices on which a user completed a login with a second factor.
+#[async_trait]
+pub trait DeviceRepository: Send + Sync {
+    /// Trusts `device_id` for `user_id` from `now` on (again, if it was).
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn trust_device(&self, user_id: Uuid, device_id: &str, now: OffsetDateTime) -> Result<()>;
+    /// Whether `device_id` was trusted for `user_id` at or after `not_before`.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn is_device_trusted(&self, user_id: Uuid, device_id: &str, not_before: OffsetDateTime) -> Result<bool>;
+}
+
+/// The scope groups each user granted each client on the consent step.
+#[async_trait]
+pub trait ConsentRepository: Send + Sync {
+    /// The groups `user_id` granted `client_id`, if any.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn find_consent(&self, user_id: Uuid, client_id: &str) -> Result<Option<Vec<String>>>;
+    /// Records that `user_id` grants `client_id` exactly `groups`.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn grant_consent(&self, user_id: Uuid, client_id: &str, groups: &[String], now: OffsetDateTime)
+    -> Result<()>;
+}
+
+/// Failed password attempts of a user, and the block they lead to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PasswordFailures {
+    /// Failures since the last success or block.
+    pub failures: u32,
+    /// Password logins are refused until then.
+    pub locked_until: Option<OffsetDateTime>,
+}
+
+#[async_trait]
+pub trait LoginGuardRepository: Send + Sync {
+    /// # Errors
+    /// Only when the store fails.
+    async fn password_failures(&self, user_id: Uuid) -> Result<PasswordFailures>;
+    /// Counts a failed password attempt, atomically: the attempt that
+    /// reaches `block_after` failures blocks the user until `locked_until`
+    /// and starts the count again. Returns the state after the attempt.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn record_password_failure(
+        &self,
+        user_id: Uuid,
+        block_after: u32,
+        locked_until: OffsetDateTime,
+    ) -> Result<PasswordFailures>;
+    /// Forgets the failures after a successful password.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn reset_password_failures(&self, user_id: Uuid) -> Result<()>;
+}
+
 /// The permission model (companies, roles, catalog, employees), read and
 /// written whole; every save is a new revision.
 #[async_trait]
@@ -327,6 +396,9 @@ pub trait Storage:
     + SessionRepository
     + LoginProcessRepository
     + AuditRepository
+    + DeviceRepository
+    + ConsentRepository
+    + LoginGuardRepository
     + PermissionRepository
     + Maintenance
 {
@@ -342,6 +414,9 @@ impl<T> Storage for T where
         + SessionRepository
         + LoginProcessRepository
         + AuditRepository
+        + DeviceRepository
+        + ConsentRepository
+        + LoginGuardRepository
         + PermissionRepository
         + Maintenance
 {

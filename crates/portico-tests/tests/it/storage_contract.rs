@@ -340,3 +340,48 @@ async fn the_permission_model_saves_whole_and_one_of_two_racing_saves_wins() {
         assert_eq!(store.load_permissions().await.unwrap().employees, model.employees);
     }
 }
+
+#[tokio::test]
+async fn devices_consents_and_password_failures_are_remembered_per_user() {
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let (ivan, maria) = (user("ivan"), user("maria"));
+        store.create_user(&ivan).await.unwrap();
+        store.create_user(&maria).await.unwrap();
+        store.create_client(&client("crm")).await.unwrap();
+
+        assert_eq!(store.find_users_by_phone("+79000000000").await.unwrap().len(), 2, "{backend:?}");
+        assert!(store.find_users_by_phone("+79000000001").await.unwrap().is_empty());
+
+        assert!(!store.is_device_trusted(ivan.id, "d1", t0()).await.unwrap());
+        store.trust_device(ivan.id, "d1", t0()).await.unwrap();
+        assert!(store.is_device_trusted(ivan.id, "d1", t0()).await.unwrap());
+        assert!(!store.is_device_trusted(ivan.id, "d1", t0() + Duration::seconds(1)).await.unwrap(), "too old");
+        assert!(!store.is_device_trusted(maria.id, "d1", t0()).await.unwrap(), "per user");
+
+        assert_eq!(store.find_consent(ivan.id, "crm").await.unwrap(), None);
+        store.grant_consent(ivan.id, "crm", &["profile".into(), "email".into()], t0()).await.unwrap();
+        store.grant_consent(ivan.id, "crm", &["profile".into(), "phone".into()], t0()).await.unwrap();
+        assert_eq!(store.find_consent(ivan.id, "crm").await.unwrap(), Some(vec!["profile".into(), "phone".into()]));
+
+        // Ten failures in parallel: exactly one of them blocks.
+        let until = t0() + Duration::hours(1);
+        let mut attempts = tokio::task::JoinSet::new();
+        for _ in 0..10 {
+            let store = Arc::clone(&store);
+            attempts.spawn(async move { store.record_password_failure(ivan.id, 10, until).await });
+        }
+        let results = attempts.join_all().await;
+        let blocked: Vec<_> = results.iter().filter(|r| r.as_ref().unwrap().failures == 0).collect();
+        assert_eq!(blocked.len(), 1, "{backend:?}: {results:?}");
+        let state = store.password_failures(ivan.id).await.unwrap();
+        assert_eq!(state.locked_until, Some(until));
+        assert_eq!(state.failures, 0);
+        store.record_password_failure(ivan.id, 10, until).await.unwrap();
+        assert_eq!(store.password_failures(ivan.id).await.unwrap().failures, 1);
+        store.reset_password_failures(ivan.id).await.unwrap();
+        assert_eq!(store.password_failures(ivan.id).await.unwrap().failures, 0);
+        assert_eq!(store.password_failures(maria.id).await.unwrap(), Default::default());
+    }
+}
