@@ -7,7 +7,9 @@
 //!   access token is checked (shared with every API that accepts one).
 //! - [`keys`]: the signing key ring, backed by storage.
 
+pub mod captcha;
 pub mod cookies;
+pub mod delivery;
 pub mod keys;
 pub mod login;
 pub mod oauth2;
@@ -37,6 +39,9 @@ pub struct Identity {
     pub passwords: passwords::PasswordChecker,
     /// Signatures already verified, per token type.
     pub verified: tokens::VerifiedTokens,
+    /// Where one-time codes go.
+    pub otp_sender: Arc<dyn delivery::OtpSender>,
+    pub captcha: Arc<dyn captcha::CaptchaVerifier>,
 }
 
 pub type IdentityState = Arc<Identity>;

@@ -1,5 +1,6 @@
 //! Identity settings, resolved from the server configuration.
 
+use portico_model::otp::OtpPolicy;
 use time::Duration;
 
 /// Lifetimes and addresses the identity service works with.
@@ -17,6 +18,15 @@ pub struct IdentitySettings {
     /// Where a browser goes when there is nothing to return to (the spec's
     /// "default logout page").
     pub logged_out_url: String,
+    pub otp: OtpPolicy,
+    /// Failed password attempts (per user, and per process) after which the
+    /// password steps require a CAPTCHA.
+    pub captcha_after_failures: u32,
+    /// Failed password attempts after which the user is blocked.
+    pub block_after_failures: u32,
+    pub block_duration: Duration,
+    /// How long a device stays trusted after a login with a second factor.
+    pub device_trust_ttl: Duration,
 }
 
 impl IdentitySettings {
@@ -32,6 +42,11 @@ impl IdentitySettings {
             refresh_token_ttl: Duration::days(30),
             login_process_ttl: Duration::minutes(15),
             session_ttl: Duration::hours(12),
+            otp: OtpPolicy::default(),
+            captcha_after_failures: 3,
+            block_after_failures: 10,
+            block_duration: Duration::hours(1),
+            device_trust_ttl: Duration::days(180),
         }
     }
 

@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use crate::otp::{OtpChallenge, OtpChannel};
+
 /// The step types of the spec (`stepType`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -81,10 +83,40 @@ pub struct LoginFormErrors {
     pub other_error: Option<String>,
 }
 
-/// Login form and error page codes that Portico emits.
+/// Login form and error page codes that Portico emits (the full list is
+/// in docs/decisions.md).
 pub mod codes {
     /// Wrong login or password on the `username-password` step.
     pub const USERNAME_PASSWORD_WRONG: &str = "challenge.username-password.wrong-credentials";
+    /// Wrong password on the `password` step.
+    pub const PASSWORD_WRONG: &str = "challenge.password.wrong-credentials";
+    /// A phone number that is not valid, or that no user has, on the `phone` step.
+    pub const PHONE_WRONG: &str = "challenge.phone.wrong-credentials";
+    /// Wrong SMS code.
+    pub const SMS_OTP_WRONG: &str = "challenge.sms-otp.wrong-credentials";
+    /// Wrong e-mail code.
+    pub const EMAIL_OTP_WRONG: &str = "challenge.email-otp.wrong-credentials";
+    /// The code expired or its tries are used up: ask for a new one.
+    pub const SMS_OTP_EXPIRED: &str = "challenge.sms-otp.code-expired";
+    pub const EMAIL_OTP_EXPIRED: &str = "challenge.email-otp.code-expired";
+    /// A new code was asked for before the wait was over.
+    pub const SMS_OTP_RESEND_TOO_EARLY: &str = "authentication.sms-otp.resend-too-early";
+    pub const EMAIL_OTP_RESEND_TOO_EARLY: &str = "authentication.email-otp.resend-too-early";
+    /// The process has sent all the codes it may.
+    pub const SMS_OTP_PROCESS_LIMIT: &str = "authentication.sms-otp.process-limit-exceeded";
+    pub const EMAIL_OTP_PROCESS_LIMIT: &str = "authentication.email-otp.process-limit-exceeded";
+    /// The CAPTCHA was required and missing or not valid.
+    pub const CAPTCHA_REQUIRED: &str = "challenge.captcha.required";
+    /// No scope group was selected on the consent step.
+    pub const CONSENT_NOTHING_SELECTED: &str = "challenge.consent.nothing-selected";
+    /// Error page: the user declined the consent.
+    pub const CONSENT_DENIED: &str = "consent.denied";
+    /// Error page: the code could not be delivered.
+    pub const SMS_OTP_DELIVERY_FAILED: &str = "authenticate.sms-otp.delivery-failed";
+    /// Error page: the user has no phone number for the SMS step.
+    pub const SMS_OTP_NO_PHONE: &str = "authenticate.sms-otp.no-phone";
+    /// Error page: every code of the process was used up by wrong tries.
+    pub const SMS_OTP_ATTEMPTS_EXCEEDED: &str = "challenge.sms-otp.attempts-exceeded";
     /// Error page: something unexpected; the user may retry.
     pub const UNKNOWN_ERROR: &str = "unknown-error";
     /// Error page: the process cannot continue (CSRF failure, broken state).
@@ -127,6 +159,35 @@ pub struct LoginState {
     /// Set when every step is done; the authorize endpoint then issues the code.
     #[serde(with = "time::serde::timestamp::option", default)]
     pub completed_at: Option<OffsetDateTime>,
+    /// The steps passed so far, in order.
+    #[serde(default)]
+    pub passed: Vec<StepType>,
+    /// The one-time code of the current OTP step, once sent.
+    #[serde(default)]
+    pub otp: Option<OtpChallenge>,
+    /// One-time codes this process has sent.
+    #[serde(default)]
+    pub codes_sent: u32,
+    /// Where second-factor codes go (SMS unless the user chose e-mail).
+    #[serde(default = "sms")]
+    pub otp_channel: OtpChannel,
+    /// Failed password attempts in this process (unknown logins included).
+    #[serde(default)]
+    pub password_failures: u32,
+    /// The phone number typed on the `phone` step (E.164).
+    #[serde(default)]
+    pub phone: Option<String>,
+    /// The scope groups the user granted on the consent step.
+    #[serde(default)]
+    pub granted_groups: Option<Vec<String>>,
+    /// The user must pass the consent step even when consent is on record
+    /// (`prompt=consent`).
+    #[serde(default)]
+    pub force_consent: bool,
+}
+
+fn sms() -> OtpChannel {
+    OtpChannel::Sms
 }
 
 impl LoginState {
@@ -149,11 +210,58 @@ impl LoginState {
             device_id: None,
             errors: None,
             completed_at: None,
+            passed: Vec::new(),
+            otp: None,
+            codes_sent: 0,
+            otp_channel: OtpChannel::Sms,
+            password_failures: 0,
+            phone: None,
+            granted_groups: None,
+            force_consent: false,
         }
     }
 
     pub fn is_complete(&self) -> bool {
         self.completed_at.is_some()
+    }
+
+    pub fn has_passed(&self, step: StepType) -> bool {
+        self.passed.contains(&step)
+    }
+
+    /// Whether the user proved knowledge of the password.
+    pub fn knows_password(&self) -> bool {
+        self.has_passed(StepType::UsernamePassword) || self.has_passed(StepType::Password)
+    }
+
+    /// Whether the user proved possession of the phone or mailbox.
+    pub fn has_otp(&self) -> bool {
+        self.has_passed(StepType::SmsOtp) || self.has_passed(StepType::EmailOtp)
+    }
+
+    /// Authentication methods used (RFC 8176), for the id_token's `amr`.
+    pub fn amr(&self) -> Vec<&'static str> {
+        let mut amr = Vec::new();
+        if self.knows_password() {
+            amr.push("pwd");
+        }
+        if self.has_passed(StepType::SmsOtp) {
+            amr.push("sms");
+        }
+        if self.has_passed(StepType::EmailOtp) {
+            amr.push("otp");
+        }
+        if amr.len() > 1 {
+            amr.push("mfa");
+        }
+        amr
+    }
+
+    /// Moves to `step` shown as `view`, forgetting the previous step's code.
+    pub fn go_to(&mut self, step: StepType, view: ViewType) {
+        self.step = step;
+        self.view_type = view;
+        self.otp = None;
     }
 }
 

@@ -74,7 +74,9 @@ pub struct OtpChallenge {
 pub enum OtpCheck {
     Accepted,
     /// Wrong; `left` tries remain on this code (0: it is spent).
-    Wrong { left: u32 },
+    Wrong {
+        left: u32,
+    },
     /// The code expired or was spent by wrong tries; a new one is needed.
     Spent,
 }

@@ -1,6 +1,8 @@
 //! Assembly: storage, keys, services and routes, from a [`Config`].
 
 use portico_crypto::hash::BearerSecret;
+use portico_identity::captcha::DevCaptcha;
+use portico_identity::delivery::DevOutbox;
 use portico_permissions::PermissionsApi;
 use portico_permissions::service::PermissionService;
 use std::future::Future;
@@ -91,6 +93,8 @@ impl App {
             cookies: secret.cookie_signer(),
             passwords: PasswordChecker::new(config.login.password_hash_concurrency as usize),
             verified: Default::default(),
+            otp_sender: Arc::new(DevOutbox::new(config.data_dir.join("outbox.jsonl"))),
+            captcha: Arc::new(DevCaptcha),
         });
         let permissions = Arc::new(PermissionService::new(Arc::clone(&store)));
         if demo {

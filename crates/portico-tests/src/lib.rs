@@ -199,11 +199,67 @@ impl TestApp {
             .await
             .expect("submit");
         assert_eq!(response.status(), 303);
-        let back = location(&response);
+        let back = self.second_factor_if_asked(browser, &csrf, login, location(&response)).await;
         assert!(back.starts_with("/oauth2/authorize?"), "completed login goes back to authorize: {back}");
         let response = browser.get(self.url(&back)).send().await.expect("authorize again");
         assert_eq!(response.status(), 302, "authorize with a completed login issues a code");
         code_from(&response, &self.redirect_uri())
+    }
+
+    /// After a passed password step that answered 303 to `location`: when
+    /// that is `/login` (a device not yet trusted for the user), enters the
+    /// SMS code from the dev outbox. Returns where the login goes next.
+    ///
+    /// # Panics
+    /// When the second factor does not answer as expected.
+    pub async fn second_factor_if_asked(
+        &self,
+        browser: &reqwest::Client,
+        csrf: &str,
+        login: &str,
+        location_after_password: String,
+    ) -> String {
+        if location_after_password != "/login" {
+            return location_after_password;
+        }
+        let view = self.login_view(browser).await;
+        assert_eq!(view["pageData"]["stepViewData"]["stepType"], "sms-otp", "{view}");
+        let user = self.store.find_user_by_login(login).await.expect("store").expect("user");
+        let code = self.last_code(user.phone.as_deref().expect("a phone"));
+        let response = browser
+            .post(self.url("/login"))
+            .form(&[("_csrf", csrf), ("credentials", code.as_str())])
+            .send()
+            .await
+            .expect("submit the code");
+        assert_eq!(response.status(), 303);
+        location(&response)
+    }
+
+    /// `GET /login` and its `LoginViewDataDTO`.
+    ///
+    /// # Panics
+    /// When the page is not a 200 with view data.
+    pub async fn login_view(&self, browser: &reqwest::Client) -> serde_json::Value {
+        let page = browser.get(self.url("/login")).send().await.expect("login page");
+        assert_eq!(page.status(), 200, "GET /login");
+        view_data(&page.text().await.expect("html"))
+    }
+
+    /// The messages in the dev outbox, oldest first.
+    pub fn outbox(&self) -> Vec<serde_json::Value> {
+        let text = std::fs::read_to_string(self.config.data_dir.join("outbox.jsonl")).unwrap_or_default();
+        text.lines().map(|line| serde_json::from_str(line).expect("an outbox line")).collect()
+    }
+
+    /// The last code sent to `to` (a phone number or e-mail address).
+    ///
+    /// # Panics
+    /// When none was sent.
+    pub fn last_code(&self, to: &str) -> String {
+        let messages = self.outbox();
+        let message = messages.iter().rev().find(|m| m["to"] == to).unwrap_or_else(|| panic!("no code for {to}"));
+        message["code"].as_str().expect("code").to_owned()
     }
 
     /// Posts a form to the token endpoint as the demo client (`client_secret_post`).

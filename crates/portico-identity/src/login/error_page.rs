@@ -5,7 +5,6 @@ use askama::Template;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
-use portico_model::login::codes;
 use portico_storage::StorageError;
 use uuid::Uuid;
 
@@ -73,11 +72,7 @@ pub async fn error_page(State(identity): State<IdentityState>, headers: HeaderMa
     let t = texts::for_locale(
         failed_process_locale(&identity, &headers).await.unwrap_or_else(|| texts::negotiate(&headers)),
     );
-    let message = match details.error_code.as_str() {
-        codes::USER_IS_BLOCKED => t.error_blocked,
-        codes::FATAL_ERROR => t.error_fatal,
-        _ => t.error_unknown,
-    };
+    let message = t.for_code(&details.error_code);
     let actions = details
         .actions
         .iter()

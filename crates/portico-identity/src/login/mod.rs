@@ -7,15 +7,23 @@
 //! - The authorize endpoint starts a process ([`start`]) and, once the
 //!   process is complete, issues the code.
 //!
-//! Steps implemented: `username-password`. The state machine is built so
-//! that the other steps of the spec slot into [`submit`].
+//! - `POST /login/user-settings/auth-method` restarts the process with the
+//!   other method; `POST /login/user-settings/otp-method` sends the second
+//!   factor by e-mail.
+//!
+//! The order of the steps is in [`flow`]; each step's submission in
+//! [`steps`].
 
+mod auth_method;
 pub mod error_page;
+pub mod flow;
 mod locale;
+mod otp_method;
 mod page;
 mod restart;
 pub mod session;
-mod submit;
+pub mod steps;
+pub mod submit;
 pub mod texts;
 pub mod view;
 
@@ -38,6 +46,8 @@ pub fn router() -> Router<IdentityState> {
         .route("/login", get(page::login_page).post(submit::submit_step))
         .route("/login/restart", get(restart::restart))
         .route("/login/user-settings/locale", axum::routing::patch(locale::update_locale))
+        .route("/login/user-settings/auth-method", axum::routing::post(auth_method::update_auth_method))
+        .route("/login/user-settings/otp-method", axum::routing::post(otp_method::update_otp_method))
         .route("/error", get(error_page::error_page))
         .route("/logged-out", get(error_page::logged_out))
 }
@@ -89,6 +99,22 @@ pub async fn start(
     query: &str,
     now: OffsetDateTime,
 ) -> Result<Response, StorageError> {
+    start_at(identity, headers, request, query, now, None).await
+}
+
+/// Like [`start`]; with `consent_of`, for a user already authenticated by
+/// the SSO session, the process starts at the `consent` step.
+///
+/// # Errors
+/// When the process cannot be stored.
+pub async fn start_at(
+    identity: &Identity,
+    headers: &HeaderMap,
+    request: &AuthorizeRequest,
+    query: &str,
+    now: OffsetDateTime,
+    consent_of: Option<Uuid>,
+) -> Result<Response, StorageError> {
     let ttl = identity.settings.login_process_ttl;
     let existing_device = cookies::get(headers, cookies::DEVICE_ID)
         .filter(|d| !d.is_empty() && d.len() <= 64 && d.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
@@ -100,6 +126,11 @@ pub async fn start(
         AuthMethod::Password,
     );
     state.device_id = Some(device_id.clone());
+    state.force_consent = request.prompt == Some(portico_model::oauth::Prompt::Consent);
+    if let Some(user_id) = consent_of {
+        state.user_id = Some(user_id);
+        state.go_to(portico_model::login::StepType::Consent, portico_model::login::ViewType::Default);
+    }
     let process = LoginProcess { id: Uuid::new_v4(), version: 0, created_at: now, expires_at: now + ttl, state };
     identity.store.create_login_process(&process).await?;
 
@@ -149,4 +180,40 @@ fn no_process(identity: &Identity, headers: &HeaderMap) -> Response {
 /// The original authorize request of a process, as a local URL.
 fn authorize_url(process: &LoginProcess) -> String {
     format!("/oauth2/authorize?{}", process.state.authorize_query)
+}
+
+/// Where the process's client wants the browser back: the request's
+/// `redirect_uri` with `access_denied` and its `state`, or else the
+/// logged-out page.
+pub fn return_url_of(identity: &Identity, process: &LoginProcess) -> String {
+    let params = crate::oauth2::params::Params::parse(process.state.authorize_query.as_bytes());
+    match (params.one("redirect_uri"), params.one("state")) {
+        (Ok(Some(redirect_uri)), Ok(Some(state))) => ClientEntry {
+            client_id: process.state.client_id.clone(),
+            redirect_uri: redirect_uri.to_owned(),
+            state: state.to_owned(),
+        }
+        .return_url(),
+        _ => identity.settings.logged_out_url.clone(),
+    }
+}
+
+/// A settings call (`auth-method`, `otp-method`) without a live process or
+/// with a bad parameter or CSRF token: 303 to `/error` with `fatal-error`
+/// and a way back (restart when there is a process to restart).
+fn settings_failure(identity: &Identity, headers: &HeaderMap, process: Option<&LoginProcess>) -> Response {
+    use view::{ActionKind, ErrorAction, ErrorDetails};
+    let (action, url) = match process {
+        Some(_) => (ActionKind::RetryLogin, "/login/restart".to_owned()),
+        None => (
+            ActionKind::Redirect,
+            ClientEntry::from_cookie(identity, headers)
+                .map_or_else(|| identity.settings.logged_out_url.clone(), |entry| entry.return_url()),
+        ),
+    };
+    let details = ErrorDetails {
+        error_code: portico_model::login::codes::FATAL_ERROR.to_owned(),
+        actions: vec![ErrorAction { action, url: Some(url) }],
+    };
+    error_page::redirect_to_error(identity, &details, process.map(|p| p.id))
 }

@@ -1,65 +1,181 @@
-//! `GET /login` (operation `getLoginPage`).
+//! `GET /login` (operation `getLoginPage`): the current step's page, with
+//! `LoginViewDataDTO` in `script#viewData`. Showing an OTP step sends its
+//! code first (see [`super::steps::otp`]).
 
 use askama::Template;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
+use portico_model::login::{AuthMethod, LoginFormErrors, LoginProcess, StepType, ViewType};
+use portico_model::otp::{mask_email, mask_phone};
+use portico_model::user::User;
+use portico_storage::StorageError;
 
+use super::flow::requested_groups;
+use super::steps::otp::{self, Prepared};
+use super::steps::password::captcha_required;
 use super::texts::{self, Texts};
-use super::view::{LoginViewData, script_json};
+use super::view::{LoginViewData, StepContext, script_json};
 use super::{authorize_url, current_process, no_process};
-use crate::IdentityState;
 use crate::cookies::{self, SetCookies};
 use crate::oauth2::redirect;
+use crate::{Identity, IdentityState};
 
 #[derive(Template)]
 #[template(path = "login.html")]
 struct LoginPage<'a> {
     t: &'a Texts,
+    step: &'static str,
     csrf: &'a str,
     principal: &'a str,
-    error: Option<&'a str>,
+    notice: Option<&'a str>,
+    principal_error: Option<&'a str>,
+    credentials_error: Option<&'a str>,
+    other_error: Option<&'a str>,
+    captcha_required: bool,
+    code_sent: Option<String>,
+    code_length: usize,
+    resend_in: i64,
+    resend_hint: String,
+    email_available: bool,
+    other_method: Option<(&'static str, &'a str)>,
+    consent_intro: String,
+    groups: Vec<(String, String)>,
     view_json: String,
 }
 
 pub async fn login_page(State(identity): State<IdentityState>, headers: HeaderMap) -> Response {
+    match render(&identity, &headers).await {
+        Ok(response) => response,
+        Err(error) => super::error_page::server_error(error),
+    }
+}
+
+async fn render(identity: &Identity, headers: &HeaderMap) -> Result<Response, StorageError> {
     let now = identity.clock.now();
-    let mut process = match current_process(&identity, &headers, now).await {
-        Ok(Some(process)) => process,
-        Ok(None) => return no_process(&identity, &headers),
-        Err(error) => return super::error_page::server_error(error),
+    let Some(mut process) = current_process(identity, headers, now).await? else {
+        return Ok(no_process(identity, headers));
     };
     if process.state.is_complete() {
-        return redirect(StatusCode::FOUND, &authorize_url(&process));
+        return Ok(redirect(StatusCode::FOUND, &authorize_url(&process)));
+    }
+    let locale = process.state.locale.unwrap_or_else(|| texts::negotiate(headers));
+    let t = texts::for_locale(locale);
+    let user = match process.state.user_id {
+        Some(id) => identity.store.find_user(id).await?,
+        None => None,
+    };
+    if let Some(user) = &user {
+        process = match otp::prepare(identity, process, user, t).await? {
+            Prepared::Ready(process) => *process,
+            Prepared::Answer(response) => return Ok(response),
+        };
     }
 
     // Errors are shown once: clear them from the process as they are shown.
     let errors = process.state.errors.take();
-    if errors.is_some()
-        && let Err(error) = identity.store.update_login_process(&process).await
-    {
-        return super::error_page::server_error(error);
+    if errors.is_some() {
+        identity.store.update_login_process(&process).await?;
     }
-
-    let locale = process.state.locale.unwrap_or_else(|| texts::negotiate(&headers));
-    let t = texts::for_locale(locale);
-    let wrong = errors.as_ref().and_then(|e| e.credentials_error.as_ref()).map(|_| t.wrong_credentials);
-    let page = LoginPage {
-        t,
-        csrf: &process.state.csrf,
-        principal: process.state.principal.as_deref().unwrap_or(""),
-        error: wrong,
-        view_json: script_json(&LoginViewData::of(&process, errors, locale, now)),
-    };
-    let Ok(html) = page.render() else {
-        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    let context = step_context(identity, &process, user.as_ref()).await?;
+    let html = page(identity, &process, user.as_ref(), errors, t, &context, locale, now);
+    let Some(html) = html else {
+        return Ok(StatusCode::INTERNAL_SERVER_ERROR.into_response());
     };
     let mut response = Html(html).into_response();
     response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    if cookies::get(&headers, cookies::STEP_ERROR_DETAILS).is_some() {
+    if cookies::get(headers, cookies::STEP_ERROR_DETAILS).is_some() {
         let mut set = SetCookies::new(identity.settings.secure_cookies);
         set.clear(cookies::STEP_ERROR_DETAILS);
         set.apply(response.headers_mut());
     }
-    response
+    Ok(response)
+}
+
+async fn step_context(
+    identity: &Identity,
+    process: &LoginProcess,
+    user: Option<&User>,
+) -> Result<StepContext, StorageError> {
+    let state = &process.state;
+    let mut context = StepContext::default();
+    match state.step {
+        StepType::UsernamePassword | StepType::Password | StepType::Phone => {
+            context.captcha_required = captcha_required(identity, process, user).await?;
+        }
+        StepType::SmsOtp => context.email_delivery_available = otp::email_available(process, user),
+        StepType::EmailOtp => {}
+        StepType::Consent => {
+            let client = identity.store.find_client(&state.client_id).await?;
+            let locale = state.locale.unwrap_or(portico_model::login::Locale::Ru);
+            context.client_name = client.map(|c| match locale {
+                portico_model::login::Locale::Ru => c.name.ru,
+                portico_model::login::Locale::En => c.name.en,
+            });
+            context.available_scope_groups = requested_groups(&state.authorize_query);
+        }
+    }
+    Ok(context)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn page(
+    identity: &Identity,
+    process: &LoginProcess,
+    user: Option<&User>,
+    errors: Option<LoginFormErrors>,
+    t: &Texts,
+    context: &StepContext,
+    locale: portico_model::login::Locale,
+    now: time::OffsetDateTime,
+) -> Option<String> {
+    let state = &process.state;
+    let policy = identity.settings.otp;
+    let message = |code: &Option<String>| code.as_deref().map(|c| t.for_code(c));
+    let (principal_error, credentials_error, other_error) = match &errors {
+        Some(e) => (message(&e.principal_error), message(&e.credentials_error), message(&e.other_error)),
+        None => (None, None, None),
+    };
+    let notice = match state.view_type {
+        ViewType::UnknownDevice => Some(t.unknown_device),
+        ViewType::PhoneAuthNotAllowed => Some(t.phone_auth_not_allowed),
+        ViewType::PhoneDuplicated => Some(t.phone_duplicated),
+        _ => None,
+    };
+    let code_sent = state.otp.as_ref().map(|o| {
+        let to = match o.channel {
+            portico_model::otp::OtpChannel::Sms => mask_phone(&o.to),
+            portico_model::otp::OtpChannel::Email => mask_email(&o.to),
+        };
+        t.code_sent.replace("{to}", &to)
+    });
+    let resend_in = state.otp.as_ref().map_or(0, |o| (o.resend_at(&policy) - now).whole_seconds().max(0));
+    let other_method = match (state.step, state.method, state.passed.is_empty()) {
+        (StepType::UsernamePassword, AuthMethod::Password, true) => Some(("PHONE", t.use_phone)),
+        (StepType::Phone, _, true) => Some(("PASSWORD", t.use_password)),
+        _ => None,
+    };
+    let client_name = context.client_name.as_deref().unwrap_or(&state.client_id);
+    let page = LoginPage {
+        t,
+        step: state.step.as_str(),
+        csrf: &state.csrf,
+        principal: state.principal.as_deref().unwrap_or(""),
+        notice,
+        principal_error,
+        credentials_error,
+        other_error,
+        captcha_required: context.captcha_required,
+        code_sent,
+        code_length: policy.length,
+        resend_in,
+        resend_hint: if resend_in > 0 { t.resend_in.replace("{s}", &resend_in.to_string()) } else { String::new() },
+        email_available: context.email_delivery_available,
+        other_method,
+        consent_intro: t.consent_intro.replace("{client}", client_name),
+        groups: context.available_scope_groups.iter().map(|g| (g.clone(), t.group(g).to_owned())).collect(),
+        view_json: script_json(&LoginViewData::of(process, errors, locale, now, context)),
+    };
+    let _ = user;
+    page.render().ok()
 }

@@ -2,6 +2,7 @@
 //! them, and their safe embedding in `<script type="application/json">`.
 
 use portico_model::login::{Locale, LoginFormErrors, LoginProcess, StepType, ViewType};
+use portico_model::otp::mask_phone;
 use serde::Serialize;
 use time::OffsetDateTime;
 
@@ -43,6 +44,30 @@ pub enum StepViewData {
         principal: Option<String>,
         captcha_required: bool,
     },
+    #[serde(rename = "password", rename_all = "camelCase")]
+    Password { view_type: ViewType, captcha_required: bool },
+    #[serde(rename = "phone", rename_all = "camelCase")]
+    Phone { view_type: ViewType, principal: Option<String>, captcha_required: bool },
+    #[serde(rename = "sms-otp", rename_all = "camelCase")]
+    SmsOtp {
+        view_type: ViewType,
+        sms_otp_address_view: Option<String>,
+        sms_otp_process_id: Option<uuid::Uuid>,
+        email_delivery_available: bool,
+    },
+    #[serde(rename = "email-otp", rename_all = "camelCase")]
+    EmailOtp { view_type: ViewType, email_otp_process_id: Option<uuid::Uuid> },
+    #[serde(rename = "consent", rename_all = "camelCase")]
+    Consent { view_type: ViewType, client_name: Option<String>, available_scope_groups: Option<String> },
+}
+
+/// What the step view needs beyond the process itself.
+#[derive(Debug, Default)]
+pub struct StepContext {
+    pub captcha_required: bool,
+    pub email_delivery_available: bool,
+    pub client_name: Option<String>,
+    pub available_scope_groups: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -55,17 +80,43 @@ pub struct ThemeViewData {
 
 impl LoginViewData {
     /// The view of `process` at `now`, showing `errors`.
-    pub fn of(process: &LoginProcess, errors: Option<LoginFormErrors>, locale: Locale, now: OffsetDateTime) -> Self {
+    pub fn of(
+        process: &LoginProcess,
+        errors: Option<LoginFormErrors>,
+        locale: Locale,
+        now: OffsetDateTime,
+        context: &StepContext,
+    ) -> Self {
         let state = &process.state;
-        let step = match state.step {
-            StepType::UsernamePassword => Some(StepViewData::UsernamePassword {
-                view_type: state.view_type,
-                phone_number_view: None,
+        let view_type = state.view_type;
+        let captcha_required = context.captcha_required;
+        let step = Some(match state.step {
+            StepType::UsernamePassword => StepViewData::UsernamePassword {
+                view_type,
+                phone_number_view: (view_type == ViewType::PhoneDuplicated)
+                    .then(|| state.phone.as_deref().map(mask_phone))
+                    .flatten(),
                 principal: state.principal.clone(),
-                captcha_required: false,
-            }),
-            _ => None,
-        };
+                captcha_required,
+            },
+            StepType::Password => StepViewData::Password { view_type, captcha_required },
+            StepType::Phone => StepViewData::Phone { view_type, principal: state.principal.clone(), captcha_required },
+            StepType::SmsOtp => StepViewData::SmsOtp {
+                view_type,
+                sms_otp_address_view: state.otp.as_ref().map(|o| mask_phone(&o.to)),
+                sms_otp_process_id: state.otp.as_ref().map(|o| o.id),
+                email_delivery_available: context.email_delivery_available,
+            },
+            StepType::EmailOtp => {
+                StepViewData::EmailOtp { view_type, email_otp_process_id: state.otp.as_ref().map(|o| o.id) }
+            }
+            StepType::Consent => StepViewData::Consent {
+                view_type,
+                client_name: context.client_name.clone(),
+                available_scope_groups: (!context.available_scope_groups.is_empty())
+                    .then(|| context.available_scope_groups.join(",")),
+            },
+        });
         Self {
             page_type: "LOGIN_FORM_STEP",
             page_data: LoginPageData {

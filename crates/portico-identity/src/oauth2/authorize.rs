@@ -27,6 +27,7 @@ use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use portico_model::client::Client;
+use portico_model::login::LoginProcess;
 use portico_model::oauth::{AuthorizationCode, Prompt, is_s256_challenge};
 use portico_model::scope::ScopeSet;
 use portico_storage::StorageError;
@@ -86,19 +87,35 @@ async fn handle(identity: &Identity, headers: &HeaderMap, query: &str) -> Result
     let request = validate(identity, &Params::parse(query.as_bytes())).await?;
     let now = identity.clock.now();
 
-    if let Some((user_id, auth_time, process_id)) = completed_login(identity, headers, query, now).await? {
-        identity.store.delete_login_process(process_id).await?;
-        let mut response = issue_code_redirect(identity, &request, user_id, auth_time).await?;
+    if let Some(process) = completed_login(identity, headers, query, now).await? {
+        identity.store.delete_login_process(process.id).await?;
+        let (Some(user_id), Some(auth_time)) = (process.state.user_id, process.state.completed_at) else {
+            return Err(StorageError::Other("a completed process without a user".into()).into());
+        };
+        let scope = granted_scope(&request.scope, process.state.granted_groups.as_deref());
+        let mut response = issue_code_redirect(identity, &request, &scope, user_id, auth_time).await?;
         let mut set = SetCookies::new(identity.settings.secure_cookies);
         set.clear(cookies::AUTHENTICATION_FLOW).clear(cookies::LOGIN_CLIENT_ENTRY);
         set.apply(response.headers_mut());
         return Ok(response);
     }
 
-    if !matches!(request.prompt, Some(Prompt::Login | Prompt::Consent))
+    if request.prompt != Some(Prompt::Login)
         && let Some(session) = login::session::current(identity, headers, now).await?
     {
-        return Ok(issue_code_redirect(identity, &request, session.user_id, session.auth_time).await?);
+        if !consent_needed(identity, &request, session.user_id).await? {
+            let scope = request.scope.to_string();
+            return Ok(issue_code_redirect(identity, &request, &scope, session.user_id, session.auth_time).await?);
+        }
+        if request.prompt == Some(Prompt::None) {
+            return Ok(error_redirect(
+                &request.redirect_uri,
+                "consent_required",
+                "the user must consent",
+                Some(&request.state),
+            ));
+        }
+        return Ok(login::start_at(identity, headers, &request, query, now, Some(session.user_id)).await?);
     }
 
     if request.prompt == Some(Prompt::None) {
@@ -113,14 +130,40 @@ async fn handle(identity: &Identity, headers: &HeaderMap, query: &str) -> Result
     Ok(login::start(identity, headers, &request, query, now).await?)
 }
 
-/// The user of a login process, named by the `authentication_flow` cookie,
-/// that completed for exactly this authorize request.
+/// Whether an authenticated user must pass the consent step for `request`:
+/// the client requires consent, asks for scope groups, and either
+/// `prompt=consent` or the groups are not all granted yet.
+async fn consent_needed(identity: &Identity, request: &AuthorizeRequest, user_id: Uuid) -> Result<bool, StorageError> {
+    let wanted: Vec<&str> = request.scope.iter().filter(|s| *s != "openid").collect();
+    if !request.client.require_consent || wanted.is_empty() {
+        return Ok(false);
+    }
+    if request.prompt == Some(Prompt::Consent) {
+        return Ok(true);
+    }
+    let granted = identity.store.find_consent(user_id, &request.client.client_id).await?.unwrap_or_default();
+    Ok(!wanted.iter().all(|w| granted.iter().any(|g| g == w)))
+}
+
+/// The scope a code carries: the request's, narrowed to `openid` and the
+/// groups granted on the consent step when there was one.
+fn granted_scope(requested: &ScopeSet, granted: Option<&[String]>) -> String {
+    match granted {
+        None => requested.to_string(),
+        Some(granted) => {
+            requested.iter().filter(|s| *s == "openid" || granted.iter().any(|g| g == s)).collect::<Vec<_>>().join(" ")
+        }
+    }
+}
+
+/// The login process, named by the `authentication_flow` cookie, that
+/// completed for exactly this authorize request.
 async fn completed_login(
     identity: &Identity,
     headers: &HeaderMap,
     query: &str,
     now: OffsetDateTime,
-) -> Result<Option<(Uuid, OffsetDateTime, Uuid)>, StorageError> {
+) -> Result<Option<LoginProcess>, StorageError> {
     let Some(id) = cookies::get_uuid(headers, cookies::AUTHENTICATION_FLOW) else {
         return Ok(None);
     };
@@ -128,10 +171,8 @@ async fn completed_login(
         return Ok(None);
     };
     let state = &process.state;
-    Ok(match (state.completed_at, state.user_id) {
-        (Some(at), Some(user)) if state.authorize_query == query => Some((user, at, process.id)),
-        _ => None,
-    })
+    let done = state.completed_at.is_some() && state.user_id.is_some() && state.authorize_query == query;
+    Ok(done.then_some(process))
 }
 
 async fn validate(identity: &Identity, params: &Params) -> Result<AuthorizeRequest, Rejection> {
@@ -201,6 +242,7 @@ async fn validate(identity: &Identity, params: &Params) -> Result<AuthorizeReque
 pub async fn issue_code_redirect(
     identity: &Identity,
     request: &AuthorizeRequest,
+    scope: &str,
     user_id: Uuid,
     auth_time: OffsetDateTime,
 ) -> Result<Response, StorageError> {
@@ -213,7 +255,7 @@ pub async fn issue_code_redirect(
             client_id: request.client.client_id.clone(),
             user_id,
             redirect_uri: request.redirect_uri.clone(),
-            scope: request.scope.to_string(),
+            scope: scope.to_owned(),
             code_challenge: request.code_challenge.clone(),
             nonce: request.nonce.clone(),
             auth_time,

@@ -35,6 +35,11 @@ impl Params {
         }
     }
 
+    /// Every value of `name` (a form's repeated checkboxes), without NULs.
+    pub fn all(&self, name: &str) -> impl Iterator<Item = &str> {
+        self.0.iter().filter(move |(k, v)| k == name && !v.contains('\0')).map(|(_, v)| v.as_str())
+    }
+
     /// Like [`Params::one`], for the token and revoke endpoints.
     ///
     /// # Errors

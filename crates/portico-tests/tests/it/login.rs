@@ -139,7 +139,10 @@ async fn the_xsrf_header_is_accepted_instead_of_the_field() {
         .await
         .unwrap();
     assert_eq!(response.status(), 303);
-    assert!(location(&response).starts_with("/oauth2/authorize?"));
+    // Accepted: the password step is passed, and the new device asks for the SMS code.
+    assert_eq!(location(&response), "/login");
+    let view = app.login_view(&browser).await;
+    assert_eq!(view["pageData"]["stepViewData"]["stepType"], "sms-otp");
 }
 
 #[tokio::test]

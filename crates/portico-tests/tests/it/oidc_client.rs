@@ -46,7 +46,8 @@ async fn openidconnect_crate_completes_the_flow() {
             ("credentials", "ivan-password"),
         ];
         let response = browser.post(app.url("/login")).form(&form).send().await.unwrap();
-        let response = browser.get(app.url(&location(&response))).send().await.unwrap();
+        let next = app.second_factor_if_asked(&browser, form[0].1, "ivan", location(&response)).await;
+        let response = browser.get(app.url(&next)).send().await.unwrap();
         assert_eq!(location_param(&response, "state").as_deref(), Some(csrf.secret().as_str()));
         let code = location_param(&response, "code").expect("code");
 

@@ -1,0 +1,86 @@
+//! Delivery of one-time codes: a trait, and the dev outbox that the demo
+//! and local development use.
+//!
+//! The outbox appends one JSON line per message,
+//! `{"channel","to","code","text","at"}`, to `<data dir>/outbox.jsonl`, and
+//! logs that it did (without the code). Production configures an SMS
+//! gateway and SMTP instead.
+
+use std::path::PathBuf;
+
+use async_trait::async_trait;
+use portico_model::otp::OtpChannel;
+use serde::Serialize;
+use time::OffsetDateTime;
+use tokio::io::AsyncWriteExt as _;
+
+/// A one-time code on its way to the user.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OtpMessage {
+    pub channel: OtpChannel,
+    /// E.164 phone number or e-mail address.
+    pub to: String,
+    pub code: String,
+    /// The whole text the user receives.
+    pub text: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("the code could not be delivered: {0}")]
+pub struct DeliveryError(pub String);
+
+#[async_trait]
+pub trait OtpSender: Send + Sync {
+    /// Sends `message` and returns once the channel accepted it.
+    ///
+    /// # Errors
+    /// When the channel refused it or could not be reached.
+    async fn send(&self, message: &OtpMessage, now: OffsetDateTime) -> Result<(), DeliveryError>;
+}
+
+/// Appends messages to a JSON-lines file.
+pub struct DevOutbox {
+    path: PathBuf,
+    write: tokio::sync::Mutex<()>,
+}
+
+impl DevOutbox {
+    pub fn new(path: PathBuf) -> Self {
+        Self { path, write: tokio::sync::Mutex::new(()) }
+    }
+}
+
+#[derive(Serialize)]
+struct OutboxLine<'a> {
+    channel: OtpChannel,
+    to: &'a str,
+    code: &'a str,
+    text: &'a str,
+    #[serde(with = "time::serde::rfc3339")]
+    at: OffsetDateTime,
+}
+
+#[async_trait]
+impl OtpSender for DevOutbox {
+    async fn send(&self, message: &OtpMessage, now: OffsetDateTime) -> Result<(), DeliveryError> {
+        let line =
+            OutboxLine { channel: message.channel, to: &message.to, code: &message.code, text: &message.text, at: now };
+        let mut text = serde_json::to_string(&line).map_err(|e| DeliveryError(e.to_string()))?;
+        text.push('\n');
+        let _one_writer = self.write.lock().await;
+        let mut file = tokio::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)
+            .await
+            .map_err(|e| DeliveryError(format!("{}: {e}", self.path.display())))?;
+        file.write_all(text.as_bytes()).await.map_err(|e| DeliveryError(e.to_string()))?;
+        file.flush().await.map_err(|e| DeliveryError(e.to_string()))?;
+        tracing::info!(
+            channel = message.channel.as_str(),
+            outbox = %self.path.display(),
+            "one-time code written to the dev outbox"
+        );
+        Ok(())
+    }
+}

@@ -1,0 +1,51 @@
+//! `POST /login/user-settings/auth-method` (operation
+//! `updateLoginAuthMethod`): restarts the current process with method
+//! `PASSWORD` or `PHONE`, keeping its request, device, language and CSRF
+//! token.
+
+use axum::body::{Body, to_bytes};
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::Response;
+use portico_model::login::{AuthMethod, LoginState};
+
+use super::flow::to_login;
+use super::submit::csrf_ok;
+use super::{current_process, error_page, settings_failure};
+use crate::IdentityState;
+use crate::oauth2::params::Params;
+
+pub async fn update_auth_method(State(identity): State<IdentityState>, headers: HeaderMap, body: Body) -> Response {
+    let now = identity.clock.now();
+    let process = match current_process(&identity, &headers, now).await {
+        Ok(Some(process)) if !process.state.is_complete() => process,
+        Ok(_) => return settings_failure(&identity, &headers, None),
+        Err(error) => return error_page::server_error(error),
+    };
+    let params = match to_bytes(body, 4096).await {
+        Ok(bytes) => Params::parse(&bytes),
+        Err(_) => return settings_failure(&identity, &headers, Some(&process)),
+    };
+    let method = match params.one("authMethod") {
+        Ok(Some("PASSWORD")) => AuthMethod::Password,
+        Ok(Some("PHONE")) => AuthMethod::Phone,
+        _ => return settings_failure(&identity, &headers, Some(&process)),
+    };
+    if !csrf_ok(&headers, &params, &process) {
+        return settings_failure(&identity, &headers, Some(&process));
+    }
+    let mut restarted = process.clone();
+    let old = &process.state;
+    let mut state = LoginState::start(old.client_id.clone(), old.authorize_query.clone(), old.csrf.clone(), method);
+    state.device_id = old.device_id.clone();
+    state.locale = old.locale;
+    state.force_consent = old.force_consent;
+    // Failures and codes sent count for the whole process, across restarts.
+    state.password_failures = old.password_failures;
+    state.codes_sent = old.codes_sent;
+    restarted.state = state;
+    match identity.store.update_login_process(&restarted).await {
+        Ok(_) => to_login(),
+        Err(error) => error_page::server_error(error),
+    }
+}

@@ -1,0 +1,193 @@
+//! The order of the steps (PRODUCT.md, "Login flows") and what happens when
+//! a process completes.
+//!
+//! - `PASSWORD`: `username-password` → a second factor when the device is not
+//!   trusted for the user (`sms-otp`, or `email-otp` once chosen, both
+//!   `secondFactor`) → `consent` when needed → done.
+//! - `PHONE`: `phone` → `sms-otp` → `password` (`unknownDevice` when the
+//!   device is not trusted) → `consent` when needed → done. A shared phone
+//!   number diverts to `username-password` (`phoneDuplicated`), a user with
+//!   phone login off to `password` (`phoneAuthNotAllowed`); both then go on
+//!   as `PASSWORD`.
+//!
+//! [`advance`] is called after every passed step: it works out the next step
+//! from what was passed, never from where the browser says it is.
+
+use axum::http::StatusCode;
+use axum::response::Response;
+use portico_model::audit::{AuditEvent, AuditKind};
+use portico_model::login::{AuthMethod, LoginProcess, StepType, ViewType, codes};
+use portico_model::otp::OtpChannel;
+use portico_model::scope::ScopeSet;
+use portico_model::user::User;
+use portico_storage::StorageError;
+use serde_json::json;
+use time::OffsetDateTime;
+
+use super::view::{ActionKind, ErrorAction, ErrorDetails};
+use super::{authorize_url, error_page, return_url_of, session};
+use crate::Identity;
+use crate::cookies::{self, SetCookies};
+use crate::oauth2::params::Params;
+use crate::oauth2::redirect;
+
+/// The scope groups a request asks consent for: every scope but `openid`.
+pub fn requested_groups(authorize_query: &str) -> Vec<String> {
+    let params = Params::parse(authorize_query.as_bytes());
+    let scope = params.one("scope").ok().flatten().and_then(|s| ScopeSet::parse(s).ok());
+    scope.map(|s| s.iter().filter(|g| *g != "openid").map(str::to_owned).collect()).unwrap_or_default()
+}
+
+/// Whether `user` must pass the consent step for this process's request.
+///
+/// # Errors
+/// When storage fails.
+pub async fn consent_needed(identity: &Identity, process: &LoginProcess, user: &User) -> Result<bool, StorageError> {
+    let state = &process.state;
+    let Some(client) = identity.store.find_client(&state.client_id).await? else { return Ok(false) };
+    let wanted = requested_groups(&state.authorize_query);
+    if !client.require_consent || wanted.is_empty() {
+        return Ok(false);
+    }
+    if state.force_consent {
+        return Ok(true);
+    }
+    let granted = identity.store.find_consent(user.id, &client.client_id).await?.unwrap_or_default();
+    Ok(!wanted.iter().all(|g| granted.contains(g)))
+}
+
+/// Whether the process's device is trusted for `user`.
+async fn device_trusted(identity: &Identity, process: &LoginProcess, user: &User) -> Result<bool, StorageError> {
+    let Some(device) = &process.state.device_id else { return Ok(false) };
+    let not_before = identity.clock.now() - identity.settings.device_trust_ttl;
+    identity.store.is_device_trusted(user.id, device, not_before).await
+}
+
+/// The step after those passed, or `None` when the login is done.
+async fn next_step(
+    identity: &Identity,
+    process: &LoginProcess,
+    user: &User,
+) -> Result<Option<(StepType, ViewType)>, StorageError> {
+    let state = &process.state;
+    let trusted = device_trusted(identity, process, user).await?;
+    let otp_step = match state.otp_channel {
+        OtpChannel::Sms if user.phone.is_some() => StepType::SmsOtp,
+        _ if user.email.is_some() => StepType::EmailOtp,
+        _ => StepType::SmsOtp,
+    };
+    let next = match state.method {
+        AuthMethod::Phone if !state.has_otp() => Some((StepType::SmsOtp, ViewType::Default)),
+        AuthMethod::Phone if !state.knows_password() => {
+            Some((StepType::Password, if trusted { ViewType::Default } else { ViewType::UnknownDevice }))
+        }
+        AuthMethod::Password if !state.has_otp() && !trusted => Some((otp_step, ViewType::SecondFactor)),
+        _ => None,
+    };
+    if next.is_some() {
+        return Ok(next);
+    }
+    if !state.has_passed(StepType::Consent) && consent_needed(identity, process, user).await? {
+        return Ok(Some((StepType::Consent, ViewType::Default)));
+    }
+    Ok(None)
+}
+
+/// 303 to `/login` (a parallel request may have moved the process on; the
+/// page shows wherever it is).
+pub fn to_login() -> Response {
+    redirect(StatusCode::SEE_OTHER, "/login")
+}
+
+/// The user may not log in: the error page, back to the client.
+pub async fn user_blocked(identity: &Identity, process: &LoginProcess, user: &User) -> Result<Response, StorageError> {
+    let now = identity.clock.now();
+    identity.audit(AuditEvent::new(now, AuditKind::LoginBlockedUser).user(user.id)).await;
+    let details = ErrorDetails {
+        error_code: codes::USER_IS_BLOCKED.to_owned(),
+        actions: vec![ErrorAction { action: ActionKind::Redirect, url: Some(return_url_of(identity, process)) }],
+    };
+    identity.store.delete_login_process(process.id).await?;
+    Ok(error_page::redirect_to_error(identity, &details, None))
+}
+
+/// Whether `user` may log in at `now` (not blocked by an operator, not
+/// locked out by failed passwords).
+pub async fn may_log_in(identity: &Identity, user: &User, now: OffsetDateTime) -> Result<bool, StorageError> {
+    if user.blocked {
+        return Ok(false);
+    }
+    let failures = identity.store.password_failures(user.id).await?;
+    Ok(failures.locked_until.is_none_or(|until| until <= now))
+}
+
+/// After `step` was passed by `user`: records it and moves on to the next
+/// step, or completes the process.
+///
+/// # Errors
+/// When storage fails.
+pub async fn advance(
+    identity: &Identity,
+    mut process: LoginProcess,
+    user: &User,
+    step: StepType,
+) -> Result<Response, StorageError> {
+    let now = identity.clock.now();
+    if !may_log_in(identity, user, now).await? {
+        return user_blocked(identity, &process, user).await;
+    }
+    process.state.user_id = Some(user.id);
+    if !process.state.has_passed(step) {
+        process.state.passed.push(step);
+    }
+    process.state.errors = None;
+    match next_step(identity, &process, user).await? {
+        Some((next, view)) => {
+            process.state.go_to(next, view);
+            identity.store.update_login_process(&process).await?;
+            let mut response = to_login();
+            let mut set = SetCookies::new(identity.settings.secure_cookies);
+            set.clear(cookies::STEP_ERROR_DETAILS).clear(cookies::CAPTCHA_REQUIRED);
+            set.apply(response.headers_mut());
+            Ok(response)
+        }
+        None => complete(identity, process, user, now).await,
+    }
+}
+
+/// Every step is passed: mark the process complete (the authorize endpoint
+/// then issues the code), trust the device after a second factor, open the
+/// SSO session.
+async fn complete(
+    identity: &Identity,
+    mut process: LoginProcess,
+    user: &User,
+    now: OffsetDateTime,
+) -> Result<Response, StorageError> {
+    process.state.completed_at = Some(now);
+    process.state.otp = None;
+    if !identity.store.update_login_process(&process).await? {
+        return Ok(to_login());
+    }
+    let state = &process.state;
+    if state.has_otp()
+        && state.knows_password()
+        && let Some(device) = &state.device_id
+    {
+        identity.store.trust_device(user.id, device, now).await?;
+    }
+    identity.store.reset_password_failures(user.id).await?;
+    let method = match state.method {
+        AuthMethod::Password => "PASSWORD",
+        AuthMethod::Phone => "PHONE",
+    };
+    let event = AuditEvent::new(now, AuditKind::LoginSucceeded).user(user.id).client(&state.client_id);
+    identity.audit(event.detail(json!({ "method": method, "amr": state.amr() }))).await;
+
+    let mut response = redirect(StatusCode::SEE_OTHER, &authorize_url(&process));
+    let mut set = SetCookies::new(identity.settings.secure_cookies);
+    session::open(identity, user.id, now, &mut set).await?;
+    set.clear(cookies::STEP_ERROR_DETAILS).clear(cookies::CAPTCHA_REQUIRED);
+    set.apply(response.headers_mut());
+    Ok(response)
+}

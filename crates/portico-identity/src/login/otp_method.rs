@@ -1,0 +1,50 @@
+//! `POST /login/user-settings/otp-method` (operation
+//! `updateLoginOtpMethod`): on an SMS second factor, send the code by
+//! e-mail instead. The code is made at the next `GET /login`. When the
+//! switch is not available (another step, no e-mail address) nothing
+//! changes and the answer is still 303 to `/login`.
+
+use axum::body::{Body, to_bytes};
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::Response;
+use portico_model::login::{StepType, ViewType};
+use portico_model::otp::OtpChannel;
+
+use super::flow::to_login;
+use super::steps::otp::email_available;
+use super::submit::csrf_ok;
+use super::{current_process, error_page, settings_failure};
+use crate::IdentityState;
+use crate::oauth2::params::Params;
+
+pub async fn update_otp_method(State(identity): State<IdentityState>, headers: HeaderMap, body: Body) -> Response {
+    let now = identity.clock.now();
+    let mut process = match current_process(&identity, &headers, now).await {
+        Ok(Some(process)) if !process.state.is_complete() => process,
+        Ok(_) => return settings_failure(&identity, &headers, None),
+        Err(error) => return error_page::server_error(error),
+    };
+    let params = match to_bytes(body, 4096).await {
+        Ok(bytes) => Params::parse(&bytes),
+        Err(_) => return settings_failure(&identity, &headers, Some(&process)),
+    };
+    if params.one("otpMethod") != Ok(Some("email")) || !csrf_ok(&headers, &params, &process) {
+        return settings_failure(&identity, &headers, Some(&process));
+    }
+    let user = match process.state.user_id {
+        Some(id) => match identity.store.find_user(id).await {
+            Ok(user) => user,
+            Err(error) => return error_page::server_error(error),
+        },
+        None => None,
+    };
+    if email_available(&process, user.as_ref()) {
+        process.state.otp_channel = OtpChannel::Email;
+        process.state.go_to(StepType::EmailOtp, ViewType::SecondFactor);
+        if let Err(error) = identity.store.update_login_process(&process).await {
+            return error_page::server_error(error);
+        }
+    }
+    to_login()
+}

@@ -1,0 +1,52 @@
+//! The `consent` step: the user grants the client some or all of the
+//! requested scope groups (`selected_scope_groups`, comma-separated), or
+//! declines (`deny`), which ends the login with `consent.denied` and a way
+//! back to the client. The grant is remembered per user and client.
+
+use axum::response::Response;
+use portico_model::login::{LoginProcess, StepType, codes};
+use portico_storage::StorageError;
+
+use super::{Field, retry};
+use crate::Identity;
+use crate::login::flow::{advance, requested_groups};
+use crate::login::submit::fatal_with;
+use crate::login::view::{ActionKind, ErrorAction, ErrorDetails};
+use crate::login::{error_page, return_url_of};
+use crate::oauth2::params::Params;
+
+pub async fn consent(
+    identity: &Identity,
+    mut process: LoginProcess,
+    params: &Params,
+) -> Result<Response, StorageError> {
+    let Some(user) = (match process.state.user_id {
+        Some(id) => identity.store.find_user(id).await?,
+        None => None,
+    }) else {
+        return Ok(fatal_with(identity, &process, codes::UNKNOWN_ERROR, ActionKind::RetryLogin));
+    };
+    if params.one("deny").ok().flatten().is_some() {
+        let details = ErrorDetails {
+            error_code: codes::CONSENT_DENIED.to_owned(),
+            actions: vec![ErrorAction { action: ActionKind::Redirect, url: Some(return_url_of(identity, &process)) }],
+        };
+        identity.store.delete_login_process(process.id).await?;
+        return Ok(error_page::redirect_to_error(identity, &details, None));
+    }
+    let available = requested_groups(&process.state.authorize_query);
+    // One comma-separated value (the spec) or a value per checkbox (the page without script).
+    let mut selected: Vec<String> = Vec::new();
+    for group in params.all("selected_scope_groups").flat_map(|v| v.split(',')).map(str::trim) {
+        if available.iter().any(|a| a == group) && !selected.iter().any(|s| s == group) {
+            selected.push(group.to_owned());
+        }
+    }
+    if selected.is_empty() {
+        return retry(identity, process, Field::Other, codes::CONSENT_NOTHING_SELECTED, false).await;
+    }
+    let now = identity.clock.now();
+    identity.store.grant_consent(user.id, &process.state.client_id, &selected, now).await?;
+    process.state.granted_groups = Some(selected);
+    advance(identity, process, &user, StepType::Consent).await
+}

@@ -1,0 +1,173 @@
+//! The `sms-otp` and `email-otp` steps.
+//!
+//! A code is made and sent when the page of the step is shown without a
+//! live code (the spec: "OTP created at next `GET /login`"): 6 CSPRNG
+//! digits, stored only as a keyed hash inside the process, valid for
+//! `otp.ttl`, spent after `otp.max_failures` wrong tries. A new code comes
+//! with `POST /login` carrying `resend` (once `otp.resend_after` has
+//! passed), at most `otp.max_codes` per process. Every change goes through
+//! the process's version check, so parallel requests cannot exceed a limit.
+
+use axum::response::Response;
+use portico_model::login::{LoginProcess, StepType, ViewType, codes};
+use portico_model::otp::{OtpChallenge, OtpChannel, OtpCheck};
+use portico_model::user::User;
+use portico_storage::StorageError;
+use uuid::Uuid;
+
+use super::{Field, retry};
+use crate::Identity;
+use crate::delivery::OtpMessage;
+use crate::login::flow::{advance, to_login};
+use crate::login::submit::fatal_with;
+use crate::login::texts::Texts;
+use crate::login::view::ActionKind;
+use crate::oauth2::params::Params;
+
+fn channel_of(step: StepType) -> OtpChannel {
+    if step == StepType::EmailOtp { OtpChannel::Email } else { OtpChannel::Sms }
+}
+
+fn hash(identity: &Identity, challenge: Uuid, code: &str) -> String {
+    identity.cookies.tag("otp", &format!("{challenge}:{code}"))
+}
+
+/// What showing an OTP step needs first.
+pub enum Prepared {
+    /// The process, with a live code (sent now or before), or with none
+    /// because the process may send no more.
+    Ready(Box<LoginProcess>),
+    /// The page cannot be shown: answer this instead.
+    Answer(Response),
+}
+
+/// Makes and sends a code when the process is at an OTP step without a live
+/// one and may still send one.
+///
+/// # Errors
+/// When storage fails.
+pub async fn prepare(
+    identity: &Identity,
+    mut process: LoginProcess,
+    user: &User,
+    texts: &Texts,
+) -> Result<Prepared, StorageError> {
+    let now = identity.clock.now();
+    let policy = identity.settings.otp;
+    let state = &process.state;
+    if !matches!(state.step, StepType::SmsOtp | StepType::EmailOtp)
+        || state.otp.is_some()
+        || state.codes_sent >= policy.max_codes
+    {
+        return Ok(Prepared::Ready(Box::new(process)));
+    }
+    let channel = channel_of(state.step);
+    let to = match channel {
+        OtpChannel::Sms => user.phone.clone(),
+        OtpChannel::Email => user.email.clone(),
+    };
+    let Some(to) = to else {
+        return Ok(Prepared::Answer(fatal_with(identity, &process, codes::SMS_OTP_NO_PHONE, ActionKind::RetryLogin)));
+    };
+    let code = portico_crypto::random::digits(policy.length);
+    let id = Uuid::new_v4();
+    process.state.otp = Some(OtpChallenge {
+        id,
+        channel,
+        to: to.clone(),
+        code_hash: hash(identity, id, &code),
+        sent_at: now,
+        expires_at: now + policy.ttl,
+        failures: 0,
+    });
+    process.state.codes_sent += 1;
+    if !identity.store.update_login_process(&process).await? {
+        // A parallel request is sending; show the page it leaves.
+        return Ok(Prepared::Answer(to_login()));
+    }
+    process.version += 1;
+    let text = texts.otp_text.replace("{code}", &code);
+    if let Err(error) = identity.otp_sender.send(&OtpMessage { channel, to, code, text }, now).await {
+        tracing::warn!(%error, channel = channel.as_str(), "one-time code not delivered");
+        process.state.otp = None;
+        identity.store.update_login_process(&process).await?;
+        return Ok(Prepared::Answer(fatal_with(
+            identity,
+            &process,
+            codes::SMS_OTP_DELIVERY_FAILED,
+            ActionKind::Reload,
+        )));
+    }
+    Ok(Prepared::Ready(Box::new(process)))
+}
+
+pub async fn submit(identity: &Identity, mut process: LoginProcess, params: &Params) -> Result<Response, StorageError> {
+    let now = identity.clock.now();
+    let policy = identity.settings.otp;
+    let step = process.state.step;
+    let email = step == StepType::EmailOtp;
+    let (wrong, expired, too_early, limit) = if email {
+        (
+            codes::EMAIL_OTP_WRONG,
+            codes::EMAIL_OTP_EXPIRED,
+            codes::EMAIL_OTP_RESEND_TOO_EARLY,
+            codes::EMAIL_OTP_PROCESS_LIMIT,
+        )
+    } else {
+        (codes::SMS_OTP_WRONG, codes::SMS_OTP_EXPIRED, codes::SMS_OTP_RESEND_TOO_EARLY, codes::SMS_OTP_PROCESS_LIMIT)
+    };
+
+    if params.one("resend").ok().flatten().is_some() {
+        if process.state.codes_sent >= policy.max_codes {
+            return retry(identity, process, Field::Other, limit, false).await;
+        }
+        if let Some(otp) = &process.state.otp
+            && now < otp.resend_at(&policy)
+        {
+            return retry(identity, process, Field::Other, too_early, false).await;
+        }
+        process.state.otp = None;
+        identity.store.update_login_process(&process).await?;
+        return Ok(to_login());
+    }
+
+    let Some(mut otp) = process.state.otp.take() else {
+        // No code yet (or none left): the page says which.
+        return Ok(to_login());
+    };
+    let code = params.one("credentials").ok().flatten().map(str::trim).unwrap_or("");
+    let matches = code.len() == policy.length
+        && portico_crypto::constant_time_eq(hash(identity, otp.id, code).as_bytes(), otp.code_hash.as_bytes());
+    match otp.check(matches, now, &policy) {
+        OtpCheck::Accepted => {
+            let Some(user) = (match process.state.user_id {
+                Some(id) => identity.store.find_user(id).await?,
+                None => None,
+            }) else {
+                return Ok(fatal_with(identity, &process, codes::UNKNOWN_ERROR, ActionKind::RetryLogin));
+            };
+            advance(identity, process, &user, step).await
+        }
+        OtpCheck::Wrong { left } if left > 0 => {
+            process.state.otp = Some(otp);
+            retry(identity, process, Field::Credentials, wrong, false).await
+        }
+        OtpCheck::Wrong { .. } | OtpCheck::Spent => {
+            if process.state.codes_sent >= policy.max_codes {
+                identity.store.update_login_process(&process).await?;
+                return Ok(fatal_with(identity, &process, codes::SMS_OTP_ATTEMPTS_EXCEEDED, ActionKind::RetryLogin));
+            }
+            // Keep the spent code: it still dates the resend wait.
+            otp.failures = policy.max_failures;
+            process.state.otp = Some(otp);
+            retry(identity, process, Field::Credentials, expired, false).await
+        }
+    }
+}
+
+/// Whether the user may switch the second factor to e-mail now.
+pub fn email_available(process: &LoginProcess, user: Option<&User>) -> bool {
+    process.state.step == StepType::SmsOtp
+        && process.state.view_type == ViewType::SecondFactor
+        && user.is_some_and(|u| u.email.is_some())
+}

@@ -1,0 +1,63 @@
+//! The `phone` step: the user names a phone number. One user with phone
+//! login on goes to the SMS code; a number shared by several users diverts
+//! to `username-password` (`phoneDuplicated`); a user with phone login off
+//! to `password` (`phoneAuthNotAllowed`). Unknown and malformed numbers
+//! count as failures, like wrong passwords, towards the CAPTCHA.
+
+use axum::response::Response;
+use portico_model::login::{AuthMethod, LoginProcess, StepType, ViewType, codes};
+use portico_model::otp::normalize_phone;
+use portico_storage::StorageError;
+
+use super::password::captcha_required;
+use super::{Field, retry};
+use crate::Identity;
+use crate::login::flow::{self, advance, to_login};
+use crate::oauth2::params::Params;
+
+pub async fn phone(identity: &Identity, mut process: LoginProcess, params: &Params) -> Result<Response, StorageError> {
+    let typed = params.one("principal").ok().flatten().map(str::trim).unwrap_or("");
+    let required = captcha_required(identity, &process, None).await?;
+    if required {
+        let token = params.one("smart-token").ok().flatten().unwrap_or("");
+        if token.is_empty() || !identity.captcha.verify(token, None).await {
+            return retry(identity, process, Field::Other, codes::CAPTCHA_REQUIRED, true).await;
+        }
+    }
+    let number = normalize_phone(typed);
+    let users = match &number {
+        Some(number) => identity.store.find_users_by_phone(number).await?,
+        None => Vec::new(),
+    };
+    process.state.principal = (!typed.is_empty() && typed.len() <= 32).then(|| typed.to_owned());
+    match users.as_slice() {
+        [] => {
+            process.state.password_failures += 1;
+            let captcha = process.state.password_failures >= identity.settings.captcha_after_failures;
+            retry(identity, process, Field::Principal, codes::PHONE_WRONG, captcha).await
+        }
+        [user] if user.phone_login_enabled => {
+            process.state.phone = number;
+            advance(identity, process, user, StepType::Phone).await
+        }
+        [user] => {
+            if !flow::may_log_in(identity, user, identity.clock.now()).await? {
+                return flow::user_blocked(identity, &process, user).await;
+            }
+            process.state.phone = number;
+            process.state.user_id = Some(user.id);
+            process.state.method = AuthMethod::Password;
+            process.state.go_to(StepType::Password, ViewType::PhoneAuthNotAllowed);
+            identity.store.update_login_process(&process).await?;
+            Ok(to_login())
+        }
+        _ => {
+            process.state.phone = number;
+            process.state.principal = None;
+            process.state.method = AuthMethod::Password;
+            process.state.go_to(StepType::UsernamePassword, ViewType::PhoneDuplicated);
+            identity.store.update_login_process(&process).await?;
+            Ok(to_login())
+        }
+    }
+}
