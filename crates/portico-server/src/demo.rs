@@ -19,6 +19,9 @@ use crate::app::AppState;
 pub const CLIENT_ID: &str = "demo-app";
 pub const CLIENT_SECRET: &str = "portico-demo-secret";
 pub const SCOPE: &str = "openid profile email phone";
+/// A second demo client that requires consent (same redirect URI).
+pub const CONSENT_CLIENT_ID: &str = "partner-app";
+pub const CONSENT_CLIENT_SECRET: &str = "portico-partner-secret";
 
 /// A demo user: login, password, full name, phone, e-mail, blocked.
 pub struct DemoUser {
@@ -28,9 +31,11 @@ pub struct DemoUser {
     pub phone: &'static str,
     pub email: &'static str,
     pub blocked: bool,
+    /// Whether the user may start a login with the phone number.
+    pub phone_login: bool,
 }
 
-pub const USERS: [DemoUser; 5] = [
+pub const USERS: [DemoUser; 8] = [
     DemoUser {
         login: "ivan",
         password: "ivan-password",
@@ -38,6 +43,7 @@ pub const USERS: [DemoUser; 5] = [
         phone: "+79001234567",
         email: "ivan@example.com",
         blocked: false,
+        phone_login: true,
     },
     DemoUser {
         login: "maria",
@@ -46,6 +52,7 @@ pub const USERS: [DemoUser; 5] = [
         phone: "+79007654321",
         email: "maria@example.com",
         blocked: false,
+        phone_login: true,
     },
     DemoUser {
         login: "oleg",
@@ -54,6 +61,7 @@ pub const USERS: [DemoUser; 5] = [
         phone: "+79003334455",
         email: "oleg@example.com",
         blocked: false,
+        phone_login: true,
     },
     DemoUser {
         login: "anna",
@@ -62,6 +70,7 @@ pub const USERS: [DemoUser; 5] = [
         phone: "+79006667788",
         email: "anna@example.com",
         blocked: false,
+        phone_login: true,
     },
     DemoUser {
         login: "blocked",
@@ -70,6 +79,34 @@ pub const USERS: [DemoUser; 5] = [
         phone: "+79005550000",
         email: "blocked@example.com",
         blocked: true,
+        phone_login: true,
+    },
+    DemoUser {
+        login: "sergey",
+        password: "sergey-password",
+        name: "Сергей Орлов",
+        phone: "+79005551234",
+        email: "sergey@example.com",
+        blocked: false,
+        phone_login: true,
+    },
+    DemoUser {
+        login: "elena",
+        password: "elena-password",
+        name: "Елена Орлова",
+        phone: "+79005551234",
+        email: "elena@example.com",
+        blocked: false,
+        phone_login: true,
+    },
+    DemoUser {
+        login: "kirill",
+        password: "kirill-password",
+        name: "Кирилл Волков",
+        phone: "+79008889900",
+        email: "kirill@example.com",
+        blocked: false,
+        phone_login: false,
     },
 ];
 
@@ -104,6 +141,19 @@ pub async fn seed(identity: &Identity, permissions: &PermissionService) -> anyho
             created_at: now,
         })
         .await?;
+    store
+        .create_client(&Client {
+            client_id: CONSENT_CLIENT_ID.to_owned(),
+            secret_hash: portico_crypto::hash::client_secret_hash(CONSENT_CLIENT_SECRET),
+            name: LocalizedText {
+                ru: "Партнёрское приложение".to_owned(), en: "Partner application".to_owned()
+            },
+            redirect_uris: vec![redirect_uri(&identity.settings.issuer)],
+            scopes: SCOPE.split(' ').map(str::to_owned).collect(),
+            require_consent: true,
+            created_at: now,
+        })
+        .await?;
     for user in &USERS {
         let password = user.password.to_owned();
         let password_hash = tokio::task::spawn_blocking(move || portico_crypto::password::hash(&password)).await?;
@@ -115,7 +165,7 @@ pub async fn seed(identity: &Identity, permissions: &PermissionService) -> anyho
                 phone: Some(user.phone.to_owned()),
                 email: Some(user.email.to_owned()),
                 name: Some(user.name.to_owned()),
-                phone_login_enabled: true,
+                phone_login_enabled: user.phone_login,
                 blocked: user.blocked,
                 created_at: now,
             })
@@ -133,11 +183,16 @@ pub fn banner(issuer: &str) -> String {
         "\n  Portico demo is running.\n\n  Open {issuer}/demo/login in a browser to sign in as the demo client\n  (or {issuer}/demo for the client's page).\n\n  Users (login / password):\n"
     );
     for user in &USERS {
-        let note = if user.blocked { "  (blocked: shows the error page)" } else { "" };
+        let note = match user.login {
+            _ if user.blocked => "  (blocked: shows the error page)",
+            "sergey" | "elena" => "  (share the phone +79005551234)",
+            "kirill" => "  (phone login off)",
+            _ => "",
+        };
         text.push_str(&format!("    {:<8} / {}{note}\n", user.login, user.password));
     }
     text.push_str(&format!(
-        "\n  Client: {CLIENT_ID} / {CLIENT_SECRET}, redirect URI {}\n  Discovery: {issuer}/.well-known/openid-configuration\n",
+        "\n  Client: {CLIENT_ID} / {CLIENT_SECRET}, redirect URI {}\n  Client requiring consent: {CONSENT_CLIENT_ID} / {CONSENT_CLIENT_SECRET}\n  SMS and e-mail codes: in the log and in outbox.jsonl in the data folder\n  Discovery: {issuer}/.well-known/openid-configuration\n",
         redirect_uri(issuer)
     ));
     text
@@ -157,6 +212,8 @@ async fn page(State(state): State<AppState>) -> Html<String> {
         "issuer": issuer,
         "clientId": CLIENT_ID,
         "clientSecret": CLIENT_SECRET,
+        "partnerClientId": CONSENT_CLIENT_ID,
+        "partnerClientSecret": CONSENT_CLIENT_SECRET,
         "redirectUri": redirect_uri(issuer),
         "scope": SCOPE,
     });

@@ -8,6 +8,7 @@ mod browser;
 mod flow;
 mod keys;
 mod login;
+mod login_flows;
 mod oidc_client;
 mod ops;
 mod outage;

@@ -1,0 +1,433 @@
+//! Every login flow of PRODUCT.md over HTTP, on both backends: the steps,
+//! their view data, one-time codes through the dev outbox, their limits by
+//! the injected clock, CAPTCHA, lockout, device trust and consent.
+
+use portico_tests::{Pkce, TestApp, backends, code_from, demo, location, location_param, view_data};
+use serde_json::Value;
+use time::Duration;
+
+/// One browser walking one login.
+struct Flow<'a> {
+    app: &'a TestApp,
+    browser: reqwest::Client,
+    pkce: Pkce,
+    csrf: String,
+}
+
+impl<'a> Flow<'a> {
+    async fn start(app: &'a TestApp, extra: &[(&str, Option<&str>)]) -> Flow<'a> {
+        Self::start_in(app, app.browser(), extra).await
+    }
+
+    async fn start_in(app: &'a TestApp, browser: reqwest::Client, extra: &[(&str, Option<&str>)]) -> Flow<'a> {
+        let pkce = Pkce::new();
+        let authorize = app.authorize_url(&pkce, extra);
+        let response = browser.get(&authorize).send().await.unwrap();
+        assert_eq!(response.status(), 303, "to /login");
+        let mut flow = Flow { app, browser, pkce, csrf: String::new() };
+        let view = flow.view().await;
+        flow.csrf = view["pageData"]["authenticationFlowContext"]["csrf"].as_str().unwrap().to_owned();
+        flow
+    }
+
+    async fn view(&self) -> Value {
+        let page = self.browser.get(self.app.url("/login")).send().await.unwrap();
+        assert_eq!(page.status(), 200);
+        view_data(&page.text().await.unwrap())
+    }
+
+    async fn errors(&self) -> Value {
+        self.view().await["pageData"]["errors"].clone()
+    }
+
+    async fn step(&self) -> Value {
+        self.view().await["pageData"]["stepViewData"].clone()
+    }
+
+    async fn post_to(&self, path: &str, form: &[(&str, &str)]) -> reqwest::Response {
+        let mut body = vec![("_csrf", self.csrf.as_str())];
+        body.extend_from_slice(form);
+        self.browser.post(self.app.url(path)).form(&body).send().await.unwrap()
+    }
+
+    async fn post(&self, form: &[(&str, &str)]) -> reqwest::Response {
+        self.post_to("/login", form).await
+    }
+
+    /// Posts and expects 303 back to `/login`.
+    async fn post_ok(&self, form: &[(&str, &str)]) {
+        let response = self.post(form).await;
+        assert_eq!(response.status(), 303);
+        assert_eq!(location(&response), "/login", "{form:?}");
+    }
+
+    /// Submits the last code sent to `to`; returns where the login goes.
+    async fn enter_code(&self, to: &str) -> String {
+        let code = self.app.last_code(to);
+        let response = self.post(&[("credentials", &code)]).await;
+        assert_eq!(response.status(), 303);
+        location(&response)
+    }
+
+    /// From a completed login: authorize again, exchange the code, return the token response.
+    async fn finish(&self, location_after: &str) -> Value {
+        assert!(location_after.starts_with("/oauth2/authorize?"), "completed: {location_after}");
+        let response = self.browser.get(self.app.url(location_after)).send().await.unwrap();
+        assert_eq!(response.status(), 302);
+        let code = code_from(&response, &self.app.redirect_uri());
+        let response = self
+            .app
+            .token_request(&[
+                ("grant_type", "authorization_code"),
+                ("code", &code),
+                ("code_verifier", &self.pkce.verifier),
+                ("redirect_uri", &self.app.redirect_uri()),
+            ])
+            .await;
+        assert_eq!(response.status(), 200);
+        response.json().await.unwrap()
+    }
+}
+
+fn keys(value: &Value) -> Vec<&str> {
+    let mut keys: Vec<&str> = value.as_object().unwrap().keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    keys
+}
+
+fn claims(jwt: &str) -> Value {
+    portico_tests::jwt_claims(jwt)
+}
+
+#[tokio::test]
+async fn password_then_sms_on_a_new_device_and_no_second_factor_once_trusted() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let flow = Flow::start(&app, &[]).await;
+        flow.post_ok(&[("principal", "ivan"), ("credentials", "ivan-password")]).await;
+        let step = flow.step().await;
+        assert_eq!(
+            keys(&step),
+            ["emailDeliveryAvailable", "smsOtpAddressView", "smsOtpProcessId", "stepType", "viewType"],
+            "{backend:?}"
+        );
+        assert_eq!(step["stepType"], "sms-otp");
+        assert_eq!(step["viewType"], "secondFactor");
+        assert_eq!(step["smsOtpAddressView"], "+7 *** ***-45-67");
+        assert_eq!(step["emailDeliveryAvailable"], true);
+        let sent = app.outbox();
+        assert_eq!(sent.len(), 1, "one code, made at the page view");
+        assert_eq!(keys(&sent[0]), ["at", "channel", "code", "text", "to"]);
+        assert_eq!(sent[0]["channel"], "sms");
+        let code = sent[0]["code"].as_str().unwrap();
+        assert!(code.len() == 6 && code.bytes().all(|b| b.is_ascii_digit()));
+        assert!(sent[0]["text"].as_str().unwrap().contains(code));
+        flow.step().await;
+        assert_eq!(app.outbox().len(), 1, "showing the page again sends nothing");
+
+        let next = flow.enter_code("+79001234567").await;
+        let tokens = flow.finish(&next).await;
+        let id = claims(tokens["id_token"].as_str().unwrap());
+        assert_eq!(id["preferred_username"], "ivan");
+
+        // The device is trusted now: a new login (prompt=login) skips the SMS.
+        let again = Flow::start_in(&app, flow.browser.clone(), &[("prompt", Some("login"))]).await;
+        let response = again.post(&[("principal", "ivan"), ("credentials", "ivan-password")]).await;
+        assert!(location(&response).starts_with("/oauth2/authorize?"), "no second factor on a trusted device");
+        // Another browser (another device) gets the SMS step again.
+        let other = Flow::start(&app, &[]).await;
+        other.post_ok(&[("principal", "ivan"), ("credentials", "ivan-password")]).await;
+        assert_eq!(other.step().await["stepType"], "sms-otp");
+    }
+}
+
+#[tokio::test]
+async fn the_second_factor_can_switch_to_e_mail() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let flow = Flow::start(&app, &[]).await;
+        flow.post_ok(&[("principal", "maria"), ("credentials", "maria-password")]).await;
+        assert_eq!(flow.step().await["stepType"], "sms-otp");
+        let response = flow.post_to("/login/user-settings/otp-method", &[("otpMethod", "email")]).await;
+        assert_eq!(response.status(), 303);
+        assert_eq!(location(&response), "/login");
+        let step = flow.step().await;
+        assert_eq!(keys(&step), ["emailOtpProcessId", "stepType", "viewType"], "{backend:?}");
+        assert_eq!(step["stepType"], "email-otp");
+        assert_eq!(step["viewType"], "secondFactor");
+        assert_eq!(app.outbox().last().unwrap()["channel"], "email");
+        // The SMS code sent before no longer counts.
+        let sms = app.last_code("+79007654321");
+        let email = app.last_code("maria@example.com");
+        if sms != email {
+            let response = flow.post(&[("credentials", &sms)]).await;
+            assert_eq!(location(&response), "/login");
+            assert_eq!(
+                flow.view().await["pageData"]["errors"]["credentialsError"],
+                "challenge.email-otp.wrong-credentials"
+            );
+        }
+        let next = flow.enter_code("maria@example.com").await;
+        let tokens = flow.finish(&next).await;
+        assert_eq!(claims(tokens["id_token"].as_str().unwrap())["email"], "maria@example.com");
+
+        // Invalid otpMethod: the error page.
+        let flow = Flow::start(&app, &[]).await;
+        let response = flow.post_to("/login/user-settings/otp-method", &[("otpMethod", "pigeon")]).await;
+        assert_eq!(location(&response), "/error");
+        // Unavailable switch (not at the SMS step): nothing changes.
+        let flow = Flow::start(&app, &[]).await;
+        let response = flow.post_to("/login/user-settings/otp-method", &[("otpMethod", "email")]).await;
+        assert_eq!(location(&response), "/login");
+        assert_eq!(flow.step().await["stepType"], "username-password");
+    }
+}
+
+#[tokio::test]
+async fn the_phone_method_on_an_unknown_device_asks_sms_then_password() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let flow = Flow::start(&app, &[]).await;
+        let response = flow.post_to("/login/user-settings/auth-method", &[("authMethod", "PHONE")]).await;
+        assert_eq!(location(&response), "/login");
+        let step = flow.step().await;
+        assert_eq!(keys(&step), ["captchaRequired", "principal", "stepType", "viewType"], "{backend:?}");
+        assert_eq!(step["stepType"], "phone");
+
+        flow.post_ok(&[("principal", "not a number")]).await;
+        assert_eq!(flow.view().await["pageData"]["errors"]["principalError"], "challenge.phone.wrong-credentials");
+        flow.post_ok(&[("principal", "8 (900) 123-45-67")]).await;
+        let step = flow.step().await;
+        assert_eq!(step["stepType"], "sms-otp");
+        assert_eq!(step["viewType"], "default");
+        assert_eq!(step["emailDeliveryAvailable"], false);
+        assert_eq!(flow.enter_code("+79001234567").await, "/login");
+        let step = flow.step().await;
+        assert_eq!(keys(&step), ["captchaRequired", "stepType", "viewType"]);
+        assert_eq!(step["stepType"], "password");
+        assert_eq!(step["viewType"], "unknownDevice");
+        let response = flow.post(&[("credentials", "ivan-password")]).await;
+        let tokens = flow.finish(&location(&response)).await;
+        assert_eq!(claims(tokens["id_token"].as_str().unwrap())["preferred_username"], "ivan");
+
+        // Now trusted: the password step is plain.
+        let again = Flow::start_in(&app, flow.browser.clone(), &[("prompt", Some("login"))]).await;
+        again.post_to("/login/user-settings/auth-method", &[("authMethod", "PHONE")]).await;
+        again.post_ok(&[("principal", "+79001234567")]).await;
+        assert_eq!(again.enter_code("+79001234567").await, "/login");
+        assert_eq!(again.step().await["viewType"], "default");
+
+        // A bad method: the error page.
+        let response = again.post_to("/login/user-settings/auth-method", &[("authMethod", "TELEPATHY")]).await;
+        assert_eq!(location(&response), "/error");
+    }
+}
+
+#[tokio::test]
+async fn a_shared_phone_and_a_user_without_phone_login_divert_to_passwords() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let flow = Flow::start(&app, &[]).await;
+        flow.post_to("/login/user-settings/auth-method", &[("authMethod", "PHONE")]).await;
+        flow.post_ok(&[("principal", "+7 900 555-12-34")]).await;
+        let step = flow.step().await;
+        assert_eq!(step["stepType"], "username-password", "{backend:?}");
+        assert_eq!(step["viewType"], "phoneDuplicated");
+        assert_eq!(step["phoneNumberView"], "+7 *** ***-12-34");
+        assert!(app.outbox().is_empty(), "no code to a shared number");
+        flow.post_ok(&[("principal", "elena"), ("credentials", "elena-password")]).await;
+        let step = flow.step().await;
+        assert_eq!((step["stepType"].as_str(), step["viewType"].as_str()), (Some("sms-otp"), Some("secondFactor")));
+        let tokens = flow.finish(&flow.enter_code("+79005551234").await).await;
+        assert_eq!(claims(tokens["id_token"].as_str().unwrap())["preferred_username"], "elena");
+
+        let flow = Flow::start(&app, &[]).await;
+        flow.post_to("/login/user-settings/auth-method", &[("authMethod", "PHONE")]).await;
+        flow.post_ok(&[("principal", "+79008889900")]).await;
+        let step = flow.step().await;
+        assert_eq!(step["stepType"], "password");
+        assert_eq!(step["viewType"], "phoneAuthNotAllowed");
+        flow.post_ok(&[("credentials", "kirill-password")]).await;
+        assert_eq!(flow.step().await["stepType"], "sms-otp");
+        let tokens = flow.finish(&flow.enter_code("+79008889900").await).await;
+        assert_eq!(claims(tokens["id_token"].as_str().unwrap())["preferred_username"], "kirill");
+    }
+}
+
+#[tokio::test]
+async fn one_time_codes_expire_run_out_of_tries_and_are_limited_per_process() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let flow = Flow::start(&app, &[]).await;
+        flow.post_ok(&[("principal", "ivan"), ("credentials", "ivan-password")]).await;
+        flow.step().await;
+        let phone = "+79001234567";
+        let first = app.last_code(phone);
+        let wrong = if first == "000000" { "111111" } else { "000000" };
+
+        // Three wrong tries spend the code; the right one no longer works.
+        for _ in 0..2 {
+            flow.post_ok(&[("credentials", wrong)]).await;
+            assert_eq!(flow.errors().await["credentialsError"], "challenge.sms-otp.wrong-credentials", "{backend:?}");
+        }
+        flow.post_ok(&[("credentials", wrong)]).await;
+        assert_eq!(flow.errors().await["credentialsError"], "challenge.sms-otp.code-expired");
+        flow.post_ok(&[("credentials", &first)]).await;
+        assert_eq!(flow.errors().await["credentialsError"], "challenge.sms-otp.code-expired");
+
+        // A new code only after the wait.
+        flow.post_ok(&[("resend", "1")]).await;
+        assert_eq!(flow.errors().await["otherError"], "authentication.sms-otp.resend-too-early");
+        app.clock.advance(Duration::seconds(61));
+        flow.post_ok(&[("resend", "1")]).await;
+        flow.step().await;
+        assert_eq!(app.outbox().len(), 2);
+
+        // A code expires after five minutes.
+        app.clock.advance(Duration::minutes(5));
+        let second = app.last_code(phone);
+        flow.post_ok(&[("credentials", &second)]).await;
+        assert_eq!(flow.errors().await["credentialsError"], "challenge.sms-otp.code-expired");
+
+        // Codes 3, 4 and 5; then the process may send no more.
+        for n in 3..=5 {
+            flow.post_ok(&[("resend", "1")]).await;
+            flow.step().await;
+            assert_eq!(app.outbox().len(), n);
+            app.clock.advance(Duration::seconds(61));
+        }
+        flow.post_ok(&[("resend", "1")]).await;
+        assert_eq!(flow.errors().await["otherError"], "authentication.sms-otp.process-limit-exceeded");
+        // Wrong tries on the last code end the process.
+        for _ in 0..2 {
+            flow.post_ok(&[("credentials", wrong)]).await;
+        }
+        let response = flow.post(&[("credentials", wrong)]).await;
+        assert_eq!(location(&response), "/error");
+        let page = flow.browser.get(app.url("/error")).send().await.unwrap().text().await.unwrap();
+        let error = view_data(&page);
+        assert_eq!(error["pageData"]["errorDetails"]["errorCode"], "challenge.sms-otp.attempts-exceeded");
+        assert_eq!(error["pageData"]["errorDetails"]["actions"][0]["action"], "RETRY_LOGIN");
+    }
+}
+
+#[tokio::test]
+async fn three_wrong_passwords_require_a_captcha_and_ten_block_the_user_for_an_hour() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let flow = Flow::start(&app, &[]).await;
+        for _ in 0..3 {
+            flow.post_ok(&[("principal", "maria"), ("credentials", "wrong")]).await;
+        }
+        let response = flow.post(&[("principal", "maria"), ("credentials", "wrong")]).await;
+        let cookies: Vec<&str> = response.headers().get_all("set-cookie").iter().map(|v| v.to_str().unwrap()).collect();
+        assert!(cookies.iter().any(|c| c.starts_with("svc.captcha.required=true")), "{cookies:?}");
+        let view = flow.view().await;
+        assert_eq!(view["pageData"]["stepViewData"]["captchaRequired"], true, "{backend:?}");
+        assert_eq!(view["pageData"]["errors"]["otherError"], "challenge.captcha.required");
+        // Without the CAPTCHA even the right password is not checked.
+        flow.post_ok(&[("principal", "maria"), ("credentials", "maria-password")]).await;
+        assert_eq!(flow.view().await["pageData"]["errors"]["otherError"], "challenge.captcha.required");
+        flow.post_ok(&[("principal", "maria"), ("credentials", "maria-password"), ("smart-token", "forged")]).await;
+        assert_eq!(flow.view().await["pageData"]["errors"]["otherError"], "challenge.captcha.required");
+        // With it, the password is checked: wrong ones count on.
+        let captcha = portico_identity::captcha::DEV_TOKEN;
+        for _ in 3..9 {
+            flow.post_ok(&[("principal", "maria"), ("credentials", "wrong"), ("smart-token", captcha)]).await;
+            assert_eq!(
+                flow.view().await["pageData"]["errors"]["credentialsError"],
+                "challenge.username-password.wrong-credentials"
+            );
+        }
+        // The tenth failure blocks.
+        let response = flow.post(&[("principal", "maria"), ("credentials", "wrong"), ("smart-token", captcha)]).await;
+        assert_eq!(location(&response), "/error");
+        let page = flow.browser.get(app.url("/error")).send().await.unwrap().text().await.unwrap();
+        assert_eq!(view_data(&page)["pageData"]["errorDetails"]["errorCode"], "user-is-blocked");
+        // Blocked even with the right password, until the hour is over.
+        let flow = Flow::start(&app, &[]).await;
+        let response = flow.post(&[("principal", "maria"), ("credentials", "maria-password")]).await;
+        assert_eq!(location(&response), "/error");
+        app.clock.advance(Duration::minutes(61));
+        let flow = Flow::start(&app, &[]).await;
+        flow.post_ok(&[("principal", "maria"), ("credentials", "maria-password")]).await;
+        assert_eq!(flow.step().await["stepType"], "sms-otp", "unblocked after an hour");
+    }
+}
+
+#[tokio::test]
+async fn consent_is_asked_remembered_narrowed_forced_and_declinable() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let partner = [("client_id", Some(demo::CONSENT_CLIENT_ID))];
+        let flow = Flow::start(&app, &partner).await;
+        flow.post_ok(&[("principal", "ivan"), ("credentials", "ivan-password")]).await;
+        assert_eq!(flow.step().await["stepType"], "sms-otp");
+        assert_eq!(flow.enter_code("+79001234567").await, "/login");
+        let step = flow.step().await;
+        assert_eq!(keys(&step), ["availableScopeGroups", "clientName", "stepType", "viewType"], "{backend:?}");
+        assert_eq!(step["stepType"], "consent");
+        assert_eq!(step["clientName"], "Партнёрское приложение");
+        assert_eq!(step["availableScopeGroups"], "profile,email,phone");
+        flow.post_ok(&[("selected_scope_groups", "")]).await;
+        assert_eq!(flow.view().await["pageData"]["errors"]["otherError"], "challenge.consent.nothing-selected");
+        let response = flow.post(&[("selected_scope_groups", "profile,email,admin")]).await;
+        let next = location(&response);
+        assert!(next.starts_with("/oauth2/authorize?"));
+        let response = flow.browser.get(app.url(&next)).send().await.unwrap();
+        let code = code_from(&response, &app.redirect_uri());
+        let response = app
+            .http()
+            .post(app.url("/oauth2/token"))
+            .basic_auth(demo::CONSENT_CLIENT_ID, Some(demo::CONSENT_CLIENT_SECRET))
+            .form(&[
+                ("grant_type", "authorization_code"),
+                ("code", &code),
+                ("code_verifier", &flow.pkce.verifier),
+                ("redirect_uri", &app.redirect_uri()),
+            ])
+            .send()
+            .await
+            .unwrap();
+        let tokens: Value = response.json().await.unwrap();
+        assert_eq!(tokens["scope"], "openid profile email", "narrowed to what was granted");
+
+        // Remembered: the SSO session gets a code at once.
+        let pkce = Pkce::new();
+        let granted = [partner[0], ("scope", Some("openid profile email"))];
+        let response = flow.browser.get(app.authorize_url(&pkce, &granted)).send().await.unwrap();
+        assert_eq!(response.status(), 302, "{}", location(&response));
+        // ... unless a group was not granted yet, or prompt=consent forces it.
+        let response = flow
+            .browser
+            .get(app.authorize_url(&pkce, &[partner[0], ("scope", Some("openid phone"))]))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(location(&response), "/login");
+        let step = flow.step().await;
+        assert_eq!(step["stepType"], "consent");
+        assert_eq!(step["availableScopeGroups"], "phone");
+        let response = flow
+            .browser
+            .get(app.authorize_url(&pkce, &[partner[0], ("prompt", Some("consent"))]))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(location(&response), "/login");
+        // prompt=none when consent is needed: consent_required.
+        let none = [partner[0], ("scope", Some("openid phone")), ("prompt", Some("none"))];
+        let response = flow.browser.get(app.authorize_url(&pkce, &none)).send().await.unwrap();
+        assert_eq!(location_param(&response, "error").as_deref(), Some("consent_required"));
+
+        // Declining ends the login with consent.denied and a way back to the client.
+        let flow = Flow::start_in(&app, flow.browser.clone(), &[partner[0], ("prompt", Some("consent"))]).await;
+        let response = flow.post(&[("deny", "1")]).await;
+        assert_eq!(location(&response), "/error");
+        let page = flow.browser.get(app.url("/error")).send().await.unwrap().text().await.unwrap();
+        let details = &view_data(&page)["pageData"]["errorDetails"];
+        assert_eq!(details["errorCode"], "consent.denied");
+        assert_eq!(details["actions"][0]["action"], "REDIRECT");
+        assert!(details["actions"][0]["url"].as_str().unwrap().contains("error=access_denied"));
+    }
+}
