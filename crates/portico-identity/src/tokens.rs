@@ -51,6 +51,9 @@ pub struct IdClaims {
     /// along, as in OIDC Front-Channel Logout: it ties the id_token to the
     /// access tokens of the same grant and lets revocation reach it.
     pub sid: Uuid,
+    /// How the user authenticated (RFC 8176: `pwd`, `sms`, `otp`, `mfa`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub amr: Vec<String>,
     #[serde(flatten)]
     pub profile: UserClaims,
 }
@@ -186,6 +189,7 @@ impl Identity {
                 nonce: nonce.map(str::to_owned),
                 at_hash: portico_crypto::hash::at_hash(&access_token),
                 sid: grant.id,
+                amr: grant.amr.clone(),
                 profile: UserClaims::for_scope(user, scope),
             };
             key.sign(TYP_ID_TOKEN, &claims)

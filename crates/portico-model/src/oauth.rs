@@ -19,6 +19,8 @@ pub struct AuthorizationCode {
     pub expires_at: OffsetDateTime,
     /// The grant issued by the first exchange of this code.
     pub grant_id: Option<Uuid>,
+    /// How the user authenticated (RFC 8176).
+    pub amr: Vec<String>,
 }
 
 /// A stored authorization code and whether it was already presented.
@@ -50,6 +52,8 @@ pub struct Grant {
     pub auth_time: OffsetDateTime,
     pub created_at: OffsetDateTime,
     pub revoked_at: Option<OffsetDateTime>,
+    /// How the user authenticated for this grant (RFC 8176).
+    pub amr: Vec<String>,
 }
 
 /// An opaque refresh token, stored by the hash of its value.

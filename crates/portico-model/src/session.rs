@@ -13,4 +13,6 @@ pub struct SsoSession {
     pub auth_time: OffsetDateTime,
     pub created_at: OffsetDateTime,
     pub expires_at: OffsetDateTime,
+    /// How the user authenticated (RFC 8176).
+    pub amr: Vec<String>,
 }

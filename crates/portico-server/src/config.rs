@@ -70,6 +70,24 @@ pub struct LoginConfig {
     pub session_ttl_secs: u32,
     /// Most Argon2id password checks running at once.
     pub password_hash_concurrency: u32,
+    /// Digits of a one-time code.
+    pub otp_length: u32,
+    /// Lifetime of a one-time code.
+    pub otp_ttl_secs: u32,
+    /// Wrong tries per code.
+    pub otp_max_failures: u32,
+    /// Codes one login process may send.
+    pub otp_max_codes: u32,
+    /// Wait before another code may be sent.
+    pub otp_resend_secs: u32,
+    /// Failed password attempts after which a CAPTCHA is required.
+    pub captcha_after_failures: u32,
+    /// Failed password attempts after which the user is blocked.
+    pub block_after_failures: u32,
+    /// How long such a block lasts.
+    pub block_secs: u32,
+    /// How long a device stays trusted after a login with a second factor.
+    pub device_trust_days: u32,
 }
 
 impl Default for Config {
@@ -101,7 +119,20 @@ impl Default for TokenConfig {
 
 impl Default for LoginConfig {
     fn default() -> Self {
-        Self { process_ttl_secs: 900, session_ttl_secs: 12 * 3600, password_hash_concurrency: 2 }
+        Self {
+            process_ttl_secs: 900,
+            session_ttl_secs: 12 * 3600,
+            password_hash_concurrency: 2,
+            otp_length: 6,
+            otp_ttl_secs: 300,
+            otp_max_failures: 3,
+            otp_max_codes: 5,
+            otp_resend_secs: 60,
+            captcha_after_failures: 3,
+            block_after_failures: 10,
+            block_secs: 3600,
+            device_trust_days: 180,
+        }
     }
 }
 
@@ -159,10 +190,22 @@ impl Config {
             ("login.process_ttl_secs", self.login.process_ttl_secs),
             ("login.session_ttl_secs", self.login.session_ttl_secs),
             ("login.password_hash_concurrency", self.login.password_hash_concurrency),
+            ("login.otp_ttl_secs", self.login.otp_ttl_secs),
+            ("login.otp_max_failures", self.login.otp_max_failures),
+            ("login.otp_max_codes", self.login.otp_max_codes),
+            ("login.captcha_after_failures", self.login.captcha_after_failures),
+            ("login.block_after_failures", self.login.block_after_failures),
+            ("login.block_secs", self.login.block_secs),
         ] {
             if value == 0 {
                 return Err(ConfigError(format!("{name} must be greater than 0")));
             }
+        }
+        if !(4..=10).contains(&self.login.otp_length) {
+            return Err(ConfigError("login.otp_length must be between 4 and 10 digits".into()));
+        }
+        if self.login.block_after_failures < 2 {
+            return Err(ConfigError("login.block_after_failures must be at least 2".into()));
         }
         if t.refresh_token_ttl_secs < t.access_token_ttl_secs {
             return Err(ConfigError(
@@ -219,6 +262,18 @@ impl Config {
         if let Some(secure) = self.cookie_secure {
             settings.secure_cookies = secure;
         }
+        let login = &self.login;
+        settings.otp = portico_model::otp::OtpPolicy {
+            length: login.otp_length as usize,
+            ttl: secs(login.otp_ttl_secs),
+            max_failures: login.otp_max_failures,
+            max_codes: login.otp_max_codes,
+            resend_after: secs(login.otp_resend_secs),
+        };
+        settings.captcha_after_failures = login.captcha_after_failures;
+        settings.block_after_failures = login.block_after_failures;
+        settings.block_duration = secs(login.block_secs);
+        settings.device_trust_ttl = Duration::days(i64::from(login.device_trust_days));
         settings
     }
 }

@@ -21,3 +21,9 @@ CREATE TABLE login_failures (
     failures     INTEGER NOT NULL,      -- failed password attempts since the last success or block
     locked_until BIGINT                 -- blocked for password logins until then
 );
+
+-- How the user authenticated (RFC 8176 `amr` values, space-separated), from
+-- the login through its code and grant to every id_token of the grant.
+ALTER TABLE authorization_codes ADD COLUMN amr TEXT NOT NULL DEFAULT '';
+ALTER TABLE grants ADD COLUMN amr TEXT NOT NULL DEFAULT '';
+ALTER TABLE sso_sessions ADD COLUMN amr TEXT NOT NULL DEFAULT '';

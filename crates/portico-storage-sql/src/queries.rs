@@ -7,7 +7,7 @@
 macro_rules! code_columns {
     () => {
         "code_hash, client_id, user_id, redirect_uri, scope, code_challenge, nonce, auth_time, created_at, \
-         expires_at, grant_id"
+         expires_at, grant_id, amr"
     };
 }
 

@@ -302,8 +302,8 @@ macro_rules! sql_repositories {
                 async fn insert_code(&self, code: &AuthorizationCode) -> Result<()> {
                     sqlx::query(
                         "INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, \
-                         code_challenge, nonce, auth_time, created_at, expires_at) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                         code_challenge, nonce, auth_time, created_at, expires_at, amr) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
                     )
                     .bind(&code.code_hash)
                     .bind(&code.client_id)
@@ -315,6 +315,7 @@ macro_rules! sql_repositories {
                     .bind(code.auth_time.unix_timestamp())
                     .bind(code.created_at.unix_timestamp())
                     .bind(code.expires_at.unix_timestamp())
+                    .bind(code.amr.join(" "))
                     .execute(&self.pool)
                     .await
                     .map_err(storage_error("authorization code"))?;
@@ -379,8 +380,8 @@ macro_rules! sql_repositories {
 
             async fn insert_grant(tx: &mut sqlx::Transaction<'_, $db>, grant: &Grant) -> Result<()> {
                 sqlx::query(
-                    "INSERT INTO grants (id, client_id, user_id, scope, auth_time, created_at, revoked_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                    "INSERT INTO grants (id, client_id, user_id, scope, auth_time, created_at, revoked_at, amr) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
                 )
                 .bind(grant.id.to_string())
                 .bind(&grant.client_id)
@@ -389,6 +390,7 @@ macro_rules! sql_repositories {
                 .bind(grant.auth_time.unix_timestamp())
                 .bind(grant.created_at.unix_timestamp())
                 .bind(grant.revoked_at.map(OffsetDateTime::unix_timestamp))
+                .bind(grant.amr.join(" "))
                 .execute(&mut **tx)
                 .await
                 .map_err(storage_error("grant"))?;
@@ -536,14 +538,15 @@ macro_rules! sql_repositories {
             impl SessionRepository for $store {
                 async fn create_session(&self, session: &SsoSession) -> Result<()> {
                     sqlx::query(
-                        "INSERT INTO sso_sessions (token_hash, user_id, auth_time, created_at, expires_at) \
-                         VALUES ($1, $2, $3, $4, $5)",
+                        "INSERT INTO sso_sessions (token_hash, user_id, auth_time, created_at, expires_at, amr) \
+                         VALUES ($1, $2, $3, $4, $5, $6)",
                     )
                     .bind(&session.token_hash)
                     .bind(session.user_id.to_string())
                     .bind(session.auth_time.unix_timestamp())
                     .bind(session.created_at.unix_timestamp())
                     .bind(session.expires_at.unix_timestamp())
+                    .bind(session.amr.join(" "))
                     .execute(&self.pool)
                     .await
                     .map_err(storage_error("session"))?;

@@ -90,6 +90,7 @@ pub fn code(row: &impl Columns) -> Result<AuthorizationCode> {
         created_at: timestamp(row.int("created_at")?)?,
         expires_at: timestamp(row.int("expires_at")?)?,
         grant_id: row.text_opt("grant_id")?.as_deref().map(uuid).transpose()?,
+        amr: amr(&row.text("amr")?),
     })
 }
 
@@ -112,6 +113,7 @@ pub fn grant(row: &impl Columns) -> Result<Grant> {
         auth_time: timestamp(row.int("auth_time")?)?,
         created_at: timestamp(row.int("created_at")?)?,
         revoked_at: timestamp_opt(row.int_opt("revoked_at")?)?,
+        amr: amr(&row.text("amr")?),
     })
 }
 
@@ -150,7 +152,13 @@ pub fn session(row: &impl Columns) -> Result<SsoSession> {
         auth_time: timestamp(row.int("auth_time")?)?,
         created_at: timestamp(row.int("created_at")?)?,
         expires_at: timestamp(row.int("expires_at")?)?,
+        amr: amr(&row.text("amr")?),
     })
+}
+
+/// An `amr` column (space-separated values) back to a list.
+fn amr(text: &str) -> Vec<String> {
+    text.split_whitespace().map(str::to_owned).collect()
 }
 
 /// # Errors

@@ -109,6 +109,7 @@ async fn endpoints(backend: Backend, signs: f64) {
                 created_at: now,
                 expires_at: now + time::Duration::hours(1),
                 grant_id: None,
+                amr: vec!["pwd".into()],
             })
             .await
             .expect("insert code");

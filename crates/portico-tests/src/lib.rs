@@ -333,6 +333,7 @@ impl TestApp {
                 created_at: now,
                 expires_at: now + time::Duration::minutes(5),
                 grant_id: None,
+                amr: vec!["pwd".into()],
             })
             .await
             .expect("insert a code");
@@ -344,6 +345,7 @@ impl TestApp {
             auth_time: now,
             created_at: now,
             revoked_at: None,
+            amr: vec!["pwd".into()],
         };
         let refresh = portico_identity::tokens::NewRefreshToken::generate(grant.id, now, time::Duration::days(1));
         let event = AuditEvent::new(now, AuditKind::TokenIssued).user(user.id);

@@ -186,7 +186,8 @@ async fn complete(
 
     let mut response = redirect(StatusCode::SEE_OTHER, &authorize_url(&process));
     let mut set = SetCookies::new(identity.settings.secure_cookies);
-    session::open(identity, user.id, now, &mut set).await?;
+    let amr = process.state.amr().into_iter().map(str::to_owned).collect();
+    session::open(identity, user.id, amr, now, &mut set).await?;
     set.clear(cookies::STEP_ERROR_DETAILS).clear(cookies::CAPTCHA_REQUIRED);
     set.apply(response.headers_mut());
     Ok(response)

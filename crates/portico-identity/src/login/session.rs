@@ -40,6 +40,7 @@ pub async fn current(
 pub async fn open(
     identity: &Identity,
     user_id: Uuid,
+    amr: Vec<String>,
     now: OffsetDateTime,
     set: &mut SetCookies,
 ) -> Result<(), StorageError> {
@@ -53,6 +54,7 @@ pub async fn open(
             auth_time: now,
             created_at: now,
             expires_at: now + ttl,
+            amr,
         })
         .await?;
     set.set(cookies::SESSION, &token, Some(ttl.whole_seconds()));

@@ -93,7 +93,8 @@ async fn handle(identity: &Identity, headers: &HeaderMap, query: &str) -> Result
             return Err(StorageError::Other("a completed process without a user".into()).into());
         };
         let scope = granted_scope(&request.scope, process.state.granted_groups.as_deref());
-        let mut response = issue_code_redirect(identity, &request, &scope, user_id, auth_time).await?;
+        let amr: Vec<String> = process.state.amr().into_iter().map(str::to_owned).collect();
+        let mut response = issue_code_redirect(identity, &request, &scope, user_id, auth_time, &amr).await?;
         let mut set = SetCookies::new(identity.settings.secure_cookies);
         set.clear(cookies::AUTHENTICATION_FLOW).clear(cookies::LOGIN_CLIENT_ENTRY);
         set.apply(response.headers_mut());
@@ -105,7 +106,9 @@ async fn handle(identity: &Identity, headers: &HeaderMap, query: &str) -> Result
     {
         if !consent_needed(identity, &request, session.user_id).await? {
             let scope = request.scope.to_string();
-            return Ok(issue_code_redirect(identity, &request, &scope, session.user_id, session.auth_time).await?);
+            let response =
+                issue_code_redirect(identity, &request, &scope, session.user_id, session.auth_time, &session.amr);
+            return Ok(response.await?);
         }
         if request.prompt == Some(Prompt::None) {
             return Ok(error_redirect(
@@ -245,6 +248,7 @@ pub async fn issue_code_redirect(
     scope: &str,
     user_id: Uuid,
     auth_time: OffsetDateTime,
+    amr: &[String],
 ) -> Result<Response, StorageError> {
     let now = identity.clock.now();
     let code = portico_crypto::random::token();
@@ -262,6 +266,7 @@ pub async fn issue_code_redirect(
             created_at: now,
             expires_at: now + identity.settings.authorization_code_ttl,
             grant_id: None,
+            amr: amr.to_vec(),
         })
         .await?;
     Ok(redirect(StatusCode::FOUND, &with_query(&request.redirect_uri, &[("code", &code), ("state", &request.state)])))

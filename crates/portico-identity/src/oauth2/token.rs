@@ -98,6 +98,7 @@ async fn exchange_code(identity: &Identity, client: &Client, params: &Params) ->
         auth_time: code.auth_time,
         created_at: now,
         revoked_at: None,
+        amr: code.amr.clone(),
     };
     let refresh = NewRefreshToken::generate(grant.id, now, identity.settings.refresh_token_ttl);
     let event = AuditEvent::new(now, AuditKind::TokenIssued)

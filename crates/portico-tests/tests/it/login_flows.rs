@@ -129,11 +129,22 @@ async fn password_then_sms_on_a_new_device_and_no_second_factor_once_trusted() {
         let tokens = flow.finish(&next).await;
         let id = claims(tokens["id_token"].as_str().unwrap());
         assert_eq!(id["preferred_username"], "ivan");
+        assert_eq!(id["amr"], serde_json::json!(["pwd", "sms", "mfa"]), "what the user did");
+        let refreshed = app
+            .token_request(&[
+                ("grant_type", "refresh_token"),
+                ("refresh_token", tokens["refresh_token"].as_str().unwrap()),
+            ])
+            .await;
+        let refreshed: Value = refreshed.json().await.unwrap();
+        assert_eq!(claims(refreshed["id_token"].as_str().unwrap())["amr"], id["amr"], "kept across refreshes");
 
         // The device is trusted now: a new login (prompt=login) skips the SMS.
         let again = Flow::start_in(&app, flow.browser.clone(), &[("prompt", Some("login"))]).await;
         let response = again.post(&[("principal", "ivan"), ("credentials", "ivan-password")]).await;
         assert!(location(&response).starts_with("/oauth2/authorize?"), "no second factor on a trusted device");
+        let tokens = again.finish(&location(&response)).await;
+        assert_eq!(claims(tokens["id_token"].as_str().unwrap())["amr"], serde_json::json!(["pwd"]));
         // Another browser (another device) gets the SMS step again.
         let other = Flow::start(&app, &[]).await;
         other.post_ok(&[("principal", "ivan"), ("credentials", "ivan-password")]).await;
@@ -169,7 +180,9 @@ async fn the_second_factor_can_switch_to_e_mail() {
         }
         let next = flow.enter_code("maria@example.com").await;
         let tokens = flow.finish(&next).await;
-        assert_eq!(claims(tokens["id_token"].as_str().unwrap())["email"], "maria@example.com");
+        let id = claims(tokens["id_token"].as_str().unwrap());
+        assert_eq!(id["email"], "maria@example.com");
+        assert_eq!(id["amr"], serde_json::json!(["pwd", "otp", "mfa"]));
 
         // Invalid otpMethod: the error page.
         let flow = Flow::start(&app, &[]).await;

@@ -75,6 +75,7 @@ fn code(hash: &str, client_id: &str, user_id: Uuid) -> AuthorizationCode {
         created_at: t0(),
         expires_at: t0() + Duration::minutes(5),
         grant_id: None,
+        amr: vec!["pwd".into(), "sms".into(), "mfa".into()],
     }
 }
 
@@ -87,6 +88,7 @@ fn grant(client_id: &str, user_id: Uuid) -> Grant {
         auth_time: t0(),
         created_at: t0(),
         revoked_at: None,
+        amr: vec!["pwd".into(), "sms".into(), "mfa".into()],
     }
 }
 
@@ -241,6 +243,7 @@ async fn blocking_revokes_grants_and_sessions_and_cleanup_removes_what_expired()
             auth_time: t0(),
             created_at: t0(),
             expires_at: t0() + Duration::hours(12),
+            amr: vec!["sms".into(), "pwd".into(), "mfa".into()],
         };
         store.create_session(&session).await.unwrap();
         assert_eq!(store.find_session("s", t0()).await.unwrap(), Some(session));
