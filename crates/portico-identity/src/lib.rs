@@ -8,6 +8,7 @@
 //! - [`keys`]: the signing key ring, backed by storage.
 
 pub mod captcha;
+pub mod captcha_http;
 pub mod cookies;
 pub mod delivery;
 pub mod keys;

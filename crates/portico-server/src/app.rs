@@ -1,8 +1,6 @@
 //! Assembly: storage, keys, services and routes, from a [`Config`].
 
 use portico_crypto::hash::BearerSecret;
-use portico_identity::captcha::DevCaptcha;
-use portico_identity::delivery::DevOutbox;
 use portico_permissions::PermissionsApi;
 use portico_permissions::service::PermissionService;
 use std::future::Future;
@@ -82,6 +80,8 @@ impl App {
     /// For an unusable configuration, database or instance secret.
     pub async fn build(config: Config, clock: Arc<dyn Clock>, demo: bool) -> anyhow::Result<Self> {
         crate::telemetry::metrics();
+        // Outgoing TLS (SMS gateway, CAPTCHA service) on aws-lc-rs, as everything else.
+        let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
         let store = open_store(&config).await?;
         let secret = InstanceSecret::load(&config)?;
         let keys = KeyRing::load(Arc::clone(&store), secret.sealer(), clock.now()).await?;
@@ -93,8 +93,8 @@ impl App {
             cookies: secret.cookie_signer(),
             passwords: PasswordChecker::new(config.login.password_hash_concurrency as usize),
             verified: Default::default(),
-            otp_sender: Arc::new(DevOutbox::new(config.data_dir.join("outbox.jsonl"))),
-            captcha: Arc::new(DevCaptcha),
+            otp_sender: crate::delivery::otp_sender(&config)?,
+            captcha: crate::delivery::captcha(&config)?,
         });
         let permissions = Arc::new(PermissionService::new(Arc::clone(&store)));
         if demo {

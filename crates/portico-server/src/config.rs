@@ -44,6 +44,93 @@ pub struct Config {
     pub cleanup_interval_secs: u64,
     pub tokens: TokenConfig,
     pub login: LoginConfig,
+    pub delivery: DeliveryConfig,
+    pub captcha: CaptchaConfig,
+}
+
+/// How SMS and e-mail codes reach users.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DeliveryConfig {
+    /// `outbox` (the dev outbox file) or `http` (the SMS gateway).
+    pub sms: SmsDelivery,
+    /// `outbox` or `smtp`.
+    pub email: EmailDelivery,
+    /// The gateway's URL (for `sms = "http"`).
+    pub sms_gateway_url: Option<String>,
+    /// `Authorization` header value for the gateway, if it wants one.
+    pub sms_gateway_authorization: Option<String>,
+    /// JSON body with `{to}`, `{text}` and `{code}` placeholders.
+    pub sms_gateway_body: String,
+    pub sms_gateway_timeout_secs: u32,
+    /// `smtp://host:25`, `smtp://host:587?tls=required` or `smtps://user:pass@host:465`.
+    pub smtp_url: Option<String>,
+    /// Sender of code e-mails.
+    pub smtp_from: String,
+    /// Subject of code e-mails.
+    pub email_subject: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SmsDelivery {
+    Outbox,
+    Http,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EmailDelivery {
+    Outbox,
+    Smtp,
+}
+
+impl Default for DeliveryConfig {
+    fn default() -> Self {
+        Self {
+            sms: SmsDelivery::Outbox,
+            email: EmailDelivery::Outbox,
+            sms_gateway_url: None,
+            sms_gateway_authorization: None,
+            sms_gateway_body: r#"{"to": "{to}", "text": "{text}"}"#.to_owned(),
+            sms_gateway_timeout_secs: 10,
+            smtp_url: None,
+            smtp_from: "Portico <noreply@localhost>".to_owned(),
+            email_subject: "Код для входа / Sign-in code".to_owned(),
+        }
+    }
+}
+
+/// The CAPTCHA verifier.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CaptchaConfig {
+    /// `dev` (a checkbox; for the demo and development) or `smartcaptcha`.
+    pub kind: CaptchaKind,
+    /// Server key of the CAPTCHA service (`smartcaptcha`).
+    pub server_key: Option<String>,
+    /// Site key for the page's widget (`smartcaptcha`).
+    pub site_key: Option<String>,
+    /// The service's validation URL.
+    pub validate_url: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CaptchaKind {
+    Dev,
+    Smartcaptcha,
+}
+
+impl Default for CaptchaConfig {
+    fn default() -> Self {
+        Self {
+            kind: CaptchaKind::Dev,
+            server_key: None,
+            site_key: None,
+            validate_url: "https://smartcaptcha.yandexcloud.net/validate".to_owned(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -107,6 +194,8 @@ impl Default for Config {
             cleanup_interval_secs: 300,
             tokens: TokenConfig::default(),
             login: LoginConfig::default(),
+            delivery: DeliveryConfig::default(),
+            captcha: CaptchaConfig::default(),
         }
     }
 }
@@ -200,6 +289,20 @@ impl Config {
             if value == 0 {
                 return Err(ConfigError(format!("{name} must be greater than 0")));
             }
+        }
+        let d = &self.delivery;
+        if d.sms == SmsDelivery::Http && d.sms_gateway_url.is_none() {
+            return Err(ConfigError("delivery.sms = \"http\" needs delivery.sms_gateway_url".into()));
+        }
+        if d.email == EmailDelivery::Smtp && d.smtp_url.is_none() {
+            return Err(ConfigError("delivery.email = \"smtp\" needs delivery.smtp_url".into()));
+        }
+        if self.captcha.kind == CaptchaKind::Smartcaptcha
+            && (self.captcha.server_key.is_none() || self.captcha.site_key.is_none())
+        {
+            return Err(ConfigError(
+                "captcha.kind = \"smartcaptcha\" needs captcha.server_key and captcha.site_key".into(),
+            ));
         }
         if !(4..=10).contains(&self.login.otp_length) {
             return Err(ConfigError("login.otp_length must be between 4 and 10 digits".into()));

@@ -6,6 +6,7 @@
 
 pub mod app;
 pub mod config;
+pub mod delivery;
 pub mod demo;
 mod http;
 pub mod secret;

@@ -33,6 +33,8 @@ struct LoginPage<'a> {
     credentials_error: Option<&'a str>,
     other_error: Option<&'a str>,
     captcha_required: bool,
+    /// The CAPTCHA service's site key; the dev checkbox without one.
+    captcha_site_key: Option<&'a str>,
     code_sent: Option<String>,
     code_length: usize,
     resend_in: i64,
@@ -84,11 +86,17 @@ async fn render(identity: &Identity, headers: &HeaderMap) -> Result<Response, St
     };
     let mut response = Html(html).into_response();
     response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    let mut set = SetCookies::new(identity.settings.secure_cookies);
     if cookies::get(headers, cookies::STEP_ERROR_DETAILS).is_some() {
-        let mut set = SetCookies::new(identity.settings.secure_cookies);
         set.clear(cookies::STEP_ERROR_DETAILS);
-        set.apply(response.headers_mut());
     }
+    // After an error page (which has a CSRF token of its own) the process's
+    // token comes back, so that a RELOAD continues where it stopped.
+    if cookies::get(headers, cookies::XSRF_TOKEN) != Some(process.state.csrf.as_str()) {
+        let ttl = (process.expires_at - now).whole_seconds().max(0);
+        set.set(cookies::XSRF_TOKEN, &process.state.csrf, Some(ttl));
+    }
+    set.apply(response.headers_mut());
     Ok(response)
 }
 
@@ -166,6 +174,7 @@ fn page(
         credentials_error,
         other_error,
         captcha_required: context.captcha_required,
+        captcha_site_key: identity.captcha.site_key(),
         code_sent,
         code_length: policy.length,
         resend_in,

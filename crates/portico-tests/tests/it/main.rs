@@ -5,6 +5,7 @@
 mod authorize;
 mod bad_input;
 mod browser;
+mod delivery;
 mod flow;
 mod keys;
 mod login;

@@ -1,12 +1,18 @@
-//! Delivery of one-time codes: a trait, and the dev outbox that the demo
-//! and local development use.
+//! Delivery of one-time codes, behind [`OtpSender`]:
 //!
-//! The outbox appends one JSON line per message,
-//! `{"channel","to","code","text","at"}`, to `<data dir>/outbox.jsonl`, and
-//! logs that it did (without the code). Production configures an SMS
-//! gateway and SMTP instead.
+//! - [`DevOutbox`] for the demo and development: one JSON line per message,
+//!   `{"channel","to","code","text","at"}`, appended to
+//!   `<data dir>/outbox.jsonl`, and a log line without the code;
+//! - [`sms_http::HttpSmsGateway`]: SMS through an HTTP gateway (URL,
+//!   `Authorization` header, JSON body template);
+//! - [`smtp::SmtpMailer`]: e-mail through SMTP;
+//! - [`ByChannel`] sends each channel its own way.
+
+pub mod sms_http;
+pub mod smtp;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use portico_model::otp::OtpChannel;
@@ -82,5 +88,21 @@ impl OtpSender for DevOutbox {
             "one-time code written to the dev outbox"
         );
         Ok(())
+    }
+}
+
+/// SMS one way, e-mail another.
+pub struct ByChannel {
+    pub sms: Arc<dyn OtpSender>,
+    pub email: Arc<dyn OtpSender>,
+}
+
+#[async_trait]
+impl OtpSender for ByChannel {
+    async fn send(&self, message: &OtpMessage, now: OffsetDateTime) -> Result<(), DeliveryError> {
+        match message.channel {
+            OtpChannel::Sms => self.sms.send(message, now).await,
+            OtpChannel::Email => self.email.send(message, now).await,
+        }
     }
 }
