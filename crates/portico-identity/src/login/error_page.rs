@@ -102,7 +102,7 @@ pub async fn error_page(State(identity): State<IdentityState>, headers: HeaderMa
     let mut set = SetCookies::new(identity.settings.secure_cookies);
     set.clear(cookies::ERROR_PAGE_DETAILS).set(cookies::XSRF_TOKEN, &csrf, None);
     set.apply(response.headers_mut());
-    response
+    super::assets::secure(response)
 }
 
 /// The language chosen in the failed process, if any.
@@ -115,7 +115,7 @@ async fn failed_process_locale(identity: &Identity, headers: &HeaderMap) -> Opti
 pub async fn logged_out(headers: HeaderMap) -> Response {
     let t = texts::for_locale(texts::negotiate(&headers));
     match (LoggedOutPage { t }).render() {
-        Ok(html) => Html(html).into_response(),
+        Ok(html) => super::assets::secure(Html(html).into_response()),
         Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     }
 }

@@ -14,6 +14,7 @@
 //! The order of the steps is in [`flow`]; each step's submission in
 //! [`steps`].
 
+mod assets;
 mod auth_method;
 pub mod error_page;
 pub mod flow;
@@ -45,6 +46,8 @@ pub fn router() -> Router<IdentityState> {
     Router::new()
         .route("/login", get(page::login_page).post(submit::submit_step))
         .route("/login/restart", get(restart::restart))
+        .route("/login/assets/login.css", get(assets::css))
+        .route("/login/assets/login.js", get(assets::js))
         .route("/login/user-settings/locale", axum::routing::patch(locale::update_locale))
         .route("/login/user-settings/auth-method", axum::routing::post(auth_method::update_auth_method))
         .route("/login/user-settings/otp-method", axum::routing::post(otp_method::update_otp_method))

@@ -48,7 +48,7 @@ struct LoginPage<'a> {
 
 pub async fn login_page(State(identity): State<IdentityState>, headers: HeaderMap) -> Response {
     match render(&identity, &headers).await {
-        Ok(response) => response,
+        Ok(response) => super::assets::secure(response),
         Err(error) => super::error_page::server_error(error),
     }
 }

@@ -269,3 +269,27 @@ async fn the_error_page_switches_the_language_of_the_failed_process() {
     let restart = browser.get(app.url("/login/restart")).send().await.unwrap();
     assert!(location(&restart).starts_with("/oauth2/authorize?"));
 }
+
+#[tokio::test]
+async fn login_pages_carry_a_strict_csp_and_no_inline_script() {
+    let app = TestApp::spawn(backends()[0]).await;
+    let browser = app.browser();
+    let response = browser.get(app.authorize_url(&Pkce::new(), &[])).send().await.unwrap();
+    assert_eq!(response.status(), 303);
+    let page = browser.get(app.url("/login")).send().await.unwrap();
+    let csp = page.headers()["content-security-policy"].to_str().unwrap().to_owned();
+    assert!(csp.contains("script-src 'self'") && csp.contains("frame-ancestors 'none'"), "{csp}");
+    assert!(!csp.contains("unsafe-inline"));
+    assert_eq!(page.headers()["x-frame-options"], "DENY");
+    assert_eq!(page.headers()["referrer-policy"], "no-referrer");
+    let html = page.text().await.unwrap();
+    for script in html.split("<script").skip(1) {
+        let tag = script.split('>').next().unwrap();
+        assert!(tag.contains("src=") || tag.contains("type=\"application/json\""), "inline script: <script{tag}>");
+    }
+    assert!(!html.contains("<style") && !html.contains("style=\""), "no inline style");
+    for asset in ["/login/assets/login.js", "/login/assets/login.css"] {
+        let response = browser.get(app.url(asset)).send().await.unwrap();
+        assert_eq!(response.status(), 200, "{asset}");
+    }
+}
