@@ -79,7 +79,7 @@ async fn render(identity: &Identity, headers: &HeaderMap) -> Result<Response, St
     if errors.is_some() {
         identity.store.update_login_process(&process).await?;
     }
-    let context = step_context(identity, &process, user.as_ref()).await?;
+    let context = step_context(identity, &process, user.as_ref(), locale).await?;
     let html = page(identity, &process, user.as_ref(), errors, t, &context, locale, now);
     let Some(html) = html else {
         return Ok(StatusCode::INTERNAL_SERVER_ERROR.into_response());
@@ -104,6 +104,7 @@ async fn step_context(
     identity: &Identity,
     process: &LoginProcess,
     user: Option<&User>,
+    locale: portico_model::login::Locale,
 ) -> Result<StepContext, StorageError> {
     let state = &process.state;
     let mut context = StepContext::default();
@@ -115,7 +116,6 @@ async fn step_context(
         StepType::EmailOtp => {}
         StepType::Consent => {
             let client = identity.store.find_client(&state.client_id).await?;
-            let locale = state.locale.unwrap_or(portico_model::login::Locale::Ru);
             context.client_name = client.map(|c| match locale {
                 portico_model::login::Locale::Ru => c.name.ru,
                 portico_model::login::Locale::En => c.name.en,

@@ -14,8 +14,8 @@ const CHROMEDRIVER_ENV: &str = "PORTICO_TEST_CHROMEDRIVER";
 const CHROMIUM_ENV: &str = "PORTICO_TEST_CHROMIUM";
 
 /// chromedriver and the browser session it runs; both end on drop.
-struct Browser {
-    client: Client,
+pub(crate) struct Browser {
+    pub(crate) client: Client,
     driver: Child,
     _profile: TempDir,
 }
@@ -27,7 +27,7 @@ impl Drop for Browser {
     }
 }
 
-async fn launch() -> Option<Browser> {
+pub(crate) async fn launch() -> Option<Browser> {
     let Ok(driver_path) = std::env::var(CHROMEDRIVER_ENV) else {
         eprintln!("SKIPPED: {CHROMEDRIVER_ENV} is not set; the browser test needs chromedriver and Chromium");
         return None;
@@ -68,7 +68,7 @@ async fn launch() -> Option<Browser> {
 }
 
 /// Waits (polling the page, up to 15 s) until `css` shows text containing `text`.
-async fn wait_for_text(client: &Client, css: &str, text: &str) {
+pub(crate) async fn wait_for_text(client: &Client, css: &str, text: &str) {
     let started = Instant::now();
     loop {
         if let Ok(element) = client.find(Locator::Css(css)).await
@@ -81,11 +81,11 @@ async fn wait_for_text(client: &Client, css: &str, text: &str) {
     }
 }
 
-async fn click(client: &Client, css: &str) {
+pub(crate) async fn click(client: &Client, css: &str) {
     client.find(Locator::Css(css)).await.expect(css).click().await.expect("click");
 }
 
-async fn type_into(client: &Client, css: &str, text: &str) {
+pub(crate) async fn type_into(client: &Client, css: &str, text: &str) {
     client.find(Locator::Css(css)).await.expect(css).send_keys(text).await.expect("type");
 }
 

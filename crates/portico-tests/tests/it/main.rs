@@ -5,6 +5,7 @@
 mod authorize;
 mod bad_input;
 mod browser;
+mod browser_login;
 mod delivery;
 mod flow;
 mod keys;

@@ -1,0 +1,217 @@
+//! Every login flow in real Chromium, started from the demo client's page
+//! and ending with the tokens it obtained from `/oauth2/token`. Codes come
+//! from the dev outbox. Each step's screenshot is saved under
+//! `<target tmp>/browser-screenshots/<test>/`.
+
+use fantoccini::{Client, Locator};
+use portico_tests::TestApp;
+
+use super::browser::{click, launch, type_into, wait_for_text};
+
+/// Saves numbered screenshots of one test.
+struct Shots {
+    dir: std::path::PathBuf,
+    n: usize,
+}
+
+impl Shots {
+    fn new(test: &str) -> Self {
+        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("browser-screenshots").join(test);
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("screenshot folder");
+        Self { dir, n: 0 }
+    }
+
+    async fn take(&mut self, client: &Client, name: &str) {
+        self.n += 1;
+        let png = client.screenshot().await.expect("screenshot");
+        std::fs::write(self.dir.join(format!("{:02}-{name}.png", self.n)), png).expect("save screenshot");
+    }
+}
+
+async fn step_is(client: &Client, step: &str) {
+    wait_for_attribute(client, "#loginForm", "data-step", step).await;
+}
+
+async fn wait_for_attribute(client: &Client, css: &str, attribute: &str, value: &str) {
+    let started = std::time::Instant::now();
+    loop {
+        if let Ok(element) = client.find(Locator::Css(css)).await
+            && element.attr(attribute).await.ok().flatten().as_deref() == Some(value)
+        {
+            return;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(15), "{css} never had {attribute}={value}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+/// Replaces the text of an input.
+async fn fill(client: &Client, css: &str, text: &str) {
+    let element = client.find(Locator::Css(css)).await.expect(css);
+    element.clear().await.expect("clear");
+    element.send_keys(text).await.expect("type");
+}
+
+async fn submit(client: &Client) {
+    click(client, "#loginForm button[type=submit]").await;
+}
+
+/// Enters the last code sent to `to` and submits it.
+async fn enter_code(client: &Client, app: &TestApp, to: &str) {
+    type_into(client, "input[name=credentials]", &app.last_code(to)).await;
+    submit(client).await;
+}
+
+async fn tokens_for(client: &Client, login: &str) {
+    wait_for_text(client, "#idClaims", &format!("\"preferred_username\": \"{login}\"")).await;
+}
+
+#[tokio::test]
+async fn password_with_sms_then_e_mail_and_the_language_switched_mid_flow() {
+    let Some(browser) = launch().await else { return };
+    let client = &browser.client;
+    let app = TestApp::spawn(portico_tests::backends()[0]).await;
+    let mut shots = Shots::new("password_sms_email_language");
+
+    client.goto(&app.url("/demo/login")).await.unwrap();
+    step_is(client, "username-password").await;
+    shots.take(client, "username-password").await;
+    fill(client, "input[name=principal]", "maria").await;
+    type_into(client, "input[name=credentials]", "maria-password").await;
+    submit(client).await;
+    step_is(client, "sms-otp").await;
+    wait_for_text(client, "#codeSent", "+7 *** ***-43-21").await;
+    shots.take(client, "sms-otp").await;
+    // Mid-flow, in Russian.
+    click(client, "#language button[data-locale=ru]").await;
+    wait_for_text(client, "h1", "Код из SMS").await;
+    shots.take(client, "sms-otp-ru").await;
+    click(client, "#useEmail").await;
+    step_is(client, "email-otp").await;
+    wait_for_text(client, "#codeSent", "m***@example.com").await;
+    wait_for_text(client, "h1", "Код из письма").await;
+    shots.take(client, "email-otp-ru").await;
+    enter_code(client, &app, "maria@example.com").await;
+    tokens_for(client, "maria").await;
+    wait_for_text(client, "#idClaims", "\"otp\"").await;
+    shots.take(client, "tokens").await;
+    browser.client.clone().close().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_phone_method_on_an_unknown_device_and_a_shared_phone() {
+    let Some(browser) = launch().await else { return };
+    let client = &browser.client;
+    let app = TestApp::spawn(portico_tests::backends()[0]).await;
+    let mut shots = Shots::new("phone_method");
+
+    client.goto(&app.url("/demo/login")).await.unwrap();
+    step_is(client, "username-password").await;
+    click(client, "#switchMethod").await;
+    step_is(client, "phone").await;
+    shots.take(client, "phone").await;
+    fill(client, "input[name=principal]", "+7 900 123-45-67").await;
+    submit(client).await;
+    step_is(client, "sms-otp").await;
+    shots.take(client, "sms-otp").await;
+    enter_code(client, &app, "+79001234567").await;
+    step_is(client, "password").await;
+    wait_for_text(client, "#notice", "new device").await;
+    shots.take(client, "password-unknown-device").await;
+    type_into(client, "input[name=credentials]", "ivan-password").await;
+    submit(client).await;
+    tokens_for(client, "ivan").await;
+    shots.take(client, "tokens-ivan").await;
+
+    // A phone shared by two users: login and password instead.
+    click(client, "#signInAgain").await;
+    click(client, "#switchMethod").await;
+    step_is(client, "phone").await;
+    fill(client, "input[name=principal]", "+79005551234").await;
+    submit(client).await;
+    step_is(client, "username-password").await;
+    wait_for_text(client, "#notice", "several users").await;
+    shots.take(client, "phone-duplicated").await;
+    fill(client, "input[name=principal]", "sergey").await;
+    type_into(client, "input[name=credentials]", "sergey-password").await;
+    submit(client).await;
+    step_is(client, "sms-otp").await;
+    enter_code(client, &app, "+79005551234").await;
+    tokens_for(client, "sergey").await;
+    shots.take(client, "tokens-sergey").await;
+    browser.client.clone().close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_blocked_user_then_three_wrong_passwords_and_the_captcha() {
+    let Some(browser) = launch().await else { return };
+    let client = &browser.client;
+    let app = TestApp::spawn(portico_tests::backends()[0]).await;
+    let mut shots = Shots::new("blocked_and_captcha");
+
+    client.goto(&app.url("/demo/login")).await.unwrap();
+    step_is(client, "username-password").await;
+    fill(client, "input[name=principal]", "blocked").await;
+    type_into(client, "input[name=credentials]", "blocked-password").await;
+    submit(client).await;
+    wait_for_text(client, "p.error", "blocked").await;
+    shots.take(client, "error-page-blocked").await;
+    // The error page's action goes back to the client, which can start again.
+    click(client, "a.action").await;
+    wait_for_text(client, "#log", "access_denied").await;
+    click(client, "#signIn").await;
+    step_is(client, "username-password").await;
+    for _ in 0..3 {
+        fill(client, "input[name=principal]", "ivan").await;
+        type_into(client, "input[name=credentials]", "wrong-password").await;
+        submit(client).await;
+        wait_for_text(client, "#credentialsError", "Wrong").await;
+    }
+    client.find(Locator::Css("#captcha")).await.expect("the CAPTCHA is shown");
+    shots.take(client, "captcha").await;
+    fill(client, "input[name=principal]", "ivan").await;
+    type_into(client, "input[name=credentials]", "ivan-password").await;
+    click(client, "#captcha input").await;
+    submit(client).await;
+    step_is(client, "sms-otp").await;
+    enter_code(client, &app, "+79001234567").await;
+    tokens_for(client, "ivan").await;
+    shots.take(client, "tokens").await;
+    browser.client.clone().close().await.unwrap();
+}
+
+#[tokio::test]
+async fn sso_for_a_second_client_with_consent_granted_and_remembered() {
+    let Some(browser) = launch().await else { return };
+    let client = &browser.client;
+    let app = TestApp::spawn(portico_tests::backends()[0]).await;
+    let mut shots = Shots::new("sso_and_consent");
+
+    client.goto(&app.url("/demo/login")).await.unwrap();
+    step_is(client, "username-password").await;
+    fill(client, "input[name=principal]", "ivan").await;
+    type_into(client, "input[name=credentials]", "ivan-password").await;
+    submit(client).await;
+    step_is(client, "sms-otp").await;
+    enter_code(client, &app, "+79001234567").await;
+    tokens_for(client, "ivan").await;
+
+    // The partner app: no password (SSO), but its consent.
+    click(client, "#signInPartner").await;
+    step_is(client, "consent").await;
+    wait_for_text(client, "#consentIntro", "Partner application").await;
+    shots.take(client, "consent").await;
+    submit(client).await;
+    tokens_for(client, "ivan").await;
+    wait_for_text(client, "#accessClaims", "\"client_id\": \"partner-app\"").await;
+    shots.take(client, "partner-tokens").await;
+    // Remembered: straight back with new tokens.
+    let before = app.store.recent_audit(1000).await.unwrap().len();
+    click(client, "#signInPartner").await;
+    wait_for_text(client, "#log", "id_token nonce matches").await;
+    tokens_for(client, "ivan").await;
+    assert!(app.store.recent_audit(1000).await.unwrap().len() > before, "a new code was exchanged");
+    shots.take(client, "partner-again").await;
+    browser.client.clone().close().await.unwrap();
+}
