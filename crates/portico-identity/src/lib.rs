@@ -16,6 +16,7 @@ pub mod login;
 pub mod oauth2;
 pub mod passwords;
 pub mod settings;
+pub mod theme;
 pub mod tokens;
 pub mod verified;
 

@@ -27,6 +27,8 @@ pub struct IdentitySettings {
     pub block_duration: Duration,
     /// How long a device stays trusted after a login with a second factor.
     pub device_trust_ttl: Duration,
+    /// `themeViewData` of the login pages.
+    pub theme: crate::theme::Theme,
 }
 
 impl IdentitySettings {
@@ -47,6 +49,7 @@ impl IdentitySettings {
             block_after_failures: 10,
             block_duration: Duration::hours(1),
             device_trust_ttl: Duration::days(180),
+            theme: crate::theme::Theme::default(),
         }
     }
 

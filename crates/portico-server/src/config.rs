@@ -46,6 +46,8 @@ pub struct Config {
     pub login: LoginConfig,
     pub delivery: DeliveryConfig,
     pub captcha: CaptchaConfig,
+    /// What the login pages show around the form (`themeViewData`).
+    pub theme: portico_identity::theme::Theme,
 }
 
 /// How SMS and e-mail codes reach users.
@@ -196,6 +198,7 @@ impl Default for Config {
             login: LoginConfig::default(),
             delivery: DeliveryConfig::default(),
             captcha: CaptchaConfig::default(),
+            theme: portico_identity::theme::Theme::default(),
         }
     }
 }
@@ -377,6 +380,7 @@ impl Config {
         settings.block_after_failures = login.block_after_failures;
         settings.block_duration = secs(login.block_secs);
         settings.device_trust_ttl = Duration::days(i64::from(login.device_trust_days));
+        settings.theme = self.theme.clone();
         settings
     }
 }
@@ -416,6 +420,45 @@ mod tests {
         assert_eq!(config.public_url(), "http://127.0.0.1:8080");
         assert_eq!(config.database().unwrap(), Database::Sqlite("sqlite://./data/portico.db".into()));
         assert!(!config.identity_settings().secure_cookies);
+    }
+
+    #[test]
+    #[allow(clippy::result_large_err, reason = "figment::Jail fixes the closure's error type")]
+    fn the_theme_and_delivery_come_from_the_file() {
+        figment::Jail::expect_with(|jail| {
+            jail.create_file(
+                "portico.toml",
+                r#"
+[theme]
+passwordResetEnabled = true
+[theme.supportDrawer.ru]
+title = "Поддержка"
+chatButtonText = "Написать в чат"
+[[theme.supportDrawer.ru.sections]]
+title = "Телефоны"
+items = [{ icon = "phone", title = "По России", value = "8 800 000-00-00" }]
+[[theme.systemMessages.ru]]
+id = "6f1c2a8e-8d5b-4a43-9d3e-2f1a9f0c7b11"
+title = "Работы"
+message = "Ночью возможны перерывы"
+
+[delivery]
+sms = "http"
+"#,
+            )?;
+            let error = Config::load(Some(Path::new("portico.toml"))).unwrap_err().to_string();
+            assert!(error.contains("sms_gateway_url"), "{error}");
+            jail.set_env("PORTICO_DELIVERY__SMS_GATEWAY_URL", "https://sms.example/send");
+            let config = Config::load(Some(Path::new("portico.toml"))).map_err(|e| e.to_string())?;
+            let theme = config.identity_settings().theme;
+            assert!(theme.password_reset_enabled);
+            let view = serde_json::to_value(theme.view()).unwrap();
+            assert_eq!(view["supportDrawer"]["ru"]["chatButtonText"], "Написать в чат");
+            assert_eq!(view["supportDrawer"]["ru"]["sections"][0]["items"][0]["value"], "8 800 000-00-00");
+            assert_eq!(view["systemMessages"]["ru"][0]["title"], "Работы");
+            assert_eq!(view["passwordResetEnabled"], true);
+            Ok(())
+        });
     }
 
     #[test]

@@ -43,6 +43,8 @@ struct LoginPage<'a> {
     other_method: Option<(&'static str, &'a str)>,
     consent_intro: String,
     groups: Vec<(String, String)>,
+    messages: Vec<&'a crate::theme::SystemMessage>,
+    drawer: Option<&'a crate::theme::Drawer>,
     view_json: String,
 }
 
@@ -107,7 +109,7 @@ async fn step_context(
     locale: portico_model::login::Locale,
 ) -> Result<StepContext, StorageError> {
     let state = &process.state;
-    let mut context = StepContext::default();
+    let mut context = StepContext { theme: identity.settings.theme.clone(), ..StepContext::default() };
     match state.step {
         StepType::UsernamePassword | StepType::Password | StepType::Phone => {
             context.captcha_required = captcha_required(identity, process, user).await?;
@@ -164,6 +166,14 @@ fn page(
         _ => None,
     };
     let client_name = context.client_name.as_deref().unwrap_or(&state.client_id);
+    let theme = &identity.settings.theme;
+    let messages = theme
+        .system_messages
+        .as_ref()
+        .and_then(|m| in_language(locale, m))
+        .map(|m| m.iter().collect())
+        .unwrap_or_default();
+    let drawer = theme.support_drawer.as_ref().and_then(|d| in_language(locale, d));
     let page = LoginPage {
         t,
         step: state.step.as_str(),
@@ -183,8 +193,18 @@ fn page(
         other_method,
         consent_intro: t.consent_intro.replace("{client}", client_name),
         groups: context.available_scope_groups.iter().map(|g| (g.clone(), t.group(g).to_owned())).collect(),
+        messages,
+        drawer,
         view_json: script_json(&LoginViewData::of(process, errors, locale, now, context)),
     };
     let _ = user;
     page.render().ok()
+}
+
+/// The page language's version, or the other one.
+fn in_language<T>(locale: portico_model::login::Locale, value: &crate::theme::PerLanguage<T>) -> Option<&T> {
+    match locale {
+        portico_model::login::Locale::Ru => value.ru.as_ref().or(value.en.as_ref()),
+        portico_model::login::Locale::En => value.en.as_ref().or(value.ru.as_ref()),
+    }
 }

@@ -19,7 +19,7 @@ pub struct LoginViewData {
 pub struct LoginPageData {
     pub authentication_flow_context: FlowContext,
     pub step_view_data: Option<StepViewData>,
-    pub theme_view_data: Option<ThemeViewData>,
+    pub theme_view_data: Option<crate::theme::Theme>,
     pub errors: Option<LoginFormErrors>,
 }
 
@@ -68,14 +68,7 @@ pub struct StepContext {
     pub email_delivery_available: bool,
     pub client_name: Option<String>,
     pub available_scope_groups: Vec<String>,
-}
-
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ThemeViewData {
-    pub password_reset_enabled: bool,
-    pub support_drawer: Option<serde_json::Value>,
-    pub system_messages: Option<serde_json::Value>,
+    pub theme: crate::theme::Theme,
 }
 
 impl LoginViewData {
@@ -127,11 +120,7 @@ impl LoginViewData {
                     csrf: state.csrf.clone(),
                 },
                 step_view_data: step,
-                theme_view_data: Some(ThemeViewData {
-                    password_reset_enabled: false,
-                    support_drawer: None,
-                    system_messages: None,
-                }),
+                theme_view_data: Some(context.theme.view()),
                 errors,
             },
             locale: Some(locale),

@@ -293,3 +293,42 @@ async fn login_pages_carry_a_strict_csp_and_no_inline_script() {
         assert_eq!(response.status(), 200, "{asset}");
     }
 }
+
+#[tokio::test]
+async fn the_configured_theme_reaches_the_view_data_and_the_page() {
+    use portico_identity::theme::{Drawer, PerLanguage, SystemMessage, Theme};
+    let app = TestApp::spawn_with(backends()[0], |c| {
+        c.theme = Theme {
+            password_reset_enabled: true,
+            support_drawer: Some(PerLanguage {
+                ru: Some(Drawer { title: Some("Поддержка".into()), ..Drawer::default() }),
+                en: Some(Drawer { title: Some("Support".into()), ..Drawer::default() }),
+            }),
+            system_messages: Some(PerLanguage {
+                ru: Some(vec![SystemMessage {
+                    id: uuid::Uuid::nil(),
+                    title: Some("Работы".into()),
+                    message: Some("Ночью возможны перерывы".into()),
+                }]),
+                en: None,
+            }),
+        };
+    })
+    .await;
+    let browser = app.browser();
+    browser.get(app.authorize_url(&Pkce::new(), &[])).send().await.unwrap();
+    let page = browser.get(app.url("/login")).header("accept-language", "ru").send().await.unwrap();
+    let html = page.text().await.unwrap();
+    let theme = &view_data(&html)["pageData"]["themeViewData"];
+    assert_eq!(theme["passwordResetEnabled"], true);
+    assert_eq!(theme["supportDrawer"]["en"]["title"], "Support");
+    assert_eq!(theme["systemMessages"]["ru"][0]["message"], "Ночью возможны перерывы");
+    assert!(html.contains("Ночью возможны перерывы") && html.contains("Поддержка"), "shown on the page");
+
+    // Without messages, systemMessages is null.
+    let plain = TestApp::spawn(backends()[0]).await;
+    let browser = plain.browser();
+    browser.get(plain.authorize_url(&Pkce::new(), &[])).send().await.unwrap();
+    let view = plain.login_view(&browser).await;
+    assert!(view["pageData"]["themeViewData"]["systemMessages"].is_null());
+}
