@@ -21,6 +21,8 @@ pub const DEVICE_ID: &str = "svc.device.deviceId";
 pub const ERROR_PAGE_DETAILS: &str = "error_page_details";
 /// The SSO session (not named by the spec; carries the neutral prefix).
 pub const SESSION: &str = "svc.session";
+/// The language last chosen in this browser.
+pub const LOCALE: &str = "svc.locale";
 
 /// Device cookies live a year.
 pub const DEVICE_MAX_AGE: i64 = 365 * 24 * 3600;

@@ -27,6 +27,9 @@ pub struct IdentitySettings {
     pub block_duration: Duration,
     /// How long a device stays trusted after a login with a second factor.
     pub device_trust_ttl: Duration,
+    /// The pages' language when neither the process nor the `svc.locale`
+    /// cookie says; `None`: the browser's `Accept-Language`.
+    pub default_locale: Option<portico_model::login::Locale>,
     /// `themeViewData` of the login pages.
     pub theme: crate::theme::Theme,
 }
@@ -50,6 +53,7 @@ impl IdentitySettings {
             block_duration: Duration::hours(1),
             device_trust_ttl: Duration::days(180),
             theme: crate::theme::Theme::default(),
+            default_locale: None,
         }
     }
 

@@ -177,6 +177,9 @@ pub struct LoginConfig {
     pub block_secs: u32,
     /// How long a device stays trusted after a login with a second factor.
     pub device_trust_days: u32,
+    /// `ru` or `en`: the pages' language when neither the login process nor
+    /// the browser's `svc.locale` cookie chose one; default: `Accept-Language`.
+    pub default_locale: Option<portico_model::login::Locale>,
 }
 
 impl Default for Config {
@@ -224,6 +227,7 @@ impl Default for LoginConfig {
             block_after_failures: 10,
             block_secs: 3600,
             device_trust_days: 180,
+            default_locale: None,
         }
     }
 }
@@ -381,6 +385,7 @@ impl Config {
         settings.block_duration = secs(login.block_secs);
         settings.device_trust_ttl = Duration::days(i64::from(login.device_trust_days));
         settings.theme = self.theme.clone();
+        settings.default_locale = login.default_locale;
         settings
     }
 }

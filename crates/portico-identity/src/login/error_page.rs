@@ -70,7 +70,9 @@ pub async fn error_page(State(identity): State<IdentityState>, headers: HeaderMa
         return redirect(StatusCode::FOUND, &identity.settings.logged_out_url);
     };
     let t = texts::for_locale(
-        failed_process_locale(&identity, &headers).await.unwrap_or_else(|| texts::negotiate(&headers)),
+        failed_process_locale(&identity, &headers)
+            .await
+            .unwrap_or_else(|| texts::negotiate(&headers, identity.settings.default_locale)),
     );
     let message = t.for_code(&details.error_code);
     let actions = details
@@ -112,8 +114,8 @@ async fn failed_process_locale(identity: &Identity, headers: &HeaderMap) -> Opti
     process.state.locale
 }
 
-pub async fn logged_out(headers: HeaderMap) -> Response {
-    let t = texts::for_locale(texts::negotiate(&headers));
+pub async fn logged_out(State(identity): State<IdentityState>, headers: HeaderMap) -> Response {
+    let t = texts::for_locale(texts::negotiate(&headers, identity.settings.default_locale));
     match (LoggedOutPage { t }).render() {
         Ok(html) => super::assets::secure(Html(html).into_response()),
         Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),

@@ -5,10 +5,13 @@
 //! process; 403 the `X-XSRF-TOKEN` header does not match the `XSRF-TOKEN`
 //! cookie (and, for an active process, the process's own token); 500 the
 //! store failed. The process is the active one (`authentication_flow`) or, on
-//! the error page, the failed one (`failed_authentication_flow_id`).
+//! the error page, the failed one (`failed_authentication_flow_id`). A 200
+//! also sets `svc.locale`, so that the next login in this browser starts in
+//! the chosen language.
 
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use portico_model::login::Locale;
 
 use crate::IdentityState;
@@ -19,14 +22,14 @@ pub async fn update_locale(
     State(identity): State<IdentityState>,
     headers: HeaderMap,
     RawQuery(query): RawQuery,
-) -> StatusCode {
+) -> Response {
     let params = Params::parse(query.unwrap_or_default().as_bytes());
     let Some(locale) = params.one("locale").ok().flatten().and_then(Locale::parse) else {
-        return StatusCode::BAD_REQUEST;
+        return StatusCode::BAD_REQUEST.into_response();
     };
     let sent = headers.get("x-xsrf-token").and_then(|v| v.to_str().ok());
     let Some(sent) = sent.filter(|sent| cookies::xsrf_matches(&headers, sent)) else {
-        return StatusCode::FORBIDDEN;
+        return StatusCode::FORBIDDEN.into_response();
     };
 
     let active = cookies::get_uuid(&headers, cookies::AUTHENTICATION_FLOW);
@@ -36,28 +39,38 @@ pub async fn update_locale(
     for _ in 0..2 {
         let process = match active.or(failed) {
             Some(id) => identity.store.find_login_process(id, now).await,
-            None => return StatusCode::BAD_REQUEST,
+            None => return StatusCode::BAD_REQUEST.into_response(),
         };
         let mut process = match process {
             Ok(Some(process)) => process,
-            Ok(None) => return StatusCode::BAD_REQUEST,
+            Ok(None) => return StatusCode::BAD_REQUEST.into_response(),
             Err(error) => {
                 tracing::warn!(%error, "locale change failed");
-                return StatusCode::INTERNAL_SERVER_ERROR;
+                return StatusCode::INTERNAL_SERVER_ERROR.into_response();
             }
         };
         if active.is_some() && !portico_crypto::constant_time_eq(sent.as_bytes(), process.state.csrf.as_bytes()) {
-            return StatusCode::FORBIDDEN;
+            return StatusCode::FORBIDDEN.into_response();
         }
         process.state.locale = Some(locale);
         match identity.store.update_login_process(&process).await {
-            Ok(true) => return StatusCode::OK,
+            Ok(true) => {
+                let mut response = StatusCode::OK.into_response();
+                let mut set = cookies::SetCookies::new(identity.settings.secure_cookies);
+                let value = match locale {
+                    Locale::Ru => "ru",
+                    Locale::En => "en",
+                };
+                set.set(cookies::LOCALE, value, Some(365 * 24 * 3600));
+                set.apply(response.headers_mut());
+                return response;
+            }
             Ok(false) => continue,
             Err(error) => {
                 tracing::warn!(%error, "locale change failed");
-                return StatusCode::INTERNAL_SERVER_ERROR;
+                return StatusCode::INTERNAL_SERVER_ERROR.into_response();
             }
         }
     }
-    StatusCode::INTERNAL_SERVER_ERROR
+    StatusCode::INTERNAL_SERVER_ERROR.into_response()
 }

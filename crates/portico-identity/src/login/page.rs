@@ -63,7 +63,7 @@ async fn render(identity: &Identity, headers: &HeaderMap) -> Result<Response, St
     if process.state.is_complete() {
         return Ok(redirect(StatusCode::FOUND, &authorize_url(&process)));
     }
-    let locale = process.state.locale.unwrap_or_else(|| texts::negotiate(headers));
+    let locale = process.state.locale.unwrap_or_else(|| texts::negotiate(headers, identity.settings.default_locale));
     let t = texts::for_locale(locale);
     let user = match process.state.user_id {
         Some(id) => identity.store.find_user(id).await?,

@@ -209,8 +209,16 @@ pub fn for_locale(locale: Locale) -> &'static Texts {
     }
 }
 
-/// The language the browser prefers among ours (Russian by default).
-pub fn negotiate(headers: &HeaderMap) -> Locale {
+/// The pages' language when the process has none chosen: the `svc.locale`
+/// cookie (the last choice in this browser), then the configured default,
+/// then the browser's `Accept-Language`, then Russian.
+pub fn negotiate(headers: &HeaderMap, default: Option<Locale>) -> Locale {
+    if let Some(locale) = crate::cookies::get(headers, crate::cookies::LOCALE).and_then(Locale::parse) {
+        return locale;
+    }
+    if let Some(locale) = default {
+        return locale;
+    }
     let accept = headers.get(header::ACCEPT_LANGUAGE).and_then(|v| v.to_str().ok()).unwrap_or("");
     for tag in accept.split(',') {
         let lang = tag.split(';').next().unwrap_or("").trim().to_ascii_lowercase();

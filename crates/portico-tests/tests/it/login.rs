@@ -332,3 +332,37 @@ async fn the_configured_theme_reaches_the_view_data_and_the_page() {
     let view = plain.login_view(&browser).await;
     assert!(view["pageData"]["themeViewData"]["systemMessages"].is_null());
 }
+
+#[tokio::test]
+async fn the_language_follows_the_process_then_the_cookie_then_the_setting_then_the_browser() {
+    let app =
+        TestApp::spawn_with(backends()[0], |c| c.login.default_locale = Some(portico_model::login::Locale::En)).await;
+    let browser = app.browser();
+    browser.get(app.authorize_url(&Pkce::new(), &[])).send().await.unwrap();
+    let page = |accept: &'static str| {
+        let browser = browser.clone();
+        let url = app.url("/login");
+        async move { browser.get(url).header("accept-language", accept).send().await.unwrap().text().await.unwrap() }
+    };
+    assert!(page("ru").await.contains("lang=\"en\""), "the setting beats Accept-Language");
+    let view = app.login_view(&browser).await;
+    let csrf = csrf_of(&view).to_owned();
+    let response = browser
+        .patch(app.url("/login/user-settings/locale?locale=ru"))
+        .header("x-xsrf-token", &csrf)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let cookie = response.headers()["set-cookie"].to_str().unwrap().to_owned();
+    assert!(cookie.starts_with("svc.locale=ru"), "{cookie}");
+    assert!(page("en").await.contains("lang=\"ru\""), "the process's choice");
+    // A new process in the same browser: the cookie decides.
+    browser.get(app.authorize_url(&Pkce::new(), &[("prompt", Some("login"))])).send().await.unwrap();
+    assert!(page("en").await.contains("lang=\"ru\""), "the cookie beats the setting");
+    // Another browser: the setting.
+    let other = app.browser();
+    other.get(app.authorize_url(&Pkce::new(), &[])).send().await.unwrap();
+    let html = other.get(app.url("/login")).header("accept-language", "ru").send().await.unwrap().text().await.unwrap();
+    assert!(html.contains("lang=\"en\""));
+}

@@ -444,3 +444,68 @@ async fn consent_is_asked_remembered_narrowed_forced_and_declinable() {
         assert!(details["actions"][0]["url"].as_str().unwrap().contains("error=access_denied"));
     }
 }
+
+#[tokio::test]
+async fn parallel_requests_cannot_exceed_the_code_limits() {
+    use portico_model::clock::Clock as _;
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let flow = Flow::start(&app, &[]).await;
+        let id = flow.view().await["pageData"]["authenticationFlowContext"]["authenticationFlowId"]
+            .as_str()
+            .unwrap()
+            .parse::<uuid::Uuid>()
+            .unwrap();
+        flow.post_ok(&[("principal", "ivan"), ("credentials", "ivan-password")]).await;
+        // Eight parallel page views of the SMS step: one code.
+        let views: Vec<_> = (0..8).map(|_| flow.browser.get(app.url("/login")).send()).collect();
+        for view in views {
+            let status = view.await.unwrap().status().as_u16();
+            assert!(status == 200 || status == 303, "{status}");
+        }
+        assert_eq!(app.outbox().len(), 1, "{backend:?}: exactly one code");
+        // Twelve parallel wrong codes: no more than three tries are spent.
+        let right = app.last_code("+79001234567");
+        let wrong = if right == "000000" { "111111" } else { "000000" };
+        let form = [("_csrf", flow.csrf.as_str()), ("credentials", wrong)];
+        let posts: Vec<_> = (0..12).map(|_| flow.browser.post(app.url("/login")).form(&form).send()).collect();
+        for post in posts {
+            assert_eq!(post.await.unwrap().status(), 303);
+        }
+        let process = app.store.find_login_process(id, app.clock.now()).await.unwrap().unwrap();
+        let failures = process.state.otp.as_ref().map_or(0, |otp| otp.failures);
+        assert!((1..=3).contains(&failures), "{failures} tries spent");
+        assert_eq!(process.state.step, portico_model::login::StepType::SmsOtp, "nothing advanced");
+    }
+}
+
+#[tokio::test]
+async fn other_steps_fields_replays_and_oversized_fields_never_advance() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let flow = Flow::start(&app, &[]).await;
+        flow.post_ok(&[("principal", "ivan"), ("credentials", "ivan-password")]).await;
+        assert_eq!(flow.step().await["stepType"], "sms-otp");
+        // The password step's submission, replayed at the SMS step: a wrong code.
+        flow.post_ok(&[("principal", "ivan"), ("credentials", "ivan-password")]).await;
+        let view = flow.view().await;
+        assert_eq!(view["pageData"]["stepViewData"]["stepType"], "sms-otp", "{backend:?}");
+        assert_eq!(view["pageData"]["errors"]["credentialsError"], "challenge.sms-otp.wrong-credentials");
+        // Fields of the consent step are ignored here.
+        flow.post_ok(&[("selected_scope_groups", "profile"), ("deny", "1")]).await;
+        assert_eq!(flow.step().await["stepType"], "sms-otp");
+        // An oversized submission ends on the error page, never a 500.
+        let huge = "9".repeat(20_000);
+        let response = flow.post(&[("credentials", &huge)]).await;
+        assert_eq!(response.status(), 303);
+        assert_eq!(location(&response), "/error");
+        // Replaying the whole login against a completed process goes on to authorize only.
+        let done = Flow::start(&app, &[]).await;
+        done.post_ok(&[("principal", "ivan"), ("credentials", "ivan-password")]).await;
+        done.step().await;
+        let next = done.enter_code("+79001234567").await;
+        assert!(next.starts_with("/oauth2/authorize?"));
+        let replay = done.post(&[("credentials", "000000")]).await;
+        assert_eq!(location(&replay), next, "a completed process only goes back to authorize");
+    }
+}
