@@ -509,3 +509,106 @@ async fn other_steps_fields_replays_and_oversized_fields_never_advance() {
         assert_eq!(location(&replay), next, "a completed process only goes back to authorize");
     }
 }
+
+/// The `Set-Cookie` headers of a response, as (name, cleared) pairs.
+fn set_cookies(response: &reqwest::Response) -> Vec<(String, bool)> {
+    response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .map(|value| {
+            let text = value.to_str().unwrap();
+            let name = text.split('=').next().unwrap().to_owned();
+            (name, text.contains("Max-Age=0"))
+        })
+        .collect()
+}
+
+fn sets(cookies: &[(String, bool)], name: &str) -> bool {
+    cookies.iter().any(|(n, cleared)| n == name && !cleared)
+}
+
+fn clears(cookies: &[(String, bool)], name: &str) -> bool {
+    cookies.iter().any(|(n, cleared)| n == name && *cleared)
+}
+
+#[tokio::test]
+async fn every_login_cookie_is_set_and_cleared_where_the_state_table_says() {
+    let app = TestApp::spawn(backends()[0]).await;
+    let browser = app.browser();
+    let pkce = Pkce::new();
+
+    // no process → authorize: process created, 303 to /login, cookies set.
+    let response = browser.get(app.authorize_url(&pkce, &[])).send().await.unwrap();
+    assert_eq!(response.status(), 303);
+    let c = set_cookies(&response);
+    for name in ["authentication_flow", "XSRF-TOKEN", "login_client_entry", "svc.device.deviceId"] {
+        assert!(sets(&c, name), "authorize sets {name}: {c:?}");
+    }
+    let flow = Flow { app: &app, browser: browser.clone(), pkce, csrf: String::new() };
+    let view = flow.view().await;
+    let csrf = view["pageData"]["authenticationFlowContext"]["csrf"].as_str().unwrap().to_owned();
+    let flow = Flow { csrf, ..flow };
+
+    // input invalid → same step; step_error_details set, then cleared by the page.
+    let mut last = None;
+    for _ in 0..3 {
+        last = Some(flow.post(&[("principal", "ivan"), ("credentials", "wrong")]).await);
+    }
+    let c = set_cookies(last.as_ref().unwrap());
+    assert!(sets(&c, "step_error_details") && sets(&c, "svc.captcha.required"), "{c:?}");
+    let page = flow.browser.get(app.url("/login")).send().await.unwrap();
+    assert!(clears(&set_cookies(&page), "step_error_details"), "shown once");
+
+    // input valid, steps remain → next step; the failure hints are cleared.
+    let captcha = portico_identity::captcha::DEV_TOKEN;
+    let response =
+        flow.post(&[("principal", "ivan"), ("credentials", "ivan-password"), ("smart-token", captcha)]).await;
+    assert_eq!(location(&response), "/login");
+    let c = set_cookies(&response);
+    assert!(clears(&c, "svc.captcha.required") && clears(&c, "step_error_details"), "{c:?}");
+    flow.step().await;
+
+    // all steps finished → 303 to authorize; the SSO session starts.
+    let code = app.last_code("+79001234567");
+    let response = flow.post(&[("credentials", &code)]).await;
+    assert!(location(&response).starts_with("/oauth2/authorize?"));
+    assert!(sets(&set_cookies(&response), "svc.session"));
+    // authorize with the completed process: the code, and the process cookies cleared.
+    let response = flow.browser.get(app.url(&location(&response))).send().await.unwrap();
+    assert_eq!(response.status(), 302);
+    let c = set_cookies(&response);
+    assert!(clears(&c, "authentication_flow") && clears(&c, "login_client_entry"), "{c:?}");
+
+    // CSRF failure → /error with error_page_details and failed_authentication_flow_id;
+    // GET /error reads and clears error_page_details; restart clears the failed id.
+    let other = Flow::start(&app, &[("prompt", Some("login"))]).await;
+    let response = other.browser.post(app.url("/login")).form(&[("_csrf", "forged")]).send().await.unwrap();
+    assert_eq!(location(&response), "/error");
+    let c = set_cookies(&response);
+    assert!(sets(&c, "error_page_details") && sets(&c, "failed_authentication_flow_id"), "{c:?}");
+    assert!(clears(&c, "authentication_flow"));
+    let page = other.browser.get(app.url("/error")).send().await.unwrap();
+    let c = set_cookies(&page);
+    assert!(clears(&c, "error_page_details") && sets(&c, "XSRF-TOKEN"), "{c:?}");
+    let again = other.browser.get(app.url("/error")).send().await.unwrap();
+    assert_eq!(again.status(), 302, "the details were read once");
+    let restart = other.browser.get(app.url("/login/restart")).send().await.unwrap();
+    assert_eq!(restart.status(), 302);
+    assert!(location(&restart).starts_with("/oauth2/authorize?"), "the original request is restored");
+    assert!(clears(&set_cookies(&restart), "failed_authentication_flow_id"));
+
+    // process expired, login_client_entry valid → 302 to the client; cookies cleared.
+    let expired = Flow::start(&app, &[("prompt", Some("login"))]).await;
+    app.clock.advance(Duration::minutes(16));
+    let response = expired.browser.get(app.url("/login")).send().await.unwrap();
+    assert_eq!(response.status(), 302);
+    assert!(location(&response).starts_with(&app.redirect_uri()));
+    assert_eq!(location_param(&response, "error").as_deref(), Some("access_denied"));
+    let c = set_cookies(&response);
+    assert!(clears(&c, "authentication_flow") && clears(&c, "login_client_entry"), "{c:?}");
+    // process missing, no login_client_entry → the default logout page.
+    let response = app.browser().get(app.url("/login")).send().await.unwrap();
+    assert_eq!(response.status(), 302);
+    assert!(location(&response).ends_with("/logged-out"));
+}
