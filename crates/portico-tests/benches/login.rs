@@ -156,13 +156,6 @@ async fn login(app: &TestApp, codes: &Codes, i: usize) {
     assert!(back.starts_with("/oauth2/authorize?"), "{back}");
     let response = browser.get(app.url(&back)).send().await.expect("authorize");
     let code = code_from(&response, &app.redirect_uri());
-    let response = app
-        .token_request(&[
-            ("grant_type", "authorization_code"),
-            ("code", &code),
-            ("code_verifier", &pkce.verifier),
-            ("redirect_uri", &app.redirect_uri()),
-        ])
-        .await;
+    let response = app.exchange(&code, &pkce.verifier).await;
     assert_eq!(response.status(), 200);
 }

@@ -276,16 +276,20 @@ impl TestApp {
     pub async fn tokens_for(&self, login: &str, password: &str) -> TokenResponse {
         let pkce = Pkce::new();
         let code = self.login_for_code(&self.browser(), &pkce, login, password).await;
-        let response = self
-            .token_request(&[
-                ("grant_type", "authorization_code"),
-                ("code", &code),
-                ("code_verifier", &pkce.verifier),
-                ("redirect_uri", &self.redirect_uri()),
-            ])
-            .await;
+        let response = self.exchange(&code, &pkce.verifier).await;
         assert_eq!(response.status(), 200);
         response.json().await.expect("TokenResponseDTO")
+    }
+
+    /// Exchanges the demo client's `code` with its PKCE `verifier`.
+    pub async fn exchange(&self, code: &str, verifier: &str) -> reqwest::Response {
+        self.token_request(&[
+            ("grant_type", "authorization_code"),
+            ("code", code),
+            ("code_verifier", verifier),
+            ("redirect_uri", &self.redirect_uri()),
+        ])
+        .await
     }
 
     /// Registers another client that may use scope `openid`.

@@ -3,7 +3,7 @@
 //! `PASSWORD` or `PHONE`, keeping its request, device, language and CSRF
 //! token.
 
-use axum::body::{Body, to_bytes};
+use axum::body::Body;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
@@ -11,20 +11,13 @@ use portico_model::login::{AuthMethod, LoginState};
 
 use super::flow::to_login;
 use super::submit::csrf_ok;
-use super::{current_process, error_page, settings_failure};
+use super::{error_page, settings_failure, settings_request};
 use crate::IdentityState;
-use crate::oauth2::params::Params;
 
 pub async fn update_auth_method(State(identity): State<IdentityState>, headers: HeaderMap, body: Body) -> Response {
-    let now = identity.clock.now();
-    let process = match current_process(&identity, &headers, now).await {
-        Ok(Some(process)) if !process.state.is_complete() => process,
-        Ok(_) => return settings_failure(&identity, &headers, None),
-        Err(error) => return error_page::server_error(error),
-    };
-    let params = match to_bytes(body, 4096).await {
-        Ok(bytes) => Params::parse(&bytes),
-        Err(_) => return settings_failure(&identity, &headers, Some(&process)),
+    let (process, params) = match settings_request(&identity, &headers, body).await {
+        Ok(request) => request,
+        Err(response) => return *response,
     };
     let method = match params.one("authMethod") {
         Ok(Some("PASSWORD")) => AuthMethod::Password,

@@ -201,6 +201,25 @@ pub fn return_url_of(identity: &Identity, process: &LoginProcess) -> String {
     }
 }
 
+/// The live, unfinished process and the form of a settings call
+/// (`auth-method`, `otp-method`), or the answer when there is none.
+async fn settings_request(
+    identity: &Identity,
+    headers: &HeaderMap,
+    body: axum::body::Body,
+) -> Result<(LoginProcess, crate::oauth2::params::Params), Box<Response>> {
+    let now = identity.clock.now();
+    let process = match current_process(identity, headers, now).await {
+        Ok(Some(process)) if !process.state.is_complete() => process,
+        Ok(_) => return Err(Box::new(settings_failure(identity, headers, None))),
+        Err(error) => return Err(Box::new(error_page::server_error(error))),
+    };
+    match axum::body::to_bytes(body, 4096).await {
+        Ok(bytes) => Ok((process, crate::oauth2::params::Params::parse(&bytes))),
+        Err(_) => Err(Box::new(settings_failure(identity, headers, Some(&process)))),
+    }
+}
+
 /// A settings call (`auth-method`, `otp-method`) without a live process or
 /// with a bad parameter or CSRF token: 303 to `/error` with `fatal-error`
 /// and a way back (restart when there is a process to restart).

@@ -4,7 +4,7 @@
 //! switch is not available (another step, no e-mail address) nothing
 //! changes and the answer is still 303 to `/login`.
 
-use axum::body::{Body, to_bytes};
+use axum::body::Body;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
@@ -14,20 +14,13 @@ use portico_model::otp::OtpChannel;
 use super::flow::to_login;
 use super::steps::otp::email_available;
 use super::submit::csrf_ok;
-use super::{current_process, error_page, settings_failure};
+use super::{error_page, settings_failure, settings_request};
 use crate::IdentityState;
-use crate::oauth2::params::Params;
 
 pub async fn update_otp_method(State(identity): State<IdentityState>, headers: HeaderMap, body: Body) -> Response {
-    let now = identity.clock.now();
-    let mut process = match current_process(&identity, &headers, now).await {
-        Ok(Some(process)) if !process.state.is_complete() => process,
-        Ok(_) => return settings_failure(&identity, &headers, None),
-        Err(error) => return error_page::server_error(error),
-    };
-    let params = match to_bytes(body, 4096).await {
-        Ok(bytes) => Params::parse(&bytes),
-        Err(_) => return settings_failure(&identity, &headers, Some(&process)),
+    let (mut process, params) = match settings_request(&identity, &headers, body).await {
+        Ok(request) => request,
+        Err(response) => return *response,
     };
     if params.one("otpMethod") != Ok(Some("email")) || !csrf_ok(&headers, &params, &process) {
         return settings_failure(&identity, &headers, Some(&process));

@@ -11,14 +11,7 @@ async fn authorize_login_code_token_refresh_revoke_liveness() {
         let pkce = Pkce::new();
 
         let code = app.login_for_code(&browser, &pkce, "ivan", "ivan-password").await;
-        let response = app
-            .token_request(&[
-                ("grant_type", "authorization_code"),
-                ("code", &code),
-                ("code_verifier", &pkce.verifier),
-                ("redirect_uri", &app.redirect_uri()),
-            ])
-            .await;
+        let response = app.exchange(&code, &pkce.verifier).await;
         assert_eq!(response.status(), 200, "{backend:?}");
         assert_eq!(response.headers()["cache-control"], "no-store");
         let body: serde_json::Value = response.json().await.unwrap();

@@ -75,15 +75,7 @@ impl<'a> Flow<'a> {
         let response = self.browser.get(self.app.url(location_after)).send().await.unwrap();
         assert_eq!(response.status(), 302);
         let code = code_from(&response, &self.app.redirect_uri());
-        let response = self
-            .app
-            .token_request(&[
-                ("grant_type", "authorization_code"),
-                ("code", &code),
-                ("code_verifier", &self.pkce.verifier),
-                ("redirect_uri", &self.app.redirect_uri()),
-            ])
-            .await;
+        let response = self.app.exchange(&code, &self.pkce.verifier).await;
         assert_eq!(response.status(), 200);
         response.json().await.unwrap()
     }
