@@ -105,12 +105,19 @@ async fn the_phone_method_on_an_unknown_device_and_a_shared_phone() {
     let client = &browser.client;
     let app = TestApp::spawn(portico_tests::backends()[0]).await;
     let mut shots = Shots::new("phone_method");
+    // A phone's width: the pages must fit without sideways scrolling.
+    client.set_window_size(360, 740).await.unwrap();
 
     client.goto(&app.url("/demo/login")).await.unwrap();
     step_is(client, "username-password").await;
     click(client, "#switchMethod").await;
     step_is(client, "phone").await;
-    shots.take(client, "phone").await;
+    let overflow = client
+        .execute("return document.documentElement.scrollWidth - document.documentElement.clientWidth;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(overflow.as_i64(), Some(0), "no horizontal overflow at 360 px");
+    shots.take(client, "phone-360px").await;
     fill(client, "input[name=principal]", "+7 900 123-45-67").await;
     submit(client).await;
     step_is(client, "sms-otp").await;

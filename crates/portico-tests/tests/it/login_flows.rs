@@ -604,3 +604,31 @@ async fn every_login_cookie_is_set_and_cleared_where_the_state_table_says() {
     assert_eq!(response.status(), 302);
     assert!(location(&response).ends_with("/logged-out"));
 }
+
+#[tokio::test]
+async fn a_tampered_login_client_entry_is_ignored() {
+    let app = TestApp::spawn(backends()[0]).await;
+    let response = app.browser().get(app.authorize_url(&Pkce::new(), &[])).send().await.unwrap();
+    let entry = response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_owned())
+        .find(|c| c.starts_with("login_client_entry="))
+        .unwrap();
+    let value = entry.trim_start_matches("login_client_entry=").split(';').next().unwrap().to_owned();
+    let plain = app.http();
+    let with = |cookie: String| plain.get(app.url("/login")).header("cookie", cookie).send();
+    // The genuine cookie (no process): back to the client.
+    let response = with(format!("login_client_entry={value}")).await.unwrap();
+    assert!(location(&response).starts_with(&app.redirect_uri()), "{}", location(&response));
+    // Any change to it: the default logout page, never an address from the cookie.
+    let mut tampered = value.clone().into_bytes();
+    tampered[3] = if tampered[3] == b'A' { b'B' } else { b'A' };
+    let tampered = String::from_utf8(tampered).unwrap();
+    for forged in [tampered, format!("{value}x"), "eyJjIjoiZXZpbCJ9.c2ln".to_owned()] {
+        let response = with(format!("login_client_entry={forged}")).await.unwrap();
+        assert_eq!(response.status(), 302);
+        assert!(location(&response).ends_with("/logged-out"), "{forged}: {}", location(&response));
+    }
+}
