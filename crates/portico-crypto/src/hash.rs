@@ -101,3 +101,10 @@ pub fn sha256(bytes: &[u8]) -> [u8; 32] {
     out.copy_from_slice(digest(&SHA256, bytes).as_ref());
     out
 }
+
+/// Lowercase hex HMAC-SHA-256 of `message` under `key`: the signature of
+/// merchant notifications (`X-Api-Signature-SHA256`).
+pub fn hmac_sha256_hex(key: &[u8], message: &[u8]) -> String {
+    let key = aws_lc_rs::hmac::Key::new(aws_lc_rs::hmac::HMAC_SHA256, key);
+    hex(aws_lc_rs::hmac::sign(&key, message).as_ref())
+}
