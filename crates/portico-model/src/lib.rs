@@ -9,6 +9,7 @@ pub mod client;
 pub mod clock;
 pub mod key;
 pub mod login;
+pub mod notify;
 pub mod oauth;
 pub mod otp;
 pub mod permissions;

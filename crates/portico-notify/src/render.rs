@@ -13,7 +13,10 @@ use serde_json::value::RawValue;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use crate::event::{MerchantIds, PaymentEvent, PaymentMethod, RefundEvent, SubscriptionEvent};
+use portico_model::notify::{
+    MerchantIds, PaymentEvent, PaymentMethod, PaymentVersion, RefundEvent, RefundVersion, SubscriptionEvent,
+    SubscriptionVersion,
+};
 
 /// A body to send and the string its signature is computed over.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,27 +28,6 @@ pub struct Rendered {
 #[derive(Debug, thiserror::Error)]
 #[error("the notification cannot be rendered: {0}")]
 pub struct RenderError(String);
-
-/// Payload versions of payments.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum PaymentVersion {
-    V1,
-    V2,
-    V3,
-}
-
-/// Payload versions of refunds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum RefundVersion {
-    V1,
-}
-
-/// Payload versions of subscriptions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum SubscriptionVersion {
-    V1,
-    V2,
-}
 
 fn date(value: OffsetDateTime) -> Result<String, RenderError> {
     value.format(&Rfc3339).map_err(|e| RenderError(e.to_string()))

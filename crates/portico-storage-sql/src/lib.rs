@@ -24,6 +24,7 @@ pub mod deps {
 }
 
 pub mod login;
+pub mod notify;
 pub mod permissions;
 pub mod queries;
 mod repositories;

@@ -16,6 +16,7 @@ use portico_model::audit::AuditEvent;
 use portico_model::client::Client;
 use portico_model::key::SigningKeyRecord;
 use portico_model::login::LoginProcess;
+use portico_model::notify::{Delivery, Merchant, NotificationSettings, StoredEvent};
 use portico_model::oauth::{
     AccessTokenState, AuthorizationCode, Grant, Redemption, RefreshToken, Rotation, StoredCode, StoredRefreshToken,
 };
@@ -310,6 +311,64 @@ pub trait LoginGuardRepository: Send + Sync {
     async fn reset_password_failures(&self, user_id: Uuid) -> Result<()>;
 }
 
+/// Merchants of the notification service.
+#[async_trait]
+pub trait MerchantRepository: Send + Sync {
+    /// # Errors
+    /// [`StorageError::Conflict`] when the merchant id, public id or key is taken.
+    async fn create_merchant(&self, merchant: &Merchant) -> Result<()>;
+    /// # Errors
+    /// Only when the store fails.
+    async fn find_merchant(&self, merchant_id: &str) -> Result<Option<Merchant>>;
+    /// The merchant whose API key hashes to `key_hash`.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn find_merchant_by_key(&self, key_hash: &str) -> Result<Option<Merchant>>;
+    /// # Errors
+    /// Only when the store fails.
+    async fn list_merchants(&self) -> Result<Vec<Merchant>>;
+    /// Replaces the merchant's key. Returns whether the merchant exists.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn set_merchant_key(&self, merchant_id: &str, key_hash: &str, key_sealed: &[u8]) -> Result<bool>;
+    /// Replaces the merchant's notification settings. Returns whether the merchant exists.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn save_notification_settings(&self, merchant_id: &str, settings: &NotificationSettings) -> Result<bool>;
+}
+
+/// What recording a submitted event did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Intake {
+    /// Stored, with its pending delivery.
+    Accepted,
+    /// The same event was stored before; nothing changed.
+    Duplicate,
+}
+
+/// Events other bank systems submitted, and their deliveries.
+#[async_trait]
+pub trait NotificationRepository: Send + Sync {
+    /// Stores `event` and its first pending delivery in one transaction.
+    /// An event id seen before with the same content is a
+    /// [`Intake::Duplicate`] and changes nothing.
+    ///
+    /// # Errors
+    /// [`StorageError::Conflict`] when the event id was used with other content.
+    async fn record_event(&self, event: &StoredEvent, delivery: &Delivery) -> Result<Intake>;
+    /// # Errors
+    /// Only when the store fails.
+    async fn find_event(&self, event_id: &str) -> Result<Option<StoredEvent>>;
+    /// The deliveries of an event, oldest first.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn deliveries_of(&self, event_id: &str) -> Result<Vec<Delivery>>;
+}
+
 /// The permission model (companies, roles, catalog, employees), read and
 /// written whole; every save is a new revision.
 #[async_trait]
@@ -399,6 +458,8 @@ pub trait Storage:
     + DeviceRepository
     + ConsentRepository
     + LoginGuardRepository
+    + MerchantRepository
+    + NotificationRepository
     + PermissionRepository
     + Maintenance
 {
@@ -417,6 +478,8 @@ impl<T> Storage for T where
         + DeviceRepository
         + ConsentRepository
         + LoginGuardRepository
+        + MerchantRepository
+        + NotificationRepository
         + PermissionRepository
         + Maintenance
 {

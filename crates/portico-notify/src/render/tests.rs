@@ -6,7 +6,7 @@ use serde_json::json;
 use time::macros::datetime;
 
 use super::*;
-use crate::event::Kopecks;
+use portico_model::notify::Kopecks;
 
 const KEY: &[u8] = b"merchant-key-0123456789";
 

@@ -388,3 +388,60 @@ async fn devices_consents_and_password_failures_are_remembered_per_user() {
         assert_eq!(store.password_failures(maria.id).await.unwrap(), Default::default());
     }
 }
+
+#[tokio::test]
+async fn merchants_and_events_are_stored_once_with_their_delivery() {
+    use portico_model::notify::{
+        Delivery, DeliveryStatus, EventKind, Merchant, MerchantIds, NotificationSettings, StoredEvent,
+    };
+    use portico_storage::Intake;
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let merchant = Merchant {
+            ids: MerchantIds { merchant_id: "m-1".into(), public_id: "pub-1".into(), sbp_merchant_id: "MA01".into() },
+            key_hash: "hash-1".into(),
+            key_sealed: vec![1, 2, 3],
+            settings: None,
+            created_at: t0(),
+        };
+        store.create_merchant(&merchant).await.unwrap();
+        assert!(matches!(store.create_merchant(&merchant).await, Err(StorageError::Conflict(_))), "{backend:?}");
+        assert_eq!(store.find_merchant_by_key("hash-1").await.unwrap(), Some(merchant.clone()));
+        let settings = NotificationSettings {
+            callback_url: "https://shop.example/cb".into(),
+            operation_types: Default::default(),
+        };
+        assert!(store.save_notification_settings("m-1", &settings).await.unwrap());
+        assert!(!store.save_notification_settings("nobody", &settings).await.unwrap());
+        assert!(store.set_merchant_key("m-1", "hash-2", &[9]).await.unwrap());
+        let found = store.find_merchant("m-1").await.unwrap().unwrap();
+        assert_eq!((found.settings, found.key_hash.as_str(), found.key_sealed), (Some(settings), "hash-2", vec![9]));
+        assert_eq!(store.find_merchant_by_key("hash-1").await.unwrap(), None);
+
+        let event = StoredEvent {
+            event_id: "ev-1".into(),
+            merchant_id: "m-1".into(),
+            kind: EventKind::Payment,
+            payload: serde_json::json!({"amount": 100}),
+            received_at: t0(),
+        };
+        let delivery = |id: u128| Delivery {
+            id: Uuid::from_u128(id),
+            event_id: "ev-1".into(),
+            merchant_id: "m-1".into(),
+            status: DeliveryStatus::Pending,
+            attempts: 0,
+            next_attempt_at: t0(),
+            lease_until: None,
+            created_at: t0(),
+            finished_at: None,
+        };
+        assert_eq!(store.record_event(&event, &delivery(1)).await.unwrap(), Intake::Accepted);
+        assert_eq!(store.record_event(&event, &delivery(2)).await.unwrap(), Intake::Duplicate);
+        let other = StoredEvent { payload: serde_json::json!({"amount": 200}), ..event.clone() };
+        assert!(matches!(store.record_event(&other, &delivery(3)).await, Err(StorageError::Conflict(_))));
+        assert_eq!(store.find_event("ev-1").await.unwrap(), Some(event));
+        assert_eq!(store.deliveries_of("ev-1").await.unwrap(), vec![delivery(1)], "one delivery, the first");
+    }
+}

@@ -1,0 +1,265 @@
+//! Merchant notifications: merchants, their settings, and the canonical
+//! events other bank systems submit (each holding every field that any
+//! payload version needs).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+/// An amount in kopecks, written in rubles with two decimals (`1500.50`),
+/// the same text in the body and in the check string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Kopecks(pub i64);
+
+impl fmt::Display for Kopecks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sign = if self.0 < 0 { "-" } else { "" };
+        let abs = self.0.unsigned_abs();
+        write!(f, "{sign}{}.{:02}", abs / 100, abs % 100)
+    }
+}
+
+/// The merchant a notification goes to, as the payloads name it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MerchantIds {
+    pub merchant_id: String,
+    pub public_id: String,
+    pub sbp_merchant_id: String,
+}
+
+/// How a payment was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum PaymentMethod {
+    Sbp,
+    Acquiring,
+}
+
+/// A payment outcome or status change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PaymentEvent {
+    /// The payment's id (v3 `data.id`).
+    pub payment_id: String,
+    /// The bank's numeric operation id (v2 `transaction.id`, v1 `transactionId`).
+    pub transaction_id: i64,
+    pub order_id: String,
+    pub amount: Kopecks,
+    pub currency: String,
+    /// `SUCCESS`, ...
+    pub status: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub status_date: OffsetDateTime,
+    pub payment_method: PaymentMethod,
+    pub sbp_transaction_id: Option<String>,
+    pub qr_id: Option<String>,
+    pub comment: Option<String>,
+    pub additional_info: Option<String>,
+    /// Caller-defined extra parameters passed with the payment.
+    #[serde(default)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+    /// When the event was formed (v1 `createDate`).
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+}
+
+/// A refund outcome or status change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RefundEvent {
+    pub refund_id: String,
+    pub sbp_transaction_id: Option<String>,
+    pub amount: Kopecks,
+    /// `COMPLETED`, ...
+    pub status: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub status_date: OffsetDateTime,
+    /// The refunded payment.
+    pub transaction_id: i64,
+    pub order_id: String,
+    pub qr_id: Option<String>,
+}
+
+/// A subscription status change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscriptionEvent {
+    pub subscription_id: String,
+    /// `SUBSCRIBED`, ...
+    pub status: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub status_date: OffsetDateTime,
+    pub purpose: Option<String>,
+    /// `ACQUIRING`, ...
+    pub payment_method: Option<String>,
+    /// `MIR`, ...
+    pub payment_system: Option<String>,
+    /// Masked: `220220******1234`.
+    pub card_number: Option<String>,
+    /// `2028-11`.
+    pub expiration_date: Option<String>,
+    pub bank_name: Option<String>,
+    pub bank_member_id: Option<String>,
+    pub qr_id: Option<String>,
+}
+
+/// Payload versions of payments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PaymentVersion {
+    V1,
+    V2,
+    V3,
+}
+
+/// Payload versions of refunds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RefundVersion {
+    V1,
+}
+
+/// Payload versions of subscriptions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SubscriptionVersion {
+    V1,
+    V2,
+}
+
+/// `{version, enabled}` of one operation type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OperationSetting<V> {
+    pub version: V,
+    pub enabled: bool,
+}
+
+/// `operationTypes`: absent types get the current version, enabled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OperationTypes {
+    #[serde(default = "current_payment")]
+    pub payment: OperationSetting<PaymentVersion>,
+    #[serde(default = "current_refund")]
+    pub refund: OperationSetting<RefundVersion>,
+    #[serde(default = "current_subscription")]
+    pub subscription: OperationSetting<SubscriptionVersion>,
+}
+
+fn current_payment() -> OperationSetting<PaymentVersion> {
+    OperationSetting { version: PaymentVersion::V3, enabled: true }
+}
+fn current_refund() -> OperationSetting<RefundVersion> {
+    OperationSetting { version: RefundVersion::V1, enabled: true }
+}
+fn current_subscription() -> OperationSetting<SubscriptionVersion> {
+    OperationSetting { version: SubscriptionVersion::V2, enabled: true }
+}
+
+impl Default for OperationTypes {
+    fn default() -> Self {
+        Self { payment: current_payment(), refund: current_refund(), subscription: current_subscription() }
+    }
+}
+
+/// The notification settings object of the spec, for request and response.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NotificationSettings {
+    pub callback_url: String,
+    #[serde(default)]
+    pub operation_types: OperationTypes,
+}
+
+/// A merchant. The API key is kept twice: as a hash, to find the merchant
+/// by the key it presents, and sealed, to sign its notifications.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Merchant {
+    pub ids: MerchantIds,
+    pub key_hash: String,
+    pub key_sealed: Vec<u8>,
+    /// `None` until the merchant sets a callback address.
+    pub settings: Option<NotificationSettings>,
+    pub created_at: OffsetDateTime,
+}
+
+/// Which kind of event, and which settings entry applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EventKind {
+    Payment,
+    Refund,
+    Subscription,
+}
+
+impl EventKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Payment => "payment",
+            Self::Refund => "refund",
+            Self::Subscription => "subscription",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "payment" => Some(Self::Payment),
+            "refund" => Some(Self::Refund),
+            "subscription" => Some(Self::Subscription),
+            _ => None,
+        }
+    }
+}
+
+/// A submitted event as stored: the canonical event as JSON.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredEvent {
+    pub event_id: String,
+    pub merchant_id: String,
+    pub kind: EventKind,
+    pub payload: serde_json::Value,
+    pub received_at: OffsetDateTime,
+}
+
+/// Where a delivery stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum DeliveryStatus {
+    Pending,
+    Delivered,
+    Failed,
+}
+
+impl DeliveryStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "PENDING",
+            Self::Delivered => "DELIVERED",
+            Self::Failed => "FAILED",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "PENDING" => Some(Self::Pending),
+            "DELIVERED" => Some(Self::Delivered),
+            "FAILED" => Some(Self::Failed),
+            _ => None,
+        }
+    }
+}
+
+/// One event's way to the merchant: attempted until a 200 or the end of
+/// the retry window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    pub id: uuid::Uuid,
+    pub event_id: String,
+    pub merchant_id: String,
+    pub status: DeliveryStatus,
+    pub attempts: u32,
+    pub next_attempt_at: OffsetDateTime,
+    pub lease_until: Option<OffsetDateTime>,
+    pub created_at: OffsetDateTime,
+    pub finished_at: Option<OffsetDateTime>,
+}
