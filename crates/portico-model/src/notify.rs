@@ -39,7 +39,7 @@ pub enum PaymentMethod {
 
 /// A payment outcome or status change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PaymentEvent {
     /// The payment's id (v3 `data.id`).
     pub payment_id: String,
@@ -67,7 +67,7 @@ pub struct PaymentEvent {
 
 /// A refund outcome or status change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RefundEvent {
     pub refund_id: String,
     pub sbp_transaction_id: Option<String>,
@@ -84,7 +84,7 @@ pub struct RefundEvent {
 
 /// A subscription status change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SubscriptionEvent {
     pub subscription_id: String,
     /// `SUBSCRIBED`, ...

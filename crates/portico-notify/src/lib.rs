@@ -6,7 +6,10 @@
 //!   is sent and the check string that is signed, from the same values, so
 //!   that a number or date is written in the check string exactly as it
 //!   stands in the body;
-//! - [`sign`]: the `X-Api-Signature-SHA256` header value.
+//! - [`sign`]: the `X-Api-Signature-SHA256` header value;
+//! - [`settings`]: `GET` / `PUT /v1/notifications/settings` for merchants;
+//! - [`intake`]: the internal API other bank systems submit events to;
+//! - [`merchants`]: merchants and their keys.
 
 pub mod render;
 
@@ -14,4 +17,40 @@ pub mod render;
 /// merchant's key.
 pub fn sign(key: &[u8], check: &str) -> String {
     portico_crypto::hash::hmac_sha256_hex(key, check.as_bytes())
+}
+
+pub mod callback;
+pub mod intake;
+pub mod merchants;
+pub mod settings;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::routing::{get, post};
+use portico_crypto::hash::BearerSecret;
+use portico_crypto::seal::Sealer;
+use portico_model::clock::Clock;
+use portico_storage::Storage;
+
+/// What the notification handlers share.
+pub struct Notify {
+    pub store: Arc<dyn Storage>,
+    pub clock: Arc<dyn Clock>,
+    /// Opens merchants' sealed keys for signing.
+    pub sealer: Sealer,
+    /// The internal API's token; the intake is closed without one.
+    pub internal_token: Option<BearerSecret>,
+    /// Plain `http` and private-network callback addresses (the demo).
+    pub allow_insecure_callbacks: bool,
+}
+
+pub type NotifyState = Arc<Notify>;
+
+/// The merchant settings API and the internal event intake.
+pub fn router(state: NotifyState) -> Router {
+    Router::new()
+        .route("/v1/notifications/settings", get(settings::get_settings).put(settings::put_settings))
+        .route("/internal/v1/notifications/events/{kind}", post(intake::submit))
+        .with_state(state)
 }

@@ -45,6 +45,7 @@ pub struct App {
     pub store: Arc<dyn Storage>,
     pub identity: Arc<Identity>,
     pub permissions: Arc<PermissionService>,
+    pub notify: Arc<portico_notify::Notify>,
     pub demo: bool,
 }
 
@@ -100,7 +101,14 @@ impl App {
         if demo {
             demo::seed(&identity, &permissions).await?;
         }
-        Ok(Self { config, store, identity, permissions, demo })
+        let notify = Arc::new(portico_notify::Notify {
+            store: Arc::clone(&store),
+            clock: Arc::clone(&identity.clock),
+            sealer: secret.sealer(),
+            internal_token: config.internal_token.as_deref().map(BearerSecret::new),
+            allow_insecure_callbacks: config.notifications.allow_insecure_callbacks || demo,
+        });
+        Ok(Self { config, store, identity, permissions, notify, demo })
     }
 
     /// Every route, with the middleware.
@@ -117,7 +125,8 @@ impl App {
                 identity: Arc::clone(&self.identity),
                 service: Arc::clone(&self.permissions),
                 admin_token: self.config.admin_token.as_deref().map(BearerSecret::new),
-            })));
+            })))
+            .merge(portico_notify::router(Arc::clone(&self.notify)));
         if self.demo {
             router = router.merge(demo::router(state));
         }

@@ -33,6 +33,9 @@ pub struct Config {
     pub secret_key: Option<String>,
     /// Bearer token of the admin APIs (`/admin/v1/...`); they are off without one.
     pub admin_token: Option<String>,
+    /// Bearer token of the internal APIs other bank systems call
+    /// (`/internal/v1/...`); they are off without one.
+    pub internal_token: Option<String>,
     /// Log filter, in `tracing` env-filter syntax.
     pub log: String,
     /// `text` or `json`.
@@ -48,6 +51,16 @@ pub struct Config {
     pub captcha: CaptchaConfig,
     /// What the login pages show around the form (`themeViewData`).
     pub theme: portico_identity::theme::Theme,
+    pub notifications: NotificationConfig,
+}
+
+/// Merchant notifications.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NotificationConfig {
+    /// Accept plain `http` and private-network callback addresses (for the
+    /// demo and local development only).
+    pub allow_insecure_callbacks: bool,
 }
 
 /// How SMS and e-mail codes reach users.
@@ -193,6 +206,7 @@ impl Default for Config {
             public_url: None,
             secret_key: None,
             admin_token: None,
+            internal_token: None,
             log: "info".to_owned(),
             log_format: LogFormat::Text,
             cookie_secure: None,
@@ -202,6 +216,7 @@ impl Default for Config {
             delivery: DeliveryConfig::default(),
             captcha: CaptchaConfig::default(),
             theme: portico_identity::theme::Theme::default(),
+            notifications: NotificationConfig::default(),
         }
     }
 }
@@ -277,6 +292,9 @@ impl Config {
         self.database()?;
         if self.admin_token.as_ref().is_some_and(|t| t.len() < 24) {
             return Err(ConfigError("admin_token (PORTICO_ADMIN_TOKEN) must be at least 24 characters".into()));
+        }
+        if self.internal_token.as_ref().is_some_and(|t| t.len() < 24) {
+            return Err(ConfigError("internal_token (PORTICO_INTERNAL_TOKEN) must be at least 24 characters".into()));
         }
         let t = &self.tokens;
         for (name, value) in [

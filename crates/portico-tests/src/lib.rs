@@ -120,6 +120,7 @@ impl TestApp {
             public_url: Some(format!("http://{addr}")),
             database_max_connections: 5,
             admin_token: Some(ADMIN_TOKEN.to_owned()),
+            internal_token: Some(INTERNAL_TOKEN.to_owned()),
             ..Config::default()
         };
         configure(&mut config);
@@ -425,6 +426,8 @@ impl Drop for TestApp {
 
 /// The admin token every test server is configured with.
 pub const ADMIN_TOKEN: &str = "test-admin-token-0123456789abcdef";
+/// The internal token every test server is configured with.
+pub const INTERNAL_TOKEN: &str = "test-internal-token-0123456789abcdef";
 
 /// The tokens a business API call carries, and whose they are.
 #[derive(Debug, Clone)]

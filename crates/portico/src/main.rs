@@ -1,6 +1,7 @@
 //! `portico`: the one binary. `portico --help` lists the commands.
 
 mod admin;
+mod merchants;
 mod permissions;
 
 use std::path::PathBuf;
@@ -40,6 +41,9 @@ enum Command {
     /// Manage token signing keys.
     #[command(subcommand)]
     Keys(admin::KeyCommand),
+    /// Manage merchants of the notification service.
+    #[command(subcommand)]
+    Merchants(merchants::MerchantCommand),
     /// Manage companies, roles, the permission catalog and employees.
     #[command(subcommand)]
     Permissions(permissions::PermissionCommand),
@@ -83,6 +87,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<()> {
         Command::Users(command) => admin::users(&config, command).await,
         Command::Keys(command) => admin::keys(&config, command).await,
         Command::Permissions(command) => permissions::run(&config, command).await,
+        Command::Merchants(command) => merchants::run(&config, command).await,
     }
 }
 

@@ -177,3 +177,43 @@ async fn permissions_import_is_all_or_nothing_and_takes_effect_at_once() {
         assert_eq!(flags().await["sign"], false, "the running server uses the new model at once");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn merchants_are_added_listed_and_get_new_keys_on_a_running_server() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let out = ok(portico(
+            &app,
+            &[
+                "merchants",
+                "add",
+                "--merchant-id",
+                "shop-1",
+                "--public-id",
+                "pub-shop-1",
+                "--sbp-merchant-id",
+                "MA0000000001",
+            ],
+        ));
+        let key = out.lines().find_map(|l| l.split("API key (shown once, hand it to the merchant): ").nth(1)).unwrap();
+        let settings = |key: String| {
+            let http = app.http();
+            let url = app.url("/v1/notifications/settings");
+            async move { http.get(url).header("authorization", key).send().await.unwrap().status().as_u16() }
+        };
+        assert_eq!(settings(key.to_owned()).await, 404, "{backend:?}: the key works (no settings yet)");
+        let bad = portico(
+            &app,
+            &["merchants", "add", "--merchant-id", "bad id", "--public-id", "p", "--sbp-merchant-id", "x"],
+        );
+        assert!(!bad.status.success());
+        assert!(String::from_utf8_lossy(&bad.stderr).contains("merchant id"), "names the bad id");
+        assert!(ok(portico(&app, &["merchants", "list"])).contains("shop-1\tpublic pub-shop-1"));
+
+        let out = ok(portico(&app, &["merchants", "rotate-key", "--merchant-id", "shop-1"]));
+        let new_key = out.lines().find_map(|l| l.split("API key (shown once): ").nth(1)).unwrap();
+        assert_eq!(settings(key.to_owned()).await, 401, "the old key stops at once");
+        assert_eq!(settings(new_key.to_owned()).await, 404);
+        assert!(!portico(&app, &["merchants", "rotate-key", "--merchant-id", "nobody"]).status.success());
+    }
+}

@@ -11,6 +11,7 @@ mod flow;
 mod keys;
 mod login;
 mod login_flows;
+mod notifications;
 mod oidc_client;
 mod ops;
 mod outage;

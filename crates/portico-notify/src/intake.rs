@@ -1,0 +1,167 @@
+//! `POST /internal/v1/notifications/events/{payment|refund|subscription}`:
+//! other bank systems submit events, authenticated by the internal token.
+//!
+//! Body: `{"eventId": "...", "merchantId": "...", "event": {...}}` with the
+//! canonical event of the kind. An accepted event is stored with its pending
+//! delivery in one transaction before the answer (202), so nothing
+//! acknowledged is lost. The same event id with the same content is
+//! answered 202 `duplicate` and changes nothing; with other content, 409.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use portico_model::notify::{
+    Delivery, DeliveryStatus, EventKind, PaymentEvent, RefundEvent, StoredEvent, SubscriptionEvent,
+};
+use portico_storage::{Intake, StorageError};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::NotifyState;
+
+fn error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
+    (status, Json(json!({ "code": code, "message": message.into() }))).into_response()
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Submission {
+    event_id: String,
+    merchant_id: String,
+    event: Value,
+}
+
+/// The canonical event `T` from JSON; an error names the field.
+fn parse<T: serde::de::DeserializeOwned>(event: &Value) -> Result<T, String> {
+    serde_path_to_error::deserialize(event.clone()).map_err(|e| {
+        let path = e.path().to_string();
+        if path == "." { e.inner().to_string() } else { format!("{path}: {}", e.inner()) }
+    })
+}
+
+/// A field over its bound, named.
+fn bounded(field: &str, value: Option<&str>, max: usize) -> Result<(), String> {
+    match value {
+        Some(v) if v.chars().count() > max => Err(format!("{field} is longer than {max} characters")),
+        _ => Ok(()),
+    }
+}
+
+/// Parses and checks the canonical event of `kind` (the bounds of payment v1).
+fn check_event(kind: EventKind, event: &Value) -> Result<Value, String> {
+    let parsed = match kind {
+        EventKind::Payment => {
+            let e: PaymentEvent = parse(event)?;
+            bounded("qrId", e.qr_id.as_deref(), 32)?;
+            bounded("additionalInfo", e.additional_info.as_deref(), 140)?;
+            bounded("orderId", Some(&e.order_id), 40)?;
+            if e.order_id.is_empty()
+                || !e.order_id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+            {
+                return Err("orderId must match ^[A-Za-z0-9-_.]+$".into());
+            }
+            if e.currency.len() != 3 || !e.currency.bytes().all(|b| b.is_ascii_uppercase()) {
+                return Err("currency must be three capital letters (ISO 4217)".into());
+            }
+            serde_json::to_value(e)
+        }
+        EventKind::Refund => {
+            let e: RefundEvent = parse(event)?;
+            bounded("qrId", e.qr_id.as_deref(), 32)?;
+            serde_json::to_value(e)
+        }
+        EventKind::Subscription => {
+            let e: SubscriptionEvent = parse(event)?;
+            bounded("qrId", e.qr_id.as_deref(), 32)?;
+            serde_json::to_value(e)
+        }
+    };
+    parsed.map_err(|e| e.to_string())
+}
+
+pub async fn submit(
+    State(api): State<NotifyState>,
+    headers: HeaderMap,
+    Path(kind): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let authorized = api.internal_token.as_ref().is_some_and(|secret| {
+        headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .is_some_and(|token| secret.matches(token.trim()))
+    });
+    if !authorized {
+        return error(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "send the internal token as Authorization: Bearer <token>",
+        );
+    }
+    let Some(kind) = EventKind::parse(&kind) else {
+        return error(StatusCode::NOT_FOUND, "not_found", "events are payment, refund or subscription");
+    };
+    let Ok(body) = body else {
+        return error(StatusCode::BAD_REQUEST, "bad_request", "the body could not be read");
+    };
+    let submission: Submission = match serde_json::from_slice(&body) {
+        Ok(submission) => submission,
+        Err(e) => return error(StatusCode::BAD_REQUEST, "bad_request", format!("the submission is not valid: {e}")),
+    };
+    let id_ok = !submission.event_id.is_empty()
+        && submission.event_id.len() <= 64
+        && submission.event_id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'));
+    if !id_ok {
+        return error(StatusCode::BAD_REQUEST, "bad_request", "eventId: 1 to 64 of A-Z a-z 0-9 - _ . :");
+    }
+    let payload = match check_event(kind, &submission.event) {
+        Ok(payload) => payload,
+        Err(problem) => return error(StatusCode::BAD_REQUEST, "bad_request", format!("event: {problem}")),
+    };
+    match api.store.find_merchant(&submission.merchant_id).await {
+        Ok(Some(_)) => {}
+        Ok(None) => return error(StatusCode::NOT_FOUND, "merchant_not_found", "merchantId names no merchant"),
+        Err(e) => return internal(&e),
+    }
+    let now = api.clock.now();
+    let event = StoredEvent {
+        event_id: submission.event_id.clone(),
+        merchant_id: submission.merchant_id.clone(),
+        kind,
+        payload,
+        received_at: now,
+    };
+    let delivery = Delivery {
+        id: uuid::Uuid::now_v7(),
+        event_id: event.event_id.clone(),
+        merchant_id: event.merchant_id.clone(),
+        status: DeliveryStatus::Pending,
+        attempts: 0,
+        next_attempt_at: now,
+        lease_until: None,
+        created_at: now,
+        finished_at: None,
+    };
+    match api.store.record_event(&event, &delivery).await {
+        Ok(intake) => {
+            let result = match intake {
+                Intake::Accepted => "accepted",
+                Intake::Duplicate => "duplicate",
+            };
+            (StatusCode::ACCEPTED, Json(json!({ "eventId": event.event_id, "result": result }))).into_response()
+        }
+        Err(StorageError::Conflict(_)) => {
+            error(StatusCode::CONFLICT, "event_id_reused", "this eventId was submitted before with other content")
+        }
+        Err(e) => internal(&e),
+    }
+}
+
+fn internal(e: &StorageError) -> Response {
+    tracing::error!(error = %e, "event intake failed");
+    error(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "internal error; nothing was stored")
+}

@@ -1,0 +1,154 @@
+//! Merchant notifications over HTTP, on both backends: the settings API
+//! (merchant key), the internal event intake (idempotent, bounded, durable
+//! before the answer).
+
+use portico_crypto::seal::Sealer;
+use portico_model::clock::Clock as _;
+use portico_model::notify::{DeliveryStatus, MerchantIds};
+use portico_tests::{INTERNAL_TOKEN, TestApp, backends};
+use serde_json::{Value, json};
+
+async fn merchant(app: &TestApp, id: &str) -> String {
+    let ids =
+        MerchantIds { merchant_id: id.into(), public_id: format!("pub-{id}"), sbp_merchant_id: "MA0000000001".into() };
+    portico_notify::merchants::create(app.store.as_ref(), &Sealer::new(&[7; 32]), ids, app.clock.now()).await.unwrap()
+}
+
+async fn settings(app: &TestApp, key: Option<&str>, body: Option<&str>) -> (u16, Value) {
+    let url = app.url("/v1/notifications/settings");
+    let mut request = match body {
+        Some(body) => app.http().put(url).header("content-type", "application/json").body(body.to_owned()),
+        None => app.http().get(url),
+    };
+    if let Some(key) = key {
+        request = request.header("authorization", key);
+    }
+    let response = request.send().await.unwrap();
+    (response.status().as_u16(), response.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn merchants_read_and_replace_their_settings_with_their_key() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let key = merchant(&app, "m1").await;
+        assert_eq!(settings(&app, None, None).await.0, 401, "{backend:?}");
+        assert_eq!(settings(&app, Some("not-a-key"), None).await.0, 401);
+        let (status, body) = settings(&app, Some(&key), None).await;
+        assert_eq!((status, body["code"].as_str()), (404, Some("settings_not_found")));
+
+        // Absent operation types: the current version, enabled.
+        let (status, saved) = settings(
+            &app,
+            Some(&format!("Bearer {key}")),
+            Some(r#"{"callbackUrl": "https://shop.example/notify", "operationTypes": {"payment": {"version": "V1", "enabled": false}}}"#),
+        )
+        .await;
+        assert_eq!(status, 200, "{saved}");
+        assert_eq!(
+            saved,
+            json!({
+                "callbackUrl": "https://shop.example/notify",
+                "operationTypes": {
+                    "payment": {"version": "V1", "enabled": false},
+                    "refund": {"version": "V1", "enabled": true},
+                    "subscription": {"version": "V2", "enabled": true}
+                }
+            })
+        );
+        assert_eq!(settings(&app, Some(&key), None).await, (200, saved.clone()), "read back");
+
+        for bad in [
+            r#"{"callbackUrl": "ftp://shop.example/x"}"#,
+            r#"{"callbackUrl": "not a url"}"#,
+            r#"{"callbackUrl": "https://shop.example/x", "operationTypes": {"payment": {"version": "V9", "enabled": true}}}"#,
+            r#"{"callbackUrl": "https://shop.example/x", "operationTypes": {"refund": {"version": "V2", "enabled": true}}}"#,
+            r#"{"callbackUrl": "https://shop.example/x", "colour": "blue"}"#,
+            r#"{"operationTypes": {}}"#,
+            "[]",
+            "",
+        ] {
+            let (status, body) = settings(&app, Some(&key), Some(bad)).await;
+            assert_eq!((status, body["code"].as_str()), (400, Some("bad_request")), "{bad}");
+        }
+        assert_eq!(settings(&app, Some(&key), None).await.1, saved, "bad input changed nothing");
+    }
+}
+
+fn payment(order: &str) -> Value {
+    json!({
+        "paymentId": "pay-1", "transactionId": 9001, "orderId": order, "amount": 150050, "currency": "RUB",
+        "status": "SUCCESS", "statusDate": "2026-11-22T13:45:00+03:00", "paymentMethod": "SBP",
+        "sbpTransactionId": "A1", "qrId": "QR1", "comment": null, "additionalInfo": null, "extra": {},
+        "createdAt": "2026-11-22T13:45:01+03:00"
+    })
+}
+
+async fn submit(app: &TestApp, kind: &str, body: &Value, token: Option<&str>) -> (u16, Value) {
+    let mut request = app.http().post(app.url(&format!("/internal/v1/notifications/events/{kind}"))).json(body);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.unwrap();
+    (response.status().as_u16(), response.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn events_are_taken_in_once_within_bounds_and_stored_with_a_pending_delivery() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        merchant(&app, "m1").await;
+        let body = json!({ "eventId": "ev-1", "merchantId": "m1", "event": payment("order-7") });
+        let token = Some(INTERNAL_TOKEN);
+        assert_eq!(submit(&app, "payment", &body, None).await.0, 401, "{backend:?}");
+        assert_eq!(submit(&app, "payment", &body, Some("wrong-token")).await.0, 401);
+        assert_eq!(
+            submit(&app, "payment", &body, token).await,
+            (202, json!({"eventId": "ev-1", "result": "accepted"}))
+        );
+        assert_eq!(submit(&app, "payment", &body, token).await.1["result"], "duplicate");
+        let changed = json!({ "eventId": "ev-1", "merchantId": "m1", "event": payment("order-8") });
+        assert_eq!(submit(&app, "payment", &changed, token).await.0, 409);
+
+        let stored = app.store.find_event("ev-1").await.unwrap().unwrap();
+        assert_eq!(stored.payload["orderId"], "order-7");
+        let deliveries = app.store.deliveries_of("ev-1").await.unwrap();
+        assert_eq!(deliveries.len(), 1, "one delivery for one event");
+        assert_eq!(deliveries[0].status, DeliveryStatus::Pending);
+
+        let with = |field: &str, value: Value| {
+            let mut event = payment("order-9");
+            event[field] = value;
+            json!({ "eventId": "ev-bad", "merchantId": "m1", "event": event })
+        };
+        for (bad, why) in [
+            (with("qrId", json!("Q".repeat(33))), "qrId"),
+            (with("additionalInfo", json!("i".repeat(141))), "additionalInfo"),
+            (with("orderId", json!("o".repeat(41))), "orderId"),
+            (with("orderId", json!("order 9")), "orderId"),
+            (with("currency", json!("rub")), "currency"),
+            (with("amount", json!("150.50")), "amount"),
+            (with("colour", json!("blue")), "colour"),
+            (json!({ "eventId": "", "merchantId": "m1", "event": payment("o") }), "eventId"),
+            (json!({ "eventId": "ev-x", "merchantId": "m1" }), "event"),
+        ] {
+            let (status, answer) = submit(&app, "payment", &bad, token).await;
+            assert_eq!(status, 400, "{why}: {answer}");
+            assert!(answer["message"].as_str().unwrap().contains(why), "{why}: {answer}");
+        }
+        assert!(app.store.find_event("ev-bad").await.unwrap().is_none(), "nothing stored");
+        let unknown = json!({ "eventId": "ev-2", "merchantId": "nobody", "event": payment("o") });
+        assert_eq!(submit(&app, "payment", &unknown, token).await.0, 404);
+        assert_eq!(submit(&app, "transfer", &body, token).await.0, 404);
+
+        let refund = json!({ "eventId": "rf-1", "merchantId": "m1", "event": {
+            "refundId": "r1", "sbpTransactionId": null, "amount": 9905, "status": "COMPLETED",
+            "statusDate": "2026-11-23T09:00:00Z", "transactionId": 9001, "orderId": "order-7", "qrId": null }});
+        assert_eq!(submit(&app, "refund", &refund, token).await.1["result"], "accepted");
+        let subscription = json!({ "eventId": "sb-1", "merchantId": "m1", "event": {
+            "subscriptionId": "s1", "status": "SUBSCRIBED", "statusDate": "2026-11-24T10:30:00+03:00",
+            "purpose": null, "paymentMethod": null, "paymentSystem": null, "cardNumber": null,
+            "expirationDate": null, "bankName": null, "bankMemberId": null, "qrId": null }});
+        assert_eq!(submit(&app, "subscription", &subscription, token).await.1["result"], "accepted");
+    }
+}
