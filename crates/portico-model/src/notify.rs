@@ -249,6 +249,29 @@ impl DeliveryStatus {
     }
 }
 
+/// One try to hand a notification over.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempt {
+    pub delivery_id: uuid::Uuid,
+    /// 1 for the first.
+    pub attempt: u32,
+    pub at: OffsetDateTime,
+    pub status_code: Option<u16>,
+    pub error: Option<String>,
+    pub duration_ms: i64,
+}
+
+/// What an attempt leads to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The receiver answered 200.
+    Delivered,
+    /// Try again at this time.
+    RetryAt(OffsetDateTime),
+    /// The retry window is over (or delivery is impossible).
+    Failed,
+}
+
 /// One event's way to the merchant: attempted until a 200 or the end of
 /// the retry window.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -20,6 +20,7 @@ pub fn sign(key: &[u8], check: &str) -> String {
 }
 
 pub mod callback;
+pub mod delivery;
 pub mod intake;
 pub mod merchants;
 pub mod settings;

@@ -156,11 +156,23 @@ impl App {
     ) -> anyhow::Result<()> {
         let (stop_tx, stop_rx) = watch::channel(false);
         let interval = Duration::from_secs(self.config.cleanup_interval_secs);
+        let deliverer = match self.config.notifications.deliver {
+            true => {
+                let deliverer = portico_notify::delivery::Deliverer::new(Arc::clone(&self.notify))
+                    .context("cannot build the notification HTTP client")?;
+                let every = Duration::from_millis(self.config.notifications.delivery_interval_ms.max(10));
+                Some(tokio::spawn(portico_notify::delivery::run(deliverer, every, stop_rx.clone())))
+            }
+            false => None,
+        };
         let cleaner = tokio::spawn(tasks::cleaner(Arc::clone(&self.identity), interval, stop_rx));
         let router = self.router();
         let result = axum::serve(listener, router).with_graceful_shutdown(shutdown).await;
         let _ = stop_tx.send(true);
         let _ = cleaner.await;
+        if let Some(deliverer) = deliverer {
+            let _ = deliverer.await;
+        }
         result.context("the HTTP server failed")
     }
 }

@@ -55,12 +55,22 @@ pub struct Config {
 }
 
 /// Merchant notifications.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct NotificationConfig {
     /// Accept plain `http` and private-network callback addresses (for the
     /// demo and local development only).
     pub allow_insecure_callbacks: bool,
+    /// Run the delivery worker inside `portico serve`.
+    pub deliver: bool,
+    /// Milliseconds between delivery passes.
+    pub delivery_interval_ms: u64,
+}
+
+impl Default for NotificationConfig {
+    fn default() -> Self {
+        Self { allow_insecure_callbacks: false, deliver: true, delivery_interval_ms: 1_000 }
+    }
 }
 
 /// How SMS and e-mail codes reach users.

@@ -2,20 +2,25 @@
 
 /// Implements `MerchantRepository` and `NotificationRepository` for
 /// `$store` (see [`sql_repositories!`](crate::sql_repositories) for the
-/// fields it needs).
+/// fields it needs). `skip_locked` is appended to the row selection of a
+/// claim: `" FOR UPDATE SKIP LOCKED"` on PostgreSQL, so that concurrent
+/// claims pass each other's rows by; `""` on SQLite, whose single writer
+/// already serializes them.
 #[macro_export]
 macro_rules! sql_notify_repositories {
-    ($store:ident, $db:ty) => {
+    ($store:ident, $db:ty, skip_locked = $skip_locked:literal) => {
         const _: () = {
             use $crate::deps::async_trait::async_trait;
             use $crate::deps::portico_model::notify::{
-                Delivery, DeliveryStatus, EventKind, Merchant, MerchantIds, NotificationSettings, StoredEvent,
+                Attempt, Delivery, DeliveryStatus, EventKind, Merchant, MerchantIds, NotificationSettings, Outcome,
+                StoredEvent,
             };
             use $crate::deps::portico_storage::{
                 Intake, MerchantRepository, NotificationRepository, Result, StorageError,
             };
             use $crate::deps::sqlx::{self, Row};
             use $crate::deps::time::OffsetDateTime;
+            use $crate::deps::uuid::Uuid;
             use $crate::{json, storage_error, timestamp, timestamp_opt, to_json, uuid};
 
             const ROW: &str = "notification row";
@@ -212,6 +217,89 @@ macro_rules! sql_notify_repositories {
                         .as_ref()
                         .map(event_from)
                         .transpose()
+                }
+
+                async fn claim_due_deliveries(
+                    &self,
+                    now: OffsetDateTime,
+                    lease_until: OffsetDateTime,
+                    limit: u32,
+                ) -> Result<Vec<Delivery>> {
+                    let due = "status = 'PENDING' AND next_attempt_at <= $2 AND (lease_until IS NULL OR lease_until <= $2)";
+                    let sql = format!(
+                        "UPDATE notification_deliveries SET lease_until = $1 WHERE id IN \
+                         (SELECT id FROM notification_deliveries WHERE {due} ORDER BY next_attempt_at LIMIT $3{}) \
+                         AND {due} RETURNING *",
+                        $skip_locked
+                    );
+                    sqlx::query(&sql)
+                        .bind(lease_until.unix_timestamp())
+                        .bind(now.unix_timestamp())
+                        .bind(i64::from(limit))
+                        .fetch_all(&self.pool)
+                        .await
+                        .map_err(storage_error(ROW))?
+                        .iter()
+                        .map(delivery_from)
+                        .collect()
+                }
+
+                async fn finish_attempt(&self, attempt: &Attempt, outcome: Outcome) -> Result<()> {
+                    let mut tx = self.pool.begin().await.map_err(storage_error(ROW))?;
+                    sqlx::query(
+                        "INSERT INTO delivery_attempts (delivery_id, attempt, at, status_code, error, duration_ms) \
+                         VALUES ($1, $2, $3, $4, $5, $6)",
+                    )
+                    .bind(attempt.delivery_id.to_string())
+                    .bind(i32::try_from(attempt.attempt).unwrap_or(i32::MAX))
+                    .bind(attempt.at.unix_timestamp())
+                    .bind(attempt.status_code.map(i32::from))
+                    .bind(&attempt.error)
+                    .bind(attempt.duration_ms)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(storage_error("delivery attempt"))?;
+                    let (status, next, finished) = match outcome {
+                        Outcome::Delivered => (DeliveryStatus::Delivered, attempt.at, Some(attempt.at)),
+                        Outcome::RetryAt(at) => (DeliveryStatus::Pending, at, None),
+                        Outcome::Failed => (DeliveryStatus::Failed, attempt.at, Some(attempt.at)),
+                    };
+                    sqlx::query(
+                        "UPDATE notification_deliveries SET status = $2, attempts = $3, next_attempt_at = $4, \
+                         lease_until = NULL, finished_at = $5 WHERE id = $1",
+                    )
+                    .bind(attempt.delivery_id.to_string())
+                    .bind(status.as_str())
+                    .bind(i32::try_from(attempt.attempt).unwrap_or(i32::MAX))
+                    .bind(next.unix_timestamp())
+                    .bind(finished.map(OffsetDateTime::unix_timestamp))
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(storage_error(ROW))?;
+                    tx.commit().await.map_err(storage_error(ROW))?;
+                    Ok(())
+                }
+
+                async fn attempts_of(&self, delivery_id: Uuid) -> Result<Vec<Attempt>> {
+                    let rows = sqlx::query("SELECT * FROM delivery_attempts WHERE delivery_id = $1 ORDER BY attempt")
+                        .bind(delivery_id.to_string())
+                        .fetch_all(&self.read_pool)
+                        .await
+                        .map_err(storage_error(ROW))?;
+                    rows.iter()
+                        .map(|row| {
+                            let attempt: i32 = get(row, "attempt")?;
+                            let status: Option<i32> = get(row, "status_code")?;
+                            Ok(Attempt {
+                                delivery_id: uuid(&get::<String>(row, "delivery_id")?)?,
+                                attempt: attempt.max(0) as u32,
+                                at: timestamp(get(row, "at")?)?,
+                                status_code: status.and_then(|s| u16::try_from(s).ok()),
+                                error: get(row, "error")?,
+                                duration_ms: get(row, "duration_ms")?,
+                            })
+                        })
+                        .collect()
                 }
 
                 async fn deliveries_of(&self, event_id: &str) -> Result<Vec<Delivery>> {

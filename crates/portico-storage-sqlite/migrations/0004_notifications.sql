@@ -31,3 +31,14 @@ CREATE TABLE notification_deliveries (
     finished_at     BIGINT
 );
 CREATE INDEX notification_deliveries_due ON notification_deliveries (status, next_attempt_at);
+
+-- Every delivery attempt, for the merchant to see.
+CREATE TABLE delivery_attempts (
+    delivery_id TEXT NOT NULL REFERENCES notification_deliveries (id) ON DELETE CASCADE,
+    attempt     INTEGER NOT NULL,
+    at          BIGINT NOT NULL,
+    status_code INTEGER,              -- the receiver's HTTP status, if it answered
+    error       TEXT,                 -- why the attempt failed, if it did
+    duration_ms BIGINT NOT NULL,
+    PRIMARY KEY (delivery_id, attempt)
+);

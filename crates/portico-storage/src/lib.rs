@@ -16,7 +16,7 @@ use portico_model::audit::AuditEvent;
 use portico_model::client::Client;
 use portico_model::key::SigningKeyRecord;
 use portico_model::login::LoginProcess;
-use portico_model::notify::{Delivery, Merchant, NotificationSettings, StoredEvent};
+use portico_model::notify::{Attempt, Delivery, Merchant, NotificationSettings, Outcome, StoredEvent};
 use portico_model::oauth::{
     AccessTokenState, AuthorizationCode, Grant, Redemption, RefreshToken, Rotation, StoredCode, StoredRefreshToken,
 };
@@ -367,6 +367,29 @@ pub trait NotificationRepository: Send + Sync {
     /// # Errors
     /// Only when the store fails.
     async fn deliveries_of(&self, event_id: &str) -> Result<Vec<Delivery>>;
+    /// Takes up to `limit` pending deliveries due at `now` whose lease (if
+    /// any) has run out, and leases them until `lease_until`, atomically:
+    /// concurrent callers (on any node) never take the same delivery.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn claim_due_deliveries(
+        &self,
+        now: OffsetDateTime,
+        lease_until: OffsetDateTime,
+        limit: u32,
+    ) -> Result<Vec<Delivery>>;
+    /// Records `attempt` and moves the delivery on by `outcome`, releasing
+    /// its lease, in one transaction.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn finish_attempt(&self, attempt: &Attempt, outcome: Outcome) -> Result<()>;
+    /// The attempts of a delivery, in order.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn attempts_of(&self, delivery_id: Uuid) -> Result<Vec<Attempt>>;
 }
 
 /// The permission model (companies, roles, catalog, employees), read and

@@ -91,6 +91,7 @@ pub struct TestApp {
     pub clock: Arc<ManualClock>,
     pub store: Arc<dyn Storage>,
     pub identity: Arc<Identity>,
+    pub notify: Arc<portico_notify::Notify>,
     pub config: Config,
     shutdown: Option<oneshot::Sender<()>>,
     _dir: TempDir,
@@ -128,11 +129,22 @@ impl TestApp {
         let app = App::build(config.clone(), clock.clone(), true).await.expect("build the app");
         let store = Arc::clone(&app.store);
         let identity = Arc::clone(&app.identity);
+        let notify = Arc::clone(&app.notify);
         let (tx, rx) = oneshot::channel::<()>();
         tokio::spawn(app.serve(listener, async move {
             let _ = rx.await;
         }));
-        Self { base: format!("http://{addr}"), backend, clock, store, identity, config, shutdown: Some(tx), _dir: dir }
+        Self {
+            base: format!("http://{addr}"),
+            backend,
+            clock,
+            store,
+            identity,
+            notify,
+            config,
+            shutdown: Some(tx),
+            _dir: dir,
+        }
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -152,3 +152,104 @@ async fn events_are_taken_in_once_within_bounds_and_stored_with_a_pending_delive
         assert_eq!(submit(&app, "subscription", &subscription, token).await.1["result"], "accepted");
     }
 }
+
+/// A merchant's receiver: records each request and answers the next status.
+#[derive(Clone, Default)]
+struct Receiver {
+    got: std::sync::Arc<std::sync::Mutex<Vec<(axum::http::HeaderMap, String)>>>,
+    answers: std::sync::Arc<std::sync::Mutex<Vec<u16>>>,
+}
+
+async fn receiver() -> (String, Receiver) {
+    use axum::extract::State;
+    let state = Receiver::default();
+    let app = axum::Router::new()
+        .route(
+            "/notify",
+            axum::routing::post(|State(r): State<Receiver>, headers: axum::http::HeaderMap, body: String| async move {
+                r.got.lock().unwrap().push((headers, body));
+                let status = r.answers.lock().unwrap().pop().unwrap_or(200);
+                axum::http::StatusCode::from_u16(status).unwrap()
+            }),
+        )
+        .with_state(state.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/notify", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, state)
+}
+
+#[tokio::test]
+async fn deliveries_are_signed_retried_on_failure_and_recorded() {
+    use portico_notify::delivery::Deliverer;
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| c.notifications.deliver = false).await;
+        let ids = MerchantIds { merchant_id: "m1".into(), public_id: "pub-m1".into(), sbp_merchant_id: "MA01".into() };
+        let key = portico_notify::merchants::create(app.store.as_ref(), &app.notify.sealer, ids, app.clock.now())
+            .await
+            .unwrap();
+        let (url, receiver) = receiver().await;
+        let body = format!(r#"{{"callbackUrl": "{url}"}}"#);
+        assert_eq!(settings(&app, Some(&key), Some(&body)).await.0, 200);
+        let event = json!({ "eventId": "ev-1", "merchantId": "m1", "event": payment("order-7") });
+        assert_eq!(submit(&app, "payment", &event, Some(INTERNAL_TOKEN)).await.0, 202);
+
+        let deliverer = Deliverer::new(std::sync::Arc::clone(&app.notify)).unwrap();
+        *receiver.answers.lock().unwrap() = vec![500];
+        assert_eq!(deliverer.run_once().await.unwrap(), 1, "{backend:?}");
+        assert_eq!(deliverer.run_once().await.unwrap(), 0, "not due again yet");
+        let delivery = &app.store.deliveries_of("ev-1").await.unwrap()[0];
+        assert_eq!((delivery.status, delivery.attempts), (DeliveryStatus::Pending, 1));
+        let wait = delivery.next_attempt_at - app.clock.now();
+        assert!(wait >= time::Duration::seconds(54) && wait <= time::Duration::seconds(66), "about a minute: {wait}");
+
+        app.clock.advance(time::Duration::seconds(70));
+        assert_eq!(deliverer.run_once().await.unwrap(), 1);
+        let delivery = &app.store.deliveries_of("ev-1").await.unwrap()[0];
+        assert_eq!((delivery.status, delivery.attempts), (DeliveryStatus::Delivered, 2));
+        let attempts = app.store.attempts_of(delivery.id).await.unwrap();
+        assert_eq!(attempts.iter().map(|a| a.status_code).collect::<Vec<_>>(), [Some(500), Some(200)]);
+        assert!(attempts[0].error.as_deref().unwrap().contains("500"));
+
+        // What arrived: payment v3 (the default), signed with the merchant's key.
+        let got = receiver.got.lock().unwrap().clone();
+        assert_eq!(got.len(), 2);
+        let (headers, body) = &got[1];
+        let sent: Value = serde_json::from_str(body).unwrap();
+        assert_eq!(sent["event"], "PAYMENT");
+        assert!(body.contains(r#""amount":1500.50,"#), "the amount as written in the check string: {body}");
+        let check = "1500.50|pub-m1|order-7|SUCCESS|2026-11-22T13:45:00+03:00";
+        let expected = portico_crypto::hash::hmac_sha256_hex(key.as_bytes(), check.as_bytes());
+        assert_eq!(headers["x-api-signature-sha256"], expected.as_str());
+        assert_eq!(deliverer.run_once().await.unwrap(), 0, "delivered once");
+    }
+}
+
+#[tokio::test]
+async fn a_delivery_that_never_succeeds_fails_after_a_day() {
+    use portico_notify::delivery::Deliverer;
+    let app = TestApp::spawn_with(backends()[0], |c| c.notifications.deliver = false).await;
+    let ids = MerchantIds { merchant_id: "m1".into(), public_id: "pub-m1".into(), sbp_merchant_id: "MA01".into() };
+    let key =
+        portico_notify::merchants::create(app.store.as_ref(), &app.notify.sealer, ids, app.clock.now()).await.unwrap();
+    let (url, receiver) = receiver().await;
+    assert_eq!(settings(&app, Some(&key), Some(&format!(r#"{{"callbackUrl": "{url}"}}"#))).await.0, 200);
+    let event = json!({ "eventId": "ev-1", "merchantId": "m1", "event": payment("order-7") });
+    submit(&app, "payment", &event, Some(INTERNAL_TOKEN)).await;
+    *receiver.answers.lock().unwrap() = vec![503; 100];
+    let deliverer = Deliverer::new(std::sync::Arc::clone(&app.notify)).unwrap();
+    let mut attempts = 0;
+    for _ in 0..200 {
+        attempts += deliverer.run_once().await.unwrap();
+        let delivery = &app.store.deliveries_of("ev-1").await.unwrap()[0];
+        if delivery.status != DeliveryStatus::Pending {
+            break;
+        }
+        app.clock.advance(time::Duration::minutes(10));
+    }
+    let delivery = &app.store.deliveries_of("ev-1").await.unwrap()[0];
+    assert_eq!(delivery.status, DeliveryStatus::Failed);
+    assert!((9..=13).contains(&attempts), "growing intervals over a day: {attempts} attempts");
+    let last = app.store.attempts_of(delivery.id).await.unwrap().pop().unwrap();
+    assert!(last.at >= delivery.created_at + time::Duration::hours(24), "tried to the end of the day");
+}

@@ -445,3 +445,51 @@ async fn merchants_and_events_are_stored_once_with_their_delivery() {
         assert_eq!(store.deliveries_of("ev-1").await.unwrap(), vec![delivery(1)], "one delivery, the first");
     }
 }
+
+#[tokio::test]
+async fn parallel_claims_never_take_the_same_delivery_and_leases_run_out() {
+    use portico_model::notify::{Delivery, DeliveryStatus, EventKind, Merchant, MerchantIds, StoredEvent};
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let ids = MerchantIds { merchant_id: "m".into(), public_id: "p".into(), sbp_merchant_id: "s".into() };
+        let merchant = Merchant { ids, key_hash: "h".into(), key_sealed: vec![0], settings: None, created_at: t0() };
+        store.create_merchant(&merchant).await.unwrap();
+        for i in 0..40u128 {
+            let event = StoredEvent {
+                event_id: format!("ev-{i}"),
+                merchant_id: "m".into(),
+                kind: EventKind::Payment,
+                payload: serde_json::json!({}),
+                received_at: t0(),
+            };
+            let delivery = Delivery {
+                id: Uuid::from_u128(i + 1),
+                event_id: event.event_id.clone(),
+                merchant_id: "m".into(),
+                status: DeliveryStatus::Pending,
+                attempts: 0,
+                next_attempt_at: t0(),
+                lease_until: None,
+                created_at: t0(),
+                finished_at: None,
+            };
+            store.record_event(&event, &delivery).await.unwrap();
+        }
+        let mut claims = tokio::task::JoinSet::new();
+        for _ in 0..6 {
+            let store = Arc::clone(&store);
+            claims.spawn(async move { store.claim_due_deliveries(t0(), t0() + Duration::seconds(60), 10).await });
+        }
+        let mut taken: Vec<Uuid> = claims.join_all().await.into_iter().flat_map(|c| c.unwrap()).map(|d| d.id).collect();
+        let total = taken.len();
+        taken.sort();
+        taken.dedup();
+        assert_eq!(taken.len(), total, "{backend:?}: a delivery was claimed twice");
+        assert_eq!(total, 40, "every due delivery was claimed once");
+        assert!(store.claim_due_deliveries(t0(), t0() + Duration::seconds(60), 10).await.unwrap().is_empty());
+        // A worker that died: its lease runs out and the delivery is claimed again.
+        let later = t0() + Duration::seconds(61);
+        assert_eq!(store.claim_due_deliveries(later, later + Duration::seconds(60), 100).await.unwrap().len(), 40);
+    }
+}

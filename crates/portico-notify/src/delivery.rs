@@ -1,0 +1,233 @@
+//! Delivering notifications: at least once, durable, only HTTP 200 counts.
+//!
+//! Deliveries live in the store. [`Deliverer::run_once`] claims the due ones
+//! with a lease (so several workers, on one node or many, never send the
+//! same delivery at once, and a worker that dies mid-way leaves a delivery
+//! that another picks up when the lease runs out), renders each in the
+//! version the merchant's settings name now, signs it, POSTs it, records the
+//! attempt and schedules the next one: after about 1 min, 5 min, 10 min,
+//! 30 min, 1 h, 2 h, 4 h, 8 h (±10 % jitter), then every 8 h, with a last
+//! attempt at the end of the 24 h window; after that the delivery is
+//! `FAILED`.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration as StdDuration, Instant};
+
+use portico_model::notify::{
+    Attempt, Delivery, EventKind, Merchant, Outcome, PaymentEvent, RefundEvent, StoredEvent, SubscriptionEvent,
+};
+use portico_storage::StorageError;
+use time::{Duration, OffsetDateTime};
+
+use crate::callback::{check_callback_url, is_internal};
+use crate::{NotifyState, render};
+
+/// How long a claimed delivery is reserved for its worker.
+pub const LEASE: Duration = Duration::seconds(60);
+/// Deliveries one pass takes.
+pub const BATCH: u32 = 32;
+/// The retry window.
+pub const WINDOW: Duration = Duration::hours(24);
+/// Waits after attempt 1, 2, ...; the last one repeats.
+const BACKOFF: [i64; 8] = [60, 300, 600, 1_800, 3_600, 7_200, 14_400, 28_800];
+
+/// What follows attempt number `attempt` (1 for the first) of a delivery
+/// created at `created_at`, made at `now`; `jitter` in [-1, 1] spreads
+/// retries by ±10 %.
+pub fn next_after_failure(created_at: OffsetDateTime, attempt: u32, now: OffsetDateTime, jitter: f64) -> Outcome {
+    let end = created_at + WINDOW;
+    if now >= end {
+        return Outcome::Failed;
+    }
+    let index = usize::try_from(attempt.saturating_sub(1)).unwrap_or(usize::MAX).min(BACKOFF.len() - 1);
+    let base = BACKOFF[index] as f64;
+    let wait = Duration::seconds_f64(base + base * 0.1 * jitter.clamp(-1.0, 1.0));
+    Outcome::RetryAt((now + wait).min(end))
+}
+
+fn jitter() -> f64 {
+    let [a, b] = portico_crypto::random::bytes::<2>();
+    (f64::from(u16::from_le_bytes([a, b])) / f64::from(u16::MAX)) * 2.0 - 1.0
+}
+
+/// Resolves callback hosts, refusing internal addresses.
+struct PublicOnly;
+
+impl reqwest::dns::Resolve for PublicOnly {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let host = name.as_str().to_owned();
+        Box::pin(async move {
+            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let public: Vec<SocketAddr> = addrs.into_iter().filter(|a| !is_internal(a.ip())).collect();
+            if public.is_empty() {
+                return Err(format!("{host} resolves only to internal addresses").into());
+            }
+            let addrs: reqwest::dns::Addrs = Box::new(public.into_iter());
+            Ok(addrs)
+        })
+    }
+}
+
+pub struct Deliverer {
+    notify: NotifyState,
+    client: reqwest::Client,
+}
+
+/// A rendered notification ready to send.
+struct Ready {
+    url: String,
+    body: String,
+    signature: String,
+}
+
+impl Deliverer {
+    /// # Errors
+    /// When the HTTP client cannot be built.
+    pub fn new(notify: NotifyState) -> Result<Self, reqwest::Error> {
+        let mut builder = reqwest::Client::builder()
+            .timeout(StdDuration::from_secs(10))
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent("Portico-Notifications/1");
+        if !notify.allow_insecure_callbacks {
+            builder = builder.dns_resolver(Arc::new(PublicOnly));
+        }
+        Ok(Self { notify, client: builder.build()? })
+    }
+
+    /// One pass: claims the due deliveries and attempts each. Returns how
+    /// many were attempted.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn run_once(&self) -> Result<usize, StorageError> {
+        let now = self.notify.clock.now();
+        let due = self.notify.store.claim_due_deliveries(now, now + LEASE, BATCH).await?;
+        let count = due.len();
+        for delivery in due {
+            self.attempt(delivery).await?;
+        }
+        Ok(count)
+    }
+
+    async fn attempt(&self, delivery: Delivery) -> Result<(), StorageError> {
+        let store = &self.notify.store;
+        let now = self.notify.clock.now();
+        let number = delivery.attempts + 1;
+        let started = Instant::now();
+        let prepared =
+            match (store.find_event(&delivery.event_id).await?, store.find_merchant(&delivery.merchant_id).await?) {
+                (Some(event), Some(merchant)) => self.prepare(&event, &merchant),
+                _ => Err(("the event or its merchant no longer exists".to_owned(), true)),
+            };
+        let (status_code, error, final_failure) = match prepared {
+            Ok(ready) => match self.send(&ready).await {
+                Ok(200) => (Some(200), None, false),
+                Ok(status) => (Some(status), Some(format!("the receiver answered {status}")), false),
+                Err(error) => (None, Some(error), false),
+            },
+            Err((error, final_failure)) => (None, Some(error), final_failure),
+        };
+        let outcome = match (&error, final_failure) {
+            (None, _) => Outcome::Delivered,
+            (Some(_), true) => Outcome::Failed,
+            (Some(_), false) => next_after_failure(delivery.created_at, number, now, jitter()),
+        };
+        let attempt = Attempt {
+            delivery_id: delivery.id,
+            attempt: number,
+            at: now,
+            status_code,
+            error: error.clone(),
+            duration_ms: i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX),
+        };
+        if let Some(error) = &error {
+            tracing::info!(delivery = %delivery.id, attempt = number, %error, "notification not delivered yet");
+        }
+        store.finish_attempt(&attempt, outcome).await
+    }
+
+    /// The body, its signature and the address; `Err((why, final))`.
+    fn prepare(&self, event: &StoredEvent, merchant: &Merchant) -> Result<Ready, (String, bool)> {
+        let Some(settings) = &merchant.settings else {
+            return Err(("the merchant has no callback address yet".into(), false));
+        };
+        check_callback_url(&settings.callback_url, self.notify.allow_insecure_callbacks)
+            .map_err(|e| (format!("callbackUrl: {e}"), false))?;
+        let types = &settings.operation_types;
+        let bad = |e: serde_json::Error| (format!("the stored event is damaged: {e}"), true);
+        let rendered = match event.kind {
+            EventKind::Payment if types.payment.enabled => {
+                let e: PaymentEvent = serde_json::from_value(event.payload.clone()).map_err(bad)?;
+                render::payment(types.payment.version, &merchant.ids, &e)
+            }
+            EventKind::Refund if types.refund.enabled => {
+                let e: RefundEvent = serde_json::from_value(event.payload.clone()).map_err(bad)?;
+                render::refund(types.refund.version, &merchant.ids, &e)
+            }
+            EventKind::Subscription if types.subscription.enabled => {
+                let e: SubscriptionEvent = serde_json::from_value(event.payload.clone()).map_err(bad)?;
+                render::subscription(types.subscription.version, &merchant.ids, &e)
+            }
+            kind => return Err((format!("{} notifications are off in the merchant's settings", kind.as_str()), true)),
+        }
+        .map_err(|e| (e.to_string(), true))?;
+        let key = crate::merchants::signing_key(&self.notify.sealer, merchant).map_err(|e| (e.to_string(), true))?;
+        Ok(Ready {
+            url: settings.callback_url.clone(),
+            signature: crate::sign(&key, &rendered.check),
+            body: rendered.body,
+        })
+    }
+
+    async fn send(&self, ready: &Ready) -> Result<u16, String> {
+        let response = self
+            .client
+            .post(&ready.url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header("X-Api-Signature-SHA256", &ready.signature)
+            .body(ready.body.clone())
+            .send()
+            .await
+            .map_err(|e| format!("cannot reach the receiver: {e}"))?;
+        Ok(response.status().as_u16())
+    }
+}
+
+/// Runs delivery passes every `interval` until `stop` turns true.
+pub async fn run(deliverer: Deliverer, interval: StdDuration, mut stop: tokio::sync::watch::Receiver<bool>) {
+    loop {
+        match deliverer.run_once().await {
+            Ok(0) | Ok(_) => {}
+            Err(error) => tracing::warn!(%error, "a notification delivery pass failed; retrying"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(interval) => {}
+            _ = stop.changed() => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use time::macros::datetime;
+
+    use super::*;
+
+    #[test]
+    fn retries_grow_and_end_with_the_window() {
+        let created = datetime!(2026-11-22 12:00 UTC);
+        assert_eq!(next_after_failure(created, 1, created, 0.0), Outcome::RetryAt(created + Duration::minutes(1)));
+        let later = created + Duration::minutes(1);
+        assert_eq!(next_after_failure(created, 2, later, 0.0), Outcome::RetryAt(later + Duration::minutes(5)));
+        assert_eq!(next_after_failure(created, 2, later, 1.0), Outcome::RetryAt(later + Duration::seconds(330)));
+        assert_eq!(next_after_failure(created, 2, later, -1.0), Outcome::RetryAt(later + Duration::seconds(270)));
+        let late = created + Duration::hours(20);
+        assert_eq!(
+            next_after_failure(created, 12, late, 0.0),
+            Outcome::RetryAt(created + WINDOW),
+            "the last try at the end"
+        );
+        assert_eq!(next_after_failure(created, 13, created + WINDOW, 0.0), Outcome::Failed);
+    }
+}
