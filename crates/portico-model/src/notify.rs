@@ -258,6 +258,8 @@ pub struct Attempt {
     pub at: OffsetDateTime,
     pub status_code: Option<u16>,
     pub error: Option<String>,
+    /// The start of the receiver's answer (at most 512 bytes, lossy UTF-8).
+    pub response_excerpt: Option<String>,
     pub duration_ms: i64,
 }
 

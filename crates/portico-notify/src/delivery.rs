@@ -27,6 +27,8 @@ use crate::{NotifyState, render};
 pub const LEASE: Duration = Duration::seconds(60);
 /// Deliveries one pass takes.
 pub const BATCH: u32 = 32;
+/// Bytes of a receiver's answer kept with the attempt.
+pub const EXCERPT: usize = 512;
 /// The retry window.
 pub const WINDOW: Duration = Duration::hours(24);
 /// Waits after attempt 1, 2, ...; the last one repeats.
@@ -120,13 +122,15 @@ impl Deliverer {
                 (Some(event), Some(merchant)) => self.prepare(&event, &merchant),
                 _ => Err(("the event or its merchant no longer exists".to_owned(), true)),
             };
-        let (status_code, error, final_failure) = match prepared {
+        let (status_code, error, excerpt, final_failure) = match prepared {
             Ok(ready) => match self.send(&ready).await {
-                Ok(200) => (Some(200), None, false),
-                Ok(status) => (Some(status), Some(format!("the receiver answered {status}")), false),
-                Err(error) => (None, Some(error), false),
+                Ok((200, excerpt)) => (Some(200), None, excerpt, false),
+                Ok((status, excerpt)) => {
+                    (Some(status), Some(format!("the receiver answered {status}")), excerpt, false)
+                }
+                Err(error) => (None, Some(error), None, false),
             },
-            Err((error, final_failure)) => (None, Some(error), final_failure),
+            Err((error, final_failure)) => (None, Some(error), None, final_failure),
         };
         let outcome = match (&error, final_failure) {
             (None, _) => Outcome::Delivered,
@@ -139,6 +143,7 @@ impl Deliverer {
             at: now,
             status_code,
             error: error.clone(),
+            response_excerpt: excerpt,
             duration_ms: i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX),
         };
         if let Some(error) = &error {
@@ -180,8 +185,10 @@ impl Deliverer {
         })
     }
 
-    async fn send(&self, ready: &Ready) -> Result<u16, String> {
-        let response = self
+    /// The receiver's status and the start of its answer. At most
+    /// [`EXCERPT`] bytes are read, so an endless or huge answer costs nothing.
+    async fn send(&self, ready: &Ready) -> Result<(u16, Option<String>), String> {
+        let mut response = self
             .client
             .post(&ready.url)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
@@ -190,7 +197,16 @@ impl Deliverer {
             .send()
             .await
             .map_err(|e| format!("cannot reach the receiver: {e}"))?;
-        Ok(response.status().as_u16())
+        let status = response.status().as_u16();
+        let mut excerpt = Vec::new();
+        while excerpt.len() < EXCERPT {
+            match response.chunk().await {
+                Ok(Some(chunk)) => excerpt.extend_from_slice(&chunk[..chunk.len().min(EXCERPT - excerpt.len())]),
+                Ok(None) | Err(_) => break,
+            }
+        }
+        let excerpt = (!excerpt.is_empty()).then(|| String::from_utf8_lossy(&excerpt).into_owned());
+        Ok((status, excerpt))
     }
 }
 

@@ -247,14 +247,15 @@ macro_rules! sql_notify_repositories {
                 async fn finish_attempt(&self, attempt: &Attempt, outcome: Outcome) -> Result<()> {
                     let mut tx = self.pool.begin().await.map_err(storage_error(ROW))?;
                     sqlx::query(
-                        "INSERT INTO delivery_attempts (delivery_id, attempt, at, status_code, error, duration_ms) \
-                         VALUES ($1, $2, $3, $4, $5, $6)",
+                        "INSERT INTO delivery_attempts (delivery_id, attempt, at, status_code, error, response, \
+                         duration_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)",
                     )
                     .bind(attempt.delivery_id.to_string())
                     .bind(i32::try_from(attempt.attempt).unwrap_or(i32::MAX))
                     .bind(attempt.at.unix_timestamp())
                     .bind(attempt.status_code.map(i32::from))
                     .bind(&attempt.error)
+                    .bind(&attempt.response_excerpt)
                     .bind(attempt.duration_ms)
                     .execute(&mut *tx)
                     .await
@@ -296,6 +297,7 @@ macro_rules! sql_notify_repositories {
                                 at: timestamp(get(row, "at")?)?,
                                 status_code: status.and_then(|s| u16::try_from(s).ok()),
                                 error: get(row, "error")?,
+                                response_excerpt: get(row, "response")?,
                                 duration_ms: get(row, "duration_ms")?,
                             })
                         })

@@ -39,6 +39,7 @@ CREATE TABLE delivery_attempts (
     at          BIGINT NOT NULL,
     status_code INTEGER,              -- the receiver's HTTP status, if it answered
     error       TEXT,                 -- why the attempt failed, if it did
+    response    TEXT,                 -- the first 512 bytes of the receiver's answer
     duration_ms BIGINT NOT NULL,
     PRIMARY KEY (delivery_id, attempt)
 );

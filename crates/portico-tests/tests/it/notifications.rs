@@ -169,7 +169,9 @@ async fn receiver() -> (String, Receiver) {
             axum::routing::post(|State(r): State<Receiver>, headers: axum::http::HeaderMap, body: String| async move {
                 r.got.lock().unwrap().push((headers, body));
                 let status = r.answers.lock().unwrap().pop().unwrap_or(200);
-                axum::http::StatusCode::from_u16(status).unwrap()
+                // A failing receiver rambles: only the start of it is kept.
+                let body = if status == 200 { "ok".to_owned() } else { "busy ".repeat(200_000) };
+                (axum::http::StatusCode::from_u16(status).unwrap(), body)
             }),
         )
         .with_state(state.clone());
@@ -210,6 +212,9 @@ async fn deliveries_are_signed_retried_on_failure_and_recorded() {
         let attempts = app.store.attempts_of(delivery.id).await.unwrap();
         assert_eq!(attempts.iter().map(|a| a.status_code).collect::<Vec<_>>(), [Some(500), Some(200)]);
         assert!(attempts[0].error.as_deref().unwrap().contains("500"));
+        let excerpt = attempts[0].response_excerpt.as_deref().unwrap();
+        assert!(excerpt.len() == 512 && excerpt.starts_with("busy busy"), "a 1 MB answer is cut to its start");
+        assert_eq!(attempts[1].response_excerpt.as_deref(), Some("ok"));
 
         // What arrived: payment v3 (the default), signed with the merchant's key.
         let got = receiver.got.lock().unwrap().clone();
