@@ -88,7 +88,7 @@ impl Deliverer {
     /// When the HTTP client cannot be built.
     pub fn new(notify: NotifyState) -> Result<Self, reqwest::Error> {
         let mut builder = reqwest::Client::builder()
-            .timeout(StdDuration::from_secs(10))
+            .timeout(notify.timeout)
             .redirect(reqwest::redirect::Policy::none())
             .user_agent("Portico-Notifications/1");
         if !notify.allow_insecure_callbacks {

@@ -44,6 +44,8 @@ pub struct Notify {
     pub internal_token: Option<BearerSecret>,
     /// Plain `http` and private-network callback addresses (the demo).
     pub allow_insecure_callbacks: bool,
+    /// How long a receiver may take to answer.
+    pub timeout: std::time::Duration,
 }
 
 pub type NotifyState = Arc<Notify>;

@@ -65,11 +65,13 @@ pub struct NotificationConfig {
     pub deliver: bool,
     /// Milliseconds between delivery passes.
     pub delivery_interval_ms: u64,
+    /// Milliseconds a receiver may take to answer before the attempt fails.
+    pub timeout_ms: u64,
 }
 
 impl Default for NotificationConfig {
     fn default() -> Self {
-        Self { allow_insecure_callbacks: false, deliver: true, delivery_interval_ms: 1_000 }
+        Self { allow_insecure_callbacks: false, deliver: true, delivery_interval_ms: 1_000, timeout_ms: 10_000 }
     }
 }
 

@@ -169,6 +169,10 @@ async fn receiver() -> (String, Receiver) {
             axum::routing::post(|State(r): State<Receiver>, headers: axum::http::HeaderMap, body: String| async move {
                 r.got.lock().unwrap().push((headers, body));
                 let status = r.answers.lock().unwrap().pop().unwrap_or(200);
+                if status == 299 {
+                    // Too slow: longer than the configured timeout.
+                    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+                }
                 // A failing receiver rambles: only the start of it is kept.
                 let body = if status == 200 { "ok".to_owned() } else { "busy ".repeat(200_000) };
                 (axum::http::StatusCode::from_u16(status).unwrap(), body)
@@ -257,4 +261,66 @@ async fn a_delivery_that_never_succeeds_fails_after_a_day() {
     assert!((9..=13).contains(&attempts), "growing intervals over a day: {attempts} attempts");
     let last = app.store.attempts_of(delivery.id).await.unwrap().pop().unwrap();
     assert!(last.at >= delivery.created_at + time::Duration::hours(24), "tried to the end of the day");
+}
+
+#[tokio::test]
+async fn only_200_counts_switched_off_types_are_not_sent_and_versions_apply_to_the_next_payload() {
+    use portico_notify::delivery::Deliverer;
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| {
+            c.notifications.deliver = false;
+            c.notifications.timeout_ms = 500;
+        })
+        .await;
+        let ids = MerchantIds { merchant_id: "m1".into(), public_id: "pub-m1".into(), sbp_merchant_id: "MA01".into() };
+        let key = portico_notify::merchants::create(app.store.as_ref(), &app.notify.sealer, ids, app.clock.now())
+            .await
+            .unwrap();
+        let (url, receiver) = receiver().await;
+        assert_eq!(settings(&app, Some(&key), Some(&format!(r#"{{"callbackUrl": "{url}"}}"#))).await.0, 200);
+        let deliverer = Deliverer::new(std::sync::Arc::clone(&app.notify)).unwrap();
+        let event = |id: &str| json!({ "eventId": id, "merchantId": "m1", "event": payment("order-7") });
+
+        // 302, 201 and a receiver slower than the timeout: failed attempts, retried.
+        submit(&app, "payment", &event("ev-1"), Some(INTERNAL_TOKEN)).await;
+        *receiver.answers.lock().unwrap() = vec![200, 299, 201, 302];
+        for (status, error) in [(Some(302), "302"), (Some(201), "201"), (None, "reach")] {
+            assert_eq!(deliverer.run_once().await.unwrap(), 1, "{backend:?}");
+            let delivery = &app.store.deliveries_of("ev-1").await.unwrap()[0];
+            let last = app.store.attempts_of(delivery.id).await.unwrap().pop().unwrap();
+            assert_eq!(last.status_code, status);
+            assert!(last.error.as_deref().unwrap().contains(error), "{:?}", last.error);
+            assert_eq!(delivery.status, DeliveryStatus::Pending);
+            app.clock.advance(time::Duration::hours(1));
+        }
+        assert_eq!(deliverer.run_once().await.unwrap(), 1);
+        assert_eq!(app.store.deliveries_of("ev-1").await.unwrap()[0].status, DeliveryStatus::Delivered);
+
+        // The version in the settings when the delivery is made decides the payload.
+        let v2 = r#"{"callbackUrl": "URL", "operationTypes": {"payment": {"version": "V2", "enabled": true}}}"#;
+        assert_eq!(settings(&app, Some(&key), Some(&v2.replace("URL", &url))).await.0, 200);
+        submit(&app, "payment", &event("ev-2"), Some(INTERNAL_TOKEN)).await;
+        deliverer.run_once().await.unwrap();
+        let (headers, body) = receiver.got.lock().unwrap().last().cloned().unwrap();
+        let sent: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(sent["event"], "payment");
+        assert_eq!(sent["transaction"]["id"], 9001);
+        let check = "1500.50|pub-m1|order-7|SUCCESS|2026-11-22T13:45:00+03:00";
+        assert_eq!(
+            headers["x-api-signature-sha256"],
+            portico_crypto::hash::hmac_sha256_hex(key.as_bytes(), check.as_bytes()).as_str()
+        );
+
+        // A type switched off: nothing is sent, the delivery ends with the reason.
+        let off = r#"{"callbackUrl": "URL", "operationTypes": {"payment": {"version": "V3", "enabled": false}}}"#;
+        assert_eq!(settings(&app, Some(&key), Some(&off.replace("URL", &url))).await.0, 200);
+        let before = receiver.got.lock().unwrap().len();
+        submit(&app, "payment", &event("ev-3"), Some(INTERNAL_TOKEN)).await;
+        deliverer.run_once().await.unwrap();
+        assert_eq!(receiver.got.lock().unwrap().len(), before, "nothing sent");
+        let delivery = &app.store.deliveries_of("ev-3").await.unwrap()[0];
+        assert_eq!(delivery.status, DeliveryStatus::Failed);
+        let last = app.store.attempts_of(delivery.id).await.unwrap().pop().unwrap();
+        assert!(last.error.unwrap().contains("off"));
+    }
 }
