@@ -20,6 +20,7 @@ pub fn sign(key: &[u8], check: &str) -> String {
 }
 
 pub mod callback;
+pub mod deliveries;
 pub mod delivery;
 pub mod intake;
 pub mod merchants;
@@ -54,6 +55,8 @@ pub type NotifyState = Arc<Notify>;
 pub fn router(state: NotifyState) -> Router {
     Router::new()
         .route("/v1/notifications/settings", get(settings::get_settings).put(settings::put_settings))
+        .route("/v1/notifications/deliveries", get(deliveries::list))
+        .route("/v1/notifications/deliveries/{id}/resend", post(deliveries::resend))
         .route("/internal/v1/notifications/events/{kind}", post(intake::submit))
         .with_state(state)
 }

@@ -16,12 +16,12 @@ use crate::NotifyState;
 use crate::callback::check_callback_url;
 use crate::merchants::key_hash;
 
-fn error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
+pub(crate) fn error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
     (status, Json(json!({ "code": code, "message": message.into() }))).into_response()
 }
 
 /// The merchant whose key the request carries.
-async fn merchant(api: &NotifyState, headers: &HeaderMap) -> Result<Merchant, Response> {
+pub(crate) async fn merchant(api: &NotifyState, headers: &HeaderMap) -> Result<Merchant, Response> {
     let key = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())

@@ -304,6 +304,72 @@ macro_rules! sql_notify_repositories {
                         .collect()
                 }
 
+                async fn list_deliveries(
+                    &self,
+                    merchant_id: &str,
+                    status: Option<DeliveryStatus>,
+                    offset: u32,
+                    limit: u32,
+                ) -> Result<(Vec<Delivery>, u64)> {
+                    let status = status.map(DeliveryStatus::as_str);
+                    let filter = "merchant_id = $1 AND ($2 IS NULL OR status = $2)";
+                    let total: i64 = sqlx::query_scalar(&format!(
+                        "SELECT COUNT(*) FROM notification_deliveries WHERE {filter}"
+                    ))
+                    .bind(merchant_id)
+                    .bind(status)
+                    .fetch_one(&self.read_pool)
+                    .await
+                    .map_err(storage_error(ROW))?;
+                    let page = sqlx::query(&format!(
+                        "SELECT * FROM notification_deliveries WHERE {filter} \
+                         ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4"
+                    ))
+                    .bind(merchant_id)
+                    .bind(status)
+                    .bind(i64::from(limit))
+                    .bind(i64::from(offset))
+                    .fetch_all(&self.read_pool)
+                    .await
+                    .map_err(storage_error(ROW))?
+                    .iter()
+                    .map(delivery_from)
+                    .collect::<Result<Vec<_>>>()?;
+                    Ok((page, u64::try_from(total).unwrap_or(0)))
+                }
+
+                async fn find_delivery(&self, id: Uuid) -> Result<Option<Delivery>> {
+                    sqlx::query("SELECT * FROM notification_deliveries WHERE id = $1")
+                        .bind(id.to_string())
+                        .fetch_optional(&self.read_pool)
+                        .await
+                        .map_err(storage_error(ROW))?
+                        .as_ref()
+                        .map(delivery_from)
+                        .transpose()
+                }
+
+                async fn create_delivery(&self, delivery: &Delivery) -> Result<()> {
+                    sqlx::query(
+                        "INSERT INTO notification_deliveries (id, event_id, merchant_id, status, attempts, \
+                         next_attempt_at, lease_until, created_at, finished_at) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                    )
+                    .bind(delivery.id.to_string())
+                    .bind(&delivery.event_id)
+                    .bind(&delivery.merchant_id)
+                    .bind(delivery.status.as_str())
+                    .bind(i32::try_from(delivery.attempts).unwrap_or(i32::MAX))
+                    .bind(delivery.next_attempt_at.unix_timestamp())
+                    .bind(delivery.lease_until.map(OffsetDateTime::unix_timestamp))
+                    .bind(delivery.created_at.unix_timestamp())
+                    .bind(delivery.finished_at.map(OffsetDateTime::unix_timestamp))
+                    .execute(&self.pool)
+                    .await
+                    .map_err(storage_error("delivery"))?;
+                    Ok(())
+                }
+
                 async fn deliveries_of(&self, event_id: &str) -> Result<Vec<Delivery>> {
                     sqlx::query("SELECT * FROM notification_deliveries WHERE event_id = $1 ORDER BY created_at, id")
                         .bind(event_id)

@@ -385,6 +385,26 @@ pub trait NotificationRepository: Send + Sync {
     /// # Errors
     /// Only when the store fails.
     async fn finish_attempt(&self, attempt: &Attempt, outcome: Outcome) -> Result<()>;
+    /// A merchant's deliveries, newest first: `status` filters, `offset` and
+    /// `limit` page. Returns the page and the number of all that match.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn list_deliveries(
+        &self,
+        merchant_id: &str,
+        status: Option<portico_model::notify::DeliveryStatus>,
+        offset: u32,
+        limit: u32,
+    ) -> Result<(Vec<Delivery>, u64)>;
+    /// # Errors
+    /// Only when the store fails.
+    async fn find_delivery(&self, id: Uuid) -> Result<Option<Delivery>>;
+    /// Adds a delivery of a stored event (a resend).
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn create_delivery(&self, delivery: &Delivery) -> Result<()>;
     /// The attempts of a delivery, in order.
     ///
     /// # Errors

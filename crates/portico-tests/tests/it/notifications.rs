@@ -324,3 +324,67 @@ async fn only_200_counts_switched_off_types_are_not_sent_and_versions_apply_to_t
         assert!(last.error.unwrap().contains("off"));
     }
 }
+
+#[tokio::test]
+async fn merchants_see_every_attempt_and_resend_a_failed_delivery() {
+    use portico_notify::delivery::Deliverer;
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| c.notifications.deliver = false).await;
+        let ids = MerchantIds { merchant_id: "m1".into(), public_id: "pub-m1".into(), sbp_merchant_id: "MA01".into() };
+        let key = portico_notify::merchants::create(app.store.as_ref(), &app.notify.sealer, ids, app.clock.now())
+            .await
+            .unwrap();
+        let other = merchant(&app, "m2").await;
+        let (url, receiver) = receiver().await;
+        assert_eq!(settings(&app, Some(&key), Some(&format!(r#"{{"callbackUrl": "{url}"}}"#))).await.0, 200);
+        submit(
+            &app,
+            "payment",
+            &json!({ "eventId": "ev-1", "merchantId": "m1", "event": payment("o-1") }),
+            Some(INTERNAL_TOKEN),
+        )
+        .await;
+        *receiver.answers.lock().unwrap() = vec![500; 100];
+        let deliverer = Deliverer::new(std::sync::Arc::clone(&app.notify)).unwrap();
+        for _ in 0..40 {
+            deliverer.run_once().await.unwrap();
+            app.clock.advance(time::Duration::hours(1));
+        }
+        let list = |key: String, query: &'static str| {
+            let http = app.http();
+            let url = app.url(&format!("/v1/notifications/deliveries{query}"));
+            async move {
+                let response = http.get(url).header("authorization", key).send().await.unwrap();
+                (response.status().as_u16(), response.json::<Value>().await.unwrap_or(Value::Null))
+            }
+        };
+        let (status, page) = list(key.clone(), "?status=FAILED").await;
+        assert_eq!(status, 200, "{backend:?}");
+        assert_eq!(page["total"], 1);
+        let failed = &page["items"][0];
+        assert_eq!(failed["status"], "FAILED");
+        assert_eq!(failed["type"], "payment");
+        assert!(failed["attemptLog"].as_array().unwrap().len() >= 9);
+        assert_eq!(failed["attemptLog"][0]["statusCode"], 500);
+        assert_eq!(list(other.clone(), "").await.1["total"], 0, "another merchant sees none of it");
+        assert_eq!(list(key.clone(), "?size=0").await.0, 400);
+        assert_eq!(list(key.clone(), "?status=LOST").await.0, 400);
+        assert_eq!(list("wrong".into(), "").await.0, 401);
+
+        // Resend: a new delivery of the same event, sent now.
+        let id = failed["id"].as_str().unwrap();
+        let resend = |key: String, id: String| {
+            let http = app.http();
+            let url = app.url(&format!("/v1/notifications/deliveries/{id}/resend"));
+            async move { http.post(url).header("authorization", key).send().await.unwrap().status().as_u16() }
+        };
+        assert_eq!(resend(other, id.to_owned()).await, 404, "not another merchant's");
+        assert_eq!(resend(key.clone(), "not-a-uuid".into()).await, 400);
+        *receiver.answers.lock().unwrap() = vec![];
+        assert_eq!(resend(key.clone(), id.to_owned()).await, 202);
+        assert_eq!(deliverer.run_once().await.unwrap(), 1);
+        let (_, page) = list(key.clone(), "?status=DELIVERED").await;
+        assert_eq!(page["total"], 1);
+        assert_eq!(page["items"][0]["eventId"], "ev-1");
+    }
+}
