@@ -156,25 +156,47 @@ impl App {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
         let (stop_tx, stop_rx) = watch::channel(false);
-        let interval = Duration::from_secs(self.config.cleanup_interval_secs);
-        let deliverer = match self.config.notifications.deliver {
-            true => {
-                let deliverer = portico_notify::delivery::Deliverer::new(Arc::clone(&self.notify))
-                    .context("cannot build the notification HTTP client")?;
-                let every = Duration::from_millis(self.config.notifications.delivery_interval_ms.max(10));
-                Some(tokio::spawn(portico_notify::delivery::run(deliverer, every, stop_rx.clone())))
-            }
-            false => None,
-        };
-        let cleaner = tokio::spawn(tasks::cleaner(Arc::clone(&self.identity), interval, stop_rx));
+        let workers = self.start_workers(self.config.notifications.deliver, stop_rx)?;
         let router = self.router();
         let result = axum::serve(listener, router).with_graceful_shutdown(shutdown).await;
         let _ = stop_tx.send(true);
-        let _ = cleaner.await;
-        if let Some(deliverer) = deliverer {
-            let _ = deliverer.await;
+        for worker in workers {
+            let _ = worker.await;
         }
         result.context("the HTTP server failed")
+    }
+
+    /// Runs only the background roles (notification delivery and the
+    /// cleaner), without HTTP: `portico worker`, for nodes that only work.
+    ///
+    /// # Errors
+    /// When a worker cannot start.
+    pub async fn work(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let workers = self.start_workers(true, stop_rx)?;
+        shutdown.await;
+        let _ = stop_tx.send(true);
+        for worker in workers {
+            let _ = worker.await;
+        }
+        Ok(())
+    }
+
+    fn start_workers(
+        &self,
+        deliver: bool,
+        stop: watch::Receiver<bool>,
+    ) -> anyhow::Result<Vec<tokio::task::JoinHandle<()>>> {
+        let mut workers = Vec::new();
+        if deliver {
+            let deliverer = portico_notify::delivery::Deliverer::new(Arc::clone(&self.notify))
+                .context("cannot build the notification HTTP client")?;
+            let every = Duration::from_millis(self.config.notifications.delivery_interval_ms.max(10));
+            workers.push(tokio::spawn(portico_notify::delivery::run(deliverer, every, stop.clone())));
+        }
+        let interval = Duration::from_secs(self.config.cleanup_interval_secs);
+        workers.push(tokio::spawn(tasks::cleaner(Arc::clone(&self.identity), interval, stop)));
+        Ok(workers)
     }
 }
 

@@ -30,6 +30,8 @@ enum Command {
         #[arg(long)]
         demo: bool,
     },
+    /// Run only the background roles (notification delivery, clean-up), without HTTP.
+    Worker,
     /// Apply pending database migrations and exit.
     Migrate,
     /// Manage client applications.
@@ -78,6 +80,11 @@ fn main() -> ExitCode {
 async fn run(command: Command, config: Config) -> anyhow::Result<()> {
     match command {
         Command::Serve { demo } => serve(config, demo).await,
+        Command::Worker => {
+            let app = App::build(config, Arc::new(SystemClock), false).await?;
+            tracing::info!(backend = app.store.backend(), "Portico worker is running");
+            app.work(portico_server::app::shutdown_signal()).await
+        }
         Command::Migrate => {
             let store = portico_server::app::open_store(&config).await?;
             println!("migrations applied ({} database)", store.backend());

@@ -217,3 +217,75 @@ async fn merchants_are_added_listed_and_get_new_keys_on_a_running_server() {
         assert!(!portico(&app, &["merchants", "rotate-key", "--merchant-id", "nobody"]).status.success());
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn portico_worker_alone_delivers_what_the_server_took_in() {
+    use std::sync::{Arc, Mutex};
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| c.notifications.deliver = false).await;
+        // A merchant receiver on loopback.
+        let got: Arc<Mutex<Vec<String>>> = Arc::default();
+        let sink = Arc::clone(&got);
+        let receiver = axum::Router::new().route(
+            "/notify",
+            axum::routing::post(move |body: String| {
+                let sink = Arc::clone(&sink);
+                async move { sink.lock().unwrap().push(body) }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/notify", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, receiver).await });
+
+        let out = ok(portico(
+            &app,
+            &["merchants", "add", "--merchant-id", "m1", "--public-id", "p1", "--sbp-merchant-id", "MA01"],
+        ));
+        let key = out.lines().find_map(|l| l.split("hand it to the merchant): ").nth(1)).unwrap().to_owned();
+        let settings = app
+            .http()
+            .put(app.url("/v1/notifications/settings"))
+            .header("authorization", &key)
+            .header("content-type", "application/json")
+            .body(format!(r#"{{"callbackUrl": "{url}"}}"#))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(settings.status(), 200);
+        let event = serde_json::json!({ "eventId": "ev-1", "merchantId": "m1", "event": {
+            "paymentId": "pay-1", "transactionId": 1, "orderId": "o-1", "amount": 100, "currency": "RUB",
+            "status": "SUCCESS", "statusDate": "2026-11-22T13:45:00+03:00", "paymentMethod": "SBP",
+            "sbpTransactionId": null, "qrId": null, "comment": null, "additionalInfo": null, "extra": {},
+            "createdAt": "2026-11-22T13:45:00+03:00" }});
+        let intake = app
+            .http()
+            .post(app.url("/internal/v1/notifications/events/payment"))
+            .bearer_auth(portico_tests::INTERNAL_TOKEN)
+            .json(&event)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(intake.status(), 202);
+
+        let mut worker = Command::new(env!("CARGO_BIN_EXE_portico"))
+            .arg("worker")
+            .env_clear()
+            .env("PORTICO_DATABASE_URL", app.config.database_url.as_deref().unwrap())
+            .env("PORTICO_DATA_DIR", &app.config.data_dir)
+            .env("PORTICO_NOTIFICATIONS__ALLOW_INSECURE_CALLBACKS", "true")
+            .env("PORTICO_NOTIFICATIONS__DELIVERY_INTERVAL_MS", "50")
+            .env("PORTICO_LOG", "warn")
+            .spawn()
+            .expect("start portico worker");
+        let started = std::time::Instant::now();
+        while got.lock().unwrap().is_empty() && started.elapsed() < std::time::Duration::from_secs(20) {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        let status = Command::new("kill").args(["-TERM", &worker.id().to_string()]).status().expect("kill");
+        assert!(status.success());
+        assert!(worker.wait().expect("wait").success(), "the worker stops cleanly on SIGTERM");
+        let got = got.lock().unwrap().clone();
+        assert_eq!(got.len(), 1, "{backend:?}: delivered once by the worker alone");
+        assert!(got[0].contains(r#""event":"PAYMENT""#));
+    }
+}
