@@ -436,6 +436,13 @@ impl Drop for TestApp {
     }
 }
 
+/// A plain HTTP client for tests that run no [`TestApp`] (which installs
+/// the process's TLS crypto provider, rustls on aws-lc-rs, as the server does).
+pub fn plain_http() -> reqwest::Client {
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    reqwest::Client::builder().build().expect("an HTTP client")
+}
+
 /// The admin token every test server is configured with.
 pub const ADMIN_TOKEN: &str = "test-admin-token-0123456789abcdef";
 /// The internal token every test server is configured with.

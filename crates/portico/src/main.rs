@@ -2,6 +2,7 @@
 
 mod admin;
 mod merchants;
+mod notifications;
 mod permissions;
 
 use std::path::PathBuf;
@@ -43,6 +44,9 @@ enum Command {
     /// Manage token signing keys.
     #[command(subcommand)]
     Keys(admin::KeyCommand),
+    /// Tools for merchants developing their notification endpoint.
+    #[command(subcommand)]
+    Notifications(notifications::NotificationCommand),
     /// Manage merchants of the notification service.
     #[command(subcommand)]
     Merchants(merchants::MerchantCommand),
@@ -95,6 +99,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<()> {
         Command::Keys(command) => admin::keys(&config, command).await,
         Command::Permissions(command) => permissions::run(&config, command).await,
         Command::Merchants(command) => merchants::run(&config, command).await,
+        Command::Notifications(command) => notifications::run(command).await,
     }
 }
 

@@ -289,3 +289,43 @@ async fn portico_worker_alone_delivers_what_the_server_took_in() {
         assert!(got[0].contains(r#""event":"PAYMENT""#));
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notifications_listen_verifies_and_answers_like_a_merchant_endpoint() {
+    use std::io::{BufRead as _, BufReader};
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    /// Kills the listener whatever happens, so a failing test cannot leave it running.
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut child = Kill(
+        Command::new(env!("CARGO_BIN_EXE_portico"))
+            .args(["notifications", "listen", "--secret", "merchant-key", "--port", &port.to_string()])
+            .env_clear()
+            .env("PORTICO_LOG", "warn")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start the listener"),
+    );
+    let mut lines = BufReader::new(child.0.stdout.take().unwrap()).lines();
+    assert!(lines.next().unwrap().unwrap().contains("listening on"));
+    let body = r#"{"event":"SUBSCRIPTION","data":{"id":"s1","publicId":"p1","status":{"value":"SUBSCRIBED","date":"2026-11-24T10:30:00+03:00"}}}"#;
+    let signature = portico_webhook::signature(b"merchant-key", "p1|s1|SUBSCRIBED|2026-11-24T10:30:00+03:00");
+    let http = portico_tests::plain_http();
+    let url = format!("http://127.0.0.1:{port}/notify");
+    let good = http.post(&url).header("x-api-signature-sha256", &signature).body(body).send().await.unwrap();
+    assert_eq!(good.status(), 200);
+    let bad = http.post(&url).header("x-api-signature-sha256", "00").body(body).send().await.unwrap();
+    assert_eq!(bad.status(), 401);
+    let status = Command::new("kill").args(["-TERM", &child.0.id().to_string()]).status().expect("kill");
+    assert!(status.success());
+    assert!(child.0.wait().unwrap().success());
+    let printed: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(printed.iter().any(|l| l.starts_with("verified Subscription")), "{printed:?}");
+    assert!(printed.iter().any(|l| l.starts_with("rejected (the signature does not match)")), "{printed:?}");
+}

@@ -388,3 +388,60 @@ async fn merchants_see_every_attempt_and_resend_a_failed_delivery() {
         assert_eq!(page["items"][0]["eventId"], "ev-1");
     }
 }
+
+#[tokio::test]
+async fn every_version_of_every_type_arrives_and_verifies_with_the_merchant_library() {
+    use portico_notify::delivery::Deliverer;
+    use portico_webhook::Notification;
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| c.notifications.deliver = false).await;
+        let ids = MerchantIds { merchant_id: "m1".into(), public_id: "pub-m1".into(), sbp_merchant_id: "MA01".into() };
+        let key = portico_notify::merchants::create(app.store.as_ref(), &app.notify.sealer, ids, app.clock.now())
+            .await
+            .unwrap();
+        let (url, receiver) = receiver().await;
+        let deliverer = Deliverer::new(std::sync::Arc::clone(&app.notify)).unwrap();
+        let refund = json!({ "refundId": "r1", "sbpTransactionId": "B7", "amount": 9905, "status": "COMPLETED",
+            "statusDate": "2026-11-23T09:00:00Z", "transactionId": 9001, "orderId": "order-7", "qrId": null });
+        let subscription = json!({ "subscriptionId": "s1", "status": "SUBSCRIBED",
+            "statusDate": "2026-11-24T10:30:00+03:00", "purpose": "p", "paymentMethod": "ACQUIRING",
+            "paymentSystem": "MIR", "cardNumber": "220220******1234", "expirationDate": "2028-11",
+            "bankName": "Bank", "bankMemberId": "100000000001", "qrId": "QR9" });
+        for (n, (kind, version, event)) in [
+            ("payment", "V3", payment("order-7")),
+            ("payment", "V2", payment("order-7")),
+            ("payment", "V1", payment("order-7")),
+            ("refund", "V1", refund.clone()),
+            ("subscription", "V2", subscription.clone()),
+            ("subscription", "V1", subscription.clone()),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let body = format!(
+                r#"{{"callbackUrl": "{url}", "operationTypes": {{"{kind}": {{"version": "{version}", "enabled": true}}}}}}"#
+            );
+            assert_eq!(settings(&app, Some(&key), Some(&body)).await.0, 200);
+            let id = format!("ev-{n}");
+            let submitted =
+                submit(&app, kind, &json!({ "eventId": id, "merchantId": "m1", "event": event }), Some(INTERNAL_TOKEN))
+                    .await;
+            assert_eq!(submitted.0, 202, "{submitted:?}");
+            assert_eq!(deliverer.run_once().await.unwrap(), 1, "{backend:?} {kind} {version}");
+            let (headers, body) = receiver.got.lock().unwrap().last().cloned().unwrap();
+            let signature = headers["x-api-signature-sha256"].to_str().unwrap();
+            let verified = portico_webhook::verify(body.as_bytes(), signature, key.as_bytes(), "pub-m1")
+                .unwrap_or_else(|e| panic!("{kind} {version}: {e}: {body}"));
+            let matches = matches!(
+                (kind, version, &verified),
+                ("payment", "V3", Notification::PaymentV3(_))
+                    | ("payment", "V2", Notification::PaymentV2(_))
+                    | ("payment", "V1", Notification::PaymentV1(_))
+                    | ("refund", "V1", Notification::RefundV1(_))
+                    | ("subscription", _, Notification::Subscription(_))
+            );
+            assert!(matches, "{kind} {version} arrived as {verified:?}");
+            assert!(portico_webhook::verify(body.as_bytes(), signature, b"another key", "pub-m1").is_err());
+        }
+    }
+}
