@@ -27,6 +27,8 @@ use crate::{NotifyState, render};
 pub const LEASE: Duration = Duration::seconds(60);
 /// Deliveries one pass takes.
 pub const BATCH: u32 = 32;
+/// Deliveries to one merchant in flight at once, per worker.
+pub const PER_MERCHANT: usize = 4;
 /// Bytes of a receiver's answer kept with the attempt.
 pub const EXCERPT: usize = 512;
 /// The retry window.
@@ -71,6 +73,8 @@ impl reqwest::dns::Resolve for PublicOnly {
     }
 }
 
+/// Sends notifications; cheap to clone (the pass's tasks share it).
+#[derive(Clone)]
 pub struct Deliverer {
     notify: NotifyState,
     client: reqwest::Client,
@@ -88,6 +92,7 @@ impl Deliverer {
     /// When the HTTP client cannot be built.
     pub fn new(notify: NotifyState) -> Result<Self, reqwest::Error> {
         let mut builder = reqwest::Client::builder()
+            .local_address(notify.source_address)
             .timeout(notify.timeout)
             .redirect(reqwest::redirect::Policy::none())
             .user_agent("Portico-Notifications/1");
@@ -106,10 +111,36 @@ impl Deliverer {
         let now = self.notify.clock.now();
         let due = self.notify.store.claim_due_deliveries(now, now + LEASE, BATCH).await?;
         let count = due.len();
+        // Merchants are served side by side, each by at most PER_MERCHANT
+        // tasks, so one slow receiver cannot hold up the others.
+        let mut by_merchant: std::collections::BTreeMap<String, Vec<Delivery>> = std::collections::BTreeMap::new();
         for delivery in due {
-            self.attempt(delivery).await?;
+            by_merchant.entry(delivery.merchant_id.clone()).or_default().push(delivery);
         }
-        Ok(count)
+        let mut tasks = tokio::task::JoinSet::new();
+        for deliveries in by_merchant.into_values() {
+            let lanes = deliveries.len().min(PER_MERCHANT);
+            let mut queues: Vec<Vec<Delivery>> = vec![Vec::new(); lanes];
+            for (i, delivery) in deliveries.into_iter().enumerate() {
+                queues[i % lanes].push(delivery);
+            }
+            for queue in queues {
+                let this = self.clone();
+                tasks.spawn(async move {
+                    for delivery in queue {
+                        this.attempt(delivery).await?;
+                    }
+                    Ok::<(), StorageError>(())
+                });
+            }
+        }
+        let mut result = Ok(count);
+        while let Some(done) = tasks.join_next().await {
+            if let Ok(Err(error)) = done {
+                result = Err(error);
+            }
+        }
+        result
     }
 
     async fn attempt(&self, delivery: Delivery) -> Result<(), StorageError> {

@@ -47,6 +47,8 @@ pub struct Notify {
     pub allow_insecure_callbacks: bool,
     /// How long a receiver may take to answer.
     pub timeout: std::time::Duration,
+    /// The address notifications are sent from (`None`: the system's choice).
+    pub source_address: Option<std::net::IpAddr>,
 }
 
 pub type NotifyState = Arc<Notify>;

@@ -67,11 +67,20 @@ pub struct NotificationConfig {
     pub delivery_interval_ms: u64,
     /// Milliseconds a receiver may take to answer before the attempt fails.
     pub timeout_ms: u64,
+    /// The local address notifications are sent from (production sends
+    /// from one fixed address); default: the system's choice.
+    pub source_address: Option<std::net::IpAddr>,
 }
 
 impl Default for NotificationConfig {
     fn default() -> Self {
-        Self { allow_insecure_callbacks: false, deliver: true, delivery_interval_ms: 1_000, timeout_ms: 10_000 }
+        Self {
+            allow_insecure_callbacks: false,
+            deliver: true,
+            delivery_interval_ms: 1_000,
+            timeout_ms: 10_000,
+            source_address: None,
+        }
     }
 }
 

@@ -189,7 +189,12 @@ async fn receiver() -> (String, Receiver) {
 async fn deliveries_are_signed_retried_on_failure_and_recorded() {
     use portico_notify::delivery::Deliverer;
     for backend in backends() {
-        let app = TestApp::spawn_with(backend, |c| c.notifications.deliver = false).await;
+        let app = TestApp::spawn_with(backend, |c| {
+            c.notifications.deliver = false;
+            // Sent from a fixed source address.
+            c.notifications.source_address = Some("127.0.0.1".parse().unwrap());
+        })
+        .await;
         let ids = MerchantIds { merchant_id: "m1".into(), public_id: "pub-m1".into(), sbp_merchant_id: "MA01".into() };
         let key = portico_notify::merchants::create(app.store.as_ref(), &app.notify.sealer, ids, app.clock.now())
             .await
