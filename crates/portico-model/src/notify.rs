@@ -274,6 +274,23 @@ pub enum Outcome {
     Failed,
 }
 
+impl Delivery {
+    /// A new delivery of `event_id`, due at once, its window starting `now`.
+    pub fn new(event_id: String, merchant_id: String, now: OffsetDateTime) -> Self {
+        Self {
+            id: uuid::Uuid::now_v7(),
+            event_id,
+            merchant_id,
+            status: DeliveryStatus::Pending,
+            attempts: 0,
+            next_attempt_at: now,
+            lease_until: None,
+            created_at: now,
+            finished_at: None,
+        }
+    }
+}
+
 /// One event's way to the merchant: attempted until a 200 or the end of
 /// the retry window.
 #[derive(Debug, Clone, PartialEq, Eq)]

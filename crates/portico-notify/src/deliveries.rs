@@ -102,17 +102,7 @@ pub async fn resend(State(api): State<NotifyState>, headers: HeaderMap, Path(id)
         Err(e) => return internal(&e),
     };
     let now = api.clock.now();
-    let again = Delivery {
-        id: uuid::Uuid::now_v7(),
-        event_id: delivery.event_id,
-        merchant_id: delivery.merchant_id,
-        status: DeliveryStatus::Pending,
-        attempts: 0,
-        next_attempt_at: now,
-        lease_until: None,
-        created_at: now,
-        finished_at: None,
-    };
+    let again = Delivery::new(delivery.event_id, delivery.merchant_id, now);
     if let Err(e) = api.store.create_delivery(&again).await {
         return internal(&e);
     }

@@ -13,18 +13,13 @@ use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use portico_model::notify::{
-    Delivery, DeliveryStatus, EventKind, PaymentEvent, RefundEvent, StoredEvent, SubscriptionEvent,
-};
+use portico_model::notify::{Delivery, EventKind, PaymentEvent, RefundEvent, StoredEvent, SubscriptionEvent};
 use portico_storage::{Intake, StorageError};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::NotifyState;
-
-fn error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
-    (status, Json(json!({ "code": code, "message": message.into() }))).into_response()
-}
+use crate::settings::error;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -135,17 +130,7 @@ pub async fn submit(
         payload,
         received_at: now,
     };
-    let delivery = Delivery {
-        id: uuid::Uuid::now_v7(),
-        event_id: event.event_id.clone(),
-        merchant_id: event.merchant_id.clone(),
-        status: DeliveryStatus::Pending,
-        attempts: 0,
-        next_attempt_at: now,
-        lease_until: None,
-        created_at: now,
-        finished_at: None,
-    };
+    let delivery = Delivery::new(event.event_id.clone(), event.merchant_id.clone(), now);
     match api.store.record_event(&event, &delivery).await {
         Ok(intake) => {
             let result = match intake {

@@ -74,6 +74,30 @@ macro_rules! sql_notify_repositories {
                 })
             }
 
+            async fn insert_delivery<'e, E: sqlx::Executor<'e, Database = $db>>(
+                executor: E,
+                delivery: &Delivery,
+            ) -> Result<()> {
+                sqlx::query(
+                    "INSERT INTO notification_deliveries (id, event_id, merchant_id, status, attempts, \
+                     next_attempt_at, lease_until, created_at, finished_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                )
+                .bind(delivery.id.to_string())
+                .bind(&delivery.event_id)
+                .bind(&delivery.merchant_id)
+                .bind(delivery.status.as_str())
+                .bind(i32::try_from(delivery.attempts).unwrap_or(i32::MAX))
+                .bind(delivery.next_attempt_at.unix_timestamp())
+                .bind(delivery.lease_until.map(OffsetDateTime::unix_timestamp))
+                .bind(delivery.created_at.unix_timestamp())
+                .bind(delivery.finished_at.map(OffsetDateTime::unix_timestamp))
+                    .execute(executor)
+                    .await
+                    .map_err(storage_error("delivery"))?;
+                Ok(())
+            }
+
             #[async_trait]
             impl MerchantRepository for $store {
                 async fn create_merchant(&self, merchant: &Merchant) -> Result<()> {
@@ -187,23 +211,7 @@ macro_rules! sql_notify_repositories {
                             Err(StorageError::Conflict("event id (with other content)".into()))
                         };
                     }
-                    sqlx::query(
-                        "INSERT INTO notification_deliveries (id, event_id, merchant_id, status, attempts, \
-                         next_attempt_at, lease_until, created_at, finished_at) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-                    )
-                    .bind(delivery.id.to_string())
-                    .bind(&delivery.event_id)
-                    .bind(&delivery.merchant_id)
-                    .bind(delivery.status.as_str())
-                    .bind(i32::try_from(delivery.attempts).unwrap_or(i32::MAX))
-                    .bind(delivery.next_attempt_at.unix_timestamp())
-                    .bind(delivery.lease_until.map(OffsetDateTime::unix_timestamp))
-                    .bind(delivery.created_at.unix_timestamp())
-                    .bind(delivery.finished_at.map(OffsetDateTime::unix_timestamp))
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(storage_error(ROW))?;
+                    insert_delivery(&mut *tx, delivery).await?;
                     tx.commit().await.map_err(storage_error(ROW))?;
                     Ok(Intake::Accepted)
                 }
@@ -350,24 +358,7 @@ macro_rules! sql_notify_repositories {
                 }
 
                 async fn create_delivery(&self, delivery: &Delivery) -> Result<()> {
-                    sqlx::query(
-                        "INSERT INTO notification_deliveries (id, event_id, merchant_id, status, attempts, \
-                         next_attempt_at, lease_until, created_at, finished_at) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-                    )
-                    .bind(delivery.id.to_string())
-                    .bind(&delivery.event_id)
-                    .bind(&delivery.merchant_id)
-                    .bind(delivery.status.as_str())
-                    .bind(i32::try_from(delivery.attempts).unwrap_or(i32::MAX))
-                    .bind(delivery.next_attempt_at.unix_timestamp())
-                    .bind(delivery.lease_until.map(OffsetDateTime::unix_timestamp))
-                    .bind(delivery.created_at.unix_timestamp())
-                    .bind(delivery.finished_at.map(OffsetDateTime::unix_timestamp))
-                    .execute(&self.pool)
-                    .await
-                    .map_err(storage_error("delivery"))?;
-                    Ok(())
+                    insert_delivery(&self.pool, delivery).await
                 }
 
                 async fn deliveries_of(&self, event_id: &str) -> Result<Vec<Delivery>> {
