@@ -99,7 +99,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<()> {
         Command::Keys(command) => admin::keys(&config, command).await,
         Command::Permissions(command) => permissions::run(&config, command).await,
         Command::Merchants(command) => merchants::run(&config, command).await,
-        Command::Notifications(command) => notifications::run(command).await,
+        Command::Notifications(command) => notifications::run(&config, command).await,
     }
 }
 

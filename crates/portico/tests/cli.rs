@@ -329,3 +329,29 @@ async fn notifications_listen_verifies_and_answers_like_a_merchant_endpoint() {
     assert!(printed.iter().any(|l| l.starts_with("verified Subscription")), "{printed:?}");
     assert!(printed.iter().any(|l| l.starts_with("rejected (the signature does not match)")), "{printed:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notifications_simulate_queues_sample_events_that_deliver() {
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| c.notifications.deliver = false).await;
+        ok(portico(
+            &app,
+            &["merchants", "add", "--merchant-id", "m1", "--public-id", "p1", "--sbp-merchant-id", "MA01"],
+        ));
+        let out = ok(portico(
+            &app,
+            &["notifications", "simulate", "--merchant-id", "m1", "--type", "refund", "--count", "3"],
+        ));
+        assert_eq!(out.lines().filter(|l| l.starts_with("refund event sim-")).count(), 3, "{out}");
+        let (queued, total) = app.store.list_deliveries("m1", None, 0, 10).await.unwrap();
+        assert_eq!(total, 3, "{backend:?}");
+        for delivery in &queued {
+            let event = app.store.find_event(&delivery.event_id).await.unwrap().unwrap();
+            let parsed: portico_model::notify::RefundEvent = serde_json::from_value(event.payload).unwrap();
+            assert_eq!(parsed.status, "COMPLETED");
+        }
+        let bad = portico(&app, &["notifications", "simulate", "--merchant-id", "nobody"]);
+        assert!(!bad.status.success());
+        assert!(String::from_utf8_lossy(&bad.stderr).contains("no merchant"));
+    }
+}
