@@ -98,6 +98,22 @@ macro_rules! sql_notify_repositories {
                 Ok(())
             }
 
+            /// The merchant `sql` (one `$1` placeholder) finds for `value`.
+            async fn find_merchant_by(
+                pool: &sqlx::Pool<$db>,
+                sql: &'static str,
+                value: &str,
+            ) -> Result<Option<Merchant>> {
+                sqlx::query(sql)
+                    .bind(value)
+                    .fetch_optional(pool)
+                    .await
+                    .map_err(storage_error(ROW))?
+                    .as_ref()
+                    .map(merchant_from)
+                    .transpose()
+            }
+
             #[async_trait]
             impl MerchantRepository for $store {
                 async fn create_merchant(&self, merchant: &Merchant) -> Result<()> {
@@ -120,25 +136,12 @@ macro_rules! sql_notify_repositories {
                 }
 
                 async fn find_merchant(&self, merchant_id: &str) -> Result<Option<Merchant>> {
-                    sqlx::query("SELECT * FROM merchants WHERE merchant_id = $1")
-                        .bind(merchant_id)
-                        .fetch_optional(&self.read_pool)
+                    find_merchant_by(&self.read_pool, "SELECT * FROM merchants WHERE merchant_id = $1", merchant_id)
                         .await
-                        .map_err(storage_error(ROW))?
-                        .as_ref()
-                        .map(merchant_from)
-                        .transpose()
                 }
 
                 async fn find_merchant_by_key(&self, key_hash: &str) -> Result<Option<Merchant>> {
-                    sqlx::query("SELECT * FROM merchants WHERE key_hash = $1")
-                        .bind(key_hash)
-                        .fetch_optional(&self.read_pool)
-                        .await
-                        .map_err(storage_error(ROW))?
-                        .as_ref()
-                        .map(merchant_from)
-                        .transpose()
+                    find_merchant_by(&self.read_pool, "SELECT * FROM merchants WHERE key_hash = $1", key_hash).await
                 }
 
                 async fn list_merchants(&self) -> Result<Vec<Merchant>> {

@@ -82,7 +82,7 @@ async fn render(identity: &Identity, headers: &HeaderMap) -> Result<Response, St
         identity.store.update_login_process(&process).await?;
     }
     let context = step_context(identity, &process, user.as_ref(), locale).await?;
-    let html = page(identity, &process, user.as_ref(), errors, t, &context, locale, now);
+    let html = page(identity, &process, errors, t, &context, locale, now);
     let Some(html) = html else {
         return Ok(StatusCode::INTERNAL_SERVER_ERROR.into_response());
     };
@@ -132,7 +132,6 @@ async fn step_context(
 fn page(
     identity: &Identity,
     process: &LoginProcess,
-    user: Option<&User>,
     errors: Option<LoginFormErrors>,
     t: &Texts,
     context: &StepContext,
@@ -197,7 +196,6 @@ fn page(
         drawer,
         view_json: script_json(&LoginViewData::of(process, errors, locale, now, context)),
     };
-    let _ = user;
     page.render().ok()
 }
 

@@ -62,7 +62,7 @@ pub async fn password(identity: &Identity, process: LoginProcess, params: &Param
         None => None,
     };
     if user.is_none() {
-        return Ok(super::super::submit::fatal(identity, &process, codes::UNKNOWN_ERROR));
+        return Ok(crate::login::submit::fatal(identity, &process, codes::UNKNOWN_ERROR));
     }
     check_password(identity, process, user, params, StepType::Password).await
 }
@@ -89,12 +89,8 @@ async fn check_password(
         && identity.passwords.verify(user.as_ref().map(|u| u.password_hash.clone()), password).await;
 
     match user {
-        Some(user) if ok => {
-            if !flow::may_log_in(identity, &user, now).await? {
-                return flow::user_blocked(identity, &process, &user).await;
-            }
-            advance(identity, process, &user, step).await
-        }
+        // `advance` refuses a blocked or locked-out user first.
+        Some(user) if ok => advance(identity, process, &user, step).await,
         user => {
             let event = AuditEvent::new(now, AuditKind::LoginFailed).client(&process.state.client_id);
             let event = match &user {
@@ -110,9 +106,7 @@ async fn check_password(
                     .store
                     .record_password_failure(user.id, identity.settings.block_after_failures, until)
                     .await?;
-                if failures.locked_until.is_some_and(|until| until > now)
-                    && !flow::may_log_in(identity, user, now).await?
-                {
+                if failures.locked_until.is_some_and(|until| until > now) {
                     return flow::user_blocked(identity, &process, user).await;
                 }
                 captcha |= failures.failures >= identity.settings.captcha_after_failures;
