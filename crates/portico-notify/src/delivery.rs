@@ -9,26 +9,25 @@
 //! 30 min, 1 h, 2 h, 4 h, 8 h (±10 % jitter), then every 8 h, with a last
 //! attempt at the end of the 24 h window; after that the delivery is
 //! `FAILED`.
+//!
+//! [`crate::worker`] runs this continuously; [`Deliverer::run_once`] is one
+//! synchronous pass (for tests and tools).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration as StdDuration, Instant};
+use std::time::Instant;
 
 use portico_model::notify::{
     Attempt, Delivery, EventKind, Merchant, Outcome, PaymentEvent, RefundEvent, StoredEvent, SubscriptionEvent,
 };
-use portico_storage::StorageError;
+use portico_storage::{DeliveryClaim, FinishedAttempt, StorageError};
 use time::{Duration, OffsetDateTime};
 
 use crate::callback::{check_callback_url, is_internal};
 use crate::{NotifyState, render};
 
-/// How long a claimed delivery is reserved for its worker.
-pub const LEASE: Duration = Duration::seconds(60);
-/// Deliveries one pass takes.
-pub const BATCH: u32 = 32;
-/// Deliveries to one merchant in flight at once, per worker.
-pub const PER_MERCHANT: usize = 4;
+/// Deliveries one claim takes at most.
+pub const BATCH: u32 = 64;
 /// Bytes of a receiver's answer kept with the attempt.
 pub const EXCERPT: usize = 512;
 /// The retry window.
@@ -102,24 +101,46 @@ impl Deliverer {
         Ok(Self { notify, client: builder.build()? })
     }
 
-    /// One pass: claims the due deliveries and attempts each. Returns how
-    /// many were attempted.
+    /// What the deliverer works with.
+    pub fn notify(&self) -> &NotifyState {
+        &self.notify
+    }
+
+    /// Claims up to `limit` due deliveries, at most the configured number
+    /// per merchant, passing over `skip_merchants`. Returns them with the
+    /// moment they were claimed.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn claim(&self, limit: u32, skip_merchants: &[String]) -> Result<(Vec<Delivery>, Instant), StorageError> {
+        let now = self.notify.clock.now();
+        let lease = Duration::try_from(self.notify.lease).unwrap_or(Duration::MINUTE);
+        let claim = DeliveryClaim {
+            now,
+            lease_until: now + lease,
+            limit,
+            per_merchant: u32::try_from(self.notify.per_merchant).unwrap_or(u32::MAX),
+            skip_merchants,
+        };
+        let claimed = Instant::now();
+        Ok((self.notify.store.claim_due_deliveries(&claim).await?, claimed))
+    }
+
+    /// One pass: claims the due deliveries, attempts each (merchants side by
+    /// side, each by at most the configured number of lanes) and records
+    /// the attempts. Returns how many were attempted.
     ///
     /// # Errors
     /// When the store fails.
     pub async fn run_once(&self) -> Result<usize, StorageError> {
-        let now = self.notify.clock.now();
-        let due = self.notify.store.claim_due_deliveries(now, now + LEASE, BATCH).await?;
-        let count = due.len();
-        // Merchants are served side by side, each by at most PER_MERCHANT
-        // tasks, so one slow receiver cannot hold up the others.
+        let (due, claimed) = self.claim(BATCH, &[]).await?;
         let mut by_merchant: std::collections::BTreeMap<String, Vec<Delivery>> = std::collections::BTreeMap::new();
         for delivery in due {
             by_merchant.entry(delivery.merchant_id.clone()).or_default().push(delivery);
         }
         let mut tasks = tokio::task::JoinSet::new();
         for deliveries in by_merchant.into_values() {
-            let lanes = deliveries.len().min(PER_MERCHANT);
+            let lanes = deliveries.len().min(self.notify.per_merchant.max(1));
             let mut queues: Vec<Vec<Delivery>> = vec![Vec::new(); lanes];
             for (i, delivery) in deliveries.into_iter().enumerate() {
                 queues[i % lanes].push(delivery);
@@ -127,32 +148,36 @@ impl Deliverer {
             for queue in queues {
                 let this = self.clone();
                 tasks.spawn(async move {
+                    let mut finished = Vec::new();
                     for delivery in queue {
-                        this.attempt(delivery).await?;
+                        finished.extend(this.attempt(delivery, claimed).await);
                     }
-                    Ok::<(), StorageError>(())
+                    finished
                 });
             }
         }
-        let mut result = Ok(count);
-        while let Some(done) = tasks.join_next().await {
-            if let Ok(Err(error)) = done {
-                result = Err(error);
-            }
-        }
-        result
+        let finished: Vec<FinishedAttempt> = tasks.join_all().await.into_iter().flatten().collect();
+        self.notify.store.finish_attempts(&finished).await?;
+        Ok(finished.len())
     }
 
-    async fn attempt(&self, delivery: Delivery) -> Result<(), StorageError> {
-        let store = &self.notify.store;
+    /// Attempts one delivery claimed at `claimed`, and says what follows;
+    /// `None` when too little of its lease is left to be sure of finishing
+    /// within it (the lease then runs out and the delivery is claimed again).
+    pub async fn attempt(&self, delivery: Delivery, claimed: Instant) -> Option<FinishedAttempt> {
+        let lease_until = delivery.lease_until?;
+        let lease = self.notify.lease;
+        if claimed.elapsed() + self.notify.timeout + lease / 10 > lease {
+            return None;
+        }
         let now = self.notify.clock.now();
         let number = delivery.attempts + 1;
         let started = Instant::now();
-        let prepared =
-            match (store.find_event(&delivery.event_id).await?, store.find_merchant(&delivery.merchant_id).await?) {
-                (Some(event), Some(merchant)) => self.prepare(&event, &merchant),
-                _ => Err(("the event or its merchant no longer exists".to_owned(), true)),
-            };
+        let prepared = match self.load(&delivery).await {
+            Ok(Some((event, merchant))) => self.prepare(&event, &merchant),
+            Ok(None) => Err(("the event or its merchant no longer exists".to_owned(), true)),
+            Err(error) => Err((format!("the store failed: {error}"), false)),
+        };
         let (status_code, error, excerpt, final_failure) = match prepared {
             Ok(ready) => match self.send(&ready).await {
                 Ok((200, excerpt)) => (Some(200), None, excerpt, false),
@@ -168,19 +193,26 @@ impl Deliverer {
             (Some(_), true) => Outcome::Failed,
             (Some(_), false) => next_after_failure(delivery.created_at, number, now, jitter()),
         };
+        if let Some(error) = &error {
+            tracing::info!(delivery = %delivery.id, attempt = number, %error, "notification not delivered yet");
+        }
         let attempt = Attempt {
             delivery_id: delivery.id,
             attempt: number,
             at: now,
             status_code,
-            error: error.clone(),
+            error,
             response_excerpt: excerpt,
             duration_ms: i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX),
         };
-        if let Some(error) = &error {
-            tracing::info!(delivery = %delivery.id, attempt = number, %error, "notification not delivered yet");
-        }
-        store.finish_attempt(&attempt, outcome).await
+        Some(FinishedAttempt { attempt, outcome, lease_until })
+    }
+
+    async fn load(&self, delivery: &Delivery) -> Result<Option<(StoredEvent, Merchant)>, StorageError> {
+        let store = &self.notify.store;
+        let (event, merchant) =
+            tokio::try_join!(store.find_event(&delivery.event_id), store.find_merchant(&delivery.merchant_id))?;
+        Ok(event.zip(merchant))
     }
 
     /// The body, its signature and the address; `Err((why, final))`.
@@ -238,20 +270,6 @@ impl Deliverer {
         }
         let excerpt = (!excerpt.is_empty()).then(|| String::from_utf8_lossy(&excerpt).into_owned());
         Ok((status, excerpt))
-    }
-}
-
-/// Runs delivery passes every `interval` until `stop` turns true.
-pub async fn run(deliverer: Deliverer, interval: StdDuration, mut stop: tokio::sync::watch::Receiver<bool>) {
-    loop {
-        match deliverer.run_once().await {
-            Ok(0) | Ok(_) => {}
-            Err(error) => tracing::warn!(%error, "a notification delivery pass failed; retrying"),
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(interval) => {}
-            _ = stop.changed() => return,
-        }
     }
 }
 

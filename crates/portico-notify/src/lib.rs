@@ -25,6 +25,7 @@ pub mod delivery;
 pub mod intake;
 pub mod merchants;
 pub mod settings;
+pub mod worker;
 
 use std::sync::Arc;
 
@@ -49,6 +50,13 @@ pub struct Notify {
     pub timeout: std::time::Duration,
     /// The address notifications are sent from (`None`: the system's choice).
     pub source_address: Option<std::net::IpAddr>,
+    /// How long a claimed delivery is reserved for its worker; longer than
+    /// `timeout`.
+    pub lease: std::time::Duration,
+    /// Deliveries to one merchant in flight at once, per worker.
+    pub per_merchant: usize,
+    /// Deliveries in flight at once, per worker.
+    pub in_flight: usize,
 }
 
 pub type NotifyState = Arc<Notify>;

@@ -109,6 +109,9 @@ impl App {
             allow_insecure_callbacks: config.notifications.allow_insecure_callbacks || demo,
             timeout: Duration::from_millis(config.notifications.timeout_ms.max(1)),
             source_address: config.notifications.source_address,
+            lease: Duration::from_secs(config.notifications.lease_secs),
+            per_merchant: config.notifications.per_merchant as usize,
+            in_flight: config.notifications.in_flight as usize,
         });
         Ok(Self { config, store, identity, permissions, notify, demo })
     }
@@ -193,7 +196,7 @@ impl App {
             let deliverer = portico_notify::delivery::Deliverer::new(Arc::clone(&self.notify))
                 .context("cannot build the notification HTTP client")?;
             let every = Duration::from_millis(self.config.notifications.delivery_interval_ms.max(10));
-            workers.push(tokio::spawn(portico_notify::delivery::run(deliverer, every, stop.clone())));
+            workers.push(tokio::spawn(portico_notify::worker::run(deliverer, every, stop.clone())));
         }
         let interval = Duration::from_secs(self.config.cleanup_interval_secs);
         workers.push(tokio::spawn(tasks::cleaner(Arc::clone(&self.identity), interval, stop)));

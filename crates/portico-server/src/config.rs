@@ -70,6 +70,13 @@ pub struct NotificationConfig {
     /// The local address notifications are sent from (production sends
     /// from one fixed address); default: the system's choice.
     pub source_address: Option<std::net::IpAddr>,
+    /// Seconds a worker holds a claimed delivery; when a worker dies, its
+    /// deliveries are attempted again after this. At least twice `timeout_ms`.
+    pub lease_secs: u64,
+    /// Deliveries to one merchant in flight at once, per worker.
+    pub per_merchant: u32,
+    /// Deliveries in flight at once, per worker.
+    pub in_flight: u32,
 }
 
 impl Default for NotificationConfig {
@@ -80,6 +87,9 @@ impl Default for NotificationConfig {
             delivery_interval_ms: 1_000,
             timeout_ms: 10_000,
             source_address: None,
+            lease_secs: 60,
+            per_merchant: 8,
+            in_flight: 128,
         }
     }
 }
@@ -319,18 +329,22 @@ impl Config {
         }
         let t = &self.tokens;
         for (name, value) in [
-            ("tokens.authorization_code_ttl_secs", t.authorization_code_ttl_secs),
-            ("tokens.access_token_ttl_secs", t.access_token_ttl_secs),
-            ("tokens.refresh_token_ttl_secs", t.refresh_token_ttl_secs),
-            ("login.process_ttl_secs", self.login.process_ttl_secs),
-            ("login.session_ttl_secs", self.login.session_ttl_secs),
-            ("login.password_hash_concurrency", self.login.password_hash_concurrency),
-            ("login.otp_ttl_secs", self.login.otp_ttl_secs),
-            ("login.otp_max_failures", self.login.otp_max_failures),
-            ("login.otp_max_codes", self.login.otp_max_codes),
-            ("login.captcha_after_failures", self.login.captcha_after_failures),
-            ("login.block_after_failures", self.login.block_after_failures),
-            ("login.block_secs", self.login.block_secs),
+            ("tokens.authorization_code_ttl_secs", u64::from(t.authorization_code_ttl_secs)),
+            ("tokens.access_token_ttl_secs", u64::from(t.access_token_ttl_secs)),
+            ("tokens.refresh_token_ttl_secs", u64::from(t.refresh_token_ttl_secs)),
+            ("login.process_ttl_secs", u64::from(self.login.process_ttl_secs)),
+            ("login.session_ttl_secs", u64::from(self.login.session_ttl_secs)),
+            ("login.password_hash_concurrency", u64::from(self.login.password_hash_concurrency)),
+            ("login.otp_ttl_secs", u64::from(self.login.otp_ttl_secs)),
+            ("login.otp_max_failures", u64::from(self.login.otp_max_failures)),
+            ("login.otp_max_codes", u64::from(self.login.otp_max_codes)),
+            ("login.captcha_after_failures", u64::from(self.login.captcha_after_failures)),
+            ("login.block_after_failures", u64::from(self.login.block_after_failures)),
+            ("login.block_secs", u64::from(self.login.block_secs)),
+            ("notifications.timeout_ms", self.notifications.timeout_ms),
+            ("notifications.lease_secs", self.notifications.lease_secs),
+            ("notifications.per_merchant", u64::from(self.notifications.per_merchant)),
+            ("notifications.in_flight", u64::from(self.notifications.in_flight)),
         ] {
             if value == 0 {
                 return Err(ConfigError(format!("{name} must be greater than 0")));
@@ -348,6 +362,13 @@ impl Config {
         {
             return Err(ConfigError(
                 "captcha.kind = \"smartcaptcha\" needs captcha.server_key and captcha.site_key".into(),
+            ));
+        }
+        if self.notifications.lease_secs.saturating_mul(1_000) < self.notifications.timeout_ms.saturating_mul(2) {
+            return Err(ConfigError(
+                "notifications.lease_secs must be at least twice notifications.timeout_ms, so that an attempt \
+                 ends within its lease"
+                    .into(),
             ));
         }
         if !(4..=10).contains(&self.login.otp_length) {

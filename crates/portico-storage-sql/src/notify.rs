@@ -16,7 +16,8 @@ macro_rules! sql_notify_repositories {
                 StoredEvent,
             };
             use $crate::deps::portico_storage::{
-                Intake, MerchantRepository, NotificationRepository, Result, StorageError,
+                DeliveryClaim, FinishedAttempt, Intake, MerchantRepository, NotificationRepository, Result,
+                StorageError,
             };
             use $crate::deps::sqlx::{self, Row};
             use $crate::deps::time::OffsetDateTime;
@@ -92,9 +93,9 @@ macro_rules! sql_notify_repositories {
                 .bind(delivery.lease_until.map(OffsetDateTime::unix_timestamp))
                 .bind(delivery.created_at.unix_timestamp())
                 .bind(delivery.finished_at.map(OffsetDateTime::unix_timestamp))
-                    .execute(executor)
-                    .await
-                    .map_err(storage_error("delivery"))?;
+                .execute(executor)
+                .await
+                .map_err(storage_error("delivery"))?;
                 Ok(())
             }
 
@@ -230,64 +231,86 @@ macro_rules! sql_notify_repositories {
                         .transpose()
                 }
 
-                async fn claim_due_deliveries(
-                    &self,
-                    now: OffsetDateTime,
-                    lease_until: OffsetDateTime,
-                    limit: u32,
-                ) -> Result<Vec<Delivery>> {
-                    let due = "status = 'PENDING' AND next_attempt_at <= $2 AND (lease_until IS NULL OR lease_until <= $2)";
+                async fn claim_due_deliveries(&self, claim: &DeliveryClaim<'_>) -> Result<Vec<Delivery>> {
+                    // The oldest due rows (index order) that no concurrent
+                    // claim holds are the candidates, locked; at most
+                    // `per_merchant` of each merchant are taken.
+                    let due = "status = 'PENDING' AND next_attempt_at <= $2";
+                    let skip = if claim.skip_merchants.is_empty() {
+                        String::new()
+                    } else {
+                        let places: Vec<String> =
+                            (0..claim.skip_merchants.len()).map(|i| format!("${}", i + 6)).collect();
+                        format!(" AND merchant_id NOT IN ({})", places.join(", "))
+                    };
                     let sql = format!(
-                        "UPDATE notification_deliveries SET lease_until = $1 WHERE id IN \
-                         (SELECT id FROM notification_deliveries WHERE {due} ORDER BY next_attempt_at LIMIT $3{}) \
+                        "WITH candidates AS (SELECT id, merchant_id, next_attempt_at FROM notification_deliveries \
+                         WHERE {due}{skip} ORDER BY next_attempt_at LIMIT $5{}), \
+                         ranked AS (SELECT id, next_attempt_at, ROW_NUMBER() OVER \
+                         (PARTITION BY merchant_id ORDER BY next_attempt_at) AS n FROM candidates) \
+                         UPDATE notification_deliveries SET lease_until = $1, next_attempt_at = $1 WHERE id IN \
+                         (SELECT id FROM ranked WHERE n <= $4 ORDER BY next_attempt_at LIMIT $3) \
                          AND {due} RETURNING *",
                         $skip_locked
                     );
-                    sqlx::query(&sql)
-                        .bind(lease_until.unix_timestamp())
-                        .bind(now.unix_timestamp())
-                        .bind(i64::from(limit))
+                    let mut query = sqlx::query(&sql)
+                        .bind(claim.lease_until.unix_timestamp())
+                        .bind(claim.now.unix_timestamp())
+                        .bind(i64::from(claim.limit))
+                        .bind(i64::from(claim.per_merchant.max(1)))
+                        .bind(i64::from(claim.limit).saturating_mul(4));
+                    for merchant in claim.skip_merchants {
+                        query = query.bind(merchant);
+                    }
+                    let mut claimed = query
                         .fetch_all(&self.pool)
                         .await
                         .map_err(storage_error(ROW))?
                         .iter()
                         .map(delivery_from)
-                        .collect()
+                        .collect::<Result<Vec<_>>>()?;
+                    claimed.sort_by_key(|d| (d.created_at, d.id));
+                    Ok(claimed)
                 }
 
-                async fn finish_attempt(&self, attempt: &Attempt, outcome: Outcome) -> Result<()> {
+                async fn finish_attempts(&self, finished: &[FinishedAttempt]) -> Result<()> {
                     let mut tx = self.pool.begin().await.map_err(storage_error(ROW))?;
-                    sqlx::query(
-                        "INSERT INTO delivery_attempts (delivery_id, attempt, at, status_code, error, response, \
-                         duration_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                    )
-                    .bind(attempt.delivery_id.to_string())
-                    .bind(i32::try_from(attempt.attempt).unwrap_or(i32::MAX))
-                    .bind(attempt.at.unix_timestamp())
-                    .bind(attempt.status_code.map(i32::from))
-                    .bind(&attempt.error)
-                    .bind(&attempt.response_excerpt)
-                    .bind(attempt.duration_ms)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(storage_error("delivery attempt"))?;
-                    let (status, next, finished) = match outcome {
-                        Outcome::Delivered => (DeliveryStatus::Delivered, attempt.at, Some(attempt.at)),
-                        Outcome::RetryAt(at) => (DeliveryStatus::Pending, at, None),
-                        Outcome::Failed => (DeliveryStatus::Failed, attempt.at, Some(attempt.at)),
-                    };
-                    sqlx::query(
-                        "UPDATE notification_deliveries SET status = $2, attempts = $3, next_attempt_at = $4, \
-                         lease_until = NULL, finished_at = $5 WHERE id = $1",
-                    )
-                    .bind(attempt.delivery_id.to_string())
-                    .bind(status.as_str())
-                    .bind(i32::try_from(attempt.attempt).unwrap_or(i32::MAX))
-                    .bind(next.unix_timestamp())
-                    .bind(finished.map(OffsetDateTime::unix_timestamp))
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(storage_error(ROW))?;
+                    for done in finished {
+                        let attempt = &done.attempt;
+                        sqlx::query(
+                            "INSERT INTO delivery_attempts (delivery_id, attempt, at, status_code, error, response, \
+                             duration_ms) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+                             ON CONFLICT (delivery_id, attempt) DO NOTHING",
+                        )
+                        .bind(attempt.delivery_id.to_string())
+                        .bind(i32::try_from(attempt.attempt).unwrap_or(i32::MAX))
+                        .bind(attempt.at.unix_timestamp())
+                        .bind(attempt.status_code.map(i32::from))
+                        .bind(&attempt.error)
+                        .bind(&attempt.response_excerpt)
+                        .bind(attempt.duration_ms)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(storage_error("delivery attempt"))?;
+                        let (status, next, finished) = match done.outcome {
+                            Outcome::Delivered => (DeliveryStatus::Delivered, attempt.at, Some(attempt.at)),
+                            Outcome::RetryAt(at) => (DeliveryStatus::Pending, at, None),
+                            Outcome::Failed => (DeliveryStatus::Failed, attempt.at, Some(attempt.at)),
+                        };
+                        sqlx::query(
+                            "UPDATE notification_deliveries SET status = $2, attempts = $3, next_attempt_at = $4, \
+                             lease_until = NULL, finished_at = $5 WHERE id = $1 AND lease_until = $6",
+                        )
+                        .bind(attempt.delivery_id.to_string())
+                        .bind(status.as_str())
+                        .bind(i32::try_from(attempt.attempt).unwrap_or(i32::MAX))
+                        .bind(next.unix_timestamp())
+                        .bind(finished.map(OffsetDateTime::unix_timestamp))
+                        .bind(done.lease_until.unix_timestamp())
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(storage_error(ROW))?;
+                    }
                     tx.commit().await.map_err(storage_error(ROW))?;
                     Ok(())
                 }
@@ -324,14 +347,13 @@ macro_rules! sql_notify_repositories {
                 ) -> Result<(Vec<Delivery>, u64)> {
                     let status = status.map(DeliveryStatus::as_str);
                     let filter = "merchant_id = $1 AND ($2 IS NULL OR status = $2)";
-                    let total: i64 = sqlx::query_scalar(&format!(
-                        "SELECT COUNT(*) FROM notification_deliveries WHERE {filter}"
-                    ))
-                    .bind(merchant_id)
-                    .bind(status)
-                    .fetch_one(&self.read_pool)
-                    .await
-                    .map_err(storage_error(ROW))?;
+                    let total: i64 =
+                        sqlx::query_scalar(&format!("SELECT COUNT(*) FROM notification_deliveries WHERE {filter}"))
+                            .bind(merchant_id)
+                            .bind(status)
+                            .fetch_one(&self.read_pool)
+                            .await
+                            .map_err(storage_error(ROW))?;
                     let page = sqlx::query(&format!(
                         "SELECT * FROM notification_deliveries WHERE {filter} \
                          ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4"

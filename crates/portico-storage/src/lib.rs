@@ -26,6 +26,28 @@ use portico_model::user::User;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+/// What one claim of due deliveries may take.
+#[derive(Debug, Clone, Copy)]
+pub struct DeliveryClaim<'a> {
+    pub now: OffsetDateTime,
+    pub lease_until: OffsetDateTime,
+    /// Deliveries in all.
+    pub limit: u32,
+    /// Deliveries of one merchant.
+    pub per_merchant: u32,
+    /// Merchants to pass over (their worker is busy with them already).
+    pub skip_merchants: &'a [String],
+}
+
+/// An attempt made under a lease, and what follows it.
+#[derive(Debug, Clone)]
+pub struct FinishedAttempt {
+    pub attempt: Attempt,
+    pub outcome: Outcome,
+    /// The lease the attempt was made under.
+    pub lease_until: OffsetDateTime,
+}
+
 /// Why a storage call failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StorageError {
@@ -367,24 +389,23 @@ pub trait NotificationRepository: Send + Sync {
     /// # Errors
     /// Only when the store fails.
     async fn deliveries_of(&self, event_id: &str) -> Result<Vec<Delivery>>;
-    /// Takes up to `limit` pending deliveries due at `now` whose lease (if
-    /// any) has run out, and leases them until `lease_until`, atomically:
-    /// concurrent callers (on any node) never take the same delivery.
+    /// Takes pending deliveries due by `claim.now` and leases them until
+    /// `claim.lease_until`, atomically: concurrent callers (on any node)
+    /// never take the same delivery. A leased delivery is due again when its
+    /// lease runs out (its worker died), so its `next_attempt_at` becomes the
+    /// lease's end. Oldest first; see [`DeliveryClaim`] for the bounds.
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn claim_due_deliveries(
-        &self,
-        now: OffsetDateTime,
-        lease_until: OffsetDateTime,
-        limit: u32,
-    ) -> Result<Vec<Delivery>>;
-    /// Records `attempt` and moves the delivery on by `outcome`, releasing
-    /// its lease, in one transaction.
+    async fn claim_due_deliveries(&self, claim: &DeliveryClaim<'_>) -> Result<Vec<Delivery>>;
+    /// Records each attempt and moves its delivery on by the outcome,
+    /// releasing the lease, all in one transaction. A delivery whose lease
+    /// has moved on (another worker claimed it after this lease ran out)
+    /// keeps the other worker's state; the attempt is still recorded.
     ///
     /// # Errors
-    /// Only when the store fails.
-    async fn finish_attempt(&self, attempt: &Attempt, outcome: Outcome) -> Result<()>;
+    /// Only when the store fails; then nothing is recorded.
+    async fn finish_attempts(&self, finished: &[FinishedAttempt]) -> Result<()>;
     /// A merchant's deliveries, newest first: `status` filters, `offset` and
     /// `limit` page. Returns the page and the number of all that match.
     ///

@@ -479,7 +479,7 @@ async fn parallel_claims_never_take_the_same_delivery_and_leases_run_out() {
         let mut claims = tokio::task::JoinSet::new();
         for _ in 0..6 {
             let store = Arc::clone(&store);
-            claims.spawn(async move { store.claim_due_deliveries(t0(), t0() + Duration::seconds(60), 10).await });
+            claims.spawn(async move { store.claim_due_deliveries(&claim(t0(), 10, 10, &[])).await });
         }
         let mut taken: Vec<Uuid> = claims.join_all().await.into_iter().flat_map(|c| c.unwrap()).map(|d| d.id).collect();
         let total = taken.len();
@@ -487,9 +487,92 @@ async fn parallel_claims_never_take_the_same_delivery_and_leases_run_out() {
         taken.dedup();
         assert_eq!(taken.len(), total, "{backend:?}: a delivery was claimed twice");
         assert_eq!(total, 40, "every due delivery was claimed once");
-        assert!(store.claim_due_deliveries(t0(), t0() + Duration::seconds(60), 10).await.unwrap().is_empty());
+        assert!(store.claim_due_deliveries(&claim(t0(), 10, 10, &[])).await.unwrap().is_empty());
         // A worker that died: its lease runs out and the delivery is claimed again.
         let later = t0() + Duration::seconds(61);
-        assert_eq!(store.claim_due_deliveries(later, later + Duration::seconds(60), 100).await.unwrap().len(), 40);
+        assert_eq!(store.claim_due_deliveries(&claim(later, 100, 100, &[])).await.unwrap().len(), 40);
+    }
+}
+
+fn claim<'a>(
+    now: time::OffsetDateTime,
+    limit: u32,
+    per_merchant: u32,
+    skip_merchants: &'a [String],
+) -> portico_storage::DeliveryClaim<'a> {
+    portico_storage::DeliveryClaim {
+        now,
+        lease_until: now + Duration::seconds(60),
+        limit,
+        per_merchant,
+        skip_merchants,
+    }
+}
+
+/// `count` pending deliveries for merchant `m`, due at `t0()`.
+async fn pending(store: &dyn Storage, m: &str, count: u128) {
+    use portico_model::notify::{Delivery, EventKind, Merchant, MerchantIds, StoredEvent};
+    let ids = MerchantIds { merchant_id: m.into(), public_id: format!("p-{m}"), sbp_merchant_id: "s".into() };
+    let merchant = Merchant { ids, key_hash: format!("h-{m}"), key_sealed: vec![0], settings: None, created_at: t0() };
+    store.create_merchant(&merchant).await.unwrap();
+    for i in 0..count {
+        let event = StoredEvent {
+            event_id: format!("{m}-ev-{i}"),
+            merchant_id: m.into(),
+            kind: EventKind::Payment,
+            payload: serde_json::json!({}),
+            received_at: t0(),
+        };
+        let delivery = Delivery::new(event.event_id.clone(), m.into(), t0());
+        store.record_event(&event, &delivery).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn claims_take_a_bounded_share_of_each_merchant_and_pass_over_busy_ones() {
+    use portico_model::notify::{Attempt, DeliveryStatus, Outcome};
+    use portico_storage::FinishedAttempt;
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        pending(store.as_ref(), "slow", 30).await;
+        pending(store.as_ref(), "fast", 3).await;
+        let first = store.claim_due_deliveries(&claim(t0(), 20, 4, &[])).await.unwrap();
+        let count = |m: &str| first.iter().filter(|d| d.merchant_id == m).count();
+        assert_eq!((count("slow"), count("fast")), (4, 3), "{backend:?}: at most 4 of one merchant");
+        let lease = t0() + Duration::seconds(60);
+        assert!(first.iter().all(|d| d.lease_until == Some(lease) && d.next_attempt_at == lease));
+
+        let busy = ["slow".to_owned()];
+        assert!(store.claim_due_deliveries(&claim(t0(), 20, 4, &busy)).await.unwrap().is_empty(), "slow passed over");
+        assert_eq!(store.claim_due_deliveries(&claim(t0(), 20, 4, &[])).await.unwrap().len(), 4, "slow's next four");
+
+        // Finishing releases the lease; a finish under a lease that has since
+        // moved on records the attempt but leaves the delivery alone.
+        let attempt = |d: &portico_model::notify::Delivery| Attempt {
+            delivery_id: d.id,
+            attempt: 1,
+            at: t0(),
+            status_code: Some(200),
+            error: None,
+            response_excerpt: None,
+            duration_ms: 3,
+        };
+        let finished = vec![
+            FinishedAttempt { attempt: attempt(&first[0]), outcome: Outcome::Delivered, lease_until: lease },
+            FinishedAttempt {
+                attempt: attempt(&first[1]),
+                outcome: Outcome::Delivered,
+                lease_until: lease - Duration::seconds(1),
+            },
+        ];
+        store.finish_attempts(&finished).await.unwrap();
+        let done = store.find_delivery(first[0].id).await.unwrap().unwrap();
+        assert_eq!((done.status, done.attempts, done.lease_until), (DeliveryStatus::Delivered, 1, None));
+        let other = store.find_delivery(first[1].id).await.unwrap().unwrap();
+        assert_eq!((other.status, other.lease_until), (DeliveryStatus::Pending, Some(lease)), "{backend:?}");
+        assert_eq!(store.attempts_of(first[1].id).await.unwrap().len(), 1, "the attempt is still on record");
+        store.finish_attempts(&finished).await.unwrap();
+        assert_eq!(store.attempts_of(first[0].id).await.unwrap().len(), 1, "recording twice is harmless");
     }
 }
