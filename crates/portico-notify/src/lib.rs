@@ -24,6 +24,7 @@ pub mod deliveries;
 pub mod delivery;
 pub mod intake;
 pub mod merchants;
+pub mod samples;
 pub mod settings;
 pub mod worker;
 

@@ -44,9 +44,10 @@ pub async fn run(deliverer: Deliverer, interval: Duration, mut stop: watch::Rece
             let asked = u32::try_from(room).unwrap_or(BATCH).min(BATCH);
             match deliverer.claim(asked, &busy).await {
                 Ok((claimed, at)) => {
-                    // A short claim means nothing else is due: pause.
-                    let full = claimed.len() == asked as usize;
-                    next_claim = if full { Instant::now() } else { Instant::now() + interval };
+                    // An empty claim means nothing else is due (or every due
+                    // delivery's merchant is busy): pause. A short one may
+                    // only mean a merchant's share was reached: go on.
+                    next_claim = if claimed.is_empty() { Instant::now() + interval } else { Instant::now() };
                     for delivery in claimed {
                         let merchant = delivery.merchant_id.clone();
                         let entry = active

@@ -98,9 +98,6 @@ impl App {
             captcha: crate::delivery::captcha(&config)?,
         });
         let permissions = Arc::new(PermissionService::new(Arc::clone(&store)));
-        if demo {
-            demo::seed(&identity, &permissions).await?;
-        }
         let notify = Arc::new(portico_notify::Notify {
             store: Arc::clone(&store),
             clock: Arc::clone(&identity.clock),
@@ -113,6 +110,9 @@ impl App {
             per_merchant: config.notifications.per_merchant as usize,
             in_flight: config.notifications.in_flight as usize,
         });
+        if demo {
+            demo::seed(&identity, &permissions, &notify).await?;
+        }
         Ok(Self { config, store, identity, permissions, notify, demo })
     }
 
@@ -133,7 +133,7 @@ impl App {
             })))
             .merge(portico_notify::router(Arc::clone(&self.notify)));
         if self.demo {
-            router = router.merge(demo::router(state));
+            router = router.merge(demo::router(state)).merge(demo::merchant::router(Arc::clone(&self.notify)));
         }
         let header = |name: &'static str, value: &'static str| {
             SetResponseHeaderLayer::if_not_present(HeaderName::from_static(name), HeaderValue::from_static(value))

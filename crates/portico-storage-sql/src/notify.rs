@@ -232,20 +232,20 @@ macro_rules! sql_notify_repositories {
                 }
 
                 async fn claim_due_deliveries(&self, claim: &DeliveryClaim<'_>) -> Result<Vec<Delivery>> {
-                    // The oldest due rows (index order) that no concurrent
-                    // claim holds are the candidates, locked; at most
-                    // `per_merchant` of each merchant are taken.
+                    // The oldest `limit` due rows (index order) that no
+                    // concurrent claim holds are the candidates, locked; at
+                    // most `per_merchant` of each merchant are taken.
                     let due = "status = 'PENDING' AND next_attempt_at <= $2";
                     let skip = if claim.skip_merchants.is_empty() {
                         String::new()
                     } else {
                         let places: Vec<String> =
-                            (0..claim.skip_merchants.len()).map(|i| format!("${}", i + 6)).collect();
+                            (0..claim.skip_merchants.len()).map(|i| format!("${}", i + 5)).collect();
                         format!(" AND merchant_id NOT IN ({})", places.join(", "))
                     };
                     let sql = format!(
                         "WITH candidates AS (SELECT id, merchant_id, next_attempt_at FROM notification_deliveries \
-                         WHERE {due}{skip} ORDER BY next_attempt_at LIMIT $5{}), \
+                         WHERE {due}{skip} ORDER BY next_attempt_at LIMIT $3{}), \
                          ranked AS (SELECT id, next_attempt_at, ROW_NUMBER() OVER \
                          (PARTITION BY merchant_id ORDER BY next_attempt_at) AS n FROM candidates) \
                          UPDATE notification_deliveries SET lease_until = $1, next_attempt_at = $1 WHERE id IN \
@@ -257,8 +257,7 @@ macro_rules! sql_notify_repositories {
                         .bind(claim.lease_until.unix_timestamp())
                         .bind(claim.now.unix_timestamp())
                         .bind(i64::from(claim.limit))
-                        .bind(i64::from(claim.per_merchant.max(1)))
-                        .bind(i64::from(claim.limit).saturating_mul(4));
+                        .bind(i64::from(claim.per_merchant.max(1)));
                     for merchant in claim.skip_merchants {
                         query = query.bind(merchant);
                     }

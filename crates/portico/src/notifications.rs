@@ -9,9 +9,7 @@ use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode};
 use clap::Subcommand;
 use portico_model::clock::{Clock as _, SystemClock};
-use portico_model::notify::{
-    Delivery, EventKind, Kopecks, PaymentEvent, PaymentMethod, RefundEvent, StoredEvent, SubscriptionEvent,
-};
+use portico_model::notify::EventKind;
 
 #[derive(Subcommand)]
 pub enum NotificationCommand {
@@ -72,53 +70,6 @@ pub async fn run(config: &portico_server::Config, command: NotificationCommand) 
     Ok(())
 }
 
-/// A sample event of `kind`, number `n`, at `now`.
-fn sample(kind: EventKind, n: u32, now: time::OffsetDateTime) -> serde_json::Value {
-    let order = format!("demo-order-{}-{n}", now.unix_timestamp());
-    let event = match kind {
-        EventKind::Payment => serde_json::to_value(PaymentEvent {
-            payment_id: format!("pay-{order}"),
-            transaction_id: now.unix_timestamp() * 1000 + i64::from(n),
-            order_id: order.clone(),
-            amount: Kopecks(150_050 + i64::from(n)),
-            currency: "RUB".into(),
-            status: "SUCCESS".into(),
-            status_date: now,
-            payment_method: PaymentMethod::Sbp,
-            sbp_transaction_id: Some(format!("sbp-{n}")),
-            qr_id: Some(format!("QR{n:06}")),
-            comment: Some("Оплата заказа".into()),
-            additional_info: None,
-            extra: serde_json::Map::new(),
-            created_at: now,
-        }),
-        EventKind::Refund => serde_json::to_value(RefundEvent {
-            refund_id: format!("refund-{order}"),
-            sbp_transaction_id: None,
-            amount: Kopecks(10_000),
-            status: "COMPLETED".into(),
-            status_date: now,
-            transaction_id: now.unix_timestamp(),
-            order_id: order.clone(),
-            qr_id: None,
-        }),
-        EventKind::Subscription => serde_json::to_value(SubscriptionEvent {
-            subscription_id: format!("sub-{order}"),
-            status: "SUBSCRIBED".into(),
-            status_date: now,
-            purpose: Some("Подписка".into()),
-            payment_method: Some("ACQUIRING".into()),
-            payment_system: Some("MIR".into()),
-            card_number: Some("220220******1234".into()),
-            expiration_date: Some("2028-11".into()),
-            bank_name: None,
-            bank_member_id: None,
-            qr_id: None,
-        }),
-    };
-    event.unwrap_or_default()
-}
-
 async fn simulate(config: &portico_server::Config, merchant_id: &str, kind: &str, count: u32) -> anyhow::Result<()> {
     let kind = EventKind::parse(kind).ok_or_else(|| anyhow::anyhow!("--type: payment, refund or subscription"))?;
     let store = portico_server::app::open_store(config).await?;
@@ -126,17 +77,8 @@ async fn simulate(config: &portico_server::Config, merchant_id: &str, kind: &str
         anyhow::bail!("there is no merchant {merchant_id:?}");
     }
     let now = SystemClock.now().replace_nanosecond(0)?;
-    for n in 1..=count {
-        let event = StoredEvent {
-            event_id: format!("sim-{}-{n}", uuid::Uuid::now_v7()),
-            merchant_id: merchant_id.to_owned(),
-            kind,
-            payload: sample(kind, n, now),
-            received_at: now,
-        };
-        let delivery = Delivery::new(event.event_id.clone(), event.merchant_id.clone(), now);
-        store.record_event(&event, &delivery).await?;
-        println!("{} event {} queued for {merchant_id}", kind.as_str(), event.event_id);
+    for event_id in portico_notify::samples::queue(store.as_ref(), merchant_id, kind, count, now).await? {
+        println!("{} event {event_id} queued for {merchant_id}", kind.as_str());
     }
     Ok(())
 }

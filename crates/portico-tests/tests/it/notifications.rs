@@ -2,7 +2,6 @@
 //! (merchant key), the internal event intake (idempotent, bounded, durable
 //! before the answer).
 
-use portico_crypto::seal::Sealer;
 use portico_model::clock::Clock as _;
 use portico_model::notify::{DeliveryStatus, MerchantIds};
 use portico_tests::{INTERNAL_TOKEN, TestApp, backends};
@@ -11,7 +10,7 @@ use serde_json::{Value, json};
 async fn merchant(app: &TestApp, id: &str) -> String {
     let ids =
         MerchantIds { merchant_id: id.into(), public_id: format!("pub-{id}"), sbp_merchant_id: "MA0000000001".into() };
-    portico_notify::merchants::create(app.store.as_ref(), &Sealer::new(&[7; 32]), ids, app.clock.now()).await.unwrap()
+    portico_notify::merchants::create(app.store.as_ref(), &app.notify.sealer, ids, app.clock.now()).await.unwrap()
 }
 
 async fn settings(app: &TestApp, key: Option<&str>, body: Option<&str>) -> (u16, Value) {
@@ -448,5 +447,104 @@ async fn every_version_of_every_type_arrives_and_verifies_with_the_merchant_libr
             assert!(matches, "{kind} {version} arrived as {verified:?}");
             assert!(portico_webhook::verify(body.as_bytes(), signature, b"another key", "pub-m1").is_err());
         }
+    }
+}
+
+#[tokio::test]
+async fn the_demo_shop_receives_and_verifies_what_the_worker_delivers() {
+    use portico_notify::delivery::Deliverer;
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| c.notifications.deliver = false).await;
+        let shop: Value = app.http().get(app.url("/demo/merchant")).send().await.unwrap().json().await.unwrap();
+        let key = shop["apiKey"].as_str().unwrap().to_owned();
+        let (status, settings) = self::settings(&app, Some(&key), None).await;
+        assert_eq!(
+            (status, settings["callbackUrl"].as_str()),
+            (200, Some(app.url("/demo/merchant/notifications").as_str()))
+        );
+
+        let queued = app.http().post(app.url("/demo/merchant/events/refund")).send().await.unwrap();
+        assert_eq!(queued.status(), 202, "{backend:?}");
+        let deliverer = Deliverer::new(std::sync::Arc::clone(&app.notify)).unwrap();
+        assert_eq!(deliverer.run_once().await.unwrap(), 1);
+        let shop: Value = app.http().get(app.url("/demo/merchant")).send().await.unwrap().json().await.unwrap();
+        let received = &shop["received"][0];
+        assert_eq!(received["verified"], true, "{received}");
+        assert!(received["body"]["refund"]["id"].as_str().unwrap().starts_with("refund-"), "{received}");
+
+        // A forgery is refused and shown as such.
+        let forged = app
+            .http()
+            .post(app.url("/demo/merchant/notifications"))
+            .header("x-api-signature-sha256", "00".repeat(32))
+            .body(received["body"].to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(forged.status(), 401);
+        let shop: Value = app.http().get(app.url("/demo/merchant")).send().await.unwrap().json().await.unwrap();
+        assert_eq!(shop["received"][0]["verified"], false);
+        assert_eq!(app.http().post(app.url("/demo/merchant/events/parcel")).send().await.unwrap().status(), 404);
+    }
+}
+
+#[tokio::test]
+async fn a_merchant_that_never_answers_holds_only_its_own_lanes() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| {
+            c.notifications.delivery_interval_ms = 20;
+            c.notifications.per_merchant = 2;
+            c.notifications.in_flight = 8;
+        })
+        .await;
+        // "slow" never answers while the gate is closed; "fast" answers at once.
+        let (gate, gate_rx) = tokio::sync::watch::channel(false);
+        let fast_count = std::sync::Arc::new(AtomicUsize::new(0));
+        let counter = std::sync::Arc::clone(&fast_count);
+        let receiver = axum::Router::new()
+            .route(
+                "/slow",
+                axum::routing::post(move || {
+                    let mut gate = gate_rx.clone();
+                    async move {
+                        let _ = gate.wait_for(|open| *open).await;
+                        "ok"
+                    }
+                }),
+            )
+            .route(
+                "/fast",
+                axum::routing::post(move || {
+                    counter.fetch_add(1, Ordering::SeqCst);
+                    async { "ok" }
+                }),
+            );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, receiver).await });
+
+        for (id, path) in [("slow", "/slow"), ("fast", "/fast")] {
+            let key = merchant(&app, id).await;
+            let body = format!(r#"{{"callbackUrl": "{base}{path}"}}"#);
+            assert_eq!(settings(&app, Some(&key), Some(&body)).await.0, 200);
+        }
+        // A backlog for "slow" first, then twenty events for "fast".
+        for (m, n) in [("slow", 40), ("fast", 20)] {
+            for i in 0..n {
+                let event =
+                    json!({ "eventId": format!("{m}-{i}"), "merchantId": m, "event": payment(&format!("o-{m}-{i}")) });
+                assert_eq!(submit(&app, "payment", &event, Some(INTERNAL_TOKEN)).await.0, 202);
+            }
+        }
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+        while fast_count.load(Ordering::SeqCst) < 20 {
+            assert!(tokio::time::Instant::now() < deadline, "{backend:?}: fast merchant starved");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        let (_, slow_delivered) =
+            app.store.list_deliveries("slow", Some(DeliveryStatus::Delivered), 0, 1).await.unwrap();
+        assert_eq!(slow_delivered, 0, "the slow merchant has answered nothing yet");
+        gate.send_replace(true);
     }
 }

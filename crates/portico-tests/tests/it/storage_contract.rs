@@ -509,8 +509,8 @@ fn claim<'a>(
     }
 }
 
-/// `count` pending deliveries for merchant `m`, due at `t0()`.
-async fn pending(store: &dyn Storage, m: &str, count: u128) {
+/// `count` pending deliveries for merchant `m`, due at `due`.
+async fn pending(store: &dyn Storage, m: &str, count: u128, due: time::OffsetDateTime) {
     use portico_model::notify::{Delivery, EventKind, Merchant, MerchantIds, StoredEvent};
     let ids = MerchantIds { merchant_id: m.into(), public_id: format!("p-{m}"), sbp_merchant_id: "s".into() };
     let merchant = Merchant { ids, key_hash: format!("h-{m}"), key_sealed: vec![0], settings: None, created_at: t0() };
@@ -523,7 +523,7 @@ async fn pending(store: &dyn Storage, m: &str, count: u128) {
             payload: serde_json::json!({}),
             received_at: t0(),
         };
-        let delivery = Delivery::new(event.event_id.clone(), m.into(), t0());
+        let delivery = Delivery::new(event.event_id.clone(), m.into(), due);
         store.record_event(&event, &delivery).await.unwrap();
     }
 }
@@ -535,16 +535,19 @@ async fn claims_take_a_bounded_share_of_each_merchant_and_pass_over_busy_ones() 
     for backend in backends() {
         let dir = TempDir::new();
         let store = store(backend, &dir).await;
-        pending(store.as_ref(), "slow", 30).await;
-        pending(store.as_ref(), "fast", 3).await;
+        // The slow merchant's backlog is older than the fast one's events.
+        pending(store.as_ref(), "slow", 30, t0() - Duration::seconds(10)).await;
+        pending(store.as_ref(), "fast", 3, t0()).await;
         let first = store.claim_due_deliveries(&claim(t0(), 20, 4, &[])).await.unwrap();
-        let count = |m: &str| first.iter().filter(|d| d.merchant_id == m).count();
-        assert_eq!((count("slow"), count("fast")), (4, 3), "{backend:?}: at most 4 of one merchant");
+        assert_eq!(first.len(), 4, "{backend:?}: at most 4 of one merchant");
+        assert!(first.iter().all(|d| d.merchant_id == "slow"));
         let lease = t0() + Duration::seconds(60);
         assert!(first.iter().all(|d| d.lease_until == Some(lease) && d.next_attempt_at == lease));
 
+        // The worker is busy with "slow": passing it over reaches "fast".
         let busy = ["slow".to_owned()];
-        assert!(store.claim_due_deliveries(&claim(t0(), 20, 4, &busy)).await.unwrap().is_empty(), "slow passed over");
+        let second = store.claim_due_deliveries(&claim(t0(), 20, 4, &busy)).await.unwrap();
+        assert_eq!(second.iter().map(|d| d.merchant_id.as_str()).collect::<Vec<_>>(), ["fast"; 3], "{backend:?}");
         assert_eq!(store.claim_due_deliveries(&claim(t0(), 20, 4, &[])).await.unwrap().len(), 4, "slow's next four");
 
         // Finishing releases the lease; a finish under a lease that has since

@@ -1,7 +1,8 @@
 //! The demo: a documented data set seeded into an empty database, and a
 //! small relying-party page (`/demo`) that walks the whole protocol in the
 //! browser: PKCE authorize, code exchange, decoded tokens, refresh, liveness,
-//! revoke. The data set is listed in the README.
+//! revoke; and a demo merchant whose notifications arrive at a page of
+//! Portico itself ([`merchant`]). The data set is listed in the README.
 
 use axum::Router;
 use axum::extract::State;
@@ -15,6 +16,8 @@ use serde_json::json;
 use uuid::Uuid;
 
 use crate::app::AppState;
+
+pub mod merchant;
 
 pub const CLIENT_ID: &str = "demo-app";
 pub const CLIENT_SECRET: &str = "portico-demo-secret";
@@ -112,7 +115,7 @@ pub const USERS: [DemoUser; 8] = [
 
 /// The demo permission model: three companies (one with a blocked
 /// contract), their EIOs, an accountant working for two of them, an operator.
-pub const DEMO_PERMISSIONS: &str = include_str!("../assets/demo-permissions.yaml");
+pub const DEMO_PERMISSIONS: &str = include_str!("../../assets/demo-permissions.yaml");
 
 /// The demo client's redirect URI for a server at `issuer`.
 pub fn redirect_uri(issuer: &str) -> String {
@@ -123,7 +126,11 @@ pub fn redirect_uri(issuer: &str) -> String {
 ///
 /// # Errors
 /// When storage fails.
-pub async fn seed(identity: &Identity, permissions: &PermissionService) -> anyhow::Result<()> {
+pub async fn seed(
+    identity: &Identity,
+    permissions: &PermissionService,
+    notify: &portico_notify::Notify,
+) -> anyhow::Result<()> {
     let store = &identity.store;
     if !store.list_clients().await?.is_empty() || !store.list_users().await?.is_empty() {
         tracing::info!("the database already holds data: demo data not seeded");
@@ -173,6 +180,7 @@ pub async fn seed(identity: &Identity, permissions: &PermissionService) -> anyho
     }
     let doc = parse_document(DEMO_PERMISSIONS, true).map_err(|e| anyhow::anyhow!("demo permissions: {e}"))?;
     permissions.apply(&doc).await.map_err(|e| anyhow::anyhow!("demo permissions: {e:?}"))?;
+    merchant::seed(notify, &identity.settings.issuer).await?;
     tracing::info!("seeded the demo data set");
     Ok(())
 }
@@ -192,8 +200,10 @@ pub fn banner(issuer: &str) -> String {
         text.push_str(&format!("    {:<8} / {}{note}\n", user.login, user.password));
     }
     text.push_str(&format!(
-        "\n  Client: {CLIENT_ID} / {CLIENT_SECRET}, redirect URI {}\n  Client requiring consent: {CONSENT_CLIENT_ID} / {CONSENT_CLIENT_SECRET}\n  SMS and e-mail codes: in the log and in outbox.jsonl in the data folder\n  Discovery: {issuer}/.well-known/openid-configuration\n",
-        redirect_uri(issuer)
+        "\n  Client: {CLIENT_ID} / {CLIENT_SECRET}, redirect URI {}\n  Client requiring consent: {CONSENT_CLIENT_ID} / {CONSENT_CLIENT_SECRET}\n  SMS and e-mail codes: in the log and in outbox.jsonl in the data folder\n  Discovery: {issuer}/.well-known/openid-configuration\n  Merchant notifications: merchant {} (key on the demo page), events from the demo page\n    or `portico notifications simulate --merchant-id {}`\n",
+        redirect_uri(issuer),
+        merchant::MERCHANT_ID,
+        merchant::MERCHANT_ID
     ));
     text
 }
@@ -218,5 +228,5 @@ async fn page(State(state): State<AppState>) -> Html<String> {
         "scope": SCOPE,
     });
     let config = config.to_string().replace('<', "\\u003c");
-    Html(include_str!("../assets/demo.html").replace("{{CONFIG}}", &config))
+    Html(include_str!("../../assets/demo.html").replace("{{CONFIG}}", &config))
 }
