@@ -106,6 +106,7 @@ pub async fn resend(State(api): State<NotifyState>, headers: HeaderMap, Path(id)
     if let Err(e) = api.store.create_delivery(&again).await {
         return internal(&e);
     }
+    api.queued.notify_one();
     match view(&api, &again).await {
         Ok(item) => (StatusCode::ACCEPTED, Json(item)).into_response(),
         Err(e) => internal(&e),

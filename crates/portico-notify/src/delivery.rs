@@ -13,6 +13,7 @@
 //! [`crate::worker`] runs this continuously; [`Deliverer::run_once`] is one
 //! synchronous pass (for tests and tools).
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
@@ -79,6 +80,15 @@ pub struct Deliverer {
     client: reqwest::Client,
 }
 
+/// A claimed delivery, prepared: ready to send, or why it cannot be
+/// (`(why, final)`).
+pub struct Claimed {
+    pub delivery: Delivery,
+    ready: Result<Ready, (String, bool)>,
+    /// When it was claimed (its lease started).
+    at: Instant,
+}
+
 /// A rendered notification ready to send.
 struct Ready {
     url: String,
@@ -107,12 +117,14 @@ impl Deliverer {
     }
 
     /// Claims up to `limit` due deliveries, at most the configured number
-    /// per merchant, passing over `skip_merchants`. Returns them with the
-    /// moment they were claimed.
+    /// per merchant, passing over `skip_merchants`, and prepares each (its
+    /// event and merchant read in one go for the whole claim, the body
+    /// rendered in the version the merchant's settings name now, signed).
     ///
     /// # Errors
-    /// When the store fails.
-    pub async fn claim(&self, limit: u32, skip_merchants: &[String]) -> Result<(Vec<Delivery>, Instant), StorageError> {
+    /// When the store fails (the claimed deliveries then return when their
+    /// lease runs out).
+    pub async fn claim(&self, limit: u32, skip_merchants: &[String]) -> Result<Vec<Claimed>, StorageError> {
         let now = self.notify.clock.now();
         let lease = Duration::try_from(self.notify.lease).unwrap_or(Duration::MINUTE);
         let claim = DeliveryClaim {
@@ -122,8 +134,36 @@ impl Deliverer {
             per_merchant: u32::try_from(self.notify.per_merchant).unwrap_or(u32::MAX),
             skip_merchants,
         };
-        let claimed = Instant::now();
-        Ok((self.notify.store.claim_due_deliveries(&claim).await?, claimed))
+        let at = Instant::now();
+        let store = &self.notify.store;
+        let deliveries = store.claim_due_deliveries(&claim).await?;
+        if deliveries.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<&str> = deliveries.iter().map(|d| d.event_id.as_str()).collect();
+        let mut events: HashMap<String, StoredEvent> =
+            store.find_events(&ids).await?.into_iter().map(|e| (e.event_id.clone(), e)).collect();
+        let mut merchants: HashMap<String, Option<(Merchant, Vec<u8>)>> = HashMap::new();
+        for delivery in &deliveries {
+            if !merchants.contains_key(&delivery.merchant_id) {
+                let merchant = store.find_merchant(&delivery.merchant_id).await?;
+                let keyed = merchant.and_then(|m| {
+                    let key = crate::merchants::signing_key(&self.notify.sealer, &m).ok()?;
+                    Some((m, key))
+                });
+                merchants.insert(delivery.merchant_id.clone(), keyed);
+            }
+        }
+        Ok(deliveries
+            .into_iter()
+            .map(|delivery| {
+                let ready = match (events.remove(&delivery.event_id), &merchants[&delivery.merchant_id]) {
+                    (Some(event), Some((merchant, key))) => self.prepare(&event, merchant, key),
+                    _ => Err(("the event or its merchant (or its key) is missing".to_owned(), true)),
+                };
+                Claimed { delivery, ready, at }
+            })
+            .collect())
     }
 
     /// One pass: claims the due deliveries, attempts each (merchants side by
@@ -133,24 +173,24 @@ impl Deliverer {
     /// # Errors
     /// When the store fails.
     pub async fn run_once(&self) -> Result<usize, StorageError> {
-        let (due, claimed) = self.claim(BATCH, &[]).await?;
-        let mut by_merchant: std::collections::BTreeMap<String, Vec<Delivery>> = std::collections::BTreeMap::new();
-        for delivery in due {
-            by_merchant.entry(delivery.merchant_id.clone()).or_default().push(delivery);
+        let due = self.claim(BATCH, &[]).await?;
+        let mut by_merchant: std::collections::BTreeMap<String, Vec<Claimed>> = std::collections::BTreeMap::new();
+        for claimed in due {
+            by_merchant.entry(claimed.delivery.merchant_id.clone()).or_default().push(claimed);
         }
         let mut tasks = tokio::task::JoinSet::new();
-        for deliveries in by_merchant.into_values() {
-            let lanes = deliveries.len().min(self.notify.per_merchant.max(1));
-            let mut queues: Vec<Vec<Delivery>> = vec![Vec::new(); lanes];
-            for (i, delivery) in deliveries.into_iter().enumerate() {
-                queues[i % lanes].push(delivery);
+        for claims in by_merchant.into_values() {
+            let lanes = claims.len().min(self.notify.per_merchant.max(1));
+            let mut queues: Vec<Vec<Claimed>> = (0..lanes).map(|_| Vec::new()).collect();
+            for (i, claimed) in claims.into_iter().enumerate() {
+                queues[i % lanes].push(claimed);
             }
             for queue in queues {
                 let this = self.clone();
                 tasks.spawn(async move {
                     let mut finished = Vec::new();
-                    for delivery in queue {
-                        finished.extend(this.attempt(delivery, claimed).await);
+                    for claimed in queue {
+                        finished.extend(this.attempt(claimed).await);
                     }
                     finished
                 });
@@ -161,24 +201,20 @@ impl Deliverer {
         Ok(finished.len())
     }
 
-    /// Attempts one delivery claimed at `claimed`, and says what follows;
-    /// `None` when too little of its lease is left to be sure of finishing
-    /// within it (the lease then runs out and the delivery is claimed again).
-    pub async fn attempt(&self, delivery: Delivery, claimed: Instant) -> Option<FinishedAttempt> {
+    /// Attempts one claimed delivery and says what follows; `None` when too
+    /// little of its lease is left to be sure of finishing within it (the
+    /// lease then runs out and the delivery is claimed again).
+    pub async fn attempt(&self, claimed: Claimed) -> Option<FinishedAttempt> {
+        let Claimed { delivery, ready, at } = claimed;
         let lease_until = delivery.lease_until?;
         let lease = self.notify.lease;
-        if claimed.elapsed() + self.notify.timeout + lease / 10 > lease {
+        if at.elapsed() + self.notify.timeout + lease / 10 > lease {
             return None;
         }
         let now = self.notify.clock.now();
         let number = delivery.attempts + 1;
         let started = Instant::now();
-        let prepared = match self.load(&delivery).await {
-            Ok(Some((event, merchant))) => self.prepare(&event, &merchant),
-            Ok(None) => Err(("the event or its merchant no longer exists".to_owned(), true)),
-            Err(error) => Err((format!("the store failed: {error}"), false)),
-        };
-        let (status_code, error, excerpt, final_failure) = match prepared {
+        let (status_code, error, excerpt, final_failure) = match ready {
             Ok(ready) => match self.send(&ready).await {
                 Ok((200, excerpt)) => (Some(200), None, excerpt, false),
                 Ok((status, excerpt)) => {
@@ -208,15 +244,8 @@ impl Deliverer {
         Some(FinishedAttempt { attempt, outcome, lease_until })
     }
 
-    async fn load(&self, delivery: &Delivery) -> Result<Option<(StoredEvent, Merchant)>, StorageError> {
-        let store = &self.notify.store;
-        let (event, merchant) =
-            tokio::try_join!(store.find_event(&delivery.event_id), store.find_merchant(&delivery.merchant_id))?;
-        Ok(event.zip(merchant))
-    }
-
     /// The body, its signature and the address; `Err((why, final))`.
-    fn prepare(&self, event: &StoredEvent, merchant: &Merchant) -> Result<Ready, (String, bool)> {
+    fn prepare(&self, event: &StoredEvent, merchant: &Merchant, key: &[u8]) -> Result<Ready, (String, bool)> {
         let Some(settings) = &merchant.settings else {
             return Err(("the merchant has no callback address yet".into(), false));
         };
@@ -240,10 +269,9 @@ impl Deliverer {
             kind => return Err((format!("{} notifications are off in the merchant's settings", kind.as_str()), true)),
         }
         .map_err(|e| (e.to_string(), true))?;
-        let key = crate::merchants::signing_key(&self.notify.sealer, merchant).map_err(|e| (e.to_string(), true))?;
         Ok(Ready {
             url: settings.callback_url.clone(),
-            signature: crate::sign(&key, &rendered.check),
+            signature: crate::sign(key, &rendered.check),
             body: rendered.body,
         })
     }

@@ -117,9 +117,9 @@ pub async fn submit(
         Ok(payload) => payload,
         Err(problem) => return error(StatusCode::BAD_REQUEST, "bad_request", format!("event: {problem}")),
     };
-    match api.store.find_merchant(&submission.merchant_id).await {
-        Ok(Some(_)) => {}
-        Ok(None) => return error(StatusCode::NOT_FOUND, "merchant_not_found", "merchantId names no merchant"),
+    match merchant_exists(&api, &submission.merchant_id).await {
+        Ok(true) => {}
+        Ok(false) => return error(StatusCode::NOT_FOUND, "merchant_not_found", "merchantId names no merchant"),
         Err(e) => return internal(&e),
     }
     let now = api.clock.now();
@@ -131,19 +131,33 @@ pub async fn submit(
         received_at: now,
     };
     let delivery = Delivery::new(event.event_id.clone(), event.merchant_id.clone(), now);
-    match api.store.record_event(&event, &delivery).await {
-        Ok(intake) => {
-            let result = match intake {
-                Intake::Accepted => "accepted",
-                Intake::Duplicate => "duplicate",
-            };
-            (StatusCode::ACCEPTED, Json(json!({ "eventId": event.event_id, "result": result }))).into_response()
+    let event_id = event.event_id.clone();
+    let result = match api.intake.record(event, delivery).await {
+        Ok(Intake::Accepted) => {
+            api.queued.notify_one();
+            "accepted"
         }
-        Err(StorageError::Conflict(_)) => {
-            error(StatusCode::CONFLICT, "event_id_reused", "this eventId was submitted before with other content")
+        Ok(Intake::Duplicate) => "duplicate",
+        Ok(Intake::Reused) => {
+            let message = "this eventId was submitted before with other content";
+            return error(StatusCode::CONFLICT, "event_id_reused", message);
         }
-        Err(e) => internal(&e),
+        Err(e) => return internal(&e),
+    };
+    (StatusCode::ACCEPTED, Json(json!({ "eventId": event_id, "result": result }))).into_response()
+}
+
+/// Whether `merchant_id` names a merchant. Merchants are never removed, so
+/// a merchant once found is remembered and not read again.
+async fn merchant_exists(api: &NotifyState, merchant_id: &str) -> Result<bool, StorageError> {
+    if api.known_merchants.read().is_ok_and(|known| known.contains(merchant_id)) {
+        return Ok(true);
     }
+    let exists = api.store.find_merchant(merchant_id).await?.is_some();
+    if exists && let Ok(mut known) = api.known_merchants.write() {
+        known.insert(merchant_id.to_owned());
+    }
+    Ok(exists)
 }
 
 fn internal(e: &StorageError) -> Response {

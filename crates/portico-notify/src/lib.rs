@@ -20,6 +20,7 @@ pub fn sign(key: &[u8], check: &str) -> String {
 }
 
 pub mod callback;
+pub mod commit;
 pub mod deliveries;
 pub mod delivery;
 pub mod intake;
@@ -58,6 +59,13 @@ pub struct Notify {
     pub per_merchant: usize,
     /// Deliveries in flight at once, per worker.
     pub in_flight: usize,
+    /// Rung when a delivery is queued, so that this node's worker claims it
+    /// at once instead of at its next pass.
+    pub queued: tokio::sync::Notify,
+    /// Records submitted events in group commits.
+    pub intake: commit::IntakeWriter,
+    /// Merchants the intake has found (merchants are never removed).
+    pub known_merchants: std::sync::RwLock<std::collections::HashSet<String>>,
 }
 
 pub type NotifyState = Arc<Notify>;

@@ -43,13 +43,13 @@ pub async fn run(deliverer: Deliverer, interval: Duration, mut stop: watch::Rece
                 active.iter().filter(|(_, (n, _))| *n >= per_merchant).map(|(m, _)| m.clone()).collect();
             let asked = u32::try_from(room).unwrap_or(BATCH).min(BATCH);
             match deliverer.claim(asked, &busy).await {
-                Ok((claimed, at)) => {
+                Ok(claimed) => {
                     // An empty claim means nothing else is due (or every due
-                    // delivery's merchant is busy): pause. A short one may
-                    // only mean a merchant's share was reached: go on.
+                    // delivery's merchant is busy): pause until something is
+                    // queued or a lane frees up.
                     next_claim = if claimed.is_empty() { Instant::now() + interval } else { Instant::now() };
-                    for delivery in claimed {
-                        let merchant = delivery.merchant_id.clone();
+                    for claimed in claimed {
+                        let merchant = claimed.delivery.merchant_id.clone();
                         let entry = active
                             .entry(merchant.clone())
                             .or_insert_with(|| (0, Arc::new(Semaphore::new(per_merchant))));
@@ -59,7 +59,7 @@ pub async fn run(deliverer: Deliverer, interval: Duration, mut stop: watch::Rece
                         let finished_tx = finished_tx.clone();
                         tasks.spawn(async move {
                             if let Ok(_permit) = lane.acquire_owned().await
-                                && let Some(finished) = deliverer.attempt(delivery, at).await
+                                && let Some(finished) = deliverer.attempt(claimed).await
                             {
                                 let _ = finished_tx.send(finished).await;
                             }
@@ -80,8 +80,12 @@ pub async fn run(deliverer: Deliverer, interval: Duration, mut stop: watch::Rece
                 while let Some(done) = tasks.try_join_next() {
                     release(&mut active, done);
                 }
+                // A merchant's lane is free: what the last claim passed
+                // over may be claimable now.
+                next_claim = Instant::now();
             }
             () = tokio::time::sleep_until(next_claim), if room > 0 => {}
+            () = notify.queued.notified(), if room > 0 => next_claim = Instant::now(),
             _ = stop.changed() => {}
         }
     }

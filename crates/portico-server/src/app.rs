@@ -109,6 +109,9 @@ impl App {
             lease: Duration::from_secs(config.notifications.lease_secs),
             per_merchant: config.notifications.per_merchant as usize,
             in_flight: config.notifications.in_flight as usize,
+            queued: tokio::sync::Notify::new(),
+            intake: portico_notify::commit::IntakeWriter::start(Arc::clone(&store)),
+            known_merchants: Default::default(),
         });
         if demo {
             demo::seed(&identity, &permissions, &notify).await?;

@@ -184,40 +184,102 @@ macro_rules! sql_notify_repositories {
 
             #[async_trait]
             impl NotificationRepository for $store {
-                async fn record_event(&self, event: &StoredEvent, delivery: &Delivery) -> Result<Intake> {
+                async fn record_events(&self, batch: &[(StoredEvent, Delivery)]) -> Result<Vec<Intake>> {
+                    // Distinct ids go in with one multi-row insert each for
+                    // events and deliveries; what the insert passed over was
+                    // there before (or earlier in the batch) and is compared.
+                    // The first of each id in the batch is inserted.
+                    let mut first_index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+                    let mut fresh: Vec<usize> = Vec::new();
+                    for (i, (event, _)) in batch.iter().enumerate() {
+                        if !first_index.contains_key(event.event_id.as_str()) {
+                            first_index.insert(&event.event_id, i);
+                            fresh.push(i);
+                        }
+                    }
                     let mut tx = self.pool.begin().await.map_err(storage_error(ROW))?;
-                    let inserted = sqlx::query(
-                        "INSERT INTO notification_events (event_id, merchant_id, kind, payload, received_at) \
-                         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (event_id) DO NOTHING",
-                    )
-                    .bind(&event.event_id)
-                    .bind(&event.merchant_id)
-                    .bind(event.kind.as_str())
-                    .bind(to_json(&event.payload)?)
-                    .bind(event.received_at.unix_timestamp())
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(storage_error(ROW))?;
-                    if inserted.rows_affected() == 0 {
+                    let mut inserted: std::collections::HashSet<String> = std::collections::HashSet::new();
+                    for chunk in fresh.chunks(500) {
+                        let rows: Vec<String> = (0..chunk.len())
+                            .map(|r| {
+                                format!(
+                                    "(${}, ${}, ${}, ${}, ${})",
+                                    r * 5 + 1,
+                                    r * 5 + 2,
+                                    r * 5 + 3,
+                                    r * 5 + 4,
+                                    r * 5 + 5
+                                )
+                            })
+                            .collect();
+                        let sql = format!(
+                            "INSERT INTO notification_events (event_id, merchant_id, kind, payload, received_at) \
+                             VALUES {} ON CONFLICT (event_id) DO NOTHING RETURNING event_id",
+                            rows.join(", ")
+                        );
+                        let mut query = sqlx::query(&sql);
+                        for &i in chunk {
+                            let event = &batch[i].0;
+                            query = query
+                                .bind(&event.event_id)
+                                .bind(&event.merchant_id)
+                                .bind(event.kind.as_str())
+                                .bind(to_json(&event.payload)?)
+                                .bind(event.received_at.unix_timestamp());
+                        }
+                        for row in query.fetch_all(&mut *tx).await.map_err(storage_error(ROW))? {
+                            inserted.insert(get(&row, "event_id")?);
+                        }
+                    }
+                    let accepted: Vec<usize> =
+                        fresh.iter().copied().filter(|&i| inserted.contains(&batch[i].0.event_id)).collect();
+                    for chunk in accepted.chunks(500) {
+                        let rows: Vec<String> = (0..chunk.len())
+                            .map(|r| {
+                                let p: Vec<String> = (1..=9).map(|c| format!("${}", r * 9 + c)).collect();
+                                format!("({})", p.join(", "))
+                            })
+                            .collect();
+                        let sql = format!(
+                            "INSERT INTO notification_deliveries (id, event_id, merchant_id, status, attempts, \
+                             next_attempt_at, lease_until, created_at, finished_at) VALUES {}",
+                            rows.join(", ")
+                        );
+                        let mut query = sqlx::query(&sql);
+                        for &i in chunk {
+                            let delivery = &batch[i].1;
+                            query = query
+                                .bind(delivery.id.to_string())
+                                .bind(&delivery.event_id)
+                                .bind(&delivery.merchant_id)
+                                .bind(delivery.status.as_str())
+                                .bind(i32::try_from(delivery.attempts).unwrap_or(i32::MAX))
+                                .bind(delivery.next_attempt_at.unix_timestamp())
+                                .bind(delivery.lease_until.map(OffsetDateTime::unix_timestamp))
+                                .bind(delivery.created_at.unix_timestamp())
+                                .bind(delivery.finished_at.map(OffsetDateTime::unix_timestamp));
+                        }
+                        query.execute(&mut *tx).await.map_err(storage_error("delivery"))?;
+                    }
+                    let mut results = Vec::with_capacity(batch.len());
+                    for (i, (event, _)) in batch.iter().enumerate() {
+                        if first_index.get(event.event_id.as_str()) == Some(&i) && inserted.contains(&event.event_id) {
+                            results.push(Intake::Accepted);
+                            continue;
+                        }
                         let existing = sqlx::query("SELECT * FROM notification_events WHERE event_id = $1")
                             .bind(&event.event_id)
                             .fetch_one(&mut *tx)
                             .await
                             .map_err(storage_error(ROW))?;
                         let existing = event_from(&existing)?;
-                        tx.rollback().await.map_err(storage_error(ROW))?;
                         let same = existing.merchant_id == event.merchant_id
                             && existing.kind == event.kind
                             && existing.payload == event.payload;
-                        return if same {
-                            Ok(Intake::Duplicate)
-                        } else {
-                            Err(StorageError::Conflict("event id (with other content)".into()))
-                        };
+                        results.push(if same { Intake::Duplicate } else { Intake::Reused });
                     }
-                    insert_delivery(&mut *tx, delivery).await?;
                     tx.commit().await.map_err(storage_error(ROW))?;
-                    Ok(Intake::Accepted)
+                    Ok(results)
                 }
 
                 async fn find_event(&self, event_id: &str) -> Result<Option<StoredEvent>> {
@@ -229,6 +291,23 @@ macro_rules! sql_notify_repositories {
                         .as_ref()
                         .map(event_from)
                         .transpose()
+                }
+
+                async fn find_events(&self, event_ids: &[&str]) -> Result<Vec<StoredEvent>> {
+                    let mut events = Vec::with_capacity(event_ids.len());
+                    for chunk in event_ids.chunks(500) {
+                        let places: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
+                        let sql =
+                            format!("SELECT * FROM notification_events WHERE event_id IN ({})", places.join(", "));
+                        let mut query = sqlx::query(&sql);
+                        for id in chunk {
+                            query = query.bind(*id);
+                        }
+                        for row in query.fetch_all(&self.read_pool).await.map_err(storage_error(ROW))? {
+                            events.push(event_from(&row)?);
+                        }
+                    }
+                    Ok(events)
                 }
 
                 async fn claim_due_deliveries(&self, claim: &DeliveryClaim<'_>) -> Result<Vec<Delivery>> {

@@ -369,6 +369,8 @@ pub enum Intake {
     Accepted,
     /// The same event was stored before; nothing changed.
     Duplicate,
+    /// The event id was used before with other content; nothing changed.
+    Reused,
 }
 
 /// Events other bank systems submitted, and their deliveries.
@@ -380,10 +382,31 @@ pub trait NotificationRepository: Send + Sync {
     ///
     /// # Errors
     /// [`StorageError::Conflict`] when the event id was used with other content.
-    async fn record_event(&self, event: &StoredEvent, delivery: &Delivery) -> Result<Intake>;
+    async fn record_event(&self, event: &StoredEvent, delivery: &Delivery) -> Result<Intake> {
+        match self.record_events(&[(event.clone(), delivery.clone())]).await?.first() {
+            Some(Intake::Reused) => Err(StorageError::Conflict("event id (with other content)".into())),
+            Some(intake) => Ok(*intake),
+            None => Err(StorageError::Other("an event was not recorded".into())),
+        }
+    }
+    /// Stores each event and its first pending delivery, all in one
+    /// transaction (a group commit: many submissions, one durable write).
+    /// Returns what happened to each, in order: an event id seen before
+    /// (also earlier in the same batch) with the same content is a
+    /// [`Intake::Duplicate`], with other content [`Intake::Reused`]; neither
+    /// changes anything.
+    ///
+    /// # Errors
+    /// Only when the store fails; then nothing is stored.
+    async fn record_events(&self, batch: &[(StoredEvent, Delivery)]) -> Result<Vec<Intake>>;
     /// # Errors
     /// Only when the store fails.
     async fn find_event(&self, event_id: &str) -> Result<Option<StoredEvent>>;
+    /// The events of `event_ids` that exist, in no particular order.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn find_events(&self, event_ids: &[&str]) -> Result<Vec<StoredEvent>>;
     /// The deliveries of an event, oldest first.
     ///
     /// # Errors

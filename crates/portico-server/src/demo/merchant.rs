@@ -137,7 +137,10 @@ async fn submit(State(demo): State<Demo>, Path(kind): Path<String>) -> Response 
     };
     let now = demo.notify.clock.now();
     match portico_notify::samples::queue(demo.notify.store.as_ref(), MERCHANT_ID, kind, 1, now).await {
-        Ok(ids) => (StatusCode::ACCEPTED, Json(json!({"eventId": ids.first(), "result": "accepted"}))).into_response(),
+        Ok(ids) => {
+            demo.notify.queued.notify_one();
+            (StatusCode::ACCEPTED, Json(json!({"eventId": ids.first(), "result": "accepted"}))).into_response()
+        }
         Err(e) => {
             tracing::error!(error = %e, "cannot queue a demo event");
             (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"message": "the event could not be stored"})))

@@ -29,6 +29,15 @@ impl Http {
         response.into_body().collect().await.expect("body").to_bytes().to_vec()
     }
 
+    /// Sends `request`; returns the status (the body is read and dropped).
+    pub async fn status(&self, request: hyper::Request<String>) -> u16 {
+        use http_body_util::BodyExt as _;
+        let response = self.0.request(request).await.expect("request");
+        let status = response.status().as_u16();
+        response.into_body().collect().await.expect("body");
+        status
+    }
+
     pub async fn post_form(&self, url: &str, body: String) -> Vec<u8> {
         let request = hyper::Request::post(url)
             .header("content-type", "application/x-www-form-urlencoded")

@@ -548,3 +548,27 @@ async fn a_merchant_that_never_answers_holds_only_its_own_lanes() {
         gate.send_replace(true);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_submissions_share_commits_and_each_gets_its_own_answer() {
+    for backend in backends() {
+        let app = std::sync::Arc::new(TestApp::spawn_with(backend, |c| c.notifications.deliver = false).await);
+        merchant(&app, "m1").await;
+        let mut submissions = tokio::task::JoinSet::new();
+        for i in 0..120 {
+            let app = std::sync::Arc::clone(&app);
+            // Every fourth submission repeats one event id: one is accepted.
+            let id = if i % 4 == 0 { "ev-same".to_owned() } else { format!("ev-{i}") };
+            submissions.spawn(async move {
+                let body = json!({ "eventId": id, "merchantId": "m1", "event": payment("order-1") });
+                submit(&app, "payment", &body, Some(INTERNAL_TOKEN)).await
+            });
+        }
+        let answers: Vec<(u16, Value)> = submissions.join_all().await;
+        let count = |result: &str| answers.iter().filter(|(s, a)| *s == 202 && a["result"] == result).count();
+        assert_eq!((count("accepted"), count("duplicate")), (91, 29), "{backend:?}: {answers:?}");
+        assert_eq!(app.store.deliveries_of("ev-same").await.unwrap().len(), 1);
+        let (_, pending) = app.store.list_deliveries("m1", Some(DeliveryStatus::Pending), 0, 1).await.unwrap();
+        assert_eq!(pending, 91, "one delivery per accepted event");
+    }
+}

@@ -579,3 +579,45 @@ async fn claims_take_a_bounded_share_of_each_merchant_and_pass_over_busy_ones() 
         assert_eq!(store.attempts_of(first[0].id).await.unwrap().len(), 1, "recording twice is harmless");
     }
 }
+
+#[tokio::test]
+async fn a_batch_of_events_is_recorded_in_one_go_with_duplicates_told_apart() {
+    use portico_model::notify::{Delivery, EventKind, StoredEvent};
+    use portico_storage::Intake;
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        pending(store.as_ref(), "m", 0, t0()).await;
+        let event = |id: &str, amount: i64| StoredEvent {
+            event_id: id.into(),
+            merchant_id: "m".into(),
+            kind: EventKind::Payment,
+            payload: serde_json::json!({ "amount": amount }),
+            received_at: t0(),
+        };
+        let with_delivery = |e: StoredEvent| {
+            let delivery = Delivery::new(e.event_id.clone(), "m".into(), t0());
+            (e, delivery)
+        };
+        store.record_event(&event("old", 1), &Delivery::new("old".into(), "m".into(), t0())).await.unwrap();
+        let batch = vec![
+            with_delivery(event("a", 1)),
+            with_delivery(event("b", 2)),
+            with_delivery(event("a", 1)),
+            with_delivery(event("b", 3)),
+            with_delivery(event("old", 1)),
+            with_delivery(event("old", 9)),
+        ];
+        let results = store.record_events(&batch).await.unwrap();
+        use Intake::{Accepted, Duplicate, Reused};
+        assert_eq!(results, [Accepted, Accepted, Duplicate, Reused, Duplicate, Reused], "{backend:?}");
+        for id in ["a", "b", "old"] {
+            assert_eq!(store.deliveries_of(id).await.unwrap().len(), 1, "{backend:?}: one delivery for {id}");
+        }
+        assert_eq!(store.find_event("b").await.unwrap().unwrap().payload["amount"], 2, "the first content stays");
+        let mut found: Vec<String> =
+            store.find_events(&["a", "old", "missing"]).await.unwrap().into_iter().map(|e| e.event_id).collect();
+        found.sort();
+        assert_eq!(found, ["a", "old"]);
+    }
+}
