@@ -352,42 +352,62 @@ macro_rules! sql_notify_repositories {
                 }
 
                 async fn finish_attempts(&self, finished: &[FinishedAttempt]) -> Result<()> {
+                    // Two multi-row statements per chunk: the attempts, and
+                    // the deliveries (each only under the lease it was made
+                    // under) from a VALUES list.
                     let mut tx = self.pool.begin().await.map_err(storage_error(ROW))?;
-                    for done in finished {
-                        let attempt = &done.attempt;
-                        sqlx::query(
-                            "INSERT INTO delivery_attempts (delivery_id, attempt, at, status_code, error, response, \
-                             duration_ms) VALUES ($1, $2, $3, $4, $5, $6, $7) \
-                             ON CONFLICT (delivery_id, attempt) DO NOTHING",
-                        )
-                        .bind(attempt.delivery_id.to_string())
-                        .bind(i32::try_from(attempt.attempt).unwrap_or(i32::MAX))
-                        .bind(attempt.at.unix_timestamp())
-                        .bind(attempt.status_code.map(i32::from))
-                        .bind(&attempt.error)
-                        .bind(&attempt.response_excerpt)
-                        .bind(attempt.duration_ms)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(storage_error("delivery attempt"))?;
-                        let (status, next, finished) = match done.outcome {
-                            Outcome::Delivered => (DeliveryStatus::Delivered, attempt.at, Some(attempt.at)),
-                            Outcome::RetryAt(at) => (DeliveryStatus::Pending, at, None),
-                            Outcome::Failed => (DeliveryStatus::Failed, attempt.at, Some(attempt.at)),
+                    for chunk in finished.chunks(500) {
+                        let rows = |width: usize| -> String {
+                            (0..chunk.len())
+                                .map(|r| {
+                                    let p: Vec<String> = (1..=width).map(|c| format!("${}", r * width + c)).collect();
+                                    format!("({})", p.join(", "))
+                                })
+                                .collect::<Vec<_>>()
+                                .join(", ")
                         };
-                        sqlx::query(
-                            "UPDATE notification_deliveries SET status = $2, attempts = $3, next_attempt_at = $4, \
-                             lease_until = NULL, finished_at = $5 WHERE id = $1 AND lease_until = $6",
-                        )
-                        .bind(attempt.delivery_id.to_string())
-                        .bind(status.as_str())
-                        .bind(i32::try_from(attempt.attempt).unwrap_or(i32::MAX))
-                        .bind(next.unix_timestamp())
-                        .bind(finished.map(OffsetDateTime::unix_timestamp))
-                        .bind(done.lease_until.unix_timestamp())
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(storage_error(ROW))?;
+                        let sql = format!(
+                            "INSERT INTO delivery_attempts (delivery_id, attempt, at, status_code, error, response, \
+                             duration_ms) VALUES {} ON CONFLICT (delivery_id, attempt) DO NOTHING",
+                            rows(7)
+                        );
+                        let mut insert = sqlx::query(&sql);
+                        for done in chunk {
+                            let attempt = &done.attempt;
+                            insert = insert
+                                .bind(attempt.delivery_id.to_string())
+                                .bind(i32::try_from(attempt.attempt).unwrap_or(i32::MAX))
+                                .bind(attempt.at.unix_timestamp())
+                                .bind(attempt.status_code.map(i32::from))
+                                .bind(&attempt.error)
+                                .bind(&attempt.response_excerpt)
+                                .bind(attempt.duration_ms);
+                        }
+                        insert.execute(&mut *tx).await.map_err(storage_error("delivery attempt"))?;
+                        let sql = format!(
+                            "UPDATE notification_deliveries SET status = v.column2, attempts = v.column3, \
+                             next_attempt_at = v.column4, lease_until = NULL, finished_at = v.column5 \
+                             FROM (VALUES {}) AS v \
+                             WHERE notification_deliveries.id = v.column1 AND notification_deliveries.lease_until = v.column6",
+                            rows(6)
+                        );
+                        let mut update = sqlx::query(&sql);
+                        for done in chunk {
+                            let attempt = &done.attempt;
+                            let (status, next, finished) = match done.outcome {
+                                Outcome::Delivered => (DeliveryStatus::Delivered, attempt.at, Some(attempt.at)),
+                                Outcome::RetryAt(at) => (DeliveryStatus::Pending, at, None),
+                                Outcome::Failed => (DeliveryStatus::Failed, attempt.at, Some(attempt.at)),
+                            };
+                            update = update
+                                .bind(attempt.delivery_id.to_string())
+                                .bind(status.as_str())
+                                .bind(i32::try_from(attempt.attempt).unwrap_or(i32::MAX))
+                                .bind(next.unix_timestamp())
+                                .bind(finished.map(OffsetDateTime::unix_timestamp))
+                                .bind(done.lease_until.unix_timestamp());
+                        }
+                        update.execute(&mut *tx).await.map_err(storage_error(ROW))?;
                     }
                     tx.commit().await.map_err(storage_error(ROW))?;
                     Ok(())
