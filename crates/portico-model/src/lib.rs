@@ -13,6 +13,7 @@ pub mod notify;
 pub mod oauth;
 pub mod otp;
 pub mod permissions;
+pub mod reports;
 pub mod scope;
 pub mod session;
 pub mod user;

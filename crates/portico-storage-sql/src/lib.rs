@@ -27,6 +27,7 @@ pub mod login;
 pub mod notify;
 pub mod permissions;
 pub mod queries;
+pub mod reports;
 mod repositories;
 pub mod rows;
 
