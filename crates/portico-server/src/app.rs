@@ -46,6 +46,7 @@ pub struct App {
     pub identity: Arc<Identity>,
     pub permissions: Arc<PermissionService>,
     pub notify: Arc<portico_notify::Notify>,
+    pub reports: Arc<portico_reports::Reports>,
     pub demo: bool,
 }
 
@@ -116,7 +117,18 @@ impl App {
         if demo {
             demo::seed(&identity, &permissions, &notify).await?;
         }
-        Ok(Self { config, store, identity, permissions, notify, demo })
+        let files_dir = config.reports.files_dir.clone().unwrap_or_else(|| config.data_dir.join("reports"));
+        let reports = Arc::new(portico_reports::Reports {
+            store: Arc::clone(&store),
+            clock: Arc::clone(&identity.clock),
+            identity: Arc::clone(&identity),
+            permissions: Arc::clone(&permissions),
+            files: portico_reports::files::FileStore::local(&files_dir)?,
+            internal_token: config.internal_token.as_deref().map(BearerSecret::new),
+            lease: Duration::from_secs(config.reports.lease_secs),
+            queued: tokio::sync::Notify::new(),
+        });
+        Ok(Self { config, store, identity, permissions, notify, reports, demo })
     }
 
     /// Every route, with the middleware.
@@ -134,7 +146,8 @@ impl App {
                 service: Arc::clone(&self.permissions),
                 admin_token: self.config.admin_token.as_deref().map(BearerSecret::new),
             })))
-            .merge(portico_notify::router(Arc::clone(&self.notify)));
+            .merge(portico_notify::router(Arc::clone(&self.notify)))
+            .merge(portico_reports::router(Arc::clone(&self.reports)));
         if self.demo {
             router = router.merge(demo::router(state)).merge(demo::merchant::router(Arc::clone(&self.notify)));
         }
@@ -163,7 +176,7 @@ impl App {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
         let (stop_tx, stop_rx) = watch::channel(false);
-        let workers = self.start_workers(self.config.notifications.deliver, stop_rx)?;
+        let workers = self.start_workers(self.config.notifications.deliver, self.config.reports.generate, stop_rx)?;
         let router = self.router();
         let result = axum::serve(listener, router).with_graceful_shutdown(shutdown).await;
         let _ = stop_tx.send(true);
@@ -180,7 +193,7 @@ impl App {
     /// When a worker cannot start.
     pub async fn work(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
         let (stop_tx, stop_rx) = watch::channel(false);
-        let workers = self.start_workers(true, stop_rx)?;
+        let workers = self.start_workers(true, true, stop_rx)?;
         shutdown.await;
         let _ = stop_tx.send(true);
         for worker in workers {
@@ -192,6 +205,7 @@ impl App {
     fn start_workers(
         &self,
         deliver: bool,
+        generate: bool,
         stop: watch::Receiver<bool>,
     ) -> anyhow::Result<Vec<tokio::task::JoinHandle<()>>> {
         let mut workers = Vec::new();
@@ -200,6 +214,13 @@ impl App {
                 .context("cannot build the notification HTTP client")?;
             let every = Duration::from_millis(self.config.notifications.delivery_interval_ms.max(10));
             workers.push(tokio::spawn(portico_notify::worker::run(deliverer, every, stop.clone())));
+        }
+        if generate {
+            let every = Duration::from_millis(self.config.reports.interval_ms.max(10));
+            for _ in 0..self.config.reports.workers {
+                let reports = Arc::clone(&self.reports);
+                workers.push(tokio::spawn(portico_reports::worker::run(reports, every, stop.clone())));
+            }
         }
         let interval = Duration::from_secs(self.config.cleanup_interval_secs);
         workers.push(tokio::spawn(tasks::cleaner(Arc::clone(&self.identity), interval, stop)));

@@ -52,6 +52,29 @@ pub struct Config {
     /// What the login pages show around the form (`themeViewData`).
     pub theme: portico_identity::theme::Theme,
     pub notifications: NotificationConfig,
+    pub reports: ReportConfig,
+}
+
+/// Brokerage reports.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReportConfig {
+    /// Run report workers inside `portico serve`.
+    pub generate: bool,
+    /// Report workers per process (each generates one task at a time).
+    pub workers: u32,
+    /// Seconds a worker holds a task; a generation must end within 80 % of it.
+    pub lease_secs: u64,
+    /// Milliseconds between looks for new tasks when none was waiting.
+    pub interval_ms: u64,
+    /// The folder produced files are kept in; default `<data_dir>/reports`.
+    pub files_dir: Option<std::path::PathBuf>,
+}
+
+impl Default for ReportConfig {
+    fn default() -> Self {
+        Self { generate: true, workers: 2, lease_secs: 300, interval_ms: 1_000, files_dir: None }
+    }
 }
 
 /// Merchant notifications.
@@ -248,6 +271,7 @@ impl Default for Config {
             captcha: CaptchaConfig::default(),
             theme: portico_identity::theme::Theme::default(),
             notifications: NotificationConfig::default(),
+            reports: ReportConfig::default(),
         }
     }
 }
@@ -345,6 +369,9 @@ impl Config {
             ("notifications.lease_secs", self.notifications.lease_secs),
             ("notifications.per_merchant", u64::from(self.notifications.per_merchant)),
             ("notifications.in_flight", u64::from(self.notifications.in_flight)),
+            ("reports.workers", u64::from(self.reports.workers)),
+            ("reports.lease_secs", self.reports.lease_secs),
+            ("reports.interval_ms", self.reports.interval_ms),
         ] {
             if value == 0 {
                 return Err(ConfigError(format!("{name} must be greater than 0")));

@@ -92,6 +92,7 @@ pub struct TestApp {
     pub store: Arc<dyn Storage>,
     pub identity: Arc<Identity>,
     pub notify: Arc<portico_notify::Notify>,
+    pub reports: Arc<portico_reports::Reports>,
     pub config: Config,
     shutdown: Option<oneshot::Sender<()>>,
     _dir: TempDir,
@@ -130,6 +131,7 @@ impl TestApp {
         let store = Arc::clone(&app.store);
         let identity = Arc::clone(&app.identity);
         let notify = Arc::clone(&app.notify);
+        let reports = Arc::clone(&app.reports);
         let (tx, rx) = oneshot::channel::<()>();
         tokio::spawn(app.serve(listener, async move {
             let _ = rx.await;
@@ -141,6 +143,7 @@ impl TestApp {
             store,
             identity,
             notify,
+            reports,
             config,
             shutdown: Some(tx),
             _dir: dir,

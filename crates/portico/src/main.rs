@@ -1,6 +1,7 @@
 //! `portico`: the one binary. `portico --help` lists the commands.
 
 mod admin;
+mod brokerage;
 mod merchants;
 mod notifications;
 mod permissions;
@@ -53,6 +54,9 @@ enum Command {
     /// Manage companies, roles, the permission catalog and employees.
     #[command(subcommand)]
     Permissions(permissions::PermissionCommand),
+    /// Load the brokerage data reports are made from.
+    #[command(subcommand)]
+    Brokerage(brokerage::BrokerageCommand),
 }
 
 fn main() -> ExitCode {
@@ -98,6 +102,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<()> {
         Command::Users(command) => admin::users(&config, command).await,
         Command::Keys(command) => admin::keys(&config, command).await,
         Command::Permissions(command) => permissions::run(&config, command).await,
+        Command::Brokerage(command) => brokerage::run(&config, command).await,
         Command::Merchants(command) => merchants::run(&config, command).await,
         Command::Notifications(command) => notifications::run(&config, command).await,
     }

@@ -52,6 +52,13 @@ impl<const SCALE: u32> Fixed<SCALE> {
     }
 }
 
+impl<const SCALE: u32> From<i64> for Fixed<SCALE> {
+    /// From the value in its smallest units (kopecks for [`Money`]).
+    fn from(units: i64) -> Self {
+        Self(units)
+    }
+}
+
 impl<const SCALE: u32> fmt::Display for Fixed<SCALE> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.format(SCALE))

@@ -181,6 +181,8 @@ pub async fn seed(
     let doc = parse_document(DEMO_PERMISSIONS, true).map_err(|e| anyhow::anyhow!("demo permissions: {e}"))?;
     permissions.apply(&doc).await.map_err(|e| anyhow::anyhow!("demo permissions: {e:?}"))?;
     merchant::seed(notify, &identity.settings.issuer).await?;
+    let agreement = portico_reports::sample::agreement(&portico_reports::sample::Shape::demo());
+    store.save_agreements(&[agreement], now).await?;
     tracing::info!("seeded the demo data set");
     Ok(())
 }

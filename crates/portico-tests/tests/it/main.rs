@@ -17,6 +17,7 @@ mod ops;
 mod outage;
 mod permission_views;
 mod permissions;
+mod reports;
 mod revoke;
 mod storage_contract;
 mod token;

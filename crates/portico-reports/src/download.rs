@@ -1,0 +1,104 @@
+//! `GET /v1/reports/files/download/{fileId}` (downloadReportFile): the
+//! file streamed from the object store (never whole in memory), with
+//! `Content-Type`, `Content-Length` and an RFC 6266 `Content-Disposition`
+//! carrying an ASCII `filename` and the real name in `filename*` (UTF-8,
+//! percent-encoded), so that Cyrillic names survive.
+
+use axum::body::Body;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use crate::ReportsState;
+use crate::access::Action;
+use crate::error::ReportError;
+use crate::tasks::{Params, parse_id};
+
+pub async fn download(
+    State(api): State<ReportsState>,
+    headers: HeaderMap,
+    Path(file_id): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Response {
+    let result = async {
+        let params = Params::parse(query.as_deref());
+        params.only(&["cnum"])?;
+        let user = api.user(&headers).await?;
+        let id = parse_id("fileId", &file_id)?;
+        let cnum = params.get("cnum").map(crate::access::parse_cnum).transpose()?;
+        let found = api.store.find_report_file(id).await?;
+        let Some((file, owner)) = found.filter(|(_, owner)| cnum.as_ref().is_none_or(|c| c == owner)) else {
+            return Err(ReportError::NotFound(format!("there is no report file {id}")));
+        };
+        if !api.may(user, &owner, Action::Download).await? {
+            return Err(ReportError::Forbidden("the user may not download reports of this company".into()));
+        }
+        let (size, stream) = api.files.open(&file.object_key).await.map_err(|e| ReportError::internal(&e))?;
+        let mut response = Body::from_stream(stream).into_response();
+        *response.status_mut() = StatusCode::OK;
+        let out = response.headers_mut();
+        out.insert(header::CONTENT_LENGTH, HeaderValue::from(size));
+        if let Ok(value) = HeaderValue::from_str(&file.content_type) {
+            out.insert(header::CONTENT_TYPE, value);
+        }
+        if let Ok(value) = HeaderValue::from_str(&content_disposition(&file.file_name)) {
+            out.insert(header::CONTENT_DISPOSITION, value);
+        }
+        Ok(response)
+    }
+    .await;
+    result.unwrap_or_else(|e| e.into_response_for(&headers))
+}
+
+/// `attachment; filename="…"; filename*=UTF-8''…` (RFC 6266, RFC 8187): the
+/// ASCII fallback transliterates Russian letters and keeps letters, digits
+/// and `.-_`; anything else becomes `_`.
+pub fn content_disposition(name: &str) -> String {
+    let mut fallback = String::new();
+    for c in name.chars() {
+        match transliterate(c) {
+            Some(latin) => fallback.push_str(latin),
+            None if c.is_ascii_alphanumeric() || ".-_".contains(c) => fallback.push(c),
+            None => fallback.push('_'),
+        }
+    }
+    let mut encoded = String::new();
+    for byte in name.bytes() {
+        if byte.is_ascii_alphanumeric() || b".-_~".contains(&byte) {
+            encoded.push(char::from(byte));
+        } else {
+            encoded.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    format!("attachment; filename=\"{fallback}\"; filename*=UTF-8''{encoded}")
+}
+
+/// The Latin spelling of a Russian letter (GOST 7.79 B, simplified).
+fn transliterate(c: char) -> Option<&'static str> {
+    const LOWER: [&str; 32] = [
+        "a", "b", "v", "g", "d", "e", "zh", "z", "i", "y", "k", "l", "m", "n", "o", "p", "r", "s", "t", "u", "f", "kh",
+        "ts", "ch", "sh", "shch", "", "y", "", "e", "yu", "ya",
+    ];
+    const UPPER: [&str; 32] = [
+        "A", "B", "V", "G", "D", "E", "Zh", "Z", "I", "Y", "K", "L", "M", "N", "O", "P", "R", "S", "T", "U", "F", "Kh",
+        "Ts", "Ch", "Sh", "Shch", "", "Y", "", "E", "Yu", "Ya",
+    ];
+    match c {
+        'а'..='я' => Some(LOWER[(c as usize) - ('а' as usize)]),
+        'А'..='Я' => Some(UPPER[(c as usize) - ('А' as usize)]),
+        'ё' => Some("e"),
+        'Ё' => Some("E"),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn cyrillic_names_get_an_ascii_fallback_and_an_encoded_original() {
+        assert_eq!(
+            super::content_disposition("Выписка 1С.txt"),
+            "attachment; filename=\"Vypiska_1S.txt\"; filename*=UTF-8''%D0%92%D1%8B%D0%BF%D0%B8%D1%81%D0%BA%D0%B0%201%D0%A1.txt"
+        );
+    }
+}

@@ -1,0 +1,90 @@
+//! Every answer of the report API that is not a success, in one place: the
+//! spec's `ErrorResponse` (`code`, `message`, `traceId`, `errors`) for every
+//! status, `traceId` being the request id (`x-request-id`, also in the logs).
+//!
+//! Codes: `VALIDATION_ERROR` (400, `errors` names each invalid field),
+//! `UNAUTHORIZED` (401), `FORBIDDEN` (403), `NOT_FOUND` (404),
+//! `INTERNAL_ERROR` (500).
+
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use portico_identity::tokens::TokenPairError;
+use portico_storage::StorageError;
+use serde_json::json;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// Field name → what is wrong with it.
+    #[error("the request is not valid")]
+    Validation(BTreeMap<String, String>),
+    #[error(transparent)]
+    Unauthorized(TokenPairError),
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("internal error")]
+    Internal(String),
+}
+
+impl ReportError {
+    pub fn field(name: &str, problem: impl Into<String>) -> Self {
+        Self::Validation(BTreeMap::from([(name.to_owned(), problem.into())]))
+    }
+
+    pub fn internal(error: &impl std::fmt::Display) -> Self {
+        Self::Internal(error.to_string())
+    }
+
+    /// The answer, its `traceId` taken from the request's headers.
+    pub fn into_response_for(self, request: &HeaderMap) -> Response {
+        let trace_id = request.get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("");
+        let (status, code) = match &self {
+            Self::Validation(_) => (StatusCode::BAD_REQUEST, "VALIDATION_ERROR"),
+            Self::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "UNAUTHORIZED"),
+            Self::Forbidden(_) => (StatusCode::FORBIDDEN, "FORBIDDEN"),
+            Self::NotFound(_) => (StatusCode::NOT_FOUND, "NOT_FOUND"),
+            Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL_ERROR"),
+        };
+        let message = match &self {
+            Self::Validation(errors) => {
+                let fields: Vec<&str> = errors.keys().map(String::as_str).collect();
+                format!("the request is not valid: {}", fields.join(", "))
+            }
+            Self::Unauthorized(e) => format!("authentication failed: {e}"),
+            Self::Internal(detail) => {
+                tracing::error!(trace_id, error = %detail, "report API failed");
+                "internal error; try again later".to_owned()
+            }
+            other => other.to_string(),
+        };
+        let errors = match &self {
+            Self::Validation(errors) => json!(errors),
+            _ => serde_json::Value::Null,
+        };
+        let body = json!({ "code": code, "message": message, "traceId": trace_id, "errors": errors });
+        let mut response = (status, Json(body)).into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}
+
+impl From<TokenPairError> for ReportError {
+    fn from(error: TokenPairError) -> Self {
+        match error {
+            TokenPairError::Unavailable(e) => Self::internal(&e),
+            other => Self::Unauthorized(other),
+        }
+    }
+}
+
+impl From<StorageError> for ReportError {
+    fn from(error: StorageError) -> Self {
+        Self::internal(&error)
+    }
+}

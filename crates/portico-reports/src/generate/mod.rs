@@ -1,0 +1,60 @@
+//! Producing a task's files. Each generator is a plain function from the
+//! agreement's data to bytes (no I/O), run on a blocking thread by the
+//! worker.
+
+pub mod statement_1c;
+
+use portico_model::reports::brokerage::Agreement;
+use portico_model::reports::{FileType, ReportTask, ReportType, SignatureType};
+use time::OffsetDateTime;
+
+/// One produced file.
+#[derive(Debug)]
+pub struct Produced {
+    pub file_name: String,
+    pub content_type: &'static str,
+    pub signature_type: SignatureType,
+    pub content: Vec<u8>,
+}
+
+/// Why a file could not be produced; recorded as the task's `FAILED` reason.
+#[derive(Debug, thiserror::Error)]
+pub enum GenerateError {
+    #[error("the task names no account of the agreement")]
+    NoAccount,
+    #[error("{0} files of {1} are not produced by this version of Portico")]
+    Unsupported(&'static str, &'static str),
+    #[error("{0}")]
+    Data(String),
+}
+
+/// The file of `file_type` for `task`, made at `now`.
+///
+/// # Errors
+/// When the data does not allow it or the type is not produced.
+pub fn produce(
+    task: &ReportTask,
+    agreement: &Agreement,
+    file_type: FileType,
+    now: OffsetDateTime,
+) -> Result<Produced, GenerateError> {
+    match (task.report_type, file_type) {
+        (ReportType::StatementFor1c, FileType::SimpleDocumentary) => {
+            let number = task.account.as_deref().ok_or(GenerateError::NoAccount)?;
+            let account = agreement.account(number).ok_or(GenerateError::NoAccount)?;
+            let content = statement_1c::render(agreement, account, task.period_from, task.period_to, now)?;
+            Ok(Produced {
+                file_name: format!(
+                    "Выписка_{}_{}_{}.txt",
+                    account.number,
+                    crate::views::date(task.period_from),
+                    crate::views::date(task.period_to)
+                ),
+                content_type: "text/plain; charset=windows-1251",
+                signature_type: SignatureType::None,
+                content,
+            })
+        }
+        (report, file) => Err(GenerateError::Unsupported(file.as_str(), report.as_str())),
+    }
+}

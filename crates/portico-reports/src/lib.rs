@@ -1,0 +1,66 @@
+//! Brokerage reports (`spec/2-notifications-and-reports.md`, part B).
+//!
+//! - [`tasks`]: `POST` / `GET /v1/reports/tasks`, `GET /v1/reports/tasks/{taskId}`;
+//! - [`types`]: `GET /v1/reports/types`;
+//! - [`download`]: `GET /v1/reports/files/download/{fileId}`, streamed from
+//!   the object store;
+//! - [`access`]: the token pair, the company (`cnum`) and report rights;
+//! - [`worker`]: takes `NEW` tasks with a lease and produces their files
+//!   ([`generate`]);
+//! - [`brokerage`]: the data reports are made from, loaded through the
+//!   internal API and `portico brokerage import`.
+
+pub mod access;
+pub mod brokerage;
+pub mod download;
+pub mod error;
+pub mod files;
+pub mod generate;
+pub mod sample;
+pub mod tasks;
+pub mod types;
+pub mod views;
+pub mod worker;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::routing::{get, post};
+use portico_crypto::hash::BearerSecret;
+use portico_identity::Identity;
+use portico_model::clock::Clock;
+use portico_permissions::service::PermissionService;
+use portico_storage::Storage;
+
+/// What the report handlers and workers share.
+pub struct Reports {
+    pub store: Arc<dyn Storage>,
+    pub clock: Arc<dyn Clock>,
+    pub identity: Arc<Identity>,
+    pub permissions: Arc<PermissionService>,
+    /// Where produced files live.
+    pub files: files::FileStore,
+    /// The internal API's token (brokerage data intake); closed without one.
+    pub internal_token: Option<BearerSecret>,
+    /// How long a worker holds a task it generates; a generation that
+    /// takes longer fails.
+    pub lease: std::time::Duration,
+    /// Rung when a task is created, so that this node's worker takes it at once.
+    pub queued: tokio::sync::Notify,
+}
+
+pub type ReportsState = Arc<Reports>;
+
+/// The permission catalog object whose actions (`view`, `create`,
+/// `download`) grant report rights in a company.
+pub const OBJECT: &str = "reports";
+
+pub fn router(state: ReportsState) -> Router {
+    Router::new()
+        .route("/v1/reports/tasks", post(tasks::create).get(tasks::list))
+        .route("/v1/reports/tasks/{task_id}", get(tasks::get_one))
+        .route("/v1/reports/types", get(types::list))
+        .route("/v1/reports/files/download/{file_id}", get(download::download))
+        .route("/internal/v1/brokerage/agreements", post(brokerage::submit))
+        .with_state(state)
+}

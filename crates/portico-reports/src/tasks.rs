@@ -1,0 +1,368 @@
+//! The task operations: `POST /v1/reports/tasks` (createReportTask),
+//! `GET /v1/reports/tasks` (getReportTasks), `GET /v1/reports/tasks/{taskId}`
+//! (getReportTask).
+//!
+//! Every problem of a request is reported at once, each under its field's
+//! name in `errors`, and nothing is created.
+
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use portico_model::reports::{FileType, MAX_PERIOD_DAYS, ReportTask, ReportType, Source, TaskStatus};
+use portico_storage::ReportTaskFilter;
+use serde_json::{Map, Value};
+use time::Date;
+use uuid::Uuid;
+
+use crate::ReportsState;
+use crate::access::Action;
+use crate::error::ReportError;
+
+/// Default and largest page size of the task list.
+pub const DEFAULT_SIZE: u32 = 10;
+pub const MAX_SIZE: u32 = 100;
+
+/// Query parameters, each at most once.
+#[derive(Debug, Default)]
+pub struct Params(Vec<(String, String)>);
+
+impl Params {
+    pub fn parse(query: Option<&str>) -> Self {
+        Self(form_urlencoded::parse(query.unwrap_or_default().as_bytes()).into_owned().collect())
+    }
+
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+
+    /// Refuses parameters other than `allowed` and repeated ones.
+    ///
+    /// # Errors
+    /// `VALIDATION_ERROR` naming each.
+    pub fn only(&self, allowed: &[&str]) -> Result<(), ReportError> {
+        let mut errors = BTreeMap::new();
+        for (i, (name, _)) in self.0.iter().enumerate() {
+            if !allowed.contains(&name.as_str()) {
+                errors.insert(name.clone(), "unknown parameter".to_owned());
+            } else if self.0[..i].iter().any(|(n, _)| n == name) {
+                errors.insert(name.clone(), "given more than once".to_owned());
+            }
+        }
+        if errors.is_empty() { Ok(()) } else { Err(ReportError::Validation(errors)) }
+    }
+}
+
+/// `YYYY-MM-DD`.
+pub fn parse_date(text: &str) -> Option<Date> {
+    let format = time::macros::format_description!("[year]-[month]-[day]");
+    Date::parse(text, format).ok().filter(|_| text.len() == 10)
+}
+
+/// A task id from the path.
+///
+/// # Errors
+/// `VALIDATION_ERROR` naming `parameter`.
+pub fn parse_id(parameter: &str, text: &str) -> Result<Uuid, ReportError> {
+    Uuid::parse_str(text)
+        .ok()
+        .filter(|_| text.len() == 36)
+        .ok_or_else(|| ReportError::field(parameter, "a UUID such as 0192f5e4-8c7a-7cc1-9a4e-3b1d2c5f6a70"))
+}
+
+fn respond(headers: &HeaderMap, result: Result<Value, ReportError>) -> Response {
+    match result {
+        Ok(body) => Json(body).into_response(),
+        Err(e) => e.into_response_for(headers),
+    }
+}
+
+pub async fn create(
+    State(api): State<ReportsState>,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+    body: Bytes,
+) -> Response {
+    let result = async {
+        let params = Params::parse(query.as_deref());
+        params.only(&["cnum"])?;
+        let access = api.access(&headers, params.get("cnum"), Action::Create).await?;
+        let request = CreateRequest::parse(&body)?;
+        let agreement = api.store.find_agreement(&request.agreement_number).await?;
+        let mut errors = BTreeMap::new();
+        match &agreement {
+            Some(agreement) if agreement.cnum == access.cnum => {
+                if let Some(account) = &request.account
+                    && agreement.account(account).is_none()
+                {
+                    errors.insert("account".into(), "no such account in this agreement".into());
+                }
+            }
+            _ => {
+                errors.insert("agreementNumber".into(), "no such brokerage agreement in this company".into());
+            }
+        }
+        if !errors.is_empty() {
+            return Err(ReportError::Validation(errors));
+        }
+        let now = api.clock.now();
+        let task = ReportTask {
+            id: Uuid::now_v7(),
+            cnum: access.cnum,
+            report_type: request.report_type,
+            agreement_number: request.agreement_number,
+            account: request.account,
+            period_from: request.from,
+            period_to: request.to,
+            handle_if_exists: request.handle_if_exists,
+            file_types: request.file_types,
+            status: TaskStatus::New,
+            source: Source::PublicApiGateway,
+            error: None,
+            created_by: Some(access.user),
+            attempts: 0,
+            lease_until: None,
+            created_at: now,
+            updated_at: now,
+            files: Vec::new(),
+        };
+        let (task, created) = api.store.create_report_task(&task, !task.handle_if_exists).await?;
+        if created {
+            tracing::info!(task = %task.id, report = task.report_type.as_str(), "report task created");
+            api.queued.notify_one();
+        }
+        Ok(crate::views::task(&task))
+    }
+    .await;
+    respond(&headers, result)
+}
+
+/// A checked `ReportTaskCreateRequest`.
+#[derive(Debug)]
+struct CreateRequest {
+    report_type: ReportType,
+    agreement_number: String,
+    account: Option<String>,
+    from: Date,
+    to: Date,
+    handle_if_exists: bool,
+    file_types: Vec<FileType>,
+}
+
+impl CreateRequest {
+    fn parse(body: &[u8]) -> Result<Self, ReportError> {
+        let Ok(Value::Object(fields)) = serde_json::from_slice::<Value>(body) else {
+            return Err(ReportError::field("body", "a JSON object (ReportTaskCreateRequest)"));
+        };
+        let mut errors = BTreeMap::new();
+        for name in fields.keys() {
+            let known =
+                ["reportType", "agreementNumber", "account", "fromDate", "toDate", "handleIfExists", "fileTypes"];
+            if !known.contains(&name.as_str()) {
+                errors.insert(name.clone(), "unknown field".to_owned());
+            }
+        }
+        let text = |name: &str, errors: &mut BTreeMap<String, String>| -> Option<String> {
+            match fields.get(name) {
+                None | Some(Value::Null) => {
+                    errors.insert(name.into(), "required".into());
+                    None
+                }
+                Some(Value::String(s)) => Some(s.clone()),
+                Some(_) => {
+                    errors.insert(name.into(), "must be a string".into());
+                    None
+                }
+            }
+        };
+        let report_type = text("reportType", &mut errors).and_then(|t| {
+            let parsed = ReportType::parse(&t);
+            if parsed.is_none() {
+                errors.insert("reportType".into(), "one of STATEMENT_FOR_1C, BROKERAGE_REPORT".into());
+            }
+            parsed
+        });
+        let agreement_number = text("agreementNumber", &mut errors).and_then(|n| {
+            let n = n.trim().to_owned();
+            if n.is_empty() || n.chars().count() > 64 || n.chars().any(char::is_control) {
+                errors.insert("agreementNumber".into(), "1 to 64 printable characters".into());
+                return None;
+            }
+            Some(n)
+        });
+        let account = match fields.get("account") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(a)) if a.len() == 20 && a.bytes().all(|b| b.is_ascii_digit()) => Some(a.clone()),
+            Some(_) => {
+                errors.insert("account".into(), "an account number: 20 digits".into());
+                None
+            }
+        };
+        if account.is_none() && !errors.contains_key("account") && report_type.is_some_and(ReportType::uses_account) {
+            errors.insert("account".into(), "required for this report type".into());
+        }
+        let mut date = |name: &str| {
+            text(name, &mut errors).and_then(|d| {
+                let parsed = parse_date(&d);
+                if parsed.is_none() {
+                    errors.insert(name.into(), "a date: YYYY-MM-DD".into());
+                }
+                parsed
+            })
+        };
+        let from = date("fromDate");
+        let to = date("toDate");
+        if let (Some(from), Some(to)) = (from, to) {
+            if to < from {
+                errors.insert("toDate".into(), "must not be before fromDate".into());
+            } else if (to - from).whole_days() >= MAX_PERIOD_DAYS {
+                errors.insert("toDate".into(), format!("the period may cover at most {MAX_PERIOD_DAYS} days"));
+            }
+        }
+        let handle_if_exists = match fields.get("handleIfExists") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => {
+                errors.insert("handleIfExists".into(), "must be true or false".into());
+                false
+            }
+        };
+        let file_types = file_types(&fields, report_type, &mut errors);
+        match (report_type, agreement_number, from, to) {
+            (Some(report_type), Some(agreement_number), Some(from), Some(to)) if errors.is_empty() => {
+                Ok(Self { report_type, agreement_number, account, from, to, handle_if_exists, file_types })
+            }
+            _ => Err(ReportError::Validation(errors)),
+        }
+    }
+}
+
+/// `fileTypes`: codes the report type allows, each once; absent or empty
+/// means the type's defaults.
+fn file_types(
+    fields: &Map<String, Value>,
+    report_type: Option<ReportType>,
+    errors: &mut BTreeMap<String, String>,
+) -> Vec<FileType> {
+    let defaults = || report_type.map(|t| t.default_file_types().to_vec()).unwrap_or_default();
+    let items = match fields.get("fileTypes") {
+        None | Some(Value::Null) => return defaults(),
+        Some(Value::Array(items)) if items.is_empty() => return defaults(),
+        Some(Value::Array(items)) => items,
+        Some(_) => {
+            errors.insert("fileTypes".into(), "an array of file type codes".into());
+            return Vec::new();
+        }
+    };
+    let mut types = Vec::new();
+    for item in items {
+        let parsed = item.as_str().and_then(FileType::parse);
+        match (parsed, report_type) {
+            (None, _) => {
+                errors
+                    .insert("fileTypes".into(), "codes among SIMPLE_DOCUMENTARY, PRINTED_FORM, QES, FACSIMILE".into());
+            }
+            (Some(t), _) if types.contains(&t) => {
+                errors.insert("fileTypes".into(), format!("{} is given twice", t.as_str()));
+            }
+            (Some(t), Some(report)) if !report.allowed_file_types().contains(&t) => {
+                errors.insert("fileTypes".into(), format!("{} is not allowed for {}", t.as_str(), report.as_str()));
+            }
+            (Some(t), _) => types.push(t),
+        }
+    }
+    types
+}
+
+pub async fn list(State(api): State<ReportsState>, headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
+    let result = async {
+        let params = Params::parse(query.as_deref());
+        params.only(&[
+            "cnum",
+            "reportType",
+            "agreementNumber",
+            "account",
+            "fromDate",
+            "toDate",
+            "status",
+            "page",
+            "size",
+        ])?;
+        let access = api.access(&headers, params.get("cnum"), Action::View).await?;
+        let mut errors = BTreeMap::new();
+        let mut filter = ReportTaskFilter { cnums: vec![access.cnum], limit: DEFAULT_SIZE, ..Default::default() };
+        if let Some(t) = params.get("reportType") {
+            filter.report_type = ReportType::parse(t);
+            if filter.report_type.is_none() {
+                errors.insert("reportType".into(), "one of STATEMENT_FOR_1C, BROKERAGE_REPORT".into());
+            }
+        }
+        if let Some(s) = params.get("status") {
+            filter.status = TaskStatus::parse(s);
+            if filter.status.is_none() {
+                errors.insert("status".into(), "one of NEW, IN_PROGRESS, FAILED, DONE".into());
+            }
+        }
+        filter.agreement_number = params.get("agreementNumber").map(str::to_owned);
+        filter.account = params.get("account").map(str::to_owned);
+        for (name, slot) in [("fromDate", &mut filter.from), ("toDate", &mut filter.to)] {
+            if let Some(d) = params.get(name) {
+                *slot = parse_date(d);
+                if slot.is_none() {
+                    errors.insert(name.into(), "a date: YYYY-MM-DD".into());
+                }
+            }
+        }
+        let page = match params.get("page").map(str::parse::<u32>) {
+            None => 0,
+            Some(Ok(page)) if page <= 100_000 => page,
+            Some(_) => {
+                errors.insert("page".into(), "an integer from 0 (the first page)".into());
+                0
+            }
+        };
+        match params.get("size").map(str::parse::<u32>) {
+            None => {}
+            Some(Ok(size)) if (1..=MAX_SIZE).contains(&size) => filter.limit = size,
+            Some(_) => {
+                errors.insert("size".into(), format!("an integer from 1 to {MAX_SIZE}"));
+            }
+        }
+        if !errors.is_empty() {
+            return Err(ReportError::Validation(errors));
+        }
+        filter.offset = page.saturating_mul(filter.limit);
+        let tasks = api.store.list_report_tasks(&filter).await?;
+        Ok(Value::Array(tasks.iter().map(crate::views::task).collect()))
+    }
+    .await;
+    respond(&headers, result)
+}
+
+pub async fn get_one(
+    State(api): State<ReportsState>,
+    headers: HeaderMap,
+    Path(task_id): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Response {
+    let result = async {
+        let params = Params::parse(query.as_deref());
+        params.only(&["cnum"])?;
+        let user = api.user(&headers).await?;
+        let id = parse_id("taskId", &task_id)?;
+        let cnum = params.get("cnum").map(crate::access::parse_cnum).transpose()?;
+        let task = api.store.find_report_task(id).await?;
+        let Some(task) = task.filter(|t| cnum.as_ref().is_none_or(|c| *c == t.cnum)) else {
+            return Err(ReportError::NotFound(format!("there is no report task {id}")));
+        };
+        if !api.may(user, &task.cnum, Action::View).await? {
+            return Err(ReportError::Forbidden("the user may not view reports of this task's company".into()));
+        }
+        Ok(crate::views::task(&task))
+    }
+    .await;
+    respond(&headers, result)
+}
