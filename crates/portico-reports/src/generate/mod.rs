@@ -2,7 +2,9 @@
 //! agreement's data to bytes (no I/O), run on a blocking thread by the
 //! worker.
 
+pub mod period;
 pub mod statement_1c;
+pub mod xlsx;
 
 use portico_model::reports::brokerage::Agreement;
 use portico_model::reports::{FileType, ReportTask, ReportType, SignatureType};
@@ -55,6 +57,26 @@ pub fn produce(
                 content,
             })
         }
+        (ReportType::BrokerageReport, FileType::SimpleDocumentary) => {
+            let period = period::Period::new(agreement, task.account.as_deref(), task.period_from, task.period_to);
+            Ok(Produced {
+                file_name: brokerage_name(task, "xlsx"),
+                content_type: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+                signature_type: SignatureType::None,
+                content: xlsx::render(&period)?,
+            })
+        }
         (report, file) => Err(GenerateError::Unsupported(file.as_str(), report.as_str())),
     }
+}
+
+/// `Брокерский_отчёт_<agreement>_<from>_<to>.<extension>`.
+fn brokerage_name(task: &ReportTask, extension: &str) -> String {
+    let agreement: String =
+        task.agreement_number.chars().map(|c| if c.is_alphanumeric() || c == '-' { c } else { '_' }).collect();
+    format!(
+        "Брокерский_отчёт_{agreement}_{}_{}.{extension}",
+        crate::views::date(task.period_from),
+        crate::views::date(task.period_to)
+    )
 }

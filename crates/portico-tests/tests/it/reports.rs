@@ -295,3 +295,71 @@ async fn bad_task_requests_name_each_field_and_create_nothing() {
         assert_eq!(list, json!([]), "nothing was created");
     }
 }
+
+/// Downloads a file of a finished task.
+async fn download(app: &TestApp, pair: &TokenPair, file: &Value) -> (reqwest::header::HeaderMap, Vec<u8>) {
+    let response = app
+        .http()
+        .get(app.url(&format!("/v1/reports/files/download/{}", file["id"].as_str().unwrap())))
+        .bearer_auth(&pair.access_token)
+        .header("id-token", &pair.id_token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let headers = response.headers().clone();
+    (headers, response.bytes().await.unwrap().to_vec())
+}
+
+#[tokio::test]
+async fn the_brokerage_report_spreadsheet_opens_with_a_reader_and_matches_the_data() {
+    use calamine::{Data, Reader, Xlsx};
+    let app = TestApp::spawn(backends()[0]).await;
+    let ivan = app.token_pair("ivan").await;
+    let body = json!({
+        "reportType": "BROKERAGE_REPORT", "agreementNumber": AGREEMENT,
+        "fromDate": "2026-01-01", "toDate": "2026-06-30", "fileTypes": ["SIMPLE_DOCUMENTARY"]
+    });
+    let (status, task) = call(&app, Some(&ivan), "POST", "/v1/reports/tasks", Some(body)).await;
+    assert_eq!(status, 200, "{task}");
+    let done = finished(&app, &ivan, task["id"].as_str().unwrap()).await;
+    assert_eq!(done["status"], "DONE", "{done}");
+    let file = &done["files"][0];
+    assert_eq!(file["fileName"], "Брокерский_отчёт_БД-0001_2026-01-01_2026-06-30.xlsx");
+    let (headers, bytes) = download(&app, &ivan, file).await;
+    assert_eq!(headers["content-type"], "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet");
+
+    let mut workbook: Xlsx<_> = calamine::open_workbook_from_rs(std::io::Cursor::new(bytes)).unwrap();
+    assert_eq!(workbook.sheet_names(), ["Позиции", "Сделки", "Денежные средства", "Комиссии"]);
+    let data = portico_reports::sample::agreement(&Shape::demo());
+    let day = |s: &str| portico_reports::tasks::parse_date(s).unwrap();
+    let (from, to) = (day("2026-01-01"), day("2026-06-30"));
+    let mut trades: Vec<_> = data.trades.iter().filter(|t| t.date >= from && t.date <= to).collect();
+    trades.sort_by(|a, b| (a.date, &a.id).cmp(&(b.date, &b.id)));
+    let sheet = workbook.worksheet_range("Сделки").unwrap();
+    assert_eq!(sheet.height(), 1 + trades.len() + 2, "header, one row per trade, two totals");
+    assert_eq!(sheet.get_value((0, 5)), Some(&Data::String("Инструмент".into())));
+    let first = trades[0];
+    assert_eq!(sheet.get_value((1, 2)), Some(&Data::String(first.id.clone())));
+    let name = data.instrument(&first.ticker).unwrap().name.clone();
+    assert_eq!(sheet.get_value((1, 5)), Some(&Data::String(name)));
+    match sheet.get_value((1, 0)) {
+        Some(Data::DateTime(date)) => {
+            let (y, m, d, ..) = date.to_ymd_hms_milli();
+            assert_eq!((i32::from(y), m, d), (first.date.year(), u8::from(first.date.month()), first.date.day()));
+        }
+        other => panic!("a date cell, not {other:?}"),
+    }
+    assert_eq!(sheet.get_value((1, 9)), Some(&Data::Float(first.amount.to_f64())));
+    let bought: i64 =
+        trades.iter().filter(|t| t.side == portico_model::reports::brokerage::Side::Buy).map(|t| t.amount.0).sum();
+    let total_row = 1 + u32::try_from(trades.len()).unwrap();
+    assert_eq!(sheet.get_value((total_row, 0)), Some(&Data::String("Итого покупки".into())));
+    match sheet.get_value((total_row, 9)) {
+        Some(Data::Float(value)) => assert!((value - bought as f64 / 100.0).abs() < 0.005, "{value} vs {bought}"),
+        other => panic!("a number, not {other:?}"),
+    }
+    let cash = workbook.worksheet_range("Денежные средства").unwrap();
+    let movements = data.cash_movements.iter().filter(|m| m.date >= from && m.date <= to).count();
+    assert_eq!(cash.height(), 1 + movements + 2);
+}

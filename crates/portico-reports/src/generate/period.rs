@@ -1,0 +1,104 @@
+//! The part of an agreement's data a brokerage report shows: one period,
+//! optionally one account. Shared by the spreadsheet and the printed forms.
+
+use portico_model::reports::brokerage::{Agreement, CashMovement, Direction, Instrument, Position, Side, Trade};
+use time::Date;
+
+pub struct Period<'a> {
+    pub agreement: &'a Agreement,
+    pub from: Date,
+    pub to: Date,
+    /// Trades of the period, by date.
+    pub trades: Vec<&'a Trade>,
+    pub cash: Vec<&'a CashMovement>,
+    /// Holdings at the period's start (the latest on or before it) and end.
+    pub opening: Vec<&'a Position>,
+    pub closing: Vec<&'a Position>,
+}
+
+/// One fee: of a trade or a fee movement.
+pub struct Fee {
+    pub date: Date,
+    pub what: String,
+    pub account: String,
+    /// Kopecks.
+    pub amount: i64,
+}
+
+impl<'a> Period<'a> {
+    pub fn new(agreement: &'a Agreement, account: Option<&str>, from: Date, to: Date) -> Self {
+        let mine = |a: &str| account.is_none_or(|only| only == a);
+        let mut trades: Vec<&Trade> =
+            agreement.trades.iter().filter(|t| mine(&t.account) && t.date >= from && t.date <= to).collect();
+        trades.sort_by(|a, b| (a.date, &a.id).cmp(&(b.date, &b.id)));
+        let mut cash: Vec<&CashMovement> =
+            agreement.cash_movements.iter().filter(|c| mine(&c.account) && c.date >= from && c.date <= to).collect();
+        cash.sort_by(|a, b| (a.date, &a.id).cmp(&(b.date, &b.id)));
+        let holdings = |at: Date| -> Vec<&Position> {
+            let latest = agreement.positions.iter().filter(|p| mine(&p.account) && p.date <= at).map(|p| p.date).max();
+            let mut list: Vec<&Position> =
+                agreement.positions.iter().filter(|p| mine(&p.account) && Some(p.date) == latest).collect();
+            list.sort_by(|a, b| (&a.account, &a.ticker).cmp(&(&b.account, &b.ticker)));
+            list
+        };
+        Self { agreement, from, to, opening: holdings(from), closing: holdings(to), trades, cash }
+    }
+
+    pub fn instrument(&self, ticker: &str) -> Option<&'a Instrument> {
+        self.agreement.instrument(ticker)
+    }
+
+    /// Trade fees and fee movements, by date.
+    pub fn fees(&self) -> Vec<Fee> {
+        let mut fees: Vec<Fee> = self
+            .trades
+            .iter()
+            .filter(|t| t.fees.0 != 0)
+            .map(|t| Fee {
+                date: t.date,
+                what: format!("Комиссия по сделке {}", t.id),
+                account: t.account.clone(),
+                amount: t.fees.0,
+            })
+            .collect();
+        fees.extend(self.cash.iter().filter(|c| c.kind == "FEE" && c.direction == Direction::Out).map(|c| Fee {
+            date: c.date,
+            what: c.purpose.clone(),
+            account: c.account.clone(),
+            amount: c.amount.0,
+        }));
+        fees.sort_by_key(|f| f.date);
+        fees
+    }
+
+    /// Totals of the trades: bought, sold (kopecks).
+    pub fn trade_totals(&self) -> (i64, i64) {
+        let sum = |side: Side| self.trades.iter().filter(|t| t.side == side).map(|t| t.amount.0).sum();
+        (sum(Side::Buy), sum(Side::Sell))
+    }
+
+    /// Totals of the cash movements: in, out (kopecks).
+    pub fn cash_totals(&self) -> (i64, i64) {
+        let sum = |d: Direction| self.cash.iter().filter(|c| c.direction == d).map(|c| c.amount.0).sum();
+        (sum(Direction::In), sum(Direction::Out))
+    }
+}
+
+pub fn side_name(side: Side) -> &'static str {
+    match side {
+        Side::Buy => "Покупка",
+        Side::Sell => "Продажа",
+    }
+}
+
+pub fn direction_name(direction: Direction) -> &'static str {
+    match direction {
+        Direction::In => "Зачисление",
+        Direction::Out => "Списание",
+    }
+}
+
+/// `dd.mm.yyyy`.
+pub fn ru_date(date: Date) -> String {
+    format!("{:02}.{:02}.{:04}", date.day(), u8::from(date.month()), date.year())
+}
