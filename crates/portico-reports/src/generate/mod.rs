@@ -2,6 +2,7 @@
 //! agreement's data to bytes (no I/O), run on a blocking thread by the
 //! worker.
 
+pub mod pdf;
 pub mod period;
 pub mod statement_1c;
 pub mod xlsx;
@@ -64,6 +65,15 @@ pub fn produce(
                 content_type: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
                 signature_type: SignatureType::None,
                 content: xlsx::render(&period)?,
+            })
+        }
+        (ReportType::BrokerageReport, FileType::PrintedForm) => {
+            let period = period::Period::new(agreement, task.account.as_deref(), task.period_from, task.period_to);
+            Ok(Produced {
+                file_name: brokerage_name(task, "pdf"),
+                content_type: "application/pdf",
+                signature_type: SignatureType::None,
+                content: pdf::render(&period, now, None)?,
             })
         }
         (report, file) => Err(GenerateError::Unsupported(file.as_str(), report.as_str())),

@@ -363,3 +363,80 @@ async fn the_brokerage_report_spreadsheet_opens_with_a_reader_and_matches_the_da
     let movements = data.cash_movements.iter().filter(|m| m.date >= from && m.date <= to).count();
     assert_eq!(cash.height(), 1 + movements + 2);
 }
+
+/// `pdftotext` (poppler-utils), named by `PORTICO_TEST_PDFTOTEXT`.
+fn pdftotext() -> Option<String> {
+    let found = std::env::var("PORTICO_TEST_PDFTOTEXT").ok();
+    if found.is_none() {
+        eprintln!("SKIPPED: PORTICO_TEST_PDFTOTEXT is not set; the PDF checks need pdftotext (poppler-utils)");
+    }
+    found
+}
+
+/// The text of a PDF, as pdftotext reads it.
+fn pdf_text(tool: &str, pdf: &[u8]) -> String {
+    let dir = portico_tests::TempDir::new();
+    let path = dir.0.join("report.pdf");
+    std::fs::write(&path, pdf).unwrap();
+    let out = std::process::Command::new(tool).arg("-layout").arg(&path).arg("-").output().expect("run pdftotext");
+    assert!(out.status.success(), "pdftotext: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `1 234 567,89`, written independently of the generator.
+fn rub(kopecks: i64) -> String {
+    let whole = (kopecks / 100).to_string();
+    let digits: Vec<char> = whole.chars().collect();
+    let mut out = String::new();
+    for (i, d) in digits.iter().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(' ');
+        }
+        out.push(*d);
+    }
+    format!("{out},{:02}", kopecks % 100)
+}
+
+#[tokio::test]
+async fn the_printed_form_is_a_pdf_whose_text_holds_the_names_totals_and_page_numbers() {
+    use portico_model::reports::brokerage::Side;
+    let Some(tool) = pdftotext() else { return };
+    let app = TestApp::spawn(backends()[0]).await;
+    let ivan = app.token_pair("ivan").await;
+    let body = json!({
+        "reportType": "BROKERAGE_REPORT", "agreementNumber": AGREEMENT,
+        "fromDate": "2026-01-01", "toDate": "2026-06-30", "fileTypes": ["PRINTED_FORM"]
+    });
+    let (_, task) = call(&app, Some(&ivan), "POST", "/v1/reports/tasks", Some(body)).await;
+    let done = finished(&app, &ivan, task["id"].as_str().unwrap()).await;
+    assert_eq!(done["status"], "DONE", "{done}");
+    assert_eq!(done["printedFormFileId"], done["files"][0]["id"]);
+    let (headers, pdf) = download(&app, &ivan, &done["files"][0]).await;
+    assert_eq!(headers["content-type"], "application/pdf");
+    assert!(pdf.starts_with(b"%PDF-"));
+
+    let text = pdf_text(&tool, &pdf);
+    let data = portico_reports::sample::agreement(&Shape::demo());
+    let day = |s: &str| portico_reports::tasks::parse_date(s).unwrap();
+    let (from, to) = (day("2026-01-01"), day("2026-06-30"));
+    let trades: Vec<_> = data.trades.iter().filter(|t| t.date >= from && t.date <= to).collect();
+    let bought: i64 = trades.iter().filter(|t| t.side == Side::Buy).map(|t| t.amount.0).sum();
+    let sold: i64 = trades.iter().filter(|t| t.side == Side::Sell).map(|t| t.amount.0).sum();
+    for needle in [
+        "Брокерский отчёт".to_owned(),
+        "Клиент: ООО «Ромашка»".to_owned(),
+        "Договор на брокерское обслуживание № БД-0001".to_owned(),
+        "Период: с 01.01.2026 по 30.06.2026".to_owned(),
+        "ГМК «Норильский никель» ао".to_owned(),
+        format!("Итого покупки {}", rub(bought)),
+        format!("Итого продажи {}", rub(sold)),
+    ] {
+        let squeezed = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(squeezed.contains(&needle), "{needle:?} is not in the PDF text:\n{text}");
+    }
+    let pages = text.matches("Страница ").count();
+    assert!(pages >= 3, "the trades need several pages: {pages}");
+    assert!(text.contains(&format!("Страница {pages} из {pages}")), "page numbers with the total");
+    // The trade table's header repeats on every page it continues on.
+    assert!(text.matches("Операция").count() >= 3, "repeated headers");
+}

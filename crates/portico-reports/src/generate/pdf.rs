@@ -1,0 +1,492 @@
+//! The brokerage report's printed form (`PRINTED_FORM`, and the base of
+//! `FACSIMILE` and `QES`): an A4 PDF with real, selectable text in an
+//! embedded font (DejaVu Sans, which covers Cyrillic), tables that break
+//! across pages with their header repeated, totals, and «Страница N из M»
+//! on every page.
+//!
+//! Layout and drawing are separate: the layout places every text and line
+//! on numbered pages first (so the page count is known), then the pages
+//! are drawn with `krilla`.
+
+use std::sync::{Arc, LazyLock};
+
+use krilla::Document;
+use krilla::color::rgb;
+use krilla::geom::{PathBuilder, Point, Size};
+use krilla::metadata::Metadata;
+use krilla::page::PageSettings;
+use krilla::paint::{Fill, Stroke};
+use krilla::text::{Font, TextDirection};
+use time::OffsetDateTime;
+
+use super::GenerateError;
+use super::period::{Period, direction_name, ru_date, side_name};
+
+const REGULAR: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
+const BOLD: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans-Bold.ttf");
+
+/// A4 portrait, in points.
+const WIDTH: f32 = 595.0;
+const HEIGHT: f32 = 842.0;
+const LEFT: f32 = 36.0;
+const RIGHT: f32 = WIDTH - 36.0;
+const TOP: f32 = 48.0;
+/// The lowest baseline of the body; the footer sits below.
+const BOTTOM: f32 = HEIGHT - 56.0;
+const ROW: f32 = 13.0;
+const BODY: f32 = 7.5;
+
+/// Glyph advances for measuring text, per font.
+struct Metrics {
+    units_per_em: f32,
+    face: ttf_parser::Face<'static>,
+}
+
+impl Metrics {
+    fn new(data: &'static [u8]) -> Option<Self> {
+        let face = ttf_parser::Face::parse(data, 0).ok()?;
+        Some(Self { units_per_em: f32::from(face.units_per_em()), face })
+    }
+
+    fn width(&self, text: &str, size: f32) -> f32 {
+        let units: u32 = text
+            .chars()
+            .map(|c| self.face.glyph_index(c).and_then(|g| self.face.glyph_hor_advance(g)).unwrap_or(0))
+            .map(u32::from)
+            .sum();
+        units as f32 * size / self.units_per_em
+    }
+}
+
+struct Fonts {
+    regular: Font,
+    bold: Font,
+    regular_metrics: Metrics,
+    bold_metrics: Metrics,
+}
+
+static FONTS: LazyLock<Option<Fonts>> = LazyLock::new(|| {
+    Some(Fonts {
+        regular: Font::new(REGULAR.into(), 0)?,
+        bold: Font::new(BOLD.into(), 0)?,
+        regular_metrics: Metrics::new(REGULAR)?,
+        bold_metrics: Metrics::new(BOLD)?,
+    })
+});
+
+/// Something placed on a page.
+#[derive(Debug, Clone)]
+enum Mark {
+    Text { x: f32, y: f32, size: f32, bold: bool, text: String },
+    Line { x1: f32, y1: f32, x2: f32, y2: f32, width: f32 },
+}
+
+/// How a column aligns its cells.
+#[derive(Clone, Copy)]
+enum Align {
+    Left,
+    Right,
+}
+
+struct Column {
+    title: &'static str,
+    width: f32,
+    align: Align,
+}
+
+const fn col(title: &'static str, width: f32, align: Align) -> Column {
+    Column { title, width, align }
+}
+
+/// Places marks on pages, breaking pages as needed.
+struct Layout<'f> {
+    fonts: &'f Fonts,
+    pages: Vec<Vec<Mark>>,
+    /// The next baseline.
+    y: f32,
+}
+
+impl<'f> Layout<'f> {
+    fn new(fonts: &'f Fonts) -> Self {
+        Self { fonts, pages: vec![Vec::new()], y: TOP }
+    }
+
+    fn width(&self, text: &str, size: f32, bold: bool) -> f32 {
+        if bold { self.fonts.bold_metrics.width(text, size) } else { self.fonts.regular_metrics.width(text, size) }
+    }
+
+    /// `text` cut with `…` to fit `room`.
+    fn fit(&self, text: &str, size: f32, bold: bool, room: f32) -> String {
+        if self.width(text, size, bold) <= room {
+            return text.to_owned();
+        }
+        let mut cut: String = text.to_owned();
+        while !cut.is_empty() && self.width(&format!("{cut}…"), size, bold) > room {
+            cut.pop();
+        }
+        format!("{}…", cut.trim_end())
+    }
+
+    fn text(&mut self, x: f32, size: f32, bold: bool, text: &str) {
+        let y = self.y;
+        self.page().push(Mark::Text { x, y, size, bold, text: text.to_owned() });
+    }
+
+    fn rule(&mut self, y: f32, width: f32) {
+        self.page().push(Mark::Line { x1: LEFT, y1: y, x2: RIGHT, y2: y, width });
+    }
+
+    fn page(&mut self) -> &mut Vec<Mark> {
+        if self.pages.is_empty() {
+            self.pages.push(Vec::new());
+        }
+        let last = self.pages.len() - 1;
+        &mut self.pages[last]
+    }
+
+    fn new_page(&mut self) {
+        self.pages.push(Vec::new());
+        self.y = TOP;
+    }
+
+    /// Makes room for `height` more, starting a page when it does not fit;
+    /// returns whether a page was started.
+    fn room(&mut self, height: f32) -> bool {
+        if self.y + height > BOTTOM {
+            self.new_page();
+            return true;
+        }
+        false
+    }
+
+    fn heading(&mut self, text: &str) {
+        self.room(ROW * 4.0);
+        self.y += 10.0;
+        self.text(LEFT, 10.5, true, text);
+        self.y += ROW + 2.0;
+    }
+
+    fn cells(&mut self, columns: &[Column], cells: &[String], bold: bool) {
+        let mut x = LEFT;
+        for (i, (column, cell)) in columns.iter().zip(cells).enumerate() {
+            // A left-aligned cell may run on over the empty cells after it
+            // (the labels of totals).
+            let spare: f32 = match column.align {
+                Align::Left => columns[i + 1..]
+                    .iter()
+                    .zip(&cells[i + 1..])
+                    .take_while(|(_, next)| next.is_empty())
+                    .map(|(c, _)| c.width)
+                    .sum(),
+                Align::Right => 0.0,
+            };
+            let room = column.width + spare - 4.0;
+            let text = self.fit(cell, BODY, bold, room);
+            let at = match column.align {
+                Align::Left => x + 2.0,
+                Align::Right => x + column.width - 2.0 - self.width(&text, BODY, bold),
+            };
+            self.text(at, BODY, bold, &text);
+            x += column.width;
+        }
+    }
+
+    fn header_row(&mut self, columns: &[Column]) {
+        let titles: Vec<String> = columns.iter().map(|c| c.title.to_owned()).collect();
+        let top = self.y - BODY - 2.0;
+        self.rule(top, 0.6);
+        self.cells(columns, &titles, true);
+        self.rule(self.y + 3.5, 0.6);
+        self.y += ROW;
+    }
+
+    /// A table: the header, then the rows, the header repeated on every page
+    /// the table continues on; then the totals, bold.
+    fn table(&mut self, columns: &[Column], rows: &[Vec<String>], totals: &[Vec<String>]) {
+        self.room(ROW * 3.0);
+        self.header_row(columns);
+        for row in rows.iter() {
+            if self.room(ROW) {
+                self.header_row(columns);
+            }
+            self.cells(columns, row, false);
+            self.y += ROW;
+        }
+        if rows.is_empty() {
+            self.text(LEFT + 2.0, BODY, false, "Нет данных за период");
+            self.y += ROW;
+        }
+        for total in totals {
+            if self.room(ROW) {
+                self.header_row(columns);
+            }
+            self.rule(self.y - BODY - 2.5, 0.4);
+            self.cells(columns, total, true);
+            self.y += ROW;
+        }
+    }
+}
+
+/// Money as the printed forms write it: `1 234 567,89`.
+pub fn money(kopecks: i64) -> String {
+    let sign = if kopecks < 0 { "-" } else { "" };
+    let abs = kopecks.unsigned_abs();
+    let whole = (abs / 100).to_string();
+    let mut grouped = String::new();
+    for (i, digit) in whole.chars().enumerate() {
+        if i > 0 && (whole.len() - i).is_multiple_of(3) {
+            grouped.push(' ');
+        }
+        grouped.push(digit);
+    }
+    format!("{sign}{grouped},{:02}", abs % 100)
+}
+
+/// Where the signature block of the last page stands (its top), so that a
+/// facsimile can be placed over it.
+#[derive(Debug, Clone, Copy)]
+pub struct SignatureSpot {
+    pub x: f32,
+    pub y: f32,
+}
+
+/// An image for the last page: PNG bytes and its size on the page in points.
+pub struct Stamp<'a> {
+    pub png: &'a [u8],
+    pub width: f32,
+    pub height: f32,
+}
+
+/// The printed form; with `stamp`, the facsimile placed over the signature
+/// block of the last page.
+///
+/// # Errors
+/// When the fonts cannot be read or the PDF cannot be written.
+pub fn render(
+    period: &Period<'_>,
+    created: OffsetDateTime,
+    stamp: Option<&Stamp<'_>>,
+) -> Result<Vec<u8>, GenerateError> {
+    let fonts = FONTS.as_ref().ok_or_else(|| GenerateError::Data("the embedded fonts cannot be read".into()))?;
+    let (pages, spot) = layout(fonts, period, created);
+    draw(fonts, period, &pages, spot, stamp)
+}
+
+fn layout(fonts: &Fonts, period: &Period<'_>, created: OffsetDateTime) -> (Vec<Vec<Mark>>, SignatureSpot) {
+    let agreement = period.agreement;
+    let mut l = Layout::new(fonts);
+    l.text(LEFT, 15.0, true, "Брокерский отчёт");
+    l.y += 20.0;
+    for line in [
+        format!("Клиент: {} (ИНН/номер клиента {})", agreement.client_name, agreement.cnum),
+        format!("Договор на брокерское обслуживание № {} от {}", agreement.number, ru_date(agreement.opened_on)),
+        format!("Период: с {} по {}", ru_date(period.from), ru_date(period.to)),
+        format!(
+            "Сформирован: {} UTC",
+            created
+                .format(time::macros::format_description!("[day].[month].[year] [hour]:[minute]"))
+                .unwrap_or_default()
+        ),
+    ] {
+        l.text(LEFT, 8.5, false, &line);
+        l.y += ROW;
+    }
+
+    let position_columns = [
+        col("Счёт", 110.0, Align::Left),
+        col("Тикер", 70.0, Align::Left),
+        col("ISIN", 75.0, Align::Left),
+        col("Инструмент", 145.0, Align::Left),
+        col("Количество", 60.0, Align::Right),
+        col("Оценка, руб.", 63.0, Align::Right),
+    ];
+    for (title, positions) in
+        [("Позиции на начало периода", &period.opening), ("Позиции на конец периода", &period.closing)]
+    {
+        l.heading(title);
+        let rows: Vec<Vec<String>> = positions
+            .iter()
+            .map(|p| {
+                let instrument = period.instrument(&p.ticker);
+                vec![
+                    p.account.clone(),
+                    p.ticker.clone(),
+                    instrument.map(|i| i.isin.clone()).unwrap_or_default(),
+                    instrument.map(|i| i.name.clone()).unwrap_or_default(),
+                    p.quantity.to_string(),
+                    money(p.value.0),
+                ]
+            })
+            .collect();
+        let total: i64 = positions.iter().map(|p| p.value.0).sum();
+        let totals =
+            vec![vec!["Итого оценка".into(), String::new(), String::new(), String::new(), String::new(), money(total)]];
+        l.table(&position_columns, &rows, &totals);
+    }
+
+    l.heading("Сделки");
+    let trade_columns = [
+        col("Дата", 50.0, Align::Left),
+        col("Номер", 50.0, Align::Left),
+        col("Инструмент", 120.0, Align::Left),
+        col("Операция", 50.0, Align::Left),
+        col("Кол-во", 45.0, Align::Right),
+        col("Цена", 60.0, Align::Right),
+        col("Сумма, руб.", 75.0, Align::Right),
+        col("Комиссия", 73.0, Align::Right),
+    ];
+    let rows: Vec<Vec<String>> = period
+        .trades
+        .iter()
+        .map(|t| {
+            let name =
+                period.instrument(&t.ticker).map_or_else(|| t.ticker.clone(), |i| format!("{} ({})", i.name, t.ticker));
+            vec![
+                ru_date(t.date),
+                t.id.clone(),
+                name,
+                side_name(t.side).into(),
+                t.quantity.to_string(),
+                t.price.format(4).replace('.', ","),
+                money(t.amount.0),
+                money(t.fees.0),
+            ]
+        })
+        .collect();
+    let (bought, sold) = period.trade_totals();
+    let fees: i64 = period.trades.iter().map(|t| t.fees.0).sum();
+    let blank = || String::new();
+    let totals = vec![
+        vec!["Итого покупки".into(), blank(), blank(), blank(), blank(), blank(), money(bought), money(fees)],
+        vec!["Итого продажи".into(), blank(), blank(), blank(), blank(), blank(), money(sold), blank()],
+    ];
+    l.table(&trade_columns, &rows, &totals);
+
+    l.heading("Движение денежных средств");
+    let cash_columns = [
+        col("Дата", 50.0, Align::Left),
+        col("Счёт", 100.0, Align::Left),
+        col("Операция", 60.0, Align::Left),
+        col("Сумма, руб.", 75.0, Align::Right),
+        col("Назначение", 238.0, Align::Left),
+    ];
+    let rows: Vec<Vec<String>> = period
+        .cash
+        .iter()
+        .map(|c| {
+            vec![
+                ru_date(c.date),
+                c.account.clone(),
+                direction_name(c.direction).into(),
+                money(c.amount.0),
+                c.purpose.clone(),
+            ]
+        })
+        .collect();
+    let (received, paid) = period.cash_totals();
+    let totals = vec![
+        vec!["Итого зачислено".into(), blank(), blank(), money(received), blank()],
+        vec!["Итого списано".into(), blank(), blank(), money(paid), blank()],
+    ];
+    l.table(&cash_columns, &rows, &totals);
+
+    l.heading("Комиссии");
+    let fee_columns =
+        [col("Дата", 50.0, Align::Left), col("Основание", 373.0, Align::Left), col("Сумма, руб.", 100.0, Align::Right)];
+    let fee_list = period.fees();
+    let rows: Vec<Vec<String>> =
+        fee_list.iter().map(|f| vec![ru_date(f.date), f.what.clone(), money(f.amount)]).collect();
+    let total: i64 = fee_list.iter().map(|f| f.amount).sum();
+    l.table(&fee_columns, &rows, &[vec!["Итого комиссии".into(), blank(), money(total)]]);
+
+    // The signature block, kept whole on the last page.
+    l.room(110.0);
+    l.y += 24.0;
+    let spot = SignatureSpot { x: LEFT + 250.0, y: l.y - 40.0 };
+    l.text(LEFT, 8.5, false, "Уполномоченное лицо брокера");
+    l.text(LEFT + 250.0, 8.5, false, "____________________");
+    l.text(LEFT + 400.0, 8.5, false, "/ Портиков П. П. /");
+    l.y += ROW;
+    l.text(LEFT, 8.5, false, "М. П.");
+    l.y += ROW;
+    (l.pages, spot)
+}
+
+fn black() -> Fill {
+    Fill { paint: rgb::Color::new(0, 0, 0).into(), ..Default::default() }
+}
+
+fn draw(
+    fonts: &Fonts,
+    period: &Period<'_>,
+    pages: &[Vec<Mark>],
+    spot: SignatureSpot,
+    stamp: Option<&Stamp<'_>>,
+) -> Result<Vec<u8>, GenerateError> {
+    let failed = |what: &str| GenerateError::Data(format!("the PDF could not be written: {what}"));
+    let mut document = Document::new();
+    document.set_metadata(
+        Metadata::new()
+            .title(format!("Брокерский отчёт по договору {}", period.agreement.number))
+            .creator("Portico".to_owned())
+            .language("ru".to_owned()),
+    );
+    let total = pages.len();
+    let settings = PageSettings::from_wh(WIDTH, HEIGHT).ok_or_else(|| failed("page size"))?;
+    for (index, marks) in pages.iter().enumerate() {
+        let mut page = document.start_page_with(settings.clone());
+        let mut surface = page.surface();
+        let footer = format!("Страница {} из {total}", index + 1);
+        let footer_x = RIGHT - fonts.regular_metrics.width(&footer, 7.0);
+        let footer_mark = Mark::Text { x: footer_x, y: HEIGHT - 30.0, size: 7.0, bold: false, text: footer };
+        let number = format!("Договор № {}", period.agreement.number);
+        let number_mark = Mark::Text { x: LEFT, y: HEIGHT - 30.0, size: 7.0, bold: false, text: number };
+        for mark in marks.iter().chain([&footer_mark, &number_mark]) {
+            match mark {
+                Mark::Text { x, y, size, bold, text } => {
+                    surface.set_stroke(None);
+                    surface.set_fill(Some(black()));
+                    let font = if *bold { fonts.bold.clone() } else { fonts.regular.clone() };
+                    surface.draw_text(Point::from_xy(*x, *y), font, *size, text, false, TextDirection::Auto);
+                }
+                Mark::Line { x1, y1, x2, y2, width } => {
+                    let mut path = PathBuilder::new();
+                    path.move_to(*x1, *y1);
+                    path.line_to(*x2, *y2);
+                    if let Some(path) = path.finish() {
+                        surface.set_fill(None);
+                        surface.set_stroke(Some(Stroke {
+                            paint: rgb::Color::new(90, 90, 90).into(),
+                            width: *width,
+                            ..Default::default()
+                        }));
+                        surface.draw_path(&path);
+                    }
+                }
+            }
+        }
+        if index + 1 == total
+            && let Some(stamp) = stamp
+        {
+            let image = krilla::image::Image::from_png(Arc::new(stamp.png.to_vec()).into(), true)
+                .map_err(|e| failed(&format!("the facsimile image: {e}")))?;
+            let size = Size::from_wh(stamp.width, stamp.height).ok_or_else(|| failed("facsimile size"))?;
+            surface.push_transform(&krilla::geom::Transform::from_translate(spot.x, spot.y));
+            surface.draw_image(image, size);
+            surface.pop();
+        }
+        surface.finish();
+        page.finish();
+    }
+    document.finish().map_err(|e| failed(&format!("{e:?}")))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn money_is_grouped_by_thousands_with_a_decimal_comma() {
+        assert_eq!(super::money(123_456_789), "1 234 567,89");
+        assert_eq!(super::money(-5), "-0,05");
+        assert_eq!(super::money(100_000), "1 000,00");
+    }
+}
