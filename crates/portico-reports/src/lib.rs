@@ -45,6 +45,8 @@ pub struct Reports {
     /// How long a worker holds a task it generates; a generation that
     /// takes longer fails.
     pub lease: std::time::Duration,
+    /// The facsimile image and anything else generators need.
+    pub assets: Arc<generate::Assets>,
     /// Rung when a task is created, so that this node's worker takes it at once.
     pub queued: tokio::sync::Notify,
 }

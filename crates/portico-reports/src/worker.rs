@@ -58,10 +58,12 @@ async fn produce_all(api: &ReportsState, task: &ReportTask) -> Result<Vec<Report
     let mut files = Vec::new();
     for &file_type in &task.file_types {
         let (task_copy, data, now) = (task.clone(), std::sync::Arc::clone(&agreement), api.clock.now());
-        let produced = tokio::task::spawn_blocking(move || generate::produce(&task_copy, &data, file_type, now))
-            .await
-            .map_err(|e| format!("the generator stopped: {e}"))?
-            .map_err(|e: GenerateError| e.to_string())?;
+        let assets = std::sync::Arc::clone(&api.assets);
+        let produced =
+            tokio::task::spawn_blocking(move || generate::produce(&task_copy, &data, file_type, &assets, now))
+                .await
+                .map_err(|e| format!("the generator stopped: {e}"))?
+                .map_err(|e: GenerateError| e.to_string())?;
         let id = Uuid::now_v7();
         let object_key = format!("reports/{}/{id}", task.id);
         let size = produced.content.len() as u64;

@@ -118,6 +118,14 @@ impl App {
             demo::seed(&identity, &permissions, &notify).await?;
         }
         let files_dir = config.reports.files_dir.clone().unwrap_or_else(|| config.data_dir.join("reports"));
+        let mut assets = portico_reports::generate::Assets::default();
+        if let Some(path) = &config.reports.facsimile_png {
+            assets.facsimile_png = std::fs::read(path)
+                .with_context(|| format!("reports.facsimile_png: cannot read {}", path.display()))?;
+            if !assets.facsimile_png.starts_with(b"\x89PNG") {
+                anyhow::bail!("reports.facsimile_png: {} is not a PNG image", path.display());
+            }
+        }
         let reports = Arc::new(portico_reports::Reports {
             store: Arc::clone(&store),
             clock: Arc::clone(&identity.clock),
@@ -126,6 +134,7 @@ impl App {
             files: portico_reports::files::FileStore::local(&files_dir)?,
             internal_token: config.internal_token.as_deref().map(BearerSecret::new),
             lease: Duration::from_secs(config.reports.lease_secs),
+            assets: Arc::new(assets),
             queued: tokio::sync::Notify::new(),
         });
         Ok(Self { config, store, identity, permissions, notify, reports, demo })

@@ -69,11 +69,14 @@ pub struct ReportConfig {
     pub interval_ms: u64,
     /// The folder produced files are kept in; default `<data_dir>/reports`.
     pub files_dir: Option<std::path::PathBuf>,
+    /// The broker's facsimile signature and stamp, a PNG placed on the last
+    /// page of `FACSIMILE` files; default: Portico's demo image.
+    pub facsimile_png: Option<std::path::PathBuf>,
 }
 
 impl Default for ReportConfig {
     fn default() -> Self {
-        Self { generate: true, workers: 2, lease_secs: 300, interval_ms: 1_000, files_dir: None }
+        Self { generate: true, workers: 2, lease_secs: 300, interval_ms: 1_000, files_dir: None, facsimile_png: None }
     }
 }
 

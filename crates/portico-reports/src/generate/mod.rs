@@ -11,6 +11,22 @@ use portico_model::reports::brokerage::Agreement;
 use portico_model::reports::{FileType, ReportTask, ReportType, SignatureType};
 use time::OffsetDateTime;
 
+/// What generators take besides the data.
+#[derive(Debug, Clone)]
+pub struct Assets {
+    /// The broker's facsimile signature and stamp (PNG), for `FACSIMILE`.
+    pub facsimile_png: Vec<u8>,
+}
+
+/// The demo facsimile built into Portico (`assets/facsimile.png`).
+pub const DEMO_FACSIMILE: &[u8] = include_bytes!("../../assets/facsimile.png");
+
+impl Default for Assets {
+    fn default() -> Self {
+        Self { facsimile_png: DEMO_FACSIMILE.to_vec() }
+    }
+}
+
 /// One produced file.
 #[derive(Debug)]
 pub struct Produced {
@@ -39,6 +55,7 @@ pub fn produce(
     task: &ReportTask,
     agreement: &Agreement,
     file_type: FileType,
+    assets: &Assets,
     now: OffsetDateTime,
 ) -> Result<Produced, GenerateError> {
     match (task.report_type, file_type) {
@@ -74,6 +91,17 @@ pub fn produce(
                 content_type: "application/pdf",
                 signature_type: SignatureType::None,
                 content: pdf::render(&period, now, None)?,
+            })
+        }
+        (ReportType::BrokerageReport, FileType::Facsimile) => {
+            let period = period::Period::new(agreement, task.account.as_deref(), task.period_from, task.period_to);
+            // 320 × 150 px at about 140 dpi.
+            let stamp = pdf::Stamp { png: &assets.facsimile_png, width: 165.0, height: 77.0 };
+            Ok(Produced {
+                file_name: brokerage_name(task, "pdf").replace(".pdf", "_факсимиле.pdf"),
+                content_type: "application/pdf",
+                signature_type: SignatureType::Facsimile,
+                content: pdf::render(&period, now, Some(&stamp))?,
             })
         }
         (report, file) => Err(GenerateError::Unsupported(file.as_str(), report.as_str())),

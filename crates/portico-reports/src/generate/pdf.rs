@@ -402,7 +402,7 @@ fn layout(fonts: &Fonts, period: &Period<'_>, created: OffsetDateTime) -> (Vec<V
     // The signature block, kept whole on the last page.
     l.room(110.0);
     l.y += 24.0;
-    let spot = SignatureSpot { x: LEFT + 250.0, y: l.y - 40.0 };
+    let spot = SignatureSpot { x: LEFT + 175.0, y: l.y - 42.0 };
     l.text(LEFT, 8.5, false, "Уполномоченное лицо брокера");
     l.text(LEFT + 250.0, 8.5, false, "____________________");
     l.text(LEFT + 400.0, 8.5, false, "/ Портиков П. П. /");

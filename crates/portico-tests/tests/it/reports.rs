@@ -364,6 +364,14 @@ async fn the_brokerage_report_spreadsheet_opens_with_a_reader_and_matches_the_da
     assert_eq!(cash.height(), 1 + movements + 2);
 }
 
+/// Keeps a copy of a produced file under `<target tmp>/report-samples/`,
+/// for people to look at.
+fn keep(name: &str, content: &[u8]) {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-samples");
+    std::fs::create_dir_all(&dir).expect("sample folder");
+    std::fs::write(dir.join(name), content).expect("save a sample");
+}
+
 /// `pdftotext` (poppler-utils), named by `PORTICO_TEST_PDFTOTEXT`.
 fn pdftotext() -> Option<String> {
     let found = std::env::var("PORTICO_TEST_PDFTOTEXT").ok();
@@ -415,6 +423,7 @@ async fn the_printed_form_is_a_pdf_whose_text_holds_the_names_totals_and_page_nu
     assert_eq!(headers["content-type"], "application/pdf");
     assert!(pdf.starts_with(b"%PDF-"));
 
+    keep("printed-form.pdf", &pdf);
     let text = pdf_text(&tool, &pdf);
     let data = portico_reports::sample::agreement(&Shape::demo());
     let day = |s: &str| portico_reports::tasks::parse_date(s).unwrap();
@@ -439,4 +448,47 @@ async fn the_printed_form_is_a_pdf_whose_text_holds_the_names_totals_and_page_nu
     assert!(text.contains(&format!("Страница {pages} из {pages}")), "page numbers with the total");
     // The trade table's header repeats on every page it continues on.
     assert!(text.matches("Операция").count() >= 3, "repeated headers");
+}
+
+#[tokio::test]
+async fn the_facsimile_form_carries_the_stamp_image_on_its_last_page_only() {
+    let Some(tool) = pdftotext() else { return };
+    let pdfimages = std::path::Path::new(&tool).with_file_name("pdfimages");
+    let app = TestApp::spawn(backends()[0]).await;
+    let ivan = app.token_pair("ivan").await;
+    let body = json!({
+        "reportType": "BROKERAGE_REPORT", "agreementNumber": AGREEMENT,
+        "fromDate": "2026-01-01", "toDate": "2026-06-30", "fileTypes": ["FACSIMILE", "PRINTED_FORM"]
+    });
+    let (_, task) = call(&app, Some(&ivan), "POST", "/v1/reports/tasks", Some(body)).await;
+    let done = finished(&app, &ivan, task["id"].as_str().unwrap()).await;
+    assert_eq!(done["status"], "DONE", "{done}");
+    let facsimile = &done["files"][0];
+    assert_eq!(facsimile["fileType"], "FACSIMILE");
+    assert_eq!(facsimile["signatureType"]["code"], "FACSIMILE");
+    assert_eq!(facsimile["fileName"], "Брокерский_отчёт_БД-0001_2026-01-01_2026-06-30_факсимиле.pdf");
+    assert_eq!(done["fileId"], facsimile["id"], "the first type asked for is the main file");
+    let images = |pdf: &[u8]| {
+        let dir = portico_tests::TempDir::new();
+        let path = dir.0.join("form.pdf");
+        std::fs::write(&path, pdf).unwrap();
+        let out = std::process::Command::new(&pdfimages).arg("-list").arg(&path).output().expect("run pdfimages");
+        assert!(out.status.success());
+        // Skip the two header lines; the first column is the page.
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .skip(2)
+            .map(|l| l.split_whitespace().take(5).map(str::to_owned).collect::<Vec<_>>())
+            .collect::<Vec<_>>()
+    };
+    let (_, pdf) = download(&app, &ivan, facsimile).await;
+    keep("facsimile.pdf", &pdf);
+    let pages = pdf_text(&tool, &pdf).matches("Страница ").count().to_string();
+    let found = images(&pdf);
+    assert!(!found.is_empty(), "the stamp is an image");
+    assert!(found.iter().all(|image| image[0] == pages), "on the last page ({pages}) only: {found:?}");
+    assert!(found.iter().any(|image| image[3] == "320" && image[4] == "150"), "the stamp's pixels: {found:?}");
+    let (_, plain) = download(&app, &ivan, &done["files"][1]).await;
+    assert!(images(&plain).is_empty(), "the printed form carries no stamp");
 }
