@@ -5,7 +5,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -17,6 +16,10 @@ use portico_model::notify::{
     PaymentMethod, StoredEvent,
 };
 use portico_tests::{TestApp, backends};
+
+mod common;
+
+use common::Worker;
 
 /// A merchant's endpoint that verifies every notification and remembers
 /// what arrived, from where, and what was in flight at once.
@@ -121,48 +124,6 @@ fn serve(listener: tokio::net::TcpListener, receiver: &Arc<Receiver>) {
     );
 }
 
-/// A `portico worker` process, killed and reaped when dropped.
-struct Worker(Child);
-
-impl Worker {
-    fn start(app: &TestApp, source: &str) -> Self {
-        let child = Command::new(env!("CARGO_BIN_EXE_portico"))
-            .arg("worker")
-            .env_clear()
-            .env("PORTICO_DATABASE_URL", app.config.database_url.as_deref().unwrap())
-            .env("PORTICO_DATA_DIR", &app.config.data_dir)
-            .env("PORTICO_LOG", "warn")
-            .env("PORTICO_NOTIFICATIONS__ALLOW_INSECURE_CALLBACKS", "true")
-            .env("PORTICO_NOTIFICATIONS__DELIVERY_INTERVAL_MS", "50")
-            .env("PORTICO_NOTIFICATIONS__TIMEOUT_MS", "1000")
-            .env("PORTICO_NOTIFICATIONS__LEASE_SECS", "2")
-            .env("PORTICO_NOTIFICATIONS__SOURCE_ADDRESS", source)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start portico worker");
-        Self(child)
-    }
-
-    /// SIGKILL: no chance to finish anything.
-    fn kill(&mut self) {
-        self.0.kill().expect("SIGKILL the worker");
-        self.0.wait().expect("reap the worker");
-    }
-
-    fn is_running(&mut self) -> bool {
-        self.0.try_wait().expect("worker status").is_none()
-    }
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Merchants `m0..m{merchants}` with callbacks to `url`, and `per_merchant`
 /// payment events each, due now. Returns the receiver's key table.
 async fn seed(app: &TestApp, url: &str, merchants: usize, per_merchant: usize) -> HashMap<String, String> {
@@ -237,6 +198,20 @@ async fn all_delivered(app: &TestApp, merchants: usize, expected: u64, limit: Du
     false
 }
 
+/// A worker delivering notifications from the loopback address `source`.
+fn notifier(app: &TestApp, source: &str) -> Worker {
+    Worker::start(
+        app,
+        &[
+            ("PORTICO_NOTIFICATIONS__ALLOW_INSECURE_CALLBACKS", "true"),
+            ("PORTICO_NOTIFICATIONS__DELIVERY_INTERVAL_MS", "50"),
+            ("PORTICO_NOTIFICATIONS__TIMEOUT_MS", "1000"),
+            ("PORTICO_NOTIFICATIONS__LEASE_SECS", "2"),
+            ("PORTICO_NOTIFICATIONS__SOURCE_ADDRESS", source),
+        ],
+    )
+}
+
 async fn app(backend: portico_tests::Backend) -> TestApp {
     TestApp::spawn_with(backend, |c| {
         c.notifications.deliver = false;
@@ -255,7 +230,7 @@ async fn a_worker_killed_mid_send_loses_nothing() {
         let receiver = Arc::new(Receiver { keys, delay: Duration::from_millis(40), ..Receiver::default() });
         serve(listener, &receiver);
 
-        let mut worker = Worker::start(&app, "127.0.0.1");
+        let mut worker = notifier(&app, "127.0.0.1");
         // Kill it while notifications are on the wire.
         let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
         let in_flight_at_kill = loop {
@@ -276,7 +251,7 @@ async fn a_worker_killed_mid_send_loses_nothing() {
         assert!(receiver.total() < 300, "{backend:?}: killed part-way");
         receiver.seen.lock().unwrap().hold = false;
 
-        let _restarted = Worker::start(&app, "127.0.0.1");
+        let _restarted = notifier(&app, "127.0.0.1");
         let expected = u64::try_from(merchants * per_merchant).unwrap();
         assert!(all_delivered(&app, merchants, expected, Duration::from_secs(90)).await, "{backend:?}: all delivered");
         let seen = receiver.seen.lock().unwrap();
@@ -301,8 +276,8 @@ async fn two_worker_processes_share_thousands_of_deliveries_and_never_send_one_t
 
         // Each worker sends from its own loopback address, so the receiver
         // sees which one sent what.
-        let mut first = Worker::start(&app, "127.0.0.1");
-        let mut second = Worker::start(&app, "127.0.0.2");
+        let mut first = notifier(&app, "127.0.0.1");
+        let mut second = notifier(&app, "127.0.0.2");
         let expected = u64::try_from(merchants * per_merchant).unwrap();
         assert!(all_delivered(&app, merchants, expected, Duration::from_secs(120)).await, "{backend:?}: all delivered");
         assert!(first.is_running() && second.is_running());
