@@ -17,7 +17,11 @@ use common::Worker;
 fn reporter(app: &TestApp, lease: &str) -> Worker {
     Worker::start(
         app,
-        &[("PORTICO_REPORTS__LEASE_SECS", lease), ("PORTICO_REPORTS__INTERVAL_MS", "50"), ("PORTICO_REPORTS__WORKERS", "1")],
+        &[
+            ("PORTICO_REPORTS__LEASE_SECS", lease),
+            ("PORTICO_REPORTS__INTERVAL_MS", "50"),
+            ("PORTICO_REPORTS__WORKERS", "1"),
+        ],
     )
 }
 

@@ -16,7 +16,7 @@ use krilla::geom::{PathBuilder, Point, Size};
 use krilla::metadata::Metadata;
 use krilla::page::PageSettings;
 use krilla::paint::{Fill, Stroke};
-use krilla::text::{Font, TextDirection};
+use krilla::text::{Font, GlyphId, KrillaGlyph};
 use time::OffsetDateTime;
 
 use super::GenerateError;
@@ -46,6 +46,19 @@ impl Metrics {
     fn new(data: &'static [u8]) -> Option<Self> {
         let face = ttf_parser::Face::parse(data, 0).ok()?;
         Some(Self { units_per_em: f32::from(face.units_per_em()), face })
+    }
+
+    /// The glyphs of `text`, one per character, with their advances (in
+    /// em). Tabular text needs no shaping beyond that (no ligatures, no
+    /// kerning), and this avoids parsing the font again for every cell.
+    fn glyphs(&self, text: &str) -> Vec<KrillaGlyph> {
+        text.char_indices()
+            .map(|(at, c)| {
+                let id = self.face.glyph_index(c).unwrap_or(ttf_parser::GlyphId(0));
+                let advance = f32::from(self.face.glyph_hor_advance(id).unwrap_or(0)) / self.units_per_em;
+                KrillaGlyph::new(GlyphId::new(u32::from(id.0)), advance, 0.0, 0.0, 0.0, at..at + c.len_utf8(), None)
+            })
+            .collect()
     }
 
     fn width(&self, text: &str, size: f32) -> f32 {
@@ -446,8 +459,13 @@ fn draw(
                 Mark::Text { x, y, size, bold, text } => {
                     surface.set_stroke(None);
                     surface.set_fill(Some(black()));
-                    let font = if *bold { fonts.bold.clone() } else { fonts.regular.clone() };
-                    surface.draw_text(Point::from_xy(*x, *y), font, *size, text, false, TextDirection::Auto);
+                    let (font, metrics) = if *bold {
+                        (&fonts.bold, &fonts.bold_metrics)
+                    } else {
+                        (&fonts.regular, &fonts.regular_metrics)
+                    };
+                    let glyphs = metrics.glyphs(text);
+                    surface.draw_glyphs(Point::from_xy(*x, *y), &glyphs, font.clone(), text, *size, false);
                 }
                 Mark::Line { x1, y1, x2, y2, width } => {
                     let mut path = PathBuilder::new();

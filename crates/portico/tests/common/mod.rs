@@ -49,4 +49,3 @@ impl Drop for Worker {
         let _ = self.0.wait();
     }
 }
-

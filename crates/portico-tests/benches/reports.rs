@@ -1,0 +1,151 @@
+//! Report generation: time and peak memory per file type for a year with
+//! 10,000 trades and 2,000 cash movements, and tasks completed per second
+//! by two workers.
+//!
+//! `cargo bench -p portico-tests --bench reports` (add
+//! `PORTICO_TEST_POSTGRES_URL=…` to measure the workers on PostgreSQL too).
+//! 1. Each file type is produced five times by the generator itself (no
+//!    storage, no HTTP); the figure is the median. Peak memory is the
+//!    process's high-water mark (`VmHWM`, reset through
+//!    `/proc/self/clear_refs` before each file), so it includes the
+//!    process's baseline (reported too).
+//! 2. Two workers of a real server generate 20 tasks (XLSX + PDF of one
+//!    month of the same agreement, about 830 trades each): tasks per second
+//!    from the first create to the last `DONE`.
+
+use std::time::{Duration, Instant};
+
+use portico_model::reports::{FileType, ReportTask, ReportType, Source, TaskStatus};
+use portico_reports::generate::{Assets, produce};
+use portico_reports::sample::{ACCOUNT_RUB, Shape};
+use portico_tests::{Backend, TestApp, backends};
+use time::OffsetDateTime;
+
+const TASKS: usize = 20;
+
+fn main() {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("machine: {cores} cores; {}", std::env::consts::ARCH);
+    let shape = Shape { number: "БД-0002", trades: 10_000, cash_movements: 2_000, ..Shape::demo() };
+    let agreement = portico_reports::sample::agreement(&shape);
+    let baseline = peak_kib();
+    println!("process baseline: {} MiB resident", baseline / 1024);
+    let assets = Assets::default();
+    for (report_type, file_type, account) in [
+        (ReportType::StatementFor1c, FileType::SimpleDocumentary, Some(ACCOUNT_RUB)),
+        (ReportType::BrokerageReport, FileType::SimpleDocumentary, None),
+        (ReportType::BrokerageReport, FileType::PrintedForm, None),
+        (ReportType::BrokerageReport, FileType::Facsimile, None),
+    ] {
+        let task = task(report_type, file_type, account, &shape);
+        let mut times = Vec::new();
+        let mut peak = 0;
+        let mut size = 0;
+        for _ in 0..5 {
+            reset_peak();
+            let started = Instant::now();
+            let produced = produce(&task, &agreement, file_type, &assets, OffsetDateTime::now_utc()).expect("produce");
+            times.push(started.elapsed());
+            peak = peak.max(peak_kib());
+            size = produced.content.len();
+        }
+        times.sort();
+        println!(
+            "{:<17} {:<18}: median {:>7.1} ms (min {:.1}, max {:.1}); {:>6} KiB; peak resident {} MiB",
+            report_type.as_str(),
+            file_type.as_str(),
+            ms(times[2]),
+            ms(times[0]),
+            ms(times[4]),
+            size / 1024,
+            peak / 1024
+        );
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    for backend in backends() {
+        runtime.block_on(workers(backend, &shape));
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn task(report_type: ReportType, file_type: FileType, account: Option<&str>, shape: &Shape) -> ReportTask {
+    let now = OffsetDateTime::now_utc();
+    ReportTask {
+        id: uuid::Uuid::now_v7(),
+        cnum: shape.cnum.into(),
+        report_type,
+        agreement_number: shape.number.into(),
+        account: account.map(str::to_owned),
+        period_from: shape.last - time::Duration::days(shape.days - 1),
+        period_to: shape.last,
+        handle_if_exists: true,
+        file_types: vec![file_type],
+        status: TaskStatus::New,
+        source: Source::PublicApiGateway,
+        error: None,
+        created_by: None,
+        attempts: 0,
+        lease_until: None,
+        created_at: now,
+        updated_at: now,
+        files: Vec::new(),
+    }
+}
+
+/// The process's peak resident memory (KiB).
+fn peak_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Resets the peak to the current resident size.
+fn reset_peak() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+async fn workers(backend: Backend, shape: &Shape) {
+    let app = TestApp::spawn_with(backend, |c| {
+        c.reports.workers = 2;
+        c.reports.interval_ms = 20;
+    })
+    .await;
+    let now = portico_model::clock::Clock::now(&portico_model::clock::SystemClock);
+    app.store.save_agreements(&[portico_reports::sample::agreement(shape)], now).await.expect("agreement");
+    let started = Instant::now();
+    let mut ids = Vec::new();
+    for i in 0..TASKS {
+        let month = shape.last - time::Duration::days(30 * (i as i64 % 12) + 30);
+        let mut task = task(ReportType::BrokerageReport, FileType::SimpleDocumentary, None, shape);
+        task.file_types = vec![FileType::SimpleDocumentary, FileType::PrintedForm];
+        task.period_from = month;
+        task.period_to = month + time::Duration::days(29);
+        let (task, _) = app.store.create_report_task(&task, false).await.expect("task");
+        app.reports.queued.notify_one();
+        ids.push(task.id);
+    }
+    loop {
+        let mut done = 0;
+        for id in &ids {
+            let task = app.store.find_report_task(*id).await.expect("task").expect("exists");
+            assert_ne!(task.status, TaskStatus::Failed, "{:?}", task.error);
+            done += usize::from(task.status == TaskStatus::Done);
+        }
+        if done == TASKS {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let elapsed = started.elapsed();
+    println!(
+        "{backend:?}: two workers, {TASKS} tasks (XLSX + PDF of one month, ~830 trades): {:.1} s, {:.2} tasks/s",
+        elapsed.as_secs_f64(),
+        TASKS as f64 / elapsed.as_secs_f64()
+    );
+}
