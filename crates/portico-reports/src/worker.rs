@@ -64,23 +64,25 @@ async fn produce_all(api: &ReportsState, task: &ReportTask) -> Result<Vec<Report
                 .await
                 .map_err(|e| format!("the generator stopped: {e}"))?
                 .map_err(|e: GenerateError| e.to_string())?;
-        let id = Uuid::now_v7();
-        let object_key = format!("reports/{}/{id}", task.id);
-        let size = produced.content.len() as u64;
-        api.files.put(&object_key, produced.content).await.map_err(|e| e.to_string())?;
-        let (name_rus, name_eng) = file_type.names();
-        files.push(ReportFile {
-            id,
-            task_id: task.id,
-            file_type,
-            name_rus: name_rus.to_owned(),
-            name_eng: name_eng.to_owned(),
-            file_name: produced.file_name,
-            signature_type: produced.signature_type,
-            content_type: produced.content_type.to_owned(),
-            size,
-            object_key,
-        });
+        for produced in produced {
+            let id = Uuid::now_v7();
+            let object_key = format!("reports/{}/{id}", task.id);
+            let size = produced.content.len() as u64;
+            api.files.put(&object_key, produced.content).await.map_err(|e| e.to_string())?;
+            let (name_rus, name_eng) = file_type.names();
+            files.push(ReportFile {
+                id,
+                task_id: task.id,
+                file_type,
+                name_rus: name_rus.to_owned(),
+                name_eng: name_eng.to_owned(),
+                file_name: produced.file_name,
+                signature_type: produced.signature_type,
+                content_type: produced.content_type.to_owned(),
+                size,
+                object_key,
+            });
+        }
     }
     Ok(files)
 }

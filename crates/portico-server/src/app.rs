@@ -134,7 +134,10 @@ impl App {
             files: portico_reports::files::FileStore::local(&files_dir)?,
             internal_token: config.internal_token.as_deref().map(BearerSecret::new),
             lease: Duration::from_secs(config.reports.lease_secs),
-            assets: Arc::new(assets),
+            assets: Arc::new(portico_reports::generate::Assets {
+                signer: Some(Arc::new(report_signer(&config)?)),
+                ..assets
+            }),
             queued: tokio::sync::Notify::new(),
         });
         Ok(Self { config, store, identity, permissions, notify, reports, demo })
@@ -235,6 +238,34 @@ impl App {
         workers.push(tokio::spawn(tasks::cleaner(Arc::clone(&self.identity), interval, stop)));
         Ok(workers)
     }
+}
+
+/// The `QES` signing certificate and key: the configured pair, or a
+/// self-signed pair made once in the data folder.
+fn report_signer(config: &Config) -> anyhow::Result<portico_reports::generate::qes::Signer> {
+    let read = |path: &std::path::Path, setting: &str| {
+        std::fs::read_to_string(path).with_context(|| format!("{setting}: cannot read {}", path.display()))
+    };
+    let (cert, key) = match (&config.reports.signing_cert, &config.reports.signing_key) {
+        (Some(cert), Some(key)) => (read(cert, "reports.signing_cert")?, read(key, "reports.signing_key")?),
+        (None, None) => {
+            let cert_path = config.data_dir.join("reports-signing-cert.pem");
+            let key_path = config.data_dir.join("reports-signing-key.pem");
+            if !cert_path.exists() || !key_path.exists() {
+                let (cert, key) = portico_reports::generate::qes::Signer::generate_self_signed("Портико")
+                    .map_err(|e| anyhow::anyhow!("cannot make a report signing certificate: {e}"))?;
+                std::fs::create_dir_all(&config.data_dir)?;
+                let _ = std::fs::remove_file(&key_path);
+                crate::secret::write_private(&key_path, key.as_bytes())?;
+                std::fs::write(&cert_path, &cert)?;
+                tracing::info!(certificate = %cert_path.display(), "made a self-signed report signing certificate");
+            }
+            (read(&cert_path, "the report signing certificate")?, read(&key_path, "the report signing key")?)
+        }
+        _ => anyhow::bail!("reports.signing_cert and reports.signing_key go together: set both or neither"),
+    };
+    portico_reports::generate::qes::Signer::from_pem(&cert, &key)
+        .map_err(|e| anyhow::anyhow!("reports.signing_cert / reports.signing_key: {e}"))
 }
 
 /// Completes on SIGTERM or Ctrl-C. The SIGTERM handler is installed by

@@ -72,11 +72,25 @@ pub struct ReportConfig {
     /// The broker's facsimile signature and stamp, a PNG placed on the last
     /// page of `FACSIMILE` files; default: Portico's demo image.
     pub facsimile_png: Option<std::path::PathBuf>,
+    /// The broker's signing certificate (PEM) for `QES` files; with
+    /// `signing_key`. Default: a self-signed one made once in the data folder.
+    pub signing_cert: Option<std::path::PathBuf>,
+    /// Its PKCS#8 ECDSA P-256 key (PEM).
+    pub signing_key: Option<std::path::PathBuf>,
 }
 
 impl Default for ReportConfig {
     fn default() -> Self {
-        Self { generate: true, workers: 2, lease_secs: 300, interval_ms: 1_000, files_dir: None, facsimile_png: None }
+        Self {
+            generate: true,
+            workers: 2,
+            lease_secs: 300,
+            interval_ms: 1_000,
+            files_dir: None,
+            facsimile_png: None,
+            signing_cert: None,
+            signing_key: None,
+        }
     }
 }
 

@@ -30,12 +30,15 @@ fn main() {
     let agreement = portico_reports::sample::agreement(&shape);
     let baseline = peak_kib();
     println!("process baseline: {} MiB resident", baseline / 1024);
-    let assets = Assets::default();
+    let (cert, key) = portico_reports::generate::qes::Signer::generate_self_signed("Портико").expect("certificate");
+    let signer = portico_reports::generate::qes::Signer::from_pem(&cert, &key).expect("signer");
+    let assets = Assets { signer: Some(std::sync::Arc::new(signer)), ..Assets::default() };
     for (report_type, file_type, account) in [
         (ReportType::StatementFor1c, FileType::SimpleDocumentary, Some(ACCOUNT_RUB)),
         (ReportType::BrokerageReport, FileType::SimpleDocumentary, None),
         (ReportType::BrokerageReport, FileType::PrintedForm, None),
         (ReportType::BrokerageReport, FileType::Facsimile, None),
+        (ReportType::BrokerageReport, FileType::Qes, None),
     ] {
         let task = task(report_type, file_type, account, &shape);
         let mut times = Vec::new();
@@ -47,7 +50,7 @@ fn main() {
             let produced = produce(&task, &agreement, file_type, &assets, OffsetDateTime::now_utc()).expect("produce");
             times.push(started.elapsed());
             peak = peak.max(peak_kib());
-            size = produced.content.len();
+            size = produced.iter().map(|p| p.content.len()).sum();
         }
         times.sort();
         println!(

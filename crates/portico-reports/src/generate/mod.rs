@@ -4,6 +4,7 @@
 
 pub mod pdf;
 pub mod period;
+pub mod qes;
 pub mod statement_1c;
 pub mod xlsx;
 
@@ -16,6 +17,8 @@ use time::OffsetDateTime;
 pub struct Assets {
     /// The broker's facsimile signature and stamp (PNG), for `FACSIMILE`.
     pub facsimile_png: Vec<u8>,
+    /// The broker's signing certificate and key, for `QES`.
+    pub signer: Option<std::sync::Arc<qes::Signer>>,
 }
 
 /// The demo facsimile built into Portico (`assets/facsimile.png`).
@@ -23,7 +26,7 @@ pub const DEMO_FACSIMILE: &[u8] = include_bytes!("../../assets/facsimile.png");
 
 impl Default for Assets {
     fn default() -> Self {
-        Self { facsimile_png: DEMO_FACSIMILE.to_vec() }
+        Self { facsimile_png: DEMO_FACSIMILE.to_vec(), signer: None }
     }
 }
 
@@ -47,7 +50,8 @@ pub enum GenerateError {
     Data(String),
 }
 
-/// The file of `file_type` for `task`, made at `now`.
+/// The files of `file_type` for `task`, made at `now`: one, or for `QES`
+/// the printed form and its detached signature.
 ///
 /// # Errors
 /// When the data does not allow it or the type is not produced.
@@ -57,13 +61,24 @@ pub fn produce(
     file_type: FileType,
     assets: &Assets,
     now: OffsetDateTime,
-) -> Result<Produced, GenerateError> {
+) -> Result<Vec<Produced>, GenerateError> {
+    produce_one(task, agreement, file_type, assets, now)
+}
+
+fn produce_one(
+    task: &ReportTask,
+    agreement: &Agreement,
+    file_type: FileType,
+    assets: &Assets,
+    now: OffsetDateTime,
+) -> Result<Vec<Produced>, GenerateError> {
+    let one = |produced: Produced| Ok(vec![produced]);
     match (task.report_type, file_type) {
         (ReportType::StatementFor1c, FileType::SimpleDocumentary) => {
             let number = task.account.as_deref().ok_or(GenerateError::NoAccount)?;
             let account = agreement.account(number).ok_or(GenerateError::NoAccount)?;
             let content = statement_1c::render(agreement, account, task.period_from, task.period_to, now)?;
-            Ok(Produced {
+            one(Produced {
                 file_name: format!(
                     "Выписка_{}_{}_{}.txt",
                     account.number,
@@ -77,7 +92,7 @@ pub fn produce(
         }
         (ReportType::BrokerageReport, FileType::SimpleDocumentary) => {
             let period = period::Period::new(agreement, task.account.as_deref(), task.period_from, task.period_to);
-            Ok(Produced {
+            one(Produced {
                 file_name: brokerage_name(task, "xlsx"),
                 content_type: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
                 signature_type: SignatureType::None,
@@ -86,7 +101,7 @@ pub fn produce(
         }
         (ReportType::BrokerageReport, FileType::PrintedForm) => {
             let period = period::Period::new(agreement, task.account.as_deref(), task.period_from, task.period_to);
-            Ok(Produced {
+            one(Produced {
                 file_name: brokerage_name(task, "pdf"),
                 content_type: "application/pdf",
                 signature_type: SignatureType::None,
@@ -97,12 +112,35 @@ pub fn produce(
             let period = period::Period::new(agreement, task.account.as_deref(), task.period_from, task.period_to);
             // 320 × 150 px at about 140 dpi.
             let stamp = pdf::Stamp { png: &assets.facsimile_png, width: 165.0, height: 77.0 };
-            Ok(Produced {
+            one(Produced {
                 file_name: brokerage_name(task, "pdf").replace(".pdf", "_факсимиле.pdf"),
                 content_type: "application/pdf",
                 signature_type: SignatureType::Facsimile,
                 content: pdf::render(&period, now, Some(&stamp))?,
             })
+        }
+        (ReportType::BrokerageReport, FileType::Qes) => {
+            let signer = assets.signer.as_ref().ok_or_else(|| {
+                GenerateError::Data("no signing certificate is configured (reports.signing_cert)".into())
+            })?;
+            let period = period::Period::new(agreement, task.account.as_deref(), task.period_from, task.period_to);
+            let pdf = pdf::render(&period, now, None)?;
+            let signature = signer.sign_detached(&pdf, now)?;
+            let name = brokerage_name(task, "pdf").replace(".pdf", "_КЭП.pdf");
+            Ok(vec![
+                Produced {
+                    file_name: name.clone(),
+                    content_type: "application/pdf",
+                    signature_type: SignatureType::Qes,
+                    content: pdf,
+                },
+                Produced {
+                    file_name: format!("{name}.sig"),
+                    content_type: "application/pkcs7-signature",
+                    signature_type: SignatureType::Qes,
+                    content: signature,
+                },
+            ])
         }
         (report, file) => Err(GenerateError::Unsupported(file.as_str(), report.as_str())),
     }

@@ -492,3 +492,56 @@ async fn the_facsimile_form_carries_the_stamp_image_on_its_last_page_only() {
     let (_, plain) = download(&app, &ivan, &done["files"][1]).await;
     assert!(images(&plain).is_empty(), "the printed form carries no stamp");
 }
+
+#[tokio::test]
+async fn the_qes_form_comes_with_a_detached_cms_signature_that_openssl_verifies() {
+    let Ok(openssl) = std::env::var("PORTICO_TEST_OPENSSL") else {
+        eprintln!("SKIPPED: PORTICO_TEST_OPENSSL is not set; the signature check needs the openssl command");
+        return;
+    };
+    let app = TestApp::spawn(backends()[0]).await;
+    let ivan = app.token_pair("ivan").await;
+    let body = json!({
+        "reportType": "BROKERAGE_REPORT", "agreementNumber": AGREEMENT,
+        "fromDate": "2026-03-01", "toDate": "2026-03-31", "fileTypes": ["QES"]
+    });
+    let (_, task) = call(&app, Some(&ivan), "POST", "/v1/reports/tasks", Some(body)).await;
+    let done = finished(&app, &ivan, task["id"].as_str().unwrap()).await;
+    assert_eq!(done["status"], "DONE", "{done}");
+    let files = done["files"].as_array().unwrap();
+    assert_eq!(files.len(), 2, "the form and its signature: {done}");
+    assert!(files.iter().all(|f| f["fileType"] == "QES" && f["signatureType"]["code"] == "QES"));
+    assert_eq!(files[0]["fileName"], "Брокерский_отчёт_БД-0001_2026-03-01_2026-03-31_КЭП.pdf");
+    assert_eq!(files[1]["fileName"], "Брокерский_отчёт_БД-0001_2026-03-01_2026-03-31_КЭП.pdf.sig");
+    let (_, pdf) = download(&app, &ivan, &files[0]).await;
+    let (headers, signature) = download(&app, &ivan, &files[1]).await;
+    assert_eq!(headers["content-type"], "application/pkcs7-signature");
+    keep("qes.pdf", &pdf);
+    keep("qes.pdf.sig", &signature);
+
+    let dir = portico_tests::TempDir::new();
+    let (pdf_path, sig_path) = (dir.0.join("form.pdf"), dir.0.join("form.pdf.sig"));
+    std::fs::write(&sig_path, &signature).unwrap();
+    let cert = app.config.data_dir.join("reports-signing-cert.pem");
+    let verify = |content: &[u8]| {
+        std::fs::write(&pdf_path, content).unwrap();
+        let out = std::process::Command::new(&openssl)
+            .args(["cms", "-verify", "-binary", "-inform", "DER", "-purpose", "any", "-out", "/dev/null"])
+            .arg("-in")
+            .arg(&sig_path)
+            .arg("-content")
+            .arg(&pdf_path)
+            .arg("-CAfile")
+            .arg(&cert)
+            .output()
+            .expect("run openssl");
+        (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (ok, said) = verify(&pdf);
+    assert!(ok, "openssl refused the signature: {said}");
+    let mut changed = pdf.clone();
+    let middle = changed.len() / 2;
+    changed[middle] ^= 0x01;
+    let (ok, _) = verify(&changed);
+    assert!(!ok, "a changed PDF must not verify");
+}
