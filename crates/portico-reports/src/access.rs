@@ -85,6 +85,26 @@ impl Reports {
         }
     }
 
+    /// What a look-up by id reads from the request: the verified user, the
+    /// id in the path (`parameter` names it) and the optional `cnum`.
+    ///
+    /// # Errors
+    /// `UNAUTHORIZED`, `VALIDATION_ERROR`.
+    pub async fn by_id(
+        &self,
+        headers: &HeaderMap,
+        query: Option<&str>,
+        parameter: &str,
+        raw_id: &str,
+    ) -> Result<(Uuid, Uuid, Option<String>), ReportError> {
+        let params = crate::tasks::Params::parse(query);
+        params.only(&["cnum"])?;
+        let user = self.user(headers).await?;
+        let id = crate::tasks::parse_id(parameter, raw_id)?;
+        let cnum = params.get("cnum").map(parse_cnum).transpose()?;
+        Ok((user, id, cnum))
+    }
+
     /// Whether `user` holds `action` in the company `cnum` (for a task or
     /// file looked up by id).
     ///

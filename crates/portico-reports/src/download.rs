@@ -12,7 +12,6 @@ use axum::response::{IntoResponse, Response};
 use crate::ReportsState;
 use crate::access::Action;
 use crate::error::ReportError;
-use crate::tasks::{Params, parse_id};
 
 pub async fn download(
     State(api): State<ReportsState>,
@@ -21,11 +20,7 @@ pub async fn download(
     RawQuery(query): RawQuery,
 ) -> Response {
     let result = async {
-        let params = Params::parse(query.as_deref());
-        params.only(&["cnum"])?;
-        let user = api.user(&headers).await?;
-        let id = parse_id("fileId", &file_id)?;
-        let cnum = params.get("cnum").map(crate::access::parse_cnum).transpose()?;
+        let (user, id, cnum) = api.by_id(&headers, query.as_deref(), "fileId", &file_id).await?;
         let found = api.store.find_report_file(id).await?;
         let Some((file, owner)) = found.filter(|(_, owner)| cnum.as_ref().is_none_or(|c| c == owner)) else {
             return Err(ReportError::NotFound(format!("there is no report file {id}")));

@@ -349,11 +349,7 @@ pub async fn get_one(
     RawQuery(query): RawQuery,
 ) -> Response {
     let result = async {
-        let params = Params::parse(query.as_deref());
-        params.only(&["cnum"])?;
-        let user = api.user(&headers).await?;
-        let id = parse_id("taskId", &task_id)?;
-        let cnum = params.get("cnum").map(crate::access::parse_cnum).transpose()?;
+        let (user, id, cnum) = api.by_id(&headers, query.as_deref(), "taskId", &task_id).await?;
         let task = api.store.find_report_task(id).await?;
         let Some(task) = task.filter(|t| cnum.as_ref().is_none_or(|c| *c == t.cnum)) else {
             return Err(ReportError::NotFound(format!("there is no report task {id}")));

@@ -62,88 +62,61 @@ pub fn produce(
     assets: &Assets,
     now: OffsetDateTime,
 ) -> Result<Vec<Produced>, GenerateError> {
-    produce_one(task, agreement, file_type, assets, now)
-}
-
-fn produce_one(
-    task: &ReportTask,
-    agreement: &Agreement,
-    file_type: FileType,
-    assets: &Assets,
-    now: OffsetDateTime,
-) -> Result<Vec<Produced>, GenerateError> {
-    let one = |produced: Produced| Ok(vec![produced]);
-    match (task.report_type, file_type) {
-        (ReportType::StatementFor1c, FileType::SimpleDocumentary) => {
-            let number = task.account.as_deref().ok_or(GenerateError::NoAccount)?;
-            let account = agreement.account(number).ok_or(GenerateError::NoAccount)?;
-            let content = statement_1c::render(agreement, account, task.period_from, task.period_to, now)?;
-            one(Produced {
-                file_name: format!(
-                    "Выписка_{}_{}_{}.txt",
-                    account.number,
-                    crate::views::date(task.period_from),
-                    crate::views::date(task.period_to)
-                ),
-                content_type: "text/plain; charset=windows-1251",
-                signature_type: SignatureType::None,
-                content,
-            })
+    let (from, to) = (task.period_from, task.period_to);
+    if task.report_type == ReportType::StatementFor1c {
+        if file_type != FileType::SimpleDocumentary {
+            return Err(GenerateError::Unsupported(file_type.as_str(), task.report_type.as_str()));
         }
-        (ReportType::BrokerageReport, FileType::SimpleDocumentary) => {
-            let period = period::Period::new(agreement, task.account.as_deref(), task.period_from, task.period_to);
-            one(Produced {
-                file_name: brokerage_name(task, "xlsx"),
-                content_type: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-                signature_type: SignatureType::None,
-                content: xlsx::render(&period)?,
-            })
-        }
-        (ReportType::BrokerageReport, FileType::PrintedForm) => {
-            let period = period::Period::new(agreement, task.account.as_deref(), task.period_from, task.period_to);
-            one(Produced {
-                file_name: brokerage_name(task, "pdf"),
-                content_type: "application/pdf",
-                signature_type: SignatureType::None,
-                content: pdf::render(&period, now, None)?,
-            })
-        }
-        (ReportType::BrokerageReport, FileType::Facsimile) => {
-            let period = period::Period::new(agreement, task.account.as_deref(), task.period_from, task.period_to);
+        let number = task.account.as_deref().ok_or(GenerateError::NoAccount)?;
+        let account = agreement.account(number).ok_or(GenerateError::NoAccount)?;
+        let name = format!("Выписка_{}_{}_{}.txt", account.number, crate::views::date(from), crate::views::date(to));
+        return Ok(vec![Produced {
+            file_name: name,
+            content_type: "text/plain; charset=windows-1251",
+            signature_type: SignatureType::None,
+            content: statement_1c::render(agreement, account, from, to, now)?,
+        }]);
+    }
+    let period = period::Period::new(agreement, task.account.as_deref(), from, to);
+    let pdf_name = brokerage_name(task, "pdf");
+    let pdf = |name: String, signature_type, content| Produced {
+        file_name: name,
+        content_type: "application/pdf",
+        signature_type,
+        content,
+    };
+    Ok(match file_type {
+        FileType::SimpleDocumentary => vec![Produced {
+            file_name: brokerage_name(task, "xlsx"),
+            content_type: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+            signature_type: SignatureType::None,
+            content: xlsx::render(&period)?,
+        }],
+        FileType::PrintedForm => vec![pdf(pdf_name, SignatureType::None, pdf::render(&period, now, None)?)],
+        FileType::Facsimile => {
             // 320 × 150 px at about 140 dpi.
             let stamp = pdf::Stamp { png: &assets.facsimile_png, width: 165.0, height: 77.0 };
-            one(Produced {
-                file_name: brokerage_name(task, "pdf").replace(".pdf", "_факсимиле.pdf"),
-                content_type: "application/pdf",
-                signature_type: SignatureType::Facsimile,
-                content: pdf::render(&period, now, Some(&stamp))?,
-            })
+            let name = pdf_name.replace(".pdf", "_факсимиле.pdf");
+            vec![pdf(name, SignatureType::Facsimile, pdf::render(&period, now, Some(&stamp))?)]
         }
-        (ReportType::BrokerageReport, FileType::Qes) => {
+        FileType::Qes => {
             let signer = assets.signer.as_ref().ok_or_else(|| {
                 GenerateError::Data("no signing certificate is configured (reports.signing_cert)".into())
             })?;
-            let period = period::Period::new(agreement, task.account.as_deref(), task.period_from, task.period_to);
-            let pdf = pdf::render(&period, now, None)?;
-            let signature = signer.sign_detached(&pdf, now)?;
-            let name = brokerage_name(task, "pdf").replace(".pdf", "_КЭП.pdf");
-            Ok(vec![
-                Produced {
-                    file_name: name.clone(),
-                    content_type: "application/pdf",
-                    signature_type: SignatureType::Qes,
-                    content: pdf,
-                },
+            let form = pdf::render(&period, now, None)?;
+            let signature = signer.sign_detached(&form, now)?;
+            let name = pdf_name.replace(".pdf", "_КЭП.pdf");
+            vec![
+                pdf(name.clone(), SignatureType::Qes, form),
                 Produced {
                     file_name: format!("{name}.sig"),
                     content_type: "application/pkcs7-signature",
                     signature_type: SignatureType::Qes,
                     content: signature,
                 },
-            ])
+            ]
         }
-        (report, file) => Err(GenerateError::Unsupported(file.as_str(), report.as_str())),
-    }
+    })
 }
 
 /// `Брокерский_отчёт_<agreement>_<from>_<to>.<extension>`.
