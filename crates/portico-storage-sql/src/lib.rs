@@ -45,6 +45,18 @@ pub fn storage_error(what: &'static str) -> impl Fn(sqlx::Error) -> StorageError
     }
 }
 
+/// The placeholders of a multi-row `VALUES` list: `rows` rows of `width`
+/// columns, numbered from `$1` (`($1, $2), ($3, $4)` for 2 × 2).
+pub fn values(rows: usize, width: usize) -> String {
+    (0..rows)
+        .map(|r| {
+            let row: Vec<String> = (1..=width).map(|c| format!("${}", r * width + c)).collect();
+            format!("({})", row.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// A `BIGINT` column back to a timestamp.
 ///
 /// # Errors

@@ -200,22 +200,10 @@ macro_rules! sql_notify_repositories {
                     let mut tx = self.pool.begin().await.map_err(storage_error(ROW))?;
                     let mut inserted: std::collections::HashSet<String> = std::collections::HashSet::new();
                     for chunk in fresh.chunks(500) {
-                        let rows: Vec<String> = (0..chunk.len())
-                            .map(|r| {
-                                format!(
-                                    "(${}, ${}, ${}, ${}, ${})",
-                                    r * 5 + 1,
-                                    r * 5 + 2,
-                                    r * 5 + 3,
-                                    r * 5 + 4,
-                                    r * 5 + 5
-                                )
-                            })
-                            .collect();
                         let sql = format!(
                             "INSERT INTO notification_events (event_id, merchant_id, kind, payload, received_at) \
                              VALUES {} ON CONFLICT (event_id) DO NOTHING RETURNING event_id",
-                            rows.join(", ")
+                            $crate::values(chunk.len(), 5)
                         );
                         let mut query = sqlx::query(&sql);
                         for &i in chunk {
@@ -234,16 +222,10 @@ macro_rules! sql_notify_repositories {
                     let accepted: Vec<usize> =
                         fresh.iter().copied().filter(|&i| inserted.contains(&batch[i].0.event_id)).collect();
                     for chunk in accepted.chunks(500) {
-                        let rows: Vec<String> = (0..chunk.len())
-                            .map(|r| {
-                                let p: Vec<String> = (1..=9).map(|c| format!("${}", r * 9 + c)).collect();
-                                format!("({})", p.join(", "))
-                            })
-                            .collect();
                         let sql = format!(
                             "INSERT INTO notification_deliveries (id, event_id, merchant_id, status, attempts, \
                              next_attempt_at, lease_until, created_at, finished_at) VALUES {}",
-                            rows.join(", ")
+                            $crate::values(chunk.len(), 9)
                         );
                         let mut query = sqlx::query(&sql);
                         for &i in chunk {
@@ -357,15 +339,7 @@ macro_rules! sql_notify_repositories {
                     // under) from a VALUES list.
                     let mut tx = self.pool.begin().await.map_err(storage_error(ROW))?;
                     for chunk in finished.chunks(500) {
-                        let rows = |width: usize| -> String {
-                            (0..chunk.len())
-                                .map(|r| {
-                                    let p: Vec<String> = (1..=width).map(|c| format!("${}", r * width + c)).collect();
-                                    format!("({})", p.join(", "))
-                                })
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        };
+                        let rows = |width: usize| $crate::values(chunk.len(), width);
                         let sql = format!(
                             "INSERT INTO delivery_attempts (delivery_id, attempt, at, status_code, error, response, \
                              duration_ms) VALUES {} ON CONFLICT (delivery_id, attempt) DO NOTHING",
