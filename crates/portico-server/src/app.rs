@@ -117,7 +117,13 @@ impl App {
         if demo {
             demo::seed(&identity, &permissions, &notify).await?;
         }
-        let files_dir = config.reports.files_dir.clone().unwrap_or_else(|| config.data_dir.join("reports"));
+        let files = match &config.reports.s3 {
+            Some(s3) => portico_reports::files::FileStore::s3(s3).await.context("reports.s3")?,
+            None => {
+                let dir = config.reports.files_dir.clone().unwrap_or_else(|| config.data_dir.join("reports"));
+                portico_reports::files::FileStore::local(&dir).context("reports.files_dir")?
+            }
+        };
         let mut assets = portico_reports::generate::Assets::default();
         if let Some(path) = &config.reports.facsimile_png {
             assets.facsimile_png = std::fs::read(path)
@@ -131,7 +137,7 @@ impl App {
             clock: Arc::clone(&identity.clock),
             identity: Arc::clone(&identity),
             permissions: Arc::clone(&permissions),
-            files: portico_reports::files::FileStore::local(&files_dir)?,
+            files,
             internal_token: config.internal_token.as_deref().map(BearerSecret::new),
             lease: Duration::from_secs(config.reports.lease_secs),
             assets: Arc::new(portico_reports::generate::Assets {

@@ -68,7 +68,11 @@ pub struct ReportConfig {
     /// Milliseconds between looks for new tasks when none was waiting.
     pub interval_ms: u64,
     /// The folder produced files are kept in; default `<data_dir>/reports`.
+    /// Used when `s3` is not set.
     pub files_dir: Option<std::path::PathBuf>,
+    /// Keep produced files in an S3-compatible bucket instead of a folder
+    /// (required when several nodes serve downloads).
+    pub s3: Option<portico_reports::files::S3Settings>,
     /// The broker's facsimile signature and stamp, a PNG placed on the last
     /// page of `FACSIMILE` files; default: Portico's demo image.
     pub facsimile_png: Option<std::path::PathBuf>,
@@ -87,6 +91,7 @@ impl Default for ReportConfig {
             lease_secs: 300,
             interval_ms: 1_000,
             files_dir: None,
+            s3: None,
             facsimile_png: None,
             signing_cert: None,
             signing_key: None,

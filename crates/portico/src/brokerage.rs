@@ -1,18 +1,23 @@
 //! `portico brokerage import|list`: the brokerage data reports are made from.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::Subcommand;
 use portico_model::clock::{Clock as _, SystemClock};
+use portico_reports::brokerage::{Document, csv};
 use portico_server::Config;
 
 #[derive(Subcommand)]
 pub enum BrokerageCommand {
-    /// Load a JSON document `{"agreements": [...]}` (format in docs/reports.md), all or nothing;
-    /// each agreement named replaces the stored one whole.
+    /// Load a JSON document `{"agreements": [...]}`, or CSV tables (format in docs/reports.md),
+    /// all or nothing. A JSON agreement replaces the stored one whole; a CSV table replaces
+    /// that table of each agreement it has rows for.
     Import {
-        file: PathBuf,
+        /// One JSON document, or one or more CSV files (`.csv`).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
         /// Check the document without saving it.
         #[arg(long)]
         dry_run: bool,
@@ -24,15 +29,14 @@ pub enum BrokerageCommand {
 pub async fn run(config: &Config, command: BrokerageCommand) -> anyhow::Result<()> {
     let store = portico_server::app::open_store(config).await?;
     match command {
-        BrokerageCommand::Import { file, dry_run } => {
-            let text = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
-            let document = match portico_reports::brokerage::parse(&text) {
+        BrokerageCommand::Import { files, dry_run } => {
+            let document = match read_document(&*store, &files).await? {
                 Ok(document) => document,
                 Err(problems) => {
                     for problem in &problems {
-                        eprintln!("  {}: {problem}", file.display());
+                        eprintln!("  {problem}");
                     }
-                    anyhow::bail!("{} problem(s) in {}; nothing was changed", problems.len(), file.display());
+                    anyhow::bail!("{} problem(s) found; nothing was changed", problems.len());
                 }
             };
             for agreement in &document.agreements {
@@ -61,4 +65,47 @@ pub async fn run(config: &Config, command: BrokerageCommand) -> anyhow::Result<(
             Ok(())
         }
     }
+}
+
+/// The import document from one JSON file or from CSV tables applied to the
+/// stored agreements; problems name the file and place.
+async fn read_document(
+    store: &dyn portico_storage::Storage,
+    files: &[PathBuf],
+) -> anyhow::Result<Result<Document, Vec<String>>> {
+    let is_csv = |path: &PathBuf| path.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv"));
+    let mut contents = Vec::new();
+    for path in files {
+        let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        contents.push((path.display().to_string(), bytes));
+    }
+    if let [(name, bytes)] = contents.as_slice()
+        && !is_csv(&files[0])
+    {
+        let located = |problems: Vec<String>| problems.into_iter().map(|p| format!("{name}: {p}")).collect();
+        return Ok(portico_reports::brokerage::parse(bytes).map_err(located));
+    }
+    if let Some(other) = files.iter().find(|path| !is_csv(path)) {
+        anyhow::bail!("{}: give one JSON document, or CSV files (named *.csv) only", other.display());
+    }
+    let mut tables = Vec::new();
+    let mut problems = Vec::new();
+    for (name, bytes) in &contents {
+        match csv::read(name, bytes) {
+            Ok(table) => tables.push(table),
+            Err(found) => problems.extend(found),
+        }
+    }
+    if !problems.is_empty() {
+        return Ok(Err(problems));
+    }
+    let mut stored = BTreeMap::new();
+    for number in tables.iter().flat_map(csv::Table::agreements) {
+        if !stored.contains_key(number)
+            && let Some(agreement) = store.find_agreement(number).await?
+        {
+            stored.insert(number.to_owned(), agreement);
+        }
+    }
+    Ok(csv::apply(&tables, stored))
 }

@@ -355,3 +355,115 @@ async fn notifications_simulate_queues_sample_events_that_deliver() {
         assert!(String::from_utf8_lossy(&bad.stderr).contains("no merchant"));
     }
 }
+
+/// The CSV examples in docs/examples/brokerage.
+fn example(name: &str) -> String {
+    format!("{}/../../docs/examples/brokerage/{name}.csv", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn brokerage_csv_tables_create_and_update_agreements_all_or_nothing() {
+    let tables = ["agreements", "accounts", "instruments", "trades", "cash_movements", "positions", "cash_balances"];
+    let files: Vec<String> = tables.iter().map(|t| example(t)).collect();
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let demo = app.store.find_agreement("БД-0001").await.unwrap().unwrap();
+
+        // A dry run checks and saves nothing.
+        let mut args = vec!["brokerage", "import", "--dry-run"];
+        args.extend(files.iter().map(String::as_str));
+        assert!(ok(portico(&app, &args)).contains("nothing saved"));
+        assert!(app.store.find_agreement("БД-0002").await.unwrap().is_none(), "{backend:?}");
+
+        // The documented example creates a whole agreement.
+        args.remove(2);
+        ok(portico(&app, &args));
+        let created = app.store.find_agreement("БД-0002").await.unwrap().expect("created");
+        assert_eq!((created.cnum.as_str(), created.client_name.as_str()), ("7700000001", "ООО «Ромашка»"));
+        assert_eq!(created.accounts[0].owner.kpp.as_deref(), Some("770701001"));
+        let trades: Vec<(&str, i64, String)> =
+            created.trades.iter().map(|t| (t.id.as_str(), t.quantity, t.amount.to_string())).collect();
+        assert_eq!(
+            trades,
+            [
+                ("T-2026-0001", 1000, "301450.00".into()),
+                ("T-2026-0002", 200, "120820.00".into()),
+                ("T-2026-0003", 400, "127280.00".into())
+            ]
+        );
+        assert_eq!(
+            created.cash_movements[0].purpose,
+            "Пополнение брокерского счёта по договору БД-0002, НДС не облагается"
+        );
+        assert_eq!(created.cash_movements[1].counterparty.bank.bic, "044525225");
+        assert_eq!((created.positions.len(), created.cash_balances.len()), (2, 1));
+        assert!(ok(portico(&app, &["brokerage", "list"])).contains("БД-0002\t7700000001"));
+        // A report made from it at once: a 1C statement with both movements.
+        let ivan = app.token_pair("ivan").await;
+        let request = serde_json::json!({
+            "reportType": "STATEMENT_FOR_1C", "agreementNumber": "БД-0002",
+            "account": "40702810900000000003", "fromDate": "2026-01-01", "toDate": "2026-03-31"
+        });
+        let task: serde_json::Value = ivan
+            .on(app.http().post(app.url("/v1/reports/tasks")))
+            .json(&request)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let done = loop {
+            let path = format!("/v1/reports/tasks/{}", task["id"].as_str().expect("a task"));
+            let task: serde_json::Value =
+                ivan.on(app.http().get(app.url(&path))).send().await.unwrap().json().await.unwrap();
+            if task["status"] != "NEW" && task["status"] != "IN_PROGRESS" {
+                break task;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        };
+        assert_eq!(done["status"], "DONE", "{done}");
+        let path = format!("/v1/reports/files/download/{}", done["files"][0]["id"].as_str().unwrap());
+        let bytes = ivan.on(app.http().get(app.url(&path))).send().await.unwrap().bytes().await.unwrap();
+        let (text, _, _) = encoding_rs::WINDOWS_1251.decode(&bytes);
+        assert!(text.contains("ВсегоПоступило=500000.00\r\nВсегоСписано=100000.00\r\n"), "{text}");
+
+        // A table for a stored agreement, as a spreadsheet saves it (BOM,
+        // semicolons): replaces that table only.
+        let dir = portico_tests::TempDir::new();
+        let first = &demo.trades[0];
+        let trades = dir.0.join("trades.csv");
+        let line = |id: &str, ticker: &str| {
+            format!(
+                "БД-0001;{id};{};{};{};{ticker};SELL;5;{};{};{}\r\n",
+                first.account, first.date, first.settlement_date, first.price, first.amount, first.fees
+            )
+        };
+        let header = "agreement;id;account;date;settlementDate;ticker;side;quantity;price;amount;fees\r\n";
+        let file = format!("\u{feff}{header}{}{}", line("X-1", &first.ticker), line("X-2", &first.ticker));
+        std::fs::write(&trades, file).unwrap();
+        ok(portico(&app, &["brokerage", "import", trades.to_str().unwrap()]));
+        let updated = app.store.find_agreement("БД-0001").await.unwrap().unwrap();
+        let ids: Vec<&str> = updated.trades.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(ids, ["X-1", "X-2"]);
+        assert_eq!(updated.cash_movements, demo.cash_movements, "other tables stay");
+        assert_eq!(updated.positions, demo.positions);
+
+        // One bad row anywhere, and nothing of the import is saved.
+        let bad = dir.0.join("more-trades.csv");
+        std::fs::write(&bad, format!("{header}{}", line("X-3", "NOPE"))).unwrap();
+        let output = portico(&app, &["brokerage", "import", &example("trades"), bad.to_str().unwrap()]);
+        assert!(!output.status.success());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains(
+                "more-trades.csv line 2, column ticker (agreement БД-0001): an instrument listed in instruments"
+            ),
+            "{stderr}"
+        );
+        assert!(stderr.contains("nothing was changed"), "{stderr}");
+        let after = app.store.find_agreement("БД-0001").await.unwrap().unwrap();
+        assert_eq!(after, updated, "{backend:?}");
+        assert_eq!(app.store.find_agreement("БД-0002").await.unwrap().unwrap(), created);
+    }
+}

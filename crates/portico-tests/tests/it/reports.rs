@@ -9,7 +9,13 @@ use serde_json::{Value, json};
 
 const AGREEMENT: &str = "БД-0001";
 
-async fn call(app: &TestApp, pair: Option<&TokenPair>, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+pub(crate) async fn call(
+    app: &TestApp,
+    pair: Option<&TokenPair>,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
     let url = app.url(path);
     let mut request = match method {
         "POST" => app.http().post(url),
@@ -26,7 +32,7 @@ async fn call(app: &TestApp, pair: Option<&TokenPair>, method: &str, path: &str,
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
-fn statement(from: &str, to: &str) -> Value {
+pub(crate) fn statement(from: &str, to: &str) -> Value {
     json!({
         "reportType": "STATEMENT_FOR_1C", "agreementNumber": AGREEMENT, "account": ACCOUNT_RUB,
         "fromDate": from, "toDate": to
@@ -34,7 +40,7 @@ fn statement(from: &str, to: &str) -> Value {
 }
 
 /// Polls the task until it leaves `NEW` / `IN_PROGRESS`.
-async fn finished(app: &TestApp, pair: &TokenPair, id: &str) -> Value {
+pub(crate) async fn finished(app: &TestApp, pair: &TokenPair, id: &str) -> Value {
     for _ in 0..200 {
         let (status, task) = call(app, Some(pair), "GET", &format!("/v1/reports/tasks/{id}"), None).await;
         assert_eq!(status, 200, "{task}");

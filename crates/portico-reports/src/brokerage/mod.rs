@@ -2,7 +2,10 @@
 //! (internal token) and `portico brokerage import FILE` take the same
 //! document, `{"agreements": [Agreement, ...]}` (JSON), and store it all
 //! or nothing: every problem is reported with its place
-//! (`agreements[0].trades[3].ticker`) and then nothing changes.
+//! (`agreements[0].trades[3].ticker`) and then nothing changes. The command
+//! also reads the same data as CSV tables ([`csv`]).
+
+pub mod csv;
 
 use axum::Json;
 use axum::body::Bytes;
