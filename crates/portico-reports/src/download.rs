@@ -5,27 +5,28 @@
 //! percent-encoded), so that Cyrillic names survive.
 
 use axum::body::Body;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Extension, Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use crate::ReportsState;
 use crate::access::Action;
 use crate::error::ReportError;
+use crate::{Channel, ReportsState};
 
 pub async fn download(
     State(api): State<ReportsState>,
+    Extension(channel): Extension<Channel>,
     headers: HeaderMap,
     Path(file_id): Path<String>,
     RawQuery(query): RawQuery,
 ) -> Response {
     let result = async {
-        let (user, id, cnum) = api.by_id(&headers, query.as_deref(), "fileId", &file_id).await?;
+        let (caller, id, cnum) = api.by_id(channel, &headers, query.as_deref(), "fileId", &file_id).await?;
         let found = api.store.find_report_file(id).await?;
         let Some((file, owner)) = found.filter(|(_, owner)| cnum.as_ref().is_none_or(|c| c == owner)) else {
             return Err(ReportError::NotFound(format!("there is no report file {id}")));
         };
-        if !api.may(user, &owner, Action::Download).await? {
+        if !api.may(caller, &owner, Action::Download).await? {
             return Err(ReportError::Forbidden("the user may not download reports of this company".into()));
         }
         let (size, stream) = api.files.open(&file.object_key).await.map_err(|e| ReportError::internal(&e))?;

@@ -20,8 +20,9 @@ pub enum ReportError {
     /// Field name → what is wrong with it.
     #[error("the request is not valid")]
     Validation(BTreeMap<String, String>),
-    #[error(transparent)]
-    Unauthorized(TokenPairError),
+    /// What failed, for the caller.
+    #[error("{0}")]
+    Unauthorized(String),
     #[error("{0}")]
     Forbidden(String),
     #[error("{0}")]
@@ -54,7 +55,6 @@ impl ReportError {
                 let fields: Vec<&str> = errors.keys().map(String::as_str).collect();
                 format!("the request is not valid: {}", fields.join(", "))
             }
-            Self::Unauthorized(e) => format!("authentication failed: {e}"),
             Self::Internal(detail) => {
                 tracing::error!(trace_id, error = %detail, "report API failed");
                 "internal error; try again later".to_owned()
@@ -78,7 +78,7 @@ impl From<TokenPairError> for ReportError {
     fn from(error: TokenPairError) -> Self {
         match error {
             TokenPairError::Unavailable(e) => Self::internal(&e),
-            other => Self::Unauthorized(other),
+            other => Self::Unauthorized(format!("authentication failed: {other}")),
         }
     }
 }

@@ -24,8 +24,8 @@ pub mod worker;
 
 use std::sync::Arc;
 
-use axum::Router;
 use axum::routing::{get, post};
+use axum::{Extension, Router};
 use portico_crypto::hash::BearerSecret;
 use portico_identity::Identity;
 use portico_model::clock::Clock;
@@ -57,12 +57,26 @@ pub type ReportsState = Arc<Reports>;
 /// `download`) grant report rights in a company.
 pub const OBJECT: &str = "reports";
 
+/// Who a route serves: the public API's users, or the bank's own channels
+/// (the internal token; tasks they create have the source `ONLINE_BANK`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Channel {
+    Public,
+    Bank,
+}
+
 pub fn router(state: ReportsState) -> Router {
+    let operations = |channel: Channel| {
+        Router::new()
+            .route("/tasks", post(tasks::create).get(tasks::list))
+            .route("/tasks/{task_id}", get(tasks::get_one))
+            .route("/types", get(types::list))
+            .route("/files/download/{file_id}", get(download::download))
+            .layer(Extension(channel))
+    };
     Router::new()
-        .route("/v1/reports/tasks", post(tasks::create).get(tasks::list))
-        .route("/v1/reports/tasks/{task_id}", get(tasks::get_one))
-        .route("/v1/reports/types", get(types::list))
-        .route("/v1/reports/files/download/{file_id}", get(download::download))
+        .nest("/v1/reports", operations(Channel::Public))
+        .nest("/internal/v1/reports", operations(Channel::Bank))
         .route("/internal/v1/brokerage/agreements", post(brokerage::submit))
         .with_state(state)
 }

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Extension, Path, RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use portico_model::reports::{FileType, MAX_PERIOD_DAYS, ReportTask, ReportType, Source, TaskStatus};
@@ -18,9 +18,9 @@ use serde_json::{Map, Value};
 use time::Date;
 use uuid::Uuid;
 
-use crate::ReportsState;
-use crate::access::Action;
+use crate::access::{Action, Caller};
 use crate::error::ReportError;
+use crate::{Channel, ReportsState};
 
 /// Default and largest page size of the task list.
 pub const DEFAULT_SIZE: u32 = 10;
@@ -82,6 +82,7 @@ fn respond(headers: &HeaderMap, result: Result<Value, ReportError>) -> Response 
 
 pub async fn create(
     State(api): State<ReportsState>,
+    Extension(channel): Extension<Channel>,
     headers: HeaderMap,
     RawQuery(query): RawQuery,
     body: Bytes,
@@ -89,7 +90,7 @@ pub async fn create(
     let result = async {
         let params = Params::parse(query.as_deref());
         params.only(&["cnum"])?;
-        let access = api.access(&headers, params.get("cnum"), Action::Create).await?;
+        let access = api.access(channel, &headers, params.get("cnum"), Action::Create).await?;
         let request = CreateRequest::parse(&body)?;
         let agreement = api.store.find_agreement(&request.agreement_number).await?;
         let mut errors = BTreeMap::new();
@@ -120,9 +121,12 @@ pub async fn create(
             handle_if_exists: request.handle_if_exists,
             file_types: request.file_types,
             status: TaskStatus::New,
-            source: Source::PublicApiGateway,
+            source: match access.caller {
+                Caller::User(_) => Source::PublicApiGateway,
+                Caller::Bank => Source::OnlineBank,
+            },
             error: None,
-            created_by: Some(access.user),
+            created_by: access.caller.user(),
             attempts: 0,
             lease_until: None,
             created_at: now,
@@ -277,7 +281,12 @@ fn file_types(
     types
 }
 
-pub async fn list(State(api): State<ReportsState>, headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
+pub async fn list(
+    State(api): State<ReportsState>,
+    Extension(channel): Extension<Channel>,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+) -> Response {
     let result = async {
         let params = Params::parse(query.as_deref());
         params.only(&[
@@ -291,7 +300,7 @@ pub async fn list(State(api): State<ReportsState>, headers: HeaderMap, RawQuery(
             "page",
             "size",
         ])?;
-        let access = api.access(&headers, params.get("cnum"), Action::View).await?;
+        let access = api.access(channel, &headers, params.get("cnum"), Action::View).await?;
         let mut errors = BTreeMap::new();
         let mut filter = ReportTaskFilter { cnums: vec![access.cnum], limit: DEFAULT_SIZE, ..Default::default() };
         if let Some(t) = params.get("reportType") {
@@ -344,17 +353,18 @@ pub async fn list(State(api): State<ReportsState>, headers: HeaderMap, RawQuery(
 
 pub async fn get_one(
     State(api): State<ReportsState>,
+    Extension(channel): Extension<Channel>,
     headers: HeaderMap,
     Path(task_id): Path<String>,
     RawQuery(query): RawQuery,
 ) -> Response {
     let result = async {
-        let (user, id, cnum) = api.by_id(&headers, query.as_deref(), "taskId", &task_id).await?;
+        let (caller, id, cnum) = api.by_id(channel, &headers, query.as_deref(), "taskId", &task_id).await?;
         let task = api.store.find_report_task(id).await?;
         let Some(task) = task.filter(|t| cnum.as_ref().is_none_or(|c| *c == t.cnum)) else {
             return Err(ReportError::NotFound(format!("there is no report task {id}")));
         };
-        if !api.may(user, &task.cnum, Action::View).await? {
+        if !api.may(caller, &task.cnum, Action::View).await? {
             return Err(ReportError::Forbidden("the user may not view reports of this task's company".into()));
         }
         Ok(crate::views::task(&task))

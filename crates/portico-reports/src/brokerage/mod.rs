@@ -47,14 +47,7 @@ pub fn parse(text: &[u8]) -> Result<Document, Vec<String>> {
 }
 
 pub async fn submit(State(api): State<ReportsState>, headers: HeaderMap, body: Bytes) -> Response {
-    let authorized = api.internal_token.as_ref().is_some_and(|token| {
-        headers
-            .get(axum::http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .is_some_and(|given| token.matches(given))
-    });
-    if !authorized {
+    if !api.is_internal(&headers) {
         let body = json!({"code": "UNAUTHORIZED", "message": "the internal token is missing or wrong"});
         return (StatusCode::UNAUTHORIZED, Json(body)).into_response();
     }

@@ -17,6 +17,7 @@ mod ops;
 mod outage;
 mod permission_views;
 mod permissions;
+mod report_bank;
 mod report_store;
 mod reports;
 mod revoke;
