@@ -85,13 +85,12 @@ impl Reports {
 
     /// Whether the request carries the internal token (`Bearer`).
     pub fn is_internal(&self, headers: &HeaderMap) -> bool {
-        self.internal_token.as_ref().is_some_and(|token| {
-            headers
-                .get(axum::http::header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.strip_prefix("Bearer "))
-                .is_some_and(|given| token.matches(given))
-        })
+        bearer_is(self.internal_token.as_ref(), headers)
+    }
+
+    /// Whether the request carries the admin token (`Bearer`).
+    pub fn is_admin(&self, headers: &HeaderMap) -> bool {
+        bearer_is(self.admin_token.as_ref(), headers)
     }
 
     /// The company the request acts in, where the caller holds `action`.
@@ -165,4 +164,16 @@ impl Reports {
             Caller::Bank => Ok(true),
         }
     }
+}
+
+/// Whether `Authorization: Bearer` carries `token` (compared in constant
+/// time); never when no token is configured.
+fn bearer_is(token: Option<&portico_crypto::hash::BearerSecret>, headers: &HeaderMap) -> bool {
+    token.is_some_and(|token| {
+        headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .is_some_and(|given| token.matches(given))
+    })
 }

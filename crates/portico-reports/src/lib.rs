@@ -40,8 +40,11 @@ pub struct Reports {
     pub permissions: Arc<PermissionService>,
     /// Where produced files live.
     pub files: files::FileStore,
-    /// The internal API's token (brokerage data intake); closed without one.
+    /// The internal API's token (the bank's channel, brokerage data
+    /// intake); closed without one.
     pub internal_token: Option<BearerSecret>,
+    /// The admin API's token (brokerage data); closed without one.
+    pub admin_token: Option<BearerSecret>,
     /// How long a worker holds a task it generates; a generation that
     /// takes longer fails.
     pub lease: std::time::Duration,
@@ -77,6 +80,7 @@ pub fn router(state: ReportsState) -> Router {
     Router::new()
         .nest("/v1/reports", operations(Channel::Public))
         .nest("/internal/v1/reports", operations(Channel::Bank))
-        .route("/internal/v1/brokerage/agreements", post(brokerage::submit))
+        .route("/internal/v1/brokerage/agreements", post(brokerage::submit).layer(Extension(Channel::Bank)))
+        .route("/admin/v1/brokerage/agreements", post(brokerage::submit).get(brokerage::list))
         .with_state(state)
 }

@@ -139,6 +139,7 @@ impl App {
             permissions: Arc::clone(&permissions),
             files,
             internal_token: config.internal_token.as_deref().map(BearerSecret::new),
+            admin_token: config.admin_token.as_deref().map(BearerSecret::new),
             lease: Duration::from_secs(config.reports.lease_secs),
             assets: Arc::new(portico_reports::generate::Assets {
                 signer: Some(Arc::new(report_signer(&config)?)),

@@ -1,5 +1,7 @@
 //! Loading the brokerage data: `POST /internal/v1/brokerage/agreements`
-//! (internal token) and `portico brokerage import FILE` take the same
+//! (internal token, for the bank's systems), `POST
+//! /admin/v1/brokerage/agreements` (admin token, for operators; `GET` lists
+//! the agreements) and `portico brokerage import FILE` take the same
 //! document, `{"agreements": [Agreement, ...]}` (JSON), and store it all
 //! or nothing: every problem is reported with its place
 //! (`agreements[0].trades[3].ticker`) and then nothing changes. The command
@@ -7,16 +9,16 @@
 
 pub mod csv;
 
-use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use portico_model::reports::brokerage::Agreement;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::ReportsState;
+use crate::{Channel, ReportsState};
 
 /// An import document.
 #[derive(Debug, Deserialize)]
@@ -46,10 +48,44 @@ pub fn parse(text: &[u8]) -> Result<Document, Vec<String>> {
     if problems.is_empty() { Ok(document) } else { Err(problems) }
 }
 
-pub async fn submit(State(api): State<ReportsState>, headers: HeaderMap, body: Bytes) -> Response {
-    if !api.is_internal(&headers) {
-        let body = json!({"code": "UNAUTHORIZED", "message": "the internal token is missing or wrong"});
-        return (StatusCode::UNAUTHORIZED, Json(body)).into_response();
+/// 401 unless the request carries the token of its route: the internal
+/// token on `/internal/v1/...`, the admin token on `/admin/v1/...`.
+fn refused(api: &ReportsState, channel: Option<Extension<Channel>>, headers: &HeaderMap) -> Option<Response> {
+    let (allowed, token) = match channel {
+        Some(Extension(Channel::Bank)) => (api.is_internal(headers), "internal"),
+        _ => (api.is_admin(headers), "admin"),
+    };
+    let body = json!({"code": "UNAUTHORIZED", "message": format!("the {token} token is missing or wrong")});
+    (!allowed).then(|| (StatusCode::UNAUTHORIZED, Json(body)).into_response())
+}
+
+/// `GET /admin/v1/brokerage/agreements`: `[{"number", "cnum"}]`, by number.
+pub async fn list(State(api): State<ReportsState>, headers: HeaderMap) -> Response {
+    if let Some(refused) = refused(&api, None, &headers) {
+        return refused;
+    }
+    match api.store.list_agreements().await {
+        Ok(agreements) => {
+            let items: Vec<_> =
+                agreements.iter().map(|(number, cnum)| json!({"number": number, "cnum": cnum})).collect();
+            Json(items).into_response()
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "listing brokerage agreements failed");
+            let body = json!({"code": "INTERNAL_ERROR", "message": "internal error; try again later"});
+            (StatusCode::INTERNAL_SERVER_ERROR, Json(body)).into_response()
+        }
+    }
+}
+
+pub async fn submit(
+    State(api): State<ReportsState>,
+    channel: Option<Extension<Channel>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Some(refused) = refused(&api, channel, &headers) {
+        return refused;
     }
     let document = match parse(&body) {
         Ok(document) => document,

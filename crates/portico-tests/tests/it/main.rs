@@ -4,6 +4,7 @@
 
 mod authorize;
 mod bad_input;
+mod brokerage_intake;
 mod browser;
 mod browser_login;
 mod delivery;

@@ -1,0 +1,66 @@
+//! Brokerage data over HTTP: `POST /internal/v1/brokerage/agreements` (the
+//! internal token) and `/admin/v1/brokerage/agreements` (the admin token),
+//! all or nothing, on both backends.
+
+use portico_reports::sample::{Shape, agreement};
+use portico_tests::{ADMIN_TOKEN, INTERNAL_TOKEN, TestApp, backends};
+use serde_json::{Value, json};
+
+async fn send(app: &TestApp, path: &str, token: &str, body: Option<&Value>) -> (u16, Value) {
+    let url = app.url(path);
+    let request = match body {
+        Some(body) => app.http().post(url).json(body),
+        None => app.http().get(url),
+    };
+    let response = request.bearer_auth(token).send().await.unwrap();
+    (response.status().as_u16(), response.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn agreements_are_stored_whole_or_not_at_all_with_each_problem_named() {
+    const INTERNAL: &str = "/internal/v1/brokerage/agreements";
+    const ADMIN: &str = "/admin/v1/brokerage/agreements";
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let mut first = agreement(&Shape { number: "БД-0100", ..Shape::demo() });
+        first.trades.truncate(3);
+        let mut second = agreement(&Shape { number: "БД-0101", ..Shape::demo() });
+        second.trades[1].ticker = "NOPE".into();
+        second.cash_movements[0].counterparty.inn = "12".into();
+        let document = json!({"agreements": [first, second]});
+
+        for (path, wrong) in [(INTERNAL, ADMIN_TOKEN), (ADMIN, INTERNAL_TOKEN)] {
+            let (status, body) = send(&app, path, wrong, Some(&document)).await;
+            assert_eq!((status, body["code"].as_str()), (401, Some("UNAUTHORIZED")), "{path}: {body}");
+        }
+        let (status, body) = send(&app, INTERNAL, INTERNAL_TOKEN, Some(&document)).await;
+        assert_eq!((status, body["code"].as_str()), (400, Some("VALIDATION_ERROR")), "{backend:?}: {body}");
+        assert_eq!(
+            body["problems"],
+            json!([
+                "agreements[1].trades[1].ticker: an instrument listed in instruments",
+                "agreements[1].cashMovements[0].counterparty.inn: 10 or 12 digits"
+            ])
+        );
+        assert!(app.store.find_agreement("БД-0100").await.unwrap().is_none(), "the valid one is not stored either");
+        let (status, body) = send(&app, INTERNAL, INTERNAL_TOKEN, Some(&json!({"agreements": [first], "x": 1}))).await;
+        let problem = body["problems"][0].as_str().unwrap_or_default();
+        assert!(status == 400 && problem.starts_with("x: unknown field `x`, expected `agreements`"), "{body}");
+
+        let (status, body) = send(&app, INTERNAL, INTERNAL_TOKEN, Some(&json!({"agreements": [first]}))).await;
+        assert_eq!((status, body), (200, json!({"agreements": ["БД-0100"]})));
+        assert_eq!(app.store.find_agreement("БД-0100").await.unwrap().as_ref(), Some(&first));
+
+        // Operators use the admin API: the same document replaces the agreement whole.
+        first.trades.truncate(1);
+        let (status, _) = send(&app, ADMIN, ADMIN_TOKEN, Some(&json!({"agreements": [first]}))).await;
+        assert_eq!(status, 200);
+        assert_eq!(app.store.find_agreement("БД-0100").await.unwrap().unwrap().trades.len(), 1);
+        let (status, listed) = send(&app, ADMIN, ADMIN_TOKEN, None).await;
+        assert_eq!(status, 200);
+        assert_eq!(
+            listed,
+            json!([{"number": "БД-0001", "cnum": "7700000001"}, {"number": "БД-0100", "cnum": "7700000001"}])
+        );
+    }
+}
