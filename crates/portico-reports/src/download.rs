@@ -13,6 +13,39 @@ use crate::access::Action;
 use crate::error::ReportError;
 use crate::{Channel, ReportsState};
 
+/// A file's bytes, in its own media type: the 1C statement as `text/plain;
+/// charset=windows-1251`, the spreadsheet, the PDF, the CMS signature.
+#[derive(utoipa::ToSchema)]
+#[schema(value_type = String, format = Binary)]
+#[allow(dead_code)]
+pub struct FileBytes(Vec<u8>);
+
+/// A produced file, streamed.
+#[utoipa::path(
+    get,
+    path = "/v1/reports/files/download/{fileId}",
+    operation_id = "downloadReportFile",
+    tag = "reports",
+    params(("fileId" = uuid::Uuid, Path, description = "The file's id (`ReportFile.id`)."), crate::tasks::Cnum),
+    responses(
+        (
+            status = 200,
+            description = "The file, streamed.",
+            content(
+                (FileBytes = "text/plain"),
+                (FileBytes = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
+                (FileBytes = "application/pdf"),
+                (FileBytes = "application/pkcs7-signature")
+            ),
+            headers(
+                ("Content-Disposition" = String, description = "`attachment; filename=\"<ASCII>\"; filename*=UTF-8''<name>` (RFC 6266)"),
+                ("Content-Length" = u64, description = "The file's size in bytes")
+            )
+        ),
+        crate::error::Errors,
+        crate::error::NotFound
+    )
+)]
 pub async fn download(
     State(api): State<ReportsState>,
     Extension(channel): Extension<Channel>,

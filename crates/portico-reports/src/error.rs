@@ -13,7 +13,24 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use portico_identity::tokens::TokenPairError;
 use portico_storage::StorageError;
-use serde_json::json;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// The body of every error answer.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorResponse {
+    /// `VALIDATION_ERROR`, `UNAUTHORIZED`, `FORBIDDEN`, `NOT_FOUND` or `INTERNAL_ERROR`.
+    #[schema(example = "VALIDATION_ERROR")]
+    pub code: &'static str,
+    #[schema(example = "the request is not valid: toDate")]
+    pub message: String,
+    /// The request id (`x-request-id`), also in the logs.
+    pub trace_id: String,
+    /// For 400: each invalid field or parameter and what is wrong with it.
+    #[schema(example = json!({"toDate": "must not be before fromDate"}))]
+    pub errors: Option<BTreeMap<String, String>>,
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
@@ -61,11 +78,11 @@ impl ReportError {
             }
             other => other.to_string(),
         };
-        let errors = match &self {
-            Self::Validation(errors) => json!(errors),
-            _ => serde_json::Value::Null,
+        let errors = match self {
+            Self::Validation(errors) => Some(errors),
+            _ => None,
         };
-        let body = json!({ "code": code, "message": message, "traceId": trace_id, "errors": errors });
+        let body = ErrorResponse { code, message, trace_id: trace_id.to_owned(), errors };
         let mut response = (status, Json(body)).into_response();
         if status == StatusCode::UNAUTHORIZED {
             response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
@@ -87,4 +104,31 @@ impl From<StorageError> for ReportError {
     fn from(error: StorageError) -> Self {
         Self::internal(&error)
     }
+}
+
+/// The error answers of every operation (the spec's 400, 401, 403, 500).
+#[derive(utoipa::IntoResponses)]
+#[allow(dead_code)]
+pub enum Errors {
+    /// `VALIDATION_ERROR`: a field or parameter is not valid; `errors` names each.
+    #[response(status = 400)]
+    Validation(ErrorResponse),
+    /// `UNAUTHORIZED`: `Authorization` or `Id-Token` is missing or not valid.
+    #[response(status = 401, headers(("WWW-Authenticate" = String, description = "`Bearer`")))]
+    Unauthorized(ErrorResponse),
+    /// `FORBIDDEN`: the user holds no report right for this in the company.
+    #[response(status = 403)]
+    Forbidden(ErrorResponse),
+    /// `INTERNAL_ERROR`: details only in the log, under `traceId`.
+    #[response(status = 500)]
+    Internal(ErrorResponse),
+}
+
+/// `NOT_FOUND` of the look-ups by id.
+#[derive(utoipa::IntoResponses)]
+#[allow(dead_code)]
+pub enum NotFound {
+    /// `NOT_FOUND`: no such task or file (in the company named by `cnum`).
+    #[response(status = 404)]
+    NotFound(ErrorResponse),
 }

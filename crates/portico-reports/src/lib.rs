@@ -16,6 +16,7 @@ pub mod download;
 pub mod error;
 pub mod files;
 pub mod generate;
+pub mod openapi;
 pub mod sample;
 pub mod tasks;
 pub mod types;

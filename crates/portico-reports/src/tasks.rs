@@ -19,7 +19,9 @@ use time::Date;
 use uuid::Uuid;
 
 use crate::access::{Action, Caller};
-use crate::error::ReportError;
+use crate::error::{Errors, NotFound, ReportError};
+use crate::openapi::ReportTaskCreateRequest;
+use crate::views::TaskView;
 use crate::{Channel, ReportsState};
 
 /// Default and largest page size of the task list.
@@ -73,13 +75,24 @@ pub fn parse_id(parameter: &str, text: &str) -> Result<Uuid, ReportError> {
         .ok_or_else(|| ReportError::field(parameter, "a UUID such as 0192f5e4-8c7a-7cc1-9a4e-3b1d2c5f6a70"))
 }
 
-fn respond(headers: &HeaderMap, result: Result<Value, ReportError>) -> Response {
+fn respond(headers: &HeaderMap, result: Result<impl serde::Serialize, ReportError>) -> Response {
     match result {
         Ok(body) => Json(body).into_response(),
         Err(e) => e.into_response_for(headers),
     }
 }
 
+/// Creates a report task (or, with `handleIfExists` false, returns the
+/// earlier one for the same report).
+#[utoipa::path(
+    post,
+    path = "/v1/reports/tasks",
+    operation_id = "createReportTask",
+    tag = "reports",
+    params(Cnum),
+    request_body = ReportTaskCreateRequest,
+    responses((status = 200, description = "The task (status `NEW`, or the earlier one).", body = TaskView), Errors)
+)]
 pub async fn create(
     State(api): State<ReportsState>,
     Extension(channel): Extension<Channel>,
@@ -138,7 +151,7 @@ pub async fn create(
             tracing::info!(task = %task.id, report = task.report_type.as_str(), "report task created");
             api.queued.notify_one();
         }
-        Ok(crate::views::task(&task))
+        Ok(TaskView::from(&task))
     }
     .await;
     respond(&headers, result)
@@ -281,6 +294,15 @@ fn file_types(
     types
 }
 
+/// The company's tasks, newest first.
+#[utoipa::path(
+    get,
+    path = "/v1/reports/tasks",
+    operation_id = "getReportTasks",
+    tag = "reports",
+    params(Cnum, ListFilters),
+    responses((status = 200, description = "A page of tasks.", body = Vec<TaskView>), Errors)
+)]
 pub async fn list(
     State(api): State<ReportsState>,
     Extension(channel): Extension<Channel>,
@@ -345,12 +367,21 @@ pub async fn list(
         }
         filter.offset = page.saturating_mul(filter.limit);
         let tasks = api.store.list_report_tasks(&filter).await?;
-        Ok(Value::Array(tasks.iter().map(crate::views::task).collect()))
+        Ok(tasks.iter().map(TaskView::from).collect::<Vec<_>>())
     }
     .await;
     respond(&headers, result)
 }
 
+/// One task.
+#[utoipa::path(
+    get,
+    path = "/v1/reports/tasks/{taskId}",
+    operation_id = "getReportTask",
+    tag = "reports",
+    params(("taskId" = uuid::Uuid, Path, description = "The task's id."), Cnum),
+    responses((status = 200, description = "The task.", body = TaskView), Errors, NotFound)
+)]
 pub async fn get_one(
     State(api): State<ReportsState>,
     Extension(channel): Extension<Channel>,
@@ -367,8 +398,43 @@ pub async fn get_one(
         if !api.may(caller, &task.cnum, Action::View).await? {
             return Err(ReportError::Forbidden("the user may not view reports of this task's company".into()));
         }
-        Ok(crate::views::task(&task))
+        Ok(TaskView::from(&task))
     }
     .await;
     respond(&headers, result)
+}
+
+/// `cnum`: the client organization; optional when the user holds report
+/// rights in one company only.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct Cnum {
+    /// The client organization id (1 to 20 digits).
+    #[param(pattern = "^[0-9]{1,20}$", example = "7700000001")]
+    cnum: Option<String>,
+}
+
+/// The filters and paging of `getReportTasks`.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code, non_snake_case)]
+pub struct ListFilters {
+    reportType: Option<ReportType>,
+    agreementNumber: Option<String>,
+    #[param(pattern = "^[0-9]{20}$")]
+    account: Option<String>,
+    /// Tasks whose period starts on or after this day.
+    #[param(format = Date)]
+    fromDate: Option<String>,
+    /// Tasks whose period ends on or before this day.
+    #[param(format = Date)]
+    toDate: Option<String>,
+    status: Option<TaskStatus>,
+    /// The page, from 0.
+    #[param(minimum = 0, maximum = 100_000, default = 0)]
+    page: Option<u32>,
+    /// Tasks per page.
+    #[param(minimum = 1, maximum = 100, default = 10)]
+    size: Option<u32>,
 }

@@ -9,8 +9,18 @@ use portico_model::reports::ReportType;
 
 use crate::access::Action;
 use crate::tasks::Params;
+use crate::views::TypeView;
 use crate::{Channel, ReportsState};
 
+/// The report types, each with what it needs and the files it can make.
+#[utoipa::path(
+    get,
+    path = "/v1/reports/types",
+    operation_id = "getReportTypes",
+    tag = "reports",
+    params(crate::tasks::Cnum),
+    responses((status = 200, description = "Every report type.", body = Vec<TypeView>), crate::error::Errors)
+)]
 pub async fn list(
     State(api): State<ReportsState>,
     Extension(channel): Extension<Channel>,
@@ -25,9 +35,7 @@ pub async fn list(
             Channel::Public => drop(api.access(channel, &headers, params.get("cnum"), Action::View).await?),
             Channel::Bank => drop(api.caller(channel, &headers).await?),
         }
-        Ok::<_, crate::error::ReportError>(
-            ReportType::ALL.iter().map(|t| crate::views::report_type(*t)).collect::<Vec<_>>(),
-        )
+        Ok::<_, crate::error::ReportError>(ReportType::ALL.iter().map(|t| TypeView::from(*t)).collect::<Vec<_>>())
     }
     .await;
     match result {

@@ -166,7 +166,8 @@ impl App {
                 admin_token: self.config.admin_token.as_deref().map(BearerSecret::new),
             })))
             .merge(portico_notify::router(Arc::clone(&self.notify)))
-            .merge(portico_reports::router(Arc::clone(&self.reports)));
+            .merge(portico_reports::router(Arc::clone(&self.reports)))
+            .merge(crate::openapi::router());
         if self.demo {
             router = router.merge(demo::router(state)).merge(demo::merchant::router(Arc::clone(&self.notify)));
         }

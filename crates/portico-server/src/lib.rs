@@ -9,6 +9,7 @@ pub mod config;
 pub mod delivery;
 pub mod demo;
 mod http;
+pub mod openapi;
 pub mod secret;
 mod tasks;
 pub mod telemetry;

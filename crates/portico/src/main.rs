@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use portico_model::clock::SystemClock;
 use portico_server::{App, Config};
@@ -57,6 +58,11 @@ enum Command {
     /// Load the brokerage data reports are made from.
     #[command(subcommand)]
     Brokerage(brokerage::BrokerageCommand),
+    /// Write the published OpenAPI documents (as served at /openapi/<name>.json) into DIR.
+    Openapi {
+        /// The folder; docs/openapi in the repository.
+        dir: PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -103,6 +109,16 @@ async fn run(command: Command, config: Config) -> anyhow::Result<()> {
         Command::Keys(command) => admin::keys(&config, command).await,
         Command::Permissions(command) => permissions::run(&config, command).await,
         Command::Brokerage(command) => brokerage::run(&config, command).await,
+        Command::Openapi { dir } => {
+            std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+            for document in portico_server::openapi::documents() {
+                let path = dir.join(format!("{}.json", document.name));
+                std::fs::write(&path, document.to_json())
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+                println!("{} ({} {})", path.display(), document.api.info.title, document.api.info.version);
+            }
+            Ok(())
+        }
         Command::Merchants(command) => merchants::run(&config, command).await,
         Command::Notifications(command) => notifications::run(&config, command).await,
     }

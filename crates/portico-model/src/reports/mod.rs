@@ -7,8 +7,10 @@ pub mod brokerage;
 use time::{Date, OffsetDateTime};
 use uuid::Uuid;
 
+/// A closed set of codes: the enum, its code strings, JSON as the code, and
+/// its OpenAPI schema (a string enum named `$schema`).
 macro_rules! codes {
-    ($(#[$meta:meta])* $name:ident { $($variant:ident = $code:literal),+ $(,)? }) => {
+    ($(#[$meta:meta])* $name:ident as $schema:literal { $($variant:ident = $code:literal),+ $(,)? }) => {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum $name { $($variant),+ }
@@ -24,16 +26,37 @@ macro_rules! codes {
                 match text { $($code => Some(Self::$variant),)+ _ => None }
             }
         }
+
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.as_str())
+            }
+        }
+
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                utoipa::openapi::schema::ObjectBuilder::new()
+                    .schema_type(utoipa::openapi::schema::Type::String)
+                    .enum_values(Some([$($code),+]))
+                    .into()
+            }
+        }
+
+        impl utoipa::ToSchema for $name {
+            fn name() -> std::borrow::Cow<'static, str> {
+                std::borrow::Cow::Borrowed($schema)
+            }
+        }
     };
 }
 
 codes!(
     /// What a report is.
-    ReportType { StatementFor1c = "STATEMENT_FOR_1C", BrokerageReport = "BROKERAGE_REPORT" }
+    ReportType as "ReportTypeCode" { StatementFor1c = "STATEMENT_FOR_1C", BrokerageReport = "BROKERAGE_REPORT" }
 );
 codes!(
     /// What form a report's file takes.
-    FileType {
+    FileType as "FileTypeCode" {
         SimpleDocumentary = "SIMPLE_DOCUMENTARY",
         PrintedForm = "PRINTED_FORM",
         Qes = "QES",
@@ -41,14 +64,14 @@ codes!(
     }
 );
 codes!(
-    TaskStatus { New = "NEW", InProgress = "IN_PROGRESS", Failed = "FAILED", Done = "DONE" }
+    TaskStatus as "ReportTaskStatus" { New = "NEW", InProgress = "IN_PROGRESS", Failed = "FAILED", Done = "DONE" }
 );
 codes!(
     /// The channel a task was created through.
-    Source { OnlineBank = "ONLINE_BANK", PublicApiGateway = "PUBLIC_API_GATEWAY" }
+    Source as "ReportTaskSource" { OnlineBank = "ONLINE_BANK", PublicApiGateway = "PUBLIC_API_GATEWAY" }
 );
 codes!(
-    SignatureType { None = "NONE", Qes = "QES", Facsimile = "FACSIMILE" }
+    SignatureType as "SignatureTypeCode" { None = "NONE", Qes = "QES", Facsimile = "FACSIMILE" }
 );
 
 impl ReportType {

@@ -1,0 +1,156 @@
+//! The published API descriptions: OpenAPI 3.1 documents made from the
+//! handlers' own annotations and types, one per interface, served at
+//! `/openapi/<name>.json`, listed at `/openapi/index.json`, and read by
+//! the API reference page at `/openapi/` (Swagger UI, vendored in
+//! `assets/swagger-ui`). The same documents are committed under
+//! `docs/openapi/`, and a test fails when they drift.
+
+use std::sync::LazyLock;
+
+use axum::Router;
+use axum::extract::Path;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use utoipa::OpenApi as _;
+
+/// A published document.
+pub struct Document {
+    /// Its file name without `.json`.
+    pub name: &'static str,
+    pub api: utoipa::openapi::OpenApi,
+}
+
+/// Every published document, made once.
+pub fn documents() -> &'static [Document] {
+    static DOCUMENTS: LazyLock<Vec<Document>> =
+        LazyLock::new(|| vec![Document { name: "reports", api: portico_reports::openapi::ReportsApi::openapi() }]);
+    &DOCUMENTS
+}
+
+impl Document {
+    /// The document as committed and served: pretty JSON, ending in a newline.
+    pub fn to_json(&self) -> String {
+        let mut text = serde_json::to_string_pretty(&self.api).unwrap_or_default();
+        text.push('\n');
+        text
+    }
+}
+
+const PAGE: &str = include_str!("../assets/openapi.html");
+const PAGE_JS: &str = include_str!("../assets/openapi-reference.js");
+const UI_JS: &str = include_str!("../assets/swagger-ui/swagger-ui-bundle.js");
+const UI_PRESET: &str = include_str!("../assets/swagger-ui/swagger-ui-standalone-preset.js");
+const UI_CSS: &str = include_str!("../assets/swagger-ui/swagger-ui.css");
+
+/// The reference page's policy: Swagger UI sets inline styles and shows
+/// inline SVG images; everything else comes from Portico itself.
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; \
+     img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+pub fn router() -> Router {
+    Router::new()
+        .route("/openapi", get(|| async { axum::response::Redirect::permanent("/openapi/") }))
+        .route("/openapi/", get(page))
+        .route("/openapi/index.json", get(index))
+        .route("/openapi/assets/{file}", get(asset))
+        .route("/openapi/{file}", get(document))
+}
+
+fn with_type(content_type: &'static str, cache: bool, body: impl IntoResponse) -> Response {
+    let mut headers = HeaderMap::new();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    if cache {
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=86400"));
+    }
+    (headers, body).into_response()
+}
+
+async fn page() -> Response {
+    let mut response = with_type("text/html; charset=utf-8", false, PAGE);
+    response.headers_mut().insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    response
+}
+
+async fn index() -> Response {
+    let list: Vec<serde_json::Value> = documents()
+        .iter()
+        .map(|d| {
+            serde_json::json!({
+                "name": d.name,
+                "title": d.api.info.title,
+                "version": d.api.info.version,
+                "url": format!("/openapi/{}.json", d.name),
+            })
+        })
+        .collect();
+    axum::Json(list).into_response()
+}
+
+async fn asset(Path(file): Path<String>) -> Response {
+    match file.as_str() {
+        "swagger-ui-bundle.js" => with_type("text/javascript; charset=utf-8", true, UI_JS),
+        "swagger-ui-standalone-preset.js" => with_type("text/javascript; charset=utf-8", true, UI_PRESET),
+        "swagger-ui.css" => with_type("text/css; charset=utf-8", true, UI_CSS),
+        "reference.js" => with_type("text/javascript; charset=utf-8", false, PAGE_JS),
+        _ => (StatusCode::NOT_FOUND, "no such asset").into_response(),
+    }
+}
+
+async fn document(Path(file): Path<String>) -> Response {
+    let found = file.strip_suffix(".json").and_then(|name| documents().iter().find(|d| d.name == name));
+    match found {
+        Some(document) => with_type("application/json", false, document.to_json()),
+        None => {
+            let names: Vec<String> = documents().iter().map(|d| format!("/openapi/{}.json", d.name)).collect();
+            (StatusCode::NOT_FOUND, format!("no such document; published: {}", names.join(", "))).into_response()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `docs/openapi` in the repository.
+    fn committed_dir() -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/openapi")
+    }
+
+    #[test]
+    fn the_committed_documents_are_the_ones_the_code_makes() {
+        let regenerate = "regenerate them with `cargo run -p portico -- openapi docs/openapi` and commit the result";
+        let dir = committed_dir();
+        for document in documents() {
+            let path = dir.join(format!("{}.json", document.name));
+            let committed = std::fs::read_to_string(&path).unwrap_or_default();
+            assert!(
+                committed == document.to_json(),
+                "docs/openapi/{}.json differs from what the code describes: {regenerate}",
+                document.name
+            );
+        }
+        let names: Vec<String> = documents().iter().map(|d| format!("{}.json", d.name)).collect();
+        for entry in std::fs::read_dir(&dir).expect("docs/openapi") {
+            let name = entry.expect("an entry").file_name().to_string_lossy().into_owned();
+            assert!(names.contains(&name), "docs/openapi/{name} is no published document: remove it, or {regenerate}");
+        }
+    }
+
+    #[test]
+    fn every_document_is_openapi_3_1_with_the_specs_operation_ids() {
+        let mut ids = Vec::new();
+        for document in documents() {
+            let json: serde_json::Value = serde_json::from_str(&document.to_json()).expect("JSON");
+            assert_eq!(json["openapi"], "3.1.0", "{}", document.name);
+            for operations in json["paths"].as_object().expect("paths").values() {
+                for operation in operations.as_object().expect("operations").values() {
+                    ids.push(operation["operationId"].as_str().expect("an operationId").to_owned());
+                }
+            }
+        }
+        for id in ["createReportTask", "getReportTasks", "getReportTask", "getReportTypes", "downloadReportFile"] {
+            assert!(ids.iter().any(|i| i == id), "{id} is not described: {ids:?}");
+        }
+    }
+}
