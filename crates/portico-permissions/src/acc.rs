@@ -15,6 +15,21 @@ use crate::PermissionsState;
 use crate::error::ApiError;
 use crate::request::value;
 
+/// The calling EIO's own flags per section of the access control center.
+#[utoipa::path(
+    get,
+    path = "/api/v1/acc-permissions/{cnum}",
+    operation_id = "getAccPermissionsByCnum",
+    tag = "permissions",
+    params(("cnum" = String, Path, description = "The company number.", example = "7700000001"), crate::openapi::SystemId),
+    responses(
+        (status = 200, description = "Section → action → allowed.", body = crate::openapi::CompanyFlags),
+        (status = 400, description = "`header_is_missing`, `bad_request` (an `ErrorResponseDTO`), or no active employee found for the caller (a `GenericError`).", body = crate::error::GenericError),
+        (status = 403, description = "`executive_not_eio`.", body = crate::error::ErrorResponseDto),
+        crate::openapi::Unauthorized,
+        crate::openapi::Internal
+    )
+)]
 pub async fn by_company(
     State(api): State<PermissionsState>,
     headers: HeaderMap,
@@ -33,6 +48,25 @@ pub async fn by_company(
     Ok(Json(model.acc_permissions_v1(caller.user_id, &cnum)).into_response())
 }
 
+/// Which sections of the access control center a colleague may view.
+#[utoipa::path(
+    get,
+    path = "/api/v2/acc-permissions/{userId}/{cnum}",
+    operation_id = "getAccPermissionsByUserIdAndCnum",
+    tag = "permissions",
+    params(
+        ("userId" = uuid::Uuid, Path, description = "The colleague."),
+        ("cnum" = String, Path, description = "The company number.", example = "7700000001"),
+        crate::openapi::SystemId
+    ),
+    responses(
+        (status = 200, description = "The sections.", body = Vec<AccPermission>),
+        (status = 400, description = "`header_is_missing`, `bad_request`, `invalid_parameter_format`, `employee_not_found`, `role_not_found`.", body = crate::error::ErrorResponseDto),
+        (status = 403, description = "`not_employee`.", body = crate::error::ErrorResponseDto),
+        crate::openapi::Unauthorized,
+        crate::openapi::Internal
+    )
+)]
 pub async fn by_user_and_company(
     State(api): State<PermissionsState>,
     headers: HeaderMap,

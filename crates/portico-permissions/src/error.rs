@@ -11,7 +11,9 @@ use axum::response::{IntoResponse, Response};
 use portico_identity::tokens::TokenPairError;
 use portico_model::permissions::LookupError;
 use portico_storage::StorageError;
+use serde::Serialize;
 use serde_json::{Value, json};
+use utoipa::ToSchema;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -85,8 +87,38 @@ impl From<StorageError> for ApiError {
     }
 }
 
-fn dto(status: StatusCode, code: &str, message: String, data: Value) -> Response {
-    (status, Json(json!({ "code": code, "message": message, "messageData": data }))).into_response()
+/// `ErrorResponseDTO`: the body of most errors.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = ErrorResponseDTO)]
+pub struct ErrorResponseDto {
+    #[schema(example = "bad_request")]
+    pub code: &'static str,
+    /// Names the offending parameter or id.
+    pub message: String,
+    /// `{"parameter": ...}` or `{"header": ...}` when one is at fault.
+    #[schema(value_type = Option<Object>)]
+    pub message_data: Value,
+}
+
+/// `GenericError`: a message only (internal errors; ACC v1's "no active employee").
+#[derive(Debug, Serialize, ToSchema)]
+pub struct GenericError {
+    pub message: Option<String>,
+}
+
+/// The body of 401.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UnauthorizedError {
+    pub error: String,
+}
+
+fn dto(status: StatusCode, code: &'static str, message: String, message_data: Value) -> Response {
+    (status, Json(ErrorResponseDto { code, message, message_data })).into_response()
+}
+
+fn generic(status: StatusCode, message: impl Into<String>) -> Response {
+    (status, Json(GenericError { message: Some(message.into()) })).into_response()
 }
 
 impl IntoResponse for ApiError {
@@ -108,12 +140,13 @@ impl IntoResponse for ApiError {
                 format!("{parameter} must be a UUID"),
                 json!({ "parameter": parameter }),
             ),
-            Self::Generic(_) => (StatusCode::BAD_REQUEST, Json(json!({ "message": message }))).into_response(),
+            Self::Generic(_) => generic(StatusCode::BAD_REQUEST, message),
             Self::NotEio(_) => dto(StatusCode::FORBIDDEN, "executive_not_eio", message, Value::Null),
             Self::UnavailableRole(_) => dto(StatusCode::FORBIDDEN, "unavailable_role", message, Value::Null),
             Self::NotEmployee(_) => dto(StatusCode::FORBIDDEN, "not_employee", message, Value::Null),
             Self::Unauthorized(_) => {
-                let mut response = (StatusCode::UNAUTHORIZED, Json(json!({ "error": message }))).into_response();
+                let mut response =
+                    (StatusCode::UNAUTHORIZED, Json(UnauthorizedError { error: message })).into_response();
                 response
                     .headers_mut()
                     .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer error=\"invalid_token\""));
@@ -125,7 +158,7 @@ impl IntoResponse for ApiError {
                     StorageError::Unavailable(_) => "the permission store is unavailable; try again later",
                     _ => "internal error",
                 };
-                (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({ "message": message }))).into_response()
+                generic(StatusCode::INTERNAL_SERVER_ERROR, message)
             }
         }
     }

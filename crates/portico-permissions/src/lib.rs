@@ -12,6 +12,7 @@
 pub mod acc;
 pub mod admin;
 pub mod error;
+pub mod openapi;
 pub mod request;
 pub mod role;
 pub mod service;
@@ -49,6 +50,7 @@ fn missing(parameter: &'static str, system_id_required: bool) -> MethodRouter<Pe
 }
 
 /// Every route of the permissions API and its admin API.
+#[allow(deprecated, reason = "the deprecated v1 reads are still served")]
 pub fn router(api: PermissionsState) -> Router {
     Router::new()
         .route("/api/v1/employee/role", post(role::employee_role))

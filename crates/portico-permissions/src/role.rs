@@ -14,7 +14,7 @@ use crate::error::ApiError;
 use crate::request::value;
 
 /// `EmployeeRoleResponse`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct EmployeeRoleResponse {
     pub id: Uuid,
     pub code: Option<String>,
@@ -65,6 +65,22 @@ fn parse(headers: &HeaderMap, body: Result<Bytes, BytesRejection>) -> Result<(Uu
     Ok((user_id, cnum))
 }
 
+/// The role of an employee, for the EIO of the company.
+#[utoipa::path(
+    post,
+    path = "/api/v1/employee/role",
+    operation_id = "employeeRole",
+    tag = "permissions",
+    params(crate::openapi::SystemId),
+    request_body = crate::openapi::EmployeeRoleRequest,
+    responses(
+        (status = 200, description = "The employee's role.", body = EmployeeRoleResponse),
+        (status = 400, description = "`header_is_missing`, `bad_request`, `employee_not_found`, `user_not_found`, `role_not_found`.", body = crate::error::ErrorResponseDto),
+        (status = 403, description = "`executive_not_eio`, `unavailable_role`.", body = crate::error::ErrorResponseDto),
+        crate::openapi::Unauthorized,
+        crate::openapi::Internal
+    )
+)]
 pub async fn employee_role(
     State(api): State<PermissionsState>,
     headers: HeaderMap,

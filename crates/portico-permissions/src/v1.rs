@@ -41,6 +41,24 @@ async fn context(
         .map_err(|e| ApiError::lookup(e, "object_path"))
 }
 
+/// The caller's permissions per company (deprecated: use `permissionsV2`).
+#[utoipa::path(
+    get,
+    path = "/api/v1/permissions",
+    operation_id = "permissionsV1Legacy",
+    tag = "permissions",
+    params(crate::openapi::OptionalSystemId, crate::openapi::CnumArray),
+    responses(
+        (status = 200, description = "The permissions context.", body = PermissionsContext, headers(
+            ("Deprecation" = String, description = "RFC 9745: `@1767225600`"),
+            ("Link" = String, description = "`</api/v2/permissions>; rel=\"successor-version\"`")
+        )),
+        crate::openapi::LookupErrors,
+        crate::openapi::Unauthorized,
+        crate::openapi::Internal
+    )
+)]
+#[deprecated = "the v1 reads are deprecated; their handlers stay for old consumers"]
 pub async fn permissions(
     State(api): State<PermissionsState>,
     headers: HeaderMap,
@@ -54,6 +72,28 @@ pub async fn permissions(
     deprecated(result)
 }
 
+/// The caller's permissions on the given objects (deprecated: use `permissionsV2ByObj`).
+#[utoipa::path(
+    get,
+    path = "/api/v1/permissions/{object_path}",
+    operation_id = "permissionsV1LegacyByObj",
+    tag = "permissions",
+    params(
+        ("object_path" = Vec<String>, Path, style = Simple, description = "Object paths, comma-separated.", example = json!(["payments", "reports"])),
+        crate::openapi::OptionalSystemId,
+        crate::openapi::CnumArray
+    ),
+    responses(
+        (status = 200, description = "The permissions context.", body = PermissionsContext, headers(
+            ("Deprecation" = String, description = "RFC 9745: `@1767225600`"),
+            ("Link" = String, description = "`</api/v2/permissions>; rel=\"successor-version\"`")
+        )),
+        crate::openapi::LookupErrors,
+        crate::openapi::Unauthorized,
+        crate::openapi::Internal
+    )
+)]
+#[deprecated = "the v1 reads are deprecated; their handlers stay for old consumers"]
 pub async fn permissions_by_object(
     State(api): State<PermissionsState>,
     headers: HeaderMap,

@@ -15,6 +15,20 @@ fn segment_error(_: PathRejection) -> ApiError {
     ApiError::bad_request("path", "a path parameter is not a valid path segment")
 }
 
+/// Every permission of the caller: company, object, nested groups, action flags.
+#[utoipa::path(
+    get,
+    path = "/api/v2/permissions",
+    operation_id = "permissionsV2",
+    tag = "permissions",
+    params(crate::openapi::SystemId),
+    responses(
+        (status = 200, description = "Company number → object → groups → action → allowed.", body = crate::openapi::PermissionTree),
+        crate::openapi::LookupErrors,
+        crate::openapi::Unauthorized,
+        crate::openapi::Internal
+    )
+)]
 pub async fn permissions(State(api): State<PermissionsState>, headers: HeaderMap) -> Result<Response, ApiError> {
     let caller = api.caller(&headers, true).await?;
     let model = api.service.model().await?;
@@ -22,6 +36,20 @@ pub async fn permissions(State(api): State<PermissionsState>, headers: HeaderMap
     Ok(Json(view).into_response())
 }
 
+/// The caller's actions on one object, per company.
+#[utoipa::path(
+    get,
+    path = "/api/v2/permissions/{obj}",
+    operation_id = "permissionsV2ByObj",
+    tag = "permissions",
+    params(("obj" = String, Path, description = "An object of the catalog.", example = "payments"), crate::openapi::SystemId),
+    responses(
+        (status = 200, description = "Company number → action → allowed.", body = crate::openapi::CompanyFlags),
+        crate::openapi::LookupErrors,
+        crate::openapi::Unauthorized,
+        crate::openapi::Internal
+    )
+)]
 pub async fn by_object(
     State(api): State<PermissionsState>,
     headers: HeaderMap,
@@ -35,6 +63,24 @@ pub async fn by_object(
     Ok(Json(view).into_response())
 }
 
+/// The caller's actions on one object in one company.
+#[utoipa::path(
+    get,
+    path = "/api/v2/permissions/{obj}/{cnum}",
+    operation_id = "permissionsV2ByObjAndCnum",
+    tag = "permissions",
+    params(
+        ("obj" = String, Path, description = "An object of the catalog.", example = "payments"),
+        ("cnum" = String, Path, description = "The company number.", example = "7700000001"),
+        crate::openapi::SystemId
+    ),
+    responses(
+        (status = 200, description = "Action → allowed.", body = crate::openapi::ActionFlags),
+        crate::openapi::LookupErrors,
+        crate::openapi::Unauthorized,
+        crate::openapi::Internal
+    )
+)]
 pub async fn by_object_and_company(
     State(api): State<PermissionsState>,
     headers: HeaderMap,

@@ -23,8 +23,12 @@ pub struct Document {
 
 /// Every published document, made once.
 pub fn documents() -> &'static [Document] {
-    static DOCUMENTS: LazyLock<Vec<Document>> =
-        LazyLock::new(|| vec![Document { name: "reports", api: portico_reports::openapi::ReportsApi::openapi() }]);
+    static DOCUMENTS: LazyLock<Vec<Document>> = LazyLock::new(|| {
+        vec![
+            Document { name: "permissions", api: portico_permissions::openapi::PermissionsOpenApi::openapi() },
+            Document { name: "reports", api: portico_reports::openapi::ReportsApi::openapi() },
+        ]
+    });
     &DOCUMENTS
 }
 
@@ -149,7 +153,22 @@ mod tests {
                 }
             }
         }
-        for id in ["createReportTask", "getReportTasks", "getReportTask", "getReportTypes", "downloadReportFile"] {
+        let spec = [
+            "createReportTask",
+            "getReportTasks",
+            "getReportTask",
+            "getReportTypes",
+            "downloadReportFile",
+            "employeeRole",
+            "permissionsV1Legacy",
+            "permissionsV1LegacyByObj",
+            "permissionsV2",
+            "permissionsV2ByObj",
+            "permissionsV2ByObjAndCnum",
+            "getAccPermissionsByCnum",
+            "getAccPermissionsByUserIdAndCnum",
+        ];
+        for id in spec {
             assert!(ids.iter().any(|i| i == id), "{id} is not described: {ids:?}");
         }
     }

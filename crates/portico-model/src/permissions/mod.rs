@@ -36,7 +36,7 @@ pub const ACC_OBJECT: &str = "acc";
 pub const VIEW: &str = "view";
 
 /// A company's contract with the bank.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ContractStatus {
     Active,

@@ -9,13 +9,15 @@ use std::collections::BTreeMap;
 
 use serde::ser::SerializeMap as _;
 use serde::{Deserialize, Serialize, Serializer};
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::{ACC_OBJECT, CatalogObject, ContractStatus, PermissionModel, VIEW};
 
 /// Permissions context v1.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = PermissionsContextV1)]
 pub struct PermissionsContext {
     pub user_id: Uuid,
     pub aud: String,
@@ -23,8 +25,9 @@ pub struct PermissionsContext {
 }
 
 /// Contract context v1.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = ContractContextV1)]
 pub struct ContractContext {
     pub cnum: String,
     pub contract_status: ContractStatus,
@@ -32,21 +35,23 @@ pub struct ContractContext {
 }
 
 /// Permission v1: an object path and the actions allowed on it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct PermissionV1 {
     pub name: String,
     pub actions: Vec<String>,
 }
 
 /// ACC employee permission.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[schema(as = AccEmployeePermission)]
 pub struct AccPermission {
     pub code: String,
     pub name: AccPermissionName,
     pub view: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[schema(as = AccPermissionName)]
 pub struct AccPermissionName {
     pub ru: Option<String>,
 }

@@ -157,3 +157,40 @@ async fn the_demo_page_sends_merchant_events_that_arrive_signed() {
 
     browser.client.clone().close().await.unwrap();
 }
+
+/// The API reference page: Swagger UI over the published documents, and an
+/// operation called from it against the server with a user's tokens.
+#[tokio::test]
+async fn the_api_reference_page_calls_an_operation_in_chromium() {
+    let Some(browser) = launch().await else { return };
+    let client = &browser.client;
+    let app = TestApp::spawn(backends()[0]).await;
+    let ivan = app.token_pair("ivan").await;
+    client.goto(&app.url("/openapi/")).await.unwrap();
+    wait_for_text(client, ".swagger-ui .info .title", "Portico user permissions").await;
+
+    // Switch to the reports document, authorize with the token pair, call getReportTypes.
+    client
+        .execute("window.ui.specActions.updateUrl('/openapi/reports.json'); window.ui.specActions.download('/openapi/reports.json');", vec![])
+        .await
+        .unwrap();
+    wait_for_text(client, ".swagger-ui .info .title", "Portico brokerage reports").await;
+    client
+        .execute(
+            "window.ui.preauthorizeApiKey('accessToken', arguments[0]); window.ui.preauthorizeApiKey('idToken', arguments[1]);",
+            vec![ivan.access_token.clone().into(), ivan.id_token.clone().into()],
+        )
+        .await
+        .unwrap();
+    click(client, "#operations-reports-getReportTypes .opblock-summary-control").await;
+    // "Try it out" is on from the start.
+    wait_for_text(client, "#operations-reports-getReportTypes .execute", "Execute").await;
+    click(client, "#operations-reports-getReportTypes .execute").await;
+    wait_for_text(client, "#operations-reports-getReportTypes .live-responses-table", "STATEMENT_FOR_1C").await;
+    wait_for_text(
+        client,
+        "#operations-reports-getReportTypes .live-responses-table tr.response .response-col_status",
+        "200",
+    )
+    .await;
+}

@@ -1,0 +1,213 @@
+//! The permissions API's OpenAPI document (0.3.0), made from the handlers'
+//! annotations and answer types. The v2 and ACC answers are maps whose keys
+//! come from the permission model; their shapes are described here.
+
+use portico_model::permissions::{AccPermission, AccPermissionName, ContractContext, PermissionV1, PermissionsContext};
+use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, OneOfBuilder, Ref, Schema, Type};
+use utoipa::openapi::{RefOr, security::ApiKey, security::ApiKeyValue, security::SecurityScheme};
+use utoipa::{IntoParams, IntoResponses, Modify, OpenApi, PartialSchema, ToSchema};
+
+use crate::error::{ErrorResponseDto, GenericError, UnauthorizedError};
+use crate::role::EmployeeRoleResponse;
+
+/// The role request: the employee and the company.
+#[derive(Debug, ToSchema)]
+#[schema(rename_all = "camelCase")]
+#[allow(dead_code)]
+pub struct EmployeeRoleRequest {
+    pub user_id: uuid::Uuid,
+    #[schema(example = "7700000001")]
+    pub cnum: String,
+}
+
+/// `x-system-id`, required: the consumer service's id.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Header)]
+#[allow(dead_code)]
+pub struct SystemId {
+    /// The consumer service's id.
+    #[param(rename = "x-system-id", min_length = 1, example = "crm")]
+    system_id: String,
+}
+
+/// `x-system-id`, optional on the deprecated v1 reads.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Header)]
+#[allow(dead_code)]
+pub struct OptionalSystemId {
+    /// The consumer service's id.
+    #[param(rename = "x-system-id", example = "crm")]
+    system_id: Option<String>,
+}
+
+/// `cnum` of the v1 reads: the companies to report, repeated or comma-separated.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct CnumArray {
+    /// Company numbers; all of the caller's companies when absent.
+    #[param(explode = true, style = Form)]
+    cnum: Option<Vec<String>>,
+}
+
+/// The errors of the caller's own permission reads.
+#[derive(IntoResponses)]
+#[allow(dead_code)]
+pub enum LookupErrors {
+    /// `header_is_missing`, `bad_request` (an unknown object, a bad parameter),
+    /// `employee_not_found`, `role_not_found`.
+    #[response(status = 400)]
+    BadRequest(ErrorResponseDto),
+}
+
+/// 401.
+#[derive(IntoResponses)]
+#[allow(dead_code)]
+pub enum Unauthorized {
+    /// `Authorization` or `Id-Token` is missing or not valid.
+    #[response(status = 401, headers(("WWW-Authenticate" = String, description = "`Bearer error=\"invalid_token\"`")))]
+    Unauthorized(UnauthorizedError),
+}
+
+/// 500.
+#[derive(IntoResponses)]
+#[allow(dead_code)]
+pub enum Internal {
+    /// The permission store failed; details only in the log.
+    #[response(status = 500)]
+    Internal(GenericError),
+}
+
+/// `{"<action>": true|false}`.
+pub struct ActionFlags;
+
+impl PartialSchema for ActionFlags {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .additional_properties(Some(bool::schema()))
+            .description(Some("Action name → allowed."))
+            .into()
+    }
+}
+
+impl ToSchema for ActionFlags {}
+
+/// `{"<key>": {"<action>": true|false}}`.
+pub struct CompanyFlags;
+
+impl PartialSchema for CompanyFlags {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .additional_properties(Some(Ref::from_schema_name("ActionFlags")))
+            .description(Some("Key (company number, or ACC section) → action → allowed."))
+            .into()
+    }
+}
+
+impl ToSchema for CompanyFlags {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push(("ActionFlags".into(), ActionFlags::schema()));
+    }
+}
+
+/// Nested groups ending in action flags.
+pub struct PermissionGroup;
+
+impl PartialSchema for PermissionGroup {
+    fn schema() -> RefOr<Schema> {
+        let value = OneOfBuilder::new().item(bool::schema()).item(Ref::from_schema_name("PermissionGroup"));
+        ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .additional_properties(Some(AdditionalProperties::RefOr(RefOr::T(Schema::OneOf(value.build())))))
+            .description(Some("Sub-object or action name → a nested group, or allowed."))
+            .into()
+    }
+}
+
+impl ToSchema for PermissionGroup {}
+
+/// `{"<cnum>": {"<object>": PermissionGroup}}`.
+pub struct PermissionTree;
+
+impl PartialSchema for PermissionTree {
+    fn schema() -> RefOr<Schema> {
+        let objects = ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .additional_properties(Some(Ref::from_schema_name("PermissionGroup")));
+        ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .additional_properties(Some(objects))
+            .description(Some("Company number → object → nested groups → action → allowed."))
+            .into()
+    }
+}
+
+impl ToSchema for PermissionTree {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push(("PermissionGroup".into(), PermissionGroup::schema()));
+    }
+}
+
+/// `Authorization` and `Id-Token`, both required on every operation.
+struct TokenPair;
+
+impl Modify for TokenPair {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "accessToken",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                "Authorization",
+                "The access token from POST /oauth2/token, with or without `Bearer `.",
+            ))),
+        );
+        components.add_security_scheme(
+            "idToken",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                "Id-Token",
+                "The id_token of the same login.",
+            ))),
+        );
+    }
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Portico user permissions",
+        version = "0.3.0",
+        description = "What an employee of a corporate client may do, per company, object and action."
+    ),
+    paths(
+        crate::role::employee_role,
+        crate::v1::permissions,
+        crate::v1::permissions_by_object,
+        crate::v2::permissions,
+        crate::v2::by_object,
+        crate::v2::by_object_and_company,
+        crate::acc::by_company,
+        crate::acc::by_user_and_company
+    ),
+    components(schemas(
+        EmployeeRoleRequest,
+        EmployeeRoleResponse,
+        PermissionsContext,
+        ContractContext,
+        PermissionV1,
+        AccPermission,
+        AccPermissionName,
+        PermissionTree,
+        CompanyFlags,
+        ActionFlags,
+        PermissionGroup,
+        ErrorResponseDto,
+        GenericError,
+        UnauthorizedError
+    )),
+    modifiers(&TokenPair),
+    security(("accessToken" = [], "idToken" = [])),
+    tags((name = "permissions", description = "User permissions"))
+)]
+pub struct PermissionsOpenApi;
