@@ -4,11 +4,13 @@ published document, obtained the way a client obtains them.
 - The report and permission APIs take `Authorization` + `Id-Token` from a
   real browser login of the demo user `ivan` (password, then the SMS code
   from the demo's dev outbox), exchanged at /oauth2/token with PKCE.
+- The merchant API takes the demo merchant's key (the runner rotates it
+  with `portico merchants rotate-key` and passes it on).
 - The internal and admin APIs take the tokens the runner configured.
 
 Environment: PORTICO_TEST_BASE (http://127.0.0.1:PORT), PORTICO_DATA_DIR (the demo
 server's data folder, for the outbox), PORTICO_INTERNAL_TOKEN,
-PORTICO_ADMIN_TOKEN.
+PORTICO_ADMIN_TOKEN, PORTICO_TEST_MERCHANT_KEY.
 """
 
 import base64
@@ -103,6 +105,8 @@ class Credentials:
             case.headers["Authorization"] = "Bearer " + os.environ["PORTICO_INTERNAL_TOKEN"]
         elif path.startswith("/admin/"):
             case.headers["Authorization"] = "Bearer " + os.environ["PORTICO_ADMIN_TOKEN"]
+        elif path.startswith("/v1/notifications/"):
+            case.headers["Authorization"] = "Bearer " + os.environ["PORTICO_TEST_MERCHANT_KEY"]
         else:
             case.headers["Authorization"] = "Bearer " + data["access_token"]
             case.headers["Id-Token"] = data["id_token"]

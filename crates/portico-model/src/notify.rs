@@ -6,6 +6,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
+use utoipa::ToSchema;
 
 /// An amount in kopecks, written in rubles with two decimals (`1500.50`),
 /// the same text in the body and in the check string.
@@ -106,7 +107,7 @@ pub struct SubscriptionEvent {
 }
 
 /// Payload versions of payments.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub enum PaymentVersion {
     V1,
     V2,
@@ -114,20 +115,20 @@ pub enum PaymentVersion {
 }
 
 /// Payload versions of refunds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub enum RefundVersion {
     V1,
 }
 
 /// Payload versions of subscriptions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub enum SubscriptionVersion {
     V1,
     V2,
 }
 
 /// `{version, enabled}` of one operation type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OperationSetting<V> {
     pub version: V,
@@ -135,7 +136,7 @@ pub struct OperationSetting<V> {
 }
 
 /// `operationTypes`: absent types get the current version, enabled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OperationTypes {
     #[serde(default = "current_payment")]
@@ -163,7 +164,7 @@ impl Default for OperationTypes {
 }
 
 /// The notification settings object of the spec, for request and response.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NotificationSettings {
     pub callback_url: String,
@@ -184,7 +185,7 @@ pub struct Merchant {
 }
 
 /// Which kind of event, and which settings entry applies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum EventKind {
     Payment,
@@ -222,7 +223,7 @@ pub struct StoredEvent {
 }
 
 /// Where a delivery stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum DeliveryStatus {
     Pending,

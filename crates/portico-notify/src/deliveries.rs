@@ -9,40 +9,108 @@ use axum::Json;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use portico_model::notify::EventKind;
 use portico_model::notify::{Delivery, DeliveryStatus};
-use serde_json::{Value, json};
+use serde::Serialize;
 use time::format_description::well_known::Rfc3339;
+use utoipa::ToSchema;
 
 use crate::NotifyState;
-use crate::settings::{error, merchant};
+use crate::settings::{ErrorBody, error, merchant};
+
+/// The filters and paging of the delivery list.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct DeliveryFilter {
+    status: Option<DeliveryStatus>,
+    /// The page, from 0.
+    #[param(minimum = 0, default = 0)]
+    page: Option<u32>,
+    /// Deliveries per page.
+    #[param(minimum = 1, maximum = 100, default = 20)]
+    size: Option<u32>,
+}
 
 const MAX_SIZE: u32 = 100;
 
-fn time(value: time::OffsetDateTime) -> Value {
-    value.format(&Rfc3339).map_or(Value::Null, Value::String)
+fn time(value: time::OffsetDateTime) -> String {
+    value.format(&Rfc3339).unwrap_or_default()
 }
 
-async fn view(api: &NotifyState, delivery: &Delivery) -> Result<Value, portico_storage::StorageError> {
+/// One attempt of a delivery.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = DeliveryAttempt)]
+pub struct AttemptView {
+    /// 1 for the first.
+    pub attempt: u32,
+    #[schema(format = DateTime)]
+    pub at: String,
+    /// The receiver's HTTP status; none when it did not answer.
+    pub status_code: Option<u16>,
+    /// Why the attempt failed without an answer (timeout, refused, ...).
+    pub error: Option<String>,
+    pub duration_ms: i64,
+    /// The start of the receiver's answer (at most 512 bytes).
+    pub response: Option<String>,
+}
+
+/// A delivery of one event to the merchant, with every attempt.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = Delivery)]
+pub struct DeliveryView {
+    pub id: uuid::Uuid,
+    pub event_id: String,
+    #[serde(rename = "type")]
+    pub kind: Option<EventKind>,
+    pub status: DeliveryStatus,
+    pub attempts: u32,
+    /// While `PENDING`.
+    #[schema(format = DateTime)]
+    pub next_attempt_at: Option<String>,
+    #[schema(format = DateTime)]
+    pub created_at: String,
+    #[schema(format = DateTime)]
+    pub finished_at: Option<String>,
+    pub attempt_log: Vec<AttemptView>,
+}
+
+/// A page of deliveries, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = DeliveryPage)]
+pub struct DeliveryPage {
+    pub items: Vec<DeliveryView>,
+    pub page: u32,
+    pub size: u32,
+    pub total: u64,
+}
+
+async fn view(api: &NotifyState, delivery: &Delivery) -> Result<DeliveryView, portico_storage::StorageError> {
     let attempts = api.store.attempts_of(delivery.id).await?;
-    let kind = api.store.find_event(&delivery.event_id).await?.map(|e| e.kind.as_str());
-    Ok(json!({
-        "id": delivery.id,
-        "eventId": delivery.event_id,
-        "type": kind,
-        "status": delivery.status.as_str(),
-        "attempts": delivery.attempts,
-        "nextAttemptAt": (delivery.status == DeliveryStatus::Pending).then(|| time(delivery.next_attempt_at)),
-        "createdAt": time(delivery.created_at),
-        "finishedAt": delivery.finished_at.map(time),
-        "attemptLog": attempts.iter().map(|a| json!({
-            "attempt": a.attempt,
-            "at": time(a.at),
-            "statusCode": a.status_code,
-            "error": a.error,
-            "durationMs": a.duration_ms,
-            "response": a.response_excerpt,
-        })).collect::<Vec<_>>(),
-    }))
+    let kind = api.store.find_event(&delivery.event_id).await?.map(|e| e.kind);
+    Ok(DeliveryView {
+        id: delivery.id,
+        event_id: delivery.event_id.clone(),
+        kind,
+        status: delivery.status,
+        attempts: delivery.attempts,
+        next_attempt_at: (delivery.status == DeliveryStatus::Pending).then(|| time(delivery.next_attempt_at)),
+        created_at: time(delivery.created_at),
+        finished_at: delivery.finished_at.map(time),
+        attempt_log: attempts
+            .iter()
+            .map(|a| AttemptView {
+                attempt: a.attempt,
+                at: time(a.at),
+                status_code: a.status_code,
+                error: a.error.clone(),
+                duration_ms: a.duration_ms,
+                response: a.response_excerpt.clone(),
+            })
+            .collect(),
+    })
 }
 
 fn internal(e: &portico_storage::StorageError) -> Response {
@@ -50,6 +118,20 @@ fn internal(e: &portico_storage::StorageError) -> Response {
     error(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "internal error")
 }
 
+/// The merchant's deliveries, newest first, each with every attempt.
+#[utoipa::path(
+    get,
+    path = "/v1/notifications/deliveries",
+    operation_id = "getNotificationDeliveries",
+    tag = "notifications",
+    params(DeliveryFilter),
+    responses(
+        (status = 200, description = "A page of deliveries.", body = DeliveryPage),
+        (status = 400, description = "`bad_request`: a parameter is not valid or unknown.", body = ErrorBody),
+        crate::openapi::Unauthorized,
+        crate::openapi::Internal
+    )
+)]
 pub async fn list(State(api): State<NotifyState>, headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
     let merchant = match merchant(&api, &headers).await {
         Ok(merchant) => merchant,
@@ -85,9 +167,24 @@ pub async fn list(State(api): State<NotifyState>, headers: HeaderMap, RawQuery(q
             Err(e) => return internal(&e),
         }
     }
-    Json(json!({ "items": items, "page": page, "size": size, "total": total })).into_response()
+    Json(DeliveryPage { items, page, size, total }).into_response()
 }
 
+/// Queues a new delivery of the same event now, with a fresh 24 h window.
+#[utoipa::path(
+    post,
+    path = "/v1/notifications/deliveries/{id}/resend",
+    operation_id = "resendNotificationDelivery",
+    tag = "notifications",
+    params(("id" = uuid::Uuid, Path, description = "The delivery to repeat.")),
+    responses(
+        (status = 202, description = "The new delivery, `PENDING`.", body = DeliveryView),
+        (status = 400, description = "`bad_request`: `id` is not a UUID.", body = ErrorBody),
+        (status = 404, description = "`delivery_not_found`: no such delivery of this merchant.", body = ErrorBody),
+        crate::openapi::Unauthorized,
+        crate::openapi::Internal
+    )
+)]
 pub async fn resend(State(api): State<NotifyState>, headers: HeaderMap, Path(id): Path<String>) -> Response {
     let merchant = match merchant(&api, &headers).await {
         Ok(merchant) => merchant,

@@ -25,6 +25,7 @@ pub mod deliveries;
 pub mod delivery;
 pub mod intake;
 pub mod merchants;
+pub mod openapi;
 pub mod samples;
 pub mod settings;
 pub mod worker;

@@ -10,14 +10,23 @@ use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use portico_model::notify::{Merchant, NotificationSettings};
-use serde_json::json;
 
 use crate::NotifyState;
 use crate::callback::check_callback_url;
 use crate::merchants::key_hash;
 
-pub(crate) fn error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
-    (status, Json(json!({ "code": code, "message": message.into() }))).into_response()
+/// The body of every error of the merchant API.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = NotificationError)]
+pub struct ErrorBody {
+    /// `unauthorized`, `bad_request`, `settings_not_found`, `delivery_not_found`, `internal_error`.
+    #[schema(example = "bad_request")]
+    pub code: &'static str,
+    pub message: String,
+}
+
+pub(crate) fn error(status: StatusCode, code: &'static str, message: impl Into<String>) -> Response {
+    (status, Json(ErrorBody { code, message: message.into() })).into_response()
 }
 
 /// The merchant whose key the request carries.
@@ -41,6 +50,19 @@ pub(crate) async fn merchant(api: &NotifyState, headers: &HeaderMap) -> Result<M
     }
 }
 
+/// The merchant's notification settings.
+#[utoipa::path(
+    get,
+    path = "/v1/notifications/settings",
+    operation_id = "getNotificationSettings",
+    tag = "notifications",
+    responses(
+        (status = 200, description = "The settings.", body = NotificationSettings),
+        (status = 404, description = "`settings_not_found`: none set yet.", body = ErrorBody),
+        crate::openapi::Unauthorized,
+        crate::openapi::Internal
+    )
+)]
 pub async fn get_settings(State(api): State<NotifyState>, headers: HeaderMap) -> Response {
     match merchant(&api, &headers).await {
         Ok(merchant) => match merchant.settings {
@@ -51,6 +73,21 @@ pub async fn get_settings(State(api): State<NotifyState>, headers: HeaderMap) ->
     }
 }
 
+/// Replaces the merchant's notification settings; operation types left out
+/// get their current version, enabled.
+#[utoipa::path(
+    put,
+    path = "/v1/notifications/settings",
+    operation_id = "putNotificationSettings",
+    tag = "notifications",
+    request_body = NotificationSettings,
+    responses(
+        (status = 200, description = "The settings as stored.", body = NotificationSettings),
+        (status = 400, description = "`bad_request`: not JSON, not the settings shape, or `callbackUrl` not an absolute https URL.", body = ErrorBody),
+        crate::openapi::Unauthorized,
+        crate::openapi::Internal
+    )
+)]
 pub async fn put_settings(
     State(api): State<NotifyState>,
     headers: HeaderMap,

@@ -25,6 +25,7 @@ pub struct Document {
 pub fn documents() -> &'static [Document] {
     static DOCUMENTS: LazyLock<Vec<Document>> = LazyLock::new(|| {
         vec![
+            Document { name: "notifications", api: portico_notify::openapi::NotificationsOpenApi::openapi() },
             Document { name: "permissions", api: portico_permissions::openapi::PermissionsOpenApi::openapi() },
             Document { name: "reports", api: portico_reports::openapi::ReportsApi::openapi() },
         ]
@@ -167,6 +168,10 @@ mod tests {
             "permissionsV2ByObjAndCnum",
             "getAccPermissionsByCnum",
             "getAccPermissionsByUserIdAndCnum",
+            "getNotificationSettings",
+            "putNotificationSettings",
+            "getNotificationDeliveries",
+            "resendNotificationDelivery",
         ];
         for id in spec {
             assert!(ids.iter().any(|i| i == id), "{id} is not described: {ids:?}");
