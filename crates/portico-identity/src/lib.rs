@@ -14,6 +14,7 @@ pub mod delivery;
 pub mod keys;
 pub mod login;
 pub mod oauth2;
+pub mod openapi;
 pub mod passwords;
 pub mod settings;
 pub mod theme;

@@ -2,10 +2,11 @@
 //! annotations and answer types. The v2 and ACC answers are maps whose keys
 //! come from the permission model; their shapes are described here.
 
+use portico_identity::openapi::TokenPairSecurity;
 use portico_model::permissions::{AccPermission, AccPermissionName, ContractContext, PermissionV1, PermissionsContext};
+use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, OneOfBuilder, Ref, Schema, Type};
-use utoipa::openapi::{RefOr, security::ApiKey, security::ApiKeyValue, security::SecurityScheme};
-use utoipa::{IntoParams, IntoResponses, Modify, OpenApi, PartialSchema, ToSchema};
+use utoipa::{IntoParams, IntoResponses, OpenApi, PartialSchema, ToSchema};
 
 use crate::error::{ErrorResponseDto, GenericError, UnauthorizedError};
 use crate::role::EmployeeRoleResponse;
@@ -48,6 +49,18 @@ pub struct CnumArray {
     /// Company numbers; all of the caller's companies when absent.
     #[param(explode = true, style = Form)]
     cnum: Option<Vec<String>>,
+}
+
+/// The answer of the deprecated v1 reads.
+#[derive(IntoResponses)]
+#[allow(dead_code)]
+pub enum DeprecatedContext {
+    /// The permissions context.
+    #[response(status = 200, headers(
+        ("Deprecation" = String, description = "RFC 9745: `@1767225600`"),
+        ("Link" = String, description = "`</api/v2/permissions>; rel=\"successor-version\"`")
+    ))]
+    Context(PermissionsContext),
 }
 
 /// The errors of the caller's own permission reads.
@@ -150,29 +163,6 @@ impl ToSchema for PermissionTree {
     }
 }
 
-/// `Authorization` and `Id-Token`, both required on every operation.
-struct TokenPair;
-
-impl Modify for TokenPair {
-    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        let components = openapi.components.get_or_insert_with(Default::default);
-        components.add_security_scheme(
-            "accessToken",
-            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
-                "Authorization",
-                "The access token from POST /oauth2/token, with or without `Bearer `.",
-            ))),
-        );
-        components.add_security_scheme(
-            "idToken",
-            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
-                "Id-Token",
-                "The id_token of the same login.",
-            ))),
-        );
-    }
-}
-
 #[derive(OpenApi)]
 #[openapi(
     info(
@@ -206,7 +196,7 @@ impl Modify for TokenPair {
         GenericError,
         UnauthorizedError
     )),
-    modifiers(&TokenPair),
+    modifiers(&TokenPairSecurity),
     security(("accessToken" = [], "idToken" = [])),
     tags((name = "permissions", description = "User permissions"))
 )]

@@ -49,10 +49,7 @@ async fn context(
     tag = "permissions",
     params(crate::openapi::OptionalSystemId, crate::openapi::CnumArray),
     responses(
-        (status = 200, description = "The permissions context.", body = PermissionsContext, headers(
-            ("Deprecation" = String, description = "RFC 9745: `@1767225600`"),
-            ("Link" = String, description = "`</api/v2/permissions>; rel=\"successor-version\"`")
-        )),
+        crate::openapi::DeprecatedContext,
         crate::openapi::LookupErrors,
         crate::openapi::Unauthorized,
         crate::openapi::Internal
@@ -84,10 +81,7 @@ pub async fn permissions(
         crate::openapi::CnumArray
     ),
     responses(
-        (status = 200, description = "The permissions context.", body = PermissionsContext, headers(
-            ("Deprecation" = String, description = "RFC 9745: `@1767225600`"),
-            ("Link" = String, description = "`</api/v2/permissions>; rel=\"successor-version\"`")
-        )),
+        crate::openapi::DeprecatedContext,
         crate::openapi::LookupErrors,
         crate::openapi::Unauthorized,
         crate::openapi::Internal

@@ -1,8 +1,8 @@
 //! The brokerage report API's OpenAPI document (1.0.0), made from the
 //! handlers' own annotations and answer types.
 
-use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
-use utoipa::{Modify, OpenApi, ToSchema};
+use portico_identity::openapi::TokenPairSecurity;
+use utoipa::{OpenApi, ToSchema};
 
 use crate::error::ErrorResponse;
 use crate::views::{FileTypeView, FileView, SignatureView, TaskView, TypeRef, TypeView};
@@ -31,30 +31,6 @@ pub struct ReportTaskCreateRequest {
     pub file_types: Option<Vec<portico_model::reports::FileType>>,
 }
 
-/// `Authorization` (the access token) and `Id-Token` (the id_token), both
-/// required on every operation.
-struct TokenPair;
-
-impl Modify for TokenPair {
-    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        let components = openapi.components.get_or_insert_with(Default::default);
-        components.add_security_scheme(
-            "accessToken",
-            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
-                "Authorization",
-                "The access token from POST /oauth2/token, with or without `Bearer `.",
-            ))),
-        );
-        components.add_security_scheme(
-            "idToken",
-            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
-                "Id-Token",
-                "The id_token of the same login.",
-            ))),
-        );
-    }
-}
-
 #[derive(OpenApi)]
 #[openapi(
     info(
@@ -79,7 +55,7 @@ impl Modify for TokenPair {
         ReportTaskCreateRequest,
         ErrorResponse
     )),
-    modifiers(&TokenPair),
+    modifiers(&TokenPairSecurity),
     security(("accessToken" = [], "idToken" = [])),
     tags((name = "reports", description = "Brokerage reports"))
 )]
