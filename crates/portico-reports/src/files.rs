@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 /// An S3-compatible bucket for report files (`reports.s3.*`). Credentials not
 /// given here come from the standard `AWS_*` environment variables, a web
 /// identity or the instance metadata service, as the AWS SDKs find them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct S3Settings {
     /// The bucket; it must exist.
@@ -38,6 +38,21 @@ pub struct S3Settings {
     /// Allow a plain `http://` endpoint (a store inside a private network).
     #[serde(default)]
     pub allow_http: bool,
+}
+
+impl std::fmt::Debug for S3Settings {
+    /// Everything but the secret key.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("S3Settings")
+            .field("bucket", &self.bucket)
+            .field("prefix", &self.prefix)
+            .field("region", &self.region)
+            .field("endpoint", &self.endpoint)
+            .field("access_key_id", &self.access_key_id)
+            .field("secret_access_key", &self.secret_access_key.as_ref().map(|_| "<redacted>"))
+            .field("allow_http", &self.allow_http)
+            .finish()
+    }
 }
 
 fn default_region() -> String {
@@ -132,5 +147,26 @@ impl FileStore {
     pub async fn read(&self, key: &str) -> Result<Bytes, FileError> {
         let result = self.store.get(&Path::from(key)).await.map_err(|e| FileError(e.to_string()))?;
         result.bytes().await.map_err(|e| FileError(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_secret_key_never_shows_in_debug_output() {
+        let settings = S3Settings {
+            bucket: "b".into(),
+            prefix: String::new(),
+            region: default_region(),
+            endpoint: None,
+            access_key_id: Some("AKIA-visible".into()),
+            secret_access_key: Some("very-secret-key".into()),
+            allow_http: false,
+        };
+        let shown = format!("{settings:?}");
+        assert!(shown.contains("AKIA-visible") && shown.contains("<redacted>"), "{shown}");
+        assert!(!shown.contains("very-secret-key"), "{shown}");
     }
 }
