@@ -109,13 +109,15 @@ pub fn read(file: &str, bytes: &[u8]) -> Result<Table, Vec<String>> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     // The reader counts a CRLF record's line from its LF: read LF lines so
     // that problems name the line a spreadsheet shows.
-    let lf: Vec<u8>;
-    let bytes = if bytes.windows(2).any(|w| w == b"\r\n") {
-        lf = String::from_utf8_lossy(bytes).replace("\r\n", "\n").into_bytes();
-        &lf[..]
-    } else {
-        bytes
+    let text = match std::str::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => {
+            let line = bytes[..e.valid_up_to()].iter().filter(|b| **b == b'\n').count() + 1;
+            return Err(vec![format!("{file}: line {line}: not UTF-8 (save the file as UTF-8)")]);
+        }
     };
+    let lf = text.replace("\r\n", "\n");
+    let bytes = lf.as_bytes();
     let first_line = bytes.split(|b| *b == b'\n').next().unwrap_or_default();
     let delimiter = if !first_line.contains(&b',') && first_line.contains(&b';') { b';' } else { b',' };
     let mut reader = ::csv::ReaderBuilder::new().delimiter(delimiter).from_reader(bytes);
@@ -293,9 +295,6 @@ fn plain(error: &::csv::Error) -> String {
             "line {}: {len} cells where the header has {expected_len}",
             pos.as_ref().map_or(0, ::csv::Position::line)
         ),
-        ::csv::ErrorKind::Utf8 { pos, .. } => {
-            format!("line {}: not UTF-8 (save the file as UTF-8)", pos.as_ref().map_or(0, ::csv::Position::line))
-        }
         _ => error.to_string(),
     }
 }
@@ -327,6 +326,13 @@ mod tests {
         );
         let error = read("odd.csv", movement.as_bytes()).unwrap_err();
         assert!(error[0].contains("odd.csv: the header fits no table"), "{error:?}");
+    }
+
+    #[test]
+    fn a_file_in_another_encoding_is_refused_naming_its_line() {
+        let (cp1251, _, _) =
+            encoding_rs::WINDOWS_1251.encode("agreement,account,date,amount\r\nБД-1,1,2026-01-01,1.00\r\n");
+        assert_eq!(read("b.csv", &cp1251).unwrap_err(), ["b.csv: line 2: not UTF-8 (save the file as UTF-8)"]);
     }
 
     #[test]
