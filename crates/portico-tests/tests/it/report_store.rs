@@ -6,7 +6,7 @@
 use portico_reports::files::S3Settings;
 use portico_tests::{TestApp, backends};
 
-use crate::reports::{call, finished, statement};
+use crate::reports::{call, download, finished, statement};
 
 /// A running `moto_server`, killed when dropped.
 struct S3Server {
@@ -102,17 +102,8 @@ async fn report_files_are_kept_in_an_s3_bucket_under_the_prefix_and_downloaded_f
         assert_eq!(object.status(), 200);
         let in_bucket = object.bytes().await.unwrap();
 
-        let response = app
-            .http()
-            .get(app.url(&format!("/v1/reports/files/download/{file_id}")))
-            .bearer_auth(&ivan.access_token)
-            .header("id-token", &ivan.id_token)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 200);
-        assert_eq!(response.headers()["content-length"].to_str().unwrap(), in_bucket.len().to_string());
-        let downloaded = response.bytes().await.unwrap();
+        let (headers, downloaded) = download(&app, &ivan, &done["files"][0]).await;
+        assert_eq!(headers["content-length"].to_str().unwrap(), in_bucket.len().to_string());
         assert!(downloaded.starts_with(b"1CClientBankExchange\r\n"));
         assert_eq!(downloaded, in_bucket, "the download is the bucket's object");
         assert_eq!(local_files(&app.config.data_dir.join("reports")), 0, "nothing in the local folder");

@@ -303,7 +303,7 @@ async fn bad_task_requests_name_each_field_and_create_nothing() {
 }
 
 /// Downloads a file of a finished task.
-async fn download(app: &TestApp, pair: &TokenPair, file: &Value) -> (reqwest::header::HeaderMap, Vec<u8>) {
+pub(crate) async fn download(app: &TestApp, pair: &TokenPair, file: &Value) -> (reqwest::header::HeaderMap, Vec<u8>) {
     let response = app
         .http()
         .get(app.url(&format!("/v1/reports/files/download/{}", file["id"].as_str().unwrap())))
