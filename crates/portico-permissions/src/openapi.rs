@@ -63,7 +63,7 @@ pub enum DeprecatedContext {
     Context(PermissionsContext),
 }
 
-/// The errors of the caller's own permission reads.
+/// Every error of the caller's own permission reads (400, 401, 500).
 #[derive(IntoResponses)]
 #[allow(dead_code)]
 pub enum LookupErrors {
@@ -71,6 +71,12 @@ pub enum LookupErrors {
     /// `employee_not_found`, `role_not_found`.
     #[response(status = 400)]
     BadRequest(ErrorResponseDto),
+    /// `Authorization` or `Id-Token` is missing or not valid.
+    #[response(status = 401, headers(("WWW-Authenticate" = String, description = "`Bearer error=\"invalid_token\"`")))]
+    Unauthorized(UnauthorizedError),
+    /// The permission store failed; details only in the log.
+    #[response(status = 500)]
+    Internal(GenericError),
 }
 
 /// 401.

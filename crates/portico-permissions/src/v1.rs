@@ -48,12 +48,7 @@ async fn context(
     operation_id = "permissionsV1Legacy",
     tag = "permissions",
     params(crate::openapi::OptionalSystemId, crate::openapi::CnumArray),
-    responses(
-        crate::openapi::DeprecatedContext,
-        crate::openapi::LookupErrors,
-        crate::openapi::Unauthorized,
-        crate::openapi::Internal
-    )
+    responses(crate::openapi::DeprecatedContext, crate::openapi::LookupErrors)
 )]
 #[deprecated = "the v1 reads are deprecated; their handlers stay for old consumers"]
 pub async fn permissions(
@@ -82,9 +77,7 @@ pub async fn permissions(
     ),
     responses(
         crate::openapi::DeprecatedContext,
-        crate::openapi::LookupErrors,
-        crate::openapi::Unauthorized,
-        crate::openapi::Internal
+        crate::openapi::LookupErrors
     )
 )]
 #[deprecated = "the v1 reads are deprecated; their handlers stay for old consumers"]

@@ -24,9 +24,7 @@ fn segment_error(_: PathRejection) -> ApiError {
     params(crate::openapi::SystemId),
     responses(
         (status = 200, description = "Company number → object → groups → action → allowed.", body = crate::openapi::PermissionTree),
-        crate::openapi::LookupErrors,
-        crate::openapi::Unauthorized,
-        crate::openapi::Internal
+        crate::openapi::LookupErrors
     )
 )]
 pub async fn permissions(State(api): State<PermissionsState>, headers: HeaderMap) -> Result<Response, ApiError> {
@@ -45,9 +43,7 @@ pub async fn permissions(State(api): State<PermissionsState>, headers: HeaderMap
     params(("obj" = String, Path, description = "An object of the catalog.", example = "payments"), crate::openapi::SystemId),
     responses(
         (status = 200, description = "Company number → action → allowed.", body = crate::openapi::CompanyFlags),
-        crate::openapi::LookupErrors,
-        crate::openapi::Unauthorized,
-        crate::openapi::Internal
+        crate::openapi::LookupErrors
     )
 )]
 pub async fn by_object(
@@ -76,9 +72,7 @@ pub async fn by_object(
     ),
     responses(
         (status = 200, description = "Action → allowed.", body = crate::openapi::ActionFlags),
-        crate::openapi::LookupErrors,
-        crate::openapi::Unauthorized,
-        crate::openapi::Internal
+        crate::openapi::LookupErrors
     )
 )]
 pub async fn by_object_and_company(
