@@ -1,6 +1,8 @@
 """Schemathesis hooks for Portico's demo server: valid credentials for every
 published document, obtained the way a client obtains them.
 
+- The client's own endpoints (token, revoke) take the demo client's Basic
+  credentials; liveness and userinfo the access token.
 - The report and permission APIs take `Authorization` + `Id-Token` from a
   real browser login of the demo user `ivan` (password, then the SMS code
   from the demo's dev outbox), exchanged at /oauth2/token with PKCE.
@@ -107,6 +109,12 @@ class Credentials:
             case.headers["Authorization"] = "Bearer " + os.environ["PORTICO_ADMIN_TOKEN"]
         elif path.startswith("/v1/notifications/"):
             case.headers["Authorization"] = "Bearer " + os.environ["PORTICO_TEST_MERCHANT_KEY"]
-        else:
+        elif path in ("/oauth2/token", "/oauth2/revoke"):
+            basic = base64.b64encode(f"{CLIENT_ID}:{CLIENT_SECRET}".encode()).decode()
+            case.headers["Authorization"] = "Basic " + basic
+        elif path in ("/oauth2/token/liveness", "/oauth2/userinfo"):
+            case.headers["Authorization"] = "Bearer " + data["access_token"]
+        elif path.startswith(("/api/", "/v1/reports/")):
             case.headers["Authorization"] = "Bearer " + data["access_token"]
             case.headers["Id-Token"] = data["id_token"]
+        # The browser login and the authorize endpoint take no credentials: cookies, if any, are the case's own.

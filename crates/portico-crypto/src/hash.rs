@@ -51,6 +51,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_bearer_secret_authorizes_only_bearer_and_itself() {
+        let secret = BearerSecret::new("internal-token-0123456789");
+        assert!(secret.authorizes(Some("Bearer internal-token-0123456789")));
+        assert!(secret.authorizes(Some("bearer  internal-token-0123456789 ")));
+        assert!(!secret.authorizes(Some("internal-token-0123456789")), "no scheme");
+        assert!(!secret.authorizes(Some("Basic internal-token-0123456789")));
+        assert!(!secret.authorizes(Some("Bearer internal-token-012345678")));
+        assert!(!secret.authorizes(None));
+    }
+
+    #[test]
     fn pkce_matches_rfc7636_appendix_b() {
         let verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
         assert_eq!(pkce_s256(verifier), "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM");
@@ -86,6 +97,14 @@ impl BearerSecret {
     /// Whether `presented` is the secret.
     pub fn matches(&self, presented: &str) -> bool {
         crate::constant_time_eq(digest(&SHA256, presented.as_bytes()).as_ref(), &self.0)
+    }
+
+    /// Whether an `Authorization` header value is `Bearer <the secret>`
+    /// (the scheme in any case).
+    pub fn authorizes(&self, authorization: Option<&str>) -> bool {
+        authorization
+            .and_then(|value| value.trim().split_once(' '))
+            .is_some_and(|(scheme, token)| scheme.eq_ignore_ascii_case("bearer") && self.matches(token.trim()))
     }
 }
 

@@ -3,14 +3,19 @@
 //! camelCase names (`passwordResetEnabled`, `supportDrawer`, ...).
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 use uuid::Uuid;
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+#[schema(as = ThemeViewDataDTO)]
 pub struct Theme {
     pub password_reset_enabled: bool,
+    /// A drawer per language.
+    #[schema(schema_with = per_language::<Drawer>)]
     pub support_drawer: Option<PerLanguage<Drawer>>,
-    /// Messages shown above the form; `null` in the view data when there are none.
+    /// Messages shown above the form, per language; `null` in the view data when there are none.
+    #[schema(schema_with = per_language::<Vec<SystemMessage>>)]
     pub system_messages: Option<PerLanguage<Vec<SystemMessage>>>,
 }
 
@@ -21,7 +26,27 @@ pub struct PerLanguage<T> {
     pub en: Option<T>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// The schema of an `Option<PerLanguage<T>>`: null, or an object whose
+/// `ru` and `en` are each null or a `T`.
+fn per_language<T: utoipa::PartialSchema>() -> utoipa::openapi::Schema {
+    use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, OneOfBuilder, Type};
+    let value = || OneOfBuilder::new().item(ObjectBuilder::new().schema_type(Type::Null)).item(T::schema());
+    OneOfBuilder::new()
+        .item(ObjectBuilder::new().schema_type(Type::Null))
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::Object)
+                .property("ru", value())
+                .property("en", value())
+                .required("ru")
+                .required("en")
+                .additional_properties(Some(AdditionalProperties::<utoipa::openapi::Schema>::FreeForm(false))),
+        )
+        .build()
+        .into()
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Drawer {
     pub title: Option<String>,
@@ -31,7 +56,7 @@ pub struct Drawer {
     pub sections: Option<Vec<DrawerSection>>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct DrawerSection {
     pub title: Option<String>,
@@ -39,7 +64,7 @@ pub struct DrawerSection {
     pub items: Option<Vec<DrawerItem>>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct DrawerItem {
     pub icon: Option<String>,
@@ -47,7 +72,7 @@ pub struct DrawerItem {
     pub value: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SystemMessage {
     pub id: Uuid,

@@ -59,7 +59,7 @@ pub struct IdClaims {
 }
 
 /// The user claims that the granted scopes allow (OIDC Core §5.4).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct UserClaims {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
@@ -96,17 +96,28 @@ impl UserClaims {
 }
 
 /// `TokenResponseDTO`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = TokenResponseDTO)]
 pub struct TokenResponse {
+    /// The access token, an RS256 JWT.
     pub access_token: String,
+    /// Always `Bearer`.
+    #[schema(pattern = "^Bearer$", example = "Bearer")]
     pub token_type: String,
+    /// Lifetime of the access token in seconds.
+    #[schema(minimum = 0)]
     pub expires_in: i64,
+    /// Granted scopes, separated by a space.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(example = "openid profile email phone")]
     pub scope: Option<String>,
+    /// Opaque; a new one on every refresh.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refresh_token: Option<String>,
+    /// An RS256 JWT; present when the scope has `openid`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id_token: Option<String>,
+    /// End of the refresh token's validity, a Unix timestamp.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refresh_expires_at: Option<i64>,
 }

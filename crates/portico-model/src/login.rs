@@ -57,7 +57,7 @@ pub enum AuthMethod {
 }
 
 /// Language of the login pages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Locale {
     Ru,
@@ -75,11 +75,15 @@ impl Locale {
 }
 
 /// Error codes shown on the next `GET /login` (`LoginFormErrorDetails`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = LoginFormErrorDetails)]
 pub struct LoginFormErrors {
+    #[schema(required = true)]
     pub principal_error: Option<String>,
+    #[schema(required = true)]
     pub credentials_error: Option<String>,
+    #[schema(required = true)]
     pub other_error: Option<String>,
 }
 

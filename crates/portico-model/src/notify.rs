@@ -10,8 +10,9 @@ use utoipa::ToSchema;
 
 /// An amount in kopecks, written in rubles with two decimals (`1500.50`),
 /// the same text in the body and in the check string.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(transparent)]
+#[schema(example = 150050)]
 pub struct Kopecks(pub i64);
 
 impl fmt::Display for Kopecks {
@@ -31,7 +32,7 @@ pub struct MerchantIds {
 }
 
 /// How a payment was made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum PaymentMethod {
     Sbp,
@@ -39,35 +40,44 @@ pub enum PaymentMethod {
 }
 
 /// A payment outcome or status change.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PaymentEvent {
     /// The payment's id (v3 `data.id`).
     pub payment_id: String,
     /// The bank's numeric operation id (v2 `transaction.id`, v1 `transactionId`).
     pub transaction_id: i64,
+    /// The merchant's order: 1 to 40 of `A-Z a-z 0-9 - _ .`.
+    #[schema(pattern = "^[A-Za-z0-9._-]{1,40}$", example = "order-1001")]
     pub order_id: String,
     pub amount: Kopecks,
+    /// ISO 4217, three capital letters.
+    #[schema(pattern = "^[A-Z]{3}$", example = "RUB")]
     pub currency: String,
     /// `SUCCESS`, ...
     pub status: String,
     #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
     pub status_date: OffsetDateTime,
     pub payment_method: PaymentMethod,
     pub sbp_transaction_id: Option<String>,
+    #[schema(max_length = 32)]
     pub qr_id: Option<String>,
     pub comment: Option<String>,
+    #[schema(max_length = 140)]
     pub additional_info: Option<String>,
     /// Caller-defined extra parameters passed with the payment.
     #[serde(default)]
+    #[schema(value_type = Object)]
     pub extra: serde_json::Map<String, serde_json::Value>,
     /// When the event was formed (v1 `createDate`).
     #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
     pub created_at: OffsetDateTime,
 }
 
 /// A refund outcome or status change.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RefundEvent {
     pub refund_id: String,
@@ -76,21 +86,24 @@ pub struct RefundEvent {
     /// `COMPLETED`, ...
     pub status: String,
     #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
     pub status_date: OffsetDateTime,
     /// The refunded payment.
     pub transaction_id: i64,
     pub order_id: String,
+    #[schema(max_length = 32)]
     pub qr_id: Option<String>,
 }
 
 /// A subscription status change.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SubscriptionEvent {
     pub subscription_id: String,
     /// `SUBSCRIBED`, ...
     pub status: String,
     #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
     pub status_date: OffsetDateTime,
     pub purpose: Option<String>,
     /// `ACQUIRING`, ...
@@ -103,6 +116,7 @@ pub struct SubscriptionEvent {
     pub expiration_date: Option<String>,
     pub bank_name: Option<String>,
     pub bank_member_id: Option<String>,
+    #[schema(max_length = 32)]
     pub qr_id: Option<String>,
 }
 

@@ -1,5 +1,6 @@
 //! `POST /internal/v1/notifications/events/{payment|refund|subscription}`:
-//! other bank systems submit events, authenticated by the internal token.
+//! other bank systems submit events, authenticated by the internal token
+//! (`Authorization: Bearer <token>`).
 //!
 //! Body: `{"eventId": "...", "merchantId": "...", "event": {...}}` with the
 //! canonical event of the kind. An accepted event is stored with its pending
@@ -9,14 +10,14 @@
 
 use axum::Json;
 use axum::body::Bytes;
+use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use portico_model::notify::{Delivery, EventKind, PaymentEvent, RefundEvent, StoredEvent, SubscriptionEvent};
 use portico_storage::{Intake, StorageError};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::NotifyState;
 use crate::settings::error;
@@ -77,29 +78,137 @@ fn check_event(kind: EventKind, event: &Value) -> Result<Value, String> {
     parsed.map_err(|e| e.to_string())
 }
 
-pub async fn submit(
+/// The submission of an event of each kind, as the document describes it.
+macro_rules! submission_schema {
+    ($name:ident, $event:ty, $doc:literal) => {
+        #[doc = $doc]
+        #[derive(utoipa::ToSchema)]
+        #[schema(rename_all = "camelCase")]
+        #[allow(dead_code)]
+        pub struct $name {
+            /// The event's id: idempotency key; 1 to 64 of `A-Z a-z 0-9 - _ . :`.
+            #[schema(pattern = "^[A-Za-z0-9._:-]{1,64}$", example = "pay-2026-000001")]
+            event_id: String,
+            /// The merchant to notify.
+            #[schema(example = "demo-shop")]
+            merchant_id: String,
+            event: $event,
+        }
+    };
+}
+
+submission_schema!(PaymentSubmission, PaymentEvent, "A payment event for a merchant.");
+submission_schema!(RefundSubmission, RefundEvent, "A refund event for a merchant.");
+submission_schema!(SubscriptionSubmission, SubscriptionEvent, "A subscription event for a merchant.");
+
+/// What was done with a submitted event.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct IntakeAnswer {
+    pub event_id: String,
+    /// `accepted` (stored with its delivery) or `duplicate` (the same event was stored before).
+    #[schema(example = "accepted")]
+    pub result: &'static str,
+}
+
+/// Every error of the event intake.
+#[derive(utoipa::IntoResponses)]
+#[allow(dead_code)]
+pub enum IntakeErrors {
+    /// `bad_request`: the body is not a submission, or a field is missing, malformed or over its bound (named).
+    #[response(status = 400)]
+    BadRequest(crate::settings::ErrorBody),
+    /// `unauthorized`: the internal token is missing or wrong.
+    #[response(status = 401)]
+    Unauthorized(crate::settings::ErrorBody),
+    /// `merchant_not_found`: `merchantId` names no merchant.
+    #[response(status = 404)]
+    NotFound(crate::settings::ErrorBody),
+    /// `event_id_reused`: this `eventId` was submitted before with other content.
+    #[response(status = 409)]
+    Conflict(crate::settings::ErrorBody),
+    /// `internal_error`: nothing was stored.
+    #[response(status = 500)]
+    Internal(crate::settings::ErrorBody),
+}
+
+#[utoipa::path(
+    post,
+    path = "/internal/v1/notifications/events/payment",
+    operation_id = "submitPaymentEvent",
+    tag = "notification events",
+    request_body = PaymentSubmission,
+    security(("internalToken" = [])),
+    responses((status = 202, description = "Stored with its delivery (or stored before).", body = IntakeAnswer), IntakeErrors)
+)]
+pub async fn submit_payment(
     State(api): State<NotifyState>,
     headers: HeaderMap,
-    Path(kind): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let authorized = api.internal_token.as_ref().is_some_and(|secret| {
-        headers
-            .get(axum::http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .is_some_and(|token| secret.matches(token.trim()))
-    });
-    if !authorized {
-        return error(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "send the internal token as Authorization: Bearer <token>",
-        );
+    submit(&api, &headers, EventKind::Payment, body).await
+}
+
+#[utoipa::path(
+    post,
+    path = "/internal/v1/notifications/events/refund",
+    operation_id = "submitRefundEvent",
+    tag = "notification events",
+    request_body = RefundSubmission,
+    security(("internalToken" = [])),
+    responses((status = 202, description = "Stored with its delivery (or stored before).", body = IntakeAnswer), IntakeErrors)
+)]
+pub async fn submit_refund(
+    State(api): State<NotifyState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    submit(&api, &headers, EventKind::Refund, body).await
+}
+
+#[utoipa::path(
+    post,
+    path = "/internal/v1/notifications/events/subscription",
+    operation_id = "submitSubscriptionEvent",
+    tag = "notification events",
+    request_body = SubscriptionSubmission,
+    security(("internalToken" = [])),
+    responses((status = 202, description = "Stored with its delivery (or stored before).", body = IntakeAnswer), IntakeErrors)
+)]
+pub async fn submit_subscription(
+    State(api): State<NotifyState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    submit(&api, &headers, EventKind::Subscription, body).await
+}
+
+/// Any other kind: 404 naming the kinds there are (401 first without the token).
+pub async fn unknown_kind(State(api): State<NotifyState>, headers: HeaderMap) -> Response {
+    if let Some(refused) = refuse(&api, &headers) {
+        return refused;
     }
-    let Some(kind) = EventKind::parse(&kind) else {
-        return error(StatusCode::NOT_FOUND, "not_found", "events are payment, refund or subscription");
-    };
+    error(StatusCode::NOT_FOUND, "not_found", "events are payment, refund or subscription")
+}
+
+/// 401 unless the request carries the internal token.
+fn refuse(api: &NotifyState, headers: &HeaderMap) -> Option<Response> {
+    let authorization = headers.get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    let authorized = api.internal_token.as_ref().is_some_and(|secret| secret.authorizes(authorization));
+    (!authorized).then(|| {
+        error(StatusCode::UNAUTHORIZED, "unauthorized", "send the internal token as Authorization: Bearer <token>")
+    })
+}
+
+async fn submit(
+    api: &NotifyState,
+    headers: &HeaderMap,
+    kind: EventKind,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    if let Some(refused) = refuse(api, headers) {
+        return refused;
+    }
     let Ok(body) = body else {
         return error(StatusCode::BAD_REQUEST, "bad_request", "the body could not be read");
     };
@@ -117,7 +226,7 @@ pub async fn submit(
         Ok(payload) => payload,
         Err(problem) => return error(StatusCode::BAD_REQUEST, "bad_request", format!("event: {problem}")),
     };
-    match merchant_exists(&api, &submission.merchant_id).await {
+    match merchant_exists(api, &submission.merchant_id).await {
         Ok(true) => {}
         Ok(false) => return error(StatusCode::NOT_FOUND, "merchant_not_found", "merchantId names no merchant"),
         Err(e) => return internal(&e),
@@ -144,7 +253,7 @@ pub async fn submit(
         }
         Err(e) => return internal(&e),
     };
-    (StatusCode::ACCEPTED, Json(json!({ "eventId": event_id, "result": result }))).into_response()
+    (StatusCode::ACCEPTED, Json(IntakeAnswer { event_id, result })).into_response()
 }
 
 /// Whether `merchant_id` names a merchant. Merchants are never removed, so

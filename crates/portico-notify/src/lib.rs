@@ -9,7 +9,8 @@
 //! - [`sign`]: the `X-Api-Signature-SHA256` header value;
 //! - [`settings`]: `GET` / `PUT /v1/notifications/settings` for merchants;
 //! - [`intake`]: the internal API other bank systems submit events to;
-//! - [`merchants`]: merchants and their keys.
+//! - [`merchants`]: merchants and their keys; [`admin`]: the same over the
+//!   admin API (`/admin/v1/merchants`).
 
 pub mod render;
 
@@ -19,6 +20,7 @@ pub fn sign(key: &[u8], check: &str) -> String {
     portico_crypto::hash::hmac_sha256_hex(key, check.as_bytes())
 }
 
+pub mod admin;
 pub mod callback;
 pub mod commit;
 pub mod deliveries;
@@ -47,6 +49,8 @@ pub struct Notify {
     pub sealer: Sealer,
     /// The internal API's token; the intake is closed without one.
     pub internal_token: Option<BearerSecret>,
+    /// The admin API's token; the merchants' admin API is off without one.
+    pub admin_token: Option<BearerSecret>,
     /// Plain `http` and private-network callback addresses (the demo).
     pub allow_insecure_callbacks: bool,
     /// How long a receiver may take to answer.
@@ -77,6 +81,11 @@ pub fn router(state: NotifyState) -> Router {
         .route("/v1/notifications/settings", get(settings::get_settings).put(settings::put_settings))
         .route("/v1/notifications/deliveries", get(deliveries::list))
         .route("/v1/notifications/deliveries/{id}/resend", post(deliveries::resend))
-        .route("/internal/v1/notifications/events/{kind}", post(intake::submit))
+        .route("/internal/v1/notifications/events/payment", post(intake::submit_payment))
+        .route("/internal/v1/notifications/events/refund", post(intake::submit_refund))
+        .route("/internal/v1/notifications/events/subscription", post(intake::submit_subscription))
+        .route("/internal/v1/notifications/events/{kind}", post(intake::unknown_kind))
+        .route("/admin/v1/merchants", get(admin::list).post(admin::create))
+        .route("/admin/v1/merchants/{merchant_id}/key", post(admin::rotate_key))
         .with_state(state)
 }

@@ -61,3 +61,19 @@ impl Modify for MerchantKey {
     tags((name = "notifications", description = "Merchant notifications"))
 )]
 pub struct NotificationsOpenApi;
+
+/// The event intake of the internal API (internal token).
+#[derive(OpenApi)]
+#[openapi(
+    paths(crate::intake::submit_payment, crate::intake::submit_refund, crate::intake::submit_subscription),
+    tags((name = "notification events", description = "Events other bank systems submit for merchants"))
+)]
+pub struct IntakeApi;
+
+/// The merchants' admin API (admin token).
+#[derive(OpenApi)]
+#[openapi(
+    paths(crate::admin::list, crate::admin::create, crate::admin::rotate_key),
+    tags((name = "merchants", description = "Merchants and their API keys"))
+)]
+pub struct MerchantsAdminApi;

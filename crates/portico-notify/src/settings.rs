@@ -19,7 +19,9 @@ use crate::merchants::key_hash;
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
 #[schema(as = NotificationError)]
 pub struct ErrorBody {
-    /// `unauthorized`, `bad_request`, `settings_not_found`, `delivery_not_found`, `internal_error`.
+    /// `unauthorized`, `bad_request`, `settings_not_found`, `delivery_not_found`, `internal_error`;
+    /// internal and admin APIs also `not_found`, `merchant_not_found`, `merchant_exists`,
+    /// `event_id_reused`, `admin_api_disabled`.
     #[schema(example = "bad_request")]
     pub code: &'static str,
     pub message: String,

@@ -11,16 +11,52 @@ use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use portico_model::permissions::PermissionDocument;
-use serde_json::json;
 
 use crate::PermissionsState;
-use crate::service::{ApplyError, parse_document};
+use crate::service::{ApplyError, ApplySummary, parse_document};
 
 /// Largest document the admin API accepts.
 pub const MAX_DOCUMENT: usize = 16 * 1024 * 1024;
 
-fn error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
-    (status, Json(json!({ "code": code, "message": message.into() }))).into_response()
+/// The body of an admin API error.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = PermissionAdminError)]
+pub struct AdminError {
+    /// `unauthorized`, `admin_api_disabled`, `bad_request`, `invalid_document`, `internal_error`.
+    #[schema(example = "invalid_document")]
+    pub code: &'static str,
+    pub message: String,
+    /// With `invalid_document` from the model's checks: each problem and its place.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub problems: Option<Vec<AdminProblem>>,
+}
+
+/// One problem of a document, and where it is (`employees[3].role`).
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = PermissionDocumentProblem)]
+pub struct AdminProblem {
+    pub place: String,
+    pub message: String,
+}
+
+fn error(status: StatusCode, code: &'static str, message: impl Into<String>) -> Response {
+    (status, Json(AdminError { code, message: message.into(), problems: None })).into_response()
+}
+
+/// The errors of both operations.
+#[derive(utoipa::IntoResponses)]
+#[allow(dead_code)]
+pub enum AdminErrors {
+    /// `unauthorized`: the admin token is missing or wrong.
+    #[response(status = 401)]
+    Unauthorized(AdminError),
+    /// `admin_api_disabled`: no admin token is configured.
+    #[response(status = 404)]
+    Disabled(AdminError),
+    /// `internal_error`: the permission store failed; nothing was changed.
+    #[response(status = 500)]
+    Internal(AdminError),
 }
 
 /// `None` when the request carries the admin token, else the answer to give.
@@ -42,6 +78,18 @@ fn refusal(api: &PermissionsState, headers: &HeaderMap) -> Option<Response> {
     }
 }
 
+#[utoipa::path(
+    get,
+    path = "/admin/v1/permissions",
+    operation_id = "exportPermissions",
+    tag = "permission model",
+    security(("adminToken" = [])),
+    responses(
+        (status = 200, description = "The whole model as a document.", body = PermissionDocument,
+         headers(("x-permission-revision" = String, description = "The model's revision."))),
+        AdminErrors
+    )
+)]
 pub async fn export(State(api): State<PermissionsState>, headers: HeaderMap) -> Response {
     if let Some(response) = refusal(&api, &headers) {
         return response;
@@ -61,6 +109,25 @@ pub async fn export(State(api): State<PermissionsState>, headers: HeaderMap) -> 
     }
 }
 
+#[utoipa::path(
+    post,
+    path = "/admin/v1/permissions",
+    operation_id = "applyPermissions",
+    tag = "permission model",
+    request_body(content(
+        (PermissionDocument = "application/json"),
+        (PermissionDocument = "application/yaml")
+    )),
+    security(("adminToken" = [])),
+    responses(
+        (status = 200, description = "Applied: the new revision and what the document held.", body = ApplySummary),
+        (status = 400, description = "`bad_request` (not UTF-8, unreadable) or `invalid_document` (every problem \
+                                      with its place); nothing was changed.", body = AdminError),
+        (status = 413, description = "The document is over 16 MiB.", body = AdminError),
+        (status = 415, description = "`bad_request`: neither JSON nor YAML.", body = AdminError),
+        AdminErrors
+    )
+)]
 pub async fn apply(
     State(api): State<PermissionsState>,
     headers: HeaderMap,
@@ -71,7 +138,10 @@ pub async fn apply(
     }
     let body = match body {
         Ok(body) => body,
-        Err(e) => return error(e.status(), "bad_request", e.body_text()),
+        Err(e) => {
+            return (e.status(), Json(AdminError { code: "bad_request", message: e.body_text(), problems: None }))
+                .into_response();
+        }
     };
     let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
     let yaml = content_type.contains("yaml");
@@ -96,16 +166,22 @@ pub async fn apply(
         }
         Err(ApplyError::Invalid(problems)) => (
             StatusCode::BAD_REQUEST,
-            Json(json!({
-                "code": "invalid_document",
-                "message": format!("the document has {} problem(s); nothing was changed", problems.len()),
-                "problems": problems.iter().map(|p| json!({ "place": p.place, "message": p.message })).collect::<Vec<_>>(),
-            })),
+            Json(AdminError {
+                code: "invalid_document",
+                message: format!("the document has {} problem(s); nothing was changed", problems.len()),
+                problems: Some(
+                    problems.into_iter().map(|p| AdminProblem { place: p.place, message: p.message }).collect(),
+                ),
+            }),
         )
             .into_response(),
         Err(ApplyError::Storage(e)) => {
             tracing::error!(error = %e, "permission import failed");
-            error(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "the permission store failed; nothing was changed")
+            error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal_error",
+                "the permission store failed; nothing was changed",
+            )
         }
     }
 }

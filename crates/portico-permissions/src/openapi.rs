@@ -207,3 +207,11 @@ impl ToSchema for PermissionTree {
     tags((name = "permissions", description = "User permissions"))
 )]
 pub struct PermissionsOpenApi;
+
+/// The permission model's admin API (admin token).
+#[derive(OpenApi)]
+#[openapi(
+    paths(crate::admin::export, crate::admin::apply),
+    tags((name = "permission model", description = "Export and apply the permission model"))
+)]
+pub struct PermissionsAdminApi;

@@ -28,8 +28,9 @@ pub enum ApplyError {
 }
 
 /// What an applied document did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = PermissionApplySummary)]
 pub struct ApplySummary {
     pub revision: i64,
     pub companies: usize,

@@ -81,7 +81,7 @@ pub fn router(state: ReportsState) -> Router {
     Router::new()
         .nest("/v1/reports", operations(Channel::Public))
         .nest("/internal/v1/reports", operations(Channel::Bank))
-        .route("/internal/v1/brokerage/agreements", post(brokerage::submit).layer(Extension(Channel::Bank)))
-        .route("/admin/v1/brokerage/agreements", post(brokerage::submit).get(brokerage::list))
+        .route("/internal/v1/brokerage/agreements", post(brokerage::submit_bank))
+        .route("/admin/v1/brokerage/agreements", post(brokerage::submit_admin).get(brokerage::list))
         .with_state(state)
 }

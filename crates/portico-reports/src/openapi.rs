@@ -2,6 +2,9 @@
 //! handlers' own annotations and answer types.
 
 use portico_identity::openapi::TokenPairSecurity;
+use utoipa::openapi::path::{ParameterIn, PathItem};
+use utoipa::openapi::security::SecurityRequirement;
+use utoipa::openapi::{Paths, Required};
 use utoipa::{OpenApi, ToSchema};
 
 use crate::error::ErrorResponse;
@@ -60,3 +63,54 @@ pub struct ReportTaskCreateRequest {
     tags((name = "reports", description = "Brokerage reports"))
 )]
 pub struct ReportsApi;
+
+/// The same five operations for the bank's own channels, under
+/// `/internal/v1/reports/...`, made from the public document: the internal
+/// token instead of the token pair, `cnum` required, tasks sourced
+/// `ONLINE_BANK`, and operation ids prefixed `bank` (`bankCreateReportTask`).
+pub fn bank_channel() -> utoipa::openapi::OpenApi {
+    let public = ReportsApi::openapi();
+    let mut paths = Paths::new();
+    for (path, item) in public.paths.paths {
+        let mut item: PathItem = item;
+        for operation in [&mut item.get, &mut item.post].into_iter().flatten() {
+            if let Some(id) = &operation.operation_id {
+                let mut chars = id.chars();
+                let capitalized: String =
+                    chars.next().map(|c| c.to_ascii_uppercase()).into_iter().chain(chars).collect();
+                operation.operation_id = Some(format!("bank{capitalized}"));
+            }
+            operation.tags = Some(vec!["bank reports".to_owned()]);
+            operation.security = Some(vec![SecurityRequirement::new("internalToken", Vec::<String>::new())]);
+            for parameter in operation.parameters.iter_mut().flatten() {
+                if parameter.name == "cnum" && parameter.parameter_in == ParameterIn::Query {
+                    parameter.required = Required::True;
+                    parameter.description = Some("The company the bank acts for; its users see the task.".to_owned());
+                }
+            }
+            let what = "The bank's own channel (internal token): tasks are sourced `ONLINE_BANK`.";
+            operation.description = Some(match operation.description.take() {
+                Some(description) => format!("{what}\n\n{description}"),
+                None => what.to_owned(),
+            });
+        }
+        paths.paths.insert(format!("/internal{path}"), item);
+    }
+    let mut tag = utoipa::openapi::tag::Tag::new("bank reports");
+    tag.description = Some("The report operations for the bank's own channels".to_owned());
+    let mut document = utoipa::openapi::OpenApiBuilder::new().paths(paths).tags(Some([tag])).build();
+    document.components = public.components;
+    if let Some(components) = document.components.as_mut() {
+        components.security_schemes.clear();
+    }
+    document
+}
+
+/// The brokerage data intake: for the bank's systems (internal token) and
+/// for operators (admin token).
+#[derive(OpenApi)]
+#[openapi(
+    paths(crate::brokerage::submit_bank, crate::brokerage::submit_admin, crate::brokerage::list),
+    tags((name = "brokerage data", description = "The data brokerage reports are made from"))
+)]
+pub struct BrokerageIntakeApi;

@@ -104,6 +104,7 @@ impl App {
             clock: Arc::clone(&identity.clock),
             sealer: secret.sealer(),
             internal_token: config.internal_token.as_deref().map(BearerSecret::new),
+            admin_token: config.admin_token.as_deref().map(BearerSecret::new),
             allow_insecure_callbacks: config.notifications.allow_insecure_callbacks || demo,
             timeout: Duration::from_millis(config.notifications.timeout_ms.max(1)),
             source_address: config.notifications.source_address,

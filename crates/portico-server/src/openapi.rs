@@ -25,12 +25,49 @@ pub struct Document {
 pub fn documents() -> &'static [Document] {
     static DOCUMENTS: LazyLock<Vec<Document>> = LazyLock::new(|| {
         vec![
+            Document { name: "identity", api: portico_identity::openapi::IdentityOpenApi::openapi() },
+            Document { name: "internal", api: internal() },
             Document { name: "notifications", api: portico_notify::openapi::NotificationsOpenApi::openapi() },
             Document { name: "permissions", api: portico_permissions::openapi::PermissionsOpenApi::openapi() },
             Document { name: "reports", api: portico_reports::openapi::ReportsApi::openapi() },
         ]
     });
     &DOCUMENTS
+}
+
+/// The internal and admin APIs: what the bank's own systems (internal
+/// token) and operators (admin token) call. Made from the areas' own
+/// documents.
+fn internal() -> utoipa::openapi::OpenApi {
+    use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
+    use utoipa::openapi::{InfoBuilder, OpenApiBuilder};
+
+    let info = InfoBuilder::new()
+        .title("Portico internal and admin APIs")
+        .version("1.0.0")
+        .description(Some(
+            "For the bank's own systems, with the internal token (`internal_token`): notification events, \
+             brokerage data, the report operations of the bank's channels. For operators, with the admin token \
+             (`admin_token`): merchants, brokerage data, the permission model. Each API is off while its token \
+             is not configured.",
+        ))
+        .build();
+    let mut document = OpenApiBuilder::new().info(info).build();
+    document.merge(portico_notify::openapi::IntakeApi::openapi());
+    document.merge(portico_reports::openapi::BrokerageIntakeApi::openapi());
+    document.merge(portico_reports::openapi::bank_channel());
+    document.merge(portico_notify::openapi::MerchantsAdminApi::openapi());
+    document.merge(portico_permissions::openapi::PermissionsAdminApi::openapi());
+    let components = document.components.get_or_insert_with(Default::default);
+    for (name, description) in [
+        ("internalToken", "The internal token (`internal_token`, `PORTICO_INTERNAL_TOKEN`)."),
+        ("adminToken", "The admin token (`admin_token`, `PORTICO_ADMIN_TOKEN`)."),
+    ] {
+        let mut scheme = Http::new(HttpAuthScheme::Bearer);
+        scheme.description = Some(description.to_owned());
+        components.add_security_scheme(name, SecurityScheme::Http(scheme));
+    }
+    document
 }
 
 impl Document {
@@ -155,6 +192,18 @@ mod tests {
             }
         }
         let spec = [
+            "authorize",
+            "token",
+            "revokeToken",
+            "getJwks",
+            "tokenLiveness",
+            "getLoginPage",
+            "submitLoginStep",
+            "restartLogin",
+            "updateLoginAuthMethod",
+            "updateLoginLocale",
+            "updateLoginOtpMethod",
+            "getErrorPage",
             "createReportTask",
             "getReportTasks",
             "getReportTask",
@@ -172,6 +221,22 @@ mod tests {
             "putNotificationSettings",
             "getNotificationDeliveries",
             "resendNotificationDelivery",
+            "submitPaymentEvent",
+            "submitRefundEvent",
+            "submitSubscriptionEvent",
+            "submitBrokerageData",
+            "loadBrokerageData",
+            "listBrokerageAgreements",
+            "bankCreateReportTask",
+            "bankGetReportTasks",
+            "bankGetReportTask",
+            "bankGetReportTypes",
+            "bankDownloadReportFile",
+            "listMerchants",
+            "createMerchant",
+            "rotateMerchantKey",
+            "exportPermissions",
+            "applyPermissions",
         ];
         for id in spec {
             assert!(ids.iter().any(|i| i == id), "{id} is not described: {ids:?}");

@@ -14,6 +14,20 @@ use super::submit::csrf_ok;
 use super::{error_page, settings_failure, settings_request};
 use crate::IdentityState;
 
+#[utoipa::path(
+    post,
+    path = "/login/user-settings/auth-method",
+    operation_id = "updateLoginAuthMethod",
+    tag = "login",
+    params(crate::openapi::LoginCookies, crate::openapi::OptionalXsrfHeader),
+    request_body(content = crate::openapi::AuthMethodRequest, content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 303, description = "To `/login` (the process restarted with the method), or to `/error` \
+                                      (a bad `authMethod`, a CSRF failure, no process).",
+         headers(("Location" = String), ("Set-Cookie" = String, description = "With `/error`: `error_page_details`."))),
+        crate::openapi::BrowserUnavailable
+    )
+)]
 pub async fn update_auth_method(State(identity): State<IdentityState>, headers: HeaderMap, body: Body) -> Response {
     let (process, params) = match settings_request(&identity, &headers, body).await {
         Ok(request) => request,

@@ -63,6 +63,20 @@ pub fn server_error(error: StorageError) -> Response {
         .into_response()
 }
 
+#[utoipa::path(
+    get,
+    path = "/error",
+    operation_id = "getErrorPage",
+    tag = "login",
+    params(crate::openapi::ErrorPageCookies),
+    responses(
+        (status = 200, description = "The error page; `script#viewData` holds `ErrorPageDataDTO`.",
+         content_type = "text/html", body = String,
+         headers(("Set-Cookie" = String, description = "Clears `error_page_details`; sets `XSRF-TOKEN`."))),
+        (status = 302, description = "No error data, or damaged: to the logged-out page.", headers(("Location" = String))),
+        (status = 500, description = "The page could not be made.")
+    )
+)]
 pub async fn error_page(State(identity): State<IdentityState>, headers: HeaderMap) -> Response {
     let cookie = cookies::get(&headers, cookies::ERROR_PAGE_DETAILS);
     let Some(details) = cookies::open_json::<ErrorDetails>(&identity.cookies, cookies::ERROR_PAGE_DETAILS, cookie)

@@ -18,6 +18,20 @@ use crate::IdentityState;
 use crate::cookies;
 use crate::oauth2::params::Params;
 
+#[utoipa::path(
+    patch,
+    path = "/login/user-settings/locale",
+    operation_id = "updateLoginLocale",
+    tag = "login",
+    params(crate::openapi::LocaleQuery, crate::openapi::XsrfHeader, crate::openapi::LocaleCookies),
+    responses(
+        (status = 200, description = "The language is stored; the step is unchanged.",
+         headers(("Set-Cookie" = String, description = "`svc.locale`, for the next login in this browser."))),
+        (status = 400, description = "`locale` missing or unsupported, or no process."),
+        (status = 403, description = "The CSRF check failed."),
+        (status = 500, description = "A temporary failure.")
+    )
+)]
 pub async fn update_locale(
     State(identity): State<IdentityState>,
     headers: HeaderMap,

@@ -15,13 +15,13 @@
 //! [`steps`].
 
 mod assets;
-mod auth_method;
+pub(crate) mod auth_method;
 pub mod error_page;
 pub mod flow;
-mod locale;
-mod otp_method;
-mod page;
-mod restart;
+pub(crate) mod locale;
+pub(crate) mod otp_method;
+pub(crate) mod page;
+pub(crate) mod restart;
 pub mod session;
 pub mod steps;
 pub mod submit;

@@ -17,6 +17,20 @@ use super::submit::csrf_ok;
 use super::{error_page, settings_failure, settings_request};
 use crate::IdentityState;
 
+#[utoipa::path(
+    post,
+    path = "/login/user-settings/otp-method",
+    operation_id = "updateLoginOtpMethod",
+    tag = "login",
+    params(crate::openapi::LoginCookies, crate::openapi::OptionalXsrfHeader),
+    request_body(content = crate::openapi::OtpMethodRequest, content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 303, description = "To `/login` (also when the switch is not available), or to `/error` \
+                                      (a bad `otpMethod`, a CSRF failure, no process).",
+         headers(("Location" = String), ("Set-Cookie" = String, description = "With `/error`: `error_page_details`."))),
+        crate::openapi::BrowserUnavailable
+    )
+)]
 pub async fn update_otp_method(State(identity): State<IdentityState>, headers: HeaderMap, body: Body) -> Response {
     let (mut process, params) = match settings_request(&identity, &headers, body).await {
         Ok(request) => request,

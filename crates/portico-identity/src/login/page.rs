@@ -48,6 +48,25 @@ struct LoginPage<'a> {
     view_json: String,
 }
 
+#[utoipa::path(
+    get,
+    path = "/login",
+    operation_id = "getLoginPage",
+    tag = "login",
+    params(crate::openapi::LoginCookies),
+    responses(
+        (status = 200, description = "The current step's page; `script#viewData` holds `LoginViewDataDTO`.",
+         content_type = "text/html", body = String,
+         headers(("Set-Cookie" = String, description = "May set `XSRF-TOKEN`, clear `step_error_details`."))),
+        (status = 302, description = "No process: to the client address of `login_client_entry` (with \
+                                      `error=access_denied`) or to the logged-out page; a completed process: \
+                                      to the original `/oauth2/authorize`.",
+         headers(("Location" = String), ("Set-Cookie" = String, description = "May clear `authentication_flow`, `login_client_entry`."))),
+        (status = 303, description = "The process cannot go on (a limit was reached).",
+         headers(("Location" = String, description = "`/error`"), ("Set-Cookie" = String, description = "`error_page_details`, `failed_authentication_flow_id`."))),
+        crate::openapi::BrowserUnavailable
+    )
+)]
 pub async fn login_page(State(identity): State<IdentityState>, headers: HeaderMap) -> Response {
     match render(&identity, &headers).await {
         Ok(response) => super::assets::secure(response),

@@ -10,6 +10,18 @@ use crate::IdentityState;
 use crate::cookies::{self, SetCookies};
 use crate::oauth2::redirect;
 
+#[utoipa::path(
+    get,
+    path = "/login/restart",
+    operation_id = "restartLogin",
+    tag = "login",
+    params(crate::openapi::RestartCookies),
+    responses(
+        (status = 302, description = "To the restored `/oauth2/authorize` request, the client address of \
+                                      `login_client_entry`, or the logged-out page.",
+         headers(("Location" = String), ("Set-Cookie" = String, description = "Clears `failed_authentication_flow_id`, `authentication_flow`.")))
+    )
+)]
 pub async fn restart(State(identity): State<IdentityState>, headers: HeaderMap) -> Response {
     let now = identity.clock.now();
     let failed = cookies::get_uuid(&headers, cookies::FAILED_AUTHENTICATION_FLOW_ID);

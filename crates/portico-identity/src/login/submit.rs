@@ -23,6 +23,24 @@ use crate::{Identity, IdentityState};
 
 const MAX_BODY: usize = 16 * 1024;
 
+#[utoipa::path(
+    post,
+    path = "/login",
+    operation_id = "submitLoginStep",
+    tag = "login",
+    params(crate::openapi::LoginCookies, crate::openapi::OptionalXsrfHeader),
+    request_body(content = crate::openapi::LoginStepRequest, content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 303, description = "To `/login` (the next step, or the same one with its errors), to the \
+                                      original `/oauth2/authorize` when every step is done, or to `/error` \
+                                      (a CSRF failure, or the process cannot go on).",
+         headers(("Location" = String), ("Set-Cookie" = String, description = "`step_error_details`, `error_page_details`, \
+                                                                               `failed_authentication_flow_id`, `svc.session` as the outcome needs."))),
+        (status = 302, description = "No live process: to the client address of `login_client_entry` or to the logged-out page.",
+         headers(("Location" = String), ("Set-Cookie" = String, description = "Clears `authentication_flow`, `login_client_entry`."))),
+        crate::openapi::BrowserUnavailable
+    )
+)]
 pub async fn submit_step(State(identity): State<IdentityState>, headers: HeaderMap, body: Body) -> Response {
     let now = identity.clock.now();
     let process = match current_process(&identity, &headers, now).await {

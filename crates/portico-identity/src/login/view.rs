@@ -5,60 +5,123 @@ use portico_model::login::{Locale, LoginFormErrors, LoginProcess, StepType, View
 use portico_model::otp::mask_phone;
 use serde::Serialize;
 use time::OffsetDateTime;
+use utoipa::ToSchema;
 
-#[derive(Debug, Serialize)]
+/// `LoginViewDataDTO`: what `GET /login` embeds in `script#viewData`.
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = LoginViewDataDTO)]
 pub struct LoginViewData {
+    #[schema(value_type = String, inline, pattern = "^LOGIN_FORM_STEP$", example = "LOGIN_FORM_STEP")]
     pub page_type: &'static str,
     pub page_data: LoginPageData,
     pub locale: Option<Locale>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = LoginPageDataDTO)]
 pub struct LoginPageData {
     pub authentication_flow_context: FlowContext,
+    #[schema(required = true)]
     pub step_view_data: Option<StepViewData>,
+    #[schema(required = true)]
     pub theme_view_data: Option<crate::theme::Theme>,
+    #[schema(required = true)]
     pub errors: Option<LoginFormErrors>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = AuthenticationFlowContextDTO)]
 pub struct FlowContext {
     pub authentication_flow_id: String,
+    /// Time to the page's refresh (the process's end), in milliseconds.
+    #[schema(required = true)]
     pub auth_page_refresh_ttl_ms: Option<i64>,
+    #[schema(required = true)]
     pub device_id: Option<String>,
     pub csrf: String,
 }
 
 /// Step view data, discriminated by `stepType`; each variant carries exactly
 /// the fields of the spec's table for its step.
-#[derive(Debug, Serialize)]
-#[serde(tag = "stepType")]
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(tag = "stepType", deny_unknown_fields)]
+#[schema(as = StepViewDataDTO)]
 pub enum StepViewData {
     #[serde(rename = "username-password", rename_all = "camelCase")]
     UsernamePassword {
+        #[schema(schema_with = views::username_password)]
         view_type: ViewType,
         phone_number_view: Option<String>,
         principal: Option<String>,
         captcha_required: bool,
     },
     #[serde(rename = "password", rename_all = "camelCase")]
-    Password { view_type: ViewType, captcha_required: bool },
+    Password {
+        #[schema(schema_with = views::password)]
+        view_type: ViewType,
+        captcha_required: bool,
+    },
     #[serde(rename = "phone", rename_all = "camelCase")]
-    Phone { view_type: ViewType, principal: Option<String>, captcha_required: bool },
+    Phone {
+        #[schema(schema_with = views::default)]
+        view_type: ViewType,
+        principal: Option<String>,
+        captcha_required: bool,
+    },
     #[serde(rename = "sms-otp", rename_all = "camelCase")]
     SmsOtp {
+        #[schema(schema_with = views::sms_otp)]
         view_type: ViewType,
         sms_otp_address_view: Option<String>,
         sms_otp_process_id: Option<uuid::Uuid>,
         email_delivery_available: bool,
     },
     #[serde(rename = "email-otp", rename_all = "camelCase")]
-    EmailOtp { view_type: ViewType, email_otp_process_id: Option<uuid::Uuid> },
+    EmailOtp {
+        #[schema(schema_with = views::second_factor)]
+        view_type: ViewType,
+        email_otp_process_id: Option<uuid::Uuid>,
+    },
     #[serde(rename = "consent", rename_all = "camelCase")]
-    Consent { view_type: ViewType, client_name: Option<String>, available_scope_groups: Option<String> },
+    Consent {
+        #[schema(schema_with = views::default)]
+        view_type: ViewType,
+        client_name: Option<String>,
+        /// Comma-separated.
+        available_scope_groups: Option<String>,
+    },
+}
+
+/// The `viewType` values each step can show (the spec's table).
+mod views {
+    use utoipa::openapi::schema::{Object, ObjectBuilder, Type};
+
+    fn one_of(values: &[&str]) -> Object {
+        ObjectBuilder::new().schema_type(Type::String).enum_values(Some(values.iter().copied())).build()
+    }
+
+    pub fn username_password() -> Object {
+        one_of(&["default", "phoneDuplicated"])
+    }
+
+    pub fn password() -> Object {
+        one_of(&["default", "phoneAuthNotAllowed", "unknownDevice"])
+    }
+
+    pub fn default() -> Object {
+        one_of(&["default"])
+    }
+
+    pub fn sms_otp() -> Object {
+        one_of(&["default", "secondFactor"])
+    }
+
+    pub fn second_factor() -> Object {
+        one_of(&["secondFactor"])
+    }
 }
 
 /// What the step view needs beyond the process itself.
@@ -128,40 +191,51 @@ impl LoginViewData {
     }
 }
 
-#[derive(Debug, Serialize)]
+/// `ErrorPageDataDTO`: what `GET /error` embeds in `script#viewData`.
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = ErrorPageDataDTO)]
 pub struct ErrorPageData {
+    #[schema(value_type = String, inline, pattern = "^ERROR$", example = "ERROR")]
     pub page_type: &'static str,
     pub page_data: ErrorPageBody,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = ErrorPageBodyDTO)]
 pub struct ErrorPageBody {
     pub error_page_context: ErrorPageContext,
     pub error_details: ErrorDetails,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = ErrorPageContextDTO)]
 pub struct ErrorPageContext {
     pub csrf: String,
 }
 
 /// What `GET /error` shows; travels in the signed `error_page_details` cookie.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = ErrorDetailsDTO)]
 pub struct ErrorDetails {
+    /// `unknown-error`, `fatal-error`, `user-is-blocked`, `consent.*`,
+    /// `authenticate.sms-otp.*`, `challenge.sms-otp.*`.
+    #[schema(example = "fatal-error")]
     pub error_code: String,
     pub actions: Vec<ErrorAction>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, ToSchema)]
+#[schema(as = ErrorActionDTO)]
 pub struct ErrorAction {
     pub action: ActionKind,
+    #[schema(required = true)]
     pub url: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ActionKind {
     /// Reload through `/login`.

@@ -66,6 +66,30 @@ impl From<StorageError> for Rejection {
     }
 }
 
+#[utoipa::path(
+    get,
+    path = "/oauth2/authorize",
+    operation_id = "authorize",
+    tag = "oauth2",
+    params(crate::openapi::AuthorizeQuery, crate::openapi::AuthorizeCookies),
+    responses(
+        (status = 302, description = "To `redirect_uri` with `code` and `state` (success), or with `error`, \
+                                      `error_description` and `state` (a parameter error; no `state` when it was missing).",
+         headers(
+             ("Location" = String, description = "`redirect_uri` with its query."),
+             ("Set-Cookie" = String, description = "Clears `authentication_flow` and `login_client_entry` after a login.")
+         )),
+        (status = 303, description = "The user must authenticate: a login process has started.",
+         headers(
+             ("Location" = String, description = "`/login`"),
+             ("Set-Cookie" = String, description = "`authentication_flow`, `XSRF-TOKEN`, `login_client_entry`, `svc.device.deviceId`.")
+         )),
+        (status = 400, description = "`OAuth 2.0 Parameter: client_id` or `OAuth 2.0 Parameter: redirect_uri`: \
+                                      missing, repeated, unknown or not registered.",
+         content_type = "text/plain", body = String),
+        crate::openapi::BrowserUnavailable
+    )
+)]
 pub async fn authorize(
     State(identity): State<IdentityState>,
     headers: HeaderMap,

@@ -6,6 +6,13 @@ use serde_json::{Value, json};
 
 use crate::IdentityState;
 
+#[utoipa::path(
+    get,
+    path = "/.well-known/openid-configuration",
+    operation_id = "getOpenIdConfiguration",
+    tag = "oauth2",
+    responses((status = 200, description = "OIDC Discovery 1.0 provider metadata.", body = Object))
+)]
 pub async fn openid_configuration(State(identity): State<IdentityState>) -> Json<Value> {
     let issuer = &identity.settings.issuer;
     Json(json!({

@@ -14,9 +14,16 @@ pub struct OAuthError {
     pub description: String,
 }
 
-#[derive(Serialize)]
-struct OAuth2ErrorDto<'a> {
+/// `OAuth2ErrorDTO`.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = OAuth2ErrorDTO)]
+pub struct OAuth2ErrorDto<'a> {
+    /// An RFC 6749 error code: `invalid_request`, `invalid_client`,
+    /// `invalid_grant`, `invalid_scope`, `unsupported_grant_type`,
+    /// `server_error`, `temporarily_unavailable`.
+    #[schema(example = "invalid_grant")]
     error: &'a str,
+    #[schema(example = "the authorization code is not valid")]
     error_description: &'a str,
 }
 

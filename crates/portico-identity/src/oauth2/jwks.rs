@@ -10,11 +10,49 @@ use serde::Serialize;
 use super::error::OAuthError;
 use crate::IdentityState;
 
-#[derive(Serialize)]
+/// `PublicJwksResponseDTO`.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = PublicJwksResponseDTO)]
 pub struct PublicJwksResponse {
+    #[schema(value_type = Vec<PublicJwk>)]
     pub keys: Vec<Jwk>,
 }
 
+/// One key of the set, as [`Jwk`] writes it (a test holds the two together).
+#[derive(utoipa::ToSchema)]
+#[schema(as = PublicJwkDTO)]
+#[allow(dead_code)]
+pub struct PublicJwk {
+    /// Key type.
+    #[schema(example = "RSA")]
+    kty: String,
+    /// Key id; equals the `kid` header of the JWTs it verifies.
+    kid: String,
+    /// Purpose.
+    #[schema(rename = "use", example = "sig")]
+    use_: String,
+    /// Signing algorithm.
+    #[schema(example = "RS256")]
+    alg: String,
+    /// RSA modulus, Base64url.
+    n: String,
+    /// RSA public exponent, Base64url.
+    #[schema(example = "AQAB")]
+    e: String,
+}
+
+#[utoipa::path(
+    get,
+    path = "/oauth2/jwks",
+    operation_id = "getJwks",
+    tag = "oauth2",
+    responses(
+        (status = 200, description = "The published keys: the active one and those whose tokens may still be alive.",
+         body = PublicJwksResponse, headers(("Cache-Control" = String, description = "`public, max-age=60`"))),
+        (status = 500, description = "`server_error`.", body = super::error::OAuth2ErrorDto),
+        (status = 503, description = "`temporarily_unavailable`.", body = super::error::OAuth2ErrorDto)
+    )
+)]
 pub async fn jwks(State(identity): State<IdentityState>) -> Response {
     let now = identity.clock.now();
     match identity.keys.jwks(now, identity.settings.key_retention()).await {

@@ -11,6 +11,19 @@ use axum::response::{IntoResponse, Response};
 use crate::IdentityState;
 use crate::tokens::{AccessTokenError, bearer, invalid_token};
 
+#[utoipa::path(
+    get,
+    path = "/oauth2/token/liveness",
+    operation_id = "tokenLiveness",
+    tag = "oauth2",
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "The token is active."),
+        (status = 401, description = "The header is missing or malformed, or the token is not valid.",
+         headers(("WWW-Authenticate" = String, description = "`Bearer error=\"invalid_token\"`"))),
+        (status = 503, description = "The check is temporarily unavailable.")
+    )
+)]
 pub async fn liveness(State(identity): State<IdentityState>, headers: HeaderMap) -> Response {
     let Some(token) = bearer(&headers) else {
         return invalid_token();

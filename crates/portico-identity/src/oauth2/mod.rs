@@ -1,15 +1,15 @@
 //! The OAuth 2.1 / OpenID Connect endpoints.
 
-mod authorize;
+pub(crate) mod authorize;
 mod client_auth;
-mod discovery;
+pub(crate) mod discovery;
 pub mod error;
-mod jwks;
-mod liveness;
+pub(crate) mod jwks;
+pub(crate) mod liveness;
 pub mod params;
-mod revoke;
-mod token;
-mod userinfo;
+pub(crate) mod revoke;
+pub(crate) mod token;
+pub(crate) mod userinfo;
 
 use axum::Router;
 use axum::routing::{get, post};

@@ -24,6 +24,18 @@ use super::params::read_form;
 use crate::tokens::{AccessClaims, AccessTokenError};
 use crate::{Identity, IdentityState};
 
+#[utoipa::path(
+    post,
+    path = "/oauth2/revoke",
+    operation_id = "revokeToken",
+    tag = "oauth2",
+    request_body(content = crate::openapi::RevokeRequest, content_type = "application/x-www-form-urlencoded"),
+    security(("clientBasic" = []), ()),
+    responses(
+        (status = 200, description = "Revoked, or nothing to revoke (unknown, expired or another client's token)."),
+        crate::openapi::ClientErrors
+    )
+)]
 pub async fn revoke(State(identity): State<IdentityState>, headers: HeaderMap, body: Body) -> Response {
     match handle(&identity, &headers, body).await {
         Ok(()) => StatusCode::OK.into_response(),

@@ -30,6 +30,19 @@ use super::params::{Params, read_form};
 use crate::tokens::{NewRefreshToken, TokenResponse};
 use crate::{Identity, IdentityState};
 
+#[utoipa::path(
+    post,
+    path = "/oauth2/token",
+    operation_id = "token",
+    tag = "oauth2",
+    request_body(content = crate::openapi::TokenRequest, content_type = "application/x-www-form-urlencoded"),
+    security(("clientBasic" = []), ()),
+    responses(
+        (status = 200, description = "The tokens.", body = TokenResponse,
+         headers(("Cache-Control" = String, description = "`no-store`"))),
+        crate::openapi::ClientErrors
+    )
+)]
 pub async fn token(State(identity): State<IdentityState>, headers: HeaderMap, body: Body) -> Response {
     match handle(&identity, &headers, body).await {
         Ok(tokens) => {

@@ -10,13 +10,28 @@ use serde::Serialize;
 use crate::IdentityState;
 use crate::tokens::{AccessTokenError, UserClaims, bearer, invalid_token};
 
-#[derive(Serialize)]
-struct UserInfo {
+/// The userinfo answer: `sub` and the claims the token's scopes allow.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct UserInfo {
     sub: String,
     #[serde(flatten)]
     claims: UserClaims,
 }
 
+#[utoipa::path(
+    get,
+    path = "/oauth2/userinfo",
+    operation_id = "getUserInfo",
+    tag = "oauth2",
+    description = "OIDC Core §5.3; also answers POST.",
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "The user's claims.", body = UserInfo),
+        (status = 401, description = "The token is missing or not valid (also: the user is blocked).",
+         headers(("WWW-Authenticate" = String, description = "`Bearer error=\"invalid_token\"`"))),
+        (status = 503, description = "The check is temporarily unavailable.")
+    )
+)]
 pub async fn userinfo(State(identity): State<IdentityState>, headers: HeaderMap) -> Response {
     let Some(token) = bearer(&headers) else {
         return invalid_token();

@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::{ACC_OBJECT, CatalogObject, Company, ContractStatus, EIO, Employee, PermissionModel, Role, VIEW};
@@ -25,7 +26,7 @@ const MAX_NAME: usize = 64;
 /// Longest display name accepted.
 const MAX_DISPLAY: usize = 256;
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PermissionDocument {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -38,7 +39,7 @@ pub struct PermissionDocument {
     pub employees: Vec<EmployeeEntry>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CompanyEntry {
     pub cnum: String,
@@ -46,7 +47,7 @@ pub struct CompanyEntry {
     pub contract_status: ContractStatus,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CatalogEntry {
     /// `object` or `object.sub-object`.
@@ -56,7 +57,7 @@ pub struct CatalogEntry {
     pub actions: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RoleEntry {
     pub code: String,
@@ -69,10 +70,11 @@ pub struct RoleEntry {
     pub available: bool,
     /// Object path → actions. Replaces the role's grants when present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub grants: Option<BTreeMap<String, Vec<String>>>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EmployeeEntry {
     pub user: UserRef,
@@ -89,7 +91,7 @@ fn yes() -> bool {
 }
 
 /// A user named by id or by login.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, ToSchema)]
 #[serde(transparent)]
 pub struct UserRef(pub String);
 

@@ -9,6 +9,9 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use time::Date;
+use utoipa::ToSchema;
+use utoipa::openapi::schema::{ObjectBuilder, SchemaFormat, Type};
+use utoipa::openapi::{KnownFormat, RefOr, Schema};
 
 // Dates are written `2026-11-22`.
 time::serde::format_description!(pub ymd, Date, "[year]-[month]-[day]");
@@ -96,6 +99,32 @@ impl<const SCALE: u32> Serialize for Fixed<SCALE> {
     }
 }
 
+impl<const SCALE: u32> utoipa::PartialSchema for Fixed<SCALE> {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .pattern(Some(format!("^-?[0-9]+(\\.[0-9]{{1,{SCALE}}})?$")))
+            .description(Some(format!("A decimal with at most {SCALE} places, as a string.")))
+            .examples([Self(150_025 * 10_i64.pow(SCALE) / 100).to_string()])
+            .into()
+    }
+}
+
+impl<const SCALE: u32> ToSchema for Fixed<SCALE> {
+    fn name() -> std::borrow::Cow<'static, str> {
+        match SCALE {
+            2 => "Money".into(),
+            6 => "Price".into(),
+            _ => format!("Decimal{SCALE}").into(),
+        }
+    }
+}
+
+/// The schema of a `ymd` date field: `2026-11-22`.
+fn ymd_schema() -> Schema {
+    ObjectBuilder::new().schema_type(Type::String).format(Some(SchemaFormat::KnownFormat(KnownFormat::Date))).into()
+}
+
 impl<'de, const SCALE: u32> Deserialize<'de> for Fixed<SCALE> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = String::deserialize(deserializer)?;
@@ -104,7 +133,7 @@ impl<'de, const SCALE: u32> Deserialize<'de> for Fixed<SCALE> {
 }
 
 /// A bank's details, as a payment document names them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BankDetails {
     /// БИК, nine digits.
@@ -115,7 +144,7 @@ pub struct BankDetails {
 }
 
 /// A party to a cash movement: the client or its counterparty.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Party {
     pub name: String,
@@ -129,7 +158,7 @@ pub struct Party {
 }
 
 /// An account of an agreement.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Account {
     pub number: String,
@@ -138,7 +167,7 @@ pub struct Account {
     pub owner: Party,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Instrument {
     pub ticker: String,
@@ -147,21 +176,23 @@ pub struct Instrument {
     pub currency: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Side {
     Buy,
     Sell,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Trade {
     pub id: String,
     pub account: String,
     #[serde(with = "ymd")]
+    #[schema(schema_with = ymd_schema)]
     pub date: Date,
     #[serde(with = "ymd")]
+    #[schema(schema_with = ymd_schema)]
     pub settlement_date: Date,
     pub ticker: String,
     pub side: Side,
@@ -172,19 +203,20 @@ pub struct Trade {
 }
 
 /// Money in or out of an account.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Direction {
     In,
     Out,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CashMovement {
     pub id: String,
     pub account: String,
     #[serde(with = "ymd")]
+    #[schema(schema_with = ymd_schema)]
     pub date: Date,
     /// What kind of movement: `DEPOSIT`, `WITHDRAWAL`, `DIVIDEND`, `COUPON`, `FEE`, `TAX`, ...
     #[serde(rename = "type")]
@@ -201,11 +233,12 @@ pub struct CashMovement {
 }
 
 /// Holdings of one instrument on one account at a date.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Position {
     pub account: String,
     #[serde(with = "ymd")]
+    #[schema(schema_with = ymd_schema)]
     pub date: Date,
     pub ticker: String,
     pub quantity: i64,
@@ -215,17 +248,18 @@ pub struct Position {
 
 /// Cash on an account at a date (the statement's opening balance comes
 /// from the latest one on or before the period's start).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CashBalance {
     pub account: String,
     #[serde(with = "ymd")]
+    #[schema(schema_with = ymd_schema)]
     pub date: Date,
     pub amount: Money,
 }
 
 /// Everything about one brokerage agreement.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Agreement {
     pub number: String,
@@ -233,6 +267,7 @@ pub struct Agreement {
     pub cnum: String,
     pub client_name: String,
     #[serde(with = "ymd")]
+    #[schema(schema_with = ymd_schema)]
     pub opened_on: Date,
     pub accounts: Vec<Account>,
     #[serde(default)]

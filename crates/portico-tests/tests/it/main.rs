@@ -12,6 +12,7 @@ mod flow;
 mod keys;
 mod login;
 mod login_flows;
+mod merchants_admin;
 mod notifications;
 mod oidc_client;
 mod ops;

@@ -139,6 +139,7 @@ async fn events_are_taken_in_once_within_bounds_and_stored_with_a_pending_delive
         let unknown = json!({ "eventId": "ev-2", "merchantId": "nobody", "event": payment("o") });
         assert_eq!(submit(&app, "payment", &unknown, token).await.0, 404);
         assert_eq!(submit(&app, "transfer", &body, token).await.0, 404);
+        assert_eq!(submit(&app, "transfer", &body, None).await.0, 401, "the token is checked first");
 
         let refund = json!({ "eventId": "rf-1", "merchantId": "m1", "event": {
             "refundId": "r1", "sbpTransactionId": null, "amount": 9905, "status": "COMPLETED",

@@ -1,0 +1,309 @@
+//! What the identity endpoints read, as the document describes it: the
+//! queries, forms, headers and cookies. The handlers read them parameter by
+//! parameter (a repeated parameter is an error, RFC 6749 §3.1), so these
+//! types exist for the document only.
+
+use utoipa::{IntoParams, ToSchema};
+
+/// The values the protocol parameters take, for the documents only (the
+/// handlers compare the raw strings).
+mod values {
+    use utoipa::ToSchema;
+
+    #[derive(ToSchema)]
+    #[schema(rename_all = "snake_case")]
+    #[allow(dead_code)]
+    pub enum ResponseType {
+        Code,
+    }
+
+    #[derive(ToSchema)]
+    #[allow(dead_code)]
+    pub enum CodeChallengeMethod {
+        S256,
+    }
+
+    #[derive(ToSchema)]
+    #[schema(rename_all = "snake_case")]
+    #[allow(dead_code)]
+    pub enum Prompt {
+        None,
+        Login,
+        Consent,
+    }
+
+    #[derive(ToSchema)]
+    #[schema(rename_all = "snake_case")]
+    #[allow(dead_code)]
+    pub enum GrantType {
+        AuthorizationCode,
+        RefreshToken,
+    }
+
+    #[derive(ToSchema)]
+    #[schema(rename_all = "snake_case")]
+    #[allow(dead_code)]
+    pub enum TokenTypeHint {
+        AccessToken,
+        RefreshToken,
+    }
+
+    #[derive(ToSchema)]
+    #[schema(rename_all = "UPPERCASE")]
+    #[allow(dead_code)]
+    pub enum AuthMethod {
+        Password,
+        Phone,
+    }
+
+    #[derive(ToSchema)]
+    #[schema(rename_all = "lowercase")]
+    #[allow(dead_code)]
+    pub enum OtpMethod {
+        Email,
+    }
+
+    #[derive(ToSchema)]
+    #[schema(rename_all = "lowercase")]
+    #[allow(dead_code)]
+    pub enum Locale {
+        Ru,
+        En,
+    }
+}
+
+/// The query of `GET /oauth2/authorize`. Each parameter at most once.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct AuthorizeQuery {
+    /// Only `code`.
+    #[param(inline, value_type = values::ResponseType)]
+    response_type: String,
+    /// BASE64URL(SHA256(ASCII(code_verifier))): 43 characters.
+    #[param(example = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM")]
+    code_challenge: String,
+    /// Only `S256`.
+    #[param(inline, value_type = values::CodeChallengeMethod)]
+    code_challenge_method: String,
+    /// A registered client.
+    #[param(example = "demo-app")]
+    client_id: String,
+    /// One of the client's registered addresses, exactly.
+    #[param(example = "http://127.0.0.1:8080/demo/callback")]
+    redirect_uri: String,
+    /// Scopes separated by a space.
+    #[param(example = "openid profile email phone")]
+    scope: String,
+    /// Returned unchanged; at most 2048 characters.
+    state: String,
+    /// Carried into the id_token; at most 512 characters.
+    #[param(value_type = String, required = false)]
+    nonce: Option<String>,
+    /// `none`, `login` or `consent`.
+    #[param(inline, value_type = values::Prompt, required = false)]
+    prompt: Option<String>,
+}
+
+/// `TokenRequestDTO`: the form of `POST /oauth2/token`.
+#[derive(ToSchema)]
+#[schema(as = TokenRequestDTO)]
+#[allow(dead_code)]
+pub struct TokenRequest {
+    /// `authorization_code` or `refresh_token`.
+    #[schema(inline, value_type = values::GrantType)]
+    grant_type: String,
+    /// For `authorization_code`.
+    #[schema(nullable = false)]
+    code: Option<String>,
+    /// For `authorization_code`: 43 to 128 characters of `[A-Za-z0-9-._~]`.
+    #[schema(nullable = false)]
+    code_verifier: Option<String>,
+    /// With `client_secret_post`, or to name the client with Basic.
+    #[schema(nullable = false)]
+    client_id: Option<String>,
+    /// With `client_secret_post`.
+    #[schema(nullable = false)]
+    client_secret: Option<String>,
+    /// For `authorization_code`: the address of the authorize request.
+    #[schema(nullable = false)]
+    redirect_uri: Option<String>,
+    /// For `refresh_token`.
+    #[schema(nullable = false)]
+    refresh_token: Option<String>,
+    /// For `refresh_token`: a narrower scope than the grant's.
+    #[schema(nullable = false)]
+    scope: Option<String>,
+}
+
+/// The form of `POST /oauth2/revoke` (RFC 7009).
+#[derive(ToSchema)]
+#[schema(as = TokenRevocationRequestDTO)]
+#[allow(dead_code)]
+pub struct RevokeRequest {
+    /// An access token or refresh token of the client.
+    token: String,
+    /// `access_token` or `refresh_token`; both kinds are tried either way.
+    #[schema(inline, value_type = values::TokenTypeHint, required = false)]
+    token_type_hint: Option<String>,
+    #[schema(nullable = false)]
+    client_id: Option<String>,
+    #[schema(nullable = false)]
+    client_secret: Option<String>,
+}
+
+/// `LoginStepRequestDTO`: the form of `POST /login`; which fields apply
+/// depends on the current `stepType`.
+#[derive(ToSchema)]
+#[schema(as = LoginStepRequestDTO)]
+#[allow(dead_code)]
+pub struct LoginStepRequest {
+    /// `pageData.authenticationFlowContext.csrf`; the `X-XSRF-TOKEN` header may carry it instead.
+    #[schema(rename = "_csrf")]
+    csrf: String,
+    /// The login (`username-password`) or the phone number (`phone`).
+    #[schema(nullable = false)]
+    principal: Option<String>,
+    /// The password (`username-password`, `password`) or the code (`sms-otp`, `email-otp`).
+    #[schema(nullable = false, format = Password)]
+    credentials: Option<String>,
+    /// `consent`: the accepted scope groups, comma-separated.
+    #[schema(nullable = false)]
+    selected_scope_groups: Option<String>,
+    /// The CAPTCHA token, when `captchaRequired` is true.
+    #[schema(nullable = false, rename = "smart-token")]
+    smart_token: Option<String>,
+}
+
+/// The form of `POST /login/user-settings/auth-method`.
+#[derive(ToSchema)]
+#[schema(as = LoginAuthMethodRequestDTO)]
+#[allow(dead_code)]
+pub struct AuthMethodRequest {
+    /// `PASSWORD` or `PHONE`.
+    #[schema(rename = "authMethod", inline, value_type = values::AuthMethod)]
+    auth_method: String,
+    /// Required unless the `X-XSRF-TOKEN` header is sent.
+    #[schema(nullable = false, rename = "_csrf")]
+    csrf: Option<String>,
+}
+
+/// The form of `POST /login/user-settings/otp-method`.
+#[derive(ToSchema)]
+#[schema(as = LoginOtpMethodRequestDTO)]
+#[allow(dead_code)]
+pub struct OtpMethodRequest {
+    /// Only `email`.
+    #[schema(rename = "otpMethod", inline, value_type = values::OtpMethod)]
+    otp_method: String,
+    /// Required unless the `X-XSRF-TOKEN` header is sent.
+    #[schema(nullable = false, rename = "_csrf")]
+    csrf: Option<String>,
+}
+
+/// The query of `PATCH /login/user-settings/locale`.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct LocaleQuery {
+    /// `ru` or `en`.
+    #[param(inline, value_type = values::Locale)]
+    locale: String,
+}
+
+/// `X-XSRF-TOKEN`, required.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Header)]
+#[allow(dead_code)]
+pub struct XsrfHeader {
+    /// `authenticationFlowContext.csrf` or `errorPageContext.csrf`.
+    #[param(rename = "X-XSRF-TOKEN")]
+    xsrf: String,
+}
+
+/// `X-XSRF-TOKEN`, instead of the `_csrf` field.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Header)]
+#[allow(dead_code)]
+pub struct OptionalXsrfHeader {
+    /// The CSRF token, when the form has no `_csrf`.
+    #[param(value_type = String, required = false, rename = "X-XSRF-TOKEN")]
+    xsrf: Option<String>,
+}
+
+/// The login cookies a browser keeps (all optional: their absence is an answer too).
+#[derive(IntoParams)]
+#[into_params(parameter_in = Cookie)]
+#[allow(dead_code)]
+pub struct LoginCookies {
+    /// The current login process.
+    #[param(value_type = String, required = false)]
+    authentication_flow: Option<String>,
+    /// Signed: where to return the browser when the process is gone.
+    #[param(value_type = String, required = false)]
+    login_client_entry: Option<String>,
+    /// The CSRF cookie of the double submit.
+    #[param(value_type = String, required = false, rename = "XSRF-TOKEN")]
+    xsrf: Option<String>,
+    /// Signed: the previous failed password or code attempt.
+    #[param(value_type = String, required = false)]
+    step_error_details: Option<String>,
+    /// A hint to show the CAPTCHA; the server decides for itself.
+    #[param(value_type = String, required = false, rename = "svc.captcha.required")]
+    captcha_required: Option<String>,
+}
+
+/// The cookies of `GET /login/restart`.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Cookie)]
+#[allow(dead_code)]
+pub struct RestartCookies {
+    /// The process that ended in an error.
+    #[param(value_type = String, required = false)]
+    failed_authentication_flow_id: Option<String>,
+    /// Signed: where to return the browser when the process is gone.
+    #[param(value_type = String, required = false)]
+    login_client_entry: Option<String>,
+}
+
+/// The cookies of the locale switch.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Cookie)]
+#[allow(dead_code)]
+pub struct LocaleCookies {
+    /// The current login process.
+    #[param(value_type = String, required = false)]
+    authentication_flow: Option<String>,
+    /// On the error page: the process that ended in an error.
+    #[param(value_type = String, required = false)]
+    failed_authentication_flow_id: Option<String>,
+    /// The CSRF cookie of the double submit.
+    #[param(value_type = String, required = false, rename = "XSRF-TOKEN")]
+    xsrf: Option<String>,
+}
+
+/// The cookies of `GET /error`.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Cookie)]
+#[allow(dead_code)]
+pub struct ErrorPageCookies {
+    /// Signed: what to show; read and cleared.
+    #[param(value_type = String, required = false)]
+    error_page_details: Option<String>,
+    /// The process to restart or to take the language from.
+    #[param(value_type = String, required = false)]
+    failed_authentication_flow_id: Option<String>,
+}
+
+/// The cookies of `GET /oauth2/authorize`.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Cookie)]
+#[allow(dead_code)]
+pub struct AuthorizeCookies {
+    /// The device, kept for a year.
+    #[param(value_type = String, required = false, rename = "svc.device.deviceId")]
+    device_id: Option<String>,
+    /// The login process that has just completed for this very request.
+    #[param(value_type = String, required = false)]
+    authentication_flow: Option<String>,
+}

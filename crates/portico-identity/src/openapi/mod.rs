@@ -1,0 +1,258 @@
+//! The identity and login interface's OpenAPI document (1.0.0), and what
+//! every published document shares about Portico's tokens: the token pair
+//! (`Authorization` + `Id-Token`) that the permission and report APIs take
+//! on every operation.
+//!
+//! The answers are the handlers' own types; what the endpoints read is
+//! described in [`inputs`].
+
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, Http, HttpAuthScheme, SecurityScheme};
+use utoipa::{IntoResponses, Modify, OpenApi};
+
+use crate::login::view::{ErrorPageData, LoginViewData};
+use crate::oauth2::error::OAuth2ErrorDto;
+use crate::oauth2::jwks::{PublicJwk, PublicJwksResponse};
+use crate::oauth2::userinfo::UserInfo;
+use crate::tokens::TokenResponse;
+
+mod inputs;
+
+pub use inputs::*;
+
+/// Adds the security schemes `accessToken` (header `Authorization`) and
+/// `idToken` (header `Id-Token`); documents name both in their `security`.
+#[derive(Debug)]
+pub struct TokenPairSecurity;
+
+impl Modify for TokenPairSecurity {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "accessToken",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                "Authorization",
+                "The access token from POST /oauth2/token, with or without `Bearer `.",
+            ))),
+        );
+        components.add_security_scheme(
+            "idToken",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                "Id-Token",
+                "The id_token of the same login.",
+            ))),
+        );
+    }
+}
+
+/// The identity document's schemes: the client's Basic credentials on the
+/// token and revoke endpoints (`clientBasic`; `client_secret_post` puts
+/// them in the form instead) and the access token as a Bearer JWT
+/// (`bearerAuth`, the spec's name).
+struct IdentitySecurity;
+
+impl Modify for IdentitySecurity {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        let mut basic = Http::new(HttpAuthScheme::Basic);
+        basic.description = Some(
+            "`client_secret_basic`: client_id and client_secret joined by a colon, Base64 or Base64URL.".to_owned(),
+        );
+        components.add_security_scheme("clientBasic", SecurityScheme::Http(basic));
+        let mut bearer = Http::new(HttpAuthScheme::Bearer);
+        bearer.bearer_format = Some("JWT".to_owned());
+        bearer.description = Some("The access token from POST /oauth2/token.".to_owned());
+        components.add_security_scheme("bearerAuth", SecurityScheme::Http(bearer));
+    }
+}
+
+/// Each step's view data allows no other properties (the spec's table):
+/// every member of `StepViewDataDTO` gets `additionalProperties: false`.
+struct ClosedStepViews;
+
+impl Modify for ClosedStepViews {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::RefOr;
+        use utoipa::openapi::schema::{AdditionalProperties, Schema};
+        let Some(components) = openapi.components.as_mut() else { return };
+        if let Some(RefOr::T(Schema::OneOf(one_of))) = components.schemas.get_mut("StepViewDataDTO") {
+            for member in &mut one_of.items {
+                if let RefOr::T(Schema::Object(object)) = member {
+                    object.additional_properties = Some(Box::new(AdditionalProperties::FreeForm(false)));
+                }
+            }
+        }
+    }
+}
+
+/// The store failed while serving a browser: a short plain-text page.
+#[derive(IntoResponses)]
+#[allow(dead_code)]
+pub enum BrowserUnavailable {
+    /// An internal error; details only in the log.
+    #[response(status = 500, content_type = "text/plain")]
+    Internal(String),
+    /// The store is unavailable; try again shortly.
+    #[response(status = 503, content_type = "text/plain")]
+    Unavailable(String),
+}
+
+/// The errors of the token and revoke endpoints.
+#[derive(IntoResponses)]
+#[allow(dead_code)]
+pub enum ClientErrors<'a> {
+    /// `invalid_request` (a parameter missing, repeated or malformed; a body that is no form),
+    /// `invalid_grant`, `invalid_scope`, `unsupported_grant_type`.
+    #[response(status = 400, headers(("Cache-Control" = String, description = "`no-store`")))]
+    BadRequest(OAuth2ErrorDto<'a>),
+    /// `invalid_client`: the client is unknown or its secret is wrong.
+    #[response(status = 401, headers(
+        ("WWW-Authenticate" = String, description = "`Basic realm=\"portico\"`"),
+        ("Cache-Control" = String, description = "`no-store`")
+    ))]
+    Unauthorized(OAuth2ErrorDto<'a>),
+    /// `server_error`; details only in the log.
+    #[response(status = 500)]
+    Internal(OAuth2ErrorDto<'a>),
+    /// `temporarily_unavailable`: the store is unavailable.
+    #[response(status = 503, headers(("Retry-After" = String, description = "Seconds, `5`.")))]
+    Unavailable(OAuth2ErrorDto<'a>),
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Portico identity and login",
+        version = "1.0.0",
+        description = "OAuth 2.1 / OpenID Connect with PKCE S256, and the server-held browser login \
+                       (spec 1). The login pages are HTML; the data they embed in `script#viewData` is \
+                       described by `LoginViewDataDTO` and `ErrorPageDataDTO`."
+    ),
+    paths(
+        crate::oauth2::authorize::authorize,
+        crate::oauth2::token::token,
+        crate::oauth2::revoke::revoke,
+        crate::oauth2::jwks::jwks,
+        crate::oauth2::liveness::liveness,
+        crate::oauth2::userinfo::userinfo,
+        crate::oauth2::discovery::openid_configuration,
+        crate::login::page::login_page,
+        crate::login::submit::submit_step,
+        crate::login::restart::restart,
+        crate::login::auth_method::update_auth_method,
+        crate::login::locale::update_locale,
+        crate::login::otp_method::update_otp_method,
+        crate::login::error_page::error_page
+    ),
+    components(schemas(
+        TokenResponse,
+        OAuth2ErrorDto,
+        PublicJwksResponse,
+        PublicJwk,
+        LoginViewData,
+        ErrorPageData,
+        TokenRequest,
+        RevokeRequest,
+        LoginStepRequest,
+        AuthMethodRequest,
+        OtpMethodRequest,
+        UserInfo,
+        crate::theme::DrawerSection,
+        crate::theme::DrawerItem
+    )),
+    modifiers(&IdentitySecurity, &ClosedStepViews),
+    tags(
+        (name = "oauth2", description = "Authorization, tokens, keys"),
+        (name = "login", description = "The browser login and its error page")
+    )
+)]
+pub struct IdentityOpenApi;
+
+#[cfg(test)]
+mod tests {
+    use utoipa::PartialSchema;
+
+    /// The key set's schema names exactly the fields a key is written with.
+    #[test]
+    fn the_jwk_schema_matches_the_keys_served() {
+        let pair = portico_crypto::jwt::SigningKey::generate().expect("a key");
+        let served = serde_json::to_value(pair.jwk()).expect("JSON");
+        let schema = serde_json::to_value(super::PublicJwk::schema()).expect("schema JSON");
+        let mut served_fields: Vec<&String> = served.as_object().expect("an object").keys().collect();
+        let mut described: Vec<&String> = schema["properties"].as_object().expect("properties").keys().collect();
+        served_fields.sort();
+        described.sort();
+        assert_eq!(served_fields, described);
+        assert_eq!(schema["required"].as_array().map(Vec::len), Some(6), "every field is required");
+    }
+
+    /// The view data `GET /login` embeds has, for every step, exactly the
+    /// properties its schema names, and every required one.
+    #[test]
+    fn the_login_view_data_of_every_step_has_the_documented_fields() {
+        use portico_model::login::{AuthMethod, Locale, LoginProcess, LoginState, StepType, ViewType};
+        use utoipa::OpenApi as _;
+
+        use crate::login::view::{LoginViewData, StepContext};
+
+        let document = serde_json::to_value(super::IdentityOpenApi::openapi()).expect("JSON");
+        let schemas = &document["components"]["schemas"];
+        let keys = |value: &serde_json::Value| {
+            let mut keys: Vec<String> = value.as_object().expect("an object").keys().cloned().collect();
+            keys.sort();
+            keys
+        };
+        let now = time::OffsetDateTime::now_utc();
+        for step in [
+            StepType::UsernamePassword,
+            StepType::Password,
+            StepType::Phone,
+            StepType::SmsOtp,
+            StepType::EmailOtp,
+            StepType::Consent,
+        ] {
+            let mut state = LoginState::start("demo-app".into(), "a=b".into(), "csrf".into(), AuthMethod::Password);
+            state.go_to(step, ViewType::Default);
+            let process = LoginProcess {
+                id: uuid::Uuid::new_v4(),
+                version: 0,
+                created_at: now,
+                expires_at: now + time::Duration::minutes(10),
+                state,
+            };
+            let view = LoginViewData::of(&process, None, Locale::En, now, &StepContext::default());
+            let view = serde_json::to_value(&view).expect("JSON");
+            assert_eq!(keys(&view), keys(&schemas["LoginViewDataDTO"]["properties"]));
+            assert_eq!(keys(&view["pageData"]), keys(&schemas["LoginPageDataDTO"]["properties"]));
+            let mut required: Vec<String> = schemas["LoginPageDataDTO"]["required"]
+                .as_array()
+                .expect("required")
+                .iter()
+                .map(|r| r.as_str().expect("a name").to_owned())
+                .collect();
+            required.sort();
+            assert_eq!(required, keys(&view["pageData"]), "every pageData field is required");
+            let step_view = &view["pageData"]["stepViewData"];
+            let member = schemas["StepViewDataDTO"]["oneOf"]
+                .as_array()
+                .expect("oneOf")
+                .iter()
+                .find(|m| m["properties"]["stepType"]["enum"][0] == step_view["stepType"])
+                .expect("a member for the step");
+            assert_eq!(keys(step_view), keys(&member["properties"]), "{step_view}");
+        }
+    }
+
+    /// Every step's view data is closed, and names the step it is for.
+    #[test]
+    fn each_step_view_allows_no_other_properties() {
+        use utoipa::OpenApi as _;
+        let document = serde_json::to_value(super::IdentityOpenApi::openapi()).expect("JSON");
+        let members = document["components"]["schemas"]["StepViewDataDTO"]["oneOf"].as_array().expect("oneOf");
+        let steps: Vec<&str> =
+            members.iter().map(|m| m["properties"]["stepType"]["enum"][0].as_str().expect("a step")).collect();
+        assert_eq!(steps, ["username-password", "password", "phone", "sms-otp", "email-otp", "consent"]);
+        for member in members {
+            assert_eq!(member["additionalProperties"], false, "{member}");
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! The merchants' admin API, for the bank's operators and systems, with
+//! the admin token (`Authorization: Bearer <token>`); the same work as
+//! `portico merchants add|list|rotate-key`:
+//!
+//! - `GET /admin/v1/merchants`: every merchant and its callback address;
+//! - `POST /admin/v1/merchants`: registers one; the answer carries its API
+//!   key, shown this once (Portico keeps only its hash and a sealed copy);
+//! - `POST /admin/v1/merchants/{merchantId}/key`: a new key; the old one
+//!   stops working at once.
+//!
+//! Without a configured admin token the API is off (404 naming the setting).
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use portico_model::notify::MerchantIds;
+use portico_storage::StorageError;
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use utoipa::{IntoResponses, ToSchema};
+
+use crate::NotifyState;
+use crate::settings::{ErrorBody, error};
+
+/// A merchant as the admin API lists it (never its key).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MerchantView {
+    #[schema(example = "shop-1")]
+    pub merchant_id: String,
+    /// The id notifications name the merchant by.
+    #[schema(example = "pub-shop-1")]
+    pub public_id: String,
+    /// The merchant's id in the fast payment system.
+    #[schema(example = "MA0000000001")]
+    pub sbp_merchant_id: String,
+    /// Where notifications go; `null` until the merchant sets it.
+    pub callback_url: Option<String>,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: OffsetDateTime,
+}
+
+/// A merchant to register.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NewMerchant {
+    /// 1 to 64 Latin letters, digits, `-`, `_` or `.`.
+    #[schema(pattern = "^[A-Za-z0-9._-]{1,64}$", example = "shop-1")]
+    pub merchant_id: String,
+    /// 1 to 64 Latin letters, digits, `-`, `_` or `.`.
+    #[schema(pattern = "^[A-Za-z0-9._-]{1,64}$", example = "pub-shop-1")]
+    pub public_id: String,
+    /// 1 to 12 Latin letters, digits, `-`, `_` or `.`.
+    #[schema(pattern = "^[A-Za-z0-9._-]{1,12}$", example = "MA0000000001")]
+    pub sbp_merchant_id: String,
+}
+
+/// A merchant's new API key, shown this once: the merchant authenticates
+/// with it and verifies its notifications' signatures with it.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MerchantKey {
+    pub merchant_id: String,
+    pub api_key: String,
+}
+
+/// The errors every admin operation can answer with.
+#[derive(IntoResponses)]
+#[allow(dead_code)]
+pub enum AdminErrors {
+    /// `unauthorized`: the admin token is missing or wrong.
+    #[response(status = 401)]
+    Unauthorized(ErrorBody),
+    /// `admin_api_disabled`: no admin token is configured.
+    #[response(status = 404)]
+    Disabled(ErrorBody),
+    /// `internal_error`: nothing was changed.
+    #[response(status = 500)]
+    Internal(ErrorBody),
+}
+
+/// 404 when the API is off, 401 without the admin token, else `None`.
+fn refuse(api: &NotifyState, headers: &HeaderMap) -> Option<Response> {
+    let Some(secret) = &api.admin_token else {
+        return Some(error(
+            StatusCode::NOT_FOUND,
+            "admin_api_disabled",
+            "the admin API is off; set admin_token (PORTICO_ADMIN_TOKEN) to turn it on",
+        ));
+    };
+    let authorization = headers.get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    (!secret.authorizes(authorization)).then(|| {
+        error(StatusCode::UNAUTHORIZED, "unauthorized", "send the admin token as Authorization: Bearer <token>")
+    })
+}
+
+fn internal(e: &StorageError) -> Response {
+    tracing::error!(error = %e, "merchant admin request failed");
+    error(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "internal error; nothing was changed")
+}
+
+#[utoipa::path(
+    get,
+    path = "/admin/v1/merchants",
+    operation_id = "listMerchants",
+    tag = "merchants",
+    security(("adminToken" = [])),
+    responses((status = 200, description = "Every merchant, by id.", body = Vec<MerchantView>), AdminErrors)
+)]
+pub async fn list(State(api): State<NotifyState>, headers: HeaderMap) -> Response {
+    if let Some(refused) = refuse(&api, &headers) {
+        return refused;
+    }
+    match api.store.list_merchants().await {
+        Ok(merchants) => {
+            let views: Vec<MerchantView> = merchants
+                .into_iter()
+                .map(|m| MerchantView {
+                    merchant_id: m.ids.merchant_id,
+                    public_id: m.ids.public_id,
+                    sbp_merchant_id: m.ids.sbp_merchant_id,
+                    callback_url: m.settings.map(|s| s.callback_url),
+                    created_at: m.created_at,
+                })
+                .collect();
+            Json(views).into_response()
+        }
+        Err(e) => internal(&e),
+    }
+}
+
+#[utoipa::path(
+    post,
+    path = "/admin/v1/merchants",
+    operation_id = "createMerchant",
+    tag = "merchants",
+    request_body = NewMerchant,
+    security(("adminToken" = [])),
+    responses(
+        (status = 201, description = "Registered; the key is shown this once.", body = MerchantKey),
+        (status = 400, description = "`bad_request`: the body is no `NewMerchant`, or an id is malformed (named).", body = ErrorBody),
+        (status = 409, description = "`merchant_exists`: the merchant id or public id is taken.", body = ErrorBody),
+        AdminErrors
+    )
+)]
+pub async fn create(
+    State(api): State<NotifyState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    if let Some(refused) = refuse(&api, &headers) {
+        return refused;
+    }
+    let Ok(body) = body else {
+        return error(StatusCode::BAD_REQUEST, "bad_request", "the body could not be read");
+    };
+    let new: NewMerchant = match serde_json::from_slice(&body) {
+        Ok(new) => new,
+        Err(e) => return error(StatusCode::BAD_REQUEST, "bad_request", format!("the merchant is not valid: {e}")),
+    };
+    let ids =
+        MerchantIds { merchant_id: new.merchant_id, public_id: new.public_id, sbp_merchant_id: new.sbp_merchant_id };
+    if let Err(problem) = crate::merchants::check_ids(&ids) {
+        return error(StatusCode::BAD_REQUEST, "bad_request", problem.to_string());
+    }
+    let merchant_id = ids.merchant_id.clone();
+    match crate::merchants::create(api.store.as_ref(), &api.sealer, ids, api.clock.now()).await {
+        Ok(api_key) => {
+            tracing::info!(%merchant_id, "merchant registered through the admin API");
+            (StatusCode::CREATED, Json(MerchantKey { merchant_id, api_key })).into_response()
+        }
+        Err(StorageError::Conflict(_)) => {
+            error(StatusCode::CONFLICT, "merchant_exists", "a merchant with this merchant id or public id exists")
+        }
+        Err(e) => internal(&e),
+    }
+}
+
+#[utoipa::path(
+    post,
+    path = "/admin/v1/merchants/{merchantId}/key",
+    operation_id = "rotateMerchantKey",
+    tag = "merchants",
+    params(("merchantId" = String, Path, description = "The merchant.")),
+    security(("adminToken" = [])),
+    responses(
+        (status = 200, description = "The new key, shown this once; the old one no longer works.", body = MerchantKey),
+        (status = 404, description = "`merchant_not_found`, or `admin_api_disabled`.", body = ErrorBody),
+        (status = 401, description = "`unauthorized`: the admin token is missing or wrong.", body = ErrorBody),
+        (status = 500, description = "`internal_error`: nothing was changed.", body = ErrorBody)
+    )
+)]
+pub async fn rotate_key(
+    State(api): State<NotifyState>,
+    headers: HeaderMap,
+    Path(merchant_id): Path<String>,
+) -> Response {
+    if let Some(refused) = refuse(&api, &headers) {
+        return refused;
+    }
+    match crate::merchants::rotate_key(api.store.as_ref(), &api.sealer, &merchant_id).await {
+        Ok(Some(api_key)) => {
+            tracing::info!(%merchant_id, "merchant key rotated through the admin API");
+            Json(MerchantKey { merchant_id, api_key }).into_response()
+        }
+        Ok(None) => error(StatusCode::NOT_FOUND, "merchant_not_found", "there is no merchant with this id"),
+        Err(e) => internal(&e),
+    }
+}
