@@ -143,21 +143,22 @@ impl Deliverer {
         let ids: Vec<&str> = deliveries.iter().map(|d| d.event_id.as_str()).collect();
         let mut events: HashMap<String, StoredEvent> =
             store.find_events(&ids).await?.into_iter().map(|e| (e.event_id.clone(), e)).collect();
-        let mut merchants: HashMap<String, Option<(Merchant, Vec<u8>)>> = HashMap::new();
-        for delivery in &deliveries {
-            if !merchants.contains_key(&delivery.merchant_id) {
-                let merchant = store.find_merchant(&delivery.merchant_id).await?;
-                let keyed = merchant.and_then(|m| {
-                    let key = crate::merchants::signing_key(&self.notify.sealer, &m).ok()?;
-                    Some((m, key))
-                });
-                merchants.insert(delivery.merchant_id.clone(), keyed);
-            }
-        }
+        let mut merchant_ids: Vec<&str> = deliveries.iter().map(|d| d.merchant_id.as_str()).collect();
+        merchant_ids.sort_unstable();
+        merchant_ids.dedup();
+        let merchants: HashMap<String, (Merchant, Vec<u8>)> = store
+            .find_merchants(&merchant_ids)
+            .await?
+            .into_iter()
+            .filter_map(|m| {
+                let key = crate::merchants::signing_key(&self.notify.sealer, &m).ok()?;
+                Some((m.ids.merchant_id.clone(), (m, key)))
+            })
+            .collect();
         Ok(deliveries
             .into_iter()
             .map(|delivery| {
-                let ready = match (events.remove(&delivery.event_id), &merchants[&delivery.merchant_id]) {
+                let ready = match (events.remove(&delivery.event_id), merchants.get(&delivery.merchant_id)) {
                     (Some(event), Some((merchant, key))) => self.prepare(&event, merchant, key),
                     _ => Err(("the event or its merchant (or its key) is missing".to_owned(), true)),
                 };

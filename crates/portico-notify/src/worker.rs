@@ -24,6 +24,11 @@ use crate::delivery::{BATCH, Deliverer};
 /// Finished attempts recorded in one transaction at most.
 const RECORD_BATCH: usize = 256;
 
+/// How long freed lanes gather before they are refilled: one claim then
+/// serves the deliveries that ended meanwhile, instead of one claim per
+/// delivery (new events are claimed at once, when their intake commits).
+const REFILL_PAUSE: Duration = Duration::from_millis(5);
+
 /// Runs the pipeline until `stop` turns true; `interval` is the pause
 /// between claims when nothing was due. On stop it claims nothing more,
 /// lets the attempts in flight end and records them.
@@ -44,10 +49,16 @@ pub async fn run(deliverer: Deliverer, interval: Duration, mut stop: watch::Rece
             let asked = u32::try_from(room).unwrap_or(BATCH).min(BATCH);
             match deliverer.claim(asked, &busy).await {
                 Ok(claimed) => {
-                    // An empty claim means nothing else is due (or every due
-                    // delivery's merchant is busy): pause until something is
-                    // queued or a lane frees up.
-                    next_claim = if claimed.is_empty() { Instant::now() + interval } else { Instant::now() };
+                    // A full claim may have left more due: go on while there
+                    // is room. A short one means nothing else is due (or
+                    // every due delivery's merchant is busy): pause until
+                    // something is queued or lanes free up.
+                    let full = claimed.len() == asked as usize;
+                    next_claim = match (full, room > claimed.len()) {
+                        (true, true) => Instant::now(),
+                        (true, false) => Instant::now() + REFILL_PAUSE,
+                        (false, _) => Instant::now() + interval,
+                    };
                     for claimed in claimed {
                         let merchant = claimed.delivery.merchant_id.clone();
                         let entry = active
@@ -81,8 +92,8 @@ pub async fn run(deliverer: Deliverer, interval: Duration, mut stop: watch::Rece
                     release(&mut active, done);
                 }
                 // A merchant's lane is free: what the last claim passed
-                // over may be claimable now.
-                next_claim = Instant::now();
+                // over may be claimable now, after lanes have gathered.
+                next_claim = next_claim.min(Instant::now() + REFILL_PAUSE);
             }
             () = tokio::time::sleep_until(next_claim), if room > 0 => {}
             () = notify.queued.notified(), if room > 0 => next_claim = Instant::now(),

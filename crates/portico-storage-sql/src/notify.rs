@@ -141,6 +141,22 @@ macro_rules! sql_notify_repositories {
                         .await
                 }
 
+                async fn find_merchants(&self, merchant_ids: &[&str]) -> Result<Vec<Merchant>> {
+                    let mut merchants = Vec::with_capacity(merchant_ids.len());
+                    for chunk in merchant_ids.chunks(500) {
+                        let places: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
+                        let sql = format!("SELECT * FROM merchants WHERE merchant_id IN ({})", places.join(", "));
+                        let mut query = sqlx::query(&sql);
+                        for id in chunk {
+                            query = query.bind(*id);
+                        }
+                        for row in query.fetch_all(&self.read_pool).await.map_err(storage_error(ROW))? {
+                            merchants.push(merchant_from(&row)?);
+                        }
+                    }
+                    Ok(merchants)
+                }
+
                 async fn find_merchant_by_key(&self, key_hash: &str) -> Result<Option<Merchant>> {
                     find_merchant_by(&self.read_pool, "SELECT * FROM merchants WHERE key_hash = $1", key_hash).await
                 }

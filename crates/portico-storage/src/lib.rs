@@ -344,6 +344,11 @@ pub trait MerchantRepository: Send + Sync {
     /// # Errors
     /// Only when the store fails.
     async fn find_merchant(&self, merchant_id: &str) -> Result<Option<Merchant>>;
+    /// The merchants of `merchant_ids` that exist, in no particular order.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn find_merchants(&self, merchant_ids: &[&str]) -> Result<Vec<Merchant>>;
     /// The merchant whose API key hashes to `key_hash`.
     ///
     /// # Errors

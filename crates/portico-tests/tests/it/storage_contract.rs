@@ -418,6 +418,15 @@ async fn merchants_and_events_are_stored_once_with_their_delivery() {
         let found = store.find_merchant("m-1").await.unwrap().unwrap();
         assert_eq!((found.settings, found.key_hash.as_str(), found.key_sealed), (Some(settings), "hash-2", vec![9]));
         assert_eq!(store.find_merchant_by_key("hash-1").await.unwrap(), None);
+        let found: Vec<String> = store
+            .find_merchants(&["nobody", "m-1", "m-1"])
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|m| m.ids.merchant_id)
+            .collect();
+        assert_eq!(found, ["m-1"], "those that exist, each once");
+        assert!(store.find_merchants(&[]).await.unwrap().is_empty());
 
         let event = StoredEvent {
             event_id: "ev-1".into(),
