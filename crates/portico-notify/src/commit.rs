@@ -3,8 +3,16 @@
 //! submissions arriving together share one transaction: a writer task takes
 //! whatever has queued up (up to [`BATCH`]) and records it at once, so the
 //! intake's throughput is not bounded by one commit per event.
+//!
+//! When this node runs a delivery worker with room for more, the writer
+//! hands it the new deliveries directly: they are stored already leased to
+//! it, and passed over in memory with their events, so they need neither a
+//! claim nor a read of their events. Their lease protects them as a claim's
+//! does: should the worker stop or die before recording an attempt, the
+//! lease runs out and any worker claims them. Otherwise the deliveries are
+//! stored due at once and the worker is woken to claim them.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use portico_model::notify::{Delivery, StoredEvent};
 use portico_storage::{Intake, Storage, StorageError};
@@ -15,18 +23,32 @@ pub const BATCH: usize = 256;
 
 type Answer = oneshot::Sender<Result<Intake, StorageError>>;
 
+/// New deliveries leased to this node's worker, with their events.
+pub struct HandedOff {
+    pub items: Vec<(StoredEvent, Delivery)>,
+    /// When their lease started.
+    pub leased_at: std::time::Instant,
+}
+
+/// Where new deliveries go when the worker takes them, and for how long
+/// they are leased to it.
+type Handoff = Mutex<Option<(mpsc::Sender<HandedOff>, time::Duration)>>;
+
 /// The intake's writer; cheap to share.
 pub struct IntakeWriter {
     queue: mpsc::Sender<(StoredEvent, Delivery, Answer)>,
+    handoff: Arc<Handoff>,
 }
 
 impl IntakeWriter {
     /// Starts the writer task on the current runtime; it ends when the
-    /// writer is dropped.
-    pub fn start(store: Arc<dyn Storage>) -> Self {
+    /// writer is dropped. `queued` is rung when deliveries are stored for
+    /// claiming.
+    pub fn start(store: Arc<dyn Storage>, queued: Arc<tokio::sync::Notify>) -> Self {
         let (queue, pending) = mpsc::channel(BATCH * 4);
-        tokio::spawn(write(store, pending));
-        Self { queue }
+        let handoff: Arc<Handoff> = Arc::default();
+        tokio::spawn(write(store, pending, Arc::clone(&handoff), queued));
+        Self { queue, handoff }
     }
 
     /// Records `event` with its first `delivery`; returns once it is durable
@@ -40,28 +62,81 @@ impl IntakeWriter {
         self.queue.send((event, delivery, answer)).await.map_err(|_| stopped())?;
         answered.await.map_err(|_| stopped())?
     }
+
+    /// This node's worker takes new deliveries from `to`, each leased to it
+    /// for `lease`, whenever `to` has room.
+    pub fn attach(&self, to: mpsc::Sender<HandedOff>, lease: time::Duration) {
+        if let Ok(mut handoff) = self.handoff.lock() {
+            *handoff = Some((to, lease));
+        }
+    }
+
+    /// The worker takes no more.
+    pub fn detach(&self) {
+        if let Ok(mut handoff) = self.handoff.lock() {
+            *handoff = None;
+        }
+    }
 }
 
-async fn write(store: Arc<dyn Storage>, mut pending: mpsc::Receiver<(StoredEvent, Delivery, Answer)>) {
-    let mut queued = Vec::with_capacity(BATCH);
-    while pending.recv_many(&mut queued, BATCH).await > 0 {
-        let (batch, answers): (Vec<_>, Vec<_>) = queued.drain(..).map(|(e, d, a)| ((e, d), a)).unzip();
+/// A place in the worker's channel and the lease, when the worker has room.
+fn reserve(handoff: &Handoff) -> Option<(mpsc::OwnedPermit<HandedOff>, time::Duration)> {
+    let handoff = handoff.lock().ok()?;
+    let (to, lease) = handoff.as_ref()?;
+    to.clone().try_reserve_owned().ok().map(|permit| (permit, *lease))
+}
+
+async fn write(
+    store: Arc<dyn Storage>,
+    mut pending: mpsc::Receiver<(StoredEvent, Delivery, Answer)>,
+    handoff: Arc<Handoff>,
+    queued: Arc<tokio::sync::Notify>,
+) {
+    let mut queued_up = Vec::with_capacity(BATCH);
+    while pending.recv_many(&mut queued_up, BATCH).await > 0 {
+        let (mut batch, answers): (Vec<_>, Vec<_>) = queued_up.drain(..).map(|(e, d, a)| ((e, d), a)).unzip();
+        let permit = reserve(&handoff);
+        let leased_at = std::time::Instant::now();
+        if let Some((_, lease)) = &permit {
+            for (_, delivery) in &mut batch {
+                let until = delivery.created_at + *lease;
+                delivery.lease_until = Some(until);
+                delivery.next_attempt_at = until;
+            }
+        }
         match store.record_events(&batch).await {
             Ok(results) => {
+                let accepted: Vec<(StoredEvent, Delivery)> = batch
+                    .into_iter()
+                    .zip(&results)
+                    .filter(|(_, result)| **result == Intake::Accepted)
+                    .map(|(item, _)| item)
+                    .collect();
                 for (answer, result) in answers.into_iter().zip(results) {
                     let _ = answer.send(Ok(result));
                 }
+                match permit {
+                    Some((permit, _)) if !accepted.is_empty() => {
+                        permit.send(HandedOff { items: accepted, leased_at });
+                    }
+                    Some(_) => {}
+                    None if !accepted.is_empty() => queued.notify_one(),
+                    None => {}
+                }
             }
             // One at a time, so that one submission the store refuses
-            // cannot fail the others.
+            // cannot fail the others; due at once, for claiming.
             Err(error) if batch.len() > 1 => {
                 tracing::info!(%error, submissions = batch.len(), "an intake batch failed; recording one by one");
-                for (item, answer) in batch.into_iter().zip(answers) {
-                    let result = store.record_events(std::slice::from_ref(&item)).await;
+                for ((event, mut delivery), answer) in batch.into_iter().zip(answers) {
+                    delivery.lease_until = None;
+                    delivery.next_attempt_at = delivery.created_at;
+                    let result = store.record_events(&[(event, delivery)]).await;
                     let _ = answer.send(result.and_then(|r| {
                         r.first().copied().ok_or_else(|| StorageError::Other("an event was not recorded".into()))
                     }));
                 }
+                queued.notify_one();
             }
             Err(error) => {
                 for answer in answers {

@@ -143,10 +143,40 @@ impl Deliverer {
         let ids: Vec<&str> = deliveries.iter().map(|d| d.event_id.as_str()).collect();
         let mut events: HashMap<String, StoredEvent> =
             store.find_events(&ids).await?.into_iter().map(|e| (e.event_id.clone(), e)).collect();
-        let mut merchant_ids: Vec<&str> = deliveries.iter().map(|d| d.merchant_id.as_str()).collect();
+        let items = deliveries
+            .into_iter()
+            .map(|delivery| {
+                let event = events.remove(&delivery.event_id);
+                (delivery, event)
+            })
+            .collect();
+        self.prepare_all(items, at).await
+    }
+
+    /// Prepares deliveries handed over by the intake (leased to this
+    /// worker when they were stored, their events at hand).
+    ///
+    /// # Errors
+    /// When the merchants cannot be read (the deliveries then return when
+    /// their lease runs out).
+    pub async fn take_handed(&self, handed: crate::commit::HandedOff) -> Result<Vec<Claimed>, StorageError> {
+        let items = handed.items.into_iter().map(|(event, delivery)| (delivery, Some(event))).collect();
+        self.prepare_all(items, handed.leased_at).await
+    }
+
+    /// Renders and signs each delivery, its merchants read in one go;
+    /// `at` is when their lease started.
+    async fn prepare_all(
+        &self,
+        items: Vec<(Delivery, Option<StoredEvent>)>,
+        at: Instant,
+    ) -> Result<Vec<Claimed>, StorageError> {
+        let mut merchant_ids: Vec<&str> = items.iter().map(|(d, _)| d.merchant_id.as_str()).collect();
         merchant_ids.sort_unstable();
         merchant_ids.dedup();
-        let merchants: HashMap<String, (Merchant, Vec<u8>)> = store
+        let merchants: HashMap<String, (Merchant, Vec<u8>)> = self
+            .notify
+            .store
             .find_merchants(&merchant_ids)
             .await?
             .into_iter()
@@ -155,10 +185,10 @@ impl Deliverer {
                 Some((m.ids.merchant_id.clone(), (m, key)))
             })
             .collect();
-        Ok(deliveries
+        Ok(items
             .into_iter()
-            .map(|delivery| {
-                let ready = match (events.remove(&delivery.event_id), merchants.get(&delivery.merchant_id)) {
+            .map(|(delivery, event)| {
+                let ready = match (event, merchants.get(&delivery.merchant_id)) {
                     (Some(event), Some((merchant, key))) => self.prepare(&event, merchant, key),
                     _ => Err(("the event or its merchant (or its key) is missing".to_owned(), true)),
                 };

@@ -242,10 +242,7 @@ async fn submit(
     let delivery = Delivery::new(event.event_id.clone(), event.merchant_id.clone(), now);
     let event_id = event.event_id.clone();
     let result = match api.intake.record(event, delivery).await {
-        Ok(Intake::Accepted) => {
-            api.queued.notify_one();
-            "accepted"
-        }
+        Ok(Intake::Accepted) => "accepted",
         Ok(Intake::Duplicate) => "duplicate",
         Ok(Intake::Reused) => {
             let message = "this eventId was submitted before with other content";

@@ -66,7 +66,7 @@ pub struct Notify {
     pub in_flight: usize,
     /// Rung when a delivery is queued, so that this node's worker claims it
     /// at once instead of at its next pass.
-    pub queued: tokio::sync::Notify,
+    pub queued: Arc<tokio::sync::Notify>,
     /// Records submitted events in group commits.
     pub intake: commit::IntakeWriter,
     /// Merchants the intake has found (merchants are never removed).

@@ -99,6 +99,7 @@ impl App {
             captcha: crate::delivery::captcha(&config)?,
         });
         let permissions = Arc::new(PermissionService::new(Arc::clone(&store)));
+        let queued = Arc::new(tokio::sync::Notify::new());
         let notify = Arc::new(portico_notify::Notify {
             store: Arc::clone(&store),
             clock: Arc::clone(&identity.clock),
@@ -111,8 +112,8 @@ impl App {
             lease: Duration::from_secs(config.notifications.lease_secs),
             per_merchant: config.notifications.per_merchant as usize,
             in_flight: config.notifications.in_flight as usize,
-            queued: tokio::sync::Notify::new(),
-            intake: portico_notify::commit::IntakeWriter::start(Arc::clone(&store)),
+            intake: portico_notify::commit::IntakeWriter::start(Arc::clone(&store), Arc::clone(&queued)),
+            queued,
             known_merchants: Default::default(),
         });
         if demo {

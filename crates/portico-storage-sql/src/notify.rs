@@ -403,6 +403,24 @@ macro_rules! sql_notify_repositories {
                     Ok(())
                 }
 
+                async fn release_deliveries(&self, leases: &[(Uuid, OffsetDateTime)], now: OffsetDateTime) -> Result<()> {
+                    let mut tx = self.pool.begin().await.map_err(storage_error(ROW))?;
+                    for (id, lease_until) in leases {
+                        sqlx::query(
+                            "UPDATE notification_deliveries SET lease_until = NULL, next_attempt_at = $1 \
+                             WHERE id = $2 AND lease_until = $3 AND status = 'PENDING'",
+                        )
+                        .bind(now.unix_timestamp())
+                        .bind(id.to_string())
+                        .bind(lease_until.unix_timestamp())
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(storage_error(ROW))?;
+                    }
+                    tx.commit().await.map_err(storage_error(ROW))?;
+                    Ok(())
+                }
+
                 async fn attempts_of(&self, delivery_id: Uuid) -> Result<Vec<Attempt>> {
                     let rows = sqlx::query("SELECT * FROM delivery_attempts WHERE delivery_id = $1 ORDER BY attempt")
                         .bind(delivery_id.to_string())

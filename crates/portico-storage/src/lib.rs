@@ -436,6 +436,12 @@ pub trait NotificationRepository: Send + Sync {
     /// # Errors
     /// Only when the store fails; then nothing is recorded.
     async fn finish_attempts(&self, finished: &[FinishedAttempt]) -> Result<()>;
+    /// Gives leased deliveries back to the queue, due at `now`: each only
+    /// while it still holds the lease it is named with.
+    ///
+    /// # Errors
+    /// Only when the store fails (the leases then simply run out).
+    async fn release_deliveries(&self, leases: &[(Uuid, OffsetDateTime)], now: OffsetDateTime) -> Result<()>;
     /// A merchant's deliveries, newest first: `status` filters, `offset` and
     /// `limit` page. Returns the page and the number of all that match.
     ///

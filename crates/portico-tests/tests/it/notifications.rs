@@ -573,3 +573,70 @@ async fn concurrent_submissions_share_commits_and_each_gets_its_own_answer() {
         assert_eq!(pending, 91, "one delivery per accepted event");
     }
 }
+
+#[tokio::test]
+async fn the_intake_hands_new_deliveries_to_a_worker_with_room_already_leased() {
+    use portico_model::notify::{Delivery, EventKind, StoredEvent};
+    use portico_storage::{DeliveryClaim, Intake};
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| c.notifications.deliver = false).await;
+        merchant(&app, "m1").await;
+        let queued = std::sync::Arc::new(tokio::sync::Notify::new());
+        let writer = portico_notify::commit::IntakeWriter::start(app.store.clone(), std::sync::Arc::clone(&queued));
+        let (to, mut handed) = tokio::sync::mpsc::channel(1);
+        writer.attach(to, time::Duration::seconds(60));
+        let now = app.clock.now();
+        let record = |id: &str| {
+            let event = StoredEvent {
+                event_id: id.into(),
+                merchant_id: "m1".into(),
+                kind: EventKind::Payment,
+                payload: payment("o-1"),
+                received_at: now,
+            };
+            writer.record(event, Delivery::new(id.into(), "m1".into(), now))
+        };
+        let stored = |id: &'static str| {
+            let store = app.store.clone();
+            async move { store.deliveries_of(id).await.unwrap().remove(0) }
+        };
+
+        // Room: stored leased to the worker, and handed over with its event.
+        assert_eq!(record("ev-1").await.unwrap(), Intake::Accepted, "{backend:?}");
+        let batch = handed.try_recv().expect("handed over");
+        assert_eq!(batch.items.len(), 1);
+        assert_eq!(batch.items[0].0.event_id, "ev-1");
+        let leased = stored("ev-1").await;
+        assert_eq!(
+            (leased.lease_until, leased.next_attempt_at),
+            (Some(now + time::Duration::seconds(60)), now + time::Duration::seconds(60))
+        );
+        assert_eq!(batch.items[0].1, leased, "the worker holds the delivery as stored");
+        let claim = DeliveryClaim {
+            now,
+            lease_until: now + time::Duration::seconds(60),
+            limit: 10,
+            per_merchant: 10,
+            skip_merchants: &[],
+        };
+        assert!(app.store.claim_due_deliveries(&claim).await.unwrap().is_empty(), "no claim takes it from the worker");
+
+        // A duplicate is not handed over again.
+        assert_eq!(record("ev-1").await.unwrap(), Intake::Duplicate);
+        assert!(handed.try_recv().is_err());
+
+        // No room (the channel holds one batch): stored due at once, for claiming.
+        assert_eq!(record("ev-2").await.unwrap(), Intake::Accepted);
+        assert_eq!(record("ev-3").await.unwrap(), Intake::Accepted);
+        let due = stored("ev-3").await;
+        assert_eq!((due.lease_until, due.next_attempt_at), (None, now));
+        tokio::time::timeout(std::time::Duration::from_secs(5), queued.notified()).await.expect("the claimer is woken");
+        assert_eq!(handed.try_recv().expect("ev-2's batch").items[0].0.event_id, "ev-2");
+
+        // Detached (the worker stopped): nothing is leased any more.
+        writer.detach();
+        assert_eq!(record("ev-4").await.unwrap(), Intake::Accepted);
+        assert_eq!(stored("ev-4").await.lease_until, None);
+        assert!(handed.try_recv().is_err());
+    }
+}
