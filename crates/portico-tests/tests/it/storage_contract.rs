@@ -455,36 +455,49 @@ async fn merchants_and_events_are_stored_once_with_their_delivery() {
     }
 }
 
+/// A store holding merchant `m` and `count` events (`ev-1`, ...), each with
+/// a pending delivery (ids 1, 2, ...) due at `due`, leased until `lease`.
+async fn with_deliveries(
+    backend: Backend,
+    dir: &TempDir,
+    count: u128,
+    due: OffsetDateTime,
+    lease: Option<OffsetDateTime>,
+) -> Arc<dyn Storage> {
+    use portico_model::notify::{Delivery, DeliveryStatus, EventKind, Merchant, MerchantIds, StoredEvent};
+    let store = store(backend, dir).await;
+    let ids = MerchantIds { merchant_id: "m".into(), public_id: "p".into(), sbp_merchant_id: "s".into() };
+    let merchant = Merchant { ids, key_hash: "h".into(), key_sealed: vec![0], settings: None, created_at: t0() };
+    store.create_merchant(&merchant).await.unwrap();
+    for i in 1..=count {
+        let event = StoredEvent {
+            event_id: format!("ev-{i}"),
+            merchant_id: "m".into(),
+            kind: EventKind::Payment,
+            payload: serde_json::json!({}),
+            received_at: t0(),
+        };
+        let delivery = Delivery {
+            id: Uuid::from_u128(i),
+            event_id: event.event_id.clone(),
+            merchant_id: "m".into(),
+            status: DeliveryStatus::Pending,
+            attempts: 0,
+            next_attempt_at: due,
+            lease_until: lease,
+            created_at: t0(),
+            finished_at: None,
+        };
+        store.record_event(&event, &delivery).await.unwrap();
+    }
+    store
+}
+
 #[tokio::test]
 async fn parallel_claims_never_take_the_same_delivery_and_leases_run_out() {
-    use portico_model::notify::{Delivery, DeliveryStatus, EventKind, Merchant, MerchantIds, StoredEvent};
     for backend in backends() {
         let dir = TempDir::new();
-        let store = store(backend, &dir).await;
-        let ids = MerchantIds { merchant_id: "m".into(), public_id: "p".into(), sbp_merchant_id: "s".into() };
-        let merchant = Merchant { ids, key_hash: "h".into(), key_sealed: vec![0], settings: None, created_at: t0() };
-        store.create_merchant(&merchant).await.unwrap();
-        for i in 0..40u128 {
-            let event = StoredEvent {
-                event_id: format!("ev-{i}"),
-                merchant_id: "m".into(),
-                kind: EventKind::Payment,
-                payload: serde_json::json!({}),
-                received_at: t0(),
-            };
-            let delivery = Delivery {
-                id: Uuid::from_u128(i + 1),
-                event_id: event.event_id.clone(),
-                merchant_id: "m".into(),
-                status: DeliveryStatus::Pending,
-                attempts: 0,
-                next_attempt_at: t0(),
-                lease_until: None,
-                created_at: t0(),
-                finished_at: None,
-            };
-            store.record_event(&event, &delivery).await.unwrap();
-        }
+        let store = with_deliveries(backend, &dir, 40, t0(), None).await;
         let mut claims = tokio::task::JoinSet::new();
         for _ in 0..6 {
             let store = Arc::clone(&store);
@@ -505,36 +518,11 @@ async fn parallel_claims_never_take_the_same_delivery_and_leases_run_out() {
 
 #[tokio::test]
 async fn released_deliveries_are_due_at_once_and_only_under_their_own_lease() {
-    use portico_model::notify::{Delivery, DeliveryStatus, EventKind, Merchant, MerchantIds, StoredEvent};
     for backend in backends() {
         let dir = TempDir::new();
-        let store = store(backend, &dir).await;
-        let ids = MerchantIds { merchant_id: "m".into(), public_id: "p".into(), sbp_merchant_id: "s".into() };
-        let merchant = Merchant { ids, key_hash: "h".into(), key_sealed: vec![0], settings: None, created_at: t0() };
-        store.create_merchant(&merchant).await.unwrap();
-        let lease = t0() + Duration::seconds(60);
         // Stored already leased, as the intake hands deliveries to its worker.
-        for i in 1..=3u128 {
-            let event = StoredEvent {
-                event_id: format!("ev-{i}"),
-                merchant_id: "m".into(),
-                kind: EventKind::Payment,
-                payload: serde_json::json!({}),
-                received_at: t0(),
-            };
-            let delivery = Delivery {
-                id: Uuid::from_u128(i),
-                event_id: event.event_id.clone(),
-                merchant_id: "m".into(),
-                status: DeliveryStatus::Pending,
-                attempts: 0,
-                next_attempt_at: lease,
-                lease_until: Some(lease),
-                created_at: t0(),
-                finished_at: None,
-            };
-            store.record_event(&event, &delivery).await.unwrap();
-        }
+        let lease = t0() + Duration::seconds(60);
+        let store = with_deliveries(backend, &dir, 3, lease, Some(lease)).await;
         assert!(store.claim_due_deliveries(&claim(t0(), 10, 10, &[])).await.unwrap().is_empty(), "{backend:?}");
         let stale = t0() + Duration::seconds(30);
         store.release_deliveries(&[(Uuid::from_u128(1), lease), (Uuid::from_u128(2), stale)], t0()).await.unwrap();
