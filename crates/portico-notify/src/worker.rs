@@ -5,8 +5,9 @@
 //!   the merchants that already have `per_merchant` deliveries in flight, so
 //!   a slow receiver holds at most its own lanes, never the whole worker.
 //! - New deliveries of this node's intake come straight from it, already
-//!   leased ([`crate::commit`]); those the worker has no room or no lane
-//!   for go back to the queue, due at once.
+//!   leased ([`crate::commit`]); each merchant's may wait for its lanes up
+//!   to as many again as it has, and those the worker has no room for go
+//!   back to the queue, due at once.
 //! - Each delivery is attempted in its own task, behind its merchant's
 //!   semaphore (`per_merchant` permits).
 //! - The recorder writes finished attempts in batches, one transaction each.
@@ -82,6 +83,12 @@ impl Lanes {
     /// Whether `merchant` already has all its lanes taken.
     fn busy(&self, merchant: &str) -> bool {
         self.active.get(merchant).is_some_and(|(n, _)| *n >= self.per_merchant)
+    }
+
+    /// Whether `merchant` has a lane free, or as many deliveries waiting
+    /// for one as it has lanes: a handed-over delivery may wait behind it.
+    fn can_queue(&self, merchant: &str) -> bool {
+        self.active.get(merchant).is_none_or(|(n, _)| *n < 2 * self.per_merchant)
     }
 }
 
@@ -162,7 +169,8 @@ pub async fn run(deliverer: Deliverer, interval: Duration, mut stop: watch::Rece
 }
 
 /// Starts what the intake handed over, as far as there is room and each
-/// merchant has a free lane; the rest goes back to the queue.
+/// merchant has at most as many waiting for a lane as it has lanes; the
+/// rest goes back to the queue.
 async fn take(lanes: &mut Lanes, handed: HandedOff, in_flight: usize) {
     let items = handed.items.len();
     let prepared = match lanes.deliverer.take_handed(handed).await {
@@ -175,7 +183,7 @@ async fn take(lanes: &mut Lanes, handed: HandedOff, in_flight: usize) {
     };
     let mut back = Vec::new();
     for claimed in prepared {
-        if lanes.tasks.len() < in_flight && !lanes.busy(&claimed.delivery.merchant_id) {
+        if lanes.tasks.len() < in_flight && lanes.can_queue(&claimed.delivery.merchant_id) {
             lanes.start(claimed);
         } else {
             back.push(claimed.delivery);

@@ -52,6 +52,11 @@ impl PgStore {
 
 portico_storage_sql::sql_repositories!(PgStore, sqlx::Postgres, sqlx::postgres::PgRow, "postgres");
 portico_storage_sql::sql_login_repositories!(PgStore, sqlx::Postgres);
-portico_storage_sql::sql_notify_repositories!(PgStore, sqlx::Postgres, skip_locked = " FOR UPDATE SKIP LOCKED");
+portico_storage_sql::sql_notify_repositories!(
+    PgStore,
+    sqlx::Postgres,
+    skip_locked = " FOR UPDATE SKIP LOCKED",
+    one_statement_intake = true
+);
 portico_storage_sql::sql_report_repositories!(PgStore, sqlx::Postgres, skip_locked = " FOR UPDATE SKIP LOCKED");
 portico_storage_sql::sql_permission_repository!(PgStore, sqlx::Postgres, sqlx::postgres::PgRow);

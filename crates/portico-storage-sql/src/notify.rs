@@ -5,10 +5,13 @@
 /// fields it needs). `skip_locked` is appended to the row selection of a
 /// claim: `" FOR UPDATE SKIP LOCKED"` on PostgreSQL, so that concurrent
 /// claims pass each other's rows by; `""` on SQLite, whose single writer
-/// already serializes them.
+/// already serializes them. With `one_statement_intake = true`
+/// (PostgreSQL) an intake batch's events and deliveries go in with one
+/// statement (data-modifying `WITH`), without a transaction's extra round
+/// trips; SQLite has no such statement and uses a transaction.
 #[macro_export]
 macro_rules! sql_notify_repositories {
-    ($store:ident, $db:ty, skip_locked = $skip_locked:literal) => {
+    ($store:ident, $db:ty, skip_locked = $skip_locked:literal, one_statement_intake = $one_statement:literal) => {
         const _: () = {
             use $crate::deps::async_trait::async_trait;
             use $crate::deps::portico_model::notify::{
@@ -213,43 +216,31 @@ macro_rules! sql_notify_repositories {
                             fresh.push(i);
                         }
                     }
-                    let mut tx = self.pool.begin().await.map_err(storage_error(ROW))?;
                     let mut inserted: std::collections::HashSet<String> = std::collections::HashSet::new();
-                    for chunk in fresh.chunks(500) {
+                    if $one_statement && !fresh.is_empty() && fresh.len() <= 500 {
                         let sql = format!(
-                            "INSERT INTO notification_events (event_id, merchant_id, kind, payload, received_at) \
-                             VALUES {} ON CONFLICT (event_id) DO NOTHING RETURNING event_id",
-                            $crate::values(chunk.len(), 5)
+                            "WITH v (event_id, merchant_id, kind, payload, received_at, id, status, attempts, \
+                             next_attempt_at, lease_until, created_at, finished_at) AS (VALUES {}), \
+                             ins AS (INSERT INTO notification_events (event_id, merchant_id, kind, payload, received_at) \
+                             SELECT event_id, merchant_id, kind, payload, received_at FROM v \
+                             ON CONFLICT (event_id) DO NOTHING RETURNING event_id), \
+                             del AS (INSERT INTO notification_deliveries (id, event_id, merchant_id, status, attempts, \
+                             next_attempt_at, lease_until, created_at, finished_at) \
+                             SELECT v.id, v.event_id, v.merchant_id, v.status, v.attempts, v.next_attempt_at, \
+                             v.lease_until, v.created_at, v.finished_at FROM v JOIN ins ON ins.event_id = v.event_id) \
+                             SELECT event_id FROM ins",
+                            $crate::values(fresh.len(), 12)
                         );
                         let mut query = sqlx::query(&sql);
-                        for &i in chunk {
-                            let event = &batch[i].0;
+                        for &i in &fresh {
+                            let (event, delivery) = &batch[i];
                             query = query
                                 .bind(&event.event_id)
                                 .bind(&event.merchant_id)
                                 .bind(event.kind.as_str())
                                 .bind(to_json(&event.payload)?)
-                                .bind(event.received_at.unix_timestamp());
-                        }
-                        for row in query.fetch_all(&mut *tx).await.map_err(storage_error(ROW))? {
-                            inserted.insert(get(&row, "event_id")?);
-                        }
-                    }
-                    let accepted: Vec<usize> =
-                        fresh.iter().copied().filter(|&i| inserted.contains(&batch[i].0.event_id)).collect();
-                    for chunk in accepted.chunks(500) {
-                        let sql = format!(
-                            "INSERT INTO notification_deliveries (id, event_id, merchant_id, status, attempts, \
-                             next_attempt_at, lease_until, created_at, finished_at) VALUES {}",
-                            $crate::values(chunk.len(), 9)
-                        );
-                        let mut query = sqlx::query(&sql);
-                        for &i in chunk {
-                            let delivery = &batch[i].1;
-                            query = query
+                                .bind(event.received_at.unix_timestamp())
                                 .bind(delivery.id.to_string())
-                                .bind(&delivery.event_id)
-                                .bind(&delivery.merchant_id)
                                 .bind(delivery.status.as_str())
                                 .bind(i32::try_from(delivery.attempts).unwrap_or(i32::MAX))
                                 .bind(delivery.next_attempt_at.unix_timestamp())
@@ -257,7 +248,56 @@ macro_rules! sql_notify_repositories {
                                 .bind(delivery.created_at.unix_timestamp())
                                 .bind(delivery.finished_at.map(OffsetDateTime::unix_timestamp));
                         }
-                        query.execute(&mut *tx).await.map_err(storage_error("delivery"))?;
+                        for row in query.fetch_all(&self.pool).await.map_err(storage_error(ROW))? {
+                            inserted.insert(get(&row, "event_id")?);
+                        }
+                    } else {
+                        let mut tx = self.pool.begin().await.map_err(storage_error(ROW))?;
+                        for chunk in fresh.chunks(500) {
+                            let sql = format!(
+                                "INSERT INTO notification_events (event_id, merchant_id, kind, payload, received_at) \
+                                 VALUES {} ON CONFLICT (event_id) DO NOTHING RETURNING event_id",
+                                $crate::values(chunk.len(), 5)
+                            );
+                            let mut query = sqlx::query(&sql);
+                            for &i in chunk {
+                                let event = &batch[i].0;
+                                query = query
+                                    .bind(&event.event_id)
+                                    .bind(&event.merchant_id)
+                                    .bind(event.kind.as_str())
+                                    .bind(to_json(&event.payload)?)
+                                    .bind(event.received_at.unix_timestamp());
+                            }
+                            for row in query.fetch_all(&mut *tx).await.map_err(storage_error(ROW))? {
+                                inserted.insert(get(&row, "event_id")?);
+                            }
+                        }
+                        let accepted: Vec<usize> =
+                            fresh.iter().copied().filter(|&i| inserted.contains(&batch[i].0.event_id)).collect();
+                        for chunk in accepted.chunks(500) {
+                            let sql = format!(
+                                "INSERT INTO notification_deliveries (id, event_id, merchant_id, status, attempts, \
+                                 next_attempt_at, lease_until, created_at, finished_at) VALUES {}",
+                                $crate::values(chunk.len(), 9)
+                            );
+                            let mut query = sqlx::query(&sql);
+                            for &i in chunk {
+                                let delivery = &batch[i].1;
+                                query = query
+                                    .bind(delivery.id.to_string())
+                                    .bind(&delivery.event_id)
+                                    .bind(&delivery.merchant_id)
+                                    .bind(delivery.status.as_str())
+                                    .bind(i32::try_from(delivery.attempts).unwrap_or(i32::MAX))
+                                    .bind(delivery.next_attempt_at.unix_timestamp())
+                                    .bind(delivery.lease_until.map(OffsetDateTime::unix_timestamp))
+                                    .bind(delivery.created_at.unix_timestamp())
+                                    .bind(delivery.finished_at.map(OffsetDateTime::unix_timestamp));
+                            }
+                            query.execute(&mut *tx).await.map_err(storage_error("delivery"))?;
+                        }
+                        tx.commit().await.map_err(storage_error(ROW))?;
                     }
                     let mut results = Vec::with_capacity(batch.len());
                     for (i, (event, _)) in batch.iter().enumerate() {
@@ -267,7 +307,7 @@ macro_rules! sql_notify_repositories {
                         }
                         let existing = sqlx::query("SELECT * FROM notification_events WHERE event_id = $1")
                             .bind(&event.event_id)
-                            .fetch_one(&mut *tx)
+                            .fetch_one(&self.pool)
                             .await
                             .map_err(storage_error(ROW))?;
                         let existing = event_from(&existing)?;
@@ -276,7 +316,6 @@ macro_rules! sql_notify_repositories {
                             && existing.payload == event.payload;
                         results.push(if same { Intake::Duplicate } else { Intake::Reused });
                     }
-                    tx.commit().await.map_err(storage_error(ROW))?;
                     Ok(results)
                 }
 
