@@ -10,8 +10,9 @@
 //! 2. end to end: the same clients submit [`EVENTS`] payment events through
 //!    the internal intake (`POST /internal/v1/notifications/events/payment`,
 //!    stored with their delivery before the 202) for [`MERCHANTS`] merchants;
-//!    Portico's worker claims, renders (payment v3), signs and POSTs each
-//!    to the receiver and records the attempt. The clock runs from the
+//!    Portico's worker takes each (handed over by the intake, or claimed),
+//!    renders it (payment v3), signs and POSTs it to the receiver and
+//!    records the attempt. The clock runs from the
 //!    first intake request to the receiver's last 200.
 
 mod common;
