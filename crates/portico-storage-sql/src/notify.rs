@@ -103,6 +103,30 @@ macro_rules! sql_notify_repositories {
             }
 
             /// The merchant `sql` (one `$1` placeholder) finds for `value`.
+            /// The rows of `table` whose `column` is one of `keys` (read in
+            /// chunks), each made by `from`.
+            async fn rows_in<T>(
+                pool: &sqlx::Pool<$db>,
+                table: &str,
+                column: &str,
+                keys: &[&str],
+                from: fn(&DbRow) -> Result<T>,
+            ) -> Result<Vec<T>> {
+                let mut found = Vec::with_capacity(keys.len());
+                for chunk in keys.chunks(500) {
+                    let places: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
+                    let sql = format!("SELECT * FROM {table} WHERE {column} IN ({})", places.join(", "));
+                    let mut query = sqlx::query(&sql);
+                    for key in chunk {
+                        query = query.bind(*key);
+                    }
+                    for row in query.fetch_all(pool).await.map_err(storage_error(ROW))? {
+                        found.push(from(&row)?);
+                    }
+                }
+                Ok(found)
+            }
+
             async fn find_merchant_by(
                 pool: &sqlx::Pool<$db>,
                 sql: &'static str,
@@ -145,19 +169,7 @@ macro_rules! sql_notify_repositories {
                 }
 
                 async fn find_merchants(&self, merchant_ids: &[&str]) -> Result<Vec<Merchant>> {
-                    let mut merchants = Vec::with_capacity(merchant_ids.len());
-                    for chunk in merchant_ids.chunks(500) {
-                        let places: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
-                        let sql = format!("SELECT * FROM merchants WHERE merchant_id IN ({})", places.join(", "));
-                        let mut query = sqlx::query(&sql);
-                        for id in chunk {
-                            query = query.bind(*id);
-                        }
-                        for row in query.fetch_all(&self.read_pool).await.map_err(storage_error(ROW))? {
-                            merchants.push(merchant_from(&row)?);
-                        }
-                    }
-                    Ok(merchants)
+                    rows_in(&self.read_pool, "merchants", "merchant_id", merchant_ids, merchant_from).await
                 }
 
                 async fn find_merchant_by_key(&self, key_hash: &str) -> Result<Option<Merchant>> {
@@ -331,20 +343,7 @@ macro_rules! sql_notify_repositories {
                 }
 
                 async fn find_events(&self, event_ids: &[&str]) -> Result<Vec<StoredEvent>> {
-                    let mut events = Vec::with_capacity(event_ids.len());
-                    for chunk in event_ids.chunks(500) {
-                        let places: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
-                        let sql =
-                            format!("SELECT * FROM notification_events WHERE event_id IN ({})", places.join(", "));
-                        let mut query = sqlx::query(&sql);
-                        for id in chunk {
-                            query = query.bind(*id);
-                        }
-                        for row in query.fetch_all(&self.read_pool).await.map_err(storage_error(ROW))? {
-                            events.push(event_from(&row)?);
-                        }
-                    }
-                    Ok(events)
+                    rows_in(&self.read_pool, "notification_events", "event_id", event_ids, event_from).await
                 }
 
                 async fn claim_due_deliveries(&self, claim: &DeliveryClaim<'_>) -> Result<Vec<Delivery>> {
