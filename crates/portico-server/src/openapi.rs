@@ -242,4 +242,29 @@ mod tests {
             assert!(ids.iter().any(|i| i == id), "{id} is not described: {ids:?}");
         }
     }
+
+    #[test]
+    fn the_specs_dto_names_are_schema_names() {
+        let mut names = Vec::new();
+        for document in documents() {
+            let json: serde_json::Value = serde_json::from_str(&document.to_json()).expect("JSON");
+            names.extend(json["components"]["schemas"].as_object().expect("schemas").keys().cloned());
+        }
+        for name in [
+            "TokenResponseDTO",
+            "OAuth2ErrorDTO",
+            "PublicJwksResponseDTO",
+            "LoginViewDataDTO",
+            "ErrorPageDataDTO",
+            "ReportTask",
+            "ReportFile",
+            "ReportTaskType",
+            "ReportTaskCreateRequest",
+            "ErrorResponse",
+            "EmployeeRoleResponse",
+            "ErrorResponseDTO",
+        ] {
+            assert!(names.iter().any(|n| n == name), "no schema {name}: {names:?}");
+        }
+    }
 }
