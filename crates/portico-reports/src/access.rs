@@ -169,11 +169,6 @@ impl Reports {
 /// Whether `Authorization: Bearer` carries `token` (compared in constant
 /// time); never when no token is configured.
 fn bearer_is(token: Option<&portico_crypto::hash::BearerSecret>, headers: &HeaderMap) -> bool {
-    token.is_some_and(|token| {
-        headers
-            .get(axum::http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .is_some_and(|given| token.matches(given))
-    })
+    let authorization = headers.get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    token.is_some_and(|token| token.authorizes(authorization))
 }

@@ -78,25 +78,33 @@ macro_rules! sql_notify_repositories {
                 })
             }
 
+            type Query<'q> = sqlx::query::Query<'q, $db, <$db as sqlx::Database>::Arguments<'q>>;
+
+            /// Binds a delivery's nine columns, in the table's order.
+            fn bind_delivery<'q>(query: Query<'q>, delivery: &'q Delivery) -> Query<'q> {
+                query
+                    .bind(delivery.id.to_string())
+                    .bind(&delivery.event_id)
+                    .bind(&delivery.merchant_id)
+                    .bind(delivery.status.as_str())
+                    .bind(i32::try_from(delivery.attempts).unwrap_or(i32::MAX))
+                    .bind(delivery.next_attempt_at.unix_timestamp())
+                    .bind(delivery.lease_until.map(OffsetDateTime::unix_timestamp))
+                    .bind(delivery.created_at.unix_timestamp())
+                    .bind(delivery.finished_at.map(OffsetDateTime::unix_timestamp))
+            }
+
             async fn insert_delivery<'e, E: sqlx::Executor<'e, Database = $db>>(
                 executor: E,
                 delivery: &Delivery,
             ) -> Result<()> {
-                sqlx::query(
+                let query = sqlx::query(
                     "INSERT INTO notification_deliveries (id, event_id, merchant_id, status, attempts, \
                      next_attempt_at, lease_until, created_at, finished_at) \
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-                )
-                .bind(delivery.id.to_string())
-                .bind(&delivery.event_id)
-                .bind(&delivery.merchant_id)
-                .bind(delivery.status.as_str())
-                .bind(i32::try_from(delivery.attempts).unwrap_or(i32::MAX))
-                .bind(delivery.next_attempt_at.unix_timestamp())
-                .bind(delivery.lease_until.map(OffsetDateTime::unix_timestamp))
-                .bind(delivery.created_at.unix_timestamp())
-                .bind(delivery.finished_at.map(OffsetDateTime::unix_timestamp))
-                .execute(executor)
+                );
+                bind_delivery(query, delivery)
+                    .execute(executor)
                 .await
                 .map_err(storage_error("delivery"))?;
                 Ok(())
@@ -295,17 +303,7 @@ macro_rules! sql_notify_repositories {
                             );
                             let mut query = sqlx::query(&sql);
                             for &i in chunk {
-                                let delivery = &batch[i].1;
-                                query = query
-                                    .bind(delivery.id.to_string())
-                                    .bind(&delivery.event_id)
-                                    .bind(&delivery.merchant_id)
-                                    .bind(delivery.status.as_str())
-                                    .bind(i32::try_from(delivery.attempts).unwrap_or(i32::MAX))
-                                    .bind(delivery.next_attempt_at.unix_timestamp())
-                                    .bind(delivery.lease_until.map(OffsetDateTime::unix_timestamp))
-                                    .bind(delivery.created_at.unix_timestamp())
-                                    .bind(delivery.finished_at.map(OffsetDateTime::unix_timestamp));
+                                query = bind_delivery(query, &batch[i].1);
                             }
                             query.execute(&mut *tx).await.map_err(storage_error("delivery"))?;
                         }
