@@ -20,74 +20,124 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{CONCURRENCY, Http, drive, field};
+use common::{CONCURRENCY, Http, cpu_seconds, drive, field};
 
 use portico_crypto::jwt::{SigningKey, TYP_ACCESS_TOKEN, verify};
 use portico_model::clock::Clock as _;
 use portico_model::oauth::AuthorizationCode;
 use portico_tests::{Backend, TestApp, backends, demo};
 
+/// The first baseline; each signing phase has one of its own as well.
 const BASELINE_TIME: Duration = Duration::from_secs(3);
+/// The baseline measured right before and right after each signing phase.
+const PHASE_BASELINE_TIME: Duration = Duration::from_millis(1500);
 
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("machine: {cores} cores; concurrency {CONCURRENCY}; {}", std::env::consts::ARCH);
 
-    let (signs, verifies) = baseline(cores);
-    println!("baseline  RS256 sign    {signs:>9.0} /s");
-    println!("baseline  RS256 verify  {verifies:>9.0} /s");
+    let crypto = Crypto::new(cores);
+    let (signs, sign_cpu) = crypto.signs(BASELINE_TIME);
+    println!("baseline  RS256 sign    {signs:>9.0} /s  ({:.0} µs CPU each)", sign_cpu * 1e6);
+    println!("baseline  RS256 verify  {:>9.0} /s", crypto.verifies(BASELINE_TIME));
     println!("(an exchange or refresh signs 2 JWTs: the crypto limit is {:.0} responses/s)", signs / 2.0);
+    println!(
+        "(the machine's speed drifts, so each signing phase is compared with the signing rate measured \
+         for {:.1} s right before it and right after it)",
+        PHASE_BASELINE_TIME.as_secs_f64()
+    );
 
+    let crypto = Arc::new(crypto);
     for backend in backends() {
-        runtime.block_on(endpoints(backend, signs));
+        runtime.block_on(endpoints(backend, Arc::clone(&crypto)));
     }
 }
 
-/// Signatures and verifications per second, one thread per core.
-fn baseline(cores: usize) -> (f64, f64) {
-    let key = Arc::new(SigningKey::generate().expect("key"));
-    let claims = serde_json::json!({
-        "iss": "http://127.0.0.1:8080", "sub": "0192f0c4-7a1e-7b52-8f3c-2f9c1a7d5e11", "aud": "demo-app",
-        "exp": 1_900_000_000, "iat": 1_800_000_000, "jti": "6f1c2d3e-4b5a-4c6d-8e7f-9a0b1c2d3e4f",
-        "client_id": "demo-app", "scope": "openid profile email phone", "gid": "0192f0c4-7a1e-7b52-8f3c-2f9c1a7d5e12"
-    });
-    let token = key.sign(TYP_ACCESS_TOKEN, &claims);
-    let run = |op: Arc<dyn Fn() + Send + Sync>| {
+/// Portico's own RS256 code on every core: the baseline.
+struct Crypto {
+    key: Arc<SigningKey>,
+    claims: Arc<serde_json::Value>,
+    token: Arc<String>,
+    cores: usize,
+}
+
+/// What the cores signed around one phase.
+#[derive(Clone, Copy)]
+struct Limit {
+    /// Signatures per second, one thread per core.
+    signs: f64,
+    /// CPU seconds per signature.
+    sign_cpu: f64,
+    cores: usize,
+}
+
+impl Crypto {
+    fn new(cores: usize) -> Self {
+        let key = Arc::new(SigningKey::generate().expect("key"));
+        let claims = serde_json::json!({
+            "iss": "http://127.0.0.1:8080", "sub": "0192f0c4-7a1e-7b52-8f3c-2f9c1a7d5e11", "aud": "demo-app",
+            "exp": 1_900_000_000, "iat": 1_800_000_000, "jti": "6f1c2d3e-4b5a-4c6d-8e7f-9a0b1c2d3e4f",
+            "client_id": "demo-app", "scope": "openid profile email phone", "gid": "0192f0c4-7a1e-7b52-8f3c-2f9c1a7d5e12"
+        });
+        let token = Arc::new(key.sign(TYP_ACCESS_TOKEN, &claims));
+        Self { key, claims: Arc::new(claims), token, cores }
+    }
+
+    /// Runs `op` on one thread per core for `time`: operations per second
+    /// and CPU seconds per operation.
+    fn run(&self, time: Duration, op: Arc<dyn Fn() + Send + Sync>) -> (f64, f64) {
         let done = Arc::new(AtomicUsize::new(0));
+        let cpu = cpu_seconds();
         let started = Instant::now();
         std::thread::scope(|scope| {
-            for _ in 0..cores {
+            for _ in 0..self.cores {
                 let (op, done) = (Arc::clone(&op), Arc::clone(&done));
                 scope.spawn(move || {
-                    while started.elapsed() < BASELINE_TIME {
+                    while started.elapsed() < time {
                         op();
                         done.fetch_add(1, Ordering::Relaxed);
                     }
                 });
             }
         });
-        done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
-    };
-    let signer = Arc::clone(&key);
-    let signs = run(Arc::new(move || {
-        std::hint::black_box(signer.sign(TYP_ACCESS_TOKEN, &claims));
-    }));
-    let verifier = Arc::clone(&key);
-    let verifies = run(Arc::new(move || {
-        let checked = verify::<serde_json::Value>(&token, |_| Some(verifier.verifying_key()));
-        std::hint::black_box(checked.expect("verifies"));
-    }));
-    (signs, verifies)
+        let done = done.load(Ordering::Relaxed) as f64;
+        (done / started.elapsed().as_secs_f64(), (cpu_seconds() - cpu) / done)
+    }
+
+    fn signs(&self, time: Duration) -> (f64, f64) {
+        let (key, claims) = (Arc::clone(&self.key), Arc::clone(&self.claims));
+        self.run(
+            time,
+            Arc::new(move || {
+                std::hint::black_box(key.sign(TYP_ACCESS_TOKEN, &*claims));
+            }),
+        )
+    }
+
+    fn verifies(&self, time: Duration) -> f64 {
+        let (key, token) = (Arc::clone(&self.key), Arc::clone(&self.token));
+        self.run(
+            time,
+            Arc::new(move || {
+                let checked = verify::<serde_json::Value>(&token, |_| Some(key.verifying_key()));
+                std::hint::black_box(checked.expect("verifies"));
+            }),
+        )
+        .0
+    }
+
+    /// The mean of `before` and a measurement taken now.
+    fn around(&self, before: (f64, f64)) -> Limit {
+        let after = self.signs(PHASE_BASELINE_TIME);
+        Limit { signs: (before.0 + after.0) / 2.0, sign_cpu: (before.1 + after.1) / 2.0, cores: self.cores }
+    }
 }
 
-async fn endpoints(backend: Backend, signs: f64) {
+async fn endpoints(backend: Backend, crypto: Arc<Crypto>) {
     let app = Arc::new(TestApp::spawn_with(backend, |c| c.database_max_connections = 16).await);
     let user = app.store.find_user_by_login("ivan").await.expect("store").expect("demo user");
-    let count = match backend {
-        Backend::Sqlite => 3000,
-        Backend::Postgres => 3000,
-    };
+    let count = 5000;
 
     // Codes, as the authorize endpoint stores them.
     let verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
@@ -119,6 +169,8 @@ async fn endpoints(backend: Backend, signs: f64) {
     let client = Http::new();
     let url = app.url("/oauth2/token");
     let (c, u) = (client.clone(), url.clone());
+    let before = crypto.signs(PHASE_BASELINE_TIME);
+    let cpu = cpu_seconds();
     let (rate, refreshes) = drive(codes, move |code| {
         let (client, url) = (c.clone(), u.clone());
         async move {
@@ -132,10 +184,13 @@ async fn endpoints(backend: Backend, signs: f64) {
         }
     })
     .await;
-    report(backend, "code exchange", rate, Some(signs));
+    let cpu = cpu_seconds() - cpu;
+    report(backend, "code exchange", rate, count, cpu, Some(crypto.around(before)));
 
     let (refresh_tokens, access_tokens): (Vec<_>, Vec<_>) = refreshes.into_iter().unzip();
     let (c, u) = (client.clone(), url.clone());
+    let before = crypto.signs(PHASE_BASELINE_TIME);
+    let cpu = cpu_seconds();
     let (rate, _) = drive(refresh_tokens, move |refresh| {
         let (client, url) = (c.clone(), u.clone());
         async move {
@@ -148,13 +203,15 @@ async fn endpoints(backend: Backend, signs: f64) {
         }
     })
     .await;
-    report(backend, "refresh", rate, Some(signs));
+    let cpu = cpu_seconds() - cpu;
+    report(backend, "refresh", rate, count, cpu, Some(crypto.around(before)));
 
     // Liveness: the first token of each grant was rotated away but is live
     // (refresh does not revoke earlier access tokens); check each many times.
     let liveness_url = app.url("/oauth2/token/liveness");
     let checks: Vec<String> = access_tokens.iter().cycle().take(count * 10).cloned().collect();
     let (c, u) = (client.clone(), liveness_url);
+    let cpu = cpu_seconds();
     let (rate, _) = drive(checks, move |token| {
         let (client, url) = (c.clone(), u.clone());
         async move {
@@ -162,15 +219,30 @@ async fn endpoints(backend: Backend, signs: f64) {
         }
     })
     .await;
-    report(backend, "liveness", rate, None);
+    let cpu = cpu_seconds() - cpu;
+    report(backend, "liveness", rate, count * 10, cpu, None);
 }
 
-fn report(backend: Backend, name: &str, rate: f64, signs: Option<f64>) {
-    match signs {
-        Some(signs) => println!(
-            "{backend:?}  {name:<14} {rate:>9.0} /s  = {:>3.0}% of the RSA limit (2 signatures each)",
-            100.0 * rate * 2.0 / signs
+/// Prints a phase's rate against the signing rate measured around it and,
+/// from the CPU time `cpu` the process used during it, the CPU each response
+/// took, the share of it that went to its two signatures, and how busy the
+/// cores were. With PostgreSQL the database server's own processes are not
+/// counted.
+fn report(backend: Backend, name: &str, rate: f64, count: usize, cpu: f64, limit: Option<Limit>) {
+    let each = cpu / count as f64;
+    let cores = limit.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |l| l.cores);
+    let busy = 100.0 * cpu * rate / count as f64 / cores as f64;
+    match limit {
+        Some(limit) => println!(
+            "{backend:?}  {name:<14} {rate:>9.0} /s  = {:>3.0}% of the RSA limit ({:.0} signatures/s around it, \
+             2 per response); {:.0} µs CPU each, {:.0}% of it signing; cores {busy:.0}% busy",
+            100.0 * rate * 2.0 / limit.signs,
+            limit.signs,
+            each * 1e6,
+            100.0 * 2.0 * limit.sign_cpu / each
         ),
-        None => println!("{backend:?}  {name:<14} {rate:>9.0} /s"),
+        None => {
+            println!("{backend:?}  {name:<14} {rate:>9.0} /s  {:.1} µs CPU each; cores {busy:.0}% busy", each * 1e6)
+        }
     }
 }

@@ -208,6 +208,55 @@ async fn refresh_tokens_rotate_once_and_revocation_reaches_access_tokens() {
 }
 
 #[tokio::test]
+async fn parallel_redemptions_and_rotations_have_one_winner() {
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let (u, g) = granted(store.as_ref()).await;
+
+        // Eight rotations of `r1` at once: one successor, seven replays.
+        let mut rotations = tokio::task::JoinSet::new();
+        for i in 0..8 {
+            let store = Arc::clone(&store);
+            rotations.spawn(async move {
+                let successor = refresh(&format!("next-{i}"), g.id, 30);
+                (i, store.rotate_refresh_token("r1", t0(), &successor, &audit()).await.unwrap())
+            });
+        }
+        let results = rotations.join_all().await;
+        let winners: Vec<usize> = results.iter().filter(|(_, r)| *r == Rotation::Rotated).map(|(i, _)| *i).collect();
+        assert_eq!(winners.len(), 1, "{backend:?}: {results:?}");
+        assert!(results.iter().all(|(_, r)| matches!(r, Rotation::Rotated | Rotation::Replay)), "{results:?}");
+        for i in 0..8 {
+            let stored = store.find_refresh_token(&format!("next-{i}")).await.unwrap();
+            assert_eq!(stored.is_some(), i == winners[0], "{backend:?}: only the winner's successor is stored");
+        }
+
+        // Eight redemptions of one code at once: one grant, seven replays naming it.
+        store.insert_code(&code("h-par", "app", u.id)).await.unwrap();
+        let mut redemptions = tokio::task::JoinSet::new();
+        for i in 0..8 {
+            let store = Arc::clone(&store);
+            redemptions.spawn(async move {
+                let g = grant("app", u.id);
+                let token = refresh(&format!("first-{i}"), g.id, 30);
+                (g.id, store.redeem_code("h-par", t0(), &g, &token, &audit()).await.unwrap())
+            });
+        }
+        let results = redemptions.join_all().await;
+        let won: Vec<Uuid> = results.iter().filter(|(_, r)| *r == Redemption::Redeemed).map(|(id, _)| *id).collect();
+        assert_eq!(won.len(), 1, "{backend:?}: {results:?}");
+        for (id, result) in &results {
+            if *result != Redemption::Redeemed {
+                assert_eq!(*result, Redemption::Replay { grant_id: Some(won[0]) }, "{backend:?}");
+                assert_eq!(store.find_grant(*id).await.unwrap(), None, "a replay stores nothing");
+            }
+        }
+        assert_eq!(store.find_code("h-par").await.unwrap().unwrap().code.grant_id, Some(won[0]));
+    }
+}
+
+#[tokio::test]
 async fn login_processes_update_optimistically_and_expire() {
     for backend in backends() {
         let dir = TempDir::new();
