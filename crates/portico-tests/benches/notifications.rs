@@ -7,13 +7,17 @@
 //! delivery worker, and the receiver share the cores):
 //! 1. the baseline: [`CONCURRENCY`] clients POST a notification-sized body
 //!    straight to the receiver (a minimal axum handler answering 200);
-//! 2. end to end: the same clients submit [`EVENTS`] payment events through
-//!    the internal intake (`POST /internal/v1/notifications/events/payment`,
-//!    stored with their delivery before the 202) for [`MERCHANTS`] merchants;
-//!    Portico's worker takes each (handed over by the intake, or claimed),
-//!    renders it (payment v3), signs and POSTs it to the receiver and
-//!    records the attempt. The clock runs from the
-//!    first intake request to the receiver's last 200.
+//! 2. end to end, once for each of [`INTAKE_CLIENTS`] (concurrent intake
+//!    clients, each waiting for its 202), on a fresh server: the clients
+//!    submit [`EVENTS`] payment events through the internal intake (`POST
+//!    /internal/v1/notifications/events/payment`, stored with their delivery
+//!    before the 202) for [`MERCHANTS`] merchants; Portico's worker takes
+//!    each (handed over by the intake, or claimed), renders it (payment v3),
+//!    signs and POSTs it to the receiver and records the attempt. The clock
+//!    runs from the first intake request to the receiver's last 200. Also
+//!    printed: the process's CPU time per delivery (PostgreSQL's own
+//!    processes not counted), how busy the cores were, and how many
+//!    deliveries had arrived when the intake ended.
 
 mod common;
 
@@ -21,7 +25,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{CONCURRENCY, Http, drive};
+use common::{CONCURRENCY, Http, cpu_seconds, drive, drive_with};
 use portico_model::clock::Clock as _;
 use portico_model::notify::{DeliveryStatus, MerchantIds, NotificationSettings, OperationTypes};
 use portico_tests::{Backend, INTERNAL_TOKEN, TestApp, backends};
@@ -30,12 +34,16 @@ use serde_json::json;
 const EVENTS: usize = 20_000;
 const MERCHANTS: usize = 8;
 const BASELINE_REQUESTS: usize = 50_000;
+/// Concurrent intake clients, each waiting for its 202: the end-to-end run
+/// is repeated at each.
+const INTAKE_CLIENTS: [usize; 3] = [32, 64, 128];
 
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
-        "machine: {cores} cores; concurrency {CONCURRENCY}; {}; {EVENTS} events for {MERCHANTS} merchants",
+        "machine: {cores} cores; baseline concurrency {CONCURRENCY}; intake clients {INTAKE_CLIENTS:?}; {}; \
+         {EVENTS} events for {MERCHANTS} merchants",
         std::env::consts::ARCH
     );
     for backend in backends() {
@@ -91,7 +99,15 @@ async fn run(backend: Backend) {
     })
     .await;
 
-    // 2. End to end.
+    // 2. End to end, at each intake concurrency.
+    for clients in INTAKE_CLIENTS {
+        end_to_end(backend, clients, &url, &received, &client, baseline).await;
+    }
+}
+
+/// Submits [`EVENTS`] events with `clients` concurrent intake clients to a
+/// fresh server and waits until the receiver has them all.
+async fn end_to_end(backend: Backend, clients: usize, url: &str, received: &AtomicUsize, client: &Http, baseline: f64) {
     let app = TestApp::spawn_with(backend, |c| {
         c.database_max_connections = 16;
         c.notifications.allow_insecure_callbacks = true;
@@ -113,7 +129,8 @@ async fn run(backend: Backend) {
     received.store(0, Ordering::SeqCst);
     let intake = app.url("/internal/v1/notifications/events/payment");
     let started = Instant::now();
-    let (intake_rate, _) = drive((0..EVENTS).collect(), {
+    let cpu = cpu_seconds();
+    let (intake_rate, _) = drive_with(clients, (0..EVENTS).collect(), {
         let client = client.clone();
         move |n: usize| {
             let (client, intake) = (client.clone(), intake.clone());
@@ -129,13 +146,17 @@ async fn run(backend: Backend) {
         }
     })
     .await;
+    let (intake_done, delivered_by_then) = (started.elapsed(), received.load(Ordering::SeqCst));
     let deadline = Instant::now() + Duration::from_secs(600);
     while received.load(Ordering::SeqCst) < EVENTS {
         assert!(Instant::now() < deadline, "deliveries did not finish");
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     let elapsed = started.elapsed();
+    let cpu = cpu_seconds() - cpu;
     let rate = EVENTS as f64 / elapsed.as_secs_f64();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let busy = 100.0 * cpu / elapsed.as_secs_f64() / cores as f64;
     // Every delivery recorded as delivered (the recorder may trail the
     // receiver's count by a batch).
     let mut delivered = 0;
@@ -157,9 +178,13 @@ async fn run(backend: Backend) {
     assert_eq!(delivered as usize, EVENTS, "every delivery recorded");
     let target = (baseline * 0.5).min(5_000.0);
     println!(
-        "{backend:?}: receiver baseline {baseline:.0} POST/s; intake {intake_rate:.0} events/s; \
-         end to end {rate:.0} deliveries/s = {:.0} % of the baseline (target {target:.0}/s: {})",
+        "{backend:?}, {clients:>3} intake clients: receiver baseline {baseline:.0} POST/s; intake {intake_rate:.0} events/s; \
+         end to end {rate:.0} deliveries/s = {:.0} % of the baseline (target {target:.0}/s: {}); \
+         {:.0} µs CPU per delivery in this process, cores {busy:.0}% busy; \
+         {delivered_by_then} delivered when the intake ended after {:.2} s",
         100.0 * rate / baseline,
-        if rate >= target { "met" } else { "NOT met" }
+        if rate >= target { "met" } else { "NOT met" },
+        cpu / EVENTS as f64 * 1e6,
+        intake_done.as_secs_f64()
     );
 }

@@ -97,10 +97,21 @@ where
     Fut: std::future::Future<Output = O> + Send,
     O: Send + 'static,
 {
+    drive_with(CONCURRENCY, items, work).await
+}
+
+/// [`drive`] with `concurrency` tasks.
+pub async fn drive_with<I, F, Fut, O>(concurrency: usize, items: Vec<I>, work: F) -> (f64, Vec<O>)
+where
+    I: Clone + Send + Sync + 'static,
+    F: Fn(I) -> Fut + Send + Sync + Clone + 'static,
+    Fut: std::future::Future<Output = O> + Send,
+    O: Send + 'static,
+{
     let items = Arc::new(items);
     let next = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
-    let tasks: Vec<_> = (0..CONCURRENCY)
+    let tasks: Vec<_> = (0..concurrency)
         .map(|_| {
             let (items, next, work) = (Arc::clone(&items), Arc::clone(&next), work.clone());
             tokio::spawn(async move {
