@@ -9,7 +9,11 @@
 //!    the same process (client and server share the machine's cores). The
 //!    client is a plain hyper HTTP/1 client with pre-encoded bodies that reads
 //!    only the fields it needs from responses, so that it takes as little of
-//!    the machine as an in-process client can.
+//!    the machine as an in-process client can;
+//! 3. each exchange and refresh phase against the signing rate measured
+//!    right before and right after it (the machine's speed drifts), with the
+//!    CPU time per response, the share of it its two signatures take, and
+//!    how busy the cores were.
 //!
 //! Codes are put straight into storage (as the authorize endpoint would) so
 //! that the measurement is the token endpoint's, not the login's Argon2.
