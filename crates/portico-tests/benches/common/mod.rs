@@ -74,9 +74,10 @@ pub fn field(body: &[u8], name: &str) -> String {
 }
 
 /// CPU time this process has used so far (every thread, user and system),
-/// in seconds, from `/proc/self/stat` (Linux; 10 ms resolution). Wall-clock
-/// rates on a shared machine move with its other tenants; CPU time per
-/// operation moves far less, so builds compare better by it.
+/// in seconds, from `/proc/self/stat` (Linux; 10 ms resolution). Next to a
+/// rate, the CPU time per operation and how busy the cores were tell a run
+/// that the machine bounds from one that waits (on a commit, a lock, a
+/// thread). On a shared machine both drift with the other tenants.
 pub fn cpu_seconds() -> f64 {
     let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
     // Fields after the command name (which may hold spaces) in parentheses.
