@@ -42,12 +42,19 @@ const HANDOFF_BATCHES: usize = 2;
 struct Lanes {
     deliverer: Deliverer,
     finished: mpsc::Sender<FinishedAttempt>,
+    /// Deliveries in flight at most, waiting for a lane or not.
+    in_flight: usize,
     per_merchant: usize,
     active: HashMap<String, (usize, Arc<Semaphore>)>,
     tasks: tokio::task::JoinSet<String>,
 }
 
 impl Lanes {
+    /// How many more deliveries may start.
+    fn room(&self) -> usize {
+        self.in_flight.saturating_sub(self.tasks.len())
+    }
+
     /// Attempts `claimed` in its own task, behind its merchant's lanes.
     fn start(&mut self, claimed: Claimed) {
         let merchant = claimed.delivery.merchant_id.clone();
@@ -99,20 +106,20 @@ pub async fn run(deliverer: Deliverer, interval: Duration, mut stop: watch::Rece
     let notify = Arc::clone(deliverer.notify());
     let (finished_tx, finished_rx) = mpsc::channel(RECORD_BATCH * 4);
     let recorder = tokio::spawn(record(Arc::clone(&notify.store), finished_rx));
-    let in_flight = notify.in_flight.max(1);
     let lease = time::Duration::try_from(notify.lease).unwrap_or(time::Duration::MINUTE);
     let (handoff_tx, mut handoff) = mpsc::channel(HANDOFF_BATCHES);
     notify.intake.attach(handoff_tx, lease);
     let mut lanes = Lanes {
         deliverer: deliverer.clone(),
         finished: finished_tx,
+        in_flight: notify.in_flight.max(1),
         per_merchant: notify.per_merchant.max(1),
         active: HashMap::new(),
         tasks: tokio::task::JoinSet::new(),
     };
     let mut next_claim = Instant::now();
     while !*stop.borrow() {
-        let room = in_flight.saturating_sub(lanes.tasks.len());
+        let room = lanes.room();
         if room > 0 && Instant::now() >= next_claim {
             let busy: Vec<String> = lanes.active.keys().filter(|m| lanes.busy(m)).cloned().collect();
             let asked = u32::try_from(room).unwrap_or(BATCH).min(BATCH);
@@ -149,7 +156,7 @@ pub async fn run(deliverer: Deliverer, interval: Duration, mut stop: watch::Rece
                 // over may be claimable now, after lanes have gathered.
                 next_claim = next_claim.min(Instant::now() + REFILL_PAUSE);
             }
-            Some(handed) = handoff.recv(), if room > 0 => take(&mut lanes, handed, in_flight).await,
+            Some(handed) = handoff.recv(), if room > 0 => take(&mut lanes, handed).await,
             () = tokio::time::sleep_until(next_claim), if room > 0 => {}
             () = notify.queued.notified(), if room > 0 => next_claim = Instant::now(),
             _ = stop.changed() => {}
@@ -171,7 +178,7 @@ pub async fn run(deliverer: Deliverer, interval: Duration, mut stop: watch::Rece
 /// Starts what the intake handed over, as far as there is room and each
 /// merchant has at most as many waiting for a lane as it has lanes; the
 /// rest goes back to the queue.
-async fn take(lanes: &mut Lanes, handed: HandedOff, in_flight: usize) {
+async fn take(lanes: &mut Lanes, handed: HandedOff) {
     let items = handed.items.len();
     let prepared = match lanes.deliverer.take_handed(handed).await {
         Ok(prepared) => prepared,
@@ -183,7 +190,7 @@ async fn take(lanes: &mut Lanes, handed: HandedOff, in_flight: usize) {
     };
     let mut back = Vec::new();
     for claimed in prepared {
-        if lanes.tasks.len() < in_flight && lanes.can_queue(&claimed.delivery.merchant_id) {
+        if lanes.room() > 0 && lanes.can_queue(&claimed.delivery.merchant_id) {
             lanes.start(claimed);
         } else {
             back.push(claimed.delivery);

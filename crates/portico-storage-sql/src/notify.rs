@@ -80,6 +80,16 @@ macro_rules! sql_notify_repositories {
 
             type Query<'q> = sqlx::query::Query<'q, $db, <$db as sqlx::Database>::Arguments<'q>>;
 
+            /// Binds an event's five columns, in the table's order.
+            fn bind_event<'q>(query: Query<'q>, event: &'q StoredEvent) -> Result<Query<'q>> {
+                Ok(query
+                    .bind(&event.event_id)
+                    .bind(&event.merchant_id)
+                    .bind(event.kind.as_str())
+                    .bind(to_json(&event.payload)?)
+                    .bind(event.received_at.unix_timestamp()))
+            }
+
             /// Binds a delivery's nine columns, in the table's order.
             fn bind_delivery<'q>(query: Query<'q>, delivery: &'q Delivery) -> Query<'q> {
                 query
@@ -103,14 +113,10 @@ macro_rules! sql_notify_repositories {
                      next_attempt_at, lease_until, created_at, finished_at) \
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
                 );
-                bind_delivery(query, delivery)
-                    .execute(executor)
-                .await
-                .map_err(storage_error("delivery"))?;
+                bind_delivery(query, delivery).execute(executor).await.map_err(storage_error("delivery"))?;
                 Ok(())
             }
 
-            /// The merchant `sql` (one `$1` placeholder) finds for `value`.
             /// The rows of `table` whose `column` is one of `keys` (read in
             /// chunks), each made by `from`.
             async fn rows_in<T>(
@@ -135,6 +141,7 @@ macro_rules! sql_notify_repositories {
                 Ok(found)
             }
 
+            /// The merchant `sql` (one `$1` placeholder) finds for `value`.
             async fn find_merchant_by(
                 pool: &sqlx::Pool<$db>,
                 sql: &'static str,
@@ -254,12 +261,7 @@ macro_rules! sql_notify_repositories {
                         let mut query = sqlx::query(&sql);
                         for &i in &fresh {
                             let (event, delivery) = &batch[i];
-                            query = query
-                                .bind(&event.event_id)
-                                .bind(&event.merchant_id)
-                                .bind(event.kind.as_str())
-                                .bind(to_json(&event.payload)?)
-                                .bind(event.received_at.unix_timestamp())
+                            query = bind_event(query, event)?
                                 .bind(delivery.id.to_string())
                                 .bind(delivery.status.as_str())
                                 .bind(i32::try_from(delivery.attempts).unwrap_or(i32::MAX))
@@ -281,13 +283,7 @@ macro_rules! sql_notify_repositories {
                             );
                             let mut query = sqlx::query(&sql);
                             for &i in chunk {
-                                let event = &batch[i].0;
-                                query = query
-                                    .bind(&event.event_id)
-                                    .bind(&event.merchant_id)
-                                    .bind(event.kind.as_str())
-                                    .bind(to_json(&event.payload)?)
-                                    .bind(event.received_at.unix_timestamp());
+                                query = bind_event(query, &batch[i].0)?;
                             }
                             for row in query.fetch_all(&mut *tx).await.map_err(storage_error(ROW))? {
                                 inserted.insert(get(&row, "event_id")?);

@@ -73,7 +73,6 @@ struct Limit {
     signs: f64,
     /// CPU seconds per signature.
     sign_cpu: f64,
-    cores: usize,
 }
 
 impl Crypto {
@@ -134,7 +133,7 @@ impl Crypto {
     /// The mean of `before` and a measurement taken now.
     fn around(&self, before: (f64, f64)) -> Limit {
         let after = self.signs(PHASE_BASELINE_TIME);
-        Limit { signs: (before.0 + after.0) / 2.0, sign_cpu: (before.1 + after.1) / 2.0, cores: self.cores }
+        Limit { signs: (before.0 + after.0) / 2.0, sign_cpu: (before.1 + after.1) / 2.0 }
     }
 }
 
@@ -234,7 +233,7 @@ async fn endpoints(backend: Backend, crypto: Arc<Crypto>) {
 /// counted.
 fn report(backend: Backend, name: &str, rate: f64, count: usize, cpu: f64, limit: Option<Limit>) {
     let each = cpu / count as f64;
-    let cores = limit.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |l| l.cores);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let busy = 100.0 * cpu * rate / count as f64 / cores as f64;
     match limit {
         Some(limit) => println!(
