@@ -28,3 +28,26 @@ pub const FIND_REFRESH_TOKEN: &str = "SELECT r.token_hash, r.created_at AS token
 
 pub const ACCESS_TOKEN_STATE: &str = "SELECT EXISTS (SELECT 1 FROM grants WHERE id = $1 AND revoked_at IS NULL) \
      AS grant_live, EXISTS (SELECT 1 FROM revoked_access_tokens WHERE jti = $2) AS token_revoked";
+
+/// Spends a code for the grant it yields (`$1` hash, `$2` now, `$3` grant
+/// id); changes no row when the code is spent already.
+pub const SPEND_CODE_FOR_GRANT: &str = "UPDATE authorization_codes SET consumed_at = $2, grant_id = $3 \
+     WHERE code_hash = $1 AND consumed_at IS NULL";
+
+/// The grant a spent code yielded.
+pub const CODE_GRANT: &str = "SELECT grant_id FROM authorization_codes WHERE code_hash = $1";
+
+pub const INSERT_GRANT: &str = "INSERT INTO grants (id, client_id, user_id, scope, auth_time, created_at, \
+     revoked_at, amr) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
+
+/// Stores a refresh token only while its grant is live.
+pub const INSERT_REFRESH_TOKEN: &str = "INSERT INTO refresh_tokens (token_hash, grant_id, created_at, expires_at, \
+     used_at) SELECT $1, $2, $3, $4, NULL WHERE EXISTS (SELECT 1 FROM grants WHERE id = $2 AND revoked_at IS NULL)";
+
+pub const INSERT_AUDIT: &str =
+    "INSERT INTO audit_log (at, kind, user_id, client_id, detail) VALUES ($1, $2, $3, $4, $5)";
+
+/// Spends a refresh token for its successor (`$1` hash, `$2` now); changes
+/// no row when it is spent already.
+pub const SPEND_REFRESH_TOKEN_FOR_SUCCESSOR: &str =
+    "UPDATE refresh_tokens SET used_at = $2 WHERE token_hash = $1 AND used_at IS NULL";

@@ -5,14 +5,18 @@
 /// queries that only read; the same pool where the backend has no reason to
 /// separate them). `$row` is the backend's row type and
 /// `$backend` the name [`Maintenance::backend`] reports. With
-/// `fast_reads = field`, the liveness read (`access_token_state`) first asks
-/// `self.field: Option<T>`, where `T` has a synchronous method of that name,
-/// and uses its answer when it is there.
+/// `fast_path = field`, the token endpoint's and the liveness check's
+/// operations (`find_client`, `find_user`, `active_signing_kid`, `find_code`,
+/// `find_refresh_token`, `access_token_state`, `redeem_code`,
+/// `rotate_refresh_token`) first ask `self.field: Option<T>`, where `T` has
+/// a synchronous method of each name, and use its answer when it is there.
+/// The two writes answer `None` when `T` cannot take the write now (another
+/// writer holds the database); they then run on `pool` as usual.
 ///
 /// [`Maintenance::backend`]: portico_storage::Maintenance::backend
 #[macro_export]
 macro_rules! sql_repositories {
-    ($store:ident, $db:ty, $row:ty, $backend:literal $(, fast_reads = $fast:ident)?) => {
+    ($store:ident, $db:ty, $row:ty, $backend:literal $(, fast_path = $fast:ident)?) => {
         const _: () = {
             use $crate::deps::async_trait::async_trait;
             use $crate::deps::portico_model::audit::AuditEvent;
@@ -110,6 +114,7 @@ macro_rules! sql_repositories {
                 }
 
                 async fn find_client(&self, client_id: &str) -> Result<Option<Client>> {
+                    $( if let Some(fast) = &self.$fast { return fast.find_client(client_id); } )?
                     sqlx::query(queries::FIND_CLIENT)
                         .bind(client_id)
                         .fetch_optional(&self.read_pool)
@@ -163,6 +168,7 @@ macro_rules! sql_repositories {
                 }
 
                 async fn find_user(&self, id: Uuid) -> Result<Option<User>> {
+                    $( if let Some(fast) = &self.$fast { return fast.find_user(id); } )?
                     sqlx::query(queries::FIND_USER)
                         .bind(id.to_string())
                         .fetch_optional(&self.read_pool)
@@ -279,6 +285,7 @@ macro_rules! sql_repositories {
                 }
 
                 async fn active_signing_kid(&self) -> Result<Option<String>> {
+                    $( if let Some(fast) = &self.$fast { return fast.active_signing_kid(); } )?
                     let row = sqlx::query(queries::ACTIVE_SIGNING_KID)
                         .fetch_optional(&self.read_pool)
                         .await
@@ -323,6 +330,7 @@ macro_rules! sql_repositories {
                 }
 
                 async fn find_code(&self, code_hash: &str) -> Result<Option<StoredCode>> {
+                    $( if let Some(fast) = &self.$fast { return fast.find_code(code_hash); } )?
                     let row = sqlx::query(queries::FIND_CODE)
                         .bind(code_hash)
                         .fetch_optional(&self.read_pool)
@@ -339,13 +347,17 @@ macro_rules! sql_repositories {
                     refresh: &RefreshToken,
                     audit: &AuditEvent,
                 ) -> Result<Redemption> {
+                    $(
+                        if let Some(fast) = &self.$fast
+                            && let Some(done) = fast.redeem_code(code_hash, now, grant, refresh, audit)?
+                        {
+                            return Ok(done);
+                        }
+                    )?
                     let mut tx = self.pool.begin().await.map_err(storage_error(ROW))?;
                     // In PostgreSQL this waits for a parallel redemption of the
                     // same code and then finds it spent.
-                    let spent = sqlx::query(
-                        "UPDATE authorization_codes SET consumed_at = $2, grant_id = $3 \
-                         WHERE code_hash = $1 AND consumed_at IS NULL",
-                    )
+                    let spent = sqlx::query(queries::SPEND_CODE_FOR_GRANT)
                     .bind(code_hash)
                     .bind(now.unix_timestamp())
                     .bind(grant.id.to_string())
@@ -379,10 +391,7 @@ macro_rules! sql_repositories {
             }
 
             async fn insert_grant(tx: &mut sqlx::Transaction<'_, $db>, grant: &Grant) -> Result<()> {
-                sqlx::query(
-                    "INSERT INTO grants (id, client_id, user_id, scope, auth_time, created_at, revoked_at, amr) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                )
+                sqlx::query(queries::INSERT_GRANT)
                 .bind(grant.id.to_string())
                 .bind(&grant.client_id)
                 .bind(grant.user_id.to_string())
@@ -401,11 +410,7 @@ macro_rules! sql_repositories {
             where
                 E: sqlx::Executor<'e, Database = $db>,
             {
-                let done = sqlx::query(
-                    "INSERT INTO refresh_tokens (token_hash, grant_id, created_at, expires_at, used_at) \
-                     SELECT $1, $2, $3, $4, NULL \
-                     WHERE EXISTS (SELECT 1 FROM grants WHERE id = $2 AND revoked_at IS NULL)",
-                )
+                let done = sqlx::query(queries::INSERT_REFRESH_TOKEN)
                 .bind(&token.token_hash)
                 .bind(token.grant_id.to_string())
                 .bind(token.created_at.unix_timestamp())
@@ -420,7 +425,7 @@ macro_rules! sql_repositories {
             where
                 E: sqlx::Executor<'e, Database = $db>,
             {
-                sqlx::query("INSERT INTO audit_log (at, kind, user_id, client_id, detail) VALUES ($1, $2, $3, $4, $5)")
+                sqlx::query(queries::INSERT_AUDIT)
                     .bind(event.at.unix_timestamp())
                     .bind(&event.kind)
                     .bind(event.user_id.map(|id| id.to_string()))
@@ -489,6 +494,7 @@ macro_rules! sql_repositories {
             #[async_trait]
             impl RefreshTokenRepository for $store {
                 async fn find_refresh_token(&self, token_hash: &str) -> Result<Option<StoredRefreshToken>> {
+                    $( if let Some(fast) = &self.$fast { return fast.find_refresh_token(token_hash); } )?
                     let row = sqlx::query(queries::FIND_REFRESH_TOKEN)
                         .bind(token_hash)
                         .fetch_optional(&self.read_pool)
@@ -504,9 +510,16 @@ macro_rules! sql_repositories {
                     successor: &RefreshToken,
                     audit: &AuditEvent,
                 ) -> Result<Rotation> {
+                    $(
+                        if let Some(fast) = &self.$fast
+                            && let Some(done) = fast.rotate_refresh_token(old_hash, now, successor, audit)?
+                        {
+                            return Ok(done);
+                        }
+                    )?
                     let mut tx = self.pool.begin().await.map_err(storage_error(ROW))?;
                     let spent =
-                        sqlx::query("UPDATE refresh_tokens SET used_at = $2 WHERE token_hash = $1 AND used_at IS NULL")
+                        sqlx::query(queries::SPEND_REFRESH_TOKEN_FOR_SUCCESSOR)
                             .bind(old_hash)
                             .bind(now.unix_timestamp())
                             .execute(&mut *tx)

@@ -1,35 +1,44 @@
-//! The liveness check's revocation read runs synchronously on the calling
-//! thread, on read-only connections of its own.
+//! The hot paths (token endpoint, liveness check, permission revision) run
+//! synchronously on the calling thread, on rusqlite connections of their own.
 //!
 //! sqlx runs each SQLite connection on a thread of its own and answers
-//! through channels: two thread wake-ups per query, which cost far more than
-//! SQLite's own work for an indexed point read (profiled: 40 % of the CPU of
-//! a liveness load went to context switches). In WAL mode a reader never
-//! waits for the writer, so this read takes microseconds and does not hold
-//! up the async executor. The token endpoint's reads stay on sqlx: its
-//! throughput is bound by the single writer, and work done synchronously on
-//! the executor threads only delays that writer (see docs/benchmarks.md).
+//! through channels: two thread wake-ups per statement, which cost far more
+//! than SQLite's own work for an indexed point read or a five-statement
+//! write (profiled: in a token-exchange load a fifth of all CPU went to
+//! waking sqlx's threads and switching to them, and 40 % of a liveness
+//! load). Here a read takes a few microseconds: in WAL mode a reader never
+//! waits for the writer. A write transaction takes tens of microseconds on
+//! the one [`writer`](super::writer) connection; WAL checkpoints, which
+//! `fsync`, run on a [thread of their own](super::checkpoint) so that no
+//! request ever waits for the disk.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use portico_model::oauth::AccessTokenState;
+use portico_model::audit::AuditEvent;
+use portico_model::client::Client;
+use portico_model::oauth::{
+    AccessTokenState, Grant, Redemption, RefreshToken, Rotation, StoredCode, StoredRefreshToken,
+};
+use portico_model::user::User;
 use portico_storage::{Result, StorageError};
 use portico_storage_sql::queries;
 use portico_storage_sql::rows::{self, Columns};
 use rusqlite::{Connection, OpenFlags, ToSql};
+use time::OffsetDateTime;
 use uuid::Uuid;
 
-/// Idle connections kept for reuse; more are opened under load and closed after.
+use crate::writer::TokenWriter;
+
+/// Idle read connections kept for reuse; more are opened under load and
+/// closed after.
 const IDLE: usize = 8;
 
-pub struct FastReads {
-    path: PathBuf,
-    idle: Mutex<Vec<Connection>>,
-}
+/// `$1`, `$2`…: the parameter names of the shared SQL text.
+const NAMES: [&str; 12] = ["$1", "$2", "$3", "$4", "$5", "$6", "$7", "$8", "$9", "$10", "$11", "$12"];
 
-fn fail(error: rusqlite::Error) -> StorageError {
+pub fn fail(error: rusqlite::Error) -> StorageError {
     match error {
         rusqlite::Error::SqliteFailure(code, _)
             if matches!(code.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) =>
@@ -40,7 +49,19 @@ fn fail(error: rusqlite::Error) -> StorageError {
     }
 }
 
-struct Cols<'a, 'b>(&'a rusqlite::Row<'b>);
+/// `params` named `$1`, `$2`… for the shared SQL text.
+pub fn named<'p>(params: &[&'p dyn ToSql]) -> Vec<(&'static str, &'p dyn ToSql)> {
+    assert!(params.len() <= NAMES.len(), "at most {} parameters", NAMES.len());
+    NAMES.iter().copied().zip(params.iter().copied()).collect()
+}
+
+/// Opens the database file at `path` (which must exist).
+pub fn open(path: &Path) -> Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
+    Connection::open_with_flags(path, flags).map_err(fail)
+}
+
+pub struct Cols<'a, 'b>(pub &'a rusqlite::Row<'b>);
 
 impl Columns for Cols<'_, '_> {
     fn text(&self, column: &str) -> Result<String> {
@@ -63,22 +84,44 @@ impl Columns for Cols<'_, '_> {
     }
 }
 
-impl FastReads {
-    /// Reads from the database file at `path` (which must exist).
-    pub fn new(path: &Path) -> Self {
-        Self { path: path.to_owned(), idle: Mutex::new(Vec::new()) }
+/// The first row of `sql` on `conn` with `$1`, `$2`… bound to `params`,
+/// mapped by `map`.
+pub fn one<T>(
+    conn: &Connection,
+    sql: &str,
+    params: &[&dyn ToSql],
+    map: impl FnOnce(&Cols<'_, '_>) -> Result<T>,
+) -> Result<Option<T>> {
+    let mut statement = conn.prepare_cached(sql).map_err(fail)?;
+    let mut found = statement.query(named(params).as_slice()).map_err(fail)?;
+    match found.next().map_err(fail)? {
+        Some(row) => map(&Cols(row)).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// The synchronous reads and token writes of one database file.
+pub struct FastPath {
+    path: PathBuf,
+    idle: Mutex<Vec<Connection>>,
+    writer: TokenWriter,
+}
+
+impl FastPath {
+    /// The fast path to the database file at `path` (which must exist).
+    pub fn new(path: &Path) -> Result<Self> {
+        Ok(Self { path: path.to_owned(), idle: Mutex::new(Vec::new()), writer: TokenWriter::open(path)? })
     }
 
     fn connect(&self) -> Result<Connection> {
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
-        let conn = Connection::open_with_flags(&self.path, flags).map_err(fail)?;
+        let conn = open(&self.path)?;
         conn.busy_timeout(Duration::from_secs(5)).map_err(fail)?;
         conn.pragma_update(None, "query_only", true).map_err(fail)?;
         Ok(conn)
     }
 
-    /// The first row of `sql` with `$1`, `$2`… bound to `params`, mapped by `map`.
-    fn one<T>(
+    /// The first row of `sql` on a pooled read connection.
+    fn read<T>(
         &self,
         sql: &str,
         params: &[&dyn ToSql],
@@ -89,16 +132,7 @@ impl FastReads {
             Some(conn) => conn,
             None => self.connect()?,
         };
-        let result = (|| {
-            let mut statement = conn.prepare_cached(sql).map_err(fail)?;
-            let names: Vec<String> = (1..=params.len()).map(|i| format!("${i}")).collect();
-            let named: Vec<(&str, &dyn ToSql)> = names.iter().map(String::as_str).zip(params.iter().copied()).collect();
-            let mut found = statement.query(named.as_slice()).map_err(fail)?;
-            match found.next().map_err(fail)? {
-                Some(row) => map(&Cols(row)).map(Some),
-                None => Ok(None),
-            }
-        })();
+        let result = one(&conn, sql, params, map);
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
         if idle.len() < IDLE {
             idle.push(conn);
@@ -107,12 +141,55 @@ impl FastReads {
     }
 
     pub fn access_token_state(&self, grant_id: Uuid, jti: &str) -> Result<AccessTokenState> {
-        self.one(queries::ACCESS_TOKEN_STATE, &[&grant_id.to_string(), &jti], |row| rows::access_token_state(row))?
+        self.read(queries::ACCESS_TOKEN_STATE, &[&grant_id.to_string(), &jti], |row| rows::access_token_state(row))?
             .ok_or_else(|| StorageError::Other("the access token state query returned no row".into()))
     }
 
     pub fn permission_revision(&self) -> Result<i64> {
-        self.one("SELECT revision FROM permission_revision WHERE id = 1", &[], |row| row.int("revision"))?
+        self.read("SELECT revision FROM permission_revision WHERE id = 1", &[], |row| row.int("revision"))?
             .ok_or_else(|| StorageError::Other("the permission revision row is missing".into()))
+    }
+
+    pub fn find_client(&self, client_id: &str) -> Result<Option<Client>> {
+        self.read(queries::FIND_CLIENT, &[&client_id], |row| rows::client(row))
+    }
+
+    pub fn find_user(&self, id: Uuid) -> Result<Option<User>> {
+        self.read(queries::FIND_USER, &[&id.to_string()], |row| rows::user(row))
+    }
+
+    pub fn active_signing_kid(&self) -> Result<Option<String>> {
+        self.read(queries::ACTIVE_SIGNING_KID, &[], |row| row.text("kid"))
+    }
+
+    pub fn find_code(&self, code_hash: &str) -> Result<Option<StoredCode>> {
+        self.read(queries::FIND_CODE, &[&code_hash], |row| rows::stored_code(row))
+    }
+
+    pub fn find_refresh_token(&self, token_hash: &str) -> Result<Option<StoredRefreshToken>> {
+        self.read(queries::FIND_REFRESH_TOKEN, &[&token_hash], |row| rows::stored_refresh_token(row))
+    }
+
+    /// `None` when another writer holds the database.
+    pub fn redeem_code(
+        &self,
+        code_hash: &str,
+        now: OffsetDateTime,
+        grant: &Grant,
+        refresh: &RefreshToken,
+        audit: &AuditEvent,
+    ) -> Result<Option<Redemption>> {
+        self.writer.redeem_code(code_hash, now, grant, refresh, audit)
+    }
+
+    /// `None` when another writer holds the database.
+    pub fn rotate_refresh_token(
+        &self,
+        old_hash: &str,
+        now: OffsetDateTime,
+        successor: &RefreshToken,
+        audit: &AuditEvent,
+    ) -> Result<Option<Rotation>> {
+        self.writer.rotate_refresh_token(old_hash, now, successor, audit)
     }
 }

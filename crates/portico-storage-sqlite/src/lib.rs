@@ -7,12 +7,17 @@
 //! SQLite has one writer at a time. Writes go through a pool of one
 //! connection, so they queue in the process instead of contending for the
 //! file lock (whose busy handler sleeps for milliseconds); reads use a
-//! separate pool and, in WAL mode, never wait for the writer. The liveness
-//! check's read bypasses sqlx altogether (see [`fast`]).
+//! separate pool and, in WAL mode, never wait for the writer. The token
+//! endpoint's and the liveness check's reads and writes bypass sqlx
+//! altogether (see [`fast`] and [`writer`]), and WAL checkpoints run on a
+//! thread of their own (see [`checkpoint`]).
 
+mod checkpoint;
 mod fast;
+mod writer;
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use portico_storage::StorageError;
@@ -28,8 +33,10 @@ const READERS: u32 = 8;
 pub struct SqliteStore {
     pool: SqlitePool,
     read_pool: SqlitePool,
-    /// The synchronous liveness read; absent for an in-memory database.
-    fast: Option<std::sync::Arc<fast::FastReads>>,
+    /// The synchronous hot paths; absent for an in-memory database.
+    fast: Option<Arc<fast::FastPath>>,
+    /// The WAL checkpoint thread; absent for an in-memory database.
+    _checkpoints: Option<Arc<checkpoint::Checkpointer>>,
 }
 
 impl SqliteStore {
@@ -45,7 +52,8 @@ impl SqliteStore {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(Duration::from_secs(10))
-            .foreign_keys(true);
+            .foreign_keys(true)
+            .pragma("wal_autocheckpoint", checkpoint::WRITER_BOUND.to_string());
         let pool = SqlitePoolOptions::new()
             .max_connections(1)
             .acquire_timeout(Duration::from_secs(10))
@@ -60,8 +68,12 @@ impl SqliteStore {
             .map_err(storage_error("database"))?;
         let file = options.get_filename();
         let in_memory = file.as_os_str().is_empty() || file.to_string_lossy().contains(":memory:");
-        let fast = (!in_memory).then(|| std::sync::Arc::new(fast::FastReads::new(file)));
-        Ok(Self { pool, read_pool, fast })
+        if in_memory {
+            return Ok(Self { pool, read_pool, fast: None, _checkpoints: None });
+        }
+        let fast = Arc::new(fast::FastPath::new(file)?);
+        let checkpoints = Arc::new(checkpoint::Checkpointer::start(file)?);
+        Ok(Self { pool, read_pool, fast: Some(fast), _checkpoints: Some(checkpoints) })
     }
 
     /// Applies the migrations that have not run yet.
@@ -82,7 +94,7 @@ impl SqliteStore {
     }
 }
 
-portico_storage_sql::sql_repositories!(SqliteStore, sqlx::Sqlite, sqlx::sqlite::SqliteRow, "sqlite", fast_reads = fast);
+portico_storage_sql::sql_repositories!(SqliteStore, sqlx::Sqlite, sqlx::sqlite::SqliteRow, "sqlite", fast_path = fast);
 portico_storage_sql::sql_login_repositories!(SqliteStore, sqlx::Sqlite);
 portico_storage_sql::sql_notify_repositories!(
     SqliteStore,

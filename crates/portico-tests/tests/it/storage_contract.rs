@@ -256,6 +256,43 @@ async fn parallel_redemptions_and_rotations_have_one_winner() {
     }
 }
 
+/// SQLite's token writes run on a connection of their own that never waits
+/// on the async executor's threads: while another connection holds the
+/// database's write lock they take the store's other writer, which waits for
+/// the lock, and succeed once it is free.
+#[tokio::test]
+async fn sqlite_token_writes_wait_for_another_writer_and_succeed() {
+    use sqlx::Connection as _;
+
+    let dir = TempDir::new();
+    let url = fresh_database(Backend::Sqlite, &dir).await;
+    let store = store(Backend::Sqlite, &dir).await;
+    let (u, g) = granted(store.as_ref()).await;
+    store.insert_code(&code("h-locked", "app", u.id)).await.unwrap();
+
+    let mut other = sqlx::SqliteConnection::connect(&url).await.unwrap();
+    sqlx::query("BEGIN IMMEDIATE").execute(&mut other).await.unwrap();
+    let g2 = grant("app", u.id);
+    let redeem = tokio::spawn({
+        let (store, g2) = (Arc::clone(&store), g2.clone());
+        async move { store.redeem_code("h-locked", t0(), &g2, &refresh("r-locked", g2.id, 30), &audit()).await }
+    });
+    let rotate = tokio::spawn({
+        let store = Arc::clone(&store);
+        async move { store.rotate_refresh_token("r1", t0(), &refresh("r2", g.id, 30), &audit()).await }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(!redeem.is_finished() && !rotate.is_finished(), "both wait while the lock is held");
+    sqlx::query("COMMIT").execute(&mut other).await.unwrap();
+
+    assert_eq!(redeem.await.unwrap().unwrap(), Redemption::Redeemed);
+    assert_eq!(rotate.await.unwrap().unwrap(), Rotation::Rotated);
+    assert_eq!(store.find_code("h-locked").await.unwrap().unwrap().code.grant_id, Some(g2.id));
+    assert!(store.find_refresh_token("r-locked").await.unwrap().is_some());
+    assert!(store.find_refresh_token("r1").await.unwrap().unwrap().spent);
+    assert!(store.find_refresh_token("r2").await.unwrap().is_some());
+}
+
 #[tokio::test]
 async fn login_processes_update_optimistically_and_expire() {
     for backend in backends() {
