@@ -5,9 +5,12 @@
 //! whichever commit grows the log past a thousand pages, and the token
 //! writer commits on the async executor's threads, so every request on that
 //! thread would wait. Here a thread of the store checkpoints every
-//! [`INTERVAL`] without blocking writers or readers (`PASSIVE`); the
-//! writers keep SQLite's own checkpoint only as a bound ([`WRITER_BOUND`])
-//! for a log that this thread could not keep short.
+//! [`INTERVAL`] without blocking writers or readers (`PASSIVE`), so the
+//! `fsync`s happen on this thread. The log starts over from its beginning
+//! only once a checkpoint has copied all of it while no writer appended
+//! more; under a steady stream of writes that happens when a writer reaches
+//! [`WRITER_BOUND`] and checkpoints itself, which by then has only the
+//! frames since this thread's last pass left to copy.
 
 use std::path::Path;
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
