@@ -16,17 +16,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use portico_model::audit::AuditEvent;
 use portico_model::client::Client;
-use portico_model::oauth::{
-    AccessTokenState, Grant, Redemption, RefreshToken, Rotation, StoredCode, StoredRefreshToken,
-};
+use portico_model::oauth::{AccessTokenState, StoredCode, StoredRefreshToken};
 use portico_model::user::User;
 use portico_storage::{Result, StorageError};
 use portico_storage_sql::queries;
 use portico_storage_sql::rows::{self, Columns};
 use rusqlite::{Connection, OpenFlags, ToSql};
-use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::writer::TokenWriter;
@@ -104,7 +100,8 @@ pub fn one<T>(
 pub struct FastPath {
     path: PathBuf,
     idle: Mutex<Vec<Connection>>,
-    writer: TokenWriter,
+    /// The token writes (see [`crate::writer`]).
+    pub(crate) writer: TokenWriter,
 }
 
 impl FastPath {
@@ -168,28 +165,5 @@ impl FastPath {
 
     pub fn find_refresh_token(&self, token_hash: &str) -> Result<Option<StoredRefreshToken>> {
         self.read(queries::FIND_REFRESH_TOKEN, &[&token_hash], |row| rows::stored_refresh_token(row))
-    }
-
-    /// `None` when another writer holds the database.
-    pub fn redeem_code(
-        &self,
-        code_hash: &str,
-        now: OffsetDateTime,
-        grant: &Grant,
-        refresh: &RefreshToken,
-        audit: &AuditEvent,
-    ) -> Result<Option<Redemption>> {
-        self.writer.redeem_code(code_hash, now, grant, refresh, audit)
-    }
-
-    /// `None` when another writer holds the database.
-    pub fn rotate_refresh_token(
-        &self,
-        old_hash: &str,
-        now: OffsetDateTime,
-        successor: &RefreshToken,
-        audit: &AuditEvent,
-    ) -> Result<Option<Rotation>> {
-        self.writer.rotate_refresh_token(old_hash, now, successor, audit)
     }
 }

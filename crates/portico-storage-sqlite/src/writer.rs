@@ -22,7 +22,7 @@ use rusqlite::{Connection, ErrorCode, Transaction, TransactionBehavior};
 use time::OffsetDateTime;
 
 use crate::checkpoint;
-use crate::fast::{fail, named, one, open};
+use crate::fast::{FastPath, fail, named, one, open};
 
 pub struct TokenWriter {
     conn: Mutex<Connection>,
@@ -68,7 +68,11 @@ impl TokenWriter {
             Outcome::Rollback(done) => Ok(Some(done)),
         }
     }
+}
 
+/// The token writes of the fast path; `None` when another connection holds
+/// the write lock.
+impl FastPath {
     pub fn redeem_code(
         &self,
         code_hash: &str,
@@ -77,7 +81,7 @@ impl TokenWriter {
         refresh: &RefreshToken,
         audit: &AuditEvent,
     ) -> Result<Option<Redemption>> {
-        self.transaction(|tx| {
+        self.writer.transaction(|tx| {
             let grant_id = grant.id.to_string();
             if execute(tx, queries::SPEND_CODE_FOR_GRANT, &[&code_hash, &now.unix_timestamp(), &grant_id])? == 0 {
                 let first = one(tx, queries::CODE_GRANT, &[&code_hash], |row| row.text_opt("grant_id"))?.flatten();
@@ -111,7 +115,7 @@ impl TokenWriter {
         successor: &RefreshToken,
         audit: &AuditEvent,
     ) -> Result<Option<Rotation>> {
-        self.transaction(|tx| {
+        self.writer.transaction(|tx| {
             if execute(tx, queries::SPEND_REFRESH_TOKEN_FOR_SUCCESSOR, &[&old_hash, &now.unix_timestamp()])? == 0 {
                 return Ok(Outcome::Rollback(Rotation::Replay));
             }
