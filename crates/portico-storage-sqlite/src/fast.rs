@@ -9,8 +9,9 @@
 //! load). Here a read takes a few microseconds: in WAL mode a reader never
 //! waits for the writer. A write transaction takes tens of microseconds on
 //! the one [`writer`](super::writer) connection; WAL checkpoints, which
-//! `fsync`, run on a [thread of their own](super::checkpoint) so that no
-//! request ever waits for the disk.
+//! `fsync`, run on a [thread of their own](super::checkpoint), so requests
+//! do not wait for them (but for the writer's own checkpoint once the log
+//! is long).
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
