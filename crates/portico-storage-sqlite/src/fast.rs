@@ -26,6 +26,7 @@ use portico_storage_sql::rows::{self, Columns};
 use rusqlite::{Connection, OpenFlags, ToSql};
 use uuid::Uuid;
 
+use crate::checkpoint::Checkpointer;
 use crate::writer::TokenWriter;
 
 /// Idle read connections kept for reuse; more are opened under load and
@@ -103,12 +104,20 @@ pub struct FastPath {
     idle: Mutex<Vec<Connection>>,
     /// The token writes (see [`crate::writer`]).
     pub(crate) writer: TokenWriter,
+    /// Checkpoints the file's log for as long as the fast path lives.
+    _checkpoints: Checkpointer,
 }
 
 impl FastPath {
-    /// The fast path to the database file at `path` (which must exist).
+    /// The fast path to the database file at `path` (which must exist),
+    /// with its checkpoint thread.
     pub fn new(path: &Path) -> Result<Self> {
-        Ok(Self { path: path.to_owned(), idle: Mutex::new(Vec::new()), writer: TokenWriter::open(path)? })
+        Ok(Self {
+            path: path.to_owned(),
+            idle: Mutex::new(Vec::new()),
+            writer: TokenWriter::open(path)?,
+            _checkpoints: Checkpointer::start(path)?,
+        })
     }
 
     fn connect(&self) -> Result<Connection> {

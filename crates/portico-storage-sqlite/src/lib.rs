@@ -33,10 +33,9 @@ const READERS: u32 = 8;
 pub struct SqliteStore {
     pool: SqlitePool,
     read_pool: SqlitePool,
-    /// The synchronous hot paths; absent for an in-memory database.
+    /// The synchronous hot paths and the WAL checkpoint thread; absent for
+    /// an in-memory database.
     fast: Option<Arc<fast::FastPath>>,
-    /// The WAL checkpoint thread; absent for an in-memory database.
-    _checkpoints: Option<Arc<checkpoint::Checkpointer>>,
 }
 
 impl SqliteStore {
@@ -68,12 +67,8 @@ impl SqliteStore {
             .map_err(storage_error("database"))?;
         let file = options.get_filename();
         let in_memory = file.as_os_str().is_empty() || file.to_string_lossy().contains(":memory:");
-        if in_memory {
-            return Ok(Self { pool, read_pool, fast: None, _checkpoints: None });
-        }
-        let fast = Arc::new(fast::FastPath::new(file)?);
-        let checkpoints = Arc::new(checkpoint::Checkpointer::start(file)?);
-        Ok(Self { pool, read_pool, fast: Some(fast), _checkpoints: Some(checkpoints) })
+        let fast = if in_memory { None } else { Some(Arc::new(fast::FastPath::new(file)?)) };
+        Ok(Self { pool, read_pool, fast })
     }
 
     /// Applies the migrations that have not run yet.
