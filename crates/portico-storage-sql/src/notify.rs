@@ -436,18 +436,23 @@ macro_rules! sql_notify_repositories {
                 }
 
                 async fn release_deliveries(&self, leases: &[(Uuid, OffsetDateTime)], now: OffsetDateTime) -> Result<()> {
+                    // One statement per chunk; each delivery only under the
+                    // lease it was given back under.
                     let mut tx = self.pool.begin().await.map_err(storage_error(ROW))?;
-                    for (id, lease_until) in leases {
-                        sqlx::query(
-                            "UPDATE notification_deliveries SET lease_until = NULL, next_attempt_at = $1 \
-                             WHERE id = $2 AND lease_until = $3 AND status = 'PENDING'",
-                        )
-                        .bind(now.unix_timestamp())
-                        .bind(id.to_string())
-                        .bind(lease_until.unix_timestamp())
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(storage_error(ROW))?;
+                    for chunk in leases.chunks(500) {
+                        let sql = format!(
+                            "UPDATE notification_deliveries SET lease_until = NULL, next_attempt_at = ${} \
+                             FROM (VALUES {}) AS v \
+                             WHERE notification_deliveries.id = v.column1 \
+                             AND notification_deliveries.lease_until = v.column2 AND status = 'PENDING'",
+                            chunk.len() * 2 + 1,
+                            $crate::values(chunk.len(), 2)
+                        );
+                        let mut release = sqlx::query(&sql);
+                        for (id, lease_until) in chunk {
+                            release = release.bind(id.to_string()).bind(lease_until.unix_timestamp());
+                        }
+                        release.bind(now.unix_timestamp()).execute(&mut *tx).await.map_err(storage_error(ROW))?;
                     }
                     tx.commit().await.map_err(storage_error(ROW))?;
                     Ok(())

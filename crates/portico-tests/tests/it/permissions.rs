@@ -422,6 +422,9 @@ async fn the_admin_api_applies_documents_all_or_nothing() {
             }
             assert_eq!(request.send().await.unwrap().status(), 401);
         }
+        // The right token without its scheme is not a bearer credential.
+        let bare = app.http().get(app.url("/admin/v1/permissions")).header("authorization", ADMIN_TOKEN);
+        assert_eq!(bare.send().await.unwrap().status(), 401, "{backend:?}");
 
         let response = app
             .apply_permissions(&json!({

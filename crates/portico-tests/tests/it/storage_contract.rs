@@ -611,10 +611,12 @@ async fn released_deliveries_are_due_at_once_and_only_under_their_own_lease() {
         let store = with_deliveries(backend, &dir, 3, lease, Some(lease)).await;
         assert!(store.claim_due_deliveries(&claim(t0(), 10, 10, &[])).await.unwrap().is_empty(), "{backend:?}");
         let stale = t0() + Duration::seconds(30);
-        store.release_deliveries(&[(Uuid::from_u128(1), lease), (Uuid::from_u128(2), stale)], t0()).await.unwrap();
+        let released = [(Uuid::from_u128(1), lease), (Uuid::from_u128(2), stale), (Uuid::from_u128(3), lease)];
+        store.release_deliveries(&released, t0()).await.unwrap();
         let claimed = store.claim_due_deliveries(&claim(t0(), 10, 10, &[])).await.unwrap();
-        let claimed: Vec<Uuid> = claimed.iter().map(|d| d.id).collect();
-        assert_eq!(claimed, [Uuid::from_u128(1)], "only the one released under its own lease");
+        let mut claimed: Vec<Uuid> = claimed.iter().map(|d| d.id).collect();
+        claimed.sort();
+        assert_eq!(claimed, [Uuid::from_u128(1), Uuid::from_u128(3)], "only those released under their own lease");
         store.release_deliveries(&[], t0()).await.unwrap();
     }
 }
