@@ -1,6 +1,7 @@
 //! Logs (tracing) and metrics (Prometheus).
 
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tracing_subscriber::EnvFilter;
@@ -22,7 +23,15 @@ pub fn init_logs(config: &Config) {
     };
 }
 
+/// How often the recorder folds the samples recorded since into its
+/// histograms (the exporter's own default).
+const UPKEEP_EVERY: Duration = Duration::from_secs(5);
+
 /// The process's Prometheus recorder, installed on first use.
+///
+/// A histogram keeps each sample until the recorder's upkeep folds it in,
+/// which a scrape does too; a thread of its own runs the upkeep, so that a
+/// node nobody scrapes does not keep a sample of every request it served.
 pub fn metrics() -> &'static PrometheusHandle {
     static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
     HANDLE.get_or_init(|| {
@@ -30,6 +39,16 @@ pub fn metrics() -> &'static PrometheusHandle {
         let handle = recorder.handle();
         // Another recorder may already be installed (tests); ours then only renders.
         let _ = metrics::set_global_recorder(recorder);
+        let upkeep = handle.clone();
+        let started = std::thread::Builder::new().name("portico-metrics".into()).spawn(move || {
+            loop {
+                std::thread::sleep(UPKEEP_EVERY);
+                upkeep.run_upkeep();
+            }
+        });
+        if let Err(error) = started {
+            tracing::warn!(%error, "cannot start the metrics upkeep thread; histograms are folded in at each scrape only");
+        }
         handle
     })
 }
