@@ -354,9 +354,40 @@ macro_rules! sql_repositories {
                             return Ok(done);
                         }
                     )?
+                    if $backend == "postgres" {
+                        // One round trip. A parallel redemption of the same
+                        // code makes this wait for its row and then find it
+                        // spent.
+                        let grant_id = grant.id.to_string();
+                        let redeemed: i64 = sqlx::query_scalar(queries::PG_REDEEM_CODE)
+                            .bind(code_hash)
+                            .bind(now.unix_timestamp())
+                            .bind(&grant_id)
+                            .bind(&grant.client_id)
+                            .bind(grant.user_id.to_string())
+                            .bind(&grant.scope)
+                            .bind(grant.auth_time.unix_timestamp())
+                            .bind(grant.created_at.unix_timestamp())
+                            .bind(grant.revoked_at.map(OffsetDateTime::unix_timestamp))
+                            .bind(grant.amr.join(" "))
+                            .bind(&refresh.token_hash)
+                            .bind(refresh.created_at.unix_timestamp())
+                            .bind(refresh.expires_at.unix_timestamp())
+                            .bind(audit.at.unix_timestamp())
+                            .bind(&audit.kind)
+                            .bind(audit.user_id.map(|id| id.to_string()))
+                            .bind(&audit.client_id)
+                            .bind(to_json(&audit.detail)?)
+                            .fetch_one(&self.pool)
+                            .await
+                            .map_err(storage_error(ROW))?;
+                        if redeemed > 0 {
+                            return Ok(Redemption::Redeemed);
+                        }
+                        let code = self.spend_code(code_hash, now).await?;
+                        return Ok(Redemption::Replay { grant_id: code.and_then(|c| c.grant_id) });
+                    }
                     let mut tx = self.pool.begin().await.map_err(storage_error(ROW))?;
-                    // In PostgreSQL this waits for a parallel redemption of the
-                    // same code and then finds it spent.
                     let spent = sqlx::query(queries::SPEND_CODE_FOR_GRANT)
                     .bind(code_hash)
                     .bind(now.unix_timestamp())
@@ -517,6 +548,34 @@ macro_rules! sql_repositories {
                             return Ok(done);
                         }
                     )?
+                    if $backend == "postgres" {
+                        let rotated: i64 = sqlx::query_scalar(queries::PG_ROTATE_REFRESH_TOKEN)
+                            .bind(old_hash)
+                            .bind(now.unix_timestamp())
+                            .bind(&successor.token_hash)
+                            .bind(successor.grant_id.to_string())
+                            .bind(successor.created_at.unix_timestamp())
+                            .bind(successor.expires_at.unix_timestamp())
+                            .bind(audit.at.unix_timestamp())
+                            .bind(&audit.kind)
+                            .bind(audit.user_id.map(|id| id.to_string()))
+                            .bind(&audit.client_id)
+                            .bind(to_json(&audit.detail)?)
+                            .fetch_one(&self.pool)
+                            .await
+                            .map_err(storage_error(ROW))?;
+                        if rotated > 0 {
+                            return Ok(Rotation::Rotated);
+                        }
+                        // A statement of its own sees what a parallel
+                        // rotation committed meanwhile.
+                        let unspent: bool = sqlx::query_scalar(queries::PG_REFRESH_TOKEN_UNSPENT)
+                            .bind(old_hash)
+                            .fetch_one(&self.pool)
+                            .await
+                            .map_err(storage_error(ROW))?;
+                        return Ok(if unspent { Rotation::GrantRevoked } else { Rotation::Replay });
+                    }
                     let mut tx = self.pool.begin().await.map_err(storage_error(ROW))?;
                     let spent =
                         sqlx::query(queries::SPEND_REFRESH_TOKEN_FOR_SUCCESSOR)
