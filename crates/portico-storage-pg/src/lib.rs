@@ -7,6 +7,10 @@ use portico_storage_sql::storage_error;
 use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
 
+/// A pooled connection idle this long is checked with a round trip before
+/// it serves a query.
+const PING_IDLE_AFTER: Duration = Duration::from_secs(1);
+
 /// Every repository, on one PostgreSQL database.
 #[derive(Clone)]
 pub struct PgStore {
@@ -26,6 +30,19 @@ impl PgStore {
         let pool = PgPoolOptions::new()
             .max_connections(max_connections)
             .acquire_timeout(acquire_timeout)
+            // sqlx checks every connection when it comes back to the pool;
+            // checking it again on the way out only pays off after it sat
+            // idle (a server restart, a dropped network path meanwhile).
+            // Without this every query would cost two round trips.
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for >= PING_IDLE_AFTER {
+                        sqlx::Connection::ping(conn).await?;
+                    }
+                    Ok(true)
+                })
+            })
             .connect(url)
             .await
             .map_err(storage_error("database"))?;

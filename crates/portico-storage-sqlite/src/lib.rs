@@ -53,14 +53,19 @@ impl SqliteStore {
             .busy_timeout(Duration::from_secs(10))
             .foreign_keys(true)
             .pragma("wal_autocheckpoint", checkpoint::WRITER_BOUND.to_string());
+        // A connection to a local file does not go stale in the pool, and
+        // sqlx checks each one when it comes back: no second check (a round
+        // trip to the connection's thread) on the way out.
         let pool = SqlitePoolOptions::new()
             .max_connections(1)
+            .test_before_acquire(false)
             .acquire_timeout(Duration::from_secs(10))
             .connect_with(options.clone())
             .await
             .map_err(storage_error("database"))?;
         let read_pool = SqlitePoolOptions::new()
             .max_connections(READERS)
+            .test_before_acquire(false)
             .acquire_timeout(Duration::from_secs(10))
             .connect_with(options.clone().create_if_missing(false))
             .await
