@@ -359,7 +359,7 @@ macro_rules! sql_repositories {
                         // code makes this wait for its row and then find it
                         // spent.
                         let grant_id = grant.id.to_string();
-                        let redeemed: i64 = sqlx::query_scalar(queries::PG_REDEEM_CODE)
+                        let query = sqlx::query(queries::PG_REDEEM_CODE)
                             .bind(code_hash)
                             .bind(now.unix_timestamp())
                             .bind(&grant_id)
@@ -372,15 +372,10 @@ macro_rules! sql_repositories {
                             .bind(grant.amr.join(" "))
                             .bind(&refresh.token_hash)
                             .bind(refresh.created_at.unix_timestamp())
-                            .bind(refresh.expires_at.unix_timestamp())
-                            .bind(audit.at.unix_timestamp())
-                            .bind(&audit.kind)
-                            .bind(audit.user_id.map(|id| id.to_string()))
-                            .bind(&audit.client_id)
-                            .bind(to_json(&audit.detail)?)
-                            .fetch_one(&self.pool)
-                            .await
-                            .map_err(storage_error(ROW))?;
+                            .bind(refresh.expires_at.unix_timestamp());
+                        let row =
+                            bind_audit(query, audit)?.fetch_one(&self.pool).await.map_err(storage_error(ROW))?;
+                        let redeemed: i64 = row.try_get("redeemed").map_err(storage_error(ROW))?;
                         if redeemed > 0 {
                             return Ok(Redemption::Redeemed);
                         }
@@ -452,16 +447,24 @@ macro_rules! sql_repositories {
                 Ok(done.rows_affected() > 0)
             }
 
-            async fn insert_audit<'e, E>(executor: E, event: &AuditEvent) -> Result<()>
-            where
-                E: sqlx::Executor<'e, Database = $db>,
-            {
-                sqlx::query(queries::INSERT_AUDIT)
+            type Query<'q> = sqlx::query::Query<'q, $db, <$db as sqlx::Database>::Arguments<'q>>;
+
+            /// Binds an audit event's five columns (at, kind, user, client,
+            /// detail), in the table's order.
+            fn bind_audit<'q>(query: Query<'q>, event: &'q AuditEvent) -> Result<Query<'q>> {
+                Ok(query
                     .bind(event.at.unix_timestamp())
                     .bind(&event.kind)
                     .bind(event.user_id.map(|id| id.to_string()))
                     .bind(&event.client_id)
-                    .bind(to_json(&event.detail)?)
+                    .bind(to_json(&event.detail)?))
+            }
+
+            async fn insert_audit<'e, E>(executor: E, event: &AuditEvent) -> Result<()>
+            where
+                E: sqlx::Executor<'e, Database = $db>,
+            {
+                bind_audit(sqlx::query(queries::INSERT_AUDIT), event)?
                     .execute(executor)
                     .await
                     .map_err(storage_error(ROW))?;
@@ -549,21 +552,16 @@ macro_rules! sql_repositories {
                         }
                     )?
                     if $backend == "postgres" {
-                        let rotated: i64 = sqlx::query_scalar(queries::PG_ROTATE_REFRESH_TOKEN)
+                        let query = sqlx::query(queries::PG_ROTATE_REFRESH_TOKEN)
                             .bind(old_hash)
                             .bind(now.unix_timestamp())
                             .bind(&successor.token_hash)
                             .bind(successor.grant_id.to_string())
                             .bind(successor.created_at.unix_timestamp())
-                            .bind(successor.expires_at.unix_timestamp())
-                            .bind(audit.at.unix_timestamp())
-                            .bind(&audit.kind)
-                            .bind(audit.user_id.map(|id| id.to_string()))
-                            .bind(&audit.client_id)
-                            .bind(to_json(&audit.detail)?)
-                            .fetch_one(&self.pool)
-                            .await
-                            .map_err(storage_error(ROW))?;
+                            .bind(successor.expires_at.unix_timestamp());
+                        let row =
+                            bind_audit(query, audit)?.fetch_one(&self.pool).await.map_err(storage_error(ROW))?;
+                        let rotated: i64 = row.try_get("rotated").map_err(storage_error(ROW))?;
                         if rotated > 0 {
                             return Ok(Rotation::Rotated);
                         }
