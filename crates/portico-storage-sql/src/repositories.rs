@@ -358,18 +358,8 @@ macro_rules! sql_repositories {
                         // One round trip. A parallel redemption of the same
                         // code makes this wait for its row and then find it
                         // spent.
-                        let grant_id = grant.id.to_string();
-                        let query = sqlx::query(queries::PG_REDEEM_CODE)
-                            .bind(code_hash)
-                            .bind(now.unix_timestamp())
-                            .bind(&grant_id)
-                            .bind(&grant.client_id)
-                            .bind(grant.user_id.to_string())
-                            .bind(&grant.scope)
-                            .bind(grant.auth_time.unix_timestamp())
-                            .bind(grant.created_at.unix_timestamp())
-                            .bind(grant.revoked_at.map(OffsetDateTime::unix_timestamp))
-                            .bind(grant.amr.join(" "))
+                        let query = sqlx::query(queries::PG_REDEEM_CODE).bind(code_hash).bind(now.unix_timestamp());
+                        let query = bind_grant(query, grant)
                             .bind(&refresh.token_hash)
                             .bind(refresh.created_at.unix_timestamp())
                             .bind(refresh.expires_at.unix_timestamp());
@@ -416,16 +406,22 @@ macro_rules! sql_repositories {
                 }
             }
 
+            /// Binds a grant's eight columns (id, client, user, scope, auth
+            /// time, created, revoked, amr), in the table's order.
+            fn bind_grant<'q>(query: Query<'q>, grant: &'q Grant) -> Query<'q> {
+                query
+                    .bind(grant.id.to_string())
+                    .bind(&grant.client_id)
+                    .bind(grant.user_id.to_string())
+                    .bind(&grant.scope)
+                    .bind(grant.auth_time.unix_timestamp())
+                    .bind(grant.created_at.unix_timestamp())
+                    .bind(grant.revoked_at.map(OffsetDateTime::unix_timestamp))
+                    .bind(grant.amr.join(" "))
+            }
+
             async fn insert_grant(tx: &mut sqlx::Transaction<'_, $db>, grant: &Grant) -> Result<()> {
-                sqlx::query(queries::INSERT_GRANT)
-                .bind(grant.id.to_string())
-                .bind(&grant.client_id)
-                .bind(grant.user_id.to_string())
-                .bind(&grant.scope)
-                .bind(grant.auth_time.unix_timestamp())
-                .bind(grant.created_at.unix_timestamp())
-                .bind(grant.revoked_at.map(OffsetDateTime::unix_timestamp))
-                .bind(grant.amr.join(" "))
+                bind_grant(sqlx::query(queries::INSERT_GRANT), grant)
                 .execute(&mut **tx)
                 .await
                 .map_err(storage_error("grant"))?;
