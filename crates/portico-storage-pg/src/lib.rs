@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use portico_storage::StorageError;
-use portico_storage_sql::storage_error;
+use portico_storage_sql::{idle_through_a_failure, storage_error};
 use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
 
@@ -32,12 +32,13 @@ impl PgStore {
             .acquire_timeout(acquire_timeout)
             // sqlx checks every connection when it comes back to the pool;
             // checking it again on the way out only pays off after it sat
-            // idle (a server restart, a dropped network path meanwhile).
+            // idle (a server restart, a dropped network path meanwhile) or
+            // when another connection was lost while it sat in the pool.
             // Without this every query would cost two round trips.
             .test_before_acquire(false)
             .before_acquire(|conn, meta| {
                 Box::pin(async move {
-                    if meta.idle_for >= PING_IDLE_AFTER {
+                    if meta.idle_for >= PING_IDLE_AFTER || idle_through_a_failure(meta.idle_for) {
                         sqlx::Connection::ping(conn).await?;
                     }
                     Ok(true)
