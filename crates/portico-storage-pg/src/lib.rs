@@ -74,7 +74,7 @@ portico_storage_sql::sql_notify_repositories!(
     PgStore,
     sqlx::Postgres,
     skip_locked = " FOR UPDATE SKIP LOCKED",
-    one_statement_intake = true
+    batches = arrays
 );
 portico_storage_sql::sql_report_repositories!(PgStore, sqlx::Postgres, skip_locked = " FOR UPDATE SKIP LOCKED");
 portico_storage_sql::sql_permission_repository!(PgStore, sqlx::Postgres, sqlx::postgres::PgRow);

@@ -25,6 +25,7 @@ pub mod deps {
 
 pub mod login;
 pub mod notify;
+pub mod notify_batches;
 pub mod permissions;
 pub mod queries;
 pub mod reports;

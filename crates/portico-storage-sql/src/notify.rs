@@ -5,13 +5,12 @@
 /// fields it needs). `skip_locked` is appended to the row selection of a
 /// claim: `" FOR UPDATE SKIP LOCKED"` on PostgreSQL, so that concurrent
 /// claims pass each other's rows by; `""` on SQLite, whose single writer
-/// already serializes them. With `one_statement_intake = true`
-/// (PostgreSQL) an intake batch's events and deliveries go in with one
-/// statement (data-modifying `WITH`), without a transaction's extra round
-/// trips; SQLite has no such statement and uses a transaction.
+/// already serializes them. `batches` chooses how many-row statements are
+/// written (see [`notify_batches`](crate::notify_batches)): `arrays` on
+/// PostgreSQL, `values` elsewhere.
 #[macro_export]
 macro_rules! sql_notify_repositories {
-    ($store:ident, $db:ty, skip_locked = $skip_locked:literal, one_statement_intake = $one_statement:literal) => {
+    ($store:ident, $db:ty, skip_locked = $skip_locked:literal, batches = $batches:ident) => {
         const _: () = {
             use $crate::deps::async_trait::async_trait;
             use $crate::deps::portico_model::notify::{
@@ -117,29 +116,18 @@ macro_rules! sql_notify_repositories {
                 Ok(())
             }
 
-            /// The rows of `table` whose `column` is one of `keys` (read in
-            /// chunks), each made by `from`.
-            async fn rows_in<T>(
-                pool: &sqlx::Pool<$db>,
-                table: &str,
-                column: &str,
-                keys: &[&str],
-                from: fn(&DbRow) -> Result<T>,
-            ) -> Result<Vec<T>> {
-                let mut found = Vec::with_capacity(keys.len());
-                for chunk in keys.chunks(500) {
-                    let places: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
-                    let sql = format!("SELECT * FROM {table} WHERE {column} IN ({})", places.join(", "));
-                    let mut query = sqlx::query(&sql);
-                    for key in chunk {
-                        query = query.bind(*key);
-                    }
-                    for row in query.fetch_all(pool).await.map_err(storage_error(ROW))? {
-                        found.push(from(&row)?);
-                    }
+            /// A finished attempt's delivery: its status, when it is due
+            /// next, and when it finished.
+            fn finished_columns(done: &FinishedAttempt) -> (DeliveryStatus, OffsetDateTime, Option<OffsetDateTime>) {
+                let at = done.attempt.at;
+                match done.outcome {
+                    Outcome::Delivered => (DeliveryStatus::Delivered, at, Some(at)),
+                    Outcome::RetryAt(next) => (DeliveryStatus::Pending, next, None),
+                    Outcome::Failed => (DeliveryStatus::Failed, at, Some(at)),
                 }
-                Ok(found)
             }
+
+            $crate::__notify_batches!($batches, $db);
 
             /// The merchant `sql` (one `$1` placeholder) finds for `value`.
             async fn find_merchant_by(
@@ -231,10 +219,10 @@ macro_rules! sql_notify_repositories {
             #[async_trait]
             impl NotificationRepository for $store {
                 async fn record_events(&self, batch: &[(StoredEvent, Delivery)]) -> Result<Vec<Intake>> {
-                    // Distinct ids go in with one multi-row insert each for
-                    // events and deliveries; what the insert passed over was
-                    // there before (or earlier in the batch) and is compared.
-                    // The first of each id in the batch is inserted.
+                    // The first of each id in the batch goes in, with its
+                    // delivery, in one batch; what the insert passed over
+                    // was there before (or earlier in the batch) and is
+                    // compared.
                     let mut first_index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
                     let mut fresh: Vec<usize> = Vec::new();
                     for (i, (event, _)) in batch.iter().enumerate() {
@@ -243,68 +231,12 @@ macro_rules! sql_notify_repositories {
                             fresh.push(i);
                         }
                     }
-                    let mut inserted: std::collections::HashSet<String> = std::collections::HashSet::new();
-                    if $one_statement && !fresh.is_empty() && fresh.len() <= 500 {
-                        let sql = format!(
-                            "WITH v (event_id, merchant_id, kind, payload, received_at, id, status, attempts, \
-                             next_attempt_at, lease_until, created_at, finished_at) AS (VALUES {}), \
-                             ins AS (INSERT INTO notification_events (event_id, merchant_id, kind, payload, received_at) \
-                             SELECT event_id, merchant_id, kind, payload, received_at FROM v \
-                             ON CONFLICT (event_id) DO NOTHING RETURNING event_id), \
-                             del AS (INSERT INTO notification_deliveries (id, event_id, merchant_id, status, attempts, \
-                             next_attempt_at, lease_until, created_at, finished_at) \
-                             SELECT v.id, v.event_id, v.merchant_id, v.status, v.attempts, v.next_attempt_at, \
-                             v.lease_until, v.created_at, v.finished_at FROM v JOIN ins ON ins.event_id = v.event_id) \
-                             SELECT event_id FROM ins",
-                            $crate::values(fresh.len(), 12)
-                        );
-                        let mut query = sqlx::query(&sql);
-                        for &i in &fresh {
-                            let (event, delivery) = &batch[i];
-                            query = bind_event(query, event)?
-                                .bind(delivery.id.to_string())
-                                .bind(delivery.status.as_str())
-                                .bind(i32::try_from(delivery.attempts).unwrap_or(i32::MAX))
-                                .bind(delivery.next_attempt_at.unix_timestamp())
-                                .bind(delivery.lease_until.map(OffsetDateTime::unix_timestamp))
-                                .bind(delivery.created_at.unix_timestamp())
-                                .bind(delivery.finished_at.map(OffsetDateTime::unix_timestamp));
-                        }
-                        for row in query.fetch_all(&self.pool).await.map_err(storage_error(ROW))? {
-                            inserted.insert(get(&row, "event_id")?);
-                        }
+                    let fresh: Vec<&(StoredEvent, Delivery)> = fresh.iter().map(|&i| &batch[i]).collect();
+                    let inserted = if fresh.is_empty() {
+                        std::collections::HashSet::new()
                     } else {
-                        let mut tx = self.pool.begin().await.map_err(storage_error(ROW))?;
-                        for chunk in fresh.chunks(500) {
-                            let sql = format!(
-                                "INSERT INTO notification_events (event_id, merchant_id, kind, payload, received_at) \
-                                 VALUES {} ON CONFLICT (event_id) DO NOTHING RETURNING event_id",
-                                $crate::values(chunk.len(), 5)
-                            );
-                            let mut query = sqlx::query(&sql);
-                            for &i in chunk {
-                                query = bind_event(query, &batch[i].0)?;
-                            }
-                            for row in query.fetch_all(&mut *tx).await.map_err(storage_error(ROW))? {
-                                inserted.insert(get(&row, "event_id")?);
-                            }
-                        }
-                        let accepted: Vec<usize> =
-                            fresh.iter().copied().filter(|&i| inserted.contains(&batch[i].0.event_id)).collect();
-                        for chunk in accepted.chunks(500) {
-                            let sql = format!(
-                                "INSERT INTO notification_deliveries (id, event_id, merchant_id, status, attempts, \
-                                 next_attempt_at, lease_until, created_at, finished_at) VALUES {}",
-                                $crate::values(chunk.len(), 9)
-                            );
-                            let mut query = sqlx::query(&sql);
-                            for &i in chunk {
-                                query = bind_delivery(query, &batch[i].1);
-                            }
-                            query.execute(&mut *tx).await.map_err(storage_error("delivery"))?;
-                        }
-                        tx.commit().await.map_err(storage_error(ROW))?;
-                    }
+                        insert_fresh(&self.pool, &fresh).await?
+                    };
                     let mut results = Vec::with_capacity(batch.len());
                     for (i, (event, _)) in batch.iter().enumerate() {
                         if first_index.get(event.event_id.as_str()) == Some(&i) && inserted.contains(&event.event_id) {
@@ -382,80 +314,21 @@ macro_rules! sql_notify_repositories {
                 }
 
                 async fn finish_attempts(&self, finished: &[FinishedAttempt]) -> Result<()> {
-                    // Two multi-row statements per chunk: the attempts, and
-                    // the deliveries (each only under the lease it was made
-                    // under) from a VALUES list.
-                    let mut tx = self.pool.begin().await.map_err(storage_error(ROW))?;
-                    for chunk in finished.chunks(500) {
-                        let rows = |width: usize| $crate::values(chunk.len(), width);
-                        let sql = format!(
-                            "INSERT INTO delivery_attempts (delivery_id, attempt, at, status_code, error, response, \
-                             duration_ms) VALUES {} ON CONFLICT (delivery_id, attempt) DO NOTHING",
-                            rows(7)
-                        );
-                        let mut insert = sqlx::query(&sql);
-                        for done in chunk {
-                            let attempt = &done.attempt;
-                            insert = insert
-                                .bind(attempt.delivery_id.to_string())
-                                .bind(i32::try_from(attempt.attempt).unwrap_or(i32::MAX))
-                                .bind(attempt.at.unix_timestamp())
-                                .bind(attempt.status_code.map(i32::from))
-                                .bind(&attempt.error)
-                                .bind(&attempt.response_excerpt)
-                                .bind(attempt.duration_ms);
-                        }
-                        insert.execute(&mut *tx).await.map_err(storage_error("delivery attempt"))?;
-                        let sql = format!(
-                            "UPDATE notification_deliveries SET status = v.column2, attempts = v.column3, \
-                             next_attempt_at = v.column4, lease_until = NULL, finished_at = v.column5 \
-                             FROM (VALUES {}) AS v \
-                             WHERE notification_deliveries.id = v.column1 AND notification_deliveries.lease_until = v.column6",
-                            rows(6)
-                        );
-                        let mut update = sqlx::query(&sql);
-                        for done in chunk {
-                            let attempt = &done.attempt;
-                            let (status, next, finished) = match done.outcome {
-                                Outcome::Delivered => (DeliveryStatus::Delivered, attempt.at, Some(attempt.at)),
-                                Outcome::RetryAt(at) => (DeliveryStatus::Pending, at, None),
-                                Outcome::Failed => (DeliveryStatus::Failed, attempt.at, Some(attempt.at)),
-                            };
-                            update = update
-                                .bind(attempt.delivery_id.to_string())
-                                .bind(status.as_str())
-                                .bind(i32::try_from(attempt.attempt).unwrap_or(i32::MAX))
-                                .bind(next.unix_timestamp())
-                                .bind(finished.map(OffsetDateTime::unix_timestamp))
-                                .bind(done.lease_until.unix_timestamp());
-                        }
-                        update.execute(&mut *tx).await.map_err(storage_error(ROW))?;
+                    if finished.is_empty() {
+                        return Ok(());
                     }
-                    tx.commit().await.map_err(storage_error(ROW))?;
-                    Ok(())
+                    write_finished(&self.pool, finished).await
                 }
 
-                async fn release_deliveries(&self, leases: &[(Uuid, OffsetDateTime)], now: OffsetDateTime) -> Result<()> {
-                    // One statement per chunk; each delivery only under the
-                    // lease it was given back under.
-                    let mut tx = self.pool.begin().await.map_err(storage_error(ROW))?;
-                    for chunk in leases.chunks(500) {
-                        let sql = format!(
-                            "UPDATE notification_deliveries SET lease_until = NULL, next_attempt_at = ${} \
-                             FROM (VALUES {}) AS v \
-                             WHERE notification_deliveries.id = v.column1 \
-                             AND notification_deliveries.lease_until = v.column2 AND status = 'PENDING'",
-                            chunk.len() * 2 + 1,
-                            $crate::values(chunk.len(), 2)
-                        );
-                        let mut release = sqlx::query(&sql);
-                        for (id, lease_until) in chunk {
-                            release = release.bind(id.to_string()).bind(lease_until.unix_timestamp());
-                        }
-                        release.bind(now.unix_timestamp()).execute(&mut *tx).await.map_err(storage_error(ROW))?;
+                async fn release_deliveries(
+                    &self,
+                    leases: &[(Uuid, OffsetDateTime)],
+                    now: OffsetDateTime,
+                ) -> Result<()> {
+                    if leases.is_empty() {
+                        return Ok(());
                     }
-                    tx.commit().await.map_err(storage_error(ROW))?;
-                    Ok(())
+                    write_released(&self.pool, leases, now).await
                 }
 
                 async fn attempts_of(&self, delivery_id: Uuid) -> Result<Vec<Attempt>> {

@@ -96,11 +96,6 @@ impl SqliteStore {
 
 portico_storage_sql::sql_repositories!(SqliteStore, sqlx::Sqlite, sqlx::sqlite::SqliteRow, "sqlite", fast_path = fast);
 portico_storage_sql::sql_login_repositories!(SqliteStore, sqlx::Sqlite);
-portico_storage_sql::sql_notify_repositories!(
-    SqliteStore,
-    sqlx::Sqlite,
-    skip_locked = "",
-    one_statement_intake = false
-);
+portico_storage_sql::sql_notify_repositories!(SqliteStore, sqlx::Sqlite, skip_locked = "", batches = values);
 portico_storage_sql::sql_report_repositories!(SqliteStore, sqlx::Sqlite, skip_locked = "");
 portico_storage_sql::sql_permission_repository!(SqliteStore, sqlx::Sqlite, sqlx::sqlite::SqliteRow, fast_reads = fast);
