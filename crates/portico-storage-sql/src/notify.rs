@@ -277,13 +277,7 @@ macro_rules! sql_notify_repositories {
                     // concurrent claim holds are the candidates, locked; at
                     // most `per_merchant` of each merchant are taken.
                     let due = "status = 'PENDING' AND next_attempt_at <= $2";
-                    let skip = if claim.skip_merchants.is_empty() {
-                        String::new()
-                    } else {
-                        let places: Vec<String> =
-                            (0..claim.skip_merchants.len()).map(|i| format!("${}", i + 5)).collect();
-                        format!(" AND merchant_id NOT IN ({})", places.join(", "))
-                    };
+                    let skip = skip_clause(claim.skip_merchants.len());
                     let sql = format!(
                         "WITH candidates AS (SELECT id, merchant_id, next_attempt_at FROM notification_deliveries \
                          WHERE {due}{skip} ORDER BY next_attempt_at LIMIT $3{}), \
@@ -294,15 +288,12 @@ macro_rules! sql_notify_repositories {
                          AND {due} RETURNING *",
                         $skip_locked
                     );
-                    let mut query = sqlx::query(&sql)
+                    let query = sqlx::query(&sql)
                         .bind(claim.lease_until.unix_timestamp())
                         .bind(claim.now.unix_timestamp())
                         .bind(i64::from(claim.limit))
                         .bind(i64::from(claim.per_merchant.max(1)));
-                    for merchant in claim.skip_merchants {
-                        query = query.bind(merchant);
-                    }
-                    let mut claimed = query
+                    let mut claimed = bind_skipped(query, claim.skip_merchants)
                         .fetch_all(&self.pool)
                         .await
                         .map_err(storage_error(ROW))?

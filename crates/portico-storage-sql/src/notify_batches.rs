@@ -8,6 +8,9 @@
 //! each connection); an array statement has one text whatever the batch
 //! size, stays prepared and settles on a generic plan.
 //!
+//! The same goes for the merchants a claim passes over (`NOT IN` a list of
+//! placeholders, or `<> ALL` of one array).
+//!
 //! [`sql_notify_repositories!`](crate::sql_notify_repositories) expands one of
 //! the two inside its own scope: the functions below use its row helpers
 //! (`bind_event`, `bind_delivery`, `finished_columns`, `get`, `ROW`).
@@ -129,6 +132,23 @@ macro_rules! __notify_batches {
             }
             tx.commit().await.map_err(storage_error(ROW))?;
             Ok(())
+        }
+
+        /// A claim's condition that passes over `n` merchants, from `$5` on.
+        fn skip_clause(n: usize) -> String {
+            if n == 0 {
+                return String::new();
+            }
+            let places: Vec<String> = (0..n).map(|i| format!("${}", i + 5)).collect();
+            format!(" AND merchant_id NOT IN ({})", places.join(", "))
+        }
+
+        /// Binds the merchants of [`skip_clause`].
+        fn bind_skipped<'q>(mut query: Query<'q>, merchants: &'q [String]) -> Query<'q> {
+            for merchant in merchants {
+                query = query.bind(merchant);
+            }
+            query
         }
 
         /// The rows of `table` whose `column` is one of `keys`, each made by
@@ -253,6 +273,17 @@ macro_rules! __notify_batches {
             .await
             .map_err(storage_error(ROW))?;
             Ok(())
+        }
+
+        /// A claim's condition that passes over the merchants in `$5` (one
+        /// text whatever their number).
+        fn skip_clause(_: usize) -> String {
+            " AND merchant_id <> ALL($5::text[])".to_owned()
+        }
+
+        /// Binds the merchants of [`skip_clause`].
+        fn bind_skipped<'q>(query: Query<'q>, merchants: &'q [String]) -> Query<'q> {
+            query.bind(merchants)
         }
 
         /// The rows of `table` whose `column` is one of `keys`, each made by
