@@ -129,6 +129,25 @@ macro_rules! sql_notify_repositories {
 
             $crate::__notify_batches!($batches, $db);
 
+            /// The rows of `table` whose `column` is one of `keys` (read in
+            /// chunks), each made by `from`.
+            async fn rows_in<T>(
+                pool: &sqlx::Pool<$db>,
+                table: &str,
+                column: &str,
+                keys: &[&str],
+                from: fn(&DbRow) -> Result<T>,
+            ) -> Result<Vec<T>> {
+                let mut found = Vec::with_capacity(keys.len());
+                for chunk in keys.chunks(500) {
+                    let sql = format!("SELECT * FROM {table} WHERE {}", one_of(column, 1, chunk.len()));
+                    for row in bind_all(sqlx::query(&sql), chunk).fetch_all(pool).await.map_err(storage_error(ROW))? {
+                        found.push(from(&row)?);
+                    }
+                }
+                Ok(found)
+            }
+
             /// The merchant `sql` (one `$1` placeholder) finds for `value`.
             async fn find_merchant_by(
                 pool: &sqlx::Pool<$db>,
@@ -277,7 +296,7 @@ macro_rules! sql_notify_repositories {
                     // concurrent claim holds are the candidates, locked; at
                     // most `per_merchant` of each merchant are taken.
                     let due = "status = 'PENDING' AND next_attempt_at <= $2";
-                    let skip = skip_clause(claim.skip_merchants.len());
+                    let skip = format!(" AND NOT ({})", one_of("merchant_id", 5, claim.skip_merchants.len()));
                     let sql = format!(
                         "WITH candidates AS (SELECT id, merchant_id, next_attempt_at FROM notification_deliveries \
                          WHERE {due}{skip} ORDER BY next_attempt_at LIMIT $3{}), \
@@ -293,7 +312,8 @@ macro_rules! sql_notify_repositories {
                         .bind(claim.now.unix_timestamp())
                         .bind(i64::from(claim.limit))
                         .bind(i64::from(claim.per_merchant.max(1)));
-                    let mut claimed = bind_skipped(query, claim.skip_merchants)
+                    let skipped: Vec<&str> = claim.skip_merchants.iter().map(String::as_str).collect();
+                    let mut claimed = bind_all(query, &skipped)
                         .fetch_all(&self.pool)
                         .await
                         .map_err(storage_error(ROW))?

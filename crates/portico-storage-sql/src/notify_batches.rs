@@ -8,8 +8,9 @@
 //! each connection); an array statement has one text whatever the batch
 //! size, stays prepared and settles on a generic plan.
 //!
-//! The same goes for the merchants a claim passes over (`NOT IN` a list of
-//! placeholders, or `<> ALL` of one array).
+//! The same goes for a condition on many keys (`IN` a list of placeholders,
+//! or `= ANY` of one array): look-ups by many keys, and the merchants a
+//! claim passes over.
 //!
 //! [`sql_notify_repositories!`](crate::sql_notify_repositories) expands one of
 //! the two inside its own scope: the functions below use its row helpers
@@ -134,45 +135,22 @@ macro_rules! __notify_batches {
             Ok(())
         }
 
-        /// A claim's condition that passes over `n` merchants, from `$5` on.
-        fn skip_clause(n: usize) -> String {
+        /// `column` is one of `n` values, bound from placeholder `first` on
+        /// (by [`bind_all`]).
+        fn one_of(column: &str, first: usize, n: usize) -> String {
             if n == 0 {
-                return String::new();
+                return "FALSE".to_owned();
             }
-            let places: Vec<String> = (0..n).map(|i| format!("${}", i + 5)).collect();
-            format!(" AND merchant_id NOT IN ({})", places.join(", "))
+            let places: Vec<String> = (first..first + n).map(|i| format!("${i}")).collect();
+            format!("{column} IN ({})", places.join(", "))
         }
 
-        /// Binds the merchants of [`skip_clause`].
-        fn bind_skipped<'q>(mut query: Query<'q>, merchants: &'q [String]) -> Query<'q> {
-            for merchant in merchants {
-                query = query.bind(merchant);
+        /// Binds the values of [`one_of`].
+        fn bind_all<'q>(mut query: Query<'q>, values: &[&'q str]) -> Query<'q> {
+            for value in values {
+                query = query.bind(*value);
             }
             query
-        }
-
-        /// The rows of `table` whose `column` is one of `keys`, each made by
-        /// `from`.
-        async fn rows_in<T>(
-            pool: &sqlx::Pool<$db>,
-            table: &str,
-            column: &str,
-            keys: &[&str],
-            from: fn(&DbRow) -> Result<T>,
-        ) -> Result<Vec<T>> {
-            let mut found = Vec::with_capacity(keys.len());
-            for chunk in keys.chunks(500) {
-                let places: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
-                let sql = format!("SELECT * FROM {table} WHERE {column} IN ({})", places.join(", "));
-                let mut query = sqlx::query(&sql);
-                for key in chunk {
-                    query = query.bind(*key);
-                }
-                for row in query.fetch_all(pool).await.map_err(storage_error(ROW))? {
-                    found.push(from(&row)?);
-                }
-            }
-            Ok(found)
         }
     };
 
@@ -275,35 +253,15 @@ macro_rules! __notify_batches {
             Ok(())
         }
 
-        /// A claim's condition that passes over the merchants in `$5` (one
-        /// text whatever their number).
-        fn skip_clause(_: usize) -> String {
-            " AND merchant_id <> ALL($5::text[])".to_owned()
+        /// `column` is one of the values of the array at placeholder
+        /// `first` (one text whatever their number).
+        fn one_of(column: &str, first: usize, _: usize) -> String {
+            format!("{column} = ANY(${first}::text[])")
         }
 
-        /// Binds the merchants of [`skip_clause`].
-        fn bind_skipped<'q>(query: Query<'q>, merchants: &'q [String]) -> Query<'q> {
-            query.bind(merchants)
-        }
-
-        /// The rows of `table` whose `column` is one of `keys`, each made by
-        /// `from`.
-        async fn rows_in<T>(
-            pool: &sqlx::Pool<$db>,
-            table: &str,
-            column: &str,
-            keys: &[&str],
-            from: fn(&DbRow) -> Result<T>,
-        ) -> Result<Vec<T>> {
-            let sql = format!("SELECT * FROM {table} WHERE {column} = ANY($1::text[])");
-            sqlx::query(&sql)
-                .bind(keys)
-                .fetch_all(pool)
-                .await
-                .map_err(storage_error(ROW))?
-                .iter()
-                .map(from)
-                .collect()
+        /// Binds the values of [`one_of`].
+        fn bind_all<'q>(query: Query<'q>, values: &[&'q str]) -> Query<'q> {
+            query.bind(values.to_vec())
         }
     };
 }
