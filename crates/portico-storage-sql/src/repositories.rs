@@ -363,10 +363,7 @@ macro_rules! sql_repositories {
                             .bind(&refresh.token_hash)
                             .bind(refresh.created_at.unix_timestamp())
                             .bind(refresh.expires_at.unix_timestamp());
-                        let row =
-                            bind_audit(query, audit)?.fetch_one(&self.pool).await.map_err(storage_error(ROW))?;
-                        let redeemed: i64 = row.try_get("redeemed").map_err(storage_error(ROW))?;
-                        if redeemed > 0 {
+                        if counted_write(&self.pool, query, audit, "redeemed").await? {
                             return Ok(Redemption::Redeemed);
                         }
                         let code = self.spend_code(code_hash, now).await?;
@@ -432,15 +429,35 @@ macro_rules! sql_repositories {
             where
                 E: sqlx::Executor<'e, Database = $db>,
             {
-                let done = sqlx::query(queries::INSERT_REFRESH_TOKEN)
-                .bind(&token.token_hash)
-                .bind(token.grant_id.to_string())
-                .bind(token.created_at.unix_timestamp())
-                .bind(token.expires_at.unix_timestamp())
-                .execute(executor)
-                .await
-                .map_err(storage_error("refresh token"))?;
+                let done = bind_refresh(sqlx::query(queries::INSERT_REFRESH_TOKEN), token)
+                    .execute(executor)
+                    .await
+                    .map_err(storage_error("refresh token"))?;
                 Ok(done.rows_affected() > 0)
+            }
+
+            /// Binds a refresh token's four columns (hash, grant, created,
+            /// expires), in the table's order.
+            fn bind_refresh<'q>(query: Query<'q>, token: &'q RefreshToken) -> Query<'q> {
+                query
+                    .bind(&token.token_hash)
+                    .bind(token.grant_id.to_string())
+                    .bind(token.created_at.unix_timestamp())
+                    .bind(token.expires_at.unix_timestamp())
+            }
+
+            /// Runs a one-statement write that ends with the audit event's
+            /// columns and answers one count named `column`: whether it
+            /// counted anything.
+            async fn counted_write<'q>(
+                pool: &sqlx::Pool<$db>,
+                query: Query<'q>,
+                audit: &'q AuditEvent,
+                column: &str,
+            ) -> Result<bool> {
+                let row = bind_audit(query, audit)?.fetch_one(pool).await.map_err(storage_error(ROW))?;
+                let count: i64 = row.try_get(column).map_err(storage_error(ROW))?;
+                Ok(count > 0)
             }
 
             type Query<'q> = sqlx::query::Query<'q, $db, <$db as sqlx::Database>::Arguments<'q>>;
@@ -548,17 +565,9 @@ macro_rules! sql_repositories {
                         }
                     )?
                     if $backend == "postgres" {
-                        let query = sqlx::query(queries::PG_ROTATE_REFRESH_TOKEN)
-                            .bind(old_hash)
-                            .bind(now.unix_timestamp())
-                            .bind(&successor.token_hash)
-                            .bind(successor.grant_id.to_string())
-                            .bind(successor.created_at.unix_timestamp())
-                            .bind(successor.expires_at.unix_timestamp());
-                        let row =
-                            bind_audit(query, audit)?.fetch_one(&self.pool).await.map_err(storage_error(ROW))?;
-                        let rotated: i64 = row.try_get("rotated").map_err(storage_error(ROW))?;
-                        if rotated > 0 {
+                        let query =
+                            sqlx::query(queries::PG_ROTATE_REFRESH_TOKEN).bind(old_hash).bind(now.unix_timestamp());
+                        if counted_write(&self.pool, bind_refresh(query, successor), audit, "rotated").await? {
                             return Ok(Rotation::Rotated);
                         }
                         // A statement of its own sees what a parallel
