@@ -10,7 +10,8 @@
 //! - [`settings`]: `GET` / `PUT /v1/notifications/settings` for merchants;
 //! - [`intake`]: the internal API other bank systems submit events to;
 //! - [`merchants`]: merchants and their keys; [`admin`]: the same over the
-//!   admin API (`/admin/v1/merchants`).
+//!   admin API (`/admin/v1/merchants`);
+//! - [`retention`]: finished deliveries go after the retention period.
 
 pub mod render;
 
@@ -28,6 +29,7 @@ pub mod delivery;
 pub mod intake;
 pub mod merchants;
 pub mod openapi;
+pub mod retention;
 pub mod samples;
 pub mod settings;
 pub mod worker;
@@ -71,6 +73,9 @@ pub struct Notify {
     pub intake: commit::IntakeWriter,
     /// Merchants the intake has found (merchants are never removed).
     pub known_merchants: std::sync::RwLock<std::collections::HashSet<String>>,
+    /// How long finished deliveries (with their attempts and events) are
+    /// kept; `None`: for ever. See [`retention`].
+    pub retention: Option<std::time::Duration>,
 }
 
 pub type NotifyState = Arc<Notify>;

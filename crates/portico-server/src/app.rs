@@ -115,6 +115,8 @@ impl App {
             intake: portico_notify::commit::IntakeWriter::start(Arc::clone(&store), Arc::clone(&queued)),
             queued,
             known_merchants: Default::default(),
+            retention: (config.notifications.retention_days > 0)
+                .then(|| Duration::from_secs(u64::from(config.notifications.retention_days) * 24 * 3600)),
         });
         if demo {
             demo::seed(&identity, &permissions, &notify).await?;
@@ -245,7 +247,12 @@ impl App {
             }
         }
         let interval = Duration::from_secs(self.config.cleanup_interval_secs);
-        workers.push(tokio::spawn(tasks::cleaner(Arc::clone(&self.identity), interval, stop)));
+        workers.push(tokio::spawn(tasks::cleaner(
+            Arc::clone(&self.identity),
+            Arc::clone(&self.notify),
+            interval,
+            stop,
+        )));
         Ok(workers)
     }
 }

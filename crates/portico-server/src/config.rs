@@ -122,6 +122,9 @@ pub struct NotificationConfig {
     pub per_merchant: u32,
     /// Deliveries in flight at once, per worker.
     pub in_flight: u32,
+    /// Days a finished delivery (with its attempts and event) is kept; 0
+    /// keeps every delivery for ever.
+    pub retention_days: u32,
 }
 
 impl Default for NotificationConfig {
@@ -135,6 +138,7 @@ impl Default for NotificationConfig {
             lease_secs: 60,
             per_merchant: 8,
             in_flight: 128,
+            retention_days: 30,
         }
     }
 }
@@ -418,6 +422,11 @@ impl Config {
                 "notifications.lease_secs must be at least twice notifications.timeout_ms, so that an attempt \
                  ends within its lease"
                     .into(),
+            ));
+        }
+        if self.notifications.retention_days > 36_500 {
+            return Err(ConfigError(
+                "notifications.retention_days must be at most 36500 (100 years); 0 keeps deliveries for ever".into(),
             ));
         }
         if !(4..=10).contains(&self.login.otp_length) {

@@ -6,10 +6,16 @@ use std::time::Duration;
 use portico_identity::Identity;
 use tokio::sync::watch;
 
-/// Removes expired codes, login processes, sessions, tokens and retired keys
-/// every `interval`, until `shutdown` fires. Safe on any number of nodes at
-/// once: every pass is a set of idempotent deletes.
-pub async fn cleaner(identity: Arc<Identity>, interval: Duration, mut shutdown: watch::Receiver<bool>) {
+/// Removes expired codes, login processes, sessions, tokens and retired keys,
+/// and deliveries past their retention, every `interval`, until `shutdown`
+/// fires. Safe on any number of nodes at once: every pass is a set of
+/// idempotent deletes.
+pub async fn cleaner(
+    identity: Arc<Identity>,
+    notify: Arc<portico_notify::Notify>,
+    interval: Duration,
+    mut shutdown: watch::Receiver<bool>,
+) {
     let mut ticker = tokio::time::interval(interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -23,6 +29,13 @@ pub async fn cleaner(identity: Arc<Identity>, interval: Duration, mut shutdown: 
             Ok(report) if report.total() > 0 => tracing::debug!(?report, "removed expired rows"),
             Ok(_) => {}
             Err(error) => tracing::warn!(%error, "clean-up pass failed; will retry"),
+        }
+        match portico_notify::retention::remove_expired(&notify).await {
+            Ok(removed) if removed.deliveries > 0 => {
+                tracing::debug!(?removed, "removed deliveries past their retention")
+            }
+            Ok(_) => {}
+            Err(error) => tracing::warn!(%error, "removing deliveries past their retention failed; will retry"),
         }
     }
 }

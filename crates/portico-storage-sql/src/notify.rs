@@ -18,8 +18,8 @@ macro_rules! sql_notify_repositories {
                 StoredEvent,
             };
             use $crate::deps::portico_storage::{
-                DeliveryClaim, FinishedAttempt, Intake, MerchantRepository, NotificationRepository, Result,
-                StorageError,
+                DeliveryClaim, FinishedAttempt, Intake, MerchantRepository, NotificationRepository, RemovedDeliveries,
+                Result, StorageError,
             };
             use $crate::deps::sqlx::{self, Row};
             use $crate::deps::time::OffsetDateTime;
@@ -411,6 +411,62 @@ macro_rules! sql_notify_repositories {
 
                 async fn create_delivery(&self, delivery: &Delivery) -> Result<()> {
                     insert_delivery(&self.pool, delivery).await
+                }
+
+                async fn remove_finished_deliveries(
+                    &self,
+                    before: OffsetDateTime,
+                    limit: u32,
+                ) -> Result<RemovedDeliveries> {
+                    // A finished delivery's `next_attempt_at` is when it
+                    // finished, so the due index finds them.
+                    let mut tx = self.pool.begin().await.map_err(storage_error(ROW))?;
+                    let found = sqlx::query(
+                        "SELECT id, event_id FROM notification_deliveries \
+                         WHERE status IN ('DELIVERED', 'FAILED') AND next_attempt_at < $1 AND finished_at < $1 \
+                         LIMIT $2",
+                    )
+                    .bind(before.unix_timestamp())
+                    .bind(i64::from(limit.min(500)))
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(storage_error(ROW))?;
+                    if found.is_empty() {
+                        return Ok(RemovedDeliveries::default());
+                    }
+                    let ids: Vec<String> = found.iter().map(|row| get(row, "id")).collect::<Result<_>>()?;
+                    let mut events: Vec<String> =
+                        found.iter().map(|row| get(row, "event_id")).collect::<Result<_>>()?;
+                    events.sort_unstable();
+                    events.dedup();
+                    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+                    let events: Vec<&str> = events.iter().map(String::as_str).collect();
+                    let mut removed = RemovedDeliveries::default();
+                    for (table, column, keys, count) in [
+                        ("delivery_attempts", "delivery_id", &ids, &mut removed.attempts),
+                        ("notification_deliveries", "id", &ids, &mut removed.deliveries),
+                    ] {
+                        let sql = format!("DELETE FROM {table} WHERE {}", one_of(column, 1, keys.len()));
+                        *count = bind_all(sqlx::query(&sql), keys)
+                            .execute(&mut *tx)
+                            .await
+                            .map_err(storage_error(ROW))?
+                            .rows_affected();
+                    }
+                    // An event goes with its last delivery (a resend may
+                    // still be pending, or finished later).
+                    let sql = format!(
+                        "DELETE FROM notification_events WHERE {} AND NOT EXISTS \
+                         (SELECT 1 FROM notification_deliveries d WHERE d.event_id = notification_events.event_id)",
+                        one_of("event_id", 1, events.len())
+                    );
+                    removed.events = bind_all(sqlx::query(&sql), &events)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(storage_error(ROW))?
+                        .rows_affected();
+                    tx.commit().await.map_err(storage_error(ROW))?;
+                    Ok(removed)
                 }
 
                 async fn deliveries_of(&self, event_id: &str) -> Result<Vec<Delivery>> {

@@ -467,6 +467,24 @@ pub trait NotificationRepository: Send + Sync {
     /// # Errors
     /// Only when the store fails.
     async fn attempts_of(&self, delivery_id: Uuid) -> Result<Vec<Attempt>>;
+    /// Removes at most `limit` deliveries that finished (`DELIVERED` or
+    /// `FAILED`) before `before`, with their attempts, and the events of
+    /// theirs that have no delivery left, all in one transaction. Pending
+    /// deliveries and their events are never touched. Returns how many of
+    /// each went; fewer than `limit` deliveries means none are left.
+    ///
+    /// # Errors
+    /// Only when the store fails; then nothing is removed.
+    async fn remove_finished_deliveries(&self, before: OffsetDateTime, limit: u32) -> Result<RemovedDeliveries>;
+}
+
+/// What one [`NotificationRepository::remove_finished_deliveries`] call
+/// removed.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct RemovedDeliveries {
+    pub deliveries: u64,
+    pub attempts: u64,
+    pub events: u64,
 }
 
 /// The permission model (companies, roles, catalog, employees), read and

@@ -640,3 +640,78 @@ async fn the_intake_hands_new_deliveries_to_a_worker_with_room_already_leased() 
         assert!(handed.try_recv().is_err());
     }
 }
+
+#[tokio::test]
+async fn finished_deliveries_leave_the_merchants_list_after_the_retention_period() {
+    use portico_notify::delivery::Deliverer;
+    use portico_notify::retention::remove_expired;
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| {
+            c.notifications.deliver = false;
+            c.notifications.retention_days = 30;
+        })
+        .await;
+        let ids = MerchantIds { merchant_id: "m1".into(), public_id: "pub-m1".into(), sbp_merchant_id: "MA01".into() };
+        let key = portico_notify::merchants::create(app.store.as_ref(), &app.notify.sealer, ids, app.clock.now())
+            .await
+            .unwrap();
+        let (url, _receiver) = receiver().await;
+        assert_eq!(settings(&app, Some(&key), Some(&format!(r#"{{"callbackUrl": "{url}"}}"#))).await.0, 200);
+        let event = |id: &str| json!({ "eventId": id, "merchantId": "m1", "event": payment("o-1") });
+        assert_eq!(submit(&app, "payment", &event("ev-1"), Some(INTERNAL_TOKEN)).await.1["result"], "accepted");
+        let deliverer = Deliverer::new(std::sync::Arc::clone(&app.notify)).unwrap();
+        assert_eq!(deliverer.run_once().await.unwrap(), 1, "{backend:?}");
+        let listed = || {
+            let request = app.http().get(app.url("/v1/notifications/deliveries")).header("authorization", &key);
+            async move { request.send().await.unwrap().json::<Value>().await.unwrap()["total"].as_u64().unwrap() }
+        };
+        assert_eq!(listed().await, 1);
+
+        // Ten days on, a second event is still pending (its receiver is gone).
+        app.clock.advance(time::Duration::days(10));
+        let gone = "http://127.0.0.1:9/notify";
+        assert_eq!(settings(&app, Some(&key), Some(&format!(r#"{{"callbackUrl": "{gone}"}}"#))).await.0, 200);
+        assert_eq!(submit(&app, "payment", &event("ev-2"), Some(INTERNAL_TOKEN)).await.1["result"], "accepted");
+        assert_eq!(deliverer.run_once().await.unwrap(), 1);
+
+        // Within the retention period nothing goes.
+        app.clock.advance(time::Duration::days(19));
+        assert_eq!(remove_expired(&app.notify).await.unwrap().deliveries, 0);
+        assert_eq!(listed().await, 2);
+        assert_eq!(submit(&app, "payment", &event("ev-1"), Some(INTERNAL_TOKEN)).await.1["result"], "duplicate");
+
+        // Past it, the delivered one goes with its attempt and its event;
+        // the pending one stays, however old.
+        app.clock.advance(time::Duration::days(2));
+        let removed = remove_expired(&app.notify).await.unwrap();
+        assert_eq!((removed.deliveries, removed.attempts, removed.events), (1, 1, 1));
+        assert_eq!(listed().await, 1);
+        assert!(app.store.find_event("ev-1").await.unwrap().is_none());
+        let pending = app.store.deliveries_of("ev-2").await.unwrap();
+        assert_eq!(pending[0].status, DeliveryStatus::Pending);
+        assert_eq!(remove_expired(&app.notify).await.unwrap().deliveries, 0, "nothing more to remove");
+        // The intake's duplicate detection reaches as far back as the events kept.
+        assert_eq!(submit(&app, "payment", &event("ev-1"), Some(INTERNAL_TOKEN)).await.1["result"], "accepted");
+    }
+}
+
+#[tokio::test]
+async fn a_retention_of_zero_days_keeps_every_delivery() {
+    use portico_notify::delivery::Deliverer;
+    let app = TestApp::spawn_with(backends()[0], |c| {
+        c.notifications.deliver = false;
+        c.notifications.retention_days = 0;
+    })
+    .await;
+    let ids = MerchantIds { merchant_id: "m1".into(), public_id: "pub-m1".into(), sbp_merchant_id: "MA01".into() };
+    let key =
+        portico_notify::merchants::create(app.store.as_ref(), &app.notify.sealer, ids, app.clock.now()).await.unwrap();
+    let (url, _receiver) = receiver().await;
+    assert_eq!(settings(&app, Some(&key), Some(&format!(r#"{{"callbackUrl": "{url}"}}"#))).await.0, 200);
+    let event = json!({ "eventId": "ev-1", "merchantId": "m1", "event": payment("o-1") });
+    assert_eq!(submit(&app, "payment", &event, Some(INTERNAL_TOKEN)).await.0, 202);
+    assert_eq!(Deliverer::new(std::sync::Arc::clone(&app.notify)).unwrap().run_once().await.unwrap(), 1);
+    app.clock.advance(time::Duration::days(3650));
+    assert_eq!(portico_notify::retention::remove_expired(&app.notify).await.unwrap().deliveries, 0);
+    assert_eq!(app.store.deliveries_of("ev-1").await.unwrap()[0].status, DeliveryStatus::Delivered);
+}

@@ -621,6 +621,78 @@ async fn released_deliveries_are_due_at_once_and_only_under_their_own_lease() {
     }
 }
 
+#[tokio::test]
+async fn finished_deliveries_go_in_batches_with_their_attempts_and_an_event_with_its_last_delivery() {
+    use portico_model::notify::{Attempt, Delivery, DeliveryStatus, Outcome};
+    use portico_storage::{FinishedAttempt, RemovedDeliveries};
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = with_deliveries(backend, &dir, 4, t0(), None).await;
+        let lease = t0() + Duration::seconds(60);
+        assert_eq!(store.claim_due_deliveries(&claim(t0(), 10, 10, &[])).await.unwrap().len(), 4);
+        let finish = |n: u128, outcome: Outcome, at: OffsetDateTime| FinishedAttempt {
+            attempt: Attempt {
+                delivery_id: Uuid::from_u128(n),
+                attempt: 1,
+                at,
+                status_code: Some(200),
+                error: None,
+                response_excerpt: None,
+                duration_ms: 1,
+            },
+            outcome,
+            lease_until: lease,
+        };
+        let day = |n: i64| t0() + Duration::days(n);
+        store
+            .finish_attempts(&[
+                finish(1, Outcome::Delivered, day(1)),
+                finish(2, Outcome::Failed, day(1)),
+                finish(3, Outcome::RetryAt(day(1)), day(1)),
+                finish(4, Outcome::Delivered, day(10)),
+            ])
+            .await
+            .unwrap();
+        // A resend of ev-1 that finished later than its first delivery.
+        let resend = Delivery {
+            id: Uuid::from_u128(11),
+            event_id: "ev-1".into(),
+            merchant_id: "m".into(),
+            status: DeliveryStatus::Delivered,
+            attempts: 1,
+            next_attempt_at: day(6),
+            lease_until: None,
+            created_at: day(5),
+            finished_at: Some(day(6)),
+        };
+        store.create_delivery(&resend).await.unwrap();
+
+        // Finished before day 5: deliveries 1 and 2, one per batch here.
+        let first = store.remove_finished_deliveries(day(5), 1).await.unwrap();
+        assert_eq!((first.deliveries, first.attempts), (1, 1), "{backend:?}");
+        let second = store.remove_finished_deliveries(day(5), 500).await.unwrap();
+        assert_eq!((second.deliveries, second.attempts), (1, 1));
+        assert_eq!(first.events + second.events, 1, "ev-2 went; ev-1 keeps its resend");
+        assert_eq!(store.remove_finished_deliveries(day(5), 500).await.unwrap(), RemovedDeliveries::default());
+        for gone in [1, 2] {
+            assert_eq!(store.find_delivery(Uuid::from_u128(gone)).await.unwrap(), None);
+            assert!(store.attempts_of(Uuid::from_u128(gone)).await.unwrap().is_empty());
+        }
+        assert!(store.find_event("ev-2").await.unwrap().is_none());
+        assert_eq!(store.deliveries_of("ev-1").await.unwrap(), vec![resend.clone()]);
+        let pending = store.find_delivery(Uuid::from_u128(3)).await.unwrap().unwrap();
+        assert_eq!(pending.status, DeliveryStatus::Pending, "a pending delivery stays, however old");
+
+        // Later the resend goes, and its event with it; pending and recent stay.
+        let removed = store.remove_finished_deliveries(day(30), 500).await.unwrap();
+        assert_eq!((removed.deliveries, removed.attempts, removed.events), (2, 1, 2), "the resend and delivery 4");
+        assert!(store.find_event("ev-1").await.unwrap().is_none());
+        assert!(store.find_event("ev-3").await.unwrap().is_some());
+        let (left, total) = store.list_deliveries("m", None, 0, 10).await.unwrap();
+        assert_eq!((left.len(), total, left[0].id), (1, 1, Uuid::from_u128(3)));
+    }
+}
+
 fn claim<'a>(
     now: time::OffsetDateTime,
     limit: u32,
