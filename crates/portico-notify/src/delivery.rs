@@ -22,6 +22,7 @@ use portico_model::notify::{
     Attempt, Delivery, EventKind, Merchant, Outcome, PaymentEvent, RefundEvent, StoredEvent, SubscriptionEvent,
 };
 use portico_storage::{DeliveryClaim, FinishedAttempt, StorageError};
+use serde::Deserialize as _;
 use time::{Duration, OffsetDateTime};
 
 use crate::callback::{check_callback_url, is_internal};
@@ -286,15 +287,15 @@ impl Deliverer {
         let bad = |e: serde_json::Error| (format!("the stored event is damaged: {e}"), true);
         let rendered = match event.kind {
             EventKind::Payment if types.payment.enabled => {
-                let e: PaymentEvent = serde_json::from_value(event.payload.clone()).map_err(bad)?;
+                let e = PaymentEvent::deserialize(&event.payload).map_err(bad)?;
                 render::payment(types.payment.version, &merchant.ids, &e)
             }
             EventKind::Refund if types.refund.enabled => {
-                let e: RefundEvent = serde_json::from_value(event.payload.clone()).map_err(bad)?;
+                let e = RefundEvent::deserialize(&event.payload).map_err(bad)?;
                 render::refund(types.refund.version, &merchant.ids, &e)
             }
             EventKind::Subscription if types.subscription.enabled => {
-                let e: SubscriptionEvent = serde_json::from_value(event.payload.clone()).map_err(bad)?;
+                let e = SubscriptionEvent::deserialize(&event.payload).map_err(bad)?;
                 render::subscription(types.subscription.version, &merchant.ids, &e)
             }
             kind => return Err((format!("{} notifications are off in the merchant's settings", kind.as_str()), true)),

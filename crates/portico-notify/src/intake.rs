@@ -32,7 +32,7 @@ struct Submission {
 
 /// The canonical event `T` from JSON; an error names the field.
 fn parse<T: serde::de::DeserializeOwned>(event: &Value) -> Result<T, String> {
-    serde_path_to_error::deserialize(event.clone()).map_err(|e| {
+    serde_path_to_error::deserialize(event).map_err(|e| {
         let path = e.path().to_string();
         if path == "." { e.inner().to_string() } else { format!("{path}: {}", e.inner()) }
     })
@@ -233,8 +233,8 @@ async fn submit(
     }
     let now = api.clock.now();
     let event = StoredEvent {
-        event_id: submission.event_id.clone(),
-        merchant_id: submission.merchant_id.clone(),
+        event_id: submission.event_id,
+        merchant_id: submission.merchant_id,
         kind,
         payload,
         received_at: now,
