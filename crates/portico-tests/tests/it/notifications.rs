@@ -185,6 +185,18 @@ async fn receiver() -> (String, Receiver) {
     (url, state)
 }
 
+/// Merchant `m1` (`pub-m1`, `MA01`) whose callback address is a fresh
+/// local receiver: the merchant's key, the receiver's address and the
+/// receiver.
+async fn subscribed(app: &TestApp) -> (String, String, Receiver) {
+    let ids = MerchantIds { merchant_id: "m1".into(), public_id: "pub-m1".into(), sbp_merchant_id: "MA01".into() };
+    let key =
+        portico_notify::merchants::create(app.store.as_ref(), &app.notify.sealer, ids, app.clock.now()).await.unwrap();
+    let (url, receiver) = receiver().await;
+    assert_eq!(settings(app, Some(&key), Some(&format!(r#"{{"callbackUrl": "{url}"}}"#))).await.0, 200);
+    (key, url, receiver)
+}
+
 #[tokio::test]
 async fn deliveries_are_signed_retried_on_failure_and_recorded() {
     use portico_notify::delivery::Deliverer;
@@ -195,13 +207,7 @@ async fn deliveries_are_signed_retried_on_failure_and_recorded() {
             c.notifications.source_address = Some("127.0.0.1".parse().unwrap());
         })
         .await;
-        let ids = MerchantIds { merchant_id: "m1".into(), public_id: "pub-m1".into(), sbp_merchant_id: "MA01".into() };
-        let key = portico_notify::merchants::create(app.store.as_ref(), &app.notify.sealer, ids, app.clock.now())
-            .await
-            .unwrap();
-        let (url, receiver) = receiver().await;
-        let body = format!(r#"{{"callbackUrl": "{url}"}}"#);
-        assert_eq!(settings(&app, Some(&key), Some(&body)).await.0, 200);
+        let (key, _, receiver) = subscribed(&app).await;
         let event = json!({ "eventId": "ev-1", "merchantId": "m1", "event": payment("order-7") });
         assert_eq!(submit(&app, "payment", &event, Some(INTERNAL_TOKEN)).await.0, 202);
 
@@ -243,11 +249,7 @@ async fn deliveries_are_signed_retried_on_failure_and_recorded() {
 async fn a_delivery_that_never_succeeds_fails_after_a_day() {
     use portico_notify::delivery::Deliverer;
     let app = TestApp::spawn_with(backends()[0], |c| c.notifications.deliver = false).await;
-    let ids = MerchantIds { merchant_id: "m1".into(), public_id: "pub-m1".into(), sbp_merchant_id: "MA01".into() };
-    let key =
-        portico_notify::merchants::create(app.store.as_ref(), &app.notify.sealer, ids, app.clock.now()).await.unwrap();
-    let (url, receiver) = receiver().await;
-    assert_eq!(settings(&app, Some(&key), Some(&format!(r#"{{"callbackUrl": "{url}"}}"#))).await.0, 200);
+    let (_, _, receiver) = subscribed(&app).await;
     let event = json!({ "eventId": "ev-1", "merchantId": "m1", "event": payment("order-7") });
     submit(&app, "payment", &event, Some(INTERNAL_TOKEN)).await;
     *receiver.answers.lock().unwrap() = vec![503; 100];
@@ -277,12 +279,7 @@ async fn only_200_counts_switched_off_types_are_not_sent_and_versions_apply_to_t
             c.notifications.timeout_ms = 500;
         })
         .await;
-        let ids = MerchantIds { merchant_id: "m1".into(), public_id: "pub-m1".into(), sbp_merchant_id: "MA01".into() };
-        let key = portico_notify::merchants::create(app.store.as_ref(), &app.notify.sealer, ids, app.clock.now())
-            .await
-            .unwrap();
-        let (url, receiver) = receiver().await;
-        assert_eq!(settings(&app, Some(&key), Some(&format!(r#"{{"callbackUrl": "{url}"}}"#))).await.0, 200);
+        let (key, url, receiver) = subscribed(&app).await;
         let deliverer = Deliverer::new(std::sync::Arc::clone(&app.notify)).unwrap();
         let event = |id: &str| json!({ "eventId": id, "merchantId": "m1", "event": payment("order-7") });
 
@@ -335,13 +332,8 @@ async fn merchants_see_every_attempt_and_resend_a_failed_delivery() {
     use portico_notify::delivery::Deliverer;
     for backend in backends() {
         let app = TestApp::spawn_with(backend, |c| c.notifications.deliver = false).await;
-        let ids = MerchantIds { merchant_id: "m1".into(), public_id: "pub-m1".into(), sbp_merchant_id: "MA01".into() };
-        let key = portico_notify::merchants::create(app.store.as_ref(), &app.notify.sealer, ids, app.clock.now())
-            .await
-            .unwrap();
+        let (key, _, receiver) = subscribed(&app).await;
         let other = merchant(&app, "m2").await;
-        let (url, receiver) = receiver().await;
-        assert_eq!(settings(&app, Some(&key), Some(&format!(r#"{{"callbackUrl": "{url}"}}"#))).await.0, 200);
         submit(
             &app,
             "payment",
@@ -651,12 +643,7 @@ async fn finished_deliveries_leave_the_merchants_list_after_the_retention_period
             c.notifications.retention_days = 30;
         })
         .await;
-        let ids = MerchantIds { merchant_id: "m1".into(), public_id: "pub-m1".into(), sbp_merchant_id: "MA01".into() };
-        let key = portico_notify::merchants::create(app.store.as_ref(), &app.notify.sealer, ids, app.clock.now())
-            .await
-            .unwrap();
-        let (url, _receiver) = receiver().await;
-        assert_eq!(settings(&app, Some(&key), Some(&format!(r#"{{"callbackUrl": "{url}"}}"#))).await.0, 200);
+        let (key, _, _receiver) = subscribed(&app).await;
         let event = |id: &str| json!({ "eventId": id, "merchantId": "m1", "event": payment("o-1") });
         assert_eq!(submit(&app, "payment", &event("ev-1"), Some(INTERNAL_TOKEN)).await.1["result"], "accepted");
         let deliverer = Deliverer::new(std::sync::Arc::clone(&app.notify)).unwrap();
@@ -703,11 +690,7 @@ async fn a_retention_of_zero_days_keeps_every_delivery() {
         c.notifications.retention_days = 0;
     })
     .await;
-    let ids = MerchantIds { merchant_id: "m1".into(), public_id: "pub-m1".into(), sbp_merchant_id: "MA01".into() };
-    let key =
-        portico_notify::merchants::create(app.store.as_ref(), &app.notify.sealer, ids, app.clock.now()).await.unwrap();
-    let (url, _receiver) = receiver().await;
-    assert_eq!(settings(&app, Some(&key), Some(&format!(r#"{{"callbackUrl": "{url}"}}"#))).await.0, 200);
+    let (_, _, _receiver) = subscribed(&app).await;
     let event = json!({ "eventId": "ev-1", "merchantId": "m1", "event": payment("o-1") });
     assert_eq!(submit(&app, "payment", &event, Some(INTERNAL_TOKEN)).await.0, 202);
     assert_eq!(Deliverer::new(std::sync::Arc::clone(&app.notify)).unwrap().run_once().await.unwrap(), 1);
