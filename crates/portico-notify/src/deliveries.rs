@@ -3,7 +3,8 @@
 //! `size` 1..=100, default 20), newest first, each with every attempt; and
 //! `POST /v1/notifications/deliveries/{id}/resend`, which queues a new
 //! delivery of the same event now (with a fresh 24 h window). Both take the
-//! merchant key in `Authorization`, like the settings.
+//! merchant key in `Authorization`, like the settings. A finished delivery
+//! is listed for `notifications.retention_days` (see [`crate::retention`]).
 
 use axum::Json;
 use axum::extract::{Path, RawQuery, State};
