@@ -200,6 +200,10 @@ pub async fn resend(State(api): State<NotifyState>, headers: HeaderMap, Path(id)
         Err(e) => return internal(&e),
     };
     let now = api.clock.now();
+    if crate::retention::expiring(api.retention, delivery.finished_at, now) {
+        let message = "the delivery is past its retention period and is being removed";
+        return error(StatusCode::NOT_FOUND, "delivery_not_found", message);
+    }
     let again = Delivery::new(delivery.event_id, delivery.merchant_id, now);
     if let Err(e) = api.store.create_delivery(&again).await {
         return internal(&e);

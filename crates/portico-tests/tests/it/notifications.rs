@@ -667,9 +667,26 @@ async fn finished_deliveries_leave_the_merchants_list_after_the_retention_period
         assert_eq!(listed().await, 2);
         assert_eq!(submit(&app, "payment", &event("ev-1"), Some(INTERNAL_TOKEN)).await.1["result"], "duplicate");
 
-        // Past it, the delivered one goes with its attempt and its event;
-        // the pending one stays, however old.
+        // Past it, the delivered one can no longer be resent (the clean-up
+        // may be removing it) and goes with its attempt and its event; the
+        // pending one stays, however old.
         app.clock.advance(time::Duration::days(2));
+        let delivered = {
+            let url = app.url("/v1/notifications/deliveries?status=DELIVERED");
+            let page: Value =
+                app.http().get(url).header("authorization", &key).send().await.unwrap().json().await.unwrap();
+            page["items"][0]["id"].as_str().unwrap().to_owned()
+        };
+        let resend = app
+            .http()
+            .post(app.url(&format!("/v1/notifications/deliveries/{delivered}/resend")))
+            .header("authorization", &key)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resend.status(), 404);
+        assert_eq!(resend.json::<Value>().await.unwrap()["code"], "delivery_not_found");
+        assert_eq!(listed().await, 2, "the refused resend added nothing");
         let removed = remove_expired(&app.notify).await.unwrap();
         assert_eq!((removed.deliveries, removed.attempts, removed.events), (1, 1, 1));
         assert_eq!(listed().await, 1);
