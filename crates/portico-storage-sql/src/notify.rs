@@ -419,7 +419,8 @@ macro_rules! sql_notify_repositories {
                     limit: u32,
                 ) -> Result<RemovedDeliveries> {
                     // A finished delivery's `next_attempt_at` is when it
-                    // finished, so the due index finds them.
+                    // finished, so the due index finds them. At most 500:
+                    // each id is one parameter of a `VALUES` list on SQLite.
                     let mut tx = self.pool.begin().await.map_err(storage_error(ROW))?;
                     let found = sqlx::query(
                         "SELECT id, event_id FROM notification_deliveries \

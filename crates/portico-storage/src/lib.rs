@@ -467,11 +467,12 @@ pub trait NotificationRepository: Send + Sync {
     /// # Errors
     /// Only when the store fails.
     async fn attempts_of(&self, delivery_id: Uuid) -> Result<Vec<Attempt>>;
-    /// Removes at most `limit` deliveries that finished (`DELIVERED` or
-    /// `FAILED`) before `before`, with their attempts, and the events of
-    /// theirs that have no delivery left, all in one transaction. Pending
-    /// deliveries and their events are never touched. Returns how many of
-    /// each went; fewer than `limit` deliveries means none are left.
+    /// Removes at most `limit` (and at most 500) deliveries that finished
+    /// (`DELIVERED` or `FAILED`) before `before`, with their attempts, and
+    /// the events of theirs that have no delivery left, all in one
+    /// transaction. Pending deliveries and their events are never touched.
+    /// Returns how many of each went; fewer deliveries than asked for means
+    /// none are left.
     ///
     /// # Errors
     /// Only when the store fails; then nothing is removed.
