@@ -715,3 +715,28 @@ async fn a_retention_of_zero_days_keeps_every_delivery() {
     assert_eq!(portico_notify::retention::remove_expired(&app.notify).await.unwrap().deliveries, 0);
     assert_eq!(app.store.deliveries_of("ev-1").await.unwrap()[0].status, DeliveryStatus::Delivered);
 }
+
+#[tokio::test]
+async fn the_servers_cleaner_removes_deliveries_past_their_retention() {
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| c.cleanup_interval_secs = 1).await;
+        let (_, _, _receiver) = subscribed(&app).await;
+        let event = json!({ "eventId": "ev-1", "merchantId": "m1", "event": payment("o-1") });
+        assert_eq!(submit(&app, "payment", &event, Some(INTERNAL_TOKEN)).await.0, 202);
+        // The server's own worker delivers it, and its cleaner passes every second.
+        let until = |what: &'static str, done: fn(&[portico_model::notify::Delivery]) -> bool| {
+            let store = app.store.clone();
+            async move {
+                let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(15);
+                while !done(&store.deliveries_of("ev-1").await.unwrap()) {
+                    assert!(tokio::time::Instant::now() < deadline, "{backend:?}: {what}");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+            }
+        };
+        until("not delivered", |d| d.first().is_some_and(|d| d.status == DeliveryStatus::Delivered)).await;
+        app.clock.advance(time::Duration::days(31));
+        until("not removed", <[_]>::is_empty).await;
+        assert!(app.store.find_event("ev-1").await.unwrap().is_none());
+    }
+}
