@@ -19,7 +19,7 @@ use crate::Notify;
 
 /// Deliveries removed per transaction: short transactions, so that the
 /// intake and the workers never wait long behind a clean-up.
-pub const BATCH: u32 = 500;
+pub const BATCH: u32 = portico_storage::MAX_REMOVED_DELIVERIES;
 
 /// How long before its removal a finished delivery can no longer be resent;
 /// more than the clocks of two nodes differ.
@@ -55,9 +55,7 @@ pub async fn remove_expired(notify: &Notify) -> Result<RemovedDeliveries> {
     let before = notify.clock.now() - retention;
     loop {
         let removed = notify.store.remove_finished_deliveries(before, BATCH).await?;
-        total.deliveries += removed.deliveries;
-        total.attempts += removed.attempts;
-        total.events += removed.events;
+        total += removed;
         if removed.deliveries < u64::from(BATCH) {
             return Ok(total);
         }

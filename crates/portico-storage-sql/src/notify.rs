@@ -419,8 +419,7 @@ macro_rules! sql_notify_repositories {
                     limit: u32,
                 ) -> Result<RemovedDeliveries> {
                     // A finished delivery's `next_attempt_at` is when it
-                    // finished, so the due index finds them. At most 500:
-                    // each id is one parameter of a `VALUES` list on SQLite.
+                    // finished, so the due index finds them.
                     let mut tx = self.pool.begin().await.map_err(storage_error(ROW))?;
                     let found = sqlx::query(
                         "SELECT id, event_id FROM notification_deliveries \
@@ -428,7 +427,7 @@ macro_rules! sql_notify_repositories {
                          LIMIT $2",
                     )
                     .bind(before.unix_timestamp())
-                    .bind(i64::from(limit.min(500)))
+                    .bind(i64::from(limit.min($crate::deps::portico_storage::MAX_REMOVED_DELIVERIES)))
                     .fetch_all(&mut *tx)
                     .await
                     .map_err(storage_error(ROW))?;

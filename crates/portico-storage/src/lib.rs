@@ -467,10 +467,10 @@ pub trait NotificationRepository: Send + Sync {
     /// # Errors
     /// Only when the store fails.
     async fn attempts_of(&self, delivery_id: Uuid) -> Result<Vec<Attempt>>;
-    /// Removes at most `limit` (and at most 500) deliveries that finished
-    /// (`DELIVERED` or `FAILED`) before `before`, with their attempts, and
-    /// the events of theirs that have no delivery left, all in one
-    /// transaction. Pending deliveries and their events are never touched.
+    /// Removes at most `limit` (and at most [`MAX_REMOVED_DELIVERIES`])
+    /// deliveries that finished (`DELIVERED` or `FAILED`) before `before`,
+    /// with their attempts, and the events of theirs that have no delivery
+    /// left, all in one transaction. Pending deliveries and their events are never touched.
     /// Returns how many of each went; fewer deliveries than asked for means
     /// none are left.
     ///
@@ -479,6 +479,11 @@ pub trait NotificationRepository: Send + Sync {
     async fn remove_finished_deliveries(&self, before: OffsetDateTime, limit: u32) -> Result<RemovedDeliveries>;
 }
 
+/// The most deliveries one
+/// [`NotificationRepository::remove_finished_deliveries`] call removes: each
+/// is one parameter of a statement on SQLite.
+pub const MAX_REMOVED_DELIVERIES: u32 = 500;
+
 /// What one [`NotificationRepository::remove_finished_deliveries`] call
 /// removed.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -486,6 +491,14 @@ pub struct RemovedDeliveries {
     pub deliveries: u64,
     pub attempts: u64,
     pub events: u64,
+}
+
+impl std::ops::AddAssign for RemovedDeliveries {
+    fn add_assign(&mut self, other: Self) {
+        self.deliveries += other.deliveries;
+        self.attempts += other.attempts;
+        self.events += other.events;
+    }
 }
 
 /// The permission model (companies, roles, catalog, employees), read and
