@@ -38,13 +38,21 @@ pub async fn healthz() -> &'static str {
     "ok"
 }
 
-/// `GET /readyz`: the database answers.
+/// How long `/readyz` waits for the database: probes expect an answer
+/// within a second, well before the pool's own acquire timeout.
+const READY_WITHIN: std::time::Duration = std::time::Duration::from_millis(800);
+
+/// `GET /readyz`: the database answers, within [`READY_WITHIN`].
 pub async fn readyz(State(state): State<AppState>) -> Response {
-    match state.store.ping().await {
-        Ok(()) => "ready".into_response(),
-        Err(error) => {
+    match tokio::time::timeout(READY_WITHIN, state.store.ping()).await {
+        Ok(Ok(())) => "ready".into_response(),
+        Ok(Err(error)) => {
             tracing::warn!(%error, "not ready: database unreachable");
             (StatusCode::SERVICE_UNAVAILABLE, "database unreachable").into_response()
+        }
+        Err(_) => {
+            tracing::warn!(ms = READY_WITHIN.as_millis() as u64, "not ready: the database did not answer in time");
+            (StatusCode::SERVICE_UNAVAILABLE, "database did not answer in time").into_response()
         }
     }
 }

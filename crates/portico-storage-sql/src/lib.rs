@@ -41,8 +41,13 @@ pub mod rows;
 pub fn storage_error(what: &'static str) -> impl Fn(sqlx::Error) -> StorageError {
     move |error| match &error {
         sqlx::Error::Database(db) if db.is_unique_violation() => StorageError::Conflict(what.to_owned()),
+        sqlx::Error::Database(db) if db.code().is_some_and(|code| outage_code(&code)) => {
+            connection_failures::record();
+            StorageError::Unavailable(error.to_string())
+        }
         sqlx::Error::Io(_)
         | sqlx::Error::Tls(_)
+        | sqlx::Error::Protocol(_)
         | sqlx::Error::PoolTimedOut
         | sqlx::Error::PoolClosed
         | sqlx::Error::WorkerCrashed => {
@@ -51,6 +56,18 @@ pub fn storage_error(what: &'static str) -> impl Fn(sqlx::Error) -> StorageError
         }
         _ => StorageError::Other(error.to_string()),
     }
+}
+
+/// Whether a database error code means the server is going away, starting,
+/// or out of room for us, rather than that the statement was wrong: an
+/// outage (503), not an internal error. PostgreSQL: class 08 (connection
+/// exception), 57P01–57P03 (terminated by an administrator's or a crash's
+/// shutdown; cannot connect now), 53300 (too many connections). SQLite:
+/// busy or locked past the busy timeout (5, 6 and their extended codes).
+fn outage_code(code: &str) -> bool {
+    code.starts_with("08")
+        || matches!(code, "57P01" | "57P02" | "57P03" | "53300")
+        || matches!(code.parse::<u32>(), Ok(number) if matches!(number & 0xff, 5 | 6))
 }
 
 /// Whether a connection idle for `idle_for` has been idle since before a
@@ -170,4 +187,17 @@ pub fn json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, StorageErro
 /// Never for the types Portico stores; reported rather than unwrapped.
 pub fn to_json<T: serde::Serialize>(value: &T) -> Result<String, StorageError> {
     serde_json::to_string(value).map_err(|e| StorageError::Other(format!("cannot encode JSON column: {e}")))
+}
+
+#[cfg(test)]
+mod outage_tests {
+    #[test]
+    fn outage_codes_are_told_from_statement_errors() {
+        for code in ["08006", "08003", "57P01", "57P02", "57P03", "53300", "5", "517", "6", "262"] {
+            assert!(super::outage_code(code), "{code}");
+        }
+        for code in ["23505", "23503", "42P01", "22P02", "40001", "19", "1", "2067"] {
+            assert!(!super::outage_code(code), "{code}");
+        }
+    }
 }

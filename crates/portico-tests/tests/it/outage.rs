@@ -60,3 +60,30 @@ async fn a_database_outage_is_503_and_the_server_recovers() {
         .await;
     assert_eq!(response.status(), 200, "the refresh token survived the outage unspent");
 }
+
+#[tokio::test]
+async fn readiness_answers_within_a_second_when_the_database_is_cut_off() {
+    let Ok(base) = std::env::var(POSTGRES_ENV) else {
+        eprintln!("SKIPPED: {POSTGRES_ENV} is not set; the readiness test needs PostgreSQL");
+        return;
+    };
+    let upstream = url::Url::parse(&base).unwrap();
+    let upstream = format!("{}:{}", upstream.host_str().unwrap(), upstream.port().unwrap_or(5432));
+    let proxy = TcpProxy::start(upstream).await;
+    let app = TestApp::spawn_with(Backend::Postgres, |config| {
+        let mut url = url::Url::parse(config.database_url.as_deref().unwrap()).unwrap();
+        url.set_host(Some("127.0.0.1")).unwrap();
+        url.set_port(Some(proxy.addr.port())).unwrap();
+        config.database_url = Some(url.to_string());
+        config.database_acquire_timeout_secs = 5;
+    })
+    .await;
+    assert_eq!(app.http().get(app.url("/readyz")).send().await.unwrap().status(), 200);
+    proxy.cut();
+    let started = std::time::Instant::now();
+    let ready = app.http().get(app.url("/readyz")).send().await.unwrap();
+    let took = started.elapsed();
+    assert_eq!(ready.status(), 503);
+    assert!(took < std::time::Duration::from_millis(1500), "answered in {took:?}, not the 5 s acquire timeout");
+    proxy.restore();
+}
