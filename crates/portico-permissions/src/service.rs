@@ -150,3 +150,21 @@ pub fn parse_document(text: &str, yaml: bool) -> Result<PermissionDocument, Stri
         serde_json::from_str(text).map_err(|e| e.to_string())
     }
 }
+
+#[cfg(test)]
+mod document_tests {
+    use super::parse_document;
+
+    #[test]
+    fn a_yaml_null_is_refused_where_text_is_required_not_read_as_null() {
+        let error = parse_document("roles:\n  - code: null\n", true).unwrap_err();
+        assert!(error.contains("must be text, not null"), "{error}");
+        let error =
+            parse_document("companies:\n  - cnum: ~\n    name: A\n    contractStatus: ACTIVE\n", true).unwrap_err();
+        assert!(error.contains("must be text, not null"), "{error}");
+        let error = parse_document(r#"{"roles": [{"code": null}]}"#, false).unwrap_err();
+        assert!(error.contains("must be text, not null"), "{error}");
+        let doc = parse_document("roles:\n  - code: \"null\"\n", true).expect("a quoted word is text");
+        assert_eq!(doc.roles[0].code, "null");
+    }
+}

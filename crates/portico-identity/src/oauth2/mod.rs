@@ -26,7 +26,7 @@ pub fn router() -> Router<IdentityState> {
         .route("/oauth2/revoke", post(revoke::revoke))
         .route("/oauth2/jwks", get(jwks::jwks))
         .route("/oauth2/token/liveness", get(liveness::liveness))
-        .route("/oauth2/userinfo", get(userinfo::userinfo).post(userinfo::userinfo))
+        .route("/oauth2/userinfo", get(userinfo::userinfo).post(userinfo::userinfo_post))
         .route("/.well-known/openid-configuration", get(discovery::openid_configuration))
 }
 

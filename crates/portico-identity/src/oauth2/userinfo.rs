@@ -3,7 +3,7 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
@@ -23,17 +23,44 @@ pub struct UserInfo {
     path = "/oauth2/userinfo",
     operation_id = "getUserInfo",
     tag = "oauth2",
-    description = "OIDC Core §5.3; also answers POST.",
+    description = "OIDC Core §5.3.",
     security(("bearerAuth" = [])),
     responses(
-        (status = 200, description = "The user's claims.", body = UserInfo),
+        (status = 200, description = "The user's claims.", body = UserInfo,
+         headers(("Cache-Control" = String, description = "`no-store`: personal data is never cached."))),
         (status = 401, description = "The token is missing or not valid (also: the user is blocked).",
          headers(("WWW-Authenticate" = String, description = "`Bearer error=\"invalid_token\"`"))),
         (status = 503, description = "The check is temporarily unavailable.")
     )
 )]
 pub async fn userinfo(State(identity): State<IdentityState>, headers: HeaderMap) -> Response {
-    let Some(token) = bearer(&headers) else {
+    let mut response = answer(&identity, &headers).await;
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+#[utoipa::path(
+    post,
+    path = "/oauth2/userinfo",
+    operation_id = "postUserInfo",
+    tag = "oauth2",
+    description = "OIDC Core §5.3, the POST form: the same answer as GET. The access token travels in the \
+                   `Authorization` header (a token in the form body, RFC 6750 §2.2, is not accepted).",
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "The user's claims.", body = UserInfo,
+         headers(("Cache-Control" = String, description = "`no-store`: personal data is never cached."))),
+        (status = 401, description = "The token is missing or not valid (also: the user is blocked).",
+         headers(("WWW-Authenticate" = String, description = "`Bearer error=\"invalid_token\"`"))),
+        (status = 503, description = "The check is temporarily unavailable.")
+    )
+)]
+pub async fn userinfo_post(state: State<IdentityState>, headers: HeaderMap) -> Response {
+    userinfo(state, headers).await
+}
+
+async fn answer(identity: &IdentityState, headers: &HeaderMap) -> Response {
+    let Some(token) = bearer(headers) else {
         return invalid_token();
     };
     let claims = match identity.check_access_token(token).await {

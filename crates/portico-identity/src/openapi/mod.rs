@@ -134,6 +134,7 @@ pub enum ClientErrors<'a> {
         crate::oauth2::jwks::jwks,
         crate::oauth2::liveness::liveness,
         crate::oauth2::userinfo::userinfo,
+        crate::oauth2::userinfo::userinfo_post,
         crate::oauth2::discovery::openid_configuration,
         crate::login::page::login_page,
         crate::login::submit::submit_step,

@@ -21,6 +21,12 @@ use uuid::Uuid;
 
 use super::{ACC_OBJECT, CatalogObject, Company, ContractStatus, EIO, Employee, PermissionModel, Role, VIEW};
 
+/// A required text field: a YAML `null` (or `~`) is refused instead of
+/// being read as the text "null".
+fn text<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    Option::<String>::deserialize(deserializer)?.ok_or_else(|| serde::de::Error::custom("must be text, not null"))
+}
+
 /// Longest `cnum`, code, object segment or action name accepted.
 const MAX_NAME: usize = 64;
 /// Longest display name accepted.
@@ -42,7 +48,9 @@ pub struct PermissionDocument {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CompanyEntry {
+    #[serde(deserialize_with = "text")]
     pub cnum: String,
+    #[serde(deserialize_with = "text")]
     pub name: String,
     pub contract_status: ContractStatus,
 }
@@ -51,6 +59,7 @@ pub struct CompanyEntry {
 #[serde(deny_unknown_fields)]
 pub struct CatalogEntry {
     /// `object` or `object.sub-object`.
+    #[serde(deserialize_with = "text")]
     pub object: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
@@ -60,6 +69,7 @@ pub struct CatalogEntry {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RoleEntry {
+    #[serde(deserialize_with = "text")]
     pub code: String,
     /// Kept when the role exists; a new role without one gets a random id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -78,6 +88,7 @@ pub struct RoleEntry {
 #[serde(deny_unknown_fields)]
 pub struct EmployeeEntry {
     pub user: UserRef,
+    #[serde(deserialize_with = "text")]
     pub cnum: String,
     /// A role code; `null` or absent for an employee without a role.
     #[serde(default)]
