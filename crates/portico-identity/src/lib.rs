@@ -9,6 +9,7 @@
 
 pub mod captcha;
 pub mod captcha_http;
+pub mod client_address;
 pub mod cookies;
 pub mod delivery;
 pub mod keys;
@@ -56,6 +57,17 @@ impl Identity {
         if let Err(error) = self.store.record_audit(&event).await {
             tracing::warn!(kind = %event.kind, %error, "could not record an audit event");
         }
+    }
+}
+
+impl Identity {
+    /// The client's address for a request (see [`client_address`]).
+    pub fn client_address(
+        &self,
+        headers: &axum::http::HeaderMap,
+        peer: Option<std::net::SocketAddr>,
+    ) -> Option<std::net::IpAddr> {
+        client_address::client_address(&self.settings.trusted_proxies, headers, peer)
     }
 }
 

@@ -19,12 +19,13 @@ pub struct IdentitySettings {
     /// "default logout page").
     pub logged_out_url: String,
     pub otp: OtpPolicy,
-    /// Failed password attempts (per user, and per process) after which the
-    /// password steps require a CAPTCHA.
-    pub captcha_after_failures: u32,
-    /// Failed password attempts after which the user is blocked.
-    pub block_after_failures: u32,
-    pub block_duration: Duration,
+    /// The password steps' guard against guessing: CAPTCHA and pauses.
+    pub guard: crate::login::guard::GuardPolicy,
+    /// Failed phone numbers of one login process after which the `phone`
+    /// step requires a CAPTCHA.
+    pub phone_captcha_after_failures: u32,
+    /// Proxies whose `X-Forwarded-For` names the client's address.
+    pub trusted_proxies: Vec<crate::client_address::Cidr>,
     /// How long a device stays trusted after a login with a second factor.
     pub device_trust_ttl: Duration,
     /// The pages' language when neither the process nor the `svc.locale`
@@ -48,9 +49,9 @@ impl IdentitySettings {
             login_process_ttl: Duration::minutes(15),
             session_ttl: Duration::hours(12),
             otp: OtpPolicy::default(),
-            captcha_after_failures: 3,
-            block_after_failures: 10,
-            block_duration: Duration::hours(1),
+            guard: crate::login::guard::GuardPolicy::default(),
+            phone_captcha_after_failures: 3,
+            trusted_proxies: Vec::new(),
             device_trust_ttl: Duration::days(180),
             theme: crate::theme::Theme::default(),
             default_locale: None,

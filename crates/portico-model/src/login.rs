@@ -125,8 +125,12 @@ pub mod codes {
     pub const UNKNOWN_ERROR: &str = "unknown-error";
     /// Error page: the process cannot continue (CSRF failure, broken state).
     pub const FATAL_ERROR: &str = "fatal-error";
-    /// Error page: the user is blocked.
+    /// Error page: the user is blocked by an operator.
     pub const USER_IS_BLOCKED: &str = "user-is-blocked";
+    /// Too many failed passwords: attempts from this device (or address)
+    /// are paused for a while; the page says until when.
+    pub const USERNAME_PASSWORD_PAUSED: &str = "challenge.username-password.temporarily-paused";
+    pub const PASSWORD_PAUSED: &str = "challenge.password.temporarily-paused";
 }
 
 /// A login process as stored.
@@ -175,9 +179,20 @@ pub struct LoginState {
     /// Where second-factor codes go (SMS unless the user chose e-mail).
     #[serde(default = "sms")]
     pub otp_channel: OtpChannel,
-    /// Failed password attempts in this process (unknown logins included).
+    /// Phone numbers on the `phone` step that no user has, in this process.
+    /// (Kept under its old name: processes stored before stay readable.)
     #[serde(default)]
     pub password_failures: u32,
+    /// The next password attempt needs a CAPTCHA (the server demanded one,
+    /// or the last failure reached the threshold): the page shows it.
+    #[serde(default)]
+    pub captcha: bool,
+    /// Password attempts are paused until then (shown on the page).
+    #[serde(with = "time::serde::timestamp::option", default)]
+    pub paused_until: Option<OffsetDateTime>,
+    /// Failures left before a pause, when the page should warn.
+    #[serde(default)]
+    pub tries_before_pause: Option<u32>,
     /// The phone number typed on the `phone` step (E.164).
     #[serde(default)]
     pub phone: Option<String>,
@@ -219,6 +234,9 @@ impl LoginState {
             codes_sent: 0,
             otp_channel: OtpChannel::Sms,
             password_failures: 0,
+            captcha: false,
+            paused_until: None,
+            tries_before_pause: None,
             phone: None,
             granted_groups: None,
             force_consent: false,

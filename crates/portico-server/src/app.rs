@@ -185,6 +185,10 @@ impl App {
             .layer(header("x-content-type-options", "nosniff"))
             .layer(header("x-frame-options", "DENY"))
             .layer(header("referrer-policy", "no-referrer"))
+            .layer(SetResponseHeaderLayer::if_not_present(
+                HeaderName::from_static("strict-transport-security"),
+                self.config.hsts().and_then(|value| HeaderValue::from_str(&value).ok()),
+            ))
             .layer(CatchPanicLayer::new())
             .layer(DefaultBodyLimit::max(MAX_BODY))
     }
@@ -202,7 +206,13 @@ impl App {
         let (stop_tx, stop_rx) = watch::channel(false);
         let workers = self.start_workers(self.config.notifications.deliver, self.config.reports.generate, stop_rx)?;
         let router = self.router();
-        let result = axum::serve(listener, router).with_graceful_shutdown(shutdown).await;
+        let http = &self.config.http;
+        let limits = crate::listener::Limits {
+            header_read_timeout: Duration::from_secs(http.header_read_timeout_secs.into()),
+            idle_timeout: Duration::from_secs(http.idle_timeout_secs.into()),
+            max_connections: http.max_connections as usize,
+        };
+        let result = crate::listener::serve(listener, router, limits, shutdown).await;
         let _ = stop_tx.send(true);
         for worker in workers {
             let _ = worker.await;

@@ -45,6 +45,7 @@ pub struct Config {
     pub cookie_secure: Option<bool>,
     /// Seconds between clean-ups of expired codes, processes and tokens.
     pub cleanup_interval_secs: u64,
+    pub http: HttpConfig,
     pub tokens: TokenConfig,
     pub login: LoginConfig,
     pub delivery: DeliveryConfig,
@@ -147,10 +148,12 @@ impl Default for NotificationConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DeliveryConfig {
-    /// `outbox` (the dev outbox file) or `http` (the SMS gateway).
-    pub sms: SmsDelivery,
-    /// `outbox` or `smtp`.
-    pub email: EmailDelivery,
+    /// `http` (the SMS gateway) or `outbox` (development only: codes in
+    /// clear in `<data_dir>/outbox.jsonl`). No default outside the demo:
+    /// `portico serve` without `--demo` refuses to start until it is set.
+    pub sms: Option<SmsDelivery>,
+    /// `smtp` or `outbox` (development only). No default outside the demo.
+    pub email: Option<EmailDelivery>,
     /// The gateway's URL (for `sms = "http"`).
     pub sms_gateway_url: Option<String>,
     /// `Authorization` header value for the gateway, if it wants one.
@@ -183,8 +186,8 @@ pub enum EmailDelivery {
 impl Default for DeliveryConfig {
     fn default() -> Self {
         Self {
-            sms: SmsDelivery::Outbox,
-            email: EmailDelivery::Outbox,
+            sms: None,
+            email: None,
             sms_gateway_url: None,
             sms_gateway_authorization: None,
             sms_gateway_body: r#"{"to": "{to}", "text": "{text}"}"#.to_owned(),
@@ -200,8 +203,9 @@ impl Default for DeliveryConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CaptchaConfig {
-    /// `dev` (a checkbox; for the demo and development) or `smartcaptcha`.
-    pub kind: CaptchaKind,
+    /// `smartcaptcha` or `dev` (a checkbox that anyone passes; development
+    /// only). No default outside the demo.
+    pub kind: Option<CaptchaKind>,
     /// Server key of the CAPTCHA service (`smartcaptcha`).
     pub server_key: Option<String>,
     /// Site key for the page's widget (`smartcaptcha`).
@@ -220,7 +224,7 @@ pub enum CaptchaKind {
 impl Default for CaptchaConfig {
     fn default() -> Self {
         Self {
-            kind: CaptchaKind::Dev,
+            kind: None,
             server_key: None,
             site_key: None,
             validate_url: "https://smartcaptcha.yandexcloud.net/validate".to_owned(),
@@ -233,6 +237,40 @@ impl Default for CaptchaConfig {
 pub enum LogFormat {
     Text,
     Json,
+}
+
+/// The HTTP listener's limits against slow and idle clients, and HSTS.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HttpConfig {
+    /// Seconds within which a request's line and headers must arrive in
+    /// full, counted from when the connection opens or its previous response
+    /// was sent: so also how long an idle kept-alive connection stays open.
+    pub header_read_timeout_secs: u32,
+    /// Seconds a connection may move no byte either way (a stalled body, a
+    /// client that stops reading) before it is closed.
+    pub idle_timeout_secs: u32,
+    /// Connections open at once; past that, new ones wait to be accepted.
+    pub max_connections: u32,
+    /// `max-age` of `Strict-Transport-Security`, sent when `public_url` is
+    /// `https://`; 0 sends none.
+    pub hsts_max_age_secs: u32,
+    /// Addresses or blocks (`10.0.0.0/8`) of the proxies in front of
+    /// Portico, whose `X-Forwarded-For` names the client's address for the
+    /// login guard; empty: the TCP peer is the client.
+    pub trusted_proxies: Vec<portico_identity::client_address::Cidr>,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self {
+            header_read_timeout_secs: 10,
+            idle_timeout_secs: 60,
+            max_connections: 1024,
+            hsts_max_age_secs: 31_536_000,
+            trusted_proxies: Vec::new(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -262,12 +300,25 @@ pub struct LoginConfig {
     pub otp_max_codes: u32,
     /// Wait before another code may be sent.
     pub otp_resend_secs: u32,
-    /// Failed password attempts after which a CAPTCHA is required.
+    /// Failed passwords on an account (from devices not trusted for it), or
+    /// on one trusted device, after which a CAPTCHA is required; also wrong
+    /// phone numbers in one login process on the `phone` step.
     pub captcha_after_failures: u32,
-    /// Failed password attempts after which the user is blocked.
-    pub block_after_failures: u32,
-    /// How long such a block lasts.
-    pub block_secs: u32,
+    /// Failed passwords on an account (untrusted devices) or on one trusted
+    /// device from which each failure pauses password attempts there.
+    pub delay_after_failures: u32,
+    /// The first pause; each further failure doubles it.
+    pub first_delay_secs: u32,
+    /// The longest pause.
+    pub max_delay_secs: u32,
+    /// Failed passwords from one client address (any login) after which a
+    /// CAPTCHA is required.
+    pub address_captcha_after_failures: u32,
+    /// Failed passwords from one client address from which each failure
+    /// pauses password attempts from it.
+    pub address_delay_after_failures: u32,
+    /// Hours after its last failure at which a count starts again.
+    pub failure_memory_hours: u32,
     /// How long a device stays trusted after a login with a second factor.
     pub device_trust_days: u32,
     /// `ru` or `en`: the pages' language when neither the login process nor
@@ -291,6 +342,7 @@ impl Default for Config {
             log_format: LogFormat::Text,
             cookie_secure: None,
             cleanup_interval_secs: 300,
+            http: HttpConfig::default(),
             tokens: TokenConfig::default(),
             login: LoginConfig::default(),
             delivery: DeliveryConfig::default(),
@@ -320,8 +372,12 @@ impl Default for LoginConfig {
             otp_max_codes: 5,
             otp_resend_secs: 60,
             captcha_after_failures: 3,
-            block_after_failures: 10,
-            block_secs: 3600,
+            delay_after_failures: 5,
+            first_delay_secs: 30,
+            max_delay_secs: 3600,
+            address_captcha_after_failures: 10,
+            address_delay_after_failures: 30,
+            failure_memory_hours: 24,
             device_trust_days: 180,
             default_locale: None,
         }
@@ -389,8 +445,15 @@ impl Config {
             ("login.otp_max_failures", u64::from(self.login.otp_max_failures)),
             ("login.otp_max_codes", u64::from(self.login.otp_max_codes)),
             ("login.captcha_after_failures", u64::from(self.login.captcha_after_failures)),
-            ("login.block_after_failures", u64::from(self.login.block_after_failures)),
-            ("login.block_secs", u64::from(self.login.block_secs)),
+            ("login.delay_after_failures", u64::from(self.login.delay_after_failures)),
+            ("login.first_delay_secs", u64::from(self.login.first_delay_secs)),
+            ("login.max_delay_secs", u64::from(self.login.max_delay_secs)),
+            ("login.address_captcha_after_failures", u64::from(self.login.address_captcha_after_failures)),
+            ("login.address_delay_after_failures", u64::from(self.login.address_delay_after_failures)),
+            ("login.failure_memory_hours", u64::from(self.login.failure_memory_hours)),
+            ("http.header_read_timeout_secs", u64::from(self.http.header_read_timeout_secs)),
+            ("http.idle_timeout_secs", u64::from(self.http.idle_timeout_secs)),
+            ("http.max_connections", u64::from(self.http.max_connections)),
             ("notifications.timeout_ms", self.notifications.timeout_ms),
             ("notifications.lease_secs", self.notifications.lease_secs),
             ("notifications.per_merchant", u64::from(self.notifications.per_merchant)),
@@ -404,13 +467,13 @@ impl Config {
             }
         }
         let d = &self.delivery;
-        if d.sms == SmsDelivery::Http && d.sms_gateway_url.is_none() {
+        if d.sms == Some(SmsDelivery::Http) && d.sms_gateway_url.is_none() {
             return Err(ConfigError("delivery.sms = \"http\" needs delivery.sms_gateway_url".into()));
         }
-        if d.email == EmailDelivery::Smtp && d.smtp_url.is_none() {
+        if d.email == Some(EmailDelivery::Smtp) && d.smtp_url.is_none() {
             return Err(ConfigError("delivery.email = \"smtp\" needs delivery.smtp_url".into()));
         }
-        if self.captcha.kind == CaptchaKind::Smartcaptcha
+        if self.captcha.kind == Some(CaptchaKind::Smartcaptcha)
             && (self.captcha.server_key.is_none() || self.captcha.site_key.is_none())
         {
             return Err(ConfigError(
@@ -432,8 +495,19 @@ impl Config {
         if !(4..=10).contains(&self.login.otp_length) {
             return Err(ConfigError("login.otp_length must be between 4 and 10 digits".into()));
         }
-        if self.login.block_after_failures < 2 {
-            return Err(ConfigError("login.block_after_failures must be at least 2".into()));
+        let l = &self.login;
+        if l.delay_after_failures <= l.captcha_after_failures
+            || l.address_delay_after_failures <= l.address_captcha_after_failures
+        {
+            return Err(ConfigError(
+                "login.delay_after_failures must be greater than login.captcha_after_failures (and \
+                 login.address_delay_after_failures greater than login.address_captcha_after_failures): \
+                 a CAPTCHA comes before pauses"
+                    .into(),
+            ));
+        }
+        if l.max_delay_secs < l.first_delay_secs {
+            return Err(ConfigError("login.max_delay_secs must not be shorter than login.first_delay_secs".into()));
         }
         if t.refresh_token_ttl_secs < t.access_token_ttl_secs {
             return Err(ConfigError(
@@ -450,6 +524,70 @@ impl Config {
             return Err(ConfigError("cleanup_interval_secs must be greater than 0".into()));
         }
         Ok(())
+    }
+
+    /// What `portico serve` checks beyond [`Config::load`]: outside the demo,
+    /// one-time codes and CAPTCHAs must have a way out chosen by name, so
+    /// that production never runs on the development outbox or the
+    /// development CAPTCHA by accident. Returns the warnings to log for a
+    /// development choice made explicitly.
+    ///
+    /// # Errors
+    /// [`ConfigError`] naming the setting to choose.
+    pub fn check_serve(&self, demo: bool) -> Result<Vec<String>, ConfigError> {
+        if demo {
+            return Ok(Vec::new());
+        }
+        let unset = |setting: &str, env: &str, choices: &str| {
+            ConfigError(format!(
+                "{setting} ({env}) is not set: choose {choices}. Outside `--demo` Portico does not pick a \
+                 development default for it"
+            ))
+        };
+        let d = &self.delivery;
+        let sms = d.sms.ok_or_else(|| {
+            unset(
+                "delivery.sms",
+                "PORTICO_DELIVERY__SMS",
+                "\"http\" (the SMS gateway) or \"outbox\" (development: codes in clear in a local file)",
+            )
+        })?;
+        let email = d.email.ok_or_else(|| {
+            unset(
+                "delivery.email",
+                "PORTICO_DELIVERY__EMAIL",
+                "\"smtp\" or \"outbox\" (development: codes in clear in a local file)",
+            )
+        })?;
+        let captcha = self.captcha.kind.ok_or_else(|| {
+            unset(
+                "captcha.kind",
+                "PORTICO_CAPTCHA__KIND",
+                "\"smartcaptcha\" or \"dev\" (development: a checkbox anyone passes)",
+            )
+        })?;
+        let outbox = self.data_dir.join("outbox.jsonl");
+        let mut warnings = Vec::new();
+        if sms == SmsDelivery::Outbox || email == EmailDelivery::Outbox {
+            warnings.push(format!(
+                "development delivery: one-time codes are written in clear to {} (delivery.sms / delivery.email = \
+                 \"outbox\"); do not use this in production",
+                outbox.display()
+            ));
+        }
+        if captcha == CaptchaKind::Dev {
+            warnings.push(
+                "development CAPTCHA: anyone passes it (captcha.kind = \"dev\"); do not use this in production".into(),
+            );
+        }
+        Ok(warnings)
+    }
+
+    /// The `Strict-Transport-Security` value to send: with an `https://`
+    /// public URL and a max-age above 0.
+    pub fn hsts(&self) -> Option<String> {
+        (self.public_url().starts_with("https://") && self.http.hsts_max_age_secs > 0)
+            .then(|| format!("max-age={}", self.http.hsts_max_age_secs))
     }
 
     /// The public URL without a trailing slash.
@@ -498,9 +636,17 @@ impl Config {
             max_codes: login.otp_max_codes,
             resend_after: secs(login.otp_resend_secs),
         };
-        settings.captcha_after_failures = login.captcha_after_failures;
-        settings.block_after_failures = login.block_after_failures;
-        settings.block_duration = secs(login.block_secs);
+        settings.guard = portico_identity::login::guard::GuardPolicy {
+            captcha_after: login.captcha_after_failures,
+            delay_after: login.delay_after_failures,
+            first_delay: secs(login.first_delay_secs),
+            max_delay: secs(login.max_delay_secs),
+            address_captcha_after: login.address_captcha_after_failures,
+            address_delay_after: login.address_delay_after_failures,
+            memory: Duration::hours(i64::from(login.failure_memory_hours)),
+        };
+        settings.phone_captcha_after_failures = login.captcha_after_failures;
+        settings.trusted_proxies = self.http.trusted_proxies.clone();
         settings.device_trust_ttl = Duration::days(i64::from(login.device_trust_days));
         settings.theme = self.theme.clone();
         settings.default_locale = login.default_locale;
@@ -582,6 +728,28 @@ sms = "http"
             assert_eq!(view["passwordResetEnabled"], true);
             Ok(())
         });
+    }
+
+    #[test]
+    fn serve_outside_the_demo_needs_code_delivery_and_captcha_chosen_by_name() {
+        let mut config = Config::default();
+        assert!(config.check_serve(true).unwrap().is_empty(), "the demo picks the development ways");
+        let error = config.check_serve(false).unwrap_err().to_string();
+        assert!(error.contains("delivery.sms") && error.contains("PORTICO_DELIVERY__SMS"), "{error}");
+        config.delivery.sms = Some(SmsDelivery::Http);
+        let error = config.check_serve(false).unwrap_err().to_string();
+        assert!(error.contains("delivery.email"), "{error}");
+        config.delivery.email = Some(EmailDelivery::Smtp);
+        let error = config.check_serve(false).unwrap_err().to_string();
+        assert!(error.contains("captcha.kind"), "{error}");
+        config.captcha.kind = Some(CaptchaKind::Smartcaptcha);
+        assert!(config.check_serve(false).unwrap().is_empty(), "production ways: no warning");
+
+        config.delivery.email = Some(EmailDelivery::Outbox);
+        config.captcha.kind = Some(CaptchaKind::Dev);
+        let warnings = config.check_serve(false).unwrap();
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(warnings[0].contains("outbox.jsonl") && warnings[1].contains("captcha.kind"), "{warnings:?}");
     }
 
     #[test]

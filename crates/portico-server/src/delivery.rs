@@ -1,4 +1,6 @@
 //! The configured ways out: where one-time codes go and who checks CAPTCHAs.
+//! A way left unset is the development one (`portico serve` refuses that
+//! outside the demo: [`crate::config::Config::check_serve`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,7 +21,7 @@ use crate::config::{CaptchaKind, Config, EmailDelivery, SmsDelivery};
 pub fn otp_sender(config: &Config) -> anyhow::Result<Arc<dyn OtpSender>> {
     let d = &config.delivery;
     let outbox: Arc<dyn OtpSender> = Arc::new(DevOutbox::new(config.data_dir.join("outbox.jsonl")));
-    let sms: Arc<dyn OtpSender> = match d.sms {
+    let sms: Arc<dyn OtpSender> = match d.sms.unwrap_or(SmsDelivery::Outbox) {
         SmsDelivery::Outbox => Arc::clone(&outbox),
         SmsDelivery::Http => Arc::new(
             HttpSmsGateway::new(
@@ -31,7 +33,7 @@ pub fn otp_sender(config: &Config) -> anyhow::Result<Arc<dyn OtpSender>> {
             .context("delivery.sms_gateway_body")?,
         ),
     };
-    let email: Arc<dyn OtpSender> = match d.email {
+    let email: Arc<dyn OtpSender> = match d.email.unwrap_or(EmailDelivery::Outbox) {
         EmailDelivery::Outbox => outbox,
         EmailDelivery::Smtp => Arc::new(
             SmtpMailer::new(d.smtp_url.as_deref().unwrap_or_default(), &d.smtp_from, d.email_subject.clone())
@@ -47,7 +49,7 @@ pub fn otp_sender(config: &Config) -> anyhow::Result<Arc<dyn OtpSender>> {
 /// When the HTTP client cannot be built.
 pub fn captcha(config: &Config) -> anyhow::Result<Arc<dyn CaptchaVerifier>> {
     let c = &config.captcha;
-    Ok(match c.kind {
+    Ok(match c.kind.unwrap_or(CaptchaKind::Dev) {
         CaptchaKind::Dev => Arc::new(DevCaptcha),
         CaptchaKind::Smartcaptcha => Arc::new(
             HttpCaptcha::new(

@@ -9,6 +9,7 @@ pub mod config;
 pub mod delivery;
 pub mod demo;
 mod http;
+mod listener;
 pub mod openapi;
 pub mod secret;
 mod tasks;

@@ -7,7 +7,7 @@ use portico_identity::Identity;
 use tokio::sync::watch;
 
 /// Removes expired codes, login processes, sessions, tokens and retired keys,
-/// and deliveries past their retention, every `interval`, until `shutdown`
+/// login throttle counters past their memory, and deliveries past their retention, every `interval`, until `shutdown`
 /// fires. Safe on any number of nodes at once: every pass is a set of
 /// idempotent deletes.
 pub async fn cleaner(
@@ -29,6 +29,11 @@ pub async fn cleaner(
             Ok(report) if report.total() > 0 => tracing::debug!(?report, "removed expired rows"),
             Ok(_) => {}
             Err(error) => tracing::warn!(%error, "clean-up pass failed; will retry"),
+        }
+        match identity.store.remove_stale_throttles(now - settings.guard.memory).await {
+            Ok(removed) if removed > 0 => tracing::debug!(removed, "removed stale login throttle counters"),
+            Ok(_) => {}
+            Err(error) => tracing::warn!(%error, "removing stale login throttle counters failed; will retry"),
         }
         match portico_notify::retention::remove_expired(&notify).await {
             Ok(removed) if removed.deliveries > 0 => {

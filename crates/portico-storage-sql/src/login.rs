@@ -1,5 +1,5 @@
-//! [`sql_login_repositories!`]: trusted devices, consents and password
-//! failures.
+//! [`sql_login_repositories!`]: trusted devices, consents and the
+//! throttle counters of password attempts.
 
 /// Implements `DeviceRepository`, `ConsentRepository` and
 /// `LoginGuardRepository` for `$store` (see
@@ -10,7 +10,7 @@ macro_rules! sql_login_repositories {
         const _: () = {
             use $crate::deps::async_trait::async_trait;
             use $crate::deps::portico_storage::{
-                ConsentRepository, DeviceRepository, LoginGuardRepository, PasswordFailures, Result,
+                ConsentRepository, CountAttempt, DeviceRepository, LoginGuardRepository, Result, Throttle,
             };
             use $crate::deps::sqlx::{self, Row};
             use $crate::deps::time::OffsetDateTime;
@@ -93,57 +93,106 @@ macro_rules! sql_login_repositories {
                 }
             }
 
-            fn failures_from(row: &<$db as sqlx::Database>::Row) -> Result<PasswordFailures> {
+            fn throttle_from(row: &<$db as sqlx::Database>::Row) -> Result<Throttle> {
                 let failures: i32 = row.try_get("failures").map_err(storage_error(ROW))?;
                 let locked: Option<i64> = row.try_get("locked_until").map_err(storage_error(ROW))?;
-                Ok(PasswordFailures { failures: failures.max(0) as u32, locked_until: timestamp_opt(locked)? })
+                Ok(Throttle { failures: failures.max(0) as u32, locked_until: timestamp_opt(locked)? })
             }
 
             #[async_trait]
             impl LoginGuardRepository for $store {
-                async fn password_failures(&self, user_id: Uuid) -> Result<PasswordFailures> {
-                    sqlx::query("SELECT failures, locked_until FROM login_failures WHERE user_id = $1")
-                        .bind(user_id.to_string())
-                        .fetch_optional(&self.pool)
-                        .await
-                        .map_err(storage_error(ROW))?
-                        .as_ref()
-                        .map_or(Ok(PasswordFailures::default()), failures_from)
+                async fn throttle(&self, key: &str, forget_before: OffsetDateTime) -> Result<Throttle> {
+                    sqlx::query(
+                        "SELECT CASE WHEN updated_at < $2 THEN 0 ELSE failures END AS failures, locked_until \
+                         FROM login_throttles WHERE key = $1",
+                    )
+                    .bind(key)
+                    .bind(forget_before.unix_timestamp())
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(storage_error(ROW))?
+                    .as_ref()
+                    .map_or(Ok(Throttle::default()), throttle_from)
                 }
 
-                async fn record_password_failure(
-                    &self,
-                    user_id: Uuid,
-                    block_after: u32,
-                    locked_until: OffsetDateTime,
-                ) -> Result<PasswordFailures> {
-                    let block_after = i32::try_from(block_after).unwrap_or(i32::MAX);
+                async fn count_attempt(&self, attempt: CountAttempt<'_>) -> Result<Option<u32>> {
+                    let hold_from = i32::try_from(attempt.hold_from).unwrap_or(i32::MAX);
+                    // One statement: the count, the hold and the refusal of a
+                    // locked key cannot interleave with a parallel attempt's.
                     let row = sqlx::query(
-                        "INSERT INTO login_failures (user_id, failures, locked_until) \
-                         VALUES ($1, CASE WHEN 1 >= $2 THEN 0 ELSE 1 END, CASE WHEN 1 >= $2 THEN $3 ELSE NULL END) \
-                         ON CONFLICT (user_id) DO UPDATE SET \
-                         failures = CASE WHEN login_failures.failures + 1 >= $2 THEN 0 \
-                                         ELSE login_failures.failures + 1 END, \
-                         locked_until = CASE WHEN login_failures.failures + 1 >= $2 THEN $3 \
-                                             ELSE login_failures.locked_until END \
-                         RETURNING failures, locked_until",
+                        "INSERT INTO login_throttles (key, failures, locked_until, updated_at) \
+                         VALUES ($1, 1, CASE WHEN 1 >= $4 THEN $5 ELSE NULL END, $2) \
+                         ON CONFLICT (key) DO UPDATE SET \
+                         failures = CASE WHEN login_throttles.updated_at < $3 THEN 1 \
+                                         ELSE login_throttles.failures + 1 END, \
+                         locked_until = CASE WHEN (CASE WHEN login_throttles.updated_at < $3 THEN 1 \
+                                                        ELSE login_throttles.failures + 1 END) >= $4 THEN $5 \
+                                             ELSE login_throttles.locked_until END, \
+                         updated_at = $2 \
+                         WHERE login_throttles.locked_until IS NULL OR login_throttles.locked_until <= $2 \
+                         RETURNING failures",
                     )
-                    .bind(user_id.to_string())
-                    .bind(block_after)
-                    .bind(locked_until.unix_timestamp())
-                    .fetch_one(&self.pool)
+                    .bind(attempt.key)
+                    .bind(attempt.now.unix_timestamp())
+                    .bind(attempt.forget_before.unix_timestamp())
+                    .bind(hold_from)
+                    .bind(attempt.hold_until.unix_timestamp())
+                    .fetch_optional(&self.pool)
                     .await
                     .map_err(storage_error(ROW))?;
-                    failures_from(&row)
+                    row.map(|row| {
+                        let failures: i32 = row.try_get("failures").map_err(storage_error(ROW))?;
+                        Ok(failures.max(0) as u32)
+                    })
+                    .transpose()
                 }
 
-                async fn reset_password_failures(&self, user_id: Uuid) -> Result<()> {
-                    sqlx::query("UPDATE login_failures SET failures = 0 WHERE user_id = $1")
-                        .bind(user_id.to_string())
+                async fn uncount_attempt(&self, key: &str, hold_until: Option<OffsetDateTime>) -> Result<()> {
+                    sqlx::query(
+                        "UPDATE login_throttles SET failures = failures - 1, \
+                         locked_until = CASE WHEN locked_until = $2 THEN NULL ELSE locked_until END \
+                         WHERE key = $1 AND failures > 0",
+                    )
+                    .bind(key)
+                    .bind(hold_until.map(OffsetDateTime::unix_timestamp))
+                    .execute(&self.pool)
+                    .await
+                    .map_err(storage_error(ROW))?;
+                    Ok(())
+                }
+
+                async fn lock_throttle(&self, key: &str, until: OffsetDateTime) -> Result<()> {
+                    sqlx::query(
+                        "UPDATE login_throttles SET locked_until = $2 \
+                         WHERE key = $1 AND (locked_until IS NULL OR locked_until < $2)",
+                    )
+                    .bind(key)
+                    .bind(until.unix_timestamp())
+                    .execute(&self.pool)
+                    .await
+                    .map_err(storage_error(ROW))?;
+                    Ok(())
+                }
+
+                async fn clear_throttle(&self, key: &str) -> Result<()> {
+                    sqlx::query("DELETE FROM login_throttles WHERE key = $1")
+                        .bind(key)
                         .execute(&self.pool)
                         .await
                         .map_err(storage_error(ROW))?;
                     Ok(())
+                }
+
+                async fn remove_stale_throttles(&self, before: OffsetDateTime) -> Result<u64> {
+                    let done = sqlx::query(
+                        "DELETE FROM login_throttles \
+                         WHERE updated_at < $1 AND (locked_until IS NULL OR locked_until < $1)",
+                    )
+                    .bind(before.unix_timestamp())
+                    .execute(&self.pool)
+                    .await
+                    .map_err(storage_error(ROW))?;
+                    Ok(done.rows_affected())
                 }
             }
         };

@@ -302,37 +302,72 @@ pub trait ConsentRepository: Send + Sync {
     -> Result<()>;
 }
 
-/// Failed password attempts of a user, and the block they lead to.
+/// One throttle counter of password attempts: per account from untrusted
+/// devices, per trusted device, or per client address (the keys and the
+/// policy are the identity crate's, `login::guard`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PasswordFailures {
-    /// Failures since the last success or block.
+pub struct Throttle {
+    /// Attempts counted since the last success: failed ones, and those
+    /// still being checked.
     pub failures: u32,
-    /// Password logins are refused until then.
+    /// Attempts on the key are refused until then.
     pub locked_until: Option<OffsetDateTime>,
+}
+
+/// What counting an attempt on a throttle key asks for.
+#[derive(Debug, Clone, Copy)]
+pub struct CountAttempt<'a> {
+    pub key: &'a str,
+    pub now: OffsetDateTime,
+    /// A count last changed before this starts again from zero.
+    pub forget_before: OffsetDateTime,
+    /// The count from which the attempt holds the key locked until
+    /// `hold_until` while it is checked.
+    pub hold_from: u32,
+    pub hold_until: OffsetDateTime,
 }
 
 #[async_trait]
 pub trait LoginGuardRepository: Send + Sync {
-    /// # Errors
-    /// Only when the store fails.
-    async fn password_failures(&self, user_id: Uuid) -> Result<PasswordFailures>;
-    /// Counts a failed password attempt, atomically: the attempt that
-    /// reaches `block_after` failures blocks the user until `locked_until`
-    /// and starts the count again. Returns the state after the attempt.
+    /// The counter of `key` (zero when it has none, or when it was last
+    /// changed before `forget_before`).
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn record_password_failure(
-        &self,
-        user_id: Uuid,
-        block_after: u32,
-        locked_until: OffsetDateTime,
-    ) -> Result<PasswordFailures>;
-    /// Forgets the failures after a successful password.
+    async fn throttle(&self, key: &str, forget_before: OffsetDateTime) -> Result<Throttle>;
+    /// Counts an attempt on a key before the attempt is checked, in one
+    /// atomic statement. `None`: the key is locked at `now` and nothing was
+    /// counted. Otherwise the count including this attempt; of parallel
+    /// calls each gets a different count. When the count reaches
+    /// `hold_from`, the same statement locks the key until `hold_until`, so
+    /// that parallel attempts wait for this one's outcome.
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn reset_password_failures(&self, user_id: Uuid) -> Result<()>;
+    async fn count_attempt(&self, attempt: CountAttempt<'_>) -> Result<Option<u32>>;
+    /// Takes back one counted attempt that was not checked after all, and
+    /// the hold it set, if any (`hold_until`: the key's lock is removed if it
+    /// is still exactly that).
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn uncount_attempt(&self, key: &str, hold_until: Option<OffsetDateTime>) -> Result<()>;
+    /// Locks `key` until `until`, unless it is locked for longer already.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn lock_throttle(&self, key: &str, until: OffsetDateTime) -> Result<()>;
+    /// Forgets `key`'s count and lock (a success).
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn clear_throttle(&self, key: &str) -> Result<()>;
+    /// Removes the counters last changed before `before` whose lock (if
+    /// any) ended before it too. Returns how many.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn remove_stale_throttles(&self, before: OffsetDateTime) -> Result<u64>;
 }
 
 /// Merchants of the notification service.

@@ -79,7 +79,7 @@ async fn logins(backend: portico_tests::Backend, cores: usize, hashes: f64) {
     let (url, codes) = gateway().await;
     let app = Arc::new(
         TestApp::spawn_with(backend, |c| {
-            c.delivery.sms = SmsDelivery::Http;
+            c.delivery.sms = Some(SmsDelivery::Http);
             c.delivery.sms_gateway_url = Some(url);
             c.delivery.sms_gateway_body = r#"{"to": "{to}", "code": "{code}"}"#.into();
             c.login.password_hash_concurrency = cores as u32;

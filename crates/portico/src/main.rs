@@ -75,6 +75,15 @@ fn main() -> ExitCode {
         }
     };
     portico_server::telemetry::init_logs(&config);
+    if let Command::Serve { demo } = &cli.command {
+        match config.check_serve(*demo) {
+            Ok(warnings) => warnings.iter().for_each(|warning| tracing::warn!("{warning}")),
+            Err(error) => {
+                eprintln!("portico: {error}");
+                return ExitCode::from(2);
+            }
+        }
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {

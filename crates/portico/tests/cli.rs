@@ -106,6 +106,50 @@ fn bad_input_is_refused_with_a_message_that_names_it() {
 }
 
 #[test]
+fn serve_outside_the_demo_refuses_development_delivery_unless_named() {
+    use std::io::{BufRead as _, BufReader};
+    let dir = portico_tests::TempDir::new();
+    let serve = |env: &[(&str, &str)]| {
+        Command::new(env!("CARGO_BIN_EXE_portico"))
+            .arg("serve")
+            .env_clear()
+            .env("PORTICO_DATA_DIR", &dir.0)
+            .env("PORTICO_LISTEN", "127.0.0.1:0")
+            .env("PORTICO_LOG", "info")
+            .envs(env.iter().copied())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start portico serve")
+    };
+    let out = serve(&[]).wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(2), "refused");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("delivery.sms (PORTICO_DELIVERY__SMS) is not set"), "{stderr}");
+    let out = serve(&[("PORTICO_DELIVERY__SMS", "outbox"), ("PORTICO_DELIVERY__EMAIL", "outbox")])
+        .wait_with_output()
+        .expect("wait");
+    assert_eq!(out.status.code(), Some(2), "refused");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("captcha.kind (PORTICO_CAPTCHA__KIND) is not set"), "{stderr}");
+
+    // Named explicitly, the development ways start, with a warning each.
+    let mut child = serve(&[
+        ("PORTICO_DELIVERY__SMS", "outbox"),
+        ("PORTICO_DELIVERY__EMAIL", "outbox"),
+        ("PORTICO_CAPTCHA__KIND", "dev"),
+    ]);
+    let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
+    let lines: Vec<String> =
+        stderr.by_ref().map_while(Result::ok).take_while(|line| !line.contains("Portico is serving")).collect();
+    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    let rest: Vec<String> = stderr.map_while(Result::ok).collect();
+    assert!(child.wait().expect("wait").success(), "{lines:?} {rest:?}");
+    assert!(lines.iter().any(|l| l.contains("development delivery") && l.contains("outbox.jsonl")), "{lines:?}");
+    assert!(lines.iter().any(|l| l.contains("development CAPTCHA")), "{lines:?}");
+}
+
+#[test]
 fn serve_stops_gracefully_on_sigterm() {
     use std::io::{BufRead as _, BufReader};
     let dir = portico_tests::TempDir::new();

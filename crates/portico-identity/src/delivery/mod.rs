@@ -74,12 +74,13 @@ impl OtpSender for DevOutbox {
         let mut text = serde_json::to_string(&line).map_err(|e| DeliveryError(e.to_string()))?;
         text.push('\n');
         let _one_writer = self.write.lock().await;
-        let mut file = tokio::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)
-            .await
-            .map_err(|e| DeliveryError(format!("{}: {e}", self.path.display())))?;
+        let mut options = tokio::fs::OpenOptions::new();
+        options.create(true).append(true);
+        // Codes in clear: readable by Portico's own user only.
+        #[cfg(unix)]
+        options.mode(0o600);
+        let mut file =
+            options.open(&self.path).await.map_err(|e| DeliveryError(format!("{}: {e}", self.path.display())))?;
         file.write_all(text.as_bytes()).await.map_err(|e| DeliveryError(e.to_string()))?;
         file.flush().await.map_err(|e| DeliveryError(e.to_string()))?;
         tracing::info!(

@@ -49,6 +49,7 @@ pub async fn update_auth_method(State(identity): State<IdentityState>, headers: 
     state.force_consent = old.force_consent;
     // Failures and codes sent count for the whole process, across restarts.
     state.password_failures = old.password_failures;
+    state.captcha = old.captcha;
     state.codes_sent = old.codes_sent;
     restarted.state = state;
     match identity.store.update_login_process(&restarted).await {

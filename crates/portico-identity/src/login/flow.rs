@@ -57,7 +57,11 @@ pub async fn consent_needed(identity: &Identity, process: &LoginProcess, user: &
 }
 
 /// Whether the process's device is trusted for `user`.
-async fn device_trusted(identity: &Identity, process: &LoginProcess, user: &User) -> Result<bool, StorageError> {
+pub(crate) async fn device_trusted(
+    identity: &Identity,
+    process: &LoginProcess,
+    user: &User,
+) -> Result<bool, StorageError> {
     let Some(device) = &process.state.device_id else { return Ok(false) };
     let not_before = identity.clock.now() - identity.settings.device_trust_ttl;
     identity.store.is_device_trusted(user.id, device, not_before).await
@@ -111,16 +115,6 @@ pub async fn user_blocked(identity: &Identity, process: &LoginProcess, user: &Us
     Ok(error_page::redirect_to_error(identity, &details, None))
 }
 
-/// Whether `user` may log in at `now` (not blocked by an operator, not
-/// locked out by failed passwords).
-pub async fn may_log_in(identity: &Identity, user: &User, now: OffsetDateTime) -> Result<bool, StorageError> {
-    if user.blocked {
-        return Ok(false);
-    }
-    let failures = identity.store.password_failures(user.id).await?;
-    Ok(failures.locked_until.is_none_or(|until| until <= now))
-}
-
 /// After `step` was passed by `user`: records it and moves on to the next
 /// step, or completes the process.
 ///
@@ -133,7 +127,7 @@ pub async fn advance(
     step: StepType,
 ) -> Result<Response, StorageError> {
     let now = identity.clock.now();
-    if !may_log_in(identity, user, now).await? {
+    if user.blocked {
         return user_blocked(identity, &process, user).await;
     }
     process.state.user_id = Some(user.id);
@@ -176,7 +170,6 @@ async fn complete(
     {
         identity.store.trust_device(user.id, device, now).await?;
     }
-    identity.store.reset_password_failures(user.id).await?;
     let method = match state.method {
         AuthMethod::Password => "PASSWORD",
         AuthMethod::Phone => "PHONE",

@@ -18,6 +18,10 @@ use crate::IdentityState;
 use crate::cookies;
 use crate::oauth2::params::Params;
 
+/// Rounds of read-and-update before giving up with 500 (a parallel writer
+/// that wins this many times in a row is no user's browser).
+const MAX_ROUNDS: usize = 64;
+
 #[utoipa::path(
     patch,
     path = "/login/user-settings/locale",
@@ -49,8 +53,11 @@ pub async fn update_locale(
     let active = cookies::get_uuid(&headers, cookies::AUTHENTICATION_FLOW);
     let failed = cookies::get_uuid(&headers, cookies::FAILED_AUTHENTICATION_FLOW_ID);
     let now = identity.clock.now();
-    // Two tries: a parallel update of the same process may win the first.
-    for _ in 0..2 {
+    // A parallel update of the same process (another tab, a double click, a
+    // step submitted at the same moment) may win the version check: read
+    // it again and apply the language to what it left. Each round lets at
+    // least one of the parallel updates through, so this ends.
+    for _ in 0..MAX_ROUNDS {
         let process = match active.or(failed) {
             Some(id) => identity.store.find_login_process(id, now).await,
             None => return StatusCode::BAD_REQUEST.into_response(),
@@ -79,7 +86,7 @@ pub async fn update_locale(
                 set.apply(response.headers_mut());
                 return response;
             }
-            Ok(false) => continue,
+            Ok(false) => tokio::task::yield_now().await,
             Err(error) => {
                 tracing::warn!(%error, "locale change failed");
                 return StatusCode::INTERNAL_SERVER_ERROR.into_response();

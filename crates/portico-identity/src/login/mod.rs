@@ -18,6 +18,7 @@ mod assets;
 pub(crate) mod auth_method;
 pub mod error_page;
 pub mod flow;
+pub mod guard;
 pub(crate) mod locale;
 pub(crate) mod otp_method;
 pub(crate) mod page;

@@ -2,14 +2,17 @@
 //! `LoginViewDataDTO` in `script#viewData`. Showing an OTP step sends its
 //! code first (see [`super::steps::otp`]).
 
+use std::net::IpAddr;
+
 use askama::Template;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use portico_model::login::{AuthMethod, LoginFormErrors, LoginProcess, StepType, ViewType};
-use portico_model::otp::{mask_email, mask_phone};
+use portico_model::otp::{OtpPolicy, mask_email, mask_phone};
 use portico_model::user::User;
 use portico_storage::StorageError;
+use time::OffsetDateTime;
 
 use super::flow::requested_groups;
 use super::steps::otp::{self, Prepared};
@@ -17,6 +20,7 @@ use super::steps::password::captcha_required;
 use super::texts::{self, Texts};
 use super::view::{LoginViewData, StepContext, script_json};
 use super::{authorize_url, current_process, no_process};
+use crate::client_address::Peer;
 use crate::cookies::{self, SetCookies};
 use crate::oauth2::redirect;
 use crate::{Identity, IdentityState};
@@ -29,9 +33,9 @@ struct LoginPage<'a> {
     csrf: &'a str,
     principal: &'a str,
     notice: Option<&'a str>,
-    principal_error: Option<&'a str>,
-    credentials_error: Option<&'a str>,
-    other_error: Option<&'a str>,
+    principal_error: Option<String>,
+    credentials_error: Option<String>,
+    other_error: Option<String>,
     captcha_required: bool,
     /// The CAPTCHA service's site key; the dev checkbox without one.
     captcha_site_key: Option<&'a str>,
@@ -67,14 +71,15 @@ struct LoginPage<'a> {
         crate::openapi::BrowserUnavailable
     )
 )]
-pub async fn login_page(State(identity): State<IdentityState>, headers: HeaderMap) -> Response {
-    match render(&identity, &headers).await {
+pub async fn login_page(State(identity): State<IdentityState>, Peer(peer): Peer, headers: HeaderMap) -> Response {
+    let address = identity.client_address(&headers, peer);
+    match render(&identity, &headers, address).await {
         Ok(response) => super::assets::secure(response),
         Err(error) => super::error_page::server_error(error),
     }
 }
 
-async fn render(identity: &Identity, headers: &HeaderMap) -> Result<Response, StorageError> {
+async fn render(identity: &Identity, headers: &HeaderMap, address: Option<IpAddr>) -> Result<Response, StorageError> {
     let now = identity.clock.now();
     let Some(mut process) = current_process(identity, headers, now).await? else {
         return Ok(no_process(identity, headers));
@@ -100,7 +105,7 @@ async fn render(identity: &Identity, headers: &HeaderMap) -> Result<Response, St
     if errors.is_some() {
         identity.store.update_login_process(&process).await?;
     }
-    let context = step_context(identity, &process, user.as_ref(), locale).await?;
+    let context = step_context(identity, &process, user.as_ref(), locale, address).await?;
     let html = page(identity, &process, errors, t, &context, locale, now);
     let Some(html) = html else {
         return Ok(StatusCode::INTERNAL_SERVER_ERROR.into_response());
@@ -126,12 +131,16 @@ async fn step_context(
     process: &LoginProcess,
     user: Option<&User>,
     locale: portico_model::login::Locale,
+    address: Option<IpAddr>,
 ) -> Result<StepContext, StorageError> {
     let state = &process.state;
     let mut context = StepContext { theme: identity.settings.theme.clone(), ..StepContext::default() };
     match state.step {
-        StepType::UsernamePassword | StepType::Password | StepType::Phone => {
-            context.captcha_required = captcha_required(identity, process, user).await?;
+        StepType::UsernamePassword | StepType::Password => {
+            context.captcha_required = captcha_required(identity, process, user, address).await?;
+        }
+        StepType::Phone => {
+            context.captcha_required = state.password_failures >= identity.settings.phone_captcha_after_failures;
         }
         StepType::SmsOtp => context.email_delivery_available = otp::email_available(process, user),
         StepType::EmailOtp => {}
@@ -159,7 +168,7 @@ fn page(
 ) -> Option<String> {
     let state = &process.state;
     let policy = identity.settings.otp;
-    let message = |code: &Option<String>| code.as_deref().map(|c| t.for_code(c));
+    let message = |code: &Option<String>| code.as_deref().map(|c| explain(t, state, &policy, c, now));
     let (principal_error, credentials_error, other_error) = match &errors {
         Some(e) => (message(&e.principal_error), message(&e.credentials_error), message(&e.other_error)),
         None => (None, None, None),
@@ -216,6 +225,50 @@ fn page(
         view_json: script_json(&LoginViewData::of(process, errors, locale, now, context)),
     };
     page.render().ok()
+}
+
+/// What a form error code means, with what the process knows of it: when a
+/// pause ends, how many failures are left before one, whether a code has
+/// one try left.
+fn explain(
+    t: &Texts,
+    state: &portico_model::login::LoginState,
+    policy: &OtpPolicy,
+    code: &str,
+    now: OffsetDateTime,
+) -> String {
+    use portico_model::login::codes;
+    let mut text = t.for_code(code).to_owned();
+    let paused = state.paused_until.filter(|until| *until > now);
+    match code {
+        codes::USERNAME_PASSWORD_PAUSED | codes::PASSWORD_PAUSED => {
+            let until = paused.unwrap_or(now);
+            let minutes = ((until - now).whole_seconds() + 59) / 60;
+            let hhmm = format!("{:02}:{:02}", until.hour(), until.minute());
+            text = text.replace("{until}", &hhmm).replace("{minutes}", &minutes.max(1).to_string());
+        }
+        codes::USERNAME_PASSWORD_WRONG | codes::PASSWORD_WRONG => {
+            if let Some(until) = paused {
+                let minutes = ((until - now).whole_seconds() + 59) / 60;
+                let hhmm = format!("{:02}:{:02}", until.hour(), until.minute());
+                text.push(' ');
+                text.push_str(
+                    &t.err_paused.replace("{until}", &hhmm).replace("{minutes}", &minutes.max(1).to_string()),
+                );
+            } else if let Some(n) = state.tries_before_pause {
+                text.push(' ');
+                text.push_str(&t.warn_tries_before_pause.replace("{n}", &n.to_string()));
+            }
+        }
+        codes::SMS_OTP_WRONG | codes::EMAIL_OTP_WRONG
+            if state.otp.as_ref().is_some_and(|otp| otp.failures + 1 == policy.max_failures) =>
+        {
+            text.push(' ');
+            text.push_str(t.warn_last_code_try);
+        }
+        _ => {}
+    }
+    text
 }
 
 /// The page language's version, or the other one.

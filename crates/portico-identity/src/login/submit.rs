@@ -16,6 +16,7 @@ use portico_model::login::{LoginProcess, StepType, codes};
 use super::steps;
 use super::view::{ActionKind, ErrorAction, ErrorDetails};
 use super::{authorize_url, current_process, error_page, no_process};
+use crate::client_address::Peer;
 use crate::cookies;
 use crate::oauth2::params::Params;
 use crate::oauth2::redirect;
@@ -41,7 +42,12 @@ const MAX_BODY: usize = 16 * 1024;
         crate::openapi::BrowserUnavailable
     )
 )]
-pub async fn submit_step(State(identity): State<IdentityState>, headers: HeaderMap, body: Body) -> Response {
+pub async fn submit_step(
+    State(identity): State<IdentityState>,
+    Peer(peer): Peer,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
     let now = identity.clock.now();
     let process = match current_process(&identity, &headers, now).await {
         Ok(Some(process)) => process,
@@ -58,9 +64,10 @@ pub async fn submit_step(State(identity): State<IdentityState>, headers: HeaderM
     if !csrf_ok(&headers, &params, &process) {
         return fatal(&identity, &process, codes::FATAL_ERROR);
     }
+    let address = identity.client_address(&headers, peer);
     let result = match process.state.step {
-        StepType::UsernamePassword => steps::password::username_password(&identity, process, &params).await,
-        StepType::Password => steps::password::password(&identity, process, &params).await,
+        StepType::UsernamePassword => steps::password::username_password(&identity, process, &params, address).await,
+        StepType::Password => steps::password::password(&identity, process, &params, address).await,
         StepType::Phone => steps::phone::phone(&identity, process, &params).await,
         StepType::SmsOtp | StepType::EmailOtp => steps::otp::submit(&identity, process, &params).await,
         StepType::Consent => steps::consent::consent(&identity, process, &params).await,

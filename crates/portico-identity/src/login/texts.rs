@@ -60,6 +60,11 @@ pub struct Texts {
     pub error_delivery: &'static str,
     pub error_attempts: &'static str,
     pub error_no_phone: &'static str,
+    /// `{until}` is replaced by the time (UTC) and `{minutes}` by the minutes left.
+    pub err_paused: &'static str,
+    /// `{n}` is replaced by the failures left before a pause.
+    pub warn_tries_before_pause: &'static str,
+    pub warn_last_code_try: &'static str,
 }
 
 impl Texts {
@@ -81,6 +86,7 @@ impl Texts {
             codes::SMS_OTP_DELIVERY_FAILED => self.error_delivery,
             codes::SMS_OTP_ATTEMPTS_EXCEEDED => self.error_attempts,
             codes::SMS_OTP_NO_PHONE => self.error_no_phone,
+            codes::USERNAME_PASSWORD_PAUSED | codes::PASSWORD_PAUSED => self.err_paused,
             _ => self.error_unknown,
         }
     }
@@ -147,6 +153,10 @@ pub const RU: Texts = Texts {
     error_delivery: "Не удалось отправить код. Попробуйте ещё раз.",
     error_attempts: "Попытки ввода кода закончились. Начните вход заново.",
     error_no_phone: "Для входа нужен номер телефона или e-mail. Обратитесь в банк.",
+    err_paused: "Слишком много неудачных попыток. Вход по паролю с этого устройства приостановлен до {until} UTC \
+                 (около {minutes} мин). Если вы уже входили с другого устройства, войдите с него.",
+    warn_tries_before_pause: "Осталось попыток до паузы: {n}.",
+    warn_last_code_try: "Осталась последняя попытка для этого кода.",
 };
 
 pub const EN: Texts = Texts {
@@ -200,6 +210,10 @@ pub const EN: Texts = Texts {
     error_delivery: "The code could not be sent. Please try again.",
     error_attempts: "No tries left for the code. Please start again.",
     error_no_phone: "Signing in needs a phone number or e-mail. Please contact the bank.",
+    err_paused: "Too many failed attempts. Password sign-in from this device is paused until {until} UTC \
+                 (about {minutes} min). If you have signed in from another device before, use that one.",
+    warn_tries_before_pause: "Attempts left before a pause: {n}.",
+    warn_last_code_try: "This is the last try for this code.",
 };
 
 pub fn for_locale(locale: Locale) -> &'static Texts {

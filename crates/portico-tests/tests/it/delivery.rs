@@ -49,7 +49,7 @@ async fn sms_codes_go_through_the_http_gateway_and_a_failed_delivery_can_be_retr
     for backend in backends() {
         let (base, received) = local_server().await;
         let app = TestApp::spawn_with(backend, |c| {
-            c.delivery.sms = SmsDelivery::Http;
+            c.delivery.sms = Some(SmsDelivery::Http);
             c.delivery.sms_gateway_url = Some(format!("{base}/sms/send"));
             c.delivery.sms_gateway_authorization = Some("Bearer gateway-secret".into());
             c.delivery.sms_gateway_body = r#"{"msisdn": "{to}", "message": "{text}", "sender": "BANK"}"#.into();
@@ -104,7 +104,7 @@ async fn sms_codes_go_through_the_http_gateway_and_a_failed_delivery_can_be_retr
 async fn the_http_captcha_service_decides_when_a_captcha_is_required() {
     let (base, received) = local_server().await;
     let app = TestApp::spawn_with(backends()[0], |c| {
-        c.captcha.kind = CaptchaKind::Smartcaptcha;
+        c.captcha.kind = Some(CaptchaKind::Smartcaptcha);
         c.captcha.server_key = Some("server-key".into());
         c.captcha.site_key = Some("site-key".into());
         c.captcha.validate_url = format!("{base}/validate");
@@ -183,7 +183,7 @@ async fn e_mail_codes_go_through_a_real_smtp_server() {
     let Some(smtp) = smtp_server().await else { return };
     for backend in backends() {
         let app = TestApp::spawn_with(backend, |c| {
-            c.delivery.email = EmailDelivery::Smtp;
+            c.delivery.email = Some(EmailDelivery::Smtp);
             c.delivery.smtp_url = Some(format!("smtp://127.0.0.1:{}", smtp.port));
             c.delivery.smtp_from = "Bank <noreply@bank.example>".into();
         })

@@ -2,6 +2,7 @@
 //! their view data, one-time codes through the dev outbox, their limits by
 //! the injected clock, CAPTCHA, lockout, device trust and consent.
 
+use portico_model::clock::Clock as _;
 use portico_tests::{Pkce, TestApp, backends, code_from, demo, location, location_param, view_data};
 use serde_json::Value;
 use time::Duration;
@@ -316,8 +317,13 @@ async fn one_time_codes_expire_run_out_of_tries_and_are_limited_per_process() {
     }
 }
 
+/// The HTML of the current login page.
+async fn page_html(flow: &Flow<'_>) -> String {
+    flow.browser.get(flow.app.url("/login")).send().await.unwrap().text().await.unwrap()
+}
+
 #[tokio::test]
-async fn three_wrong_passwords_require_a_captcha_and_ten_block_the_user_for_an_hour() {
+async fn three_wrong_passwords_require_a_captcha_and_from_the_fifth_each_failure_pauses_with_a_warning_before() {
     for backend in backends() {
         let app = TestApp::spawn(backend).await;
         let flow = Flow::start(&app, &[]).await;
@@ -335,28 +341,76 @@ async fn three_wrong_passwords_require_a_captcha_and_ten_block_the_user_for_an_h
         assert_eq!(flow.view().await["pageData"]["errors"]["otherError"], "challenge.captcha.required");
         flow.post_ok(&[("principal", "maria"), ("credentials", "maria-password"), ("smart-token", "forged")]).await;
         assert_eq!(flow.view().await["pageData"]["errors"]["otherError"], "challenge.captcha.required");
-        // With it, the password is checked: wrong ones count on.
+        // A fresh browser sees the CAPTCHA the server will demand of it.
+        let other = Flow::start(&app, &[]).await;
+        other.post_ok(&[("principal", "maria"), ("credentials", "maria-password")]).await;
+        assert_eq!(other.view().await["pageData"]["stepViewData"]["captchaRequired"], true, "no dead end");
+
+        // With the CAPTCHA the password is checked; the fourth failure warns
+        // that one is left before a pause.
         let captcha = portico_identity::captcha::DEV_TOKEN;
-        for _ in 3..9 {
-            flow.post_ok(&[("principal", "maria"), ("credentials", "wrong"), ("smart-token", captcha)]).await;
-            assert_eq!(
-                flow.view().await["pageData"]["errors"]["credentialsError"],
-                "challenge.username-password.wrong-credentials"
-            );
+        flow.post_ok(&[("principal", "maria"), ("credentials", "wrong"), ("smart-token", captcha)]).await;
+        let html = page_html(&flow).await;
+        assert!(html.contains("Осталось попыток до паузы: 1."), "warned: {backend:?}");
+        assert_eq!(
+            view_data(&html)["pageData"]["errors"]["credentialsError"],
+            "challenge.username-password.wrong-credentials"
+        );
+        // The fifth pauses password attempts on the account for 30 s; the
+        // page says until when. It is not an operator's block.
+        flow.post_ok(&[("principal", "maria"), ("credentials", "wrong"), ("smart-token", captcha)]).await;
+        let html = page_html(&flow).await;
+        assert!(html.contains("приостановлен до"), "{backend:?}");
+        let flow = Flow::start(&app, &[]).await;
+        let response =
+            flow.post(&[("principal", "maria"), ("credentials", "maria-password"), ("smart-token", captcha)]).await;
+        assert_eq!(location(&response), "/login", "a pause is not the error page");
+        assert_eq!(flow.errors().await["otherError"], "challenge.username-password.temporarily-paused");
+        // Once it is over, the right password passes; the next pause would be longer.
+        app.clock.advance(Duration::seconds(31));
+        flow.post_ok(&[("principal", "maria"), ("credentials", "maria-password"), ("smart-token", captcha)]).await;
+        assert_eq!(flow.step().await["stepType"], "sms-otp", "{backend:?}");
+    }
+}
+
+#[tokio::test]
+async fn pauses_grow_and_strangers_failures_never_pause_the_owner_on_a_trusted_device() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        // The owner trusts this browser: a login with the second factor.
+        let owner = app.browser();
+        let pkce = Pkce::new();
+        app.login_for_code(&owner, &pkce, "maria", "maria-password").await;
+
+        // A stranger fails ten times, solving the CAPTCHA and waiting out each pause.
+        let captcha = portico_identity::captcha::DEV_TOKEN;
+        let mut pauses = Vec::new();
+        for _ in 0..10 {
+            // A login process lasts 15 minutes: the stranger starts anew each time.
+            let stranger = Flow::start(&app, &[]).await;
+            stranger.post_ok(&[("principal", "maria"), ("credentials", "wrong"), ("smart-token", captcha)]).await;
+            let user = app.store.find_user_by_login("maria").await.unwrap().unwrap();
+            let key = format!("account:{}", user.id);
+            let state = app.store.throttle(&key, app.clock.now() - Duration::hours(24)).await.unwrap();
+            if let Some(until) = state.locked_until.filter(|until| *until > app.clock.now()) {
+                pauses.push((until - app.clock.now()).whole_seconds());
+                app.clock.advance(until - app.clock.now() + Duration::seconds(1));
+            }
         }
-        // The tenth failure blocks.
-        let response = flow.post(&[("principal", "maria"), ("credentials", "wrong"), ("smart-token", captcha)]).await;
-        assert_eq!(location(&response), "/error");
-        let page = flow.browser.get(app.url("/error")).send().await.unwrap().text().await.unwrap();
-        assert_eq!(view_data(&page)["pageData"]["errorDetails"]["errorCode"], "user-is-blocked");
-        // Blocked even with the right password, until the hour is over.
-        let flow = Flow::start(&app, &[]).await;
-        let response = flow.post(&[("principal", "maria"), ("credentials", "maria-password")]).await;
-        assert_eq!(location(&response), "/error");
-        app.clock.advance(Duration::minutes(61));
-        let flow = Flow::start(&app, &[]).await;
-        flow.post_ok(&[("principal", "maria"), ("credentials", "maria-password")]).await;
-        assert_eq!(flow.step().await["stepType"], "sms-otp", "unblocked after an hour");
+        assert_eq!(pauses, [30, 60, 120, 240, 480, 960], "pauses double from the fifth failure: {backend:?}");
+
+        // Now paused again for the stranger's account key...
+        let stranger = Flow::start(&app, &[]).await;
+        stranger.post_ok(&[("principal", "maria"), ("credentials", "wrong"), ("smart-token", captcha)]).await;
+        let fresh = Flow::start(&app, &[]).await;
+        fresh.post_ok(&[("principal", "maria"), ("credentials", "maria-password"), ("smart-token", captcha)]).await;
+        assert_eq!(fresh.errors().await["otherError"], "challenge.username-password.temporarily-paused", "{backend:?}");
+        // ...while the owner's trusted browser signs in at once, without a
+        // CAPTCHA (the page may offer one: the address has failed often, and
+        // the page cannot know who will type; the server does not demand it).
+        let trusted = Flow::start_in(&app, owner, &[("prompt", Some("login"))]).await;
+        let response = trusted.post(&[("principal", "maria"), ("credentials", "maria-password")]).await;
+        assert!(location(&response).starts_with("/oauth2/authorize?"), "{backend:?}: {}", location(&response));
     }
 }
 

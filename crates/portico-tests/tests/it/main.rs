@@ -23,5 +23,6 @@ mod report_bank;
 mod report_store;
 mod reports;
 mod revoke;
+mod security;
 mod storage_contract;
 mod token;

@@ -431,7 +431,7 @@ async fn the_permission_model_saves_whole_and_one_of_two_racing_saves_wins() {
 }
 
 #[tokio::test]
-async fn devices_consents_and_password_failures_are_remembered_per_user() {
+async fn devices_and_consents_are_remembered_per_user() {
     for backend in backends() {
         let dir = TempDir::new();
         let store = store(backend, &dir).await;
@@ -453,25 +453,93 @@ async fn devices_consents_and_password_failures_are_remembered_per_user() {
         store.grant_consent(ivan.id, "crm", &["profile".into(), "email".into()], t0()).await.unwrap();
         store.grant_consent(ivan.id, "crm", &["profile".into(), "phone".into()], t0()).await.unwrap();
         assert_eq!(store.find_consent(ivan.id, "crm").await.unwrap(), Some(vec!["profile".into(), "phone".into()]));
+    }
+}
 
-        // Ten failures in parallel: exactly one of them blocks.
-        let until = t0() + Duration::hours(1);
+#[tokio::test]
+async fn throttle_counts_are_exact_under_parallel_attempts_and_holds_refuse_them() {
+    use portico_storage::CountAttempt;
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let now = t0();
+        let forget_before = now - Duration::hours(24);
+        let attempt = move |key: &'static str, hold_from: u32| CountAttempt {
+            key,
+            now,
+            forget_before,
+            hold_from,
+            hold_until: now + Duration::seconds(30),
+        };
+
+        // 32 attempts at once, no hold: each gets its own count, 1 to 32.
         let mut attempts = tokio::task::JoinSet::new();
-        for _ in 0..10 {
+        for _ in 0..32 {
             let store = Arc::clone(&store);
-            attempts.spawn(async move { store.record_password_failure(ivan.id, 10, until).await });
+            attempts.spawn(async move { store.count_attempt(attempt("account:a", 1000)).await.unwrap() });
+        }
+        let mut counts: Vec<u32> = attempts.join_all().await.into_iter().map(Option::unwrap).collect();
+        counts.sort_unstable();
+        assert_eq!(counts, (1..=32).collect::<Vec<_>>(), "{backend:?}");
+        assert_eq!(store.throttle("account:a", forget_before).await.unwrap().failures, 32);
+
+        // From the hold count on, the attempt that reaches it holds the key:
+        // of 32 parallel attempts on a key at 4 with hold_from 5, one is counted.
+        for _ in 0..4 {
+            store.count_attempt(attempt("account:b", 5)).await.unwrap().unwrap();
+        }
+        let mut attempts = tokio::task::JoinSet::new();
+        for _ in 0..32 {
+            let store = Arc::clone(&store);
+            attempts.spawn(async move { store.count_attempt(attempt("account:b", 5)).await.unwrap() });
         }
         let results = attempts.join_all().await;
-        let blocked: Vec<_> = results.iter().filter(|r| r.as_ref().unwrap().failures == 0).collect();
-        assert_eq!(blocked.len(), 1, "{backend:?}: {results:?}");
-        let state = store.password_failures(ivan.id).await.unwrap();
-        assert_eq!(state.locked_until, Some(until));
-        assert_eq!(state.failures, 0);
-        store.record_password_failure(ivan.id, 10, until).await.unwrap();
-        assert_eq!(store.password_failures(ivan.id).await.unwrap().failures, 1);
-        store.reset_password_failures(ivan.id).await.unwrap();
-        assert_eq!(store.password_failures(ivan.id).await.unwrap().failures, 0);
-        assert_eq!(store.password_failures(maria.id).await.unwrap(), Default::default());
+        assert_eq!(results.iter().filter(|r| r.is_some()).count(), 1, "{backend:?}: {results:?}");
+        assert_eq!(results.iter().flatten().next(), Some(&5));
+        let held = store.throttle("account:b", forget_before).await.unwrap();
+        assert_eq!(held, portico_storage::Throttle { failures: 5, locked_until: Some(now + Duration::seconds(30)) });
+
+        // Taking the holding attempt back releases its hold, not another lock.
+        store.uncount_attempt("account:b", Some(now + Duration::seconds(30))).await.unwrap();
+        assert_eq!(
+            store.throttle("account:b", forget_before).await.unwrap(),
+            portico_storage::Throttle { failures: 4, locked_until: None }
+        );
+        assert_eq!(store.count_attempt(attempt("account:b", 5)).await.unwrap(), Some(5), "held again");
+        store.uncount_attempt("account:b", Some(now + Duration::seconds(1))).await.unwrap();
+        let state = store.throttle("account:b", forget_before).await.unwrap();
+        assert_eq!(state.locked_until, Some(now + Duration::seconds(30)), "another hold stays");
+        store
+            .count_attempt(CountAttempt { now: now + Duration::seconds(31), ..attempt("account:b", 5) })
+            .await
+            .unwrap();
+
+        // A lock is never shortened; once over, counting goes on.
+        store.lock_throttle("account:b", now + Duration::minutes(5)).await.unwrap();
+        store.lock_throttle("account:b", now + Duration::minutes(1)).await.unwrap();
+        let state = store.throttle("account:b", forget_before).await.unwrap();
+        assert_eq!(state.locked_until, Some(now + Duration::minutes(5)));
+        let later = CountAttempt { now: now + Duration::minutes(6), ..attempt("account:b", 5) };
+        assert_eq!(store.count_attempt(later).await.unwrap(), Some(6));
+
+        // An attempt taken back; a success clears; other keys untouched.
+        store.uncount_attempt("account:a", None).await.unwrap();
+        assert_eq!(store.throttle("account:a", forget_before).await.unwrap().failures, 31);
+        store.clear_throttle("account:a").await.unwrap();
+        assert_eq!(store.throttle("account:a", forget_before).await.unwrap(), Default::default());
+        assert_eq!(store.throttle("account:b", forget_before).await.unwrap().failures, 6);
+
+        // A count that did not move within the memory starts again.
+        let next_day = now + Duration::hours(25);
+        assert_eq!(store.throttle("account:b", next_day - Duration::hours(24)).await.unwrap().failures, 0);
+        let fresh =
+            CountAttempt { now: next_day, forget_before: next_day - Duration::hours(24), ..attempt("account:b", 5) };
+        assert_eq!(store.count_attempt(fresh).await.unwrap(), Some(1));
+
+        // Stale counters are removed; recent ones stay.
+        store.count_attempt(attempt("address:192.0.2.1", 30)).await.unwrap();
+        assert_eq!(store.remove_stale_throttles(now + Duration::hours(1)).await.unwrap(), 1, "{backend:?}");
+        assert_eq!(store.throttle("account:b", forget_before).await.unwrap().failures, 1);
     }
 }
 

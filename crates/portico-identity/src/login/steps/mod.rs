@@ -31,17 +31,35 @@ struct StepErrorDetails<'a> {
 
 /// The same step again, showing `code` once on the next `GET /login`; the
 /// `step_error_details` cookie says what failed. `process` carries any
-/// other change of this attempt (a counted failure), saved with it.
+/// other change of this attempt, saved with it if no parallel request
+/// changed the process first (see [`retry_saved`] where that matters).
 ///
 /// # Errors
 /// When storage fails.
 pub async fn retry(
     identity: &Identity,
-    mut process: LoginProcess,
+    process: LoginProcess,
     field: Field,
     code: &str,
     captcha_hint: bool,
 ) -> Result<Response, StorageError> {
+    Ok(retry_saved(identity, process, field, code, captcha_hint).await?.1)
+}
+
+/// [`retry`], saying whether `process` was saved: `false` when a parallel
+/// request changed it first, so that a step whose answer depends on a
+/// count in the process (a wrong code's tries) reads it again and tries
+/// once more instead of answering from a stale count.
+///
+/// # Errors
+/// When storage fails.
+pub async fn retry_saved(
+    identity: &Identity,
+    mut process: LoginProcess,
+    field: Field,
+    code: &str,
+    captcha_hint: bool,
+) -> Result<(bool, Response), StorageError> {
     let mut errors = LoginFormErrors::default();
     let slot = match field {
         Field::Principal => &mut errors.principal_error,
@@ -50,7 +68,7 @@ pub async fn retry(
     };
     *slot = Some(code.to_owned());
     process.state.errors = Some(errors);
-    identity.store.update_login_process(&process).await?;
+    let saved = identity.store.update_login_process(&process).await?;
     let mut response = to_login();
     let mut set = SetCookies::new(identity.settings.secure_cookies);
     let details = StepErrorDetails { step_type: process.state.step.as_str(), error_code: code };
@@ -64,5 +82,5 @@ pub async fn retry(
         set.set(cookies::CAPTCHA_REQUIRED, "true", ttl);
     }
     set.apply(response.headers_mut());
-    Ok(response)
+    Ok((saved, response))
 }

@@ -15,7 +15,7 @@ use portico_model::user::User;
 use portico_storage::StorageError;
 use uuid::Uuid;
 
-use super::{Field, retry};
+use super::{Field, retry, retry_saved};
 use crate::Identity;
 use crate::delivery::OtpMessage;
 use crate::login::flow::{advance, to_login};
@@ -101,7 +101,43 @@ pub async fn prepare(
     Ok(Prepared::Ready(Box::new(process)))
 }
 
+/// Rounds of "read the process, check the code, save" before a submission
+/// gives up (each round lets at least one parallel submission through).
+const MAX_ROUNDS: usize = 64;
+
+/// What one round of a submission came to.
+enum Round {
+    Answer(Response),
+    /// A parallel request changed the process first: nothing was saved.
+    Lost,
+}
+
+/// `POST /login` on an OTP step. Every wrong try is counted exactly: when a
+/// parallel submission changed the process first, this one reads it again
+/// and checks against what it left, so N parallel wrong guesses use up N
+/// tries, never fewer.
+///
+/// # Errors
+/// When storage fails, or the process stays contended for every round.
 pub async fn submit(identity: &Identity, mut process: LoginProcess, params: &Params) -> Result<Response, StorageError> {
+    let (id, step) = (process.id, process.state.step);
+    for _ in 0..MAX_ROUNDS {
+        match submit_once(identity, process, params).await? {
+            Round::Answer(response) => return Ok(response),
+            Round::Lost => {
+                tokio::task::yield_now().await;
+                match identity.store.find_login_process(id, identity.clock.now()).await? {
+                    Some(again) if again.state.step == step && !again.state.is_complete() => process = again,
+                    // Moved on or gone: the page shows where it is now.
+                    _ => return Ok(to_login()),
+                }
+            }
+        }
+    }
+    Err(StorageError::Unavailable("the login process stayed contended; try again".into()))
+}
+
+async fn submit_once(identity: &Identity, mut process: LoginProcess, params: &Params) -> Result<Round, StorageError> {
     let now = identity.clock.now();
     let policy = identity.settings.otp;
     let step = process.state.step;
@@ -119,21 +155,21 @@ pub async fn submit(identity: &Identity, mut process: LoginProcess, params: &Par
 
     if params.one("resend").ok().flatten().is_some() {
         if process.state.codes_sent >= policy.max_codes {
-            return retry(identity, process, Field::Other, limit, false).await;
+            return Ok(Round::Answer(retry(identity, process, Field::Other, limit, false).await?));
         }
         if let Some(otp) = &process.state.otp
             && now < otp.resend_at(&policy)
         {
-            return retry(identity, process, Field::Other, too_early, false).await;
+            return Ok(Round::Answer(retry(identity, process, Field::Other, too_early, false).await?));
         }
         process.state.otp = None;
         identity.store.update_login_process(&process).await?;
-        return Ok(to_login());
+        return Ok(Round::Answer(to_login()));
     }
 
     let Some(mut otp) = process.state.otp.take() else {
         // No code yet (or none left): the page says which.
-        return Ok(to_login());
+        return Ok(Round::Answer(to_login()));
     };
     let code = params.one("credentials").ok().flatten().map(str::trim).unwrap_or("");
     let matches = code.len() == policy.length
@@ -144,25 +180,36 @@ pub async fn submit(identity: &Identity, mut process: LoginProcess, params: &Par
                 Some(id) => identity.store.find_user(id).await?,
                 None => None,
             }) else {
-                return Ok(fatal_with(identity, &process, codes::UNKNOWN_ERROR, ActionKind::RetryLogin));
+                return Ok(Round::Answer(fatal_with(identity, &process, codes::UNKNOWN_ERROR, ActionKind::RetryLogin)));
             };
-            advance(identity, process, &user, step).await
+            Ok(Round::Answer(advance(identity, process, &user, step).await?))
         }
         OtpCheck::Wrong { left } if left > 0 => {
             process.state.otp = Some(otp);
-            retry(identity, process, Field::Credentials, wrong, false).await
+            answer_saved(retry_saved(identity, process, Field::Credentials, wrong, false).await?)
         }
         OtpCheck::Wrong { .. } | OtpCheck::Spent => {
             if process.state.codes_sent >= policy.max_codes {
-                identity.store.update_login_process(&process).await?;
-                return Ok(fatal_with(identity, &process, codes::SMS_OTP_ATTEMPTS_EXCEEDED, ActionKind::RetryLogin));
+                if !identity.store.update_login_process(&process).await? {
+                    return Ok(Round::Lost);
+                }
+                return Ok(Round::Answer(fatal_with(
+                    identity,
+                    &process,
+                    codes::SMS_OTP_ATTEMPTS_EXCEEDED,
+                    ActionKind::RetryLogin,
+                )));
             }
             // Keep the spent code: it still dates the resend wait.
             otp.failures = policy.max_failures;
             process.state.otp = Some(otp);
-            retry(identity, process, Field::Credentials, expired, false).await
+            answer_saved(retry_saved(identity, process, Field::Credentials, expired, false).await?)
         }
     }
+}
+
+fn answer_saved((saved, response): (bool, Response)) -> Result<Round, StorageError> {
+    Ok(if saved { Round::Answer(response) } else { Round::Lost })
 }
 
 /// Whether the user may switch the second factor to e-mail now.

@@ -1,8 +1,9 @@
-//! The `username-password` and `password` steps, with the CAPTCHA and the
-//! lockout that guard them: after `captcha_after_failures` failed attempts
-//! (of the user, or of this process) a valid `smart-token` is required
-//! before the password is even checked; the attempt that reaches
-//! `block_after_failures` blocks the user for `block_duration`.
+//! The `username-password` and `password` steps, behind the guard against
+//! guessing ([`crate::login::guard`]): the attempt is counted before the
+//! password is checked, a CAPTCHA is required past the threshold, and a
+//! pause stops the attempt before its check.
+
+use std::net::IpAddr;
 
 use axum::response::Response;
 use portico_model::audit::{AuditEvent, AuditKind};
@@ -14,49 +15,68 @@ use serde_json::json;
 use super::{Field, retry};
 use crate::Identity;
 use crate::login::flow::{self, advance};
+use crate::login::guard::{self, Attempt, Gate};
 use crate::oauth2::params::Params;
 
-/// Whether the step must show and check a CAPTCHA for `user` (if known).
+/// The device id of `process` when that device is trusted for `user`.
+async fn trusted_device<'a>(
+    identity: &Identity,
+    process: &'a LoginProcess,
+    user: Option<&User>,
+) -> Result<Option<&'a str>, StorageError> {
+    Ok(match user {
+        Some(user) if flow::device_trusted(identity, process, user).await? => process.state.device_id.as_deref(),
+        _ => None,
+    })
+}
+
+/// Whether the page of a password step must show the CAPTCHA: whenever
+/// the server will demand it of the next attempt.
+///
+/// # Errors
+/// When storage fails.
 pub async fn captcha_required(
     identity: &Identity,
     process: &LoginProcess,
     user: Option<&User>,
+    address: Option<IpAddr>,
 ) -> Result<bool, StorageError> {
-    let limit = identity.settings.captcha_after_failures;
-    if process.state.password_failures >= limit {
+    if process.state.captcha {
         return Ok(true);
     }
-    Ok(match user {
-        Some(user) => identity.store.password_failures(user.id).await?.failures >= limit,
-        None => false,
-    })
-}
-
-/// Checks the CAPTCHA when one is required; `false` means the attempt stops here.
-async fn captcha_passed(identity: &Identity, required: bool, params: &Params) -> bool {
-    if !required {
-        return true;
-    }
-    let token = params.one("smart-token").ok().flatten().unwrap_or("");
-    !token.is_empty() && identity.captcha.verify(token, None).await
+    let found;
+    let user = match (user, process.state.step, &process.state.principal) {
+        (Some(user), _, _) => Some(user),
+        (None, StepType::UsernamePassword, Some(principal)) => {
+            found = identity.store.find_user_by_login(principal).await?;
+            found.as_ref()
+        }
+        _ => None,
+    };
+    let principal = process.state.principal.as_deref().unwrap_or("");
+    let trusted_device = trusted_device(identity, process, user).await?;
+    guard::captcha_due(identity, &Attempt { user, principal, trusted_device, address }).await
 }
 
 pub async fn username_password(
     identity: &Identity,
     mut process: LoginProcess,
     params: &Params,
+    address: Option<IpAddr>,
 ) -> Result<Response, StorageError> {
     let principal = params.one("principal").ok().flatten().map(str::trim).unwrap_or("").to_owned();
-    let user = if principal.is_empty() || principal.len() > 256 {
-        None
-    } else {
-        identity.store.find_user_by_login(&principal).await?
-    };
-    process.state.principal = (!principal.is_empty() && principal.len() <= 256).then(|| principal.clone());
-    check_password(identity, process, user, params, StepType::UsernamePassword).await
+    let usable = !principal.is_empty() && principal.len() <= 256;
+    let user = if usable { identity.store.find_user_by_login(&principal).await? } else { None };
+    process.state.principal = usable.then(|| principal.clone());
+    check_password(identity, process, user, params, StepType::UsernamePassword, address).await
 }
 
-pub async fn password(identity: &Identity, process: LoginProcess, params: &Params) -> Result<Response, StorageError> {
+pub async fn password(
+    identity: &Identity,
+    process: LoginProcess,
+    params: &Params,
+    address: Option<IpAddr>,
+) -> Result<Response, StorageError> {
     let user = match process.state.user_id {
         Some(id) => identity.store.find_user(id).await?,
         None => None,
@@ -64,7 +84,7 @@ pub async fn password(identity: &Identity, process: LoginProcess, params: &Param
     if user.is_none() {
         return Ok(crate::login::submit::fatal(identity, &process, codes::UNKNOWN_ERROR));
     }
-    check_password(identity, process, user, params, StepType::Password).await
+    check_password(identity, process, user, params, StepType::Password, address).await
 }
 
 async fn check_password(
@@ -73,45 +93,60 @@ async fn check_password(
     user: Option<User>,
     params: &Params,
     step: StepType,
+    address: Option<IpAddr>,
 ) -> Result<Response, StorageError> {
     let now = identity.clock.now();
-    let wrong = match step {
-        StepType::Password => codes::PASSWORD_WRONG,
-        _ => codes::USERNAME_PASSWORD_WRONG,
+    let (wrong, paused) = match step {
+        StepType::Password => (codes::PASSWORD_WRONG, codes::PASSWORD_PAUSED),
+        _ => (codes::USERNAME_PASSWORD_WRONG, codes::USERNAME_PASSWORD_PAUSED),
     };
-    let required = captcha_required(identity, &process, user.as_ref()).await?;
-    if !captcha_passed(identity, required, params).await {
-        return retry(identity, process, Field::Other, codes::CAPTCHA_REQUIRED, true).await;
-    }
+    let principal = process.state.principal.clone().unwrap_or_default();
+    let device = trusted_device(identity, &process, user.as_ref()).await?.map(str::to_owned);
+    let attempt = Attempt { user: user.as_ref(), principal: &principal, trusted_device: device.as_deref(), address };
+    let token = params.one("smart-token").ok().flatten();
+    let counted = match guard::before_check(identity, &attempt, token).await? {
+        Gate::Open(counted) => counted,
+        Gate::Locked(until) => {
+            process.state.paused_until = Some(until);
+            process.state.tries_before_pause = None;
+            let captcha = process.state.captcha;
+            return retry(identity, process, Field::Other, paused, captcha).await;
+        }
+        Gate::Captcha => {
+            process.state.captcha = true;
+            return retry(identity, process, Field::Other, codes::CAPTCHA_REQUIRED, true).await;
+        }
+    };
     let password = params.one("credentials").ok().flatten().unwrap_or("").to_owned();
     let ok = !password.is_empty()
         && password.len() <= 1024
         && identity.passwords.verify(user.as_ref().map(|u| u.password_hash.clone()), password).await;
 
     match user {
-        // `advance` refuses a blocked or locked-out user first.
-        Some(user) if ok => advance(identity, process, &user, step).await,
+        Some(user) if ok => {
+            guard::succeeded(identity, counted).await?;
+            process.state.captcha = false;
+            process.state.paused_until = None;
+            process.state.tries_before_pause = None;
+            // `advance` refuses a user blocked by an operator.
+            advance(identity, process, &user, step).await
+        }
         user => {
+            let after = guard::failed(identity, counted).await?;
             let event = AuditEvent::new(now, AuditKind::LoginFailed).client(&process.state.client_id);
             let event = match &user {
                 Some(user) => event.user(user.id),
                 None => event,
             };
-            identity.audit(event.detail(json!({ "step": step.as_str() }))).await;
-            process.state.password_failures += 1;
-            let mut captcha = process.state.password_failures >= identity.settings.captcha_after_failures;
-            if let Some(user) = &user {
-                let until = now + identity.settings.block_duration;
-                let failures = identity
-                    .store
-                    .record_password_failure(user.id, identity.settings.block_after_failures, until)
-                    .await?;
-                if failures.locked_until.is_some_and(|until| until > now) {
-                    return flow::user_blocked(identity, &process, user).await;
-                }
-                captcha |= failures.failures >= identity.settings.captcha_after_failures;
-            }
-            retry(identity, process, Field::Credentials, wrong, captcha).await
+            let detail = match after.locked_until {
+                Some(until) => json!({ "step": step.as_str(), "pausedUntil": until.unix_timestamp() }),
+                None => json!({ "step": step.as_str() }),
+            };
+            identity.audit(event.detail(detail)).await;
+            process.state.captcha = after.captcha_next;
+            process.state.paused_until = after.locked_until;
+            process.state.tries_before_pause = after.tries_before_pause;
+            retry(identity, process, Field::Credentials, wrong, after.captcha_next).await
         }
     }
 }

@@ -9,7 +9,6 @@ use portico_model::login::{AuthMethod, LoginProcess, StepType, ViewType, codes};
 use portico_model::otp::normalize_phone;
 use portico_storage::StorageError;
 
-use super::password::captcha_required;
 use super::{Field, retry};
 use crate::Identity;
 use crate::login::flow::{self, advance, to_login};
@@ -17,7 +16,7 @@ use crate::oauth2::params::Params;
 
 pub async fn phone(identity: &Identity, mut process: LoginProcess, params: &Params) -> Result<Response, StorageError> {
     let typed = params.one("principal").ok().flatten().map(str::trim).unwrap_or("");
-    let required = captcha_required(identity, &process, None).await?;
+    let required = process.state.password_failures >= identity.settings.phone_captcha_after_failures;
     if required {
         let token = params.one("smart-token").ok().flatten().unwrap_or("");
         if token.is_empty() || !identity.captcha.verify(token, None).await {
@@ -33,7 +32,7 @@ pub async fn phone(identity: &Identity, mut process: LoginProcess, params: &Para
     match users.as_slice() {
         [] => {
             process.state.password_failures += 1;
-            let captcha = process.state.password_failures >= identity.settings.captcha_after_failures;
+            let captcha = process.state.password_failures >= identity.settings.phone_captcha_after_failures;
             retry(identity, process, Field::Principal, codes::PHONE_WRONG, captcha).await
         }
         [user] if user.phone_login_enabled => {
@@ -41,7 +40,7 @@ pub async fn phone(identity: &Identity, mut process: LoginProcess, params: &Para
             advance(identity, process, user, StepType::Phone).await
         }
         [user] => {
-            if !flow::may_log_in(identity, user, identity.clock.now()).await? {
+            if user.blocked {
                 return flow::user_blocked(identity, &process, user).await;
             }
             process.state.phone = number;

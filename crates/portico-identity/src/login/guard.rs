@@ -1,0 +1,318 @@
+//! The guard of the password steps against guessing (docs/decisions.md,
+//! "Guessing passwords and codes").
+//!
+//! Every password attempt is counted on throttle keys *before* the password
+//! is checked, in one atomic statement per key, so that N attempts in
+//! flight get N different counts and no more than the policy allows are
+//! checked without a CAPTCHA or while a pause is due:
+//!
+//! - from a device trusted for the user (a login with a second factor was
+//!   completed on it): only that device's key, `device:<user>:<device>`;
+//!   strangers' failures elsewhere never slow the owner down there;
+//! - from anywhere else: the account's key for untrusted devices,
+//!   `account:<user>` (`login:<typed login>` for a login nobody has, so that
+//!   known and unknown logins behave alike), and the client address's key,
+//!   `address:<ip>`, with higher thresholds.
+//!
+//! On each key: from `captcha_after` failures on, an attempt needs a valid
+//! CAPTCHA; from `delay_after` on, each failure pauses attempts on the key
+//! for a delay that doubles from `first_delay` up to `max_delay`, and an
+//! attempt that reaches that count holds the key until its outcome is known.
+//! A success clears the account's (or the device's) key. A count that has
+//! not moved for `memory` starts again. An operator's block
+//! (`user-is-blocked`) is another thing: it is not a count.
+
+use std::net::IpAddr;
+
+use portico_model::user::User;
+use portico_storage::{CountAttempt, StorageError};
+use time::{Duration, OffsetDateTime};
+
+use crate::Identity;
+
+/// Thresholds and delays of the guard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GuardPolicy {
+    /// Failures on an account (or trusted device) after which a CAPTCHA is required.
+    pub captcha_after: u32,
+    /// Failures on an account (or trusted device) from which each failure pauses it.
+    pub delay_after: u32,
+    /// The first pause; each further failure doubles it.
+    pub first_delay: Duration,
+    /// The longest pause.
+    pub max_delay: Duration,
+    /// Failures from one client address after which a CAPTCHA is required.
+    pub address_captcha_after: u32,
+    /// Failures from one client address from which each failure pauses it.
+    pub address_delay_after: u32,
+    /// A count that has not moved for this long starts again from zero.
+    pub memory: Duration,
+}
+
+impl Default for GuardPolicy {
+    fn default() -> Self {
+        Self {
+            captcha_after: 3,
+            delay_after: 5,
+            first_delay: Duration::seconds(30),
+            max_delay: Duration::hours(1),
+            address_captcha_after: 10,
+            address_delay_after: 30,
+            memory: Duration::hours(24),
+        }
+    }
+}
+
+impl GuardPolicy {
+    /// The pause after a key's `count`-th failure, when `count` has reached
+    /// `delay_after`: `first_delay`, doubled for each failure beyond it, at
+    /// most `max_delay`.
+    pub fn delay(&self, delay_after: u32, count: u32) -> Option<Duration> {
+        let beyond = count.checked_sub(delay_after)?;
+        let factor = 1_i32.checked_shl(beyond.min(30)).unwrap_or(i32::MAX);
+        Some(self.first_delay.saturating_mul(factor).min(self.max_delay).max(self.first_delay.min(self.max_delay)))
+    }
+}
+
+/// Who is trying a password: what the throttle keys are made of.
+#[derive(Debug, Clone, Copy)]
+pub struct Attempt<'a> {
+    /// The user, when the typed login (or the process) names one.
+    pub user: Option<&'a User>,
+    /// The typed login, for an attempt on a login nobody has.
+    pub principal: &'a str,
+    /// The browser's device id, when the device is trusted for `user`.
+    pub trusted_device: Option<&'a str>,
+    /// The client's address.
+    pub address: Option<IpAddr>,
+}
+
+/// One throttle key with its thresholds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Key {
+    name: String,
+    captcha_after: u32,
+    delay_after: u32,
+    /// Whether a success clears it (the account's or device's key; not the address's).
+    cleared_by_success: bool,
+}
+
+fn keys(policy: &GuardPolicy, attempt: &Attempt<'_>) -> Vec<Key> {
+    let key = |name: String, captcha_after, delay_after, cleared_by_success| Key {
+        name,
+        captcha_after,
+        delay_after,
+        cleared_by_success,
+    };
+    if let (Some(user), Some(device)) = (attempt.user, attempt.trusted_device) {
+        return vec![key(format!("device:{}:{device}", user.id), policy.captcha_after, policy.delay_after, true)];
+    }
+    let account = match attempt.user {
+        Some(user) => format!("account:{}", user.id),
+        None => format!("login:{}", attempt.principal.to_lowercase()),
+    };
+    let mut keys = vec![key(account, policy.captcha_after, policy.delay_after, true)];
+    if let Some(address) = attempt.address {
+        keys.push(key(format!("address:{address}"), policy.address_captcha_after, policy.address_delay_after, false));
+    }
+    keys
+}
+
+/// Whether an attempt may check its password.
+#[derive(Debug)]
+pub enum Gate {
+    /// Counted on every key: check the password, then report the outcome.
+    Open(Counted),
+    /// A pause is due on a key: nothing was counted or checked.
+    Locked(OffsetDateTime),
+    /// A CAPTCHA is required and was missing or not valid: nothing counted.
+    Captcha,
+}
+
+/// The keys an open attempt was counted on, with its count on each.
+#[derive(Debug)]
+pub struct Counted(Vec<(Key, u32)>);
+
+/// What a failed attempt leaves for the next one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AfterFailure {
+    /// Attempts are paused until then.
+    pub locked_until: Option<OffsetDateTime>,
+    /// Failures left before a pause begins, when few are left (a warning).
+    pub tries_before_pause: Option<u32>,
+    /// Whether the next attempt needs a CAPTCHA.
+    pub captcha_next: bool,
+}
+
+/// Failures left before a pause from which the page warns.
+const WARN_WHEN_LEFT: u32 = 2;
+
+/// Counts `attempt` on its keys, checking the CAPTCHA first when a key
+/// already needs one, or afterwards when a parallel attempt took the last
+/// free count. `captcha_token` is the form's `smart-token`.
+///
+/// # Errors
+/// When storage fails.
+pub async fn before_check(
+    identity: &Identity,
+    attempt: &Attempt<'_>,
+    captcha_token: Option<&str>,
+) -> Result<Gate, StorageError> {
+    let policy = &identity.settings.guard;
+    let now = identity.clock.now();
+    let forget_before = now - policy.memory;
+    let keys = keys(policy, attempt);
+    let mut captcha_needed = false;
+    for key in &keys {
+        let state = identity.store.throttle(&key.name, forget_before).await?;
+        if let Some(until) = state.locked_until.filter(|until| *until > now) {
+            return Ok(Gate::Locked(until));
+        }
+        captcha_needed |= state.failures >= key.captcha_after;
+    }
+    let mut captcha_passed = false;
+    if captcha_needed {
+        if !captcha_valid(identity, captcha_token).await {
+            return Ok(Gate::Captcha);
+        }
+        captcha_passed = true;
+    }
+    let hold_until = now + policy.first_delay;
+    let mut counted: Vec<(Key, u32)> = Vec::with_capacity(keys.len());
+    for key in keys {
+        let count = identity
+            .store
+            .count_attempt(CountAttempt { key: &key.name, now, forget_before, hold_from: key.delay_after, hold_until })
+            .await?;
+        match count {
+            Some(count) => counted.push((key, count)),
+            None => {
+                // A parallel attempt holds the key: this one waits its turn.
+                let until = identity.store.throttle(&key.name, forget_before).await?.locked_until;
+                uncount(identity, &counted, hold_until).await?;
+                return Ok(Gate::Locked(until.unwrap_or(now + policy.first_delay)));
+            }
+        }
+    }
+    let over = counted.iter().any(|(key, count)| *count > key.captcha_after);
+    if over && !captcha_passed && !captcha_valid(identity, captcha_token).await {
+        uncount(identity, &counted, hold_until).await?;
+        return Ok(Gate::Captcha);
+    }
+    Ok(Gate::Open(Counted(counted)))
+}
+
+async fn captcha_valid(identity: &Identity, token: Option<&str>) -> bool {
+    let token = token.unwrap_or("");
+    !token.is_empty() && identity.captcha.verify(token, None).await
+}
+
+/// Takes back attempts that were counted but not checked, with the holds
+/// they set: an attempt that never reached its check must not pause anyone.
+async fn uncount(identity: &Identity, counted: &[(Key, u32)], hold_until: OffsetDateTime) -> Result<(), StorageError> {
+    for (key, count) in counted {
+        let held = (*count >= key.delay_after).then_some(hold_until);
+        identity.store.uncount_attempt(&key.name, held).await?;
+    }
+    Ok(())
+}
+
+/// The password was wrong: pauses the keys whose count reached their
+/// `delay_after`, and says what the next attempt faces.
+///
+/// # Errors
+/// When storage fails.
+pub async fn failed(identity: &Identity, counted: Counted) -> Result<AfterFailure, StorageError> {
+    let policy = &identity.settings.guard;
+    let now = identity.clock.now();
+    let mut after = AfterFailure::default();
+    for (key, count) in &counted.0 {
+        if let Some(delay) = policy.delay(key.delay_after, *count) {
+            let until = now + delay;
+            identity.store.lock_throttle(&key.name, until).await?;
+            after.locked_until = after.locked_until.max(Some(until));
+        } else if key.cleared_by_success {
+            let left = key.delay_after - count;
+            if left <= WARN_WHEN_LEFT {
+                after.tries_before_pause = Some(after.tries_before_pause.map_or(left, |l| l.min(left)));
+            }
+        }
+        after.captcha_next |= *count >= key.captcha_after;
+    }
+    Ok(after)
+}
+
+/// The password was right: forgets the account's (or device's) count, and
+/// takes this attempt back from the address's (a success is no failure,
+/// but it does not excuse the address's other failures).
+///
+/// # Errors
+/// When storage fails.
+pub async fn succeeded(identity: &Identity, counted: Counted) -> Result<(), StorageError> {
+    for (key, _) in &counted.0 {
+        if key.cleared_by_success {
+            identity.store.clear_throttle(&key.name).await?;
+        } else {
+            identity.store.uncount_attempt(&key.name, None).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether the next attempt of `attempt` will need a CAPTCHA (for the page,
+/// so that it shows one whenever the server will demand it).
+///
+/// # Errors
+/// When storage fails.
+pub async fn captcha_due(identity: &Identity, attempt: &Attempt<'_>) -> Result<bool, StorageError> {
+    let policy = &identity.settings.guard;
+    let forget_before = identity.clock.now() - policy.memory;
+    for key in keys(policy, attempt) {
+        if identity.store.throttle(&key.name, forget_before).await?.failures >= key.captcha_after {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delays_double_from_the_first_up_to_the_longest() {
+        let policy = GuardPolicy::default();
+        assert_eq!(policy.delay(5, 4), None, "no pause before delay_after");
+        assert_eq!(policy.delay(5, 5), Some(Duration::seconds(30)));
+        assert_eq!(policy.delay(5, 6), Some(Duration::minutes(1)));
+        assert_eq!(policy.delay(5, 10), Some(Duration::minutes(16)));
+        assert_eq!(policy.delay(5, 12), Some(Duration::hours(1)), "capped");
+        assert_eq!(policy.delay(5, 400), Some(Duration::hours(1)), "no overflow");
+    }
+
+    #[test]
+    fn a_trusted_device_has_its_own_key_and_no_address_key() {
+        let policy = GuardPolicy::default();
+        let user = User {
+            id: uuid::Uuid::new_v4(),
+            login: "ivan".into(),
+            password_hash: String::new(),
+            phone: None,
+            email: None,
+            name: None,
+            phone_login_enabled: true,
+            blocked: false,
+            created_at: OffsetDateTime::UNIX_EPOCH,
+        };
+        let address = Some(IpAddr::from([192, 0, 2, 7]));
+        let trusted =
+            keys(&policy, &Attempt { user: Some(&user), principal: "ivan", trusted_device: Some("d1"), address });
+        assert_eq!(trusted.len(), 1);
+        assert_eq!(trusted[0].name, format!("device:{}:d1", user.id));
+        let stranger = keys(&policy, &Attempt { user: Some(&user), principal: "ivan", trusted_device: None, address });
+        let names: Vec<_> = stranger.iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(names, [format!("account:{}", user.id).as_str(), "address:192.0.2.7"]);
+        let unknown = keys(&policy, &Attempt { user: None, principal: "Nobody", trusted_device: None, address: None });
+        assert_eq!(unknown[0].name, "login:nobody");
+    }
+}

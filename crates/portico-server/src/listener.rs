@@ -1,0 +1,200 @@
+//! The HTTP listener: HTTP/1.1 on hyper, with the limits a public server
+//! needs against slow and idle clients (`[http]` in docs/configuration.md):
+//!
+//! - the head of a request (request line and headers) must arrive in full
+//!   within `header_read_timeout`; hyper starts that clock when a connection
+//!   opens and again after each response, so it also closes a kept-alive
+//!   connection that sends no next request (slowloris, idle keep-alive);
+//! - a connection on which no byte moves either way for `idle_timeout` is
+//!   closed (a stalled request body, a client that stops reading);
+//! - at most `max_connections` are open at once; past that, new ones wait in
+//!   the kernel's accept queue until one closes.
+//!
+//! Each request carries its peer address as [`ConnectInfo`].
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::ConnectInfo;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio::time::{Instant, Sleep};
+use tower::ServiceExt as _;
+
+/// The listener's limits.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub header_read_timeout: Duration,
+    pub idle_timeout: Duration,
+    pub max_connections: usize,
+}
+
+/// Serves `router` on `listener` until `shutdown` completes, then lets the
+/// requests in flight finish (idle connections are closed at once).
+///
+/// # Errors
+/// Never today; accept errors are logged and the loop goes on.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    limits: Limits,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()> {
+    let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let graceful = GracefulShutdown::new();
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new()).header_read_timeout(limits.header_read_timeout).keep_alive(true);
+    let mut full_since: Option<Instant> = None;
+    tokio::pin!(shutdown);
+    loop {
+        let permit = match Arc::clone(&permits).try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => {
+                if full_since.is_none_or(|since| since.elapsed() > Duration::from_secs(60)) {
+                    tracing::warn!(
+                        max_connections = limits.max_connections,
+                        "every connection slot is taken (http.max_connections); new connections wait"
+                    );
+                    full_since = Some(Instant::now());
+                }
+                tokio::select! {
+                    permit = Arc::clone(&permits).acquire_owned() => permit.map_err(io::Error::other)?,
+                    () = &mut shutdown => break,
+                }
+            }
+        };
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    // Out of file descriptors and the like: wait a little rather than spin.
+                    tracing::warn!(%error, "cannot accept a connection");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let io = TokioIo::new(Idle::new(stream, limits.idle_timeout));
+        let router = router.clone();
+        let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
+            request.extensions_mut().insert(ConnectInfo::<SocketAddr>(peer));
+            router.clone().oneshot(request.map(axum::body::Body::new))
+        });
+        let connection = graceful.watch(http.serve_connection(io, service));
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::debug!(%error, %peer, "connection closed with an error");
+            }
+            drop(permit);
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+    Ok(())
+}
+
+/// A stream that fails with [`io::ErrorKind::TimedOut`] once no byte has
+/// moved either way for `timeout` while the server waits on it.
+struct Idle<T> {
+    inner: T,
+    timeout: Duration,
+    last_progress: Instant,
+    timer: Pin<Box<Sleep>>,
+}
+
+impl<T> Idle<T> {
+    fn new(inner: T, timeout: Duration) -> Self {
+        let now = Instant::now();
+        Self { inner, timeout, last_progress: now, timer: Box::pin(tokio::time::sleep_until(now + timeout)) }
+    }
+
+    /// Called when the stream is not ready: fails once the idle time is up.
+    /// The timer is moved forward lazily, only when it fires early.
+    fn waiting<R>(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<R>> {
+        loop {
+            let deadline = self.last_progress + self.timeout;
+            if self.timer.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            if Instant::now() >= deadline {
+                return Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "no byte moved within http.idle_timeout_secs",
+                )));
+            }
+            self.timer.as_mut().reset(deadline);
+        }
+    }
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for Idle<T> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        match Pin::new(&mut self.inner).poll_read(cx, buf) {
+            Poll::Ready(result) => {
+                if buf.filled().len() > before {
+                    self.last_progress = Instant::now();
+                }
+                Poll::Ready(result)
+            }
+            Poll::Pending => self.waiting(cx),
+        }
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for Idle<T> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+        match Pin::new(&mut self.inner).poll_write(cx, data) {
+            Poll::Ready(result) => {
+                if result.as_ref().is_ok_and(|n| *n > 0) {
+                    self.last_progress = Instant::now();
+                }
+                Poll::Ready(result)
+            }
+            Poll::Pending => self.waiting(cx),
+        }
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match Pin::new(&mut self.inner).poll_write_vectored(cx, data) {
+            Poll::Ready(result) => {
+                if result.as_ref().is_ok_and(|n| *n > 0) {
+                    self.last_progress = Instant::now();
+                }
+                Poll::Ready(result)
+            }
+            Poll::Pending => self.waiting(cx),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match Pin::new(&mut self.inner).poll_flush(cx) {
+            Poll::Ready(result) => Poll::Ready(result),
+            Poll::Pending => self.waiting(cx),
+        }
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}

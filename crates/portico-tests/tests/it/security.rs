@@ -1,0 +1,221 @@
+//! Attacks as they happen, on both backends: many requests at once on one
+//! account or one login process, slow and idle clients, and the headers a
+//! public identity server owes its users (docs/decisions.md, "Security").
+
+use std::sync::Arc;
+use std::time::{Duration as StdDuration, Instant};
+
+use portico_model::clock::Clock as _;
+use portico_tests::{TestApp, backends, location, view_data};
+use serde_json::Value;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::TcpStream;
+use tokio::sync::Barrier;
+
+/// Requests fired at once in the parallel tests.
+const AT_ONCE: usize = 30;
+
+/// A browser with a fresh login process at its first step, and its CSRF token.
+async fn fresh_process(app: &TestApp) -> (reqwest::Client, String) {
+    let browser = app.browser();
+    let pkce = portico_tests::Pkce::new();
+    let response = browser.get(app.authorize_url(&pkce, &[])).send().await.unwrap();
+    assert_eq!(response.status(), 303);
+    let view = app.login_view(&browser).await;
+    let csrf = view["pageData"]["authenticationFlowContext"]["csrf"].as_str().unwrap().to_owned();
+    (browser, csrf)
+}
+
+async fn view(app: &TestApp, browser: &reqwest::Client) -> Value {
+    let page = browser.get(app.url("/login")).send().await.unwrap();
+    view_data(&page.text().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn parallel_wrong_passwords_from_fresh_processes_never_skip_the_captcha() {
+    for backend in backends() {
+        let app = Arc::new(TestApp::spawn(backend).await);
+        let mut browsers = Vec::new();
+        for _ in 0..AT_ONCE {
+            browsers.push(fresh_process(&app).await);
+        }
+        let barrier = Arc::new(Barrier::new(AT_ONCE));
+        let mut attempts = tokio::task::JoinSet::new();
+        for (i, (browser, csrf)) in browsers.into_iter().enumerate() {
+            let (app, barrier) = (Arc::clone(&app), Arc::clone(&barrier));
+            attempts.spawn(async move {
+                // One of them knows the password.
+                let password = if i == AT_ONCE - 1 { "maria-password" } else { "wrong" };
+                let form = [("_csrf", csrf.as_str()), ("principal", "maria"), ("credentials", password)];
+                barrier.wait().await;
+                let response = browser.post(app.url("/login")).form(&form).send().await.unwrap();
+                assert_eq!(response.status(), 303);
+                assert_eq!(location(&response), "/login");
+                view(&app, &browser).await["pageData"].clone()
+            });
+        }
+        let pages = attempts.join_all().await;
+        let captcha = pages.iter().filter(|p| p["errors"]["otherError"] == "challenge.captcha.required").count();
+        let wrong = pages
+            .iter()
+            .filter(|p| p["errors"]["credentialsError"] == "challenge.username-password.wrong-credentials")
+            .count();
+        let passed = pages.iter().filter(|p| p["stepViewData"]["stepType"] == "sms-otp").count();
+        // An attempt that finds another one holding the account waits for it.
+        let paused = pages
+            .iter()
+            .filter(|p| p["errors"]["otherError"] == "challenge.username-password.temporarily-paused")
+            .count();
+        let limit = app.identity.settings.guard.captcha_after as usize;
+        assert_eq!(wrong + passed, limit, "{backend:?}: checked without a CAPTCHA");
+        assert_eq!(captcha + paused, AT_ONCE - limit, "{backend:?}: the rest were not checked");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn parallel_wrong_codes_each_use_up_a_try() {
+    for backend in backends() {
+        let app = Arc::new(TestApp::spawn(backend).await);
+        let (browser, csrf) = fresh_process(&app).await;
+        let form = [("_csrf", csrf.as_str()), ("principal", "ivan"), ("credentials", "ivan-password")];
+        browser.post(app.url("/login")).form(&form).send().await.unwrap();
+        let page = view(&app, &browser).await;
+        assert_eq!(page["pageData"]["stepViewData"]["stepType"], "sms-otp");
+        let code = app.last_code("+79001234567");
+        let wrong = if code == "000000" { "000001" } else { "000000" };
+
+        let barrier = Arc::new(Barrier::new(AT_ONCE));
+        let mut guesses = tokio::task::JoinSet::new();
+        for _ in 0..AT_ONCE {
+            let (app, barrier, browser, csrf) = (Arc::clone(&app), Arc::clone(&barrier), browser.clone(), csrf.clone());
+            guesses.spawn(async move {
+                barrier.wait().await;
+                let form = [("_csrf", csrf.as_str()), ("credentials", wrong)];
+                browser.post(app.url("/login")).form(&form).send().await.unwrap().status()
+            });
+        }
+        assert!(guesses.join_all().await.iter().all(|status| *status == 303), "{backend:?}");
+
+        let id = page["pageData"]["authenticationFlowContext"]["authenticationFlowId"].as_str().unwrap();
+        let process = app.store.find_login_process(id.parse().unwrap(), app.clock.now()).await.unwrap().unwrap();
+        let otp = process.state.otp.expect("the spent code stays");
+        assert_eq!(otp.failures, app.identity.settings.otp.max_failures, "{backend:?}: every wrong try counted");
+        // The right code is now refused: its tries were used up.
+        let form = [("_csrf", csrf.as_str()), ("credentials", code.as_str())];
+        let response = browser.post(app.url("/login")).form(&form).send().await.unwrap();
+        assert_eq!(location(&response), "/login");
+        let page = view(&app, &browser).await;
+        assert_eq!(page["pageData"]["errors"]["credentialsError"], "challenge.sms-otp.code-expired", "{backend:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn parallel_language_changes_of_one_process_all_succeed() {
+    for backend in backends() {
+        let app = Arc::new(TestApp::spawn(backend).await);
+        let (browser, csrf) = fresh_process(&app).await;
+        let barrier = Arc::new(Barrier::new(AT_ONCE));
+        let mut changes = tokio::task::JoinSet::new();
+        for i in 0..AT_ONCE {
+            let (app, barrier, browser, csrf) = (Arc::clone(&app), Arc::clone(&barrier), browser.clone(), csrf.clone());
+            changes.spawn(async move {
+                let locale = if i % 2 == 0 { "en" } else { "ru" };
+                barrier.wait().await;
+                let url = app.url(&format!("/login/user-settings/locale?locale={locale}"));
+                browser.patch(url).header("X-XSRF-TOKEN", csrf).send().await.unwrap().status().as_u16()
+            });
+        }
+        let statuses = changes.join_all().await;
+        assert!(statuses.iter().all(|s| *s == 200), "{backend:?}: {statuses:?}");
+    }
+}
+
+/// Reads until the server closes the connection; returns how long that took.
+async fn closed_within(stream: &mut TcpStream, limit: StdDuration) -> Option<StdDuration> {
+    let started = Instant::now();
+    let mut buffer = [0_u8; 1024];
+    loop {
+        match tokio::time::timeout_at((started + limit).into(), stream.read(&mut buffer)).await {
+            Ok(Ok(0) | Err(_)) => return Some(started.elapsed()),
+            Ok(Ok(_)) => {}
+            Err(_) => return None,
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_client_that_trickles_its_headers_or_idles_is_cut_off() {
+    let app = TestApp::spawn_with(portico_tests::Backend::Sqlite, |c| c.http.header_read_timeout_secs = 1).await;
+    let addr = app.url("").trim_start_matches("http://").to_owned();
+
+    // One header byte every 200 ms: the head never completes in time.
+    let mut slow = TcpStream::connect(&addr).await.unwrap();
+    slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n").await.unwrap();
+    let trickle = async {
+        for byte in b"X-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa".iter().cycle() {
+            if slow.write_all(&[*byte]).await.is_err() {
+                break;
+            }
+            tokio::time::sleep(StdDuration::from_millis(200)).await;
+        }
+    };
+    let cut = tokio::time::timeout(StdDuration::from_secs(5), trickle).await;
+    assert!(cut.is_ok(), "the server closed the trickling connection");
+
+    // Nothing at all after connecting.
+    let mut silent = TcpStream::connect(&addr).await.unwrap();
+    assert!(closed_within(&mut silent, StdDuration::from_secs(5)).await.is_some(), "silent connection closed");
+
+    // A kept-alive connection that sends no next request.
+    let mut idle = TcpStream::connect(&addr).await.unwrap();
+    idle.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+    let mut answer = [0_u8; 512];
+    let n = idle.read(&mut answer).await.unwrap();
+    assert!(String::from_utf8_lossy(&answer[..n]).starts_with("HTTP/1.1 200"), "answered first");
+    assert!(closed_within(&mut idle, StdDuration::from_secs(5)).await.is_some(), "idle keep-alive closed");
+}
+
+#[tokio::test]
+async fn connections_past_the_limit_wait_until_one_closes() {
+    let app = TestApp::spawn_with(portico_tests::Backend::Sqlite, |c| c.http.max_connections = 2).await;
+    let addr = app.url("").trim_start_matches("http://").to_owned();
+    let first = TcpStream::connect(&addr).await.unwrap();
+    let _second = TcpStream::connect(&addr).await.unwrap();
+    tokio::time::sleep(StdDuration::from_millis(200)).await;
+    let client = reqwest::Client::builder().timeout(StdDuration::from_millis(700)).build().unwrap();
+    assert!(client.get(app.url("/healthz")).send().await.is_err(), "a third connection is not served yet");
+    drop(first);
+    let client = reqwest::Client::builder().timeout(StdDuration::from_secs(5)).build().unwrap();
+    let response = client.get(app.url("/healthz")).send().await.expect("served once a slot is free");
+    assert_eq!(response.status(), 200);
+}
+
+#[tokio::test]
+async fn hsts_is_sent_with_an_https_public_url_only() {
+    let app = TestApp::spawn_with(portico_tests::Backend::Sqlite, |c| {
+        c.public_url = Some("https://id.bank.example".into());
+        c.http.hsts_max_age_secs = 600;
+    })
+    .await;
+    let response = reqwest::get(app.url("/healthz")).await.unwrap();
+    assert_eq!(response.headers()["strict-transport-security"], "max-age=600");
+    let plain = TestApp::spawn(portico_tests::Backend::Sqlite).await;
+    let response = reqwest::get(plain.url("/healthz")).await.unwrap();
+    assert!(response.headers().get("strict-transport-security").is_none(), "not over plain http");
+}
+
+#[tokio::test]
+async fn userinfo_is_never_cached() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let tokens = app.tokens_for("ivan", "ivan-password").await;
+        for request in [app.http().get(app.url("/oauth2/userinfo")), app.http().post(app.url("/oauth2/userinfo"))] {
+            let response = request.bearer_auth(&tokens.access_token).send().await.unwrap();
+            assert_eq!(response.status(), 200, "{backend:?}");
+            assert_eq!(response.headers()["cache-control"], "no-store");
+        }
+        let response = app.http().get(app.url("/oauth2/userinfo")).send().await.unwrap();
+        assert_eq!(response.status(), 401);
+        assert_eq!(response.headers()["cache-control"], "no-store", "refusals too");
+    }
+}
