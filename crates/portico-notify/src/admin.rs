@@ -12,7 +12,7 @@
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
+use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -197,8 +197,10 @@ pub async fn create(
 pub async fn rotate_key(
     State(api): State<NotifyState>,
     headers: HeaderMap,
-    Path(merchant_id): Path<String>,
+    merchant_id: Result<Path<String>, PathRejection>,
 ) -> Response {
+    // A segment that is not UTF-8 names no merchant: 404 below, as JSON.
+    let merchant_id = merchant_id.map(|Path(id)| id).unwrap_or_default();
     if let Some(refused) = refuse(&api, &headers) {
         return refused;
     }

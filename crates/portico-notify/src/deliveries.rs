@@ -7,6 +7,7 @@
 //! is listed for `notifications.retention_days` (see [`crate::retention`]).
 
 use axum::Json;
+use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -26,7 +27,7 @@ use crate::settings::{ErrorBody, error, merchant};
 pub struct DeliveryFilter {
     status: Option<DeliveryStatus>,
     /// The page, from 0.
-    #[param(minimum = 0, default = 0)]
+    #[param(minimum = 0, maximum = 100_000, default = 0)]
     page: Option<u32>,
     /// Deliveries per page.
     #[param(minimum = 1, maximum = 100, default = 20)]
@@ -34,6 +35,8 @@ pub struct DeliveryFilter {
 }
 
 const MAX_SIZE: u32 = 100;
+/// The deepest page: beyond it a list would read millions of rows to skip.
+const MAX_PAGE: u32 = 100_000;
 
 fn time(value: time::OffsetDateTime) -> String {
     value.format(&Rfc3339).unwrap_or_default()
@@ -146,8 +149,8 @@ pub async fn list(State(api): State<NotifyState>, headers: HeaderMap, RawQuery(q
                 None => return error(StatusCode::BAD_REQUEST, "bad_request", "status: PENDING, DELIVERED or FAILED"),
             },
             "page" => match value.parse() {
-                Ok(p) => page = p,
-                Err(_) => return error(StatusCode::BAD_REQUEST, "bad_request", "page: a number from 0"),
+                Ok(p) if p <= MAX_PAGE => page = p,
+                _ => return error(StatusCode::BAD_REQUEST, "bad_request", "page: a number from 0 to 100000"),
             },
             "size" => match value.parse() {
                 Ok(s) if (1..=MAX_SIZE).contains(&s) => size = s,
@@ -186,7 +189,13 @@ pub async fn list(State(api): State<NotifyState>, headers: HeaderMap, RawQuery(q
         crate::openapi::Internal
     )
 )]
-pub async fn resend(State(api): State<NotifyState>, headers: HeaderMap, Path(id): Path<String>) -> Response {
+pub async fn resend(
+    State(api): State<NotifyState>,
+    headers: HeaderMap,
+    id: Result<Path<String>, PathRejection>,
+) -> Response {
+    // A segment that is not UTF-8 is no delivery id: 400 below, as JSON.
+    let id = id.map(|Path(id)| id).unwrap_or_default();
     let merchant = match merchant(&api, &headers).await {
         Ok(merchant) => merchant,
         Err(response) => return response,

@@ -5,6 +5,7 @@
 //! percent-encoded), so that Cyrillic names survive.
 
 use axum::body::Body;
+use axum::extract::rejection::PathRejection;
 use axum::extract::{Extension, Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -50,9 +51,11 @@ pub async fn download(
     State(api): State<ReportsState>,
     Extension(channel): Extension<Channel>,
     headers: HeaderMap,
-    Path(file_id): Path<String>,
+    file_id: Result<Path<String>, PathRejection>,
     RawQuery(query): RawQuery,
 ) -> Response {
+    // A segment that is not UTF-8 is no file id: the API's validation error.
+    let file_id = file_id.map(|Path(id)| id).unwrap_or_default();
     let result = async {
         let (caller, id, cnum) = api.by_id(channel, &headers, query.as_deref(), "fileId", &file_id).await?;
         let found = api.store.find_report_file(id).await?;

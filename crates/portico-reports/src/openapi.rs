@@ -82,10 +82,22 @@ pub fn bank_channel() -> utoipa::openapi::OpenApi {
             }
             operation.tags = Some(vec!["bank reports".to_owned()]);
             operation.security = Some(vec![SecurityRequirement::new("internalToken", Vec::<String>::new())]);
+            // The bank names the company where it creates or lists tasks; a
+            // look-up by id, or the list of types, needs none (`cnum` then
+            // only narrows the look-up to that company).
+            let names_company =
+                matches!(operation.operation_id.as_deref(), Some("bankCreateReportTask" | "bankGetReportTasks"));
             for parameter in operation.parameters.iter_mut().flatten() {
                 if parameter.name == "cnum" && parameter.parameter_in == ParameterIn::Query {
-                    parameter.required = Required::True;
-                    parameter.description = Some("The company the bank acts for; its users see the task.".to_owned());
+                    if names_company {
+                        parameter.required = Required::True;
+                        parameter.description =
+                            Some("The company the bank acts for; its users see the task.".to_owned());
+                    } else {
+                        parameter.required = Required::False;
+                        parameter.description =
+                            Some("Optional: when given, the task or file must belong to this company.".to_owned());
+                    }
                 }
             }
             let what = "The bank's own channel (internal token): tasks are sourced `ONLINE_BANK`.";

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use axum::Json;
 use axum::body::Bytes;
+use axum::extract::rejection::PathRejection;
 use axum::extract::{Extension, Path, RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
@@ -339,6 +340,9 @@ pub async fn list(
         }
         filter.agreement_number = params.get("agreementNumber").map(str::to_owned);
         filter.account = params.get("account").map(str::to_owned);
+        if filter.account.as_deref().is_some_and(|a| a.len() != 20 || !a.bytes().all(|b| b.is_ascii_digit())) {
+            errors.insert("account".into(), "an account number: 20 digits".into());
+        }
         for (name, slot) in [("fromDate", &mut filter.from), ("toDate", &mut filter.to)] {
             if let Some(d) = params.get(name) {
                 *slot = parse_date(d);
@@ -386,9 +390,11 @@ pub async fn get_one(
     State(api): State<ReportsState>,
     Extension(channel): Extension<Channel>,
     headers: HeaderMap,
-    Path(task_id): Path<String>,
+    task_id: Result<Path<String>, PathRejection>,
     RawQuery(query): RawQuery,
 ) -> Response {
+    // A segment that is not UTF-8 is no task id: the API's validation error.
+    let task_id = task_id.map(|Path(id)| id).unwrap_or_default();
     let result = async {
         let (caller, id, cnum) = api.by_id(channel, &headers, query.as_deref(), "taskId", &task_id).await?;
         let task = api.store.find_report_task(id).await?;

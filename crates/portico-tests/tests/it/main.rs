@@ -8,6 +8,7 @@ mod brokerage_intake;
 mod browser;
 mod browser_login;
 mod delivery;
+mod documented_rules;
 mod flow;
 mod keys;
 mod login;

@@ -4,11 +4,12 @@
 
 use portico_tests::{Backend, POSTGRES_ENV, TcpProxy, TestApp};
 
-#[tokio::test]
-async fn a_database_outage_is_503_and_the_server_recovers() {
+/// A PostgreSQL server behind a proxy that can cut it off, and Portico on
+/// it with `acquire_timeout_secs`; `None` (said as skipped) without one.
+async fn behind_a_proxy(test: &str, acquire_timeout_secs: u32) -> Option<(TcpProxy, TestApp)> {
     let Ok(base) = std::env::var(POSTGRES_ENV) else {
-        eprintln!("SKIPPED: {POSTGRES_ENV} is not set; the database outage test needs PostgreSQL");
-        return;
+        eprintln!("SKIPPED: {POSTGRES_ENV} is not set; {test} needs PostgreSQL");
+        return None;
     };
     let upstream = url::Url::parse(&base).unwrap();
     let upstream = format!("{}:{}", upstream.host_str().unwrap(), upstream.port().unwrap_or(5432));
@@ -18,9 +19,15 @@ async fn a_database_outage_is_503_and_the_server_recovers() {
         url.set_host(Some("127.0.0.1")).unwrap();
         url.set_port(Some(proxy.addr.port())).unwrap();
         config.database_url = Some(url.to_string());
-        config.database_acquire_timeout_secs = 1;
+        config.database_acquire_timeout_secs = acquire_timeout_secs;
     })
     .await;
+    Some((proxy, app))
+}
+
+#[tokio::test]
+async fn a_database_outage_is_503_and_the_server_recovers() {
+    let Some((proxy, app)) = behind_a_proxy("the database outage test", 1).await else { return };
     let tokens = app.tokens_for("ivan", "ivan-password").await;
     assert_eq!(app.liveness(&tokens.access_token).await, 200);
     let pair = app.token_pair("maria").await;
@@ -63,21 +70,7 @@ async fn a_database_outage_is_503_and_the_server_recovers() {
 
 #[tokio::test]
 async fn readiness_answers_within_a_second_when_the_database_is_cut_off() {
-    let Ok(base) = std::env::var(POSTGRES_ENV) else {
-        eprintln!("SKIPPED: {POSTGRES_ENV} is not set; the readiness test needs PostgreSQL");
-        return;
-    };
-    let upstream = url::Url::parse(&base).unwrap();
-    let upstream = format!("{}:{}", upstream.host_str().unwrap(), upstream.port().unwrap_or(5432));
-    let proxy = TcpProxy::start(upstream).await;
-    let app = TestApp::spawn_with(Backend::Postgres, |config| {
-        let mut url = url::Url::parse(config.database_url.as_deref().unwrap()).unwrap();
-        url.set_host(Some("127.0.0.1")).unwrap();
-        url.set_port(Some(proxy.addr.port())).unwrap();
-        config.database_url = Some(url.to_string());
-        config.database_acquire_timeout_secs = 5;
-    })
-    .await;
+    let Some((proxy, app)) = behind_a_proxy("the readiness test", 5).await else { return };
     assert_eq!(app.http().get(app.url("/readyz")).send().await.unwrap().status(), 200);
     proxy.cut();
     let started = std::time::Instant::now();
