@@ -409,9 +409,14 @@ impl Config {
             }
             figment = figment.merge(Toml::file(file));
         }
-        // PORTICO_TEST_* belong to the test suite, not to the server.
-        let env =
-            Env::prefixed("PORTICO_").split("__").filter(|key| !key.as_str().to_ascii_lowercase().starts_with("test_"));
+        // PORTICO_TEST_* belong to the test suite, not to the server; the
+        // service links Kubernetes makes for a Service named `portico` are
+        // not settings either.
+        let links = kubernetes_service_links(std::env::vars());
+        let env = Env::prefixed("PORTICO_").split("__").filter(move |key| {
+            let key = key.as_str().to_ascii_lowercase();
+            !key.starts_with("test_") && !links.contains(&key)
+        });
         let config: Config = figment.merge(env).extract().map_err(|e| ConfigError(describe(e)))?;
         config.validate()?;
         Ok(config)
@@ -654,6 +659,48 @@ impl Config {
     }
 }
 
+/// The `PORTICO_…` variables (lowercased, without the prefix) that
+/// Kubernetes injects for a Service named `portico` ("service links"):
+/// `PORTICO_SERVICE_HOST` (an IP address), `PORTICO_SERVICE_PORT` and
+/// `PORTICO_SERVICE_PORT_<NAME>` (port numbers), `PORTICO_PORT`
+/// (`tcp://ip:port`) and `PORTICO_PORT_<N>_<PROTO>[_PROTO|_PORT|_ADDR]`.
+/// Each is recognised by its name and the shape of its value, so that a
+/// misspelt setting is still refused.
+fn kubernetes_service_links(vars: impl Iterator<Item = (String, String)>) -> Vec<String> {
+    let is_port = |v: &str| v.parse::<u16>().is_ok();
+    let is_ip = |v: &str| v.parse::<std::net::IpAddr>().is_ok();
+    let is_url = |v: &str| {
+        ["tcp://", "udp://", "sctp://"]
+            .iter()
+            .any(|scheme| v.strip_prefix(scheme).is_some_and(|a| a.parse::<SocketAddr>().is_ok()))
+    };
+    vars.filter_map(|(name, value)| {
+        let key = name.strip_prefix("PORTICO_")?.to_ascii_lowercase();
+        let link = match key.as_str() {
+            "service_host" => is_ip(&value),
+            "service_port" => is_port(&value),
+            "port" => is_url(&value),
+            _ if key.starts_with("service_port_") => is_port(&value),
+            _ => match key.strip_prefix("port_").map(|rest| rest.split('_').collect::<Vec<_>>()).as_deref() {
+                Some([number, proto, rest @ ..])
+                    if number.parse::<u16>().is_ok() && matches!(*proto, "tcp" | "udp" | "sctp") =>
+                {
+                    match rest {
+                        [] => is_url(&value),
+                        ["proto"] => value.eq_ignore_ascii_case(proto),
+                        ["port"] => is_port(&value),
+                        ["addr"] => is_ip(&value),
+                        _ => false,
+                    }
+                }
+                _ => false,
+            },
+        };
+        link.then_some(key)
+    })
+    .collect()
+}
+
 /// Figment's error, with the setting's environment variable spelled out.
 fn describe(error: figment::Error) -> String {
     error
@@ -750,6 +797,37 @@ sms = "http"
         let warnings = config.check_serve(false).unwrap();
         assert_eq!(warnings.len(), 2, "{warnings:?}");
         assert!(warnings[0].contains("outbox.jsonl") && warnings[1].contains("captcha.kind"), "{warnings:?}");
+    }
+
+    #[test]
+    #[allow(clippy::result_large_err, reason = "figment::Jail fixes the closure's error type")]
+    fn kubernetes_service_links_are_not_settings_but_misspelt_settings_still_are() {
+        figment::Jail::expect_with(|jail| {
+            for (name, value) in [
+                ("PORTICO_PORT", "tcp://10.96.0.12:8080"),
+                ("PORTICO_SERVICE_HOST", "10.96.0.12"),
+                ("PORTICO_SERVICE_PORT", "8080"),
+                ("PORTICO_SERVICE_PORT_HTTP", "8080"),
+                ("PORTICO_PORT_8080_TCP", "tcp://10.96.0.12:8080"),
+                ("PORTICO_PORT_8080_TCP_PROTO", "tcp"),
+                ("PORTICO_PORT_8080_TCP_PORT", "8080"),
+                ("PORTICO_PORT_8080_TCP_ADDR", "10.96.0.12"),
+            ] {
+                jail.set_env(name, value);
+            }
+            let config = Config::load(None).map_err(|e| e.to_string())?;
+            assert_eq!(config.listen, Config::default().listen);
+
+            jail.set_env("PORTICO_LISTNE", "0.0.0.0:8080");
+            let error = Config::load(None).unwrap_err().to_string();
+            assert!(error.contains("listne"), "{error}");
+            jail.clear_env();
+            // A `PORTICO_PORT` that is no service link is still refused.
+            jail.set_env("PORTICO_PORT", "9000");
+            let error = Config::load(None).unwrap_err().to_string();
+            assert!(error.contains("unknown setting `port`"), "{error}");
+            Ok(())
+        });
     }
 
     #[test]
