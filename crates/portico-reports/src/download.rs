@@ -14,8 +14,10 @@ use crate::access::Action;
 use crate::error::ReportError;
 use crate::{Channel, ReportsState};
 
-/// A file's bytes, in its own media type: the 1C statement as `text/plain;
-/// charset=windows-1251`, the spreadsheet, the PDF, the CMS signature.
+/// A file's bytes, as the contract says: `application/octet-stream`, whatever
+/// the file (the 1C statement in Windows-1251, the spreadsheet, the PDF, the
+/// CMS signature); the task's `files` say which it is, and
+/// `Content-Disposition` names it.
 #[derive(utoipa::ToSchema)]
 #[schema(value_type = String, format = Binary)]
 #[allow(dead_code)]
@@ -32,12 +34,7 @@ pub struct FileBytes(Vec<u8>);
         (
             status = 200,
             description = "The file, streamed.",
-            content(
-                (FileBytes = "text/plain"),
-                (FileBytes = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
-                (FileBytes = "application/pdf"),
-                (FileBytes = "application/pkcs7-signature")
-            ),
+            content((FileBytes = "application/octet-stream")),
             headers(
                 ("Content-Disposition" = String, description = "`attachment; filename=\"<ASCII>\"; filename*=UTF-8''<name>` (RFC 6266)"),
                 ("Content-Length" = u64, description = "The file's size in bytes")
@@ -70,9 +67,7 @@ pub async fn download(
         *response.status_mut() = StatusCode::OK;
         let out = response.headers_mut();
         out.insert(header::CONTENT_LENGTH, HeaderValue::from(size));
-        if let Ok(value) = HeaderValue::from_str(&file.content_type) {
-            out.insert(header::CONTENT_TYPE, value);
-        }
+        out.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/octet-stream"));
         if let Ok(value) = HeaderValue::from_str(&content_disposition(&file.file_name)) {
             out.insert(header::CONTENT_DISPOSITION, value);
         }

@@ -167,18 +167,30 @@ macro_rules! sql_report_repositories {
                     let file_types = file_types.join(",");
                     let mut tx = self.pool.begin().await.map_err(storage_error(ROW))?;
                     if reuse {
-                        let existing = sqlx::query(
+                        // The same file types in any order: as many of them
+                        // (their comma-joined length; each is named once),
+                        // and each of this task's among them.
+                        let mut sql = String::from(
                             "SELECT * FROM report_tasks WHERE cnum = $1 AND report_type = $2 AND agreement_number = $3 \
                              AND COALESCE(account, '') = $4 AND period_from = $5 AND period_to = $6 \
-                             AND file_types = $7 AND status <> 'FAILED' ORDER BY created_at DESC, id DESC LIMIT 1",
-                        )
-                        .bind(&task.cnum)
-                        .bind(task.report_type.as_str())
-                        .bind(&task.agreement_number)
-                        .bind(task.account.as_deref().unwrap_or(""))
-                        .bind(ymd(task.period_from))
-                        .bind(ymd(task.period_to))
-                        .bind(&file_types)
+                             AND length(file_types) = $7",
+                        );
+                        for n in 0..task.file_types.len() {
+                            sql.push_str(&format!(" AND (',' || file_types || ',') LIKE ${}", n + 8));
+                        }
+                        sql.push_str(" AND status <> 'FAILED' ORDER BY created_at DESC, id DESC LIMIT 1");
+                        let mut query = sqlx::query(&sql)
+                            .bind(&task.cnum)
+                            .bind(task.report_type.as_str())
+                            .bind(&task.agreement_number)
+                            .bind(task.account.as_deref().unwrap_or(""))
+                            .bind(ymd(task.period_from))
+                            .bind(ymd(task.period_to))
+                            .bind(i32::try_from(file_types.len()).unwrap_or(i32::MAX));
+                        for file_type in &task.file_types {
+                            query = query.bind(format!("%,{},%", file_type.as_str()));
+                        }
+                        let existing = query
                         .fetch_optional(&mut *tx)
                         .await
                         .map_err(storage_error(ROW))?;

@@ -89,7 +89,7 @@ async fn a_1c_statement_is_generated_and_downloaded_with_totals_that_match_the_d
             .unwrap();
         assert_eq!(response.status(), 200);
         let headers = response.headers().clone();
-        assert_eq!(headers["content-type"], "text/plain; charset=windows-1251");
+        assert_eq!(headers["content-type"], "application/octet-stream", "the contract's media type");
         let disposition = headers["content-disposition"].to_str().unwrap();
         assert!(disposition.starts_with("attachment; filename=\"Vypiska_40702810900000000001_2026-01-01_2026-03-31.txt\"; filename*=UTF-8''%D0%92"), "{disposition}");
         let bytes = response.bytes().await.unwrap();
@@ -125,6 +125,32 @@ async fn a_1c_statement_is_generated_and_downloaded_with_totals_that_match_the_d
         assert_eq!(documents, period.len(), "one document per movement of the period");
         assert_eq!(lines.iter().filter(|l| **l == "КонецДокумента").count(), period.len());
         assert!(text.contains("Плательщик1=ООО «Ромашка»") || text.contains("Получатель1=ООО «Ромашка»"));
+    }
+}
+
+#[tokio::test]
+async fn handle_if_exists_compares_file_types_as_a_set() {
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| c.reports.generate = false).await;
+        let ivan = app.token_pair("ivan").await;
+        let brokerage = |types: Value| {
+            json!({
+                "reportType": "BROKERAGE_REPORT", "agreementNumber": AGREEMENT,
+                "fromDate": "2026-01-01", "toDate": "2026-06-30", "fileTypes": types
+            })
+        };
+        let create = |body: Value| {
+            let (app, ivan) = (&app, &ivan);
+            async move { call(app, Some(ivan), "POST", "/v1/reports/tasks", Some(body)).await }
+        };
+        let (_, first) = create(brokerage(json!(["PRINTED_FORM", "SIMPLE_DOCUMENTARY"]))).await;
+        let (_, same) = create(brokerage(json!(["SIMPLE_DOCUMENTARY", "PRINTED_FORM"]))).await;
+        assert_eq!(same["id"], first["id"], "{backend:?}: the same types in another order are the same task");
+        let (_, fewer) = create(brokerage(json!(["PRINTED_FORM"]))).await;
+        assert_ne!(fewer["id"], first["id"], "a subset is another task");
+        let (_, more) = create(brokerage(json!(["PRINTED_FORM", "SIMPLE_DOCUMENTARY", "QES"]))).await;
+        assert_ne!(more["id"], first["id"], "a superset is another task");
+        assert_ne!(more["id"], fewer["id"]);
     }
 }
 
@@ -333,7 +359,7 @@ async fn the_brokerage_report_spreadsheet_opens_with_a_reader_and_matches_the_da
     let file = &done["files"][0];
     assert_eq!(file["fileName"], "Брокерский_отчёт_БД-0001_2026-01-01_2026-06-30.xlsx");
     let (headers, bytes) = download(&app, &ivan, file).await;
-    assert_eq!(headers["content-type"], "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet");
+    assert_eq!(headers["content-type"], "application/octet-stream", "the contract's media type");
 
     let mut workbook: Xlsx<_> = calamine::open_workbook_from_rs(std::io::Cursor::new(bytes)).unwrap();
     assert_eq!(workbook.sheet_names(), ["Позиции", "Сделки", "Денежные средства", "Комиссии"]);
@@ -426,7 +452,7 @@ async fn the_printed_form_is_a_pdf_whose_text_holds_the_names_totals_and_page_nu
     assert_eq!(done["status"], "DONE", "{done}");
     assert_eq!(done["printedFormFileId"], done["files"][0]["id"]);
     let (headers, pdf) = download(&app, &ivan, &done["files"][0]).await;
-    assert_eq!(headers["content-type"], "application/pdf");
+    assert_eq!(headers["content-type"], "application/octet-stream", "the contract's media type");
     assert!(pdf.starts_with(b"%PDF-"));
 
     keep("printed-form.pdf", &pdf);
@@ -521,7 +547,7 @@ async fn the_qes_form_comes_with_a_detached_cms_signature_that_openssl_verifies(
     assert_eq!(files[1]["fileName"], "Брокерский_отчёт_БД-0001_2026-03-01_2026-03-31_КЭП.pdf.sig");
     let (_, pdf) = download(&app, &ivan, &files[0]).await;
     let (headers, signature) = download(&app, &ivan, &files[1]).await;
-    assert_eq!(headers["content-type"], "application/pkcs7-signature");
+    assert_eq!(headers["content-type"], "application/octet-stream", "the contract's media type");
     keep("qes.pdf", &pdf);
     keep("qes.pdf.sig", &signature);
 
