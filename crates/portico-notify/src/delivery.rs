@@ -5,7 +5,7 @@
 //! same delivery at once, and a worker that dies mid-way leaves a delivery
 //! that another picks up when the lease runs out), renders each in the
 //! version the merchant's settings name now, signs it, POSTs it, records the
-//! attempt and schedules the next one: after about 1 min, 5 min, 10 min,
+//! attempt and schedules the next one ([`RetrySchedule`]; by default after about 1 min, 5 min, 10 min,
 //! 30 min, 1 h, 2 h, 4 h, 8 h (±10 % jitter), then every 8 h, with a last
 //! attempt at the end of the 24 h window; after that the delivery is
 //! `FAILED`.
@@ -32,23 +32,50 @@ use crate::{NotifyState, render};
 pub const BATCH: u32 = 64;
 /// Bytes of a receiver's answer kept with the attempt.
 pub const EXCERPT: usize = 512;
-/// The retry window.
-pub const WINDOW: Duration = Duration::hours(24);
-/// Waits after attempt 1, 2, ...; the last one repeats.
-const BACKOFF: [i64; 8] = [60, 300, 600, 1_800, 3_600, 7_200, 14_400, 28_800];
+/// When a failed delivery is tried again: after `waits[0]`, `waits[1]`, …
+/// (the last one repeating), with ±10 % jitter, until `window` after the
+/// delivery was created; then it is failed (`notifications.retry_waits_secs`,
+/// `notifications.retry_window_secs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetrySchedule {
+    pub waits: Vec<Duration>,
+    pub window: Duration,
+}
 
-/// What follows attempt number `attempt` (1 for the first) of a delivery
-/// created at `created_at`, made at `now`; `jitter` in [-1, 1] spreads
-/// retries by ±10 %.
-pub fn next_after_failure(created_at: OffsetDateTime, attempt: u32, now: OffsetDateTime, jitter: f64) -> Outcome {
-    let end = created_at + WINDOW;
-    if now >= end {
-        return Outcome::Failed;
+impl Default for RetrySchedule {
+    /// About 1 min, 5 min, 10 min, 30 min, 1 h, 2 h, 4 h, 8 h, within a day (PRODUCT.md).
+    fn default() -> Self {
+        Self {
+            waits: DEFAULT_WAITS_SECS.iter().map(|s| Duration::seconds(i64::from(*s))).collect(),
+            window: Duration::hours(24),
+        }
     }
-    let index = usize::try_from(attempt.saturating_sub(1)).unwrap_or(usize::MAX).min(BACKOFF.len() - 1);
-    let base = BACKOFF[index] as f64;
-    let wait = Duration::seconds_f64(base + base * 0.1 * jitter.clamp(-1.0, 1.0));
-    Outcome::RetryAt((now + wait).min(end))
+}
+
+/// The default waits, in seconds.
+pub const DEFAULT_WAITS_SECS: [u32; 8] = [60, 300, 600, 1_800, 3_600, 7_200, 14_400, 28_800];
+
+impl RetrySchedule {
+    /// What follows attempt number `attempt` (1 for the first) of a
+    /// delivery created at `created_at`, made at `now`; `jitter` in [-1, 1]
+    /// spreads retries by ±10 %.
+    pub fn next_after_failure(
+        &self,
+        created_at: OffsetDateTime,
+        attempt: u32,
+        now: OffsetDateTime,
+        jitter: f64,
+    ) -> Outcome {
+        let end = created_at + self.window;
+        let Some(last) = self.waits.len().checked_sub(1) else { return Outcome::Failed };
+        if now >= end {
+            return Outcome::Failed;
+        }
+        let index = usize::try_from(attempt.saturating_sub(1)).unwrap_or(usize::MAX).min(last);
+        let base = self.waits[index].as_seconds_f64();
+        let wait = Duration::seconds_f64(base + base * 0.1 * jitter.clamp(-1.0, 1.0));
+        Outcome::RetryAt((now + wait).min(end))
+    }
 }
 
 fn jitter() -> f64 {
@@ -259,7 +286,7 @@ impl Deliverer {
         let outcome = match (&error, final_failure) {
             (None, _) => Outcome::Delivered,
             (Some(_), true) => Outcome::Failed,
-            (Some(_), false) => next_after_failure(delivery.created_at, number, now, jitter()),
+            (Some(_), false) => self.notify.retry.next_after_failure(delivery.created_at, number, now, jitter()),
         };
         if let Some(error) = &error {
             tracing::info!(delivery = %delivery.id, attempt = number, %error, "notification not delivered yet");
@@ -341,18 +368,40 @@ mod tests {
 
     #[test]
     fn retries_grow_and_end_with_the_window() {
-        let created = datetime!(2026-11-22 12:00 UTC);
-        assert_eq!(next_after_failure(created, 1, created, 0.0), Outcome::RetryAt(created + Duration::minutes(1)));
+        let schedule = RetrySchedule::default();
+        let next = |attempt, now, jitter| schedule.next_after_failure(created(), attempt, now, jitter);
+        let created = created();
+        assert_eq!(next(1, created, 0.0), Outcome::RetryAt(created + Duration::minutes(1)));
         let later = created + Duration::minutes(1);
-        assert_eq!(next_after_failure(created, 2, later, 0.0), Outcome::RetryAt(later + Duration::minutes(5)));
-        assert_eq!(next_after_failure(created, 2, later, 1.0), Outcome::RetryAt(later + Duration::seconds(330)));
-        assert_eq!(next_after_failure(created, 2, later, -1.0), Outcome::RetryAt(later + Duration::seconds(270)));
+        assert_eq!(next(2, later, 0.0), Outcome::RetryAt(later + Duration::minutes(5)));
+        assert_eq!(next(2, later, 1.0), Outcome::RetryAt(later + Duration::seconds(330)));
+        assert_eq!(next(2, later, -1.0), Outcome::RetryAt(later + Duration::seconds(270)));
         let late = created + Duration::hours(20);
+        assert_eq!(next(12, late, 0.0), Outcome::RetryAt(created + Duration::hours(24)), "the last try at the end");
+        assert_eq!(next(13, created + Duration::hours(24), 0.0), Outcome::Failed);
+    }
+
+    #[test]
+    fn a_configured_schedule_is_followed() {
+        let schedule =
+            RetrySchedule { waits: vec![Duration::seconds(2), Duration::seconds(5)], window: Duration::seconds(20) };
+        let created = created();
         assert_eq!(
-            next_after_failure(created, 12, late, 0.0),
-            Outcome::RetryAt(created + WINDOW),
-            "the last try at the end"
+            schedule.next_after_failure(created, 1, created, 0.0),
+            Outcome::RetryAt(created + Duration::seconds(2))
         );
-        assert_eq!(next_after_failure(created, 13, created + WINDOW, 0.0), Outcome::Failed);
+        let at = created + Duration::seconds(2);
+        assert_eq!(schedule.next_after_failure(created, 2, at, 0.0), Outcome::RetryAt(at + Duration::seconds(5)));
+        let at = created + Duration::seconds(7);
+        assert_eq!(
+            schedule.next_after_failure(created, 9, at, 0.0),
+            Outcome::RetryAt(at + Duration::seconds(5)),
+            "the last repeats"
+        );
+        assert_eq!(schedule.next_after_failure(created, 9, created + Duration::seconds(20), 0.0), Outcome::Failed);
+    }
+
+    fn created() -> OffsetDateTime {
+        datetime!(2026-11-22 12:00 UTC)
     }
 }

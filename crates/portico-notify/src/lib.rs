@@ -76,6 +76,8 @@ pub struct Notify {
     /// How long finished deliveries (with their attempts and events) are
     /// kept; `None`: for ever. See [`retention`].
     pub retention: Option<std::time::Duration>,
+    /// When failed deliveries are tried again.
+    pub retry: delivery::RetrySchedule,
 }
 
 pub type NotifyState = Arc<Notify>;

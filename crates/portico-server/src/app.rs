@@ -117,6 +117,15 @@ impl App {
             known_merchants: Default::default(),
             retention: (config.notifications.retention_days > 0)
                 .then(|| Duration::from_secs(u64::from(config.notifications.retention_days) * 24 * 3600)),
+            retry: portico_notify::delivery::RetrySchedule {
+                waits: config
+                    .notifications
+                    .retry_waits_secs
+                    .iter()
+                    .map(|s| time::Duration::seconds(i64::from(*s)))
+                    .collect(),
+                window: time::Duration::seconds(i64::from(config.notifications.retry_window_secs)),
+            },
         });
         if demo {
             demo::seed(&identity, &permissions, &notify).await?;

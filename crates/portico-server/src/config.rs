@@ -126,6 +126,12 @@ pub struct NotificationConfig {
     /// Days a finished delivery (with its attempts and event) is kept; 0
     /// keeps every delivery for ever.
     pub retention_days: u32,
+    /// Seconds to wait before the 2nd, 3rd, … attempt of a failed delivery
+    /// (±10 % jitter); the last wait repeats.
+    pub retry_waits_secs: Vec<u32>,
+    /// Seconds after its creation within which a delivery is tried; then
+    /// it is failed (and can be resent).
+    pub retry_window_secs: u32,
 }
 
 impl Default for NotificationConfig {
@@ -140,6 +146,8 @@ impl Default for NotificationConfig {
             per_merchant: 8,
             in_flight: 128,
             retention_days: 30,
+            retry_waits_secs: portico_notify::delivery::DEFAULT_WAITS_SECS.to_vec(),
+            retry_window_secs: 24 * 3600,
         }
     }
 }
@@ -492,6 +500,19 @@ impl Config {
                     .into(),
             ));
         }
+        let n = &self.notifications;
+        if n.retry_waits_secs.is_empty() || n.retry_waits_secs.contains(&0) {
+            return Err(ConfigError(
+                "notifications.retry_waits_secs must list at least one wait, each greater than 0 seconds".into(),
+            ));
+        }
+        if n.retry_window_secs == 0 || n.retry_waits_secs.iter().any(|w| *w > n.retry_window_secs) {
+            return Err(ConfigError(
+                "notifications.retry_window_secs must be greater than 0 and at least each of \
+                 notifications.retry_waits_secs"
+                    .into(),
+            ));
+        }
         if self.notifications.retention_days > 36_500 {
             return Err(ConfigError(
                 "notifications.retention_days must be at most 36500 (100 years); 0 keeps deliveries for ever".into(),
@@ -797,6 +818,20 @@ sms = "http"
         let warnings = config.check_serve(false).unwrap();
         assert_eq!(warnings.len(), 2, "{warnings:?}");
         assert!(warnings[0].contains("outbox.jsonl") && warnings[1].contains("captcha.kind"), "{warnings:?}");
+    }
+
+    #[test]
+    fn the_retry_schedule_is_checked_at_start() {
+        let mut config = Config::default();
+        config.notifications.retry_waits_secs = vec![2, 5];
+        config.notifications.retry_window_secs = 20;
+        config.validate().unwrap();
+        config.notifications.retry_waits_secs = vec![];
+        assert!(config.validate().unwrap_err().to_string().contains("notifications.retry_waits_secs"));
+        config.notifications.retry_waits_secs = vec![2, 0];
+        assert!(config.validate().unwrap_err().to_string().contains("greater than 0"));
+        config.notifications.retry_waits_secs = vec![30];
+        assert!(config.validate().unwrap_err().to_string().contains("notifications.retry_window_secs"));
     }
 
     #[test]
