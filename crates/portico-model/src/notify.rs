@@ -10,10 +10,49 @@ use utoipa::ToSchema;
 
 /// An amount in kopecks, written in rubles with two decimals (`1500.50`),
 /// the same text in the body and in the check string.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(transparent)]
 #[schema(example = 150050)]
 pub struct Kopecks(pub i64);
+
+impl<'de> Deserialize<'de> for Kopecks {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        integral(deserializer).map(Kopecks)
+    }
+}
+
+/// A JSON integer, also when written with a zero fraction (`8577.0`): JSON
+/// Schema's `integer` is any number without a fractional part, and the
+/// published documents say `integer`. A fraction, or a value outside i64,
+/// is refused.
+///
+/// # Errors
+/// The deserializer's error, naming what was found.
+pub fn integral<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
+    struct Integral;
+    impl serde::de::Visitor<'_> for Integral {
+        type Value = i64;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an integer")
+        }
+        fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<i64, E> {
+            Ok(value)
+        }
+        fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<i64, E> {
+            i64::try_from(value).map_err(|_| E::custom(format!("{value} is too large")))
+        }
+        #[allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)]
+        fn visit_f64<E: serde::de::Error>(self, value: f64) -> Result<i64, E> {
+            // 2^63 is exactly representable; every integral f64 below it fits.
+            if value.fract() == 0.0 && (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&value) {
+                Ok(value as i64)
+            } else {
+                Err(E::custom(format!("{value} is not an integer")))
+            }
+        }
+    }
+    deserializer.deserialize_any(Integral)
+}
 
 impl fmt::Display for Kopecks {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -46,6 +85,7 @@ pub struct PaymentEvent {
     /// The payment's id (v3 `data.id`).
     pub payment_id: String,
     /// The bank's numeric operation id (v2 `transaction.id`, v1 `transactionId`).
+    #[serde(deserialize_with = "integral")]
     pub transaction_id: i64,
     /// The merchant's order: 1 to 40 of `A-Z a-z 0-9 - _ .`.
     #[schema(pattern = "^[A-Za-z0-9._-]{1,40}$", example = "order-1001")]
@@ -89,6 +129,7 @@ pub struct RefundEvent {
     #[schema(value_type = String, format = DateTime)]
     pub status_date: OffsetDateTime,
     /// The refunded payment.
+    #[serde(deserialize_with = "integral")]
     pub transaction_id: i64,
     pub order_id: String,
     #[schema(max_length = 32)]
@@ -181,6 +222,10 @@ impl Default for OperationTypes {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NotificationSettings {
+    /// Where notifications go: an absolute `https://` URL outside private
+    /// networks (plain `http://` and private addresses only where the
+    /// server allows insecure callbacks, as the demo does).
+    #[schema(format = "uri", pattern = "^https?://[^\\s/?#]+[^\\s]*$", example = "https://shop.example/notifications")]
     pub callback_url: String,
     #[serde(default)]
     pub operation_types: OperationTypes,
@@ -319,4 +364,22 @@ pub struct Delivery {
     pub lease_until: Option<OffsetDateTime>,
     pub created_at: OffsetDateTime,
     pub finished_at: Option<OffsetDateTime>,
+}
+
+#[cfg(test)]
+mod integral_tests {
+    use super::Kopecks;
+
+    #[test]
+    fn integers_may_carry_a_zero_fraction_but_no_other() {
+        assert_eq!(serde_json::from_str::<Kopecks>("8577").unwrap(), Kopecks(8577));
+        assert_eq!(serde_json::from_str::<Kopecks>("8577.0").unwrap(), Kopecks(8577));
+        assert_eq!(serde_json::from_str::<Kopecks>("-5").unwrap(), Kopecks(-5));
+        assert!(serde_json::from_str::<Kopecks>("85.5").unwrap_err().to_string().contains("not an integer"));
+        assert!(serde_json::from_str::<Kopecks>("1e19").is_err(), "outside i64");
+        assert!(serde_json::from_str::<Kopecks>("18446744073709551615").is_err());
+        assert!(serde_json::from_str::<Kopecks>("\"12\"").is_err(), "not a string");
+        // Read exactly (serde_json's float_roundtrip), not one step off.
+        assert_eq!(serde_json::from_str::<Kopecks>("2234578792381069.0").unwrap(), Kopecks(2_234_578_792_381_069));
+    }
 }

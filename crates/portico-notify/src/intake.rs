@@ -84,6 +84,7 @@ macro_rules! submission_schema {
         #[doc = $doc]
         #[derive(utoipa::ToSchema)]
         #[schema(rename_all = "camelCase")]
+        #[serde(deny_unknown_fields)]
         #[allow(dead_code)]
         pub struct $name {
             /// The event's id: idempotency key; 1 to 64 of `A-Z a-z 0-9 - _ . :`.

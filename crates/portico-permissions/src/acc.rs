@@ -21,7 +21,7 @@ use crate::request::value;
     path = "/api/v1/acc-permissions/{cnum}",
     operation_id = "getAccPermissionsByCnum",
     tag = "permissions",
-    params(("cnum" = String, Path, description = "The company number: up to 64 printable characters (white space around it is ignored).", min_length = 1, max_length = 64, example = "7700000001"), crate::openapi::SystemId),
+    params(("cnum" = String, Path, description = "The company number: up to 64 printable characters, no white space around it.", min_length = 1, max_length = 64, pattern = "^[^\\s\\x00-\\x1f\\x7f-\\x9f]([^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f])?$", example = "7700000001"), crate::openapi::SystemId),
     responses(
         (status = 200, description = "Section → action → allowed.", body = crate::openapi::CompanyFlags),
         (status = 400, description = "`header_is_missing`, `bad_request` (an `ErrorResponseDTO`), or no active employee found for the caller (a `GenericError`).", body = crate::error::GenericError),
@@ -56,7 +56,7 @@ pub async fn by_company(
     tag = "permissions",
     params(
         ("userId" = uuid::Uuid, Path, description = "The colleague."),
-        ("cnum" = String, Path, description = "The company number: up to 64 printable characters (white space around it is ignored).", min_length = 1, max_length = 64, example = "7700000001"),
+        ("cnum" = String, Path, description = "The company number: up to 64 printable characters, no white space around it.", min_length = 1, max_length = 64, pattern = "^[^\\s\\x00-\\x1f\\x7f-\\x9f]([^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f])?$", example = "7700000001"),
         crate::openapi::SystemId
     ),
     responses(

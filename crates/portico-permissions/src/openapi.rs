@@ -47,9 +47,26 @@ pub struct OptionalSystemId {
 #[allow(dead_code)]
 pub struct CnumArray {
     /// Company numbers; all of the caller's companies when absent.
-    #[param(explode = true, style = Form)]
+    #[param(explode = true, style = Form, value_type = Option<Vec<CompanyNumber>>, min_items = 1, max_items = 100)]
     cnum: Option<Vec<String>>,
 }
+
+/// One company number of a `cnum` array: up to 64 printable characters,
+/// no white space around it, no comma (a comma separates values).
+pub struct CompanyNumber;
+
+impl utoipa::PartialSchema for CompanyNumber {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .min_length(Some(1))
+            .max_length(Some(crate::request::MAX_VALUE))
+            .pattern(Some(r"^[^,\s\x00-\x1f\x7f-\x9f]([^,\x00-\x1f\x7f-\x9f]*[^,\s\x00-\x1f\x7f-\x9f])?$"))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for CompanyNumber {}
 
 /// The answer of the deprecated v1 reads.
 #[derive(IntoResponses)]
@@ -187,6 +204,7 @@ impl ToSchema for PermissionTree {
         crate::acc::by_user_and_company
     ),
     components(schemas(
+        CompanyNumber,
         EmployeeRoleRequest,
         EmployeeRoleResponse,
         PermissionsContext,

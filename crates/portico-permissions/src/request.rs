@@ -27,22 +27,26 @@ impl PermissionsApi {
     }
 }
 
-/// A single text parameter: present, not blank, not too long, printable.
+/// A single text parameter: present, at most [`MAX_VALUE`] characters, no
+/// control character, no white space around it (the published documents
+/// state it as `maxLength` and a `pattern`).
 ///
 /// # Errors
 /// `bad_request` naming `parameter`.
 pub fn value(parameter: &'static str, raw: &str) -> Result<String, ApiError> {
-    let trimmed = raw.trim();
-    if trimmed.is_empty() {
+    if raw.is_empty() {
         return Err(ApiError::bad_request(parameter, format!("{parameter} is missing")));
     }
-    if trimmed.chars().count() > MAX_VALUE || trimmed.chars().any(char::is_control) {
+    if raw.chars().count() > MAX_VALUE || raw.chars().any(char::is_control) {
         return Err(ApiError::bad_request(
             parameter,
             format!("{parameter} must be at most {MAX_VALUE} printable characters"),
         ));
     }
-    Ok(trimmed.to_owned())
+    if raw.trim() != raw {
+        return Err(ApiError::bad_request(parameter, format!("{parameter} must not start or end with white space")));
+    }
+    Ok(raw.to_owned())
 }
 
 /// The values of an array parameter given as `a,b,c` in one or more places.

@@ -156,7 +156,7 @@ mod document_tests {
     use super::parse_document;
 
     #[test]
-    fn a_yaml_null_is_refused_where_text_is_required_not_read_as_null() {
+    fn only_a_string_is_text_a_yaml_null_bool_or_number_is_refused() {
         let error = parse_document("roles:\n  - code: null\n", true).unwrap_err();
         assert!(error.contains("must be text, not null"), "{error}");
         let error =
@@ -164,6 +164,10 @@ mod document_tests {
         assert!(error.contains("must be text, not null"), "{error}");
         let error = parse_document(r#"{"roles": [{"code": null}]}"#, false).unwrap_err();
         assert!(error.contains("must be text, not null"), "{error}");
+        for value in ["false", "7700000001", "1.5"] {
+            let error = parse_document(&format!("roles:\n  - code: {value}\n"), true).unwrap_err();
+            assert!(error.contains("expected text"), "{value}: {error}");
+        }
         let doc = parse_document("roles:\n  - code: \"null\"\n", true).expect("a quoted word is text");
         assert_eq!(doc.roles[0].code, "null");
     }

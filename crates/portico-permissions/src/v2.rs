@@ -67,7 +67,7 @@ pub async fn by_object(
     tag = "permissions",
     params(
         ("obj" = String, Path, description = "An object of the catalog.", example = "payments"),
-        ("cnum" = String, Path, description = "The company number: up to 64 printable characters (white space around it is ignored).", min_length = 1, max_length = 64, example = "7700000001"),
+        ("cnum" = String, Path, description = "The company number: up to 64 printable characters, no white space around it.", min_length = 1, max_length = 64, pattern = "^[^\\s\\x00-\\x1f\\x7f-\\x9f]([^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f])?$", example = "7700000001"),
         crate::openapi::SystemId
     ),
     responses(

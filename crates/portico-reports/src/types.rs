@@ -33,7 +33,10 @@ pub async fn list(
         // The types are the same in every company; the bank needs to name none.
         match channel {
             Channel::Public => drop(api.access(channel, &headers, params.get("cnum"), Action::View).await?),
-            Channel::Bank => drop(api.caller(channel, &headers).await?),
+            Channel::Bank => {
+                api.caller(channel, &headers).await?;
+                params.get("cnum").map(crate::access::parse_cnum).transpose()?;
+            }
         }
         Ok::<_, crate::error::ReportError>(ReportType::ALL.iter().map(|t| TypeView::from(*t)).collect::<Vec<_>>())
     }

@@ -81,7 +81,7 @@ pub struct AuthorizeQuery {
     #[param(inline, value_type = values::ResponseType)]
     response_type: String,
     /// BASE64URL(SHA256(ASCII(code_verifier))): 43 characters.
-    #[param(example = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM")]
+    #[param(example = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM", pattern = "^[A-Za-z0-9_-]{43}$")]
     code_challenge: String,
     /// Only `S256`.
     #[param(inline, value_type = values::CodeChallengeMethod)]
@@ -96,9 +96,10 @@ pub struct AuthorizeQuery {
     #[param(example = "openid profile email phone")]
     scope: String,
     /// Returned unchanged; at most 2048 characters.
+    #[param(min_length = 1, max_length = 2048)]
     state: String,
     /// Carried into the id_token; at most 512 characters.
-    #[param(value_type = String, required = false)]
+    #[param(value_type = String, required = false, min_length = 1, max_length = 512)]
     nonce: Option<String>,
     /// `none`, `login` or `consent`.
     #[param(inline, value_type = values::Prompt, required = false)]
@@ -114,10 +115,10 @@ pub struct TokenRequest {
     #[schema(inline, value_type = values::GrantType)]
     grant_type: String,
     /// For `authorization_code`.
-    #[schema(nullable = false)]
+    #[schema(nullable = false, min_length = 1)]
     code: Option<String>,
     /// For `authorization_code`: 43 to 128 characters of `[A-Za-z0-9-._~]`.
-    #[schema(nullable = false)]
+    #[schema(nullable = false, pattern = "^[A-Za-z0-9._~-]{43,128}$")]
     code_verifier: Option<String>,
     /// With `client_secret_post`, or to name the client with Basic.
     #[schema(nullable = false)]
@@ -129,7 +130,7 @@ pub struct TokenRequest {
     #[schema(nullable = false)]
     redirect_uri: Option<String>,
     /// For `refresh_token`.
-    #[schema(nullable = false)]
+    #[schema(nullable = false, min_length = 1)]
     refresh_token: Option<String>,
     /// For `refresh_token`: a narrower scope than the grant's.
     #[schema(nullable = false)]
@@ -142,9 +143,12 @@ pub struct TokenRequest {
 #[allow(dead_code)]
 pub struct RevokeRequest {
     /// An access token or refresh token of the client.
+    #[schema(min_length = 1)]
     token: String,
-    /// `access_token` or `refresh_token`; both kinds are tried either way.
-    #[schema(inline, value_type = values::TokenTypeHint, required = false)]
+    /// `access_token` or `refresh_token`; both kinds are tried either way,
+    /// and another value is ignored (RFC 7009 §2.1: the hint only speeds
+    /// the look-up).
+    #[schema(nullable = false, example = "refresh_token")]
     token_type_hint: Option<String>,
     #[schema(nullable = false)]
     client_id: Option<String>,

@@ -21,10 +21,30 @@ use uuid::Uuid;
 
 use super::{ACC_OBJECT, CatalogObject, Company, ContractStatus, EIO, Employee, PermissionModel, Role, VIEW};
 
-/// A required text field: a YAML `null` (or `~`) is refused instead of
-/// being read as the text "null".
+/// A required text field: only a string. A YAML `null`, `true` or number
+/// is refused (quote it) instead of being read as the text "null", "true"
+/// or "7700000001", so the document means what its schema says.
 fn text<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
-    Option::<String>::deserialize(deserializer)?.ok_or_else(|| serde::de::Error::custom("must be text, not null"))
+    struct Text;
+    impl serde::de::Visitor<'_> for Text {
+        type Value = String;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("text (a quoted string)")
+        }
+        fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<String, E> {
+            Ok(value.to_owned())
+        }
+        fn visit_string<E: serde::de::Error>(self, value: String) -> Result<String, E> {
+            Ok(value)
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<String, E> {
+            Err(E::custom("must be text, not null"))
+        }
+        fn visit_none<E: serde::de::Error>(self) -> Result<String, E> {
+            Err(E::custom("must be text, not null"))
+        }
+    }
+    deserializer.deserialize_any(Text)
 }
 
 /// Longest `cnum`, code, object segment or action name accepted.

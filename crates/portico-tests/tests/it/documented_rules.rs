@@ -102,4 +102,47 @@ async fn the_permissions_cnum_path_parameter_states_its_limits() {
     let long = "7".repeat(65);
     let response = pair.on(app.http().get(app.url(&format!("/api/v1/acc-permissions/{long}")))).send().await.unwrap();
     assert_eq!(response.status(), 400, "past maxLength: refused");
+    let padded = pair.on(app.http().get(app.url("/api/v1/acc-permissions/%207700000001"))).send().await.unwrap();
+    let (status, body) = json(padded).await;
+    assert_eq!(status, 400, "outside the pattern: refused, not trimmed");
+    assert!(body["message"].as_str().unwrap().contains("white space"), "{body}");
+}
+
+#[tokio::test]
+async fn an_integer_written_with_a_zero_fraction_is_an_integer_and_a_fraction_is_refused() {
+    let app = TestApp::spawn(portico_tests::Backend::Sqlite).await;
+    let submit = |amount: Value, event_id: &str| {
+        let event = serde_json::json!({
+            "paymentId": "pay-1", "transactionId": 9001.0, "orderId": "order-1", "amount": amount,
+            "currency": "RUB", "status": "SUCCESS", "statusDate": "2026-11-22T13:45:00+03:00",
+            "paymentMethod": "SBP", "createdAt": "2026-11-22T13:45:01+03:00"
+        });
+        let body = serde_json::json!({ "eventId": event_id, "merchantId": "demo-shop", "event": event });
+        app.http()
+            .post(app.url("/internal/v1/notifications/events/payment"))
+            .bearer_auth(INTERNAL_TOKEN)
+            .json(&body)
+            .send()
+    };
+    let accepted = submit(serde_json::json!(150050.0), "e-1").await.unwrap();
+    assert!(accepted.status().is_success(), "{}", accepted.text().await.unwrap());
+    let (status, body) = json(submit(serde_json::json!(1500.5), "e-2").await.unwrap()).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body["message"].as_str().unwrap().contains("not an integer"), "{body}");
+}
+
+#[tokio::test]
+async fn revoke_ignores_a_token_type_hint_it_does_not_know() {
+    let app = TestApp::spawn(portico_tests::Backend::Sqlite).await;
+    let tokens = app.tokens_for("ivan", "ivan-password").await;
+    let response = app
+        .http()
+        .post(app.url("/oauth2/revoke"))
+        .basic_auth(portico_tests::demo::CLIENT_ID, Some(portico_tests::demo::CLIENT_SECRET))
+        .form(&[("token", tokens.access_token.as_str()), ("token_type_hint", "id_token")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(app.liveness(&tokens.access_token).await, 401, "revoked all the same");
 }
