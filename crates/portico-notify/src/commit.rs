@@ -124,6 +124,13 @@ async fn write(
                     None => {}
                 }
             }
+            // The database is away: every submission of the batch gets that
+            // answer now (503), instead of waiting for it once more each.
+            Err(StorageError::Unavailable(message)) => {
+                for answer in answers {
+                    let _ = answer.send(Err(StorageError::Unavailable(message.clone())));
+                }
+            }
             // One at a time, so that one submission the store refuses
             // cannot fail the others; due at once, for claiming.
             Err(error) if batch.len() > 1 => {

@@ -131,6 +131,9 @@ pub enum IntakeErrors {
     /// `internal_error`: nothing was stored.
     #[response(status = 500)]
     Internal(crate::settings::ErrorBody),
+    /// `temporarily_unavailable`: the database cannot be reached; nothing was stored. Submit again after `Retry-After` seconds.
+    #[response(status = 503, headers(("Retry-After" = u32, description = "Seconds to wait before submitting again.")))]
+    Unavailable(crate::settings::ErrorBody),
 }
 
 #[utoipa::path(
@@ -267,7 +270,20 @@ async fn merchant_exists(api: &NotifyState, merchant_id: &str) -> Result<bool, S
     Ok(exists)
 }
 
+/// Seconds an intake answered 503 asks the sender to wait.
+const RETRY_AFTER_SECS: u32 = 5;
+
 fn internal(e: &StorageError) -> Response {
+    if let StorageError::Unavailable(_) = e {
+        tracing::warn!(error = %e, "event intake: the database is unavailable");
+        let mut response = error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "temporarily_unavailable",
+            "the database is unavailable; nothing was stored: submit again later",
+        );
+        response.headers_mut().insert(axum::http::header::RETRY_AFTER, axum::http::HeaderValue::from(RETRY_AFTER_SECS));
+        return response;
+    }
     tracing::error!(error = %e, "event intake failed");
     error(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "internal error; nothing was stored")
 }

@@ -80,3 +80,57 @@ async fn readiness_answers_within_a_second_when_the_database_is_cut_off() {
     assert!(took < std::time::Duration::from_millis(1500), "answered in {took:?}, not the 5 s acquire timeout");
     proxy.restore();
 }
+
+#[tokio::test]
+async fn during_an_outage_the_event_intake_answers_503_within_the_acquire_timeout_and_keeps_what_it_took() {
+    let Some((proxy, app)) = behind_a_proxy("the intake outage test", 1).await else { return };
+    let submit = |event_id: &str| {
+        submit_to(app.http(), app.url("/internal/v1/notifications/events/payment"), event_id.to_owned())
+    };
+    assert_eq!(submit("before-1").await.0, 202, "acknowledged before the outage");
+
+    proxy.cut();
+    // Several at once, so that they share a batch of the intake writer.
+    let started = std::time::Instant::now();
+    let mut during = tokio::task::JoinSet::new();
+    for i in 0..8 {
+        let (http, url) = (app.http(), app.url("/internal/v1/notifications/events/payment"));
+        during.spawn(async move { submit_to(http, url, format!("during-{i}")).await });
+    }
+    let answers = during.join_all().await;
+    let took = started.elapsed();
+    for (status, retry_after, body) in &answers {
+        assert_eq!(*status, 503, "{body}");
+        assert!(retry_after.is_some(), "Retry-After is set");
+        assert!(body.contains("temporarily_unavailable"), "{body}");
+    }
+    assert!(took < std::time::Duration::from_secs(4), "answered within the 1 s acquire timeout and a margin: {took:?}");
+
+    proxy.restore();
+    let mut accepted = false;
+    for _ in 0..20 {
+        if submit("after-1").await.0 == 202 {
+            accepted = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(accepted, "recovered");
+    let (deliveries, _) = app.store.list_deliveries("demo-shop", None, 0, 100).await.unwrap();
+    let events: Vec<&str> = deliveries.iter().map(|d| d.event_id.as_str()).collect();
+    assert!(events.contains(&"before-1") && events.contains(&"after-1"), "{events:?}");
+    assert!(!events.iter().any(|e| e.starts_with("during-")), "nothing answered 503 was stored: {events:?}");
+}
+
+async fn submit_to(http: reqwest::Client, url: String, event_id: String) -> (u16, Option<String>, String) {
+    let event = serde_json::json!({
+        "paymentId": "pay-1", "transactionId": 9001, "orderId": "order-1", "amount": 150050,
+        "currency": "RUB", "status": "SUCCESS", "statusDate": "2026-11-22T13:45:00+03:00",
+        "paymentMethod": "SBP", "createdAt": "2026-11-22T13:45:01+03:00"
+    });
+    let body = serde_json::json!({ "eventId": event_id, "merchantId": "demo-shop", "event": event });
+    let response = http.post(url).bearer_auth(portico_tests::INTERNAL_TOKEN).json(&body).send().await.unwrap();
+    let status = response.status().as_u16();
+    let retry_after = response.headers().get("retry-after").map(|v| v.to_str().unwrap().to_owned());
+    (status, retry_after, response.text().await.unwrap())
+}
