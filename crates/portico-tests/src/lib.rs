@@ -36,10 +36,22 @@ pub fn backends() -> Vec<Backend> {
     } else {
         static WARN: Once = Once::new();
         WARN.call_once(|| {
-            eprintln!("NOTE: {POSTGRES_ENV} is not set: PostgreSQL tests are SKIPPED; only SQLite is tested.");
+            skipped(&format!(
+                "{POSTGRES_ENV} is not set: the PostgreSQL half of every storage test; only SQLite is tested"
+            ));
         });
         vec![Backend::Sqlite]
     }
+}
+
+/// Says that a test (or part of one) was skipped, and why, on the test
+/// run's own output: written to stderr directly, not through `eprintln!`,
+/// which the test harness captures and shows only for failed tests. So a
+/// plain `cargo test` shows every skip.
+pub fn skipped(why: &str) {
+    use std::io::Write as _;
+    let line = format!("SKIPPED: {why}\n");
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }
 
 /// A scratch folder removed on drop.

@@ -29,7 +29,9 @@ impl Drop for Browser {
 
 pub(crate) async fn launch() -> Option<Browser> {
     let Ok(driver_path) = std::env::var(CHROMEDRIVER_ENV) else {
-        eprintln!("SKIPPED: {CHROMEDRIVER_ENV} is not set; the browser test needs chromedriver and Chromium");
+        portico_tests::skipped(&format!(
+            "{CHROMEDRIVER_ENV} is not set; the browser test needs chromedriver and Chromium"
+        ));
         return None;
     };
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();

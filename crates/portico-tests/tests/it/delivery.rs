@@ -157,7 +157,7 @@ impl Drop for SmtpServer {
 
 async fn smtp_server() -> Option<SmtpServer> {
     let Ok(python) = std::env::var("PORTICO_TEST_AIOSMTPD") else {
-        eprintln!("SKIPPED: PORTICO_TEST_AIOSMTPD is not set; the SMTP delivery test needs a Python with aiosmtpd");
+        portico_tests::skipped("PORTICO_TEST_AIOSMTPD is not set; the SMTP delivery test needs a Python with aiosmtpd");
         return None;
     };
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();

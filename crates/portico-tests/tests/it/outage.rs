@@ -8,7 +8,7 @@ use portico_tests::{Backend, POSTGRES_ENV, TcpProxy, TestApp};
 /// it with `acquire_timeout_secs`; `None` (said as skipped) without one.
 async fn behind_a_proxy(test: &str, acquire_timeout_secs: u32) -> Option<(TcpProxy, TestApp)> {
     let Ok(base) = std::env::var(POSTGRES_ENV) else {
-        eprintln!("SKIPPED: {POSTGRES_ENV} is not set; {test} needs PostgreSQL");
+        portico_tests::skipped(&format!("{POSTGRES_ENV} is not set; {test} needs PostgreSQL"));
         return None;
     };
     let upstream = url::Url::parse(&base).unwrap();
@@ -133,4 +133,83 @@ async fn submit_to(http: reqwest::Client, url: String, event_id: String) -> (u16
     let status = response.status().as_u16();
     let retry_after = response.headers().get("retry-after").map(|v| v.to_str().unwrap().to_owned());
     (status, retry_after, response.text().await.unwrap())
+}
+
+#[tokio::test]
+async fn connections_killed_by_a_database_shutdown_are_an_outage_never_a_500() {
+    use sqlx::Connection as _;
+    let Ok(base) = std::env::var(POSTGRES_ENV) else {
+        portico_tests::skipped(&format!("{POSTGRES_ENV} is not set; the shutdown test needs PostgreSQL"));
+        return;
+    };
+    let app = TestApp::spawn(Backend::Postgres).await;
+    let tokens = app.tokens_for("ivan", "ivan-password").await;
+    // Fill the pool with connections that have served.
+    let mut warm = tokio::task::JoinSet::new();
+    for _ in 0..8 {
+        let (http, url, token) = (app.http(), app.url("/oauth2/token/liveness"), tokens.access_token.clone());
+        warm.spawn(async move { http.get(url).bearer_auth(token).send().await.unwrap().status() });
+    }
+    assert!(warm.join_all().await.iter().all(|status| *status == 200));
+
+    // What `pg_ctl -m fast stop` does to each session, under load: terminate
+    // it with 57P01 ("terminating connection due to administrator command"),
+    // again and again while requests are in flight.
+    let database = url::Url::parse(app.config.database_url.as_deref().unwrap()).unwrap().path()[1..].to_owned();
+    let mut admin = sqlx::PgConnection::connect(&base).await.unwrap();
+    // The token endpoint reads the store for each of these (the client, the
+    // refresh token's hash): 400 invalid_grant normally, 503 in an outage.
+    let mut load = tokio::task::JoinSet::new();
+    for _ in 0..4 {
+        let (http, url) = (app.http(), app.url("/oauth2/token"));
+        load.spawn(async move {
+            let mut statuses = Vec::new();
+            for _ in 0..150 {
+                let form = [("grant_type", "refresh_token"), ("refresh_token", "not-a-token-portico-issued")];
+                let request = http
+                    .post(&url)
+                    .basic_auth(portico_tests::demo::CLIENT_ID, Some(portico_tests::demo::CLIENT_SECRET));
+                statuses.push(request.form(&form).send().await.unwrap().status().as_u16());
+            }
+            statuses
+        });
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let terminator = {
+        let stop = std::sync::Arc::clone(&stop);
+        tokio::spawn(async move {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                sqlx::query(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                     WHERE datname = $1 AND pid <> pg_backend_pid()",
+                )
+                .bind(&database)
+                .execute(&mut admin)
+                .await
+                .unwrap();
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+        })
+    };
+    let statuses: Vec<u16> = load.join_all().await.into_iter().flatten().collect();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    terminator.await.unwrap();
+    assert!(statuses.iter().all(|s| *s == 400 || *s == 503), "an outage, never a 500: {:?}", {
+        let mut counts = std::collections::BTreeMap::new();
+        statuses.iter().for_each(|s| *counts.entry(*s).or_insert(0) += 1);
+        counts
+    });
+    let refresh = tokens.refresh_token.clone().unwrap();
+    let response = app.token_request(&[("grant_type", "refresh_token"), ("refresh_token", &refresh)]).await;
+    assert!(matches!(response.status().as_u16(), 200 | 503), "{}", response.status());
+    // And it recovers without a restart.
+    let mut last = 0;
+    for _ in 0..20 {
+        last = app.liveness(&tokens.access_token).await;
+        if last == 200 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(last, 200, "recovered");
 }

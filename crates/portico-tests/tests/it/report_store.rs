@@ -23,8 +23,8 @@ impl Drop for S3Server {
 
 async fn s3_server() -> Option<S3Server> {
     let Ok(moto) = std::env::var("PORTICO_TEST_MOTO") else {
-        eprintln!(
-            "SKIPPED: PORTICO_TEST_MOTO is not set; the S3 store test needs moto_server (pip install 'moto[server]')"
+        portico_tests::skipped(
+            "PORTICO_TEST_MOTO is not set; the S3 store test needs moto_server (pip install 'moto[server]')",
         );
         return None;
     };

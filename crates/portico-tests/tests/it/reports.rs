@@ -408,7 +408,7 @@ fn keep(name: &str, content: &[u8]) {
 fn pdftotext() -> Option<String> {
     let found = std::env::var("PORTICO_TEST_PDFTOTEXT").ok();
     if found.is_none() {
-        eprintln!("SKIPPED: PORTICO_TEST_PDFTOTEXT is not set; the PDF checks need pdftotext (poppler-utils)");
+        portico_tests::skipped("PORTICO_TEST_PDFTOTEXT is not set; the PDF checks need pdftotext (poppler-utils)");
     }
     found
 }
@@ -528,7 +528,7 @@ async fn the_facsimile_form_carries_the_stamp_image_on_its_last_page_only() {
 #[tokio::test]
 async fn the_qes_form_comes_with_a_detached_cms_signature_that_openssl_verifies() {
     let Ok(openssl) = std::env::var("PORTICO_TEST_OPENSSL") else {
-        eprintln!("SKIPPED: PORTICO_TEST_OPENSSL is not set; the signature check needs the openssl command");
+        portico_tests::skipped("PORTICO_TEST_OPENSSL is not set; the signature check needs the openssl command");
         return;
     };
     let app = TestApp::spawn(backends()[0]).await;
