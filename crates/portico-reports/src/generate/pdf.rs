@@ -111,6 +111,46 @@ const fn col(title: &'static str, width: f32, align: Align) -> Column {
     Column { title, width, align }
 }
 
+/// `columns` with each right-aligned (figure) column at least as wide as its
+/// widest figure (bold, as totals are), the width taken from the
+/// left-aligned columns, widest first, whose text wraps instead. An amount
+/// is never cut.
+fn fitted<'a>(layout: &Layout<'_>, columns: &[Column], rows: impl Iterator<Item = &'a Vec<String>>) -> Vec<Column> {
+    let mut widths: Vec<f32> = columns.iter().map(|c| c.width).collect();
+    let mut needed = widths.clone();
+    for row in rows {
+        for ((column, cell), need) in columns.iter().zip(row).zip(&mut needed) {
+            if matches!(column.align, Align::Right) {
+                *need = need.max(layout.width(cell, BODY, true) + 6.0);
+            }
+        }
+    }
+    let mut deficit: f32 = 0.0;
+    for (i, column) in columns.iter().enumerate() {
+        if matches!(column.align, Align::Right) && needed[i] > widths[i] {
+            deficit += needed[i] - widths[i];
+            widths[i] = needed[i];
+        }
+    }
+    // Take the room back from the text columns, widest first, keeping each
+    // at least 40 pt wide.
+    while deficit > 0.01 {
+        let Some((widest, width)) = columns
+            .iter()
+            .enumerate()
+            .filter(|(i, c)| matches!(c.align, Align::Left) && widths[*i] > 40.0)
+            .map(|(i, _)| (i, widths[i]))
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+        else {
+            break;
+        };
+        let take = deficit.min(width - 40.0).min(deficit.max(1.0));
+        widths[widest] -= take;
+        deficit -= take;
+    }
+    columns.iter().zip(widths).map(|(c, width)| Column { title: c.title, width, align: c.align }).collect()
+}
+
 /// Places marks on pages, breaking pages as needed.
 struct Layout<'f> {
     fonts: &'f Fonts,
@@ -128,7 +168,8 @@ impl<'f> Layout<'f> {
         if bold { self.fonts.bold_metrics.width(text, size) } else { self.fonts.regular_metrics.width(text, size) }
     }
 
-    /// `text` cut with `…` to fit `room`.
+    /// `text` cut with `…` to fit `room` (only a single word wider than a
+    /// whole column is ever cut; see [`Layout::wrap`]).
     fn fit(&self, text: &str, size: f32, bold: bool, room: f32) -> String {
         if self.width(text, size, bold) <= room {
             return text.to_owned();
@@ -138,6 +179,23 @@ impl<'f> Layout<'f> {
             cut.pop();
         }
         format!("{}…", cut.trim_end())
+    }
+
+    /// `text` in lines that fit `room`, broken at spaces.
+    fn wrap(&self, text: &str, size: f32, bold: bool, room: f32) -> Vec<String> {
+        let mut lines: Vec<String> = Vec::new();
+        let mut line = String::new();
+        for word in text.split(' ').filter(|w| !w.is_empty()) {
+            let candidate = if line.is_empty() { word.to_owned() } else { format!("{line} {word}") };
+            if self.width(&candidate, size, bold) <= room || line.is_empty() {
+                line = candidate;
+            } else {
+                lines.push(std::mem::take(&mut line));
+                line = word.to_owned();
+            }
+        }
+        lines.push(line);
+        lines.into_iter().map(|l| self.fit(&l, size, bold, room)).collect()
     }
 
     fn text(&mut self, x: f32, size: f32, bold: bool, text: &str) {
@@ -179,8 +237,12 @@ impl<'f> Layout<'f> {
         self.y += ROW + 2.0;
     }
 
-    fn cells(&mut self, columns: &[Column], cells: &[String], bold: bool) {
+    /// Where each cell of a row goes: its lines (a left-aligned cell wraps;
+    /// a right-aligned one, a figure, is never cut: columns are sized to
+    /// their figures by [`fitted`]) and their x.
+    fn lay_out(&self, columns: &[Column], cells: &[String], bold: bool) -> Vec<(f32, Vec<String>, Align, f32)> {
         let mut x = LEFT;
+        let mut out = Vec::with_capacity(columns.len());
         for (i, (column, cell)) in columns.iter().zip(cells).enumerate() {
             // A left-aligned cell may run on over the empty cells after it
             // (the labels of totals).
@@ -194,48 +256,78 @@ impl<'f> Layout<'f> {
                 Align::Right => 0.0,
             };
             let room = column.width + spare - 4.0;
-            let text = self.fit(cell, BODY, bold, room);
-            let at = match column.align {
-                Align::Left => x + 2.0,
-                Align::Right => x + column.width - 2.0 - self.width(&text, BODY, bold),
+            let lines = match column.align {
+                Align::Left => self.wrap(cell, BODY, bold, room),
+                Align::Right => vec![cell.clone()],
             };
-            self.text(at, BODY, bold, &text);
+            out.push((x, lines, column.align, column.width));
             x += column.width;
         }
+        out
+    }
+
+    /// The lines a row takes.
+    fn row_lines(&self, columns: &[Column], cells: &[String], bold: bool) -> usize {
+        self.lay_out(columns, cells, bold).iter().map(|(_, lines, _, _)| lines.len()).max().unwrap_or(1).max(1)
+    }
+
+    /// Draws a row; returns the lines it took.
+    fn cells(&mut self, columns: &[Column], cells: &[String], bold: bool) -> usize {
+        let laid = self.lay_out(columns, cells, bold);
+        let top = self.y;
+        let mut taken = 1;
+        for (x, lines, align, width) in laid {
+            taken = taken.max(lines.len());
+            for (n, line) in lines.iter().enumerate() {
+                let at = match align {
+                    Align::Left => x + 2.0,
+                    Align::Right => x + width - 2.0 - self.width(line, BODY, bold),
+                };
+                self.y = top + n as f32 * ROW;
+                self.text(at, BODY, bold, line);
+            }
+        }
+        self.y = top;
+        taken
     }
 
     fn header_row(&mut self, columns: &[Column]) {
         let titles: Vec<String> = columns.iter().map(|c| c.title.to_owned()).collect();
         let top = self.y - BODY - 2.0;
         self.rule(top, 0.6);
-        self.cells(columns, &titles, true);
-        self.rule(self.y + 3.5, 0.6);
-        self.y += ROW;
+        let lines = self.cells(columns, &titles, true) as f32;
+        self.rule(self.y + (lines - 1.0) * ROW + 3.5, 0.6);
+        self.y += ROW * lines;
     }
 
     /// A table: the header, then the rows, the header repeated on every page
-    /// the table continues on; then the totals, bold.
+    /// the table continues on; then the totals, bold. The figures' columns
+    /// are widened to their widest figure first ([`fitted`]).
     fn table(&mut self, columns: &[Column], rows: &[Vec<String>], totals: &[Vec<String>]) {
+        let fitted = fitted(self, columns, rows.iter().chain(totals));
+        let columns = fitted.as_slice();
         self.room(ROW * 3.0);
         self.header_row(columns);
         for row in rows.iter() {
-            if self.room(ROW) {
+            let lines = self.row_lines(columns, row, false);
+            if self.room(ROW * lines as f32) {
                 self.header_row(columns);
             }
             self.cells(columns, row, false);
-            self.y += ROW;
+            self.y += ROW * lines as f32;
         }
         if rows.is_empty() {
             self.text(LEFT + 2.0, BODY, false, "Нет данных за период");
             self.y += ROW;
         }
         for total in totals {
-            if self.room(ROW) {
+            let lines = self.row_lines(columns, total, true);
+            if self.room(ROW * lines as f32) {
                 self.header_row(columns);
             }
             self.rule(self.y - BODY - 2.5, 0.4);
             self.cells(columns, total, true);
-            self.y += ROW;
+            self.y += ROW * lines as f32;
         }
     }
 }
@@ -501,10 +593,76 @@ fn draw(
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    fn texts(layout: &Layout<'_>) -> Vec<String> {
+        layout
+            .pages
+            .iter()
+            .flatten()
+            .filter_map(|mark| match mark {
+                Mark::Text { text, .. } => Some(text.clone()),
+                Mark::Line { .. } => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn amounts_are_never_cut_and_long_names_wrap() {
+        let fonts = FONTS.as_ref().expect("the bundled fonts");
+        let mut layout = Layout::new(fonts);
+        // The trades table's columns, with the figures of a 10,000-trade year
+        // that used to be cut (`1 297 498 838,…`).
+        let columns = [
+            col("Дата", 50.0, Align::Left),
+            col("Номер", 50.0, Align::Left),
+            col("Инструмент", 120.0, Align::Left),
+            col("Операция", 50.0, Align::Left),
+            col("Кол-во", 45.0, Align::Right),
+            col("Цена", 60.0, Align::Right),
+            col("Сумма, руб.", 75.0, Align::Right),
+            col("Комиссия", 73.0, Align::Right),
+        ];
+        let name = "Публичное акционерное общество «Газпром» обыкновенные (GAZP)";
+        let row = |amount: i64, fees: i64| {
+            vec![
+                "01.02.2026".to_owned(),
+                "T-000001".to_owned(),
+                name.to_owned(),
+                "Покупка".to_owned(),
+                "1000000".to_owned(),
+                "1 234 567,8900".to_owned(),
+                money(amount),
+                money(fees),
+            ]
+        };
+        let rows = vec![row(123_456_789_012, 123_456_789)];
+        let blank = String::new;
+        let totals = vec![vec![
+            "Итого покупки".to_owned(),
+            blank(),
+            blank(),
+            blank(),
+            blank(),
+            blank(),
+            money(129_749_883_812_345),
+            money(149_789_851_234),
+        ]];
+        layout.table(&columns, &rows, &totals);
+        let texts = texts(&layout);
+        for amount in [money(123_456_789_012), money(123_456_789), money(129_749_883_812_345), money(149_789_851_234)] {
+            assert!(texts.contains(&amount), "{amount} whole in {texts:?}");
+        }
+        assert!(!texts.iter().any(|t| t.contains('…')), "nothing cut: {texts:?}");
+        let name_lines: Vec<&String> = texts.iter().filter(|t| name.contains(t.as_str()) && !t.is_empty()).collect();
+        assert!(name_lines.len() > 1, "the name wraps: {texts:?}");
+        assert_eq!(name_lines.iter().map(|l| l.as_str()).collect::<Vec<_>>().join(" "), name);
+    }
+
     #[test]
     fn money_is_grouped_by_thousands_with_a_decimal_comma() {
-        assert_eq!(super::money(123_456_789), "1 234 567,89");
-        assert_eq!(super::money(-5), "-0,05");
-        assert_eq!(super::money(100_000), "1 000,00");
+        assert_eq!(money(123_456_789), "1 234 567,89");
+        assert_eq!(money(-5), "-0,05");
+        assert_eq!(money(100_000), "1 000,00");
     }
 }
