@@ -199,6 +199,10 @@ pub struct LoginState {
     /// The scope groups the user granted on the consent step.
     #[serde(default)]
     pub granted_groups: Option<Vec<String>>,
+    /// What the user ticked on a consent submission that was refused (none
+    /// at all): the page shows that choice again, not every box ticked.
+    #[serde(default)]
+    pub consent_choice: Option<Vec<String>>,
     /// The user must pass the consent step even when consent is on record
     /// (`prompt=consent`).
     #[serde(default)]
@@ -239,6 +243,7 @@ impl LoginState {
             tries_before_pause: None,
             phone: None,
             granted_groups: None,
+            consent_choice: None,
             force_consent: false,
         }
     }

@@ -46,7 +46,7 @@ struct LoginPage<'a> {
     email_available: bool,
     other_method: Option<(&'static str, &'a str)>,
     consent_intro: String,
-    groups: Vec<(String, String)>,
+    groups: Vec<(String, String, bool)>,
     messages: Vec<&'a crate::theme::SystemMessage>,
     drawer: Option<&'a crate::theme::Drawer>,
     view_json: String,
@@ -219,7 +219,15 @@ fn page(
         email_available: context.email_delivery_available,
         other_method,
         consent_intro: t.consent_intro.replace("{client}", client_name),
-        groups: context.available_scope_groups.iter().map(|g| (g.clone(), t.group(g).to_owned())).collect(),
+        groups: context
+            .available_scope_groups
+            .iter()
+            .map(|g| {
+                // Every box ticked the first time; afterwards, the user's choice.
+                let checked = state.consent_choice.as_ref().is_none_or(|choice| choice.contains(g));
+                (g.clone(), t.group(g).to_owned(), checked)
+            })
+            .collect(),
         messages,
         drawer,
         view_json: script_json(&LoginViewData::of(process, errors, locale, now, context)),

@@ -111,6 +111,18 @@ const fn col(title: &'static str, width: f32, align: Align) -> Column {
     Column { title, width, align }
 }
 
+/// The trades table (its figure columns widen to their figures, [`fitted`]).
+const TRADE_COLUMNS: [Column; 8] = [
+    col("Дата", 50.0, Align::Left),
+    col("Номер", 50.0, Align::Left),
+    col("Инструмент", 120.0, Align::Left),
+    col("Операция", 50.0, Align::Left),
+    col("Кол-во", 45.0, Align::Right),
+    col("Цена", 60.0, Align::Right),
+    col("Сумма, руб.", 75.0, Align::Right),
+    col("Комиссия", 73.0, Align::Right),
+];
+
 /// `columns` with each right-aligned (figure) column at least as wide as its
 /// widest figure (bold, as totals are), the width taken from the
 /// left-aligned columns, widest first, whose text wraps instead. An amount
@@ -430,16 +442,6 @@ fn layout(fonts: &Fonts, period: &Period<'_>, created: OffsetDateTime) -> (Vec<V
     }
 
     l.heading("Сделки");
-    let trade_columns = [
-        col("Дата", 50.0, Align::Left),
-        col("Номер", 50.0, Align::Left),
-        col("Инструмент", 120.0, Align::Left),
-        col("Операция", 50.0, Align::Left),
-        col("Кол-во", 45.0, Align::Right),
-        col("Цена", 60.0, Align::Right),
-        col("Сумма, руб.", 75.0, Align::Right),
-        col("Комиссия", 73.0, Align::Right),
-    ];
     let rows: Vec<Vec<String>> = period
         .trades
         .iter()
@@ -465,7 +467,7 @@ fn layout(fonts: &Fonts, period: &Period<'_>, created: OffsetDateTime) -> (Vec<V
         vec!["Итого покупки".into(), blank(), blank(), blank(), blank(), blank(), money(bought), money(fees)],
         vec!["Итого продажи".into(), blank(), blank(), blank(), blank(), blank(), money(sold), blank()],
     ];
-    l.table(&trade_columns, &rows, &totals);
+    l.table(&TRADE_COLUMNS, &rows, &totals);
 
     l.heading("Движение денежных средств");
     let cash_columns = [
@@ -611,18 +613,9 @@ mod tests {
     fn amounts_are_never_cut_and_long_names_wrap() {
         let fonts = FONTS.as_ref().expect("the bundled fonts");
         let mut layout = Layout::new(fonts);
-        // The trades table's columns, with the figures of a 10,000-trade year
-        // that used to be cut (`1 297 498 838,…`).
-        let columns = [
-            col("Дата", 50.0, Align::Left),
-            col("Номер", 50.0, Align::Left),
-            col("Инструмент", 120.0, Align::Left),
-            col("Операция", 50.0, Align::Left),
-            col("Кол-во", 45.0, Align::Right),
-            col("Цена", 60.0, Align::Right),
-            col("Сумма, руб.", 75.0, Align::Right),
-            col("Комиссия", 73.0, Align::Right),
-        ];
+        // The trades table, with the figures of a 10,000-trade year that
+        // used to be cut (`1 297 498 838,…`).
+        let columns = TRADE_COLUMNS;
         let name = "Публичное акционерное общество «Газпром» обыкновенные (GAZP)";
         let row = |amount: i64, fees: i64| {
             vec![

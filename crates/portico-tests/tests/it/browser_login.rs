@@ -222,3 +222,78 @@ async fn sso_for_a_second_client_with_consent_granted_and_remembered() {
     shots.take(client, "partner-again").await;
     browser.client.clone().close().await.unwrap();
 }
+
+/// A Chrome DevTools command through chromedriver
+/// (`POST /session/{id}/goog/cdp/execute`).
+#[derive(Debug)]
+struct Cdp(serde_json::Value);
+
+impl fantoccini::wd::WebDriverCompatibleCommand for Cdp {
+    fn endpoint(&self, base: &url::Url, session: Option<&str>) -> Result<url::Url, url::ParseError> {
+        base.join(&format!("session/{}/goog/cdp/execute", session.unwrap_or_default()))
+    }
+
+    fn method_and_body(&self, _: &url::Url) -> (axum::http::Method, Option<String>) {
+        (axum::http::Method::POST, Some(self.0.to_string()))
+    }
+}
+
+/// Shows pages as if the system asked for `scheme` (`light` or `dark`).
+async fn color_scheme(client: &Client, scheme: &str) {
+    let params = serde_json::json!({ "features": [{ "name": "prefers-color-scheme", "value": scheme }] });
+    client
+        .issue_cmd(Cdp(serde_json::json!({ "cmd": "Emulation.setEmulatedMedia", "params": params })))
+        .await
+        .expect("emulate the colour scheme");
+}
+
+/// The WCAG contrast ratio of every visible text on the page against the
+/// background it is drawn on, the lowest first: `[ratio, "tag.class: text"]`.
+const CONTRASTS: &str = r#"
+const rgba = (c) => { const m = c.match(/[\d.]+/g).map(Number); return [m[0], m[1], m[2], m.length > 3 ? m[3] : 1]; };
+const lum = ([r, g, b]) => { const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+  return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b); };
+const background = (el) => { for (let e = el; e; e = e.parentElement) { const c = rgba(getComputedStyle(e).backgroundColor);
+  if (c[3] > 0) return c; } return [255, 255, 255, 1]; };
+const out = [];
+for (const el of document.querySelectorAll('h1, h2, p, label, span, a, button, input, summary, li, legend')) {
+  const style = getComputedStyle(el); const box = el.getBoundingClientRect();
+  if (style.visibility === 'hidden' || box.width === 0 || box.height === 0) continue;
+  const text = (el.value || el.textContent || '').trim(); if (!text) continue;
+  const fg = lum(rgba(style.color)), bg = lum(background(el));
+  const ratio = (Math.max(fg, bg) + 0.05) / (Math.min(fg, bg) + 0.05);
+  out.push([Math.round(ratio * 100) / 100, el.tagName.toLowerCase() + '.' + el.className + ': ' + text.slice(0, 40)]);
+}
+out.sort((a, b) => a[0] - b[0]);
+return out;
+"#;
+
+#[tokio::test]
+async fn every_login_page_is_readable_in_light_and_dark_schemes_at_both_widths() {
+    let Some(browser) = launch().await else { return };
+    let client = &browser.client;
+    let app = TestApp::spawn(portico_tests::backends()[0]).await;
+    let mut shots = Shots::new("schemes_and_widths");
+    client.goto(&app.url("/demo/login")).await.unwrap();
+    step_is(client, "username-password").await;
+    // A wrong password, so that an error text is on the page too.
+    fill(client, "input[name=principal]", "maria").await;
+    type_into(client, "input[name=credentials]", "wrong").await;
+    submit(client).await;
+    wait_for_attribute(client, "#credentials", "aria-describedby", "credentialsError").await;
+    for scheme in ["light", "dark"] {
+        color_scheme(client, scheme).await;
+        for (width, height, device) in [(1280, 900, "desktop"), (390, 844, "phone")] {
+            client.set_window_size(width, height).await.unwrap();
+            client.refresh().await.unwrap();
+            step_is(client, "username-password").await;
+            shots.take(client, &format!("username-password-{scheme}-{device}")).await;
+            let found = client.execute(CONTRASTS, vec![]).await.unwrap();
+            let found = found.as_array().unwrap();
+            assert!(found.len() >= 4, "texts were measured: {found:?}");
+            let low: Vec<_> = found.iter().filter(|f| f[0].as_f64().unwrap() < 4.5).collect();
+            assert!(low.is_empty(), "{scheme} {device}: text below WCAG AA 4.5:1: {low:?}");
+        }
+    }
+    browser.client.clone().close().await.unwrap();
+}

@@ -428,8 +428,17 @@ async fn consent_is_asked_remembered_narrowed_forced_and_declinable() {
         assert_eq!(step["stepType"], "consent");
         assert_eq!(step["clientName"], "Партнёрское приложение");
         assert_eq!(step["availableScopeGroups"], "profile,email,phone");
+        let html = page_html(&flow).await;
+        assert_eq!(html.matches("name=\"selected_scope_groups\"").count(), 3);
+        assert_eq!(html.matches(" checked>").count(), 3, "first shown: every box ticked");
         flow.post_ok(&[("selected_scope_groups", "")]).await;
-        assert_eq!(flow.view().await["pageData"]["errors"]["otherError"], "challenge.consent.nothing-selected");
+        let html = page_html(&flow).await;
+        assert_eq!(view_data(&html)["pageData"]["errors"]["otherError"], "challenge.consent.nothing-selected");
+        assert_eq!(
+            html.matches(" checked>").count(),
+            0,
+            "the user's choice (none) is kept, not every box ticked again"
+        );
         let response = flow.post(&[("selected_scope_groups", "profile,email,admin")]).await;
         let next = location(&response);
         assert!(next.starts_with("/oauth2/authorize?"));

@@ -43,6 +43,7 @@ pub async fn consent(
         }
     }
     if selected.is_empty() {
+        process.state.consent_choice = Some(selected);
         return retry(identity, process, Field::Other, codes::CONSENT_NOTHING_SELECTED, false).await;
     }
     let now = identity.clock.now();
