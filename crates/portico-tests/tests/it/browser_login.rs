@@ -297,3 +297,38 @@ async fn every_login_page_is_readable_in_light_and_dark_schemes_at_both_widths()
     }
     browser.client.clone().close().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_fresh_browser_is_shown_the_captcha_the_server_demands_after_failures_elsewhere() {
+    let Some(browser) = launch().await else { return };
+    let client = &browser.client;
+    let app = TestApp::spawn(portico_tests::backends()[0]).await;
+    let mut shots = Shots::new("captcha_after_failures_elsewhere");
+    // Three wrong passwords for maria from another browser.
+    for _ in 0..3 {
+        let other = app.browser();
+        let pkce = portico_tests::Pkce::new();
+        other.get(app.authorize_url(&pkce, &[])).send().await.unwrap();
+        let view = app.login_view(&other).await;
+        let csrf = view["pageData"]["authenticationFlowContext"]["csrf"].as_str().unwrap().to_owned();
+        let form = [("_csrf", csrf.as_str()), ("principal", "maria"), ("credentials", "wrong")];
+        other.post(app.url("/login")).form(&form).send().await.unwrap();
+    }
+    // This browser knows the password; the server demands a CAPTCHA, and the
+    // page shows one to solve: no dead end.
+    client.goto(&app.url("/demo/login")).await.unwrap();
+    step_is(client, "username-password").await;
+    fill(client, "input[name=principal]", "maria").await;
+    type_into(client, "input[name=credentials]", "maria-password").await;
+    submit(client).await;
+    wait_for_text(client, "#otherError", "robot").await;
+    client.find(Locator::Css("#captcha")).await.expect("the CAPTCHA the server demands is shown");
+    shots.take(client, "captcha-shown").await;
+    fill(client, "input[name=principal]", "maria").await;
+    type_into(client, "input[name=credentials]", "maria-password").await;
+    click(client, "#captcha input").await;
+    submit(client).await;
+    step_is(client, "sms-otp").await;
+    shots.take(client, "passed").await;
+    browser.client.clone().close().await.unwrap();
+}
