@@ -27,6 +27,25 @@ pub fn init_logs(config: &Config) {
 /// histograms (the exporter's own default).
 const UPKEEP_EVERY: Duration = Duration::from_secs(5);
 
+/// Bucket bounds (seconds) of every histogram: from a cached liveness
+/// check to a slow report download.
+const LATENCY_BUCKETS: [f64; 14] =
+    [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+
+/// `# HELP` of every family Portico records.
+fn describe() {
+    metrics::describe_counter!("portico_http_requests_total", "HTTP requests answered, by method, route and status.");
+    metrics::describe_histogram!(
+        "portico_http_request_duration_seconds",
+        metrics::Unit::Seconds,
+        "Time to answer an HTTP request, by method, route and status."
+    );
+    metrics::describe_counter!(
+        "portico_tokens_issued_total",
+        "Token responses issued (authorization code exchanges and refreshes)."
+    );
+}
+
 /// The process's Prometheus recorder, installed on first use.
 ///
 /// A histogram keeps each sample until the recorder's upkeep folds it in,
@@ -35,10 +54,14 @@ const UPKEEP_EVERY: Duration = Duration::from_secs(5);
 pub fn metrics() -> &'static PrometheusHandle {
     static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
     HANDLE.get_or_init(|| {
-        let recorder = PrometheusBuilder::new().build_recorder();
+        // Histograms, not summaries: buckets add up across nodes.
+        let builder = PrometheusBuilder::new();
+        let recorder = builder.set_buckets(&LATENCY_BUCKETS).unwrap_or_else(|_| PrometheusBuilder::new()).build_recorder();
         let handle = recorder.handle();
         // Another recorder may already be installed (tests); ours then only renders.
-        let _ = metrics::set_global_recorder(recorder);
+        if metrics::set_global_recorder(recorder).is_ok() {
+            describe();
+        }
         let upkeep = handle.clone();
         let started = std::thread::Builder::new().name("portico-metrics".into()).spawn(move || {
             loop {

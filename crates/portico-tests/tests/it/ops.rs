@@ -13,6 +13,12 @@ async fn health_readiness_and_metrics() {
         assert_eq!(response.status(), 200);
         let text = response.text().await.unwrap();
         assert!(text.contains("portico_http_requests_total"), "{text}");
+        // Histograms (which add up across nodes), not summaries, with HELP.
+        assert!(text.contains("# TYPE portico_http_request_duration_seconds histogram"), "{text}");
+        assert!(text.contains("portico_http_request_duration_seconds_bucket{"), "{text}");
+        assert!(!text.contains("quantile="), "no summaries: {text}");
+        assert!(text.contains("# HELP portico_http_requests_total "), "{text}");
+        assert!(text.contains("# HELP portico_http_request_duration_seconds "), "{text}");
         let response = http.get(app.url("/healthz")).send().await.unwrap();
         assert!(response.headers().contains_key("x-request-id"));
     }
