@@ -120,6 +120,19 @@ impl<T> Idle<T> {
         Self { inner, timeout, last_progress: now, timer: Box::pin(tokio::time::sleep_until(now + timeout)) }
     }
 
+    /// After a write: bytes written are progress; not ready is waiting.
+    fn written(&mut self, result: Poll<io::Result<usize>>, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        match result {
+            Poll::Ready(result) => {
+                if result.as_ref().is_ok_and(|n| *n > 0) {
+                    self.last_progress = Instant::now();
+                }
+                Poll::Ready(result)
+            }
+            Poll::Pending => self.waiting(cx),
+        }
+    }
+
     /// Called when the stream is not ready: fails once the idle time is up.
     /// The timer is moved forward lazily, only when it fires early.
     fn waiting<R>(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<R>> {
@@ -156,15 +169,8 @@ impl<T: AsyncRead + Unpin> AsyncRead for Idle<T> {
 
 impl<T: AsyncWrite + Unpin> AsyncWrite for Idle<T> {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
-        match Pin::new(&mut self.inner).poll_write(cx, data) {
-            Poll::Ready(result) => {
-                if result.as_ref().is_ok_and(|n| *n > 0) {
-                    self.last_progress = Instant::now();
-                }
-                Poll::Ready(result)
-            }
-            Poll::Pending => self.waiting(cx),
-        }
+        let written = Pin::new(&mut self.inner).poll_write(cx, data);
+        self.written(written, cx)
     }
 
     fn poll_write_vectored(
@@ -172,15 +178,8 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Idle<T> {
         cx: &mut Context<'_>,
         data: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        match Pin::new(&mut self.inner).poll_write_vectored(cx, data) {
-            Poll::Ready(result) => {
-                if result.as_ref().is_ok_and(|n| *n > 0) {
-                    self.last_progress = Instant::now();
-                }
-                Poll::Ready(result)
-            }
-            Poll::Pending => self.waiting(cx),
-        }
+        let written = Pin::new(&mut self.inner).poll_write_vectored(cx, data);
+        self.written(written, cx)
     }
 
     fn is_write_vectored(&self) -> bool {

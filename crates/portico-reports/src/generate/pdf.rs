@@ -111,6 +111,14 @@ const fn col(title: &'static str, width: f32, align: Align) -> Column {
     Column { title, width, align }
 }
 
+/// A laid-out cell: its x, its lines, how it aligns, its column's width.
+type Cell = (f32, Vec<String>, Align, f32);
+
+/// The lines a laid-out row takes (at least one).
+fn lines_of(laid: &[Cell]) -> usize {
+    laid.iter().map(|(_, lines, _, _)| lines.len()).max().unwrap_or(1).max(1)
+}
+
 /// The trades table (its figure columns widen to their figures, [`fitted`]).
 const TRADE_COLUMNS: [Column; 8] = [
     col("Дата", 50.0, Align::Left),
@@ -156,7 +164,7 @@ fn fitted<'a>(layout: &Layout<'_>, columns: &[Column], rows: impl Iterator<Item 
         else {
             break;
         };
-        let take = deficit.min(width - 40.0).min(deficit.max(1.0));
+        let take = deficit.min(width - 40.0);
         widths[widest] -= take;
         deficit -= take;
     }
@@ -252,7 +260,7 @@ impl<'f> Layout<'f> {
     /// Where each cell of a row goes: its lines (a left-aligned cell wraps;
     /// a right-aligned one, a figure, is never cut: columns are sized to
     /// their figures by [`fitted`]) and their x.
-    fn lay_out(&self, columns: &[Column], cells: &[String], bold: bool) -> Vec<(f32, Vec<String>, Align, f32)> {
+    fn lay_out(&self, columns: &[Column], cells: &[String], bold: bool) -> Vec<Cell> {
         let mut x = LEFT;
         let mut out = Vec::with_capacity(columns.len());
         for (i, (column, cell)) in columns.iter().zip(cells).enumerate() {
@@ -278,18 +286,10 @@ impl<'f> Layout<'f> {
         out
     }
 
-    /// The lines a row takes.
-    fn row_lines(&self, columns: &[Column], cells: &[String], bold: bool) -> usize {
-        self.lay_out(columns, cells, bold).iter().map(|(_, lines, _, _)| lines.len()).max().unwrap_or(1).max(1)
-    }
-
-    /// Draws a row; returns the lines it took.
-    fn cells(&mut self, columns: &[Column], cells: &[String], bold: bool) -> usize {
-        let laid = self.lay_out(columns, cells, bold);
+    /// Draws a row laid out by [`Layout::lay_out`]; returns the lines it takes.
+    fn draw(&mut self, laid: &[Cell], bold: bool) -> usize {
         let top = self.y;
-        let mut taken = 1;
         for (x, lines, align, width) in laid {
-            taken = taken.max(lines.len());
             for (n, line) in lines.iter().enumerate() {
                 let at = match align {
                     Align::Left => x + 2.0,
@@ -300,7 +300,13 @@ impl<'f> Layout<'f> {
             }
         }
         self.y = top;
-        taken
+        lines_of(laid)
+    }
+
+    /// Lays out and draws a row; returns the lines it takes.
+    fn cells(&mut self, columns: &[Column], cells: &[String], bold: bool) -> usize {
+        let laid = self.lay_out(columns, cells, bold);
+        self.draw(&laid, bold)
     }
 
     fn header_row(&mut self, columns: &[Column]) {
@@ -321,11 +327,12 @@ impl<'f> Layout<'f> {
         self.room(ROW * 3.0);
         self.header_row(columns);
         for row in rows.iter() {
-            let lines = self.row_lines(columns, row, false);
+            let laid = self.lay_out(columns, row, false);
+            let lines = lines_of(&laid);
             if self.room(ROW * lines as f32) {
                 self.header_row(columns);
             }
-            self.cells(columns, row, false);
+            self.draw(&laid, false);
             self.y += ROW * lines as f32;
         }
         if rows.is_empty() {
@@ -333,12 +340,13 @@ impl<'f> Layout<'f> {
             self.y += ROW;
         }
         for total in totals {
-            let lines = self.row_lines(columns, total, true);
+            let laid = self.lay_out(columns, total, true);
+            let lines = lines_of(&laid);
             if self.room(ROW * lines as f32) {
                 self.header_row(columns);
             }
             self.rule(self.y - BODY - 2.5, 0.4);
-            self.cells(columns, total, true);
+            self.draw(&laid, true);
             self.y += ROW * lines as f32;
         }
     }
