@@ -1,11 +1,34 @@
 //! The PostgreSQL store: for production, shared by any number of nodes.
+//!
+//! The schema uses PostgreSQL's own types (`uuid`, `timestamptz`, `jsonb`,
+//! `text[]`, `date`), so that an operator reading the tables in `psql`
+//! sees times and documents, and the constraints state the rules the code
+//! relies on. One module per aggregate implements its repository traits,
+//! with the SQL next to the code that binds it. Times are stored to the
+//! whole second, as the tokens carry them: a lease read back compares
+//! equal to the one it was claimed with.
+
+mod audit;
+mod clients;
+mod error;
+mod keys;
+mod login;
+mod maintenance;
+mod notify;
+mod oauth;
+mod permissions;
+mod reports;
+mod sessions;
+mod users;
 
 use std::time::Duration;
 
 use portico_storage::StorageError;
-use portico_storage_sql::{idle_through_a_failure, storage_error};
 use sqlx::PgPool;
-use sqlx::postgres::PgPoolOptions;
+use sqlx::postgres::{PgPoolOptions, PgRow};
+use time::OffsetDateTime;
+
+use crate::error::{idle_through_a_failure, storage_error};
 
 /// A pooled connection idle this long is checked with a round trip before
 /// it serves a query.
@@ -15,8 +38,6 @@ const PING_IDLE_AFTER: Duration = Duration::from_secs(1);
 #[derive(Clone)]
 pub struct PgStore {
     pool: PgPool,
-    /// The same pool: PostgreSQL serves reads and writes alike.
-    read_pool: PgPool,
 }
 
 impl PgStore {
@@ -26,7 +47,7 @@ impl PgStore {
     ///
     /// # Errors
     /// When the URL is malformed or the server cannot be reached.
-    pub async fn connect(url: &str, max_connections: u32, acquire_timeout: Duration) -> Result<Self, StorageError> {
+    pub async fn connect(url: &str, max_connections: u32, acquire_timeout: Duration) -> Result<Self> {
         let pool = PgPoolOptions::new()
             .max_connections(max_connections)
             .acquire_timeout(acquire_timeout)
@@ -47,15 +68,16 @@ impl PgStore {
             .connect(url)
             .await
             .map_err(storage_error("database"))?;
-        Ok(Self { read_pool: pool.clone(), pool })
+        Ok(Self { pool })
     }
 
-    /// Applies the migrations that have not run yet. Several nodes may call
-    /// this at once: sqlx serializes them with an advisory lock.
+    /// Applies the migrations that have not run yet, keeping every row of a
+    /// database an earlier release made. Several nodes may call this at
+    /// once: sqlx serializes them with an advisory lock.
     ///
     /// # Errors
     /// When a migration fails; nothing of that migration is kept.
-    pub async fn migrate(&self) -> Result<(), StorageError> {
+    pub async fn migrate(&self) -> Result<()> {
         sqlx::migrate!("./migrations")
             .run(&self.pool)
             .await
@@ -68,13 +90,35 @@ impl PgStore {
     }
 }
 
-portico_storage_sql::sql_repositories!(PgStore, sqlx::Postgres, sqlx::postgres::PgRow, "postgres");
-portico_storage_sql::sql_login_repositories!(PgStore, sqlx::Postgres);
-portico_storage_sql::sql_notify_repositories!(
-    PgStore,
-    sqlx::Postgres,
-    skip_locked = " FOR UPDATE SKIP LOCKED",
-    batches = arrays
-);
-portico_storage_sql::sql_report_repositories!(PgStore, sqlx::Postgres, skip_locked = " FOR UPDATE SKIP LOCKED");
-portico_storage_sql::sql_permission_repository!(PgStore, sqlx::Postgres, sqlx::postgres::PgRow);
+type Result<T> = std::result::Result<T, StorageError>;
+
+/// One statement with its arguments.
+type Query<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
+
+/// A time as stored: to the whole second.
+fn at(time: OffsetDateTime) -> OffsetDateTime {
+    time.replace_nanosecond(0).unwrap_or(time)
+}
+
+/// An optional time as stored.
+fn at_opt(time: Option<OffsetDateTime>) -> Option<OffsetDateTime> {
+    time.map(at)
+}
+
+/// A column of `row`.
+fn get<'r, T>(row: &'r PgRow, column: &str) -> Result<T>
+where
+    T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>,
+{
+    sqlx::Row::try_get(row, column).map_err(storage_error("row"))
+}
+
+/// A count that cannot be negative, from an `integer` column.
+fn count(row: &PgRow, column: &str) -> Result<u32> {
+    Ok(u32::try_from(get::<i32>(row, column)?).unwrap_or(0))
+}
+
+/// A count as an `integer` column.
+fn int(count: u32) -> i32 {
+    i32::try_from(count).unwrap_or(i32::MAX)
+}

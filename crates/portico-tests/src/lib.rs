@@ -3,6 +3,7 @@
 //! set), with a clock the test moves.
 
 pub mod permission_models;
+pub mod release_sample;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Once};

@@ -27,3 +27,4 @@ mod revoke;
 mod security;
 mod storage_contract;
 mod token;
+mod upgrade;

@@ -1,0 +1,73 @@
+//! Relying parties.
+
+use async_trait::async_trait;
+use portico_model::client::{Client, LocalizedText};
+use portico_storage::ClientRepository;
+use sqlx::postgres::PgRow;
+
+use crate::error::storage_error;
+use crate::{PgStore, Result, at, get};
+
+pub(crate) fn client_from(row: &PgRow) -> Result<Client> {
+    Ok(Client {
+        client_id: get(row, "client_id")?,
+        secret_hash: get(row, "secret_hash")?,
+        name: LocalizedText { ru: get(row, "name_ru")?, en: get(row, "name_en")? },
+        redirect_uris: get(row, "redirect_uris")?,
+        scopes: get(row, "scopes")?,
+        require_consent: get(row, "require_consent")?,
+        created_at: get(row, "created_at")?,
+    })
+}
+
+#[async_trait]
+impl ClientRepository for PgStore {
+    async fn create_client(&self, client: &Client) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO clients (client_id, secret_hash, name_ru, name_en, redirect_uris, scopes, \
+             require_consent, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        )
+        .bind(&client.client_id)
+        .bind(&client.secret_hash)
+        .bind(&client.name.ru)
+        .bind(&client.name.en)
+        .bind(&client.redirect_uris)
+        .bind(&client.scopes)
+        .bind(client.require_consent)
+        .bind(at(client.created_at))
+        .execute(&self.pool)
+        .await
+        .map_err(storage_error("client id"))?;
+        Ok(())
+    }
+
+    async fn find_client(&self, client_id: &str) -> Result<Option<Client>> {
+        sqlx::query("SELECT * FROM clients WHERE client_id = $1")
+            .bind(client_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(storage_error("client"))?
+            .as_ref()
+            .map(client_from)
+            .transpose()
+    }
+
+    async fn list_clients(&self) -> Result<Vec<Client>> {
+        sqlx::query("SELECT * FROM clients ORDER BY client_id")
+            .fetch_all(&self.pool)
+            .await
+            .map_err(storage_error("client"))?
+            .iter()
+            .map(client_from)
+            .collect()
+    }
+
+    async fn delete_client(&self, client_id: &str) -> Result<bool> {
+        let done = sqlx::query("DELETE FROM clients WHERE client_id = $1")
+            .bind(client_id)
+            .execute(&self.pool)
+            .await
+            .map_err(storage_error("client"))?;
+        Ok(done.rows_affected() > 0)
+    }
+}

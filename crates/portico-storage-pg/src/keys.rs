@@ -1,0 +1,71 @@
+//! Signing keys: at most one active (a partial unique index says so).
+
+use async_trait::async_trait;
+use portico_model::key::SigningKeyRecord;
+use portico_storage::SigningKeyRepository;
+use sqlx::postgres::PgRow;
+use time::OffsetDateTime;
+
+use crate::error::storage_error;
+use crate::{PgStore, Result, at, get};
+
+fn key_from(row: &PgRow) -> Result<SigningKeyRecord> {
+    Ok(SigningKeyRecord {
+        kid: get(row, "kid")?,
+        private_sealed: get(row, "private_sealed")?,
+        created_at: get(row, "created_at")?,
+        retired_at: get(row, "retired_at")?,
+    })
+}
+
+#[async_trait]
+impl SigningKeyRepository for PgStore {
+    async fn insert_first_signing_key(&self, key: &SigningKeyRecord) -> Result<bool> {
+        let done = sqlx::query(
+            "INSERT INTO signing_keys (kid, private_sealed, created_at, retired_at) \
+             SELECT $1, $2, $3, NULL WHERE NOT EXISTS (SELECT 1 FROM signing_keys) ON CONFLICT DO NOTHING",
+        )
+        .bind(&key.kid)
+        .bind(&key.private_sealed)
+        .bind(at(key.created_at))
+        .execute(&self.pool)
+        .await
+        .map_err(storage_error("signing key"))?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn rotate_signing_key(&self, key: &SigningKeyRecord, now: OffsetDateTime) -> Result<()> {
+        let mut tx = self.pool.begin().await.map_err(storage_error("signing key"))?;
+        sqlx::query("UPDATE signing_keys SET retired_at = $1 WHERE retired_at IS NULL")
+            .bind(at(now))
+            .execute(&mut *tx)
+            .await
+            .map_err(storage_error("signing key"))?;
+        sqlx::query("INSERT INTO signing_keys (kid, private_sealed, created_at, retired_at) VALUES ($1, $2, $3, NULL)")
+            .bind(&key.kid)
+            .bind(&key.private_sealed)
+            .bind(at(key.created_at))
+            .execute(&mut *tx)
+            .await
+            .map_err(storage_error("active signing key"))?;
+        tx.commit().await.map_err(storage_error("signing key"))?;
+        Ok(())
+    }
+
+    async fn active_signing_kid(&self) -> Result<Option<String>> {
+        sqlx::query_scalar("SELECT kid FROM signing_keys WHERE retired_at IS NULL")
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(storage_error("signing key"))
+    }
+
+    async fn list_signing_keys(&self) -> Result<Vec<SigningKeyRecord>> {
+        sqlx::query("SELECT * FROM signing_keys ORDER BY created_at DESC, kid")
+            .fetch_all(&self.pool)
+            .await
+            .map_err(storage_error("signing key"))?
+            .iter()
+            .map(key_from)
+            .collect()
+    }
+}

@@ -1,0 +1,235 @@
+//! The browser login's storage: login processes (optimistically versioned),
+//! trusted devices, consents, and the throttle counters of password
+//! attempts.
+
+use async_trait::async_trait;
+use portico_model::login::{LoginProcess, LoginState};
+use portico_storage::{
+    ConsentRepository, CountAttempt, DeviceRepository, LoginGuardRepository, LoginProcessRepository, Throttle,
+};
+use sqlx::postgres::PgRow;
+use sqlx::types::Json;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::error::storage_error;
+use crate::{PgStore, Result, at, at_opt, count, get, int};
+
+fn process_from(row: &PgRow) -> Result<LoginProcess> {
+    Ok(LoginProcess {
+        id: get(row, "id")?,
+        version: get(row, "version")?,
+        created_at: get(row, "created_at")?,
+        expires_at: get(row, "expires_at")?,
+        state: get::<Json<LoginState>>(row, "state")?.0,
+    })
+}
+
+#[async_trait]
+impl LoginProcessRepository for PgStore {
+    async fn create_login_process(&self, process: &LoginProcess) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO login_processes (id, version, state, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(process.id)
+        .bind(process.version)
+        .bind(Json(&process.state))
+        .bind(at(process.created_at))
+        .bind(at(process.expires_at))
+        .execute(&self.pool)
+        .await
+        .map_err(storage_error("login process"))?;
+        Ok(())
+    }
+
+    async fn find_login_process(&self, id: Uuid, now: OffsetDateTime) -> Result<Option<LoginProcess>> {
+        sqlx::query("SELECT * FROM login_processes WHERE id = $1 AND expires_at > $2")
+            .bind(id)
+            .bind(at(now))
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(storage_error("login process"))?
+            .as_ref()
+            .map(process_from)
+            .transpose()
+    }
+
+    async fn update_login_process(&self, process: &LoginProcess) -> Result<bool> {
+        let done = sqlx::query(
+            "UPDATE login_processes SET state = $3, expires_at = $4, version = version + 1 \
+             WHERE id = $1 AND version = $2",
+        )
+        .bind(process.id)
+        .bind(process.version)
+        .bind(Json(&process.state))
+        .bind(at(process.expires_at))
+        .execute(&self.pool)
+        .await
+        .map_err(storage_error("login process"))?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn delete_login_process(&self, id: Uuid) -> Result<()> {
+        sqlx::query("DELETE FROM login_processes WHERE id = $1")
+            .bind(id)
+            .execute(&self.pool)
+            .await
+            .map_err(storage_error("login process"))?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl DeviceRepository for PgStore {
+    async fn trust_device(&self, user_id: Uuid, device_id: &str, now: OffsetDateTime) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO trusted_devices (user_id, device_id, trusted_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (user_id, device_id) DO UPDATE SET trusted_at = excluded.trusted_at",
+        )
+        .bind(user_id)
+        .bind(device_id)
+        .bind(at(now))
+        .execute(&self.pool)
+        .await
+        .map_err(storage_error("trusted device"))?;
+        Ok(())
+    }
+
+    async fn is_device_trusted(&self, user_id: Uuid, device_id: &str, not_before: OffsetDateTime) -> Result<bool> {
+        sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM trusted_devices \
+             WHERE user_id = $1 AND device_id = $2 AND trusted_at >= $3)",
+        )
+        .bind(user_id)
+        .bind(device_id)
+        .bind(at(not_before))
+        .fetch_one(&self.pool)
+        .await
+        .map_err(storage_error("trusted device"))
+    }
+}
+
+#[async_trait]
+impl ConsentRepository for PgStore {
+    async fn find_consent(&self, user_id: Uuid, client_id: &str) -> Result<Option<Vec<String>>> {
+        sqlx::query_scalar("SELECT scope_groups FROM consents WHERE user_id = $1 AND client_id = $2")
+            .bind(user_id)
+            .bind(client_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(storage_error("consent"))
+    }
+
+    async fn grant_consent(
+        &self,
+        user_id: Uuid,
+        client_id: &str,
+        groups: &[String],
+        now: OffsetDateTime,
+    ) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO consents (user_id, client_id, scope_groups, granted_at) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (user_id, client_id) DO UPDATE SET scope_groups = excluded.scope_groups, \
+             granted_at = excluded.granted_at",
+        )
+        .bind(user_id)
+        .bind(client_id)
+        .bind(groups)
+        .bind(at(now))
+        .execute(&self.pool)
+        .await
+        .map_err(storage_error("consent"))?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl LoginGuardRepository for PgStore {
+    async fn throttle(&self, key: &str, forget_before: OffsetDateTime) -> Result<Throttle> {
+        let row = sqlx::query(
+            "SELECT CASE WHEN updated_at < $2 THEN 0 ELSE failures END AS failures, locked_until \
+             FROM login_throttles WHERE key = $1",
+        )
+        .bind(key)
+        .bind(at(forget_before))
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(storage_error("throttle"))?;
+        row.map_or(Ok(Throttle::default()), |row| {
+            Ok(Throttle { failures: count(&row, "failures")?, locked_until: get(&row, "locked_until")? })
+        })
+    }
+
+    async fn count_attempt(&self, attempt: CountAttempt<'_>) -> Result<Option<u32>> {
+        // One statement: the count, the hold and the refusal of a locked key
+        // cannot interleave with a parallel attempt's.
+        let row = sqlx::query(
+            "INSERT INTO login_throttles (key, failures, locked_until, updated_at) \
+             VALUES ($1, 1, CASE WHEN 1 >= $4 THEN $5 ELSE NULL END, $2) \
+             ON CONFLICT (key) DO UPDATE SET \
+             failures = CASE WHEN login_throttles.updated_at < $3 THEN 1 ELSE login_throttles.failures + 1 END, \
+             locked_until = CASE WHEN (CASE WHEN login_throttles.updated_at < $3 THEN 1 \
+                                            ELSE login_throttles.failures + 1 END) >= $4 THEN $5 \
+                                 ELSE login_throttles.locked_until END, \
+             updated_at = $2 \
+             WHERE login_throttles.locked_until IS NULL OR login_throttles.locked_until <= $2 \
+             RETURNING failures",
+        )
+        .bind(attempt.key)
+        .bind(at(attempt.now))
+        .bind(at(attempt.forget_before))
+        .bind(int(attempt.hold_from))
+        .bind(at(attempt.hold_until))
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(storage_error("throttle"))?;
+        row.map(|row| count(&row, "failures")).transpose()
+    }
+
+    async fn uncount_attempt(&self, key: &str, hold_until: Option<OffsetDateTime>) -> Result<()> {
+        sqlx::query(
+            "UPDATE login_throttles SET failures = failures - 1, \
+             locked_until = CASE WHEN locked_until = $2 THEN NULL ELSE locked_until END \
+             WHERE key = $1 AND failures > 0",
+        )
+        .bind(key)
+        .bind(at_opt(hold_until))
+        .execute(&self.pool)
+        .await
+        .map_err(storage_error("throttle"))?;
+        Ok(())
+    }
+
+    async fn lock_throttle(&self, key: &str, until: OffsetDateTime) -> Result<()> {
+        sqlx::query(
+            "UPDATE login_throttles SET locked_until = $2 \
+             WHERE key = $1 AND (locked_until IS NULL OR locked_until < $2)",
+        )
+        .bind(key)
+        .bind(at(until))
+        .execute(&self.pool)
+        .await
+        .map_err(storage_error("throttle"))?;
+        Ok(())
+    }
+
+    async fn clear_throttle(&self, key: &str) -> Result<()> {
+        sqlx::query("DELETE FROM login_throttles WHERE key = $1")
+            .bind(key)
+            .execute(&self.pool)
+            .await
+            .map_err(storage_error("throttle"))?;
+        Ok(())
+    }
+
+    async fn remove_stale_throttles(&self, before: OffsetDateTime) -> Result<u64> {
+        let done = sqlx::query(
+            "DELETE FROM login_throttles WHERE updated_at < $1 AND (locked_until IS NULL OR locked_until < $1)",
+        )
+        .bind(at(before))
+        .execute(&self.pool)
+        .await
+        .map_err(storage_error("throttle"))?;
+        Ok(done.rows_affected())
+    }
+}

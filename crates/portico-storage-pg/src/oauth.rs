@@ -1,0 +1,285 @@
+//! Authorization codes, grants, refresh tokens and revoked access tokens:
+//! the token endpoint's storage. A redemption and a rotation are one
+//! statement each (one round trip, one implicit transaction); a parallel
+//! redemption of the same code waits for the row and then finds it spent.
+
+use async_trait::async_trait;
+use portico_model::audit::AuditEvent;
+use portico_model::oauth::{
+    AccessTokenState, AuthorizationCode, Grant, Redemption, RefreshToken, Rotation, StoredCode, StoredRefreshToken,
+};
+use portico_storage::{AuthorizationCodeRepository, GrantRepository, RefreshTokenRepository};
+use sqlx::postgres::PgRow;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::audit::bind_audit;
+use crate::error::storage_error;
+use crate::{PgStore, Query, Result, at, at_opt, get};
+
+const CODE_COLUMNS: &str = "code_hash, client_id, user_id, redirect_uri, scope, code_challenge, nonce, auth_time, \
+                            created_at, expires_at, grant_id, amr";
+
+fn code_from(row: &PgRow) -> Result<AuthorizationCode> {
+    Ok(AuthorizationCode {
+        code_hash: get(row, "code_hash")?,
+        client_id: get(row, "client_id")?,
+        user_id: get(row, "user_id")?,
+        redirect_uri: get(row, "redirect_uri")?,
+        scope: get(row, "scope")?,
+        code_challenge: get(row, "code_challenge")?,
+        nonce: get(row, "nonce")?,
+        auth_time: get(row, "auth_time")?,
+        created_at: get(row, "created_at")?,
+        expires_at: get(row, "expires_at")?,
+        grant_id: get(row, "grant_id")?,
+        amr: get(row, "amr")?,
+    })
+}
+
+fn grant_from(row: &PgRow) -> Result<Grant> {
+    Ok(Grant {
+        id: get(row, "id")?,
+        client_id: get(row, "client_id")?,
+        user_id: get(row, "user_id")?,
+        scope: get(row, "scope")?,
+        auth_time: get(row, "auth_time")?,
+        created_at: get(row, "created_at")?,
+        revoked_at: get(row, "revoked_at")?,
+        amr: get(row, "amr")?,
+    })
+}
+
+/// Binds a grant's eight columns (id, client, user, scope, auth time,
+/// created, revoked, amr), in the table's order.
+fn bind_grant<'q>(query: Query<'q>, grant: &'q Grant) -> Query<'q> {
+    query
+        .bind(grant.id)
+        .bind(&grant.client_id)
+        .bind(grant.user_id)
+        .bind(&grant.scope)
+        .bind(at(grant.auth_time))
+        .bind(at(grant.created_at))
+        .bind(at_opt(grant.revoked_at))
+        .bind(&grant.amr)
+}
+
+/// Binds a refresh token's hash, created and expiry times.
+fn bind_refresh<'q>(query: Query<'q>, token: &'q RefreshToken) -> Query<'q> {
+    query.bind(&token.token_hash).bind(at(token.created_at)).bind(at(token.expires_at))
+}
+
+/// A code's whole redemption: spend the code (`$1` hash, `$2` now) for the
+/// grant it yields (`$3`–`$10`), store the refresh token (`$11`–`$13`) while
+/// that grant is live, and the audit event (`$14`–`$18`). `redeemed` is 0,
+/// and nothing changed, when the code was spent already.
+const REDEEM_CODE: &str = "WITH spent AS (UPDATE authorization_codes SET consumed_at = $2, grant_id = $3 \
+     WHERE code_hash = $1 AND consumed_at IS NULL RETURNING code_hash), \
+     g AS (INSERT INTO grants (id, client_id, user_id, scope, auth_time, created_at, revoked_at, amr) \
+     SELECT $3, $4, $5, $6, $7, $8, $9, $10 FROM spent RETURNING id, revoked_at), \
+     r AS (INSERT INTO refresh_tokens (token_hash, grant_id, created_at, expires_at, used_at) \
+     SELECT $11, id, $12, $13, NULL FROM g WHERE revoked_at IS NULL), \
+     a AS (INSERT INTO audit_log (at, kind, user_id, client_id, detail) SELECT $14, $15, $16, $17, $18 FROM g) \
+     SELECT count(*) AS done FROM g";
+
+/// A refresh token's rotation: spend it (`$1` hash, `$2` now) while its
+/// grant (`$3`) is live, store the successor (`$4`–`$6`) and the audit event
+/// (`$7`–`$11`). `done` is 0, and nothing changed, when the token was spent
+/// already or the grant is revoked.
+const ROTATE_REFRESH_TOKEN: &str = "WITH spent AS (UPDATE refresh_tokens SET used_at = $2 \
+     WHERE token_hash = $1 AND used_at IS NULL \
+     AND EXISTS (SELECT 1 FROM grants WHERE id = $3 AND revoked_at IS NULL) RETURNING token_hash), \
+     r AS (INSERT INTO refresh_tokens (token_hash, grant_id, created_at, expires_at, used_at) \
+     SELECT $4, $3, $5, $6, NULL FROM spent), \
+     a AS (INSERT INTO audit_log (at, kind, user_id, client_id, detail) SELECT $7, $8, $9, $10, $11 FROM spent) \
+     SELECT count(*) AS done FROM spent";
+
+impl PgStore {
+    /// Runs a one-statement write that ends with the audit event's columns
+    /// and answers whether it changed anything.
+    async fn write_with_audit<'q>(&self, query: Query<'q>, audit: &'q AuditEvent) -> Result<bool> {
+        let row = bind_audit(query, audit).fetch_one(&self.pool).await.map_err(storage_error("token"))?;
+        Ok(get::<i64>(&row, "done")? > 0)
+    }
+}
+
+#[async_trait]
+impl AuthorizationCodeRepository for PgStore {
+    async fn insert_code(&self, code: &AuthorizationCode) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, code_challenge, \
+             nonce, auth_time, created_at, expires_at, amr) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+        )
+        .bind(&code.code_hash)
+        .bind(&code.client_id)
+        .bind(code.user_id)
+        .bind(&code.redirect_uri)
+        .bind(&code.scope)
+        .bind(&code.code_challenge)
+        .bind(&code.nonce)
+        .bind(at(code.auth_time))
+        .bind(at(code.created_at))
+        .bind(at(code.expires_at))
+        .bind(&code.amr)
+        .execute(&self.pool)
+        .await
+        .map_err(storage_error("authorization code"))?;
+        Ok(())
+    }
+
+    async fn find_code(&self, code_hash: &str) -> Result<Option<StoredCode>> {
+        let row = sqlx::query(&format!(
+            "SELECT {CODE_COLUMNS}, consumed_at IS NOT NULL AS spent FROM authorization_codes WHERE code_hash = $1"
+        ))
+        .bind(code_hash)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(storage_error("authorization code"))?;
+        row.map(|row| Ok(StoredCode { code: code_from(&row)?, spent: get(&row, "spent")? })).transpose()
+    }
+
+    async fn redeem_code(
+        &self,
+        code_hash: &str,
+        now: OffsetDateTime,
+        grant: &Grant,
+        refresh: &RefreshToken,
+        audit: &AuditEvent,
+    ) -> Result<Redemption> {
+        let query = bind_grant(sqlx::query(REDEEM_CODE).bind(code_hash).bind(at(now)), grant);
+        if self.write_with_audit(bind_refresh(query, refresh), audit).await? {
+            return Ok(Redemption::Redeemed);
+        }
+        let code = self.spend_code(code_hash, now).await?;
+        Ok(Redemption::Replay { grant_id: code.and_then(|c| c.grant_id) })
+    }
+
+    async fn spend_code(&self, code_hash: &str, now: OffsetDateTime) -> Result<Option<AuthorizationCode>> {
+        let row = sqlx::query(&format!(
+            "UPDATE authorization_codes SET consumed_at = COALESCE(consumed_at, $2) WHERE code_hash = $1 \
+             RETURNING {CODE_COLUMNS}"
+        ))
+        .bind(code_hash)
+        .bind(at(now))
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(storage_error("authorization code"))?;
+        row.as_ref().map(code_from).transpose()
+    }
+}
+
+#[async_trait]
+impl GrantRepository for PgStore {
+    async fn find_grant(&self, id: Uuid) -> Result<Option<Grant>> {
+        sqlx::query("SELECT * FROM grants WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(storage_error("grant"))?
+            .as_ref()
+            .map(grant_from)
+            .transpose()
+    }
+
+    async fn revoke_grant(&self, id: Uuid, now: OffsetDateTime) -> Result<bool> {
+        let done = sqlx::query("UPDATE grants SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL")
+            .bind(id)
+            .bind(at(now))
+            .execute(&self.pool)
+            .await
+            .map_err(storage_error("grant"))?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn revoke_access_token(&self, jti: &str, expires_at: OffsetDateTime, now: OffsetDateTime) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO revoked_access_tokens (jti, expires_at, revoked_at) VALUES ($1, $2, $3) \
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(jti)
+        .bind(at(expires_at))
+        .bind(at(now))
+        .execute(&self.pool)
+        .await
+        .map_err(storage_error("revoked token"))?;
+        Ok(())
+    }
+
+    async fn access_token_state(&self, grant_id: Uuid, jti: &str) -> Result<AccessTokenState> {
+        let row = sqlx::query(
+            "SELECT EXISTS (SELECT 1 FROM grants WHERE id = $1 AND revoked_at IS NULL) AS grant_live, \
+             EXISTS (SELECT 1 FROM revoked_access_tokens WHERE jti = $2) AS token_revoked",
+        )
+        .bind(grant_id)
+        .bind(jti)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(storage_error("grant"))?;
+        Ok(AccessTokenState {
+            grant_revoked: !get::<bool>(&row, "grant_live")?,
+            token_revoked: get(&row, "token_revoked")?,
+        })
+    }
+}
+
+#[async_trait]
+impl RefreshTokenRepository for PgStore {
+    async fn find_refresh_token(&self, token_hash: &str) -> Result<Option<StoredRefreshToken>> {
+        let row = sqlx::query(
+            "SELECT r.token_hash, r.created_at AS token_created_at, r.expires_at AS token_expires_at, \
+             r.used_at IS NOT NULL AS token_spent, g.* \
+             FROM refresh_tokens r JOIN grants g ON g.id = r.grant_id WHERE r.token_hash = $1",
+        )
+        .bind(token_hash)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(storage_error("refresh token"))?;
+        row.map(|row| {
+            let grant = grant_from(&row)?;
+            Ok(StoredRefreshToken {
+                token: RefreshToken {
+                    token_hash: get(&row, "token_hash")?,
+                    grant_id: grant.id,
+                    created_at: get(&row, "token_created_at")?,
+                    expires_at: get(&row, "token_expires_at")?,
+                },
+                spent: get(&row, "token_spent")?,
+                grant,
+            })
+        })
+        .transpose()
+    }
+
+    async fn rotate_refresh_token(
+        &self,
+        old_hash: &str,
+        now: OffsetDateTime,
+        successor: &RefreshToken,
+        audit: &AuditEvent,
+    ) -> Result<Rotation> {
+        let query = sqlx::query(ROTATE_REFRESH_TOKEN).bind(old_hash).bind(at(now)).bind(successor.grant_id);
+        if self.write_with_audit(bind_refresh(query, successor), audit).await? {
+            return Ok(Rotation::Rotated);
+        }
+        // A statement of its own sees what a parallel rotation committed
+        // meanwhile: a token still unspent means its grant was revoked.
+        let unspent: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM refresh_tokens WHERE token_hash = $1 AND used_at IS NULL)",
+        )
+        .bind(old_hash)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(storage_error("refresh token"))?;
+        Ok(if unspent { Rotation::GrantRevoked } else { Rotation::Replay })
+    }
+
+    async fn spend_refresh_token(&self, token_hash: &str, now: OffsetDateTime) -> Result<()> {
+        sqlx::query("UPDATE refresh_tokens SET used_at = COALESCE(used_at, $2) WHERE token_hash = $1")
+            .bind(token_hash)
+            .bind(at(now))
+            .execute(&self.pool)
+            .await
+            .map_err(storage_error("refresh token"))?;
+        Ok(())
+    }
+}

@@ -1,0 +1,119 @@
+//! Users, and blocking one (which ends their grants and sessions).
+
+use async_trait::async_trait;
+use portico_model::user::User;
+use portico_storage::UserRepository;
+use sqlx::postgres::PgRow;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::error::storage_error;
+use crate::{PgStore, Result, at, get};
+
+fn user_from(row: &PgRow) -> Result<User> {
+    Ok(User {
+        id: get(row, "id")?,
+        login: get(row, "login")?,
+        password_hash: get(row, "password_hash")?,
+        phone: get(row, "phone")?,
+        email: get(row, "email")?,
+        name: get(row, "name")?,
+        phone_login_enabled: get(row, "phone_login_enabled")?,
+        blocked: get(row, "blocked")?,
+        created_at: get(row, "created_at")?,
+    })
+}
+
+impl PgStore {
+    async fn users_where(&self, condition: &'static str, value: &str) -> Result<Vec<User>> {
+        sqlx::query(&format!("SELECT * FROM users WHERE {condition} ORDER BY login"))
+            .bind(value)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(storage_error("user"))?
+            .iter()
+            .map(user_from)
+            .collect()
+    }
+}
+
+#[async_trait]
+impl UserRepository for PgStore {
+    async fn create_user(&self, user: &User) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO users (id, login, password_hash, phone, email, name, phone_login_enabled, blocked, \
+             created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        )
+        .bind(user.id)
+        .bind(&user.login)
+        .bind(&user.password_hash)
+        .bind(&user.phone)
+        .bind(&user.email)
+        .bind(&user.name)
+        .bind(user.phone_login_enabled)
+        .bind(user.blocked)
+        .bind(at(user.created_at))
+        .execute(&self.pool)
+        .await
+        .map_err(storage_error("user login"))?;
+        Ok(())
+    }
+
+    async fn find_user(&self, id: Uuid) -> Result<Option<User>> {
+        sqlx::query("SELECT * FROM users WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(storage_error("user"))?
+            .as_ref()
+            .map(user_from)
+            .transpose()
+    }
+
+    async fn find_user_by_login(&self, login: &str) -> Result<Option<User>> {
+        Ok(self.users_where("login = $1", login).await?.pop())
+    }
+
+    async fn find_users_by_phone(&self, phone: &str) -> Result<Vec<User>> {
+        self.users_where("phone = $1", phone).await
+    }
+
+    async fn list_users(&self) -> Result<Vec<User>> {
+        sqlx::query("SELECT * FROM users ORDER BY login")
+            .fetch_all(&self.pool)
+            .await
+            .map_err(storage_error("user"))?
+            .iter()
+            .map(user_from)
+            .collect()
+    }
+
+    async fn set_user_blocked(&self, login: &str, blocked: bool, now: OffsetDateTime) -> Result<Option<User>> {
+        let mut tx = self.pool.begin().await.map_err(storage_error("user"))?;
+        let Some(row) = sqlx::query("UPDATE users SET blocked = $2 WHERE login = $1 RETURNING *")
+            .bind(login)
+            .bind(blocked)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(storage_error("user"))?
+        else {
+            return Ok(None);
+        };
+        let user = user_from(&row)?;
+        if blocked {
+            sqlx::query("UPDATE grants SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL")
+                .bind(user.id)
+                .bind(at(now))
+                .execute(&mut *tx)
+                .await
+                .map_err(storage_error("grant"))?;
+            sqlx::query("DELETE FROM sso_sessions WHERE user_id = $1")
+                .bind(user.id)
+                .execute(&mut *tx)
+                .await
+                .map_err(storage_error("session"))?;
+        }
+        tx.commit().await.map_err(storage_error("user"))?;
+        Ok(Some(user))
+    }
+}
