@@ -1,0 +1,32 @@
+//! Token signing keys.
+
+use crate::Result;
+use async_trait::async_trait;
+use portico_model::key::SigningKeyRecord;
+use time::OffsetDateTime;
+
+#[async_trait]
+pub trait SigningKeyRepository: Send + Sync {
+    /// Stores `key` only if there is no key at all (first start; several nodes
+    /// may race). Returns whether it was stored.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn insert_first_signing_key(&self, key: &SigningKeyRecord) -> Result<bool>;
+    /// Stores `key` as the active key and retires the previous one at `now`.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn rotate_signing_key(&self, key: &SigningKeyRecord, now: OffsetDateTime) -> Result<()>;
+    /// The `kid` of the key that signs now (cheap; checked before signing so
+    /// that a rotation by another process takes effect at once).
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn active_signing_kid(&self) -> Result<Option<String>>;
+    /// Every stored key, newest first.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn list_signing_keys(&self) -> Result<Vec<SigningKeyRecord>>;
+}

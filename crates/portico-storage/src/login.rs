@@ -1,0 +1,127 @@
+//! The browser login: processes, trusted devices, consents and password throttles.
+
+use crate::Result;
+use async_trait::async_trait;
+use portico_model::login::LoginProcess;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+#[async_trait]
+pub trait LoginProcessRepository: Send + Sync {
+    /// # Errors
+    /// Only when the store fails.
+    async fn create_login_process(&self, process: &LoginProcess) -> Result<()>;
+    /// A process that has not expired at `now`.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn find_login_process(&self, id: Uuid, now: OffsetDateTime) -> Result<Option<LoginProcess>>;
+    /// Saves `process` if its stored version is still `process.version`, and
+    /// bumps the version. Returns `false` when another request got there first.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn update_login_process(&self, process: &LoginProcess) -> Result<bool>;
+    /// # Errors
+    /// Only when the store fails.
+    async fn delete_login_process(&self, id: Uuid) -> Result<()>;
+}
+
+/// Devices on which a user completed a login with a second factor.
+#[async_trait]
+pub trait DeviceRepository: Send + Sync {
+    /// Trusts `device_id` for `user_id` from `now` on (again, if it was).
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn trust_device(&self, user_id: Uuid, device_id: &str, now: OffsetDateTime) -> Result<()>;
+    /// Whether `device_id` was trusted for `user_id` at or after `not_before`.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn is_device_trusted(&self, user_id: Uuid, device_id: &str, not_before: OffsetDateTime) -> Result<bool>;
+}
+
+/// The scope groups each user granted each client on the consent step.
+#[async_trait]
+pub trait ConsentRepository: Send + Sync {
+    /// The groups `user_id` granted `client_id`, if any.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn find_consent(&self, user_id: Uuid, client_id: &str) -> Result<Option<Vec<String>>>;
+    /// Records that `user_id` grants `client_id` exactly `groups`.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn grant_consent(&self, user_id: Uuid, client_id: &str, groups: &[String], now: OffsetDateTime)
+    -> Result<()>;
+}
+
+/// One throttle counter of password attempts: per account from untrusted
+/// devices, per trusted device, or per client address (the keys and the
+/// policy are the identity crate's, `login::guard`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Throttle {
+    /// Attempts counted since the last success: failed ones, and those
+    /// still being checked.
+    pub failures: u32,
+    /// Attempts on the key are refused until then.
+    pub locked_until: Option<OffsetDateTime>,
+}
+
+/// What counting an attempt on a throttle key asks for.
+#[derive(Debug, Clone, Copy)]
+pub struct CountAttempt<'a> {
+    pub key: &'a str,
+    pub now: OffsetDateTime,
+    /// A count last changed before this starts again from zero.
+    pub forget_before: OffsetDateTime,
+    /// The count from which the attempt holds the key locked until
+    /// `hold_until` while it is checked.
+    pub hold_from: u32,
+    pub hold_until: OffsetDateTime,
+}
+
+#[async_trait]
+pub trait LoginGuardRepository: Send + Sync {
+    /// The counter of `key` (zero when it has none, or when it was last
+    /// changed before `forget_before`).
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn throttle(&self, key: &str, forget_before: OffsetDateTime) -> Result<Throttle>;
+    /// Counts an attempt on a key before the attempt is checked, in one
+    /// atomic statement. `None`: the key is locked at `now` and nothing was
+    /// counted. Otherwise the count including this attempt; of parallel
+    /// calls each gets a different count. When the count reaches
+    /// `hold_from`, the same statement locks the key until `hold_until`, so
+    /// that parallel attempts wait for this one's outcome.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn count_attempt(&self, attempt: CountAttempt<'_>) -> Result<Option<u32>>;
+    /// Takes back one counted attempt that was not checked after all, and
+    /// the hold it set, if any (`hold_until`: the key's lock is removed if it
+    /// is still exactly that).
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn uncount_attempt(&self, key: &str, hold_until: Option<OffsetDateTime>) -> Result<()>;
+    /// Locks `key` until `until`, unless it is locked for longer already.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn lock_throttle(&self, key: &str, until: OffsetDateTime) -> Result<()>;
+    /// Forgets `key`'s count and lock (a success).
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn clear_throttle(&self, key: &str) -> Result<()>;
+    /// Removes the counters last changed before `before` whose lock (if
+    /// any) ended before it too. Returns how many.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn remove_stale_throttles(&self, before: OffsetDateTime) -> Result<u64>;
+}

@@ -1,0 +1,54 @@
+//! Removing what has expired.
+
+use crate::Result;
+use async_trait::async_trait;
+use time::OffsetDateTime;
+
+/// How many expired rows one clean-up pass removed, by kind.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct CleanupReport {
+    pub codes: u64,
+    pub login_processes: u64,
+    pub sessions: u64,
+    pub refresh_tokens: u64,
+    pub revoked_access_tokens: u64,
+    pub grants: u64,
+    pub signing_keys: u64,
+}
+
+impl CleanupReport {
+    pub fn total(&self) -> u64 {
+        self.codes
+            + self.login_processes
+            + self.sessions
+            + self.refresh_tokens
+            + self.revoked_access_tokens
+            + self.grants
+            + self.signing_keys
+    }
+}
+
+#[async_trait]
+pub trait Maintenance: Send + Sync {
+    /// Which backend this is: `sqlite` or `postgres`.
+    fn backend(&self) -> &'static str;
+    /// Whether the database answers.
+    ///
+    /// # Errors
+    /// [`StorageError::Unavailable`] when it does not.
+    async fn ping(&self) -> Result<()>;
+    /// Removes what can no longer be used at `now`: expired codes, login
+    /// processes, sessions and refresh tokens; revocation records of expired
+    /// access tokens; grants without a live refresh token whose access tokens
+    /// have all expired (`access_token_ttl` after their last refresh token was
+    /// spent or expired); signing keys retired before `keys_retired_before`.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn delete_expired(
+        &self,
+        now: OffsetDateTime,
+        access_token_ttl: time::Duration,
+        keys_retired_before: OffsetDateTime,
+    ) -> Result<CleanupReport>;
+}

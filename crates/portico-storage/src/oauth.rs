@@ -1,0 +1,95 @@
+//! Authorization codes, grants and refresh tokens.
+
+use crate::Result;
+use async_trait::async_trait;
+use portico_model::audit::AuditEvent;
+use portico_model::oauth::{
+    AccessTokenState, AuthorizationCode, Grant, Redemption, RefreshToken, Rotation, StoredCode, StoredRefreshToken,
+};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+#[async_trait]
+pub trait AuthorizationCodeRepository: Send + Sync {
+    /// # Errors
+    /// Only when the store fails.
+    async fn insert_code(&self, code: &AuthorizationCode) -> Result<()>;
+    /// The code with this hash, spent or not.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn find_code(&self, code_hash: &str) -> Result<Option<StoredCode>>;
+    /// Redeems a code, atomically and in one transaction: spends it, stores
+    /// `grant` and its first refresh token, links the grant to the code and
+    /// records `audit`. Of parallel calls exactly one gets
+    /// [`Redemption::Redeemed`]; the others store nothing and get
+    /// [`Redemption::Replay`] (the code is then marked replayed).
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn redeem_code(
+        &self,
+        code_hash: &str,
+        now: OffsetDateTime,
+        grant: &Grant,
+        refresh: &RefreshToken,
+        audit: &AuditEvent,
+    ) -> Result<Redemption>;
+    /// Spends a code without redeeming it (a failed presentation), or marks
+    /// a spent one replayed; returns it as stored now (naming the grant its
+    /// redemption created, if any).
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn spend_code(&self, code_hash: &str, now: OffsetDateTime) -> Result<Option<AuthorizationCode>>;
+}
+
+#[async_trait]
+pub trait GrantRepository: Send + Sync {
+    /// # Errors
+    /// Only when the store fails.
+    async fn find_grant(&self, id: Uuid) -> Result<Option<Grant>>;
+    /// Revokes a grant (and so every token issued along it). Returns whether
+    /// a live grant was revoked.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn revoke_grant(&self, id: Uuid, now: OffsetDateTime) -> Result<bool>;
+    /// Records the revocation of one access token until it would have expired.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn revoke_access_token(&self, jti: &str, expires_at: OffsetDateTime, now: OffsetDateTime) -> Result<()>;
+    /// Revocation state of an access token issued along `grant_id`.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn access_token_state(&self, grant_id: Uuid, jti: &str) -> Result<AccessTokenState>;
+}
+
+#[async_trait]
+pub trait RefreshTokenRepository: Send + Sync {
+    /// The refresh token with this hash, with its grant, spent or not.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn find_refresh_token(&self, token_hash: &str) -> Result<Option<StoredRefreshToken>>;
+    /// Rotates a refresh token, atomically and in one transaction: spends
+    /// `old_hash`, stores `successor` and records `audit`. Of parallel calls
+    /// exactly one gets [`Rotation::Rotated`].
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn rotate_refresh_token(
+        &self,
+        old_hash: &str,
+        now: OffsetDateTime,
+        successor: &RefreshToken,
+        audit: &AuditEvent,
+    ) -> Result<Rotation>;
+    /// Spends a refresh token without a successor (a failed presentation).
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn spend_refresh_token(&self, token_hash: &str, now: OffsetDateTime) -> Result<()>;
+}

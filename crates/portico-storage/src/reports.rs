@@ -1,0 +1,91 @@
+//! Brokerage data and report tasks with their files.
+
+use crate::Result;
+use async_trait::async_trait;
+use portico_model::reports::brokerage::Agreement;
+use portico_model::reports::{ReportFile, ReportTask, ReportType, TaskOutcome, TaskStatus};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+/// The brokerage data reports are made from, one document per agreement.
+#[async_trait]
+pub trait BrokerageRepository: Send + Sync {
+    /// Stores each agreement, replacing the one of the same number whole,
+    /// all in one transaction.
+    ///
+    /// # Errors
+    /// Only when the store fails; then nothing changed.
+    async fn save_agreements(&self, agreements: &[Agreement], now: OffsetDateTime) -> Result<()>;
+    /// # Errors
+    /// Only when the store fails.
+    async fn find_agreement(&self, number: &str) -> Result<Option<Agreement>>;
+    /// `(number, cnum)` of every agreement, by number.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn list_agreements(&self) -> Result<Vec<(String, String)>>;
+}
+
+/// Which report tasks a listing wants.
+#[derive(Debug, Clone, Default)]
+pub struct ReportTaskFilter {
+    /// Tasks of these companies only (none: no tasks).
+    pub cnums: Vec<String>,
+    pub report_type: Option<ReportType>,
+    pub agreement_number: Option<String>,
+    pub account: Option<String>,
+    /// Tasks whose period starts on or after this date.
+    pub from: Option<time::Date>,
+    /// Tasks whose period ends on or before this date.
+    pub to: Option<time::Date>,
+    pub status: Option<TaskStatus>,
+    pub offset: u32,
+    pub limit: u32,
+}
+
+/// Report tasks and their files.
+#[async_trait]
+pub trait ReportRepository: Send + Sync {
+    /// Stores a new task; with `reuse`, returns instead the newest task that
+    /// is not `FAILED` for the same company, type, agreement, account,
+    /// period and file types, if there is one. Returns the task and whether
+    /// it is new.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn create_report_task(&self, task: &ReportTask, reuse: bool) -> Result<(ReportTask, bool)>;
+    /// # Errors
+    /// Only when the store fails.
+    async fn find_report_task(&self, id: Uuid) -> Result<Option<ReportTask>>;
+    /// Newest first, with their files.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn list_report_tasks(&self, filter: &ReportTaskFilter) -> Result<Vec<ReportTask>>;
+    /// Takes the oldest task that is `NEW`, or `IN_PROGRESS` with a lease
+    /// that ran out (its worker died), makes it `IN_PROGRESS` leased until
+    /// `lease_until` and counts the attempt; concurrent callers never take
+    /// the same task.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn claim_report_task(&self, now: OffsetDateTime, lease_until: OffsetDateTime) -> Result<Option<ReportTask>>;
+    /// Ends a task held under `lease_until`: `DONE` with its files or
+    /// `FAILED` with the reason, in one transaction. Returns false (and
+    /// changes nothing) when the lease is no longer the caller's.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn finish_report_task(
+        &self,
+        id: Uuid,
+        lease_until: OffsetDateTime,
+        outcome: &TaskOutcome,
+        now: OffsetDateTime,
+    ) -> Result<bool>;
+    /// A file and the company of its task.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn find_report_file(&self, id: Uuid) -> Result<Option<(ReportFile, String)>>;
+}
