@@ -2,9 +2,9 @@
 //!
 //! A checkpoint copies the write-ahead log back into the database file and
 //! `fsync`s both: milliseconds of disk time. SQLite runs it by default inside
-//! whichever commit grows the log past a thousand pages, and the token
-//! writer commits on the async executor's threads, so every request on that
-//! thread would wait. Here a thread of the store checkpoints every
+//! whichever commit grows the log past a thousand pages, and every write
+//! queued behind that commit on the writer thread would wait. Here a thread
+//! of the store checkpoints every
 //! [`INTERVAL`] without blocking writers or readers (`PASSIVE`), so the
 //! `fsync`s happen on this thread. The log starts over from its beginning
 //! only once a checkpoint has copied all of it while no writer appended
@@ -17,9 +17,8 @@ use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use portico_storage::Result;
-
-use crate::fast::{fail, open};
+use portico_storage::StorageError;
+use rusqlite::{Connection, OpenFlags};
 
 /// How often the thread checkpoints.
 pub const INTERVAL: Duration = Duration::from_millis(50);
@@ -36,9 +35,11 @@ pub struct Checkpointer {
 
 impl Checkpointer {
     /// Starts checkpointing the database file at `path`.
-    pub fn start(path: &Path) -> Result<Self> {
-        let conn = open(path)?;
-        conn.busy_timeout(Duration::from_secs(1)).map_err(fail)?;
+    pub fn start(path: &Path) -> Result<Self, StorageError> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
+        let cannot = |e: rusqlite::Error| StorageError::Other(format!("cannot open the checkpoint connection: {e}"));
+        let conn = Connection::open_with_flags(path, flags).map_err(cannot)?;
+        conn.busy_timeout(Duration::from_secs(1)).map_err(cannot)?;
         let (stop, stopped) = mpsc::channel::<()>();
         let thread = std::thread::Builder::new()
             .name("sqlite-checkpoint".into())
@@ -59,7 +60,7 @@ impl Checkpointer {
                     }
                 }
             })
-            .map_err(|e| portico_storage::StorageError::Other(format!("cannot start the checkpoint thread: {e}")))?;
+            .map_err(|e| StorageError::Other(format!("cannot start the checkpoint thread: {e}")))?;
         Ok(Self { stop: Some(stop), thread: Some(thread) })
     }
 }

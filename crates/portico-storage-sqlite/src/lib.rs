@@ -4,98 +4,100 @@
 //! process loses no committed transaction; a power loss may lose the last
 //! few. Production deployments use PostgreSQL.
 //!
-//! SQLite has one writer at a time. Writes go through a pool of one
-//! connection, so they queue in the process instead of contending for the
-//! file lock (whose busy handler sleeps for milliseconds); reads use a
-//! separate pool and, in WAL mode, never wait for the writer. The token
-//! endpoint's and the liveness check's reads and writes bypass sqlx
-//! altogether (see [`fast`] and [`writer`]), and WAL checkpoints run on a
-//! thread of their own (see [`checkpoint`]).
+//! One driver, rusqlite, and no SQLite call on the async runtime's worker
+//! threads: writes are jobs for one writer thread, reads run on tokio's
+//! blocking threads (see [`db`]), and WAL checkpoints on a thread of their
+//! own (see [`checkpoint`]). One module per aggregate implements its
+//! repository traits, with the SQL next to the code that binds it. Ids are
+//! stored as text, times as Unix seconds and documents as JSON text.
 
+mod audit;
 mod checkpoint;
-mod fast;
-mod writer;
+mod clients;
+mod db;
+mod keys;
+mod login;
+mod maintenance;
+mod migrate;
+mod notify;
+mod oauth;
+mod permissions;
+mod reports;
+mod sessions;
+mod users;
 
-use std::str::FromStr;
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use portico_storage::StorageError;
-use portico_storage_sql::storage_error;
-use sqlx::SqlitePool;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
-/// Connections that serve reads.
-const READERS: u32 = 8;
+use crate::db::Db;
 
-/// Every repository, on one SQLite database.
+type Result<T> = std::result::Result<T, StorageError>;
+
+/// Every repository, on one SQLite database file.
 #[derive(Clone)]
 pub struct SqliteStore {
-    pool: SqlitePool,
-    read_pool: SqlitePool,
-    /// The synchronous hot paths and the WAL checkpoint thread; absent for
-    /// an in-memory database.
-    fast: Option<Arc<fast::FastPath>>,
+    db: Arc<Db>,
 }
 
 impl SqliteStore {
-    /// Opens (creating if missing) the database at `url`, e.g.
-    /// `sqlite://data/portico.db`.
+    /// Opens (creating if missing) the database at `url`:
+    /// `sqlite://data/portico.db` (relative to the working directory) or
+    /// `sqlite:///var/lib/portico/portico.db`.
     ///
     /// # Errors
-    /// When the URL is malformed or the file cannot be opened.
-    pub async fn connect(url: &str) -> Result<Self, StorageError> {
-        let options = SqliteConnectOptions::from_str(url)
-            .map_err(|e| StorageError::Other(format!("invalid SQLite URL {url:?}: {e}")))?
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
-            .busy_timeout(Duration::from_secs(10))
-            .foreign_keys(true)
-            .pragma("wal_autocheckpoint", checkpoint::WRITER_BOUND.to_string());
-        // A connection to a local file does not go stale in the pool, and
-        // sqlx checks each one when it comes back: no second check (a round
-        // trip to the connection's thread) on the way out.
-        let pool = SqlitePoolOptions::new()
-            .max_connections(1)
-            .test_before_acquire(false)
-            .acquire_timeout(Duration::from_secs(10))
-            .connect_with(options.clone())
+    /// When the URL is not a file's, or the file cannot be opened.
+    pub async fn connect(url: &str) -> Result<Self> {
+        let path = file_of(url)?;
+        let db = tokio::task::spawn_blocking(move || Db::open(&path))
             .await
-            .map_err(storage_error("database"))?;
-        let read_pool = SqlitePoolOptions::new()
-            .max_connections(READERS)
-            .test_before_acquire(false)
-            .acquire_timeout(Duration::from_secs(10))
-            .connect_with(options.clone().create_if_missing(false))
-            .await
-            .map_err(storage_error("database"))?;
-        let file = options.get_filename();
-        let in_memory = file.as_os_str().is_empty() || file.to_string_lossy().contains(":memory:");
-        let fast = if in_memory { None } else { Some(Arc::new(fast::FastPath::new(file)?)) };
-        Ok(Self { pool, read_pool, fast })
+            .map_err(|e| StorageError::Other(format!("cannot open the SQLite database: {e}")))??;
+        Ok(Self { db: Arc::new(db) })
     }
 
     /// Applies the migrations that have not run yet.
     ///
     /// # Errors
-    /// When a migration fails; nothing of that migration is kept.
-    pub async fn migrate(&self) -> Result<(), StorageError> {
-        sqlx::migrate!("./migrations")
-            .run(&self.pool)
-            .await
-            .map_err(|e| StorageError::Other(format!("SQLite migration failed: {e}")))
+    /// When a migration fails (nothing of it is kept), or one that ran
+    /// before has been changed since.
+    pub async fn migrate(&self) -> Result<()> {
+        self.db.on_writer("migration", migrate::run).await
     }
 
-    /// Closes every connection, waiting for running queries.
+    /// Finishes the writes already sent and closes every connection.
     pub async fn close(&self) {
-        self.pool.close().await;
-        self.read_pool.close().await;
+        let db = Arc::clone(&self.db);
+        let _ = tokio::task::spawn_blocking(move || db.close()).await;
     }
 }
 
-portico_storage_sql::sql_repositories!(SqliteStore, sqlx::Sqlite, sqlx::sqlite::SqliteRow, "sqlite", fast_path = fast);
-portico_storage_sql::sql_login_repositories!(SqliteStore, sqlx::Sqlite);
-portico_storage_sql::sql_notify_repositories!(SqliteStore, sqlx::Sqlite, skip_locked = "", batches = values);
-portico_storage_sql::sql_report_repositories!(SqliteStore, sqlx::Sqlite, skip_locked = "");
-portico_storage_sql::sql_permission_repository!(SqliteStore, sqlx::Sqlite, sqlx::sqlite::SqliteRow, fast_reads = fast);
+/// The file a `sqlite:` URL names; a query string (`?mode=rwc`) is ignored.
+fn file_of(url: &str) -> Result<PathBuf> {
+    let rest = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))
+        .ok_or_else(|| StorageError::Other(format!("{url:?} is not a sqlite:// URL")))?;
+    let path = rest.split('?').next().unwrap_or_default();
+    if path.is_empty() || path.contains(":memory:") {
+        return Err(StorageError::Other(format!(
+            "{url:?} names no file: Portico keeps its SQLite database in a file, e.g. sqlite://data/portico.db"
+        )));
+    }
+    Ok(PathBuf::from(path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::file_of;
+
+    #[test]
+    fn urls_name_files() {
+        assert_eq!(file_of("sqlite://data/portico.db").unwrap().to_str(), Some("data/portico.db"));
+        assert_eq!(file_of("sqlite:///var/lib/p.db?mode=rwc").unwrap().to_str(), Some("/var/lib/p.db"));
+        assert_eq!(file_of("sqlite:p.db").unwrap().to_str(), Some("p.db"));
+        assert!(file_of("sqlite::memory:").is_err());
+        assert!(file_of("sqlite://").is_err());
+        assert!(file_of("postgres://x/y").is_err());
+    }
+}

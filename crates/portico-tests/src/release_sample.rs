@@ -1,10 +1,11 @@
 //! A row of every kind, with fixed values: what a database of an earlier
 //! release holds, so that an upgrade can be shown to keep every row.
 //!
-//! `crates/portico-storage-pg/tests/fixtures/release-0.1.sql` is a
-//! PostgreSQL database at schema 0007 that release 0.1 filled with
-//! [`fill`]`(&`[`sample`]`())`; the upgrade test loads it, migrates, and
-//! reads every value back through the repository traits.
+//! `tests/fixtures/release-0.1.sql` of `portico-storage-pg` and of
+//! `portico-storage-sqlite` are databases at schema 0007 that release 0.1
+//! filled with [`fill`]`(&`[`sample`]`())` (`pg_dump`, and Python's
+//! `sqlite3` `iterdump`); the upgrade tests load them, migrate, and read
+//! every value back through the repository traits.
 
 use std::collections::{BTreeMap, BTreeSet};
 

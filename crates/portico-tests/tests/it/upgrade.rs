@@ -4,12 +4,49 @@
 use portico_model::oauth::{Redemption, Rotation};
 use portico_storage::{ReportTaskFilter, Storage};
 use portico_storage_pg::PgStore;
+use portico_storage_sqlite::SqliteStore;
 use portico_tests::release_sample::sample;
 use portico_tests::{Backend, TempDir, backends, fresh_database};
 use sqlx::Connection as _;
 use time::Duration;
 
-const RELEASE_0_1: &str = include_str!("../../../portico-storage-pg/tests/fixtures/release-0.1.sql");
+const PG_RELEASE_0_1: &str = include_str!("../../../portico-storage-pg/tests/fixtures/release-0.1.sql");
+const SQLITE_RELEASE_0_1: &str = include_str!("../../../portico-storage-sqlite/tests/fixtures/release-0.1.sql");
+
+#[tokio::test]
+async fn a_sqlite_database_of_release_0_1_upgrades_in_place_keeping_every_row() {
+    let dir = TempDir::new();
+    let url = fresh_database(Backend::Sqlite, &dir).await;
+    let path = url.strip_prefix("sqlite://").unwrap().to_owned();
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch(SQLITE_RELEASE_0_1)
+        .expect("load the release 0.1 database");
+
+    let store = SqliteStore::connect(&url).await.unwrap();
+    store.migrate().await.expect("upgrade in place");
+    store.migrate().await.expect("a second run finds nothing to do");
+    every_row_reads_back_and_keeps_working(&store).await;
+    store.close().await;
+}
+
+/// A migration that ran is never run again, and one changed after it ran
+/// is refused rather than silently skipped.
+#[tokio::test]
+async fn a_sqlite_migration_changed_after_it_ran_is_refused() {
+    let dir = TempDir::new();
+    let url = fresh_database(Backend::Sqlite, &dir).await;
+    let path = url.strip_prefix("sqlite://").unwrap().to_owned();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(SQLITE_RELEASE_0_1).unwrap();
+    conn.execute("UPDATE _sqlx_migrations SET checksum = x'00' WHERE version = 3", []).unwrap();
+    drop(conn);
+
+    let store = SqliteStore::connect(&url).await.unwrap();
+    let error = store.migrate().await.expect_err("a changed migration").to_string();
+    assert!(error.contains("migration 3 (login) was changed"), "{error}");
+    store.close().await;
+}
 
 #[tokio::test]
 async fn a_postgres_database_of_release_0_1_upgrades_in_place_keeping_every_row() {
@@ -19,14 +56,20 @@ async fn a_postgres_database_of_release_0_1_upgrades_in_place_keeping_every_row(
     let dir = TempDir::new();
     let url = fresh_database(Backend::Postgres, &dir).await;
     let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
-    sqlx::raw_sql(RELEASE_0_1).execute(&mut conn).await.expect("load the release 0.1 database");
+    sqlx::raw_sql(PG_RELEASE_0_1).execute(&mut conn).await.expect("load the release 0.1 database");
     conn.close().await.unwrap();
 
     let store = PgStore::connect(&url, 4, std::time::Duration::from_secs(5)).await.unwrap();
     store.migrate().await.expect("upgrade in place");
     store.migrate().await.expect("a second run finds nothing to do");
+    every_row_reads_back_and_keeps_working(&store).await;
+    store.close().await;
+}
+
+/// Reads every value of the sample back, then redeems, replays and rotates
+/// on the upgraded rows.
+async fn every_row_reads_back_and_keeps_working(db: &dyn Storage) {
     let s = sample();
-    let db: &dyn Storage = &store;
 
     assert_eq!(db.list_clients().await.unwrap(), vec![s.client.clone()]);
     assert_eq!(db.list_users().await.unwrap(), vec![s.blocked_user.clone(), s.user.clone()]);
@@ -98,5 +141,4 @@ async fn a_postgres_database_of_release_0_1_upgrades_in_place_keeping_every_row(
     let successor = portico_model::oauth::RefreshToken { token_hash: "successor".into(), ..s.live_refresh.clone() };
     let rotated = db.rotate_refresh_token(&s.live_refresh.token_hash, later, &successor, &s.audit[0]).await.unwrap();
     assert_eq!(rotated, Rotation::Rotated);
-    store.close().await;
 }

@@ -1,0 +1,64 @@
+//! Relying parties.
+
+use async_trait::async_trait;
+use portico_model::client::{Client, LocalizedText};
+use portico_storage::ClientRepository;
+use rusqlite::{Row, params};
+
+use crate::db::{Columns, Res, all, one, run, secs, to_json};
+use crate::{Result, SqliteStore};
+
+fn client_from(row: &Row<'_>) -> Res<Client> {
+    Ok(Client {
+        client_id: row.get("client_id")?,
+        secret_hash: row.get("secret_hash")?,
+        name: LocalizedText { ru: row.get("name_ru")?, en: row.get("name_en")? },
+        redirect_uris: row.json("redirect_uris")?,
+        scopes: row.words("scopes")?,
+        require_consent: row.get("require_consent")?,
+        created_at: row.time("created_at")?,
+    })
+}
+
+#[async_trait]
+impl ClientRepository for SqliteStore {
+    async fn create_client(&self, client: &Client) -> Result<()> {
+        let client = client.clone();
+        self.db
+            .write("client id", move |tx| {
+                run(
+                    tx,
+                    "INSERT INTO clients (client_id, secret_hash, name_ru, name_en, redirect_uris, scopes, \
+                     require_consent, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                    params![
+                        client.client_id,
+                        client.secret_hash,
+                        client.name.ru,
+                        client.name.en,
+                        to_json(&client.redirect_uris)?,
+                        client.scopes.join(" "),
+                        client.require_consent,
+                        secs(client.created_at),
+                    ],
+                )?;
+                Ok(())
+            })
+            .await
+    }
+
+    async fn find_client(&self, client_id: &str) -> Result<Option<Client>> {
+        let client_id = client_id.to_owned();
+        self.db.read(move |c| one(c, "SELECT * FROM clients WHERE client_id = ?1", [client_id], client_from)).await
+    }
+
+    async fn list_clients(&self) -> Result<Vec<Client>> {
+        self.db.read(|c| all(c, "SELECT * FROM clients ORDER BY client_id", [], client_from)).await
+    }
+
+    async fn delete_client(&self, client_id: &str) -> Result<bool> {
+        let client_id = client_id.to_owned();
+        self.db
+            .write("client", move |tx| Ok(run(tx, "DELETE FROM clients WHERE client_id = ?1", [client_id])? > 0))
+            .await
+    }
+}

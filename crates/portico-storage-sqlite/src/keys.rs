@@ -1,0 +1,62 @@
+//! Token signing keys (sealed); at most one is active.
+
+use async_trait::async_trait;
+use portico_model::key::SigningKeyRecord;
+use portico_storage::SigningKeyRepository;
+use rusqlite::{Row, params};
+use time::OffsetDateTime;
+
+use crate::db::{Columns, Res, all, one, run, secs};
+use crate::{Result, SqliteStore};
+
+fn key_from(row: &Row<'_>) -> Res<SigningKeyRecord> {
+    Ok(SigningKeyRecord {
+        kid: row.get("kid")?,
+        private_sealed: row.get("private_sealed")?,
+        created_at: row.time("created_at")?,
+        retired_at: row.time_opt("retired_at")?,
+    })
+}
+
+#[async_trait]
+impl SigningKeyRepository for SqliteStore {
+    async fn insert_first_signing_key(&self, key: &SigningKeyRecord) -> Result<bool> {
+        let key = key.clone();
+        self.db
+            .write("signing key", move |tx| {
+                let stored = run(
+                    tx,
+                    "INSERT INTO signing_keys (kid, private_sealed, created_at, retired_at) \
+                     SELECT ?1, ?2, ?3, NULL WHERE NOT EXISTS (SELECT 1 FROM signing_keys) ON CONFLICT DO NOTHING",
+                    params![key.kid, key.private_sealed, secs(key.created_at)],
+                )?;
+                Ok(stored > 0)
+            })
+            .await
+    }
+
+    async fn rotate_signing_key(&self, key: &SigningKeyRecord, now: OffsetDateTime) -> Result<()> {
+        let key = key.clone();
+        self.db
+            .write("active signing key", move |tx| {
+                run(tx, "UPDATE signing_keys SET retired_at = ?1 WHERE retired_at IS NULL", [secs(now)])?;
+                run(
+                    tx,
+                    "INSERT INTO signing_keys (kid, private_sealed, created_at, retired_at) VALUES (?1, ?2, ?3, NULL)",
+                    params![key.kid, key.private_sealed, secs(key.created_at)],
+                )?;
+                Ok(())
+            })
+            .await
+    }
+
+    async fn active_signing_kid(&self) -> Result<Option<String>> {
+        self.db
+            .read(|c| one(c, "SELECT kid FROM signing_keys WHERE retired_at IS NULL", [], |row| Ok(row.get("kid")?)))
+            .await
+    }
+
+    async fn list_signing_keys(&self) -> Result<Vec<SigningKeyRecord>> {
+        self.db.read(|c| all(c, "SELECT * FROM signing_keys ORDER BY created_at DESC, kid", [], key_from)).await
+    }
+}

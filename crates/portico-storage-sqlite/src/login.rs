@@ -1,0 +1,246 @@
+//! The browser login: processes (optimistically versioned), trusted
+//! devices, consents, and the throttle counters of password attempts.
+
+use async_trait::async_trait;
+use portico_model::login::LoginProcess;
+use portico_storage::{
+    ConsentRepository, CountAttempt, DeviceRepository, LoginGuardRepository, LoginProcessRepository, Throttle,
+};
+use rusqlite::{Row, params};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::db::{Columns, Res, one, run, secs, secs_opt, to_json, words};
+use crate::{Result, SqliteStore};
+
+fn process_from(row: &Row<'_>) -> Res<LoginProcess> {
+    Ok(LoginProcess {
+        id: row.uuid("id")?,
+        version: row.get("version")?,
+        created_at: row.time("created_at")?,
+        expires_at: row.time("expires_at")?,
+        state: row.json("state")?,
+    })
+}
+
+/// A count that cannot be negative.
+fn count(row: &Row<'_>, column: &str) -> Res<u32> {
+    Ok(u32::try_from(row.get::<_, i64>(column)?).unwrap_or(0))
+}
+
+#[async_trait]
+impl LoginProcessRepository for SqliteStore {
+    async fn create_login_process(&self, process: &LoginProcess) -> Result<()> {
+        let p = process.clone();
+        self.db
+            .write("login process", move |tx| {
+                run(
+                    tx,
+                    "INSERT INTO login_processes (id, version, state, created_at, expires_at) \
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                    params![p.id.to_string(), p.version, to_json(&p.state)?, secs(p.created_at), secs(p.expires_at)],
+                )?;
+                Ok(())
+            })
+            .await
+    }
+
+    async fn find_login_process(&self, id: Uuid, now: OffsetDateTime) -> Result<Option<LoginProcess>> {
+        self.db
+            .read(move |c| {
+                let sql = "SELECT * FROM login_processes WHERE id = ?1 AND expires_at > ?2";
+                one(c, sql, params![id.to_string(), secs(now)], process_from)
+            })
+            .await
+    }
+
+    async fn update_login_process(&self, process: &LoginProcess) -> Result<bool> {
+        let p = process.clone();
+        self.db
+            .write("login process", move |tx| {
+                let updated = run(
+                    tx,
+                    "UPDATE login_processes SET state = ?3, expires_at = ?4, version = version + 1 \
+                     WHERE id = ?1 AND version = ?2",
+                    params![p.id.to_string(), p.version, to_json(&p.state)?, secs(p.expires_at)],
+                )?;
+                Ok(updated > 0)
+            })
+            .await
+    }
+
+    async fn delete_login_process(&self, id: Uuid) -> Result<()> {
+        self.db
+            .write("login process", move |tx| {
+                run(tx, "DELETE FROM login_processes WHERE id = ?1", [id.to_string()])?;
+                Ok(())
+            })
+            .await
+    }
+}
+
+#[async_trait]
+impl DeviceRepository for SqliteStore {
+    async fn trust_device(&self, user_id: Uuid, device_id: &str, now: OffsetDateTime) -> Result<()> {
+        let device_id = device_id.to_owned();
+        self.db
+            .write("trusted device", move |tx| {
+                run(
+                    tx,
+                    "INSERT INTO trusted_devices (user_id, device_id, trusted_at) VALUES (?1, ?2, ?3) \
+                     ON CONFLICT (user_id, device_id) DO UPDATE SET trusted_at = excluded.trusted_at",
+                    params![user_id.to_string(), device_id, secs(now)],
+                )?;
+                Ok(())
+            })
+            .await
+    }
+
+    async fn is_device_trusted(&self, user_id: Uuid, device_id: &str, not_before: OffsetDateTime) -> Result<bool> {
+        let device_id = device_id.to_owned();
+        self.db
+            .read(move |c| {
+                let sql = "SELECT 1 FROM trusted_devices WHERE user_id = ?1 AND device_id = ?2 AND trusted_at >= ?3";
+                Ok(one(c, sql, params![user_id.to_string(), device_id, secs(not_before)], |_| Ok(()))?.is_some())
+            })
+            .await
+    }
+}
+
+#[async_trait]
+impl ConsentRepository for SqliteStore {
+    async fn find_consent(&self, user_id: Uuid, client_id: &str) -> Result<Option<Vec<String>>> {
+        let client_id = client_id.to_owned();
+        self.db
+            .read(move |c| {
+                let sql = "SELECT scope_groups FROM consents WHERE user_id = ?1 AND client_id = ?2";
+                one(c, sql, params![user_id.to_string(), client_id], |row| row.words("scope_groups"))
+            })
+            .await
+    }
+
+    async fn grant_consent(
+        &self,
+        user_id: Uuid,
+        client_id: &str,
+        groups: &[String],
+        now: OffsetDateTime,
+    ) -> Result<()> {
+        let (client_id, groups) = (client_id.to_owned(), words(groups));
+        self.db
+            .write("consent", move |tx| {
+                run(
+                    tx,
+                    "INSERT INTO consents (user_id, client_id, scope_groups, granted_at) VALUES (?1, ?2, ?3, ?4) \
+                     ON CONFLICT (user_id, client_id) DO UPDATE SET scope_groups = excluded.scope_groups, \
+                     granted_at = excluded.granted_at",
+                    params![user_id.to_string(), client_id, groups, secs(now)],
+                )?;
+                Ok(())
+            })
+            .await
+    }
+}
+
+#[async_trait]
+impl LoginGuardRepository for SqliteStore {
+    async fn throttle(&self, key: &str, forget_before: OffsetDateTime) -> Result<Throttle> {
+        let key = key.to_owned();
+        self.db
+            .read(move |c| {
+                let found = one(
+                    c,
+                    "SELECT CASE WHEN updated_at < ?2 THEN 0 ELSE failures END AS failures, locked_until \
+                     FROM login_throttles WHERE key = ?1",
+                    params![key, secs(forget_before)],
+                    |row| {
+                        Ok(Throttle { failures: count(row, "failures")?, locked_until: row.time_opt("locked_until")? })
+                    },
+                )?;
+                Ok(found.unwrap_or_default())
+            })
+            .await
+    }
+
+    async fn count_attempt(&self, attempt: CountAttempt<'_>) -> Result<Option<u32>> {
+        let key = attempt.key.to_owned();
+        let (now, forget_before, hold_from, hold_until) =
+            (attempt.now, attempt.forget_before, attempt.hold_from, attempt.hold_until);
+        self.db
+            .write("login throttle", move |tx| {
+                // One statement: the count, the hold and the refusal of a
+                // locked key are decided together.
+                one(
+                    tx,
+                    "INSERT INTO login_throttles (key, failures, locked_until, updated_at) \
+                     VALUES (?1, 1, CASE WHEN 1 >= ?4 THEN ?5 ELSE NULL END, ?2) \
+                     ON CONFLICT (key) DO UPDATE SET \
+                     failures = CASE WHEN login_throttles.updated_at < ?3 THEN 1 \
+                                     ELSE login_throttles.failures + 1 END, \
+                     locked_until = CASE WHEN (CASE WHEN login_throttles.updated_at < ?3 THEN 1 \
+                                                    ELSE login_throttles.failures + 1 END) >= ?4 THEN ?5 \
+                                         ELSE login_throttles.locked_until END, \
+                     updated_at = ?2 \
+                     WHERE login_throttles.locked_until IS NULL OR login_throttles.locked_until <= ?2 \
+                     RETURNING failures",
+                    params![key, secs(now), secs(forget_before), hold_from, secs(hold_until)],
+                    |row| count(row, "failures"),
+                )
+            })
+            .await
+    }
+
+    async fn uncount_attempt(&self, key: &str, hold_until: Option<OffsetDateTime>) -> Result<()> {
+        let key = key.to_owned();
+        self.db
+            .write("login throttle", move |tx| {
+                run(
+                    tx,
+                    "UPDATE login_throttles SET failures = failures - 1, \
+                     locked_until = CASE WHEN locked_until = ?2 THEN NULL ELSE locked_until END \
+                     WHERE key = ?1 AND failures > 0",
+                    params![key, secs_opt(hold_until)],
+                )?;
+                Ok(())
+            })
+            .await
+    }
+
+    async fn lock_throttle(&self, key: &str, until: OffsetDateTime) -> Result<()> {
+        let key = key.to_owned();
+        self.db
+            .write("login throttle", move |tx| {
+                run(
+                    tx,
+                    "UPDATE login_throttles SET locked_until = ?2 \
+                     WHERE key = ?1 AND (locked_until IS NULL OR locked_until < ?2)",
+                    params![key, secs(until)],
+                )?;
+                Ok(())
+            })
+            .await
+    }
+
+    async fn clear_throttle(&self, key: &str) -> Result<()> {
+        let key = key.to_owned();
+        self.db
+            .write("login throttle", move |tx| {
+                run(tx, "DELETE FROM login_throttles WHERE key = ?1", [key])?;
+                Ok(())
+            })
+            .await
+    }
+
+    async fn remove_stale_throttles(&self, before: OffsetDateTime) -> Result<u64> {
+        self.db
+            .write("login throttle", move |tx| {
+                let removed = run(
+                    tx,
+                    "DELETE FROM login_throttles WHERE updated_at < ?1 AND (locked_until IS NULL OR locked_until < ?1)",
+                    [secs(before)],
+                )?;
+                Ok(u64::try_from(removed).unwrap_or(u64::MAX))
+            })
+            .await
+    }
+}

@@ -1,0 +1,70 @@
+//! The schema's migrations, applied in order, each in a transaction.
+//!
+//! Which ones have run is kept in `_sqlx_migrations`, the table (and
+//! checksums: SHA-384 of the file) of earlier releases, so that their
+//! databases upgrade in place.
+
+use std::time::Instant;
+
+use aws_lc_rs::digest::{SHA384, digest};
+use portico_storage::StorageError;
+use rusqlite::{Connection, params};
+
+use crate::db::{Error, Res};
+
+/// Every migration: version, description, SQL.
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (1, "identity", include_str!("../migrations/0001_identity.sql")),
+    (2, "permissions", include_str!("../migrations/0002_permissions.sql")),
+    (3, "login", include_str!("../migrations/0003_login.sql")),
+    (4, "notifications", include_str!("../migrations/0004_notifications.sql")),
+    (5, "reports", include_str!("../migrations/0005_reports.sql")),
+    (6, "delivery indexes", include_str!("../migrations/0006_delivery_indexes.sql")),
+    (7, "login throttles", include_str!("../migrations/0007_login_throttles.sql")),
+];
+
+/// Applies the migrations that have not run yet.
+pub(crate) fn run(conn: &mut Connection) -> Res<()> {
+    conn.execute_batch(
+        "CREATE TABLE IF NOT EXISTS _sqlx_migrations (version BIGINT PRIMARY KEY, description TEXT NOT NULL, \
+         installed_on TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP, success BOOLEAN NOT NULL, \
+         checksum BLOB NOT NULL, execution_time BIGINT NOT NULL)",
+    )?;
+    for &(version, description, sql) in MIGRATIONS {
+        let checksum = digest(&SHA384, sql.as_bytes());
+        let applied: Option<(Vec<u8>, bool)> = conn
+            .query_row("SELECT checksum, success FROM _sqlx_migrations WHERE version = ?1", [version], |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })
+            .map(Some)
+            .or_else(|e| if e == rusqlite::Error::QueryReturnedNoRows { Ok(None) } else { Err(e) })?;
+        match applied {
+            Some((stored, true)) if stored == checksum.as_ref() => continue,
+            Some((_, true)) => {
+                return Err(failed(format!(
+                    "migration {version} ({description}) was changed after it was applied to this database"
+                )));
+            }
+            Some((_, false)) => {
+                return Err(failed(format!("migration {version} ({description}) failed earlier; restore a backup")));
+            }
+            None => {}
+        }
+        let started = Instant::now();
+        let tx = conn.transaction()?;
+        tx.execute_batch(sql).map_err(|e| failed(format!("migration {version} ({description}) failed: {e}")))?;
+        let took = i64::try_from(started.elapsed().as_nanos()).unwrap_or(i64::MAX);
+        tx.execute(
+            "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+             VALUES (?1, ?2, TRUE, ?3, ?4)",
+            params![version, description, checksum.as_ref(), took],
+        )?;
+        tx.commit()?;
+        tracing::info!(version, description, "applied a SQLite migration");
+    }
+    Ok(())
+}
+
+fn failed(message: String) -> Error {
+    Error::Storage(StorageError::Other(format!("SQLite migration: {message}")))
+}

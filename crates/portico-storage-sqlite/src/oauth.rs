@@ -1,0 +1,292 @@
+//! Authorization codes, grants, refresh tokens and revoked access tokens:
+//! the token endpoint's storage. A redemption and a rotation are one
+//! immediate transaction each on the writer thread, so a parallel
+//! redemption of the same code finds it spent.
+
+use async_trait::async_trait;
+use portico_model::audit::AuditEvent;
+use portico_model::oauth::{
+    AccessTokenState, AuthorizationCode, Grant, Redemption, RefreshToken, Rotation, StoredCode, StoredRefreshToken,
+};
+use portico_storage::{AuthorizationCodeRepository, GrantRepository, RefreshTokenRepository};
+use rusqlite::{Connection, Row, params};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::audit::insert_audit;
+use crate::db::{Columns, Res, damaged, one, run, secs, secs_opt, words};
+use crate::{Result, SqliteStore};
+
+const CODE_COLUMNS: &str = "code_hash, client_id, user_id, redirect_uri, scope, code_challenge, nonce, auth_time, \
+                            created_at, expires_at, grant_id, amr";
+
+fn code_from(row: &Row<'_>) -> Res<AuthorizationCode> {
+    Ok(AuthorizationCode {
+        code_hash: row.get("code_hash")?,
+        client_id: row.get("client_id")?,
+        user_id: row.uuid("user_id")?,
+        redirect_uri: row.get("redirect_uri")?,
+        scope: row.get("scope")?,
+        code_challenge: row.get("code_challenge")?,
+        nonce: row.get("nonce")?,
+        auth_time: row.time("auth_time")?,
+        created_at: row.time("created_at")?,
+        expires_at: row.time("expires_at")?,
+        grant_id: row.uuid_opt("grant_id")?,
+        amr: row.words("amr")?,
+    })
+}
+
+fn grant_from(row: &Row<'_>) -> Res<Grant> {
+    Ok(Grant {
+        id: row.uuid("id")?,
+        client_id: row.get("client_id")?,
+        user_id: row.uuid("user_id")?,
+        scope: row.get("scope")?,
+        auth_time: row.time("auth_time")?,
+        created_at: row.time("created_at")?,
+        revoked_at: row.time_opt("revoked_at")?,
+        amr: row.words("amr")?,
+    })
+}
+
+fn insert_grant(conn: &Connection, grant: &Grant) -> Res<()> {
+    run(
+        conn,
+        "INSERT INTO grants (id, client_id, user_id, scope, auth_time, created_at, revoked_at, amr) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        params![
+            grant.id.to_string(),
+            grant.client_id,
+            grant.user_id.to_string(),
+            grant.scope,
+            secs(grant.auth_time),
+            secs(grant.created_at),
+            secs_opt(grant.revoked_at),
+            words(&grant.amr),
+        ],
+    )?;
+    Ok(())
+}
+
+/// Stores a refresh token while its grant is live: whether it did.
+fn insert_refresh(conn: &Connection, token: &RefreshToken) -> Res<bool> {
+    let stored = run(
+        conn,
+        "INSERT INTO refresh_tokens (token_hash, grant_id, created_at, expires_at, used_at) \
+         SELECT ?1, ?2, ?3, ?4, NULL WHERE EXISTS (SELECT 1 FROM grants WHERE id = ?2 AND revoked_at IS NULL)",
+        params![token.token_hash, token.grant_id.to_string(), secs(token.created_at), secs(token.expires_at)],
+    )?;
+    Ok(stored > 0)
+}
+
+#[async_trait]
+impl AuthorizationCodeRepository for SqliteStore {
+    async fn insert_code(&self, code: &AuthorizationCode) -> Result<()> {
+        let code = code.clone();
+        self.db
+            .write("authorization code", move |tx| {
+                run(
+                    tx,
+                    "INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, \
+                     code_challenge, nonce, auth_time, created_at, expires_at, amr) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                    params![
+                        code.code_hash,
+                        code.client_id,
+                        code.user_id.to_string(),
+                        code.redirect_uri,
+                        code.scope,
+                        code.code_challenge,
+                        code.nonce,
+                        secs(code.auth_time),
+                        secs(code.created_at),
+                        secs(code.expires_at),
+                        words(&code.amr),
+                    ],
+                )?;
+                Ok(())
+            })
+            .await
+    }
+
+    async fn find_code(&self, code_hash: &str) -> Result<Option<StoredCode>> {
+        let code_hash = code_hash.to_owned();
+        self.db
+            .read(move |c| {
+                let sql = format!(
+                    "SELECT {CODE_COLUMNS}, consumed_at IS NOT NULL AS spent FROM authorization_codes \
+                     WHERE code_hash = ?1"
+                );
+                one(c, &sql, [code_hash], |row| Ok(StoredCode { code: code_from(row)?, spent: row.get("spent")? }))
+            })
+            .await
+    }
+
+    async fn redeem_code(
+        &self,
+        code_hash: &str,
+        now: OffsetDateTime,
+        grant: &Grant,
+        refresh: &RefreshToken,
+        audit: &AuditEvent,
+    ) -> Result<Redemption> {
+        let (code_hash, grant, refresh, audit) = (code_hash.to_owned(), grant.clone(), refresh.clone(), audit.clone());
+        self.db
+            .write("grant", move |tx| {
+                let spent = run(
+                    tx,
+                    "UPDATE authorization_codes SET consumed_at = ?2, grant_id = ?3 \
+                     WHERE code_hash = ?1 AND consumed_at IS NULL",
+                    params![code_hash, secs(now), grant.id.to_string()],
+                )?;
+                if spent == 0 {
+                    let sql = "SELECT grant_id FROM authorization_codes WHERE code_hash = ?1";
+                    let grant_id = one(tx, sql, [code_hash], |row| row.uuid_opt("grant_id"))?.flatten();
+                    return Ok(Redemption::Replay { grant_id });
+                }
+                insert_grant(tx, &grant)?;
+                insert_refresh(tx, &refresh)?;
+                insert_audit(tx, &audit)?;
+                Ok(Redemption::Redeemed)
+            })
+            .await
+    }
+
+    async fn spend_code(&self, code_hash: &str, now: OffsetDateTime) -> Result<Option<AuthorizationCode>> {
+        let code_hash = code_hash.to_owned();
+        self.db
+            .write("authorization code", move |tx| {
+                let sql = format!(
+                    "UPDATE authorization_codes SET consumed_at = COALESCE(consumed_at, ?2) WHERE code_hash = ?1 \
+                     RETURNING {CODE_COLUMNS}"
+                );
+                one(tx, &sql, params![code_hash, secs(now)], code_from)
+            })
+            .await
+    }
+}
+
+#[async_trait]
+impl GrantRepository for SqliteStore {
+    async fn find_grant(&self, id: Uuid) -> Result<Option<Grant>> {
+        self.db.read(move |c| one(c, "SELECT * FROM grants WHERE id = ?1", [id.to_string()], grant_from)).await
+    }
+
+    async fn revoke_grant(&self, id: Uuid, now: OffsetDateTime) -> Result<bool> {
+        self.db
+            .write("grant", move |tx| {
+                let sql = "UPDATE grants SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL";
+                Ok(run(tx, sql, params![id.to_string(), secs(now)])? > 0)
+            })
+            .await
+    }
+
+    async fn revoke_access_token(&self, jti: &str, expires_at: OffsetDateTime, now: OffsetDateTime) -> Result<()> {
+        let jti = jti.to_owned();
+        self.db
+            .write("revoked token", move |tx| {
+                run(
+                    tx,
+                    "INSERT INTO revoked_access_tokens (jti, expires_at, revoked_at) VALUES (?1, ?2, ?3) \
+                     ON CONFLICT DO NOTHING",
+                    params![jti, secs(expires_at), secs(now)],
+                )?;
+                Ok(())
+            })
+            .await
+    }
+
+    async fn access_token_state(&self, grant_id: Uuid, jti: &str) -> Result<AccessTokenState> {
+        let jti = jti.to_owned();
+        self.db
+            .read(move |c| {
+                let state = one(
+                    c,
+                    "SELECT EXISTS (SELECT 1 FROM grants WHERE id = ?1 AND revoked_at IS NULL) AS grant_live, \
+                     EXISTS (SELECT 1 FROM revoked_access_tokens WHERE jti = ?2) AS token_revoked",
+                    params![grant_id.to_string(), jti],
+                    |row| {
+                        Ok(AccessTokenState {
+                            grant_revoked: !row.get::<_, bool>("grant_live")?,
+                            token_revoked: row.get("token_revoked")?,
+                        })
+                    },
+                )?;
+                state.ok_or_else(|| damaged("the access token state query answered no row"))
+            })
+            .await
+    }
+}
+
+#[async_trait]
+impl RefreshTokenRepository for SqliteStore {
+    async fn find_refresh_token(&self, token_hash: &str) -> Result<Option<StoredRefreshToken>> {
+        let token_hash = token_hash.to_owned();
+        self.db
+            .read(move |c| {
+                one(
+                    c,
+                    "SELECT r.token_hash, r.created_at AS token_created_at, r.expires_at AS token_expires_at, \
+                     r.used_at IS NOT NULL AS token_spent, g.* \
+                     FROM refresh_tokens r JOIN grants g ON g.id = r.grant_id WHERE r.token_hash = ?1",
+                    [token_hash],
+                    |row| {
+                        let grant = grant_from(row)?;
+                        Ok(StoredRefreshToken {
+                            token: RefreshToken {
+                                token_hash: row.get("token_hash")?,
+                                grant_id: grant.id,
+                                created_at: row.time("token_created_at")?,
+                                expires_at: row.time("token_expires_at")?,
+                            },
+                            spent: row.get("token_spent")?,
+                            grant,
+                        })
+                    },
+                )
+            })
+            .await
+    }
+
+    async fn rotate_refresh_token(
+        &self,
+        old_hash: &str,
+        now: OffsetDateTime,
+        successor: &RefreshToken,
+        audit: &AuditEvent,
+    ) -> Result<Rotation> {
+        let (old_hash, successor, audit) = (old_hash.to_owned(), successor.clone(), audit.clone());
+        self.db
+            .write("refresh token", move |tx| {
+                let spent = run(
+                    tx,
+                    "UPDATE refresh_tokens SET used_at = ?2 WHERE token_hash = ?1 AND used_at IS NULL \
+                     AND EXISTS (SELECT 1 FROM grants WHERE id = ?3 AND revoked_at IS NULL)",
+                    params![old_hash, secs(now), successor.grant_id.to_string()],
+                )?;
+                if spent == 0 {
+                    // Nothing changed: a token still unspent means its grant
+                    // was revoked.
+                    let sql = "SELECT 1 FROM refresh_tokens WHERE token_hash = ?1 AND used_at IS NULL";
+                    let unspent = one(tx, sql, [old_hash], |_| Ok(()))?.is_some();
+                    return Ok(if unspent { Rotation::GrantRevoked } else { Rotation::Replay });
+                }
+                insert_refresh(tx, &successor)?;
+                insert_audit(tx, &audit)?;
+                Ok(Rotation::Rotated)
+            })
+            .await
+    }
+
+    async fn spend_refresh_token(&self, token_hash: &str, now: OffsetDateTime) -> Result<()> {
+        let token_hash = token_hash.to_owned();
+        self.db
+            .write("refresh token", move |tx| {
+                let sql = "UPDATE refresh_tokens SET used_at = COALESCE(used_at, ?2) WHERE token_hash = ?1";
+                run(tx, sql, params![token_hash, secs(now)])?;
+                Ok(())
+            })
+            .await
+    }
+}

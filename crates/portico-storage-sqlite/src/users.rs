@@ -1,0 +1,94 @@
+//! End users. Blocking one revokes their grants and ends their sessions in
+//! the same transaction.
+
+use async_trait::async_trait;
+use portico_model::user::User;
+use portico_storage::UserRepository;
+use rusqlite::{Row, params};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::db::{Columns, Res, all, one, run, secs};
+use crate::{Result, SqliteStore};
+
+fn user_from(row: &Row<'_>) -> Res<User> {
+    Ok(User {
+        id: row.uuid("id")?,
+        login: row.get("login")?,
+        password_hash: row.get("password_hash")?,
+        phone: row.get("phone")?,
+        email: row.get("email")?,
+        name: row.get("name")?,
+        phone_login_enabled: row.get("phone_login_enabled")?,
+        blocked: row.get("blocked")?,
+        created_at: row.time("created_at")?,
+    })
+}
+
+#[async_trait]
+impl UserRepository for SqliteStore {
+    async fn create_user(&self, user: &User) -> Result<()> {
+        let user = user.clone();
+        self.db
+            .write("user login", move |tx| {
+                run(
+                    tx,
+                    "INSERT INTO users (id, login, password_hash, phone, email, name, phone_login_enabled, blocked, \
+                     created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                    params![
+                        user.id.to_string(),
+                        user.login,
+                        user.password_hash,
+                        user.phone,
+                        user.email,
+                        user.name,
+                        user.phone_login_enabled,
+                        user.blocked,
+                        secs(user.created_at),
+                    ],
+                )?;
+                Ok(())
+            })
+            .await
+    }
+
+    async fn find_user(&self, id: Uuid) -> Result<Option<User>> {
+        self.db.read(move |c| one(c, "SELECT * FROM users WHERE id = ?1", [id.to_string()], user_from)).await
+    }
+
+    async fn find_user_by_login(&self, login: &str) -> Result<Option<User>> {
+        let login = login.to_owned();
+        self.db.read(move |c| one(c, "SELECT * FROM users WHERE login = ?1", [login], user_from)).await
+    }
+
+    async fn find_users_by_phone(&self, phone: &str) -> Result<Vec<User>> {
+        let phone = phone.to_owned();
+        self.db.read(move |c| all(c, "SELECT * FROM users WHERE phone = ?1 ORDER BY login", [phone], user_from)).await
+    }
+
+    async fn list_users(&self) -> Result<Vec<User>> {
+        self.db.read(|c| all(c, "SELECT * FROM users ORDER BY login", [], user_from)).await
+    }
+
+    async fn set_user_blocked(&self, login: &str, blocked: bool, now: OffsetDateTime) -> Result<Option<User>> {
+        let login = login.to_owned();
+        self.db
+            .write("user", move |tx| {
+                let sql = "UPDATE users SET blocked = ?2 WHERE login = ?1 RETURNING *";
+                let Some(user) = one(tx, sql, params![login, blocked], user_from)? else {
+                    return Ok(None);
+                };
+                if blocked {
+                    let id = user.id.to_string();
+                    run(
+                        tx,
+                        "UPDATE grants SET revoked_at = ?2 WHERE user_id = ?1 AND revoked_at IS NULL",
+                        params![id, secs(now)],
+                    )?;
+                    run(tx, "DELETE FROM sso_sessions WHERE user_id = ?1", [id])?;
+                }
+                Ok(Some(user))
+            })
+            .await
+    }
+}
