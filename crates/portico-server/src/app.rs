@@ -55,6 +55,12 @@ pub struct App {
 /// # Errors
 /// When the database cannot be reached or migrated; the message says which.
 pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Storage>> {
+    open_store_for(config, false).await
+}
+
+/// [`open_store`], for a serving node: on PostgreSQL with its node-local
+/// answers (`database_cache_staleness_ms`).
+async fn open_store_for(config: &Config, serving: bool) -> anyhow::Result<Arc<dyn Storage>> {
     Ok(match config.database()? {
         Database::Sqlite(url) => {
             std::fs::create_dir_all(&config.data_dir)
@@ -69,7 +75,11 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Storage>> {
                 .await
                 .context("cannot connect to PostgreSQL (database_url / PORTICO_DATABASE_URL)")?;
             store.migrate().await?;
-            Arc::new(store)
+            if serving {
+                Arc::new(store.with_node_cache(Duration::from_millis(config.database_cache_staleness_ms.into())))
+            } else {
+                Arc::new(store)
+            }
         }
     })
 }
@@ -84,7 +94,7 @@ impl App {
         crate::telemetry::metrics();
         // Outgoing TLS (SMS gateway, CAPTCHA service) on aws-lc-rs, as everything else.
         let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
-        let store = open_store(&config).await?;
+        let store = open_store_for(&config, true).await?;
         let secret = InstanceSecret::load(&config)?;
         let keys = KeyRing::load(Arc::clone(&store), secret.sealer(), clock.now()).await?;
         let identity = Arc::new(Identity {

@@ -27,6 +27,10 @@ pub struct Config {
     /// Seconds a request waits for a database connection before it fails
     /// with 503 (PostgreSQL).
     pub database_acquire_timeout_secs: u32,
+    /// PostgreSQL: how stale, at most, a node's in-memory answers to "is
+    /// this token revoked" and "which permission revision is current" may
+    /// be (milliseconds); 0 asks the database every time.
+    pub database_cache_staleness_ms: u32,
     /// The public base URL, which is also the token issuer; default `http://<listen>`.
     pub public_url: Option<String>,
     /// Base64 of 32 random bytes; default: generated once into `<data_dir>/secret.key`.
@@ -342,6 +346,7 @@ impl Default for Config {
             database_url: None,
             database_max_connections: 16,
             database_acquire_timeout_secs: 5,
+            database_cache_staleness_ms: 1000,
             public_url: None,
             secret_key: None,
             admin_token: None,
@@ -542,6 +547,11 @@ impl Config {
         }
         if self.database_acquire_timeout_secs == 0 {
             return Err(ConfigError("database_acquire_timeout_secs must be greater than 0".into()));
+        }
+        if self.database_cache_staleness_ms > 60_000 {
+            return Err(ConfigError(
+                "database_cache_staleness_ms must be at most 60000: a revoked token would be accepted that long".into(),
+            ));
         }
         if self.database_max_connections == 0 {
             return Err(ConfigError("database_max_connections must be greater than 0".into()));

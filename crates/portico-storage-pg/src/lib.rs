@@ -9,6 +9,7 @@
 //! equal to the one it was claimed with.
 
 mod audit;
+mod cache;
 mod clients;
 mod error;
 mod keys;
@@ -21,6 +22,7 @@ mod reports;
 mod sessions;
 mod users;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use portico_storage::StorageError;
@@ -28,6 +30,7 @@ use sqlx::PgPool;
 use sqlx::postgres::{PgPoolOptions, PgRow};
 use time::OffsetDateTime;
 
+use crate::cache::NodeCache;
 use crate::error::{idle_through_a_failure, storage_error};
 
 /// A pooled connection idle this long is checked with a round trip before
@@ -38,6 +41,10 @@ const PING_IDLE_AFTER: Duration = Duration::from_secs(1);
 #[derive(Clone)]
 pub struct PgStore {
     pool: PgPool,
+    /// Node-local answers for revocation state and the permission
+    /// revision (see [`cache`]); `None`: every question goes to the
+    /// database.
+    cache: Option<Arc<NodeCache>>,
 }
 
 impl PgStore {
@@ -68,7 +75,18 @@ impl PgStore {
             .connect(url)
             .await
             .map_err(storage_error("database"))?;
-        Ok(Self { pool })
+        Ok(Self { pool, cache: None })
+    }
+
+    /// Answers revocation state and the permission revision from memory on
+    /// this node, kept current through `LISTEN`/`NOTIFY`, and never staler
+    /// than `staleness`; zero turns the memory off. Call after
+    /// [`PgStore::migrate`] (migration 0009 adds the notifications) from
+    /// within a tokio runtime.
+    #[must_use]
+    pub fn with_node_cache(mut self, staleness: Duration) -> Self {
+        self.cache = (!staleness.is_zero()).then(|| NodeCache::start(self.pool.clone(), staleness));
+        self
     }
 
     /// Applies the migrations that have not run yet, keeping every row of a

@@ -14,6 +14,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::audit::bind_audit;
+use crate::cache::Known;
 use crate::error::storage_error;
 use crate::{PgStore, Query, Result, at, at_opt, get};
 
@@ -188,6 +189,9 @@ impl GrantRepository for PgStore {
             .execute(&self.pool)
             .await
             .map_err(storage_error("grant"))?;
+        if let Some(cache) = &self.cache {
+            cache.grants_revoked(&[id]);
+        }
         Ok(done.rows_affected() > 0)
     }
 
@@ -202,10 +206,18 @@ impl GrantRepository for PgStore {
         .execute(&self.pool)
         .await
         .map_err(storage_error("revoked token"))?;
+        if let Some(cache) = &self.cache {
+            cache.token_revoked(jti);
+        }
         Ok(())
     }
 
     async fn access_token_state(&self, grant_id: Uuid, jti: &str) -> Result<AccessTokenState> {
+        let generation = match self.cache.as_deref().map(|cache| cache.access_token_state(grant_id, jti)) {
+            Some(Known::State(state)) => return Ok(state),
+            Some(Known::Ask(generation)) => Some(generation),
+            None => None,
+        };
         let row = sqlx::query(
             "SELECT EXISTS (SELECT 1 FROM grants WHERE id = $1 AND revoked_at IS NULL) AS grant_live, \
              EXISTS (SELECT 1 FROM revoked_access_tokens WHERE jti = $2) AS token_revoked",
@@ -215,10 +227,16 @@ impl GrantRepository for PgStore {
         .fetch_one(&self.pool)
         .await
         .map_err(storage_error("grant"))?;
-        Ok(AccessTokenState {
+        let state = AccessTokenState {
             grant_revoked: !get::<bool>(&row, "grant_live")?,
             token_revoked: get(&row, "token_revoked")?,
-        })
+        };
+        if let (Some(cache), Some(generation)) = (&self.cache, generation)
+            && !state.grant_revoked
+        {
+            cache.grant_live(grant_id, generation);
+        }
+        Ok(state)
     }
 }
 

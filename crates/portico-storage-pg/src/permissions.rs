@@ -11,6 +11,7 @@ use portico_model::permissions::{CatalogObject, Company, ContractStatus, Employe
 use portico_storage::{PermissionRepository, StorageError};
 use uuid::Uuid;
 
+use crate::cache::NodeCache;
 use crate::error::{damaged, storage_error};
 use crate::{PgStore, Result, get};
 
@@ -19,6 +20,9 @@ const WHAT: &str = "permission model";
 #[async_trait]
 impl PermissionRepository for PgStore {
     async fn permission_revision(&self) -> Result<i64> {
+        if let Some(revision) = self.cache.as_deref().and_then(NodeCache::permission_revision) {
+            return Ok(revision);
+        }
         sqlx::query_scalar("SELECT revision FROM permission_revision WHERE id = 1")
             .fetch_one(&self.pool)
             .await
@@ -196,6 +200,9 @@ impl PermissionRepository for PgStore {
         .await
         .map_err(storage_error(WHAT))?;
         tx.commit().await.map_err(storage_error(WHAT))?;
+        if let Some(cache) = &self.cache {
+            cache.revision_saved(model.revision + 1);
+        }
         Ok(true)
     }
 }

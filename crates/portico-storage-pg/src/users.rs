@@ -100,13 +100,16 @@ impl UserRepository for PgStore {
             return Ok(None);
         };
         let user = user_from(&row)?;
+        let mut revoked: Vec<Uuid> = Vec::new();
         if blocked {
-            sqlx::query("UPDATE grants SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL")
-                .bind(user.id)
-                .bind(at(now))
-                .execute(&mut *tx)
-                .await
-                .map_err(storage_error("grant"))?;
+            revoked = sqlx::query_scalar(
+                "UPDATE grants SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL RETURNING id",
+            )
+            .bind(user.id)
+            .bind(at(now))
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(storage_error("grant"))?;
             sqlx::query("DELETE FROM sso_sessions WHERE user_id = $1")
                 .bind(user.id)
                 .execute(&mut *tx)
@@ -114,6 +117,9 @@ impl UserRepository for PgStore {
                 .map_err(storage_error("session"))?;
         }
         tx.commit().await.map_err(storage_error("user"))?;
+        if let Some(cache) = &self.cache {
+            cache.grants_revoked(&revoked);
+        }
         Ok(Some(user))
     }
 }

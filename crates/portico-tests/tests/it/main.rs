@@ -14,6 +14,7 @@ mod keys;
 mod login;
 mod login_flows;
 mod merchants_admin;
+mod node_cache;
 mod notifications;
 mod oidc_client;
 mod ops;

@@ -2,6 +2,8 @@
 //! JSON error, readiness 503, the permissions API the spec's 500
 //! `{"message": ...}`; the server recovers when the database returns.
 
+use std::time::Duration;
+
 use portico_tests::{Backend, POSTGRES_ENV, TcpProxy, TestApp};
 
 /// A PostgreSQL server behind a proxy that can cut it off, and Portico on
@@ -43,6 +45,9 @@ async fn a_database_outage_is_503_and_the_server_recovers() {
     assert!(parallel.join_all().await.iter().all(|status| *status == 200));
 
     proxy.cut();
+    // The node's memory of revocations is trusted for at most the
+    // staleness bound after it last heard from the database.
+    tokio::time::sleep(Duration::from_millis(app.config.database_cache_staleness_ms.into())).await;
     assert_eq!(app.liveness(&tokens.access_token).await, 503);
     let response = app
         .token_request(&[("grant_type", "refresh_token"), ("refresh_token", tokens.refresh_token.as_deref().unwrap())])

@@ -1,0 +1,101 @@
+//! PostgreSQL nodes answer revocation state and the permission revision
+//! from memory kept current by `LISTEN`/`NOTIFY`, never staler than
+//! `database_cache_staleness_ms`, and their own changes at once.
+
+use std::time::Duration;
+
+use portico_tests::{Backend, POSTGRES_ENV, TestApp};
+use sqlx::Connection as _;
+
+/// The instance secret both nodes share (32 bytes, base64).
+const SECRET: &str = "bm9kZS1jYWNoZS10ZXN0LXNlY3JldC0zMi1ieXRlcyE=";
+
+/// How stale the nodes of these tests may be.
+const STALENESS_MS: u32 = 300;
+
+/// Two nodes on one fresh PostgreSQL database; `None` (said as skipped)
+/// without PostgreSQL.
+async fn two_nodes(test: &str, staleness_ms: [u32; 2]) -> Option<(TestApp, TestApp)> {
+    if std::env::var(POSTGRES_ENV).is_err() {
+        portico_tests::skipped(&format!("{POSTGRES_ENV} is not set; {test} needs PostgreSQL"));
+        return None;
+    }
+    let a = TestApp::spawn_with(Backend::Postgres, |config| {
+        config.secret_key = Some(SECRET.to_owned());
+        config.database_cache_staleness_ms = staleness_ms[0];
+    })
+    .await;
+    let (url, issuer) = (a.config.database_url.clone(), a.config.public_url.clone());
+    let b = TestApp::spawn_with(Backend::Postgres, |config| {
+        config.secret_key = Some(SECRET.to_owned());
+        config.public_url = issuer;
+        config.database_url = url;
+        config.database_cache_staleness_ms = staleness_ms[1];
+    })
+    .await;
+    Some((a, b))
+}
+
+async fn revoke(app: &TestApp, token: &str) {
+    let response = app
+        .http()
+        .post(app.url("/oauth2/revoke"))
+        .basic_auth(portico_tests::demo::CLIENT_ID, Some(portico_tests::demo::CLIENT_SECRET))
+        .form(&[("token", token)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+}
+
+#[tokio::test]
+async fn a_revocation_on_one_node_reaches_the_other_within_the_staleness_bound() {
+    let Some((a, b)) = two_nodes("the node cache test", [STALENESS_MS; 2]).await else { return };
+    let access = a.tokens_for("ivan", "ivan-password").await;
+    let refresh = a.tokens_for("maria", "maria-password").await;
+    for token in [&access.access_token, &refresh.access_token] {
+        assert_eq!(a.liveness(token).await, 200);
+        assert_eq!(b.liveness(token).await, 200, "both nodes now hold the grant as live");
+    }
+
+    // An access token revoked on node B, and a whole grant (through its
+    // refresh token) on node A.
+    revoke(&b, &access.access_token).await;
+    revoke(&a, refresh.refresh_token.as_deref().unwrap()).await;
+    assert_eq!(b.liveness(&access.access_token).await, 401, "the revoking node knows at once");
+    assert_eq!(a.liveness(&refresh.access_token).await, 401, "the revoking node knows at once");
+    tokio::time::sleep(Duration::from_millis(STALENESS_MS.into())).await;
+    assert_eq!(a.liveness(&access.access_token).await, 401, "no longer than the bound on the other node");
+    assert_eq!(b.liveness(&refresh.access_token).await, 401, "no longer than the bound on the other node");
+
+    // A permission model saved on A is the current revision on B.
+    let before = b.store.permission_revision().await.unwrap();
+    let doc = serde_json::json!({"companies": [{"cnum": "7700000042", "name": "Узел", "contractStatus": "ACTIVE"}]});
+    let saved = a.apply_permissions(&doc).await;
+    assert!(saved.status().is_success(), "{}", saved.text().await.unwrap());
+    assert_eq!(a.store.permission_revision().await.unwrap(), before + 1);
+    tokio::time::sleep(Duration::from_millis(STALENESS_MS.into())).await;
+    assert_eq!(b.store.permission_revision().await.unwrap(), before + 1);
+}
+
+/// A change that bypasses the notifications (triggers off for one session)
+/// shows which node answers from memory: the caching node keeps its answer,
+/// a node configured with `database_cache_staleness_ms = 0` asks the
+/// database.
+#[tokio::test]
+async fn liveness_is_answered_from_node_memory_and_zero_staleness_asks_the_database() {
+    let Some((cached, uncached)) = two_nodes("the node cache test", [60_000, 0]).await else { return };
+    // The first tick (within 250 ms of the start) makes the memory trusted.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let tokens = cached.tokens_for("ivan", "ivan-password").await;
+    assert_eq!(cached.liveness(&tokens.access_token).await, 200);
+    assert_eq!(uncached.liveness(&tokens.access_token).await, 200);
+
+    let mut conn = sqlx::PgConnection::connect(cached.config.database_url.as_deref().unwrap()).await.unwrap();
+    sqlx::raw_sql("SET session_replication_role = replica; UPDATE grants SET revoked_at = now();")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(uncached.liveness(&tokens.access_token).await, 401, "straight from the database");
+    assert_eq!(cached.liveness(&tokens.access_token).await, 200, "from memory: nothing was announced");
+}
