@@ -46,6 +46,21 @@ fn bounded(field: &str, value: Option<&str>, max: usize) -> Result<(), String> {
     }
 }
 
+/// Names the first string (or key) of `value` that holds U+0000: no field
+/// of any event is meant to carry it, and PostgreSQL cannot store it.
+fn no_nul(value: &Value, path: &str) -> Result<(), String> {
+    let refused = |path: &str| Err(format!("{path}: the character U+0000 is not allowed"));
+    match value {
+        Value::String(text) if text.contains('\0') => refused(path),
+        Value::Array(items) => items.iter().enumerate().try_for_each(|(i, item)| no_nul(item, &format!("{path}[{i}]"))),
+        Value::Object(fields) => fields.iter().try_for_each(|(key, item)| {
+            let inner = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+            if key.contains('\0') { refused(&inner) } else { no_nul(item, &inner) }
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Parses and checks the canonical event of `kind` (the bounds of payment v1).
 fn check_event(kind: EventKind, event: &Value) -> Result<Value, String> {
     let parsed = match kind {
@@ -75,7 +90,9 @@ fn check_event(kind: EventKind, event: &Value) -> Result<Value, String> {
             serde_json::to_value(e)
         }
     };
-    parsed.map_err(|e| e.to_string())
+    let parsed = parsed.map_err(|e| e.to_string())?;
+    no_nul(&parsed, "")?;
+    Ok(parsed)
 }
 
 /// The submission of an event of each kind, as the document describes it.

@@ -123,6 +123,9 @@ async fn events_are_taken_in_once_within_bounds_and_stored_with_a_pending_delive
         for (bad, why) in [
             (with("qrId", json!("Q".repeat(33))), "qrId"),
             (with("additionalInfo", json!("i".repeat(141))), "additionalInfo"),
+            // U+0000 is no character of any field (and PostgreSQL cannot store it).
+            (with("additionalInfo", json!("a\u{0}b")), "additionalInfo"),
+            (with("extra", json!({"note": ["x", "y\u{0}"]})), "extra.note[1]"),
             (with("orderId", json!("o".repeat(41))), "orderId"),
             (with("orderId", json!("order 9")), "orderId"),
             (with("currency", json!("rub")), "currency"),
