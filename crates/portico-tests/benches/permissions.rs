@@ -16,7 +16,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{CONCURRENCY, Http, drive};
+use common::{CONCURRENCY, Cpu, Http, drive};
 use portico_tests::{Backend, TestApp, TokenPair, backends};
 use serde_json::json;
 
@@ -59,6 +59,7 @@ async fn run(backend: Backend) {
     let measure = |url: String, authenticated: bool| {
         let (client, callers, requests) = (client.clone(), callers.clone(), requests.clone());
         async move {
+            let cpu = Cpu::now();
             let (rate, mut latencies) = drive(requests, move |i| {
                 let (client, url, pair) = (client.clone(), url.clone(), callers[i % CALLERS].clone());
                 async move {
@@ -74,19 +75,31 @@ async fn run(backend: Backend) {
                 }
             })
             .await;
+            let cpu = cpu.since();
             latencies.sort_unstable();
-            (rate, latencies[latencies.len() * 99 / 100])
+            let count = latencies.len() as f64;
+            (rate, latencies[latencies.len() * 99 / 100], (cpu.process / count, cpu.database / count))
         }
     };
-    let (base, base_p99) = measure(app.url("/healthz"), false).await;
-    report(backend, "GET /healthz (baseline)", base, base_p99, None);
-    let (full, full_p99) = measure(app.url("/api/v2/permissions"), true).await;
-    report(backend, "GET /api/v2/permissions", full, full_p99, Some(base));
-    let (one, one_p99) = measure(app.url(&format!("/api/v2/permissions/payments/{CNUM}")), true).await;
-    report(backend, "GET /api/v2/permissions/{obj}/{cnum}", one, one_p99, Some(base));
+    let (base, base_p99, cpu) = measure(app.url("/healthz"), false).await;
+    report(backend, "GET /healthz (baseline)", base, base_p99, cpu, None);
+    let (full, full_p99, cpu) = measure(app.url("/api/v2/permissions"), true).await;
+    report(backend, "GET /api/v2/permissions", full, full_p99, cpu, Some(base));
+    let (one, one_p99, cpu) = measure(app.url(&format!("/api/v2/permissions/payments/{CNUM}")), true).await;
+    report(backend, "GET /api/v2/permissions/{obj}/{cnum}", one, one_p99, cpu, Some(base));
 }
 
-fn report(backend: Backend, name: &str, rate: f64, p99: Duration, baseline: Option<f64>) {
+/// Prints a figure with the CPU each request took in this process and, on
+/// PostgreSQL, in the database server.
+fn report(backend: Backend, name: &str, rate: f64, p99: Duration, cpu: (f64, f64), baseline: Option<f64>) {
     let share = baseline.map(|b| format!("  = {:>3.0}% of the baseline", 100.0 * rate / b)).unwrap_or_default();
-    println!("{backend:?}  {name:<38} {rate:>8.0} /s  p99 {:>6.2} ms{share}", p99.as_secs_f64() * 1000.0);
+    let database = match backend {
+        Backend::Postgres => format!(", PostgreSQL server {:.0} µs", cpu.1 * 1e6),
+        Backend::Sqlite => String::new(),
+    };
+    println!(
+        "{backend:?}  {name:<38} {rate:>8.0} /s  p99 {:>6.2} ms{share}  (CPU each: {:.0} µs{database})",
+        p99.as_secs_f64() * 1000.0,
+        cpu.0 * 1e6
+    );
 }

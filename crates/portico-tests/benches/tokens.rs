@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{CONCURRENCY, Http, cpu_seconds, drive, field};
+use common::{CONCURRENCY, Cpu, Http, cpu_seconds, drive, field};
 
 use portico_crypto::jwt::{SigningKey, TYP_ACCESS_TOKEN, verify};
 use portico_model::clock::Clock as _;
@@ -194,7 +194,7 @@ async fn endpoints(backend: Backend, crypto: Arc<Crypto>) {
     let mut before = crypto.signs(PHASE_BASELINE_TIME);
     for (round, codes) in codes.chunks(PER_ROUND).enumerate() {
         let (c, u) = (client.clone(), url.clone());
-        let cpu = cpu_seconds();
+        let cpu = Cpu::now();
         let (rate, issued) = drive(codes.to_vec(), move |code| {
             let (client, url) = (c.clone(), u.clone());
             async move {
@@ -208,7 +208,7 @@ async fn endpoints(backend: Backend, crypto: Arc<Crypto>) {
             }
         })
         .await;
-        let cpu = cpu_seconds() - cpu;
+        let cpu = cpu.since();
         let limit = crypto.around(before);
         before = limit.after;
         exchanges.push(report(backend, "code exchange", round, rate, PER_ROUND, cpu, Some(limit)));
@@ -216,7 +216,7 @@ async fn endpoints(backend: Backend, crypto: Arc<Crypto>) {
         let (refresh_tokens, first_access): (Vec<_>, Vec<_>) = issued.into_iter().unzip();
         access_tokens.extend(first_access);
         let (c, u) = (client.clone(), url.clone());
-        let cpu = cpu_seconds();
+        let cpu = Cpu::now();
         let (rate, _) = drive(refresh_tokens, move |refresh| {
             let (client, url) = (c.clone(), u.clone());
             async move {
@@ -229,7 +229,7 @@ async fn endpoints(backend: Backend, crypto: Arc<Crypto>) {
             }
         })
         .await;
-        let cpu = cpu_seconds() - cpu;
+        let cpu = cpu.since();
         let limit = crypto.around(before);
         before = limit.after;
         refreshes.push(report(backend, "refresh", round, rate, PER_ROUND, cpu, Some(limit)));
@@ -243,7 +243,7 @@ async fn endpoints(backend: Backend, crypto: Arc<Crypto>) {
     let liveness_url = app.url("/oauth2/token/liveness");
     let checks: Vec<String> = access_tokens.iter().cycle().take(LIVENESS_CHECKS).cloned().collect();
     let (c, u) = (client.clone(), liveness_url);
-    let cpu = cpu_seconds();
+    let cpu = Cpu::now();
     let (rate, _) = drive(checks, move |token| {
         let (client, url) = (c.clone(), u.clone());
         async move {
@@ -251,7 +251,7 @@ async fn endpoints(backend: Backend, crypto: Arc<Crypto>) {
         }
     })
     .await;
-    let cpu = cpu_seconds() - cpu;
+    let cpu = cpu.since();
     report(backend, "liveness", 0, rate, LIVENESS_CHECKS, cpu, None);
 }
 
@@ -271,10 +271,15 @@ fn summary(backend: Backend, name: &str, shares: &mut [f64]) {
 /// Prints a phase's rate against the signing rate measured around it and,
 /// from the CPU time `cpu` the process used during it, the CPU each response
 /// took, the share of it that went to its two signatures, and how busy the
-/// cores were. With PostgreSQL the database server's own processes are not
-/// counted. Returns the rate as a share of the RSA limit, in percent (0
+/// cores were; with PostgreSQL, the database server's own CPU per response
+/// beside it. Returns the rate as a share of the RSA limit, in percent (0
 /// without a limit).
-fn report(backend: Backend, name: &str, round: usize, rate: f64, count: usize, cpu: f64, limit: Option<Limit>) -> f64 {
+fn report(backend: Backend, name: &str, round: usize, rate: f64, count: usize, cpu: Cpu, limit: Option<Limit>) -> f64 {
+    let database = match backend {
+        Backend::Postgres => format!("; PostgreSQL server {:.0} µs CPU each", cpu.database / count as f64 * 1e6),
+        Backend::Sqlite => String::new(),
+    };
+    let cpu = cpu.process;
     let each = cpu / count as f64;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let busy = 100.0 * cpu * rate / count as f64 / cores as f64;
@@ -283,7 +288,7 @@ fn report(backend: Backend, name: &str, round: usize, rate: f64, count: usize, c
             let share = 100.0 * rate * 2.0 / limit.signs;
             println!(
                 "{backend:?}  {name:<14} {rate:>9.0} /s  = {share:>3.0}% of the RSA limit ({:.0} signatures/s around it, \
-                 2 per response); {:.0} µs CPU each, {:.0}% of it signing; cores {busy:.0}% busy (round {})",
+                 2 per response); {:.0} µs CPU each, {:.0}% of it signing; cores {busy:.0}% busy (round {}){database}",
                 limit.signs,
                 each * 1e6,
                 100.0 * 2.0 * limit.sign_cpu / each,
@@ -292,7 +297,10 @@ fn report(backend: Backend, name: &str, round: usize, rate: f64, count: usize, c
             share
         }
         None => {
-            println!("{backend:?}  {name:<14} {rate:>9.0} /s  {:.1} µs CPU each; cores {busy:.0}% busy", each * 1e6);
+            println!(
+                "{backend:?}  {name:<14} {rate:>9.0} /s  {:.1} µs CPU each; cores {busy:.0}% busy{database}",
+                each * 1e6
+            );
             0.0
         }
     }

@@ -89,6 +89,46 @@ pub fn cpu_seconds() -> f64 {
     ticks as f64 / 100.0
 }
 
+/// CPU time the PostgreSQL server on this machine has used so far (its
+/// processes named `postgres`, with the backends that have exited), in
+/// seconds; 0 when none runs here. Read next to [`cpu_seconds`], it gives
+/// the database's own CPU per response.
+pub fn database_cpu_seconds() -> f64 {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return 0.0 };
+    let mut ticks = 0u64;
+    for entry in entries.flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else { continue };
+        if &stat[open + 1..close] != "postgres" {
+            continue;
+        }
+        let fields: Vec<&str> = stat[close + 2..].split(' ').collect();
+        // utime, stime, cutime, cstime: fields 14 to 17 of the line.
+        ticks += fields[11..15].iter().filter_map(|f| f.parse::<u64>().ok()).sum::<u64>();
+    }
+    ticks as f64 / 100.0
+}
+
+/// CPU used by this process and by the PostgreSQL server, from a start.
+#[derive(Debug, Clone, Copy)]
+pub struct Cpu {
+    pub process: f64,
+    pub database: f64,
+}
+
+impl Cpu {
+    /// The CPU used so far.
+    pub fn now() -> Self {
+        Self { process: cpu_seconds(), database: database_cpu_seconds() }
+    }
+
+    /// The CPU used since `self`.
+    pub fn since(self) -> Self {
+        let now = Self::now();
+        Self { process: now.process - self.process, database: now.database - self.database }
+    }
+}
+
 /// Runs `work` over `items` with [`CONCURRENCY`] tasks; returns items per
 /// second and the outputs.
 pub async fn drive<I, F, Fut, O>(items: Vec<I>, work: F) -> (f64, Vec<O>)
