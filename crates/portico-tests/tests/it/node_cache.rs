@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use portico_tests::{Backend, POSTGRES_ENV, TestApp};
+use portico_tests::{Backend, POSTGRES_ENV, TcpProxy, TestApp};
 use sqlx::Connection as _;
 
 /// The instance secret both nodes share (32 bytes, base64).
@@ -98,4 +98,40 @@ async fn liveness_is_answered_from_node_memory_and_zero_staleness_asks_the_datab
         .unwrap();
     assert_eq!(uncached.liveness(&tokens.access_token).await, 401, "straight from the database");
     assert_eq!(cached.liveness(&tokens.access_token).await, 200, "from memory: nothing was announced");
+}
+
+/// A revocation committed while a node could not hear the database (its
+/// connections cut, then restored) is never missed: the node forgets what
+/// it held and asks again.
+#[tokio::test]
+async fn a_revocation_made_while_a_node_was_cut_off_is_seen_when_it_returns() {
+    let Some((direct, _)) = two_nodes("the node cache test", [STALENESS_MS, STALENESS_MS]).await else { return };
+    let url = url::Url::parse(direct.config.database_url.as_deref().unwrap()).unwrap();
+    let proxy = TcpProxy::start(format!("{}:{}", url.host_str().unwrap(), url.port().unwrap_or(5432))).await;
+    let issuer = direct.config.public_url.clone();
+    let behind = TestApp::spawn_with(Backend::Postgres, |config| {
+        let mut through = url.clone();
+        through.set_host(Some("127.0.0.1")).unwrap();
+        through.set_port(Some(proxy.addr.port())).unwrap();
+        config.database_url = Some(through.to_string());
+        config.secret_key = Some(SECRET.to_owned());
+        config.public_url = issuer;
+        // Long enough that only the reset after the cut, not the bound,
+        // can make the node see the revocation in this test.
+        config.database_cache_staleness_ms = 60_000;
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let tokens = direct.tokens_for("ivan", "ivan-password").await;
+    assert_eq!(behind.liveness(&tokens.access_token).await, 200, "the grant is now held as live");
+
+    proxy.cut();
+    revoke(&direct, tokens.refresh_token.as_deref().unwrap()).await;
+    assert_eq!(direct.liveness(&tokens.access_token).await, 401);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    proxy.restore();
+    assert_eq!(behind.liveness(&tokens.access_token).await, 401, "not from the memory held before the cut");
+    // Trusted again once it has reloaded and heard its own tick.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(behind.liveness(&tokens.access_token).await, 401);
 }
