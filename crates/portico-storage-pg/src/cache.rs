@@ -65,6 +65,23 @@ impl State {
     fn trusted(&self, now: Instant) -> bool {
         self.trusted_until.is_some_and(|until| now < until)
     }
+
+    fn revoke_grant(&mut self, id: Uuid) {
+        self.live_grants.remove(&id);
+        self.revoked_grants.insert(id);
+    }
+
+    /// Revisions only move forward, whichever way they are learnt.
+    fn see_revision(&mut self, revision: i64) {
+        self.revision = Some(self.revision.map_or(revision, |known| known.max(revision)));
+    }
+
+    /// Forgets everything and trusts nothing; answers asked before are not
+    /// remembered after.
+    fn reset(&mut self) {
+        let generation = self.generation.wrapping_add(1);
+        *self = Self { generation, ..Self::default() };
+    }
 }
 
 /// What the memory knows about an access token.
@@ -129,8 +146,7 @@ impl NodeCache {
     pub(crate) fn grants_revoked(&self, grants: &[Uuid]) {
         let mut state = self.state();
         for id in grants {
-            state.live_grants.remove(id);
-            state.revoked_grants.insert(*id);
+            state.revoke_grant(*id);
         }
     }
 
@@ -141,15 +157,12 @@ impl NodeCache {
 
     /// This node saved the permission model as `revision`.
     pub(crate) fn revision_saved(&self, revision: i64) {
-        let mut state = self.state();
-        state.revision = Some(state.revision.map_or(revision, |known| known.max(revision)));
+        self.state().see_revision(revision);
     }
 
     /// Forgets everything and trusts nothing until reloaded and ticked.
     fn reset(&self) {
-        let mut state = self.state();
-        let generation = state.generation.wrapping_add(1);
-        *state = State { generation, ..State::default() };
+        self.state().reset();
     }
 
     fn apply(&self, payload: &str) {
@@ -158,8 +171,7 @@ impl NodeCache {
         match kind {
             "g" => {
                 if let Ok(id) = Uuid::parse_str(value) {
-                    state.live_grants.remove(&id);
-                    state.revoked_grants.insert(id);
+                    state.revoke_grant(id);
                 }
             }
             "j" => {
@@ -167,7 +179,7 @@ impl NodeCache {
             }
             "p" => {
                 if let Ok(revision) = value.parse::<i64>() {
-                    state.revision = Some(state.revision.map_or(revision, |known| known.max(revision)));
+                    state.see_revision(revision);
                 }
             }
             "t" => {
@@ -188,8 +200,7 @@ impl NodeCache {
             _ => {}
         }
         if state.revoked_grants.len() > MOST_ENTRIES || state.revoked_jtis.len() > MOST_ENTRIES {
-            let generation = state.generation.wrapping_add(1);
-            *state = State { generation, ..State::default() };
+            state.reset();
         }
     }
 
@@ -203,7 +214,7 @@ impl NodeCache {
             sqlx::query_scalar("SELECT revision FROM permission_revision WHERE id = 1").fetch_one(pool).await?;
         let mut state = self.state();
         state.revoked_jtis.extend(jtis);
-        state.revision = Some(state.revision.map_or(revision, |known| known.max(revision)));
+        state.see_revision(revision);
         state.loaded_at = Some(started);
         Ok(())
     }

@@ -292,6 +292,7 @@ pub(crate) trait Columns {
     fn uuid(&self, column: &str) -> Res<Uuid>;
     fn uuid_opt(&self, column: &str) -> Res<Option<Uuid>>;
     fn json<T: DeserializeOwned>(&self, column: &str) -> Res<T>;
+    fn json_opt<T: DeserializeOwned>(&self, column: &str) -> Res<Option<T>>;
     /// A space-separated list.
     fn words(&self, column: &str) -> Res<Vec<String>>;
 }
@@ -314,8 +315,12 @@ impl Columns for Row<'_> {
     }
 
     fn json<T: DeserializeOwned>(&self, column: &str) -> Res<T> {
-        let text: String = self.get(column)?;
-        serde_json::from_str(&text).map_err(|e| damaged(&format!("JSON column {column}: {e}")))
+        self.json_opt(column)?.ok_or_else(|| damaged(&format!("JSON column {column} is NULL")))
+    }
+
+    fn json_opt<T: DeserializeOwned>(&self, column: &str) -> Res<Option<T>> {
+        let Some(text) = self.get::<_, Option<String>>(column)? else { return Ok(None) };
+        serde_json::from_str(&text).map(Some).map_err(|e| damaged(&format!("JSON column {column}: {e}")))
     }
 
     fn words(&self, column: &str) -> Res<Vec<String>> {

@@ -22,7 +22,6 @@ use crate::db::{Columns, Res, all, damaged, one, run, secs, secs_opt, to_json};
 use crate::{Result, SqliteStore};
 
 fn merchant_from(row: &Row<'_>) -> Res<Merchant> {
-    let settings: Option<String> = row.get("settings")?;
     Ok(Merchant {
         ids: MerchantIds {
             merchant_id: row.get("merchant_id")?,
@@ -31,10 +30,7 @@ fn merchant_from(row: &Row<'_>) -> Res<Merchant> {
         },
         key_hash: row.get("key_hash")?,
         key_sealed: row.get("key_sealed")?,
-        settings: match settings {
-            Some(text) => Some(serde_json::from_str(&text).map_err(|e| damaged(&format!("merchant settings: {e}")))?),
-            None => None,
-        },
+        settings: row.json_opt("settings")?,
         created_at: row.time("created_at")?,
     })
 }

@@ -76,11 +76,18 @@ fn file_from(row: &Row<'_>) -> Res<ReportFile> {
     })
 }
 
-/// `tasks` with their files.
+/// `tasks` with their files, in one query.
 fn with_files(conn: &Connection, mut tasks: Vec<ReportTask>) -> Res<Vec<ReportTask>> {
-    for task in &mut tasks {
-        let sql = "SELECT * FROM report_files WHERE task_id = ?1 ORDER BY position";
-        task.files = all(conn, sql, [task.id.to_string()], file_from)?;
+    if tasks.is_empty() {
+        return Ok(tasks);
+    }
+    let ids: Vec<String> = tasks.iter().map(|task| task.id.to_string()).collect();
+    let sql = "SELECT * FROM report_files WHERE task_id IN (SELECT value FROM json_each(?1)) \
+               ORDER BY task_id, position";
+    for file in all(conn, sql, [to_json(&ids)?], file_from)? {
+        if let Some(task) = tasks.iter_mut().find(|task| task.id == file.task_id) {
+            task.files.push(file);
+        }
     }
     Ok(tasks)
 }

@@ -612,4 +612,15 @@ impl TcpProxy {
     pub fn restore(&self) {
         self.up.send_replace(true);
     }
+
+    /// `database_url` (a `postgres://` URL) through this proxy.
+    ///
+    /// # Panics
+    /// When `database_url` is not a URL.
+    pub fn url_through(&self, database_url: &str) -> String {
+        let mut url = url::Url::parse(database_url).expect("a database URL");
+        url.set_host(Some("127.0.0.1")).expect("a host");
+        url.set_port(Some(self.addr.port())).expect("a port");
+        url.to_string()
+    }
 }

@@ -110,10 +110,7 @@ async fn a_revocation_made_while_a_node_was_cut_off_is_seen_when_it_returns() {
     let proxy = TcpProxy::start(format!("{}:{}", url.host_str().unwrap(), url.port().unwrap_or(5432))).await;
     let issuer = direct.config.public_url.clone();
     let behind = TestApp::spawn_with(Backend::Postgres, |config| {
-        let mut through = url.clone();
-        through.set_host(Some("127.0.0.1")).unwrap();
-        through.set_port(Some(proxy.addr.port())).unwrap();
-        config.database_url = Some(through.to_string());
+        config.database_url = Some(proxy.url_through(url.as_str()));
         config.secret_key = Some(SECRET.to_owned());
         config.public_url = issuer;
         // Long enough that only the reset after the cut, not the bound,

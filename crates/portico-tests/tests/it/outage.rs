@@ -17,10 +17,7 @@ async fn behind_a_proxy(test: &str, acquire_timeout_secs: u32) -> Option<(TcpPro
     let upstream = format!("{}:{}", upstream.host_str().unwrap(), upstream.port().unwrap_or(5432));
     let proxy = TcpProxy::start(upstream).await;
     let app = TestApp::spawn_with(Backend::Postgres, |config| {
-        let mut url = url::Url::parse(config.database_url.as_deref().unwrap()).unwrap();
-        url.set_host(Some("127.0.0.1")).unwrap();
-        url.set_port(Some(proxy.addr.port())).unwrap();
-        config.database_url = Some(url.to_string());
+        config.database_url = Some(proxy.url_through(config.database_url.as_deref().unwrap()));
         config.database_acquire_timeout_secs = acquire_timeout_secs;
     })
     .await;
