@@ -13,6 +13,7 @@ use portico_storage::StorageError;
 use std::sync::Arc;
 
 use crate::verified::VerifiedCache;
+use portico_model::ids::{ClientId, GrantId, RefreshTokenHash, UserId};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -31,7 +32,7 @@ pub struct AccessClaims {
     pub client_id: String,
     pub scope: String,
     /// The grant this token was issued along.
-    pub gid: Uuid,
+    pub gid: GrantId,
 }
 
 /// Claims of a Portico id_token.
@@ -50,7 +51,7 @@ pub struct IdClaims {
     /// The grant (the login session at this client) the token was issued
     /// along, as in OIDC Front-Channel Logout: it ties the id_token to the
     /// access tokens of the same grant and lets revocation reach it.
-    pub sid: Uuid,
+    pub sid: GrantId,
     /// How the user authenticated (RFC 8176: `pwd`, `sms`, `otp`, `mfa`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub amr: Vec<String>,
@@ -129,10 +130,10 @@ pub struct NewRefreshToken {
 }
 
 impl NewRefreshToken {
-    pub fn generate(grant_id: Uuid, now: OffsetDateTime, ttl: time::Duration) -> Self {
+    pub fn generate(grant_id: GrantId, now: OffsetDateTime, ttl: time::Duration) -> Self {
         let value = portico_crypto::random::token();
         let row = RefreshToken {
-            token_hash: portico_crypto::hash::token_hash(&value),
+            token_hash: RefreshTokenHash::new(portico_crypto::hash::token_hash(&value)),
             grant_id,
             created_at: now,
             expires_at: now + ttl,
@@ -179,11 +180,11 @@ impl Identity {
         let access = AccessClaims {
             iss: self.settings.issuer.clone(),
             sub: user.id.to_string(),
-            aud: grant.client_id.clone(),
+            aud: grant.client_id.to_string(),
             exp: (now + ttl).unix_timestamp(),
             iat: now.unix_timestamp(),
             jti: Uuid::new_v4().to_string(),
-            client_id: grant.client_id.clone(),
+            client_id: grant.client_id.to_string(),
             scope: scope.to_owned(),
             gid: grant.id,
         };
@@ -299,9 +300,9 @@ pub enum TokenPairError {
 /// The user behind a verified token pair.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
-    pub user_id: Uuid,
+    pub user_id: UserId,
     /// The client the access token was issued to.
-    pub client_id: String,
+    pub client_id: ClientId,
     pub access: Arc<AccessClaims>,
 }
 
@@ -335,8 +336,8 @@ impl Identity {
         if id.sub != access.sub || id.aud != access.client_id || id.sid != access.gid {
             return Err(TokenPairError::Mismatch);
         }
-        let user_id = Uuid::parse_str(&access.sub).map_err(|_| TokenPairError::InvalidAccessToken)?;
-        Ok(Caller { user_id, client_id: access.client_id.clone(), access })
+        let user_id = Uuid::parse_str(&access.sub).map_err(|_| TokenPairError::InvalidAccessToken)?.into();
+        Ok(Caller { user_id, client_id: access.client_id.as_str().into(), access })
     }
 }
 

@@ -1,7 +1,7 @@
 //! Security events.
 
+use crate::ids::{ClientId, UserId};
 use time::OffsetDateTime;
-use uuid::Uuid;
 
 /// One entry of the audit log.
 #[derive(Debug, Clone, PartialEq)]
@@ -9,8 +9,8 @@ pub struct AuditEvent {
     pub at: OffsetDateTime,
     /// What happened, e.g. `login.succeeded` (see [`AuditKind`]).
     pub kind: String,
-    pub user_id: Option<Uuid>,
-    pub client_id: Option<String>,
+    pub user_id: Option<UserId>,
+    pub client_id: Option<ClientId>,
     /// Free-form details; never a secret.
     pub detail: serde_json::Value,
 }
@@ -54,13 +54,13 @@ impl AuditEvent {
         Self { at, kind: kind.as_str().to_owned(), user_id: None, client_id: None, detail: serde_json::Value::Null }
     }
 
-    pub fn user(mut self, user_id: Uuid) -> Self {
+    pub fn user(mut self, user_id: UserId) -> Self {
         self.user_id = Some(user_id);
         self
     }
 
-    pub fn client(mut self, client_id: impl Into<String>) -> Self {
-        self.client_id = Some(client_id.into());
+    pub fn client(mut self, client_id: &ClientId) -> Self {
+        self.client_id = Some(client_id.clone());
         self
     }
 

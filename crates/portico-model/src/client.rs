@@ -1,12 +1,13 @@
 //! Client applications (OAuth relying parties).
 
+use crate::ids::ClientId;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
 /// A registered client system.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Client {
-    pub client_id: String,
+    pub client_id: ClientId,
     /// Hash of the client secret (see `portico_crypto::secret`), never the secret.
     pub secret_hash: String,
     pub name: LocalizedText,

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use crate::ids::{ClientId, UserId};
 use crate::otp::{OtpChallenge, OtpChannel};
 
 /// The step types of the spec (`stepType`).
@@ -148,7 +149,7 @@ pub struct LoginProcess {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LoginState {
     /// The client that started the authorization.
-    pub client_id: String,
+    pub client_id: ClientId,
     /// The query string of the original `/oauth2/authorize` request.
     pub authorize_query: String,
     /// CSRF token for the process's forms (double-submitted with `XSRF-TOKEN`).
@@ -159,7 +160,7 @@ pub struct LoginState {
     /// The identifier the user typed (login or phone), shown again on error.
     pub principal: Option<String>,
     /// The user, once identified.
-    pub user_id: Option<Uuid>,
+    pub user_id: Option<UserId>,
     pub locale: Option<Locale>,
     pub device_id: Option<String>,
     /// Errors to show on the next page view; cleared once shown.
@@ -215,7 +216,7 @@ fn sms() -> OtpChannel {
 
 impl LoginState {
     /// A fresh process at its first step for `method`.
-    pub fn start(client_id: String, authorize_query: String, csrf: String, method: AuthMethod) -> Self {
+    pub fn start(client_id: ClientId, authorize_query: String, csrf: String, method: AuthMethod) -> Self {
         let step = match method {
             AuthMethod::Password => StepType::UsernamePassword,
             AuthMethod::Phone => StepType::Phone,

@@ -1,14 +1,14 @@
 //! Authorization codes, grants and refresh tokens.
 
+use crate::ids::{ClientId, CodeHash, GrantId, RefreshTokenHash, UserId};
 use time::OffsetDateTime;
-use uuid::Uuid;
 
 /// An issued authorization code, stored by the hash of its value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthorizationCode {
-    pub code_hash: String,
-    pub client_id: String,
-    pub user_id: Uuid,
+    pub code_hash: CodeHash,
+    pub client_id: ClientId,
+    pub user_id: UserId,
     pub redirect_uri: String,
     pub scope: String,
     /// PKCE S256 challenge from the authorize request.
@@ -18,7 +18,7 @@ pub struct AuthorizationCode {
     pub created_at: OffsetDateTime,
     pub expires_at: OffsetDateTime,
     /// The grant issued by the first exchange of this code.
-    pub grant_id: Option<Uuid>,
+    pub grant_id: Option<GrantId>,
     /// How the user authenticated (RFC 8176).
     pub amr: Vec<String>,
 }
@@ -38,16 +38,16 @@ pub enum Redemption {
     Redeemed,
     /// Another request spent the code first: a replay. Names the grant that
     /// the other request created, if any.
-    Replay { grant_id: Option<Uuid> },
+    Replay { grant_id: Option<GrantId> },
 }
 
 /// One authorization of a client by a user: the root of a refresh token chain
 /// and of every access token issued along it. Revoking it kills them all.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Grant {
-    pub id: Uuid,
-    pub client_id: String,
-    pub user_id: Uuid,
+    pub id: GrantId,
+    pub client_id: ClientId,
+    pub user_id: UserId,
     pub scope: String,
     pub auth_time: OffsetDateTime,
     pub created_at: OffsetDateTime,
@@ -59,8 +59,8 @@ pub struct Grant {
 /// An opaque refresh token, stored by the hash of its value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RefreshToken {
-    pub token_hash: String,
-    pub grant_id: Uuid,
+    pub token_hash: RefreshTokenHash,
+    pub grant_id: GrantId,
     pub created_at: OffsetDateTime,
     pub expires_at: OffsetDateTime,
 }

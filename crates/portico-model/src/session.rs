@@ -1,14 +1,14 @@
 //! Browser single sign-on sessions.
 
+use crate::ids::{SessionHash, UserId};
 use time::OffsetDateTime;
-use uuid::Uuid;
 
 /// What the SSO cookie stands for. The cookie holds a random token; only its
 /// hash is stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SsoSession {
-    pub token_hash: String,
-    pub user_id: Uuid,
+    pub token_hash: SessionHash,
+    pub user_id: UserId,
     /// When the user last authenticated interactively.
     pub auth_time: OffsetDateTime,
     pub created_at: OffsetDateTime,

@@ -1,11 +1,11 @@
 //! End users of the bank's online services.
 
+use crate::ids::UserId;
 use time::OffsetDateTime;
-use uuid::Uuid;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct User {
-    pub id: Uuid,
+    pub id: UserId,
     /// The login name typed on the `username-password` step; unique.
     pub login: String,
     /// Argon2id PHC string.

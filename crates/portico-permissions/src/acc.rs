@@ -39,13 +39,13 @@ pub async fn by_company(
     let Path(cnum) = path.map_err(|_| ApiError::bad_request("cnum", "cnum is not a valid path segment"))?;
     let cnum = value("cnum", &cnum)?;
     let model = api.service.model().await?;
-    if model.employee(caller.user_id, &cnum).is_none() {
+    if model.employee(caller.user_id.as_uuid(), &cnum).is_none() {
         return Err(ApiError::Generic(format!("no active employee found for the caller in company {cnum:?} (cnum)")));
     }
-    if !model.is_eio(caller.user_id, &cnum) {
+    if !model.is_eio(caller.user_id.as_uuid(), &cnum) {
         return Err(ApiError::NotEio(format!("the caller is not the EIO of company {cnum:?} (cnum)")));
     }
-    Ok(Json(model.acc_permissions_v1(caller.user_id, &cnum)).into_response())
+    Ok(Json(model.acc_permissions_v1(caller.user_id.as_uuid(), &cnum)).into_response())
 }
 
 /// Which sections of the access control center a colleague may view.
@@ -79,7 +79,7 @@ pub async fn by_user_and_company(
     let user_id = Uuid::parse_str(&user_id).map_err(|_| ApiError::InvalidParameterFormat("userId"))?;
     let cnum = value("cnum", &cnum)?;
     let model = api.service.model().await?;
-    if model.employee(caller.user_id, &cnum).is_none() {
+    if model.employee(caller.user_id.as_uuid(), &cnum).is_none() {
         return Err(ApiError::NotEmployee(format!("the caller is not an active employee of company {cnum:?} (cnum)")));
     }
     if !model.knows_user(user_id) {

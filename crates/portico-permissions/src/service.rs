@@ -96,11 +96,11 @@ impl PermissionService {
         let mut users = HashMap::new();
         for user in doc.user_refs() {
             let found = match user.as_id() {
-                Some(id) => self.store.find_user(id).await?,
+                Some(id) => self.store.find_user(id.into()).await?,
                 None => self.store.find_user_by_login(&user.0).await?,
             };
             if let Some(found) = found {
-                users.insert(user.clone(), found.id);
+                users.insert(user.clone(), found.id.as_uuid());
             }
         }
         Ok(users)

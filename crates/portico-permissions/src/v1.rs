@@ -36,7 +36,7 @@ async fn context(
     let cnums = cnum_query(query)?;
     let model = api.service.model().await?;
     model
-        .permissions_v1(caller.user_id, &caller.client_id, cnums.as_deref(), objects.as_deref())
+        .permissions_v1(caller.user_id.as_uuid(), caller.client_id.as_str(), cnums.as_deref(), objects.as_deref())
         .map(Json)
         .map_err(|e| ApiError::lookup(e, "object_path"))
 }

@@ -30,7 +30,7 @@ fn segment_error(_: PathRejection) -> ApiError {
 pub async fn permissions(State(api): State<PermissionsState>, headers: HeaderMap) -> Result<Response, ApiError> {
     let caller = api.caller(&headers, true).await?;
     let model = api.service.model().await?;
-    let view = model.permissions_v2(caller.user_id).map_err(|e| ApiError::lookup(e, "obj"))?;
+    let view = model.permissions_v2(caller.user_id.as_uuid()).map_err(|e| ApiError::lookup(e, "obj"))?;
     Ok(Json(view).into_response())
 }
 
@@ -55,7 +55,7 @@ pub async fn by_object(
     let Path(obj) = path.map_err(segment_error)?;
     let obj = value("obj", &obj)?;
     let model = api.service.model().await?;
-    let view = model.permissions_v2_object(caller.user_id, &obj).map_err(|e| ApiError::lookup(e, "obj"))?;
+    let view = model.permissions_v2_object(caller.user_id.as_uuid(), &obj).map_err(|e| ApiError::lookup(e, "obj"))?;
     Ok(Json(view).into_response())
 }
 
@@ -84,7 +84,8 @@ pub async fn by_object_and_company(
     let Path((obj, cnum)) = path.map_err(segment_error)?;
     let (obj, cnum) = (value("obj", &obj)?, value("cnum", &cnum)?);
     let model = api.service.model().await?;
-    let view =
-        model.permissions_v2_object_company(caller.user_id, &obj, &cnum).map_err(|e| ApiError::lookup(e, "obj"))?;
+    let view = model
+        .permissions_v2_object_company(caller.user_id.as_uuid(), &obj, &cnum)
+        .map_err(|e| ApiError::lookup(e, "obj"))?;
     Ok(Json(view).into_response())
 }

@@ -77,7 +77,7 @@ impl Reports {
     /// `UNAUTHORIZED` for a missing or bad token.
     pub async fn caller(&self, channel: Channel, headers: &HeaderMap) -> Result<Caller, ReportError> {
         match channel {
-            Channel::Public => Ok(Caller::User(self.identity.check_token_pair(headers).await?.user_id)),
+            Channel::Public => Ok(Caller::User(self.identity.check_token_pair(headers).await?.user_id.as_uuid())),
             Channel::Bank if self.is_internal(headers) => Ok(Caller::Bank),
             Channel::Bank => Err(ReportError::Unauthorized("the internal token is missing or wrong".into())),
         }

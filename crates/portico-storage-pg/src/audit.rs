@@ -2,9 +2,11 @@
 
 use async_trait::async_trait;
 use portico_model::audit::AuditEvent;
+use portico_model::ids::{ClientId, UserId};
 use portico_storage::AuditRepository;
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
+use uuid::Uuid;
 
 use crate::error::storage_error;
 use crate::{PgStore, Query, Result, at, get};
@@ -12,15 +14,20 @@ use crate::{PgStore, Query, Result, at, get};
 /// Binds an audit event's five columns (at, kind, user, client, detail), in
 /// the table's order.
 pub(crate) fn bind_audit<'q>(query: Query<'q>, event: &'q AuditEvent) -> Query<'q> {
-    query.bind(at(event.at)).bind(&event.kind).bind(event.user_id).bind(&event.client_id).bind(Json(&event.detail))
+    query
+        .bind(at(event.at))
+        .bind(&event.kind)
+        .bind(event.user_id.as_ref().map(UserId::as_uuid))
+        .bind(event.client_id.as_ref().map(ClientId::as_str))
+        .bind(Json(&event.detail))
 }
 
 fn audit_from(row: &PgRow) -> Result<AuditEvent> {
     Ok(AuditEvent {
         at: get(row, "at")?,
         kind: get(row, "kind")?,
-        user_id: get(row, "user_id")?,
-        client_id: get(row, "client_id")?,
+        user_id: get::<Option<Uuid>>(row, "user_id")?.map(UserId::from),
+        client_id: get::<Option<String>>(row, "client_id")?.map(ClientId::from),
         detail: get::<Json<serde_json::Value>>(row, "detail")?.0,
     })
 }

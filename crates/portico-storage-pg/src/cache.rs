@@ -20,6 +20,7 @@ use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
+use portico_model::ids::GrantId;
 use portico_model::oauth::AccessTokenState;
 use sqlx::PgPool;
 use sqlx::postgres::PgListener;
@@ -56,8 +57,8 @@ struct State {
     /// reset is not remembered after it.
     generation: u64,
     revoked_jtis: HashSet<String>,
-    revoked_grants: HashSet<Uuid>,
-    live_grants: HashSet<Uuid>,
+    revoked_grants: HashSet<GrantId>,
+    live_grants: HashSet<GrantId>,
     revision: Option<i64>,
 }
 
@@ -66,7 +67,7 @@ impl State {
         self.trusted_until.is_some_and(|until| now < until)
     }
 
-    fn revoke_grant(&mut self, id: Uuid) {
+    fn revoke_grant(&mut self, id: GrantId) {
         self.live_grants.remove(&id);
         self.revoked_grants.insert(id);
     }
@@ -111,7 +112,7 @@ impl NodeCache {
     }
 
     /// The state of an access token, when the memory may answer.
-    pub(crate) fn access_token_state(&self, grant_id: Uuid, jti: &str) -> Known {
+    pub(crate) fn access_token_state(&self, grant_id: GrantId, jti: &str) -> Known {
         let state = self.state();
         if !state.trusted(Instant::now()) {
             return Known::Ask(u64::MAX);
@@ -128,7 +129,7 @@ impl NodeCache {
 
     /// Remembers a grant the database found live, unless the memory was
     /// reset since the question was asked.
-    pub(crate) fn grant_live(&self, grant_id: Uuid, generation: u64) {
+    pub(crate) fn grant_live(&self, grant_id: GrantId, generation: u64) {
         let mut state = self.state();
         if state.generation == generation && state.live_grants.len() < MOST_ENTRIES {
             state.live_grants.insert(grant_id);
@@ -143,10 +144,10 @@ impl NodeCache {
 
     /// This node revoked `grants`: its own answers reflect that at once,
     /// before the notification comes back.
-    pub(crate) fn grants_revoked(&self, grants: &[Uuid]) {
+    pub(crate) fn grants_revoked(&self, grants: impl IntoIterator<Item = GrantId>) {
         let mut state = self.state();
         for id in grants {
-            state.revoke_grant(*id);
+            state.revoke_grant(id);
         }
     }
 
@@ -171,7 +172,7 @@ impl NodeCache {
         match kind {
             "g" => {
                 if let Ok(id) = Uuid::parse_str(value) {
-                    state.revoke_grant(id);
+                    state.revoke_grant(id.into());
                 }
             }
             "j" => {
@@ -319,7 +320,7 @@ mod tests {
     #[test]
     fn only_a_tick_sent_after_the_reload_brings_trust_for_the_bound() {
         let cache = cache(Duration::from_secs(1));
-        let grant = Uuid::new_v4();
+        let grant = GrantId::from(Uuid::new_v4());
         let start = Instant::now();
         sent(&cache, 1, start);
         cache.state().loaded_at = Some(start + Duration::from_millis(10));
@@ -342,7 +343,7 @@ mod tests {
     #[test]
     fn announcements_revoke_and_a_reset_forgets_answers_asked_before_it() {
         let cache = cache(Duration::from_secs(60));
-        let (grant, other) = (Uuid::new_v4(), Uuid::new_v4());
+        let (grant, other) = (GrantId::from(Uuid::new_v4()), GrantId::from(Uuid::new_v4()));
         let now = Instant::now();
         cache.state().loaded_at = Some(now);
         sent(&cache, 1, now);

@@ -2,6 +2,7 @@
 
 use async_trait::async_trait;
 use portico_model::client::{Client, LocalizedText};
+use portico_model::ids::ClientId;
 use portico_storage::ClientRepository;
 use sqlx::postgres::PgRow;
 
@@ -10,7 +11,7 @@ use crate::{PgStore, Result, at, get};
 
 pub(crate) fn client_from(row: &PgRow) -> Result<Client> {
     Ok(Client {
-        client_id: get(row, "client_id")?,
+        client_id: get::<String>(row, "client_id")?.into(),
         secret_hash: get(row, "secret_hash")?,
         name: LocalizedText { ru: get(row, "name_ru")?, en: get(row, "name_en")? },
         redirect_uris: get(row, "redirect_uris")?,
@@ -27,7 +28,7 @@ impl ClientRepository for PgStore {
             "INSERT INTO clients (client_id, secret_hash, name_ru, name_en, redirect_uris, scopes, \
              require_consent, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
         )
-        .bind(&client.client_id)
+        .bind(client.client_id.as_str())
         .bind(&client.secret_hash)
         .bind(&client.name.ru)
         .bind(&client.name.en)
@@ -41,9 +42,9 @@ impl ClientRepository for PgStore {
         Ok(())
     }
 
-    async fn find_client(&self, client_id: &str) -> Result<Option<Client>> {
+    async fn find_client(&self, client_id: &ClientId) -> Result<Option<Client>> {
         sqlx::query("SELECT * FROM clients WHERE client_id = $1")
-            .bind(client_id)
+            .bind(client_id.as_str())
             .fetch_optional(&self.pool)
             .await
             .map_err(storage_error("client"))?
@@ -62,9 +63,9 @@ impl ClientRepository for PgStore {
             .collect()
     }
 
-    async fn delete_client(&self, client_id: &str) -> Result<bool> {
+    async fn delete_client(&self, client_id: &ClientId) -> Result<bool> {
         let done = sqlx::query("DELETE FROM clients WHERE client_id = $1")
-            .bind(client_id)
+            .bind(client_id.as_str())
             .execute(&self.pool)
             .await
             .map_err(storage_error("client"))?;

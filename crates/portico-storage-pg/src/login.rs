@@ -3,6 +3,7 @@
 //! attempts.
 
 use async_trait::async_trait;
+use portico_model::ids::{ClientId, UserId};
 use portico_model::login::{LoginProcess, LoginState};
 use portico_storage::{
     ConsentRepository, CountAttempt, DeviceRepository, LoginGuardRepository, LoginProcessRepository, Throttle,
@@ -81,12 +82,12 @@ impl LoginProcessRepository for PgStore {
 
 #[async_trait]
 impl DeviceRepository for PgStore {
-    async fn trust_device(&self, user_id: Uuid, device_id: &str, now: OffsetDateTime) -> Result<()> {
+    async fn trust_device(&self, user_id: UserId, device_id: &str, now: OffsetDateTime) -> Result<()> {
         sqlx::query(
             "INSERT INTO trusted_devices (user_id, device_id, trusted_at) VALUES ($1, $2, $3) \
              ON CONFLICT (user_id, device_id) DO UPDATE SET trusted_at = excluded.trusted_at",
         )
-        .bind(user_id)
+        .bind(user_id.as_uuid())
         .bind(device_id)
         .bind(at(now))
         .execute(&self.pool)
@@ -95,12 +96,12 @@ impl DeviceRepository for PgStore {
         Ok(())
     }
 
-    async fn is_device_trusted(&self, user_id: Uuid, device_id: &str, not_before: OffsetDateTime) -> Result<bool> {
+    async fn is_device_trusted(&self, user_id: UserId, device_id: &str, not_before: OffsetDateTime) -> Result<bool> {
         sqlx::query_scalar(
             "SELECT EXISTS (SELECT 1 FROM trusted_devices \
              WHERE user_id = $1 AND device_id = $2 AND trusted_at >= $3)",
         )
-        .bind(user_id)
+        .bind(user_id.as_uuid())
         .bind(device_id)
         .bind(at(not_before))
         .fetch_one(&self.pool)
@@ -111,10 +112,10 @@ impl DeviceRepository for PgStore {
 
 #[async_trait]
 impl ConsentRepository for PgStore {
-    async fn find_consent(&self, user_id: Uuid, client_id: &str) -> Result<Option<Vec<String>>> {
+    async fn find_consent(&self, user_id: UserId, client_id: &ClientId) -> Result<Option<Vec<String>>> {
         sqlx::query_scalar("SELECT scope_groups FROM consents WHERE user_id = $1 AND client_id = $2")
-            .bind(user_id)
-            .bind(client_id)
+            .bind(user_id.as_uuid())
+            .bind(client_id.as_str())
             .fetch_optional(&self.pool)
             .await
             .map_err(storage_error("consent"))
@@ -122,8 +123,8 @@ impl ConsentRepository for PgStore {
 
     async fn grant_consent(
         &self,
-        user_id: Uuid,
-        client_id: &str,
+        user_id: UserId,
+        client_id: &ClientId,
         groups: &[String],
         now: OffsetDateTime,
     ) -> Result<()> {
@@ -132,8 +133,8 @@ impl ConsentRepository for PgStore {
              ON CONFLICT (user_id, client_id) DO UPDATE SET scope_groups = excluded.scope_groups, \
              granted_at = excluded.granted_at",
         )
-        .bind(user_id)
-        .bind(client_id)
+        .bind(user_id.as_uuid())
+        .bind(client_id.as_str())
         .bind(groups)
         .bind(at(now))
         .execute(&self.pool)

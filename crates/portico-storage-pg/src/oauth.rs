@@ -5,6 +5,7 @@
 
 use async_trait::async_trait;
 use portico_model::audit::AuditEvent;
+use portico_model::ids::{CodeHash, GrantId, RefreshTokenHash};
 use portico_model::oauth::{
     AccessTokenState, AuthorizationCode, Grant, Redemption, RefreshToken, Rotation, StoredCode, StoredRefreshToken,
 };
@@ -23,9 +24,9 @@ const CODE_COLUMNS: &str = "code_hash, client_id, user_id, redirect_uri, scope, 
 
 fn code_from(row: &PgRow) -> Result<AuthorizationCode> {
     Ok(AuthorizationCode {
-        code_hash: get(row, "code_hash")?,
-        client_id: get(row, "client_id")?,
-        user_id: get(row, "user_id")?,
+        code_hash: get::<String>(row, "code_hash")?.into(),
+        client_id: get::<String>(row, "client_id")?.into(),
+        user_id: get::<Uuid>(row, "user_id")?.into(),
         redirect_uri: get(row, "redirect_uri")?,
         scope: get(row, "scope")?,
         code_challenge: get(row, "code_challenge")?,
@@ -33,16 +34,16 @@ fn code_from(row: &PgRow) -> Result<AuthorizationCode> {
         auth_time: get(row, "auth_time")?,
         created_at: get(row, "created_at")?,
         expires_at: get(row, "expires_at")?,
-        grant_id: get(row, "grant_id")?,
+        grant_id: get::<Option<Uuid>>(row, "grant_id")?.map(GrantId::from),
         amr: get(row, "amr")?,
     })
 }
 
 fn grant_from(row: &PgRow) -> Result<Grant> {
     Ok(Grant {
-        id: get(row, "id")?,
-        client_id: get(row, "client_id")?,
-        user_id: get(row, "user_id")?,
+        id: get::<Uuid>(row, "id")?.into(),
+        client_id: get::<String>(row, "client_id")?.into(),
+        user_id: get::<Uuid>(row, "user_id")?.into(),
         scope: get(row, "scope")?,
         auth_time: get(row, "auth_time")?,
         created_at: get(row, "created_at")?,
@@ -55,9 +56,9 @@ fn grant_from(row: &PgRow) -> Result<Grant> {
 /// created, revoked, amr), in the table's order.
 fn bind_grant<'q>(query: Query<'q>, grant: &'q Grant) -> Query<'q> {
     query
-        .bind(grant.id)
-        .bind(&grant.client_id)
-        .bind(grant.user_id)
+        .bind(grant.id.as_uuid())
+        .bind(grant.client_id.as_str())
+        .bind(grant.user_id.as_uuid())
         .bind(&grant.scope)
         .bind(at(grant.auth_time))
         .bind(at(grant.created_at))
@@ -67,7 +68,7 @@ fn bind_grant<'q>(query: Query<'q>, grant: &'q Grant) -> Query<'q> {
 
 /// Binds a refresh token's hash, created and expiry times.
 fn bind_refresh<'q>(query: Query<'q>, token: &'q RefreshToken) -> Query<'q> {
-    query.bind(&token.token_hash).bind(at(token.created_at)).bind(at(token.expires_at))
+    query.bind(token.token_hash.as_str()).bind(at(token.created_at)).bind(at(token.expires_at))
 }
 
 /// A code's whole redemption: spend the code (`$1` hash, `$2` now) for the
@@ -111,9 +112,9 @@ impl AuthorizationCodeRepository for PgStore {
             "INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, code_challenge, \
              nonce, auth_time, created_at, expires_at, amr) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
         )
-        .bind(&code.code_hash)
-        .bind(&code.client_id)
-        .bind(code.user_id)
+        .bind(code.code_hash.as_str())
+        .bind(code.client_id.as_str())
+        .bind(code.user_id.as_uuid())
         .bind(&code.redirect_uri)
         .bind(&code.scope)
         .bind(&code.code_challenge)
@@ -128,11 +129,11 @@ impl AuthorizationCodeRepository for PgStore {
         Ok(())
     }
 
-    async fn find_code(&self, code_hash: &str) -> Result<Option<StoredCode>> {
+    async fn find_code(&self, code_hash: &CodeHash) -> Result<Option<StoredCode>> {
         let row = sqlx::query(&format!(
             "SELECT {CODE_COLUMNS}, consumed_at IS NOT NULL AS spent FROM authorization_codes WHERE code_hash = $1"
         ))
-        .bind(code_hash)
+        .bind(code_hash.as_str())
         .fetch_optional(&self.pool)
         .await
         .map_err(storage_error("authorization code"))?;
@@ -141,13 +142,13 @@ impl AuthorizationCodeRepository for PgStore {
 
     async fn redeem_code(
         &self,
-        code_hash: &str,
+        code_hash: &CodeHash,
         now: OffsetDateTime,
         grant: &Grant,
         refresh: &RefreshToken,
         audit: &AuditEvent,
     ) -> Result<Redemption> {
-        let query = bind_grant(sqlx::query(REDEEM_CODE).bind(code_hash).bind(at(now)), grant);
+        let query = bind_grant(sqlx::query(REDEEM_CODE).bind(code_hash.as_str()).bind(at(now)), grant);
         if self.write_with_audit(bind_refresh(query, refresh), audit).await? {
             return Ok(Redemption::Redeemed);
         }
@@ -155,12 +156,12 @@ impl AuthorizationCodeRepository for PgStore {
         Ok(Redemption::Replay { grant_id: code.and_then(|c| c.grant_id) })
     }
 
-    async fn spend_code(&self, code_hash: &str, now: OffsetDateTime) -> Result<Option<AuthorizationCode>> {
+    async fn spend_code(&self, code_hash: &CodeHash, now: OffsetDateTime) -> Result<Option<AuthorizationCode>> {
         let row = sqlx::query(&format!(
             "UPDATE authorization_codes SET consumed_at = COALESCE(consumed_at, $2) WHERE code_hash = $1 \
              RETURNING {CODE_COLUMNS}"
         ))
-        .bind(code_hash)
+        .bind(code_hash.as_str())
         .bind(at(now))
         .fetch_optional(&self.pool)
         .await
@@ -171,9 +172,9 @@ impl AuthorizationCodeRepository for PgStore {
 
 #[async_trait]
 impl GrantRepository for PgStore {
-    async fn find_grant(&self, id: Uuid) -> Result<Option<Grant>> {
+    async fn find_grant(&self, id: GrantId) -> Result<Option<Grant>> {
         sqlx::query("SELECT * FROM grants WHERE id = $1")
-            .bind(id)
+            .bind(id.as_uuid())
             .fetch_optional(&self.pool)
             .await
             .map_err(storage_error("grant"))?
@@ -182,15 +183,15 @@ impl GrantRepository for PgStore {
             .transpose()
     }
 
-    async fn revoke_grant(&self, id: Uuid, now: OffsetDateTime) -> Result<bool> {
+    async fn revoke_grant(&self, id: GrantId, now: OffsetDateTime) -> Result<bool> {
         let done = sqlx::query("UPDATE grants SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL")
-            .bind(id)
+            .bind(id.as_uuid())
             .bind(at(now))
             .execute(&self.pool)
             .await
             .map_err(storage_error("grant"))?;
         if let Some(cache) = &self.cache {
-            cache.grants_revoked(&[id]);
+            cache.grants_revoked([id]);
         }
         Ok(done.rows_affected() > 0)
     }
@@ -212,7 +213,7 @@ impl GrantRepository for PgStore {
         Ok(())
     }
 
-    async fn access_token_state(&self, grant_id: Uuid, jti: &str) -> Result<AccessTokenState> {
+    async fn access_token_state(&self, grant_id: GrantId, jti: &str) -> Result<AccessTokenState> {
         let generation = match self.cache.as_deref().map(|cache| cache.access_token_state(grant_id, jti)) {
             Some(Known::State(state)) => return Ok(state),
             Some(Known::Ask(generation)) => Some(generation),
@@ -222,7 +223,7 @@ impl GrantRepository for PgStore {
             "SELECT EXISTS (SELECT 1 FROM grants WHERE id = $1 AND revoked_at IS NULL) AS grant_live, \
              EXISTS (SELECT 1 FROM revoked_access_tokens WHERE jti = $2) AS token_revoked",
         )
-        .bind(grant_id)
+        .bind(grant_id.as_uuid())
         .bind(jti)
         .fetch_one(&self.pool)
         .await
@@ -242,13 +243,13 @@ impl GrantRepository for PgStore {
 
 #[async_trait]
 impl RefreshTokenRepository for PgStore {
-    async fn find_refresh_token(&self, token_hash: &str) -> Result<Option<StoredRefreshToken>> {
+    async fn find_refresh_token(&self, token_hash: &RefreshTokenHash) -> Result<Option<StoredRefreshToken>> {
         let row = sqlx::query(
             "SELECT r.token_hash, r.created_at AS token_created_at, r.expires_at AS token_expires_at, \
              r.used_at IS NOT NULL AS token_spent, g.* \
              FROM refresh_tokens r JOIN grants g ON g.id = r.grant_id WHERE r.token_hash = $1",
         )
-        .bind(token_hash)
+        .bind(token_hash.as_str())
         .fetch_optional(&self.pool)
         .await
         .map_err(storage_error("refresh token"))?;
@@ -256,7 +257,7 @@ impl RefreshTokenRepository for PgStore {
             let grant = grant_from(&row)?;
             Ok(StoredRefreshToken {
                 token: RefreshToken {
-                    token_hash: get(&row, "token_hash")?,
+                    token_hash: get::<String>(&row, "token_hash")?.into(),
                     grant_id: grant.id,
                     created_at: get(&row, "token_created_at")?,
                     expires_at: get(&row, "token_expires_at")?,
@@ -270,12 +271,13 @@ impl RefreshTokenRepository for PgStore {
 
     async fn rotate_refresh_token(
         &self,
-        old_hash: &str,
+        old_hash: &RefreshTokenHash,
         now: OffsetDateTime,
         successor: &RefreshToken,
         audit: &AuditEvent,
     ) -> Result<Rotation> {
-        let query = sqlx::query(ROTATE_REFRESH_TOKEN).bind(old_hash).bind(at(now)).bind(successor.grant_id);
+        let query =
+            sqlx::query(ROTATE_REFRESH_TOKEN).bind(old_hash.as_str()).bind(at(now)).bind(successor.grant_id.as_uuid());
         if self.write_with_audit(bind_refresh(query, successor), audit).await? {
             return Ok(Rotation::Rotated);
         }
@@ -284,16 +286,16 @@ impl RefreshTokenRepository for PgStore {
         let unspent: bool = sqlx::query_scalar(
             "SELECT EXISTS (SELECT 1 FROM refresh_tokens WHERE token_hash = $1 AND used_at IS NULL)",
         )
-        .bind(old_hash)
+        .bind(old_hash.as_str())
         .fetch_one(&self.pool)
         .await
         .map_err(storage_error("refresh token"))?;
         Ok(if unspent { Rotation::GrantRevoked } else { Rotation::Replay })
     }
 
-    async fn spend_refresh_token(&self, token_hash: &str, now: OffsetDateTime) -> Result<()> {
+    async fn spend_refresh_token(&self, token_hash: &RefreshTokenHash, now: OffsetDateTime) -> Result<()> {
         sqlx::query("UPDATE refresh_tokens SET used_at = COALESCE(used_at, $2) WHERE token_hash = $1")
-            .bind(token_hash)
+            .bind(token_hash.as_str())
             .bind(at(now))
             .execute(&self.pool)
             .await

@@ -1,6 +1,7 @@
 //! Users, and blocking one (which ends their grants and sessions).
 
 use async_trait::async_trait;
+use portico_model::ids::{GrantId, UserId};
 use portico_model::user::User;
 use portico_storage::UserRepository;
 use sqlx::postgres::PgRow;
@@ -12,7 +13,7 @@ use crate::{PgStore, Result, at, get};
 
 fn user_from(row: &PgRow) -> Result<User> {
     Ok(User {
-        id: get(row, "id")?,
+        id: get::<Uuid>(row, "id")?.into(),
         login: get(row, "login")?,
         password_hash: get(row, "password_hash")?,
         phone: get(row, "phone")?,
@@ -44,7 +45,7 @@ impl UserRepository for PgStore {
             "INSERT INTO users (id, login, password_hash, phone, email, name, phone_login_enabled, blocked, \
              created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
         )
-        .bind(user.id)
+        .bind(user.id.as_uuid())
         .bind(&user.login)
         .bind(&user.password_hash)
         .bind(&user.phone)
@@ -59,9 +60,9 @@ impl UserRepository for PgStore {
         Ok(())
     }
 
-    async fn find_user(&self, id: Uuid) -> Result<Option<User>> {
+    async fn find_user(&self, id: UserId) -> Result<Option<User>> {
         sqlx::query("SELECT * FROM users WHERE id = $1")
-            .bind(id)
+            .bind(id.as_uuid())
             .fetch_optional(&self.pool)
             .await
             .map_err(storage_error("user"))?
@@ -105,20 +106,20 @@ impl UserRepository for PgStore {
             revoked = sqlx::query_scalar(
                 "UPDATE grants SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL RETURNING id",
             )
-            .bind(user.id)
+            .bind(user.id.as_uuid())
             .bind(at(now))
             .fetch_all(&mut *tx)
             .await
             .map_err(storage_error("grant"))?;
             sqlx::query("DELETE FROM sso_sessions WHERE user_id = $1")
-                .bind(user.id)
+                .bind(user.id.as_uuid())
                 .execute(&mut *tx)
                 .await
                 .map_err(storage_error("session"))?;
         }
         tx.commit().await.map_err(storage_error("user"))?;
         if let Some(cache) = &self.cache {
-            cache.grants_revoked(&revoked);
+            cache.grants_revoked(revoked.into_iter().map(GrantId::from));
         }
         Ok(Some(user))
     }

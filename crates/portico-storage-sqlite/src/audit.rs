@@ -2,6 +2,7 @@
 
 use async_trait::async_trait;
 use portico_model::audit::AuditEvent;
+use portico_model::ids::{ClientId, UserId};
 use portico_storage::AuditRepository;
 use rusqlite::{Connection, Row, params};
 
@@ -17,7 +18,7 @@ pub(crate) fn insert_audit(conn: &Connection, event: &AuditEvent) -> Res<()> {
             secs(event.at),
             event.kind,
             event.user_id.map(|id| id.to_string()),
-            event.client_id,
+            event.client_id.as_ref().map(ClientId::as_str),
             to_json(&event.detail)?
         ],
     )?;
@@ -28,8 +29,8 @@ fn audit_from(row: &Row<'_>) -> Res<AuditEvent> {
     Ok(AuditEvent {
         at: row.time("at")?,
         kind: row.get("kind")?,
-        user_id: row.uuid_opt("user_id")?,
-        client_id: row.get("client_id")?,
+        user_id: row.uuid_opt("user_id")?.map(UserId::from),
+        client_id: row.get::<_, Option<String>>("client_id")?.map(ClientId::from),
         detail: row.json("detail")?,
     })
 }

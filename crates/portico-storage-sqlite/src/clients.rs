@@ -2,6 +2,7 @@
 
 use async_trait::async_trait;
 use portico_model::client::{Client, LocalizedText};
+use portico_model::ids::ClientId;
 use portico_storage::ClientRepository;
 use rusqlite::{Row, params};
 
@@ -10,7 +11,7 @@ use crate::{Result, SqliteStore};
 
 fn client_from(row: &Row<'_>) -> Res<Client> {
     Ok(Client {
-        client_id: row.get("client_id")?,
+        client_id: row.get::<_, String>("client_id")?.into(),
         secret_hash: row.get("secret_hash")?,
         name: LocalizedText { ru: row.get("name_ru")?, en: row.get("name_en")? },
         redirect_uris: row.json("redirect_uris")?,
@@ -31,7 +32,7 @@ impl ClientRepository for SqliteStore {
                     "INSERT INTO clients (client_id, secret_hash, name_ru, name_en, redirect_uris, scopes, \
                      require_consent, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                     params![
-                        client.client_id,
+                        client.client_id.as_str(),
                         client.secret_hash,
                         client.name.ru,
                         client.name.en,
@@ -46,8 +47,8 @@ impl ClientRepository for SqliteStore {
             .await
     }
 
-    async fn find_client(&self, client_id: &str) -> Result<Option<Client>> {
-        let client_id = client_id.to_owned();
+    async fn find_client(&self, client_id: &ClientId) -> Result<Option<Client>> {
+        let client_id = client_id.as_str().to_owned();
         self.db.read(move |c| one(c, "SELECT * FROM clients WHERE client_id = ?1", [client_id], client_from)).await
     }
 
@@ -55,8 +56,8 @@ impl ClientRepository for SqliteStore {
         self.db.read(|c| all(c, "SELECT * FROM clients ORDER BY client_id", [], client_from)).await
     }
 
-    async fn delete_client(&self, client_id: &str) -> Result<bool> {
-        let client_id = client_id.to_owned();
+    async fn delete_client(&self, client_id: &ClientId) -> Result<bool> {
+        let client_id = client_id.as_str().to_owned();
         self.db
             .write("client", move |tx| Ok(run(tx, "DELETE FROM clients WHERE client_id = ?1", [client_id])? > 0))
             .await

@@ -2,6 +2,7 @@
 //! devices, consents, and the throttle counters of password attempts.
 
 use async_trait::async_trait;
+use portico_model::ids::{ClientId, UserId};
 use portico_model::login::LoginProcess;
 use portico_storage::{
     ConsentRepository, CountAttempt, DeviceRepository, LoginGuardRepository, LoginProcessRepository, Throttle,
@@ -81,7 +82,7 @@ impl LoginProcessRepository for SqliteStore {
 
 #[async_trait]
 impl DeviceRepository for SqliteStore {
-    async fn trust_device(&self, user_id: Uuid, device_id: &str, now: OffsetDateTime) -> Result<()> {
+    async fn trust_device(&self, user_id: UserId, device_id: &str, now: OffsetDateTime) -> Result<()> {
         let device_id = device_id.to_owned();
         self.db
             .write("trusted device", move |tx| {
@@ -96,7 +97,7 @@ impl DeviceRepository for SqliteStore {
             .await
     }
 
-    async fn is_device_trusted(&self, user_id: Uuid, device_id: &str, not_before: OffsetDateTime) -> Result<bool> {
+    async fn is_device_trusted(&self, user_id: UserId, device_id: &str, not_before: OffsetDateTime) -> Result<bool> {
         let device_id = device_id.to_owned();
         self.db
             .read(move |c| {
@@ -109,8 +110,8 @@ impl DeviceRepository for SqliteStore {
 
 #[async_trait]
 impl ConsentRepository for SqliteStore {
-    async fn find_consent(&self, user_id: Uuid, client_id: &str) -> Result<Option<Vec<String>>> {
-        let client_id = client_id.to_owned();
+    async fn find_consent(&self, user_id: UserId, client_id: &ClientId) -> Result<Option<Vec<String>>> {
+        let client_id = client_id.as_str().to_owned();
         self.db
             .read(move |c| {
                 let sql = "SELECT scope_groups FROM consents WHERE user_id = ?1 AND client_id = ?2";
@@ -121,12 +122,12 @@ impl ConsentRepository for SqliteStore {
 
     async fn grant_consent(
         &self,
-        user_id: Uuid,
-        client_id: &str,
+        user_id: UserId,
+        client_id: &ClientId,
         groups: &[String],
         now: OffsetDateTime,
     ) -> Result<()> {
-        let (client_id, groups) = (client_id.to_owned(), words(groups));
+        let (client_id, groups) = (client_id.as_str().to_owned(), words(groups));
         self.db
             .write("consent", move |tx| {
                 run(

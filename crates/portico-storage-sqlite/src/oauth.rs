@@ -5,13 +5,13 @@
 
 use async_trait::async_trait;
 use portico_model::audit::AuditEvent;
+use portico_model::ids::{CodeHash, GrantId, RefreshTokenHash};
 use portico_model::oauth::{
     AccessTokenState, AuthorizationCode, Grant, Redemption, RefreshToken, Rotation, StoredCode, StoredRefreshToken,
 };
 use portico_storage::{AuthorizationCodeRepository, GrantRepository, RefreshTokenRepository};
 use rusqlite::{Connection, Row, params};
 use time::OffsetDateTime;
-use uuid::Uuid;
 
 use crate::audit::insert_audit;
 use crate::db::{Columns, Res, damaged, one, run, secs, secs_opt, words};
@@ -22,9 +22,9 @@ const CODE_COLUMNS: &str = "code_hash, client_id, user_id, redirect_uri, scope, 
 
 fn code_from(row: &Row<'_>) -> Res<AuthorizationCode> {
     Ok(AuthorizationCode {
-        code_hash: row.get("code_hash")?,
-        client_id: row.get("client_id")?,
-        user_id: row.uuid("user_id")?,
+        code_hash: row.get::<_, String>("code_hash")?.into(),
+        client_id: row.get::<_, String>("client_id")?.into(),
+        user_id: row.uuid("user_id")?.into(),
         redirect_uri: row.get("redirect_uri")?,
         scope: row.get("scope")?,
         code_challenge: row.get("code_challenge")?,
@@ -32,16 +32,16 @@ fn code_from(row: &Row<'_>) -> Res<AuthorizationCode> {
         auth_time: row.time("auth_time")?,
         created_at: row.time("created_at")?,
         expires_at: row.time("expires_at")?,
-        grant_id: row.uuid_opt("grant_id")?,
+        grant_id: row.uuid_opt("grant_id")?.map(GrantId::from),
         amr: row.words("amr")?,
     })
 }
 
 fn grant_from(row: &Row<'_>) -> Res<Grant> {
     Ok(Grant {
-        id: row.uuid("id")?,
-        client_id: row.get("client_id")?,
-        user_id: row.uuid("user_id")?,
+        id: row.uuid("id")?.into(),
+        client_id: row.get::<_, String>("client_id")?.into(),
+        user_id: row.uuid("user_id")?.into(),
         scope: row.get("scope")?,
         auth_time: row.time("auth_time")?,
         created_at: row.time("created_at")?,
@@ -57,7 +57,7 @@ fn insert_grant(conn: &Connection, grant: &Grant) -> Res<()> {
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         params![
             grant.id.to_string(),
-            grant.client_id,
+            grant.client_id.as_str(),
             grant.user_id.to_string(),
             grant.scope,
             secs(grant.auth_time),
@@ -75,7 +75,7 @@ fn insert_refresh(conn: &Connection, token: &RefreshToken) -> Res<bool> {
         conn,
         "INSERT INTO refresh_tokens (token_hash, grant_id, created_at, expires_at, used_at) \
          SELECT ?1, ?2, ?3, ?4, NULL WHERE EXISTS (SELECT 1 FROM grants WHERE id = ?2 AND revoked_at IS NULL)",
-        params![token.token_hash, token.grant_id.to_string(), secs(token.created_at), secs(token.expires_at)],
+        params![token.token_hash.as_str(), token.grant_id.to_string(), secs(token.created_at), secs(token.expires_at)],
     )?;
     Ok(stored > 0)
 }
@@ -92,8 +92,8 @@ impl AuthorizationCodeRepository for SqliteStore {
                      code_challenge, nonce, auth_time, created_at, expires_at, amr) \
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                     params![
-                        code.code_hash,
-                        code.client_id,
+                        code.code_hash.as_str(),
+                        code.client_id.as_str(),
                         code.user_id.to_string(),
                         code.redirect_uri,
                         code.scope,
@@ -110,8 +110,8 @@ impl AuthorizationCodeRepository for SqliteStore {
             .await
     }
 
-    async fn find_code(&self, code_hash: &str) -> Result<Option<StoredCode>> {
-        let code_hash = code_hash.to_owned();
+    async fn find_code(&self, code_hash: &CodeHash) -> Result<Option<StoredCode>> {
+        let code_hash = code_hash.as_str().to_owned();
         self.db
             .read(move |c| {
                 let sql = format!(
@@ -125,13 +125,14 @@ impl AuthorizationCodeRepository for SqliteStore {
 
     async fn redeem_code(
         &self,
-        code_hash: &str,
+        code_hash: &CodeHash,
         now: OffsetDateTime,
         grant: &Grant,
         refresh: &RefreshToken,
         audit: &AuditEvent,
     ) -> Result<Redemption> {
-        let (code_hash, grant, refresh, audit) = (code_hash.to_owned(), grant.clone(), refresh.clone(), audit.clone());
+        let (code_hash, grant, refresh, audit) =
+            (code_hash.as_str().to_owned(), grant.clone(), refresh.clone(), audit.clone());
         self.db
             .write("grant", move |tx| {
                 let spent = run(
@@ -142,7 +143,8 @@ impl AuthorizationCodeRepository for SqliteStore {
                 )?;
                 if spent == 0 {
                     let sql = "SELECT grant_id FROM authorization_codes WHERE code_hash = ?1";
-                    let grant_id = one(tx, sql, [code_hash], |row| row.uuid_opt("grant_id"))?.flatten();
+                    let grant_id =
+                        one(tx, sql, [code_hash], |row| row.uuid_opt("grant_id"))?.flatten().map(GrantId::from);
                     return Ok(Redemption::Replay { grant_id });
                 }
                 insert_grant(tx, &grant)?;
@@ -153,8 +155,8 @@ impl AuthorizationCodeRepository for SqliteStore {
             .await
     }
 
-    async fn spend_code(&self, code_hash: &str, now: OffsetDateTime) -> Result<Option<AuthorizationCode>> {
-        let code_hash = code_hash.to_owned();
+    async fn spend_code(&self, code_hash: &CodeHash, now: OffsetDateTime) -> Result<Option<AuthorizationCode>> {
+        let code_hash = code_hash.as_str().to_owned();
         self.db
             .write("authorization code", move |tx| {
                 let sql = format!(
@@ -169,11 +171,11 @@ impl AuthorizationCodeRepository for SqliteStore {
 
 #[async_trait]
 impl GrantRepository for SqliteStore {
-    async fn find_grant(&self, id: Uuid) -> Result<Option<Grant>> {
+    async fn find_grant(&self, id: GrantId) -> Result<Option<Grant>> {
         self.db.read(move |c| one(c, "SELECT * FROM grants WHERE id = ?1", [id.to_string()], grant_from)).await
     }
 
-    async fn revoke_grant(&self, id: Uuid, now: OffsetDateTime) -> Result<bool> {
+    async fn revoke_grant(&self, id: GrantId, now: OffsetDateTime) -> Result<bool> {
         self.db
             .write("grant", move |tx| {
                 let sql = "UPDATE grants SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL";
@@ -197,7 +199,7 @@ impl GrantRepository for SqliteStore {
             .await
     }
 
-    async fn access_token_state(&self, grant_id: Uuid, jti: &str) -> Result<AccessTokenState> {
+    async fn access_token_state(&self, grant_id: GrantId, jti: &str) -> Result<AccessTokenState> {
         let jti = jti.to_owned();
         self.db
             .read(move |c| {
@@ -221,8 +223,8 @@ impl GrantRepository for SqliteStore {
 
 #[async_trait]
 impl RefreshTokenRepository for SqliteStore {
-    async fn find_refresh_token(&self, token_hash: &str) -> Result<Option<StoredRefreshToken>> {
-        let token_hash = token_hash.to_owned();
+    async fn find_refresh_token(&self, token_hash: &RefreshTokenHash) -> Result<Option<StoredRefreshToken>> {
+        let token_hash = token_hash.as_str().to_owned();
         self.db
             .read(move |c| {
                 one(
@@ -235,7 +237,7 @@ impl RefreshTokenRepository for SqliteStore {
                         let grant = grant_from(row)?;
                         Ok(StoredRefreshToken {
                             token: RefreshToken {
-                                token_hash: row.get("token_hash")?,
+                                token_hash: row.get::<_, String>("token_hash")?.into(),
                                 grant_id: grant.id,
                                 created_at: row.time("token_created_at")?,
                                 expires_at: row.time("token_expires_at")?,
@@ -251,12 +253,12 @@ impl RefreshTokenRepository for SqliteStore {
 
     async fn rotate_refresh_token(
         &self,
-        old_hash: &str,
+        old_hash: &RefreshTokenHash,
         now: OffsetDateTime,
         successor: &RefreshToken,
         audit: &AuditEvent,
     ) -> Result<Rotation> {
-        let (old_hash, successor, audit) = (old_hash.to_owned(), successor.clone(), audit.clone());
+        let (old_hash, successor, audit) = (old_hash.as_str().to_owned(), successor.clone(), audit.clone());
         self.db
             .write("refresh token", move |tx| {
                 let spent = run(
@@ -279,8 +281,8 @@ impl RefreshTokenRepository for SqliteStore {
             .await
     }
 
-    async fn spend_refresh_token(&self, token_hash: &str, now: OffsetDateTime) -> Result<()> {
-        let token_hash = token_hash.to_owned();
+    async fn spend_refresh_token(&self, token_hash: &RefreshTokenHash, now: OffsetDateTime) -> Result<()> {
+        let token_hash = token_hash.as_str().to_owned();
         self.db
             .write("refresh token", move |tx| {
                 let sql = "UPDATE refresh_tokens SET used_at = COALESCE(used_at, ?2) WHERE token_hash = ?1";

@@ -1,6 +1,7 @@
 //! Single sign-on sessions.
 
 use async_trait::async_trait;
+use portico_model::ids::SessionHash;
 use portico_model::session::SsoSession;
 use portico_storage::SessionRepository;
 use rusqlite::{Row, params};
@@ -11,8 +12,8 @@ use crate::{Result, SqliteStore};
 
 fn session_from(row: &Row<'_>) -> Res<SsoSession> {
     Ok(SsoSession {
-        token_hash: row.get("token_hash")?,
-        user_id: row.uuid("user_id")?,
+        token_hash: row.get::<_, String>("token_hash")?.into(),
+        user_id: row.uuid("user_id")?.into(),
         auth_time: row.time("auth_time")?,
         created_at: row.time("created_at")?,
         expires_at: row.time("expires_at")?,
@@ -31,7 +32,7 @@ impl SessionRepository for SqliteStore {
                     "INSERT INTO sso_sessions (token_hash, user_id, auth_time, created_at, expires_at, amr) \
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                     params![
-                        s.token_hash,
+                        s.token_hash.as_str(),
                         s.user_id.to_string(),
                         secs(s.auth_time),
                         secs(s.created_at),
@@ -44,8 +45,8 @@ impl SessionRepository for SqliteStore {
             .await
     }
 
-    async fn find_session(&self, token_hash: &str, now: OffsetDateTime) -> Result<Option<SsoSession>> {
-        let token_hash = token_hash.to_owned();
+    async fn find_session(&self, token_hash: &SessionHash, now: OffsetDateTime) -> Result<Option<SsoSession>> {
+        let token_hash = token_hash.as_str().to_owned();
         self.db
             .read(move |c| {
                 let sql = "SELECT * FROM sso_sessions WHERE token_hash = ?1 AND expires_at > ?2";
@@ -54,8 +55,8 @@ impl SessionRepository for SqliteStore {
             .await
     }
 
-    async fn delete_session(&self, token_hash: &str) -> Result<()> {
-        let token_hash = token_hash.to_owned();
+    async fn delete_session(&self, token_hash: &SessionHash) -> Result<()> {
+        let token_hash = token_hash.as_str().to_owned();
         self.db
             .write("session", move |tx| {
                 run(tx, "DELETE FROM sso_sessions WHERE token_hash = ?1", [token_hash])?;

@@ -2,18 +2,18 @@
 //! the same transaction.
 
 use async_trait::async_trait;
+use portico_model::ids::UserId;
 use portico_model::user::User;
 use portico_storage::UserRepository;
 use rusqlite::{Row, params};
 use time::OffsetDateTime;
-use uuid::Uuid;
 
 use crate::db::{Columns, Res, all, one, run, secs};
 use crate::{Result, SqliteStore};
 
 fn user_from(row: &Row<'_>) -> Res<User> {
     Ok(User {
-        id: row.uuid("id")?,
+        id: row.uuid("id")?.into(),
         login: row.get("login")?,
         password_hash: row.get("password_hash")?,
         phone: row.get("phone")?,
@@ -52,7 +52,7 @@ impl UserRepository for SqliteStore {
             .await
     }
 
-    async fn find_user(&self, id: Uuid) -> Result<Option<User>> {
+    async fn find_user(&self, id: UserId) -> Result<Option<User>> {
         self.db.read(move |c| one(c, "SELECT * FROM users WHERE id = ?1", [id.to_string()], user_from)).await
     }
 

@@ -3,6 +3,7 @@
 use crate::Result;
 use async_trait::async_trait;
 use portico_model::client::Client;
+use portico_model::ids::ClientId;
 
 #[async_trait]
 pub trait ClientRepository: Send + Sync {
@@ -11,7 +12,7 @@ pub trait ClientRepository: Send + Sync {
     async fn create_client(&self, client: &Client) -> Result<()>;
     /// # Errors
     /// Only when the store fails.
-    async fn find_client(&self, client_id: &str) -> Result<Option<Client>>;
+    async fn find_client(&self, client_id: &ClientId) -> Result<Option<Client>>;
     /// # Errors
     /// Only when the store fails.
     async fn list_clients(&self) -> Result<Vec<Client>>;
@@ -19,5 +20,5 @@ pub trait ClientRepository: Send + Sync {
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn delete_client(&self, client_id: &str) -> Result<bool>;
+    async fn delete_client(&self, client_id: &ClientId) -> Result<bool>;
 }

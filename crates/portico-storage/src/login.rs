@@ -2,6 +2,7 @@
 
 use crate::Result;
 use async_trait::async_trait;
+use portico_model::ids::{ClientId, UserId};
 use portico_model::login::LoginProcess;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -34,12 +35,12 @@ pub trait DeviceRepository: Send + Sync {
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn trust_device(&self, user_id: Uuid, device_id: &str, now: OffsetDateTime) -> Result<()>;
+    async fn trust_device(&self, user_id: UserId, device_id: &str, now: OffsetDateTime) -> Result<()>;
     /// Whether `device_id` was trusted for `user_id` at or after `not_before`.
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn is_device_trusted(&self, user_id: Uuid, device_id: &str, not_before: OffsetDateTime) -> Result<bool>;
+    async fn is_device_trusted(&self, user_id: UserId, device_id: &str, not_before: OffsetDateTime) -> Result<bool>;
 }
 
 /// The scope groups each user granted each client on the consent step.
@@ -49,13 +50,18 @@ pub trait ConsentRepository: Send + Sync {
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn find_consent(&self, user_id: Uuid, client_id: &str) -> Result<Option<Vec<String>>>;
+    async fn find_consent(&self, user_id: UserId, client_id: &ClientId) -> Result<Option<Vec<String>>>;
     /// Records that `user_id` grants `client_id` exactly `groups`.
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn grant_consent(&self, user_id: Uuid, client_id: &str, groups: &[String], now: OffsetDateTime)
-    -> Result<()>;
+    async fn grant_consent(
+        &self,
+        user_id: UserId,
+        client_id: &ClientId,
+        groups: &[String],
+        now: OffsetDateTime,
+    ) -> Result<()>;
 }
 
 /// One throttle counter of password attempts: per account from untrusted

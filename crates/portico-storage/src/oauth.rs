@@ -3,11 +3,11 @@
 use crate::Result;
 use async_trait::async_trait;
 use portico_model::audit::AuditEvent;
+use portico_model::ids::{CodeHash, GrantId, RefreshTokenHash};
 use portico_model::oauth::{
     AccessTokenState, AuthorizationCode, Grant, Redemption, RefreshToken, Rotation, StoredCode, StoredRefreshToken,
 };
 use time::OffsetDateTime;
-use uuid::Uuid;
 
 #[async_trait]
 pub trait AuthorizationCodeRepository: Send + Sync {
@@ -18,7 +18,7 @@ pub trait AuthorizationCodeRepository: Send + Sync {
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn find_code(&self, code_hash: &str) -> Result<Option<StoredCode>>;
+    async fn find_code(&self, code_hash: &CodeHash) -> Result<Option<StoredCode>>;
     /// Redeems a code, atomically and in one transaction: spends it, stores
     /// `grant` and its first refresh token, links the grant to the code and
     /// records `audit`. Of parallel calls exactly one gets
@@ -29,7 +29,7 @@ pub trait AuthorizationCodeRepository: Send + Sync {
     /// Only when the store fails.
     async fn redeem_code(
         &self,
-        code_hash: &str,
+        code_hash: &CodeHash,
         now: OffsetDateTime,
         grant: &Grant,
         refresh: &RefreshToken,
@@ -41,20 +41,20 @@ pub trait AuthorizationCodeRepository: Send + Sync {
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn spend_code(&self, code_hash: &str, now: OffsetDateTime) -> Result<Option<AuthorizationCode>>;
+    async fn spend_code(&self, code_hash: &CodeHash, now: OffsetDateTime) -> Result<Option<AuthorizationCode>>;
 }
 
 #[async_trait]
 pub trait GrantRepository: Send + Sync {
     /// # Errors
     /// Only when the store fails.
-    async fn find_grant(&self, id: Uuid) -> Result<Option<Grant>>;
+    async fn find_grant(&self, id: GrantId) -> Result<Option<Grant>>;
     /// Revokes a grant (and so every token issued along it). Returns whether
     /// a live grant was revoked.
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn revoke_grant(&self, id: Uuid, now: OffsetDateTime) -> Result<bool>;
+    async fn revoke_grant(&self, id: GrantId, now: OffsetDateTime) -> Result<bool>;
     /// Records the revocation of one access token until it would have expired.
     ///
     /// # Errors
@@ -64,7 +64,7 @@ pub trait GrantRepository: Send + Sync {
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn access_token_state(&self, grant_id: Uuid, jti: &str) -> Result<AccessTokenState>;
+    async fn access_token_state(&self, grant_id: GrantId, jti: &str) -> Result<AccessTokenState>;
 }
 
 #[async_trait]
@@ -73,7 +73,7 @@ pub trait RefreshTokenRepository: Send + Sync {
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn find_refresh_token(&self, token_hash: &str) -> Result<Option<StoredRefreshToken>>;
+    async fn find_refresh_token(&self, token_hash: &RefreshTokenHash) -> Result<Option<StoredRefreshToken>>;
     /// Rotates a refresh token, atomically and in one transaction: spends
     /// `old_hash`, stores `successor` and records `audit`. Of parallel calls
     /// exactly one gets [`Rotation::Rotated`].
@@ -82,7 +82,7 @@ pub trait RefreshTokenRepository: Send + Sync {
     /// Only when the store fails.
     async fn rotate_refresh_token(
         &self,
-        old_hash: &str,
+        old_hash: &RefreshTokenHash,
         now: OffsetDateTime,
         successor: &RefreshToken,
         audit: &AuditEvent,
@@ -91,5 +91,5 @@ pub trait RefreshTokenRepository: Send + Sync {
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn spend_refresh_token(&self, token_hash: &str, now: OffsetDateTime) -> Result<()>;
+    async fn spend_refresh_token(&self, token_hash: &RefreshTokenHash, now: OffsetDateTime) -> Result<()>;
 }

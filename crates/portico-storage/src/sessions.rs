@@ -2,6 +2,7 @@
 
 use crate::Result;
 use async_trait::async_trait;
+use portico_model::ids::SessionHash;
 use portico_model::session::SsoSession;
 use time::OffsetDateTime;
 
@@ -14,8 +15,8 @@ pub trait SessionRepository: Send + Sync {
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn find_session(&self, token_hash: &str, now: OffsetDateTime) -> Result<Option<SsoSession>>;
+    async fn find_session(&self, token_hash: &SessionHash, now: OffsetDateTime) -> Result<Option<SsoSession>>;
     /// # Errors
     /// Only when the store fails.
-    async fn delete_session(&self, token_hash: &str) -> Result<()>;
+    async fn delete_session(&self, token_hash: &SessionHash) -> Result<()>;
 }

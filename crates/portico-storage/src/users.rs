@@ -2,9 +2,9 @@
 
 use crate::Result;
 use async_trait::async_trait;
+use portico_model::ids::UserId;
 use portico_model::user::User;
 use time::OffsetDateTime;
-use uuid::Uuid;
 
 #[async_trait]
 pub trait UserRepository: Send + Sync {
@@ -13,7 +13,7 @@ pub trait UserRepository: Send + Sync {
     async fn create_user(&self, user: &User) -> Result<()>;
     /// # Errors
     /// Only when the store fails.
-    async fn find_user(&self, id: Uuid) -> Result<Option<User>>;
+    async fn find_user(&self, id: UserId) -> Result<Option<User>>;
     /// # Errors
     /// Only when the store fails.
     async fn find_user_by_login(&self, login: &str) -> Result<Option<User>>;

@@ -91,7 +91,7 @@ async fn logins(backend: portico_tests::Backend, cores: usize, hashes: f64) {
     for i in 0..USERS {
         app.store
             .create_user(&User {
-                id: uuid::Uuid::new_v4(),
+                id: portico_model::ids::UserId::random(),
                 login: format!("bench{i}"),
                 password_hash: hash.clone(),
                 phone: Some(format!("+7901{i:07}")),

@@ -164,7 +164,7 @@ async fn endpoints(backend: Backend, crypto: Arc<Crypto>) {
         async move {
             let code = format!("bench-code-{i}-{}", uuid::Uuid::new_v4());
             let row = AuthorizationCode {
-                code_hash: portico_crypto::hash::token_hash(&code),
+                code_hash: portico_model::ids::CodeHash::new(portico_crypto::hash::token_hash(&code)),
                 client_id: demo::CLIENT_ID.into(),
                 user_id: user.id,
                 redirect_uri,

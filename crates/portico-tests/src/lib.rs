@@ -352,7 +352,8 @@ impl TestApp {
         use portico_model::clock::Clock as _;
         let user = self.store.find_user_by_login(login).await.expect("store").expect("the user exists");
         let now = self.clock.now();
-        let code_hash = portico_crypto::hash::token_hash(&portico_crypto::random::token());
+        let code_hash =
+            portico_model::ids::CodeHash::new(portico_crypto::hash::token_hash(&portico_crypto::random::token()));
         self.store
             .insert_code(&portico_model::oauth::AuthorizationCode {
                 code_hash: code_hash.clone(),
@@ -371,7 +372,7 @@ impl TestApp {
             .await
             .expect("insert a code");
         let grant = portico_model::oauth::Grant {
-            id: uuid::Uuid::new_v4(),
+            id: portico_model::ids::GrantId::now_v7(),
             client_id: demo::CLIENT_ID.into(),
             user_id: user.id,
             scope: demo::SCOPE.into(),
@@ -385,7 +386,7 @@ impl TestApp {
         self.store.redeem_code(&code_hash, now, &grant, &refresh.row, &event).await.expect("redeem");
         let tokens = self.identity.issue_tokens(&grant, &user, demo::SCOPE, None, &refresh).await.expect("issue");
         TokenPair {
-            user_id: user.id,
+            user_id: user.id.as_uuid(),
             access_token: tokens.access_token,
             id_token: tokens.id_token.expect("an id_token"),
             refresh_token: tokens.refresh_token.expect("a refresh token"),
@@ -402,7 +403,7 @@ impl TestApp {
         let id = uuid::Uuid::new_v4();
         self.store
             .create_user(&portico_model::user::User {
-                id,
+                id: id.into(),
                 login: login.into(),
                 password_hash: "$argon2id$unusable".into(),
                 phone: None,

@@ -81,7 +81,7 @@ pub fn sample() -> Sample {
         created_at: t0,
     };
     let user = User {
-        id: id(1),
+        id: id(1).into(),
         login: "release-user".into(),
         password_hash: "$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA".into(),
         phone: Some("+79001234567".into()),
@@ -92,7 +92,7 @@ pub fn sample() -> Sample {
         created_at: t0 + Duration::seconds(1),
     };
     let blocked_user = User {
-        id: id(2),
+        id: id(2).into(),
         login: "release-blocked".into(),
         phone: None,
         email: None,
@@ -114,7 +114,7 @@ pub fn sample() -> Sample {
         retired_at: None,
     };
     let grant = Grant {
-        id: id(10),
+        id: id(10).into(),
         client_id: client.client_id.clone(),
         user_id: user.id,
         scope: "openid profile".into(),
@@ -124,7 +124,7 @@ pub fn sample() -> Sample {
         amr: vec!["pwd".into(), "sms".into(), "mfa".into()],
     };
     let revoked_grant = Grant {
-        id: id(11),
+        id: id(11).into(),
         scope: "openid".into(),
         revoked_at: Some(t0 + Duration::minutes(9)),
         amr: vec!["pwd".into()],
@@ -264,7 +264,7 @@ pub fn sample() -> Sample {
             name: Some("Платежи".into()),
             actions: BTreeSet::from(["sign".to_owned(), "view".to_owned()]),
         }],
-        [Employee { user_id: user.id, cnum: "C001".into(), role_id: Some(role.id), active: true }],
+        [Employee { user_id: user.id.as_uuid(), cnum: "C001".into(), role_id: Some(role.id), active: true }],
     );
     let agreement = portico_reports::sample::agreement(&portico_reports::sample::Shape::demo());
     let task = ReportTask {
@@ -280,7 +280,7 @@ pub fn sample() -> Sample {
         status: TaskStatus::Done,
         source: Source::OnlineBank,
         error: None,
-        created_by: Some(user.id),
+        created_by: Some(user.id.as_uuid()),
         attempts: 1,
         lease_until: None,
         created_at: t0 + Duration::minutes(10),

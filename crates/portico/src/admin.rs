@@ -6,12 +6,12 @@ use clap::Subcommand;
 use portico_model::audit::{AuditEvent, AuditKind};
 use portico_model::client::{Client, LocalizedText};
 use portico_model::clock::{Clock, SystemClock};
+use portico_model::ids::{ClientId, UserId};
 use portico_model::scope::ScopeSet;
 use portico_model::user::User;
 use portico_server::Config;
 use portico_server::secret::InstanceSecret;
 use portico_storage::StorageError;
-use uuid::Uuid;
 
 /// Shortest client secret accepted: client secrets are stored with a fast
 /// hash, which is sound only for high-entropy values.
@@ -113,7 +113,7 @@ pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<
             };
             let name_ru = name.unwrap_or_else(|| client_id.clone());
             let client = Client {
-                client_id: client_id.clone(),
+                client_id: ClientId::new(client_id.clone()),
                 secret_hash: portico_crypto::hash::client_secret_hash(&secret),
                 name: LocalizedText { en: name_en.unwrap_or_else(|| name_ru.clone()), ru: name_ru },
                 redirect_uris,
@@ -140,7 +140,7 @@ pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<
             }
         }
         ClientCommand::Remove { client_id } => {
-            if !store.delete_client(&client_id).await? {
+            if !store.delete_client(&ClientId::new(client_id.clone())).await? {
                 anyhow::bail!("there is no client {client_id}");
             }
             println!("client {client_id} removed, with its grants and tokens");
@@ -167,7 +167,7 @@ pub async fn users(config: &Config, command: UserCommand) -> anyhow::Result<()> 
             }
             let password_hash = tokio::task::spawn_blocking(move || portico_crypto::password::hash(&password)).await?;
             let user = User {
-                id: Uuid::new_v4(),
+                id: UserId::random(),
                 login: login.clone(),
                 password_hash,
                 phone,

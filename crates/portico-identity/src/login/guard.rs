@@ -294,7 +294,7 @@ mod tests {
     fn a_trusted_device_has_its_own_key_and_no_address_key() {
         let policy = GuardPolicy::default();
         let user = User {
-            id: uuid::Uuid::new_v4(),
+            id: portico_model::ids::UserId::random(),
             login: "ivan".into(),
             password_hash: String::new(),
             phone: None,

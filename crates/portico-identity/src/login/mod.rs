@@ -33,6 +33,7 @@ use axum::Router;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::routing::get;
+use portico_model::ids::{ClientId, UserId};
 use portico_model::login::{AuthMethod, LoginProcess, LoginState};
 use portico_storage::StorageError;
 use serde::{Deserialize, Serialize};
@@ -61,7 +62,7 @@ pub fn router() -> Router<IdentityState> {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClientEntry {
     #[serde(rename = "c")]
-    pub client_id: String,
+    pub client_id: ClientId,
     #[serde(rename = "r")]
     pub redirect_uri: String,
     #[serde(rename = "s")]
@@ -117,7 +118,7 @@ pub async fn start_at(
     request: &AuthorizeRequest,
     query: &str,
     now: OffsetDateTime,
-    consent_of: Option<Uuid>,
+    consent_of: Option<UserId>,
 ) -> Result<Response, StorageError> {
     let ttl = identity.settings.login_process_ttl;
     let existing_device = cookies::get(headers, cookies::DEVICE_ID)

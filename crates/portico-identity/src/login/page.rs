@@ -192,7 +192,7 @@ fn page(
         (StepType::Phone, _, true) => Some(("PASSWORD", t.use_password)),
         _ => None,
     };
-    let client_name = context.client_name.as_deref().unwrap_or(&state.client_id);
+    let client_name = context.client_name.as_deref().unwrap_or(state.client_id.as_str());
     let theme = &identity.settings.theme;
     let messages = theme
         .system_messages

@@ -3,10 +3,10 @@
 //! authorize requests issue codes without a new login.
 
 use axum::http::HeaderMap;
+use portico_model::ids::{SessionHash, UserId};
 use portico_model::session::SsoSession;
 use portico_storage::StorageError;
 use time::OffsetDateTime;
-use uuid::Uuid;
 
 use crate::Identity;
 use crate::cookies::{self, SetCookies};
@@ -23,7 +23,7 @@ pub async fn current(
     let Some(token) = cookies::get(headers, cookies::SESSION) else {
         return Ok(None);
     };
-    let hash = portico_crypto::hash::token_hash(token);
+    let hash = SessionHash::new(portico_crypto::hash::token_hash(token));
     let Some(session) = identity.store.find_session(&hash, now).await? else {
         return Ok(None);
     };
@@ -39,7 +39,7 @@ pub async fn current(
 /// When storage fails.
 pub async fn open(
     identity: &Identity,
-    user_id: Uuid,
+    user_id: UserId,
     amr: Vec<String>,
     now: OffsetDateTime,
     set: &mut SetCookies,
@@ -49,7 +49,7 @@ pub async fn open(
     identity
         .store
         .create_session(&SsoSession {
-            token_hash: portico_crypto::hash::token_hash(&token),
+            token_hash: SessionHash::new(portico_crypto::hash::token_hash(&token)),
             user_id,
             auth_time: now,
             created_at: now,

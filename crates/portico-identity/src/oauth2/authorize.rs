@@ -27,12 +27,12 @@ use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use portico_model::client::Client;
+use portico_model::ids::{ClientId, CodeHash, UserId};
 use portico_model::login::LoginProcess;
 use portico_model::oauth::{AuthorizationCode, Prompt, is_s256_challenge};
 use portico_model::scope::ScopeSet;
 use portico_storage::StorageError;
 use time::OffsetDateTime;
-use uuid::Uuid;
 
 use super::params::{BadParam, Params};
 use crate::cookies::{self, SetCookies};
@@ -160,7 +160,11 @@ async fn handle(identity: &Identity, headers: &HeaderMap, query: &str) -> Result
 /// Whether an authenticated user must pass the consent step for `request`:
 /// the client requires consent, asks for scope groups, and either
 /// `prompt=consent` or the groups are not all granted yet.
-async fn consent_needed(identity: &Identity, request: &AuthorizeRequest, user_id: Uuid) -> Result<bool, StorageError> {
+async fn consent_needed(
+    identity: &Identity,
+    request: &AuthorizeRequest,
+    user_id: UserId,
+) -> Result<bool, StorageError> {
     let wanted: Vec<&str> = request.scope.iter().filter(|s| *s != "openid").collect();
     if !request.client.require_consent || wanted.is_empty() {
         return Ok(false);
@@ -204,7 +208,7 @@ async fn completed_login(
 
 async fn validate(identity: &Identity, params: &Params) -> Result<AuthorizeRequest, Rejection> {
     let client_id = params.one("client_id").ok().flatten().ok_or(Rejection::Plain("client_id"))?;
-    let client = identity.store.find_client(client_id).await?.ok_or(Rejection::Plain("client_id"))?;
+    let client = identity.store.find_client(&ClientId::new(client_id)).await?.ok_or(Rejection::Plain("client_id"))?;
     let redirect_uri = params
         .one("redirect_uri")
         .ok()
@@ -270,7 +274,7 @@ pub async fn issue_code_redirect(
     identity: &Identity,
     request: &AuthorizeRequest,
     scope: &str,
-    user_id: Uuid,
+    user_id: UserId,
     auth_time: OffsetDateTime,
     amr: &[String],
 ) -> Result<Response, StorageError> {
@@ -279,7 +283,7 @@ pub async fn issue_code_redirect(
     identity
         .store
         .insert_code(&AuthorizationCode {
-            code_hash: portico_crypto::hash::token_hash(&code),
+            code_hash: CodeHash::new(portico_crypto::hash::token_hash(&code)),
             client_id: request.client.client_id.clone(),
             user_id,
             redirect_uri: request.redirect_uri.clone(),

@@ -10,6 +10,7 @@ use base64::Engine as _;
 use base64::engine::DecodePaddingMode;
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
 use portico_model::client::Client;
+use portico_model::ids::ClientId;
 
 use super::error::OAuthError;
 use super::params::Params;
@@ -45,7 +46,7 @@ pub async fn authenticate(identity: &Identity, headers: &HeaderMap, params: &Par
             _ => return Err(OAuthError::invalid_client("client authentication is required")),
         },
     };
-    let client = identity.store.find_client(&client_id).await?;
+    let client = identity.store.find_client(&ClientId::new(client_id)).await?;
     // Hash even for an unknown client, so both answers take as long.
     let stored = client.as_ref().map_or("sha256:", |c| c.secret_hash.as_str());
     let matches = portico_crypto::hash::client_secret_matches(stored, &secret);

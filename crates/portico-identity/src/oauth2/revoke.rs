@@ -15,6 +15,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use portico_crypto::jwt::TYP_ACCESS_TOKEN;
 use portico_model::audit::{AuditEvent, AuditKind};
+use portico_model::ids::RefreshTokenHash;
 use serde_json::json;
 
 use super::MAX_FORM_BODY;
@@ -52,7 +53,7 @@ async fn handle(identity: &Identity, headers: &HeaderMap, body: Body) -> Result<
 
     if token.matches('.').count() == 2 {
         match identity.verify_jwt::<AccessClaims>(token, TYP_ACCESS_TOKEN).await {
-            Ok(claims) if claims.client_id == client.client_id => {
+            Ok(claims) if client.client_id == claims.client_id.as_str() => {
                 let expires_at = time::OffsetDateTime::from_unix_timestamp(claims.exp).unwrap_or(now);
                 identity.store.revoke_access_token(&claims.jti, expires_at, now).await?;
                 let event = AuditEvent::new(now, AuditKind::TokenRevoked).client(&client.client_id);
@@ -64,7 +65,7 @@ async fn handle(identity: &Identity, headers: &HeaderMap, body: Body) -> Result<
         return Ok(());
     }
 
-    let hash = portico_crypto::hash::token_hash(token);
+    let hash = RefreshTokenHash::new(portico_crypto::hash::token_hash(token));
     if let Some(grant) = identity.store.find_refresh_token(&hash).await?.map(|stored| stored.grant)
         && grant.client_id == client.client_id
         && identity.store.revoke_grant(grant.id, now).await?

@@ -17,11 +17,11 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use portico_model::audit::{AuditEvent, AuditKind};
 use portico_model::client::Client;
+use portico_model::ids::{ClientId, CodeHash, GrantId, RefreshTokenHash, UserId};
 use portico_model::oauth::{Grant, Redemption, Rotation, is_code_verifier};
 use portico_model::scope::ScopeSet;
 use portico_model::user::User;
 use serde_json::json;
-use uuid::Uuid;
 
 use super::MAX_FORM_BODY;
 use super::client_auth::authenticate;
@@ -70,7 +70,7 @@ async fn exchange_code(identity: &Identity, client: &Client, params: &Params) ->
     let verifier = params.required("code_verifier")?;
     let redirect_uri = params.single("redirect_uri")?;
     let now = identity.clock.now();
-    let code_hash = portico_crypto::hash::token_hash(code);
+    let code_hash = CodeHash::new(portico_crypto::hash::token_hash(code));
 
     let Some(stored) = identity.store.find_code(&code_hash).await? else {
         return Err(OAuthError::invalid_grant("the authorization code is not valid"));
@@ -78,7 +78,7 @@ async fn exchange_code(identity: &Identity, client: &Client, params: &Params) ->
     let code = stored.code;
     if stored.spent {
         let grant_id = identity.store.spend_code(&code_hash, now).await?.and_then(|c| c.grant_id);
-        return Err(replayed_code(identity, &code.user_id, &code.client_id, grant_id, now).await);
+        return Err(replayed_code(identity, code.user_id, &code.client_id, grant_id, now).await);
     }
     let problem = if code.client_id != client.client_id {
         Some("the authorization code was issued to another client")
@@ -104,7 +104,7 @@ async fn exchange_code(identity: &Identity, client: &Client, params: &Params) ->
     };
 
     let grant = Grant {
-        id: Uuid::now_v7(),
+        id: GrantId::now_v7(),
         client_id: client.client_id.clone(),
         user_id: user.id,
         scope: code.scope.clone(),
@@ -121,7 +121,7 @@ async fn exchange_code(identity: &Identity, client: &Client, params: &Params) ->
     match identity.store.redeem_code(&code_hash, now, &grant, &refresh.row, &event).await? {
         Redemption::Redeemed => {}
         Redemption::Replay { grant_id } => {
-            return Err(replayed_code(identity, &user.id, &client.client_id, grant_id, now).await);
+            return Err(replayed_code(identity, user.id, &client.client_id, grant_id, now).await);
         }
     }
     Ok(identity.issue_tokens(&grant, &user, &grant.scope, code.nonce.as_deref(), &refresh).await?)
@@ -130,9 +130,9 @@ async fn exchange_code(identity: &Identity, client: &Client, params: &Params) ->
 /// A code presented again: revoke the grant its first use created.
 async fn replayed_code(
     identity: &Identity,
-    user_id: &Uuid,
-    client_id: &str,
-    grant_id: Option<Uuid>,
+    user_id: UserId,
+    client_id: &ClientId,
+    grant_id: Option<GrantId>,
     now: time::OffsetDateTime,
 ) -> OAuthError {
     if let Some(grant_id) = grant_id
@@ -140,7 +140,7 @@ async fn replayed_code(
     {
         return error.into();
     }
-    let event = AuditEvent::new(now, AuditKind::CodeReplayed).user(*user_id).client(client_id);
+    let event = AuditEvent::new(now, AuditKind::CodeReplayed).user(user_id).client(client_id);
     identity.audit(event.detail(json!({ "grant_id": grant_id }))).await;
     OAuthError::invalid_grant("the authorization code was already used")
 }
@@ -149,7 +149,7 @@ async fn refresh(identity: &Identity, client: &Client, params: &Params) -> Resul
     let presented = params.required("refresh_token")?;
     let requested_scope = params.single("scope")?;
     let now = identity.clock.now();
-    let hash = portico_crypto::hash::token_hash(presented);
+    let hash = RefreshTokenHash::new(portico_crypto::hash::token_hash(presented));
 
     let Some(stored) = identity.store.find_refresh_token(&hash).await? else {
         return Err(OAuthError::invalid_grant("the refresh token is not valid"));
@@ -215,7 +215,7 @@ async fn replayed_refresh(
     OAuthError::invalid_grant("the refresh token was already used; the grant is revoked")
 }
 
-async fn active_user(identity: &Identity, id: Uuid) -> Result<User, OAuthError> {
+async fn active_user(identity: &Identity, id: UserId) -> Result<User, OAuthError> {
     match identity.store.find_user(id).await? {
         Some(user) if !user.blocked => Ok(user),
         Some(_) => Err(OAuthError::invalid_grant("the user is blocked")),

@@ -71,7 +71,7 @@ async fn answer(identity: &IdentityState, headers: &HeaderMap) -> Response {
     let Ok(user_id) = uuid::Uuid::parse_str(&claims.sub) else {
         return invalid_token();
     };
-    match identity.store.find_user(user_id).await {
+    match identity.store.find_user(user_id.into()).await {
         Ok(Some(user)) if !user.blocked => {
             Json(UserInfo { sub: claims.sub.clone(), claims: UserClaims::for_scope(&user, &claims.scope) })
                 .into_response()

@@ -10,10 +10,10 @@ use axum::response::Html;
 use axum::routing::get;
 use portico_identity::Identity;
 use portico_model::client::{Client, LocalizedText};
+use portico_model::ids::UserId;
 use portico_model::user::User;
 use portico_permissions::service::{PermissionService, parse_document};
 use serde_json::json;
-use uuid::Uuid;
 
 use crate::app::AppState;
 
@@ -139,7 +139,7 @@ pub async fn seed(
     let now = identity.clock.now();
     store
         .create_client(&Client {
-            client_id: CLIENT_ID.to_owned(),
+            client_id: CLIENT_ID.into(),
             secret_hash: portico_crypto::hash::client_secret_hash(CLIENT_SECRET),
             name: LocalizedText { ru: "Демо-приложение".to_owned(), en: "Demo application".to_owned() },
             redirect_uris: vec![redirect_uri(&identity.settings.issuer)],
@@ -150,7 +150,7 @@ pub async fn seed(
         .await?;
     store
         .create_client(&Client {
-            client_id: CONSENT_CLIENT_ID.to_owned(),
+            client_id: CONSENT_CLIENT_ID.into(),
             secret_hash: portico_crypto::hash::client_secret_hash(CONSENT_CLIENT_SECRET),
             name: LocalizedText {
                 ru: "Партнёрское приложение".to_owned(), en: "Partner application".to_owned()
@@ -166,7 +166,7 @@ pub async fn seed(
         let password_hash = tokio::task::spawn_blocking(move || portico_crypto::password::hash(&password)).await?;
         store
             .create_user(&User {
-                id: Uuid::new_v4(),
+                id: UserId::random(),
                 login: user.login.to_owned(),
                 password_hash,
                 phone: Some(user.phone.to_owned()),

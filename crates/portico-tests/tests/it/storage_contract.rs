@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use portico_model::audit::{AuditEvent, AuditKind};
 use portico_model::client::{Client, LocalizedText};
+use portico_model::ids::{ClientId, CodeHash, GrantId, RefreshTokenHash, SessionHash, UserId};
 use portico_model::login::{AuthMethod, LoginProcess, LoginState};
 use portico_model::oauth::{AuthorizationCode, Grant, Redemption, RefreshToken, Rotation};
 use portico_model::session::SsoSession;
@@ -32,6 +33,22 @@ async fn store(backend: Backend, dir: &TempDir) -> Arc<dyn Storage> {
     }
 }
 
+fn code_hash(value: &str) -> CodeHash {
+    CodeHash::new(value)
+}
+
+fn refresh_hash(value: &str) -> RefreshTokenHash {
+    RefreshTokenHash::new(value)
+}
+
+fn session_hash(value: &str) -> SessionHash {
+    SessionHash::new(value)
+}
+
+fn client_id(value: &str) -> ClientId {
+    ClientId::new(value)
+}
+
 fn t0() -> OffsetDateTime {
     OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap()
 }
@@ -50,7 +67,7 @@ fn client(id: &str) -> Client {
 
 fn user(login: &str) -> User {
     User {
-        id: Uuid::new_v4(),
+        id: UserId::random(),
         login: login.into(),
         password_hash: "$argon2id$x".into(),
         phone: Some("+79000000000".into()),
@@ -62,7 +79,7 @@ fn user(login: &str) -> User {
     }
 }
 
-fn code(hash: &str, client_id: &str, user_id: Uuid) -> AuthorizationCode {
+fn code(hash: &str, client_id: &str, user_id: UserId) -> AuthorizationCode {
     AuthorizationCode {
         code_hash: hash.into(),
         client_id: client_id.into(),
@@ -79,9 +96,9 @@ fn code(hash: &str, client_id: &str, user_id: Uuid) -> AuthorizationCode {
     }
 }
 
-fn grant(client_id: &str, user_id: Uuid) -> Grant {
+fn grant(client_id: &str, user_id: UserId) -> Grant {
     Grant {
-        id: Uuid::now_v7(),
+        id: GrantId::now_v7(),
         client_id: client_id.into(),
         user_id,
         scope: "openid".into(),
@@ -96,7 +113,7 @@ fn audit() -> AuditEvent {
     AuditEvent::new(t0(), AuditKind::TokenIssued)
 }
 
-fn refresh(hash: &str, grant_id: Uuid, days: i64) -> RefreshToken {
+fn refresh(hash: &str, grant_id: GrantId, days: i64) -> RefreshToken {
     RefreshToken { token_hash: hash.into(), grant_id, created_at: t0(), expires_at: t0() + Duration::days(days) }
 }
 
@@ -109,7 +126,7 @@ async fn granted(store: &dyn Storage) -> (User, Grant) {
     store.insert_code(&code("h", "app", u.id)).await.unwrap();
     let g = grant("app", u.id);
     assert_eq!(
-        store.redeem_code("h", t0(), &g, &refresh("r1", g.id, 30), &audit()).await.unwrap(),
+        store.redeem_code(&code_hash("h"), t0(), &g, &refresh("r1", g.id, 30), &audit()).await.unwrap(),
         Redemption::Redeemed
     );
     (u, g)
@@ -122,7 +139,7 @@ async fn clients_and_users_round_trip_with_unique_keys() {
         let store = store(backend, &dir).await;
         let c = client("app");
         store.create_client(&c).await.unwrap();
-        assert_eq!(store.find_client("app").await.unwrap(), Some(c.clone()), "{backend:?}");
+        assert_eq!(store.find_client(&client_id("app")).await.unwrap(), Some(c.clone()), "{backend:?}");
         assert!(matches!(store.create_client(&c).await, Err(StorageError::Conflict(_))));
         assert_eq!(store.list_clients().await.unwrap().len(), 1);
 
@@ -132,9 +149,9 @@ async fn clients_and_users_round_trip_with_unique_keys() {
         assert_eq!(store.find_user_by_login("anna").await.unwrap(), Some(u.clone()));
         assert!(matches!(store.create_user(&user("anna")).await, Err(StorageError::Conflict(_))));
 
-        assert!(store.delete_client("app").await.unwrap());
-        assert!(!store.delete_client("app").await.unwrap());
-        assert_eq!(store.find_client("app").await.unwrap(), None);
+        assert!(store.delete_client(&client_id("app")).await.unwrap());
+        assert!(!store.delete_client(&client_id("app")).await.unwrap());
+        assert_eq!(store.find_client(&client_id("app")).await.unwrap(), None);
     }
 }
 
@@ -144,28 +161,29 @@ async fn a_code_is_redeemed_once_and_a_replay_names_its_grant() {
         let dir = TempDir::new();
         let store = store(backend, &dir).await;
         let (u, g) = granted(store.as_ref()).await;
-        let stored = store.find_code("h").await.unwrap().unwrap();
+        let stored = store.find_code(&code_hash("h")).await.unwrap().unwrap();
         assert!(stored.spent, "{backend:?}");
         assert_eq!(stored.code.grant_id, Some(g.id));
         assert_eq!(store.find_grant(g.id).await.unwrap().unwrap().scope, "openid");
         assert_eq!(store.recent_audit(5).await.unwrap()[0].kind, "token.issued", "audited in the same transaction");
 
         let again = grant("app", u.id);
-        let replay = store.redeem_code("h", t0(), &again, &refresh("rx", again.id, 30), &audit()).await.unwrap();
+        let replay =
+            store.redeem_code(&code_hash("h"), t0(), &again, &refresh("rx", again.id, 30), &audit()).await.unwrap();
         assert_eq!(replay, Redemption::Replay { grant_id: Some(g.id) });
         assert_eq!(store.find_grant(again.id).await.unwrap(), None, "a replay stores nothing");
-        assert!(store.find_refresh_token("rx").await.unwrap().is_none());
+        assert!(store.find_refresh_token(&refresh_hash("rx")).await.unwrap().is_none());
 
         // A code spent by a failed presentation cannot be redeemed.
         store.insert_code(&code("h2", "app", u.id)).await.unwrap();
-        assert!(!store.find_code("h2").await.unwrap().unwrap().spent);
-        assert_eq!(store.spend_code("h2", t0()).await.unwrap().unwrap().grant_id, None);
+        assert!(!store.find_code(&code_hash("h2")).await.unwrap().unwrap().spent);
+        assert_eq!(store.spend_code(&code_hash("h2"), t0()).await.unwrap().unwrap().grant_id, None);
         let g2 = grant("app", u.id);
-        let replay = store.redeem_code("h2", t0(), &g2, &refresh("r2", g2.id, 30), &audit()).await.unwrap();
+        let replay = store.redeem_code(&code_hash("h2"), t0(), &g2, &refresh("r2", g2.id, 30), &audit()).await.unwrap();
         assert_eq!(replay, Redemption::Replay { grant_id: None });
         assert_eq!(store.find_grant(g2.id).await.unwrap(), None);
-        assert_eq!(store.find_code("nope").await.unwrap(), None);
-        assert_eq!(store.spend_code("nope", t0()).await.unwrap(), None);
+        assert_eq!(store.find_code(&code_hash("nope")).await.unwrap(), None);
+        assert_eq!(store.spend_code(&code_hash("nope"), t0()).await.unwrap(), None);
     }
 }
 
@@ -176,17 +194,19 @@ async fn refresh_tokens_rotate_once_and_revocation_reaches_access_tokens() {
         let store = store(backend, &dir).await;
         let (_, g) = granted(store.as_ref()).await;
 
-        let stored = store.find_refresh_token("r1").await.unwrap().unwrap();
+        let stored = store.find_refresh_token(&refresh_hash("r1")).await.unwrap().unwrap();
         assert!(!stored.spent, "{backend:?}");
         assert_eq!((stored.token.grant_id, stored.grant.id), (g.id, g.id));
         assert_eq!(stored.token.expires_at, t0() + Duration::days(30));
-        let rotated = store.rotate_refresh_token("r1", t0(), &refresh("r2", g.id, 30), &audit()).await.unwrap();
+        let rotated =
+            store.rotate_refresh_token(&refresh_hash("r1"), t0(), &refresh("r2", g.id, 30), &audit()).await.unwrap();
         assert_eq!(rotated, Rotation::Rotated);
-        let replay = store.rotate_refresh_token("r1", t0(), &refresh("r3", g.id, 30), &audit()).await.unwrap();
+        let replay =
+            store.rotate_refresh_token(&refresh_hash("r1"), t0(), &refresh("r3", g.id, 30), &audit()).await.unwrap();
         assert_eq!(replay, Rotation::Replay);
-        assert!(store.find_refresh_token("r3").await.unwrap().is_none(), "a replay stores nothing");
-        assert!(store.find_refresh_token("r1").await.unwrap().unwrap().spent);
-        assert_eq!(store.find_refresh_token("unknown").await.unwrap(), None);
+        assert!(store.find_refresh_token(&refresh_hash("r3")).await.unwrap().is_none(), "a replay stores nothing");
+        assert!(store.find_refresh_token(&refresh_hash("r1")).await.unwrap().unwrap().spent);
+        assert_eq!(store.find_refresh_token(&refresh_hash("unknown")).await.unwrap(), None);
 
         assert!(store.access_token_state(g.id, "jti-1").await.unwrap().is_live());
         store.revoke_access_token("jti-1", t0() + Duration::minutes(15), t0()).await.unwrap();
@@ -198,12 +218,16 @@ async fn refresh_tokens_rotate_once_and_revocation_reaches_access_tokens() {
         assert!(store.revoke_grant(g.id, t0()).await.unwrap());
         assert!(!store.revoke_grant(g.id, t0()).await.unwrap(), "already revoked");
         assert!(store.access_token_state(g.id, "jti-2").await.unwrap().grant_revoked);
-        let revoked = store.rotate_refresh_token("r2", t0(), &refresh("r4", g.id, 30), &audit()).await.unwrap();
+        let revoked =
+            store.rotate_refresh_token(&refresh_hash("r2"), t0(), &refresh("r4", g.id, 30), &audit()).await.unwrap();
         assert_eq!(revoked, Rotation::GrantRevoked);
-        assert!(!store.find_refresh_token("r2").await.unwrap().unwrap().spent, "nothing changed");
-        store.spend_refresh_token("r2", t0()).await.unwrap();
-        assert!(store.find_refresh_token("r2").await.unwrap().unwrap().spent);
-        assert!(store.access_token_state(Uuid::new_v4(), "x").await.unwrap().grant_revoked, "unknown grant");
+        assert!(!store.find_refresh_token(&refresh_hash("r2")).await.unwrap().unwrap().spent, "nothing changed");
+        store.spend_refresh_token(&refresh_hash("r2"), t0()).await.unwrap();
+        assert!(store.find_refresh_token(&refresh_hash("r2")).await.unwrap().unwrap().spent);
+        assert!(
+            store.access_token_state(GrantId::from(Uuid::new_v4()), "x").await.unwrap().grant_revoked,
+            "unknown grant"
+        );
     }
 }
 
@@ -220,7 +244,7 @@ async fn parallel_redemptions_and_rotations_have_one_winner() {
             let store = Arc::clone(&store);
             rotations.spawn(async move {
                 let successor = refresh(&format!("next-{i}"), g.id, 30);
-                (i, store.rotate_refresh_token("r1", t0(), &successor, &audit()).await.unwrap())
+                (i, store.rotate_refresh_token(&refresh_hash("r1"), t0(), &successor, &audit()).await.unwrap())
             });
         }
         let results = rotations.join_all().await;
@@ -228,7 +252,7 @@ async fn parallel_redemptions_and_rotations_have_one_winner() {
         assert_eq!(winners.len(), 1, "{backend:?}: {results:?}");
         assert!(results.iter().all(|(_, r)| matches!(r, Rotation::Rotated | Rotation::Replay)), "{results:?}");
         for i in 0..8 {
-            let stored = store.find_refresh_token(&format!("next-{i}")).await.unwrap();
+            let stored = store.find_refresh_token(&refresh_hash(&format!("next-{i}"))).await.unwrap();
             assert_eq!(stored.is_some(), i == winners[0], "{backend:?}: only the winner's successor is stored");
         }
 
@@ -240,11 +264,11 @@ async fn parallel_redemptions_and_rotations_have_one_winner() {
             redemptions.spawn(async move {
                 let g = grant("app", u.id);
                 let token = refresh(&format!("first-{i}"), g.id, 30);
-                (g.id, store.redeem_code("h-par", t0(), &g, &token, &audit()).await.unwrap())
+                (g.id, store.redeem_code(&code_hash("h-par"), t0(), &g, &token, &audit()).await.unwrap())
             });
         }
         let results = redemptions.join_all().await;
-        let won: Vec<Uuid> = results.iter().filter(|(_, r)| *r == Redemption::Redeemed).map(|(id, _)| *id).collect();
+        let won: Vec<GrantId> = results.iter().filter(|(_, r)| *r == Redemption::Redeemed).map(|(id, _)| *id).collect();
         assert_eq!(won.len(), 1, "{backend:?}: {results:?}");
         for (id, result) in &results {
             if *result != Redemption::Redeemed {
@@ -252,7 +276,7 @@ async fn parallel_redemptions_and_rotations_have_one_winner() {
                 assert_eq!(store.find_grant(*id).await.unwrap(), None, "a replay stores nothing");
             }
         }
-        assert_eq!(store.find_code("h-par").await.unwrap().unwrap().code.grant_id, Some(won[0]));
+        assert_eq!(store.find_code(&code_hash("h-par")).await.unwrap().unwrap().code.grant_id, Some(won[0]));
     }
 }
 
@@ -273,24 +297,24 @@ async fn sqlite_token_writes_wait_for_another_writer_and_succeed() {
     let g2 = grant("app", u.id);
     let redeem = tokio::spawn({
         let (store, g2) = (Arc::clone(&store), g2.clone());
-        async move { store.redeem_code("h-locked", t0(), &g2, &refresh("r-locked", g2.id, 30), &audit()).await }
+        async move { store.redeem_code(&code_hash("h-locked"), t0(), &g2, &refresh("r-locked", g2.id, 30), &audit()).await }
     });
     let rotate = tokio::spawn({
         let store = Arc::clone(&store);
-        async move { store.rotate_refresh_token("r1", t0(), &refresh("r2", g.id, 30), &audit()).await }
+        async move { store.rotate_refresh_token(&refresh_hash("r1"), t0(), &refresh("r2", g.id, 30), &audit()).await }
     });
     // Reads go on meanwhile: in WAL mode a reader never waits for a writer.
-    assert!(store.find_code("h-locked").await.unwrap().is_some_and(|c| !c.spent));
+    assert!(store.find_code(&code_hash("h-locked")).await.unwrap().is_some_and(|c| !c.spent));
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     assert!(!redeem.is_finished() && !rotate.is_finished(), "both wait while the lock is held");
     other.execute_batch("COMMIT").unwrap();
 
     assert_eq!(redeem.await.unwrap().unwrap(), Redemption::Redeemed);
     assert_eq!(rotate.await.unwrap().unwrap(), Rotation::Rotated);
-    assert_eq!(store.find_code("h-locked").await.unwrap().unwrap().code.grant_id, Some(g2.id));
-    assert!(store.find_refresh_token("r-locked").await.unwrap().is_some());
-    assert!(store.find_refresh_token("r1").await.unwrap().unwrap().spent);
-    assert!(store.find_refresh_token("r2").await.unwrap().is_some());
+    assert_eq!(store.find_code(&code_hash("h-locked")).await.unwrap().unwrap().code.grant_id, Some(g2.id));
+    assert!(store.find_refresh_token(&refresh_hash("r-locked")).await.unwrap().is_some());
+    assert!(store.find_refresh_token(&refresh_hash("r1")).await.unwrap().unwrap().spent);
+    assert!(store.find_refresh_token(&refresh_hash("r2")).await.unwrap().is_some());
 }
 
 #[tokio::test]
@@ -332,12 +356,12 @@ async fn blocking_revokes_grants_and_sessions_and_cleanup_removes_what_expired()
             amr: vec!["sms".into(), "pwd".into(), "mfa".into()],
         };
         store.create_session(&session).await.unwrap();
-        assert_eq!(store.find_session("s", t0()).await.unwrap(), Some(session));
+        assert_eq!(store.find_session(&session_hash("s"), t0()).await.unwrap(), Some(session));
 
         let blocked = store.set_user_blocked("anna", true, t0()).await.unwrap().unwrap();
         assert!(blocked.blocked, "{backend:?}");
         assert!(store.find_grant(g.id).await.unwrap().unwrap().revoked_at.is_some());
-        assert_eq!(store.find_session("s", t0()).await.unwrap(), None);
+        assert_eq!(store.find_session(&session_hash("s"), t0()).await.unwrap(), None);
         assert_eq!(store.set_user_blocked("nobody", true, t0()).await.unwrap(), None);
 
         store.insert_code(&code("h2", "app", u.id)).await.unwrap();
@@ -380,16 +404,16 @@ async fn every_read_sees_every_committed_write() {
         let dir = TempDir::new();
         let store = store(backend, &dir).await;
         for i in 0..24 {
-            let id = format!("app-{i}");
-            store.create_client(&client(&id)).await.unwrap();
+            let id = client_id(&format!("app-{i}"));
+            store.create_client(&client(id.as_str())).await.unwrap();
             // Point reads that stop after one row, then a full scan: none may
             // see a snapshot from before the write.
             assert!(store.find_client(&id).await.unwrap().is_some(), "{backend:?}: client {i} visible");
-            assert!(store.find_client("app-0").await.unwrap().is_some());
+            assert!(store.find_client(&client_id("app-0")).await.unwrap().is_some());
             assert_eq!(store.list_clients().await.unwrap().len(), i + 1, "{backend:?}: after write {i}");
             store.record_audit(&AuditEvent::new(t0(), AuditKind::UserBlocked).client(&id)).await.unwrap();
             let newest = store.recent_audit(1).await.unwrap();
-            assert_eq!(newest[0].client_id.as_deref(), Some(id.as_str()), "{backend:?}: newest audit after write {i}");
+            assert_eq!(newest[0].client_id.as_ref(), Some(&id), "{backend:?}: newest audit after write {i}");
         }
     }
 }
@@ -410,7 +434,7 @@ async fn the_permission_model_saves_whole_and_one_of_two_racing_saves_wins() {
         for login in doc.user_refs() {
             let employee = user(&login.0);
             store.create_user(&employee).await.unwrap();
-            users.insert(UserRef(login.0.clone()), employee.id);
+            users.insert(UserRef(login.0.clone()), employee.id.as_uuid());
         }
         let model = PermissionModel::default().merge(&doc, &users, Uuid::new_v4).unwrap();
         assert!(store.save_permissions(&model).await.unwrap());
@@ -449,10 +473,13 @@ async fn devices_and_consents_are_remembered_per_user() {
         assert!(!store.is_device_trusted(ivan.id, "d1", t0() + Duration::seconds(1)).await.unwrap(), "too old");
         assert!(!store.is_device_trusted(maria.id, "d1", t0()).await.unwrap(), "per user");
 
-        assert_eq!(store.find_consent(ivan.id, "crm").await.unwrap(), None);
-        store.grant_consent(ivan.id, "crm", &["profile".into(), "email".into()], t0()).await.unwrap();
-        store.grant_consent(ivan.id, "crm", &["profile".into(), "phone".into()], t0()).await.unwrap();
-        assert_eq!(store.find_consent(ivan.id, "crm").await.unwrap(), Some(vec!["profile".into(), "phone".into()]));
+        assert_eq!(store.find_consent(ivan.id, &client_id("crm")).await.unwrap(), None);
+        store.grant_consent(ivan.id, &client_id("crm"), &["profile".into(), "email".into()], t0()).await.unwrap();
+        store.grant_consent(ivan.id, &client_id("crm"), &["profile".into(), "phone".into()], t0()).await.unwrap();
+        assert_eq!(
+            store.find_consent(ivan.id, &client_id("crm")).await.unwrap(),
+            Some(vec!["profile".into(), "phone".into()])
+        );
     }
 }
 
@@ -983,5 +1010,91 @@ async fn report_tasks_are_reused_listed_claimed_once_and_finished_under_their_le
         assert!(store.finish_report_task(other.id, other.lease_until.unwrap(), &failed, later).await.unwrap());
         let other = store.find_report_task(other.id).await.unwrap().unwrap();
         assert_eq!((other.status, other.error.as_deref()), (TaskStatus::Failed, Some("no data")));
+    }
+}
+
+#[tokio::test]
+async fn a_deleted_login_process_and_session_are_gone_and_deleting_twice_is_harmless() {
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let (u, _) = granted(store.as_ref()).await;
+        let process = LoginProcess {
+            id: Uuid::new_v4(),
+            version: 0,
+            created_at: t0(),
+            expires_at: t0() + Duration::minutes(15),
+            state: LoginState::start("app".into(), "a=1".into(), "csrf".into(), AuthMethod::Password),
+        };
+        let other = LoginProcess { id: Uuid::new_v4(), ..process.clone() };
+        store.create_login_process(&process).await.unwrap();
+        store.create_login_process(&other).await.unwrap();
+        store.delete_login_process(process.id).await.unwrap();
+        assert_eq!(store.find_login_process(process.id, t0()).await.unwrap(), None, "{backend:?}");
+        assert!(store.find_login_process(other.id, t0()).await.unwrap().is_some(), "only the one named");
+        store.delete_login_process(process.id).await.unwrap();
+
+        let session = |hash: &str| SsoSession {
+            token_hash: hash.into(),
+            user_id: u.id,
+            auth_time: t0(),
+            created_at: t0(),
+            expires_at: t0() + Duration::hours(12),
+            amr: vec!["pwd".into()],
+        };
+        store.create_session(&session("s1")).await.unwrap();
+        store.create_session(&session("s2")).await.unwrap();
+        store.delete_session(&session_hash("s1")).await.unwrap();
+        assert_eq!(store.find_session(&session_hash("s1"), t0()).await.unwrap(), None, "{backend:?}");
+        assert_eq!(
+            store.find_session(&session_hash("s2"), t0()).await.unwrap(),
+            Some(session("s2")),
+            "only the one named"
+        );
+        store.delete_session(&session_hash("s1")).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn agreements_are_replaced_whole_and_listed_by_number() {
+    use portico_reports::sample::{Shape, agreement};
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        assert_eq!(store.list_agreements().await.unwrap(), Vec::<(String, String)>::new());
+        let first = agreement(&Shape { number: "БД-2", cnum: "7700000002", trades: 20, ..Shape::demo() });
+        let second = agreement(&Shape { number: "БД-1", cnum: "7700000001", trades: 5, ..Shape::demo() });
+        store.save_agreements(&[first.clone(), second.clone()], t0()).await.unwrap();
+        assert_eq!(
+            store.list_agreements().await.unwrap(),
+            [("БД-1".to_owned(), "7700000001".to_owned()), ("БД-2".to_owned(), "7700000002".to_owned())],
+            "{backend:?}: by number"
+        );
+        assert_eq!(store.find_agreement("БД-2").await.unwrap(), Some(first.clone()));
+
+        // Saving again replaces the agreement whole: nothing of the old
+        // document survives beside the new one.
+        let mut replaced = first.clone();
+        replaced.trades.truncate(3);
+        replaced.client_name = "АО «Новое имя»".into();
+        store.save_agreements(&[replaced.clone()], t0() + Duration::days(1)).await.unwrap();
+        assert_eq!(store.find_agreement("БД-2").await.unwrap(), Some(replaced));
+        assert_eq!(store.find_agreement("БД-1").await.unwrap(), Some(second));
+        assert_eq!(store.list_agreements().await.unwrap().len(), 2);
+        assert_eq!(store.find_agreement("БД-3").await.unwrap(), None);
+    }
+}
+
+#[tokio::test]
+async fn ping_answers_while_the_database_does_and_names_the_backend() {
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        store.ping().await.unwrap();
+        let expected = match backend {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        };
+        assert_eq!(store.backend(), expected);
     }
 }

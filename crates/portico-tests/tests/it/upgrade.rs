@@ -126,7 +126,7 @@ async fn every_row_reads_back_and_keeps_working(db: &dyn Storage) {
     // The upgraded rows keep working: the code already spent is a replay,
     // the live refresh token rotates, the unspent code redeems.
     let later = s.t0 + Duration::minutes(3);
-    let grant = portico_model::oauth::Grant { id: uuid::Uuid::new_v4(), ..s.grant.clone() };
+    let grant = portico_model::oauth::Grant { id: portico_model::ids::GrantId::now_v7(), ..s.grant.clone() };
     let refresh = portico_model::oauth::RefreshToken {
         token_hash: "after-upgrade".into(),
         grant_id: grant.id,
