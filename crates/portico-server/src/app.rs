@@ -58,16 +58,17 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Storage>> {
     open_store_for(config, false).await
 }
 
-/// [`open_store`], for a serving node: on PostgreSQL with its node-local
-/// answers (`database_cache_staleness_ms`).
+/// [`open_store`], for a serving node: with its node-local answers
+/// (`database_cache_staleness_ms`).
 async fn open_store_for(config: &Config, serving: bool) -> anyhow::Result<Arc<dyn Storage>> {
+    let staleness = Duration::from_millis(if serving { config.database_cache_staleness_ms.into() } else { 0 });
     Ok(match config.database()? {
         Database::Sqlite(url) => {
             std::fs::create_dir_all(&config.data_dir)
                 .with_context(|| format!("cannot create the data folder {}", config.data_dir.display()))?;
             let store = SqliteStore::connect(&url).await.with_context(|| format!("cannot open {url}"))?;
             store.migrate().await?;
-            Arc::new(store)
+            Arc::new(store.with_node_memory(staleness))
         }
         Database::Postgres(url) => {
             let timeout = Duration::from_secs(config.database_acquire_timeout_secs.into());
@@ -75,11 +76,7 @@ async fn open_store_for(config: &Config, serving: bool) -> anyhow::Result<Arc<dy
                 .await
                 .context("cannot connect to PostgreSQL (database_url / PORTICO_DATABASE_URL)")?;
             store.migrate().await?;
-            if serving {
-                Arc::new(store.with_node_cache(Duration::from_millis(config.database_cache_staleness_ms.into())))
-            } else {
-                Arc::new(store)
-            }
+            Arc::new(store.with_node_cache(staleness))
         }
     })
 }

@@ -16,12 +16,11 @@
 //! A revoked token is therefore accepted at most `staleness` after the
 //! revocation committed.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use portico_model::ids::GrantId;
-use portico_model::oauth::AccessTokenState;
+use portico_storage::memory::NodeMemory;
 use sqlx::PgPool;
 use sqlx::postgres::PgListener;
 use uuid::Uuid;
@@ -35,61 +34,13 @@ fn tick_every(staleness: Duration) -> Duration {
     (staleness / 4).clamp(Duration::from_millis(10), Duration::from_millis(250))
 }
 
-/// Entries of one set before the memory starts over (and refills).
-const MOST_ENTRIES: usize = 1_000_000;
-
 /// The node-local memory and its proof of freshness.
 pub(crate) struct NodeCache {
     staleness: Duration,
     node: String,
-    state: Mutex<State>,
+    pub(crate) memory: NodeMemory,
     /// Ticks sent and not yet received: number and when it was sent.
     sent: Mutex<VecDeque<(u64, Instant)>>,
-}
-
-#[derive(Default)]
-struct State {
-    /// Answers are trusted until then.
-    trusted_until: Option<Instant>,
-    /// Ticks sent before this do not count (the memory was reset after).
-    loaded_at: Option<Instant>,
-    /// Bumped by every reset: an answer read from the database before a
-    /// reset is not remembered after it.
-    generation: u64,
-    revoked_jtis: HashSet<String>,
-    revoked_grants: HashSet<GrantId>,
-    live_grants: HashSet<GrantId>,
-    revision: Option<i64>,
-}
-
-impl State {
-    fn trusted(&self, now: Instant) -> bool {
-        self.trusted_until.is_some_and(|until| now < until)
-    }
-
-    fn revoke_grant(&mut self, id: GrantId) {
-        self.live_grants.remove(&id);
-        self.revoked_grants.insert(id);
-    }
-
-    /// Revisions only move forward, whichever way they are learnt.
-    fn see_revision(&mut self, revision: i64) {
-        self.revision = Some(self.revision.map_or(revision, |known| known.max(revision)));
-    }
-
-    /// Forgets everything and trusts nothing; answers asked before are not
-    /// remembered after.
-    fn reset(&mut self) {
-        let generation = self.generation.wrapping_add(1);
-        *self = Self { generation, ..Self::default() };
-    }
-}
-
-/// What the memory knows about an access token.
-pub(crate) enum Known {
-    State(AccessTokenState),
-    /// Ask the database; remember its answer under this generation.
-    Ask(u64),
 }
 
 impl NodeCache {
@@ -99,7 +50,7 @@ impl NodeCache {
         let cache = Arc::new(Self {
             staleness,
             node: Uuid::new_v4().simple().to_string(),
-            state: Mutex::new(State::default()),
+            memory: NodeMemory::new(),
             sent: Mutex::new(VecDeque::new()),
         });
         tokio::spawn(listen(Arc::downgrade(&cache), pool.clone()));
@@ -107,80 +58,18 @@ impl NodeCache {
         cache
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The state of an access token, when the memory may answer.
-    pub(crate) fn access_token_state(&self, grant_id: GrantId, jti: &str) -> Known {
-        let state = self.state();
-        if !state.trusted(Instant::now()) {
-            return Known::Ask(u64::MAX);
-        }
-        let token_revoked = state.revoked_jtis.contains(jti);
-        if state.revoked_grants.contains(&grant_id) {
-            return Known::State(AccessTokenState { grant_revoked: true, token_revoked });
-        }
-        if state.live_grants.contains(&grant_id) {
-            return Known::State(AccessTokenState { grant_revoked: false, token_revoked });
-        }
-        Known::Ask(state.generation)
-    }
-
-    /// Remembers a grant the database found live, unless the memory was
-    /// reset since the question was asked.
-    pub(crate) fn grant_live(&self, grant_id: GrantId, generation: u64) {
-        let mut state = self.state();
-        if state.generation == generation && state.live_grants.len() < MOST_ENTRIES {
-            state.live_grants.insert(grant_id);
-        }
-    }
-
-    /// The current permission revision, when the memory may answer.
-    pub(crate) fn permission_revision(&self) -> Option<i64> {
-        let state = self.state();
-        if state.trusted(Instant::now()) { state.revision } else { None }
-    }
-
-    /// This node revoked `grants`: its own answers reflect that at once,
-    /// before the notification comes back.
-    pub(crate) fn grants_revoked(&self, grants: impl IntoIterator<Item = GrantId>) {
-        let mut state = self.state();
-        for id in grants {
-            state.revoke_grant(id);
-        }
-    }
-
-    /// This node revoked the access token `jti`.
-    pub(crate) fn token_revoked(&self, jti: &str) {
-        self.state().revoked_jtis.insert(jti.to_owned());
-    }
-
-    /// This node saved the permission model as `revision`.
-    pub(crate) fn revision_saved(&self, revision: i64) {
-        self.state().see_revision(revision);
-    }
-
-    /// Forgets everything and trusts nothing until reloaded and ticked.
-    fn reset(&self) {
-        self.state().reset();
-    }
-
     fn apply(&self, payload: &str) {
         let Some((kind, value)) = payload.split_once(':') else { return };
-        let mut state = self.state();
         match kind {
             "g" => {
                 if let Ok(id) = Uuid::parse_str(value) {
-                    state.revoke_grant(id.into());
+                    self.memory.grants_revoked([id.into()]);
                 }
             }
-            "j" => {
-                state.revoked_jtis.insert(value.to_owned());
-            }
+            "j" => self.memory.token_revoked(value),
             "p" => {
                 if let Ok(revision) = value.parse::<i64>() {
-                    state.see_revision(revision);
+                    self.memory.revision_seen(revision);
                 }
             }
             "t" => {
@@ -193,15 +82,9 @@ impl NodeCache {
                 let Some(position) = sent.iter().position(|(n, _)| *n == number) else { return };
                 let at = sent[position].1;
                 sent.drain(..=position);
-                if state.loaded_at.is_some_and(|loaded| at >= loaded) {
-                    let until = at + self.staleness;
-                    state.trusted_until = Some(state.trusted_until.map_or(until, |known| known.max(until)));
-                }
+                self.memory.fresh_as_of(at, self.staleness);
             }
             _ => {}
-        }
-        if state.revoked_grants.len() > MOST_ENTRIES || state.revoked_jtis.len() > MOST_ENTRIES {
-            state.reset();
         }
     }
 
@@ -213,10 +96,7 @@ impl NodeCache {
         let jtis: Vec<String> = sqlx::query_scalar("SELECT jti FROM revoked_access_tokens").fetch_all(pool).await?;
         let revision: i64 =
             sqlx::query_scalar("SELECT revision FROM permission_revision WHERE id = 1").fetch_one(pool).await?;
-        let mut state = self.state();
-        state.revoked_jtis.extend(jtis);
-        state.see_revision(revision);
-        state.loaded_at = Some(started);
+        self.memory.load(jtis, revision, started);
         Ok(())
     }
 }
@@ -256,7 +136,7 @@ async fn listen(cache: Weak<NodeCache>, pool: PgPool) {
         }
         .await;
         let Some(strong) = cache.upgrade() else { return };
-        strong.reset();
+        strong.memory.reset();
         drop(strong);
         if let Err(error) = outcome {
             if !trouble_logged {
@@ -302,15 +182,13 @@ async fn tick(cache: Weak<NodeCache>, pool: PgPool) {
 
 #[cfg(test)]
 mod tests {
+    use portico_model::ids::GrantId;
+    use portico_storage::memory::Known;
+
     use super::*;
 
     fn cache(staleness: Duration) -> NodeCache {
-        NodeCache {
-            staleness,
-            node: "n1".into(),
-            state: Mutex::new(State::default()),
-            sent: Mutex::new(VecDeque::new()),
-        }
+        NodeCache { staleness, node: "n1".into(), memory: NodeMemory::new(), sent: Mutex::new(VecDeque::new()) }
     }
 
     fn sent(cache: &NodeCache, number: u64, at: Instant) {
@@ -318,49 +196,41 @@ mod tests {
     }
 
     #[test]
-    fn only_a_tick_sent_after_the_reload_brings_trust_for_the_bound() {
+    fn only_its_own_tick_sent_after_the_reload_brings_trust_for_the_bound() {
         let cache = cache(Duration::from_secs(1));
-        let grant = GrantId::from(Uuid::new_v4());
         let start = Instant::now();
         sent(&cache, 1, start);
-        cache.state().loaded_at = Some(start + Duration::from_millis(10));
+        cache.memory.load(Vec::new(), 1, start + Duration::from_millis(10));
         cache.apply("t:n1:1");
-        assert!(matches!(cache.access_token_state(grant, "j"), Known::Ask(u64::MAX)), "a tick from before the reload");
+        assert!(!cache.memory.is_trusted(Instant::now()), "a tick from before the reload");
         sent(&cache, 2, start + Duration::from_millis(20));
         cache.apply("t:other-node:2");
-        assert!(matches!(cache.access_token_state(grant, "j"), Known::Ask(u64::MAX)), "another node's tick");
+        assert!(!cache.memory.is_trusted(Instant::now()), "another node's tick");
         cache.apply("t:n1:2");
-        let generation = match cache.access_token_state(grant, "j") {
-            Known::Ask(generation) => generation,
-            Known::State(_) => panic!("an unknown grant is asked for"),
-        };
-        assert_ne!(generation, u64::MAX, "trusted");
-        cache.grant_live(grant, generation);
-        assert!(matches!(cache.access_token_state(grant, "j"), Known::State(s) if s.is_live()));
-        assert!(!cache.state().trusted(start + Duration::from_millis(1020)), "no longer than the bound");
+        assert!(cache.memory.is_trusted(start + Duration::from_millis(1010)), "trusted");
+        assert!(!cache.memory.is_trusted(start + Duration::from_millis(1020)), "no longer than the bound");
+        assert!(cache.sent.lock().unwrap().is_empty(), "ticks heard back are forgotten");
     }
 
     #[test]
-    fn announcements_revoke_and_a_reset_forgets_answers_asked_before_it() {
+    fn announcements_revoke_grants_and_tokens_and_move_the_revision() {
         let cache = cache(Duration::from_secs(60));
-        let (grant, other) = (GrantId::from(Uuid::new_v4()), GrantId::from(Uuid::new_v4()));
+        let grant = GrantId::from(Uuid::new_v4());
         let now = Instant::now();
-        cache.state().loaded_at = Some(now);
+        cache.memory.load(Vec::new(), 1, now);
         sent(&cache, 1, now);
         cache.apply("t:n1:1");
-        let Known::Ask(generation) = cache.access_token_state(grant, "j") else { panic!("unknown grant") };
-        cache.grant_live(grant, generation);
+        let Known::Ask(generation) = cache.memory.access_token_state(grant, "j") else { panic!("unknown grant") };
+        cache.memory.grant_live(grant, generation);
         cache.apply(&format!("g:{grant}"));
         cache.apply("j:jti-1");
         cache.apply("p:7");
-        cache.apply("p:5");
-        assert!(matches!(cache.access_token_state(grant, "x"), Known::State(s) if s.grant_revoked && !s.token_revoked));
-        assert_eq!(cache.permission_revision(), Some(7), "revisions only move forward");
-
-        let Known::Ask(asked_before) = cache.access_token_state(other, "jti-1") else { panic!("unknown grant") };
-        cache.reset();
-        cache.grant_live(other, asked_before);
-        assert!(cache.state().live_grants.is_empty(), "an answer from before the reset is not kept");
-        assert!(matches!(cache.access_token_state(grant, "j"), Known::Ask(u64::MAX)), "untrusted after a reset");
+        cache.apply("p:not-a-number");
+        cache.apply("nonsense");
+        assert!(matches!(
+            cache.memory.access_token_state(grant, "jti-1"),
+            Known::State(s) if s.grant_revoked && s.token_revoked
+        ));
+        assert_eq!(cache.memory.permission_revision(), Some(7));
     }
 }

@@ -15,9 +15,9 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::audit::bind_audit;
-use crate::cache::Known;
 use crate::error::storage_error;
 use crate::{PgStore, Query, Result, at, at_opt, get};
+use portico_storage::memory::Known;
 
 const CODE_COLUMNS: &str = "code_hash, client_id, user_id, redirect_uri, scope, code_challenge, nonce, auth_time, \
                             created_at, expires_at, grant_id, amr";
@@ -191,7 +191,7 @@ impl GrantRepository for PgStore {
             .await
             .map_err(storage_error("grant"))?;
         if let Some(cache) = &self.cache {
-            cache.grants_revoked([id]);
+            cache.memory.grants_revoked([id]);
         }
         Ok(done.rows_affected() > 0)
     }
@@ -208,13 +208,13 @@ impl GrantRepository for PgStore {
         .await
         .map_err(storage_error("revoked token"))?;
         if let Some(cache) = &self.cache {
-            cache.token_revoked(jti);
+            cache.memory.token_revoked(jti);
         }
         Ok(())
     }
 
     async fn access_token_state(&self, grant_id: GrantId, jti: &str) -> Result<AccessTokenState> {
-        let generation = match self.cache.as_deref().map(|cache| cache.access_token_state(grant_id, jti)) {
+        let generation = match self.cache.as_deref().map(|cache| cache.memory.access_token_state(grant_id, jti)) {
             Some(Known::State(state)) => return Ok(state),
             Some(Known::Ask(generation)) => Some(generation),
             None => None,
@@ -235,7 +235,7 @@ impl GrantRepository for PgStore {
         if let (Some(cache), Some(generation)) = (&self.cache, generation)
             && !state.grant_revoked
         {
-            cache.grant_live(grant_id, generation);
+            cache.memory.grant_live(grant_id, generation);
         }
         Ok(state)
     }

@@ -11,7 +11,6 @@ use portico_model::permissions::{CatalogObject, Company, ContractStatus, Employe
 use portico_storage::{PermissionRepository, StorageError};
 use uuid::Uuid;
 
-use crate::cache::NodeCache;
 use crate::error::{damaged, storage_error};
 use crate::{PgStore, Result, get};
 
@@ -20,7 +19,7 @@ const WHAT: &str = "permission model";
 #[async_trait]
 impl PermissionRepository for PgStore {
     async fn permission_revision(&self) -> Result<i64> {
-        if let Some(revision) = self.cache.as_deref().and_then(NodeCache::permission_revision) {
+        if let Some(revision) = self.cache.as_deref().and_then(|cache| cache.memory.permission_revision()) {
             return Ok(revision);
         }
         sqlx::query_scalar("SELECT revision FROM permission_revision WHERE id = 1")
@@ -201,7 +200,7 @@ impl PermissionRepository for PgStore {
         .map_err(storage_error(WHAT))?;
         tx.commit().await.map_err(storage_error(WHAT))?;
         if let Some(cache) = &self.cache {
-            cache.revision_saved(model.revision + 1);
+            cache.memory.revision_seen(model.revision + 1);
         }
         Ok(true)
     }

@@ -119,7 +119,7 @@ impl UserRepository for PgStore {
         }
         tx.commit().await.map_err(storage_error("user"))?;
         if let Some(cache) = &self.cache {
-            cache.grants_revoked(revoked.into_iter().map(GrantId::from));
+            cache.memory.grants_revoked(revoked.into_iter().map(GrantId::from));
         }
         Ok(Some(user))
     }

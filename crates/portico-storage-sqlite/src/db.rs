@@ -197,6 +197,11 @@ impl Db {
         Ok(conn)
     }
 
+    /// Whether [`Db::close`] was called.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.writer.lock().unwrap_or_else(|e| e.into_inner()).is_none()
+    }
+
     /// Stops the writer after the jobs sent before, the checkpoint thread
     /// and the idle readers.
     pub(crate) fn close(&self) {

@@ -18,6 +18,7 @@ mod db;
 mod keys;
 mod login;
 mod maintenance;
+mod memory;
 mod migrate;
 mod notify;
 mod oauth;
@@ -30,8 +31,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use portico_storage::StorageError;
+use portico_storage::memory::NodeMemory;
 
 use crate::db::Db;
+use crate::memory::FileMemory;
 
 type Result<T> = std::result::Result<T, StorageError>;
 
@@ -39,6 +42,9 @@ type Result<T> = std::result::Result<T, StorageError>;
 #[derive(Clone)]
 pub struct SqliteStore {
     db: Arc<Db>,
+    /// Revocation state and the permission revision, answered from memory
+    /// (see [`memory`]); `None`: every question goes to the file.
+    memory: Option<Arc<FileMemory>>,
 }
 
 impl SqliteStore {
@@ -53,7 +59,21 @@ impl SqliteStore {
         let db = tokio::task::spawn_blocking(move || Db::open(&path))
             .await
             .map_err(|e| StorageError::Other(format!("cannot open the SQLite database: {e}")))??;
-        Ok(Self { db: Arc::new(db) })
+        Ok(Self { db: Arc::new(db), memory: None })
+    }
+
+    /// Answers revocation state and the permission revision from memory,
+    /// never staler than `staleness` for another process's writes and at
+    /// once for this store's own; a zero `staleness` leaves every question
+    /// to the file. Must be called within a Tokio runtime.
+    #[must_use]
+    pub fn with_node_memory(mut self, staleness: std::time::Duration) -> Self {
+        self.memory = (!staleness.is_zero()).then(|| FileMemory::start(&self.db, staleness));
+        self
+    }
+
+    fn memory(&self) -> Option<&NodeMemory> {
+        self.memory.as_deref().map(|m| &m.memory)
     }
 
     /// Applies the migrations that have not run yet.

@@ -24,7 +24,8 @@ impl Maintenance for SqliteStore {
         access_token_ttl: Duration,
         keys_retired_before: OffsetDateTime,
     ) -> Result<CleanupReport> {
-        self.db
+        let report = self
+            .db
             .write("expired row", move |tx| {
                 let remove = |sql: &str, time: OffsetDateTime| -> crate::db::Res<u64> {
                     Ok(u64::try_from(run(tx, sql, [secs(time)])?).unwrap_or(u64::MAX))
@@ -46,6 +47,10 @@ impl Maintenance for SqliteStore {
                     )?,
                 })
             })
-            .await
+            .await?;
+        if let Some(memory) = self.memory().filter(|_| report.grants > 0) {
+            memory.forget_live_grants();
+        }
+        Ok(report)
     }
 }

@@ -9,6 +9,7 @@ use portico_model::ids::{CodeHash, GrantId, RefreshTokenHash};
 use portico_model::oauth::{
     AccessTokenState, AuthorizationCode, Grant, Redemption, RefreshToken, Rotation, StoredCode, StoredRefreshToken,
 };
+use portico_storage::memory::Known;
 use portico_storage::{AuthorizationCodeRepository, GrantRepository, RefreshTokenRepository};
 use rusqlite::{Connection, Row, params};
 use time::OffsetDateTime;
@@ -176,17 +177,23 @@ impl GrantRepository for SqliteStore {
     }
 
     async fn revoke_grant(&self, id: GrantId, now: OffsetDateTime) -> Result<bool> {
-        self.db
+        let revoked = self
+            .db
             .write("grant", move |tx| {
                 let sql = "UPDATE grants SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL";
                 Ok(run(tx, sql, params![id.to_string(), secs(now)])? > 0)
             })
-            .await
+            .await?;
+        if let Some(memory) = self.memory() {
+            memory.grants_revoked([id]);
+        }
+        Ok(revoked)
     }
 
     async fn revoke_access_token(&self, jti: &str, expires_at: OffsetDateTime, now: OffsetDateTime) -> Result<()> {
         let jti = jti.to_owned();
-        self.db
+        let jti = self
+            .db
             .write("revoked token", move |tx| {
                 run(
                     tx,
@@ -194,14 +201,24 @@ impl GrantRepository for SqliteStore {
                      ON CONFLICT DO NOTHING",
                     params![jti, secs(expires_at), secs(now)],
                 )?;
-                Ok(())
+                Ok(jti)
             })
-            .await
+            .await?;
+        if let Some(memory) = self.memory() {
+            memory.token_revoked(&jti);
+        }
+        Ok(())
     }
 
     async fn access_token_state(&self, grant_id: GrantId, jti: &str) -> Result<AccessTokenState> {
+        let generation = match self.memory().map(|memory| memory.access_token_state(grant_id, jti)) {
+            Some(Known::State(state)) => return Ok(state),
+            Some(Known::Ask(generation)) => Some(generation),
+            None => None,
+        };
         let jti = jti.to_owned();
-        self.db
+        let state = self
+            .db
             .read(move |c| {
                 let state = one(
                     c,
@@ -217,7 +234,13 @@ impl GrantRepository for SqliteStore {
                 )?;
                 state.ok_or_else(|| damaged("the access token state query answered no row"))
             })
-            .await
+            .await?;
+        if let (Some(memory), Some(generation)) = (self.memory(), generation)
+            && !state.grant_revoked
+        {
+            memory.grant_live(grant_id, generation);
+        }
+        Ok(state)
     }
 }
 

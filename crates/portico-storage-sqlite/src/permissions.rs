@@ -7,13 +7,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use async_trait::async_trait;
 use portico_model::permissions::{CatalogObject, Company, ContractStatus, Employee, PermissionModel, Role};
 use portico_storage::PermissionRepository;
+use portico_storage::memory::NodeMemory;
 use rusqlite::{Connection, params};
 use uuid::Uuid;
 
 use crate::db::{Columns, Res, all, damaged, one, run, to_json};
 use crate::{Result, SqliteStore};
 
-fn revision(conn: &Connection) -> Res<i64> {
+pub(crate) fn revision(conn: &Connection) -> Res<i64> {
     one(conn, "SELECT revision FROM permission_revision WHERE id = 1", [], |row| Ok(row.get("revision")?))?
         .ok_or_else(|| damaged("the permission revision row is missing"))
 }
@@ -98,6 +99,9 @@ fn save(conn: &Connection, model: &PermissionModel) -> Res<bool> {
 #[async_trait]
 impl PermissionRepository for SqliteStore {
     async fn permission_revision(&self) -> Result<i64> {
+        if let Some(revision) = self.memory().and_then(NodeMemory::permission_revision) {
+            return Ok(revision);
+        }
         self.db.read(revision).await
     }
 
@@ -107,6 +111,11 @@ impl PermissionRepository for SqliteStore {
 
     async fn save_permissions(&self, model: &PermissionModel) -> Result<bool> {
         let model = model.clone();
-        self.db.write("permission row", move |tx| save(tx, &model)).await
+        let revision = model.revision + 1;
+        let saved = self.db.write("permission row", move |tx| save(tx, &model)).await?;
+        if let Some(memory) = self.memory().filter(|_| saved) {
+            memory.revision_seen(revision);
+        }
+        Ok(saved)
     }
 }

@@ -72,7 +72,8 @@ impl UserRepository for SqliteStore {
 
     async fn set_user_blocked(&self, login: &str, blocked: bool, now: OffsetDateTime) -> Result<Option<User>> {
         let login = login.to_owned();
-        self.db
+        let user = self
+            .db
             .write("user", move |tx| {
                 let sql = "UPDATE users SET blocked = ?2 WHERE login = ?1 RETURNING *";
                 let Some(user) = one(tx, sql, params![login, blocked], user_from)? else {
@@ -89,6 +90,10 @@ impl UserRepository for SqliteStore {
                 }
                 Ok(Some(user))
             })
-            .await
+            .await?;
+        if let Some(memory) = self.memory().filter(|_| blocked) {
+            memory.forget_live_grants();
+        }
+        Ok(user)
     }
 }

@@ -17,6 +17,7 @@ mod error;
 mod keys;
 mod login;
 mod maintenance;
+pub mod memory;
 mod notify;
 mod oauth;
 mod permissions;

@@ -1,9 +1,13 @@
-//! PostgreSQL nodes answer revocation state and the permission revision
-//! from memory kept current by `LISTEN`/`NOTIFY`, never staler than
-//! `database_cache_staleness_ms`, and their own changes at once.
+//! Serving nodes answer revocation state and the permission revision from
+//! memory, never staler than `database_cache_staleness_ms`, and their own
+//! changes at once: on PostgreSQL kept current by `LISTEN`/`NOTIFY`, on
+//! SQLite by watching for writes of another process.
 
 use std::time::Duration;
 
+use portico_model::clock::Clock as _;
+use portico_storage::{PermissionRepository as _, UserRepository as _};
+use portico_storage_sqlite::SqliteStore;
 use portico_tests::{Backend, POSTGRES_ENV, TcpProxy, TestApp};
 use sqlx::Connection as _;
 
@@ -131,4 +135,32 @@ async fn a_revocation_made_while_a_node_was_cut_off_is_seen_when_it_returns() {
     // Trusted again once it has reloaded and heard its own tick.
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(behind.liveness(&tokens.access_token).await, 401);
+}
+
+/// The admin commands are another process on the same SQLite file: what
+/// they change reaches the serving node within the bound, though it
+/// answers from memory.
+#[tokio::test]
+async fn another_process_writing_the_sqlite_file_is_seen_within_the_staleness_bound() {
+    let app = TestApp::spawn_with(Backend::Sqlite, |config| config.database_cache_staleness_ms = STALENESS_MS).await;
+    let ivan = app.tokens_for("ivan", "ivan-password").await;
+    let maria = app.tokens_for("maria", "maria-password").await;
+    assert_eq!(app.liveness(&ivan.access_token).await, 200);
+    assert_eq!(app.liveness(&maria.access_token).await, 200, "both grants are now held as live");
+    let revision = app.store.permission_revision().await.unwrap();
+
+    // Its own revocation: at once.
+    revoke(&app, &maria.access_token).await;
+    assert_eq!(app.liveness(&maria.access_token).await, 401, "the revoking node knows at once");
+
+    let admin = SqliteStore::connect(app.config.database_url.as_deref().unwrap()).await.unwrap();
+    admin.set_user_blocked("ivan", true, app.clock.now()).await.unwrap().expect("ivan exists");
+    let mut model = admin.load_permissions().await.unwrap();
+    model.revision = revision;
+    assert!(admin.save_permissions(&model).await.unwrap());
+    admin.close().await;
+    tokio::time::sleep(Duration::from_millis(STALENESS_MS.into())).await;
+    assert_eq!(app.liveness(&ivan.access_token).await, 401, "no longer than the bound");
+    assert_eq!(app.store.permission_revision().await.unwrap(), revision + 1);
+    assert_eq!(app.liveness(&maria.access_token).await, 401, "still refused after the memory started over");
 }
