@@ -208,6 +208,15 @@ pub struct LoginState {
     /// (`prompt=consent`).
     #[serde(default)]
     pub force_consent: bool,
+    /// The error page this process led to (as `error_page_details` carried
+    /// it), kept so that the page survives a reload or a language switch
+    /// for as long as the process lives.
+    #[serde(default)]
+    pub error_page: Option<serde_json::Value>,
+    /// The process ended in an error: it is never continued, only shown on
+    /// the error page, switched in language, or restarted.
+    #[serde(default)]
+    pub ended: bool,
 }
 
 fn sms() -> OtpChannel {
@@ -246,6 +255,8 @@ impl LoginState {
             granted_groups: None,
             consent_choice: None,
             force_consent: false,
+            error_page: None,
+            ended: false,
         }
     }
 

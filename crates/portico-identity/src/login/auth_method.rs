@@ -36,10 +36,10 @@ pub async fn update_auth_method(State(identity): State<IdentityState>, headers: 
     let method = match params.one("authMethod") {
         Ok(Some("PASSWORD")) => AuthMethod::Password,
         Ok(Some("PHONE")) => AuthMethod::Phone,
-        _ => return settings_failure(&identity, &headers, Some(&process)),
+        _ => return settings_failure(&identity, &headers, Some(&process)).await,
     };
     if !csrf_ok(&headers, &params, &process) {
-        return settings_failure(&identity, &headers, Some(&process));
+        return settings_failure(&identity, &headers, Some(&process)).await;
     }
     let mut restarted = process.clone();
     let old = &process.state;

@@ -5,8 +5,8 @@ use askama::Template;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
+use portico_model::login::LoginProcess;
 use portico_storage::StorageError;
-use uuid::Uuid;
 
 use super::texts::{self, Texts};
 use super::view::{ActionKind, ErrorDetails, ErrorPageBody, ErrorPageContext, ErrorPageData, script_json};
@@ -29,23 +29,65 @@ struct LoggedOutPage<'a> {
     t: &'a Texts,
 }
 
+/// Rounds of read-and-update when keeping an error on its process (a
+/// parallel request of the same browser may win the version check).
+const KEEP_ROUNDS: usize = 8;
+
 /// 303 to `/error`, with the details in the signed `error_page_details`
-/// cookie and, when given, the failed process for a restart.
-pub fn redirect_to_error(identity: &Identity, details: &ErrorDetails, failed: Option<Uuid>) -> Response {
+/// cookie. With the process the error belongs to, the error is also kept on
+/// it and `failed_authentication_flow_id` names it, so that the page
+/// survives a reload and a language switch for as long as the process
+/// lives, and "log in again" can restart it. An error whose only way on is
+/// `RELOAD` leaves the process current; any other ends it.
+pub async fn redirect_to_error(
+    identity: &Identity,
+    details: &ErrorDetails,
+    process: Option<&LoginProcess>,
+) -> Response {
+    let ends = !details.actions.iter().all(|a| matches!(a.action, ActionKind::Reload));
     let mut response = redirect(StatusCode::SEE_OTHER, "/error");
     let mut set = SetCookies::new(identity.settings.secure_cookies);
     let sealed = cookies::seal_json(&identity.cookies, cookies::ERROR_PAGE_DETAILS, details);
     set.set(cookies::ERROR_PAGE_DETAILS, &sealed, Some(300));
-    if let Some(id) = failed {
+    if let Some(process) = process {
+        keep_on_process(identity, process, details, ends).await;
         set.set(
             cookies::FAILED_AUTHENTICATION_FLOW_ID,
-            &id.to_string(),
+            &process.id.to_string(),
             Some(identity.settings.login_process_ttl.whole_seconds()),
         );
     }
-    set.clear(cookies::AUTHENTICATION_FLOW);
+    if ends {
+        set.clear(cookies::AUTHENTICATION_FLOW);
+    }
     set.apply(response.headers_mut());
     response
+}
+
+/// Stores `details` on the process (and ends it when `ends`). A failure is
+/// logged, not shown: the cookie still carries the page once.
+async fn keep_on_process(identity: &Identity, process: &LoginProcess, details: &ErrorDetails, ends: bool) {
+    let Ok(value) = serde_json::to_value(details) else { return };
+    let mut current = process.clone();
+    for _ in 0..KEEP_ROUNDS {
+        current.state.error_page = Some(value.clone());
+        current.state.ended |= ends;
+        match identity.store.update_login_process(&current).await {
+            Ok(true) => return,
+            Ok(false) => match identity.store.find_login_process(process.id, identity.clock.now()).await {
+                Ok(Some(fresh)) => current = fresh,
+                Ok(None) => return,
+                Err(error) => {
+                    tracing::warn!(%error, "the error page could not be kept on its login process");
+                    return;
+                }
+            },
+            Err(error) => {
+                tracing::warn!(%error, "the error page could not be kept on its login process");
+                return;
+            }
+        }
+    }
 }
 
 /// A storage failure while serving a browser: a plain page with the right status.
@@ -79,15 +121,18 @@ pub fn server_error(error: StorageError) -> Response {
 )]
 pub async fn error_page(State(identity): State<IdentityState>, headers: HeaderMap) -> Response {
     let cookie = cookies::get(&headers, cookies::ERROR_PAGE_DETAILS);
-    let Some(details) = cookies::open_json::<ErrorDetails>(&identity.cookies, cookies::ERROR_PAGE_DETAILS, cookie)
+    let failed = failed_process(&identity, &headers).await;
+    let kept = || {
+        let kept = failed.as_ref()?.state.error_page.clone()?;
+        serde_json::from_value::<ErrorDetails>(kept).ok()
+    };
+    let Some(details) =
+        cookies::open_json::<ErrorDetails>(&identity.cookies, cookies::ERROR_PAGE_DETAILS, cookie).or_else(kept)
     else {
         return redirect(StatusCode::FOUND, &identity.settings.logged_out_url);
     };
-    let t = texts::for_locale(
-        failed_process_locale(&identity, &headers)
-            .await
-            .unwrap_or_else(|| texts::negotiate(&headers, identity.settings.default_locale)),
-    );
+    let locale = failed.as_ref().and_then(|process| process.state.locale);
+    let t = texts::for_locale(locale.unwrap_or_else(|| texts::negotiate(&headers, identity.settings.default_locale)));
     let message = t.for_code(&details.error_code);
     let actions = details
         .actions
@@ -121,11 +166,10 @@ pub async fn error_page(State(identity): State<IdentityState>, headers: HeaderMa
     super::assets::secure(response)
 }
 
-/// The language chosen in the failed process, if any.
-async fn failed_process_locale(identity: &Identity, headers: &HeaderMap) -> Option<portico_model::login::Locale> {
+/// The process named by `failed_authentication_flow_id`, while it lives.
+async fn failed_process(identity: &Identity, headers: &HeaderMap) -> Option<LoginProcess> {
     let id = cookies::get_uuid(headers, cookies::FAILED_AUTHENTICATION_FLOW_ID)?;
-    let process = identity.store.find_login_process(id, identity.clock.now()).await.ok()??;
-    process.state.locale
+    identity.store.find_login_process(id, identity.clock.now()).await.ok()?
 }
 
 pub async fn logged_out(State(identity): State<IdentityState>, headers: HeaderMap) -> Response {

@@ -111,8 +111,7 @@ pub async fn user_blocked(identity: &Identity, process: &LoginProcess, user: &Us
         error_code: codes::USER_IS_BLOCKED.to_owned(),
         actions: vec![ErrorAction { action: ActionKind::Redirect, url: Some(return_url_of(identity, process)) }],
     };
-    identity.store.delete_login_process(process.id).await?;
-    Ok(error_page::redirect_to_error(identity, &details, None))
+    Ok(error_page::redirect_to_error(identity, &details, Some(process)).await)
 }
 
 /// After `step` was passed by `user`: records it and moves on to the next

@@ -71,14 +71,16 @@ pub struct ClientEntry {
 
 impl ClientEntry {
     /// The registered client address, with an OAuth error the client
-    /// understands (`access_denied`) and its `state`.
-    pub fn return_url(&self) -> String {
+    /// understands (`access_denied`), its `state` and the issuer (`iss`,
+    /// RFC 9207).
+    pub fn return_url(&self, issuer: &str) -> String {
         with_query(
             &self.redirect_uri,
             &[
                 ("error", "access_denied"),
                 ("error_description", "the login process ended without completing"),
                 ("state", &self.state),
+                ("iss", issuer),
             ],
         )
     }
@@ -156,14 +158,15 @@ pub async fn start_at(
     Ok(response)
 }
 
-/// The live process named by the `authentication_flow` cookie.
+/// The live process named by the `authentication_flow` cookie; one that
+/// ended in an error is not continued.
 async fn current_process(
     identity: &Identity,
     headers: &HeaderMap,
     now: OffsetDateTime,
 ) -> Result<Option<LoginProcess>, StorageError> {
     match cookies::get_uuid(headers, cookies::AUTHENTICATION_FLOW) {
-        Some(id) => identity.store.find_login_process(id, now).await,
+        Some(id) => Ok(identity.store.find_login_process(id, now).await?.filter(|p| !p.state.ended)),
         None => Ok(None),
     }
 }
@@ -172,7 +175,7 @@ async fn current_process(
 /// valid `login_client_entry`, or else to the logged-out page.
 fn no_process(identity: &Identity, headers: &HeaderMap) -> Response {
     let target = match ClientEntry::from_cookie(identity, headers) {
-        Some(entry) => entry.return_url(),
+        Some(entry) => entry.return_url(&identity.settings.issuer),
         None => identity.settings.logged_out_url.clone(),
     };
     let mut response = redirect(StatusCode::FOUND, &target);
@@ -198,7 +201,7 @@ pub fn return_url_of(identity: &Identity, process: &LoginProcess) -> String {
             redirect_uri: redirect_uri.to_owned(),
             state: state.to_owned(),
         }
-        .return_url(),
+        .return_url(&identity.settings.issuer),
         _ => identity.settings.logged_out_url.clone(),
     }
 }
@@ -213,31 +216,33 @@ async fn settings_request(
     let now = identity.clock.now();
     let process = match current_process(identity, headers, now).await {
         Ok(Some(process)) if !process.state.is_complete() => process,
-        Ok(_) => return Err(Box::new(settings_failure(identity, headers, None))),
+        Ok(_) => return Err(Box::new(settings_failure(identity, headers, None).await)),
         Err(error) => return Err(Box::new(error_page::server_error(error))),
     };
     match axum::body::to_bytes(body, 4096).await {
         Ok(bytes) => Ok((process, crate::oauth2::params::Params::parse(&bytes))),
-        Err(_) => Err(Box::new(settings_failure(identity, headers, Some(&process)))),
+        Err(_) => Err(Box::new(settings_failure(identity, headers, Some(&process)).await)),
     }
 }
 
 /// A settings call (`auth-method`, `otp-method`) without a live process or
 /// with a bad parameter or CSRF token: 303 to `/error` with `fatal-error`
 /// and a way back (restart when there is a process to restart).
-fn settings_failure(identity: &Identity, headers: &HeaderMap, process: Option<&LoginProcess>) -> Response {
+async fn settings_failure(identity: &Identity, headers: &HeaderMap, process: Option<&LoginProcess>) -> Response {
     use view::{ActionKind, ErrorAction, ErrorDetails};
     let (action, url) = match process {
         Some(_) => (ActionKind::RetryLogin, "/login/restart".to_owned()),
         None => (
             ActionKind::Redirect,
-            ClientEntry::from_cookie(identity, headers)
-                .map_or_else(|| identity.settings.logged_out_url.clone(), |entry| entry.return_url()),
+            ClientEntry::from_cookie(identity, headers).map_or_else(
+                || identity.settings.logged_out_url.clone(),
+                |entry| entry.return_url(&identity.settings.issuer),
+            ),
         ),
     };
     let details = ErrorDetails {
         error_code: portico_model::login::codes::FATAL_ERROR.to_owned(),
         actions: vec![ErrorAction { action, url: Some(url) }],
     };
-    error_page::redirect_to_error(identity, &details, process.map(|p| p.id))
+    error_page::redirect_to_error(identity, &details, process).await
 }

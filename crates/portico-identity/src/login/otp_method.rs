@@ -37,7 +37,7 @@ pub async fn update_otp_method(State(identity): State<IdentityState>, headers: H
         Err(response) => return *response,
     };
     if params.one("otpMethod") != Ok(Some("email")) || !csrf_ok(&headers, &params, &process) {
-        return settings_failure(&identity, &headers, Some(&process));
+        return settings_failure(&identity, &headers, Some(&process)).await;
     }
     let user = match process.state.user_id {
         Some(id) => match identity.store.find_user(id).await {

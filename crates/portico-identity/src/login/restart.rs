@@ -31,7 +31,7 @@ pub async fn restart(State(identity): State<IdentityState>, headers: HeaderMap) 
     };
     let target = match (&process, ClientEntry::from_cookie(&identity, &headers)) {
         (Some(process), _) => authorize_url(process),
-        (None, Some(entry)) => entry.return_url(),
+        (None, Some(entry)) => entry.return_url(&identity.settings.issuer),
         (None, None) => identity.settings.logged_out_url.clone(),
     };
     if let Some(process) = process {

@@ -59,10 +59,10 @@ pub async fn submit_step(
     }
     let params = match to_bytes(body, MAX_BODY).await {
         Ok(bytes) => Params::parse(&bytes),
-        Err(_) => return fatal(&identity, &process, codes::FATAL_ERROR),
+        Err(_) => return fatal(&identity, &process, codes::FATAL_ERROR).await,
     };
     if !csrf_ok(&headers, &params, &process) {
-        return fatal(&identity, &process, codes::FATAL_ERROR);
+        return fatal(&identity, &process, codes::FATAL_ERROR).await;
     }
     let address = identity.client_address(&headers, peer);
     let result = match process.state.step {
@@ -86,29 +86,20 @@ pub fn csrf_ok(headers: &HeaderMap, params: &Params, process: &LoginProcess) -> 
 }
 
 /// The process cannot go on: 303 to `/error` with a restart action.
-pub fn fatal(identity: &Identity, process: &LoginProcess, code: &str) -> Response {
-    fatal_with(identity, process, code, ActionKind::RetryLogin)
+pub async fn fatal(identity: &Identity, process: &LoginProcess, code: &str) -> Response {
+    fatal_with(identity, process, code, ActionKind::RetryLogin).await
 }
 
 /// 303 to `/error` showing `code` with one action: `RETRY_LOGIN` (restart
 /// through `/login/restart`) or `RELOAD` (the same process, through `/login`).
-pub fn fatal_with(identity: &Identity, process: &LoginProcess, code: &str, action: ActionKind) -> Response {
+pub async fn fatal_with(identity: &Identity, process: &LoginProcess, code: &str, action: ActionKind) -> Response {
     let url = match action {
         ActionKind::Reload => "/login",
         _ => "/login/restart",
     };
     let details =
         ErrorDetails { error_code: code.to_owned(), actions: vec![ErrorAction { action, url: Some(url.to_owned()) }] };
-    // A process that can be reloaded stays current; one that must restart is kept for the restart only.
-    let failed = (!matches!(action, ActionKind::Reload)).then_some(process.id);
-    let mut response = error_page::redirect_to_error(identity, &details, failed);
-    if matches!(action, ActionKind::Reload) {
-        // Keep `authentication_flow`: the reload continues the process.
-        response.headers_mut().remove(axum::http::header::SET_COOKIE);
-        let mut set = cookies::SetCookies::new(identity.settings.secure_cookies);
-        let sealed = cookies::seal_json(&identity.cookies, cookies::ERROR_PAGE_DETAILS, &details);
-        set.set(cookies::ERROR_PAGE_DETAILS, &sealed, Some(300));
-        set.apply(response.headers_mut());
-    }
-    response
+    // A process that can be reloaded stays current; one that must restart
+    // ends, and is kept for the error page and the restart only.
+    error_page::redirect_to_error(identity, &details, Some(process)).await
 }

@@ -101,7 +101,7 @@ pub async fn authorize(
         Err(Rejection::Plain(parameter)) => plain_400(parameter),
         Err(Rejection::Redirect { redirect_uri, error, parameter, state }) => {
             let description = format!("OAuth 2.0 Parameter: {parameter}");
-            error_redirect(&redirect_uri, error, &description, state.as_deref())
+            error_redirect(&redirect_uri, &identity.settings.issuer, error, &description, state.as_deref())
         }
         Err(Rejection::Storage(error)) => login::error_page::server_error(error),
     }
@@ -137,6 +137,7 @@ async fn handle(identity: &Identity, headers: &HeaderMap, query: &str) -> Result
         if request.prompt == Some(Prompt::None) {
             return Ok(error_redirect(
                 &request.redirect_uri,
+                &identity.settings.issuer,
                 "consent_required",
                 "the user must consent",
                 Some(&request.state),
@@ -148,6 +149,7 @@ async fn handle(identity: &Identity, headers: &HeaderMap, query: &str) -> Result
     if request.prompt == Some(Prompt::None) {
         return Ok(error_redirect(
             &request.redirect_uri,
+            &identity.settings.issuer,
             "login_required",
             "the user must log in",
             Some(&request.state),
@@ -202,7 +204,8 @@ async fn completed_login(
         return Ok(None);
     };
     let state = &process.state;
-    let done = state.completed_at.is_some() && state.user_id.is_some() && state.authorize_query == query;
+    let done =
+        !state.ended && state.completed_at.is_some() && state.user_id.is_some() && state.authorize_query == query;
     Ok(done.then_some(process))
 }
 
@@ -297,15 +300,24 @@ pub async fn issue_code_redirect(
             amr: amr.to_vec(),
         })
         .await?;
-    Ok(redirect(StatusCode::FOUND, &with_query(&request.redirect_uri, &[("code", &code), ("state", &request.state)])))
+    let pairs = [("code", code.as_str()), ("state", &request.state), ("iss", &identity.settings.issuer)];
+    Ok(redirect(StatusCode::FOUND, &with_query(&request.redirect_uri, &pairs)))
 }
 
-/// 302 to `redirect_uri` with an OAuth error.
-pub fn error_redirect(redirect_uri: &str, error: &str, description: &str, state: Option<&str>) -> Response {
+/// 302 to `redirect_uri` with an OAuth error, `state` when there is one and
+/// the issuer (`iss`, RFC 9207).
+pub fn error_redirect(
+    redirect_uri: &str,
+    issuer: &str,
+    error: &str,
+    description: &str,
+    state: Option<&str>,
+) -> Response {
     let mut pairs = vec![("error", error), ("error_description", description)];
     if let Some(state) = state {
         pairs.push(("state", state));
     }
+    pairs.push(("iss", issuer));
     redirect(StatusCode::FOUND, &with_query(redirect_uri, &pairs))
 }
 

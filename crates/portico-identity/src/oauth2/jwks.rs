@@ -2,7 +2,6 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use portico_crypto::jwt::Jwk;
 use serde::Serialize;
@@ -48,7 +47,8 @@ pub struct PublicJwk {
     tag = "oauth2",
     responses(
         (status = 200, description = "The published keys: the active one and those whose tokens may still be alive.",
-         body = PublicJwksResponse, headers(("Cache-Control" = String, description = "`public, max-age=60`"))),
+         body = PublicJwksResponse, headers(("Cache-Control" = String, description = "`public, max-age=60`"),
+                                           ("Access-Control-Allow-Origin" = String, description = "`*`"))),
         (status = 500, description = "`server_error`.", body = super::error::OAuth2ErrorDto),
         (status = 503, description = "`temporarily_unavailable`.", body = super::error::OAuth2ErrorDto)
     )
@@ -57,9 +57,7 @@ pub async fn jwks(State(identity): State<IdentityState>) -> Response {
     let now = identity.clock.now();
     match identity.keys.jwks(now, identity.settings.key_retention()).await {
         Ok(keys) => {
-            let mut response = Json(PublicJwksResponse { keys }).into_response();
-            response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=60"));
-            response
+            super::discovery::public_document(Json(PublicJwksResponse { keys }).into_response(), "public, max-age=60")
         }
         Err(error) => OAuthError::storage(error).into_response(),
     }

@@ -25,6 +25,7 @@ async fn assert_error_redirect(app: &TestApp, url: &str, error: &str, parameter:
     let description = format!("OAuth 2.0 Parameter: {parameter}");
     assert_eq!(location_param(&response, "error_description").as_deref(), Some(description.as_str()));
     assert_eq!(location_param(&response, "state").as_deref(), state, "{url}");
+    assert_eq!(location_param(&response, "iss").as_deref(), Some(app.base.as_str()), "RFC 9207: {url}");
     assert!(location_param(&response, "code").is_none());
 }
 

@@ -174,6 +174,11 @@ async fn a_blocked_user_then_three_wrong_passwords_and_the_captcha() {
         type_into(client, "input[name=credentials]", "wrong-password").await;
         submit(client).await;
         wait_for_text(client, "#credentialsError", "Wrong").await;
+        // The field that was wrong has the focus and says so.
+        let focused = client.active_element().await.unwrap();
+        assert_eq!(focused.attr("id").await.unwrap().as_deref(), Some("credentials"));
+        assert_eq!(focused.attr("aria-invalid").await.unwrap().as_deref(), Some("true"));
+        assert_eq!(focused.attr("aria-describedby").await.unwrap().as_deref(), Some("credentialsError"));
     }
     client.find(Locator::Css("#captcha")).await.expect("the CAPTCHA is shown");
     shots.take(client, "captcha").await;
@@ -330,5 +335,50 @@ async fn a_fresh_browser_is_shown_the_captcha_the_server_demands_after_failures_
     submit(client).await;
     step_is(client, "sms-otp").await;
     shots.take(client, "passed").await;
+    browser.client.clone().close().await.unwrap();
+}
+
+/// The error page keeps its message and its way on through a language
+/// switch and a reload, whichever error led there: a blocked user (whose
+/// process ended at once) and an interrupted sign-in (a form whose CSRF
+/// token no longer matches).
+#[tokio::test]
+async fn the_error_page_keeps_itself_through_a_language_switch_and_a_reload() {
+    let Some(browser) = launch().await else { return };
+    let client = &browser.client;
+    let app = TestApp::spawn(portico_tests::backends()[0]).await;
+    let mut shots = Shots::new("error_page_keeps_itself");
+
+    client.goto(&app.url("/demo/login")).await.unwrap();
+    step_is(client, "username-password").await;
+    fill(client, "input[name=principal]", "blocked").await;
+    type_into(client, "input[name=credentials]", "blocked-password").await;
+    submit(client).await;
+    wait_for_text(client, "p.error", "This user is blocked").await;
+    click(client, "#language button[data-locale=ru]").await;
+    wait_for_text(client, "p.error", "Пользователь заблокирован").await;
+    wait_for_text(client, "a.action", "Вернуться").await;
+    shots.take(client, "blocked-ru").await;
+    client.refresh().await.unwrap();
+    wait_for_text(client, "p.error", "Пользователь заблокирован").await;
+    click(client, "#language button[data-locale=en]").await;
+    wait_for_text(client, "p.error", "This user is blocked").await;
+    wait_for_text(client, "a.action", "Go back").await;
+
+    client.goto(&app.url("/demo/login")).await.unwrap();
+    step_is(client, "username-password").await;
+    client.execute("document.querySelector('input[name=_csrf]').value = 'forged'", Vec::new()).await.unwrap();
+    fill(client, "input[name=principal]", "ivan").await;
+    type_into(client, "input[name=credentials]", "ivan-password").await;
+    submit(client).await;
+    wait_for_text(client, "p.error", "The sign-in was interrupted").await;
+    click(client, "#language button[data-locale=ru]").await;
+    wait_for_text(client, "p.error", "Сеанс входа прерван").await;
+    wait_for_text(client, "a.action", "Войти заново").await;
+    shots.take(client, "fatal-ru").await;
+    client.refresh().await.unwrap();
+    wait_for_text(client, "a.action", "Войти заново").await;
+    click(client, "a.action").await;
+    step_is(client, "username-password").await;
     browser.client.clone().close().await.unwrap();
 }

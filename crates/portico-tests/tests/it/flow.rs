@@ -97,9 +97,13 @@ async fn sso_session_issues_the_next_code_at_once_and_prompt_login_forces_a_logi
         let response = browser.get(app.authorize_url(&Pkce::new(), &[("prompt", Some("none"))])).send().await.unwrap();
         assert_eq!(response.status(), 302);
         assert!(portico_tests::location_param(&response, "code").is_some());
+        let iss = portico_tests::location_param(&response, "iss");
+        assert_eq!(iss.as_deref(), Some(app.base.as_str()), "RFC 9207: the issuer beside the code");
         let stranger = app.browser();
         let response = stranger.get(app.authorize_url(&Pkce::new(), &[("prompt", Some("none"))])).send().await.unwrap();
         assert_eq!(response.status(), 302);
+        let iss = portico_tests::location_param(&response, "iss");
+        assert_eq!(iss.as_deref(), Some(app.base.as_str()), "RFC 9207: the issuer beside login_required");
         assert_eq!(portico_tests::location_param(&response, "error").as_deref(), Some("login_required"));
         assert_eq!(portico_tests::location_param(&response, "state").as_deref(), Some("st-123"));
     }

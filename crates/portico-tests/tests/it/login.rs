@@ -112,10 +112,12 @@ async fn csrf_failure_leads_to_the_error_page_once() {
     assert_eq!(view["pageData"]["errorDetails"]["actions"][0]["action"], "RETRY_LOGIN");
     assert_eq!(view["pageData"]["errorDetails"]["actions"][0]["url"], "/login/restart");
 
-    // Read and cleared: the second visit leaves.
+    // The cookie was read and cleared; the page stays, from the server,
+    // for as long as its process lives.
     let again = browser.get(app.url("/error")).send().await.unwrap();
-    assert_eq!(again.status(), 302);
-    assert_eq!(location(&again), app.url("/logged-out"));
+    assert_eq!(again.status(), 200);
+    let again = view_data(&again.text().await.unwrap());
+    assert_eq!(again["pageData"]["errorDetails"], view["pageData"]["errorDetails"]);
 
     // Restart restores the original authorize request.
     let restart = browser.get(app.url("/login/restart")).send().await.unwrap();
@@ -170,6 +172,7 @@ async fn an_expired_process_returns_the_browser_to_the_client() {
         assert!(location(&response).starts_with(&app.redirect_uri()));
         assert_eq!(location_param(&response, "error").as_deref(), Some("access_denied"));
         assert_eq!(location_param(&response, "state").as_deref(), Some("st-123"));
+        assert_eq!(location_param(&response, "iss").as_deref(), Some(app.base.as_str()), "RFC 9207");
 
         // Without a process and without the client entry: the logged-out page.
         let stranger = app.browser();
@@ -268,6 +271,58 @@ async fn the_error_page_switches_the_language_of_the_failed_process() {
     assert_eq!(patch_locale(&app, &browser, Some("en"), Some("forged")).await, 403);
     let restart = browser.get(app.url("/login/restart")).send().await.unwrap();
     assert!(location(&restart).starts_with("/oauth2/authorize?"));
+}
+
+/// `GET /error` reads and clears `error_page_details`, as the contract
+/// says; the error stays on the server under `failed_authentication_flow_id`
+/// (set for every error), so the page shows again, in the language chosen
+/// on it, for as long as the process lives, and the ended process is never
+/// continued.
+#[tokio::test]
+async fn the_error_page_stays_on_the_server_for_every_error() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let browser = app.browser();
+        start(&app, &browser).await;
+        let response = submit(&app, &browser, "forged", "ivan", "ivan-password").await;
+        assert_eq!(location(&response), "/error");
+        let blocked_browser = app.browser();
+        let view = start(&app, &blocked_browser).await;
+        let response = submit(&app, &blocked_browser, csrf_of(&view), "blocked", "blocked-password").await;
+        assert_eq!(location(&response), "/error");
+        let set_cookies: Vec<_> =
+            response.headers().get_all("set-cookie").iter().map(|c| c.to_str().unwrap().to_owned()).collect();
+        let failed_id = set_cookies
+            .iter()
+            .find_map(|c| c.strip_prefix("failed_authentication_flow_id="))
+            .map(|c| c.split(';').next().unwrap().to_owned())
+            .unwrap_or_else(|| panic!("{backend:?}: user-is-blocked names its process too: {set_cookies:?}"));
+
+        for (browser, code) in [(&browser, "fatal-error"), (&blocked_browser, "user-is-blocked")] {
+            let first = browser.get(app.url("/error")).send().await.unwrap();
+            assert_eq!(first.status(), 200);
+            let first = view_data(&first.text().await.unwrap());
+            assert_eq!(first["pageData"]["errorDetails"]["errorCode"], code, "{backend:?}");
+            let csrf = first["pageData"]["errorPageContext"]["csrf"].as_str().unwrap();
+            assert_eq!(patch_locale(&app, browser, Some("ru"), Some(csrf)).await, 200, "{backend:?}: {code}");
+            let again = browser.get(app.url("/error")).send().await.unwrap();
+            assert_eq!(again.status(), 200, "{backend:?}: {code} shows again, not the logged-out page");
+            let html = again.text().await.unwrap();
+            assert!(html.contains("lang=\"ru\""), "{backend:?}: in the language chosen on it");
+            assert_eq!(view_data(&html)["pageData"]["errorDetails"], first["pageData"]["errorDetails"]);
+        }
+
+        // The blocked user's process ended: it is never continued, though
+        // the browser still names it.
+        let resumed = app
+            .browser()
+            .get(app.url("/login"))
+            .header("cookie", format!("authentication_flow={failed_id}"))
+            .send()
+            .await
+            .unwrap();
+        assert_ne!(resumed.status(), 200, "{backend:?}: an ended process shows no step");
+    }
 }
 
 #[tokio::test]

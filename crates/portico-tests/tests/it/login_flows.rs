@@ -647,11 +647,14 @@ async fn every_login_cookie_is_set_and_cleared_where_the_state_table_says() {
     let c = set_cookies(&page);
     assert!(clears(&c, "error_page_details") && sets(&c, "XSRF-TOKEN"), "{c:?}");
     let again = other.browser.get(app.url("/error")).send().await.unwrap();
-    assert_eq!(again.status(), 302, "the details were read once");
+    assert_eq!(again.status(), 200, "the page stays while its process lives");
+    assert!(!sets(&set_cookies(&again), "error_page_details"), "the cookie is not set again");
     let restart = other.browser.get(app.url("/login/restart")).send().await.unwrap();
     assert_eq!(restart.status(), 302);
     assert!(location(&restart).starts_with("/oauth2/authorize?"), "the original request is restored");
     assert!(clears(&set_cookies(&restart), "failed_authentication_flow_id"));
+    let gone = other.browser.get(app.url("/error")).send().await.unwrap();
+    assert_eq!(gone.status(), 302, "after the restart there is no error to show");
 
     // process expired, login_client_entry valid → 302 to the client; cookies cleared.
     let expired = Flow::start(&app, &[("prompt", Some("login"))]).await;

@@ -27,9 +27,18 @@ async fn health_readiness_and_metrics() {
 #[tokio::test]
 async fn discovery_names_every_endpoint() {
     let app = TestApp::spawn(backends()[0]).await;
-    let doc: serde_json::Value =
-        app.http().get(app.url("/.well-known/openid-configuration")).send().await.unwrap().json().await.unwrap();
+    let response = app.http().get(app.url("/.well-known/openid-configuration")).send().await.unwrap();
+    assert_eq!(response.headers()["access-control-allow-origin"], "*", "browser clients may read it");
+    assert_eq!(response.headers()["cache-control"], "public, max-age=3600");
+    let doc: serde_json::Value = response.json().await.unwrap();
     assert_eq!(doc["issuer"], app.base);
+    assert_eq!(doc["authorization_response_iss_parameter_supported"], true);
+    for claim in ["sub", "auth_time", "amr", "sid", "nonce"] {
+        assert!(doc["claims_supported"].as_array().unwrap().iter().any(|c| c == claim), "{claim}");
+    }
+    let jwks = app.http().get(app.url("/oauth2/jwks")).send().await.unwrap();
+    assert_eq!(jwks.headers()["access-control-allow-origin"], "*");
+    assert_eq!(jwks.headers()["cache-control"], "public, max-age=60");
     assert_eq!(doc["authorization_endpoint"], app.url("/oauth2/authorize"));
     assert_eq!(doc["token_endpoint"], app.url("/oauth2/token"));
     assert_eq!(doc["jwks_uri"], app.url("/oauth2/jwks"));

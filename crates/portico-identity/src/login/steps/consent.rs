@@ -24,15 +24,14 @@ pub async fn consent(
         Some(id) => identity.store.find_user(id).await?,
         None => None,
     }) else {
-        return Ok(fatal_with(identity, &process, codes::UNKNOWN_ERROR, ActionKind::RetryLogin));
+        return Ok(fatal_with(identity, &process, codes::UNKNOWN_ERROR, ActionKind::RetryLogin).await);
     };
     if params.one("deny").ok().flatten().is_some() {
         let details = ErrorDetails {
             error_code: codes::CONSENT_DENIED.to_owned(),
             actions: vec![ErrorAction { action: ActionKind::Redirect, url: Some(return_url_of(identity, &process)) }],
         };
-        identity.store.delete_login_process(process.id).await?;
-        return Ok(error_page::redirect_to_error(identity, &details, None));
+        return Ok(error_page::redirect_to_error(identity, &details, Some(&process)).await);
     }
     let available = requested_groups(&process.state.authorize_query);
     // One comma-separated value (the spec) or a value per checkbox (the page without script).

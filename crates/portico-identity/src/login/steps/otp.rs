@@ -67,7 +67,9 @@ pub async fn prepare(
         OtpChannel::Email => user.email.clone(),
     };
     let Some(to) = to else {
-        return Ok(Prepared::Answer(fatal_with(identity, &process, codes::SMS_OTP_NO_PHONE, ActionKind::RetryLogin)));
+        return Ok(Prepared::Answer(
+            fatal_with(identity, &process, codes::SMS_OTP_NO_PHONE, ActionKind::RetryLogin).await,
+        ));
     };
     let code = portico_crypto::random::digits(policy.length);
     let id = Uuid::new_v4();
@@ -91,12 +93,9 @@ pub async fn prepare(
         tracing::warn!(%error, channel = channel.as_str(), "one-time code not delivered");
         process.state.otp = None;
         identity.store.update_login_process(&process).await?;
-        return Ok(Prepared::Answer(fatal_with(
-            identity,
-            &process,
-            codes::SMS_OTP_DELIVERY_FAILED,
-            ActionKind::Reload,
-        )));
+        return Ok(Prepared::Answer(
+            fatal_with(identity, &process, codes::SMS_OTP_DELIVERY_FAILED, ActionKind::Reload).await,
+        ));
     }
     Ok(Prepared::Ready(Box::new(process)))
 }
@@ -127,7 +126,9 @@ pub async fn submit(identity: &Identity, mut process: LoginProcess, params: &Par
             Round::Lost => {
                 tokio::task::yield_now().await;
                 match identity.store.find_login_process(id, identity.clock.now()).await? {
-                    Some(again) if again.state.step == step && !again.state.is_complete() => process = again,
+                    Some(again) if again.state.step == step && !again.state.is_complete() && !again.state.ended => {
+                        process = again;
+                    }
                     // Moved on or gone: the page shows where it is now.
                     _ => return Ok(to_login()),
                 }
@@ -180,7 +181,9 @@ async fn submit_once(identity: &Identity, mut process: LoginProcess, params: &Pa
                 Some(id) => identity.store.find_user(id).await?,
                 None => None,
             }) else {
-                return Ok(Round::Answer(fatal_with(identity, &process, codes::UNKNOWN_ERROR, ActionKind::RetryLogin)));
+                return Ok(Round::Answer(
+                    fatal_with(identity, &process, codes::UNKNOWN_ERROR, ActionKind::RetryLogin).await,
+                ));
             };
             Ok(Round::Answer(advance(identity, process, &user, step).await?))
         }
@@ -193,12 +196,9 @@ async fn submit_once(identity: &Identity, mut process: LoginProcess, params: &Pa
                 if !identity.store.update_login_process(&process).await? {
                     return Ok(Round::Lost);
                 }
-                return Ok(Round::Answer(fatal_with(
-                    identity,
-                    &process,
-                    codes::SMS_OTP_ATTEMPTS_EXCEEDED,
-                    ActionKind::RetryLogin,
-                )));
+                return Ok(Round::Answer(
+                    fatal_with(identity, &process, codes::SMS_OTP_ATTEMPTS_EXCEEDED, ActionKind::RetryLogin).await,
+                ));
             }
             // Keep the spent code: it still dates the resend wait.
             otp.failures = policy.max_failures;
