@@ -112,7 +112,9 @@ impl Prompt {
     pub fn parse(value: &str) -> Option<Self> {
         match value {
             "none" => Some(Prompt::None),
-            "login" => Some(Prompt::Login),
+            // Portico has one account per browser session: choosing an
+            // account is logging in again.
+            "login" | "select_account" => Some(Prompt::Login),
             "consent" => Some(Prompt::Consent),
             _ => None,
         }

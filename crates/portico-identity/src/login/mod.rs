@@ -134,6 +134,8 @@ pub async fn start_at(
     );
     state.device_id = Some(device_id.clone());
     state.force_consent = request.prompt == Some(portico_model::oauth::Prompt::Consent);
+    state.locale = request.ui_locale;
+    state.principal.clone_from(&request.login_hint);
     if let Some(user_id) = consent_of {
         state.user_id = Some(user_id);
         state.go_to(portico_model::login::StepType::Consent, portico_model::login::ViewType::Default);

@@ -13,22 +13,28 @@
 //!    (absent: `invalid_request`; malformed or not allowed for the client:
 //!    `invalid_scope`), `state`, `code_challenge` (absent or not an S256
 //!    challenge), `code_challenge_method` (absent or not `S256`), `nonce`
-//!    (over 512 characters), `prompt` (not `none`, `login` or `consent`), all
-//!    `invalid_request`. A repeated parameter, or one with a NUL character,
-//!    is `invalid_request` for it (or the 400 above for `client_id` and
-//!    `redirect_uri`).
+//!    (over 512 characters), `prompt` (not `none`, `login`, `consent` or
+//!    `select_account`, which is answered as `login`), `max_age` (not a
+//!    whole number of seconds), `login_hint` (over 256 characters or with a
+//!    control character), all `invalid_request`. A repeated parameter, or
+//!    one with a NUL character, is `invalid_request` for it (or the 400
+//!    above for `client_id` and `redirect_uri`). `ui_locales` names
+//!    languages in order; those Portico does not speak are passed over.
 //!
 //! Then: a login process that has just completed for this very request, or
-//! else a live SSO session (unless `prompt=login` or `prompt=consent`), gets
-//! a code at once (302). `prompt=none` without either gets `login_required`.
-//! Otherwise a login process starts: 303 to `/login` with its cookies.
+//! else a live SSO session (unless `prompt=login`, or the session is older
+//! than `max_age`), gets a code at once (302), or the consent step when it
+//! is due. `prompt=none` without either gets `login_required`. Otherwise a
+//! login process starts, in the `ui_locales` language with the
+//! `login_hint` filled in: 303 to `/login` with its cookies. Every
+//! redirect to the client carries `iss` (RFC 9207).
 
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use portico_model::client::Client;
 use portico_model::ids::{ClientId, CodeHash, UserId};
-use portico_model::login::LoginProcess;
+use portico_model::login::{Locale, LoginProcess};
 use portico_model::oauth::{AuthorizationCode, Prompt, is_s256_challenge};
 use portico_model::scope::ScopeSet;
 use portico_storage::StorageError;
@@ -41,6 +47,8 @@ use crate::{Identity, IdentityState};
 
 const MAX_NONCE: usize = 512;
 const MAX_STATE: usize = 2048;
+/// The longest `login_hint` taken (a login or a phone number is far shorter).
+const MAX_LOGIN_HINT: usize = 256;
 
 /// A request that passed every check.
 #[derive(Debug)]
@@ -52,6 +60,13 @@ pub struct AuthorizeRequest {
     pub code_challenge: String,
     pub nonce: Option<String>,
     pub prompt: Option<Prompt>,
+    /// `max_age`: an SSO session authenticated longer ago than this many
+    /// seconds does not count; the user logs in again.
+    pub max_age: Option<u32>,
+    /// The first language of `ui_locales` that Portico speaks.
+    pub ui_locale: Option<Locale>,
+    /// `login_hint`: the login (or phone number) the first step shows.
+    pub login_hint: Option<String>,
 }
 
 enum Rejection {
@@ -125,9 +140,14 @@ async fn handle(identity: &Identity, headers: &HeaderMap, query: &str) -> Result
         return Ok(response);
     }
 
-    if request.prompt != Some(Prompt::Login)
-        && let Some(session) = login::session::current(identity, headers, now).await?
-    {
+    let session = match request.prompt {
+        Some(Prompt::Login) => None,
+        _ => login::session::current(identity, headers, now).await?,
+    };
+    // A session older than `max_age` is as good as none: log in again.
+    let session = session
+        .filter(|s| request.max_age.is_none_or(|max_age| now - s.auth_time <= time::Duration::seconds(max_age.into())));
+    if let Some(session) = session {
         if !consent_needed(identity, &request, session.user_id).await? {
             let scope = request.scope.to_string();
             let response =
@@ -257,6 +277,19 @@ async fn validate(identity: &Identity, params: &Params) -> Result<AuthorizeReque
         None => None,
         Some(value) => Some(Prompt::parse(value).ok_or_else(|| fail("invalid_request", "prompt"))?),
     };
+    let max_age = match get("max_age")? {
+        None => None,
+        Some(value) => Some(value.parse::<u32>().map_err(|_| fail("invalid_request", "max_age"))?),
+    };
+    // Languages Portico does not speak are passed over, as OIDC Core
+    // §3.1.2.1 asks ("not an error").
+    let ui_locale = get("ui_locales")?.and_then(|tags| {
+        tags.split(' ').find_map(|tag| Locale::parse(&tag.split('-').next().unwrap_or_default().to_ascii_lowercase()))
+    });
+    let login_hint = get("login_hint")?;
+    if login_hint.is_some_and(|hint| hint.len() > MAX_LOGIN_HINT || hint.chars().any(char::is_control)) {
+        return Err(fail("invalid_request", "login_hint"));
+    }
     Ok(AuthorizeRequest {
         client,
         redirect_uri,
@@ -265,6 +298,9 @@ async fn validate(identity: &Identity, params: &Params) -> Result<AuthorizeReque
         code_challenge: code_challenge.to_owned(),
         nonce: nonce.map(str::to_owned),
         prompt,
+        max_age,
+        ui_locale,
+        login_hint: login_hint.map(str::to_owned),
     })
 }
 

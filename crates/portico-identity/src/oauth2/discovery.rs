@@ -35,7 +35,8 @@ pub async fn openid_configuration(State(identity): State<IdentityState>) -> Resp
         "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
         "revocation_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
         "code_challenge_methods_supported": ["S256"],
-        "prompt_values_supported": ["none", "login", "consent"],
+        "prompt_values_supported": ["none", "login", "consent", "select_account"],
+        "ui_locales_supported": ["ru", "en"],
         "authorization_response_iss_parameter_supported": true,
         "claims_supported": [
             "sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "amr", "sid",

@@ -65,7 +65,7 @@ async fn parameter_errors_redirect_with_error_description_and_state() {
             (vec![("code_challenge", Some("too-short"))], "invalid_request", "code_challenge"),
             (vec![("code_challenge_method", None)], "invalid_request", "code_challenge_method"),
             (vec![("code_challenge_method", Some("plain"))], "invalid_request", "code_challenge_method"),
-            (vec![("prompt", Some("select_account"))], "invalid_request", "prompt"),
+            (vec![("prompt", Some("always"))], "invalid_request", "prompt"),
         ];
         for (changes, error, parameter) in cases {
             assert_error_redirect(&app, &app.authorize_url(&p, &changes), error, parameter, st).await;

@@ -124,3 +124,60 @@ async fn nonce_is_optional() {
     let body: serde_json::Value = response.json().await.unwrap();
     assert!(jwt_claims(body["id_token"].as_str().unwrap()).get("nonce").is_none());
 }
+
+/// `max_age`, `prompt=select_account`, `ui_locales` and `login_hint`, as
+/// relying parties send them (OIDC Core §3.1.2.1), and their bad values.
+#[tokio::test]
+async fn max_age_select_account_ui_locales_and_login_hint() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let browser = app.browser();
+        app.login_for_code(&browser, &Pkce::new(), "maria", "maria-password").await;
+        let authorize = |extra: Vec<(&'static str, Option<&'static str>)>| {
+            let (app, browser) = (&app, &browser);
+            async move { browser.get(app.authorize_url(&Pkce::new(), &extra)).send().await.unwrap() }
+        };
+
+        // A session younger than max_age answers at once; older, the user
+        // logs in again (prompt=none: login_required).
+        let response = authorize(vec![("max_age", Some("600"))]).await;
+        assert_eq!(response.status(), 302, "{backend:?}");
+        let code = portico_tests::code_from(&response, &app.redirect_uri());
+        assert!(!code.is_empty());
+        app.clock.advance(time::Duration::seconds(61));
+        let response = authorize(vec![("max_age", Some("60"))]).await;
+        assert_eq!((response.status().as_u16(), portico_tests::location(&response)), (303, "/login".to_owned()));
+        let response = authorize(vec![("max_age", Some("0")), ("prompt", Some("none"))]).await;
+        assert_eq!(portico_tests::location_param(&response, "error").as_deref(), Some("login_required"));
+        for bad in ["-1", "soon", "1.5", "99999999999"] {
+            let response =
+                browser.get(app.authorize_url(&Pkce::new(), &[("max_age", Some(bad))])).send().await.unwrap();
+            assert_eq!(portico_tests::location_param(&response, "error").as_deref(), Some("invalid_request"), "{bad}");
+            let description = portico_tests::location_param(&response, "error_description");
+            assert_eq!(description.as_deref(), Some("OAuth 2.0 Parameter: max_age"), "{bad}");
+        }
+
+        // select_account is answered as login: the session does not answer.
+        let response = authorize(vec![("prompt", Some("select_account"))]).await;
+        assert_eq!((response.status().as_u16(), portico_tests::location(&response)), (303, "/login".to_owned()));
+
+        // ui_locales chooses the first language Portico speaks; login_hint
+        // fills in the login.
+        let stranger = app.browser();
+        let extra = [("ui_locales", Some("fr-CA en-GB ru")), ("login_hint", Some("ivan"))];
+        let response = stranger.get(app.authorize_url(&Pkce::new(), &extra)).send().await.unwrap();
+        assert_eq!(response.status(), 303);
+        let page = stranger.get(app.url("/login")).send().await.unwrap().text().await.unwrap();
+        assert!(page.contains("<html lang=\"en\""), "{backend:?}: English first among those spoken");
+        assert!(page.contains("value=\"ivan\""), "{backend:?}: the login is filled in");
+        let unknown = app.browser();
+        let response =
+            unknown.get(app.authorize_url(&Pkce::new(), &[("ui_locales", Some("de"))])).send().await.unwrap();
+        assert_eq!(response.status(), 303, "an unknown language is no error");
+        let long = "x".repeat(257);
+        let response =
+            app.browser().get(app.authorize_url(&Pkce::new(), &[("login_hint", Some(long.as_str()))])).send().await;
+        let description = portico_tests::location_param(&response.unwrap(), "error_description");
+        assert_eq!(description.as_deref(), Some("OAuth 2.0 Parameter: login_hint"));
+    }
+}
