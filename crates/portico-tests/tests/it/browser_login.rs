@@ -57,6 +57,16 @@ async fn submit(client: &Client) {
     click(client, "#loginForm button[type=submit]").await;
 }
 
+/// Starts a login from the demo client's page and submits `login` and
+/// `password` on its first step.
+async fn sign_in_from_the_demo(client: &Client, app: &TestApp, login: &str, password: &str) {
+    client.goto(&app.url("/demo/login")).await.unwrap();
+    step_is(client, "username-password").await;
+    fill(client, "input[name=principal]", login).await;
+    type_into(client, "input[name=credentials]", password).await;
+    submit(client).await;
+}
+
 /// Enters the last code sent to `to` and submits it.
 async fn enter_code(client: &Client, app: &TestApp, to: &str) {
     type_into(client, "input[name=credentials]", &app.last_code(to)).await;
@@ -157,11 +167,7 @@ async fn a_blocked_user_then_three_wrong_passwords_and_the_captcha() {
     let app = TestApp::spawn(portico_tests::backends()[0]).await;
     let mut shots = Shots::new("blocked_and_captcha");
 
-    client.goto(&app.url("/demo/login")).await.unwrap();
-    step_is(client, "username-password").await;
-    fill(client, "input[name=principal]", "blocked").await;
-    type_into(client, "input[name=credentials]", "blocked-password").await;
-    submit(client).await;
+    sign_in_from_the_demo(client, &app, "blocked", "blocked-password").await;
     wait_for_text(client, "p.error", "blocked").await;
     shots.take(client, "error-page-blocked").await;
     // The error page's action goes back to the client, which can start again.
@@ -349,11 +355,7 @@ async fn the_error_page_keeps_itself_through_a_language_switch_and_a_reload() {
     let app = TestApp::spawn(portico_tests::backends()[0]).await;
     let mut shots = Shots::new("error_page_keeps_itself");
 
-    client.goto(&app.url("/demo/login")).await.unwrap();
-    step_is(client, "username-password").await;
-    fill(client, "input[name=principal]", "blocked").await;
-    type_into(client, "input[name=credentials]", "blocked-password").await;
-    submit(client).await;
+    sign_in_from_the_demo(client, &app, "blocked", "blocked-password").await;
     wait_for_text(client, "p.error", "This user is blocked").await;
     click(client, "#language button[data-locale=ru]").await;
     wait_for_text(client, "p.error", "Пользователь заблокирован").await;

@@ -109,6 +109,29 @@ fn grant(client_id: &str, user_id: UserId) -> Grant {
     }
 }
 
+/// A fresh login process of client `app` at its first step.
+fn login_process() -> LoginProcess {
+    LoginProcess {
+        id: Uuid::new_v4(),
+        version: 0,
+        created_at: t0(),
+        expires_at: t0() + Duration::minutes(15),
+        state: LoginState::start("app".into(), "a=1".into(), "csrf".into(), AuthMethod::Password),
+    }
+}
+
+/// A session of `user_id` for 12 hours, by the hash `hash`.
+fn session(hash: &str, user_id: UserId) -> SsoSession {
+    SsoSession {
+        token_hash: hash.into(),
+        user_id,
+        auth_time: t0(),
+        created_at: t0(),
+        expires_at: t0() + Duration::hours(12),
+        amr: vec!["sms".into(), "pwd".into(), "mfa".into()],
+    }
+}
+
 fn audit() -> AuditEvent {
     AuditEvent::new(t0(), AuditKind::TokenIssued)
 }
@@ -322,13 +345,7 @@ async fn login_processes_update_optimistically_and_expire() {
     for backend in backends() {
         let dir = TempDir::new();
         let store = store(backend, &dir).await;
-        let mut process = LoginProcess {
-            id: Uuid::new_v4(),
-            version: 0,
-            created_at: t0(),
-            expires_at: t0() + Duration::minutes(15),
-            state: LoginState::start("app".into(), "a=1".into(), "csrf".into(), AuthMethod::Password),
-        };
+        let mut process = login_process();
         store.create_login_process(&process).await.unwrap();
         let stale = process.clone();
         process.state.principal = Some("anna".into());
@@ -347,14 +364,7 @@ async fn blocking_revokes_grants_and_sessions_and_cleanup_removes_what_expired()
         let dir = TempDir::new();
         let store = store(backend, &dir).await;
         let (u, g) = granted(store.as_ref()).await;
-        let session = SsoSession {
-            token_hash: "s".into(),
-            user_id: u.id,
-            auth_time: t0(),
-            created_at: t0(),
-            expires_at: t0() + Duration::hours(12),
-            amr: vec!["sms".into(), "pwd".into(), "mfa".into()],
-        };
+        let session = session("s", u.id);
         store.create_session(&session).await.unwrap();
         assert_eq!(store.find_session(&session_hash("s"), t0()).await.unwrap(), Some(session));
 
@@ -1019,14 +1029,7 @@ async fn a_deleted_login_process_and_session_are_gone_and_deleting_twice_is_harm
         let dir = TempDir::new();
         let store = store(backend, &dir).await;
         let (u, _) = granted(store.as_ref()).await;
-        let process = LoginProcess {
-            id: Uuid::new_v4(),
-            version: 0,
-            created_at: t0(),
-            expires_at: t0() + Duration::minutes(15),
-            state: LoginState::start("app".into(), "a=1".into(), "csrf".into(), AuthMethod::Password),
-        };
-        let other = LoginProcess { id: Uuid::new_v4(), ..process.clone() };
+        let (process, other) = (login_process(), login_process());
         store.create_login_process(&process).await.unwrap();
         store.create_login_process(&other).await.unwrap();
         store.delete_login_process(process.id).await.unwrap();
@@ -1034,21 +1037,13 @@ async fn a_deleted_login_process_and_session_are_gone_and_deleting_twice_is_harm
         assert!(store.find_login_process(other.id, t0()).await.unwrap().is_some(), "only the one named");
         store.delete_login_process(process.id).await.unwrap();
 
-        let session = |hash: &str| SsoSession {
-            token_hash: hash.into(),
-            user_id: u.id,
-            auth_time: t0(),
-            created_at: t0(),
-            expires_at: t0() + Duration::hours(12),
-            amr: vec!["pwd".into()],
-        };
-        store.create_session(&session("s1")).await.unwrap();
-        store.create_session(&session("s2")).await.unwrap();
+        store.create_session(&session("s1", u.id)).await.unwrap();
+        store.create_session(&session("s2", u.id)).await.unwrap();
         store.delete_session(&session_hash("s1")).await.unwrap();
         assert_eq!(store.find_session(&session_hash("s1"), t0()).await.unwrap(), None, "{backend:?}");
         assert_eq!(
             store.find_session(&session_hash("s2"), t0()).await.unwrap(),
-            Some(session("s2")),
+            Some(session("s2", u.id)),
             "only the one named"
         );
         store.delete_session(&session_hash("s1")).await.unwrap();
