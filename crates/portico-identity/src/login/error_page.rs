@@ -18,6 +18,7 @@ use crate::{Identity, IdentityState};
 #[template(path = "error.html")]
 struct ErrorPage<'a> {
     t: &'a Texts,
+    csrf: &'a str,
     message: &'a str,
     actions: Vec<(String, &'a str)>,
     view_json: String,
@@ -154,7 +155,7 @@ pub async fn error_page(State(identity): State<IdentityState>, headers: HeaderMa
             error_details: details,
         },
     };
-    let page = ErrorPage { t, message, actions, view_json: script_json(&data) };
+    let page = ErrorPage { t, csrf: &csrf, message, actions, view_json: script_json(&data) };
     let Ok(html) = page.render() else {
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
     };

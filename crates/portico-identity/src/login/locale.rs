@@ -8,15 +8,19 @@
 //! the error page, the failed one (`failed_authentication_flow_id`). A 200
 //! also sets `svc.locale`, so that the next login in this browser starts in
 //! the chosen language.
+//!
+//! `POST` on the same path does the same from a form (`_csrf`, `locale`),
+//! for pages shown without JavaScript, and answers 303 back to the page.
 
+use axum::body::{Body, to_bytes};
 use axum::extract::{RawQuery, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use portico_model::login::Locale;
 
-use crate::IdentityState;
 use crate::cookies;
 use crate::oauth2::params::Params;
+use crate::{Identity, IdentityState};
 
 /// Rounds of read-and-update before giving up with 500 (a parallel writer
 /// that wins this many times in a row is no user's browser).
@@ -42,16 +46,56 @@ pub async fn update_locale(
     RawQuery(query): RawQuery,
 ) -> Response {
     let params = Params::parse(query.unwrap_or_default().as_bytes());
-    let Some(locale) = params.one("locale").ok().flatten().and_then(Locale::parse) else {
+    let sent = headers.get("x-xsrf-token").and_then(|v| v.to_str().ok());
+    set_locale(&identity, &headers, params.one("locale").ok().flatten(), sent).await
+}
+
+#[utoipa::path(
+    post,
+    path = "/login/user-settings/locale",
+    operation_id = "submitLoginLocale",
+    tag = "login",
+    params(crate::openapi::LocaleCookies),
+    request_body(content = crate::openapi::LocaleForm, content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 303, description = "The language is stored: back to `/login` (an active process) or `/error`.",
+         headers(("Location" = String), ("Set-Cookie" = String, description = "`svc.locale`."))),
+        (status = 400, description = "`locale` missing or unsupported, an unreadable form, or no process."),
+        (status = 403, description = "The CSRF check failed (`_csrf` is not the `XSRF-TOKEN` cookie)."),
+        (status = 500, description = "A temporary failure.")
+    )
+)]
+/// The language switch of pages shown without JavaScript: the same change
+/// as [`update_locale`], from a form, answered with the page again.
+pub async fn submit_locale(State(identity): State<IdentityState>, headers: HeaderMap, body: Body) -> Response {
+    let Ok(bytes) = to_bytes(body, 4096).await else {
         return StatusCode::BAD_REQUEST.into_response();
     };
-    let sent = headers.get("x-xsrf-token").and_then(|v| v.to_str().ok());
-    let Some(sent) = sent.filter(|sent| cookies::xsrf_matches(&headers, sent)) else {
+    let params = Params::parse(&bytes);
+    let sent = params.one("_csrf").ok().flatten();
+    let mut response = set_locale(&identity, &headers, params.one("locale").ok().flatten(), sent).await;
+    if response.status() == StatusCode::OK {
+        let back =
+            if cookies::get_uuid(&headers, cookies::AUTHENTICATION_FLOW).is_some() { "/login" } else { "/error" };
+        *response.status_mut() = StatusCode::SEE_OTHER;
+        response.headers_mut().insert(header::LOCATION, HeaderValue::from_static(back));
+    }
+    response
+}
+
+/// Stores `locale` on the active process or, on the error page, the failed
+/// one, when `sent` is the `XSRF-TOKEN` cookie (and, for an active process,
+/// its own token): 200 with `svc.locale`, or the status saying why not.
+async fn set_locale(identity: &Identity, headers: &HeaderMap, locale: Option<&str>, sent: Option<&str>) -> Response {
+    let Some(locale) = locale.and_then(Locale::parse) else {
+        return StatusCode::BAD_REQUEST.into_response();
+    };
+    let Some(sent) = sent.filter(|sent| cookies::xsrf_matches(headers, sent)) else {
         return StatusCode::FORBIDDEN.into_response();
     };
 
-    let active = cookies::get_uuid(&headers, cookies::AUTHENTICATION_FLOW);
-    let failed = cookies::get_uuid(&headers, cookies::FAILED_AUTHENTICATION_FLOW_ID);
+    let active = cookies::get_uuid(headers, cookies::AUTHENTICATION_FLOW);
+    let failed = cookies::get_uuid(headers, cookies::FAILED_AUTHENTICATION_FLOW_ID);
     let now = identity.clock.now();
     // A parallel update of the same process (another tab, a double click, a
     // step submitted at the same moment) may win the version check: read

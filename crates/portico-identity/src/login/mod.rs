@@ -50,7 +50,7 @@ pub fn router() -> Router<IdentityState> {
         .route("/login/restart", get(restart::restart))
         .route("/login/assets/login.css", get(assets::css))
         .route("/login/assets/login.js", get(assets::js))
-        .route("/login/user-settings/locale", axum::routing::patch(locale::update_locale))
+        .route("/login/user-settings/locale", axum::routing::patch(locale::update_locale).post(locale::submit_locale))
         .route("/login/user-settings/auth-method", axum::routing::post(auth_method::update_auth_method))
         .route("/login/user-settings/otp-method", axum::routing::post(otp_method::update_otp_method))
         .route("/error", get(error_page::error_page))

@@ -192,6 +192,20 @@ pub struct AuthMethodRequest {
     csrf: Option<String>,
 }
 
+/// The form of `POST /login/user-settings/locale` (the language switch of a
+/// page shown without JavaScript).
+#[derive(ToSchema)]
+#[schema(as = LoginLocaleFormDTO)]
+#[allow(dead_code)]
+pub struct LocaleForm {
+    /// `ru` or `en`.
+    #[schema(example = "en")]
+    locale: String,
+    /// The `XSRF-TOKEN` cookie's value.
+    #[schema(rename = "_csrf")]
+    csrf: String,
+}
+
 /// The form of `POST /login/user-settings/otp-method`.
 #[derive(ToSchema)]
 #[schema(as = LoginOtpMethodRequestDTO)]

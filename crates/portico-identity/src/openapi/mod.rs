@@ -141,6 +141,7 @@ pub enum ClientErrors<'a> {
         crate::login::restart::restart,
         crate::login::auth_method::update_auth_method,
         crate::login::locale::update_locale,
+        crate::login::locale::submit_locale,
         crate::login::otp_method::update_otp_method,
         crate::login::error_page::error_page
     ),
@@ -156,6 +157,7 @@ pub enum ClientErrors<'a> {
         LoginStepRequest,
         AuthMethodRequest,
         OtpMethodRequest,
+        LocaleForm,
         UserInfo,
         crate::theme::DrawerSection,
         crate::theme::DrawerItem

@@ -107,11 +107,11 @@ async fn the_demo_walks_the_whole_protocol_in_chromium() {
 
     type_into(client, "input[name=principal]", "ivan").await;
     type_into(client, "input[name=credentials]", "not-the-password").await;
-    click(client, "button[type=submit]").await;
+    click(client, "#loginForm button[type=submit]").await;
     wait_for_text(client, "#credentialsError", "Wrong login or password").await;
 
     type_into(client, "input[name=credentials]", "ivan-password").await;
-    click(client, "button[type=submit]").await;
+    click(client, "#loginForm button[type=submit]").await;
     // A new device: the SMS code, read from the dev outbox.
     wait_for_text(client, "#codeSent", "+7 *** ***-45-67").await;
     type_into(client, "input[name=credentials]", &app.last_code("+79001234567")).await;

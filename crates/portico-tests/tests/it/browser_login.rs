@@ -369,7 +369,10 @@ async fn the_error_page_keeps_itself_through_a_language_switch_and_a_reload() {
 
     client.goto(&app.url("/demo/login")).await.unwrap();
     step_is(client, "username-password").await;
-    client.execute("document.querySelector('input[name=_csrf]').value = 'forged'", Vec::new()).await.unwrap();
+    client
+        .execute("document.querySelector('#loginForm input[name=_csrf]').value = 'forged'", Vec::new())
+        .await
+        .unwrap();
     fill(client, "input[name=principal]", "ivan").await;
     type_into(client, "input[name=credentials]", "ivan-password").await;
     submit(client).await;

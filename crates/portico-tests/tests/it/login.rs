@@ -325,6 +325,45 @@ async fn the_error_page_stays_on_the_server_for_every_error() {
     }
 }
 
+/// Without JavaScript the language buttons submit their form: `POST` on the
+/// locale path, with the `XSRF-TOKEN` cookie's value as `_csrf`, answered
+/// 303 back to the page, now in that language; the resend button is not
+/// disabled by the page (the server says how long to wait).
+#[tokio::test]
+async fn the_language_switch_works_without_javascript() {
+    let app = TestApp::spawn(backends()[0]).await;
+    let browser = app.browser();
+    let view = start(&app, &browser).await;
+    let csrf = csrf_of(&view).to_owned();
+    let html = browser.get(app.url("/login")).send().await.unwrap().text().await.unwrap();
+    assert!(html.contains(r#"<form class="lang" id="language" method="post" action="/login/user-settings/locale">"#));
+    let post = |form: Vec<(&'static str, String)>| {
+        let (app, browser) = (&app, &browser);
+        async move { browser.post(app.url("/login/user-settings/locale")).form(&form).send().await.unwrap() }
+    };
+    let response = post(vec![("_csrf", "forged".into()), ("locale", "ru".into())]).await;
+    assert_eq!(response.status(), 403);
+    let response = post(vec![("_csrf", csrf.clone()), ("locale", "de".into())]).await;
+    assert_eq!(response.status(), 400);
+    let response = post(vec![("_csrf", csrf.clone()), ("locale", "ru".into())]).await;
+    assert_eq!((response.status().as_u16(), location(&response)), (303, "/login".to_owned()));
+    let html = browser.get(app.url("/login")).send().await.unwrap().text().await.unwrap();
+    assert!(html.contains("<html lang=\"ru\""), "the page is in Russian now");
+
+    // On the error page: the failed process's language, back to /error.
+    let blocked = app.browser();
+    let view = start(&app, &blocked).await;
+    let response = submit(&app, &blocked, csrf_of(&view), "blocked", "blocked-password").await;
+    assert_eq!(location(&response), "/error");
+    let page = view_data(&blocked.get(app.url("/error")).send().await.unwrap().text().await.unwrap());
+    let csrf = page["pageData"]["errorPageContext"]["csrf"].as_str().unwrap().to_owned();
+    let form = [("_csrf", csrf.as_str()), ("locale", "ru")];
+    let response = blocked.post(app.url("/login/user-settings/locale")).form(&form).send().await.unwrap();
+    assert_eq!((response.status().as_u16(), location(&response)), (303, "/error".to_owned()));
+    let html = blocked.get(app.url("/error")).send().await.unwrap().text().await.unwrap();
+    assert!(html.contains("Пользователь заблокирован"), "{html}");
+}
+
 #[tokio::test]
 async fn login_pages_carry_a_strict_csp_and_no_inline_script() {
     let app = TestApp::spawn(backends()[0]).await;
