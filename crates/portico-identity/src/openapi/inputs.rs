@@ -199,7 +199,7 @@ pub struct AuthMethodRequest {
 #[allow(dead_code)]
 pub struct LocaleForm {
     /// `ru` or `en`.
-    #[schema(example = "en")]
+    #[schema(inline, value_type = values::Locale)]
     locale: String,
     /// The `XSRF-TOKEN` cookie's value.
     #[schema(rename = "_csrf")]
