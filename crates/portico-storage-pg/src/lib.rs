@@ -89,6 +89,11 @@ impl PgStore {
         self
     }
 
+    /// The node's memory, when it keeps one.
+    fn memory(&self) -> Option<&portico_storage::memory::NodeMemory> {
+        self.cache.as_deref().map(|cache| &cache.memory)
+    }
+
     /// Applies the migrations that have not run yet, keeping every row of a
     /// database an earlier release made. Several nodes may call this at
     /// once: sqlx serializes them with an advisory lock.

@@ -190,8 +190,8 @@ impl GrantRepository for PgStore {
             .execute(&self.pool)
             .await
             .map_err(storage_error("grant"))?;
-        if let Some(cache) = &self.cache {
-            cache.memory.grants_revoked([id]);
+        if let Some(memory) = self.memory() {
+            memory.grants_revoked([id]);
         }
         Ok(done.rows_affected() > 0)
     }
@@ -207,14 +207,14 @@ impl GrantRepository for PgStore {
         .execute(&self.pool)
         .await
         .map_err(storage_error("revoked token"))?;
-        if let Some(cache) = &self.cache {
-            cache.memory.token_revoked(jti);
+        if let Some(memory) = self.memory() {
+            memory.token_revoked(jti);
         }
         Ok(())
     }
 
     async fn access_token_state(&self, grant_id: GrantId, jti: &str) -> Result<AccessTokenState> {
-        let generation = match self.cache.as_deref().map(|cache| cache.memory.access_token_state(grant_id, jti)) {
+        let generation = match self.memory().map(|memory| memory.access_token_state(grant_id, jti)) {
             Some(Known::State(state)) => return Ok(state),
             Some(Known::Ask(generation)) => Some(generation),
             None => None,
@@ -232,10 +232,10 @@ impl GrantRepository for PgStore {
             grant_revoked: !get::<bool>(&row, "grant_live")?,
             token_revoked: get(&row, "token_revoked")?,
         };
-        if let (Some(cache), Some(generation)) = (&self.cache, generation)
+        if let (Some(memory), Some(generation)) = (self.memory(), generation)
             && !state.grant_revoked
         {
-            cache.memory.grant_live(grant_id, generation);
+            memory.grant_live(grant_id, generation);
         }
         Ok(state)
     }

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use async_trait::async_trait;
 use portico_model::permissions::{CatalogObject, Company, ContractStatus, Employee, PermissionModel, Role};
+use portico_storage::memory::NodeMemory;
 use portico_storage::{PermissionRepository, StorageError};
 use uuid::Uuid;
 
@@ -19,7 +20,7 @@ const WHAT: &str = "permission model";
 #[async_trait]
 impl PermissionRepository for PgStore {
     async fn permission_revision(&self) -> Result<i64> {
-        if let Some(revision) = self.cache.as_deref().and_then(|cache| cache.memory.permission_revision()) {
+        if let Some(revision) = self.memory().and_then(NodeMemory::permission_revision) {
             return Ok(revision);
         }
         sqlx::query_scalar("SELECT revision FROM permission_revision WHERE id = 1")
@@ -199,8 +200,8 @@ impl PermissionRepository for PgStore {
         .await
         .map_err(storage_error(WHAT))?;
         tx.commit().await.map_err(storage_error(WHAT))?;
-        if let Some(cache) = &self.cache {
-            cache.memory.revision_seen(model.revision + 1);
+        if let Some(memory) = self.memory() {
+            memory.revision_seen(model.revision + 1);
         }
         Ok(true)
     }

@@ -118,8 +118,8 @@ impl UserRepository for PgStore {
                 .map_err(storage_error("session"))?;
         }
         tx.commit().await.map_err(storage_error("user"))?;
-        if let Some(cache) = &self.cache {
-            cache.memory.grants_revoked(revoked.into_iter().map(GrantId::from));
+        if let Some(memory) = self.memory() {
+            memory.grants_revoked(revoked.into_iter().map(GrantId::from));
         }
         Ok(Some(user))
     }

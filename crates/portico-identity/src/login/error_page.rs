@@ -69,25 +69,23 @@ pub async fn redirect_to_error(
 /// logged, not shown: the cookie still carries the page once.
 async fn keep_on_process(identity: &Identity, process: &LoginProcess, details: &ErrorDetails, ends: bool) {
     let Ok(value) = serde_json::to_value(details) else { return };
-    let mut current = process.clone();
-    for _ in 0..KEEP_ROUNDS {
-        current.state.error_page = Some(value.clone());
-        current.state.ended |= ends;
-        match identity.store.update_login_process(&current).await {
-            Ok(true) => return,
-            Ok(false) => match identity.store.find_login_process(process.id, identity.clock.now()).await {
-                Ok(Some(fresh)) => current = fresh,
-                Ok(None) => return,
-                Err(error) => {
-                    tracing::warn!(%error, "the error page could not be kept on its login process");
-                    return;
-                }
-            },
-            Err(error) => {
-                tracing::warn!(%error, "the error page could not be kept on its login process");
-                return;
+    let kept = async {
+        let mut current = process.clone();
+        for _ in 0..KEEP_ROUNDS {
+            current.state.error_page = Some(value.clone());
+            current.state.ended |= ends;
+            if identity.store.update_login_process(&current).await? {
+                return Ok(());
+            }
+            match identity.store.find_login_process(process.id, identity.clock.now()).await? {
+                Some(fresh) => current = fresh,
+                None => return Ok(()),
             }
         }
+        Ok::<(), StorageError>(())
+    };
+    if let Err(error) = kept.await {
+        tracing::warn!(%error, "the error page could not be kept on its login process");
     }
 }
 
