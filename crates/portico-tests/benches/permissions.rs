@@ -35,7 +35,11 @@ fn main() {
 }
 
 async fn run(backend: Backend) {
-    let app = TestApp::spawn_with(backend, |c| c.database_max_connections = 16).await;
+    let app = TestApp::spawn_with(backend, |c| {
+        c.database_max_connections = 16;
+        c.database_cache_staleness_ms = common::staleness_ms();
+    })
+    .await;
     let roles = ["ACCOUNTANT", "OPERATOR"];
     let mut employees = vec![json!({"user": "ivan", "cnum": CNUM, "role": "EIO"})];
     for i in 1..EMPLOYEES {

@@ -151,7 +151,13 @@ impl Crypto {
 }
 
 async fn endpoints(backend: Backend, crypto: Arc<Crypto>) {
-    let app = Arc::new(TestApp::spawn_with(backend, |c| c.database_max_connections = 16).await);
+    let app = Arc::new(
+        TestApp::spawn_with(backend, |c| {
+            c.database_max_connections = 16;
+            c.database_cache_staleness_ms = common::staleness_ms();
+        })
+        .await,
+    );
     let user = app.store.find_user_by_login("ivan").await.expect("store").expect("demo user");
 
     // Codes for every round, as the authorize endpoint stores them.

@@ -10,6 +10,13 @@ use std::time::Instant;
 /// Concurrent requests in flight.
 pub const CONCURRENCY: usize = 32;
 
+/// `database_cache_staleness_ms` of the measured server:
+/// `PORTICO_BENCH_STALENESS_MS`, or the default (1000). `0` measures the
+/// node memory turned off.
+pub fn staleness_ms() -> u32 {
+    std::env::var("PORTICO_BENCH_STALENESS_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(1000)
+}
+
 /// A lean HTTP/1 client: keep-alive connections, no cookies, no redirects.
 #[derive(Clone)]
 pub struct Http(hyper_util::client::legacy::Client<hyper_util::client::legacy::connect::HttpConnector, String>);
