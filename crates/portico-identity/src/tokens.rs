@@ -13,7 +13,7 @@ use portico_storage::StorageError;
 use std::sync::Arc;
 
 use crate::verified::VerifiedCache;
-use portico_model::ids::{ClientId, GrantId, RefreshTokenHash, UserId};
+use portico_model::ids::{ClientId, GrantId, RefreshTokenHash, SessionId, UserId};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -48,10 +48,18 @@ pub struct IdClaims {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nonce: Option<String>,
     pub at_hash: String,
-    /// The grant (the login session at this client) the token was issued
-    /// along, as in OIDC Front-Channel Logout: it ties the id_token to the
+    /// The single sign-on session the grant was issued under (OpenID
+    /// Connect Back-Channel Logout 1.0 §2.1): the same for every client the
+    /// user signed in to from one login, and named again by the logout
+    /// token when the session ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sid: Option<SessionId>,
+    /// The grant the token was issued along: it ties the id_token to the
     /// access tokens of the same grant and lets revocation reach it.
-    pub sid: GrantId,
+    /// (Absent from id_tokens issued before sessions had ids, whose `sid`
+    /// named the grant.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gid: Option<GrantId>,
     /// How the user authenticated (RFC 8176: `pwd`, `sms`, `otp`, `mfa`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub amr: Vec<String>,
@@ -200,7 +208,8 @@ impl Identity {
                 jti: Uuid::new_v4().to_string(),
                 nonce: nonce.map(str::to_owned),
                 at_hash: portico_crypto::hash::at_hash(&access_token),
-                sid: grant.id,
+                sid: grant.session_id,
+                gid: Some(grant.id),
                 amr: grant.amr.clone(),
                 profile: UserClaims::for_scope(user, scope),
             };
@@ -229,15 +238,30 @@ impl Identity {
         token: &str,
         typ: &str,
     ) -> Result<C, AccessTokenError> {
+        let claims: C = self.verify_issued(token, typ).await?;
+        if claims.expires_at() <= self.clock.now().unix_timestamp() {
+            return Err(AccessTokenError::Invalid);
+        }
+        Ok(claims)
+    }
+
+    /// Verifies that a JWT was issued by Portico: signature by one of its
+    /// keys, `typ` and `iss`, whatever its expiry (an expired id_token still
+    /// names the session to end at logout).
+    ///
+    /// # Errors
+    /// As [`Identity::verify_jwt`].
+    pub async fn verify_issued<C: serde::de::DeserializeOwned + Expiring>(
+        &self,
+        token: &str,
+        typ: &str,
+    ) -> Result<C, AccessTokenError> {
         let header = jwt::peek_header(token).map_err(|_| AccessTokenError::Invalid)?;
         let kid = header.kid.ok_or(AccessTokenError::Invalid)?;
         let key = self.keys.key(&kid).await?.ok_or(AccessTokenError::Invalid)?;
         let (header, claims): (_, C) =
             jwt::verify(token, |_| Some(key.verifying_key())).map_err(|_| AccessTokenError::Invalid)?;
-        if header.typ.as_deref() != Some(typ)
-            || claims.issuer() != self.settings.issuer
-            || claims.expires_at() <= self.clock.now().unix_timestamp()
-        {
+        if header.typ.as_deref() != Some(typ) || claims.issuer() != self.settings.issuer {
             return Err(AccessTokenError::Invalid);
         }
         Ok(claims)
@@ -311,7 +335,7 @@ impl Identity {
     /// access token (with or without `Bearer `), `Id-Token` an id_token.
     /// Both must be Portico's, unexpired, and of the same live grant
     /// (the access token through [`Identity::check_access_token`], the
-    /// id_token through its `sid`), hence of the same user and client.
+    /// id_token through its `gid`), hence of the same user and client.
     ///
     /// # Errors
     /// A [`TokenPairError`] saying what is wrong.
@@ -333,7 +357,8 @@ impl Identity {
             Err(AccessTokenError::Invalid) => return Err(TokenPairError::InvalidIdToken),
             Err(AccessTokenError::Unavailable(e)) => return Err(TokenPairError::Unavailable(e)),
         };
-        if id.sub != access.sub || id.aud != access.client_id || id.sid != access.gid {
+        let grant = id.gid.or_else(|| id.sid.map(|sid| GrantId::from(sid.as_uuid())));
+        if id.sub != access.sub || id.aud != access.client_id || grant != Some(access.gid) {
             return Err(TokenPairError::Mismatch);
         }
         let user_id = Uuid::parse_str(&access.sub).map_err(|_| TokenPairError::InvalidAccessToken)?.into();

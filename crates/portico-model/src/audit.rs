@@ -29,6 +29,7 @@ pub enum AuditKind {
     UserBlocked,
     UserUnblocked,
     KeyRotated,
+    SessionEnded,
 }
 
 impl AuditKind {
@@ -45,6 +46,7 @@ impl AuditKind {
             AuditKind::UserBlocked => "user.blocked",
             AuditKind::UserUnblocked => "user.unblocked",
             AuditKind::KeyRotated => "key.rotated",
+            AuditKind::SessionEnded => "session.ended",
         }
     }
 }

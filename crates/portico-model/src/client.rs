@@ -17,12 +17,22 @@ pub struct Client {
     pub scopes: Vec<String>,
     /// Whether the user must consent before this client gets a code.
     pub require_consent: bool,
+    /// Where RP-initiated logout may return the browser, compared by exact
+    /// string match.
+    pub post_logout_redirect_uris: Vec<String>,
+    /// Ending a single sign-on session revokes the grants this client got
+    /// under it (its refresh tokens and access tokens die with them).
+    pub logout_revokes_grants: bool,
     pub created_at: OffsetDateTime,
 }
 
 impl Client {
     pub fn has_redirect_uri(&self, uri: &str) -> bool {
         self.redirect_uris.iter().any(|u| u == uri)
+    }
+
+    pub fn has_post_logout_redirect_uri(&self, uri: &str) -> bool {
+        self.post_logout_redirect_uris.iter().any(|u| u == uri)
     }
 
     pub fn allows_scope(&self, scope: &str) -> bool {

@@ -134,6 +134,19 @@ uuid_id! {
     GrantId
 }
 
+uuid_id! {
+    /// A single sign-on session's public id: the `sid` of id_tokens and
+    /// logout tokens. Unlike the cookie's value it is no secret.
+    SessionId
+}
+
+impl SessionId {
+    /// A new random id.
+    pub fn random() -> Self {
+        Self(Uuid::new_v4())
+    }
+}
+
 impl UserId {
     /// A new random id.
     pub fn random() -> Self {

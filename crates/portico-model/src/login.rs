@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::ids::{ClientId, UserId};
+use crate::ids::{ClientId, SessionId, UserId};
 use crate::otp::{OtpChallenge, OtpChannel};
 
 /// The step types of the spec (`stepType`).
@@ -72,6 +72,13 @@ impl Locale {
             "en" => Some(Locale::En),
             _ => None,
         }
+    }
+
+    /// The first language of an OpenID Connect `ui_locales` value (BCP 47
+    /// tags separated by spaces, preferred first) that Portico speaks;
+    /// others are passed over, as OIDC Core §3.1.2.1 asks ("not an error").
+    pub fn from_ui_locales(tags: &str) -> Option<Self> {
+        tags.split(' ').find_map(|tag| Self::parse(&tag.split('-').next().unwrap_or_default().to_ascii_lowercase()))
     }
 }
 
@@ -217,6 +224,11 @@ pub struct LoginState {
     /// the error page, switched in language, or restarted.
     #[serde(default)]
     pub ended: bool,
+    /// The single sign-on session the code is issued under: the one the
+    /// completed login opened, or the live one a consent-only process
+    /// started from.
+    #[serde(default)]
+    pub session_id: Option<SessionId>,
 }
 
 fn sms() -> OtpChannel {
@@ -257,6 +269,7 @@ impl LoginState {
             force_consent: false,
             error_page: None,
             ended: false,
+            session_id: None,
         }
     }
 

@@ -1,6 +1,6 @@
 //! Authorization codes, grants and refresh tokens.
 
-use crate::ids::{ClientId, CodeHash, GrantId, RefreshTokenHash, UserId};
+use crate::ids::{ClientId, CodeHash, GrantId, RefreshTokenHash, SessionId, UserId};
 use time::OffsetDateTime;
 
 /// An issued authorization code, stored by the hash of its value.
@@ -21,6 +21,8 @@ pub struct AuthorizationCode {
     pub grant_id: Option<GrantId>,
     /// How the user authenticated (RFC 8176).
     pub amr: Vec<String>,
+    /// The single sign-on session the code was issued under.
+    pub session_id: Option<SessionId>,
 }
 
 /// A stored authorization code and whether it was already presented.
@@ -54,6 +56,9 @@ pub struct Grant {
     pub revoked_at: Option<OffsetDateTime>,
     /// How the user authenticated for this grant (RFC 8176).
     pub amr: Vec<String>,
+    /// The single sign-on session the grant was issued under (none for
+    /// grants issued before sessions had ids).
+    pub session_id: Option<SessionId>,
 }
 
 /// An opaque refresh token, stored by the hash of its value.

@@ -17,6 +17,8 @@ pub(crate) fn client_from(row: &PgRow) -> Result<Client> {
         redirect_uris: get(row, "redirect_uris")?,
         scopes: get(row, "scopes")?,
         require_consent: get(row, "require_consent")?,
+        post_logout_redirect_uris: get(row, "post_logout_redirect_uris")?,
+        logout_revokes_grants: get(row, "logout_revokes_grants")?,
         created_at: get(row, "created_at")?,
     })
 }
@@ -26,7 +28,8 @@ impl ClientRepository for PgStore {
     async fn create_client(&self, client: &Client) -> Result<()> {
         sqlx::query(
             "INSERT INTO clients (client_id, secret_hash, name_ru, name_en, redirect_uris, scopes, \
-             require_consent, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+             require_consent, created_at, post_logout_redirect_uris, logout_revokes_grants) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
         )
         .bind(client.client_id.as_str())
         .bind(&client.secret_hash)
@@ -36,6 +39,8 @@ impl ClientRepository for PgStore {
         .bind(&client.scopes)
         .bind(client.require_consent)
         .bind(at(client.created_at))
+        .bind(&client.post_logout_redirect_uris)
+        .bind(client.logout_revokes_grants)
         .execute(&self.pool)
         .await
         .map_err(storage_error("client id"))?;

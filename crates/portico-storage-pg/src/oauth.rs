@@ -5,7 +5,7 @@
 
 use async_trait::async_trait;
 use portico_model::audit::AuditEvent;
-use portico_model::ids::{CodeHash, GrantId, RefreshTokenHash};
+use portico_model::ids::{CodeHash, GrantId, RefreshTokenHash, SessionId};
 use portico_model::oauth::{
     AccessTokenState, AuthorizationCode, Grant, Redemption, RefreshToken, Rotation, StoredCode, StoredRefreshToken,
 };
@@ -20,7 +20,7 @@ use crate::{PgStore, Query, Result, at, at_opt, get};
 use portico_storage::memory::Known;
 
 const CODE_COLUMNS: &str = "code_hash, client_id, user_id, redirect_uri, scope, code_challenge, nonce, auth_time, \
-                            created_at, expires_at, grant_id, amr";
+                            created_at, expires_at, grant_id, amr, session_id";
 
 fn code_from(row: &PgRow) -> Result<AuthorizationCode> {
     Ok(AuthorizationCode {
@@ -36,10 +36,11 @@ fn code_from(row: &PgRow) -> Result<AuthorizationCode> {
         expires_at: get(row, "expires_at")?,
         grant_id: get::<Option<Uuid>>(row, "grant_id")?.map(GrantId::from),
         amr: get(row, "amr")?,
+        session_id: get::<Option<Uuid>>(row, "session_id")?.map(SessionId::from),
     })
 }
 
-fn grant_from(row: &PgRow) -> Result<Grant> {
+pub(crate) fn grant_from(row: &PgRow) -> Result<Grant> {
     Ok(Grant {
         id: get::<Uuid>(row, "id")?.into(),
         client_id: get::<String>(row, "client_id")?.into(),
@@ -49,11 +50,12 @@ fn grant_from(row: &PgRow) -> Result<Grant> {
         created_at: get(row, "created_at")?,
         revoked_at: get(row, "revoked_at")?,
         amr: get(row, "amr")?,
+        session_id: get::<Option<Uuid>>(row, "session_id")?.map(SessionId::from),
     })
 }
 
-/// Binds a grant's eight columns (id, client, user, scope, auth time,
-/// created, revoked, amr), in the table's order.
+/// Binds a grant's nine columns (id, client, user, scope, auth time,
+/// created, revoked, amr, session), in the table's order.
 fn bind_grant<'q>(query: Query<'q>, grant: &'q Grant) -> Query<'q> {
     query
         .bind(grant.id.as_uuid())
@@ -64,6 +66,7 @@ fn bind_grant<'q>(query: Query<'q>, grant: &'q Grant) -> Query<'q> {
         .bind(at(grant.created_at))
         .bind(at_opt(grant.revoked_at))
         .bind(&grant.amr)
+        .bind(grant.session_id.map(|id| id.as_uuid()))
 }
 
 /// Binds a refresh token's hash, created and expiry times.
@@ -72,16 +75,16 @@ fn bind_refresh<'q>(query: Query<'q>, token: &'q RefreshToken) -> Query<'q> {
 }
 
 /// A code's whole redemption: spend the code (`$1` hash, `$2` now) for the
-/// grant it yields (`$3`–`$10`), store the refresh token (`$11`–`$13`) while
-/// that grant is live, and the audit event (`$14`–`$18`). `redeemed` is 0,
+/// grant it yields (`$3`–`$11`), store the refresh token (`$12`–`$14`) while
+/// that grant is live, and the audit event (`$15`–`$19`). `redeemed` is 0,
 /// and nothing changed, when the code was spent already.
 const REDEEM_CODE: &str = "WITH spent AS (UPDATE authorization_codes SET consumed_at = $2, grant_id = $3 \
      WHERE code_hash = $1 AND consumed_at IS NULL RETURNING code_hash), \
-     g AS (INSERT INTO grants (id, client_id, user_id, scope, auth_time, created_at, revoked_at, amr) \
-     SELECT $3, $4, $5, $6, $7, $8, $9, $10 FROM spent RETURNING id, revoked_at), \
+     g AS (INSERT INTO grants (id, client_id, user_id, scope, auth_time, created_at, revoked_at, amr, session_id) \
+     SELECT $3, $4, $5, $6, $7, $8, $9, $10, $11 FROM spent RETURNING id, revoked_at), \
      r AS (INSERT INTO refresh_tokens (token_hash, grant_id, created_at, expires_at, used_at) \
-     SELECT $11, id, $12, $13, NULL FROM g WHERE revoked_at IS NULL), \
-     a AS (INSERT INTO audit_log (at, kind, user_id, client_id, detail) SELECT $14, $15, $16, $17, $18 FROM g) \
+     SELECT $12, id, $13, $14, NULL FROM g WHERE revoked_at IS NULL), \
+     a AS (INSERT INTO audit_log (at, kind, user_id, client_id, detail) SELECT $15, $16, $17, $18, $19 FROM g) \
      SELECT count(*) AS done FROM g";
 
 /// A refresh token's rotation: spend it (`$1` hash, `$2` now) while its
@@ -110,7 +113,8 @@ impl AuthorizationCodeRepository for PgStore {
     async fn insert_code(&self, code: &AuthorizationCode) -> Result<()> {
         sqlx::query(
             "INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, code_challenge, \
-             nonce, auth_time, created_at, expires_at, amr) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+             nonce, auth_time, created_at, expires_at, amr, session_id) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
         )
         .bind(code.code_hash.as_str())
         .bind(code.client_id.as_str())
@@ -123,6 +127,7 @@ impl AuthorizationCodeRepository for PgStore {
         .bind(at(code.created_at))
         .bind(at(code.expires_at))
         .bind(&code.amr)
+        .bind(code.session_id.map(|id| id.as_uuid()))
         .execute(&self.pool)
         .await
         .map_err(storage_error("authorization code"))?;
@@ -181,6 +186,15 @@ impl GrantRepository for PgStore {
             .as_ref()
             .map(grant_from)
             .transpose()
+    }
+
+    async fn list_session_grants(&self, session_id: SessionId) -> Result<Vec<Grant>> {
+        let rows = sqlx::query("SELECT * FROM grants WHERE session_id = $1 AND revoked_at IS NULL ORDER BY created_at")
+            .bind(session_id.as_uuid())
+            .fetch_all(&self.pool)
+            .await
+            .map_err(storage_error("grant"))?;
+        rows.iter().map(grant_from).collect()
     }
 
     async fn revoke_grant(&self, id: GrantId, now: OffsetDateTime) -> Result<bool> {

@@ -1,18 +1,22 @@
 //! Single sign-on sessions.
 
 use async_trait::async_trait;
-use portico_model::ids::SessionHash;
-use portico_model::session::SsoSession;
+use portico_model::audit::AuditEvent;
+use portico_model::ids::{SessionHash, SessionId, UserId};
+use portico_model::session::{EndedSession, SsoSession};
 use portico_storage::SessionRepository;
 use sqlx::postgres::PgRow;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use crate::audit::bind_audit;
 use crate::error::storage_error;
+use crate::oauth::grant_from;
 use crate::{PgStore, Result, at, get};
 
 fn session_from(row: &PgRow) -> Result<SsoSession> {
     Ok(SsoSession {
+        id: get::<Uuid>(row, "id")?.into(),
         token_hash: get::<String>(row, "token_hash")?.into(),
         user_id: get::<Uuid>(row, "user_id")?.into(),
         auth_time: get(row, "auth_time")?,
@@ -26,9 +30,10 @@ fn session_from(row: &PgRow) -> Result<SsoSession> {
 impl SessionRepository for PgStore {
     async fn create_session(&self, session: &SsoSession) -> Result<()> {
         sqlx::query(
-            "INSERT INTO sso_sessions (token_hash, user_id, auth_time, created_at, expires_at, amr) \
-             VALUES ($1, $2, $3, $4, $5, $6)",
+            "INSERT INTO sso_sessions (id, token_hash, user_id, auth_time, created_at, expires_at, amr) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
         )
+        .bind(session.id.as_uuid())
         .bind(session.token_hash.as_str())
         .bind(session.user_id.as_uuid())
         .bind(at(session.auth_time))
@@ -53,12 +58,71 @@ impl SessionRepository for PgStore {
             .transpose()
     }
 
-    async fn delete_session(&self, token_hash: &SessionHash) -> Result<()> {
-        sqlx::query("DELETE FROM sso_sessions WHERE token_hash = $1")
-            .bind(token_hash.as_str())
-            .execute(&self.pool)
+    async fn find_session_by_id(&self, id: SessionId, now: OffsetDateTime) -> Result<Option<SsoSession>> {
+        sqlx::query("SELECT * FROM sso_sessions WHERE id = $1 AND expires_at > $2")
+            .bind(id.as_uuid())
+            .bind(at(now))
+            .fetch_optional(&self.pool)
             .await
-            .map_err(storage_error("session"))?;
-        Ok(())
+            .map_err(storage_error("session"))?
+            .as_ref()
+            .map(session_from)
+            .transpose()
+    }
+
+    async fn list_sessions(&self, user_id: UserId, now: OffsetDateTime) -> Result<Vec<SsoSession>> {
+        let rows = sqlx::query(
+            "SELECT * FROM sso_sessions WHERE user_id = $1 AND expires_at > $2 ORDER BY created_at DESC, id",
+        )
+        .bind(user_id.as_uuid())
+        .bind(at(now))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(storage_error("session"))?;
+        rows.iter().map(session_from).collect()
+    }
+
+    async fn end_session(
+        &self,
+        id: SessionId,
+        now: OffsetDateTime,
+        audit: &AuditEvent,
+    ) -> Result<Option<EndedSession>> {
+        let mut tx = self.pool.begin().await.map_err(storage_error("session"))?;
+        let Some(row) = sqlx::query("DELETE FROM sso_sessions WHERE id = $1 RETURNING *")
+            .bind(id.as_uuid())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(storage_error("session"))?
+        else {
+            return Ok(None);
+        };
+        let session = session_from(&row)?;
+        let mut grants = sqlx::query(
+            "UPDATE grants g SET revoked_at = CASE WHEN c.logout_revokes_grants THEN $2 END \
+             FROM clients c WHERE g.session_id = $1 AND g.revoked_at IS NULL AND c.client_id = g.client_id \
+             RETURNING g.*",
+        )
+        .bind(id.as_uuid())
+        .bind(at(now))
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(storage_error("grant"))?
+        .iter()
+        .map(grant_from)
+        .collect::<Result<Vec<_>>>()?;
+        grants.sort_by_key(|g| (g.created_at, g.id));
+        bind_audit(
+            sqlx::query("INSERT INTO audit_log (at, kind, user_id, client_id, detail) VALUES ($1, $2, $3, $4, $5)"),
+            audit,
+        )
+        .execute(&mut *tx)
+        .await
+        .map_err(storage_error("audit"))?;
+        tx.commit().await.map_err(storage_error("session"))?;
+        if let Some(memory) = self.memory() {
+            memory.grants_revoked(grants.iter().filter(|g| g.revoked_at.is_some()).map(|g| g.id));
+        }
+        Ok(Some(EndedSession { session, grants }))
     }
 }

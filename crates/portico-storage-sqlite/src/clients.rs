@@ -17,6 +17,8 @@ fn client_from(row: &Row<'_>) -> Res<Client> {
         redirect_uris: row.json("redirect_uris")?,
         scopes: row.words("scopes")?,
         require_consent: row.get("require_consent")?,
+        post_logout_redirect_uris: row.json("post_logout_redirect_uris")?,
+        logout_revokes_grants: row.get("logout_revokes_grants")?,
         created_at: row.time("created_at")?,
     })
 }
@@ -30,7 +32,8 @@ impl ClientRepository for SqliteStore {
                 run(
                     tx,
                     "INSERT INTO clients (client_id, secret_hash, name_ru, name_en, redirect_uris, scopes, \
-                     require_consent, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                     require_consent, created_at, post_logout_redirect_uris, logout_revokes_grants) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                     params![
                         client.client_id.as_str(),
                         client.secret_hash,
@@ -40,6 +43,8 @@ impl ClientRepository for SqliteStore {
                         client.scopes.join(" "),
                         client.require_consent,
                         secs(client.created_at),
+                        to_json(&client.post_logout_redirect_uris)?,
+                        client.logout_revokes_grants,
                     ],
                 )?;
                 Ok(())

@@ -21,6 +21,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (5, "reports", include_str!("../migrations/0005_reports.sql")),
     (6, "delivery indexes", include_str!("../migrations/0006_delivery_indexes.sql")),
     (7, "login throttles", include_str!("../migrations/0007_login_throttles.sql")),
+    (8, "session ids", include_str!("../migrations/0008_session_ids.sql")),
 ];
 
 /// Applies the migrations that have not run yet.

@@ -5,7 +5,7 @@
 
 use async_trait::async_trait;
 use portico_model::audit::AuditEvent;
-use portico_model::ids::{CodeHash, GrantId, RefreshTokenHash};
+use portico_model::ids::{CodeHash, GrantId, RefreshTokenHash, SessionId};
 use portico_model::oauth::{
     AccessTokenState, AuthorizationCode, Grant, Redemption, RefreshToken, Rotation, StoredCode, StoredRefreshToken,
 };
@@ -15,11 +15,11 @@ use rusqlite::{Connection, Row, params};
 use time::OffsetDateTime;
 
 use crate::audit::insert_audit;
-use crate::db::{Columns, Res, damaged, one, run, secs, secs_opt, words};
+use crate::db::{Columns, Res, all, damaged, one, run, secs, secs_opt, words};
 use crate::{Result, SqliteStore};
 
 const CODE_COLUMNS: &str = "code_hash, client_id, user_id, redirect_uri, scope, code_challenge, nonce, auth_time, \
-                            created_at, expires_at, grant_id, amr";
+                            created_at, expires_at, grant_id, amr, session_id";
 
 fn code_from(row: &Row<'_>) -> Res<AuthorizationCode> {
     Ok(AuthorizationCode {
@@ -35,10 +35,11 @@ fn code_from(row: &Row<'_>) -> Res<AuthorizationCode> {
         expires_at: row.time("expires_at")?,
         grant_id: row.uuid_opt("grant_id")?.map(GrantId::from),
         amr: row.words("amr")?,
+        session_id: row.uuid_opt("session_id")?.map(SessionId::from),
     })
 }
 
-fn grant_from(row: &Row<'_>) -> Res<Grant> {
+pub(crate) fn grant_from(row: &Row<'_>) -> Res<Grant> {
     Ok(Grant {
         id: row.uuid("id")?.into(),
         client_id: row.get::<_, String>("client_id")?.into(),
@@ -48,14 +49,15 @@ fn grant_from(row: &Row<'_>) -> Res<Grant> {
         created_at: row.time("created_at")?,
         revoked_at: row.time_opt("revoked_at")?,
         amr: row.words("amr")?,
+        session_id: row.uuid_opt("session_id")?.map(SessionId::from),
     })
 }
 
 fn insert_grant(conn: &Connection, grant: &Grant) -> Res<()> {
     run(
         conn,
-        "INSERT INTO grants (id, client_id, user_id, scope, auth_time, created_at, revoked_at, amr) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        "INSERT INTO grants (id, client_id, user_id, scope, auth_time, created_at, revoked_at, amr, session_id) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
         params![
             grant.id.to_string(),
             grant.client_id.as_str(),
@@ -65,6 +67,7 @@ fn insert_grant(conn: &Connection, grant: &Grant) -> Res<()> {
             secs(grant.created_at),
             secs_opt(grant.revoked_at),
             words(&grant.amr),
+            grant.session_id.map(|id| id.to_string()),
         ],
     )?;
     Ok(())
@@ -90,8 +93,8 @@ impl AuthorizationCodeRepository for SqliteStore {
                 run(
                     tx,
                     "INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, \
-                     code_challenge, nonce, auth_time, created_at, expires_at, amr) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                     code_challenge, nonce, auth_time, created_at, expires_at, amr, session_id) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
                     params![
                         code.code_hash.as_str(),
                         code.client_id.as_str(),
@@ -104,6 +107,7 @@ impl AuthorizationCodeRepository for SqliteStore {
                         secs(code.created_at),
                         secs(code.expires_at),
                         words(&code.amr),
+                        code.session_id.map(|id| id.to_string()),
                     ],
                 )?;
                 Ok(())
@@ -174,6 +178,11 @@ impl AuthorizationCodeRepository for SqliteStore {
 impl GrantRepository for SqliteStore {
     async fn find_grant(&self, id: GrantId) -> Result<Option<Grant>> {
         self.db.read(move |c| one(c, "SELECT * FROM grants WHERE id = ?1", [id.to_string()], grant_from)).await
+    }
+
+    async fn list_session_grants(&self, session_id: SessionId) -> Result<Vec<Grant>> {
+        let sql = "SELECT * FROM grants WHERE session_id = ?1 AND revoked_at IS NULL ORDER BY created_at";
+        self.db.read(move |c| all(c, sql, [session_id.to_string()], grant_from)).await
     }
 
     async fn revoke_grant(&self, id: GrantId, now: OffsetDateTime) -> Result<bool> {

@@ -3,7 +3,7 @@
 use crate::Result;
 use async_trait::async_trait;
 use portico_model::audit::AuditEvent;
-use portico_model::ids::{CodeHash, GrantId, RefreshTokenHash};
+use portico_model::ids::{CodeHash, GrantId, RefreshTokenHash, SessionId};
 use portico_model::oauth::{
     AccessTokenState, AuthorizationCode, Grant, Redemption, RefreshToken, Rotation, StoredCode, StoredRefreshToken,
 };
@@ -49,6 +49,12 @@ pub trait GrantRepository: Send + Sync {
     /// # Errors
     /// Only when the store fails.
     async fn find_grant(&self, id: GrantId) -> Result<Option<Grant>>;
+    /// The live (unrevoked) grants issued under a single sign-on session,
+    /// oldest first.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn list_session_grants(&self, session_id: SessionId) -> Result<Vec<Grant>>;
     /// Revokes a grant (and so every token issued along it). Returns whether
     /// a live grant was revoked.
     ///

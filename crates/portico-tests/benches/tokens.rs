@@ -182,6 +182,7 @@ async fn endpoints(backend: Backend, crypto: Arc<Crypto>) {
                 expires_at: now + time::Duration::hours(1),
                 grant_id: None,
                 amr: vec!["pwd".into()],
+                session_id: None,
             };
             store.insert_code(&row).await.expect("insert code");
             code

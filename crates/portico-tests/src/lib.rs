@@ -335,6 +335,8 @@ impl TestApp {
                 redirect_uris: vec!["https://other.example/cb".into()],
                 scopes: vec!["openid".into()],
                 require_consent: false,
+                post_logout_redirect_uris: vec!["https://other.example/bye".into()],
+                logout_revokes_grants: false,
                 created_at: self.clock.now(),
             })
             .await
@@ -368,6 +370,7 @@ impl TestApp {
                 expires_at: now + time::Duration::minutes(5),
                 grant_id: None,
                 amr: vec!["pwd".into()],
+                session_id: None,
             })
             .await
             .expect("insert a code");
@@ -380,6 +383,7 @@ impl TestApp {
             created_at: now,
             revoked_at: None,
             amr: vec!["pwd".into()],
+            session_id: None,
         };
         let refresh = portico_identity::tokens::NewRefreshToken::generate(grant.id, now, time::Duration::days(1));
         let event = AuditEvent::new(now, AuditKind::TokenIssued).user(user.id);

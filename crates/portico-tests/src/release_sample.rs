@@ -78,6 +78,8 @@ pub fn sample() -> Sample {
         redirect_uris: vec!["https://rp.example/cb".into(), "https://rp.example/cb2".into()],
         scopes: vec!["openid".into(), "profile".into(), "email".into()],
         require_consent: true,
+        post_logout_redirect_uris: Vec::new(),
+        logout_revokes_grants: false,
         created_at: t0,
     };
     let user = User {
@@ -122,6 +124,7 @@ pub fn sample() -> Sample {
         created_at: t0 + Duration::minutes(2),
         revoked_at: None,
         amr: vec!["pwd".into(), "sms".into(), "mfa".into()],
+        session_id: None,
     };
     let revoked_grant = Grant {
         id: id(11).into(),
@@ -143,6 +146,7 @@ pub fn sample() -> Sample {
         expires_at: t0 + Duration::minutes(6),
         grant_id: Some(grant.id),
         amr: grant.amr.clone(),
+        session_id: None,
     };
     let fresh_code = AuthorizationCode {
         code_hash: "code-fresh".into(),
@@ -162,7 +166,10 @@ pub fn sample() -> Sample {
         created_at: t0 + Duration::minutes(3),
         ..spent_refresh.clone()
     };
+    // Release 0.1 kept no session id: an upgrade gives each session a
+    // random one (the upgrade test compares everything else).
     let session = SsoSession {
+        id: id(30).into(),
         token_hash: "session-hash".into(),
         user_id: user.id,
         auth_time: grant.auth_time,

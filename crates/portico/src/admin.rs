@@ -41,6 +41,12 @@ pub enum ClientCommand {
         /// Ask users for consent before issuing codes to this client.
         #[arg(long)]
         require_consent: bool,
+        /// Where RP-initiated logout may send the browser back (exact match); repeat for several.
+        #[arg(long = "post-logout-redirect-uri")]
+        post_logout_redirect_uris: Vec<String>,
+        /// Ending a user's session (logout, an operator) revokes this client's grants issued under it.
+        #[arg(long)]
+        logout_revokes_grants: bool,
     },
     /// List client applications.
     List,
@@ -93,15 +99,25 @@ pub enum KeyCommand {
 pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<()> {
     let store = portico_server::app::open_store(config).await?;
     match command {
-        ClientCommand::Add { client_id, secret, redirect_uris, scope, name, name_en, require_consent } => {
+        ClientCommand::Add {
+            client_id,
+            secret,
+            redirect_uris,
+            scope,
+            name,
+            name_en,
+            require_consent,
+            post_logout_redirect_uris,
+            logout_revokes_grants,
+        } => {
             if client_id.trim().is_empty() {
                 anyhow::bail!("--client-id must not be empty");
             }
             for uri in &redirect_uris {
-                let url = url_parse(uri)?;
-                if url.fragment().is_some() {
-                    anyhow::bail!("--redirect-uri {uri}: a redirect URI must not have a fragment");
-                }
+                check_redirect_uri("--redirect-uri", uri)?;
+            }
+            for uri in &post_logout_redirect_uris {
+                check_redirect_uri("--post-logout-redirect-uri", uri)?;
             }
             let scopes = ScopeSet::parse(&scope).map_err(|e| anyhow::anyhow!("--scope: {e}"))?;
             let (secret, generated) = match secret {
@@ -119,6 +135,8 @@ pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<
                 redirect_uris,
                 scopes: scopes.iter().map(str::to_owned).collect(),
                 require_consent,
+                post_logout_redirect_uris,
+                logout_revokes_grants,
                 created_at: SystemClock.now(),
             };
             store.create_client(&client).await.map_err(|e| conflict(e, "a client with this --client-id"))?;
@@ -129,14 +147,23 @@ pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<
         }
         ClientCommand::List => {
             for client in store.list_clients().await? {
-                println!(
-                    "{}\t{}\tscopes: {}\tredirect: {}{}",
+                let mut line = format!(
+                    "{}\t{}\tscopes: {}\tredirect: {}",
                     client.client_id,
                     client.name.en,
                     client.scopes.join(" "),
-                    client.redirect_uris.join(", "),
-                    if client.require_consent { "\tconsent required" } else { "" }
+                    client.redirect_uris.join(", ")
                 );
+                if !client.post_logout_redirect_uris.is_empty() {
+                    line.push_str(&format!("\tafter logout: {}", client.post_logout_redirect_uris.join(", ")));
+                }
+                if client.require_consent {
+                    line.push_str("\tconsent required");
+                }
+                if client.logout_revokes_grants {
+                    line.push_str("\tlogout revokes grants");
+                }
+                println!("{line}");
             }
         }
         ClientCommand::Remove { client_id } => {
@@ -237,8 +264,13 @@ pub async fn keys(config: &Config, command: KeyCommand) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn url_parse(uri: &str) -> anyhow::Result<url::Url> {
-    url::Url::parse(uri).map_err(|e| anyhow::anyhow!("--redirect-uri {uri}: not an absolute URL ({e})"))
+/// An address the browser is sent to: absolute, without a fragment.
+fn check_redirect_uri(flag: &str, uri: &str) -> anyhow::Result<()> {
+    let url = url::Url::parse(uri).map_err(|e| anyhow::anyhow!("{flag} {uri}: not an absolute URL ({e})"))?;
+    if url.fragment().is_some() {
+        anyhow::bail!("{flag} {uri}: the address must not have a fragment");
+    }
+    Ok(())
 }
 
 fn conflict(error: StorageError, what: &str) -> anyhow::Error {

@@ -5,6 +5,7 @@ mod brokerage;
 mod merchants;
 mod notifications;
 mod permissions;
+mod sessions;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -43,6 +44,9 @@ enum Command {
     /// Manage users.
     #[command(subcommand)]
     Users(admin::UserCommand),
+    /// List and end users' single sign-on sessions.
+    #[command(subcommand)]
+    Sessions(sessions::SessionCommand),
     /// Manage token signing keys.
     #[command(subcommand)]
     Keys(admin::KeyCommand),
@@ -115,6 +119,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<()> {
         }
         Command::Clients(command) => admin::clients(&config, command).await,
         Command::Users(command) => admin::users(&config, command).await,
+        Command::Sessions(command) => sessions::run(&config, command).await,
         Command::Keys(command) => admin::keys(&config, command).await,
         Command::Permissions(command) => permissions::run(&config, command).await,
         Command::Brokerage(command) => brokerage::run(&config, command).await,

@@ -7,7 +7,7 @@ use std::future::Future;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use portico_tests::{Pkce, TestApp, backends, jwt_header};
+use portico_tests::{Pkce, TestApp, backends, jwt_claims, jwt_header};
 
 fn portico(app: &TestApp, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_portico"))
@@ -127,6 +127,59 @@ fn bad_input_is_refused_with_a_message_that_names_it() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--redirect-uri"));
     let out = run(&["users", "block", "--login", "nobody"], &[]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("there is no user nobody"));
+    let out = run(
+        &[
+            "clients",
+            "add",
+            "--client-id",
+            "a",
+            "--redirect-uri",
+            "https://a.example/",
+            "--post-logout-redirect-uri",
+            "https://a.example/bye#top",
+        ],
+        &[],
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--post-logout-redirect-uri https://a.example/bye#top"));
+    let out = run(&["sessions", "list", "--login", "nobody"], &[]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("there is no user nobody"));
+    let out = run(&["sessions", "end", "--sid", "0195f0a0-0000-7000-8000-000000000000"], &[]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("there is no live session"));
+    let out = run(&["sessions", "end"], &[]);
+    assert_eq!(out.status.code(), Some(2), "neither --sid nor --login");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_are_listed_and_ended_by_an_operator_on_a_running_server() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let browser = app.browser();
+        let pkce = Pkce::new();
+        let code = app.login_for_code(&browser, &pkce, "ivan", "ivan-password").await;
+        let tokens: portico_tests::TokenResponse = app.exchange(&code, &pkce.verifier).await.json().await.unwrap();
+        let sid = jwt_claims(tokens.id_token.as_deref().unwrap())["sid"].as_str().unwrap().to_owned();
+
+        let listed = ok(portico(&app, &["sessions", "list", "--login", "ivan"]));
+        assert!(listed.starts_with(&sid) && listed.contains("clients: demo-app"), "{backend:?}: {listed}");
+        let ended = ok(portico(&app, &["sessions", "end", "--sid", &sid]));
+        assert!(ended.contains(&format!("session {sid} ended; 1 grant(s) revoked")), "{backend:?}: {ended}");
+        // The browser is signed out at once (sessions are not kept in memory) …
+        let response = browser.get(app.authorize_url(&Pkce::new(), &[("prompt", Some("none"))])).send().await.unwrap();
+        assert_eq!(portico_tests::location_param(&response, "error").as_deref(), Some("login_required"));
+        // … and the demo client's grant, revoked with it, within the bound.
+        let refused = within_the_bound(&app, || async { app.liveness(&tokens.access_token).await == 401 }).await;
+        assert!(refused, "{backend:?}");
+        assert!(ok(portico(&app, &["sessions", "list", "--login", "ivan"])).contains("no live session"));
+        let audit = app.store.recent_audit(1).await.unwrap();
+        assert_eq!((audit[0].kind.as_str(), audit[0].detail["by"].as_str()), ("session.ended", Some("operator")));
+
+        // Every session of a user at once.
+        app.tokens_for("ivan", "ivan-password").await;
+        app.tokens_for("ivan", "ivan-password").await;
+        let ended = ok(portico(&app, &["sessions", "end", "--login", "ivan"]));
+        assert_eq!(ended.matches(" ended;").count(), 2, "{backend:?}: {ended}");
+        assert!(ok(portico(&app, &["sessions", "end", "--login", "ivan"])).contains("no live session to end"));
+    }
 }
 
 #[test]

@@ -24,10 +24,27 @@ struct ErrorPage<'a> {
     view_json: String,
 }
 
+/// The logged-out page, and the pages of logout: a heading and one message.
 #[derive(Template)]
 #[template(path = "logged_out.html")]
-struct LoggedOutPage<'a> {
-    t: &'a Texts,
+pub(crate) struct LoggedOutPage<'a> {
+    pub t: &'a Texts,
+    pub heading: &'a str,
+    pub message: &'a str,
+}
+
+impl LoggedOutPage<'_> {
+    /// The page as a response with `status`.
+    pub(crate) fn respond(&self, status: StatusCode) -> Response {
+        match self.render() {
+            Ok(html) => {
+                let mut response = (status, Html(html)).into_response();
+                response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+                super::assets::secure(response)
+            }
+            Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+        }
+    }
 }
 
 /// Rounds of read-and-update when keeping an error on its process (a
@@ -173,8 +190,5 @@ async fn failed_process(identity: &Identity, headers: &HeaderMap) -> Option<Logi
 
 pub async fn logged_out(State(identity): State<IdentityState>, headers: HeaderMap) -> Response {
     let t = texts::for_locale(texts::negotiate(&headers, identity.settings.default_locale));
-    match (LoggedOutPage { t }).render() {
-        Ok(html) => super::assets::secure(Html(html).into_response()),
-        Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
-    }
+    LoggedOutPage { t, heading: "Portico", message: t.logged_out }.respond(StatusCode::OK)
 }

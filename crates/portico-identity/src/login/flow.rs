@@ -16,6 +16,7 @@
 use axum::http::StatusCode;
 use axum::response::Response;
 use portico_model::audit::{AuditEvent, AuditKind};
+use portico_model::ids::SessionId;
 use portico_model::login::{AuthMethod, LoginProcess, StepType, ViewType, codes};
 use portico_model::otp::OtpChannel;
 use portico_model::scope::ScopeSet;
@@ -159,6 +160,11 @@ async fn complete(
 ) -> Result<Response, StorageError> {
     process.state.completed_at = Some(now);
     process.state.otp = None;
+    // A consent-only process continues the session it started from; a
+    // login opens a new one, named on the process before it exists so that
+    // the code is issued under it.
+    let opens = process.state.session_id.is_none();
+    let session_id = *process.state.session_id.get_or_insert_with(SessionId::random);
     if !identity.store.update_login_process(&process).await? {
         return Ok(to_login());
     }
@@ -178,8 +184,10 @@ async fn complete(
 
     let mut response = redirect(StatusCode::SEE_OTHER, &authorize_url(&process));
     let mut set = SetCookies::new(identity.settings.secure_cookies);
-    let amr = process.state.amr().into_iter().map(str::to_owned).collect();
-    session::open(identity, user.id, amr, now, &mut set).await?;
+    if opens {
+        let amr = process.state.amr().into_iter().map(str::to_owned).collect();
+        session::open(identity, session_id, user.id, amr, now, &mut set).await?;
+    }
     set.clear(cookies::STEP_ERROR_DETAILS).clear(cookies::CAPTCHA_REQUIRED);
     set.apply(response.headers_mut());
     Ok(response)

@@ -33,8 +33,9 @@ use axum::Router;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::routing::get;
-use portico_model::ids::{ClientId, UserId};
+use portico_model::ids::ClientId;
 use portico_model::login::{AuthMethod, LoginProcess, LoginState};
+use portico_model::session::SsoSession;
 use portico_storage::StorageError;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -120,7 +121,7 @@ pub async fn start_at(
     request: &AuthorizeRequest,
     query: &str,
     now: OffsetDateTime,
-    consent_of: Option<UserId>,
+    consent_of: Option<&SsoSession>,
 ) -> Result<Response, StorageError> {
     let ttl = identity.settings.login_process_ttl;
     let existing_device = cookies::get(headers, cookies::DEVICE_ID)
@@ -136,8 +137,9 @@ pub async fn start_at(
     state.force_consent = request.prompt == Some(portico_model::oauth::Prompt::Consent);
     state.locale = request.ui_locale;
     state.principal.clone_from(&request.login_hint);
-    if let Some(user_id) = consent_of {
-        state.user_id = Some(user_id);
+    if let Some(session) = consent_of {
+        state.user_id = Some(session.user_id);
+        state.session_id = Some(session.id);
         state.go_to(portico_model::login::StepType::Consent, portico_model::login::ViewType::Default);
     }
     let process = LoginProcess { id: Uuid::new_v4(), version: 0, created_at: now, expires_at: now + ttl, state };

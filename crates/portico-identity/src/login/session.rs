@@ -3,9 +3,11 @@
 //! authorize requests issue codes without a new login.
 
 use axum::http::HeaderMap;
-use portico_model::ids::{SessionHash, UserId};
-use portico_model::session::SsoSession;
-use portico_storage::StorageError;
+use portico_model::audit::{AuditEvent, AuditKind};
+use portico_model::ids::{SessionHash, SessionId, UserId};
+use portico_model::session::{EndedSession, SsoSession};
+use portico_storage::{Storage, StorageError};
+use serde_json::json;
 use time::OffsetDateTime;
 
 use crate::Identity;
@@ -20,11 +22,7 @@ pub async fn current(
     headers: &HeaderMap,
     now: OffsetDateTime,
 ) -> Result<Option<SsoSession>, StorageError> {
-    let Some(token) = cookies::get(headers, cookies::SESSION) else {
-        return Ok(None);
-    };
-    let hash = SessionHash::new(portico_crypto::hash::token_hash(token));
-    let Some(session) = identity.store.find_session(&hash, now).await? else {
+    let Some(session) = from_cookie(identity, headers, now).await? else {
         return Ok(None);
     };
     match identity.store.find_user(session.user_id).await? {
@@ -33,12 +31,28 @@ pub async fn current(
     }
 }
 
-/// Opens a session for `user_id` and sets its cookie.
+/// The unexpired session the browser's cookie names, whoever its user.
+///
+/// # Errors
+/// When storage fails.
+pub async fn from_cookie(
+    identity: &Identity,
+    headers: &HeaderMap,
+    now: OffsetDateTime,
+) -> Result<Option<SsoSession>, StorageError> {
+    let Some(token) = cookies::get(headers, cookies::SESSION) else {
+        return Ok(None);
+    };
+    identity.store.find_session(&SessionHash::new(portico_crypto::hash::token_hash(token)), now).await
+}
+
+/// Opens session `id` for `user_id` and sets its cookie.
 ///
 /// # Errors
 /// When storage fails.
 pub async fn open(
     identity: &Identity,
+    id: SessionId,
     user_id: UserId,
     amr: Vec<String>,
     now: OffsetDateTime,
@@ -49,6 +63,7 @@ pub async fn open(
     identity
         .store
         .create_session(&SsoSession {
+            id,
             token_hash: SessionHash::new(portico_crypto::hash::token_hash(&token)),
             user_id,
             auth_time: now,
@@ -59,4 +74,26 @@ pub async fn open(
         .await?;
     set.set(cookies::SESSION, &token, Some(ttl.whole_seconds()));
     Ok(())
+}
+
+/// Ends a session: removes it and revokes the grants issued under it to
+/// clients that asked for that (`logout_revokes_grants`), in one
+/// transaction with its audit event. `by` says who ended it (`logout`,
+/// `operator`). `None` when the session was gone already.
+///
+/// # Errors
+/// When storage fails.
+pub async fn end(
+    store: &dyn Storage,
+    session: &SsoSession,
+    by: &str,
+    now: OffsetDateTime,
+) -> Result<Option<EndedSession>, StorageError> {
+    let event = AuditEvent::new(now, AuditKind::SessionEnded).user(session.user_id);
+    let ended = store.end_session(session.id, now, &event.detail(json!({ "sid": session.id, "by": by }))).await?;
+    if let Some(ended) = &ended {
+        let revoked = ended.grants.iter().filter(|g| g.revoked_at.is_some()).count();
+        tracing::info!(sid = %session.id, by, grants = ended.grants.len(), revoked, "session ended");
+    }
+    Ok(ended)
 }

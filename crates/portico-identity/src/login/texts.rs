@@ -21,6 +21,15 @@ pub struct Texts {
     pub action_retry: &'static str,
     pub action_redirect: &'static str,
     pub logged_out: &'static str,
+    /// After a logout that has nowhere to return to.
+    pub signed_out_heading: &'static str,
+    pub signed_out: &'static str,
+    /// A logout request that was refused (nothing was ended).
+    pub logout_refused_heading: &'static str,
+    pub logout_bad_request: &'static str,
+    pub logout_bad_hint: &'static str,
+    pub logout_bad_client: &'static str,
+    pub logout_bad_redirect: &'static str,
     /// The SMS or e-mail text; `{code}` is replaced by the code.
     pub otp_text: &'static str,
     pub phone_heading: &'static str,
@@ -118,6 +127,16 @@ pub const RU: Texts = Texts {
     action_retry: "Войти заново",
     action_redirect: "Вернуться",
     logged_out: "Вы вышли из системы или сеанс входа истёк. Вернитесь в приложение, чтобы войти снова.",
+    signed_out_heading: "Вы вышли",
+    signed_out: "Вы вышли из системы. Чтобы войти снова, вернитесь в приложение.",
+    logout_refused_heading: "Выход не выполнен",
+    logout_bad_request: "Запрос на выход составлен неверно: параметр повторяется или пуст. \
+                         Вернитесь в приложение и выйдите ещё раз.",
+    logout_bad_hint: "Приложение передало чужой или повреждённый токен входа. Вы не вышли из системы. \
+                      Вернитесь в приложение и выйдите ещё раз или закройте браузер.",
+    logout_bad_client: "Приложение, которое просит выйти, не зарегистрировано в банке. Вы не вышли из системы.",
+    logout_bad_redirect: "Приложение просит вернуть вас на адрес, который для него не зарегистрирован. \
+                          Вы не вышли из системы. Сообщите об этом в поддержку приложения.",
     otp_text: "Код для входа в интернет-банк: {code}. Никому не сообщайте его.",
     phone_heading: "Вход по номеру телефона",
     phone_label: "Номер телефона",
@@ -175,6 +194,17 @@ pub const EN: Texts = Texts {
     action_retry: "Sign in again",
     action_redirect: "Go back",
     logged_out: "You are signed out, or the sign-in expired. Return to the application to sign in again.",
+    signed_out_heading: "Signed out",
+    signed_out: "You are signed out. To sign in again, return to the application.",
+    logout_refused_heading: "You are still signed in",
+    logout_bad_request: "The sign-out request is malformed: a parameter is repeated or empty. \
+                         Return to the application and sign out again.",
+    logout_bad_hint: "The application sent a sign-in token that is damaged or not its own. You are still signed in. \
+                      Return to the application and sign out again, or close the browser.",
+    logout_bad_client: "The application asking to sign you out is not registered with the bank. \
+                        You are still signed in.",
+    logout_bad_redirect: "The application asks to send you to an address that is not registered for it. \
+                          You are still signed in. Please tell the application's support.",
     otp_text: "Your online banking sign-in code: {code}. Do not share it with anyone.",
     phone_heading: "Sign in with your phone number",
     phone_label: "Phone number",

@@ -37,6 +37,7 @@ use portico_model::ids::{ClientId, CodeHash, UserId};
 use portico_model::login::{Locale, LoginProcess};
 use portico_model::oauth::{AuthorizationCode, Prompt, is_s256_challenge};
 use portico_model::scope::ScopeSet;
+use portico_model::session::SsoSession;
 use portico_storage::StorageError;
 use time::OffsetDateTime;
 
@@ -128,12 +129,17 @@ async fn handle(identity: &Identity, headers: &HeaderMap, query: &str) -> Result
 
     if let Some(process) = completed_login(identity, headers, query, now).await? {
         identity.store.delete_login_process(process.id).await?;
-        let (Some(user_id), Some(auth_time)) = (process.state.user_id, process.state.completed_at) else {
-            return Err(StorageError::Other("a completed process without a user".into()).into());
+        let session = match process.state.session_id {
+            Some(id) => identity.store.find_session_by_id(id, now).await?,
+            None => None,
+        };
+        // The session the login opened (or continued) ended meanwhile, by a
+        // logout or an operator: the user logs in again.
+        let Some(session) = session.filter(|s| Some(s.user_id) == process.state.user_id) else {
+            return Ok(login::start(identity, headers, &request, query, now).await?);
         };
         let scope = granted_scope(&request.scope, process.state.granted_groups.as_deref());
-        let amr: Vec<String> = process.state.amr().into_iter().map(str::to_owned).collect();
-        let mut response = issue_code_redirect(identity, &request, &scope, user_id, auth_time, &amr).await?;
+        let mut response = issue_code_redirect(identity, &request, &scope, &session).await?;
         let mut set = SetCookies::new(identity.settings.secure_cookies);
         set.clear(cookies::AUTHENTICATION_FLOW).clear(cookies::LOGIN_CLIENT_ENTRY);
         set.apply(response.headers_mut());
@@ -150,9 +156,7 @@ async fn handle(identity: &Identity, headers: &HeaderMap, query: &str) -> Result
     if let Some(session) = session {
         if !consent_needed(identity, &request, session.user_id).await? {
             let scope = request.scope.to_string();
-            let response =
-                issue_code_redirect(identity, &request, &scope, session.user_id, session.auth_time, &session.amr);
-            return Ok(response.await?);
+            return Ok(issue_code_redirect(identity, &request, &scope, &session).await?);
         }
         if request.prompt == Some(Prompt::None) {
             return Ok(error_redirect(
@@ -163,7 +167,7 @@ async fn handle(identity: &Identity, headers: &HeaderMap, query: &str) -> Result
                 Some(&request.state),
             ));
         }
-        return Ok(login::start_at(identity, headers, &request, query, now, Some(session.user_id)).await?);
+        return Ok(login::start_at(identity, headers, &request, query, now, Some(&session)).await?);
     }
 
     if request.prompt == Some(Prompt::None) {
@@ -281,11 +285,7 @@ async fn validate(identity: &Identity, params: &Params) -> Result<AuthorizeReque
         None => None,
         Some(value) => Some(value.parse::<u32>().map_err(|_| fail("invalid_request", "max_age"))?),
     };
-    // Languages Portico does not speak are passed over, as OIDC Core
-    // §3.1.2.1 asks ("not an error").
-    let ui_locale = get("ui_locales")?.and_then(|tags| {
-        tags.split(' ').find_map(|tag| Locale::parse(&tag.split('-').next().unwrap_or_default().to_ascii_lowercase()))
-    });
+    let ui_locale = get("ui_locales")?.and_then(Locale::from_ui_locales);
     let login_hint = get("login_hint")?;
     if login_hint.is_some_and(|hint| hint.len() > MAX_LOGIN_HINT || hint.chars().any(char::is_control)) {
         return Err(fail("invalid_request", "login_hint"));
@@ -304,8 +304,9 @@ async fn validate(identity: &Identity, params: &Params) -> Result<AuthorizeReque
     })
 }
 
-/// Issues an authorization code for `user_id` and answers 302 to the
-/// client's `redirect_uri` with `code` and `state`.
+/// Issues an authorization code under `session` (its user, `auth_time`
+/// and `amr`) and answers 302 to the client's `redirect_uri` with `code`,
+/// `state` and `iss`.
 ///
 /// # Errors
 /// When the code cannot be stored.
@@ -313,9 +314,7 @@ pub async fn issue_code_redirect(
     identity: &Identity,
     request: &AuthorizeRequest,
     scope: &str,
-    user_id: UserId,
-    auth_time: OffsetDateTime,
-    amr: &[String],
+    session: &SsoSession,
 ) -> Result<Response, StorageError> {
     let now = identity.clock.now();
     let code = portico_crypto::random::token();
@@ -324,16 +323,17 @@ pub async fn issue_code_redirect(
         .insert_code(&AuthorizationCode {
             code_hash: CodeHash::new(portico_crypto::hash::token_hash(&code)),
             client_id: request.client.client_id.clone(),
-            user_id,
+            user_id: session.user_id,
             redirect_uri: request.redirect_uri.clone(),
             scope: scope.to_owned(),
             code_challenge: request.code_challenge.clone(),
             nonce: request.nonce.clone(),
-            auth_time,
+            auth_time: session.auth_time,
             created_at: now,
             expires_at: now + identity.settings.authorization_code_ttl,
             grant_id: None,
-            amr: amr.to_vec(),
+            amr: session.amr.clone(),
+            session_id: Some(session.id),
         })
         .await?;
     let pairs = [("code", code.as_str()), ("state", &request.state), ("iss", &identity.settings.issuer)];

@@ -26,6 +26,7 @@ pub async fn openid_configuration(State(identity): State<IdentityState>) -> Resp
         "jwks_uri": format!("{issuer}/oauth2/jwks"),
         "userinfo_endpoint": format!("{issuer}/oauth2/userinfo"),
         "revocation_endpoint": format!("{issuer}/oauth2/revoke"),
+        "end_session_endpoint": format!("{issuer}/oauth2/logout"),
         "scopes_supported": portico_model::scope::OIDC_SCOPES,
         "response_types_supported": ["code"],
         "response_modes_supported": ["query"],

@@ -6,6 +6,7 @@ pub(crate) mod discovery;
 pub mod error;
 pub(crate) mod jwks;
 pub(crate) mod liveness;
+pub(crate) mod logout;
 pub mod params;
 pub(crate) mod revoke;
 pub(crate) mod token;
@@ -26,6 +27,7 @@ pub fn router() -> Router<IdentityState> {
         .route("/oauth2/revoke", post(revoke::revoke))
         .route("/oauth2/jwks", get(jwks::jwks))
         .route("/oauth2/token/liveness", get(liveness::liveness))
+        .route("/oauth2/logout", get(logout::logout).post(logout::logout_form))
         .route("/oauth2/userinfo", get(userinfo::userinfo).post(userinfo::userinfo_post))
         .route("/.well-known/openid-configuration", get(discovery::openid_configuration))
 }

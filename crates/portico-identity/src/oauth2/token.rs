@@ -112,6 +112,7 @@ async fn exchange_code(identity: &Identity, client: &Client, params: &Params) ->
         created_at: now,
         revoked_at: None,
         amr: code.amr.clone(),
+        session_id: code.session_id,
     };
     let refresh = NewRefreshToken::generate(grant.id, now, identity.settings.refresh_token_ttl);
     let event = AuditEvent::new(now, AuditKind::TokenIssued)

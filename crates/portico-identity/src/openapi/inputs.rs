@@ -106,6 +106,50 @@ pub struct AuthorizeQuery {
     prompt: Option<String>,
 }
 
+/// The parameters of RP-initiated logout (`GET /oauth2/logout`).
+#[derive(IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct LogoutQuery {
+    /// An id_token Portico issued to the client (expired ones count): names
+    /// the user, the client and the session to end.
+    #[param(value_type = String, required = false)]
+    id_token_hint: Option<String>,
+    /// The client asking; must be the hint's `aud` when both are given.
+    #[param(value_type = String, required = false, example = "demo-app")]
+    client_id: Option<String>,
+    /// One of the client's registered post-logout addresses, exactly.
+    #[param(value_type = String, required = false)]
+    post_logout_redirect_uri: Option<String>,
+    /// Returned unchanged with the redirect.
+    #[param(value_type = String, required = false)]
+    state: Option<String>,
+    /// Languages for the signed-out page, preferred first (`ru`, `en`).
+    #[param(value_type = String, required = false, example = "en")]
+    ui_locales: Option<String>,
+    /// Accepted and not needed: a browser has one account.
+    #[param(value_type = String, required = false)]
+    logout_hint: Option<String>,
+}
+
+/// The form of `POST /oauth2/logout`: the parameters of `GET`.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct LogoutForm {
+    #[schema(nullable = false)]
+    id_token_hint: Option<String>,
+    #[schema(nullable = false)]
+    client_id: Option<String>,
+    #[schema(nullable = false)]
+    post_logout_redirect_uri: Option<String>,
+    #[schema(nullable = false)]
+    state: Option<String>,
+    #[schema(nullable = false)]
+    ui_locales: Option<String>,
+    #[schema(nullable = false)]
+    logout_hint: Option<String>,
+}
+
 /// `TokenRequestDTO`: the form of `POST /oauth2/token`.
 #[derive(ToSchema)]
 #[schema(as = TokenRequestDTO)]

@@ -135,6 +135,8 @@ pub enum ClientErrors<'a> {
         crate::oauth2::liveness::liveness,
         crate::oauth2::userinfo::userinfo,
         crate::oauth2::userinfo::userinfo_post,
+        crate::oauth2::logout::logout,
+        crate::oauth2::logout::logout_form,
         crate::oauth2::discovery::openid_configuration,
         crate::login::page::login_page,
         crate::login::submit::submit_step,
@@ -158,6 +160,7 @@ pub enum ClientErrors<'a> {
         AuthMethodRequest,
         OtpMethodRequest,
         LocaleForm,
+        LogoutForm,
         UserInfo,
         crate::theme::DrawerSection,
         crate::theme::DrawerItem

@@ -122,6 +122,11 @@ pub fn redirect_uri(issuer: &str) -> String {
     format!("{issuer}/demo/callback")
 }
 
+/// Where the demo clients come back to after RP-initiated logout.
+pub fn logout_return_uri(issuer: &str) -> String {
+    format!("{issuer}/demo/logged-out")
+}
+
 /// Seeds the data set when the database holds no client and no user yet.
 ///
 /// # Errors
@@ -145,6 +150,8 @@ pub async fn seed(
             redirect_uris: vec![redirect_uri(&identity.settings.issuer)],
             scopes: SCOPE.split(' ').map(str::to_owned).collect(),
             require_consent: false,
+            post_logout_redirect_uris: vec![logout_return_uri(&identity.settings.issuer)],
+            logout_revokes_grants: true,
             created_at: now,
         })
         .await?;
@@ -158,6 +165,8 @@ pub async fn seed(
             redirect_uris: vec![redirect_uri(&identity.settings.issuer)],
             scopes: SCOPE.split(' ').map(str::to_owned).collect(),
             require_consent: true,
+            post_logout_redirect_uris: vec![logout_return_uri(&identity.settings.issuer)],
+            logout_revokes_grants: false,
             created_at: now,
         })
         .await?;
@@ -215,6 +224,7 @@ pub fn router(state: AppState) -> Router {
         .route("/demo", get(page))
         .route("/demo/login", get(page))
         .route("/demo/callback", get(page))
+        .route("/demo/logged-out", get(page))
         .with_state(state)
 }
 
@@ -227,6 +237,7 @@ async fn page(State(state): State<AppState>) -> Html<String> {
         "partnerClientId": CONSENT_CLIENT_ID,
         "partnerClientSecret": CONSENT_CLIENT_SECRET,
         "redirectUri": redirect_uri(issuer),
+        "logoutReturnUri": logout_return_uri(issuer),
         "scope": SCOPE,
     });
     let config = config.to_string().replace('<', "\\u003c");

@@ -2,6 +2,7 @@
 //! kept, and reads back through today's repositories as it was written.
 
 use portico_model::oauth::{Redemption, Rotation};
+use portico_model::session::SsoSession;
 use portico_storage::{ReportTaskFilter, Storage};
 use portico_storage_pg::PgStore;
 use portico_storage_sqlite::SqliteStore;
@@ -95,7 +96,9 @@ async fn every_row_reads_back_and_keeps_working(db: &dyn Storage) {
     let state = db.access_token_state(s.grant.id, "another").await.unwrap();
     assert!(!state.grant_revoked && !state.token_revoked);
 
-    assert_eq!(db.find_session(&s.session.token_hash, s.t0).await.unwrap(), Some(s.session.clone()));
+    let session = db.find_session(&s.session.token_hash, s.t0).await.unwrap().expect("the session");
+    assert_eq!(session, SsoSession { id: session.id, ..s.session.clone() }, "only the id is new");
+    assert_eq!(db.find_session_by_id(session.id, s.t0).await.unwrap(), Some(session.clone()), "by its new id");
     assert_eq!(db.find_login_process(s.process.id, s.t0).await.unwrap(), Some(s.process.clone()));
     let audit = db.recent_audit(10).await.unwrap();
     assert_eq!(audit.len(), 4, "redemptions and rotation of the fill, and the revocation: {audit:?}");
