@@ -7,6 +7,7 @@
 //!   access token is checked (shared with every API that accepts one).
 //! - [`keys`]: the signing key ring, backed by storage.
 
+pub mod backchannel;
 pub mod captcha;
 pub mod captcha_http;
 pub mod client_address;

@@ -33,6 +33,8 @@ pub struct IdentitySettings {
     pub default_locale: Option<portico_model::login::Locale>,
     /// `themeViewData` of the login pages.
     pub theme: crate::theme::Theme,
+    /// How back-channel logouts are delivered.
+    pub logout_delivery: crate::backchannel::LogoutDelivery,
 }
 
 impl IdentitySettings {
@@ -55,6 +57,7 @@ impl IdentitySettings {
             device_trust_ttl: Duration::days(180),
             theme: crate::theme::Theme::default(),
             default_locale: None,
+            logout_delivery: crate::backchannel::LogoutDelivery::default(),
         }
     }
 

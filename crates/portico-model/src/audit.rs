@@ -30,6 +30,7 @@ pub enum AuditKind {
     UserUnblocked,
     KeyRotated,
     SessionEnded,
+    LogoutUndelivered,
 }
 
 impl AuditKind {
@@ -47,6 +48,7 @@ impl AuditKind {
             AuditKind::UserUnblocked => "user.unblocked",
             AuditKind::KeyRotated => "key.rotated",
             AuditKind::SessionEnded => "session.ended",
+            AuditKind::LogoutUndelivered => "logout.undelivered",
         }
     }
 }

@@ -23,6 +23,9 @@ pub struct Client {
     /// Ending a single sign-on session revokes the grants this client got
     /// under it (its refresh tokens and access tokens die with them).
     pub logout_revokes_grants: bool,
+    /// Where back-channel logout tokens are posted when a session the client
+    /// has a grant under ends (OpenID Connect Back-Channel Logout 1.0).
+    pub backchannel_logout_uri: Option<String>,
     pub created_at: OffsetDateTime,
 }
 

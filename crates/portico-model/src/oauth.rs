@@ -105,6 +105,27 @@ impl AccessTokenState {
     }
 }
 
+/// How the authorization response reaches the client: in the query of a
+/// redirect (the default for `code`), or posted by the browser as a form
+/// (OAuth 2.0 Form Post Response Mode).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResponseMode {
+    #[default]
+    Query,
+    FormPost,
+}
+
+impl ResponseMode {
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "query" => Some(ResponseMode::Query),
+            "form_post" => Some(ResponseMode::FormPost),
+            _ => None,
+        }
+    }
+}
+
 /// The `prompt` parameter of an authorization request (OIDC Core §3.1.2.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Prompt {

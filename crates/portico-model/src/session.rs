@@ -1,6 +1,6 @@
 //! Browser single sign-on sessions.
 
-use crate::ids::{SessionHash, SessionId, UserId};
+use crate::ids::{ClientId, SessionHash, SessionId, UserId};
 use crate::oauth::Grant;
 use time::OffsetDateTime;
 
@@ -28,4 +28,37 @@ pub struct EndedSession {
     /// clients registered with `logout_revokes_grants` are revoked now
     /// (`revoked_at` set); the others live on.
     pub grants: Vec<Grant>,
+    /// Back-channel logouts stored for delivery: one per client with a
+    /// `backchannel_logout_uri` among those grants.
+    pub notices: u32,
+}
+
+/// A back-channel logout owed to a client (OpenID Connect Back-Channel
+/// Logout 1.0): stored with the end of the session, in its transaction, and
+/// delivered until the client acknowledges it or the retry window closes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogoutNotice {
+    pub id: uuid::Uuid,
+    pub client_id: ClientId,
+    /// The client's `backchannel_logout_uri` when the session ended.
+    pub uri: String,
+    pub user_id: UserId,
+    pub session_id: SessionId,
+    pub created_at: OffsetDateTime,
+    pub next_attempt_at: OffsetDateTime,
+    /// Attempts made so far.
+    pub attempts: u32,
+    /// Set while a worker holds it: nobody else attempts it until then.
+    pub lease_until: Option<OffsetDateTime>,
+    /// Why the last attempt failed.
+    pub last_error: Option<String>,
+}
+
+/// What became of a claimed [`LogoutNotice`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoticeOutcome {
+    /// Acknowledged, or given up on: the notice is removed.
+    Done,
+    /// Try again at `at`; `error` says what went wrong.
+    Retry { at: OffsetDateTime, error: String },
 }

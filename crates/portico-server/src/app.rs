@@ -272,6 +272,10 @@ impl App {
                 workers.push(tokio::spawn(portico_reports::worker::run(reports, every, stop.clone())));
             }
         }
+        let back_channel = portico_identity::backchannel::BackChannel::new(Arc::clone(&self.identity))
+            .context("cannot build the back-channel logout HTTP client")?;
+        let every = Duration::from_millis(self.config.login.logout_delivery_interval_ms.max(10));
+        workers.push(tokio::spawn(portico_identity::backchannel::run(Arc::new(back_channel), every, stop.clone())));
         let interval = Duration::from_secs(self.config.cleanup_interval_secs);
         workers.push(tokio::spawn(tasks::cleaner(
             Arc::clone(&self.identity),

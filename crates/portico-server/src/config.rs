@@ -336,6 +336,12 @@ pub struct LoginConfig {
     /// `ru` or `en`: the pages' language when neither the login process nor
     /// the browser's `svc.locale` cookie chose one; default: `Accept-Language`.
     pub default_locale: Option<portico_model::login::Locale>,
+    /// How often due back-channel logouts are looked for.
+    pub logout_delivery_interval_ms: u64,
+    /// Per back-channel logout attempt, connecting included.
+    pub logout_timeout_ms: u64,
+    /// How long after a session ended its back-channel logouts are still tried.
+    pub logout_retry_window_secs: u32,
 }
 
 impl Default for Config {
@@ -393,6 +399,9 @@ impl Default for LoginConfig {
             failure_memory_hours: 24,
             device_trust_days: 180,
             default_locale: None,
+            logout_delivery_interval_ms: 1000,
+            logout_timeout_ms: 5000,
+            logout_retry_window_secs: 24 * 3600,
         }
     }
 }
@@ -686,6 +695,10 @@ impl Config {
         settings.device_trust_ttl = Duration::days(i64::from(login.device_trust_days));
         settings.theme = self.theme.clone();
         settings.default_locale = login.default_locale;
+        settings.logout_delivery = portico_identity::backchannel::LogoutDelivery {
+            timeout: std::time::Duration::from_millis(login.logout_timeout_ms.max(1)),
+            retry_window: secs(login.logout_retry_window_secs),
+        };
         settings
     }
 }

@@ -19,6 +19,7 @@ pub(crate) fn client_from(row: &PgRow) -> Result<Client> {
         require_consent: get(row, "require_consent")?,
         post_logout_redirect_uris: get(row, "post_logout_redirect_uris")?,
         logout_revokes_grants: get(row, "logout_revokes_grants")?,
+        backchannel_logout_uri: get(row, "backchannel_logout_uri")?,
         created_at: get(row, "created_at")?,
     })
 }
@@ -28,8 +29,8 @@ impl ClientRepository for PgStore {
     async fn create_client(&self, client: &Client) -> Result<()> {
         sqlx::query(
             "INSERT INTO clients (client_id, secret_hash, name_ru, name_en, redirect_uris, scopes, \
-             require_consent, created_at, post_logout_redirect_uris, logout_revokes_grants) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+             require_consent, created_at, post_logout_redirect_uris, logout_revokes_grants, backchannel_logout_uri) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
         )
         .bind(client.client_id.as_str())
         .bind(&client.secret_hash)
@@ -41,6 +42,7 @@ impl ClientRepository for PgStore {
         .bind(at(client.created_at))
         .bind(&client.post_logout_redirect_uris)
         .bind(client.logout_revokes_grants)
+        .bind(&client.backchannel_logout_uri)
         .execute(&self.pool)
         .await
         .map_err(storage_error("client id"))?;

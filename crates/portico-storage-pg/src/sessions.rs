@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use portico_model::audit::AuditEvent;
 use portico_model::ids::{SessionHash, SessionId, UserId};
-use portico_model::session::{EndedSession, SsoSession};
+use portico_model::session::{EndedSession, LogoutNotice, NoticeOutcome, SsoSession};
 use portico_storage::SessionRepository;
 use sqlx::postgres::PgRow;
 use time::OffsetDateTime;
@@ -112,6 +112,30 @@ impl SessionRepository for PgStore {
         .map(grant_from)
         .collect::<Result<Vec<_>>>()?;
         grants.sort_by_key(|g| (g.created_at, g.id));
+        let clients: Vec<&str> = grants.iter().map(|g| g.client_id.as_str()).collect();
+        let listeners: Vec<(String, String)> = sqlx::query_as(
+            "SELECT client_id, backchannel_logout_uri FROM clients \
+             WHERE client_id = ANY($1) AND backchannel_logout_uri IS NOT NULL ORDER BY client_id",
+        )
+        .bind(&clients)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(storage_error("client"))?;
+        for (client_id, uri) in &listeners {
+            sqlx::query(
+                "INSERT INTO logout_notices (id, client_id, uri, user_id, session_id, created_at, next_attempt_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT DO NOTHING",
+            )
+            .bind(Uuid::now_v7())
+            .bind(client_id)
+            .bind(uri)
+            .bind(session.user_id.as_uuid())
+            .bind(id.as_uuid())
+            .bind(at(now))
+            .execute(&mut *tx)
+            .await
+            .map_err(storage_error("logout notice"))?;
+        }
         bind_audit(
             sqlx::query("INSERT INTO audit_log (at, kind, user_id, client_id, detail) VALUES ($1, $2, $3, $4, $5)"),
             audit,
@@ -123,6 +147,69 @@ impl SessionRepository for PgStore {
         if let Some(memory) = self.memory() {
             memory.grants_revoked(grants.iter().filter(|g| g.revoked_at.is_some()).map(|g| g.id));
         }
-        Ok(Some(EndedSession { session, grants }))
+        let notices = u32::try_from(listeners.len()).unwrap_or(u32::MAX);
+        Ok(Some(EndedSession { session, grants, notices }))
     }
+
+    async fn claim_logout_notices(
+        &self,
+        now: OffsetDateTime,
+        lease_until: OffsetDateTime,
+        limit: u32,
+    ) -> Result<Vec<LogoutNotice>> {
+        let rows = sqlx::query(
+            "UPDATE logout_notices SET lease_until = $2 WHERE id IN (SELECT id FROM logout_notices \
+             WHERE next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until <= $1) \
+             ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED) RETURNING *",
+        )
+        .bind(at(now))
+        .bind(at(lease_until))
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(storage_error("logout notice"))?;
+        let mut notices = rows.iter().map(notice_from).collect::<Result<Vec<_>>>()?;
+        notices.sort_by_key(|n| (n.next_attempt_at, n.id));
+        Ok(notices)
+    }
+
+    async fn finish_logout_notice(
+        &self,
+        id: Uuid,
+        leased_until: OffsetDateTime,
+        outcome: &NoticeOutcome,
+    ) -> Result<bool> {
+        let done = match outcome {
+            NoticeOutcome::Done => sqlx::query("DELETE FROM logout_notices WHERE id = $1 AND lease_until = $2")
+                .bind(id)
+                .bind(at(leased_until)),
+            NoticeOutcome::Retry { at: next, error } => sqlx::query(
+                "UPDATE logout_notices SET next_attempt_at = $3, attempts = attempts + 1, lease_until = NULL, \
+                 last_error = $4 WHERE id = $1 AND lease_until = $2",
+            )
+            .bind(id)
+            .bind(at(leased_until))
+            .bind(at(*next))
+            .bind(error),
+        }
+        .execute(&self.pool)
+        .await
+        .map_err(storage_error("logout notice"))?;
+        Ok(done.rows_affected() > 0)
+    }
+}
+
+fn notice_from(row: &PgRow) -> Result<LogoutNotice> {
+    Ok(LogoutNotice {
+        id: get(row, "id")?,
+        client_id: get::<String>(row, "client_id")?.into(),
+        uri: get(row, "uri")?,
+        user_id: get::<Uuid>(row, "user_id")?.into(),
+        session_id: get::<Uuid>(row, "session_id")?.into(),
+        created_at: get(row, "created_at")?,
+        next_attempt_at: get(row, "next_attempt_at")?,
+        attempts: u32::try_from(get::<i32>(row, "attempts")?).unwrap_or(0),
+        lease_until: get(row, "lease_until")?,
+        last_error: get(row, "last_error")?,
+    })
 }

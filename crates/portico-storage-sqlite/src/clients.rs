@@ -19,6 +19,7 @@ fn client_from(row: &Row<'_>) -> Res<Client> {
         require_consent: row.get("require_consent")?,
         post_logout_redirect_uris: row.json("post_logout_redirect_uris")?,
         logout_revokes_grants: row.get("logout_revokes_grants")?,
+        backchannel_logout_uri: row.get("backchannel_logout_uri")?,
         created_at: row.time("created_at")?,
     })
 }
@@ -32,8 +33,8 @@ impl ClientRepository for SqliteStore {
                 run(
                     tx,
                     "INSERT INTO clients (client_id, secret_hash, name_ru, name_en, redirect_uris, scopes, \
-                     require_consent, created_at, post_logout_redirect_uris, logout_revokes_grants) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                     require_consent, created_at, post_logout_redirect_uris, logout_revokes_grants, \
+                     backchannel_logout_uri) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                     params![
                         client.client_id.as_str(),
                         client.secret_hash,
@@ -45,6 +46,7 @@ impl ClientRepository for SqliteStore {
                         secs(client.created_at),
                         to_json(&client.post_logout_redirect_uris)?,
                         client.logout_revokes_grants,
+                        client.backchannel_logout_uri,
                     ],
                 )?;
                 Ok(())

@@ -22,6 +22,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (6, "delivery indexes", include_str!("../migrations/0006_delivery_indexes.sql")),
     (7, "login throttles", include_str!("../migrations/0007_login_throttles.sql")),
     (8, "session ids", include_str!("../migrations/0008_session_ids.sql")),
+    (9, "backchannel logout", include_str!("../migrations/0009_backchannel_logout.sql")),
 ];
 
 /// Applies the migrations that have not run yet.

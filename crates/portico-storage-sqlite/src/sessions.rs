@@ -3,10 +3,11 @@
 use async_trait::async_trait;
 use portico_model::audit::AuditEvent;
 use portico_model::ids::{SessionHash, SessionId, UserId};
-use portico_model::session::{EndedSession, SsoSession};
+use portico_model::session::{EndedSession, LogoutNotice, NoticeOutcome, SsoSession};
 use portico_storage::SessionRepository;
 use rusqlite::{Row, params};
 use time::OffsetDateTime;
+use uuid::Uuid;
 
 use crate::audit::insert_audit;
 use crate::db::{Columns, Res, all, one, run, secs, words};
@@ -100,8 +101,32 @@ impl SessionRepository for SqliteStore {
                            WHERE session_id = ?1 AND revoked_at IS NULL RETURNING *";
                 let mut grants = all(tx, sql, params![id.to_string(), secs(now)], grant_from)?;
                 grants.sort_by_key(|g| (g.created_at, g.id));
+                let mut notices = 0;
+                let mut clients: Vec<&str> = grants.iter().map(|g| g.client_id.as_str()).collect();
+                clients.sort_unstable();
+                clients.dedup();
+                for client_id in clients {
+                    let sql = "SELECT backchannel_logout_uri FROM clients WHERE client_id = ?1";
+                    let Some(Some(uri)) = one(tx, sql, [client_id], |row| Ok(row.get::<_, Option<String>>(0)?))? else {
+                        continue;
+                    };
+                    notices += run(
+                        tx,
+                        "INSERT INTO logout_notices (id, client_id, uri, user_id, session_id, created_at, \
+                         next_attempt_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6) ON CONFLICT DO NOTHING",
+                        params![
+                            Uuid::now_v7().to_string(),
+                            client_id,
+                            uri,
+                            session.user_id.to_string(),
+                            id.to_string(),
+                            secs(now)
+                        ],
+                    )?;
+                }
                 insert_audit(tx, &audit)?;
-                Ok(Some(EndedSession { session, grants }))
+                let notices = u32::try_from(notices).unwrap_or(u32::MAX);
+                Ok(Some(EndedSession { session, grants, notices }))
             })
             .await?;
         if let (Some(memory), Some(ended)) = (self.memory(), &ended) {
@@ -109,4 +134,64 @@ impl SessionRepository for SqliteStore {
         }
         Ok(ended)
     }
+
+    async fn claim_logout_notices(
+        &self,
+        now: OffsetDateTime,
+        lease_until: OffsetDateTime,
+        limit: u32,
+    ) -> Result<Vec<LogoutNotice>> {
+        self.db
+            .write("logout notice", move |tx| {
+                let sql = "UPDATE logout_notices SET lease_until = ?2 WHERE id IN (SELECT id FROM logout_notices \
+                           WHERE next_attempt_at <= ?1 AND (lease_until IS NULL OR lease_until <= ?1) \
+                           ORDER BY next_attempt_at, id LIMIT ?3) RETURNING *";
+                let mut notices = all(tx, sql, params![secs(now), secs(lease_until), limit], notice_from)?;
+                notices.sort_by_key(|n| (n.next_attempt_at, n.id));
+                Ok(notices)
+            })
+            .await
+    }
+
+    async fn finish_logout_notice(
+        &self,
+        id: Uuid,
+        leased_until: OffsetDateTime,
+        outcome: &NoticeOutcome,
+    ) -> Result<bool> {
+        let outcome = outcome.clone();
+        self.db
+            .write("logout notice", move |tx| {
+                let changed = match outcome {
+                    NoticeOutcome::Done => run(
+                        tx,
+                        "DELETE FROM logout_notices WHERE id = ?1 AND lease_until = ?2",
+                        params![id.to_string(), secs(leased_until)],
+                    )?,
+                    NoticeOutcome::Retry { at, error } => run(
+                        tx,
+                        "UPDATE logout_notices SET next_attempt_at = ?3, attempts = attempts + 1, lease_until = NULL, \
+                         last_error = ?4 WHERE id = ?1 AND lease_until = ?2",
+                        params![id.to_string(), secs(leased_until), secs(at), error],
+                    )?,
+                };
+                Ok(changed > 0)
+            })
+            .await
+    }
+}
+
+fn notice_from(row: &Row<'_>) -> Res<LogoutNotice> {
+    Ok(LogoutNotice {
+        id: row.uuid("id")?,
+        client_id: row.get::<_, String>("client_id")?.into(),
+        uri: row.get("uri")?,
+        user_id: row.uuid("user_id")?.into(),
+        session_id: row.uuid("session_id")?.into(),
+        created_at: row.time("created_at")?,
+        next_attempt_at: row.time("next_attempt_at")?,
+        attempts: row.get("attempts")?,
+        lease_until: row.time_opt("lease_until")?,
+        last_error: row.get("last_error")?,
+    })
 }

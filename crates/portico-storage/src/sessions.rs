@@ -4,8 +4,9 @@ use crate::Result;
 use async_trait::async_trait;
 use portico_model::audit::AuditEvent;
 use portico_model::ids::{SessionHash, SessionId, UserId};
-use portico_model::session::{EndedSession, SsoSession};
+use portico_model::session::{EndedSession, LogoutNotice, NoticeOutcome, SsoSession};
 use time::OffsetDateTime;
+use uuid::Uuid;
 
 #[async_trait]
 pub trait SessionRepository: Send + Sync {
@@ -30,7 +31,9 @@ pub trait SessionRepository: Send + Sync {
     async fn list_sessions(&self, user_id: UserId, now: OffsetDateTime) -> Result<Vec<SsoSession>>;
     /// Ends a session in one transaction: removes it, revokes the live
     /// grants issued under it to clients registered with
-    /// `logout_revokes_grants`, and records `audit`. `None`, and nothing
+    /// `logout_revokes_grants`, stores a back-channel [`LogoutNotice`] (due
+    /// at `now`) for each client with a `backchannel_logout_uri` among
+    /// those grants, and records `audit`. `None`, and nothing
     /// changed, when there was no such session: of two parallel calls
     /// exactly one ends it.
     ///
@@ -38,4 +41,28 @@ pub trait SessionRepository: Send + Sync {
     /// Only when the store fails.
     async fn end_session(&self, id: SessionId, now: OffsetDateTime, audit: &AuditEvent)
     -> Result<Option<EndedSession>>;
+    /// Leases up to `limit` notices due at `now` (unleased, or their lease
+    /// ran out) until `lease_until`, oldest due first. Parallel claims never
+    /// lease one notice twice.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn claim_logout_notices(
+        &self,
+        now: OffsetDateTime,
+        lease_until: OffsetDateTime,
+        limit: u32,
+    ) -> Result<Vec<LogoutNotice>>;
+    /// Records what became of a notice leased until `leased_until`. `false`,
+    /// and nothing changed, when the lease is no longer this one's (it ran
+    /// out and another worker claimed the notice).
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn finish_logout_notice(
+        &self,
+        id: Uuid,
+        leased_until: OffsetDateTime,
+        outcome: &NoticeOutcome,
+    ) -> Result<bool>;
 }

@@ -337,6 +337,7 @@ impl TestApp {
                 require_consent: false,
                 post_logout_redirect_uris: vec!["https://other.example/bye".into()],
                 logout_revokes_grants: false,
+                backchannel_logout_uri: None,
                 created_at: self.clock.now(),
             })
             .await

@@ -80,6 +80,7 @@ pub fn sample() -> Sample {
         require_consent: true,
         post_logout_redirect_uris: Vec::new(),
         logout_revokes_grants: false,
+        backchannel_logout_uri: None,
         created_at: t0,
     };
     let user = User {

@@ -47,6 +47,9 @@ pub enum ClientCommand {
         /// Ending a user's session (logout, an operator) revokes this client's grants issued under it.
         #[arg(long)]
         logout_revokes_grants: bool,
+        /// Where back-channel logout tokens are posted when a session the client is signed in under ends.
+        #[arg(long)]
+        backchannel_logout_uri: Option<String>,
     },
     /// List client applications.
     List,
@@ -109,6 +112,7 @@ pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<
             require_consent,
             post_logout_redirect_uris,
             logout_revokes_grants,
+            backchannel_logout_uri,
         } => {
             if client_id.trim().is_empty() {
                 anyhow::bail!("--client-id must not be empty");
@@ -118,6 +122,9 @@ pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<
             }
             for uri in &post_logout_redirect_uris {
                 check_redirect_uri("--post-logout-redirect-uri", uri)?;
+            }
+            if let Some(uri) = &backchannel_logout_uri {
+                check_redirect_uri("--backchannel-logout-uri", uri)?;
             }
             let scopes = ScopeSet::parse(&scope).map_err(|e| anyhow::anyhow!("--scope: {e}"))?;
             let (secret, generated) = match secret {
@@ -137,6 +144,7 @@ pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<
                 require_consent,
                 post_logout_redirect_uris,
                 logout_revokes_grants,
+                backchannel_logout_uri,
                 created_at: SystemClock.now(),
             };
             store.create_client(&client).await.map_err(|e| conflict(e, "a client with this --client-id"))?;
@@ -162,6 +170,9 @@ pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<
                 }
                 if client.logout_revokes_grants {
                     line.push_str("\tlogout revokes grants");
+                }
+                if let Some(uri) = &client.backchannel_logout_uri {
+                    line.push_str(&format!("\tback-channel logout: {uri}"));
                 }
                 println!("{line}");
             }
@@ -220,6 +231,14 @@ pub async fn users(config: &Config, command: UserCommand) -> anyhow::Result<()> 
             }
         }
         UserCommand::Block { login } => {
+            // Each session ends as a logout would (back-channel logouts to
+            // the clients signed in under it); the block then revokes every
+            // grant of the user, whatever the clients asked for.
+            if let Some(user) = store.find_user_by_login(&login).await? {
+                for session in store.list_sessions(user.id, now).await? {
+                    portico_identity::login::session::end(store.as_ref(), &session, "user blocked", now).await?;
+                }
+            }
             let user = store
                 .set_user_blocked(&login, true, now)
                 .await?

@@ -84,8 +84,9 @@ async fn admin_commands_take_effect_on_a_running_server() {
         let refused = within_the_bound(&app, || async { app.liveness(&tokens.access_token).await == 401 }).await;
         assert!(refused, "{backend:?}: blocked within the staleness bound");
         assert!(ok(portico(&app, &["users", "list"])).contains("BLOCKED"));
-        let audit = app.store.recent_audit(1).await.unwrap();
+        let audit = app.store.recent_audit(2).await.unwrap();
         assert_eq!(audit[0].kind, "user.blocked", "the block is audited");
+        assert_eq!((audit[1].kind.as_str(), audit[1].detail["by"].as_str()), ("session.ended", Some("user blocked")));
         ok(portico(&app, &["users", "unblock", "--login", "olga"]));
         app.tokens_for("olga", "olga-password").await;
 

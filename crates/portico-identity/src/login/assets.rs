@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 
 const CSS: &str = include_str!("../../assets/login.css");
 const JS: &str = include_str!("../../assets/login.js");
+const FORM_POST_JS: &str = include_str!("../../assets/form_post.js");
 
 /// The policy of the login, error and logged-out pages.
 pub const CSP: &str = "default-src 'none'; script-src 'self' https://smartcaptcha.yandexcloud.net; \
@@ -31,6 +32,10 @@ pub async fn css() -> Response {
 
 pub async fn js() -> Response {
     asset("text/javascript; charset=utf-8", JS)
+}
+
+pub async fn form_post_js() -> Response {
+    asset("text/javascript; charset=utf-8", FORM_POST_JS)
 }
 
 /// Adds the page security headers to an HTML response.

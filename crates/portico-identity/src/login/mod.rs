@@ -14,7 +14,7 @@
 //! The order of the steps is in [`flow`]; each step's submission in
 //! [`steps`].
 
-mod assets;
+pub(crate) mod assets;
 pub(crate) mod auth_method;
 pub mod error_page;
 pub mod flow;
@@ -35,6 +35,7 @@ use axum::response::Response;
 use axum::routing::get;
 use portico_model::ids::ClientId;
 use portico_model::login::{AuthMethod, LoginProcess, LoginState};
+use portico_model::oauth::ResponseMode;
 use portico_model::session::SsoSession;
 use portico_storage::StorageError;
 use serde::{Deserialize, Serialize};
@@ -51,6 +52,8 @@ pub fn router() -> Router<IdentityState> {
         .route("/login/restart", get(restart::restart))
         .route("/login/assets/login.css", get(assets::css))
         .route("/login/assets/login.js", get(assets::js))
+        .route("/login/assets/form_post.js", get(assets::form_post_js))
+        .route("/login/return", get(return_to_client))
         .route("/login/user-settings/locale", axum::routing::patch(locale::update_locale).post(locale::submit_locale))
         .route("/login/user-settings/auth-method", axum::routing::post(auth_method::update_auth_method))
         .route("/login/user-settings/otp-method", axum::routing::post(otp_method::update_otp_method))
@@ -68,22 +71,43 @@ pub struct ClientEntry {
     pub redirect_uri: String,
     #[serde(rename = "s")]
     pub state: String,
+    #[serde(rename = "m", default, skip_serializing_if = "is_query")]
+    pub response_mode: ResponseMode,
 }
+
+fn is_query(mode: &ResponseMode) -> bool {
+    *mode == ResponseMode::Query
+}
+
+/// What the client is told when the login ends without completing.
+const ACCESS_DENIED: [(&str, &str); 2] =
+    [("error", "access_denied"), ("error_description", "the login process ended without completing")];
 
 impl ClientEntry {
     /// The registered client address, with an OAuth error the client
     /// understands (`access_denied`), its `state` and the issuer (`iss`,
     /// RFC 9207).
     pub fn return_url(&self, issuer: &str) -> String {
-        with_query(
-            &self.redirect_uri,
-            &[
-                ("error", "access_denied"),
-                ("error_description", "the login process ended without completing"),
-                ("state", &self.state),
-                ("iss", issuer),
-            ],
-        )
+        let [error, description] = ACCESS_DENIED;
+        with_query(&self.redirect_uri, &[error, description, ("state", &self.state), ("iss", issuer)])
+    }
+
+    /// Where a link back to the client leads: [`ClientEntry::return_url`],
+    /// or, when the client asked for `form_post`, `/login/return`, which
+    /// posts the same answer.
+    pub fn return_link(&self, issuer: &str) -> String {
+        match self.response_mode {
+            ResponseMode::Query => self.return_url(issuer),
+            ResponseMode::FormPost => format!("{issuer}/login/return"),
+        }
+    }
+
+    /// The answer that takes the browser back to the client with
+    /// `access_denied`, in the client's response mode.
+    pub fn respond(&self, identity: &Identity, headers: &HeaderMap) -> Response {
+        let [error, description] = ACCESS_DENIED;
+        let pairs = [error, description, ("state", self.state.as_str())];
+        crate::oauth2::response::to_client(identity, headers, self.response_mode, &self.redirect_uri, &pairs)
     }
 
     pub fn from_cookie(identity: &Identity, headers: &HeaderMap) -> Option<Self> {
@@ -178,11 +202,10 @@ async fn current_process(
 /// The answer when there is no process: 302 to the client address from a
 /// valid `login_client_entry`, or else to the logged-out page.
 fn no_process(identity: &Identity, headers: &HeaderMap) -> Response {
-    let target = match ClientEntry::from_cookie(identity, headers) {
-        Some(entry) => entry.return_url(&identity.settings.issuer),
-        None => identity.settings.logged_out_url.clone(),
+    let mut response = match ClientEntry::from_cookie(identity, headers) {
+        Some(entry) => entry.respond(identity, headers),
+        None => redirect(StatusCode::FOUND, &identity.settings.logged_out_url),
     };
-    let mut response = redirect(StatusCode::FOUND, &target);
     let mut set = SetCookies::new(identity.settings.secure_cookies);
     set.clear(cookies::AUTHENTICATION_FLOW).clear(cookies::LOGIN_CLIENT_ENTRY);
     set.apply(response.headers_mut());
@@ -199,15 +222,27 @@ fn authorize_url(process: &LoginProcess) -> String {
 /// logged-out page.
 pub fn return_url_of(identity: &Identity, process: &LoginProcess) -> String {
     let params = crate::oauth2::params::Params::parse(process.state.authorize_query.as_bytes());
+    let response_mode = params.one("response_mode").ok().flatten().and_then(ResponseMode::parse).unwrap_or_default();
     match (params.one("redirect_uri"), params.one("state")) {
         (Ok(Some(redirect_uri)), Ok(Some(state))) => ClientEntry {
             client_id: process.state.client_id.clone(),
             redirect_uri: redirect_uri.to_owned(),
             state: state.to_owned(),
+            response_mode,
         }
-        .return_url(&identity.settings.issuer),
+        .return_link(&identity.settings.issuer),
         _ => identity.settings.logged_out_url.clone(),
     }
+}
+
+/// `GET /login/return`: the way back to the client from the error page of
+/// a `form_post` client (a link cannot post): the `access_denied` answer,
+/// posted; without a valid `login_client_entry`, the logged-out page.
+pub async fn return_to_client(
+    axum::extract::State(identity): axum::extract::State<IdentityState>,
+    headers: HeaderMap,
+) -> Response {
+    no_process(&identity, &headers)
 }
 
 /// The live, unfinished process and the form of a settings call
@@ -240,7 +275,7 @@ async fn settings_failure(identity: &Identity, headers: &HeaderMap, process: Opt
             ActionKind::Redirect,
             ClientEntry::from_cookie(identity, headers).map_or_else(
                 || identity.settings.logged_out_url.clone(),
-                |entry| entry.return_url(&identity.settings.issuer),
+                |entry| entry.return_link(&identity.settings.issuer),
             ),
         ),
     };

@@ -1,8 +1,10 @@
 //! `POST /login/user-settings/otp-method` (operation
 //! `updateLoginOtpMethod`): on an SMS second factor, send the code by
-//! e-mail instead. The code is made at the next `GET /login`. When the
-//! switch is not available (another step, no e-mail address) nothing
-//! changes and the answer is still 303 to `/login`.
+//! e-mail instead (`otpMethod=email`, the contract's switch); on the e-mail
+//! step, back to SMS (`otpMethod=sms`, Portico's way back). The code is
+//! made at the next `GET /login`. When the switch is not available (another
+//! step, no e-mail address or phone) nothing changes and the answer is
+//! still 303 to `/login`.
 
 use axum::body::Body;
 use axum::extract::State;
@@ -12,7 +14,7 @@ use portico_model::login::{StepType, ViewType};
 use portico_model::otp::OtpChannel;
 
 use super::flow::to_login;
-use super::steps::otp::email_available;
+use super::steps::otp::{email_available, sms_available};
 use super::submit::csrf_ok;
 use super::{error_page, settings_failure, settings_request};
 use crate::IdentityState;
@@ -36,7 +38,12 @@ pub async fn update_otp_method(State(identity): State<IdentityState>, headers: H
         Ok(request) => request,
         Err(response) => return *response,
     };
-    if params.one("otpMethod") != Ok(Some("email")) || !csrf_ok(&headers, &params, &process) {
+    let channel = match params.one("otpMethod") {
+        Ok(Some("email")) => OtpChannel::Email,
+        Ok(Some("sms")) => OtpChannel::Sms,
+        _ => return settings_failure(&identity, &headers, Some(&process)).await,
+    };
+    if !csrf_ok(&headers, &params, &process) {
         return settings_failure(&identity, &headers, Some(&process)).await;
     }
     let user = match process.state.user_id {
@@ -46,9 +53,13 @@ pub async fn update_otp_method(State(identity): State<IdentityState>, headers: H
         },
         None => None,
     };
-    if email_available(&process, user.as_ref()) {
-        process.state.otp_channel = OtpChannel::Email;
-        process.state.go_to(StepType::EmailOtp, ViewType::SecondFactor);
+    let (available, step) = match channel {
+        OtpChannel::Email => (email_available(&process, user.as_ref()), StepType::EmailOtp),
+        OtpChannel::Sms => (sms_available(&process, user.as_ref()), StepType::SmsOtp),
+    };
+    if available {
+        process.state.otp_channel = channel;
+        process.state.go_to(step, ViewType::SecondFactor);
         if let Err(error) = identity.store.update_login_process(&process).await {
             return error_page::server_error(error);
         }

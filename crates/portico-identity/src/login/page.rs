@@ -44,7 +44,8 @@ struct LoginPage<'a> {
     resend_in: i64,
     resend_hint: String,
     email_available: bool,
-    other_method: Option<(&'static str, &'a str)>,
+    sms_available: bool,
+    other_methods: Vec<(&'static str, &'a str, &'static str)>,
     consent_intro: String,
     groups: Vec<(String, String, bool)>,
     messages: Vec<&'a crate::theme::SystemMessage>,
@@ -143,7 +144,7 @@ async fn step_context(
             context.captcha_required = state.password_failures >= identity.settings.phone_captcha_after_failures;
         }
         StepType::SmsOtp => context.email_delivery_available = otp::email_available(process, user),
-        StepType::EmailOtp => {}
+        StepType::EmailOtp => context.sms_delivery_available = otp::sms_available(process, user),
         StepType::Consent => {
             let client = identity.store.find_client(&state.client_id).await?;
             context.client_name = client.map(|c| match locale {
@@ -187,10 +188,20 @@ fn page(
         t.code_sent.replace("{to}", &to)
     });
     let resend_in = state.otp.as_ref().map_or(0, |o| (o.resend_at(&policy) - now).whole_seconds().max(0));
-    let other_method = match (state.step, state.method, state.passed.is_empty()) {
-        (StepType::UsernamePassword, AuthMethod::Password, true) => Some(("PHONE", t.use_phone)),
-        (StepType::Phone, _, true) => Some(("PASSWORD", t.use_password)),
-        _ => None,
+    // The ways to another method or back to the start: each restarts the
+    // process (`auth-method`), so no step is a dead end.
+    let other_methods = match (state.step, state.method) {
+        (StepType::UsernamePassword, AuthMethod::Password) if state.passed.is_empty() => {
+            vec![("PHONE", t.use_phone, "switchMethod")]
+        }
+        (StepType::Phone, _) if state.passed.is_empty() => vec![("PASSWORD", t.use_password, "switchMethod")],
+        (StepType::SmsOtp | StepType::EmailOtp | StepType::Password, AuthMethod::Phone) => {
+            vec![("PHONE", t.change_number, "changeNumber"), ("PASSWORD", t.use_password, "usePassword")]
+        }
+        (StepType::SmsOtp | StepType::EmailOtp, AuthMethod::Password) => {
+            vec![("PASSWORD", t.start_over, "startOver")]
+        }
+        _ => Vec::new(),
     };
     let client_name = context.client_name.as_deref().unwrap_or(state.client_id.as_str());
     let theme = &identity.settings.theme;
@@ -217,7 +228,8 @@ fn page(
         resend_in,
         resend_hint: if resend_in > 0 { t.resend_in.replace("{s}", &resend_in.to_string()) } else { String::new() },
         email_available: context.email_delivery_available,
-        other_method,
+        sms_available: context.sms_delivery_available,
+        other_methods,
         consent_intro: t.consent_intro.replace("{client}", client_name),
         groups: context
             .available_scope_groups

@@ -29,16 +29,15 @@ pub async fn restart(State(identity): State<IdentityState>, headers: HeaderMap) 
         Some(id) => identity.store.find_login_process(id, now).await.ok().flatten(),
         None => None,
     };
-    let target = match (&process, ClientEntry::from_cookie(&identity, &headers)) {
-        (Some(process), _) => authorize_url(process),
-        (None, Some(entry)) => entry.return_url(&identity.settings.issuer),
-        (None, None) => identity.settings.logged_out_url.clone(),
+    let mut response = match (&process, ClientEntry::from_cookie(&identity, &headers)) {
+        (Some(process), _) => redirect(StatusCode::FOUND, &authorize_url(process)),
+        (None, Some(entry)) => entry.respond(&identity, &headers),
+        (None, None) => redirect(StatusCode::FOUND, &identity.settings.logged_out_url),
     };
     if let Some(process) = process {
         // The restored request starts a fresh process; the failed one is done.
         let _ = identity.store.delete_login_process(process.id).await;
     }
-    let mut response = redirect(StatusCode::FOUND, &target);
     let mut set = SetCookies::new(identity.settings.secure_cookies);
     set.clear(cookies::FAILED_AUTHENTICATION_FLOW_ID).clear(cookies::AUTHENTICATION_FLOW);
     set.apply(response.headers_mut());

@@ -21,6 +21,10 @@ pub struct Texts {
     pub action_retry: &'static str,
     pub action_redirect: &'static str,
     pub logged_out: &'static str,
+    /// The page of `response_mode=form_post` while it posts (or when
+    /// JavaScript is off).
+    pub form_post_note: &'static str,
+    pub form_post_continue: &'static str,
     /// After a logout that has nowhere to return to.
     pub signed_out_heading: &'static str,
     pub signed_out: &'static str,
@@ -49,6 +53,12 @@ pub struct Texts {
     pub use_email: &'static str,
     pub use_phone: &'static str,
     pub use_password: &'static str,
+    /// Back from a code or password step of the phone method to the number.
+    pub change_number: &'static str,
+    /// Back from the second factor of the password method to the start.
+    pub start_over: &'static str,
+    /// From the e-mail code back to SMS.
+    pub use_sms: &'static str,
     pub consent_heading: &'static str,
     /// `{client}` is replaced by the client's name.
     pub consent_intro: &'static str,
@@ -127,6 +137,8 @@ pub const RU: Texts = Texts {
     action_retry: "Войти заново",
     action_redirect: "Вернуться",
     logged_out: "Вы вышли из системы или сеанс входа истёк. Вернитесь в приложение, чтобы войти снова.",
+    form_post_note: "Возвращаем вас в приложение…",
+    form_post_continue: "Продолжить",
     signed_out_heading: "Вы вышли",
     signed_out: "Вы вышли из системы. Чтобы войти снова, вернитесь в приложение.",
     logout_refused_heading: "Выход не выполнен",
@@ -153,6 +165,9 @@ pub const RU: Texts = Texts {
     use_email: "Получить код по e-mail",
     use_phone: "Войти по номеру телефона",
     use_password: "Войти по логину и паролю",
+    change_number: "Изменить номер телефона",
+    start_over: "Войти заново",
+    use_sms: "Получить код по SMS",
     consent_heading: "Доступ к данным",
     consent_intro: "{client} запрашивает доступ:",
     allow: "Разрешить",
@@ -194,6 +209,8 @@ pub const EN: Texts = Texts {
     action_retry: "Sign in again",
     action_redirect: "Go back",
     logged_out: "You are signed out, or the sign-in expired. Return to the application to sign in again.",
+    form_post_note: "Taking you back to the application…",
+    form_post_continue: "Continue",
     signed_out_heading: "Signed out",
     signed_out: "You are signed out. To sign in again, return to the application.",
     logout_refused_heading: "You are still signed in",
@@ -221,6 +238,9 @@ pub const EN: Texts = Texts {
     use_email: "Get the code by e-mail",
     use_phone: "Sign in with a phone number",
     use_password: "Sign in with login and password",
+    change_number: "Change the phone number",
+    start_over: "Start over",
+    use_sms: "Get the code by SMS",
     consent_heading: "Access to your data",
     consent_intro: "{client} asks for access to:",
     allow: "Allow",

@@ -129,6 +129,9 @@ mod views {
 pub struct StepContext {
     pub captcha_required: bool,
     pub email_delivery_available: bool,
+    /// On the e-mail step: the code may go by SMS instead (Portico's way
+    /// back; not in `viewData`).
+    pub sms_delivery_available: bool,
     pub client_name: Option<String>,
     pub available_scope_groups: Vec<String>,
     pub theme: crate::theme::Theme,

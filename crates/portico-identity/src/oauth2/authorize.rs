@@ -27,7 +27,12 @@
 //! is due. `prompt=none` without either gets `login_required`. Otherwise a
 //! login process starts, in the `ui_locales` language with the
 //! `login_hint` filled in: 303 to `/login` with its cookies. Every
-//! redirect to the client carries `iss` (RFC 9207).
+//! answer to the client carries `iss` (RFC 9207).
+//!
+//! `response_mode` is read right after `redirect_uri`: `query` (the
+//! default) answers the client with a 302, `form_post` with a page that
+//! posts the same parameters ([`super::response`]), errors included; any
+//! other value is `invalid_request`, answered in the query.
 
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -35,13 +40,14 @@ use axum::response::{IntoResponse, Response};
 use portico_model::client::Client;
 use portico_model::ids::{ClientId, CodeHash, UserId};
 use portico_model::login::{Locale, LoginProcess};
-use portico_model::oauth::{AuthorizationCode, Prompt, is_s256_challenge};
+use portico_model::oauth::{AuthorizationCode, Prompt, ResponseMode, is_s256_challenge};
 use portico_model::scope::ScopeSet;
 use portico_model::session::SsoSession;
 use portico_storage::StorageError;
 use time::OffsetDateTime;
 
 use super::params::{BadParam, Params};
+use super::response::{error_to_client, to_client};
 use crate::cookies::{self, SetCookies};
 use crate::login::{self, ClientEntry};
 use crate::{Identity, IdentityState};
@@ -68,11 +74,19 @@ pub struct AuthorizeRequest {
     pub ui_locale: Option<Locale>,
     /// `login_hint`: the login (or phone number) the first step shows.
     pub login_hint: Option<String>,
+    /// `response_mode`: `query` (the default) or `form_post`.
+    pub response_mode: ResponseMode,
 }
 
 enum Rejection {
     Plain(&'static str),
-    Redirect { redirect_uri: String, error: &'static str, parameter: &'static str, state: Option<String> },
+    Redirect {
+        redirect_uri: String,
+        mode: ResponseMode,
+        error: &'static str,
+        parameter: &'static str,
+        state: Option<String>,
+    },
     Storage(StorageError),
 }
 
@@ -115,9 +129,9 @@ pub async fn authorize(
     match handle(&identity, &headers, &query).await {
         Ok(response) => response,
         Err(Rejection::Plain(parameter)) => plain_400(parameter),
-        Err(Rejection::Redirect { redirect_uri, error, parameter, state }) => {
+        Err(Rejection::Redirect { redirect_uri, mode, error, parameter, state }) => {
             let description = format!("OAuth 2.0 Parameter: {parameter}");
-            error_redirect(&redirect_uri, &identity.settings.issuer, error, &description, state.as_deref())
+            error_to_client(&identity, &headers, mode, &redirect_uri, error, &description, state.as_deref())
         }
         Err(Rejection::Storage(error)) => login::error_page::server_error(error),
     }
@@ -139,7 +153,7 @@ async fn handle(identity: &Identity, headers: &HeaderMap, query: &str) -> Result
             return Ok(login::start(identity, headers, &request, query, now).await?);
         };
         let scope = granted_scope(&request.scope, process.state.granted_groups.as_deref());
-        let mut response = issue_code_redirect(identity, &request, &scope, &session).await?;
+        let mut response = issue_code_redirect(identity, headers, &request, &scope, &session).await?;
         let mut set = SetCookies::new(identity.settings.secure_cookies);
         set.clear(cookies::AUTHENTICATION_FLOW).clear(cookies::LOGIN_CLIENT_ENTRY);
         set.apply(response.headers_mut());
@@ -156,12 +170,14 @@ async fn handle(identity: &Identity, headers: &HeaderMap, query: &str) -> Result
     if let Some(session) = session {
         if !consent_needed(identity, &request, session.user_id).await? {
             let scope = request.scope.to_string();
-            return Ok(issue_code_redirect(identity, &request, &scope, &session).await?);
+            return Ok(issue_code_redirect(identity, headers, &request, &scope, &session).await?);
         }
         if request.prompt == Some(Prompt::None) {
-            return Ok(error_redirect(
+            return Ok(error_to_client(
+                identity,
+                headers,
+                request.response_mode,
                 &request.redirect_uri,
-                &identity.settings.issuer,
                 "consent_required",
                 "the user must consent",
                 Some(&request.state),
@@ -171,9 +187,11 @@ async fn handle(identity: &Identity, headers: &HeaderMap, query: &str) -> Result
     }
 
     if request.prompt == Some(Prompt::None) {
-        return Ok(error_redirect(
+        return Ok(error_to_client(
+            identity,
+            headers,
+            request.response_mode,
             &request.redirect_uri,
-            &identity.settings.issuer,
             "login_required",
             "the user must log in",
             Some(&request.state),
@@ -245,11 +263,22 @@ async fn validate(identity: &Identity, params: &Params) -> Result<AuthorizeReque
         .to_owned();
 
     let state = params.one("state").ok().flatten().filter(|s| s.len() <= MAX_STATE).map(str::to_owned);
+    // The response mode first: every later error is answered in it.
+    let response_mode = match params.one("response_mode") {
+        Ok(None) => Some(ResponseMode::Query),
+        Ok(Some(mode)) => ResponseMode::parse(mode),
+        Err(_) => None,
+    };
+    let mode = response_mode.unwrap_or_default();
     let fail = |error: &'static str, parameter: &'static str| Rejection::Redirect {
         redirect_uri: redirect_uri.clone(),
+        mode,
         error,
         parameter,
         state: state.clone(),
+    };
+    let Some(response_mode) = response_mode else {
+        return Err(fail("invalid_request", "response_mode"));
     };
     let get = |name: &'static str| params.one(name).map_err(|BadParam(name)| fail("invalid_request", name));
 
@@ -301,17 +330,19 @@ async fn validate(identity: &Identity, params: &Params) -> Result<AuthorizeReque
         max_age,
         ui_locale,
         login_hint: login_hint.map(str::to_owned),
+        response_mode,
     })
 }
 
 /// Issues an authorization code under `session` (its user, `auth_time`
-/// and `amr`) and answers 302 to the client's `redirect_uri` with `code`,
-/// `state` and `iss`.
+/// and `amr`) and answers the client's `redirect_uri` with `code`, `state`
+/// and `iss`, in the request's response mode.
 ///
 /// # Errors
 /// When the code cannot be stored.
 pub async fn issue_code_redirect(
     identity: &Identity,
+    headers: &HeaderMap,
     request: &AuthorizeRequest,
     scope: &str,
     session: &SsoSession,
@@ -336,25 +367,8 @@ pub async fn issue_code_redirect(
             session_id: Some(session.id),
         })
         .await?;
-    let pairs = [("code", code.as_str()), ("state", &request.state), ("iss", &identity.settings.issuer)];
-    Ok(redirect(StatusCode::FOUND, &with_query(&request.redirect_uri, &pairs)))
-}
-
-/// 302 to `redirect_uri` with an OAuth error, `state` when there is one and
-/// the issuer (`iss`, RFC 9207).
-pub fn error_redirect(
-    redirect_uri: &str,
-    issuer: &str,
-    error: &str,
-    description: &str,
-    state: Option<&str>,
-) -> Response {
-    let mut pairs = vec![("error", error), ("error_description", description)];
-    if let Some(state) = state {
-        pairs.push(("state", state));
-    }
-    pairs.push(("iss", issuer));
-    redirect(StatusCode::FOUND, &with_query(redirect_uri, &pairs))
+    let pairs = [("code", code.as_str()), ("state", &request.state)];
+    Ok(to_client(identity, headers, request.response_mode, &request.redirect_uri, &pairs))
 }
 
 /// `uri` with `pairs` appended to its query.
@@ -397,6 +411,7 @@ impl AuthorizeRequest {
             client_id: self.client.client_id.clone(),
             redirect_uri: self.redirect_uri.clone(),
             state: self.state.clone(),
+            response_mode: self.response_mode,
         }
     }
 }

@@ -29,7 +29,7 @@ pub async fn openid_configuration(State(identity): State<IdentityState>) -> Resp
         "end_session_endpoint": format!("{issuer}/oauth2/logout"),
         "scopes_supported": portico_model::scope::OIDC_SCOPES,
         "response_types_supported": ["code"],
-        "response_modes_supported": ["query"],
+        "response_modes_supported": ["query", "form_post"],
         "grant_types_supported": ["authorization_code", "refresh_token"],
         "subject_types_supported": ["public"],
         "id_token_signing_alg_values_supported": ["RS256"],
@@ -39,6 +39,8 @@ pub async fn openid_configuration(State(identity): State<IdentityState>) -> Resp
         "prompt_values_supported": ["none", "login", "consent", "select_account"],
         "ui_locales_supported": ["ru", "en"],
         "authorization_response_iss_parameter_supported": true,
+        "backchannel_logout_supported": true,
+        "backchannel_logout_session_supported": true,
         "claims_supported": [
             "sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "amr", "sid",
             "name", "preferred_username", "email", "email_verified", "phone_number", "phone_number_verified"

@@ -8,6 +8,7 @@ pub(crate) mod jwks;
 pub(crate) mod liveness;
 pub(crate) mod logout;
 pub mod params;
+pub mod response;
 pub(crate) mod revoke;
 pub(crate) mod token;
 pub(crate) mod userinfo;
@@ -32,4 +33,4 @@ pub fn router() -> Router<IdentityState> {
         .route("/.well-known/openid-configuration", get(discovery::openid_configuration))
 }
 
-pub use authorize::{AuthorizeRequest, error_redirect, redirect, with_query};
+pub use authorize::{AuthorizeRequest, redirect, with_query};

@@ -30,6 +30,15 @@ mod values {
         None,
         Login,
         Consent,
+        SelectAccount,
+    }
+
+    #[derive(ToSchema)]
+    #[schema(rename_all = "snake_case")]
+    #[allow(dead_code)]
+    pub enum ResponseMode {
+        Query,
+        FormPost,
     }
 
     #[derive(ToSchema)]
@@ -61,6 +70,7 @@ mod values {
     #[allow(dead_code)]
     pub enum OtpMethod {
         Email,
+        Sms,
     }
 
     #[derive(ToSchema)]
@@ -101,9 +111,22 @@ pub struct AuthorizeQuery {
     /// Carried into the id_token; at most 512 characters.
     #[param(value_type = String, required = false, min_length = 1, max_length = 512)]
     nonce: Option<String>,
-    /// `none`, `login` or `consent`.
+    /// `none`, `login`, `consent`, or `select_account` (answered as `login`).
     #[param(inline, value_type = values::Prompt, required = false)]
     prompt: Option<String>,
+    /// `query` (the default: a 302 to `redirect_uri`) or `form_post` (a page
+    /// that posts the response to `redirect_uri`).
+    #[param(inline, value_type = values::ResponseMode, required = false)]
+    response_mode: Option<String>,
+    /// Seconds: a single sign-on session authenticated longer ago does not count.
+    #[param(value_type = u32, required = false, minimum = 0)]
+    max_age: Option<u32>,
+    /// Languages for the login pages, preferred first; those Portico does not speak are passed over.
+    #[param(value_type = String, required = false, example = "en")]
+    ui_locales: Option<String>,
+    /// The login (or phone number) the first step shows.
+    #[param(value_type = String, required = false, max_length = 256)]
+    login_hint: Option<String>,
 }
 
 /// The parameters of RP-initiated logout (`GET /oauth2/logout`).
@@ -255,7 +278,8 @@ pub struct LocaleForm {
 #[schema(as = LoginOtpMethodRequestDTO)]
 #[allow(dead_code)]
 pub struct OtpMethodRequest {
-    /// Only `email`.
+    /// `email` (the contract's switch from SMS); `sms` switches the e-mail
+    /// step back to SMS (Portico's way back).
     #[schema(rename = "otpMethod", inline, value_type = values::OtpMethod)]
     otp_method: String,
     /// Required unless the `X-XSRF-TOKEN` header is sent.

@@ -152,6 +152,7 @@ pub async fn seed(
             require_consent: false,
             post_logout_redirect_uris: vec![logout_return_uri(&identity.settings.issuer)],
             logout_revokes_grants: true,
+            backchannel_logout_uri: None,
             created_at: now,
         })
         .await?;
@@ -167,6 +168,7 @@ pub async fn seed(
             require_consent: true,
             post_logout_redirect_uris: vec![logout_return_uri(&identity.settings.issuer)],
             logout_revokes_grants: false,
+            backchannel_logout_uri: None,
             created_at: now,
         })
         .await?;

@@ -190,6 +190,53 @@ async fn the_second_factor_can_switch_to_e_mail() {
 }
 
 #[tokio::test]
+async fn every_code_step_has_a_way_back_and_e_mail_switches_back_to_sms() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        // The password method's second factor: start over, or e-mail and back.
+        let flow = Flow::start(&app, &[]).await;
+        flow.post_ok(&[("principal", "maria"), ("credentials", "maria-password")]).await;
+        let html = page_html(&flow).await;
+        assert!(html.contains("id=\"startOver\"") && html.contains("id=\"useEmail\""), "{backend:?}: {html}");
+        assert!(!html.contains("id=\"useSms\""), "already SMS");
+        let response = flow.post_to("/login/user-settings/otp-method", &[("otpMethod", "sms")]).await;
+        assert_eq!(location(&response), "/login", "{backend:?}: not available on the SMS step, nothing changes");
+        assert_eq!(flow.step().await["stepType"], "sms-otp");
+        let sent = app.outbox().len();
+        flow.post_to("/login/user-settings/otp-method", &[("otpMethod", "email")]).await;
+        assert!(page_html(&flow).await.contains("id=\"useSms\""), "{backend:?}: the e-mail step offers SMS");
+        let response = flow.post_to("/login/user-settings/otp-method", &[("otpMethod", "sms")]).await;
+        assert_eq!(location(&response), "/login");
+        let step = flow.step().await;
+        assert_eq!((step["stepType"].as_str(), step["viewType"].as_str()), (Some("sms-otp"), Some("secondFactor")));
+        let channels: Vec<Value> = app.outbox()[sent..].iter().map(|m| m["channel"].clone()).collect();
+        assert_eq!(channels, ["email", "sms"], "{backend:?}: a new code by SMS");
+        let next = flow.enter_code("+79007654321").await;
+        flow.finish(&next).await;
+
+        // Start over: the same request, from the first step.
+        let flow = Flow::start(&app, &[]).await;
+        flow.post_ok(&[("principal", "maria"), ("credentials", "maria-password")]).await;
+        let response = flow.post_to("/login/user-settings/auth-method", &[("authMethod", "PASSWORD")]).await;
+        assert_eq!(location(&response), "/login");
+        assert_eq!(flow.step().await["stepType"], "username-password", "{backend:?}");
+
+        // The phone method's code step: change the number, or use the password.
+        let flow = Flow::start(&app, &[]).await;
+        flow.post_to("/login/user-settings/auth-method", &[("authMethod", "PHONE")]).await;
+        flow.post_ok(&[("principal", "+79001234567")]).await;
+        assert_eq!(flow.step().await["stepType"], "sms-otp");
+        let html = page_html(&flow).await;
+        assert!(html.contains("id=\"changeNumber\"") && html.contains("id=\"usePassword\""), "{backend:?}");
+        flow.post_to("/login/user-settings/auth-method", &[("authMethod", "PHONE")]).await;
+        assert_eq!(flow.step().await["stepType"], "phone", "{backend:?}: back to the number");
+        flow.post_ok(&[("principal", "+79001234567")]).await;
+        flow.post_to("/login/user-settings/auth-method", &[("authMethod", "PASSWORD")]).await;
+        assert_eq!(flow.step().await["stepType"], "username-password", "{backend:?}: the password method");
+    }
+}
+
+#[tokio::test]
 async fn the_phone_method_on_an_unknown_device_asks_sms_then_password() {
     for backend in backends() {
         let app = TestApp::spawn(backend).await;

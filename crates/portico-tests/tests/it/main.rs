@@ -3,13 +3,16 @@
 //! `PORTICO_TEST_POSTGRES_URL` is set, PostgreSQL.
 
 mod authorize;
+mod backchannel;
 mod bad_input;
 mod brokerage_intake;
 mod browser;
 mod browser_login;
+mod browser_logout;
 mod delivery;
 mod documented_rules;
 mod flow;
+mod form_post;
 mod keys;
 mod login;
 mod login_flows;

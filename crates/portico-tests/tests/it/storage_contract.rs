@@ -63,6 +63,7 @@ pub(crate) fn client(id: &str) -> Client {
         require_consent: true,
         post_logout_redirect_uris: vec!["https://a.example/bye".into()],
         logout_revokes_grants: false,
+        backchannel_logout_uri: Some("https://a.example/logout".into()),
         created_at: t0(),
     }
 }

@@ -212,6 +212,13 @@ fn answer_saved((saved, response): (bool, Response)) -> Result<Round, StorageErr
     Ok(if saved { Round::Answer(response) } else { Round::Lost })
 }
 
+/// Whether the user may switch the second factor back to SMS now.
+pub fn sms_available(process: &LoginProcess, user: Option<&User>) -> bool {
+    process.state.step == StepType::EmailOtp
+        && process.state.view_type == ViewType::SecondFactor
+        && user.is_some_and(|u| u.phone.is_some())
+}
+
 /// Whether the user may switch the second factor to e-mail now.
 pub fn email_available(process: &LoginProcess, user: Option<&User>) -> bool {
     process.state.step == StepType::SmsOtp
