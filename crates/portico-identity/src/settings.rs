@@ -33,6 +33,8 @@ pub struct IdentitySettings {
     pub default_locale: Option<portico_model::login::Locale>,
     /// `themeViewData` of the login pages.
     pub theme: crate::theme::Theme,
+    /// The bank's name, logo, colours and notices on the pages.
+    pub branding: crate::theme::Branding,
     /// How back-channel logouts are delivered.
     pub logout_delivery: crate::backchannel::LogoutDelivery,
 }
@@ -58,6 +60,7 @@ impl IdentitySettings {
             theme: crate::theme::Theme::default(),
             default_locale: None,
             logout_delivery: crate::backchannel::LogoutDelivery::default(),
+            branding: crate::theme::Branding::default(),
         }
     }
 

@@ -94,10 +94,14 @@ impl App {
         let store = open_store_for(&config, true).await?;
         let secret = InstanceSecret::load(&config)?;
         let keys = KeyRing::load(Arc::clone(&store), secret.sealer(), clock.now()).await?;
+        let mut settings = config.identity_settings();
+        if demo && config.theme.bank_name.is_none() {
+            settings.branding = crate::demo::branding();
+        }
         let identity = Arc::new(Identity {
             store: Arc::clone(&store),
             clock,
-            settings: config.identity_settings(),
+            settings,
             keys,
             cookies: secret.cookie_signer(),
             passwords: PasswordChecker::new(config.login.password_hash_concurrency as usize),

@@ -445,6 +445,7 @@ impl Config {
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
+        self.theme.branding().map_err(ConfigError)?;
         let url = url::Url::parse(&self.public_url())
             .map_err(|e| ConfigError(format!("public_url (PORTICO_PUBLIC_URL): {e}")))?;
         if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
@@ -694,6 +695,8 @@ impl Config {
         settings.trusted_proxies = self.http.trusted_proxies.clone();
         settings.device_trust_ttl = Duration::days(i64::from(login.device_trust_days));
         settings.theme = self.theme.clone();
+        // Checked when the configuration was loaded.
+        settings.branding = self.theme.branding().unwrap_or_default();
         settings.default_locale = login.default_locale;
         settings.logout_delivery = portico_identity::backchannel::LogoutDelivery {
             timeout: std::time::Duration::from_millis(login.logout_timeout_ms.max(1)),
@@ -817,6 +820,20 @@ sms = "http"
             assert_eq!(view["supportDrawer"]["ru"]["sections"][0]["items"][0]["value"], "8 800 000-00-00");
             assert_eq!(view["systemMessages"]["ru"][0]["title"], "Работы");
             assert_eq!(view["passwordResetEnabled"], true);
+            Ok(())
+        });
+    }
+
+    #[test]
+    #[allow(clippy::result_large_err, reason = "figment::Jail fixes the closure's error type")]
+    fn a_theme_colour_too_faint_for_its_text_stops_the_start_naming_it() {
+        figment::Jail::expect_with(|jail| {
+            jail.create_file("portico.toml", "[theme]\naccentColor = \"#ffd400\"\nbankName = { ru = \"Банк\" }\n")?;
+            let error = Config::load(Some(Path::new("portico.toml"))).unwrap_err().to_string();
+            assert!(error.contains("theme.accentColor: #ffd400 has a contrast of 1.4:1"), "{error}");
+            jail.create_file("portico.toml", "[theme]\naccentColor = \"#0b5d1e\"\n")?;
+            let config = Config::load(Some(Path::new("portico.toml"))).map_err(|e| e.to_string())?;
+            assert!(config.identity_settings().branding.css.contains("#0b5d1e"));
             Ok(())
         });
     }

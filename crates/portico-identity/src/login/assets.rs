@@ -34,6 +34,29 @@ pub async fn js() -> Response {
     asset("text/javascript; charset=utf-8", JS)
 }
 
+/// `/login/assets/theme.css`: the bank's colours (`[theme]`).
+pub async fn theme_css(axum::extract::State(identity): axum::extract::State<crate::IdentityState>) -> Response {
+    let mut headers = HeaderMap::new();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/css; charset=utf-8"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=3600"));
+    (headers, identity.settings.branding.css.clone()).into_response()
+}
+
+/// `/login/assets/logo`: the bank's logo (`theme.logo`), or Portico's mark.
+pub async fn logo(axum::extract::State(identity): axum::extract::State<crate::IdentityState>) -> Response {
+    let (bytes, content_type) = &identity.settings.branding.logo;
+    let mut headers = HeaderMap::new();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=3600"));
+    // An SVG logo is an image, never a document that runs scripts.
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("default-src 'none'; style-src 'unsafe-inline'"),
+    );
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    (headers, bytes.clone()).into_response()
+}
+
 pub async fn form_post_js() -> Response {
     asset("text/javascript; charset=utf-8", FORM_POST_JS)
 }

@@ -18,6 +18,7 @@ use crate::{Identity, IdentityState};
 #[template(path = "error.html")]
 struct ErrorPage<'a> {
     t: &'a Texts,
+    brand: crate::theme::BrandView<'a>,
     csrf: &'a str,
     message: &'a str,
     actions: Vec<(String, &'a str)>,
@@ -29,11 +30,16 @@ struct ErrorPage<'a> {
 #[template(path = "logged_out.html")]
 pub(crate) struct LoggedOutPage<'a> {
     pub t: &'a Texts,
+    pub brand: crate::theme::BrandView<'a>,
     pub heading: &'a str,
     pub message: &'a str,
 }
 
-impl LoggedOutPage<'_> {
+impl<'a> LoggedOutPage<'a> {
+    pub(crate) fn new(identity: &'a Identity, t: &'a Texts, heading: &'a str, message: &'a str) -> Self {
+        Self { t, brand: identity.settings.branding.view(t.locale(), None), heading, message }
+    }
+
     /// The page as a response with `status`.
     pub(crate) fn respond(&self, status: StatusCode) -> Response {
         match self.render() {
@@ -170,7 +176,8 @@ pub async fn error_page(State(identity): State<IdentityState>, headers: HeaderMa
             error_details: details,
         },
     };
-    let page = ErrorPage { t, csrf: &csrf, message, actions, view_json: script_json(&data) };
+    let brand = identity.settings.branding.view(t.locale(), None);
+    let page = ErrorPage { t, brand, csrf: &csrf, message, actions, view_json: script_json(&data) };
     let Ok(html) = page.render() else {
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
     };
@@ -190,5 +197,5 @@ async fn failed_process(identity: &Identity, headers: &HeaderMap) -> Option<Logi
 
 pub async fn logged_out(State(identity): State<IdentityState>, headers: HeaderMap) -> Response {
     let t = texts::for_locale(texts::negotiate(&headers, identity.settings.default_locale));
-    LoggedOutPage { t, heading: "Portico", message: t.logged_out }.respond(StatusCode::OK)
+    LoggedOutPage::new(&identity, t, t.signed_out_heading, t.logged_out).respond(StatusCode::OK)
 }

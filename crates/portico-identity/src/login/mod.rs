@@ -53,6 +53,8 @@ pub fn router() -> Router<IdentityState> {
         .route("/login/assets/login.css", get(assets::css))
         .route("/login/assets/login.js", get(assets::js))
         .route("/login/assets/form_post.js", get(assets::form_post_js))
+        .route("/login/assets/theme.css", get(assets::theme_css))
+        .route("/login/assets/logo", get(assets::logo))
         .route("/login/return", get(return_to_client))
         .route("/login/user-settings/locale", axum::routing::patch(locale::update_locale).post(locale::submit_locale))
         .route("/login/user-settings/auth-method", axum::routing::post(auth_method::update_auth_method))

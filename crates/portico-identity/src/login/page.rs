@@ -29,6 +29,7 @@ use crate::{Identity, IdentityState};
 #[template(path = "login.html")]
 struct LoginPage<'a> {
     t: &'a Texts,
+    brand: crate::theme::BrandView<'a>,
     step: &'static str,
     csrf: &'a str,
     principal: &'a str,
@@ -136,6 +137,12 @@ async fn step_context(
 ) -> Result<StepContext, StorageError> {
     let state = &process.state;
     let mut context = StepContext { theme: identity.settings.theme.clone(), ..StepContext::default() };
+    // Every step names the application asking, so the user knows who it is.
+    let client = identity.store.find_client(&state.client_id).await?;
+    context.client_name = client.map(|c| match locale {
+        portico_model::login::Locale::Ru => c.name.ru,
+        portico_model::login::Locale::En => c.name.en,
+    });
     match state.step {
         StepType::UsernamePassword | StepType::Password => {
             context.captcha_required = captcha_required(identity, process, user, address).await?;
@@ -146,11 +153,6 @@ async fn step_context(
         StepType::SmsOtp => context.email_delivery_available = otp::email_available(process, user),
         StepType::EmailOtp => context.sms_delivery_available = otp::sms_available(process, user),
         StepType::Consent => {
-            let client = identity.store.find_client(&state.client_id).await?;
-            context.client_name = client.map(|c| match locale {
-                portico_model::login::Locale::Ru => c.name.ru,
-                portico_model::login::Locale::En => c.name.en,
-            });
             context.available_scope_groups = requested_groups(&state.authorize_query);
         }
     }
@@ -212,8 +214,10 @@ fn page(
         .map(|m| m.iter().collect())
         .unwrap_or_default();
     let drawer = theme.support_drawer.as_ref().and_then(|d| in_language(locale, d));
+    let brand = identity.settings.branding.view(locale, Some(t.for_client.replace("{client}", client_name)));
     let page = LoginPage {
         t,
+        brand,
         step: state.step.as_str(),
         csrf: &state.csrf,
         principal: state.principal.as_deref().unwrap_or(""),

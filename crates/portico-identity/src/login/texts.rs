@@ -21,6 +21,9 @@ pub struct Texts {
     pub action_retry: &'static str,
     pub action_redirect: &'static str,
     pub logged_out: &'static str,
+    /// The line under the heading that names the client; `{client}` is
+    /// replaced by its display name.
+    pub for_client: &'static str,
     /// The page of `response_mode=form_post` while it posts (or when
     /// JavaScript is off).
     pub form_post_note: &'static str,
@@ -128,7 +131,7 @@ pub const RU: Texts = Texts {
     login: "Логин",
     password: "Пароль",
     submit: "Войти",
-    wrong_credentials: "Неверный логин или пароль",
+    wrong_credentials: "Неверный логин или пароль. Проверьте раскладку клавиатуры и Caps Lock и попробуйте ещё раз.",
     error_heading: "Не удалось войти",
     error_unknown: "Что-то пошло не так. Попробуйте ещё раз.",
     error_fatal: "Сеанс входа прерван. Начните вход заново.",
@@ -137,6 +140,7 @@ pub const RU: Texts = Texts {
     action_retry: "Войти заново",
     action_redirect: "Вернуться",
     logged_out: "Вы вышли из системы или сеанс входа истёк. Вернитесь в приложение, чтобы войти снова.",
+    for_client: "Для входа в «{client}»",
     form_post_note: "Возвращаем вас в приложение…",
     form_post_continue: "Продолжить",
     signed_out_heading: "Вы вышли",
@@ -176,14 +180,14 @@ pub const RU: Texts = Texts {
     group_email: "Адрес e-mail",
     group_phone: "Номер телефона",
     captcha_label: "Я не робот",
-    err_phone: "Пользователь с таким номером не найден",
-    err_code_wrong: "Неверный код",
+    err_phone: "Пользователь с таким номером не найден. Проверьте номер или войдите по логину и паролю.",
+    err_code_wrong: "Неверный код. Введите код из последнего сообщения.",
     err_code_expired: "Код больше не действует. Запросите новый.",
-    err_resend_early: "Новый код можно запросить чуть позже",
+    err_resend_early: "Новый код можно запросить чуть позже: дождитесь конца отсчёта под кнопкой.",
     err_code_limit: "Больше кодов отправить нельзя. Начните вход заново.",
-    err_captcha: "Подтвердите, что вы не робот",
-    err_consent_nothing: "Выберите хотя бы один пункт",
-    error_consent_denied: "Вы отказали приложению в доступе.",
+    err_captcha: "Подтвердите, что вы не робот: отметьте поле проверки и отправьте форму ещё раз.",
+    err_consent_nothing: "Выберите хотя бы один пункт или нажмите «Отказать».",
+    error_consent_denied: "Вы отказали приложению в доступе. Вернитесь в приложение, если передумаете.",
     error_delivery: "Не удалось отправить код. Попробуйте ещё раз.",
     error_attempts: "Попытки ввода кода закончились. Начните вход заново.",
     error_no_phone: "Для входа нужен номер телефона или e-mail. Обратитесь в банк.",
@@ -200,7 +204,7 @@ pub const EN: Texts = Texts {
     login: "Login",
     password: "Password",
     submit: "Sign in",
-    wrong_credentials: "Wrong login or password",
+    wrong_credentials: "Wrong login or password. Check the keyboard layout and Caps Lock, then try again.",
     error_heading: "Could not sign you in",
     error_unknown: "Something went wrong. Please try again.",
     error_fatal: "The sign-in was interrupted. Please start again.",
@@ -209,6 +213,7 @@ pub const EN: Texts = Texts {
     action_retry: "Sign in again",
     action_redirect: "Go back",
     logged_out: "You are signed out, or the sign-in expired. Return to the application to sign in again.",
+    for_client: "To continue to {client}",
     form_post_note: "Taking you back to the application…",
     form_post_continue: "Continue",
     signed_out_heading: "Signed out",
@@ -249,14 +254,14 @@ pub const EN: Texts = Texts {
     group_email: "E-mail address",
     group_phone: "Phone number",
     captcha_label: "I am not a robot",
-    err_phone: "No user has this phone number",
-    err_code_wrong: "Wrong code",
+    err_phone: "No user has this phone number. Check the number, or sign in with login and password.",
+    err_code_wrong: "Wrong code. Enter the code from the latest message.",
     err_code_expired: "This code no longer works. Ask for a new one.",
-    err_resend_early: "You can ask for a new code a little later",
+    err_resend_early: "You can ask for a new code a little later: wait for the countdown under the button.",
     err_code_limit: "No more codes can be sent. Please start again.",
-    err_captcha: "Please confirm you are not a robot",
-    err_consent_nothing: "Choose at least one item",
-    error_consent_denied: "You denied the application access.",
+    err_captcha: "Please confirm you are not a robot: tick the check and send the form again.",
+    err_consent_nothing: "Choose at least one item, or press Deny.",
+    error_consent_denied: "You denied the application access. Return to the application if you change your mind.",
     error_delivery: "The code could not be sent. Please try again.",
     error_attempts: "No tries left for the code. Please start again.",
     error_no_phone: "Signing in needs a phone number or e-mail. Please contact the bank.",
@@ -265,6 +270,13 @@ pub const EN: Texts = Texts {
     warn_tries_before_pause: "Attempts left before a pause: {n}.",
     warn_last_code_try: "This is the last try for this code.",
 };
+
+impl Texts {
+    /// The language of these texts.
+    pub fn locale(&self) -> Locale {
+        if std::ptr::eq(self, &EN) { Locale::En } else { Locale::Ru }
+    }
+}
 
 pub fn for_locale(locale: Locale) -> &'static Texts {
     match locale {

@@ -163,8 +163,7 @@ async fn answer(
     let refuse = |refusal: Refusal, locale: Option<Locale>| {
         let t = locale_of(locale);
         tracing::info!(?refusal, "logout request refused");
-        LoggedOutPage { t, heading: t.logout_refused_heading, message: refusal.message(t) }
-            .respond(StatusCode::BAD_REQUEST)
+        LoggedOutPage::new(identity, t, t.logout_refused_heading, refusal.message(t)).respond(StatusCode::BAD_REQUEST)
     };
     let Some(params) = params else {
         return refuse(Refusal::Malformed, None);
@@ -184,7 +183,7 @@ async fn answer(
         Some(to) => redirect(redirect_status, to),
         None => {
             let t = locale_of(request.locale);
-            LoggedOutPage { t, heading: t.signed_out_heading, message: t.signed_out }.respond(StatusCode::OK)
+            LoggedOutPage::new(identity, t, t.signed_out_heading, t.signed_out).respond(StatusCode::OK)
         }
     };
     if browser_signed_out {

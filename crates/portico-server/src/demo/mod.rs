@@ -122,6 +122,26 @@ pub fn redirect_uri(issuer: &str) -> String {
     format!("{issuer}/demo/callback")
 }
 
+/// The demo bank's look when the configuration names no bank: a neutral
+/// name, Portico's mark, contacts and the reminder every bank shows.
+pub fn branding() -> portico_identity::theme::Branding {
+    use portico_identity::theme::PerLanguage;
+    let both = |ru: &str, en: &str| Some(PerLanguage { ru: Some(ru.to_owned()), en: Some(en.to_owned()) });
+    let theme = portico_identity::theme::Theme {
+        bank_name: both("Демо-банк", "Demo Bank"),
+        support_contacts: both(
+            "Поддержка: 8 800 000-00-00 (круглосуточно), support@bank.example",
+            "Support: 8 800 000-00-00 (24/7), support@bank.example",
+        ),
+        security_notice: both(
+            "Банк никогда не звонит с просьбой назвать код из SMS или пароль. Не сообщайте их никому.",
+            "The bank never calls to ask for a code from an SMS or your password. Do not share them with anyone.",
+        ),
+        ..Default::default()
+    };
+    theme.branding().expect("the demo theme is valid")
+}
+
 /// Where the demo clients come back to after RP-initiated logout.
 pub fn logout_return_uri(issuer: &str) -> String {
     format!("{issuer}/demo/logged-out")

@@ -14,9 +14,17 @@ struct Shots {
     n: usize,
 }
 
+/// Where `scripts/login-pages` wants the gallery of every page (the
+/// folder of docs/login-pages.md); unset, it goes with the other screenshots.
+const PAGES_DIR_ENV: &str = "PORTICO_LOGIN_PAGES_DIR";
+
 impl Shots {
     fn new(test: &str) -> Self {
         let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("browser-screenshots").join(test);
+        Self::in_dir(dir)
+    }
+
+    fn in_dir(dir: std::path::PathBuf) -> Self {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("screenshot folder");
         Self { dir, n: 0 }
@@ -389,5 +397,127 @@ async fn the_error_page_keeps_itself_through_a_language_switch_and_a_reload() {
     wait_for_text(client, "a.action", "Войти заново").await;
     click(client, "a.action").await;
     step_is(client, "username-password").await;
+    browser.client.clone().close().await.unwrap();
+}
+
+/// The axe-core script named by `PORTICO_TEST_AXE` (`.ci/run` installs it
+/// from npm); unset, the accessibility check is skipped, and says so once.
+fn axe_script() -> Option<&'static str> {
+    static SCRIPT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    SCRIPT
+        .get_or_init(|| match std::env::var("PORTICO_TEST_AXE") {
+            Ok(path) => Some(std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("PORTICO_TEST_AXE {path}: {e}"))),
+            Err(_) => {
+                portico_tests::skipped("PORTICO_TEST_AXE is not set; pages are not checked with axe-core");
+                None
+            }
+        })
+        .as_deref()
+}
+
+/// What axe-core finds against WCAG 2.1 A and AA and its best practices on
+/// the current page: `[rule, impact, [elements]]` per violation.
+async fn accessibility_violations(client: &Client) -> Vec<serde_json::Value> {
+    let Some(axe) = axe_script() else { return Vec::new() };
+    let run = format!(
+        "{axe}\nconst done = arguments[arguments.length - 1];\n\
+         axe.run(document, {{ runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] }})\n\
+           .then(r => done(r.violations.map(v => [v.id, v.impact, v.nodes.map(n => n.target.join(' '))])))\n\
+           .catch(e => done([['axe failed', String(e), []]]));"
+    );
+    let found = client.execute_async(&run, vec![]).await.expect("run axe-core");
+    found.as_array().cloned().unwrap_or_default()
+}
+
+/// Shows the current page in both languages, both schemes and both widths:
+/// saves each look and checks every text's contrast (WCAG AA). `language`
+/// makes the page speak one language: a click on its switch, or a URL.
+async fn every_look(client: &Client, shots: &mut Shots, name: &str, language: impl Fn(&'static str) -> Option<String>) {
+    for lang in ["ru", "en"] {
+        match language(lang) {
+            Some(url) => client.goto(&url).await.unwrap(),
+            None => click(client, &format!("#language button[data-locale={lang}]")).await,
+        }
+        wait_for_attribute(client, "html", "lang", lang).await;
+        for (width, height, device) in [(1280, 900, "desktop"), (390, 844, "phone")] {
+            client.set_window_size(width, height).await.unwrap();
+            for scheme in ["light", "dark"] {
+                color_scheme(client, scheme).await;
+                client.refresh().await.unwrap();
+                wait_for_attribute(client, "html", "lang", lang).await;
+                shots.take(client, &format!("{name}-{lang}-{scheme}-{device}")).await;
+                let violations = accessibility_violations(client).await;
+                assert!(violations.is_empty(), "{name} {lang} {scheme} {device}: axe-core found {violations:#?}");
+                let found = client.execute(CONTRASTS, vec![]).await.unwrap();
+                let low: Vec<_> = found.as_array().unwrap().iter().filter(|f| f[0].as_f64().unwrap() < 4.5).collect();
+                assert!(low.is_empty(), "{name} {lang} {scheme} {device}: text below WCAG AA 4.5:1: {low:?}");
+            }
+        }
+    }
+    color_scheme(client, "light").await;
+    client.set_window_size(1280, 900).await.unwrap();
+}
+
+/// Every page a customer meets, as `scripts/login-pages` publishes them in
+/// docs/login-pages.md: each in Russian and English, light and dark, at a
+/// desktop's and a phone's width, every text readable.
+#[tokio::test]
+async fn every_page_in_both_languages_schemes_and_widths() {
+    let Some(browser) = launch().await else { return };
+    let client = &browser.client;
+    let app = TestApp::spawn(portico_tests::backends()[0]).await;
+    let mut shots = match std::env::var_os(PAGES_DIR_ENV) {
+        Some(dir) => Shots::in_dir(dir.into()),
+        None => Shots::new("every_page"),
+    };
+    let switch = |_: &'static str| None;
+
+    client.goto(&app.url("/demo/login")).await.unwrap();
+    step_is(client, "username-password").await;
+    fill(client, "input[name=principal]", "maria").await;
+    type_into(client, "input[name=credentials]", "wrong").await;
+    submit(client).await;
+    wait_for_attribute(client, "#credentials", "aria-describedby", "credentialsError").await;
+    every_look(client, &mut shots, "login", switch).await;
+    type_into(client, "input[name=credentials]", "maria-password").await;
+    submit(client).await;
+    step_is(client, "sms-otp").await;
+    every_look(client, &mut shots, "sms-code", switch).await;
+    click(client, "#useEmail").await;
+    step_is(client, "email-otp").await;
+    every_look(client, &mut shots, "e-mail-code", switch).await;
+    enter_code(client, &app, "maria@example.com").await;
+    tokens_for(client, "maria").await;
+
+    // The partner application asks for consent; declining ends on the error page.
+    click(client, "#signInPartner").await;
+    step_is(client, "consent").await;
+    every_look(client, &mut shots, "consent", switch).await;
+    click(client, "#loginForm button[name=deny]").await;
+    let started = std::time::Instant::now();
+    while client.current_url().await.unwrap().path() != "/error" {
+        assert!(started.elapsed() < std::time::Duration::from_secs(15), "declining never showed the error page");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    every_look(client, &mut shots, "error-access-denied", switch).await;
+
+    // The phone method on a new device: number, code, password (a new
+    // login beside maria's session: prompt=login).
+    client.goto(&app.url("/demo")).await.unwrap();
+    click(client, "#signInAgain").await;
+    step_is(client, "username-password").await;
+    click(client, "#switchMethod").await;
+    step_is(client, "phone").await;
+    every_look(client, &mut shots, "phone", switch).await;
+    fill(client, "input[name=principal]", "+79001234567").await;
+    submit(client).await;
+    step_is(client, "sms-otp").await;
+    enter_code(client, &app, "+79001234567").await;
+    step_is(client, "password").await;
+    every_look(client, &mut shots, "password-new-device", switch).await;
+
+    // Signed out (RP-initiated logout without a return address).
+    every_look(client, &mut shots, "signed-out", |lang| Some(app.url(&format!("/oauth2/logout?ui_locales={lang}"))))
+        .await;
     browser.client.clone().close().await.unwrap();
 }

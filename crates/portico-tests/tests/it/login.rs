@@ -406,6 +406,7 @@ async fn the_configured_theme_reaches_the_view_data_and_the_page() {
                 }]),
                 en: None,
             }),
+            ..Theme::default()
         };
     })
     .await;
@@ -459,4 +460,58 @@ async fn the_language_follows_the_process_then_the_cookie_then_the_setting_then_
     other.get(app.authorize_url(&Pkce::new(), &[])).send().await.unwrap();
     let html = other.get(app.url("/login")).header("accept-language", "ru").send().await.unwrap().text().await.unwrap();
     assert!(html.contains("lang=\"en\""));
+}
+
+#[tokio::test]
+async fn the_bank_and_the_asking_client_are_named_on_every_page_in_its_language() {
+    for backend in portico_tests::backends() {
+        let app = TestApp::spawn(backend).await;
+        let browser = app.browser();
+        browser
+            .get(app.authorize_url(&portico_tests::Pkce::new(), &[("ui_locales", Some("en"))]))
+            .send()
+            .await
+            .unwrap();
+        let html = browser.get(app.url("/login")).send().await.unwrap().text().await.unwrap();
+        assert!(html.contains(r#"<span class="bank" id="bankName">Demo Bank</span>"#), "{backend:?}: {html}");
+        assert!(html.contains(r#"<p class="client" id="clientName">To continue to Demo application</p>"#), "{html}");
+        assert!(html.contains(r#"id="securityNotice">The bank never calls"#), "{html}");
+        assert!(html.contains(r#"id="supportContacts">Support: 8 800 000-00-00"#), "{html}");
+        assert!(html.contains(r#"<img src="/login/assets/logo" alt="""#), "{html}");
+        // The other pages carry the bank too.
+        for path in ["/logged-out", "/oauth2/logout?ui_locales=ru"] {
+            let html = app.browser().get(app.url(path)).send().await.unwrap().text().await.unwrap();
+            assert!(html.contains("id=\"bankName\">") && html.contains("id=\"securityNotice\">"), "{path}: {html}");
+        }
+        let logo = app.http().get(app.url("/login/assets/logo")).send().await.unwrap();
+        assert_eq!(logo.headers()["content-type"], "image/svg+xml");
+        assert_eq!(logo.headers()["x-content-type-options"], "nosniff");
+        let css = app.http().get(app.url("/login/assets/theme.css")).send().await.unwrap();
+        assert_eq!(css.headers()["content-type"], "text/css; charset=utf-8");
+    }
+}
+
+#[tokio::test]
+async fn a_configured_theme_names_the_bank_and_colours_the_pages() {
+    let dir = portico_tests::TempDir::new();
+    let logo = dir.0.join("bank.png");
+    std::fs::write(&logo, b"\x89PNG\r\n\x1a\n-a-logo").unwrap();
+    let app = TestApp::spawn_with(portico_tests::backends()[0], |c| {
+        c.theme.bank_name = Some(portico_identity::theme::PerLanguage {
+            ru: Some("Банк «Пример»".into()),
+            en: Some("Example Bank".into()),
+        });
+        c.theme.accent_color = Some("#0b5d1e".into());
+        c.theme.logo = Some(logo.clone());
+    })
+    .await;
+    let html = app.browser().get(app.url("/logged-out")).send().await.unwrap();
+    let html = html.text().await.unwrap();
+    assert!(html.contains("id=\"bankName\">Банк «Пример»</span>"), "{html}");
+    assert!(!html.contains("securityNotice"), "no notice configured, none shown");
+    let css = app.http().get(app.url("/login/assets/theme.css")).send().await.unwrap().text().await.unwrap();
+    assert!(css.contains("--accent: #0b5d1e"), "{css}");
+    let logo = app.http().get(app.url("/login/assets/logo")).send().await.unwrap();
+    assert_eq!(logo.headers()["content-type"], "image/png");
+    assert_eq!(logo.bytes().await.unwrap().as_ref(), b"\x89PNG\r\n\x1a\n-a-logo");
 }
