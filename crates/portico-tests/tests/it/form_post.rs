@@ -3,11 +3,9 @@
 //! parameters to `redirect_uri`; a relying-party library exchanges the code
 //! it carries.
 
-use openidconnect::core::{CoreAuthenticationFlow, CoreClient, CoreProviderMetadata};
-use openidconnect::{
-    AuthorizationCode, ClientId, ClientSecret, CsrfToken, IssuerUrl, Nonce, PkceCodeChallenge, RedirectUrl,
-};
-use portico_tests::{Pkce, TestApp, backends, demo, location, location_param};
+use openidconnect::core::CoreAuthenticationFlow;
+use openidconnect::{AuthorizationCode, CsrfToken, Nonce, PkceCodeChallenge};
+use portico_tests::{Pkce, TestApp, backends, location, location_param};
 
 /// The form of a form_post page: its action and fields, in order.
 fn posted_form(html: &str) -> (String, Vec<(String, String)>) {
@@ -51,21 +49,9 @@ fn field<'a>(fields: &'a [(String, String)], name: &str) -> Option<&'a str> {
 async fn openidconnect_crate_exchanges_the_code_a_form_post_page_carries() {
     for backend in backends() {
         let app = TestApp::spawn(backend).await;
-        let http = openidconnect::reqwest::ClientBuilder::new()
-            .redirect(openidconnect::reqwest::redirect::Policy::none())
-            .build()
-            .unwrap();
-        let metadata = CoreProviderMetadata::discover_async(IssuerUrl::new(app.base.clone()).unwrap(), &http)
-            .await
-            .expect("discovery");
+        let (http, client, metadata) = crate::oidc_client::demo_relying_party(&app).await;
         let modes = metadata.response_modes_supported().expect("response_modes_supported");
         assert!(modes.iter().any(|m| m.as_ref() == "form_post"), "{backend:?}: discovery lists form_post");
-        let client = CoreClient::from_provider_metadata(
-            metadata,
-            ClientId::new(demo::CLIENT_ID.into()),
-            Some(ClientSecret::new(demo::CLIENT_SECRET.into())),
-        )
-        .set_redirect_uri(RedirectUrl::new(app.redirect_uri()).unwrap());
 
         // Signed in once; the next request asks for form_post.
         let browser = app.browser();

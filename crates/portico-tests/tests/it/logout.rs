@@ -2,11 +2,8 @@
 //! single sign-on session it ends: driven by a certified relying-party
 //! library (`openidconnect`) and by hand for the refusals.
 
-use openidconnect::core::{CoreAuthenticationFlow, CoreClient};
-use openidconnect::{
-    ClientId, ClientSecret, CsrfToken, IssuerUrl, LogoutRequest, Nonce, PkceCodeChallenge, PostLogoutRedirectUrl,
-    ProviderMetadataWithLogout, RedirectUrl, Scope,
-};
+use openidconnect::core::CoreAuthenticationFlow;
+use openidconnect::{CsrfToken, LogoutRequest, Nonce, PkceCodeChallenge, PostLogoutRedirectUrl, Scope};
 use portico_tests::{Pkce, TestApp, backends, demo, jwt_claims, location, location_param};
 use reqwest::Client as Browser;
 use time::Duration;
@@ -48,21 +45,9 @@ fn clears_session_cookie(response: &reqwest::Response) -> bool {
 async fn openidconnect_crate_logs_out_with_id_token_hint_and_returns_with_state() {
     for backend in backends() {
         let app = TestApp::spawn(backend).await;
-        let http = openidconnect::reqwest::ClientBuilder::new()
-            .redirect(openidconnect::reqwest::redirect::Policy::none())
-            .build()
-            .unwrap();
-        let metadata = ProviderMetadataWithLogout::discover_async(IssuerUrl::new(app.base.clone()).unwrap(), &http)
-            .await
-            .expect("discovery");
+        let (http, client, metadata) = crate::oidc_client::demo_relying_party(&app).await;
         let end_session = metadata.additional_metadata().end_session_endpoint.clone().expect("end_session_endpoint");
         assert_eq!(end_session.url().as_str(), app.url("/oauth2/logout"));
-        let client = CoreClient::from_provider_metadata(
-            metadata,
-            ClientId::new(demo::CLIENT_ID.into()),
-            Some(ClientSecret::new(demo::CLIENT_SECRET.into())),
-        )
-        .set_redirect_uri(RedirectUrl::new(app.redirect_uri()).unwrap());
         let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
         let (auth_url, _, nonce) = client
             .authorize_url(CoreAuthenticationFlow::AuthorizationCode, CsrfToken::new_random, Nonce::new_random)

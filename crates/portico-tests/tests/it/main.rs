@@ -20,7 +20,7 @@ mod logout;
 mod merchants_admin;
 mod node_cache;
 mod notifications;
-mod oidc_client;
+pub(crate) mod oidc_client;
 mod ops;
 mod outage;
 mod permission_views;

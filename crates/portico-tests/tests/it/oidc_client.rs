@@ -2,30 +2,45 @@
 //! discovery, PKCE, code exchange with id_token signature and nonce
 //! validation, refresh.
 
-use openidconnect::core::{CoreAuthenticationFlow, CoreClient, CoreProviderMetadata};
+use openidconnect::core::{CoreAuthenticationFlow, CoreClient};
 use openidconnect::{
-    AccessTokenHash, AuthorizationCode, ClientId, ClientSecret, CsrfToken, IssuerUrl, Nonce, OAuth2TokenResponse,
-    PkceCodeChallenge, RedirectUrl, Scope, TokenResponse,
+    AccessTokenHash, AuthorizationCode, ClientId, ClientSecret, CsrfToken, EndpointMaybeSet, EndpointNotSet,
+    EndpointSet, IssuerUrl, Nonce, OAuth2TokenResponse, PkceCodeChallenge, ProviderMetadataWithLogout, RedirectUrl,
+    Scope, TokenResponse,
 };
 use portico_tests::{TestApp, backends, demo, location, location_param, view_data};
+
+/// A client the library built from discovery.
+pub(crate) type RelyingParty =
+    CoreClient<EndpointSet, EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointMaybeSet, EndpointMaybeSet>;
+
+/// The demo client as the library makes it from Portico's discovery
+/// document: the HTTP client it talks with (redirects not followed), the
+/// relying party, and the provider metadata (with the logout extension).
+pub(crate) async fn demo_relying_party(
+    app: &TestApp,
+) -> (openidconnect::reqwest::Client, RelyingParty, ProviderMetadataWithLogout) {
+    let http = openidconnect::reqwest::ClientBuilder::new()
+        .redirect(openidconnect::reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let metadata = ProviderMetadataWithLogout::discover_async(IssuerUrl::new(app.base.clone()).unwrap(), &http)
+        .await
+        .expect("discovery");
+    let client = CoreClient::from_provider_metadata(
+        metadata.clone(),
+        ClientId::new(demo::CLIENT_ID.into()),
+        Some(ClientSecret::new(demo::CLIENT_SECRET.into())),
+    )
+    .set_redirect_uri(RedirectUrl::new(app.redirect_uri()).unwrap());
+    (http, client, metadata)
+}
 
 #[tokio::test]
 async fn openidconnect_crate_completes_the_flow() {
     for backend in backends() {
         let app = TestApp::spawn(backend).await;
-        let http = openidconnect::reqwest::ClientBuilder::new()
-            .redirect(openidconnect::reqwest::redirect::Policy::none())
-            .build()
-            .unwrap();
-        let metadata = CoreProviderMetadata::discover_async(IssuerUrl::new(app.base.clone()).unwrap(), &http)
-            .await
-            .expect("discovery");
-        let client = CoreClient::from_provider_metadata(
-            metadata,
-            ClientId::new(demo::CLIENT_ID.into()),
-            Some(ClientSecret::new(demo::CLIENT_SECRET.into())),
-        )
-        .set_redirect_uri(RedirectUrl::new(app.redirect_uri()).unwrap());
+        let (http, client, _) = demo_relying_party(&app).await;
 
         let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
         let (auth_url, csrf, nonce) = client
@@ -94,19 +109,7 @@ async fn openidconnect_crate_sets_login_hint_ui_locales_and_max_age() {
     use openidconnect::{LanguageTag, LoginHint};
     for backend in backends() {
         let app = TestApp::spawn(backend).await;
-        let http = openidconnect::reqwest::ClientBuilder::new()
-            .redirect(openidconnect::reqwest::redirect::Policy::none())
-            .build()
-            .unwrap();
-        let metadata = CoreProviderMetadata::discover_async(IssuerUrl::new(app.base.clone()).unwrap(), &http)
-            .await
-            .expect("discovery");
-        let client = CoreClient::from_provider_metadata(
-            metadata,
-            ClientId::new(demo::CLIENT_ID.into()),
-            Some(ClientSecret::new(demo::CLIENT_SECRET.into())),
-        )
-        .set_redirect_uri(RedirectUrl::new(app.redirect_uri()).unwrap());
+        let (http, client, _) = demo_relying_party(&app).await;
         let browser = app.browser();
         app.login_for_code(&browser, &portico_tests::Pkce::new(), "ivan", "ivan-password").await;
 
