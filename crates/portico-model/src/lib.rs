@@ -7,6 +7,7 @@
 pub mod audit;
 pub mod client;
 pub mod clock;
+pub mod consent;
 pub mod ids;
 pub mod key;
 pub mod login;

@@ -16,7 +16,9 @@
 use axum::http::StatusCode;
 use axum::response::Response;
 use portico_model::audit::{AuditEvent, AuditKind};
-use portico_model::ids::SessionId;
+use portico_model::client::Client;
+use portico_model::consent;
+use portico_model::ids::{SessionId, UserId};
 use portico_model::login::{AuthMethod, LoginProcess, StepType, ViewType, codes};
 use portico_model::otp::OtpChannel;
 use portico_model::scope::ScopeSet;
@@ -32,11 +34,34 @@ use crate::cookies::{self, SetCookies};
 use crate::oauth2::params::Params;
 use crate::oauth2::redirect;
 
-/// The scope groups a request asks consent for: every scope but `openid`.
-pub fn requested_groups(authorize_query: &str) -> Vec<String> {
+/// The scope of a process's request.
+pub fn requested_scope(authorize_query: &str) -> ScopeSet {
     let params = Params::parse(authorize_query.as_bytes());
     let scope = params.one("scope").ok().flatten().and_then(|s| ScopeSet::parse(s).ok());
-    scope.map(|s| s.iter().filter(|g| *g != "openid").map(str::to_owned).collect()).unwrap_or_default()
+    scope.unwrap_or_else(|| ScopeSet::parse("openid").expect("openid is a scope"))
+}
+
+/// Whether `user_id` must pass the consent step before `client` gets a
+/// code for `scope` ([`portico_model::consent`]; the user's record is read
+/// only when the request can need it).
+///
+/// # Errors
+/// When storage fails.
+pub async fn consent_due(
+    identity: &Identity,
+    client: &Client,
+    scope: &ScopeSet,
+    forced: bool,
+    user_id: UserId,
+) -> Result<bool, StorageError> {
+    if !consent::asked(client.require_consent, scope) {
+        return Ok(false);
+    }
+    if forced {
+        return Ok(true);
+    }
+    let granted = identity.store.find_consent(user_id, &client.client_id).await?.unwrap_or_default();
+    Ok(consent::due(scope, false, &granted))
 }
 
 /// Whether `user` must pass the consent step for this process's request.
@@ -46,15 +71,7 @@ pub fn requested_groups(authorize_query: &str) -> Vec<String> {
 pub async fn consent_needed(identity: &Identity, process: &LoginProcess, user: &User) -> Result<bool, StorageError> {
     let state = &process.state;
     let Some(client) = identity.store.find_client(&state.client_id).await? else { return Ok(false) };
-    let wanted = requested_groups(&state.authorize_query);
-    if !client.require_consent || wanted.is_empty() {
-        return Ok(false);
-    }
-    if state.force_consent {
-        return Ok(true);
-    }
-    let granted = identity.store.find_consent(user.id, &client.client_id).await?.unwrap_or_default();
-    Ok(!wanted.iter().all(|g| granted.contains(g)))
+    consent_due(identity, &client, &requested_scope(&state.authorize_query), state.force_consent, user.id).await
 }
 
 /// Whether the process's device is trusted for `user`.

@@ -14,7 +14,7 @@ use portico_model::user::User;
 use portico_storage::StorageError;
 use time::OffsetDateTime;
 
-use super::flow::requested_groups;
+use super::flow::requested_scope;
 use super::steps::otp::{self, Prepared};
 use super::steps::password::captcha_required;
 use super::texts::{self, Texts};
@@ -153,7 +153,7 @@ async fn step_context(
         StepType::SmsOtp => context.email_delivery_available = otp::email_available(process, user),
         StepType::EmailOtp => context.sms_delivery_available = otp::sms_available(process, user),
         StepType::Consent => {
-            context.available_scope_groups = requested_groups(&state.authorize_query);
+            context.available_scope_groups = portico_model::consent::groups(&requested_scope(&state.authorize_query));
         }
     }
     Ok(context)

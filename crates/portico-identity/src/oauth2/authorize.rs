@@ -38,7 +38,8 @@ use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use portico_model::client::Client;
-use portico_model::ids::{ClientId, CodeHash, UserId};
+use portico_model::consent;
+use portico_model::ids::{ClientId, CodeHash};
 use portico_model::login::{Locale, LoginProcess};
 use portico_model::oauth::{AuthorizationCode, Prompt, ResponseMode, is_s256_challenge};
 use portico_model::scope::ScopeSet;
@@ -152,7 +153,7 @@ async fn handle(identity: &Identity, headers: &HeaderMap, query: &str) -> Result
         let Some(session) = session.filter(|s| Some(s.user_id) == process.state.user_id) else {
             return Ok(login::start(identity, headers, &request, query, now).await?);
         };
-        let scope = granted_scope(&request.scope, process.state.granted_groups.as_deref());
+        let scope = consent::granted_scope(&request.scope, process.state.granted_groups.as_deref());
         let mut response = issue_code_redirect(identity, headers, &request, &scope, &session).await?;
         let mut set = SetCookies::new(identity.settings.secure_cookies);
         set.clear(cookies::AUTHENTICATION_FLOW).clear(cookies::LOGIN_CLIENT_ENTRY);
@@ -168,7 +169,8 @@ async fn handle(identity: &Identity, headers: &HeaderMap, query: &str) -> Result
     let session = session
         .filter(|s| request.max_age.is_none_or(|max_age| now - s.auth_time <= time::Duration::seconds(max_age.into())));
     if let Some(session) = session {
-        if !consent_needed(identity, &request, session.user_id).await? {
+        let forced = request.prompt == Some(Prompt::Consent);
+        if !login::flow::consent_due(identity, &request.client, &request.scope, forced, session.user_id).await? {
             let scope = request.scope.to_string();
             return Ok(issue_code_redirect(identity, headers, &request, &scope, &session).await?);
         }
@@ -199,36 +201,6 @@ async fn handle(identity: &Identity, headers: &HeaderMap, query: &str) -> Result
     }
 
     Ok(login::start(identity, headers, &request, query, now).await?)
-}
-
-/// Whether an authenticated user must pass the consent step for `request`:
-/// the client requires consent, asks for scope groups, and either
-/// `prompt=consent` or the groups are not all granted yet.
-async fn consent_needed(
-    identity: &Identity,
-    request: &AuthorizeRequest,
-    user_id: UserId,
-) -> Result<bool, StorageError> {
-    let wanted: Vec<&str> = request.scope.iter().filter(|s| *s != "openid").collect();
-    if !request.client.require_consent || wanted.is_empty() {
-        return Ok(false);
-    }
-    if request.prompt == Some(Prompt::Consent) {
-        return Ok(true);
-    }
-    let granted = identity.store.find_consent(user_id, &request.client.client_id).await?.unwrap_or_default();
-    Ok(!wanted.iter().all(|w| granted.iter().any(|g| g == w)))
-}
-
-/// The scope a code carries: the request's, narrowed to `openid` and the
-/// groups granted on the consent step when there was one.
-fn granted_scope(requested: &ScopeSet, granted: Option<&[String]>) -> String {
-    match granted {
-        None => requested.to_string(),
-        Some(granted) => {
-            requested.iter().filter(|s| *s == "openid" || granted.iter().any(|g| g == s)).collect::<Vec<_>>().join(" ")
-        }
-    }
 }
 
 /// The login process, named by the `authentication_flow` cookie, that

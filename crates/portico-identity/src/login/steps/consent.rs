@@ -9,7 +9,7 @@ use portico_storage::StorageError;
 
 use super::{Field, retry};
 use crate::Identity;
-use crate::login::flow::{advance, requested_groups};
+use crate::login::flow::{advance, requested_scope};
 use crate::login::submit::fatal_with;
 use crate::login::view::{ActionKind, ErrorAction, ErrorDetails};
 use crate::login::{error_page, return_url_of};
@@ -33,7 +33,7 @@ pub async fn consent(
         };
         return Ok(error_page::redirect_to_error(identity, &details, Some(&process)).await);
     }
-    let available = requested_groups(&process.state.authorize_query);
+    let available = portico_model::consent::groups(&requested_scope(&process.state.authorize_query));
     // One comma-separated value (the spec) or a value per checkbox (the page without script).
     let mut selected: Vec<String> = Vec::new();
     for group in params.all("selected_scope_groups").flat_map(|v| v.split(',')).map(str::trim) {
