@@ -209,3 +209,22 @@ async fn complete(
     set.apply(response.headers_mut());
     Ok(response)
 }
+
+/// The process cannot go on: 303 to `/error` with a restart action.
+pub async fn fatal(identity: &Identity, process: &LoginProcess, code: &str) -> Response {
+    fatal_with(identity, process, code, ActionKind::RetryLogin).await
+}
+
+/// 303 to `/error` showing `code` with one action: `RETRY_LOGIN` (restart
+/// through `/login/restart`) or `RELOAD` (the same process, through `/login`).
+pub async fn fatal_with(identity: &Identity, process: &LoginProcess, code: &str, action: ActionKind) -> Response {
+    let url = match action {
+        ActionKind::Reload => "/login",
+        _ => "/login/restart",
+    };
+    let details =
+        ErrorDetails { error_code: code.to_owned(), actions: vec![ErrorAction { action, url: Some(url.to_owned()) }] };
+    // A process that can be reloaded stays current; one that must restart
+    // ends, and is kept for the error page and the restart only.
+    error_page::redirect_to_error(identity, &details, Some(process)).await
+}

@@ -13,14 +13,14 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use portico_model::login::{LoginProcess, StepType, codes};
 
+use super::flow::fatal;
 use super::steps;
-use super::view::{ActionKind, ErrorAction, ErrorDetails};
 use super::{authorize_url, current_process, error_page, no_process};
+use crate::IdentityState;
 use crate::client_address::Peer;
 use crate::cookies;
 use crate::oauth2::params::Params;
 use crate::oauth2::redirect;
-use crate::{Identity, IdentityState};
 
 const MAX_BODY: usize = 16 * 1024;
 
@@ -83,23 +83,4 @@ pub fn csrf_ok(headers: &HeaderMap, params: &Params, process: &LoginProcess) -> 
         cookies::xsrf_matches(headers, sent)
             && portico_crypto::constant_time_eq(sent.as_bytes(), process.state.csrf.as_bytes())
     })
-}
-
-/// The process cannot go on: 303 to `/error` with a restart action.
-pub async fn fatal(identity: &Identity, process: &LoginProcess, code: &str) -> Response {
-    fatal_with(identity, process, code, ActionKind::RetryLogin).await
-}
-
-/// 303 to `/error` showing `code` with one action: `RETRY_LOGIN` (restart
-/// through `/login/restart`) or `RELOAD` (the same process, through `/login`).
-pub async fn fatal_with(identity: &Identity, process: &LoginProcess, code: &str, action: ActionKind) -> Response {
-    let url = match action {
-        ActionKind::Reload => "/login",
-        _ => "/login/restart",
-    };
-    let details =
-        ErrorDetails { error_code: code.to_owned(), actions: vec![ErrorAction { action, url: Some(url.to_owned()) }] };
-    // A process that can be reloaded stays current; one that must restart
-    // ends, and is kept for the error page and the restart only.
-    error_page::redirect_to_error(identity, &details, Some(process)).await
 }

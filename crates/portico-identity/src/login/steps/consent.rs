@@ -9,8 +9,8 @@ use portico_storage::StorageError;
 
 use super::{Field, retry};
 use crate::Identity;
+use crate::login::flow::fatal_with;
 use crate::login::flow::{advance, requested_scope};
-use crate::login::submit::fatal_with;
 use crate::login::view::{ActionKind, ErrorAction, ErrorDetails};
 use crate::login::{error_page, return_url_of};
 use crate::oauth2::params::Params;

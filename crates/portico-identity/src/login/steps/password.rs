@@ -82,7 +82,7 @@ pub async fn password(
         None => None,
     };
     if user.is_none() {
-        return Ok(crate::login::submit::fatal(identity, &process, codes::UNKNOWN_ERROR).await);
+        return Ok(crate::login::flow::fatal(identity, &process, codes::UNKNOWN_ERROR).await);
     }
     check_password(identity, process, user, params, StepType::Password, address).await
 }
