@@ -31,6 +31,8 @@ pub struct Texts {
     /// After a logout that has nowhere to return to.
     pub signed_out_heading: &'static str,
     pub signed_out: &'static str,
+    /// After a logout whose hint named another user than this browser's.
+    pub signed_out_elsewhere: &'static str,
     /// A logout request that was refused (nothing was ended).
     pub logout_refused_heading: &'static str,
     pub logout_bad_request: &'static str,
@@ -145,6 +147,8 @@ pub const RU: Texts = Texts {
     form_post_continue: "Продолжить",
     signed_out_heading: "Вы вышли",
     signed_out: "Вы вышли из системы. Чтобы войти снова, вернитесь в приложение.",
+    signed_out_elsewhere: "Сеанс, который завершило приложение, закрыт. В этом браузере выполнен вход под другим \
+                           пользователем, и он продолжается.",
     logout_refused_heading: "Выход не выполнен",
     logout_bad_request: "Запрос на выход составлен неверно: параметр повторяется или пуст. \
                          Вернитесь в приложение и выйдите ещё раз.",
@@ -218,6 +222,8 @@ pub const EN: Texts = Texts {
     form_post_continue: "Continue",
     signed_out_heading: "Signed out",
     signed_out: "You are signed out. To sign in again, return to the application.",
+    signed_out_elsewhere: "The session the application ended is closed. This browser is signed in as another \
+                           user, and stays so.",
     logout_refused_heading: "You are still signed in",
     logout_bad_request: "The sign-out request is malformed: a parameter is repeated or empty. \
                          Return to the application and sign out again.",

@@ -183,7 +183,8 @@ async fn answer(
         Some(to) => redirect(redirect_status, to),
         None => {
             let t = locale_of(request.locale);
-            LoggedOutPage::new(identity, t, t.signed_out_heading, t.signed_out).respond(StatusCode::OK)
+            let message = if browser_signed_out { t.signed_out } else { t.signed_out_elsewhere };
+            LoggedOutPage::new(identity, t, t.signed_out_heading, message).respond(StatusCode::OK)
         }
     };
     if browser_signed_out {

@@ -167,12 +167,14 @@ async fn a_hint_of_another_user_ends_that_users_session_and_not_the_browsers() {
         let (maria_browser, maria) = signed_in(&app, "maria").await;
         let response = ivan_browser
             .get(app.url("/oauth2/logout"))
-            .query(&[("id_token_hint", maria.id_token.as_deref().unwrap())])
+            .query(&[("id_token_hint", maria.id_token.as_deref().unwrap()), ("ui_locales", "en")])
             .send()
             .await
             .unwrap();
         assert_eq!(response.status(), 200, "{backend:?}");
         assert!(!clears_session_cookie(&response), "{backend:?}: ivan's cookie stays");
+        let html = response.text().await.unwrap();
+        assert!(html.contains("signed in as another user, and stays so"), "{backend:?}: the page says so: {html}");
         assert!(has_session(&app, &ivan_browser).await, "{backend:?}: ivan's session is not the hint's to end");
         assert!(!has_session(&app, &maria_browser).await, "{backend:?}: the session the hint's sid names ended");
     }
