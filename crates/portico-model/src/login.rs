@@ -157,8 +157,13 @@ pub struct LoginProcess {
 pub struct LoginState {
     /// The client that started the authorization.
     pub client_id: ClientId,
-    /// The query string of the original `/oauth2/authorize` request.
+    /// The query string of the original `/oauth2/authorize` request: the
+    /// way back to it once the steps are done (the contract's redirect).
     pub authorize_query: String,
+    /// What the steps need of that request, as authorize checked it (absent
+    /// only in processes stored before it was kept).
+    #[serde(default)]
+    pub request: Option<PendingAuthorization>,
     /// CSRF token for the process's forms (double-submitted with `XSRF-TOKEN`).
     pub csrf: String,
     pub method: AuthMethod,
@@ -231,6 +236,18 @@ pub struct LoginState {
     pub session_id: Option<SessionId>,
 }
 
+/// What a login process keeps of the authorization request it serves, as
+/// the authorize endpoint checked it: never parsed again from the query.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingAuthorization {
+    pub redirect_uri: String,
+    /// The requested scopes, checked against the client's.
+    pub scope: Vec<String>,
+    pub state: String,
+    #[serde(default)]
+    pub response_mode: crate::oauth::ResponseMode,
+}
+
 fn sms() -> OtpChannel {
     OtpChannel::Sms
 }
@@ -270,6 +287,7 @@ impl LoginState {
             error_page: None,
             ended: false,
             session_id: None,
+            request: None,
         }
     }
 

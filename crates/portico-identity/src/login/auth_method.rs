@@ -46,6 +46,7 @@ pub async fn update_auth_method(State(identity): State<IdentityState>, headers: 
     let mut state = LoginState::start(old.client_id.clone(), old.authorize_query.clone(), old.csrf.clone(), method);
     state.device_id = old.device_id.clone();
     state.locale = old.locale;
+    state.request = old.request.clone();
     state.force_consent = old.force_consent;
     // Failures and codes sent count for the whole process, across restarts.
     state.password_failures = old.password_failures;

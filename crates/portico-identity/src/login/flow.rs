@@ -19,7 +19,7 @@ use portico_model::audit::{AuditEvent, AuditKind};
 use portico_model::client::Client;
 use portico_model::consent;
 use portico_model::ids::{SessionId, UserId};
-use portico_model::login::{AuthMethod, LoginProcess, StepType, ViewType, codes};
+use portico_model::login::{AuthMethod, LoginProcess, LoginState, StepType, ViewType, codes};
 use portico_model::otp::OtpChannel;
 use portico_model::scope::ScopeSet;
 use portico_model::user::User;
@@ -34,11 +34,15 @@ use crate::cookies::{self, SetCookies};
 use crate::oauth2::params::Params;
 use crate::oauth2::redirect;
 
-/// The scope of a process's request.
-pub fn requested_scope(authorize_query: &str) -> ScopeSet {
-    let params = Params::parse(authorize_query.as_bytes());
-    let scope = params.one("scope").ok().flatten().and_then(|s| ScopeSet::parse(s).ok());
-    scope.unwrap_or_else(|| ScopeSet::parse("openid").expect("openid is a scope"))
+/// The scope of a process's request, as authorize checked it.
+pub fn requested_scope(state: &LoginState) -> ScopeSet {
+    let kept = state.request.as_ref().and_then(|r| ScopeSet::parse(&r.scope.join(" ")).ok());
+    kept.or_else(|| {
+        // A process stored before the request was kept: read its query.
+        let params = Params::parse(state.authorize_query.as_bytes());
+        params.one("scope").ok().flatten().and_then(|s| ScopeSet::parse(s).ok())
+    })
+    .unwrap_or_else(|| ScopeSet::parse("openid").expect("openid is a scope"))
 }
 
 /// Whether `user_id` must pass the consent step before `client` gets a
@@ -71,7 +75,7 @@ pub async fn consent_due(
 pub async fn consent_needed(identity: &Identity, process: &LoginProcess, user: &User) -> Result<bool, StorageError> {
     let state = &process.state;
     let Some(client) = identity.store.find_client(&state.client_id).await? else { return Ok(false) };
-    consent_due(identity, &client, &requested_scope(&state.authorize_query), state.force_consent, user.id).await
+    consent_due(identity, &client, &requested_scope(state), state.force_consent, user.id).await
 }
 
 /// Whether the process's device is trusted for `user`.

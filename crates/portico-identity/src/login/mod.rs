@@ -163,6 +163,12 @@ pub async fn start_at(
     state.force_consent = request.prompt == Some(portico_model::oauth::Prompt::Consent);
     state.locale = request.ui_locale;
     state.principal.clone_from(&request.login_hint);
+    state.request = Some(portico_model::login::PendingAuthorization {
+        redirect_uri: request.redirect_uri.clone(),
+        scope: request.scope.iter().map(str::to_owned).collect(),
+        state: request.state.clone(),
+        response_mode: request.response_mode,
+    });
     if let Some(session) = consent_of {
         state.user_id = Some(session.user_id);
         state.session_id = Some(session.id);
@@ -223,18 +229,29 @@ fn authorize_url(process: &LoginProcess) -> String {
 /// `redirect_uri` with `access_denied` and its `state`, or else the
 /// logged-out page.
 pub fn return_url_of(identity: &Identity, process: &LoginProcess) -> String {
-    let params = crate::oauth2::params::Params::parse(process.state.authorize_query.as_bytes());
-    let response_mode = params.one("response_mode").ok().flatten().and_then(ResponseMode::parse).unwrap_or_default();
-    match (params.one("redirect_uri"), params.one("state")) {
-        (Ok(Some(redirect_uri)), Ok(Some(state))) => ClientEntry {
+    let entry = match &process.state.request {
+        Some(request) => Some(ClientEntry {
             client_id: process.state.client_id.clone(),
-            redirect_uri: redirect_uri.to_owned(),
-            state: state.to_owned(),
-            response_mode,
+            redirect_uri: request.redirect_uri.clone(),
+            state: request.state.clone(),
+            response_mode: request.response_mode,
+        }),
+        // A process stored before the request was kept: read its query.
+        None => {
+            let params = crate::oauth2::params::Params::parse(process.state.authorize_query.as_bytes());
+            let mode = params.one("response_mode").ok().flatten().and_then(ResponseMode::parse).unwrap_or_default();
+            match (params.one("redirect_uri"), params.one("state")) {
+                (Ok(Some(redirect_uri)), Ok(Some(state))) => Some(ClientEntry {
+                    client_id: process.state.client_id.clone(),
+                    redirect_uri: redirect_uri.to_owned(),
+                    state: state.to_owned(),
+                    response_mode: mode,
+                }),
+                _ => None,
+            }
         }
-        .return_link(&identity.settings.issuer),
-        _ => identity.settings.logged_out_url.clone(),
-    }
+    };
+    entry.map_or_else(|| identity.settings.logged_out_url.clone(), |e| e.return_link(&identity.settings.issuer))
 }
 
 /// `GET /login/return`: the way back to the client from the error page of

@@ -153,7 +153,7 @@ async fn step_context(
         StepType::SmsOtp => context.email_delivery_available = otp::email_available(process, user),
         StepType::EmailOtp => context.sms_delivery_available = otp::sms_available(process, user),
         StepType::Consent => {
-            context.available_scope_groups = portico_model::consent::groups(&requested_scope(&state.authorize_query));
+            context.available_scope_groups = portico_model::consent::groups(&requested_scope(state));
         }
     }
     Ok(context)

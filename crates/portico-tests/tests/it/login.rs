@@ -515,3 +515,45 @@ async fn a_configured_theme_names_the_bank_and_colours_the_pages() {
     assert_eq!(logo.headers()["content-type"], "image/png");
     assert_eq!(logo.bytes().await.unwrap().as_ref(), b"\x89PNG\r\n\x1a\n-a-logo");
 }
+
+/// The way back to the client comes from the request authorize checked and
+/// the process keeps; a process stored before that was kept (only the
+/// query) still finds it, in the same answer.
+#[tokio::test]
+async fn the_way_back_to_the_client_comes_from_the_kept_request_and_from_older_processes_alike() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        for strip in [false, true] {
+            let browser = app.browser();
+            let response = browser.get(app.authorize_url(&Pkce::new(), &[])).send().await.unwrap();
+            let flow = response
+                .headers()
+                .get_all("set-cookie")
+                .iter()
+                .find_map(|c| c.to_str().unwrap().strip_prefix("authentication_flow=").map(|v| v[..36].to_owned()))
+                .expect("authentication_flow");
+            let id: uuid::Uuid = flow.parse().unwrap();
+            let mut process = app.store.find_login_process(id, app.clock.now()).await.unwrap().unwrap();
+            let request = process.state.request.clone().expect("authorize keeps the checked request");
+            assert_eq!(
+                (request.redirect_uri.as_str(), request.state.as_str()),
+                (app.redirect_uri().as_str(), "st-123")
+            );
+            assert_eq!(request.scope, ["openid", "profile", "email", "phone"]);
+            if strip {
+                process.state.request = None;
+                assert!(app.store.update_login_process(&process).await.unwrap());
+            }
+            let view = app.login_view(&browser).await;
+            let response = submit(&app, &browser, csrf_of(&view), "blocked", "blocked-password").await;
+            assert_eq!(location(&response), "/error");
+            let page = browser.get(app.url("/error")).send().await.unwrap().text().await.unwrap();
+            let url = view_data(&page)["pageData"]["errorDetails"]["actions"][0]["url"].as_str().unwrap().to_owned();
+            let expected = format!(
+                "{}?error=access_denied&error_description=the+login+process+ended+without+completing&state=st-123&iss=",
+                app.redirect_uri()
+            );
+            assert!(url.starts_with(&expected), "{backend:?} (stripped: {strip}): {url}");
+        }
+    }
+}

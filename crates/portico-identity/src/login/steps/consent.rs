@@ -33,7 +33,7 @@ pub async fn consent(
         };
         return Ok(error_page::redirect_to_error(identity, &details, Some(&process)).await);
     }
-    let available = portico_model::consent::groups(&requested_scope(&process.state.authorize_query));
+    let available = portico_model::consent::groups(&requested_scope(&process.state));
     // One comma-separated value (the spec) or a value per checkbox (the page without script).
     let mut selected: Vec<String> = Vec::new();
     for group in params.all("selected_scope_groups").flat_map(|v| v.split(',')).map(str::trim) {
