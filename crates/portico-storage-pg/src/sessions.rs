@@ -112,30 +112,21 @@ impl SessionRepository for PgStore {
         .map(grant_from)
         .collect::<Result<Vec<_>>>()?;
         grants.sort_by_key(|g| (g.created_at, g.id));
+        // One notice per client with a back-channel address among the grants.
         let clients: Vec<&str> = grants.iter().map(|g| g.client_id.as_str()).collect();
-        let listeners: Vec<(String, String)> = sqlx::query_as(
-            "SELECT client_id, backchannel_logout_uri FROM clients \
-             WHERE client_id = ANY($1) AND backchannel_logout_uri IS NOT NULL ORDER BY client_id",
+        let notices = sqlx::query(
+            "INSERT INTO logout_notices (id, client_id, uri, user_id, session_id, created_at, next_attempt_at) \
+             SELECT gen_random_uuid(), client_id, backchannel_logout_uri, $2, $3, $4, $4 FROM clients \
+             WHERE client_id = ANY($1) AND backchannel_logout_uri IS NOT NULL ON CONFLICT DO NOTHING",
         )
         .bind(&clients)
-        .fetch_all(&mut *tx)
+        .bind(session.user_id.as_uuid())
+        .bind(id.as_uuid())
+        .bind(at(now))
+        .execute(&mut *tx)
         .await
-        .map_err(storage_error("client"))?;
-        for (client_id, uri) in &listeners {
-            sqlx::query(
-                "INSERT INTO logout_notices (id, client_id, uri, user_id, session_id, created_at, next_attempt_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT DO NOTHING",
-            )
-            .bind(Uuid::now_v7())
-            .bind(client_id)
-            .bind(uri)
-            .bind(session.user_id.as_uuid())
-            .bind(id.as_uuid())
-            .bind(at(now))
-            .execute(&mut *tx)
-            .await
-            .map_err(storage_error("logout notice"))?;
-        }
+        .map_err(storage_error("logout notice"))?
+        .rows_affected();
         bind_audit(
             sqlx::query("INSERT INTO audit_log (at, kind, user_id, client_id, detail) VALUES ($1, $2, $3, $4, $5)"),
             audit,
@@ -147,7 +138,7 @@ impl SessionRepository for PgStore {
         if let Some(memory) = self.memory() {
             memory.grants_revoked(grants.iter().filter(|g| g.revoked_at.is_some()).map(|g| g.id));
         }
-        let notices = u32::try_from(listeners.len()).unwrap_or(u32::MAX);
+        let notices = u32::try_from(notices).unwrap_or(u32::MAX);
         Ok(Some(EndedSession { session, grants, notices }))
     }
 

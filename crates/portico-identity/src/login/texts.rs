@@ -280,7 +280,7 @@ pub const EN: Texts = Texts {
 impl Texts {
     /// The language of these texts.
     pub fn locale(&self) -> Locale {
-        if std::ptr::eq(self, &EN) { Locale::En } else { Locale::Ru }
+        Locale::parse(self.lang).unwrap_or(Locale::Ru)
     }
 }
 

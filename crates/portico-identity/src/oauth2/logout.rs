@@ -65,12 +65,6 @@ impl Refusal {
     }
 }
 
-impl From<BadParam> for Refusal {
-    fn from(_: BadParam) -> Self {
-        Refusal::Malformed
-    }
-}
-
 enum Failure {
     Refused(Refusal),
     Storage(StorageError),
@@ -83,8 +77,8 @@ impl From<Refusal> for Failure {
 }
 
 impl From<BadParam> for Failure {
-    fn from(bad: BadParam) -> Self {
-        Failure::Refused(bad.into())
+    fn from(_: BadParam) -> Self {
+        Failure::Refused(Refusal::Malformed)
     }
 }
 

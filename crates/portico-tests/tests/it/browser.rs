@@ -83,6 +83,15 @@ pub(crate) async fn wait_for_text(client: &Client, css: &str, text: &str) {
     }
 }
 
+/// Waits (polling, up to 15 s) until the browser is at `path`.
+pub(crate) async fn wait_for_path(client: &Client, path: &str) {
+    let started = Instant::now();
+    while client.current_url().await.unwrap().path() != path {
+        assert!(started.elapsed() < Duration::from_secs(15), "the browser never reached {path}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 pub(crate) async fn click(client: &Client, css: &str) {
     client.find(Locator::Css(css)).await.expect(css).click().await.expect("click");
 }

@@ -6,7 +6,7 @@
 use fantoccini::{Client, Locator};
 use portico_tests::TestApp;
 
-use super::browser::{click, launch, type_into, wait_for_text};
+use super::browser::{click, launch, type_into, wait_for_path, wait_for_text};
 
 /// Saves numbered screenshots of one test.
 struct Shots {
@@ -37,7 +37,7 @@ impl Shots {
     }
 }
 
-async fn step_is(client: &Client, step: &str) {
+pub(crate) async fn step_is(client: &Client, step: &str) {
     wait_for_attribute(client, "#loginForm", "data-step", step).await;
 }
 
@@ -80,7 +80,7 @@ async fn submit(client: &Client) {
 
 /// Starts a login from the demo client's page and submits `login` and
 /// `password` on its first step.
-async fn sign_in_from_the_demo(client: &Client, app: &TestApp, login: &str, password: &str) {
+pub(crate) async fn sign_in_from_the_demo(client: &Client, app: &TestApp, login: &str, password: &str) {
     client.goto(&app.url("/demo/login")).await.unwrap();
     step_is(client, "username-password").await;
     fill(client, "input[name=principal]", login).await;
@@ -89,7 +89,7 @@ async fn sign_in_from_the_demo(client: &Client, app: &TestApp, login: &str, pass
 }
 
 /// Enters the last code sent to `to` and submits it.
-async fn enter_code(client: &Client, app: &TestApp, to: &str) {
+pub(crate) async fn enter_code(client: &Client, app: &TestApp, to: &str) {
     type_into(client, "input[name=credentials]", &app.last_code(to)).await;
     submit(client).await;
 }
@@ -511,11 +511,7 @@ async fn every_page_in_both_languages_schemes_and_widths() {
     step_is(client, "consent").await;
     every_look(client, &mut shots, "consent", switch).await;
     click(client, "#loginForm button[name=deny]").await;
-    let started = std::time::Instant::now();
-    while client.current_url().await.unwrap().path() != "/error" {
-        assert!(started.elapsed() < std::time::Duration::from_secs(15), "declining never showed the error page");
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    wait_for_path(client, "/error").await;
     every_look(client, &mut shots, "error-access-denied", switch).await;
 
     // The phone method on a new device: number, code, password (a new
