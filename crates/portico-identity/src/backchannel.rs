@@ -109,8 +109,10 @@ impl BackChannel {
 
     async fn attempt(&self, notice: LogoutNotice) {
         let Some(leased_until) = notice.lease_until else { return };
-        let sent = self.send(&notice).await;
+        // The attempt's time decides what follows (the next try, or giving
+        // up), whenever its answer comes.
         let now = self.identity.clock.now();
+        let sent = self.send(&notice).await;
         let outcome = match sent {
             Ok(()) => {
                 tracing::info!(client_id = %notice.client_id, sid = %notice.session_id, "back-channel logout delivered");
