@@ -74,6 +74,14 @@ impl Locale {
         }
     }
 
+    /// The language's tag (`ru`, `en`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Locale::Ru => "ru",
+            Locale::En => "en",
+        }
+    }
+
     /// The first language of an OpenID Connect `ui_locales` value (BCP 47
     /// tags separated by spaces, preferred first) that Portico speaks;
     /// others are passed over, as OIDC Core §3.1.2.1 asks ("not an error").
@@ -157,11 +165,10 @@ pub struct LoginProcess {
 pub struct LoginState {
     /// The client that started the authorization.
     pub client_id: ClientId,
-    /// The query string of the original `/oauth2/authorize` request: the
-    /// way back to it once the steps are done (the contract's redirect).
-    pub authorize_query: String,
-    /// What the steps need of that request, as authorize checked it (absent
-    /// only in processes stored before it was kept).
+    /// The authorization request the process serves, as authorize checked
+    /// it. Absent only in a process stored by a release that kept the raw
+    /// query instead: such a process is not continued (the user starts
+    /// again from the client).
     #[serde(default)]
     pub request: Option<PendingAuthorization>,
     /// CSRF token for the process's forms (double-submitted with `XSRF-TOKEN`).
@@ -177,9 +184,14 @@ pub struct LoginState {
     pub device_id: Option<String>,
     /// Errors to show on the next page view; cleared once shown.
     pub errors: Option<LoginFormErrors>,
-    /// Set when every step is done; the authorize endpoint then issues the code.
+    /// Set when every step is done; the authorize endpoint then issues the
+    /// code from [`LoginState::outcome`].
     #[serde(with = "time::serde::timestamp::option", default)]
     pub completed_at: Option<OffsetDateTime>,
+    /// What the completed process decided: who, under which session, and
+    /// the scope the code carries.
+    #[serde(default)]
+    pub outcome: Option<LoginOutcome>,
     /// The steps passed so far, in order.
     #[serde(default)]
     pub passed: Vec<StepType>,
@@ -236,16 +248,44 @@ pub struct LoginState {
     pub session_id: Option<SessionId>,
 }
 
-/// What a login process keeps of the authorization request it serves, as
-/// the authorize endpoint checked it: never parsed again from the query.
+/// The authorization request a login process serves, as the authorize
+/// endpoint checked it (its client is [`LoginState::client_id`]). It is
+/// never parsed again from a query: the way back to `/oauth2/authorize`
+/// is built from it, and the code is issued only for a request equal to it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PendingAuthorization {
     pub redirect_uri: String,
     /// The requested scopes, checked against the client's.
     pub scope: Vec<String>,
     pub state: String,
+    /// The S256 PKCE challenge.
+    pub code_challenge: String,
+    #[serde(default)]
+    pub nonce: Option<String>,
+    #[serde(default)]
+    pub prompt: Option<crate::oauth::Prompt>,
+    /// `max_age` in seconds.
+    #[serde(default)]
+    pub max_age: Option<u32>,
+    /// The first language of `ui_locales` that Portico speaks.
+    #[serde(default)]
+    pub ui_locale: Option<Locale>,
+    #[serde(default)]
+    pub login_hint: Option<String>,
     #[serde(default)]
     pub response_mode: crate::oauth::ResponseMode,
+}
+
+/// How a completed login process ends: the authorize endpoint issues a code
+/// to this user, under this session, for this scope, and nothing else.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoginOutcome {
+    pub user_id: UserId,
+    /// The SSO session the code is issued under (its `auth_time` and `amr`).
+    pub session_id: SessionId,
+    /// The scope granted: the request's, less what the user left unticked
+    /// on the consent step ([`crate::consent::granted_scope`]).
+    pub scope: String,
 }
 
 fn sms() -> OtpChannel {
@@ -254,14 +294,18 @@ fn sms() -> OtpChannel {
 
 impl LoginState {
     /// A fresh process at its first step for `method`.
-    pub fn start(client_id: ClientId, authorize_query: String, csrf: String, method: AuthMethod) -> Self {
+    pub fn start(client_id: ClientId, request: PendingAuthorization, csrf: String, method: AuthMethod) -> Self {
+        Self::fresh(client_id, Some(request), csrf, method)
+    }
+
+    fn fresh(client_id: ClientId, request: Option<PendingAuthorization>, csrf: String, method: AuthMethod) -> Self {
         let step = match method {
             AuthMethod::Password => StepType::UsernamePassword,
             AuthMethod::Phone => StepType::Phone,
         };
         Self {
             client_id,
-            authorize_query,
+            request,
             csrf,
             method,
             step,
@@ -287,8 +331,23 @@ impl LoginState {
             error_page: None,
             ended: false,
             session_id: None,
-            request: None,
+            outcome: None,
         }
+    }
+
+    /// The same process started again at the first step of `method`: the
+    /// request, device, language and CSRF token stay, and so do the
+    /// failures and codes sent, which count for the whole process.
+    #[must_use]
+    pub fn restarted(&self, method: AuthMethod) -> Self {
+        let mut state = Self::fresh(self.client_id.clone(), self.request.clone(), self.csrf.clone(), method);
+        state.device_id.clone_from(&self.device_id);
+        state.locale = self.locale;
+        state.force_consent = self.force_consent;
+        state.password_failures = self.password_failures;
+        state.captcha = self.captcha;
+        state.codes_sent = self.codes_sent;
+        state
     }
 
     pub fn is_complete(&self) -> bool {
@@ -341,8 +400,25 @@ mod tests {
 
     #[test]
     fn state_round_trips_through_json() {
-        let mut state = LoginState::start("c".into(), "a=b".into(), "x".into(), AuthMethod::Password);
+        let request = PendingAuthorization {
+            redirect_uri: "https://rp.example/cb".into(),
+            scope: vec!["openid".into()],
+            state: "s".into(),
+            code_challenge: "c".repeat(43),
+            nonce: Some("n".into()),
+            prompt: Some(crate::oauth::Prompt::Consent),
+            max_age: Some(0),
+            ui_locale: Some(Locale::En),
+            login_hint: Some("alice".into()),
+            response_mode: crate::oauth::ResponseMode::FormPost,
+        };
+        let mut state = LoginState::start("c".into(), request, "x".into(), AuthMethod::Password);
         state.completed_at = Some(OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap());
+        state.outcome = Some(LoginOutcome {
+            user_id: UserId::from(uuid::Uuid::nil()),
+            session_id: SessionId::random(),
+            scope: "openid".into(),
+        });
         let json = serde_json::to_string(&state).unwrap();
         assert!(json.contains("\"username-password\""));
         assert_eq!(serde_json::from_str::<LoginState>(&json).unwrap(), state);

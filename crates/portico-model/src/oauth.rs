@@ -124,10 +124,18 @@ impl ResponseMode {
             _ => None,
         }
     }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResponseMode::Query => "query",
+            ResponseMode::FormPost => "form_post",
+        }
+    }
 }
 
 /// The `prompt` parameter of an authorization request (OIDC Core §3.1.2.1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Prompt {
     None,
     Login,
@@ -143,6 +151,15 @@ impl Prompt {
             "login" | "select_account" => Some(Prompt::Login),
             "consent" => Some(Prompt::Consent),
             _ => None,
+        }
+    }
+
+    /// The parameter's value (`select_account` was read as `login`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Prompt::None => "none",
+            Prompt::Login => "login",
+            Prompt::Consent => "consent",
         }
     }
 }

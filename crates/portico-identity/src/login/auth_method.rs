@@ -7,7 +7,7 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
-use portico_model::login::{AuthMethod, LoginState};
+use portico_model::login::AuthMethod;
 
 use super::flow::to_login;
 use super::submit::csrf_ok;
@@ -42,17 +42,7 @@ pub async fn update_auth_method(State(identity): State<IdentityState>, headers: 
         return settings_failure(&identity, &headers, Some(&process)).await;
     }
     let mut restarted = process.clone();
-    let old = &process.state;
-    let mut state = LoginState::start(old.client_id.clone(), old.authorize_query.clone(), old.csrf.clone(), method);
-    state.device_id = old.device_id.clone();
-    state.locale = old.locale;
-    state.request = old.request.clone();
-    state.force_consent = old.force_consent;
-    // Failures and codes sent count for the whole process, across restarts.
-    state.password_failures = old.password_failures;
-    state.captcha = old.captcha;
-    state.codes_sent = old.codes_sent;
-    restarted.state = state;
+    restarted.state = process.state.restarted(method);
     match identity.store.update_login_process(&restarted).await {
         Ok(_) => to_login(),
         Err(error) => error_page::server_error(error),

@@ -19,7 +19,7 @@ use portico_model::audit::{AuditEvent, AuditKind};
 use portico_model::client::Client;
 use portico_model::consent;
 use portico_model::ids::{SessionId, UserId};
-use portico_model::login::{AuthMethod, LoginProcess, LoginState, StepType, ViewType, codes};
+use portico_model::login::{AuthMethod, LoginOutcome, LoginProcess, LoginState, StepType, ViewType, codes};
 use portico_model::otp::OtpChannel;
 use portico_model::scope::ScopeSet;
 use portico_model::user::User;
@@ -31,18 +31,15 @@ use super::view::{ActionKind, ErrorAction, ErrorDetails};
 use super::{authorize_url, error_page, return_url_of, session};
 use crate::Identity;
 use crate::cookies::{self, SetCookies};
-use crate::oauth2::params::Params;
 use crate::oauth2::redirect;
 
 /// The scope of a process's request, as authorize checked it.
 pub fn requested_scope(state: &LoginState) -> ScopeSet {
-    let kept = state.request.as_ref().and_then(|r| ScopeSet::parse(&r.scope.join(" ")).ok());
-    kept.or_else(|| {
-        // A process stored before the request was kept: read its query.
-        let params = Params::parse(state.authorize_query.as_bytes());
-        params.one("scope").ok().flatten().and_then(|s| ScopeSet::parse(s).ok())
-    })
-    .unwrap_or_else(|| ScopeSet::parse("openid").expect("openid is a scope"))
+    state
+        .request
+        .as_ref()
+        .and_then(|r| ScopeSet::parse(&r.scope.join(" ")).ok())
+        .unwrap_or_else(|| ScopeSet::parse("openid").expect("openid is a scope"))
 }
 
 /// Whether `user_id` must pass the consent step before `client` gets a
@@ -170,9 +167,9 @@ pub async fn advance(
     }
 }
 
-/// Every step is passed: mark the process complete (the authorize endpoint
-/// then issues the code), trust the device after a second factor, open the
-/// SSO session.
+/// Every step is passed: the process ends in its outcome (the authorize
+/// endpoint then issues the code from it), the device is trusted after a
+/// second factor, the SSO session opens.
 async fn complete(
     identity: &Identity,
     mut process: LoginProcess,
@@ -186,6 +183,8 @@ async fn complete(
     // the code is issued under it.
     let opens = process.state.session_id.is_none();
     let session_id = *process.state.session_id.get_or_insert_with(SessionId::random);
+    let scope = consent::granted_scope(&requested_scope(&process.state), process.state.granted_groups.as_deref());
+    process.state.outcome = Some(LoginOutcome { user_id: user.id, session_id, scope });
     if !identity.store.update_login_process(&process).await? {
         return Ok(to_login());
     }
@@ -203,7 +202,7 @@ async fn complete(
     let event = AuditEvent::new(now, AuditKind::LoginSucceeded).user(user.id).client(&state.client_id);
     identity.audit(event.detail(json!({ "method": method, "amr": state.amr() }))).await;
 
-    let mut response = redirect(StatusCode::SEE_OTHER, &authorize_url(&process));
+    let mut response = redirect(StatusCode::SEE_OTHER, &authorize_url(identity, &process));
     let mut set = SetCookies::new(identity.settings.secure_cookies);
     if opens {
         let amr = process.state.amr().into_iter().map(str::to_owned).collect();

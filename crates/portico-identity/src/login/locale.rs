@@ -122,11 +122,7 @@ async fn set_locale(identity: &Identity, headers: &HeaderMap, locale: Option<&st
             Ok(true) => {
                 let mut response = StatusCode::OK.into_response();
                 let mut set = cookies::SetCookies::new(identity.settings.secure_cookies);
-                let value = match locale {
-                    Locale::Ru => "ru",
-                    Locale::En => "en",
-                };
-                set.set(cookies::LOCALE, value, Some(365 * 24 * 3600));
+                set.set(cookies::LOCALE, locale.as_str(), Some(365 * 24 * 3600));
                 set.apply(response.headers_mut());
                 return response;
             }

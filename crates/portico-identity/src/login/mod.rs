@@ -130,10 +130,9 @@ pub async fn start(
     identity: &Identity,
     headers: &HeaderMap,
     request: &AuthorizeRequest,
-    query: &str,
     now: OffsetDateTime,
 ) -> Result<Response, StorageError> {
-    start_at(identity, headers, request, query, now, None).await
+    start_at(identity, headers, request, now, None).await
 }
 
 /// Like [`start`]; with `consent_of`, for a user already authenticated by
@@ -145,7 +144,6 @@ pub async fn start_at(
     identity: &Identity,
     headers: &HeaderMap,
     request: &AuthorizeRequest,
-    query: &str,
     now: OffsetDateTime,
     consent_of: Option<&SsoSession>,
 ) -> Result<Response, StorageError> {
@@ -155,7 +153,7 @@ pub async fn start_at(
     let device_id = existing_device.map_or_else(|| Uuid::new_v4().to_string(), str::to_owned);
     let mut state = LoginState::start(
         request.client.client_id.clone(),
-        query.to_owned(),
+        request.pending(),
         portico_crypto::random::token(),
         AuthMethod::Password,
     );
@@ -163,12 +161,6 @@ pub async fn start_at(
     state.force_consent = request.prompt == Some(portico_model::oauth::Prompt::Consent);
     state.locale = request.ui_locale;
     state.principal.clone_from(&request.login_hint);
-    state.request = Some(portico_model::login::PendingAuthorization {
-        redirect_uri: request.redirect_uri.clone(),
-        scope: request.scope.iter().map(str::to_owned).collect(),
-        state: request.state.clone(),
-        response_mode: request.response_mode,
-    });
     if let Some(session) = consent_of {
         state.user_id = Some(session.user_id);
         state.session_id = Some(session.id);
@@ -195,14 +187,19 @@ pub async fn start_at(
 }
 
 /// The live process named by the `authentication_flow` cookie; one that
-/// ended in an error is not continued.
+/// ended in an error is not continued, nor one stored without its request
+/// (by a release that kept the raw query).
 async fn current_process(
     identity: &Identity,
     headers: &HeaderMap,
     now: OffsetDateTime,
 ) -> Result<Option<LoginProcess>, StorageError> {
     match cookies::get_uuid(headers, cookies::AUTHENTICATION_FLOW) {
-        Some(id) => Ok(identity.store.find_login_process(id, now).await?.filter(|p| !p.state.ended)),
+        Some(id) => Ok(identity
+            .store
+            .find_login_process(id, now)
+            .await?
+            .filter(|p| !p.state.ended && p.state.request.is_some())),
         None => Ok(None),
     }
 }
@@ -220,37 +217,26 @@ fn no_process(identity: &Identity, headers: &HeaderMap) -> Response {
     response
 }
 
-/// The original authorize request of a process, as a local URL.
-fn authorize_url(process: &LoginProcess) -> String {
-    format!("/oauth2/authorize?{}", process.state.authorize_query)
+/// The authorize request of a process, as a local URL
+/// ([`crate::oauth2::authorize::location`]); the logged-out page for a
+/// process stored without its request.
+fn authorize_url(identity: &Identity, process: &LoginProcess) -> String {
+    match &process.state.request {
+        Some(request) => crate::oauth2::authorize::location(&process.state.client_id, request),
+        None => identity.settings.logged_out_url.clone(),
+    }
 }
 
 /// Where the process's client wants the browser back: the request's
 /// `redirect_uri` with `access_denied` and its `state`, or else the
 /// logged-out page.
 pub fn return_url_of(identity: &Identity, process: &LoginProcess) -> String {
-    let entry = match &process.state.request {
-        Some(request) => Some(ClientEntry {
-            client_id: process.state.client_id.clone(),
-            redirect_uri: request.redirect_uri.clone(),
-            state: request.state.clone(),
-            response_mode: request.response_mode,
-        }),
-        // A process stored before the request was kept: read its query.
-        None => {
-            let params = crate::oauth2::params::Params::parse(process.state.authorize_query.as_bytes());
-            let mode = params.one("response_mode").ok().flatten().and_then(ResponseMode::parse).unwrap_or_default();
-            match (params.one("redirect_uri"), params.one("state")) {
-                (Ok(Some(redirect_uri)), Ok(Some(state))) => Some(ClientEntry {
-                    client_id: process.state.client_id.clone(),
-                    redirect_uri: redirect_uri.to_owned(),
-                    state: state.to_owned(),
-                    response_mode: mode,
-                }),
-                _ => None,
-            }
-        }
-    };
+    let entry = process.state.request.as_ref().map(|request| ClientEntry {
+        client_id: process.state.client_id.clone(),
+        redirect_uri: request.redirect_uri.clone(),
+        state: request.state.clone(),
+        response_mode: request.response_mode,
+    });
     entry.map_or_else(|| identity.settings.logged_out_url.clone(), |e| e.return_link(&identity.settings.issuer))
 }
 

@@ -87,7 +87,7 @@ async fn render(identity: &Identity, headers: &HeaderMap, address: Option<IpAddr
         return Ok(no_process(identity, headers));
     };
     if process.state.is_complete() {
-        return Ok(redirect(StatusCode::FOUND, &authorize_url(&process)));
+        return Ok(redirect(StatusCode::FOUND, &authorize_url(identity, &process)));
     }
     let locale = process.state.locale.unwrap_or_else(|| texts::negotiate(headers, identity.settings.default_locale));
     let t = texts::for_locale(locale);

@@ -55,7 +55,7 @@ pub async fn submit_step(
         Err(error) => return error_page::server_error(error),
     };
     if process.state.is_complete() {
-        return redirect(StatusCode::SEE_OTHER, &authorize_url(&process));
+        return redirect(StatusCode::SEE_OTHER, &authorize_url(&identity, &process));
     }
     let params = match to_bytes(body, MAX_BODY).await {
         Ok(bytes) => Params::parse(&bytes),

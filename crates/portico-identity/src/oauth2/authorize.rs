@@ -21,7 +21,8 @@
 //!    above for `client_id` and `redirect_uri`). `ui_locales` names
 //!    languages in order; those Portico does not speak are passed over.
 //!
-//! Then: a login process that has just completed for this very request, or
+//! Then: a login process that has just completed for this very request (the
+//! checked request equals the one the process kept), or
 //! else a live SSO session (unless `prompt=login`, or the session is older
 //! than `max_age`), gets a code at once (302), or the consent step when it
 //! is due. `prompt=none` without either gets `login_required`. Otherwise a
@@ -38,9 +39,8 @@ use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use portico_model::client::Client;
-use portico_model::consent;
 use portico_model::ids::{ClientId, CodeHash};
-use portico_model::login::{Locale, LoginProcess};
+use portico_model::login::{Locale, LoginOutcome, LoginProcess, PendingAuthorization};
 use portico_model::oauth::{AuthorizationCode, Prompt, ResponseMode, is_s256_challenge};
 use portico_model::scope::ScopeSet;
 use portico_model::session::SsoSession;
@@ -142,19 +142,15 @@ async fn handle(identity: &Identity, headers: &HeaderMap, query: &str) -> Result
     let request = validate(identity, &Params::parse(query.as_bytes())).await?;
     let now = identity.clock.now();
 
-    if let Some(process) = completed_login(identity, headers, query, now).await? {
+    if let Some((process, outcome)) = completed_login(identity, headers, &request, now).await? {
         identity.store.delete_login_process(process.id).await?;
-        let session = match process.state.session_id {
-            Some(id) => identity.store.find_session_by_id(id, now).await?,
-            None => None,
-        };
+        let session = identity.store.find_session_by_id(outcome.session_id, now).await?;
         // The session the login opened (or continued) ended meanwhile, by a
         // logout or an operator: the user logs in again.
-        let Some(session) = session.filter(|s| Some(s.user_id) == process.state.user_id) else {
-            return Ok(login::start(identity, headers, &request, query, now).await?);
+        let Some(session) = session.filter(|s| s.user_id == outcome.user_id) else {
+            return Ok(login::start(identity, headers, &request, now).await?);
         };
-        let scope = consent::granted_scope(&request.scope, process.state.granted_groups.as_deref());
-        let mut response = issue_code_redirect(identity, headers, &request, &scope, &session).await?;
+        let mut response = issue_code_redirect(identity, headers, &request, &outcome.scope, &session).await?;
         let mut set = SetCookies::new(identity.settings.secure_cookies);
         set.clear(cookies::AUTHENTICATION_FLOW).clear(cookies::LOGIN_CLIENT_ENTRY);
         set.apply(response.headers_mut());
@@ -185,7 +181,7 @@ async fn handle(identity: &Identity, headers: &HeaderMap, query: &str) -> Result
                 Some(&request.state),
             ));
         }
-        return Ok(login::start_at(identity, headers, &request, query, now, Some(&session)).await?);
+        return Ok(login::start_at(identity, headers, &request, now, Some(&session)).await?);
     }
 
     if request.prompt == Some(Prompt::None) {
@@ -200,27 +196,29 @@ async fn handle(identity: &Identity, headers: &HeaderMap, query: &str) -> Result
         ));
     }
 
-    Ok(login::start(identity, headers, &request, query, now).await?)
+    Ok(login::start(identity, headers, &request, now).await?)
 }
 
 /// The login process, named by the `authentication_flow` cookie, that
-/// completed for exactly this authorize request.
+/// completed for exactly this authorize request, and its outcome.
 async fn completed_login(
     identity: &Identity,
     headers: &HeaderMap,
-    query: &str,
+    request: &AuthorizeRequest,
     now: OffsetDateTime,
-) -> Result<Option<LoginProcess>, StorageError> {
+) -> Result<Option<(LoginProcess, LoginOutcome)>, StorageError> {
     let Some(id) = cookies::get_uuid(headers, cookies::AUTHENTICATION_FLOW) else {
         return Ok(None);
     };
-    let Some(process) = identity.store.find_login_process(id, now).await? else {
+    let Some(mut process) = identity.store.find_login_process(id, now).await? else {
         return Ok(None);
     };
     let state = &process.state;
-    let done =
-        !state.ended && state.completed_at.is_some() && state.user_id.is_some() && state.authorize_query == query;
-    Ok(done.then_some(process))
+    let same_request = state.client_id == request.client.client_id && state.request == Some(request.pending());
+    if state.ended || !state.is_complete() || !same_request {
+        return Ok(None);
+    }
+    Ok(process.state.outcome.take().map(|outcome| (process, outcome)))
 }
 
 async fn validate(identity: &Identity, params: &Params) -> Result<AuthorizeRequest, Rejection> {
@@ -377,6 +375,22 @@ fn plain_400(parameter: &str) -> Response {
 }
 
 impl AuthorizeRequest {
+    /// What a login process keeps of this request.
+    pub fn pending(&self) -> PendingAuthorization {
+        PendingAuthorization {
+            redirect_uri: self.redirect_uri.clone(),
+            scope: self.scope.iter().map(str::to_owned).collect(),
+            state: self.state.clone(),
+            code_challenge: self.code_challenge.clone(),
+            nonce: self.nonce.clone(),
+            prompt: self.prompt,
+            max_age: self.max_age,
+            ui_locale: self.ui_locale,
+            login_hint: self.login_hint.clone(),
+            response_mode: self.response_mode,
+        }
+    }
+
     /// What the `login_client_entry` cookie remembers of this request.
     pub fn client_entry(&self) -> ClientEntry {
         ClientEntry {
@@ -386,4 +400,37 @@ impl AuthorizeRequest {
             response_mode: self.response_mode,
         }
     }
+}
+
+/// The local address of the authorization request a login process serves,
+/// built from what authorize checked: the way back once the steps are done
+/// (the contract's "303 to the original `/oauth2/authorize`"). Checking it
+/// again gives a request equal to `request`; parameters Portico does not
+/// use are not repeated, and `select_account` reads `login`.
+pub fn location(client_id: &ClientId, request: &PendingAuthorization) -> String {
+    let scope = request.scope.join(" ");
+    let max_age = request.max_age.map(|seconds| seconds.to_string());
+    let mut query = form_urlencoded::Serializer::new(String::new());
+    query
+        .append_pair("response_type", "code")
+        .append_pair("client_id", client_id.as_str())
+        .append_pair("redirect_uri", &request.redirect_uri)
+        .append_pair("scope", &scope)
+        .append_pair("state", &request.state)
+        .append_pair("code_challenge", &request.code_challenge)
+        .append_pair("code_challenge_method", "S256");
+    let optional = [
+        ("nonce", request.nonce.as_deref()),
+        ("prompt", request.prompt.map(Prompt::as_str)),
+        ("max_age", max_age.as_deref()),
+        ("ui_locales", request.ui_locale.map(Locale::as_str)),
+        ("login_hint", request.login_hint.as_deref()),
+        ("response_mode", (request.response_mode != ResponseMode::Query).then(|| request.response_mode.as_str())),
+    ];
+    for (name, value) in optional {
+        if let Some(value) = value {
+            query.append_pair(name, value);
+        }
+    }
+    format!("/oauth2/authorize?{}", query.finish())
 }

@@ -216,7 +216,19 @@ mod tests {
             StepType::EmailOtp,
             StepType::Consent,
         ] {
-            let mut state = LoginState::start("demo-app".into(), "a=b".into(), "csrf".into(), AuthMethod::Password);
+            let request = portico_model::login::PendingAuthorization {
+                redirect_uri: "https://app.example/cb".into(),
+                scope: vec!["openid".into()],
+                state: "st".into(),
+                code_challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM".into(),
+                nonce: None,
+                prompt: None,
+                max_age: None,
+                ui_locale: None,
+                login_hint: None,
+                response_mode: portico_model::oauth::ResponseMode::Query,
+            };
+            let mut state = LoginState::start("demo-app".into(), request, "csrf".into(), AuthMethod::Password);
             state.go_to(step, ViewType::Default);
             let process = LoginProcess {
                 id: uuid::Uuid::new_v4(),

@@ -745,3 +745,76 @@ async fn a_tampered_login_client_entry_is_ignored() {
         assert!(location(&response).ends_with("/logged-out"), "{forged}: {}", location(&response));
     }
 }
+
+/// A completed process goes back to the request authorize checked, rebuilt
+/// from what the process kept (every parameter Portico uses, none it does
+/// not), and its code goes to that request only: another request with the
+/// process's cookie starts a login of its own.
+#[tokio::test]
+async fn a_completed_login_goes_back_to_the_request_it_kept_and_only_that_request_gets_the_code() {
+    use reqwest::cookie::CookieStore as _;
+    use std::collections::HashMap;
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let jar = std::sync::Arc::new(reqwest::cookie::Jar::default());
+        let browser = reqwest::Client::builder()
+            .cookie_provider(jar.clone())
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        let extra = [
+            ("prompt", Some("select_account")),
+            ("max_age", Some("0")),
+            ("ui_locales", Some("de en-GB ru")),
+            ("login_hint", Some("ivan")),
+            ("claims_locales", Some("en")),
+        ];
+        let flow = Flow::start_in(&app, browser, &extra).await;
+        assert_eq!(flow.view().await["pageData"]["stepViewData"]["principal"], "ivan", "{backend:?}: login_hint");
+        flow.post_ok(&[("principal", "ivan"), ("credentials", "ivan-password")]).await;
+        assert_eq!(flow.step().await["stepType"], "sms-otp", "{backend:?}");
+        let back = flow.enter_code("+79001234567").await;
+        assert!(back.starts_with("/oauth2/authorize?"), "{backend:?}: {back}");
+        let url = url::Url::parse(&app.url(&back)).unwrap();
+        let params: HashMap<String, String> = url.query_pairs().into_owned().collect();
+        let redirect_uri = app.redirect_uri();
+        let expected = [
+            ("response_type", "code"),
+            ("client_id", demo::CLIENT_ID),
+            ("redirect_uri", redirect_uri.as_str()),
+            ("scope", "openid profile email phone"),
+            ("state", "st-123"),
+            ("nonce", "n-456"),
+            ("code_challenge", flow.pkce.challenge.as_str()),
+            ("code_challenge_method", "S256"),
+            ("prompt", "login"),
+            ("max_age", "0"),
+            ("ui_locales", "en"),
+            ("login_hint", "ivan"),
+        ];
+        let expected: HashMap<String, String> =
+            expected.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        assert_eq!(params, expected, "{backend:?}: the way back is the checked request, nothing else");
+
+        // The process's cookie with another request (another `state`): no
+        // code for it; with `prompt=login` it starts a login of its own.
+        let cookies = jar.cookies(&url).unwrap();
+        let flow_cookie = cookies
+            .to_str()
+            .unwrap()
+            .split("; ")
+            .find(|c| c.starts_with("authentication_flow="))
+            .expect("the process cookie")
+            .to_owned();
+        let other = app.authorize_url(&flow.pkce, &[("state", Some("another")), ("prompt", Some("login"))]);
+        let response = app.http().get(&other).header("cookie", &flow_cookie).send().await.unwrap();
+        assert_eq!(response.status(), 303, "{backend:?}: another request gets no code from the process");
+        assert_eq!(location(&response), "/login");
+
+        // The request the process kept gets the code, with its nonce.
+        let tokens = flow.finish(&back).await;
+        let id_token = claims(tokens["id_token"].as_str().unwrap());
+        assert_eq!(id_token["nonce"], "n-456", "{backend:?}");
+        assert!(id_token["auth_time"].is_i64(), "{backend:?}: max_age asks for auth_time");
+    }
+}

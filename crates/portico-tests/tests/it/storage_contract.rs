@@ -6,7 +6,7 @@ use std::sync::Arc;
 use portico_model::audit::{AuditEvent, AuditKind};
 use portico_model::client::{Client, LocalizedText};
 use portico_model::ids::{ClientId, CodeHash, GrantId, RefreshTokenHash, SessionHash, SessionId, UserId};
-use portico_model::login::{AuthMethod, LoginProcess, LoginState};
+use portico_model::login::{AuthMethod, LoginProcess, LoginState, PendingAuthorization};
 use portico_model::oauth::{AuthorizationCode, Grant, Redemption, RefreshToken, Rotation};
 use portico_model::session::SsoSession;
 use portico_model::user::User;
@@ -121,7 +121,23 @@ fn login_process() -> LoginProcess {
         version: 0,
         created_at: t0(),
         expires_at: t0() + Duration::minutes(15),
-        state: LoginState::start("app".into(), "a=1".into(), "csrf".into(), AuthMethod::Password),
+        state: LoginState::start("app".into(), pending_request(), "csrf".into(), AuthMethod::Password),
+    }
+}
+
+/// The authorization request a login process serves, with every field set.
+fn pending_request() -> PendingAuthorization {
+    PendingAuthorization {
+        redirect_uri: "https://app.example/cb".into(),
+        scope: vec!["openid".into(), "profile".into()],
+        state: "st".into(),
+        code_challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM".into(),
+        nonce: Some("n".into()),
+        prompt: Some(portico_model::oauth::Prompt::Login),
+        max_age: Some(300),
+        ui_locale: Some(portico_model::login::Locale::En),
+        login_hint: Some("alice".into()),
+        response_mode: portico_model::oauth::ResponseMode::FormPost,
     }
 }
 
