@@ -170,17 +170,27 @@ pub fn agreement(shape: &Shape) -> Agreement {
         .iter()
         .map(|a| CashBalance { account: a.number.clone(), date: opening, amount: Fixed(1_000_000_000) })
         .collect();
+    // Positions: every instrument on both accounts the day before the
+    // trades begin, and on the last day the same rolled forward by the
+    // trades, so that the depository's figures and the trades agree.
     let mut positions = Vec::new();
-    for (date, factor) in [(opening, 1), (shape.last, 2)] {
+    for account in &accounts {
         for (i, (ticker, ..)) in INSTRUMENTS.iter().enumerate() {
-            let quantity = 100 * (i as i64 + 1) * factor;
-            positions.push(Position {
-                account: accounts[i % 2].number.clone(),
-                date,
-                ticker: (*ticker).into(),
-                quantity,
-                value: Fixed(quantity * 15_000),
-            });
+            let quantity = 20_000 + 1_000 * i as i64;
+            let traded: i64 = trades
+                .iter()
+                .filter(|t| t.account == account.number && t.ticker == *ticker)
+                .map(|t| if t.side == Side::Buy { t.quantity } else { -t.quantity })
+                .sum();
+            for (date, quantity) in [(opening, quantity), (shape.last, quantity + traded)] {
+                positions.push(Position {
+                    account: account.number.clone(),
+                    date,
+                    ticker: (*ticker).into(),
+                    quantity,
+                    value: Fixed(quantity * 15_000),
+                });
+            }
         }
     }
     Agreement {

@@ -2,6 +2,7 @@
 //! agreement's data to bytes (no I/O), run on a blocking thread by the
 //! worker.
 
+pub mod holdings;
 pub mod pdf;
 pub mod period;
 pub mod qes;

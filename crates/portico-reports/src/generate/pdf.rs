@@ -418,35 +418,56 @@ fn layout(fonts: &Fonts, period: &Period<'_>, created: OffsetDateTime) -> (Vec<V
     }
 
     let position_columns = [
-        col("Счёт", 110.0, Align::Left),
-        col("Тикер", 70.0, Align::Left),
-        col("ISIN", 75.0, Align::Left),
-        col("Инструмент", 145.0, Align::Left),
-        col("Количество", 60.0, Align::Right),
-        col("Оценка, руб.", 63.0, Align::Right),
+        col("Счёт", 100.0, Align::Left),
+        col("Тикер", 64.0, Align::Left),
+        col("ISIN", 64.0, Align::Left),
+        col("Инструмент", 132.0, Align::Left),
+        col("Кол-во", 44.0, Align::Right),
+        col("Цена", 48.0, Align::Right),
+        col("Оценка, руб.", 71.0, Align::Right),
     ];
-    for (title, positions) in
+    for (title, holdings) in
         [("Позиции на начало периода", &period.opening), ("Позиции на конец периода", &period.closing)]
     {
         l.heading(title);
-        let rows: Vec<Vec<String>> = positions
+        let rows: Vec<Vec<String>> = holdings
             .iter()
-            .map(|p| {
-                let instrument = period.instrument(&p.ticker);
+            .map(|h| {
+                let instrument = period.instrument(h.ticker);
                 vec![
-                    p.account.clone(),
-                    p.ticker.clone(),
+                    h.account.to_owned(),
+                    h.ticker.to_owned(),
                     instrument.map(|i| i.isin.clone()).unwrap_or_default(),
                     instrument.map(|i| i.name.clone()).unwrap_or_default(),
-                    p.quantity.to_string(),
-                    money(p.value.0),
+                    h.quantity.to_string(),
+                    h.price.map(|p| p.format(4).replace('.', ",")).unwrap_or_default(),
+                    money(h.value.0),
                 ]
             })
             .collect();
-        let total: i64 = positions.iter().map(|p| p.value.0).sum();
-        let totals =
-            vec![vec!["Итого оценка".into(), String::new(), String::new(), String::new(), String::new(), money(total)]];
+        let total: i64 = holdings.iter().map(|h| h.value.0).sum();
+        let mut totals = vec![vec![String::new(); position_columns.len()]];
+        totals[0][0] = "Итого оценка".into();
+        totals[0][position_columns.len() - 1] = money(total);
         l.table(&position_columns, &rows, &totals);
+        for h in holdings.iter().filter(|h| h.by_trades.is_some()) {
+            let by_trades = h.by_trades.unwrap_or_default();
+            l.room(ROW);
+            l.text(
+                LEFT + 2.0,
+                BODY,
+                false,
+                &format!(
+                    "{} на счёте {}: по данным депозитария {}, по сделкам {} (разница {:+}); показаны данные депозитария.",
+                    h.ticker,
+                    h.account,
+                    h.quantity,
+                    by_trades,
+                    h.quantity - by_trades
+                ),
+            );
+            l.y += ROW;
+        }
     }
 
     l.heading("Сделки");

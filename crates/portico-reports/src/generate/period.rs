@@ -1,8 +1,10 @@
 //! The part of an agreement's data a brokerage report shows: one period,
 //! optionally one account. Shared by the spreadsheet and the printed forms.
 
-use portico_model::reports::brokerage::{Agreement, CashMovement, Direction, Instrument, Position, Side, Trade};
-use time::Date;
+use portico_model::reports::brokerage::{Agreement, CashMovement, Direction, Instrument, Side, Trade};
+use time::{Date, Duration};
+
+use super::holdings::{self, Holding};
 
 pub struct Period<'a> {
     pub agreement: &'a Agreement,
@@ -11,9 +13,10 @@ pub struct Period<'a> {
     /// Trades of the period, by date.
     pub trades: Vec<&'a Trade>,
     pub cash: Vec<&'a CashMovement>,
-    /// Holdings at the period's start (the latest on or before it) and end.
-    pub opening: Vec<&'a Position>,
-    pub closing: Vec<&'a Position>,
+    /// Holdings at the period's start (the end of the day before it) and
+    /// at its end: snapshots rolled forward by the trades ([`holdings`]).
+    pub opening: Vec<Holding<'a>>,
+    pub closing: Vec<Holding<'a>>,
 }
 
 /// One fee: of a trade or a fee movement.
@@ -34,14 +37,9 @@ impl<'a> Period<'a> {
         let mut cash: Vec<&CashMovement> =
             agreement.cash_movements.iter().filter(|c| mine(&c.account) && c.date >= from && c.date <= to).collect();
         cash.sort_by(|a, b| (a.date, &a.id).cmp(&(b.date, &b.id)));
-        let holdings = |at: Date| -> Vec<&Position> {
-            let latest = agreement.positions.iter().filter(|p| mine(&p.account) && p.date <= at).map(|p| p.date).max();
-            let mut list: Vec<&Position> =
-                agreement.positions.iter().filter(|p| mine(&p.account) && Some(p.date) == latest).collect();
-            list.sort_by(|a, b| (&a.account, &a.ticker).cmp(&(&b.account, &b.ticker)));
-            list
-        };
-        Self { agreement, from, to, opening: holdings(from), closing: holdings(to), trades, cash }
+        let opening = holdings::at(agreement, account, from - Duration::days(1));
+        let closing = holdings::at(agreement, account, to);
+        Self { agreement, from, to, opening, closing, trades, cash }
     }
 
     pub fn instrument(&self, ticker: &str) -> Option<&'a Instrument> {

@@ -62,25 +62,39 @@ fn build(period: &Period<'_>) -> Result<Vec<u8>, XlsxError> {
         sheet,
         &f,
         &[
+            ("Позиция", 16.0),
             ("Дата", 12.0),
             ("Счёт", 24.0),
             ("Тикер", 14.0),
             ("ISIN", 15.0),
             ("Инструмент", 34.0),
             ("Количество", 12.0),
+            ("Цена", 14.0),
             ("Оценка, руб.", 16.0),
+            ("Количество по сделкам", 14.0),
         ],
     )?;
-    for (row, position) in (1..).zip(period.opening.iter().chain(period.closing.iter())) {
-        let name = period.instrument(&position.ticker).map_or("", |i| i.name.as_str());
-        let isin = period.instrument(&position.ticker).map_or("", |i| i.isin.as_str());
-        sheet.write_datetime_with_format(row, 0, excel_date(position.date)?, &f.date)?;
-        sheet.write_string(row, 1, &position.account)?;
-        sheet.write_string(row, 2, &position.ticker)?;
-        sheet.write_string(row, 3, isin)?;
-        sheet.write_string(row, 4, name)?;
-        sheet.write_number_with_format(row, 5, position.quantity as f64, &f.quantity)?;
-        sheet.write_number_with_format(row, 6, position.value.to_f64(), &f.money)?;
+    // The start is the end of the day before the period: it is dated the
+    // period's first day, as of its beginning.
+    let opening = period.opening.iter().map(|h| ("на начало периода", period.from, h));
+    let closing = period.closing.iter().map(|h| ("на конец периода", period.to, h));
+    for (row, (when, date, holding)) in (1..).zip(opening.chain(closing)) {
+        let name = period.instrument(holding.ticker).map_or("", |i| i.name.as_str());
+        let isin = period.instrument(holding.ticker).map_or("", |i| i.isin.as_str());
+        sheet.write_string(row, 0, when)?;
+        sheet.write_datetime_with_format(row, 1, excel_date(date)?, &f.date)?;
+        sheet.write_string(row, 2, holding.account)?;
+        sheet.write_string(row, 3, holding.ticker)?;
+        sheet.write_string(row, 4, isin)?;
+        sheet.write_string(row, 5, name)?;
+        sheet.write_number_with_format(row, 6, holding.quantity as f64, &f.quantity)?;
+        if let Some(price) = holding.price {
+            sheet.write_number_with_format(row, 7, price.to_f64(), &f.price)?;
+        }
+        sheet.write_number_with_format(row, 8, holding.value.to_f64(), &f.money)?;
+        if let Some(by_trades) = holding.by_trades {
+            sheet.write_number_with_format(row, 9, by_trades as f64, &f.quantity)?;
+        }
     }
 
     let sheet = workbook.add_worksheet().set_name("Сделки")?;

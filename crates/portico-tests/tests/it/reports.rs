@@ -394,6 +394,39 @@ async fn the_brokerage_report_spreadsheet_opens_with_a_reader_and_matches_the_da
     let cash = workbook.worksheet_range("Денежные средства").unwrap();
     let movements = data.cash_movements.iter().filter(|m| m.date >= from && m.date <= to).count();
     assert_eq!(cash.height(), 1 + movements + 2);
+
+    // Holdings: the first snapshot rolled forward by every trade up to the
+    // start (the end of the day before) and up to the end of the period.
+    let first_snapshot = data.positions.iter().map(|p| p.date).min().unwrap();
+    let expected = |until: time::Date| {
+        let mut held = std::collections::BTreeMap::new();
+        for p in data.positions.iter().filter(|p| p.date == first_snapshot) {
+            held.insert((p.account.clone(), p.ticker.clone()), p.quantity);
+        }
+        for t in data.trades.iter().filter(|t| t.date > first_snapshot && t.date <= until) {
+            let signed = if t.side == portico_model::reports::brokerage::Side::Buy { t.quantity } else { -t.quantity };
+            *held.entry((t.account.clone(), t.ticker.clone())).or_insert(0) += signed;
+        }
+        held
+    };
+    let sheet = workbook.worksheet_range("Позиции").unwrap();
+    let text = |row: usize, col: usize| match sheet.get_value((row as u32, col as u32)) {
+        Some(Data::String(s)) => s.clone(),
+        other => panic!("text at ({row}, {col}), not {other:?}"),
+    };
+    let mut shown = [std::collections::BTreeMap::new(), std::collections::BTreeMap::new()];
+    for row in 1..sheet.height() {
+        let which = match text(row, 0).as_str() {
+            "на начало периода" => 0,
+            "на конец периода" => 1,
+            other => panic!("row {row}: {other}"),
+        };
+        let Some(Data::Float(quantity)) = sheet.get_value((row as u32, 6)) else { panic!("a quantity in row {row}") };
+        shown[which].insert((text(row, 2), text(row, 3)), *quantity as i64);
+    }
+    assert_eq!(shown[0], expected(from - time::Duration::days(1)), "the start: the trades before the period are in");
+    assert_eq!(shown[1], expected(to), "the end: the period's trades are in");
+    assert_ne!(shown[0], shown[1], "the period's trades change the holdings");
 }
 
 /// Keeps a copy of a produced file under `<target tmp>/report-samples/`,
