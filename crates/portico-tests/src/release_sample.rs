@@ -274,7 +274,30 @@ pub fn sample() -> Sample {
         }],
         [Employee { user_id: user.id.as_uuid(), cnum: "C001".into(), role_id: Some(role.id), active: true }],
     );
-    let agreement = portico_reports::sample::agreement(&portico_reports::sample::Shape::demo());
+    let mut agreement = portico_reports::sample::agreement(&portico_reports::sample::Shape::demo());
+    // Release 0.1's sample kept other positions: one instrument per account,
+    // the last snapshot twice the first, whatever the trades said.
+    let dates = [
+        agreement.positions.iter().map(|p| p.date).min().expect("positions"),
+        agreement.positions.iter().map(|p| p.date).max().expect("positions"),
+    ];
+    agreement.positions = dates
+        .iter()
+        .zip([1, 2])
+        .flat_map(|(date, factor)| {
+            let (instruments, accounts) = (&agreement.instruments, &agreement.accounts);
+            instruments.iter().enumerate().map(move |(i, instrument)| {
+                let quantity = 100 * (i as i64 + 1) * factor;
+                portico_model::reports::brokerage::Position {
+                    account: accounts[i % 2].number.clone(),
+                    date: *date,
+                    ticker: instrument.ticker.clone(),
+                    quantity,
+                    value: portico_model::reports::brokerage::Fixed(quantity * 15_000),
+                }
+            })
+        })
+        .collect();
     let task = ReportTask {
         id: id(50),
         cnum: agreement.cnum.clone(),

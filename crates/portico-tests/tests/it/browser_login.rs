@@ -54,6 +54,16 @@ async fn wait_for_attribute(client: &Client, css: &str, attribute: &str, value: 
     }
 }
 
+/// Waits up to 15 s for an element matching `css` (the page may still be
+/// on its way: the previous one can show the same text meanwhile).
+async fn wait_for_element(client: &Client, css: &str, what: &str) {
+    let started = std::time::Instant::now();
+    while client.find(Locator::Css(css)).await.is_err() {
+        assert!(started.elapsed() < std::time::Duration::from_secs(15), "{what}: no {css}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
 /// Replaces the text of an input. The page may still be replacing itself
 /// (a reload after the language switch, a step's redirect): an element that
 /// went stale meanwhile is looked up again, for up to 15 s.
@@ -211,7 +221,9 @@ async fn a_blocked_user_then_three_wrong_passwords_and_the_captcha() {
             assert_eq!(focused, serde_json::json!(["credentials", "true", "credentialsError"]));
         }
     }
-    client.find(Locator::Css("#captcha")).await.expect("the CAPTCHA is shown");
+    // The third failure's page may still be loading while the second's
+    // shows the same error: wait for the CAPTCHA the third one brings.
+    wait_for_element(client, "#captcha", "the CAPTCHA is shown").await;
     shots.take(client, "captcha").await;
     fill(client, "input[name=principal]", "ivan").await;
     type_into(client, "input[name=credentials]", "ivan-password").await;
