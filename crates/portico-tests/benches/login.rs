@@ -11,6 +11,9 @@
 //!    SMS step. The server checks at most `password_hash_concurrency` (=
 //!    cores) passwords at once, which bounds its memory.
 
+#[path = "common/allocator.rs"]
+mod allocator;
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

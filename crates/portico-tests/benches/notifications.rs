@@ -19,6 +19,9 @@
 //!    processes not counted), how busy the cores were, and how many
 //!    deliveries had arrived when the intake ended.
 
+#[path = "common/allocator.rs"]
+mod allocator;
+
 mod common;
 
 use std::sync::Arc;

@@ -12,6 +12,9 @@
 //! Each permission request carries a real access token and id_token (two
 //! RS256 verifications and the revocation read) of one of 100 employees.
 
+#[path = "common/allocator.rs"]
+mod allocator;
+
 mod common;
 
 use std::time::{Duration, Instant};

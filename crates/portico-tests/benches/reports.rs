@@ -13,6 +13,9 @@
 //!    month of the same agreement, about 830 trades each): tasks per second
 //!    from the first create to the last `DONE`.
 
+#[path = "common/allocator.rs"]
+mod allocator;
+
 use std::time::{Duration, Instant};
 
 use portico_model::reports::{FileType, ReportTask, ReportType, Source, TaskStatus};

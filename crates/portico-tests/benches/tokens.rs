@@ -21,6 +21,9 @@
 //! Codes are put straight into storage (as the authorize endpoint would) so
 //! that the measurement is the token endpoint's, not the login's Argon2.
 
+#[path = "common/allocator.rs"]
+mod allocator;
+
 mod common;
 
 use std::sync::Arc;

@@ -16,6 +16,14 @@ use clap::{Parser, Subcommand};
 use portico_model::clock::SystemClock;
 use portico_server::{App, Config};
 
+/// jemalloc, not the C library's allocator: report generation allocates in
+/// bursts on short-lived blocking threads, and glibc's per-thread arenas
+/// keep what those bursts freed. jemalloc gives it back within seconds
+/// (docs/benchmarks.md, "Memory over consecutive reports").
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[derive(Parser)]
 #[command(name = "portico", version, about = "A bank's public identity and API platform")]
 struct Cli {
