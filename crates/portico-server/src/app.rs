@@ -148,7 +148,8 @@ impl App {
                 portico_reports::files::FileStore::local(&dir).context("reports.files_dir")?
             }
         };
-        let mut assets = portico_reports::generate::Assets::default();
+        let mut assets =
+            portico_reports::generate::Assets { broker: config.reports.broker.clone(), ..Default::default() };
         if let Some(path) = &config.reports.facsimile_png {
             assets.facsimile_png = std::fs::read(path)
                 .with_context(|| format!("reports.facsimile_png: cannot read {}", path.display()))?;

@@ -86,6 +86,11 @@ pub struct ReportConfig {
     pub signing_cert: Option<std::path::PathBuf>,
     /// Its PKCS#8 ECDSA P-256 key (PEM).
     pub signing_key: Option<std::path::PathBuf>,
+    /// Days a finished task (`DONE` or `FAILED`) and its files are kept;
+    /// `0` keeps them for ever.
+    pub retention_days: u32,
+    /// The broker's details on every report, and its time zone.
+    pub broker: portico_reports::generate::broker::Broker,
 }
 
 impl Default for ReportConfig {
@@ -100,6 +105,8 @@ impl Default for ReportConfig {
             facsimile_png: None,
             signing_cert: None,
             signing_key: None,
+            retention_days: 365,
+            broker: portico_reports::generate::broker::Broker::default(),
         }
     }
 }
@@ -527,6 +534,15 @@ impl Config {
                  notifications.retry_waits_secs"
                     .into(),
             ));
+        }
+        if self.reports.retention_days > 36_500 {
+            return Err(ConfigError(
+                "reports.retention_days must be at most 36500 (100 years); 0 keeps reports for ever".into(),
+            ));
+        }
+        let broker = self.reports.broker.problems();
+        if !broker.is_empty() {
+            return Err(ConfigError(broker.join("; ")));
         }
         if self.notifications.retention_days > 36_500 {
             return Err(ConfigError(

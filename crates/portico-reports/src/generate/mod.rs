@@ -2,6 +2,8 @@
 //! agreement's data to bytes (no I/O), run on a blocking thread by the
 //! worker.
 
+pub mod broker;
+pub mod cash;
 pub mod holdings;
 pub mod pdf;
 pub mod period;
@@ -20,6 +22,8 @@ pub struct Assets {
     pub facsimile_png: Vec<u8>,
     /// The broker's signing certificate and key, for `QES`.
     pub signer: Option<std::sync::Arc<qes::Signer>>,
+    /// The broker's details and time zone.
+    pub broker: broker::Broker,
 }
 
 /// The demo facsimile built into Portico (`assets/facsimile.png`).
@@ -27,7 +31,7 @@ pub const DEMO_FACSIMILE: &[u8] = include_bytes!("../../assets/facsimile.png");
 
 impl Default for Assets {
     fn default() -> Self {
-        Self { facsimile_png: DEMO_FACSIMILE.to_vec(), signer: None }
+        Self { facsimile_png: DEMO_FACSIMILE.to_vec(), signer: None, broker: broker::Broker::default() }
     }
 }
 
@@ -78,7 +82,7 @@ pub fn produce(
             content: statement_1c::render(agreement, account, from, to, now)?,
         }]);
     }
-    let period = period::Period::new(agreement, task.account.as_deref(), from, to);
+    let period = period::Period::new(agreement, &assets.broker, task.account.as_deref(), from, to);
     let pdf_name = brokerage_name(task, "pdf");
     let pdf = |name: String, signature_type, content| Produced {
         file_name: name,
@@ -91,7 +95,7 @@ pub fn produce(
             file_name: brokerage_name(task, "xlsx"),
             content_type: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
             signature_type: SignatureType::None,
-            content: xlsx::render(&period)?,
+            content: xlsx::render(&period, now)?,
         }],
         FileType::PrintedForm => vec![pdf(pdf_name, SignatureType::None, pdf::render(&period, now, None)?)],
         FileType::Facsimile => {

@@ -20,7 +20,9 @@ use krilla::text::{Font, GlyphId, KrillaGlyph};
 use time::OffsetDateTime;
 
 use super::GenerateError;
-use super::period::{Period, direction_name, ru_date, side_name};
+use super::cash::kind_name;
+use super::period::{Period, ru_date, side_name};
+use portico_model::reports::brokerage::{Direction, Price};
 
 const REGULAR: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
 const BOLD: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans-Bold.ttf");
@@ -120,8 +122,10 @@ fn lines_of(laid: &[Cell]) -> usize {
 }
 
 /// The trades table (its figure columns widen to their figures, [`fitted`]).
+/// Each trade's date cell holds the trade date and, under it, the
+/// settlement date.
 const TRADE_COLUMNS: [Column; 8] = [
-    col("Дата", 50.0, Align::Left),
+    col("Дата, расчёты", 50.0, Align::Left),
     col("Номер", 50.0, Align::Left),
     col("Инструмент", 120.0, Align::Left),
     col("Операция", 50.0, Align::Left),
@@ -356,15 +360,29 @@ impl<'f> Layout<'f> {
 pub fn money(kopecks: i64) -> String {
     let sign = if kopecks < 0 { "-" } else { "" };
     let abs = kopecks.unsigned_abs();
-    let whole = (abs / 100).to_string();
-    let mut grouped = String::new();
-    for (i, digit) in whole.chars().enumerate() {
-        if i > 0 && (whole.len() - i).is_multiple_of(3) {
-            grouped.push(' ');
+    format!("{sign}{},{:02}", grouped(&(abs / 100).to_string()), abs % 100)
+}
+
+/// A price as the printed forms write it, grouped like money, with four
+/// decimals: `1 234,5678`.
+pub fn price(price: Price) -> String {
+    let text = price.format(4);
+    let (whole, fraction) = text.split_once('.').unwrap_or((&text, ""));
+    let (sign, digits) = whole.strip_prefix('-').map_or(("", whole), |d| ("-", d));
+    format!("{sign}{},{fraction}", grouped(digits))
+}
+
+/// Digits grouped by thousands with a space: `1 234 567`.
+fn grouped(digits: &str) -> String {
+    let (sign, digits) = digits.strip_prefix('-').map_or(("", digits), |d| ("-", d));
+    let mut out = String::from(sign);
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(' ');
         }
-        grouped.push(digit);
+        out.push(digit);
     }
-    format!("{sign}{grouped},{:02}", abs % 100)
+    out
 }
 
 /// Where the signature block of the last page stands (its top), so that a
@@ -402,19 +420,18 @@ fn layout(fonts: &Fonts, period: &Period<'_>, created: OffsetDateTime) -> (Vec<V
     let mut l = Layout::new(fonts);
     l.text(LEFT, 15.0, true, "Брокерский отчёт");
     l.y += 20.0;
-    for line in [
-        format!("Клиент: {} (ИНН/номер клиента {})", agreement.client_name, agreement.cnum),
-        format!("Договор на брокерское обслуживание № {} от {}", agreement.number, ru_date(agreement.opened_on)),
-        format!("Период: с {} по {}", ru_date(period.from), ru_date(period.to)),
-        format!(
-            "Сформирован: {} UTC",
-            created
-                .format(time::macros::format_description!("[day].[month].[year] [hour]:[minute]"))
-                .unwrap_or_default()
-        ),
-    ] {
-        l.text(LEFT, 8.5, false, &line);
-        l.y += ROW;
+    for (label, value) in period.title(created) {
+        let line = match label {
+            "Лицензия" => value,
+            "Договор" => format!("Договор {value}"),
+            "Клиент" => format!("Клиент: {value} (код клиента {})", agreement.cnum),
+            "Код клиента" => continue,
+            _ => format!("{label}: {value}"),
+        };
+        for part in l.wrap(&line, 8.5, false, RIGHT - LEFT) {
+            l.text(LEFT, 8.5, false, &part);
+            l.y += ROW;
+        }
     }
 
     let position_columns = [
@@ -439,8 +456,8 @@ fn layout(fonts: &Fonts, period: &Period<'_>, created: OffsetDateTime) -> (Vec<V
                     h.ticker.to_owned(),
                     instrument.map(|i| i.isin.clone()).unwrap_or_default(),
                     instrument.map(|i| i.name.clone()).unwrap_or_default(),
-                    h.quantity.to_string(),
-                    h.price.map(|p| p.format(4).replace('.', ",")).unwrap_or_default(),
+                    grouped(&h.quantity.to_string()),
+                    h.price.map(price).unwrap_or_default(),
                     money(h.value.0),
                 ]
             })
@@ -478,12 +495,12 @@ fn layout(fonts: &Fonts, period: &Period<'_>, created: OffsetDateTime) -> (Vec<V
             let name =
                 period.instrument(&t.ticker).map_or_else(|| t.ticker.clone(), |i| format!("{} ({})", i.name, t.ticker));
             vec![
-                ru_date(t.date),
+                format!("{} {}", ru_date(t.date), ru_date(t.settlement_date)),
                 t.id.clone(),
                 name,
                 side_name(t.side).into(),
-                t.quantity.to_string(),
-                t.price.format(4).replace('.', ","),
+                grouped(&t.quantity.to_string()),
+                price(t.price),
                 money(t.amount.0),
                 money(t.fees.0),
             ]
@@ -491,38 +508,66 @@ fn layout(fonts: &Fonts, period: &Period<'_>, created: OffsetDateTime) -> (Vec<V
         .collect();
     let (bought, sold) = period.trade_totals();
     let fees: i64 = period.trades.iter().map(|t| t.fees.0).sum();
-    let blank = || String::new();
+    let total_row = |label: &str, column: usize, amount: i64| {
+        let mut row = vec![String::new(); TRADE_COLUMNS.len()];
+        row[0] = label.to_owned();
+        row[column] = money(amount);
+        row
+    };
     let totals = vec![
-        vec!["Итого покупки".into(), blank(), blank(), blank(), blank(), blank(), money(bought), money(fees)],
-        vec!["Итого продажи".into(), blank(), blank(), blank(), blank(), blank(), money(sold), blank()],
+        total_row("Итого покупки", 6, bought),
+        total_row("Итого продажи", 6, sold),
+        total_row("Итого комиссии по сделкам", 7, fees),
     ];
     l.table(&TRADE_COLUMNS, &rows, &totals);
+
+    l.heading("Денежные средства");
+    let balance_columns =
+        [col("Счёт", 110.0, Align::Left), col("Статья", 293.0, Align::Left), col("Сумма", 120.0, Align::Right)];
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for a in &period.balances {
+        let account = format!("{} ({})", a.account, a.currency);
+        for (n, (what, amount)) in [
+            ("Остаток на начало периода", a.opening),
+            ("Зачислено", a.received),
+            ("Списано", -a.paid),
+            ("Оплата купленных ценных бумаг", -a.bought),
+            ("Поступления от продажи ценных бумаг", a.sold),
+            ("Комиссии по сделкам", -a.trade_fees),
+            ("Остаток на конец периода", a.closing),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            rows.push(vec![if n == 0 { account.clone() } else { String::new() }, what.to_owned(), money(amount)]);
+        }
+    }
+    l.table(&balance_columns, &rows, &[]);
 
     l.heading("Движение денежных средств");
     let cash_columns = [
         col("Дата", 50.0, Align::Left),
         col("Счёт", 100.0, Align::Left),
-        col("Операция", 60.0, Align::Left),
+        col("Операция", 80.0, Align::Left),
         col("Сумма, руб.", 75.0, Align::Right),
-        col("Назначение", 238.0, Align::Left),
+        col("Назначение", 218.0, Align::Left),
     ];
     let rows: Vec<Vec<String>> = period
         .cash
         .iter()
         .map(|c| {
-            vec![
-                ru_date(c.date),
-                c.account.clone(),
-                direction_name(c.direction).into(),
-                money(c.amount.0),
-                c.purpose.clone(),
-            ]
+            let signed = match c.direction {
+                Direction::In => c.amount.0,
+                Direction::Out => -c.amount.0,
+            };
+            vec![ru_date(c.date), c.account.clone(), kind_name(&c.kind).into_owned(), money(signed), c.purpose.clone()]
         })
         .collect();
     let (received, paid) = period.cash_totals();
+    let blank = String::new;
     let totals = vec![
         vec!["Итого зачислено".into(), blank(), blank(), money(received), blank()],
-        vec!["Итого списано".into(), blank(), blank(), money(paid), blank()],
+        vec!["Итого списано".into(), blank(), blank(), money(-paid), blank()],
     ];
     l.table(&cash_columns, &rows, &totals);
 
@@ -539,9 +584,9 @@ fn layout(fonts: &Fonts, period: &Period<'_>, created: OffsetDateTime) -> (Vec<V
     l.room(110.0);
     l.y += 24.0;
     let spot = SignatureSpot { x: LEFT + 175.0, y: l.y - 42.0 };
-    l.text(LEFT, 8.5, false, "Уполномоченное лицо брокера");
+    l.text(LEFT, 8.5, false, &period.broker.signatory_title);
     l.text(LEFT + 250.0, 8.5, false, "____________________");
-    l.text(LEFT + 400.0, 8.5, false, "/ Портиков П. П. /");
+    l.text(LEFT + 400.0, 8.5, false, &format!("/ {} /", period.broker.signatory));
     l.y += ROW;
     l.text(LEFT, 8.5, false, "М. П.");
     l.y += ROW;
@@ -565,6 +610,7 @@ fn draw(
         Metadata::new()
             .title(format!("Брокерский отчёт по договору {}", period.agreement.number))
             .creator("Portico".to_owned())
+            .authors(vec![period.broker.name.clone()])
             .language("ru".to_owned()),
     );
     let total = pages.len();
@@ -648,12 +694,12 @@ mod tests {
         let name = "Публичное акционерное общество «Газпром» обыкновенные (GAZP)";
         let row = |amount: i64, fees: i64| {
             vec![
-                "01.02.2026".to_owned(),
+                "01.02.2026 03.02.2026".to_owned(),
                 "T-000001".to_owned(),
                 name.to_owned(),
                 "Покупка".to_owned(),
                 "1000000".to_owned(),
-                "1 234 567,8900".to_owned(),
+                price(Price::from(1_234_567_890_000)),
                 money(amount),
                 money(fees),
             ]
@@ -685,6 +731,15 @@ mod tests {
     fn money_is_grouped_by_thousands_with_a_decimal_comma() {
         assert_eq!(money(123_456_789), "1 234 567,89");
         assert_eq!(money(-5), "-0,05");
+        assert_eq!(money(-123_456_789), "-1 234 567,89");
         assert_eq!(money(100_000), "1 000,00");
+    }
+
+    #[test]
+    fn prices_are_grouped_like_money_with_four_decimals() {
+        assert_eq!(price(Price::from(1_234_567_890_000)), "1 234 567,8900");
+        assert_eq!(price(Price::from(301_767_294)), "301,7673");
+        assert_eq!(price(Price::from(-12_345_000_000)), "-12 345,0000");
+        assert_eq!(grouped("-1234"), "-1 234");
     }
 }

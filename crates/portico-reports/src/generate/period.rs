@@ -4,10 +4,16 @@
 use portico_model::reports::brokerage::{Agreement, CashMovement, Direction, Instrument, Side, Trade};
 use time::{Date, Duration};
 
+use super::broker::Broker;
+use super::cash::{self, CashAccount};
 use super::holdings::{self, Holding};
 
 pub struct Period<'a> {
     pub agreement: &'a Agreement,
+    /// Who issues the report.
+    pub broker: &'a Broker,
+    /// Only this account's data, when the task names one.
+    pub account: Option<&'a str>,
     pub from: Date,
     pub to: Date,
     /// Trades of the period, by date.
@@ -17,6 +23,8 @@ pub struct Period<'a> {
     /// at its end: snapshots rolled forward by the trades ([`holdings`]).
     pub opening: Vec<Holding<'a>>,
     pub closing: Vec<Holding<'a>>,
+    /// Each account's cash at the start and end and what moved it ([`cash`]).
+    pub balances: Vec<CashAccount<'a>>,
 }
 
 /// One fee: of a trade or a fee movement.
@@ -29,7 +37,7 @@ pub struct Fee {
 }
 
 impl<'a> Period<'a> {
-    pub fn new(agreement: &'a Agreement, account: Option<&str>, from: Date, to: Date) -> Self {
+    pub fn new(agreement: &'a Agreement, broker: &'a Broker, account: Option<&'a str>, from: Date, to: Date) -> Self {
         let mine = |a: &str| account.is_none_or(|only| only == a);
         let mut trades: Vec<&Trade> =
             agreement.trades.iter().filter(|t| mine(&t.account) && t.date >= from && t.date <= to).collect();
@@ -39,7 +47,30 @@ impl<'a> Period<'a> {
         cash.sort_by(|a, b| (a.date, &a.id).cmp(&(b.date, &b.id)));
         let opening = holdings::at(agreement, account, from - Duration::days(1));
         let closing = holdings::at(agreement, account, to);
-        Self { agreement, from, to, opening, closing, trades, cash }
+        let balances = cash::accounts(agreement, account, from, to);
+        Self { agreement, broker, account, from, to, opening, closing, balances, trades, cash }
+    }
+
+    /// The title block of every brokerage report, label and value: the
+    /// broker, the client, the agreement, the period, when it was made (in
+    /// the broker's time zone).
+    pub fn title(&self, created: time::OffsetDateTime) -> Vec<(&'static str, String)> {
+        let (a, b) = (self.agreement, self.broker);
+        let mut lines = vec![
+            ("Брокер", b.name.clone()),
+            ("Лицензия", b.licence()),
+            ("ИНН / ОГРН брокера", format!("{} / {}", b.inn, b.ogrn)),
+            ("Адрес брокера", b.address.clone()),
+            ("Клиент", a.client_name.clone()),
+            ("Код клиента", a.cnum.clone()),
+            ("Договор", format!("на брокерское обслуживание № {} от {}", a.number, ru_date(a.opened_on))),
+        ];
+        if let Some(account) = self.account {
+            lines.push(("Счёт", account.to_owned()));
+        }
+        lines.push(("Период", format!("с {} по {}", ru_date(self.from), ru_date(self.to))));
+        lines.push(("Сформирован", b.local_time(created)));
+        lines
     }
 
     pub fn instrument(&self, ticker: &str) -> Option<&'a Instrument> {

@@ -1,13 +1,15 @@
 //! The brokerage report as a spreadsheet (`SIMPLE_DOCUMENTARY`): sheets
-//! «Позиции», «Сделки», «Денежные средства» and «Комиссии», each with a bold
+//! «Отчёт» (the title block: broker, client, agreement, period), «Позиции»,
+//! «Сделки», «Остатки», «Денежные средства» and «Комиссии», each with a bold
 //! header row kept in view, dates, money and quantities as real numbers with
 //! number formats (`dd.mm.yyyy`, `#,##0.00`), and totals.
 
-use rust_xlsxwriter::{ExcelDateTime, Format, Workbook, Worksheet, XlsxError};
-use time::Date;
+use rust_xlsxwriter::{DocProperties, ExcelDateTime, Format, Workbook, Worksheet, XlsxError};
+use time::{Date, OffsetDateTime};
 
 use super::GenerateError;
-use super::period::{Period, direction_name, side_name};
+use super::cash::kind_name;
+use super::period::{Period, direction_name, ru_date, side_name};
 
 struct Formats {
     header: Format,
@@ -49,13 +51,37 @@ fn kopecks(value: i64) -> f64 {
     value as f64 / 100.0
 }
 
-pub fn render(period: &Period<'_>) -> Result<Vec<u8>, GenerateError> {
-    build(period).map_err(|e| GenerateError::Data(format!("the spreadsheet could not be written: {e}")))
+pub fn render(period: &Period<'_>, created: OffsetDateTime) -> Result<Vec<u8>, GenerateError> {
+    build(period, created).map_err(|e| GenerateError::Data(format!("the spreadsheet could not be written: {e}")))
 }
 
-fn build(period: &Period<'_>) -> Result<Vec<u8>, XlsxError> {
+fn build(period: &Period<'_>, created: OffsetDateTime) -> Result<Vec<u8>, XlsxError> {
     let f = formats();
     let mut workbook = Workbook::new();
+    let agreement = period.agreement;
+    let title = format!("Брокерский отчёт по договору {}", agreement.number);
+    let utc = created.to_offset(time::UtcOffset::UTC);
+    let made = ExcelDateTime::from_ymd(u16::try_from(utc.year()).unwrap_or(1900), u8::from(utc.month()), utc.day())?
+        .and_hms(u16::from(utc.hour()), utc.minute(), utc.second())?;
+    workbook.set_properties(
+        &DocProperties::new()
+            .set_title(&title)
+            .set_subject(format!("{}, {} — {}", agreement.client_name, ru_date(period.from), ru_date(period.to)))
+            .set_author(&period.broker.name)
+            .set_company(&period.broker.name)
+            .set_category("Брокерский отчёт")
+            .set_creation_datetime(&made),
+    );
+
+    // The title sheet: the same block as the printed form's.
+    let sheet = workbook.add_worksheet().set_name("Отчёт")?;
+    sheet.set_column_width(0, 24.0)?;
+    sheet.set_column_width(1, 90.0)?;
+    sheet.write_string_with_format(0, 0, "Брокерский отчёт", &f.total)?;
+    for (row, (label, value)) in (2..).zip(period.title(created)) {
+        sheet.write_string_with_format(row, 0, label, &f.total)?;
+        sheet.write_string(row, 1, value)?;
+    }
 
     let sheet = workbook.add_worksheet().set_name("Позиции")?;
     header(
@@ -135,9 +161,34 @@ fn build(period: &Period<'_>) -> Result<Vec<u8>, XlsxError> {
     let fees: i64 = period.trades.iter().map(|t| t.fees.0).sum();
     sheet.write_string_with_format(row, 0, "Итого покупки", &f.total)?;
     sheet.write_number_with_format(row, 9, kopecks(bought), &f.total_money)?;
-    sheet.write_number_with_format(row, 10, kopecks(fees), &f.total_money)?;
     sheet.write_string_with_format(row + 1, 0, "Итого продажи", &f.total)?;
     sheet.write_number_with_format(row + 1, 9, kopecks(sold), &f.total_money)?;
+    sheet.write_string_with_format(row + 2, 0, "Итого комиссии по сделкам", &f.total)?;
+    sheet.write_number_with_format(row + 2, 10, kopecks(fees), &f.total_money)?;
+
+    let sheet = workbook.add_worksheet().set_name("Остатки")?;
+    header(
+        sheet,
+        &f,
+        &[
+            ("Счёт", 24.0),
+            ("Валюта", 8.0),
+            ("Остаток на начало", 16.0),
+            ("Зачислено", 16.0),
+            ("Списано", 16.0),
+            ("Оплата покупок", 16.0),
+            ("Поступления от продаж", 16.0),
+            ("Комиссии по сделкам", 16.0),
+            ("Остаток на конец", 16.0),
+        ],
+    )?;
+    for (row, a) in (1..).zip(&period.balances) {
+        sheet.write_string(row, 0, a.account)?;
+        sheet.write_string(row, 1, a.currency)?;
+        for (col, amount) in (2..).zip([a.opening, a.received, a.paid, a.bought, a.sold, a.trade_fees, a.closing]) {
+            sheet.write_number_with_format(row, col, kopecks(amount), &f.money)?;
+        }
+    }
 
     let sheet = workbook.add_worksheet().set_name("Денежные средства")?;
     header(
@@ -146,7 +197,7 @@ fn build(period: &Period<'_>) -> Result<Vec<u8>, XlsxError> {
         &[
             ("Дата", 12.0),
             ("Счёт", 24.0),
-            ("Вид", 14.0),
+            ("Вид", 22.0),
             ("Направление", 13.0),
             ("Сумма", 16.0),
             ("Валюта", 8.0),
@@ -159,7 +210,7 @@ fn build(period: &Period<'_>) -> Result<Vec<u8>, XlsxError> {
     for movement in &period.cash {
         sheet.write_datetime_with_format(row, 0, excel_date(movement.date)?, &f.date)?;
         sheet.write_string(row, 1, &movement.account)?;
-        sheet.write_string(row, 2, &movement.kind)?;
+        sheet.write_string(row, 2, kind_name(&movement.kind))?;
         sheet.write_string(row, 3, direction_name(movement.direction))?;
         sheet.write_number_with_format(row, 4, movement.amount.to_f64(), &f.money)?;
         sheet.write_string(row, 5, &movement.currency)?;

@@ -362,14 +362,14 @@ async fn the_brokerage_report_spreadsheet_opens_with_a_reader_and_matches_the_da
     assert_eq!(headers["content-type"], "application/octet-stream", "the contract's media type");
 
     let mut workbook: Xlsx<_> = calamine::open_workbook_from_rs(std::io::Cursor::new(bytes)).unwrap();
-    assert_eq!(workbook.sheet_names(), ["Позиции", "Сделки", "Денежные средства", "Комиссии"]);
+    assert_eq!(workbook.sheet_names(), ["Отчёт", "Позиции", "Сделки", "Остатки", "Денежные средства", "Комиссии"]);
     let data = portico_reports::sample::agreement(&Shape::demo());
     let day = |s: &str| portico_reports::tasks::parse_date(s).unwrap();
     let (from, to) = (day("2026-01-01"), day("2026-06-30"));
     let mut trades: Vec<_> = data.trades.iter().filter(|t| t.date >= from && t.date <= to).collect();
     trades.sort_by(|a, b| (a.date, &a.id).cmp(&(b.date, &b.id)));
     let sheet = workbook.worksheet_range("Сделки").unwrap();
-    assert_eq!(sheet.height(), 1 + trades.len() + 2, "header, one row per trade, two totals");
+    assert_eq!(sheet.height(), 1 + trades.len() + 3, "header, one row per trade, three totals");
     assert_eq!(sheet.get_value((0, 5)), Some(&Data::String("Инструмент".into())));
     let first = trades[0];
     assert_eq!(sheet.get_value((1, 2)), Some(&Data::String(first.id.clone())));
@@ -391,9 +391,43 @@ async fn the_brokerage_report_spreadsheet_opens_with_a_reader_and_matches_the_da
         Some(Data::Float(value)) => assert!((value - bought as f64 / 100.0).abs() < 0.005, "{value} vs {bought}"),
         other => panic!("a number, not {other:?}"),
     }
+    let fees: i64 = trades.iter().map(|t| t.fees.0).sum();
+    assert_eq!(sheet.get_value((total_row + 2, 0)), Some(&Data::String("Итого комиссии по сделкам".into())));
+    match sheet.get_value((total_row + 2, 10)) {
+        Some(Data::Float(value)) => assert!((value - fees as f64 / 100.0).abs() < 0.005, "{value} vs {fees}"),
+        other => panic!("the fees' total on its own row, not {other:?}"),
+    }
     let cash = workbook.worksheet_range("Денежные средства").unwrap();
     let movements = data.cash_movements.iter().filter(|m| m.date >= from && m.date <= to).count();
     assert_eq!(cash.height(), 1 + movements + 2);
+    let kinds: Vec<String> = (1..=movements).map(|row| cash.get_value((row as u32, 2)).unwrap().to_string()).collect();
+    assert!(kinds.iter().all(|k| !k.chars().any(|c| c.is_ascii_uppercase())), "readable kinds: {kinds:?}");
+
+    // The title sheet: broker, client, agreement, period.
+    let title = workbook.worksheet_range("Отчёт").unwrap();
+    let title_text: Vec<String> = title.rows().flatten().map(ToString::to_string).collect();
+    for needle in ["АО «Портико Брокер» (демонстрация)", "ООО «Ромашка»", "7700000001", "с 01.01.2026 по 30.06.2026"]
+    {
+        assert!(title_text.iter().any(|t| t.contains(needle)), "{needle} in {title_text:?}");
+    }
+    assert!(title_text.iter().any(|t| t.contains("(MSK)")), "the time in the broker's zone: {title_text:?}");
+
+    // Cash reconciles: computed here from the data, each account's
+    // opening + movements + settlements = closing, as the sheet says.
+    let balances = workbook.worksheet_range("Остатки").unwrap();
+    assert_eq!(balances.height(), 1 + data.accounts.len());
+    for (row, account) in (1..).zip(&data.accounts) {
+        let figure = |col: u32| match balances.get_value((row, col)) {
+            Some(Data::Float(v)) => (v * 100.0).round() as i64,
+            other => panic!("a number at ({row}, {col}), not {other:?}"),
+        };
+        let (opening, closing) =
+            (cash_at(&data, &account.number, from - time::Duration::days(1)), cash_at(&data, &account.number, to));
+        assert_eq!(figure(2), opening, "{}: opening", account.number);
+        assert_eq!(figure(8), closing, "{}: closing", account.number);
+        let moved = figure(3) - figure(4) - figure(5) + figure(6) - figure(7);
+        assert_eq!(figure(2) + moved, figure(8), "{}: opening + movements = closing", account.number);
+    }
 
     // Holdings: the first snapshot rolled forward by every trade up to the
     // start (the end of the day before) and up to the end of the period.
@@ -429,6 +463,26 @@ async fn the_brokerage_report_spreadsheet_opens_with_a_reader_and_matches_the_da
     assert_ne!(shown[0], shown[1], "the period's trades change the holdings");
 }
 
+/// The cash on `account` at the end of `date`, from the data: the first
+/// recorded balance, the movements after it and the trades settled after it.
+fn cash_at(data: &portico_model::reports::brokerage::Agreement, account: &str, date: time::Date) -> i64 {
+    use portico_model::reports::brokerage::{Direction, Side};
+    let base = data.cash_balances.iter().find(|b| b.account == account).expect("a balance");
+    let moved: i64 = data
+        .cash_movements
+        .iter()
+        .filter(|m| m.account == account && m.date > base.date && m.date <= date)
+        .map(|m| if m.direction == Direction::In { m.amount.0 } else { -m.amount.0 })
+        .sum();
+    let settled: i64 = data
+        .trades
+        .iter()
+        .filter(|t| t.account == account && t.settlement_date > base.date && t.settlement_date <= date)
+        .map(|t| if t.side == Side::Sell { t.amount.0 - t.fees.0 } else { -t.amount.0 - t.fees.0 })
+        .sum();
+    base.amount.0 + moved + settled
+}
+
 /// Keeps a copy of a produced file under `<target tmp>/report-samples/`,
 /// for people to look at.
 fn keep(name: &str, content: &[u8]) {
@@ -458,7 +512,9 @@ fn pdf_text(tool: &str, pdf: &[u8]) -> String {
 
 /// `1 234 567,89`, written independently of the generator.
 fn rub(kopecks: i64) -> String {
-    let whole = (kopecks / 100).to_string();
+    let sign = if kopecks < 0 { "-" } else { "" };
+    let abs = kopecks.unsigned_abs();
+    let whole = (abs / 100).to_string();
     let digits: Vec<char> = whole.chars().collect();
     let mut out = String::new();
     for (i, d) in digits.iter().enumerate() {
@@ -467,7 +523,7 @@ fn rub(kopecks: i64) -> String {
         }
         out.push(*d);
     }
-    format!("{out},{:02}", kopecks % 100)
+    format!("{sign}{out},{:02}", abs % 100)
 }
 
 #[tokio::test]
@@ -504,9 +560,22 @@ async fn the_printed_form_is_a_pdf_whose_text_holds_the_names_totals_and_page_nu
         "ГМК «Норильский никель» ао".to_owned(),
         format!("Итого покупки {}", rub(bought)),
         format!("Итого продажи {}", rub(sold)),
+        format!("Итого комиссии по сделкам {}", rub(trades.iter().map(|t| t.fees.0).sum())),
+        "Брокер: АО «Портико Брокер» (демонстрация)".to_owned(),
+        "Лицензия на осуществление брокерской деятельности № 045-00000-100000 от 15.01.2020".to_owned(),
+        format!("Остаток на конец периода {}", rub(cash_at(&data, portico_reports::sample::ACCOUNT_RUB, to))),
+        format!(
+            "Остаток на начало периода {}",
+            rub(cash_at(&data, portico_reports::sample::ACCOUNT_RUB, from - time::Duration::days(1)))
+        ),
+        "Дивиденды".to_owned(),
+        "/ Портиков П. П. /".to_owned(),
     ] {
         let squeezed = text.split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(squeezed.contains(&needle), "{needle:?} is not in the PDF text:\n{text}");
+    }
+    for raw in ["DEPOSIT", "WITHDRAWAL", "DIVIDEND", "FEE"] {
+        assert!(!text.contains(raw), "movement kinds are named, not coded: {raw}");
     }
     let pages = text.matches("Страница ").count();
     assert!(pages >= 3, "the trades need several pages: {pages}");
