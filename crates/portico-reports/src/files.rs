@@ -140,6 +140,17 @@ impl FileStore {
         Ok((size, result.into_stream()))
     }
 
+    /// Removes `key`; one already gone is no error.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn delete(&self, key: &str) -> Result<(), FileError> {
+        match self.store.delete(&Path::from(key)).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(FileError(e.to_string())),
+        }
+    }
+
     /// The whole content of `key` (for tests and small files).
     ///
     /// # Errors

@@ -17,6 +17,7 @@ pub mod error;
 pub mod files;
 pub mod generate;
 pub mod openapi;
+pub mod retention;
 pub mod sample;
 pub mod tasks;
 pub mod types;
@@ -53,6 +54,9 @@ pub struct Reports {
     pub assets: Arc<generate::Assets>,
     /// Rung when a task is created, so that this node's worker takes it at once.
     pub queued: tokio::sync::Notify,
+    /// How long finished tasks and their files are kept ([`retention`]);
+    /// `None`: for ever.
+    pub retention: Option<time::Duration>,
 }
 
 pub type ReportsState = Arc<Reports>;

@@ -171,6 +171,8 @@ impl App {
                 ..assets
             }),
             queued: tokio::sync::Notify::new(),
+            retention: (config.reports.retention_days > 0)
+                .then(|| time::Duration::days(i64::from(config.reports.retention_days))),
         });
         Ok(Self { config, store, identity, permissions, notify, reports, demo })
     }
@@ -285,6 +287,7 @@ impl App {
         workers.push(tokio::spawn(tasks::cleaner(
             Arc::clone(&self.identity),
             Arc::clone(&self.notify),
+            Arc::clone(&self.reports),
             interval,
             stop,
         )));
@@ -304,7 +307,9 @@ fn report_signer(config: &Config) -> anyhow::Result<portico_reports::generate::q
             let cert_path = config.data_dir.join("reports-signing-cert.pem");
             let key_path = config.data_dir.join("reports-signing-key.pem");
             if !cert_path.exists() || !key_path.exists() {
-                let (cert, key) = portico_reports::generate::qes::Signer::generate_self_signed("Портико")
+                let organization = &config.reports.broker.name;
+                let now = time::OffsetDateTime::now_utc();
+                let (cert, key) = portico_reports::generate::qes::Signer::generate_self_signed(organization, now)
                     .map_err(|e| anyhow::anyhow!("cannot make a report signing certificate: {e}"))?;
                 std::fs::create_dir_all(&config.data_dir)?;
                 let _ = std::fs::remove_file(&key_path);

@@ -7,12 +7,14 @@ use portico_identity::Identity;
 use tokio::sync::watch;
 
 /// Removes expired codes, login processes, sessions, tokens and retired keys,
-/// login throttle counters past their memory, and deliveries past their retention, every `interval`, until `shutdown`
+/// login throttle counters past their memory, deliveries and report tasks
+/// past their retention, every `interval`, until `shutdown`
 /// fires. Safe on any number of nodes at once: every pass is a set of
 /// idempotent deletes.
 pub async fn cleaner(
     identity: Arc<Identity>,
     notify: Arc<portico_notify::Notify>,
+    reports: Arc<portico_reports::Reports>,
     interval: Duration,
     mut shutdown: watch::Receiver<bool>,
 ) {
@@ -41,6 +43,11 @@ pub async fn cleaner(
             }
             Ok(_) => {}
             Err(error) => tracing::warn!(%error, "removing deliveries past their retention failed; will retry"),
+        }
+        match portico_reports::retention::remove_expired(&reports).await {
+            Ok(removed) if removed.tasks > 0 => tracing::debug!(?removed, "removed report tasks past their retention"),
+            Ok(_) => {}
+            Err(error) => tracing::warn!(%error, "removing report tasks past their retention failed; will retry"),
         }
     }
 }

@@ -235,6 +235,31 @@ impl ReportRepository for PgStore {
         row.as_ref().map(task_from).transpose()
     }
 
+    async fn list_finished_report_tasks(&self, before: OffsetDateTime, limit: u32) -> Result<Vec<ReportTask>> {
+        let rows = sqlx::query(
+            "SELECT * FROM report_tasks WHERE status IN ('DONE', 'FAILED') AND updated_at < $1 \
+             ORDER BY updated_at, id LIMIT $2",
+        )
+        .bind(at(before))
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(storage_error(WHAT))?;
+        let tasks = rows.iter().map(task_from).collect::<Result<Vec<_>>>()?;
+        self.with_files(tasks).await
+    }
+
+    async fn delete_finished_report_task(&self, id: Uuid, before: OffsetDateTime) -> Result<bool> {
+        let done =
+            sqlx::query("DELETE FROM report_tasks WHERE id = $1 AND status IN ('DONE', 'FAILED') AND updated_at < $2")
+                .bind(id)
+                .bind(at(before))
+                .execute(&self.pool)
+                .await
+                .map_err(storage_error(WHAT))?;
+        Ok(done.rows_affected() > 0)
+    }
+
     async fn finish_report_task(
         &self,
         id: Uuid,

@@ -263,6 +263,37 @@ impl ReportRepository for SqliteStore {
             .await
     }
 
+    async fn list_finished_report_tasks(&self, before: OffsetDateTime, limit: u32) -> Result<Vec<ReportTask>> {
+        self.db
+            .read(move |c| {
+                let snapshot = c.unchecked_transaction()?;
+                let tasks = all(
+                    &snapshot,
+                    "SELECT * FROM report_tasks WHERE status IN ('DONE', 'FAILED') AND updated_at < ?1 \
+                     ORDER BY updated_at, id LIMIT ?2",
+                    params![secs(before), limit],
+                    task_from,
+                )?;
+                let tasks = with_files(&snapshot, tasks)?;
+                snapshot.finish()?;
+                Ok(tasks)
+            })
+            .await
+    }
+
+    async fn delete_finished_report_task(&self, id: Uuid, before: OffsetDateTime) -> Result<bool> {
+        self.db
+            .write("report task", move |tx| {
+                let removed = run(
+                    tx,
+                    "DELETE FROM report_tasks WHERE id = ?1 AND status IN ('DONE', 'FAILED') AND updated_at < ?2",
+                    params![id.to_string(), secs(before)],
+                )?;
+                Ok(removed > 0)
+            })
+            .await
+    }
+
     async fn finish_report_task(
         &self,
         id: Uuid,

@@ -88,4 +88,18 @@ pub trait ReportRepository: Send + Sync {
     /// # Errors
     /// Only when the store fails.
     async fn find_report_file(&self, id: Uuid) -> Result<Option<(ReportFile, String)>>;
+    /// Finished tasks (`DONE` or `FAILED`) that finished before `before`,
+    /// oldest first, at most `limit`, with their files: what retention
+    /// removes.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn list_finished_report_tasks(&self, before: OffsetDateTime, limit: u32) -> Result<Vec<ReportTask>>;
+    /// Removes a finished task that finished before `before`, with its
+    /// files' rows (the objects are the caller's); returns whether it did. A
+    /// task that is `NEW` or `IN_PROGRESS`, or finished later, stays.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn delete_finished_report_task(&self, id: Uuid, before: OffsetDateTime) -> Result<bool>;
 }

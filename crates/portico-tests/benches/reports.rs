@@ -33,7 +33,9 @@ fn main() {
     let agreement = portico_reports::sample::agreement(&shape);
     let baseline = peak_kib();
     println!("process baseline: {} MiB resident", baseline / 1024);
-    let (cert, key) = portico_reports::generate::qes::Signer::generate_self_signed("Портико").expect("certificate");
+    let (cert, key) =
+        portico_reports::generate::qes::Signer::generate_self_signed("Портико", OffsetDateTime::now_utc())
+            .expect("certificate");
     let signer = portico_reports::generate::qes::Signer::from_pem(&cert, &key).expect("signer");
     let assets = Assets { signer: Some(std::sync::Arc::new(signer)), ..Assets::default() };
     for (report_type, file_type, account) in [

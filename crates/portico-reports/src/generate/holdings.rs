@@ -29,8 +29,9 @@ pub struct Holding<'a> {
     pub quantity: i64,
     /// The unit price of the valuation, when one is known.
     pub price: Option<Price>,
-    /// `quantity` at `price`.
-    pub value: Money,
+    /// `quantity` at `price`; `None` when no price is known on the day (the
+    /// report says so instead of showing a figure).
+    pub value: Option<Money>,
     /// The quantity the trades give where the snapshot says otherwise.
     pub by_trades: Option<i64>,
 }
@@ -112,7 +113,8 @@ fn signed(trade: &Trade) -> i64 {
     }
 }
 
-/// The unit price and value of `quantity` of `ticker` at the end of `date`.
+/// The unit price and value of `quantity` of `ticker` at the end of `date`
+/// (neither when no price is known then).
 fn valuation(
     agreement: &Agreement,
     snapshots: &[&Position],
@@ -120,20 +122,20 @@ fn valuation(
     ticker: &str,
     quantity: i64,
     date: Date,
-) -> (Option<Price>, Money) {
+) -> (Option<Price>, Option<Money>) {
     let recorded = snapshots.iter().find(|p| Some(p.date) == base_date && p.ticker == ticker && p.quantity != 0);
     let traded =
         agreement.trades.iter().filter(|t| t.ticker == ticker && t.date <= date).max_by_key(|t| (t.date, &t.id));
     match (recorded, traded) {
         (Some(p), t) if t.is_none_or(|t| t.date <= p.date) => {
             if p.quantity == quantity {
-                return (Some(unit_price(p)), p.value);
+                return (Some(unit_price(p)), Some(p.value));
             }
             let price = unit_price(p);
-            (Some(price), value_of(quantity, price))
+            (Some(price), Some(value_of(quantity, price)))
         }
-        (_, Some(t)) => (Some(t.price), value_of(quantity, t.price)),
-        _ => (None, Money::from(0)),
+        (_, Some(t)) => (Some(t.price), Some(value_of(quantity, t.price))),
+        _ => (None, None),
     }
 }
 
@@ -234,7 +236,7 @@ mod tests {
         a.trades.push(trade("T4", ACCOUNT_RUB, date!(2026 - 07 - 02), "GAZP", Side::Buy, 10, 171));
         let end = at(&a, Some(ACCOUNT_RUB), date!(2026 - 06 - 30));
         assert_eq!(quantities(&end), [(ACCOUNT_RUB.into(), "GAZP".into(), 3600, Some(3519))]);
-        assert_eq!(end[0].value, Fixed(3600 * 170 * 100), "the snapshot's own value");
+        assert_eq!(end[0].value, Some(Fixed(3600 * 170 * 100)), "the snapshot's own value");
         let later = at(&a, Some(ACCOUNT_RUB), date!(2026 - 07 - 15));
         assert_eq!(quantities(&later), [(ACCOUNT_RUB.into(), "GAZP".into(), 3610, Some(3529))]);
         // An instrument the snapshot leaves out while the trades say it is held.
@@ -252,10 +254,24 @@ mod tests {
         let a = data();
         let january = at(&a, Some(ACCOUNT_RUB), date!(2026 - 01 - 31));
         assert_eq!(january[0].price, Some(Fixed(150_000_000)), "the snapshot's unit value");
-        assert_eq!(january[0].value, Fixed(3619 * 150 * 100));
+        assert_eq!(january[0].value, Some(Fixed(3619 * 150 * 100)));
         let june = at(&a, Some(ACCOUNT_RUB), date!(2026 - 06 - 30));
         assert_eq!(june[0].price, Some(Fixed(161_000_000)), "the latest trade in the instrument, on any account");
-        assert_eq!(june[0].value, Fixed(3519 * 161 * 100));
+        assert_eq!(june[0].value, Some(Fixed(3519 * 161 * 100)));
+    }
+
+    #[test]
+    fn a_holding_without_a_known_price_has_no_value_rather_than_a_made_up_one() {
+        let mut a = data();
+        // NEWCO: 5 in the first snapshot, left out of the second, never
+        // traded: in dispute, and no price is known for it on any day.
+        a.positions.push(snapshot(ACCOUNT_RUB_2, date!(2025 - 12 - 31), "NEWCO", 5, 0));
+        a.positions.retain(|p| p.ticker != "NEWCO" || p.quantity != 0);
+        a.positions.push(snapshot(ACCOUNT_RUB_2, date!(2026 - 03 - 31), "GAZP", 7, 7 * 160));
+        let held = at(&a, Some(ACCOUNT_RUB_2), date!(2026 - 04 - 30));
+        let newco = held.iter().find(|h| h.ticker == "NEWCO").expect("shown, being in dispute");
+        assert_eq!((newco.quantity, newco.by_trades), (0, Some(5)));
+        assert_eq!((newco.price, newco.value), (None, None), "no price, so no value either");
     }
 
     #[test]

@@ -457,16 +457,23 @@ fn layout(fonts: &Fonts, period: &Period<'_>, created: OffsetDateTime) -> (Vec<V
                     instrument.map(|i| i.isin.clone()).unwrap_or_default(),
                     instrument.map(|i| i.name.clone()).unwrap_or_default(),
                     grouped(&h.quantity.to_string()),
-                    h.price.map(price).unwrap_or_default(),
-                    money(h.value.0),
+                    h.price.map_or_else(|| "нет цены".to_owned(), price),
+                    h.value.map_or_else(|| "—".to_owned(), |v| money(v.0)),
                 ]
             })
             .collect();
-        let total: i64 = holdings.iter().map(|h| h.value.0).sum();
+        let total: i64 = holdings.iter().filter_map(|h| h.value).map(|v| v.0).sum();
+        let unvalued = holdings.iter().filter(|h| h.value.is_none() && h.quantity != 0).count();
         let mut totals = vec![vec![String::new(); position_columns.len()]];
         totals[0][0] = "Итого оценка".into();
         totals[0][position_columns.len() - 1] = money(total);
         l.table(&position_columns, &rows, &totals);
+        if unvalued > 0 {
+            l.room(ROW);
+            let note = format!("Без оценки (нет цены на дату): позиций {unvalued}; в итог не вошли.");
+            l.text(LEFT + 2.0, BODY, false, &note);
+            l.y += ROW;
+        }
         for h in holdings.iter().filter(|h| h.by_trades.is_some()) {
             let by_trades = h.by_trades.unwrap_or_default();
             l.room(ROW);

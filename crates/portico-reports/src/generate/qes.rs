@@ -116,17 +116,19 @@ impl Signer {
     }
 
     /// A new self-signed certificate and key (the demo's, and the default
-    /// until one is configured): `(certificate PEM, key PEM)`.
+    /// until one is configured), valid from `now` for ten years:
+    /// `(certificate PEM, key PEM)`.
     ///
     /// # Errors
     /// When generation fails.
-    pub fn generate_self_signed(organization: &str) -> Result<(String, String), String> {
+    pub fn generate_self_signed(organization: &str, now: time::OffsetDateTime) -> Result<(String, String), String> {
         let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).map_err(|e| e.to_string())?;
         let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).map_err(|e| e.to_string())?;
         params.distinguished_name.push(rcgen::DnType::OrganizationName, organization);
         params.distinguished_name.push(rcgen::DnType::CommonName, format!("{organization}: подпись отчётов"));
         params.key_usages = vec![rcgen::KeyUsagePurpose::DigitalSignature, rcgen::KeyUsagePurpose::ContentCommitment];
-        params.not_after = rcgen::date_time_ymd(2036, 1, 1);
+        params.not_before = now;
+        params.not_after = now + time::Duration::days(3653);
         let cert = params.self_signed(&key).map_err(|e| e.to_string())?;
         Ok((cert.pem(), key.serialize_pem()))
     }

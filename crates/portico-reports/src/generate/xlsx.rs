@@ -117,7 +117,10 @@ fn build(period: &Period<'_>, created: OffsetDateTime) -> Result<Vec<u8>, XlsxEr
         if let Some(price) = holding.price {
             sheet.write_number_with_format(row, 7, price.to_f64(), &f.price)?;
         }
-        sheet.write_number_with_format(row, 8, holding.value.to_f64(), &f.money)?;
+        match holding.value {
+            Some(value) => sheet.write_number_with_format(row, 8, value.to_f64(), &f.money)?,
+            None => sheet.write_string(row, 8, "нет цены")?,
+        };
         if let Some(by_trades) = holding.by_trades {
             sheet.write_number_with_format(row, 9, by_trades as f64, &f.quantity)?;
         }

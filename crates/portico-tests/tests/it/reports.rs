@@ -673,9 +673,55 @@ async fn the_qes_form_comes_with_a_detached_cms_signature_that_openssl_verifies(
     };
     let (ok, said) = verify(&pdf);
     assert!(ok, "openssl refused the signature: {said}");
+    // The certificate's validity starts when it was made (this run), not
+    // at some fixed date long ago.
+    let dates = std::process::Command::new(&openssl)
+        .args(["x509", "-noout", "-startdate", "-enddate", "-in"])
+        .arg(&cert)
+        .output()
+        .expect("run openssl");
+    let dates = String::from_utf8_lossy(&dates.stdout).into_owned();
+    let year = time::OffsetDateTime::now_utc().year();
+    let start = dates.lines().find_map(|l| l.strip_prefix("notBefore=")).expect("notBefore");
+    assert!(start.contains(&format!(" {year} ")), "valid from this year: {dates}");
+    let end = dates.lines().find_map(|l| l.strip_prefix("notAfter=")).expect("notAfter");
+    assert!(end.contains(&format!(" {} ", year + 10)), "for ten years: {dates}");
     let mut changed = pdf.clone();
     let middle = changed.len() / 2;
     changed[middle] ^= 0x01;
     let (ok, _) = verify(&changed);
     assert!(!ok, "a changed PDF must not verify");
+}
+
+/// Retention (`reports.retention_days`, 365 by default): a finished task
+/// and its files stay for the period, then the clean-up removes the files
+/// from the file store and the task; the clock is the test's.
+#[tokio::test]
+async fn finished_reports_and_their_files_are_removed_after_the_retention_period() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let ivan = app.token_pair("ivan").await;
+        let (status, task) =
+            call(&app, Some(&ivan), "POST", "/v1/reports/tasks", Some(statement("2026-01-01", "2026-03-31"))).await;
+        assert_eq!(status, 200, "{backend:?}: {task}");
+        let done = finished(&app, &ivan, task["id"].as_str().unwrap()).await;
+        assert_eq!(done["status"], "DONE", "{done}");
+        let id: uuid::Uuid = task["id"].as_str().unwrap().parse().unwrap();
+        let stored = app.store.find_report_task(id).await.unwrap().expect("the task");
+        let key = stored.files[0].object_key.clone();
+        assert!(app.reports.files.read(&key).await.is_ok(), "the file is kept");
+
+        app.clock.advance(time::Duration::days(365) - time::Duration::minutes(1));
+        let removed = portico_reports::retention::remove_expired(&app.reports).await.unwrap();
+        assert_eq!(removed, portico_reports::retention::Removed::default(), "{backend:?}: within the period");
+        assert!(app.store.find_report_task(id).await.unwrap().is_some());
+
+        app.clock.advance(time::Duration::minutes(2));
+        let removed = portico_reports::retention::remove_expired(&app.reports).await.unwrap();
+        assert_eq!((removed.tasks, removed.files), (1, 1), "{backend:?}");
+        assert_eq!(app.store.find_report_task(id).await.unwrap(), None, "the task is gone");
+        assert!(app.reports.files.read(&key).await.is_err(), "{backend:?}: the file is gone from the file store");
+        let again = portico_reports::retention::remove_expired(&app.reports).await.unwrap();
+        assert_eq!(again, portico_reports::retention::Removed::default(), "nothing left to remove");
+    }
 }

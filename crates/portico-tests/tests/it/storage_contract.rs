@@ -1050,6 +1050,72 @@ async fn report_tasks_are_reused_listed_claimed_once_and_finished_under_their_le
     }
 }
 
+/// Retention's two methods: only tasks that finished (`DONE`, `FAILED`)
+/// before the cut-off are listed, oldest first, and removed with their
+/// files' rows; `NEW` and `IN_PROGRESS` tasks stay whatever their age.
+#[tokio::test]
+async fn finished_report_tasks_are_listed_and_removed_by_age_and_unfinished_ones_never() {
+    use portico_model::reports::{FileType, ReportFile, SignatureType, TaskOutcome, TaskStatus};
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        for id in 1..=4 {
+            store.create_report_task(&report_task(id, "7700000001", (1, 31)), false).await.unwrap();
+        }
+        // 1 and 2 finish at t0 + 1 h (done with a file, failed); 3 is in
+        // progress; 4 stays new.
+        let finished_at = t0() + Duration::hours(1);
+        let lease = t0() + Duration::hours(2);
+        let mut claimed = Vec::new();
+        for _ in 0..3 {
+            claimed.push(store.claim_report_task(t0(), lease).await.unwrap().expect("a task"));
+        }
+        claimed.sort_by_key(|t| t.id);
+        let file = ReportFile {
+            id: Uuid::from_u128(600),
+            task_id: claimed[0].id,
+            file_type: FileType::SimpleDocumentary,
+            name_rus: "Отчёт".into(),
+            name_eng: "Report".into(),
+            file_name: "report.xlsx".into(),
+            signature_type: SignatureType::None,
+            content_type: "application/octet-stream".into(),
+            size: 10,
+            object_key: "reports/1/report.xlsx".into(),
+        };
+        let done = TaskOutcome::Done(vec![file.clone()]);
+        assert!(store.finish_report_task(claimed[0].id, lease, &done, finished_at).await.unwrap());
+        let failed = TaskOutcome::Failed("no data".into());
+        assert!(store.finish_report_task(claimed[1].id, lease, &failed, finished_at).await.unwrap());
+
+        let ids =
+            |tasks: Vec<portico_model::reports::ReportTask>| tasks.iter().map(|t| t.id.as_u128()).collect::<Vec<_>>();
+        let far = t0() + Duration::days(400);
+        assert_eq!(
+            ids(store.list_finished_report_tasks(finished_at, 10).await.unwrap()),
+            Vec::<u128>::new(),
+            "{backend:?}"
+        );
+        let expired = store.list_finished_report_tasks(far, 10).await.unwrap();
+        assert_eq!(ids(expired.clone()), [1, 2], "{backend:?}: finished ones only, oldest first");
+        assert_eq!(expired[0].files, vec![file.clone()], "with their files");
+        assert_eq!(ids(store.list_finished_report_tasks(far, 1).await.unwrap()), [1], "at most the limit");
+
+        assert!(!store.delete_finished_report_task(claimed[0].id, finished_at).await.unwrap(), "not yet past");
+        for task in &claimed {
+            let removed = store.delete_finished_report_task(task.id, far).await.unwrap();
+            assert_eq!(removed, task.id.as_u128() != 3, "{backend:?}: task {}", task.id);
+        }
+        assert!(!store.delete_finished_report_task(Uuid::from_u128(4), far).await.unwrap(), "a new task stays");
+        assert_eq!(store.find_report_task(claimed[0].id).await.unwrap(), None);
+        assert_eq!(store.find_report_file(file.id).await.unwrap(), None, "its files' rows go with it");
+        let left = store.find_report_task(claimed[2].id).await.unwrap().expect("in progress stays");
+        assert_eq!(left.status, TaskStatus::InProgress);
+        assert_eq!(store.find_report_task(Uuid::from_u128(4)).await.unwrap().map(|t| t.status), Some(TaskStatus::New));
+        assert!(!store.delete_finished_report_task(claimed[0].id, far).await.unwrap(), "twice is harmless");
+    }
+}
+
 #[tokio::test]
 async fn a_deleted_login_process_is_gone_and_deleting_twice_is_harmless() {
     for backend in backends() {
