@@ -431,18 +431,7 @@ async fn the_brokerage_report_spreadsheet_opens_with_a_reader_and_matches_the_da
 
     // Holdings: the first snapshot rolled forward by every trade up to the
     // start (the end of the day before) and up to the end of the period.
-    let first_snapshot = data.positions.iter().map(|p| p.date).min().unwrap();
-    let expected = |until: time::Date| {
-        let mut held = std::collections::BTreeMap::new();
-        for p in data.positions.iter().filter(|p| p.date == first_snapshot) {
-            held.insert((p.account.clone(), p.ticker.clone()), p.quantity);
-        }
-        for t in data.trades.iter().filter(|t| t.date > first_snapshot && t.date <= until) {
-            let signed = if t.side == portico_model::reports::brokerage::Side::Buy { t.quantity } else { -t.quantity };
-            *held.entry((t.account.clone(), t.ticker.clone())).or_insert(0) += signed;
-        }
-        held
-    };
+    let expected = |until: time::Date| held_at(&data, until);
     let sheet = workbook.worksheet_range("Позиции").unwrap();
     let text = |row: usize, col: usize| match sheet.get_value((row as u32, col as u32)) {
         Some(Data::String(s)) => s.clone(),
@@ -461,6 +450,21 @@ async fn the_brokerage_report_spreadsheet_opens_with_a_reader_and_matches_the_da
     assert_eq!(shown[0], expected(from - time::Duration::days(1)), "the start: the trades before the period are in");
     assert_eq!(shown[1], expected(to), "the end: the period's trades are in");
     assert_ne!(shown[0], shown[1], "the period's trades change the holdings");
+}
+
+/// The holdings at the end of `date`, by account and ticker, from the data:
+/// the first snapshot rolled forward by every trade after it.
+fn held_at(data: &Agreement, date: time::Date) -> std::collections::BTreeMap<(String, String), i64> {
+    let first_snapshot = data.positions.iter().map(|p| p.date).min().unwrap();
+    let mut held = std::collections::BTreeMap::new();
+    for p in data.positions.iter().filter(|p| p.date == first_snapshot) {
+        held.insert((p.account.clone(), p.ticker.clone()), p.quantity);
+    }
+    for t in data.trades.iter().filter(|t| t.date > first_snapshot && t.date <= date) {
+        let signed = if t.side == portico_model::reports::brokerage::Side::Buy { t.quantity } else { -t.quantity };
+        *held.entry((t.account.clone(), t.ticker.clone())).or_insert(0) += signed;
+    }
+    held
 }
 
 /// The cash on `account` at the end of `date`, from the data: the first
@@ -573,6 +577,21 @@ async fn the_printed_form_is_a_pdf_whose_text_holds_the_names_totals_and_page_nu
     ] {
         let squeezed = text.split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(squeezed.contains(&needle), "{needle:?} is not in the PDF text:\n{text}");
+    }
+    // The end holdings, read back: each account and instrument with the
+    // quantity the trades give (grouped like amounts).
+    let squeezed = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let end = squeezed.split("Позиции на конец периода").nth(1).expect("the end holdings").split("Итого оценка").next();
+    let end = end.expect("their table");
+    for ((account, ticker), quantity) in held_at(&data, to) {
+        let instrument = data.instrument(&ticker).unwrap();
+        let row = format!(
+            "{account} {ticker} {} {} {}",
+            instrument.isin,
+            instrument.name,
+            rub(quantity * 100).trim_end_matches(",00")
+        );
+        assert!(end.contains(&row), "{row:?} in the end holdings: {end}");
     }
     for raw in ["DEPOSIT", "WITHDRAWAL", "DIVIDEND", "FEE"] {
         assert!(!text.contains(raw), "movement kinds are named, not coded: {raw}");
