@@ -90,6 +90,18 @@ impl Broker {
         }
     }
 
+    /// `at` as a time with the broker's zone's offset on that instant (UTC
+    /// when the zone is unknown).
+    pub fn local(&self, at: OffsetDateTime) -> OffsetDateTime {
+        let zone = self.zone().unwrap_or(jiff::tz::TimeZone::UTC);
+        let offset = jiff::Timestamp::from_second(at.unix_timestamp())
+            .map(|timestamp| zone.to_offset(timestamp).seconds())
+            .ok()
+            .and_then(|seconds| time::UtcOffset::from_whole_seconds(seconds).ok())
+            .unwrap_or(time::UtcOffset::UTC);
+        at.to_offset(offset)
+    }
+
     /// The licence as the title writes it.
     pub fn licence(&self) -> String {
         format!(
@@ -118,6 +130,8 @@ mod tests {
         assert_eq!(Broker::default().local_time(at), "26.11.2026 03:15 (MSK)");
         let vladivostok = Broker { time_zone: "Asia/Vladivostok".into(), ..Broker::default() };
         assert_eq!(vladivostok.local_time(at), "26.11.2026 10:15 (+10)");
+        let local = Broker::default().local(time::macros::datetime!(2026-11-25 22:30 UTC));
+        assert_eq!((local.date(), local.hour(), local.minute()), (time::macros::date!(2026 - 11 - 26), 1, 30));
     }
 
     #[test]

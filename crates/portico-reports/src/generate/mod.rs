@@ -79,7 +79,7 @@ pub fn produce(
             file_name: name,
             content_type: "text/plain; charset=windows-1251",
             signature_type: SignatureType::None,
-            content: statement_1c::render(agreement, account, from, to, now)?,
+            content: statement_1c::render(agreement, account, from, to, assets.broker.local(now))?,
         }]);
     }
     let period = period::Period::new(agreement, &assets.broker, task.account.as_deref(), from, to);

@@ -24,6 +24,7 @@ pub fn render(
     account: &Account,
     from: Date,
     to: Date,
+    // When it was made, in the broker's time zone (1C reads local time).
     now: OffsetDateTime,
 ) -> Result<Vec<u8>, GenerateError> {
     let overflow = || GenerateError::Data("the statement's sums are too large".into());

@@ -97,6 +97,9 @@ async fn a_1c_statement_is_generated_and_downloaded_with_totals_that_match_the_d
 
         // Read back independently: Windows-1251, CRLF, the sections and
         // totals computed here from the same data.
+        if backend == backends()[0] {
+            keep("statement-1c.txt", &bytes);
+        }
         let (text, _, malformed) = encoding_rs::WINDOWS_1251.decode(&bytes);
         assert!(!malformed);
         assert!(!text.replace("\r\n", "").contains('\n'), "CRLF line ends only");
@@ -361,6 +364,7 @@ async fn the_brokerage_report_spreadsheet_opens_with_a_reader_and_matches_the_da
     let (headers, bytes) = download(&app, &ivan, file).await;
     assert_eq!(headers["content-type"], "application/octet-stream", "the contract's media type");
 
+    keep("report.xlsx", &bytes);
     let mut workbook: Xlsx<_> = calamine::open_workbook_from_rs(std::io::Cursor::new(bytes)).unwrap();
     assert_eq!(workbook.sheet_names(), ["Отчёт", "Позиции", "Сделки", "Остатки", "Денежные средства", "Комиссии"]);
     let data = portico_reports::sample::agreement(&Shape::demo());
@@ -487,10 +491,14 @@ fn cash_at(data: &portico_model::reports::brokerage::Agreement, account: &str, d
     base.amount.0 + moved + settled
 }
 
-/// Keeps a copy of a produced file under `<target tmp>/report-samples/`,
-/// for people to look at.
+/// Keeps a copy of a produced file under `<target tmp>/report-samples/`
+/// (or `PORTICO_REPORT_SAMPLES_DIR`, where `scripts/report-pages` wants
+/// them), for people to look at.
 fn keep(name: &str, content: &[u8]) {
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-samples");
+    let dir = std::env::var_os("PORTICO_REPORT_SAMPLES_DIR").map_or_else(
+        || std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-samples"),
+        std::path::PathBuf::from,
+    );
     std::fs::create_dir_all(&dir).expect("sample folder");
     std::fs::write(dir.join(name), content).expect("save a sample");
 }
