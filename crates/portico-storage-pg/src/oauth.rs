@@ -17,7 +17,7 @@ use uuid::Uuid;
 use crate::audit::bind_audit;
 use crate::error::storage_error;
 use crate::{PgStore, Query, Result, at, at_opt, get};
-use portico_storage::memory::Known;
+use portico_storage::memory::{Known, NodeMemory};
 
 const CODE_COLUMNS: &str = "code_hash, client_id, user_id, redirect_uri, scope, code_challenge, nonce, auth_time, \
                             created_at, expires_at, grant_id, amr, session_id";
@@ -153,8 +153,10 @@ impl AuthorizationCodeRepository for PgStore {
         refresh: &RefreshToken,
         audit: &AuditEvent,
     ) -> Result<Redemption> {
+        let generation = self.memory().and_then(NodeMemory::generation_for_new_grant);
         let query = bind_grant(sqlx::query(REDEEM_CODE).bind(code_hash.as_str()).bind(at(now)), grant);
         if self.write_with_audit(bind_refresh(query, refresh), audit).await? {
+            self.made_live(grant.id, generation);
             return Ok(Redemption::Redeemed);
         }
         let code = self.spend_code(code_hash, now).await?;
@@ -290,9 +292,11 @@ impl RefreshTokenRepository for PgStore {
         successor: &RefreshToken,
         audit: &AuditEvent,
     ) -> Result<Rotation> {
+        let generation = self.memory().and_then(NodeMemory::generation_for_new_grant);
         let query =
             sqlx::query(ROTATE_REFRESH_TOKEN).bind(old_hash.as_str()).bind(at(now)).bind(successor.grant_id.as_uuid());
         if self.write_with_audit(bind_refresh(query, successor), audit).await? {
+            self.made_live(successor.grant_id, generation);
             return Ok(Rotation::Rotated);
         }
         // A statement of its own sees what a parallel rotation committed
@@ -315,5 +319,15 @@ impl RefreshTokenRepository for PgStore {
             .await
             .map_err(storage_error("refresh token"))?;
         Ok(())
+    }
+}
+
+impl PgStore {
+    /// A write that made `grant` live (a redemption, a rotation) committed:
+    /// this node answers its tokens from memory from now on.
+    fn made_live(&self, grant: GrantId, generation: Option<u64>) {
+        if let (Some(memory), Some(generation)) = (self.memory(), generation) {
+            memory.grant_live(grant, generation);
+        }
     }
 }

@@ -9,7 +9,7 @@ use portico_model::ids::{CodeHash, GrantId, RefreshTokenHash, SessionId};
 use portico_model::oauth::{
     AccessTokenState, AuthorizationCode, Grant, Redemption, RefreshToken, Rotation, StoredCode, StoredRefreshToken,
 };
-use portico_storage::memory::Known;
+use portico_storage::memory::{Known, NodeMemory};
 use portico_storage::{AuthorizationCodeRepository, GrantRepository, RefreshTokenRepository};
 use rusqlite::{Connection, Row, params};
 use time::OffsetDateTime;
@@ -136,9 +136,12 @@ impl AuthorizationCodeRepository for SqliteStore {
         refresh: &RefreshToken,
         audit: &AuditEvent,
     ) -> Result<Redemption> {
+        let generation = self.memory().and_then(NodeMemory::generation_for_new_grant);
+        let grant_id = grant.id;
         let (code_hash, grant, refresh, audit) =
             (code_hash.as_str().to_owned(), grant.clone(), refresh.clone(), audit.clone());
-        self.db
+        let redemption = self
+            .db
             .write("grant", move |tx| {
                 let spent = run(
                     tx,
@@ -157,7 +160,11 @@ impl AuthorizationCodeRepository for SqliteStore {
                 insert_audit(tx, &audit)?;
                 Ok(Redemption::Redeemed)
             })
-            .await
+            .await?;
+        if redemption == Redemption::Redeemed {
+            self.made_live(grant_id, generation);
+        }
+        Ok(redemption)
     }
 
     async fn spend_code(&self, code_hash: &CodeHash, now: OffsetDateTime) -> Result<Option<AuthorizationCode>> {
@@ -290,8 +297,11 @@ impl RefreshTokenRepository for SqliteStore {
         successor: &RefreshToken,
         audit: &AuditEvent,
     ) -> Result<Rotation> {
+        let generation = self.memory().and_then(NodeMemory::generation_for_new_grant);
+        let grant_id = successor.grant_id;
         let (old_hash, successor, audit) = (old_hash.as_str().to_owned(), successor.clone(), audit.clone());
-        self.db
+        let rotation = self
+            .db
             .write("refresh token", move |tx| {
                 let spent = run(
                     tx,
@@ -310,7 +320,11 @@ impl RefreshTokenRepository for SqliteStore {
                 insert_audit(tx, &audit)?;
                 Ok(Rotation::Rotated)
             })
-            .await
+            .await?;
+        if rotation == Rotation::Rotated {
+            self.made_live(grant_id, generation);
+        }
+        Ok(rotation)
     }
 
     async fn spend_refresh_token(&self, token_hash: &RefreshTokenHash, now: OffsetDateTime) -> Result<()> {
@@ -322,5 +336,15 @@ impl RefreshTokenRepository for SqliteStore {
                 Ok(())
             })
             .await
+    }
+}
+
+impl SqliteStore {
+    /// A write that made `grant` live (a redemption, a rotation) committed:
+    /// this node answers its tokens from memory from now on.
+    fn made_live(&self, grant: GrantId, generation: Option<u64>) {
+        if let (Some(memory), Some(generation)) = (self.memory(), generation) {
+            memory.grant_live(grant, generation);
+        }
     }
 }

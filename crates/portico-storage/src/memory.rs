@@ -108,6 +108,17 @@ impl NodeMemory {
         }
     }
 
+    /// The generation under which to remember a grant this node is about to
+    /// make live ([`NodeMemory::grant_live`] once its write committed), so
+    /// that the first look-up of its tokens needs no round trip; `None`
+    /// while the memory does not answer. Taken before the write: a reset or
+    /// a forgetting in between keeps it from being remembered. A revocation
+    /// heard before or after still wins, revoked grants being kept apart.
+    pub fn generation_for_new_grant(&self) -> Option<u64> {
+        let state = self.state();
+        state.trusted(Instant::now()).then_some(state.generation)
+    }
+
     /// The current permission revision, when the memory may answer.
     pub fn permission_revision(&self) -> Option<i64> {
         let state = self.state();
@@ -239,5 +250,36 @@ mod tests {
         assert_eq!(memory.live_grants(), 0, "an answer from before the reset is not kept");
         assert!(matches!(memory.access_token_state(g, "j"), Known::Ask(u64::MAX)), "untrusted after a reset");
         assert_eq!(memory.permission_revision(), None);
+    }
+
+    #[test]
+    fn a_grant_made_live_here_is_answered_from_memory_and_a_revocation_heard_either_side_wins() {
+        let memory = NodeMemory::new();
+        assert_eq!(memory.generation_for_new_grant(), None, "untrusted: nothing is remembered");
+        let now = Instant::now();
+        memory.load(Vec::new(), 1, now);
+        memory.fresh_as_of(now, Duration::from_secs(60));
+
+        let (issued, revoked_first, revoked_after, across_reset) = (grant(), grant(), grant(), grant());
+        let generation = memory.generation_for_new_grant().expect("trusted");
+        memory.grant_live(issued, generation);
+        assert!(matches!(memory.access_token_state(issued, "j"), Known::State(s) if s.is_live()), "no round trip");
+
+        // The revocation's announcement arrives before the issuing node
+        // remembers the grant, or after: revoked either way.
+        memory.grants_revoked([revoked_first]);
+        memory.grant_live(revoked_first, generation);
+        memory.grant_live(revoked_after, generation);
+        memory.grants_revoked([revoked_after]);
+        for grant in [revoked_first, revoked_after] {
+            assert!(matches!(memory.access_token_state(grant, "j"), Known::State(s) if s.grant_revoked));
+        }
+
+        // Grants changed wholesale between taking the generation and the
+        // commit: not remembered.
+        let generation = memory.generation_for_new_grant().expect("trusted");
+        memory.forget_live_grants();
+        memory.grant_live(across_reset, generation);
+        assert!(matches!(memory.access_token_state(across_reset, "j"), Known::Ask(_)), "asked again");
     }
 }
