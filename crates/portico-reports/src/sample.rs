@@ -207,6 +207,37 @@ pub fn agreement(shape: &Shape) -> Agreement {
     }
 }
 
+/// A new task for the whole period of `shape`'s agreement (for the tests
+/// and the benchmarks that generate without the API).
+pub fn task(
+    shape: &Shape,
+    report_type: portico_model::reports::ReportType,
+    file_types: Vec<portico_model::reports::FileType>,
+    account: Option<&str>,
+) -> portico_model::reports::ReportTask {
+    let now = time::OffsetDateTime::now_utc();
+    portico_model::reports::ReportTask {
+        id: uuid::Uuid::now_v7(),
+        cnum: shape.cnum.into(),
+        report_type,
+        agreement_number: shape.number.into(),
+        account: account.map(str::to_owned),
+        period_from: shape.last - Duration::days(shape.days - 1),
+        period_to: shape.last,
+        handle_if_exists: true,
+        file_types,
+        status: portico_model::reports::TaskStatus::New,
+        source: portico_model::reports::Source::PublicApiGateway,
+        error: None,
+        created_by: None,
+        attempts: 0,
+        lease_until: None,
+        created_at: now,
+        updated_at: now,
+        files: Vec::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -18,7 +18,7 @@ mod allocator;
 
 use std::time::{Duration, Instant};
 
-use portico_model::reports::{FileType, ReportTask, ReportType, Source, TaskStatus};
+use portico_model::reports::{FileType, ReportTask, ReportType, TaskStatus};
 use portico_reports::generate::{Assets, produce};
 use portico_reports::sample::{ACCOUNT_RUB, Shape};
 use portico_tests::{Backend, TestApp, backends};
@@ -80,27 +80,7 @@ fn ms(d: Duration) -> f64 {
 }
 
 fn task(report_type: ReportType, file_type: FileType, account: Option<&str>, shape: &Shape) -> ReportTask {
-    let now = OffsetDateTime::now_utc();
-    ReportTask {
-        id: uuid::Uuid::now_v7(),
-        cnum: shape.cnum.into(),
-        report_type,
-        agreement_number: shape.number.into(),
-        account: account.map(str::to_owned),
-        period_from: shape.last - time::Duration::days(shape.days - 1),
-        period_to: shape.last,
-        handle_if_exists: true,
-        file_types: vec![file_type],
-        status: TaskStatus::New,
-        source: Source::PublicApiGateway,
-        error: None,
-        created_by: None,
-        attempts: 0,
-        lease_until: None,
-        created_at: now,
-        updated_at: now,
-        files: Vec::new(),
-    }
+    portico_reports::sample::task(shape, report_type, vec![file_type], account)
 }
 
 /// The process's peak resident memory (KiB).

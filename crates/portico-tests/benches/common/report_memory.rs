@@ -12,10 +12,9 @@
 
 use std::time::{Duration, Instant};
 
-use portico_model::reports::{FileType, ReportTask, ReportType, Source, TaskStatus};
+use portico_model::reports::{FileType, ReportTask, ReportType, TaskStatus};
 use portico_reports::sample::Shape;
 use portico_tests::{Backend, TestApp};
-use time::OffsetDateTime;
 
 const TASKS: usize = 100;
 const STEP: usize = 20;
@@ -32,27 +31,8 @@ fn resident_mib() -> u64 {
 }
 
 fn task(shape: &Shape) -> ReportTask {
-    let now = OffsetDateTime::now_utc();
-    ReportTask {
-        id: uuid::Uuid::now_v7(),
-        cnum: shape.cnum.into(),
-        report_type: ReportType::BrokerageReport,
-        agreement_number: shape.number.into(),
-        account: None,
-        period_from: shape.last - time::Duration::days(shape.days - 1),
-        period_to: shape.last,
-        handle_if_exists: true,
-        file_types: vec![FileType::SimpleDocumentary, FileType::PrintedForm],
-        status: TaskStatus::New,
-        source: Source::PublicApiGateway,
-        error: None,
-        created_by: None,
-        attempts: 0,
-        lease_until: None,
-        created_at: now,
-        updated_at: now,
-        files: Vec::new(),
-    }
+    let file_types = vec![FileType::SimpleDocumentary, FileType::PrintedForm];
+    portico_reports::sample::task(shape, ReportType::BrokerageReport, file_types, None)
 }
 
 /// Runs the measurement and prints one line per sample, labelled `allocator`.

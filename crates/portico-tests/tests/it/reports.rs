@@ -759,32 +759,12 @@ async fn finished_reports_and_their_files_are_removed_after_the_retention_period
 #[test]
 fn the_totals_of_a_ten_thousand_trade_year_appear_whole_in_the_printed_form() {
     use portico_model::reports::brokerage::Side;
-    use portico_model::reports::{FileType, ReportTask, ReportType, Source, TaskStatus};
+    use portico_model::reports::{FileType, ReportType};
     let Some(tool) = pdftotext() else { return };
     let shape = Shape { number: "БД-0002", trades: 10_000, cash_movements: 2_000, ..Shape::demo() };
     let data = portico_reports::sample::agreement(&shape);
-    let (from, to) = (shape.last - time::Duration::days(shape.days - 1), shape.last);
     let now = time::OffsetDateTime::now_utc();
-    let task = ReportTask {
-        id: uuid::Uuid::now_v7(),
-        cnum: shape.cnum.into(),
-        report_type: ReportType::BrokerageReport,
-        agreement_number: shape.number.into(),
-        account: None,
-        period_from: from,
-        period_to: to,
-        handle_if_exists: true,
-        file_types: vec![FileType::PrintedForm],
-        status: TaskStatus::New,
-        source: Source::PublicApiGateway,
-        error: None,
-        created_by: None,
-        attempts: 0,
-        lease_until: None,
-        created_at: now,
-        updated_at: now,
-        files: Vec::new(),
-    };
+    let task = portico_reports::sample::task(&shape, ReportType::BrokerageReport, vec![FileType::PrintedForm], None);
     let assets = portico_reports::generate::Assets::default();
     let produced = portico_reports::generate::produce(&task, &data, FileType::PrintedForm, &assets, now).unwrap();
     let text = pdf_text(&tool, &produced[0].content);
