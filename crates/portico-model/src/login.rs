@@ -57,6 +57,16 @@ pub enum AuthMethod {
     Phone,
 }
 
+impl AuthMethod {
+    /// As the contract writes it (`PASSWORD`, `PHONE`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuthMethod::Password => "PASSWORD",
+            AuthMethod::Phone => "PHONE",
+        }
+    }
+}
+
 /// Language of the login pages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]

@@ -288,6 +288,12 @@ impl Deliverer {
             (Some(_), true) => Outcome::Failed,
             (Some(_), false) => self.notify.retry.next_after_failure(delivery.created_at, number, now, jitter()),
         };
+        let counted = match outcome {
+            Outcome::Delivered => "delivered",
+            Outcome::RetryAt(_) => "retry",
+            Outcome::Failed => "failed",
+        };
+        metrics::counter!("portico_delivery_attempts_total", "outcome" => counted).increment(1);
         if let Some(error) = &error {
             tracing::info!(delivery = %delivery.id, attempt = number, %error, "notification not delivered yet");
         }

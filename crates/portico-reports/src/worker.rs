@@ -29,11 +29,16 @@ pub async fn run_once(api: &ReportsState) -> Result<bool, portico_storage::Stora
     };
     // Most of the lease, so that the outcome is recorded while it holds.
     let budget = api.lease.mul_f64(0.8);
+    let started = std::time::Instant::now();
     let outcome = match tokio::time::timeout(budget, produce_all(api, &task)).await {
         Ok(Ok(files)) => TaskOutcome::Done(files),
         Ok(Err(reason)) => TaskOutcome::Failed(reason),
         Err(_) => TaskOutcome::Failed(format!("the generation took longer than {} s", budget.as_secs())),
     };
+    let counted = if matches!(outcome, TaskOutcome::Done(_)) { "done" } else { "failed" };
+    metrics::counter!("portico_report_tasks_total", "outcome" => counted).increment(1);
+    metrics::histogram!("portico_report_generation_seconds", "outcome" => counted)
+        .record(started.elapsed().as_secs_f64());
     if let TaskOutcome::Failed(reason) = &outcome {
         tracing::warn!(task = %task.id, %reason, "report task failed");
     }

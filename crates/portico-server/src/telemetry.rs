@@ -44,6 +44,28 @@ fn describe() {
         "portico_tokens_issued_total",
         "Token responses issued (authorization code exchanges and refreshes)."
     );
+    metrics::describe_counter!(
+        "portico_token_requests_total",
+        "Token endpoint requests by grant type and outcome (issued, or the OAuth error code)."
+    );
+    metrics::describe_counter!(
+        "portico_logins_total",
+        "Browser login outcomes by method: succeeded, failed (a wrong password), blocked_user."
+    );
+    metrics::describe_counter!(
+        "portico_login_codes_total",
+        "One-time login codes by channel (sms, email) and outcome (sent, failed)."
+    );
+    metrics::describe_counter!(
+        "portico_delivery_attempts_total",
+        "Merchant notification delivery attempts by outcome: delivered, retry, failed (given up)."
+    );
+    metrics::describe_counter!("portico_report_tasks_total", "Report tasks finished by outcome: done, failed.");
+    metrics::describe_histogram!(
+        "portico_report_generation_seconds",
+        metrics::Unit::Seconds,
+        "Time to produce and store a report task's files, by outcome."
+    );
 }
 
 /// The process's Prometheus recorder, installed on first use.

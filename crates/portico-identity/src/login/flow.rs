@@ -125,6 +125,8 @@ pub fn to_login() -> Response {
 /// The user may not log in: the error page, back to the client.
 pub async fn user_blocked(identity: &Identity, process: &LoginProcess, user: &User) -> Result<Response, StorageError> {
     let now = identity.clock.now();
+    let method = process.state.method.as_str();
+    metrics::counter!("portico_logins_total", "method" => method, "outcome" => "blocked_user").increment(1);
     identity.audit(AuditEvent::new(now, AuditKind::LoginBlockedUser).user(user.id)).await;
     let details = ErrorDetails {
         error_code: codes::USER_IS_BLOCKED.to_owned(),
@@ -195,10 +197,8 @@ async fn complete(
     {
         identity.store.trust_device(user.id, device, now).await?;
     }
-    let method = match state.method {
-        AuthMethod::Password => "PASSWORD",
-        AuthMethod::Phone => "PHONE",
-    };
+    let method = state.method.as_str();
+    metrics::counter!("portico_logins_total", "method" => method, "outcome" => "succeeded").increment(1);
     let event = AuditEvent::new(now, AuditKind::LoginSucceeded).user(user.id).client(&state.client_id);
     identity.audit(event.detail(json!({ "method": method, "amr": state.amr() }))).await;
 

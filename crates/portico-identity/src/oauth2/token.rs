@@ -44,7 +44,13 @@ use crate::{Identity, IdentityState};
     )
 )]
 pub async fn token(State(identity): State<IdentityState>, headers: HeaderMap, body: Body) -> Response {
-    match handle(&identity, &headers, body).await {
+    let (grant_type, result) = handle(&identity, &headers, body).await;
+    let outcome = match &result {
+        Ok(_) => "issued",
+        Err(error) => error.error,
+    };
+    metrics::counter!("portico_token_requests_total", "grant_type" => grant_type, "outcome" => outcome).increment(1);
+    match result {
         Ok(tokens) => {
             let mut response = Json(tokens).into_response();
             response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
@@ -55,14 +61,34 @@ pub async fn token(State(identity): State<IdentityState>, headers: HeaderMap, bo
     }
 }
 
-async fn handle(identity: &Identity, headers: &HeaderMap, body: Body) -> Result<TokenResponse, OAuthError> {
-    let params = read_form(headers, body, MAX_FORM_BODY).await?;
-    let client = authenticate(identity, headers, &params).await?;
-    match params.required("grant_type")? {
-        "authorization_code" => exchange_code(identity, &client, &params).await,
-        "refresh_token" => refresh(identity, &client, &params).await,
-        _ => Err(OAuthError::unsupported_grant_type()),
+/// The request's grant type as the metrics name it (`other` for any
+/// Portico does not serve, `unknown` before it could be read), and the
+/// answer.
+async fn handle(
+    identity: &Identity,
+    headers: &HeaderMap,
+    body: Body,
+) -> (&'static str, Result<TokenResponse, OAuthError>) {
+    let params = match read_form(headers, body, MAX_FORM_BODY).await {
+        Ok(params) => params,
+        Err(error) => return ("unknown", Err(error)),
+    };
+    let grant_type = match params.one("grant_type") {
+        Ok(Some("authorization_code")) => "authorization_code",
+        Ok(Some("refresh_token")) => "refresh_token",
+        Ok(Some(_)) => "other",
+        _ => "unknown",
+    };
+    let result = async {
+        let client = authenticate(identity, headers, &params).await?;
+        match params.required("grant_type")? {
+            "authorization_code" => exchange_code(identity, &client, &params).await,
+            "refresh_token" => refresh(identity, &client, &params).await,
+            _ => Err(OAuthError::unsupported_grant_type()),
+        }
     }
+    .await;
+    (grant_type, result)
 }
 
 async fn exchange_code(identity: &Identity, client: &Client, params: &Params) -> Result<TokenResponse, OAuthError> {

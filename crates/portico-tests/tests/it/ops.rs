@@ -70,3 +70,101 @@ async fn demo_client_page_is_served() {
     assert!(html.contains("Sign in with Portico"));
     assert!(html.contains(&app.redirect_uri()), "configured with the demo client's redirect URI");
 }
+
+/// One sample of the Prometheus text format: the family's name, its
+/// labels, its value.
+type Sample = (String, std::collections::BTreeMap<String, String>, f64);
+
+/// Reads the Prometheus text format: `# HELP` and `# TYPE` per family, and
+/// the samples (each line `name{label="value",…} number`).
+fn parse_prometheus(
+    text: &str,
+) -> (std::collections::BTreeMap<String, String>, std::collections::BTreeMap<String, String>, Vec<Sample>) {
+    let (mut help, mut types, mut samples) = (Default::default(), Default::default(), Vec::new());
+    let (help_map, type_map): (&mut std::collections::BTreeMap<_, _>, &mut std::collections::BTreeMap<_, _>) =
+        (&mut help, &mut types);
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            let (name, text) = rest.split_once(' ').expect("HELP name text");
+            help_map.insert(name.to_owned(), text.to_owned());
+        } else if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').expect("TYPE name kind");
+            type_map.insert(name.to_owned(), kind.to_owned());
+        } else {
+            let (series, value) = line.rsplit_once(' ').expect("a sample");
+            let value: f64 = value.parse().unwrap_or_else(|_| panic!("a number in {line:?}"));
+            let (name, labels) = match series.split_once('{') {
+                Some((name, rest)) => {
+                    let body = rest.strip_suffix('}').expect("closed labels");
+                    let labels = body
+                        .split("\",")
+                        .filter(|pair| !pair.is_empty())
+                        .map(|pair| {
+                            let (key, value) = pair.split_once("=\"").expect("label=\"value\"");
+                            (key.to_owned(), value.trim_end_matches('"').to_owned())
+                        })
+                        .collect();
+                    (name.to_owned(), labels)
+                }
+                None => (series.to_owned(), std::collections::BTreeMap::new()),
+            };
+            samples.push((name, labels, value));
+        }
+    }
+    (help, types, samples)
+}
+
+/// What operators watch is on `/metrics`, each family with `# HELP` and
+/// `# TYPE`: logins by method and outcome, codes by channel, token
+/// requests by grant type and outcome, report tasks and their duration as
+/// a histogram. (The recorder is the process's: other tests add to the
+/// same counters, so figures are checked as at least what this one did.)
+#[tokio::test]
+async fn metrics_count_logins_codes_tokens_and_reports_with_help() {
+    let app = TestApp::spawn(backends()[0]).await;
+    // A browser login with its SMS code and the code's exchange.
+    app.tokens_for("ivan", "ivan-password").await;
+    let ivan = app.token_pair("ivan").await;
+    let refused = app.token_request(&[("grant_type", "refresh_token"), ("refresh_token", "not-a-token")]).await;
+    assert_eq!(refused.status(), 400);
+    let (status, task) = super::reports::call(
+        &app,
+        Some(&ivan),
+        "POST",
+        "/v1/reports/tasks",
+        Some(super::reports::statement("2026-01-01", "2026-01-31")),
+    )
+    .await;
+    assert_eq!(status, 200, "{task}");
+    let done = super::reports::finished(&app, &ivan, task["id"].as_str().unwrap()).await;
+    assert_eq!(done["status"], "DONE");
+
+    let text = app.http().get(app.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    let (help, types, samples) = parse_prometheus(&text);
+    let at_least = |name: &str, labels: &[(&str, &str)]| {
+        samples
+            .iter()
+            .filter(|(n, l, _)| n == name && labels.iter().all(|(k, v)| l.get(*k).map(String::as_str) == Some(*v)))
+            .map(|(_, _, value)| *value)
+            .sum::<f64>()
+    };
+    for (family, kind) in [
+        ("portico_logins_total", "counter"),
+        ("portico_login_codes_total", "counter"),
+        ("portico_token_requests_total", "counter"),
+        ("portico_report_tasks_total", "counter"),
+        ("portico_report_generation_seconds", "histogram"),
+    ] {
+        assert!(help.get(family).is_some_and(|h| !h.is_empty()), "# HELP {family}: {text}");
+        assert_eq!(types.get(family).map(String::as_str), Some(kind), "# TYPE {family}");
+    }
+    assert!(at_least("portico_logins_total", &[("method", "PASSWORD"), ("outcome", "succeeded")]) >= 1.0);
+    assert!(at_least("portico_login_codes_total", &[("channel", "sms"), ("outcome", "sent")]) >= 1.0);
+    let issued = [("grant_type", "authorization_code"), ("outcome", "issued")];
+    assert!(at_least("portico_token_requests_total", &issued) >= 1.0, "{text}");
+    let refused = [("grant_type", "refresh_token"), ("outcome", "invalid_grant")];
+    assert!(at_least("portico_token_requests_total", &refused) >= 1.0, "{text}");
+    assert!(at_least("portico_report_tasks_total", &[("outcome", "done")]) >= 1.0);
+    assert!(at_least("portico_report_generation_seconds_count", &[("outcome", "done")]) >= 1.0);
+    assert!(at_least("portico_report_generation_seconds_bucket", &[("outcome", "done"), ("le", "+Inf")]) >= 1.0);
+}

@@ -89,7 +89,10 @@ pub async fn prepare(
     }
     process.version += 1;
     let text = texts.otp_text.replace("{code}", &code);
-    if let Err(error) = identity.otp_sender.send(&OtpMessage { channel, to, code, text }, now).await {
+    let sent = identity.otp_sender.send(&OtpMessage { channel, to, code, text }, now).await;
+    let outcome = if sent.is_ok() { "sent" } else { "failed" };
+    metrics::counter!("portico_login_codes_total", "channel" => channel.as_str(), "outcome" => outcome).increment(1);
+    if let Err(error) = sent {
         tracing::warn!(%error, channel = channel.as_str(), "one-time code not delivered");
         process.state.otp = None;
         identity.store.update_login_process(&process).await?;

@@ -133,6 +133,8 @@ async fn check_password(
         }
         user => {
             let after = guard::failed(identity, counted).await?;
+            let method = process.state.method.as_str();
+            metrics::counter!("portico_logins_total", "method" => method, "outcome" => "failed").increment(1);
             let event = AuditEvent::new(now, AuditKind::LoginFailed).client(&process.state.client_id);
             let event = match &user {
                 Some(user) => event.user(user.id),
