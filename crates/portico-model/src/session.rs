@@ -33,6 +33,14 @@ pub struct EndedSession {
     pub notices: u32,
 }
 
+impl EndedSession {
+    /// The grants ending the session revoked (those of clients registered
+    /// with `logout_revokes_grants`).
+    pub fn revoked_grants(&self) -> impl Iterator<Item = &Grant> {
+        self.grants.iter().filter(|g| g.revoked_at.is_some())
+    }
+}
+
 /// A back-channel logout owed to a client (OpenID Connect Back-Channel
 /// Logout 1.0): stored with the end of the session, in its transaction, and
 /// delivered until the client acknowledges it or the retry window closes.

@@ -135,11 +135,11 @@ impl SessionRepository for PgStore {
         .await
         .map_err(storage_error("audit"))?;
         tx.commit().await.map_err(storage_error("session"))?;
+        let ended = EndedSession { session, grants, notices: u32::try_from(notices).unwrap_or(u32::MAX) };
         if let Some(memory) = self.memory() {
-            memory.grants_revoked(grants.iter().filter(|g| g.revoked_at.is_some()).map(|g| g.id));
+            memory.grants_revoked(ended.revoked_grants().map(|g| g.id));
         }
-        let notices = u32::try_from(notices).unwrap_or(u32::MAX);
-        Ok(Some(EndedSession { session, grants, notices }))
+        Ok(Some(ended))
     }
 
     async fn claim_logout_notices(

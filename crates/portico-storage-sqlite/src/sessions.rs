@@ -130,7 +130,7 @@ impl SessionRepository for SqliteStore {
             })
             .await?;
         if let (Some(memory), Some(ended)) = (self.memory(), &ended) {
-            memory.grants_revoked(ended.grants.iter().filter(|g| g.revoked_at.is_some()).map(|g| g.id));
+            memory.grants_revoked(ended.revoked_grants().map(|g| g.id));
         }
         Ok(ended)
     }

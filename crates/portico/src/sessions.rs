@@ -66,7 +66,7 @@ pub async fn run(config: &Config, command: SessionCommand) -> anyhow::Result<()>
             for session in &sessions {
                 match portico_identity::login::session::end(store.as_ref(), session, "operator", now).await? {
                     Some(ended) => {
-                        let revoked = ended.grants.iter().filter(|g| g.revoked_at.is_some()).count();
+                        let revoked = ended.revoked_grants().count();
                         println!("session {} ended; {revoked} grant(s) revoked", session.id);
                     }
                     None => println!("session {} had ended already", session.id),

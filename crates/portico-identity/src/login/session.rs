@@ -92,7 +92,7 @@ pub async fn end(
     let event = AuditEvent::new(now, AuditKind::SessionEnded).user(session.user_id);
     let ended = store.end_session(session.id, now, &event.detail(json!({ "sid": session.id, "by": by }))).await?;
     if let Some(ended) = &ended {
-        let revoked = ended.grants.iter().filter(|g| g.revoked_at.is_some()).count();
+        let revoked = ended.revoked_grants().count();
         tracing::info!(sid = %session.id, by, grants = ended.grants.len(), revoked, "session ended");
     }
     Ok(ended)

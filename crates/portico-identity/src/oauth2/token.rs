@@ -73,22 +73,24 @@ async fn handle(
         Ok(params) => params,
         Err(error) => return ("unknown", Err(error)),
     };
-    let grant_type = match params.one("grant_type") {
-        Ok(Some("authorization_code")) => "authorization_code",
-        Ok(Some("refresh_token")) => "refresh_token",
-        Ok(Some(_)) => "other",
-        _ => "unknown",
+    let grant_type = params.required("grant_type");
+    let label = match grant_type {
+        Ok("authorization_code") => "authorization_code",
+        Ok("refresh_token") => "refresh_token",
+        Ok(_) => "other",
+        Err(_) => "unknown",
     };
     let result = async {
+        // The client is authenticated before the grant type is judged.
         let client = authenticate(identity, headers, &params).await?;
-        match params.required("grant_type")? {
+        match grant_type? {
             "authorization_code" => exchange_code(identity, &client, &params).await,
             "refresh_token" => refresh(identity, &client, &params).await,
             _ => Err(OAuthError::unsupported_grant_type()),
         }
     }
     .await;
-    (grant_type, result)
+    (label, result)
 }
 
 async fn exchange_code(identity: &Identity, client: &Client, params: &Params) -> Result<TokenResponse, OAuthError> {

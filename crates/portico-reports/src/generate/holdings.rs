@@ -50,7 +50,7 @@ pub fn at<'a>(agreement: &'a Agreement, account: Option<&str>, date: Date) -> Ve
         let base_date = dates.last().copied();
         let snapshot = |at: Option<Date>| -> BTreeMap<&'a str, i64> {
             let mut map = BTreeMap::new();
-            for p in agreement.positions.iter().filter(|p| p.account == acc.number && Some(p.date) == at) {
+            for p in snapshots.iter().filter(|p| Some(p.date) == at) {
                 *map.entry(p.ticker.as_str()).or_insert(0) += p.quantity;
             }
             map

@@ -615,7 +615,7 @@ fn draw(
     let mut document = Document::new();
     document.set_metadata(
         Metadata::new()
-            .title(format!("Брокерский отчёт по договору {}", period.agreement.number))
+            .title(period.document_title())
             .creator("Portico".to_owned())
             .authors(vec![period.broker.name.clone()])
             .language("ru".to_owned()),

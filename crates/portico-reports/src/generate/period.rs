@@ -51,6 +51,11 @@ impl<'a> Period<'a> {
         Self { agreement, broker, account, from, to, opening, closing, balances, trades, cash }
     }
 
+    /// The document's title (its properties in the PDF and the spreadsheet).
+    pub fn document_title(&self) -> String {
+        format!("Брокерский отчёт по договору {}", self.agreement.number)
+    }
+
     /// The title block of every brokerage report, label and value: the
     /// broker, the client, the agreement, the period, when it was made (in
     /// the broker's time zone).

@@ -59,13 +59,11 @@ fn build(period: &Period<'_>, created: OffsetDateTime) -> Result<Vec<u8>, XlsxEr
     let f = formats();
     let mut workbook = Workbook::new();
     let agreement = period.agreement;
-    let title = format!("Брокерский отчёт по договору {}", agreement.number);
     let utc = created.to_offset(time::UtcOffset::UTC);
-    let made = ExcelDateTime::from_ymd(u16::try_from(utc.year()).unwrap_or(1900), u8::from(utc.month()), utc.day())?
-        .and_hms(u16::from(utc.hour()), utc.minute(), utc.second())?;
+    let made = excel_date(utc.date())?.and_hms(u16::from(utc.hour()), utc.minute(), utc.second())?;
     workbook.set_properties(
         &DocProperties::new()
-            .set_title(&title)
+            .set_title(period.document_title())
             .set_subject(format!("{}, {} — {}", agreement.client_name, ru_date(period.from), ru_date(period.to)))
             .set_author(&period.broker.name)
             .set_company(&period.broker.name)
