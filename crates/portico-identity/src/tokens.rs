@@ -412,3 +412,12 @@ pub fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
     };
     (!token.is_empty()).then_some(token)
 }
+
+/// Counts `count` revocations of `what` (`grant`, `access_token`) for
+/// `reason` (`revocation_endpoint`, `code_replay`, `refresh_replay`,
+/// `session_end`): `portico_revocations_total`.
+pub fn count_revocation(what: &'static str, reason: &'static str, count: u64) {
+    if count > 0 {
+        metrics::counter!("portico_revocations_total", "what" => what, "reason" => reason).increment(count);
+    }
+}

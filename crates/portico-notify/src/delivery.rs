@@ -294,6 +294,10 @@ impl Deliverer {
             Outcome::Failed => "failed",
         };
         metrics::counter!("portico_delivery_attempts_total", "outcome" => counted).increment(1);
+        if matches!(outcome, Outcome::Delivered) {
+            let lag = (now - delivery.created_at).as_seconds_f64().max(0.0);
+            metrics::histogram!("portico_delivery_lag_seconds").record(lag);
+        }
         if let Some(error) = &error {
             tracing::info!(delivery = %delivery.id, attempt = number, %error, "notification not delivered yet");
         }

@@ -39,6 +39,35 @@ pub struct AppState {
     pub identity: Arc<Identity>,
 }
 
+/// The sockets a serving node answers on.
+pub struct Listeners {
+    /// Every route (`listen`).
+    pub http: TcpListener,
+    /// Only `GET /metrics` (`metrics_listen`), when configured.
+    pub metrics: Option<TcpListener>,
+}
+
+impl Listeners {
+    /// Binds `listen` and, when set, `metrics_listen`.
+    ///
+    /// # Errors
+    /// When an address cannot be bound; the message names the setting.
+    pub async fn bind(config: &Config) -> anyhow::Result<Self> {
+        let listen = config.listen;
+        let http = TcpListener::bind(listen)
+            .await
+            .with_context(|| format!("cannot listen on {listen} (listen / PORTICO_LISTEN)"))?;
+        let metrics =
+            match config.metrics_listen {
+                Some(address) => Some(TcpListener::bind(address).await.with_context(|| {
+                    format!("cannot listen on {address} (metrics_listen / PORTICO_METRICS_LISTEN)")
+                })?),
+                None => None,
+            };
+        Ok(Self { http, metrics })
+    }
+}
+
 /// A configured, migrated, ready-to-serve Portico.
 pub struct App {
     pub config: Config,
@@ -183,8 +212,11 @@ impl App {
         let mut router = Router::new()
             .route("/healthz", get(http::healthz))
             .route("/readyz", get(http::readyz))
-            .route("/metrics", get(http::metrics))
-            .route("/favicon.ico", get(|| async { axum::http::StatusCode::NO_CONTENT }))
+            .route("/favicon.ico", get(|| async { axum::http::StatusCode::NO_CONTENT }));
+        if self.config.metrics_listen.is_none() {
+            router = router.route("/metrics", get(http::metrics));
+        }
+        let mut router = router
             .with_state(state.clone())
             .merge(portico_identity::router(Arc::clone(&self.identity)))
             .merge(portico_permissions::router(Arc::new(PermissionsApi {
@@ -216,18 +248,19 @@ impl App {
             .layer(DefaultBodyLimit::max(MAX_BODY))
     }
 
-    /// Serves on `listener` with the background tasks until `shutdown`
+    /// Serves on `listeners` with the background tasks until `shutdown`
     /// completes, then lets in-flight requests finish.
     ///
     /// # Errors
     /// When the server fails.
     pub async fn serve(
         self,
-        listener: TcpListener,
+        listeners: Listeners,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
         let (stop_tx, stop_rx) = watch::channel(false);
-        let workers = self.start_workers(self.config.notifications.deliver, self.config.reports.generate, stop_rx)?;
+        let workers =
+            self.start_workers(self.config.notifications.deliver, self.config.reports.generate, stop_rx.clone())?;
         let router = self.router();
         let http = &self.config.http;
         let limits = crate::listener::Limits {
@@ -235,10 +268,28 @@ impl App {
             idle_timeout: Duration::from_secs(http.idle_timeout_secs.into()),
             max_connections: http.max_connections as usize,
         };
-        let result = crate::listener::serve(listener, router, limits, shutdown).await;
+        // The metrics listener stops with the public one.
+        let metrics = listeners.metrics.map(|listener| {
+            let state = AppState { store: Arc::clone(&self.store), identity: Arc::clone(&self.identity) };
+            let router = Router::new()
+                .route("/metrics", get(http::metrics))
+                .with_state(state)
+                .layer(middleware::from_fn(http::observe));
+            let limits = crate::listener::Limits { max_connections: 64, ..limits };
+            let mut stop = stop_rx;
+            tokio::spawn(crate::listener::serve(listener, router, limits, async move {
+                let _ = stop.wait_for(|stop| *stop).await;
+            }))
+        });
+        let result = crate::listener::serve(listeners.http, router, limits, shutdown).await;
         let _ = stop_tx.send(true);
         for worker in workers {
             let _ = worker.await;
+        }
+        if let Some(metrics) = metrics
+            && let Ok(Err(error)) = metrics.await
+        {
+            tracing::warn!(%error, "the metrics listener failed");
         }
         result.context("the HTTP server failed")
     }

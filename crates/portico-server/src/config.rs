@@ -18,6 +18,10 @@ use time::Duration;
 pub struct Config {
     /// Address the HTTP server listens on.
     pub listen: SocketAddr,
+    /// A second address serving only `GET /metrics`; when set, the public
+    /// listener does not answer `/metrics`. Default: none (`/metrics` on
+    /// `listen`).
+    pub metrics_listen: Option<SocketAddr>,
     /// Folder for the SQLite database, the instance secret and local files.
     pub data_dir: PathBuf,
     /// `sqlite://…` or `postgres://…`; default: `sqlite://<data_dir>/portico.db`.
@@ -355,6 +359,7 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            metrics_listen: None,
             data_dir: PathBuf::from("./data"),
             database_url: None,
             database_max_connections: 16,
@@ -462,6 +467,11 @@ impl Config {
             return Err(ConfigError("public_url (PORTICO_PUBLIC_URL) must not have a query or fragment".into()));
         }
         self.database()?;
+        if self.metrics_listen.is_some_and(|metrics| metrics == self.listen && metrics.port() != 0) {
+            return Err(ConfigError(
+                "metrics_listen (PORTICO_METRICS_LISTEN) must differ from listen: it is a second listener".into(),
+            ));
+        }
         if self.admin_token.as_ref().is_some_and(|t| t.len() < 24) {
             return Err(ConfigError("admin_token (PORTICO_ADMIN_TOKEN) must be at least 24 characters".into()));
         }
@@ -954,6 +964,21 @@ sms = "http"
             jail.set_env("PORTICO_LISTN", "1");
             let error = Config::load(None).unwrap_err().to_string();
             assert!(error.contains("listn"), "{error}");
+            Ok(())
+        });
+    }
+
+    #[test]
+    #[allow(clippy::result_large_err, reason = "figment::Jail fixes the closure's error type")]
+    fn metrics_listen_is_a_second_address() {
+        figment::Jail::expect_with(|jail| {
+            assert_eq!(Config::load(None).unwrap().metrics_listen, None, "off by default");
+            jail.set_env("PORTICO_LISTEN", "127.0.0.1:9001");
+            jail.set_env("PORTICO_METRICS_LISTEN", "127.0.0.1:9001");
+            let error = Config::load(None).unwrap_err().to_string();
+            assert!(error.contains("metrics_listen"), "the public address twice: {error}");
+            jail.set_env("PORTICO_METRICS_LISTEN", "127.0.0.1:9100");
+            assert_eq!(Config::load(None).unwrap().metrics_listen, Some("127.0.0.1:9100".parse().unwrap()));
             Ok(())
         });
     }

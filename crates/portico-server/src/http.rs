@@ -58,7 +58,15 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
 }
 
 /// `GET /metrics`: Prometheus text format.
-pub async fn metrics() -> Response {
+pub async fn metrics(State(state): State<AppState>) -> Response {
+    if let Some(connections) = state.store.connections() {
+        let backend = state.store.backend();
+        metrics::gauge!("portico_database_connections", "backend" => backend, "state" => "busy")
+            .set(f64::from(connections.busy));
+        metrics::gauge!("portico_database_connections", "backend" => backend, "state" => "idle")
+            .set(f64::from(connections.idle));
+        metrics::gauge!("portico_database_connections_max", "backend" => backend).set(f64::from(connections.max));
+    }
     (
         [(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
         crate::telemetry::metrics().render(),

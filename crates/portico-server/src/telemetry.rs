@@ -3,7 +3,7 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use tracing_subscriber::EnvFilter;
 
 use crate::config::{Config, LogFormat};
@@ -31,6 +31,15 @@ const UPKEEP_EVERY: Duration = Duration::from_secs(5);
 /// check to a slow report download.
 const LATENCY_BUCKETS: [f64; 14] =
     [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+
+/// Bucket bounds (seconds) of the delivery lag: from a prompt delivery to
+/// the last retry a day later.
+const LAG_BUCKETS: [f64; 14] =
+    [0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0, 21_600.0, 86_400.0];
+
+/// Bucket bounds (seconds) of report generation: a month's statement to a
+/// signed year of ten thousand trades.
+const GENERATION_BUCKETS: [f64; 12] = [0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0];
 
 /// `# HELP` of every family Portico records.
 fn describe() {
@@ -60,6 +69,41 @@ fn describe() {
         "portico_delivery_attempts_total",
         "Merchant notification delivery attempts by outcome: delivered, retry, failed (given up)."
     );
+    metrics::describe_histogram!(
+        "portico_delivery_lag_seconds",
+        metrics::Unit::Seconds,
+        "From an event's acknowledgement to its delivery (the receiver's 200), retries included."
+    );
+    metrics::describe_counter!(
+        "portico_login_guard_refusals_total",
+        "Password attempts refused before the check, by reason: paused (a pause after repeated failures), \
+         captcha (a CAPTCHA is due and was missing or not valid)."
+    );
+    metrics::describe_counter!(
+        "portico_login_pauses_total",
+        "Pauses set on a login key after repeated wrong passwords, by key: account, device, address."
+    );
+    metrics::describe_counter!(
+        "portico_revocations_total",
+        "Grants and access tokens revoked, by what and reason: revocation_endpoint, code_replay, \
+         refresh_replay, session_end."
+    );
+    metrics::describe_histogram!(
+        "portico_database_wait_seconds",
+        metrics::Unit::Seconds,
+        "Time a database operation waited for its connection: a pooled PostgreSQL connection, or \
+         SQLite's single writer."
+    );
+    metrics::describe_gauge!(
+        "portico_database_waiting",
+        "Database operations waiting for a connection now (PostgreSQL) or for the writer (SQLite)."
+    );
+    metrics::describe_counter!(
+        "portico_database_wait_timeouts_total",
+        "Operations that gave up waiting for a pooled connection (database_acquire_timeout_secs); answered 503."
+    );
+    metrics::describe_gauge!("portico_database_connections", "Pooled PostgreSQL connections by state: busy, idle.");
+    metrics::describe_gauge!("portico_database_connections_max", "The most PostgreSQL connections the pool opens.");
     metrics::describe_counter!("portico_report_tasks_total", "Report tasks finished by outcome: done, failed.");
     metrics::describe_histogram!(
         "portico_report_generation_seconds",
@@ -77,8 +121,14 @@ pub fn metrics() -> &'static PrometheusHandle {
     static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
     HANDLE.get_or_init(|| {
         // Histograms, not summaries: buckets add up across nodes.
-        let builder = PrometheusBuilder::new();
-        let recorder = builder.set_buckets(&LATENCY_BUCKETS).unwrap_or_else(|_| PrometheusBuilder::new()).build_recorder();
+        let builder = PrometheusBuilder::new()
+            .set_buckets(&LATENCY_BUCKETS)
+            .and_then(|b| b.set_buckets_for_metric(Matcher::Full("portico_delivery_lag_seconds".into()), &LAG_BUCKETS))
+            .and_then(|b| {
+                b.set_buckets_for_metric(Matcher::Full("portico_report_generation_seconds".into()), &GENERATION_BUCKETS)
+            })
+            .unwrap_or_else(|_| PrometheusBuilder::new());
+        let recorder = builder.build_recorder();
         let handle = recorder.handle();
         // Another recorder may already be installed (tests); ours then only renders.
         if metrics::set_global_recorder(recorder).is_ok() {

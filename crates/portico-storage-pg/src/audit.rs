@@ -37,14 +37,14 @@ impl AuditRepository for PgStore {
     async fn record_audit(&self, event: &AuditEvent) -> Result<()> {
         let query =
             sqlx::query("INSERT INTO audit_log (at, kind, user_id, client_id, detail) VALUES ($1, $2, $3, $4, $5)");
-        bind_audit(query, event).execute(&self.pool).await.map_err(storage_error("audit event"))?;
+        bind_audit(query, event).execute(&mut *self.conn().await?).await.map_err(storage_error("audit event"))?;
         Ok(())
     }
 
     async fn recent_audit(&self, limit: u32) -> Result<Vec<AuditEvent>> {
         sqlx::query("SELECT * FROM audit_log ORDER BY id DESC LIMIT $1")
             .bind(i64::from(limit))
-            .fetch_all(&self.pool)
+            .fetch_all(&mut *self.conn().await?)
             .await
             .map_err(storage_error("audit event"))?
             .iter()

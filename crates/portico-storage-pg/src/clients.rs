@@ -43,7 +43,7 @@ impl ClientRepository for PgStore {
         .bind(&client.post_logout_redirect_uris)
         .bind(client.logout_revokes_grants)
         .bind(&client.backchannel_logout_uri)
-        .execute(&self.pool)
+        .execute(&mut *self.conn().await?)
         .await
         .map_err(storage_error("client id"))?;
         Ok(())
@@ -52,7 +52,7 @@ impl ClientRepository for PgStore {
     async fn find_client(&self, client_id: &ClientId) -> Result<Option<Client>> {
         sqlx::query("SELECT * FROM clients WHERE client_id = $1")
             .bind(client_id.as_str())
-            .fetch_optional(&self.pool)
+            .fetch_optional(&mut *self.conn().await?)
             .await
             .map_err(storage_error("client"))?
             .as_ref()
@@ -62,7 +62,7 @@ impl ClientRepository for PgStore {
 
     async fn list_clients(&self) -> Result<Vec<Client>> {
         sqlx::query("SELECT * FROM clients ORDER BY client_id")
-            .fetch_all(&self.pool)
+            .fetch_all(&mut *self.conn().await?)
             .await
             .map_err(storage_error("client"))?
             .iter()
@@ -73,7 +73,7 @@ impl ClientRepository for PgStore {
     async fn delete_client(&self, client_id: &ClientId) -> Result<bool> {
         let done = sqlx::query("DELETE FROM clients WHERE client_id = $1")
             .bind(client_id.as_str())
-            .execute(&self.pool)
+            .execute(&mut *self.conn().await?)
             .await
             .map_err(storage_error("client"))?;
         Ok(done.rows_affected() > 0)

@@ -16,10 +16,14 @@ pub(crate) fn storage_error(what: &'static str) -> impl Fn(sqlx::Error) -> Stora
             connection_failures::record();
             StorageError::Unavailable(error.to_string())
         }
+        sqlx::Error::PoolTimedOut => {
+            metrics::counter!("portico_database_wait_timeouts_total", "backend" => "postgres").increment(1);
+            connection_failures::record();
+            StorageError::Unavailable(error.to_string())
+        }
         sqlx::Error::Io(_)
         | sqlx::Error::Tls(_)
         | sqlx::Error::Protocol(_)
-        | sqlx::Error::PoolTimedOut
         | sqlx::Error::PoolClosed
         | sqlx::Error::WorkerCrashed => {
             connection_failures::record();

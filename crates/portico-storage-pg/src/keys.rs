@@ -28,14 +28,14 @@ impl SigningKeyRepository for PgStore {
         .bind(&key.kid)
         .bind(&key.private_sealed)
         .bind(at(key.created_at))
-        .execute(&self.pool)
+        .execute(&mut *self.conn().await?)
         .await
         .map_err(storage_error("signing key"))?;
         Ok(done.rows_affected() > 0)
     }
 
     async fn rotate_signing_key(&self, key: &SigningKeyRecord, now: OffsetDateTime) -> Result<()> {
-        let mut tx = self.pool.begin().await.map_err(storage_error("signing key"))?;
+        let mut tx = self.begin().await?;
         sqlx::query("UPDATE signing_keys SET retired_at = $1 WHERE retired_at IS NULL")
             .bind(at(now))
             .execute(&mut *tx)
@@ -54,14 +54,14 @@ impl SigningKeyRepository for PgStore {
 
     async fn active_signing_kid(&self) -> Result<Option<String>> {
         sqlx::query_scalar("SELECT kid FROM signing_keys WHERE retired_at IS NULL")
-            .fetch_optional(&self.pool)
+            .fetch_optional(&mut *self.conn().await?)
             .await
             .map_err(storage_error("signing key"))
     }
 
     async fn list_signing_keys(&self) -> Result<Vec<SigningKeyRecord>> {
         sqlx::query("SELECT * FROM signing_keys ORDER BY created_at DESC, kid")
-            .fetch_all(&self.pool)
+            .fetch_all(&mut *self.conn().await?)
             .await
             .map_err(storage_error("signing key"))?
             .iter()

@@ -41,6 +41,8 @@ const PING_IDLE_AFTER: Duration = Duration::from_secs(1);
 #[derive(Clone)]
 pub struct PgStore {
     pool: PgPool,
+    /// How long operations waited for a pooled connection.
+    waits: Waits,
     /// Node-local answers for revocation state and the permission
     /// revision (see [`cache`]); `None`: every question goes to the
     /// database.
@@ -75,7 +77,22 @@ impl PgStore {
             .connect(url)
             .await
             .map_err(storage_error("database"))?;
-        Ok(Self { pool, cache: None })
+        Ok(Self { pool, waits: Waits::new(), cache: None })
+    }
+
+    /// A pooled connection, its wait recorded (`portico_database_wait_seconds`).
+    async fn conn(&self) -> Result<sqlx::pool::PoolConnection<sqlx::Postgres>> {
+        let started = std::time::Instant::now();
+        self.waits.waiting.increment(1.0);
+        let conn = self.pool.acquire().await;
+        self.waits.waiting.decrement(1.0);
+        self.waits.seconds.record(started.elapsed().as_secs_f64());
+        conn.map_err(storage_error("database"))
+    }
+
+    /// A transaction on a pooled connection, its wait recorded.
+    async fn begin(&self) -> Result<sqlx::Transaction<'static, sqlx::Postgres>> {
+        sqlx::Transaction::begin(self.conn().await?, None).await.map_err(storage_error("database"))
     }
 
     /// Answers revocation state and the permission revision from memory on
@@ -114,6 +131,22 @@ impl PgStore {
 }
 
 type Result<T> = std::result::Result<T, StorageError>;
+
+/// The metrics of connection waits, registered once per store.
+#[derive(Clone)]
+struct Waits {
+    seconds: metrics::Histogram,
+    waiting: metrics::Gauge,
+}
+
+impl Waits {
+    fn new() -> Self {
+        Self {
+            seconds: metrics::histogram!("portico_database_wait_seconds", "backend" => "postgres"),
+            waiting: metrics::gauge!("portico_database_waiting", "backend" => "postgres"),
+        }
+    }
+}
 
 /// One statement with its arguments.
 type Query<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;

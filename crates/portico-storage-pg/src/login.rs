@@ -37,7 +37,7 @@ impl LoginProcessRepository for PgStore {
         .bind(Json(&process.state))
         .bind(at(process.created_at))
         .bind(at(process.expires_at))
-        .execute(&self.pool)
+        .execute(&mut *self.conn().await?)
         .await
         .map_err(storage_error("login process"))?;
         Ok(())
@@ -47,7 +47,7 @@ impl LoginProcessRepository for PgStore {
         sqlx::query("SELECT * FROM login_processes WHERE id = $1 AND expires_at > $2")
             .bind(id)
             .bind(at(now))
-            .fetch_optional(&self.pool)
+            .fetch_optional(&mut *self.conn().await?)
             .await
             .map_err(storage_error("login process"))?
             .as_ref()
@@ -64,7 +64,7 @@ impl LoginProcessRepository for PgStore {
         .bind(process.version)
         .bind(Json(&process.state))
         .bind(at(process.expires_at))
-        .execute(&self.pool)
+        .execute(&mut *self.conn().await?)
         .await
         .map_err(storage_error("login process"))?;
         Ok(done.rows_affected() > 0)
@@ -73,7 +73,7 @@ impl LoginProcessRepository for PgStore {
     async fn delete_login_process(&self, id: Uuid) -> Result<()> {
         sqlx::query("DELETE FROM login_processes WHERE id = $1")
             .bind(id)
-            .execute(&self.pool)
+            .execute(&mut *self.conn().await?)
             .await
             .map_err(storage_error("login process"))?;
         Ok(())
@@ -90,7 +90,7 @@ impl DeviceRepository for PgStore {
         .bind(user_id.as_uuid())
         .bind(device_id)
         .bind(at(now))
-        .execute(&self.pool)
+        .execute(&mut *self.conn().await?)
         .await
         .map_err(storage_error("trusted device"))?;
         Ok(())
@@ -104,7 +104,7 @@ impl DeviceRepository for PgStore {
         .bind(user_id.as_uuid())
         .bind(device_id)
         .bind(at(not_before))
-        .fetch_one(&self.pool)
+        .fetch_one(&mut *self.conn().await?)
         .await
         .map_err(storage_error("trusted device"))
     }
@@ -116,7 +116,7 @@ impl ConsentRepository for PgStore {
         sqlx::query_scalar("SELECT scope_groups FROM consents WHERE user_id = $1 AND client_id = $2")
             .bind(user_id.as_uuid())
             .bind(client_id.as_str())
-            .fetch_optional(&self.pool)
+            .fetch_optional(&mut *self.conn().await?)
             .await
             .map_err(storage_error("consent"))
     }
@@ -137,7 +137,7 @@ impl ConsentRepository for PgStore {
         .bind(client_id.as_str())
         .bind(groups)
         .bind(at(now))
-        .execute(&self.pool)
+        .execute(&mut *self.conn().await?)
         .await
         .map_err(storage_error("consent"))?;
         Ok(())
@@ -153,7 +153,7 @@ impl LoginGuardRepository for PgStore {
         )
         .bind(key)
         .bind(at(forget_before))
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *self.conn().await?)
         .await
         .map_err(storage_error("throttle"))?;
         row.map_or(Ok(Throttle::default()), |row| {
@@ -181,7 +181,7 @@ impl LoginGuardRepository for PgStore {
         .bind(at(attempt.forget_before))
         .bind(int(attempt.hold_from))
         .bind(at(attempt.hold_until))
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *self.conn().await?)
         .await
         .map_err(storage_error("throttle"))?;
         row.map(|row| count(&row, "failures")).transpose()
@@ -195,7 +195,7 @@ impl LoginGuardRepository for PgStore {
         )
         .bind(key)
         .bind(at_opt(hold_until))
-        .execute(&self.pool)
+        .execute(&mut *self.conn().await?)
         .await
         .map_err(storage_error("throttle"))?;
         Ok(())
@@ -208,7 +208,7 @@ impl LoginGuardRepository for PgStore {
         )
         .bind(key)
         .bind(at(until))
-        .execute(&self.pool)
+        .execute(&mut *self.conn().await?)
         .await
         .map_err(storage_error("throttle"))?;
         Ok(())
@@ -217,7 +217,7 @@ impl LoginGuardRepository for PgStore {
     async fn clear_throttle(&self, key: &str) -> Result<()> {
         sqlx::query("DELETE FROM login_throttles WHERE key = $1")
             .bind(key)
-            .execute(&self.pool)
+            .execute(&mut *self.conn().await?)
             .await
             .map_err(storage_error("throttle"))?;
         Ok(())
@@ -228,7 +228,7 @@ impl LoginGuardRepository for PgStore {
             "DELETE FROM login_throttles WHERE updated_at < $1 AND (locked_until IS NULL OR locked_until < $1)",
         )
         .bind(at(before))
-        .execute(&self.pool)
+        .execute(&mut *self.conn().await?)
         .await
         .map_err(storage_error("throttle"))?;
         Ok(done.rows_affected())

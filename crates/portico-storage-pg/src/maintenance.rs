@@ -1,7 +1,7 @@
 //! Health checks and the removal of what has expired.
 
 use async_trait::async_trait;
-use portico_storage::{CleanupReport, Maintenance};
+use portico_storage::{CleanupReport, Connections, Maintenance};
 use time::{Duration, OffsetDateTime};
 
 use crate::error::storage_error;
@@ -10,7 +10,11 @@ use crate::{PgStore, Result, at};
 impl PgStore {
     /// Runs a `DELETE` with one time parameter; the rows it removed.
     async fn remove(&self, sql: &'static str, time: OffsetDateTime) -> Result<u64> {
-        let done = sqlx::query(sql).bind(at(time)).execute(&self.pool).await.map_err(storage_error("expired row"))?;
+        let done = sqlx::query(sql)
+            .bind(at(time))
+            .execute(&mut *self.conn().await?)
+            .await
+            .map_err(storage_error("expired row"))?;
         Ok(done.rows_affected())
     }
 }
@@ -21,8 +25,14 @@ impl Maintenance for PgStore {
         "postgres"
     }
 
+    fn connections(&self) -> Option<Connections> {
+        let open = self.pool.size();
+        let idle = u32::try_from(self.pool.num_idle()).unwrap_or(u32::MAX).min(open);
+        Some(Connections { busy: open - idle, idle, max: self.pool.options().get_max_connections() })
+    }
+
     async fn ping(&self) -> Result<()> {
-        sqlx::query("SELECT 1").execute(&self.pool).await.map_err(storage_error("database"))?;
+        sqlx::query("SELECT 1").execute(&mut *self.conn().await?).await.map_err(storage_error("database"))?;
         Ok(())
     }
 

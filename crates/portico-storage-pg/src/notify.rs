@@ -97,7 +97,7 @@ impl PgStore {
     async fn merchant_where(&self, condition: &'static str, value: &str) -> Result<Option<Merchant>> {
         sqlx::query(&format!("SELECT * FROM merchants WHERE {condition}"))
             .bind(value)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&mut *self.conn().await?)
             .await
             .map_err(storage_error(WHAT))?
             .as_ref()
@@ -134,7 +134,7 @@ impl PgStore {
         .bind(column(rows, |(_, d)| at_opt(d.lease_until)))
         .bind(column(rows, |(_, d)| at(d.created_at)))
         .bind(column(rows, |(_, d)| at_opt(d.finished_at)))
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *self.conn().await?)
         .await
         .map_err(storage_error(WHAT))?;
         inserted.iter().map(|row| get(row, "event_id")).collect()
@@ -155,7 +155,7 @@ impl MerchantRepository for PgStore {
         .bind(&merchant.key_sealed)
         .bind(merchant.settings.as_ref().map(Json))
         .bind(at(merchant.created_at))
-        .execute(&self.pool)
+        .execute(&mut *self.conn().await?)
         .await
         .map_err(storage_error("merchant id, public id or key"))?;
         Ok(())
@@ -168,7 +168,7 @@ impl MerchantRepository for PgStore {
     async fn find_merchants(&self, merchant_ids: &[&str]) -> Result<Vec<Merchant>> {
         sqlx::query("SELECT * FROM merchants WHERE merchant_id = ANY($1::text[])")
             .bind(merchant_ids)
-            .fetch_all(&self.pool)
+            .fetch_all(&mut *self.conn().await?)
             .await
             .map_err(storage_error(WHAT))?
             .iter()
@@ -182,7 +182,7 @@ impl MerchantRepository for PgStore {
 
     async fn list_merchants(&self) -> Result<Vec<Merchant>> {
         sqlx::query("SELECT * FROM merchants ORDER BY merchant_id")
-            .fetch_all(&self.pool)
+            .fetch_all(&mut *self.conn().await?)
             .await
             .map_err(storage_error(WHAT))?
             .iter()
@@ -195,7 +195,7 @@ impl MerchantRepository for PgStore {
             .bind(merchant_id)
             .bind(key_hash)
             .bind(key_sealed)
-            .execute(&self.pool)
+            .execute(&mut *self.conn().await?)
             .await
             .map_err(storage_error("merchant key"))?;
         Ok(done.rows_affected() == 1)
@@ -205,7 +205,7 @@ impl MerchantRepository for PgStore {
         let done = sqlx::query("UPDATE merchants SET settings = $2 WHERE merchant_id = $1")
             .bind(merchant_id)
             .bind(Json(settings))
-            .execute(&self.pool)
+            .execute(&mut *self.conn().await?)
             .await
             .map_err(storage_error(WHAT))?;
         Ok(done.rows_affected() == 1)
@@ -235,7 +235,7 @@ impl NotificationRepository for PgStore {
             }
             let existing = sqlx::query("SELECT * FROM notification_events WHERE event_id = $1")
                 .bind(&event.event_id)
-                .fetch_one(&self.pool)
+                .fetch_one(&mut *self.conn().await?)
                 .await
                 .map_err(storage_error(WHAT))?;
             let existing = event_from(&existing)?;
@@ -250,7 +250,7 @@ impl NotificationRepository for PgStore {
     async fn find_event(&self, event_id: &str) -> Result<Option<StoredEvent>> {
         sqlx::query("SELECT * FROM notification_events WHERE event_id = $1")
             .bind(event_id)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&mut *self.conn().await?)
             .await
             .map_err(storage_error(WHAT))?
             .as_ref()
@@ -261,7 +261,7 @@ impl NotificationRepository for PgStore {
     async fn find_events(&self, event_ids: &[&str]) -> Result<Vec<StoredEvent>> {
         sqlx::query("SELECT * FROM notification_events WHERE event_id = ANY($1::text[])")
             .bind(event_ids)
-            .fetch_all(&self.pool)
+            .fetch_all(&mut *self.conn().await?)
             .await
             .map_err(storage_error(WHAT))?
             .iter()
@@ -272,7 +272,7 @@ impl NotificationRepository for PgStore {
     async fn deliveries_of(&self, event_id: &str) -> Result<Vec<Delivery>> {
         sqlx::query("SELECT * FROM notification_deliveries WHERE event_id = $1 ORDER BY created_at, id")
             .bind(event_id)
-            .fetch_all(&self.pool)
+            .fetch_all(&mut *self.conn().await?)
             .await
             .map_err(storage_error(WHAT))?
             .iter()
@@ -299,7 +299,7 @@ impl NotificationRepository for PgStore {
         .bind(i64::from(claim.limit))
         .bind(i64::from(claim.per_merchant.max(1)))
         .bind(claim.skip_merchants)
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *self.conn().await?)
         .await
         .map_err(storage_error(WHAT))?
         .iter()
@@ -337,7 +337,7 @@ impl NotificationRepository for PgStore {
         .bind(column(finished, |done| at(finished_columns(done).1)))
         .bind(column(finished, |done| at_opt(finished_columns(done).2)))
         .bind(column(finished, |done| at(done.lease_until)))
-        .execute(&self.pool)
+        .execute(&mut *self.conn().await?)
         .await
         .map_err(storage_error("delivery attempt"))?;
         Ok(())
@@ -356,7 +356,7 @@ impl NotificationRepository for PgStore {
         .bind(column(leases, |(id, _)| *id))
         .bind(column(leases, |(_, lease)| at(*lease)))
         .bind(at(now))
-        .execute(&self.pool)
+        .execute(&mut *self.conn().await?)
         .await
         .map_err(storage_error(WHAT))?;
         Ok(())
@@ -375,7 +375,7 @@ impl NotificationRepository for PgStore {
         )
         .bind(merchant_id)
         .bind(status)
-        .fetch_one(&self.pool)
+        .fetch_one(&mut *self.conn().await?)
         .await
         .map_err(storage_error(WHAT))?;
         let page = sqlx::query(
@@ -386,7 +386,7 @@ impl NotificationRepository for PgStore {
         .bind(status)
         .bind(i64::from(limit))
         .bind(i64::from(offset))
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *self.conn().await?)
         .await
         .map_err(storage_error(WHAT))?
         .iter()
@@ -398,7 +398,7 @@ impl NotificationRepository for PgStore {
     async fn find_delivery(&self, id: Uuid) -> Result<Option<Delivery>> {
         sqlx::query("SELECT * FROM notification_deliveries WHERE id = $1")
             .bind(id)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&mut *self.conn().await?)
             .await
             .map_err(storage_error(WHAT))?
             .as_ref()
@@ -420,7 +420,7 @@ impl NotificationRepository for PgStore {
         .bind(at_opt(delivery.lease_until))
         .bind(at(delivery.created_at))
         .bind(at_opt(delivery.finished_at))
-        .execute(&self.pool)
+        .execute(&mut *self.conn().await?)
         .await
         .map_err(storage_error("delivery"))?;
         Ok(())
@@ -429,7 +429,7 @@ impl NotificationRepository for PgStore {
     async fn attempts_of(&self, delivery_id: Uuid) -> Result<Vec<Attempt>> {
         sqlx::query("SELECT * FROM delivery_attempts WHERE delivery_id = $1 ORDER BY attempt")
             .bind(delivery_id)
-            .fetch_all(&self.pool)
+            .fetch_all(&mut *self.conn().await?)
             .await
             .map_err(storage_error(WHAT))?
             .iter()
@@ -457,7 +457,7 @@ impl NotificationRepository for PgStore {
         )
         .bind(at(before))
         .bind(i64::from(limit.min(MAX_REMOVED_DELIVERIES)))
-        .fetch_one(&self.pool)
+        .fetch_one(&mut *self.conn().await?)
         .await
         .map_err(storage_error(WHAT))?;
         let removed = |column: &str| -> Result<u64> { Ok(u64::try_from(get::<i64>(&row, column)?).unwrap_or(0)) };

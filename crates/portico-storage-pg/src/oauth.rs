@@ -103,7 +103,7 @@ impl PgStore {
     /// Runs a one-statement write that ends with the audit event's columns
     /// and answers whether it changed anything.
     async fn write_with_audit<'q>(&self, query: Query<'q>, audit: &'q AuditEvent) -> Result<bool> {
-        let row = bind_audit(query, audit).fetch_one(&self.pool).await.map_err(storage_error("token"))?;
+        let row = bind_audit(query, audit).fetch_one(&mut *self.conn().await?).await.map_err(storage_error("token"))?;
         Ok(get::<i64>(&row, "done")? > 0)
     }
 }
@@ -128,7 +128,7 @@ impl AuthorizationCodeRepository for PgStore {
         .bind(at(code.expires_at))
         .bind(&code.amr)
         .bind(code.session_id.map(|id| id.as_uuid()))
-        .execute(&self.pool)
+        .execute(&mut *self.conn().await?)
         .await
         .map_err(storage_error("authorization code"))?;
         Ok(())
@@ -139,7 +139,7 @@ impl AuthorizationCodeRepository for PgStore {
             "SELECT {CODE_COLUMNS}, consumed_at IS NOT NULL AS spent FROM authorization_codes WHERE code_hash = $1"
         ))
         .bind(code_hash.as_str())
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *self.conn().await?)
         .await
         .map_err(storage_error("authorization code"))?;
         row.map(|row| Ok(StoredCode { code: code_from(&row)?, spent: get(&row, "spent")? })).transpose()
@@ -170,7 +170,7 @@ impl AuthorizationCodeRepository for PgStore {
         ))
         .bind(code_hash.as_str())
         .bind(at(now))
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *self.conn().await?)
         .await
         .map_err(storage_error("authorization code"))?;
         row.as_ref().map(code_from).transpose()
@@ -182,7 +182,7 @@ impl GrantRepository for PgStore {
     async fn find_grant(&self, id: GrantId) -> Result<Option<Grant>> {
         sqlx::query("SELECT * FROM grants WHERE id = $1")
             .bind(id.as_uuid())
-            .fetch_optional(&self.pool)
+            .fetch_optional(&mut *self.conn().await?)
             .await
             .map_err(storage_error("grant"))?
             .as_ref()
@@ -193,7 +193,7 @@ impl GrantRepository for PgStore {
     async fn list_session_grants(&self, session_id: SessionId) -> Result<Vec<Grant>> {
         let rows = sqlx::query("SELECT * FROM grants WHERE session_id = $1 AND revoked_at IS NULL ORDER BY created_at")
             .bind(session_id.as_uuid())
-            .fetch_all(&self.pool)
+            .fetch_all(&mut *self.conn().await?)
             .await
             .map_err(storage_error("grant"))?;
         rows.iter().map(grant_from).collect()
@@ -203,7 +203,7 @@ impl GrantRepository for PgStore {
         let done = sqlx::query("UPDATE grants SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL")
             .bind(id.as_uuid())
             .bind(at(now))
-            .execute(&self.pool)
+            .execute(&mut *self.conn().await?)
             .await
             .map_err(storage_error("grant"))?;
         if let Some(memory) = self.memory() {
@@ -220,7 +220,7 @@ impl GrantRepository for PgStore {
         .bind(jti)
         .bind(at(expires_at))
         .bind(at(now))
-        .execute(&self.pool)
+        .execute(&mut *self.conn().await?)
         .await
         .map_err(storage_error("revoked token"))?;
         if let Some(memory) = self.memory() {
@@ -241,7 +241,7 @@ impl GrantRepository for PgStore {
         )
         .bind(grant_id.as_uuid())
         .bind(jti)
-        .fetch_one(&self.pool)
+        .fetch_one(&mut *self.conn().await?)
         .await
         .map_err(storage_error("grant"))?;
         let state = AccessTokenState {
@@ -266,7 +266,7 @@ impl RefreshTokenRepository for PgStore {
              FROM refresh_tokens r JOIN grants g ON g.id = r.grant_id WHERE r.token_hash = $1",
         )
         .bind(token_hash.as_str())
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *self.conn().await?)
         .await
         .map_err(storage_error("refresh token"))?;
         row.map(|row| {
@@ -305,7 +305,7 @@ impl RefreshTokenRepository for PgStore {
             "SELECT EXISTS (SELECT 1 FROM refresh_tokens WHERE token_hash = $1 AND used_at IS NULL)",
         )
         .bind(old_hash.as_str())
-        .fetch_one(&self.pool)
+        .fetch_one(&mut *self.conn().await?)
         .await
         .map_err(storage_error("refresh token"))?;
         Ok(if unspent { Rotation::GrantRevoked } else { Rotation::Replay })
@@ -315,7 +315,7 @@ impl RefreshTokenRepository for PgStore {
         sqlx::query("UPDATE refresh_tokens SET used_at = COALESCE(used_at, $2) WHERE token_hash = $1")
             .bind(token_hash.as_str())
             .bind(at(now))
-            .execute(&self.pool)
+            .execute(&mut *self.conn().await?)
             .await
             .map_err(storage_error("refresh token"))?;
         Ok(())

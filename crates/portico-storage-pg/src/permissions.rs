@@ -24,13 +24,13 @@ impl PermissionRepository for PgStore {
             return Ok(revision);
         }
         sqlx::query_scalar("SELECT revision FROM permission_revision WHERE id = 1")
-            .fetch_one(&self.pool)
+            .fetch_one(&mut *self.conn().await?)
             .await
             .map_err(storage_error(WHAT))
     }
 
     async fn load_permissions(&self) -> Result<PermissionModel> {
-        let mut tx = self.pool.begin().await.map_err(storage_error(WHAT))?;
+        let mut tx = self.begin().await?;
         sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             .execute(&mut *tx)
             .await
@@ -116,7 +116,7 @@ impl PermissionRepository for PgStore {
     }
 
     async fn save_permissions(&self, model: &PermissionModel) -> Result<bool> {
-        let mut tx = self.pool.begin().await.map_err(storage_error(WHAT))?;
+        let mut tx = self.begin().await?;
         let bumped =
             sqlx::query("UPDATE permission_revision SET revision = revision + 1 WHERE id = 1 AND revision = $1")
                 .bind(model.revision)

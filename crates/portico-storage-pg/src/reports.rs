@@ -77,7 +77,7 @@ impl PgStore {
         let ids: Vec<Uuid> = tasks.iter().map(|t| t.id).collect();
         let rows = sqlx::query("SELECT * FROM report_files WHERE task_id = ANY($1) ORDER BY task_id, position")
             .bind(ids)
-            .fetch_all(&self.pool)
+            .fetch_all(&mut *self.conn().await?)
             .await
             .map_err(storage_error(WHAT))?;
         for row in &rows {
@@ -103,7 +103,7 @@ impl BrokerageRepository for PgStore {
         .bind(agreements.iter().map(|a| a.cnum.as_str()).collect::<Vec<_>>())
         .bind(agreements.iter().map(Json).collect::<Vec<_>>())
         .bind(at(now))
-        .execute(&self.pool)
+        .execute(&mut *self.conn().await?)
         .await
         .map_err(storage_error("agreement"))?;
         Ok(())
@@ -113,7 +113,7 @@ impl BrokerageRepository for PgStore {
         let data: Option<Json<Agreement>> =
             sqlx::query_scalar("SELECT data FROM brokerage_agreements WHERE number = $1")
                 .bind(number)
-                .fetch_optional(&self.pool)
+                .fetch_optional(&mut *self.conn().await?)
                 .await
                 .map_err(storage_error("agreement"))?;
         Ok(data.map(|json| json.0))
@@ -121,7 +121,7 @@ impl BrokerageRepository for PgStore {
 
     async fn list_agreements(&self) -> Result<Vec<(String, String)>> {
         sqlx::query_as("SELECT number, cnum FROM brokerage_agreements ORDER BY number")
-            .fetch_all(&self.pool)
+            .fetch_all(&mut *self.conn().await?)
             .await
             .map_err(storage_error("agreement"))
     }
@@ -146,7 +146,7 @@ impl ReportRepository for PgStore {
             .bind(task.period_from)
             .bind(task.period_to)
             .bind(&file_types)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&mut *self.conn().await?)
             .await
             .map_err(storage_error(WHAT))?;
             if let Some(row) = existing {
@@ -176,7 +176,7 @@ impl ReportRepository for PgStore {
         .bind(at_opt(task.lease_until))
         .bind(at(task.created_at))
         .bind(at(task.updated_at))
-        .execute(&self.pool)
+        .execute(&mut *self.conn().await?)
         .await
         .map_err(storage_error("report task"))?;
         Ok((task.clone(), true))
@@ -185,7 +185,7 @@ impl ReportRepository for PgStore {
     async fn find_report_task(&self, id: Uuid) -> Result<Option<ReportTask>> {
         let row = sqlx::query("SELECT * FROM report_tasks WHERE id = $1")
             .bind(id)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&mut *self.conn().await?)
             .await
             .map_err(storage_error(WHAT))?;
         let Some(row) = row else { return Ok(None) };
@@ -212,7 +212,7 @@ impl ReportRepository for PgStore {
         .bind(i64::from(filter.limit))
         .bind(i64::from(filter.offset))
         .bind(&filter.cnums)
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *self.conn().await?)
         .await
         .map_err(storage_error(WHAT))?;
         let tasks = rows.iter().map(task_from).collect::<Result<Vec<_>>>()?;
@@ -229,7 +229,7 @@ impl ReportRepository for PgStore {
         )
         .bind(at(lease_until))
         .bind(at(now))
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *self.conn().await?)
         .await
         .map_err(storage_error(WHAT))?;
         row.as_ref().map(task_from).transpose()
@@ -242,7 +242,7 @@ impl ReportRepository for PgStore {
         )
         .bind(at(before))
         .bind(i64::from(limit))
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *self.conn().await?)
         .await
         .map_err(storage_error(WHAT))?;
         let tasks = rows.iter().map(task_from).collect::<Result<Vec<_>>>()?;
@@ -254,7 +254,7 @@ impl ReportRepository for PgStore {
             sqlx::query("DELETE FROM report_tasks WHERE id = $1 AND status IN ('DONE', 'FAILED') AND updated_at < $2")
                 .bind(id)
                 .bind(at(before))
-                .execute(&self.pool)
+                .execute(&mut *self.conn().await?)
                 .await
                 .map_err(storage_error(WHAT))?;
         Ok(done.rows_affected() > 0)
@@ -300,7 +300,7 @@ impl ReportRepository for PgStore {
         .bind(files.iter().map(|f| f.content_type.as_str()).collect::<Vec<_>>())
         .bind(files.iter().map(|f| i64::try_from(f.size).unwrap_or(i64::MAX)).collect::<Vec<_>>())
         .bind(files.iter().map(|f| f.object_key.as_str()).collect::<Vec<_>>())
-        .fetch_one(&self.pool)
+        .fetch_one(&mut *self.conn().await?)
         .await
         .map_err(storage_error("report file"))?;
         Ok(done == 1)
@@ -311,7 +311,7 @@ impl ReportRepository for PgStore {
             "SELECT f.*, t.cnum FROM report_files f JOIN report_tasks t ON t.id = f.task_id WHERE f.id = $1",
         )
         .bind(id)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *self.conn().await?)
         .await
         .map_err(storage_error(WHAT))?;
         row.as_ref().map(|row| Ok((file_from(row)?, get(row, "cnum")?))).transpose()

@@ -40,7 +40,7 @@ impl SessionRepository for PgStore {
         .bind(at(session.created_at))
         .bind(at(session.expires_at))
         .bind(&session.amr)
-        .execute(&self.pool)
+        .execute(&mut *self.conn().await?)
         .await
         .map_err(storage_error("session"))?;
         Ok(())
@@ -50,7 +50,7 @@ impl SessionRepository for PgStore {
         sqlx::query("SELECT * FROM sso_sessions WHERE token_hash = $1 AND expires_at > $2")
             .bind(token_hash.as_str())
             .bind(at(now))
-            .fetch_optional(&self.pool)
+            .fetch_optional(&mut *self.conn().await?)
             .await
             .map_err(storage_error("session"))?
             .as_ref()
@@ -62,7 +62,7 @@ impl SessionRepository for PgStore {
         sqlx::query("SELECT * FROM sso_sessions WHERE id = $1 AND expires_at > $2")
             .bind(id.as_uuid())
             .bind(at(now))
-            .fetch_optional(&self.pool)
+            .fetch_optional(&mut *self.conn().await?)
             .await
             .map_err(storage_error("session"))?
             .as_ref()
@@ -76,7 +76,7 @@ impl SessionRepository for PgStore {
         )
         .bind(user_id.as_uuid())
         .bind(at(now))
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *self.conn().await?)
         .await
         .map_err(storage_error("session"))?;
         rows.iter().map(session_from).collect()
@@ -88,7 +88,7 @@ impl SessionRepository for PgStore {
         now: OffsetDateTime,
         audit: &AuditEvent,
     ) -> Result<Option<EndedSession>> {
-        let mut tx = self.pool.begin().await.map_err(storage_error("session"))?;
+        let mut tx = self.begin().await?;
         let Some(row) = sqlx::query("DELETE FROM sso_sessions WHERE id = $1 RETURNING *")
             .bind(id.as_uuid())
             .fetch_optional(&mut *tx)
@@ -156,7 +156,7 @@ impl SessionRepository for PgStore {
         .bind(at(now))
         .bind(at(lease_until))
         .bind(i64::from(limit))
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *self.conn().await?)
         .await
         .map_err(storage_error("logout notice"))?;
         let mut notices = rows.iter().map(notice_from).collect::<Result<Vec<_>>>()?;
@@ -183,7 +183,7 @@ impl SessionRepository for PgStore {
             .bind(at(*next))
             .bind(error),
         }
-        .execute(&self.pool)
+        .execute(&mut *self.conn().await?)
         .await
         .map_err(storage_error("logout notice"))?;
         Ok(done.rows_affected() > 0)

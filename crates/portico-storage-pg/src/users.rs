@@ -29,7 +29,7 @@ impl PgStore {
     async fn users_where(&self, condition: &'static str, value: &str) -> Result<Vec<User>> {
         sqlx::query(&format!("SELECT * FROM users WHERE {condition} ORDER BY login"))
             .bind(value)
-            .fetch_all(&self.pool)
+            .fetch_all(&mut *self.conn().await?)
             .await
             .map_err(storage_error("user"))?
             .iter()
@@ -54,7 +54,7 @@ impl UserRepository for PgStore {
         .bind(user.phone_login_enabled)
         .bind(user.blocked)
         .bind(at(user.created_at))
-        .execute(&self.pool)
+        .execute(&mut *self.conn().await?)
         .await
         .map_err(storage_error("user login"))?;
         Ok(())
@@ -63,7 +63,7 @@ impl UserRepository for PgStore {
     async fn find_user(&self, id: UserId) -> Result<Option<User>> {
         sqlx::query("SELECT * FROM users WHERE id = $1")
             .bind(id.as_uuid())
-            .fetch_optional(&self.pool)
+            .fetch_optional(&mut *self.conn().await?)
             .await
             .map_err(storage_error("user"))?
             .as_ref()
@@ -81,7 +81,7 @@ impl UserRepository for PgStore {
 
     async fn list_users(&self) -> Result<Vec<User>> {
         sqlx::query("SELECT * FROM users ORDER BY login")
-            .fetch_all(&self.pool)
+            .fetch_all(&mut *self.conn().await?)
             .await
             .map_err(storage_error("user"))?
             .iter()
@@ -90,7 +90,7 @@ impl UserRepository for PgStore {
     }
 
     async fn set_user_blocked(&self, login: &str, blocked: bool, now: OffsetDateTime) -> Result<Option<User>> {
-        let mut tx = self.pool.begin().await.map_err(storage_error("user"))?;
+        let mut tx = self.begin().await?;
         let Some(row) = sqlx::query("UPDATE users SET blocked = $2 WHERE login = $1 RETURNING *")
             .bind(login)
             .bind(blocked)

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use portico_storage::StorageError;
 use rusqlite::{Connection, OpenFlags, Params, Row, Transaction, TransactionBehavior};
@@ -93,6 +93,10 @@ pub(crate) struct Db {
     writer_thread: Mutex<Option<JoinHandle<()>>>,
     readers: Mutex<Vec<Connection>>,
     checkpoints: Mutex<Option<Checkpointer>>,
+    /// How long writes queued for the writer (`portico_database_wait_seconds`).
+    wait_seconds: metrics::Histogram,
+    /// Writes queued now (`portico_database_waiting`).
+    waiting: metrics::Gauge,
 }
 
 impl Db {
@@ -123,6 +127,8 @@ impl Db {
             writer_thread: Mutex::new(Some(thread)),
             readers: Mutex::new(Vec::new()),
             checkpoints: Mutex::new(Some(Checkpointer::start(path)?)),
+            wait_seconds: metrics::histogram!("portico_database_wait_seconds", "backend" => "sqlite"),
+            waiting: metrics::gauge!("portico_database_waiting", "backend" => "sqlite"),
         })
     }
 
@@ -133,14 +139,19 @@ impl Db {
         T: Send + 'static,
     {
         let (answer, answered) = oneshot::channel();
+        let (queued, wait_seconds, waiting) = (Instant::now(), self.wait_seconds.clone(), self.waiting.clone());
         let job: Job = Box::new(move |conn| {
+            waiting.decrement(1.0);
+            wait_seconds.record(queued.elapsed().as_secs_f64());
             let _ = answer.send(job(conn).map_err(|e| e.storage(what)));
         });
+        self.waiting.increment(1.0);
         let sent = match &*self.writer.lock().unwrap_or_else(|e| e.into_inner()) {
             Some(writer) => writer.send(job).is_ok(),
             None => false,
         };
         if !sent {
+            self.waiting.decrement(1.0);
             return Err(StorageError::Unavailable("the SQLite store is closed".into()));
         }
         answered.await.map_err(|_| StorageError::Other("the SQLite writer failed to answer".into()))?

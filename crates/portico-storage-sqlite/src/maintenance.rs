@@ -1,7 +1,7 @@
 //! Health checks and the removal of what has expired.
 
 use async_trait::async_trait;
-use portico_storage::{CleanupReport, Maintenance};
+use portico_storage::{CleanupReport, Connections, Maintenance};
 use time::{Duration, OffsetDateTime};
 
 use crate::db::{one, run, secs};
@@ -11,6 +11,11 @@ use crate::{Result, SqliteStore};
 impl Maintenance for SqliteStore {
     fn backend(&self) -> &'static str {
         "sqlite"
+    }
+
+    fn connections(&self) -> Option<Connections> {
+        // One writer and readers opened on demand: no pool to size.
+        None
     }
 
     async fn ping(&self) -> Result<()> {

@@ -4,6 +4,17 @@ use crate::Result;
 use async_trait::async_trait;
 use time::OffsetDateTime;
 
+/// A connection pool's state (for the metrics).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Connections {
+    /// Connections serving an operation now.
+    pub busy: u32,
+    /// Open connections waiting for work.
+    pub idle: u32,
+    /// The most the pool opens.
+    pub max: u32,
+}
+
 /// How many expired rows one clean-up pass removed, by kind.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct CleanupReport {
@@ -32,6 +43,8 @@ impl CleanupReport {
 pub trait Maintenance: Send + Sync {
     /// Which backend this is: `sqlite` or `postgres`.
     fn backend(&self) -> &'static str;
+    /// The connection pool's state now, where the backend has a pool.
+    fn connections(&self) -> Option<Connections>;
     /// Whether the database answers.
     ///
     /// # Errors

@@ -139,6 +139,15 @@ impl TestApp {
             ..Config::default()
         };
         configure(&mut config);
+        // A `metrics_listen` of port 0 gets a free port, written back.
+        let metrics = match config.metrics_listen {
+            Some(address) => {
+                let listener = tokio::net::TcpListener::bind(address).await.expect("bind the metrics port");
+                config.metrics_listen = Some(listener.local_addr().expect("metrics address"));
+                Some(listener)
+            }
+            None => None,
+        };
         let clock = Arc::new(ManualClock::new(OffsetDateTime::now_utc().replace_nanosecond(0).expect("0 ns")));
         let app = App::build(config.clone(), clock.clone(), true).await.expect("build the app");
         let store = Arc::clone(&app.store);
@@ -146,7 +155,7 @@ impl TestApp {
         let notify = Arc::clone(&app.notify);
         let reports = Arc::clone(&app.reports);
         let (tx, rx) = oneshot::channel::<()>();
-        tokio::spawn(app.serve(listener, async move {
+        tokio::spawn(app.serve(portico_server::app::Listeners { http: listener, metrics }, async move {
             let _ = rx.await;
         }));
         Self {

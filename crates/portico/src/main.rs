@@ -147,16 +147,14 @@ async fn run(command: Command, config: Config) -> anyhow::Result<()> {
 }
 
 async fn serve(config: Config, demo: bool) -> anyhow::Result<()> {
-    let listen = config.listen;
+    let (listen, metrics_listen) = (config.listen, config.metrics_listen);
     let app = App::build(config, Arc::new(SystemClock), demo).await?;
-    let listener = tokio::net::TcpListener::bind(listen)
-        .await
-        .map_err(|e| anyhow::anyhow!("cannot listen on {listen} (listen / PORTICO_LISTEN): {e}"))?;
+    let listeners = portico_server::app::Listeners::bind(&app.config).await?;
     let shutdown = portico_server::app::shutdown_signal();
     let issuer = app.identity.settings.issuer.clone();
-    tracing::info!(%listen, issuer, backend = app.store.backend(), "Portico is serving");
+    tracing::info!(%listen, metrics_listen = ?metrics_listen, issuer, backend = app.store.backend(), "Portico is serving");
     if demo {
         println!("{}", portico_server::demo::banner(&issuer));
     }
-    app.serve(listener, shutdown).await
+    app.serve(listeners, shutdown).await
 }

@@ -97,6 +97,18 @@ struct Key {
     cleared_by_success: bool,
 }
 
+impl Key {
+    /// What the key counts, for the metrics: `account` (a user's, or an
+    /// unknown login's), `device` or `address`.
+    fn kind(&self) -> &'static str {
+        match self.name.split_once(':').map(|(kind, _)| kind) {
+            Some("device") => "device",
+            Some("address") => "address",
+            _ => "account",
+        }
+    }
+}
+
 fn keys(policy: &GuardPolicy, attempt: &Attempt<'_>) -> Vec<Key> {
     let key = |name: String, captcha_after, delay_after, cleared_by_success| Key {
         name,
@@ -158,6 +170,19 @@ pub async fn before_check(
     attempt: &Attempt<'_>,
     captcha_token: Option<&str>,
 ) -> Result<Gate, StorageError> {
+    let gate = gate(identity, attempt, captcha_token).await?;
+    let refused = match &gate {
+        Gate::Open(_) => None,
+        Gate::Locked(_) => Some("paused"),
+        Gate::Captcha => Some("captcha"),
+    };
+    if let Some(reason) = refused {
+        metrics::counter!("portico_login_guard_refusals_total", "reason" => reason).increment(1);
+    }
+    Ok(gate)
+}
+
+async fn gate(identity: &Identity, attempt: &Attempt<'_>, captcha_token: Option<&str>) -> Result<Gate, StorageError> {
     let policy = &identity.settings.guard;
     let now = identity.clock.now();
     let forget_before = now - policy.memory;
@@ -230,6 +255,7 @@ pub async fn failed(identity: &Identity, counted: Counted) -> Result<AfterFailur
         if let Some(delay) = policy.delay(key.delay_after, *count) {
             let until = now + delay;
             identity.store.lock_throttle(&key.name, until).await?;
+            metrics::counter!("portico_login_pauses_total", "key" => key.kind()).increment(1);
             after.locked_until = after.locked_until.max(Some(until));
         } else if key.cleared_by_success {
             let left = key.delay_after - count;

@@ -93,6 +93,7 @@ pub async fn end(
     let ended = store.end_session(session.id, now, &event.detail(json!({ "sid": session.id, "by": by }))).await?;
     if let Some(ended) = &ended {
         let revoked = ended.revoked_grants().count();
+        crate::tokens::count_revocation("grant", "session_end", revoked as u64);
         tracing::info!(sid = %session.id, by, grants = ended.grants.len(), revoked, "session ended");
     }
     Ok(ended)

@@ -56,6 +56,7 @@ async fn handle(identity: &Identity, headers: &HeaderMap, body: Body) -> Result<
             Ok(claims) if client.client_id == claims.client_id.as_str() => {
                 let expires_at = time::OffsetDateTime::from_unix_timestamp(claims.exp).unwrap_or(now);
                 identity.store.revoke_access_token(&claims.jti, expires_at, now).await?;
+                crate::tokens::count_revocation("access_token", "revocation_endpoint", 1);
                 let event = AuditEvent::new(now, AuditKind::TokenRevoked).client(&client.client_id);
                 identity.audit(event.detail(json!({ "kind": "access_token", "jti": claims.jti }))).await;
             }
@@ -70,6 +71,7 @@ async fn handle(identity: &Identity, headers: &HeaderMap, body: Body) -> Result<
         && grant.client_id == client.client_id
         && identity.store.revoke_grant(grant.id, now).await?
     {
+        crate::tokens::count_revocation("grant", "revocation_endpoint", 1);
         let event = AuditEvent::new(now, AuditKind::TokenRevoked).user(grant.user_id).client(&client.client_id);
         identity.audit(event.detail(json!({ "kind": "refresh_token", "grant_id": grant.id }))).await;
     }

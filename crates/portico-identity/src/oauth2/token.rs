@@ -164,10 +164,11 @@ async fn replayed_code(
     grant_id: Option<GrantId>,
     now: time::OffsetDateTime,
 ) -> OAuthError {
-    if let Some(grant_id) = grant_id
-        && let Err(error) = identity.store.revoke_grant(grant_id, now).await
-    {
-        return error.into();
+    if let Some(grant_id) = grant_id {
+        match identity.store.revoke_grant(grant_id, now).await {
+            Ok(revoked) => crate::tokens::count_revocation("grant", "code_replay", u64::from(revoked)),
+            Err(error) => return error.into(),
+        }
     }
     let event = AuditEvent::new(now, AuditKind::CodeReplayed).user(user_id).client(client_id);
     identity.audit(event.detail(json!({ "grant_id": grant_id }))).await;
@@ -239,6 +240,7 @@ async fn replayed_refresh(
         Ok(revoked) => revoked,
         Err(error) => return error.into(),
     };
+    crate::tokens::count_revocation("grant", "refresh_replay", u64::from(revoked));
     let event = AuditEvent::new(now, AuditKind::RefreshReplayed).user(grant.user_id).client(&client.client_id);
     identity.audit(event.detail(json!({ "grant_id": grant.id, "revoked": revoked }))).await;
     OAuthError::invalid_grant("the refresh token was already used; the grant is revoked")

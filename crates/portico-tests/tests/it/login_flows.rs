@@ -420,6 +420,38 @@ async fn three_wrong_passwords_require_a_captcha_and_from_the_fifth_each_failure
     }
 }
 
+/// The guard's refusals (a CAPTCHA due, a pause running) and the pauses it
+/// sets are on `/metrics`, on both backends.
+#[tokio::test]
+async fn captcha_refusals_and_pauses_are_counted_on_metrics() {
+    use super::ops::{scrape, sum};
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let url = app.url("/metrics");
+        let before = scrape(&url).await;
+        let flow = Flow::start(&app, &[]).await;
+        for _ in 0..3 {
+            flow.post_ok(&[("principal", "maria"), ("credentials", "wrong")]).await;
+        }
+        // A CAPTCHA is due: refused without one.
+        flow.post_ok(&[("principal", "maria"), ("credentials", "wrong")]).await;
+        let captcha = portico_identity::captcha::DEV_TOKEN;
+        for _ in 0..2 {
+            flow.post_ok(&[("principal", "maria"), ("credentials", "wrong"), ("smart-token", captcha)]).await;
+        }
+        // The fifth failure paused the account: the next attempt is refused.
+        flow.post_ok(&[("principal", "maria"), ("credentials", "maria-password"), ("smart-token", captcha)]).await;
+        assert_eq!(flow.errors().await["otherError"], "challenge.username-password.temporarily-paused");
+
+        let after = scrape(&url).await;
+        let grew = |name: &str, labels: &[(&str, &str)]| sum(&after, name, labels) - sum(&before, name, labels);
+        assert!(grew("portico_login_guard_refusals_total", &[("reason", "captcha")]) >= 1.0, "{backend:?}: {after}");
+        assert!(grew("portico_login_guard_refusals_total", &[("reason", "paused")]) >= 1.0, "{backend:?}");
+        assert!(grew("portico_login_pauses_total", &[("key", "account")]) >= 1.0, "{backend:?}");
+        assert!(grew("portico_logins_total", &[("method", "PASSWORD"), ("outcome", "failed")]) >= 5.0);
+    }
+}
+
 #[tokio::test]
 async fn pauses_grow_and_strangers_failures_never_pause_the_owner_on_a_trusted_device() {
     for backend in backends() {

@@ -74,7 +74,7 @@ async fn merchants_read_and_replace_their_settings_with_their_key() {
     }
 }
 
-fn payment(order: &str) -> Value {
+pub(crate) fn payment(order: &str) -> Value {
     json!({
         "paymentId": "pay-1", "transactionId": 9001, "orderId": order, "amount": 150050, "currency": "RUB",
         "status": "SUCCESS", "statusDate": "2026-11-22T13:45:00+03:00", "paymentMethod": "SBP",
@@ -83,7 +83,7 @@ fn payment(order: &str) -> Value {
     })
 }
 
-async fn submit(app: &TestApp, kind: &str, body: &Value, token: Option<&str>) -> (u16, Value) {
+pub(crate) async fn submit(app: &TestApp, kind: &str, body: &Value, token: Option<&str>) -> (u16, Value) {
     let mut request = app.http().post(app.url(&format!("/internal/v1/notifications/events/{kind}"))).json(body);
     if let Some(token) = token {
         request = request.bearer_auth(token);
@@ -158,9 +158,9 @@ async fn events_are_taken_in_once_within_bounds_and_stored_with_a_pending_delive
 
 /// A merchant's receiver: records each request and answers the next status.
 #[derive(Clone, Default)]
-struct Receiver {
+pub(crate) struct Receiver {
     got: std::sync::Arc<std::sync::Mutex<Vec<(axum::http::HeaderMap, String)>>>,
-    answers: std::sync::Arc<std::sync::Mutex<Vec<u16>>>,
+    pub(crate) answers: std::sync::Arc<std::sync::Mutex<Vec<u16>>>,
 }
 
 async fn receiver() -> (String, Receiver) {
@@ -191,7 +191,7 @@ async fn receiver() -> (String, Receiver) {
 /// Merchant `m1` (`pub-m1`, `MA01`) whose callback address is a fresh
 /// local receiver: the merchant's key, the receiver's address and the
 /// receiver.
-async fn subscribed(app: &TestApp) -> (String, String, Receiver) {
+pub(crate) async fn subscribed(app: &TestApp) -> (String, String, Receiver) {
     let ids = MerchantIds { merchant_id: "m1".into(), public_id: "pub-m1".into(), sbp_merchant_id: "MA01".into() };
     let key =
         portico_notify::merchants::create(app.store.as_ref(), &app.notify.sealer, ids, app.clock.now()).await.unwrap();

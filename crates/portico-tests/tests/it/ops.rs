@@ -75,9 +75,26 @@ async fn demo_client_page_is_served() {
 /// labels, its value.
 type Sample = (String, std::collections::BTreeMap<String, String>, f64);
 
+/// `GET /metrics` on `url`, as text.
+pub(crate) async fn scrape(url: &str) -> String {
+    let response = portico_tests::plain_http().get(url).send().await.unwrap();
+    assert_eq!(response.status(), 200, "{url}");
+    response.text().await.unwrap()
+}
+
+/// The sum of the samples of `name` whose labels include `labels`.
+pub(crate) fn sum(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
+    parse_prometheus(text)
+        .2
+        .iter()
+        .filter(|(n, l, _)| n == name && labels.iter().all(|(k, v)| l.get(*k).map(String::as_str) == Some(*v)))
+        .map(|(_, _, value)| *value)
+        .sum()
+}
+
 /// Reads the Prometheus text format: `# HELP` and `# TYPE` per family, and
 /// the samples (each line `name{label="value",…} number`).
-fn parse_prometheus(
+pub(crate) fn parse_prometheus(
     text: &str,
 ) -> (std::collections::BTreeMap<String, String>, std::collections::BTreeMap<String, String>, Vec<Sample>) {
     let (mut help, mut types, mut samples) = (Default::default(), Default::default(), Vec::new());
@@ -167,4 +184,90 @@ async fn metrics_count_logins_codes_tokens_and_reports_with_help() {
     assert!(at_least("portico_report_tasks_total", &[("outcome", "done")]) >= 1.0);
     assert!(at_least("portico_report_generation_seconds_count", &[("outcome", "done")]) >= 1.0);
     assert!(at_least("portico_report_generation_seconds_bucket", &[("outcome", "done"), ("le", "+Inf")]) >= 1.0);
+}
+
+/// With `metrics_listen`, `/metrics` is answered on that port only: the
+/// public listener no longer has it, and the metrics port has nothing else.
+#[tokio::test]
+async fn metrics_listen_serves_metrics_on_its_own_port_only() {
+    let app = TestApp::spawn_with(backends()[0], |c| c.metrics_listen = Some("127.0.0.1:0".parse().unwrap())).await;
+    let metrics = app.config.metrics_listen.expect("bound");
+    assert_ne!(metrics.port(), 0);
+    assert_ne!(metrics, app.config.listen);
+    let http = app.http();
+    assert_eq!(http.get(app.url("/healthz")).send().await.unwrap().status(), 200);
+    assert_eq!(http.get(app.url("/metrics")).send().await.unwrap().status(), 404, "not on the public listener");
+    let text = scrape(&format!("http://{metrics}/metrics")).await;
+    let (help, types, _) = parse_prometheus(&text);
+    assert_eq!(types.get("portico_http_requests_total").map(String::as_str), Some("counter"), "{text}");
+    assert!(help.contains_key("portico_http_request_duration_seconds"), "{text}");
+    assert!(sum(&text, "portico_http_requests_total", &[("route", "/healthz"), ("status", "200")]) >= 1.0);
+    let other = http.get(format!("http://{metrics}/healthz")).send().await.unwrap();
+    assert_eq!(other.status(), 404, "the metrics port serves only /metrics");
+}
+
+/// Revocations by reason, the delivery lag, and the waits for a database
+/// connection are counted, on both backends. (The recorder is the
+/// process's: each figure is compared with a scrape before the actions.)
+#[tokio::test]
+async fn metrics_count_revocations_delivery_lag_and_database_waits() {
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| {
+            c.notifications.deliver = false;
+            c.database_max_connections = 7;
+        })
+        .await;
+        let url = app.url("/metrics");
+        let before = scrape(&url).await;
+        let backend_name = app.store.backend();
+
+        // The client revokes a refresh token: its grant is revoked.
+        let tokens = app.tokens_for("ivan", "ivan-password").await;
+        let refresh = tokens.refresh_token.clone().expect("a refresh token");
+        let form = [
+            ("token", refresh.as_str()),
+            ("client_id", portico_tests::demo::CLIENT_ID),
+            ("client_secret", portico_tests::demo::CLIENT_SECRET),
+        ];
+        let revoked = app.http().post(app.url("/oauth2/revoke")).form(&form).send().await.unwrap();
+        assert_eq!(revoked.status(), 200);
+
+        // A payment delivered on its second attempt, 70 s after intake.
+        let (_, _, receiver) = super::notifications::subscribed(&app).await;
+        let event = serde_json::json!({
+            "eventId": "lag-1", "merchantId": "m1", "event": super::notifications::payment("order-lag")
+        });
+        let submitted = super::notifications::submit(&app, "payment", &event, Some(portico_tests::INTERNAL_TOKEN));
+        assert_eq!(submitted.await.0, 202);
+        let deliverer = portico_notify::delivery::Deliverer::new(std::sync::Arc::clone(&app.notify)).unwrap();
+        *receiver.answers.lock().unwrap() = vec![500];
+        assert_eq!(deliverer.run_once().await.unwrap(), 1);
+        app.clock.advance(time::Duration::seconds(70));
+        assert_eq!(deliverer.run_once().await.unwrap(), 1);
+
+        let after = scrape(&url).await;
+        let grew = |name: &str, labels: &[(&str, &str)]| sum(&after, name, labels) - sum(&before, name, labels);
+        let revocations = [("what", "grant"), ("reason", "revocation_endpoint")];
+        assert!(grew("portico_revocations_total", &revocations) >= 1.0, "{backend:?}: {after}");
+        assert!(grew("portico_delivery_lag_seconds_count", &[]) >= 1.0, "{backend:?}");
+        assert!(grew("portico_delivery_lag_seconds_sum", &[]) >= 70.0, "the lag since intake: {backend:?}");
+        let waits = [("backend", backend_name)];
+        assert!(grew("portico_database_wait_seconds_count", &waits) >= 2.0, "{backend:?}: {after}");
+        let (help, types, _) = parse_prometheus(&after);
+        for (family, kind) in [
+            ("portico_revocations_total", "counter"),
+            ("portico_delivery_lag_seconds", "histogram"),
+            ("portico_database_wait_seconds", "histogram"),
+            ("portico_database_waiting", "gauge"),
+        ] {
+            assert!(help.get(family).is_some_and(|h| !h.is_empty()), "# HELP {family}");
+            assert_eq!(types.get(family).map(String::as_str), Some(kind), "# TYPE {family}");
+        }
+        if backend_name == "postgres" {
+            // The pool's size as configured, its connections busy or idle.
+            assert_eq!(sum(&after, "portico_database_connections_max", &waits), 7.0, "{after}");
+            let open = sum(&after, "portico_database_connections", &waits);
+            assert!((1.0..=7.0).contains(&open), "{open} connections open");
+        }
+    }
 }
