@@ -46,6 +46,13 @@ enum Command {
     Worker,
     /// Apply pending database migrations and exit.
     Migrate,
+    /// Ask this node's own HTTP listener (`listen`) for PATH and exit 0 when
+    /// it answers 200: a health check for images without an HTTP client.
+    Probe {
+        /// `/readyz` (the database answers) or `/healthz` (the process is up).
+        #[arg(default_value = "/readyz")]
+        path: String,
+    },
     /// Manage client applications.
     #[command(subcommand)]
     Clients(admin::ClientCommand),
@@ -125,6 +132,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<()> {
             println!("migrations applied ({} database)", store.backend());
             Ok(())
         }
+        Command::Probe { path } => probe(&config, &path).await,
         Command::Clients(command) => admin::clients(&config, command).await,
         Command::Users(command) => admin::users(&config, command).await,
         Command::Sessions(command) => sessions::run(&config, command).await,
@@ -144,6 +152,41 @@ async fn run(command: Command, config: Config) -> anyhow::Result<()> {
         Command::Merchants(command) => merchants::run(&config, command).await,
         Command::Notifications(command) => notifications::run(&config, command).await,
     }
+}
+
+/// How long `portico probe` waits for the answer.
+const PROBE_WITHIN: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// `portico probe`: one `GET` to the node's own listener, over loopback
+/// when it listens on every address.
+async fn probe(config: &Config, path: &str) -> anyhow::Result<()> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    anyhow::ensure!(path.starts_with('/') && !path.contains(char::is_whitespace), "PATH must be like /readyz");
+    let mut address = config.listen;
+    if address.ip().is_unspecified() {
+        address.set_ip(if address.is_ipv4() {
+            std::net::Ipv4Addr::LOCALHOST.into()
+        } else {
+            std::net::Ipv6Addr::LOCALHOST.into()
+        });
+    }
+    let exchange = async {
+        let mut stream = tokio::net::TcpStream::connect(address).await?;
+        let request = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await?;
+        let mut answer = Vec::new();
+        stream.take(4096).read_to_end(&mut answer).await?;
+        std::io::Result::Ok(answer)
+    };
+    let answer = tokio::time::timeout(PROBE_WITHIN, exchange)
+        .await
+        .map_err(|_| anyhow::anyhow!("{address} did not answer {path} within {} s", PROBE_WITHIN.as_secs()))?
+        .with_context(|| format!("cannot reach {address} (listen / PORTICO_LISTEN)"))?;
+    let answer = String::from_utf8_lossy(&answer);
+    let status = answer.lines().next().unwrap_or_default();
+    anyhow::ensure!(status.split(' ').nth(1) == Some("200"), "{path} answered {status:?}");
+    println!("{path}: {status}");
+    Ok(())
 }
 
 async fn serve(config: Config, demo: bool) -> anyhow::Result<()> {

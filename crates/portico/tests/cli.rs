@@ -590,3 +590,37 @@ async fn brokerage_csv_tables_create_and_update_agreements_all_or_nothing() {
         assert_eq!(app.store.find_agreement("БД-0002").await.unwrap().unwrap(), created);
     }
 }
+
+/// `portico probe` asks the node's own listener: 0 for a 200, a message
+/// and a failure otherwise (a 404, or nothing listening).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probe_exits_zero_only_when_the_node_answers_200() {
+    let app = TestApp::spawn(backends()[0]).await;
+    let probe = |listen: String, args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_portico"))
+            .arg("probe")
+            .args(args)
+            .env_clear()
+            .env("PORTICO_LISTEN", listen)
+            .env("PORTICO_LOG", "warn")
+            .output()
+            .expect("run portico")
+    };
+    let listen = app.config.listen.to_string();
+    let ready = tokio::task::spawn_blocking({
+        let listen = listen.clone();
+        move || probe(listen, &[])
+    });
+    assert!(ok(ready.await.unwrap()).contains("/readyz: HTTP/1.1 200"));
+    // Listening on every address: the probe asks over loopback.
+    let any = format!("0.0.0.0:{}", app.config.listen.port());
+    assert!(ok(tokio::task::spawn_blocking(move || probe(any, &["/healthz"])).await.unwrap()).contains("200"));
+
+    let missing = tokio::task::spawn_blocking(move || probe(listen, &["/no-such-page"])).await.unwrap();
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("404"), "{missing:?}");
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
+    let refused = tokio::task::spawn_blocking(move || probe(closed, &[])).await.unwrap();
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("cannot reach"), "{refused:?}");
+}
