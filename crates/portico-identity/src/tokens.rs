@@ -170,19 +170,20 @@ pub enum AccessTokenError {
 
 impl Identity {
     /// Signs the access token (and the id_token when `scope` has `openid`)
-    /// for `grant`, with `scope` (the grant's or a narrower one).
+    /// for `grant`, with `scope` (the grant's or a narrower one), with `key`.
     ///
-    /// # Errors
-    /// When the signing key cannot be read from storage.
-    pub async fn issue_tokens(
+    /// Nothing here can fail: the key is read (from storage, the one step
+    /// that can) before the code is redeemed or the refresh token rotated,
+    /// so that a response that cannot be made spends nothing.
+    pub fn issue_tokens(
         &self,
+        key: &portico_crypto::jwt::SigningKey,
         grant: &Grant,
         user: &User,
         scope: &str,
         nonce: Option<&str>,
         refresh: &NewRefreshToken,
-    ) -> Result<TokenResponse, StorageError> {
-        let key = self.keys.signing_key().await?;
+    ) -> TokenResponse {
         let now = self.clock.now();
         let ttl = self.settings.access_token_ttl;
         let access = AccessClaims {
@@ -216,7 +217,7 @@ impl Identity {
             key.sign(TYP_ID_TOKEN, &claims)
         });
         metrics::counter!("portico_tokens_issued_total").increment(1);
-        Ok(TokenResponse {
+        TokenResponse {
             access_token,
             token_type: "Bearer".to_owned(),
             expires_in: ttl.whole_seconds(),
@@ -224,7 +225,7 @@ impl Identity {
             refresh_token: Some(refresh.value.clone()),
             id_token,
             refresh_expires_at: Some(refresh.row.expires_at.unix_timestamp()),
-        })
+        }
     }
 
     /// Verifies a JWT signed by one of Portico's keys: signature, `typ`, `iss`

@@ -152,14 +152,22 @@ impl IntoResponse for ApiError {
                     .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer error=\"invalid_token\""));
                 response
             }
+            // The spec lists only 500 as a server error: an outage is one
+            // too, told apart by its message and `Retry-After`.
+            Self::Internal(StorageError::Unavailable(error)) => {
+                tracing::warn!(%error, "permission request: the database is unavailable");
+                let mut response =
+                    generic(StatusCode::INTERNAL_SERVER_ERROR, "the permission store is unavailable; try again later");
+                response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
+                response
+            }
             Self::Internal(error) => {
                 tracing::error!(%error, "permission request failed");
-                let message = match error {
-                    StorageError::Unavailable(_) => "the permission store is unavailable; try again later",
-                    _ => "internal error",
-                };
-                generic(StatusCode::INTERNAL_SERVER_ERROR, message)
+                generic(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
             }
         }
     }
 }
+
+/// Seconds a caller is asked to wait after an outage's 500.
+const RETRY_AFTER_SECS: u32 = 5;

@@ -91,8 +91,10 @@ pub enum LookupErrors {
     /// `Authorization` or `Id-Token` is missing or not valid.
     #[response(status = 401, headers(("WWW-Authenticate" = String, description = "`Bearer error=\"invalid_token\"`")))]
     Unauthorized(UnauthorizedError),
-    /// The permission store failed; details only in the log.
-    #[response(status = 500)]
+    /// The permission store failed; details only in the log. When the
+    /// database is unavailable, with `Retry-After` and the message "the
+    /// permission store is unavailable; try again later".
+    #[response(status = 500, headers(("Retry-After" = u32, description = "Seconds to wait, when the database is unavailable.")))]
     Internal(GenericError),
 }
 
@@ -109,8 +111,10 @@ pub enum Unauthorized {
 #[derive(IntoResponses)]
 #[allow(dead_code)]
 pub enum Internal {
-    /// The permission store failed; details only in the log.
-    #[response(status = 500)]
+    /// The permission store failed; details only in the log. When the
+    /// database is unavailable, with `Retry-After` and the message "the
+    /// permission store is unavailable; try again later".
+    #[response(status = 500, headers(("Retry-After" = u32, description = "Seconds to wait, when the database is unavailable.")))]
     Internal(GenericError),
 }
 

@@ -4,7 +4,9 @@
 //!
 //! Codes: `VALIDATION_ERROR` (400, `errors` names each invalid field),
 //! `UNAUTHORIZED` (401), `FORBIDDEN` (403), `NOT_FOUND` (404),
-//! `INTERNAL_ERROR` (500).
+//! `INTERNAL_ERROR` (500). The spec lists no other server error, so a
+//! database outage is a 500 too, told apart by its message and by
+//! `Retry-After` (the other 500s are faults, with no time to wait).
 
 use std::collections::BTreeMap;
 
@@ -46,7 +48,13 @@ pub enum ReportError {
     NotFound(String),
     #[error("internal error")]
     Internal(String),
+    /// The database cannot be reached: try again later.
+    #[error("the report store is unavailable; try again later")]
+    Unavailable(String),
 }
+
+/// Seconds a caller is asked to wait after an outage's 500.
+const RETRY_AFTER_SECS: u32 = 5;
 
 impl ReportError {
     pub fn field(name: &str, problem: impl Into<String>) -> Self {
@@ -65,7 +73,7 @@ impl ReportError {
             Self::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "UNAUTHORIZED"),
             Self::Forbidden(_) => (StatusCode::FORBIDDEN, "FORBIDDEN"),
             Self::NotFound(_) => (StatusCode::NOT_FOUND, "NOT_FOUND"),
-            Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL_ERROR"),
+            Self::Internal(_) | Self::Unavailable(_) => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL_ERROR"),
         };
         let message = match &self {
             Self::Validation(errors) => {
@@ -76,8 +84,13 @@ impl ReportError {
                 tracing::error!(trace_id, error = %detail, "report API failed");
                 "internal error; try again later".to_owned()
             }
+            Self::Unavailable(detail) => {
+                tracing::warn!(trace_id, error = %detail, "report API: the database is unavailable");
+                self.to_string()
+            }
             other => other.to_string(),
         };
+        let outage = matches!(self, Self::Unavailable(_));
         let errors = match self {
             Self::Validation(errors) => Some(errors),
             _ => None,
@@ -87,6 +100,9 @@ impl ReportError {
         if status == StatusCode::UNAUTHORIZED {
             response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
+        if outage {
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
+        }
         response
     }
 }
@@ -94,7 +110,7 @@ impl ReportError {
 impl From<TokenPairError> for ReportError {
     fn from(error: TokenPairError) -> Self {
         match error {
-            TokenPairError::Unavailable(e) => Self::internal(&e),
+            TokenPairError::Unavailable(e) => e.into(),
             other => Self::Unauthorized(format!("authentication failed: {other}")),
         }
     }
@@ -102,7 +118,10 @@ impl From<TokenPairError> for ReportError {
 
 impl From<StorageError> for ReportError {
     fn from(error: StorageError) -> Self {
-        Self::internal(&error)
+        match error {
+            StorageError::Unavailable(detail) => Self::Unavailable(detail),
+            other => Self::internal(&other),
+        }
     }
 }
 
@@ -119,8 +138,10 @@ pub enum Errors {
     /// `FORBIDDEN`: the user holds no report right for this in the company.
     #[response(status = 403)]
     Forbidden(ErrorResponse),
-    /// `INTERNAL_ERROR`: details only in the log, under `traceId`.
-    #[response(status = 500)]
+    /// `INTERNAL_ERROR`: details only in the log, under `traceId`. When the
+    /// database is unavailable, with `Retry-After` and the message "the
+    /// report store is unavailable; try again later".
+    #[response(status = 500, headers(("Retry-After" = u32, description = "Seconds to wait, when the database is unavailable.")))]
     Internal(ErrorResponse),
 }
 

@@ -142,6 +142,8 @@ async fn exchange_code(identity: &Identity, client: &Client, params: &Params) ->
         amr: code.amr.clone(),
         session_id: code.session_id,
     };
+    // The key first: once the code is redeemed, nothing may fail.
+    let key = identity.keys.signing_key().await?;
     let refresh = NewRefreshToken::generate(grant.id, now, identity.settings.refresh_token_ttl);
     let event = AuditEvent::new(now, AuditKind::TokenIssued)
         .user(user.id)
@@ -153,7 +155,7 @@ async fn exchange_code(identity: &Identity, client: &Client, params: &Params) ->
             return Err(replayed_code(identity, user.id, &client.client_id, grant_id, now).await);
         }
     }
-    Ok(identity.issue_tokens(&grant, &user, &grant.scope, code.nonce.as_deref(), &refresh).await?)
+    Ok(identity.issue_tokens(&key, &grant, &user, &grant.scope, code.nonce.as_deref(), &refresh))
 }
 
 /// A code presented again: revoke the grant its first use created.
@@ -216,6 +218,8 @@ async fn refresh(identity: &Identity, client: &Client, params: &Params) -> Resul
         }
     };
 
+    // The key first: once the token is rotated, nothing may fail.
+    let key = identity.keys.signing_key().await?;
     let successor = NewRefreshToken::generate(grant.id, now, identity.settings.refresh_token_ttl);
     let event = AuditEvent::new(now, AuditKind::TokenRefreshed)
         .user(user.id)
@@ -226,7 +230,7 @@ async fn refresh(identity: &Identity, client: &Client, params: &Params) -> Resul
         Rotation::Replay => return Err(replayed_refresh(identity, &grant, client, now).await),
         Rotation::GrantRevoked => return Err(OAuthError::invalid_grant("the grant was revoked")),
     }
-    Ok(identity.issue_tokens(&grant, &user, &scope, None, &successor).await?)
+    Ok(identity.issue_tokens(&key, &grant, &user, &scope, None, &successor))
 }
 
 /// A spent refresh token presented again: revoke its whole grant.

@@ -1,6 +1,6 @@
 //! A database outage: liveness answers 503, the token endpoint a clean 5xx
-//! JSON error, readiness 503, the permissions API the spec's 500
-//! `{"message": ...}`; the server recovers when the database returns.
+//! JSON error, readiness 503, the permissions and report APIs the spec's
+//! 500 with `Retry-After`; the server recovers when the database returns.
 
 use std::time::Duration;
 
@@ -56,8 +56,17 @@ async fn a_database_outage_is_503_and_the_server_recovers() {
     assert_eq!(ready.status(), 503);
     let response = permissions().await.unwrap();
     assert_eq!(response.status(), 500);
+    assert_eq!(response.headers()["retry-after"], "5", "an outage's 500 says when to try again");
     let body: serde_json::Value = response.json().await.unwrap();
     assert!(body["message"].as_str().unwrap().contains("unavailable"), "{body}");
+    // The report API, too, has only 500 for a server error: the same.
+    let task = super::reports::statement("2026-01-01", "2026-01-31");
+    let response = pair.on(app.http().post(app.url("/v1/reports/tasks"))).json(&task).send().await.unwrap();
+    assert_eq!(response.status(), 500);
+    assert_eq!(response.headers()["retry-after"], "5");
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(body["code"], "INTERNAL_ERROR");
+    assert_eq!(body["message"], "the report store is unavailable; try again later", "{body}");
 
     proxy.restore();
     for _ in 0..16 {
