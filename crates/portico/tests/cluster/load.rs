@@ -227,6 +227,13 @@ impl Load {
             let (page, broken) = self.until_answered("login: page", || browser.get(self.url("/login"))).await;
             broke |= broken;
             let Some(page) = page else { return lost(broke, "the login page never answered".into()) };
+            // A completed login sends the browser back to authorize (when
+            // the step's own answer was lost).
+            let location = page.headers().get("location").and_then(|l| l.to_str().ok()).unwrap_or("");
+            if page.status().is_redirection() && location.contains("/oauth2/authorize") {
+                back = Some(if location.starts_with('/') { self.url(location) } else { location.to_owned() });
+                break;
+            }
             if page.status() != 200 {
                 return lost(broke, format!("the login page answered {}", page.status()));
             }
@@ -264,7 +271,7 @@ impl Load {
                 Answer::Got(response) => {
                     let location = response.headers().get("location").and_then(|l| l.to_str().ok()).unwrap_or("");
                     if location.starts_with("/oauth2/authorize") {
-                        back = Some(self.url(location));
+                        back = Some(if location.starts_with('/') { self.url(location) } else { location.to_owned() });
                         break;
                     }
                     if response.status() != 303 {
