@@ -279,6 +279,10 @@ pub struct StoredEvent {
     pub kind: EventKind,
     pub payload: serde_json::Value,
     pub received_at: OffsetDateTime,
+    /// The W3C `traceparent` of the request that submitted it, so that its
+    /// delivery continues that trace (OpenTelemetry); not part of the
+    /// event's identity.
+    pub trace_parent: Option<String>,
 }
 
 /// Where a delivery stands.

@@ -17,6 +17,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
+use tracing::Instrument as _;
 
 use portico_model::notify::{
     Attempt, Delivery, EventKind, Merchant, Outcome, PaymentEvent, RefundEvent, StoredEvent, SubscriptionEvent,
@@ -113,6 +114,8 @@ pub struct Deliverer {
 pub struct Claimed {
     pub delivery: Delivery,
     ready: Result<Ready, (String, bool)>,
+    /// The trace its event was submitted in.
+    trace_parent: Option<String>,
     /// When it was claimed (its lease started).
     at: Instant,
 }
@@ -216,11 +219,12 @@ impl Deliverer {
         Ok(items
             .into_iter()
             .map(|(delivery, event)| {
+                let trace_parent = event.as_ref().and_then(|event| event.trace_parent.clone());
                 let ready = match (event, merchants.get(&delivery.merchant_id)) {
                     (Some(event), Some((merchant, key))) => self.prepare(&event, merchant, key),
                     _ => Err(("the event or its merchant (or its key) is missing".to_owned(), true)),
                 };
-                Claimed { delivery, ready, at }
+                Claimed { delivery, ready, trace_parent, at }
             })
             .collect())
     }
@@ -264,7 +268,19 @@ impl Deliverer {
     /// little of its lease is left to be sure of finishing within it (the
     /// lease then runs out and the delivery is claimed again).
     pub async fn attempt(&self, claimed: Claimed) -> Option<FinishedAttempt> {
-        let Claimed { delivery, ready, at } = claimed;
+        let span = tracing::info_span!(
+            "deliver",
+            otel.name = "deliver notification",
+            otel.kind = "client",
+            delivery = %claimed.delivery.id,
+            event_id = %claimed.delivery.event_id,
+        );
+        crate::trace::continue_in(&span, claimed.trace_parent.as_deref());
+        self.attempt_in(claimed).instrument(span).await
+    }
+
+    async fn attempt_in(&self, claimed: Claimed) -> Option<FinishedAttempt> {
+        let Claimed { delivery, ready, at, .. } = claimed;
         let lease_until = delivery.lease_until?;
         let lease = self.notify.lease;
         if at.elapsed() + self.notify.timeout + lease / 10 > lease {
@@ -353,6 +369,7 @@ impl Deliverer {
             .post(&ready.url)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header("X-Api-Signature-SHA256", &ready.signature)
+            .headers(trace_headers())
             .body(ready.body.clone())
             .send()
             .await
@@ -368,6 +385,15 @@ impl Deliverer {
         let excerpt = (!excerpt.is_empty()).then(|| String::from_utf8_lossy(&excerpt).into_owned());
         Ok((status, excerpt))
     }
+}
+
+/// `traceparent` of the current span for the merchant, when tracing.
+fn trace_headers() -> reqwest::header::HeaderMap {
+    let mut headers = reqwest::header::HeaderMap::new();
+    if let Some(value) = crate::trace::current().and_then(|v| reqwest::header::HeaderValue::from_str(&v).ok()) {
+        headers.insert("traceparent", value);
+    }
+    headers
 }
 
 #[cfg(test)]

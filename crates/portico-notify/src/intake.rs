@@ -259,6 +259,7 @@ async fn submit(
         kind,
         payload,
         received_at: now,
+        trace_parent: crate::trace::current(),
     };
     let delivery = Delivery::new(event.event_id.clone(), event.merchant_id.clone(), now);
     let event_id = event.event_id.clone();

@@ -54,6 +54,7 @@ pub struct Config {
     /// Seconds between clean-ups of expired codes, processes and tokens.
     pub cleanup_interval_secs: u64,
     pub http: HttpConfig,
+    pub telemetry: TelemetryConfig,
     pub tokens: TokenConfig,
     pub login: LoginConfig,
     pub delivery: DeliveryConfig,
@@ -262,6 +263,23 @@ pub enum LogFormat {
     Json,
 }
 
+/// OpenTelemetry traces.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TelemetryConfig {
+    /// Where traces go over OTLP/HTTP (protobuf), e.g.
+    /// `http://otel-collector:4318` (`/v1/traces` is added); none: no traces.
+    pub otlp_endpoint: Option<String>,
+    /// `service.name` of the spans.
+    pub service_name: String,
+}
+
+impl Default for TelemetryConfig {
+    fn default() -> Self {
+        Self { otlp_endpoint: None, service_name: "portico".to_owned() }
+    }
+}
+
 /// The HTTP listener's limits against slow and idle clients, and HSTS.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -374,6 +392,7 @@ impl Default for Config {
             cookie_secure: None,
             cleanup_interval_secs: 300,
             http: HttpConfig::default(),
+            telemetry: TelemetryConfig::default(),
             tokens: TokenConfig::default(),
             login: LoginConfig::default(),
             delivery: DeliveryConfig::default(),
@@ -467,6 +486,16 @@ impl Config {
             return Err(ConfigError("public_url (PORTICO_PUBLIC_URL) must not have a query or fragment".into()));
         }
         self.database()?;
+        if let Some(endpoint) = &self.telemetry.otlp_endpoint {
+            let url = url::Url::parse(endpoint)
+                .map_err(|e| ConfigError(format!("telemetry.otlp_endpoint (PORTICO_TELEMETRY__OTLP_ENDPOINT): {e}")))?;
+            if !matches!(url.scheme(), "http" | "https") {
+                return Err(ConfigError(
+                    "telemetry.otlp_endpoint (PORTICO_TELEMETRY__OTLP_ENDPOINT) must be an http:// or https:// URL"
+                        .into(),
+                ));
+            }
+        }
         if self.metrics_listen.is_some_and(|metrics| metrics == self.listen && metrics.port() != 0) {
             return Err(ConfigError(
                 "metrics_listen (PORTICO_METRICS_LISTEN) must differ from listen: it is a second listener".into(),

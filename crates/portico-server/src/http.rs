@@ -7,11 +7,19 @@ use axum::http::{HeaderName, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use opentelemetry::propagation::TextMapPropagator as _;
+use opentelemetry_http::HeaderExtractor;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use tracing::Instrument as _;
+use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+
 use crate::app::AppState;
 
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// Counts and times every request by route and status; logs server errors.
+/// Each request runs in a span (a server span of the caller's trace when
+/// it sent a W3C `traceparent`, exported when traces are on).
 pub async fn observe(request: Request, next: Next) -> Response {
     let started = Instant::now();
     let method = request.method().clone();
@@ -19,8 +27,21 @@ pub async fn observe(request: Request, next: Next) -> Response {
         request.extensions().get::<MatchedPath>().map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
     // A cheap reference-counted copy; turned into text only when a line is logged.
     let request_id = request.headers().get(&REQUEST_ID).cloned();
-    let response = next.run(request).await;
+    let span = tracing::info_span!(
+        "request",
+        otel.name = %format_args!("{method} {route}"),
+        otel.kind = "server",
+        http.request.method = %method,
+        http.route = %route,
+        http.response.status_code = tracing::field::Empty,
+    );
+    if !span.is_disabled() && request.headers().contains_key("traceparent") {
+        let parent = TraceContextPropagator::new().extract(&HeaderExtractor(request.headers()));
+        let _ = span.set_parent(parent);
+    }
+    let response = next.run(request).instrument(span.clone()).await;
     let status = response.status();
+    span.record("http.response.status_code", status.as_u16());
     let elapsed = started.elapsed();
     let labels = [("method", method.to_string()), ("route", route.clone()), ("status", status.as_u16().to_string())];
     metrics::counter!("portico_http_requests_total", &labels).increment(1);

@@ -1,26 +1,125 @@
-//! Logs (tracing) and metrics (Prometheus).
+//! Logs (tracing), traces (OpenTelemetry over OTLP, when configured) and
+//! metrics (Prometheus).
 
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use tracing_subscriber::EnvFilter;
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_otlp::{WithExportConfig as _, WithHttpConfig as _};
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+use tracing_subscriber::{EnvFilter, Layer as _};
 
 use crate::config::{Config, LogFormat};
 
-/// Installs the log subscriber once per process (later calls do nothing).
-pub fn init_logs(config: &Config) {
+/// What the traces are made of, besides Portico's own spans (`info`): each
+/// database statement, as an event of the span that ran it (PostgreSQL's
+/// driver logs each at `debug`; the SQLite store opens a span for each read
+/// and write at `debug`).
+const TRACE_FILTER: &str = "info,sqlx::query=debug,portico_storage_sqlite=debug";
+
+/// The installed logs and traces; [`Telemetry::shutdown`] sends the spans
+/// still buffered.
+pub struct Telemetry {
+    traces: Option<SdkTracerProvider>,
+}
+
+impl Telemetry {
+    /// Sends what is buffered and stops the trace exporter.
+    pub fn shutdown(self) {
+        if let Some(provider) = self.traces
+            && let Err(error) = provider.shutdown()
+        {
+            tracing::warn!(%error, "the last traces could not be sent");
+        }
+    }
+}
+
+/// Installs the log subscriber once per process (later calls do nothing),
+/// with an OpenTelemetry layer when `telemetry.otlp_endpoint` is set. Call
+/// within the tokio runtime: the exporter sends on it.
+pub fn init(config: &Config) -> Telemetry {
     let filter = EnvFilter::try_new(&config.log).unwrap_or_else(|_| EnvFilter::new("info"));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_target(false)
-        .with_ansi(ansi)
-        .with_writer(std::io::stderr);
-    let _ = match config.log_format {
-        LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    let text = tracing_subscriber::fmt::layer().with_target(false).with_ansi(ansi).with_writer(std::io::stderr);
+    let logs = match config.log_format {
+        LogFormat::Text => text.with_filter(filter).boxed(),
+        LogFormat::Json => text.json().flatten_event(true).with_filter(filter).boxed(),
     };
+    let provider = config.telemetry.otlp_endpoint.as_deref().map(|endpoint| tracer_provider(config, endpoint));
+    let traces = provider.as_ref().map(|(provider, _)| {
+        let tracer = provider.tracer("portico");
+        tracing_opentelemetry::layer().with_tracer(tracer).with_filter(EnvFilter::new(TRACE_FILTER))
+    });
+    let installed = tracing_subscriber::registry().with(logs).with(traces).try_init().is_ok();
+    if let Some((_, endpoint)) = &provider
+        && installed
+    {
+        tracing::info!(endpoint, "sending traces over OTLP");
+    }
+    Telemetry { traces: provider.filter(|_| installed).map(|(provider, _)| provider) }
+}
+
+/// [`init`] without traces: for commands that only log.
+pub fn init_logs(config: &Config) {
+    let mut config = config.clone();
+    config.telemetry.otlp_endpoint = None;
+    init(&config);
+}
+
+/// The OTLP/HTTP exporter behind a batching provider, and the URL it posts to.
+fn tracer_provider(config: &Config, endpoint: &str) -> (SdkTracerProvider, String) {
+    let url = format!("{}/v1/traces", endpoint.trim_end_matches('/'));
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_http_client(OtlpClient::new())
+        .with_endpoint(url.clone())
+        .with_timeout(Duration::from_secs(10))
+        .build();
+    let mut builder = SdkTracerProvider::builder().with_resource(
+        opentelemetry_sdk::Resource::builder().with_service_name(config.telemetry.service_name.clone()).build(),
+    );
+    match exporter {
+        Ok(exporter) => builder = builder.with_batch_exporter(exporter),
+        Err(error) => eprintln!("portico: telemetry.otlp_endpoint: {error}; no traces are sent"),
+    }
+    (builder.build(), url)
+}
+
+/// The exporter's HTTP client: Portico's reqwest, run on the tokio runtime
+/// (the batch exporter calls it from a thread of its own).
+#[derive(Debug, Clone)]
+struct OtlpClient {
+    http: reqwest::Client,
+    runtime: Option<tokio::runtime::Handle>,
+}
+
+impl OtlpClient {
+    fn new() -> Self {
+        Self { http: reqwest::Client::new(), runtime: tokio::runtime::Handle::try_current().ok() }
+    }
+}
+
+#[async_trait::async_trait]
+impl opentelemetry_http::HttpClient for OtlpClient {
+    async fn send_bytes(
+        &self,
+        request: axum::http::Request<axum::body::Bytes>,
+    ) -> Result<axum::http::Response<axum::body::Bytes>, opentelemetry_http::HttpError> {
+        let runtime = self.runtime.clone().ok_or("traces are sent only from within the tokio runtime")?;
+        let request = reqwest::Request::try_from(request)?;
+        let http = self.http.clone();
+        let sent = runtime.spawn(async move {
+            let response = http.execute(request).await?;
+            let status = response.status();
+            let body = response.bytes().await?;
+            Ok::<_, reqwest::Error>((status, body))
+        });
+        let (status, body) = sent.await??;
+        Ok(axum::http::Response::builder().status(status).body(body)?)
+    }
 }
 
 /// How often the recorder folds the samples recorded since into its

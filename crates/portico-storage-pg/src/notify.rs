@@ -46,6 +46,7 @@ fn event_from(row: &PgRow) -> Result<StoredEvent> {
         kind: EventKind::parse(&kind).ok_or_else(|| damaged("event kind", &kind))?,
         payload: get::<Json<serde_json::Value>>(row, "payload")?.0,
         received_at: get(row, "received_at")?,
+        trace_parent: get(row, "trace_parent")?,
     })
 }
 
@@ -111,10 +112,10 @@ impl PgStore {
         let inserted = sqlx::query(
             "WITH v AS (SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::timestamptz[], \
              $6::uuid[], $7::text[], $8::int4[], $9::timestamptz[], $10::timestamptz[], $11::timestamptz[], \
-             $12::timestamptz[]) AS v (event_id, merchant_id, kind, payload, received_at, id, status, attempts, \
-             next_attempt_at, lease_until, created_at, finished_at)), \
-             ins AS (INSERT INTO notification_events (event_id, merchant_id, kind, payload, received_at) \
-             SELECT event_id, merchant_id, kind, payload, received_at FROM v \
+             $12::timestamptz[], $13::text[]) AS v (event_id, merchant_id, kind, payload, received_at, id, status, \
+             attempts, next_attempt_at, lease_until, created_at, finished_at, trace_parent)), \
+             ins AS (INSERT INTO notification_events (event_id, merchant_id, kind, payload, received_at, trace_parent) \
+             SELECT event_id, merchant_id, kind, payload, received_at, trace_parent FROM v \
              ON CONFLICT (event_id) DO NOTHING RETURNING event_id), \
              del AS (INSERT INTO notification_deliveries (id, event_id, merchant_id, status, attempts, \
              next_attempt_at, lease_until, created_at, finished_at) \
@@ -134,6 +135,7 @@ impl PgStore {
         .bind(column(rows, |(_, d)| at_opt(d.lease_until)))
         .bind(column(rows, |(_, d)| at(d.created_at)))
         .bind(column(rows, |(_, d)| at_opt(d.finished_at)))
+        .bind(column(rows, |(e, _)| e.trace_parent.as_deref()))
         .fetch_all(&mut *self.conn().await?)
         .await
         .map_err(storage_error(WHAT))?;

@@ -140,7 +140,10 @@ impl Db {
     {
         let (answer, answered) = oneshot::channel();
         let (queued, wait_seconds, waiting) = (Instant::now(), self.wait_seconds.clone(), self.waiting.clone());
+        // Traced (when traces are on) as a child of the caller's span.
+        let span = tracing::debug_span!("sqlite write", otel.kind = "client", db.system = "sqlite", what);
         let job: Job = Box::new(move |conn| {
+            let _span = span.enter();
             waiting.decrement(1.0);
             wait_seconds.record(queued.elapsed().as_secs_f64());
             let _ = answer.send(job(conn).map_err(|e| e.storage(what)));
@@ -181,7 +184,8 @@ impl Db {
         T: Send + 'static,
     {
         let db = Arc::clone(self);
-        tokio::task::spawn_blocking(move || db.read_here(body))
+        let span = tracing::debug_span!("sqlite read", otel.kind = "client", db.system = "sqlite");
+        tokio::task::spawn_blocking(move || span.in_scope(|| db.read_here(body)))
             .await
             .map_err(|e| StorageError::Other(format!("a SQLite read failed: {e}")))?
     }

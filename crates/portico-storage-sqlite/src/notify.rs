@@ -43,6 +43,7 @@ fn event_from(row: &Row<'_>) -> Res<StoredEvent> {
         kind: EventKind::parse(&kind).ok_or_else(|| damaged(&format!("event kind {kind:?}")))?,
         payload: row.json("payload")?,
         received_at: row.time("received_at")?,
+        trace_parent: row.get("trace_parent")?,
     })
 }
 
@@ -200,14 +201,15 @@ impl NotificationRepository for SqliteStore {
                 for (event, delivery) in &batch {
                     let inserted = run(
                         tx,
-                        "INSERT INTO notification_events (event_id, merchant_id, kind, payload, received_at) \
-                         VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (event_id) DO NOTHING",
+                        "INSERT INTO notification_events (event_id, merchant_id, kind, payload, received_at, \
+                         trace_parent) VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (event_id) DO NOTHING",
                         params![
                             event.event_id,
                             event.merchant_id,
                             event.kind.as_str(),
                             to_json(&event.payload)?,
-                            secs(event.received_at)
+                            secs(event.received_at),
+                            event.trace_parent
                         ],
                     )?;
                     if inserted == 1 {

@@ -235,6 +235,7 @@ pub fn sample() -> Sample {
         kind: EventKind::Payment,
         payload: serde_json::json!({"amount": 12_345, "currency": "RUB", "nested": {"ok": true}}),
         received_at: t0 + Duration::minutes(4),
+        trace_parent: None,
     };
     let delivery = Delivery {
         id: id(30),

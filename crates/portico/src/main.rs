@@ -93,7 +93,18 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    portico_server::telemetry::init_logs(&config);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("portico: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    // Within the runtime: the trace exporter sends on it.
+    let telemetry = {
+        let _runtime = runtime.enter();
+        portico_server::telemetry::init(&config)
+    };
     if let Command::Serve { demo } = &cli.command {
         match config.check_serve(*demo) {
             Ok(warnings) => warnings.iter().for_each(|warning| tracing::warn!("{warning}")),
@@ -103,14 +114,12 @@ fn main() -> ExitCode {
             }
         }
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("portico: cannot start the async runtime: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(run(cli.command, config)) {
+    let outcome = runtime.block_on(run(cli.command, config));
+    {
+        let _runtime = runtime.enter();
+        telemetry.shutdown();
+    }
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("portico: {error:#}");

@@ -167,6 +167,7 @@ async fn seed(app: &TestApp, url: &str, merchants: usize, per_merchant: usize) -
                 kind: EventKind::Payment,
                 payload: serde_json::to_value(payment).unwrap(),
                 received_at: now,
+                trace_parent: None,
             };
             let delivery = Delivery::new(event.event_id.clone(), ids.merchant_id.clone(), now);
             app.store.record_event(&event, &delivery).await.unwrap();

@@ -588,6 +588,7 @@ async fn the_intake_hands_new_deliveries_to_a_worker_with_room_already_leased() 
                 kind: EventKind::Payment,
                 payload: payment("o-1"),
                 received_at: now,
+                trace_parent: None,
             };
             writer.record(event, Delivery::new(id.into(), "m1".into(), now))
         };

@@ -652,6 +652,7 @@ async fn merchants_and_events_are_stored_once_with_their_delivery() {
             kind: EventKind::Payment,
             payload: serde_json::json!({"amount": 100}),
             received_at: t0(),
+            trace_parent: None,
         };
         let delivery = |id: u128| Delivery {
             id: Uuid::from_u128(id),
@@ -694,6 +695,7 @@ async fn with_deliveries(
             kind: EventKind::Payment,
             payload: serde_json::json!({}),
             received_at: t0(),
+            trace_parent: None,
         };
         let delivery = Delivery {
             id: Uuid::from_u128(i),
@@ -853,6 +855,7 @@ async fn pending(store: &dyn Storage, m: &str, count: u128, due: time::OffsetDat
             kind: EventKind::Payment,
             payload: serde_json::json!({}),
             received_at: t0(),
+            trace_parent: None,
         };
         let delivery = Delivery::new(event.event_id.clone(), m.into(), due);
         store.record_event(&event, &delivery).await.unwrap();
@@ -925,6 +928,7 @@ async fn a_batch_of_events_is_recorded_in_one_go_with_duplicates_told_apart() {
             kind: EventKind::Payment,
             payload: serde_json::json!({ "amount": amount }),
             received_at: t0(),
+            trace_parent: None,
         };
         let with_delivery = |e: StoredEvent| {
             let delivery = Delivery::new(e.event_id.clone(), "m".into(), t0());

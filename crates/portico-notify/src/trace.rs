@@ -1,0 +1,25 @@
+//! W3C trace context (`traceparent`) across the queue: the intake keeps the
+//! submitting request's, and the delivery continues that trace and passes
+//! it on to the merchant. Without an OpenTelemetry exporter there is no
+//! trace and nothing is kept.
+
+use std::collections::HashMap;
+
+use opentelemetry::propagation::TextMapPropagator as _;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+
+/// The current span's `traceparent`, when it is part of a trace.
+pub fn current() -> Option<String> {
+    let mut carrier = HashMap::new();
+    TraceContextPropagator::new().inject_context(&tracing::Span::current().context(), &mut carrier);
+    carrier.remove("traceparent")
+}
+
+/// Makes `span` a child of `traceparent` (ignored when it is not one).
+pub fn continue_in(span: &tracing::Span, traceparent: Option<&str>) {
+    if let Some(traceparent) = traceparent {
+        let carrier = HashMap::from([("traceparent".to_owned(), traceparent.to_owned())]);
+        let _ = span.set_parent(TraceContextPropagator::new().extract(&carrier));
+    }
+}
