@@ -275,7 +275,7 @@ impl Deliverer {
             delivery = %claimed.delivery.id,
             event_id = %claimed.delivery.event_id,
         );
-        crate::trace::continue_in(&span, claimed.trace_parent.as_deref());
+        portico_storage::trace::continue_in(&span, claimed.trace_parent.as_deref());
         self.attempt_in(claimed).instrument(span).await
     }
 
@@ -390,7 +390,8 @@ impl Deliverer {
 /// `traceparent` of the current span for the merchant, when tracing.
 fn trace_headers() -> reqwest::header::HeaderMap {
     let mut headers = reqwest::header::HeaderMap::new();
-    if let Some(value) = crate::trace::current().and_then(|v| reqwest::header::HeaderValue::from_str(&v).ok()) {
+    if let Some(value) = portico_storage::trace::current().and_then(|v| reqwest::header::HeaderValue::from_str(&v).ok())
+    {
         headers.insert("traceparent", value);
     }
     headers

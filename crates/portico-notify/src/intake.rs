@@ -259,7 +259,7 @@ async fn submit(
         kind,
         payload,
         received_at: now,
-        trace_parent: crate::trace::current(),
+        trace_parent: portico_storage::trace::current(),
     };
     let delivery = Delivery::new(event.event_id.clone(), event.merchant_id.clone(), now);
     let event_id = event.event_id.clone();

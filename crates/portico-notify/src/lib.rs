@@ -32,7 +32,6 @@ pub mod openapi;
 pub mod retention;
 pub mod samples;
 pub mod settings;
-pub mod trace;
 pub mod worker;
 
 use std::sync::Arc;

@@ -74,7 +74,7 @@ pub async fn queue(
             kind,
             payload: sample(kind, n, now),
             received_at: now,
-            trace_parent: crate::trace::current(),
+            trace_parent: portico_storage::trace::current(),
         };
         let delivery = Delivery::new(event.event_id.clone(), event.merchant_id.clone(), now);
         store.record_event(&event, &delivery).await?;

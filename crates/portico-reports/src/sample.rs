@@ -235,6 +235,7 @@ pub fn task(
         created_at: now,
         updated_at: now,
         files: Vec::new(),
+        trace_parent: None,
     }
 }
 

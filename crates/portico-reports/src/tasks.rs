@@ -146,6 +146,7 @@ pub async fn create(
             created_at: now,
             updated_at: now,
             files: Vec::new(),
+            trace_parent: portico_storage::trace::current(),
         };
         let (task, created) = api.store.create_report_task(&task, !task.handle_if_exists).await?;
         if created {

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use portico_model::reports::{ReportFile, ReportTask, TaskOutcome};
 use tokio::sync::watch;
+use tracing::Instrument as _;
 use uuid::Uuid;
 
 use crate::ReportsState;
@@ -27,6 +28,24 @@ pub async fn run_once(api: &ReportsState) -> Result<bool, portico_storage::Stora
     let Some(lease_until) = task.lease_until else {
         return Ok(true);
     };
+    // Continues the trace of the request that asked for it.
+    let span = tracing::info_span!(
+        "generate",
+        otel.name = "generate report",
+        task = %task.id,
+        report_type = task.report_type.as_str(),
+        attempt = task.attempts,
+    );
+    portico_storage::trace::continue_in(&span, task.trace_parent.as_deref());
+    generate_claimed(api, task, lease_until).instrument(span).await
+}
+
+/// Produces a claimed task's files and records the outcome.
+async fn generate_claimed(
+    api: &ReportsState,
+    task: ReportTask,
+    lease_until: time::OffsetDateTime,
+) -> Result<bool, portico_storage::StorageError> {
     // Most of the lease, so that the outcome is recorded while it holds.
     let budget = api.lease.mul_f64(0.8);
     let started = std::time::Instant::now();

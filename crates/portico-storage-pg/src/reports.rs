@@ -44,6 +44,7 @@ fn task_from(row: &PgRow) -> Result<ReportTask> {
         created_at: get(row, "created_at")?,
         updated_at: get(row, "updated_at")?,
         files: Vec::new(),
+        trace_parent: get(row, "trace_parent")?,
     })
 }
 
@@ -157,7 +158,8 @@ impl ReportRepository for PgStore {
         sqlx::query(
             "INSERT INTO report_tasks (id, cnum, report_type, agreement_number, account, period_from, period_to, \
              handle_if_exists, file_types, status, source, error, created_by, attempts, lease_until, created_at, \
-             updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
+             updated_at, trace_parent) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
         )
         .bind(task.id)
         .bind(&task.cnum)
@@ -176,6 +178,7 @@ impl ReportRepository for PgStore {
         .bind(at_opt(task.lease_until))
         .bind(at(task.created_at))
         .bind(at(task.updated_at))
+        .bind(&task.trace_parent)
         .execute(&mut *self.conn().await?)
         .await
         .map_err(storage_error("report task"))?;

@@ -23,7 +23,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (7, "login throttles", include_str!("../migrations/0007_login_throttles.sql")),
     (8, "session ids", include_str!("../migrations/0008_session_ids.sql")),
     (9, "backchannel logout", include_str!("../migrations/0009_backchannel_logout.sql")),
-    (10, "event trace", include_str!("../migrations/0010_event_trace.sql")),
+    (10, "trace context", include_str!("../migrations/0010_trace_context.sql")),
 ];
 
 /// Applies the migrations that have not run yet.

@@ -56,6 +56,7 @@ fn task_from(row: &Row<'_>) -> Res<ReportTask> {
         created_at: row.time("created_at")?,
         updated_at: row.time("updated_at")?,
         files: Vec::new(),
+        trace_parent: row.get("trace_parent")?,
     })
 }
 
@@ -172,8 +173,8 @@ impl ReportRepository for SqliteStore {
                     tx,
                     "INSERT INTO report_tasks (id, cnum, report_type, agreement_number, account, period_from, \
                      period_to, handle_if_exists, file_types, status, source, error, created_by, attempts, \
-                     lease_until, created_at, updated_at) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+                     lease_until, created_at, updated_at, trace_parent) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
                     params![
                         task.id.to_string(),
                         task.cnum,
@@ -192,6 +193,7 @@ impl ReportRepository for SqliteStore {
                         secs_opt(task.lease_until),
                         secs(task.created_at),
                         secs(task.updated_at),
+                        task.trace_parent,
                     ],
                 )?;
                 Ok((task, true))

@@ -23,6 +23,7 @@ mod oauth;
 mod permissions;
 mod reports;
 mod sessions;
+pub mod trace;
 mod users;
 
 pub use audit::*;

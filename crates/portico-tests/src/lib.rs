@@ -300,6 +300,26 @@ impl TestApp {
         message["code"].as_str().expect("code").to_owned()
     }
 
+    /// Runs `sql` on the server's own database, beside the server (a fault
+    /// the test injects: a table renamed away and back).
+    ///
+    /// # Panics
+    /// When the statement fails.
+    pub async fn run_sql(&self, sql: &str) {
+        let url = self.config.database_url.clone().expect("a database URL");
+        match url.strip_prefix("sqlite://") {
+            Some(path) => {
+                let (sql, path) = (sql.to_owned(), path.to_owned());
+                let run = move || rusqlite::Connection::open(path).expect("open").execute_batch(&sql).expect("sql");
+                tokio::task::spawn_blocking(run).await.expect("the statement ran");
+            }
+            None => {
+                let mut conn = sqlx::PgConnection::connect(&url).await.expect("connect");
+                sqlx::raw_sql(sql).execute(&mut conn).await.expect("sql");
+            }
+        }
+    }
+
     /// Posts a form to the token endpoint as the demo client (`client_secret_post`).
     pub async fn token_request(&self, form: &[(&str, &str)]) -> reqwest::Response {
         let mut body: Vec<(&str, &str)> = vec![("client_id", demo::CLIENT_ID), ("client_secret", demo::CLIENT_SECRET)];

@@ -317,6 +317,7 @@ pub fn sample() -> Sample {
         lease_until: None,
         created_at: t0 + Duration::minutes(10),
         updated_at: t0 + Duration::minutes(11),
+        trace_parent: None,
         files: vec![ReportFile {
             id: id(51),
             task_id: id(50),
@@ -447,6 +448,7 @@ pub async fn fill(store: &dyn Storage, s: &Sample) {
         attempts: 0,
         updated_at: s.task.created_at,
         files: Vec::new(),
+        trace_parent: None,
         ..s.task.clone()
     };
     store.create_report_task(&new, false).await.expect("task");

@@ -2,7 +2,8 @@
 //! local OTLP receiver: a request that comes with a caller's `traceparent`
 //! is a server span of that trace, its database work is inside it, and the
 //! delivery of the event it queued continues the same trace on the worker,
-//! passing it on to the merchant's endpoint.
+//! passing it on to the merchant's endpoint; so does the generation of a
+//! report task it asked for.
 
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -118,6 +119,20 @@ async fn a_request_its_database_work_and_the_delivery_it_queued_are_one_trace() 
         .await
         .unwrap();
     assert_eq!(submitted.status(), 202, "{}", submitted.text().await.unwrap_or_default());
+    // A report task, asked for on the bank's own channel.
+    let (report_trace, report_span) = ("5cf0e2a1d8b54c2f9e3a7b6c1d0e9f8a", "1a2b3c4d5e6f7081");
+    let task = http
+        .post(format!("{base}/internal/v1/reports/tasks?cnum=7700000001"))
+        .bearer_auth(portico_tests::INTERNAL_TOKEN)
+        .header("traceparent", format!("00-{report_trace}-{report_span}-01"))
+        .json(&serde_json::json!({
+            "reportType": "STATEMENT_FOR_1C", "agreementNumber": "БД-0001",
+            "account": "40702810900000000001", "fromDate": "2026-01-01", "toDate": "2026-01-31"
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(task.status(), 200, "{}", task.text().await.unwrap_or_default());
     // A request that reads the database itself (the intake hands its writes
     // to a batching writer shared by many requests).
     let (probe_trace, probe_span) = ("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331");
@@ -138,18 +153,18 @@ async fn a_request_its_database_work_and_the_delivery_it_queued_are_one_trace() 
     for _ in 0..200 {
         spans = trace_spans(&received);
         let names: Vec<&str> = spans.iter().map(|(_, s)| s.name.as_str()).collect();
-        if names.contains(&"deliver notification") && names.contains(&"POST /demo/merchant/notifications") {
+        let generated = received.lock().unwrap().iter().any(|(_, s)| s.name == "generate report");
+        if names.contains(&"deliver notification") && names.contains(&"POST /demo/merchant/notifications") && generated
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let probe: Vec<Span> = received
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|(_, s)| hex(&s.trace_id) == probe_trace)
-        .map(|(_, s)| s.clone())
-        .collect();
+    let of_trace = |trace: &str| -> Vec<Span> {
+        received.lock().unwrap().iter().filter(|(_, s)| hex(&s.trace_id) == trace).map(|(_, s)| s.clone()).collect()
+    };
+    let probe = of_trace(probe_trace);
+    let report = of_trace(report_trace);
     let _ = Command::new("kill").args(["-TERM", &node.id().to_string()]).status();
     let _ = node.wait();
     let names: Vec<String> = spans.iter().map(|(_, s)| s.name.clone()).collect();
@@ -174,4 +189,11 @@ async fn a_request_its_database_work_and_the_delivery_it_queued_are_one_trace() 
     assert_eq!(attribute(deliver, "event_id").as_deref(), Some("traced-1"));
     let merchant = find("POST /demo/merchant/notifications");
     assert_eq!(merchant.parent_span_id, deliver.span_id, "the merchant's endpoint got the traceparent");
+
+    // The report task's generation continues the trace of the request that asked for it.
+    let asked = report.iter().find(|s| s.name == "POST /internal/v1/reports/tasks").expect("the request's span");
+    assert_eq!(hex(&asked.parent_span_id), report_span);
+    let generate = report.iter().find(|s| s.name == "generate report").expect("the generation's span");
+    assert_eq!(generate.parent_span_id, asked.span_id, "the generation's parent is the request that asked for it");
+    assert_eq!(attribute(generate, "report_type").as_deref(), Some("STATEMENT_FOR_1C"));
 }

@@ -143,14 +143,17 @@ async fn handle(identity: &Identity, headers: &HeaderMap, query: &str) -> Result
     let now = identity.clock.now();
 
     if let Some((process, outcome)) = completed_login(identity, headers, &request, now).await? {
-        identity.store.delete_login_process(process.id).await?;
         let session = identity.store.find_session_by_id(outcome.session_id, now).await?;
         // The session the login opened (or continued) ended meanwhile, by a
         // logout or an operator: the user logs in again.
         let Some(session) = session.filter(|s| s.user_id == outcome.user_id) else {
+            identity.store.delete_login_process(process.id).await?;
             return Ok(login::start(identity, headers, &request, now).await?);
         };
+        // The code first, the process last: when anything fails on the way,
+        // the completed process is still there for the browser's retry.
         let mut response = issue_code_redirect(identity, headers, &request, &outcome.scope, &session).await?;
+        identity.store.delete_login_process(process.id).await?;
         let mut set = SetCookies::new(identity.settings.secure_cookies);
         set.clear(cookies::AUTHENTICATION_FLOW).clear(cookies::LOGIN_CLIENT_ENTRY);
         set.apply(response.headers_mut());

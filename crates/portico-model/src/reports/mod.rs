@@ -161,6 +161,9 @@ pub struct ReportTask {
     pub created_at: OffsetDateTime,
     pub updated_at: OffsetDateTime,
     pub files: Vec<ReportFile>,
+    /// The W3C `traceparent` of the request that asked for it, so that its
+    /// generation continues that trace (OpenTelemetry).
+    pub trace_parent: Option<String>,
 }
 
 /// A produced file, kept in the object store under `object_key`.

@@ -1,6 +1,6 @@
 //! Every row of the spec's authorize error table.
 
-use portico_tests::{Pkce, TestApp, backends, location, location_param, location_params};
+use portico_tests::{Pkce, TestApp, backends, code_from, location, location_param, location_params};
 
 /// Parameters to change in a valid request (`None` removes one).
 type Changes<'a> = Vec<(&'a str, Option<&'a str>)>;
@@ -119,5 +119,37 @@ async fn cookies_are_secure_behind_https() {
     let response = get(&app, &app.authorize_url(&Pkce::new(), &[])).await;
     for cookie in response.headers().get_all("set-cookie") {
         assert!(cookie.to_str().unwrap().contains("; Secure"), "{cookie:?}");
+    }
+}
+
+/// A completed login whose code cannot be stored (the store fails on the
+/// way) is still there when the browser comes back: the retry gets the
+/// code, and the code works. Otherwise the process would be gone and the
+/// user sent to log in again (`prompt=login`: the single sign-on session
+/// does not stand in for the process).
+#[tokio::test]
+async fn a_code_that_cannot_be_stored_leaves_the_completed_login_for_the_retry() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let browser = app.browser();
+        let pkce = Pkce::new();
+        let started = browser.get(app.authorize_url(&pkce, &[("prompt", Some("login"))])).send().await.unwrap();
+        assert_eq!(location(&started), "/login");
+        let view = app.login_view(&browser).await;
+        let csrf = view["pageData"]["authenticationFlowContext"]["csrf"].as_str().unwrap().to_owned();
+        let form = [("_csrf", csrf.as_str()), ("principal", "ivan"), ("credentials", "ivan-password")];
+        let password = browser.post(app.url("/login")).form(&form).send().await.unwrap();
+        let back = app.second_factor_if_asked(&browser, &csrf, "ivan", location(&password)).await;
+        assert!(back.starts_with("/oauth2/authorize?"), "{back}");
+
+        app.run_sql("ALTER TABLE authorization_codes RENAME TO authorization_codes_away").await;
+        let failed = browser.get(app.url(&back)).send().await.unwrap();
+        assert_ne!(failed.status(), 302, "{backend:?}: no code without its row");
+        app.run_sql("ALTER TABLE authorization_codes_away RENAME TO authorization_codes").await;
+
+        let retried = browser.get(app.url(&back)).send().await.unwrap();
+        assert_eq!(retried.status(), 302, "{backend:?}: the completed login was kept for the retry");
+        let code = code_from(&retried, &app.redirect_uri());
+        assert_eq!(app.exchange(&code, &pkce.verifier).await.status(), 200);
     }
 }

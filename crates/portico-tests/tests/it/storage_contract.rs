@@ -979,6 +979,7 @@ fn report_task(id: u128, cnum: &str, period: (u8, u8)) -> portico_model::reports
         created_at: t0() + Duration::seconds(i64::try_from(id).unwrap()),
         updated_at: t0() + Duration::seconds(i64::try_from(id).unwrap()),
         files: Vec::new(),
+        trace_parent: None,
     }
 }
 

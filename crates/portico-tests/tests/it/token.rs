@@ -287,25 +287,6 @@ async fn a_refresh_token_works_only_for_its_client() {
     assert_error(response, 400, "invalid_grant").await;
 }
 
-/// Runs `sql` on the app's own database, beside the server.
-async fn on_the_database(app: &TestApp, sql: &str) {
-    let url = app.config.database_url.clone().expect("a database URL");
-    match url.strip_prefix("sqlite://") {
-        Some(path) => {
-            let sql = sql.to_owned();
-            let path = path.to_owned();
-            tokio::task::spawn_blocking(move || rusqlite::Connection::open(path).unwrap().execute_batch(&sql).unwrap())
-                .await
-                .unwrap();
-        }
-        None => {
-            use sqlx::Connection as _;
-            let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
-            sqlx::raw_sql(sql).execute(&mut conn).await.unwrap();
-        }
-    }
-}
-
 /// A token response that cannot be signed (the signing key cannot be
 /// read) fails before the code is redeemed or the refresh token rotated:
 /// presented again once the key can be read, each still works. Otherwise
@@ -319,12 +300,12 @@ async fn a_token_response_that_cannot_be_signed_spends_neither_the_code_nor_the_
         let pkce = Pkce::new();
         let code = app.login_for_code(&app.browser(), &pkce, "maria", "maria-password").await;
 
-        on_the_database(&app, "ALTER TABLE signing_keys RENAME TO signing_keys_away").await;
+        app.run_sql("ALTER TABLE signing_keys RENAME TO signing_keys_away").await;
         let refreshed = app.token_request(&[("grant_type", "refresh_token"), ("refresh_token", &refresh)]).await;
         assert!(refreshed.status().is_server_error(), "{backend:?}: {}", refreshed.status());
         let exchanged = app.exchange(&code, &pkce.verifier).await;
         assert!(exchanged.status().is_server_error(), "{backend:?}: {}", exchanged.status());
-        on_the_database(&app, "ALTER TABLE signing_keys_away RENAME TO signing_keys").await;
+        app.run_sql("ALTER TABLE signing_keys_away RENAME TO signing_keys").await;
 
         let refreshed = app.token_request(&[("grant_type", "refresh_token"), ("refresh_token", &refresh)]).await;
         assert_eq!(refreshed.status(), 200, "{backend:?}: the refresh token was not spent");

@@ -1,7 +1,7 @@
-//! W3C trace context (`traceparent`) across the queue: the intake keeps the
-//! submitting request's, and the delivery continues that trace and passes
-//! it on to the merchant. Without an OpenTelemetry exporter there is no
-//! trace and nothing is kept.
+//! W3C trace context (`traceparent`) across stored work: what a request
+//! queues (a payment event, a report task) keeps the request's, and the
+//! worker that takes it up continues that trace. Without an OpenTelemetry
+//! exporter there is no trace and nothing is kept.
 
 use std::collections::HashMap;
 
