@@ -156,15 +156,9 @@ async fn metrics_count_logins_codes_tokens_and_reports_with_help() {
     let done = super::reports::finished(&app, &ivan, task["id"].as_str().unwrap()).await;
     assert_eq!(done["status"], "DONE");
 
-    let text = app.http().get(app.url("/metrics")).send().await.unwrap().text().await.unwrap();
-    let (help, types, samples) = parse_prometheus(&text);
-    let at_least = |name: &str, labels: &[(&str, &str)]| {
-        samples
-            .iter()
-            .filter(|(n, l, _)| n == name && labels.iter().all(|(k, v)| l.get(*k).map(String::as_str) == Some(*v)))
-            .map(|(_, _, value)| *value)
-            .sum::<f64>()
-    };
+    let text = scrape(&app.url("/metrics")).await;
+    let (help, types, _) = parse_prometheus(&text);
+    let at_least = |name: &str, labels: &[(&str, &str)]| sum(&text, name, labels);
     for (family, kind) in [
         ("portico_logins_total", "counter"),
         ("portico_login_codes_total", "counter"),
@@ -270,4 +264,60 @@ async fn metrics_count_revocations_delivery_lag_and_database_waits() {
             assert!((1.0..=7.0).contains(&open), "{open} connections open");
         }
     }
+}
+
+/// `/metrics` read by the Prometheus project's own text-format parser
+/// (`prometheus_client.parser` from PyPI, in the Python named by
+/// `PORTICO_TEST_PROMETHEUS`): it accepts the whole page, and the families
+/// operators watch are there, counters and histograms (never summaries),
+/// each with its HELP.
+#[tokio::test]
+async fn the_prometheus_parser_reads_metrics_with_every_family_typed_and_described() {
+    let Ok(python) = std::env::var("PORTICO_TEST_PROMETHEUS") else {
+        portico_tests::skipped(
+            "PORTICO_TEST_PROMETHEUS is not set; the check with Prometheus' own parser needs a Python with \
+             prometheus_client",
+        );
+        return;
+    };
+    let app = TestApp::spawn(backends()[0]).await;
+    app.tokens_for("ivan", "ivan-password").await;
+    let text = scrape(&app.url("/metrics")).await;
+    let script = "import json, sys\n\
+        from prometheus_client.parser import text_string_to_metric_families\n\
+        families = [{'name': f.name, 'type': f.type, 'help': f.documentation, 'samples': len(f.samples)}\n\
+                    for f in text_string_to_metric_families(sys.stdin.read())]\n\
+        print(json.dumps(families))\n";
+    let mut child = std::process::Command::new(python)
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run the parser");
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), text.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "the parser refused the page: {}", String::from_utf8_lossy(&out.stderr));
+    let families: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    // The parser names a counter's family without `_total`.
+    let family = |name: &str| families.iter().find(|f| f["name"] == name).cloned();
+    for (name, kind) in [
+        ("portico_http_requests", "counter"),
+        ("portico_http_request_duration_seconds", "histogram"),
+        ("portico_logins", "counter"),
+        ("portico_login_codes", "counter"),
+        ("portico_token_requests", "counter"),
+        ("portico_database_wait_seconds", "histogram"),
+        ("portico_database_waiting", "gauge"),
+    ] {
+        let found = family(name).unwrap_or_else(|| panic!("no family {name}: {families:?}"));
+        assert_eq!(found["type"], kind, "{name}");
+        assert!(found["help"].as_str().is_some_and(|h| !h.is_empty()), "{name} has HELP");
+        assert!(found["samples"].as_u64().unwrap_or(0) > 0, "{name} has samples");
+    }
+    assert!(families.iter().all(|f| f["type"] != "summary"), "no summaries: {families:?}");
+    assert!(
+        families.iter().filter(|f| f["name"].as_str().unwrap_or("").starts_with("portico_")).all(|f| f["help"] != ""),
+        "every family of Portico's has HELP"
+    );
 }
