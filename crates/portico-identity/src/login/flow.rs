@@ -187,6 +187,15 @@ async fn complete(
     let session_id = *process.state.session_id.get_or_insert_with(SessionId::random);
     let scope = consent::granted_scope(&requested_scope(&process.state), process.state.granted_groups.as_deref());
     process.state.outcome = Some(LoginOutcome { user_id: user.id, session_id, scope });
+    // The session first, the outcome naming it second: an outcome is never
+    // stored for a session that does not exist (authorize would then send
+    // the user to log in again). When the outcome cannot be stored, the
+    // step is tried again and opens another session; this one expires.
+    let mut set = SetCookies::new(identity.settings.secure_cookies);
+    if opens {
+        let amr = process.state.amr().into_iter().map(str::to_owned).collect();
+        session::open(identity, session_id, user.id, amr, now, &mut set).await?;
+    }
     if !identity.store.update_login_process(&process).await? {
         return Ok(to_login());
     }
@@ -194,8 +203,10 @@ async fn complete(
     if state.has_otp()
         && state.knows_password()
         && let Some(device) = &state.device_id
+        && let Err(error) = identity.store.trust_device(user.id, device, now).await
     {
-        identity.store.trust_device(user.id, device, now).await?;
+        // The login stands; the device is only not remembered.
+        tracing::warn!(%error, "the device could not be remembered as trusted");
     }
     let method = state.method.as_str();
     metrics::counter!("portico_logins_total", "method" => method, "outcome" => "succeeded").increment(1);
@@ -203,11 +214,6 @@ async fn complete(
     identity.audit(event.detail(json!({ "method": method, "amr": state.amr() }))).await;
 
     let mut response = redirect(StatusCode::SEE_OTHER, &authorize_url(identity, &process));
-    let mut set = SetCookies::new(identity.settings.secure_cookies);
-    if opens {
-        let amr = process.state.amr().into_iter().map(str::to_owned).collect();
-        session::open(identity, session_id, user.id, amr, now, &mut set).await?;
-    }
     set.clear(cookies::STEP_ERROR_DETAILS).clear(cookies::CAPTCHA_REQUIRED);
     set.apply(response.headers_mut());
     Ok(response)

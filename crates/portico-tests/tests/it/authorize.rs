@@ -153,3 +153,42 @@ async fn a_code_that_cannot_be_stored_leaves_the_completed_login_for_the_retry()
         assert_eq!(app.exchange(&code, &pkce.verifier).await.status(), 200);
     }
 }
+
+/// A last login step whose session cannot be stored (the store fails on
+/// the way) completes nothing: sent again once the store is back, the same
+/// step completes the login and the code follows. Had the process been
+/// marked complete first, it would name a session that does not exist and
+/// authorize would send the user to log in again.
+#[tokio::test]
+async fn a_last_step_whose_session_cannot_be_stored_completes_when_sent_again() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let browser = app.browser();
+        let pkce = Pkce::new();
+        let started = browser.get(app.authorize_url(&pkce, &[])).send().await.unwrap();
+        assert_eq!(location(&started), "/login");
+        let view = app.login_view(&browser).await;
+        let csrf = view["pageData"]["authenticationFlowContext"]["csrf"].as_str().unwrap().to_owned();
+        let form = [("_csrf", csrf.as_str()), ("principal", "ivan"), ("credentials", "ivan-password")];
+        let password = browser.post(app.url("/login")).form(&form).send().await.unwrap();
+        assert_eq!(location(&password), "/login", "a second factor on a new device");
+        // The SMS code goes out when the step's page is shown.
+        assert_eq!(app.login_view(&browser).await["pageData"]["stepViewData"]["stepType"], "sms-otp");
+        let ivan = app.store.find_user_by_login("ivan").await.unwrap().unwrap();
+        let code = app.last_code(ivan.phone.as_deref().unwrap());
+        let step = [("_csrf", csrf.as_str()), ("credentials", code.as_str())];
+
+        app.run_sql("ALTER TABLE sso_sessions RENAME TO sso_sessions_away").await;
+        let failed = browser.post(app.url("/login")).form(&step).send().await.unwrap();
+        assert!(!location(&failed).starts_with("/oauth2/authorize"), "{backend:?}: not completed without its session");
+        app.run_sql("ALTER TABLE sso_sessions_away RENAME TO sso_sessions").await;
+
+        let again = browser.post(app.url("/login")).form(&step).send().await.unwrap();
+        let back = location(&again);
+        assert!(back.starts_with("/oauth2/authorize?"), "{backend:?}: the step completes when sent again: {back}");
+        let issued = browser.get(app.url(&back)).send().await.unwrap();
+        assert_eq!(issued.status(), 302, "{backend:?}: the code, not a new login");
+        let code = code_from(&issued, &app.redirect_uri());
+        assert_eq!(app.exchange(&code, &pkce.verifier).await.status(), 200);
+    }
+}
