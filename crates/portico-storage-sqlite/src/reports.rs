@@ -78,6 +78,15 @@ fn file_from(row: &Row<'_>) -> Res<ReportFile> {
 }
 
 /// `tasks` with their files, in one query.
+/// The tasks `sql` selects, with their files, read in one snapshot.
+fn tasks_with_files(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> Res<Vec<ReportTask>> {
+    let snapshot = conn.unchecked_transaction()?;
+    let tasks = all(&snapshot, sql, params, task_from)?;
+    let tasks = with_files(&snapshot, tasks)?;
+    snapshot.finish()?;
+    Ok(tasks)
+}
+
 fn with_files(conn: &Connection, mut tasks: Vec<ReportTask>) -> Res<Vec<ReportTask>> {
     if tasks.is_empty() {
         return Ok(tasks);
@@ -221,9 +230,8 @@ impl ReportRepository for SqliteStore {
         let filter = filter.clone();
         self.db
             .read(move |c| {
-                let snapshot = c.unchecked_transaction()?;
-                let tasks = all(
-                    &snapshot,
+                tasks_with_files(
+                    c,
                     "SELECT * FROM report_tasks WHERE cnum IN (SELECT value FROM json_each(?9)) \
                      AND (?1 IS NULL OR report_type = ?1) AND (?2 IS NULL OR agreement_number = ?2) \
                      AND (?3 IS NULL OR account = ?3) AND (?4 IS NULL OR period_from >= ?4) \
@@ -240,11 +248,7 @@ impl ReportRepository for SqliteStore {
                         filter.offset,
                         cnums,
                     ],
-                    task_from,
-                )?;
-                let tasks = with_files(&snapshot, tasks)?;
-                snapshot.finish()?;
-                Ok(tasks)
+                )
             })
             .await
     }
@@ -268,17 +272,12 @@ impl ReportRepository for SqliteStore {
     async fn list_finished_report_tasks(&self, before: OffsetDateTime, limit: u32) -> Result<Vec<ReportTask>> {
         self.db
             .read(move |c| {
-                let snapshot = c.unchecked_transaction()?;
-                let tasks = all(
-                    &snapshot,
+                tasks_with_files(
+                    c,
                     "SELECT * FROM report_tasks WHERE status IN ('DONE', 'FAILED') AND updated_at < ?1 \
                      ORDER BY updated_at, id LIMIT ?2",
                     params![secs(before), limit],
-                    task_from,
-                )?;
-                let tasks = with_files(&snapshot, tasks)?;
-                snapshot.finish()?;
-                Ok(tasks)
+                )
             })
             .await
     }

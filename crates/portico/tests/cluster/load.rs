@@ -175,6 +175,13 @@ impl Load {
         }
     }
 
+    /// Records an answer that must not come: `what` answered it, with its body.
+    async fn refused(&self, what: &str, response: reqwest::Response) {
+        let status = response.status();
+        let body = response.text().await.unwrap_or_default();
+        self.tally.violation(format!("{what} answered {status}: {body}"));
+    }
+
     /// Sends what `request` makes until an answer comes that is not a 503
     /// or a broken connection, for at most [`RETRY_FOR`]; whether a
     /// connection broke on the way.
@@ -409,9 +416,7 @@ impl Load {
                 if response.status() == 200 {
                     self.tally.add("permissions: read");
                 } else {
-                    let status = response.status();
-                    let body = response.text().await.unwrap_or_default();
-                    self.tally.violation(format!("a permission read answered {status}: {body}"));
+                    self.refused("a permission read", response).await;
                 }
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -444,11 +449,7 @@ impl Load {
                     self.tasks.lock().unwrap().insert(id);
                     self.tally.add("report tasks: accepted");
                 }
-                Some(response) => {
-                    let status = response.status();
-                    let body = response.text().await.unwrap_or_default();
-                    self.tally.violation(format!("a report task answered {status}: {body}"));
-                }
+                Some(response) => self.refused("a report task", response).await,
                 None => self.tally.violation(format!("a report task was not taken in within {RETRY_FOR:?} of tries")),
             }
             tokio::time::sleep(Duration::from_millis(400)).await;
@@ -479,11 +480,7 @@ impl Load {
                     self.acknowledged.lock().unwrap().insert(order);
                     self.tally.add("events: acknowledged");
                 }
-                Some(response) => {
-                    let status = response.status();
-                    let body = response.text().await.unwrap_or_default();
-                    self.tally.violation(format!("an event answered {status}: {body}"));
-                }
+                Some(response) => self.refused("an event", response).await,
                 None => self.tally.violation(format!("an event was not acknowledged within {RETRY_FOR:?} of tries")),
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
