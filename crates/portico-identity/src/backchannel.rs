@@ -143,7 +143,7 @@ impl BackChannel {
 
     /// Signs the token and posts it; `Err` says why it did not arrive.
     async fn send(&self, notice: &LogoutNotice) -> Result<(), String> {
-        let key = self.identity.keys.signing_key().await.map_err(|e| format!("no signing key: {e}"))?;
+        let key = self.identity.tokens.keys.signing_key().await.map_err(|e| format!("no signing key: {e}"))?;
         let now = self.identity.clock.now();
         let claims = LogoutClaims {
             iss: self.identity.settings.issuer.clone(),

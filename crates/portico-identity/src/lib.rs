@@ -3,9 +3,9 @@
 //!
 //! - [`oauth2`]: the protocol endpoints (`/oauth2/*`, discovery, userinfo).
 //! - [`login`]: the login process and its pages (`/login*`, `/error`).
-//! - [`tokens`]: what goes into access tokens and id_tokens, and how an
-//!   access token is checked (shared with every API that accepts one).
-//! - [`keys`]: the signing key ring, backed by storage.
+//! - [`tokens`]: issuing access tokens, id_tokens and refresh tokens
+//!   (checking them, and the signing keys, are `portico-tokens`', shared
+//!   with every API that accepts them).
 
 pub mod backchannel;
 pub mod captcha;
@@ -13,7 +13,6 @@ pub mod captcha_http;
 pub mod client_address;
 pub mod cookies;
 pub mod delivery;
-pub mod keys;
 pub mod login;
 pub mod oauth2;
 pub mod openapi;
@@ -21,7 +20,6 @@ pub mod passwords;
 pub mod settings;
 pub mod theme;
 pub mod tokens;
-pub mod verified;
 
 use std::sync::Arc;
 
@@ -31,7 +29,6 @@ use portico_model::audit::AuditEvent;
 use portico_model::clock::Clock;
 use portico_storage::Storage;
 
-pub use keys::KeyRing;
 pub use settings::IdentitySettings;
 
 /// Everything the identity handlers need, shared by all requests.
@@ -39,11 +36,10 @@ pub struct Identity {
     pub store: Arc<dyn Storage>,
     pub clock: Arc<dyn Clock>,
     pub settings: IdentitySettings,
-    pub keys: KeyRing,
+    /// The signing keys and the checking of tokens, shared with the APIs.
+    pub tokens: Arc<portico_tokens::TokenVerifier>,
     pub cookies: CookieSigner,
     pub passwords: passwords::PasswordChecker,
-    /// Signatures already verified, per token type.
-    pub verified: tokens::VerifiedTokens,
     /// Where one-time codes go.
     pub otp_sender: Arc<dyn delivery::OtpSender>,
     pub captcha: Arc<dyn captcha::CaptchaVerifier>,

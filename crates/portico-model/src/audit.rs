@@ -13,6 +13,33 @@ pub struct AuditEvent {
     pub client_id: Option<ClientId>,
     /// Free-form details; never a secret.
     pub detail: serde_json::Value,
+    /// Who made the change through an administrative channel (an
+    /// [`Actor`] as text); `None` for what users and clients do themselves.
+    pub actor: Option<String>,
+}
+
+/// Who made a change through an administrative channel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Actor {
+    /// A machine with the admin token of this name: `token:<name>`.
+    AdminToken(String),
+    /// An operator in the console, by login: `operator:<login>`.
+    Operator(String),
+    /// The `portico` command line, on the database directly: `cli`.
+    Cli,
+    /// The bank's provisioning system over SCIM: `scim`.
+    Scim,
+}
+
+impl std::fmt::Display for Actor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Actor::AdminToken(name) => write!(f, "token:{name}"),
+            Actor::Operator(login) => write!(f, "operator:{login}"),
+            Actor::Cli => f.write_str("cli"),
+            Actor::Scim => f.write_str("scim"),
+        }
+    }
 }
 
 /// The kinds of security event Portico records.
@@ -31,6 +58,18 @@ pub enum AuditKind {
     KeyRotated,
     SessionEnded,
     LogoutUndelivered,
+    ClientCreated,
+    ClientUpdated,
+    ClientSecretRotated,
+    ClientDeleted,
+    UserCreated,
+    UserUpdated,
+    UserPasswordSet,
+    UserDeleted,
+    MerchantCreated,
+    MerchantKeyRotated,
+    PermissionsImported,
+    BrokerageDataLoaded,
 }
 
 impl AuditKind {
@@ -49,13 +88,37 @@ impl AuditKind {
             AuditKind::KeyRotated => "key.rotated",
             AuditKind::SessionEnded => "session.ended",
             AuditKind::LogoutUndelivered => "logout.undelivered",
+            AuditKind::ClientCreated => "client.created",
+            AuditKind::ClientUpdated => "client.updated",
+            AuditKind::ClientSecretRotated => "client.secret_rotated",
+            AuditKind::ClientDeleted => "client.deleted",
+            AuditKind::UserCreated => "user.created",
+            AuditKind::UserUpdated => "user.updated",
+            AuditKind::UserPasswordSet => "user.password_set",
+            AuditKind::UserDeleted => "user.deleted",
+            AuditKind::MerchantCreated => "merchant.created",
+            AuditKind::MerchantKeyRotated => "merchant.key_rotated",
+            AuditKind::PermissionsImported => "permissions.imported",
+            AuditKind::BrokerageDataLoaded => "brokerage.loaded",
         }
     }
 }
 
 impl AuditEvent {
     pub fn new(at: OffsetDateTime, kind: AuditKind) -> Self {
-        Self { at, kind: kind.as_str().to_owned(), user_id: None, client_id: None, detail: serde_json::Value::Null }
+        Self {
+            at,
+            kind: kind.as_str().to_owned(),
+            user_id: None,
+            client_id: None,
+            detail: serde_json::Value::Null,
+            actor: None,
+        }
+    }
+
+    pub fn by(mut self, actor: &Actor) -> Self {
+        self.actor = Some(actor.to_string());
+        self
     }
 
     pub fn user(mut self, user_id: UserId) -> Self {

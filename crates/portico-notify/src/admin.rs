@@ -9,21 +9,25 @@
 //!   stops working at once.
 //!
 //! Without a configured admin token the API is off (404 naming the setting).
+//! Registrations and new keys are recorded in the audit log with the token
+//! that made them.
 
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use portico_api::openapi::AdminErrors;
+use portico_api::{Admin, ApiError};
+use portico_model::audit::{AuditEvent, AuditKind};
 use portico_model::notify::MerchantIds;
 use portico_storage::StorageError;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
-use utoipa::{IntoResponses, ToSchema};
+use utoipa::ToSchema;
 
 use crate::NotifyState;
-use crate::settings::{ErrorBody, error};
 
 /// A merchant as the admin API lists it (never its key).
 #[derive(Debug, Serialize, ToSchema)]
@@ -68,41 +72,6 @@ pub struct MerchantKey {
     pub api_key: String,
 }
 
-/// The errors every admin operation can answer with.
-#[derive(IntoResponses)]
-#[allow(dead_code)]
-pub enum AdminErrors {
-    /// `unauthorized`: the admin token is missing or wrong.
-    #[response(status = 401)]
-    Unauthorized(ErrorBody),
-    /// `admin_api_disabled`: no admin token is configured.
-    #[response(status = 404)]
-    Disabled(ErrorBody),
-    /// `internal_error`: nothing was changed.
-    #[response(status = 500)]
-    Internal(ErrorBody),
-}
-
-/// 404 when the API is off, 401 without the admin token, else `None`.
-fn refuse(api: &NotifyState, headers: &HeaderMap) -> Option<Response> {
-    let Some(secret) = &api.admin_token else {
-        return Some(error(
-            StatusCode::NOT_FOUND,
-            "admin_api_disabled",
-            "the admin API is off; set admin_token (PORTICO_ADMIN_TOKEN) to turn it on",
-        ));
-    };
-    let authorization = headers.get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    (!secret.authorizes(authorization)).then(|| {
-        error(StatusCode::UNAUTHORIZED, "unauthorized", "send the admin token as Authorization: Bearer <token>")
-    })
-}
-
-fn internal(e: &StorageError) -> Response {
-    tracing::error!(error = %e, "merchant admin request failed");
-    error(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "internal error; nothing was changed")
-}
-
 #[utoipa::path(
     get,
     path = "/admin/v1/merchants",
@@ -111,10 +80,7 @@ fn internal(e: &StorageError) -> Response {
     security(("adminToken" = [])),
     responses((status = 200, description = "Every merchant, by id.", body = Vec<MerchantView>), AdminErrors)
 )]
-pub async fn list(State(api): State<NotifyState>, headers: HeaderMap) -> Response {
-    if let Some(refused) = refuse(&api, &headers) {
-        return refused;
-    }
+pub async fn list(State(api): State<NotifyState>, _: Admin) -> Result<Response, ApiError> {
     match api.store.list_merchants().await {
         Ok(merchants) => {
             let views: Vec<MerchantView> = merchants
@@ -127,9 +93,9 @@ pub async fn list(State(api): State<NotifyState>, headers: HeaderMap) -> Respons
                     created_at: m.created_at,
                 })
                 .collect();
-            Json(views).into_response()
+            Ok(Json(views).into_response())
         }
-        Err(e) => internal(&e),
+        Err(e) => Err(ApiError::storage("listing merchants", &e)),
     }
 }
 
@@ -142,41 +108,36 @@ pub async fn list(State(api): State<NotifyState>, headers: HeaderMap) -> Respons
     security(("adminToken" = [])),
     responses(
         (status = 201, description = "Registered; the key is shown this once.", body = MerchantKey),
-        (status = 400, description = "`bad_request`: the body is no `NewMerchant`, or an id is malformed (named).", body = ErrorBody),
-        (status = 409, description = "`merchant_exists`: the merchant id or public id is taken.", body = ErrorBody),
+        (status = 400, description = "`bad_request`: the body is no `NewMerchant`, or an id is malformed (named).", body = portico_api::error::ErrorBody),
+        (status = 409, description = "`merchant_exists`: the merchant id or public id is taken.", body = portico_api::error::ErrorBody),
         AdminErrors
     )
 )]
 pub async fn create(
     State(api): State<NotifyState>,
-    headers: HeaderMap,
+    admin: Admin,
     body: Result<Bytes, BytesRejection>,
-) -> Response {
-    if let Some(refused) = refuse(&api, &headers) {
-        return refused;
-    }
-    let Ok(body) = body else {
-        return error(StatusCode::BAD_REQUEST, "bad_request", "the body could not be read");
-    };
-    let new: NewMerchant = match serde_json::from_slice(&body) {
-        Ok(new) => new,
-        Err(e) => return error(StatusCode::BAD_REQUEST, "bad_request", format!("the merchant is not valid: {e}")),
-    };
+) -> Result<Response, ApiError> {
+    let body = body.map_err(|_| ApiError::bad_request("the body could not be read"))?;
+    let new: NewMerchant =
+        serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(format!("the merchant is not valid: {e}")))?;
     let ids =
         MerchantIds { merchant_id: new.merchant_id, public_id: new.public_id, sbp_merchant_id: new.sbp_merchant_id };
-    if let Err(problem) = crate::merchants::check_ids(&ids) {
-        return error(StatusCode::BAD_REQUEST, "bad_request", problem.to_string());
-    }
+    crate::merchants::check_ids(&ids).map_err(|problem| ApiError::bad_request(problem.to_string()))?;
     let merchant_id = ids.merchant_id.clone();
-    match crate::merchants::create(api.store.as_ref(), &api.sealer, ids, api.clock.now()).await {
+    let now = api.clock.now();
+    match crate::merchants::create(api.store.as_ref(), &api.sealer, ids, now).await {
         Ok(api_key) => {
-            tracing::info!(%merchant_id, "merchant registered through the admin API");
-            (StatusCode::CREATED, Json(MerchantKey { merchant_id, api_key })).into_response()
+            tracing::info!(%merchant_id, actor = %admin.actor, "merchant registered through the admin API");
+            let event = AuditEvent::new(now, AuditKind::MerchantCreated).by(&admin.actor);
+            portico_api::audit(api.store.as_ref(), event.detail(serde_json::json!({ "merchant_id": merchant_id })))
+                .await;
+            Ok((StatusCode::CREATED, Json(MerchantKey { merchant_id, api_key })).into_response())
         }
         Err(StorageError::Conflict(_)) => {
-            error(StatusCode::CONFLICT, "merchant_exists", "a merchant with this merchant id or public id exists")
+            Err(ApiError::conflict("merchant_exists", "a merchant with this merchant id or public id exists"))
         }
-        Err(e) => internal(&e),
+        Err(e) => Err(ApiError::storage("registering a merchant", &e)),
     }
 }
 
@@ -189,27 +150,28 @@ pub async fn create(
     security(("adminToken" = [])),
     responses(
         (status = 200, description = "The new key, shown this once; the old one no longer works.", body = MerchantKey),
-        (status = 404, description = "`merchant_not_found`, or `admin_api_disabled`.", body = ErrorBody),
-        (status = 401, description = "`unauthorized`: the admin token is missing or wrong.", body = ErrorBody),
-        (status = 500, description = "`internal_error`: nothing was changed.", body = ErrorBody)
+        (status = 401, description = "`unauthorized`: the admin token is missing or wrong.", body = portico_api::error::ErrorBody),
+        (status = 404, description = "`merchant_not_found`, or `admin_api_disabled`.", body = portico_api::error::ErrorBody),
+        (status = 503, description = "`temporarily_unavailable`: nothing was changed; try again after `Retry-After`.", body = portico_api::error::ErrorBody),
+        (status = 500, description = "`internal_error`: nothing was changed.", body = portico_api::error::ErrorBody)
     )
 )]
 pub async fn rotate_key(
     State(api): State<NotifyState>,
-    headers: HeaderMap,
+    admin: Admin,
     merchant_id: Result<Path<String>, PathRejection>,
-) -> Response {
+) -> Result<Response, ApiError> {
     // A segment that is not UTF-8 names no merchant: 404 below, as JSON.
     let merchant_id = merchant_id.map(|Path(id)| id).unwrap_or_default();
-    if let Some(refused) = refuse(&api, &headers) {
-        return refused;
-    }
     match crate::merchants::rotate_key(api.store.as_ref(), &api.sealer, &merchant_id).await {
         Ok(Some(api_key)) => {
-            tracing::info!(%merchant_id, "merchant key rotated through the admin API");
-            Json(MerchantKey { merchant_id, api_key }).into_response()
+            tracing::info!(%merchant_id, actor = %admin.actor, "merchant key rotated through the admin API");
+            let event = AuditEvent::new(api.clock.now(), AuditKind::MerchantKeyRotated).by(&admin.actor);
+            portico_api::audit(api.store.as_ref(), event.detail(serde_json::json!({ "merchant_id": merchant_id })))
+                .await;
+            Ok(Json(MerchantKey { merchant_id, api_key }).into_response())
         }
-        Ok(None) => error(StatusCode::NOT_FOUND, "merchant_not_found", "there is no merchant with this id"),
-        Err(e) => internal(&e),
+        Ok(None) => Err(ApiError::not_found("merchant_not_found", "there is no merchant with this id")),
+        Err(e) => Err(ApiError::storage("rotating a merchant key", &e)),
     }
 }

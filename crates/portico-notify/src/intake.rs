@@ -135,22 +135,22 @@ pub struct IntakeAnswer {
 pub enum IntakeErrors {
     /// `bad_request`: the body is not a submission, or a field is missing, malformed or over its bound (named).
     #[response(status = 400)]
-    BadRequest(crate::settings::ErrorBody),
+    BadRequest(portico_api::error::ErrorBody),
     /// `unauthorized`: the internal token is missing or wrong.
     #[response(status = 401)]
-    Unauthorized(crate::settings::ErrorBody),
-    /// `merchant_not_found`: `merchantId` names no merchant.
+    Unauthorized(portico_api::error::ErrorBody),
+    /// `merchant_not_found`: `merchantId` names no merchant; `internal_api_disabled`: no internal token is configured.
     #[response(status = 404)]
-    NotFound(crate::settings::ErrorBody),
+    NotFound(portico_api::error::ErrorBody),
     /// `event_id_reused`: this `eventId` was submitted before with other content.
     #[response(status = 409)]
-    Conflict(crate::settings::ErrorBody),
+    Conflict(portico_api::error::ErrorBody),
     /// `internal_error`: nothing was stored.
     #[response(status = 500)]
-    Internal(crate::settings::ErrorBody),
+    Internal(portico_api::error::ErrorBody),
     /// `temporarily_unavailable`: the database cannot be reached; nothing was stored. Submit again after `Retry-After` seconds.
     #[response(status = 503, headers(("Retry-After" = u32, description = "Seconds to wait before submitting again.")))]
-    Unavailable(crate::settings::ErrorBody),
+    Unavailable(portico_api::error::ErrorBody),
 }
 
 #[utoipa::path(
@@ -212,13 +212,10 @@ pub async fn unknown_kind(State(api): State<NotifyState>, headers: HeaderMap) ->
     error(StatusCode::NOT_FOUND, "not_found", "events are payment, refund or subscription")
 }
 
-/// 401 unless the request carries the internal token.
+/// 401 unless the request carries the internal token (404 while the
+/// internal API is off).
 fn refuse(api: &NotifyState, headers: &HeaderMap) -> Option<Response> {
-    let authorization = headers.get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    let authorized = api.internal_token.as_ref().is_some_and(|secret| secret.authorizes(authorization));
-    (!authorized).then(|| {
-        error(StatusCode::UNAUTHORIZED, "unauthorized", "send the internal token as Authorization: Bearer <token>")
-    })
+    api.api_tokens.internal(headers).err().map(IntoResponse::into_response)
 }
 
 async fn submit(
@@ -288,20 +285,6 @@ async fn merchant_exists(api: &NotifyState, merchant_id: &str) -> Result<bool, S
     Ok(exists)
 }
 
-/// Seconds an intake answered 503 asks the sender to wait.
-const RETRY_AFTER_SECS: u32 = 5;
-
 fn internal(e: &StorageError) -> Response {
-    if let StorageError::Unavailable(_) = e {
-        tracing::warn!(error = %e, "event intake: the database is unavailable");
-        let mut response = error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "temporarily_unavailable",
-            "the database is unavailable; nothing was stored: submit again later",
-        );
-        response.headers_mut().insert(axum::http::header::RETRY_AFTER, axum::http::HeaderValue::from(RETRY_AFTER_SECS));
-        return response;
-    }
-    tracing::error!(error = %e, "event intake failed");
-    error(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "internal error; nothing was stored")
+    portico_api::ApiError::storage("event intake", e).into_response()
 }

@@ -38,7 +38,6 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::routing::{get, post};
-use portico_crypto::hash::BearerSecret;
 use portico_crypto::seal::Sealer;
 use portico_model::clock::Clock;
 use portico_storage::Storage;
@@ -49,10 +48,8 @@ pub struct Notify {
     pub clock: Arc<dyn Clock>,
     /// Opens merchants' sealed keys for signing.
     pub sealer: Sealer,
-    /// The internal API's token; the intake is closed without one.
-    pub internal_token: Option<BearerSecret>,
-    /// The admin API's token; the merchants' admin API is off without one.
-    pub admin_token: Option<BearerSecret>,
+    /// The admin and internal APIs' tokens; each API is off without its own.
+    pub api_tokens: portico_api::ApiTokens,
     /// Plain `http` and private-network callback addresses (the demo).
     pub allow_insecure_callbacks: bool,
     /// How long a receiver may take to answer.
@@ -81,6 +78,12 @@ pub struct Notify {
 }
 
 pub type NotifyState = Arc<Notify>;
+
+impl portico_api::HasApiTokens for Notify {
+    fn api_tokens(&self) -> &portico_api::ApiTokens {
+        &self.api_tokens
+    }
+}
 
 /// The merchant settings API and the internal event intake.
 pub fn router(state: NotifyState) -> Router {

@@ -2,7 +2,8 @@
 //! `GET /admin/v1/permissions` exports the whole model as a document, and
 //! `POST /admin/v1/permissions` applies a document (JSON, or YAML with a
 //! YAML content type), exactly as `portico permissions import` does.
-//! Authenticated by the configured admin token (`Authorization: Bearer ...`).
+//! Authenticated by an admin token (`Authorization: Bearer ...`); each
+//! applied document is recorded in the audit log with the token's name.
 
 use axum::Json;
 use axum::body::Bytes;
@@ -10,6 +11,10 @@ use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use portico_api::error::ErrorBody as AdminError;
+use portico_api::openapi::AdminErrors;
+use portico_api::{Admin, ApiError, Problem};
+use portico_model::audit::{AuditEvent, AuditKind};
 use portico_model::permissions::PermissionDocument;
 
 use crate::PermissionsState;
@@ -17,62 +22,6 @@ use crate::service::{ApplyError, ApplySummary, parse_document};
 
 /// Largest document the admin API accepts.
 pub const MAX_DOCUMENT: usize = 16 * 1024 * 1024;
-
-/// The body of an admin API error.
-#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
-#[schema(as = PermissionAdminError)]
-pub struct AdminError {
-    /// `unauthorized`, `admin_api_disabled`, `bad_request`, `invalid_document`, `internal_error`.
-    #[schema(example = "invalid_document")]
-    pub code: &'static str,
-    pub message: String,
-    /// With `invalid_document` from the model's checks: each problem and its place.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(nullable = false)]
-    pub problems: Option<Vec<AdminProblem>>,
-}
-
-/// One problem of a document, and where it is (`employees[3].role`).
-#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
-#[schema(as = PermissionDocumentProblem)]
-pub struct AdminProblem {
-    pub place: String,
-    pub message: String,
-}
-
-fn error(status: StatusCode, code: &'static str, message: impl Into<String>) -> Response {
-    (status, Json(AdminError { code, message: message.into(), problems: None })).into_response()
-}
-
-/// The errors of both operations.
-#[derive(utoipa::IntoResponses)]
-#[allow(dead_code)]
-pub enum AdminErrors {
-    /// `unauthorized`: the admin token is missing or wrong.
-    #[response(status = 401)]
-    Unauthorized(AdminError),
-    /// `admin_api_disabled`: no admin token is configured.
-    #[response(status = 404)]
-    Disabled(AdminError),
-    /// `internal_error`: the permission store failed; nothing was changed.
-    #[response(status = 500)]
-    Internal(AdminError),
-}
-
-/// `None` when the request carries the admin token, else the answer to give.
-fn refusal(api: &PermissionsState, headers: &HeaderMap) -> Option<Response> {
-    let Some(secret) = &api.admin_token else {
-        return Some(error(
-            StatusCode::NOT_FOUND,
-            "admin_api_disabled",
-            "the admin API is off; set admin_token (PORTICO_ADMIN_TOKEN) to turn it on",
-        ));
-    };
-    let authorization = headers.get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    (!secret.authorizes(authorization)).then(|| {
-        error(StatusCode::UNAUTHORIZED, "unauthorized", "send the admin token as Authorization: Bearer <token>")
-    })
-}
 
 #[utoipa::path(
     get,
@@ -86,22 +35,16 @@ fn refusal(api: &PermissionsState, headers: &HeaderMap) -> Option<Response> {
         AdminErrors
     )
 )]
-pub async fn export(State(api): State<PermissionsState>, headers: HeaderMap) -> Response {
-    if let Some(response) = refusal(&api, &headers) {
-        return response;
-    }
-    match api.identity.store.load_permissions().await {
+pub async fn export(State(api): State<PermissionsState>, _: Admin) -> Result<Response, ApiError> {
+    match api.store.load_permissions().await {
         Ok(model) => {
             let mut response = Json(model.to_document()).into_response();
             if let Ok(value) = model.revision.to_string().parse() {
                 response.headers_mut().insert("x-permission-revision", value);
             }
-            response
+            Ok(response)
         }
-        Err(e) => {
-            tracing::error!(error = %e, "permission export failed");
-            error(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "the permission store failed")
-        }
+        Err(e) => Err(ApiError::storage("permission export", &e)),
     }
 }
 
@@ -126,58 +69,35 @@ pub async fn export(State(api): State<PermissionsState>, headers: HeaderMap) -> 
 )]
 pub async fn apply(
     State(api): State<PermissionsState>,
+    admin: Admin,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
-) -> Response {
-    if let Some(response) = refusal(&api, &headers) {
-        return response;
-    }
-    let body = match body {
-        Ok(body) => body,
-        Err(e) => {
-            return (e.status(), Json(AdminError { code: "bad_request", message: e.body_text(), problems: None }))
-                .into_response();
-        }
-    };
+) -> Result<Response, ApiError> {
+    let body = body.map_err(|e| ApiError::new(e.status(), "bad_request", e.body_text()))?;
     let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
     let yaml = content_type.contains("yaml");
     if !yaml && !content_type.contains("json") {
-        return error(
+        return Err(ApiError::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "bad_request",
             "send the document as application/json or application/yaml",
-        );
+        ));
     }
-    let Ok(text) = std::str::from_utf8(&body) else {
-        return error(StatusCode::BAD_REQUEST, "bad_request", "the document is not UTF-8");
-    };
-    let doc: PermissionDocument = match parse_document(text, yaml) {
-        Ok(doc) => doc,
-        Err(message) => return error(StatusCode::BAD_REQUEST, "invalid_document", message),
-    };
+    let text = std::str::from_utf8(&body).map_err(|_| ApiError::bad_request("the document is not UTF-8"))?;
+    let doc: PermissionDocument =
+        parse_document(text, yaml).map_err(|message| ApiError::invalid(message, Vec::new()))?;
     match api.service.apply(&doc).await {
         Ok(summary) => {
-            tracing::info!(revision = summary.revision, "permission model changed through the admin API");
-            Json(summary).into_response()
+            tracing::info!(revision = summary.revision, actor = %admin.actor, "permission model changed through the admin API");
+            let event = AuditEvent::new(api.clock.now(), AuditKind::PermissionsImported).by(&admin.actor);
+            portico_api::audit(api.store.as_ref(), event.detail(serde_json::json!({ "revision": summary.revision })))
+                .await;
+            Ok(Json(summary).into_response())
         }
-        Err(ApplyError::Invalid(problems)) => (
-            StatusCode::BAD_REQUEST,
-            Json(AdminError {
-                code: "invalid_document",
-                message: format!("the document has {} problem(s); nothing was changed", problems.len()),
-                problems: Some(
-                    problems.into_iter().map(|p| AdminProblem { place: p.place, message: p.message }).collect(),
-                ),
-            }),
-        )
-            .into_response(),
-        Err(ApplyError::Storage(e)) => {
-            tracing::error!(error = %e, "permission import failed");
-            error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal_error",
-                "the permission store failed; nothing was changed",
-            )
-        }
+        Err(ApplyError::Invalid(problems)) => Err(ApiError::invalid(
+            format!("the document has {} problem(s); nothing was changed", problems.len()),
+            problems.into_iter().map(|p| Problem::new(p.place, p.message)).collect(),
+        )),
+        Err(ApplyError::Storage(e)) => Err(ApiError::storage("permission import", &e)),
     }
 }

@@ -8,9 +8,9 @@
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use portico_identity::tokens::TokenPairError;
 use portico_model::permissions::LookupError;
 use portico_storage::StorageError;
+use portico_tokens::TokenPairError;
 use serde::Serialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;

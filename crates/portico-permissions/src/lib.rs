@@ -25,20 +25,30 @@ use axum::Router;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::HeaderMap;
 use axum::routing::{MethodRouter, get, post};
-use portico_crypto::hash::BearerSecret;
-use portico_identity::Identity;
+use portico_model::clock::Clock;
+use portico_storage::Storage;
+use portico_tokens::TokenVerifier;
 
 use crate::error::ApiError;
 use crate::service::PermissionService;
 
 pub struct PermissionsApi {
-    pub identity: Arc<Identity>,
+    pub store: Arc<dyn Storage>,
+    pub clock: Arc<dyn Clock>,
+    /// Checks the callers' `Authorization` + `Id-Token` pairs.
+    pub tokens: Arc<TokenVerifier>,
     pub service: Arc<PermissionService>,
-    /// The admin API's token; the admin API is off without one.
-    pub admin_token: Option<BearerSecret>,
+    /// The admin API's tokens; the admin API is off without one.
+    pub api_tokens: portico_api::ApiTokens,
 }
 
 pub type PermissionsState = Arc<PermissionsApi>;
+
+impl portico_api::HasApiTokens for PermissionsApi {
+    fn api_tokens(&self) -> &portico_api::ApiTokens {
+        &self.api_tokens
+    }
+}
 
 /// A route whose path lacks a required segment (`/api/v2/permissions/x/`):
 /// after the usual caller checks, `bad_request` naming the parameter.

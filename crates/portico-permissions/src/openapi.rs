@@ -2,7 +2,7 @@
 //! annotations and answer types. The v2 and ACC answers are maps whose keys
 //! come from the permission model; their shapes are described here.
 
-use portico_identity::openapi::TokenPairSecurity;
+use portico_api::openapi::TokenPairSecurity;
 use portico_model::permissions::{AccPermission, AccPermissionName, ContractContext, PermissionV1, PermissionsContext};
 use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, OneOfBuilder, Ref, Schema, Type};

@@ -2,7 +2,7 @@
 //! system id, and array parameters.
 
 use axum::http::HeaderMap;
-use portico_identity::tokens::Caller;
+use portico_tokens::Caller;
 
 use crate::PermissionsApi;
 use crate::error::ApiError;
@@ -18,7 +18,7 @@ impl PermissionsApi {
     /// # Errors
     /// 401 for a bad token pair, then `header_is_missing`.
     pub async fn caller(&self, headers: &HeaderMap, system_id_required: bool) -> Result<Caller, ApiError> {
-        let caller = self.identity.check_token_pair(headers).await?;
+        let caller = self.tokens.check_token_pair(headers).await?;
         let system_id = headers.get("x-system-id").and_then(|v| v.to_str().ok()).map(str::trim);
         if system_id_required && system_id.is_none_or(str::is_empty) {
             return Err(ApiError::HeaderMissing("x-system-id"));

@@ -92,7 +92,7 @@ pub async fn employee_role(
     if !model.is_eio(caller.user_id.as_uuid(), &cnum) {
         return Err(ApiError::NotEio(format!("the caller is not the EIO of company {cnum:?} (cnum)")));
     }
-    if api.identity.store.find_user(user_id.into()).await?.is_none() {
+    if api.store.find_user(user_id.into()).await?.is_none() {
         return Err(ApiError::UserNotFound(format!("there is no user {user_id} (userId)")));
     }
     if model.employee(user_id, &cnum).is_none() {

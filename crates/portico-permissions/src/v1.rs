@@ -8,8 +8,8 @@ use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use axum::response::{IntoResponse, Response};
-use portico_identity::tokens::Caller;
 use portico_model::permissions::PermissionsContext;
+use portico_tokens::Caller;
 
 use crate::PermissionsState;
 use crate::error::ApiError;

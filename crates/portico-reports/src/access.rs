@@ -77,7 +77,7 @@ impl Reports {
     /// `UNAUTHORIZED` for a missing or bad token.
     pub async fn caller(&self, channel: Channel, headers: &HeaderMap) -> Result<Caller, ReportError> {
         match channel {
-            Channel::Public => Ok(Caller::User(self.identity.check_token_pair(headers).await?.user_id.as_uuid())),
+            Channel::Public => Ok(Caller::User(self.tokens.check_token_pair(headers).await?.user_id.as_uuid())),
             Channel::Bank if self.is_internal(headers) => Ok(Caller::Bank),
             Channel::Bank => Err(ReportError::Unauthorized("the internal token is missing or wrong".into())),
         }
@@ -85,12 +85,7 @@ impl Reports {
 
     /// Whether the request carries the internal token (`Bearer`).
     pub fn is_internal(&self, headers: &HeaderMap) -> bool {
-        bearer_is(self.internal_token.as_ref(), headers)
-    }
-
-    /// Whether the request carries the admin token (`Bearer`).
-    pub fn is_admin(&self, headers: &HeaderMap) -> bool {
-        bearer_is(self.admin_token.as_ref(), headers)
+        self.api_tokens.is_internal(headers)
     }
 
     /// The company the request acts in, where the caller holds `action`.
@@ -164,11 +159,4 @@ impl Reports {
             Caller::Bank => Ok(true),
         }
     }
-}
-
-/// Whether `Authorization: Bearer` carries `token` (compared in constant
-/// time); never when no token is configured.
-fn bearer_is(token: Option<&portico_crypto::hash::BearerSecret>, headers: &HeaderMap) -> bool {
-    let authorization = headers.get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    token.is_some_and(|token| token.authorizes(authorization))
 }

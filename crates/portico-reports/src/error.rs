@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 use axum::Json;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use portico_identity::tokens::TokenPairError;
 use portico_storage::StorageError;
+use portico_tokens::TokenPairError;
 use serde::Serialize;
 use utoipa::ToSchema;
 

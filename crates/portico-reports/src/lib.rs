@@ -28,25 +28,23 @@ use std::sync::Arc;
 
 use axum::routing::{get, post};
 use axum::{Extension, Router};
-use portico_crypto::hash::BearerSecret;
-use portico_identity::Identity;
 use portico_model::clock::Clock;
 use portico_permissions::service::PermissionService;
 use portico_storage::Storage;
+use portico_tokens::TokenVerifier;
 
 /// What the report handlers and workers share.
 pub struct Reports {
     pub store: Arc<dyn Storage>,
     pub clock: Arc<dyn Clock>,
-    pub identity: Arc<Identity>,
+    /// Checks the callers' `Authorization` + `Id-Token` pairs.
+    pub tokens: Arc<TokenVerifier>,
     pub permissions: Arc<PermissionService>,
     /// Where produced files live.
     pub files: files::FileStore,
-    /// The internal API's token (the bank's channel, brokerage data
-    /// intake); closed without one.
-    pub internal_token: Option<BearerSecret>,
-    /// The admin API's token (brokerage data); closed without one.
-    pub admin_token: Option<BearerSecret>,
+    /// The internal token (the bank's channel, brokerage data intake) and
+    /// the admin tokens (brokerage data); each closed without its own.
+    pub api_tokens: portico_api::ApiTokens,
     /// How long a worker holds a task it generates; a generation that
     /// takes longer fails.
     pub lease: std::time::Duration,
@@ -60,6 +58,12 @@ pub struct Reports {
 }
 
 pub type ReportsState = Arc<Reports>;
+
+impl portico_api::HasApiTokens for Reports {
+    fn api_tokens(&self) -> &portico_api::ApiTokens {
+        &self.api_tokens
+    }
+}
 
 /// The permission catalog object whose actions (`view`, `create`,
 /// `download`) grant report rights in a company.

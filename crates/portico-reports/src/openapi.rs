@@ -1,7 +1,7 @@
 //! The brokerage report API's OpenAPI document (1.0.0), made from the
 //! handlers' own annotations and answer types.
 
-use portico_identity::openapi::TokenPairSecurity;
+use portico_api::openapi::TokenPairSecurity;
 use utoipa::openapi::path::{ParameterIn, PathItem};
 use utoipa::openapi::security::SecurityRequirement;
 use utoipa::openapi::{Paths, Required};

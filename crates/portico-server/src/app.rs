@@ -1,6 +1,5 @@
 //! Assembly: storage, keys, services and routes, from a [`Config`].
 
-use portico_crypto::hash::BearerSecret;
 use portico_permissions::PermissionsApi;
 use portico_permissions::service::PermissionService;
 use std::future::Future;
@@ -13,12 +12,13 @@ use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, HeaderValue};
 use axum::middleware;
 use axum::routing::get;
+use portico_identity::Identity;
 use portico_identity::passwords::PasswordChecker;
-use portico_identity::{Identity, KeyRing};
 use portico_model::clock::Clock;
 use portico_storage::Storage;
 use portico_storage_pg::PgStore;
 use portico_storage_sqlite::SqliteStore;
+use portico_tokens::{KeyRing, TokenVerifier};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -76,6 +76,7 @@ pub struct App {
     pub permissions: Arc<PermissionService>,
     pub notify: Arc<portico_notify::Notify>,
     pub reports: Arc<portico_reports::Reports>,
+    pub admin: Arc<portico_admin::AdminService>,
     pub demo: bool,
 }
 
@@ -124,6 +125,8 @@ impl App {
         let secret = InstanceSecret::load(&config)?;
         let keys = KeyRing::load(Arc::clone(&store), secret.sealer(), clock.now()).await?;
         let mut settings = config.identity_settings();
+        let tokens =
+            Arc::new(TokenVerifier::new(Arc::clone(&store), Arc::clone(&clock), settings.issuer.clone(), keys));
         if demo && config.theme.bank_name.is_none() {
             settings.branding = crate::demo::branding();
         }
@@ -131,10 +134,9 @@ impl App {
             store: Arc::clone(&store),
             clock,
             settings,
-            keys,
+            tokens: Arc::clone(&tokens),
             cookies: secret.cookie_signer(),
             passwords: PasswordChecker::new(config.login.password_hash_concurrency as usize),
-            verified: Default::default(),
             otp_sender: crate::delivery::otp_sender(&config)?,
             captcha: crate::delivery::captcha(&config)?,
         });
@@ -144,8 +146,7 @@ impl App {
             store: Arc::clone(&store),
             clock: Arc::clone(&identity.clock),
             sealer: secret.sealer(),
-            internal_token: config.internal_token.as_deref().map(BearerSecret::new),
-            admin_token: config.admin_token.as_deref().map(BearerSecret::new),
+            api_tokens: config.api_tokens(),
             allow_insecure_callbacks: config.notifications.allow_insecure_callbacks || demo,
             timeout: Duration::from_millis(config.notifications.timeout_ms.max(1)),
             source_address: config.notifications.source_address,
@@ -189,11 +190,10 @@ impl App {
         let reports = Arc::new(portico_reports::Reports {
             store: Arc::clone(&store),
             clock: Arc::clone(&identity.clock),
-            identity: Arc::clone(&identity),
+            tokens,
             permissions: Arc::clone(&permissions),
             files,
-            internal_token: config.internal_token.as_deref().map(BearerSecret::new),
-            admin_token: config.admin_token.as_deref().map(BearerSecret::new),
+            api_tokens: config.api_tokens(),
             lease: Duration::from_secs(config.reports.lease_secs),
             assets: Arc::new(portico_reports::generate::Assets {
                 signer: Some(Arc::new(report_signer(&config)?)),
@@ -203,7 +203,12 @@ impl App {
             retention: (config.reports.retention_days > 0)
                 .then(|| time::Duration::days(i64::from(config.reports.retention_days))),
         });
-        Ok(Self { config, store, identity, permissions, notify, reports, demo })
+        let admin = Arc::new(portico_admin::AdminService::new(
+            Arc::clone(&store),
+            Arc::clone(&identity.clock),
+            secret.sealer(),
+        ));
+        Ok(Self { config, store, identity, permissions, notify, reports, admin, demo })
     }
 
     /// Every route, with the middleware.
@@ -220,11 +225,17 @@ impl App {
             .with_state(state.clone())
             .merge(portico_identity::router(Arc::clone(&self.identity)))
             .merge(portico_permissions::router(Arc::new(PermissionsApi {
-                identity: Arc::clone(&self.identity),
+                store: Arc::clone(&self.store),
+                clock: Arc::clone(&self.identity.clock),
+                tokens: Arc::clone(&self.identity.tokens),
                 service: Arc::clone(&self.permissions),
-                admin_token: self.config.admin_token.as_deref().map(BearerSecret::new),
+                api_tokens: self.config.api_tokens(),
             })))
             .merge(portico_notify::router(Arc::clone(&self.notify)))
+            .merge(portico_admin::router(Arc::new(portico_admin::AdminApi {
+                service: Arc::clone(&self.admin),
+                api_tokens: self.config.api_tokens(),
+            })))
             .merge(portico_reports::router(Arc::clone(&self.reports)))
             .merge(crate::openapi::router());
         if self.demo {

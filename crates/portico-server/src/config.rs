@@ -39,8 +39,13 @@ pub struct Config {
     pub public_url: Option<String>,
     /// Base64 of 32 random bytes; default: generated once into `<data_dir>/secret.key`.
     pub secret_key: Option<String>,
-    /// Bearer token of the admin APIs (`/admin/v1/...`); they are off without one.
+    /// Bearer token of the admin APIs (`/admin/v1/...`), named `admin` in
+    /// the audit log; they are off without any admin token.
     pub admin_token: Option<String>,
+    /// More admin tokens, each under a name the audit log records as the
+    /// actor of what it changes (`[admin_tokens] ci = "..."`,
+    /// `PORTICO_ADMIN_TOKENS__CI`).
+    pub admin_tokens: std::collections::BTreeMap<String, String>,
     /// Bearer token of the internal APIs other bank systems call
     /// (`/internal/v1/...`); they are off without one.
     pub internal_token: Option<String>,
@@ -386,6 +391,7 @@ impl Default for Config {
             public_url: None,
             secret_key: None,
             admin_token: None,
+            admin_tokens: Default::default(),
             internal_token: None,
             log: "info".to_owned(),
             log_format: LogFormat::Text,
@@ -503,6 +509,29 @@ impl Config {
         }
         if self.admin_token.as_ref().is_some_and(|t| t.len() < 24) {
             return Err(ConfigError("admin_token (PORTICO_ADMIN_TOKEN) must be at least 24 characters".into()));
+        }
+        for (name, token) in &self.admin_tokens {
+            let name_ok = !name.is_empty()
+                && name.len() <= 32
+                && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+            if !name_ok {
+                return Err(ConfigError(format!(
+                    "admin_tokens: the name {name:?} must be 1 to 32 of a-z 0-9 - _ (environment names are lowercased)"
+                )));
+            }
+            if token.len() < 24 {
+                return Err(ConfigError(format!("admin_tokens.{name} must be at least 24 characters")));
+            }
+            if name == "admin" && self.admin_token.is_some() {
+                return Err(ConfigError(
+                    "admin_tokens.admin: the name admin is admin_token's; choose another name".into(),
+                ));
+            }
+        }
+        let mut tokens: Vec<&String> = self.admin_tokens.values().chain(&self.admin_token).collect();
+        tokens.sort();
+        if tokens.windows(2).any(|pair| pair[0] == pair[1]) {
+            return Err(ConfigError("admin_tokens: two admin tokens are the same; give each its own".into()));
         }
         if self.internal_token.as_ref().is_some_and(|t| t.len() < 24) {
             return Err(ConfigError("internal_token (PORTICO_INTERNAL_TOKEN) must be at least 24 characters".into()));
@@ -718,6 +747,13 @@ impl Config {
     }
 
     /// Identity settings derived from this configuration.
+    /// The admin tokens with their names, and the internal token.
+    pub fn api_tokens(&self) -> portico_api::ApiTokens {
+        let admin = self.admin_token.iter().map(|token| ("admin", token.as_str()));
+        let named = self.admin_tokens.iter().map(|(name, token)| (name.as_str(), token.as_str()));
+        portico_api::ApiTokens::new(admin.chain(named), self.internal_token.as_deref())
+    }
+
     pub fn identity_settings(&self) -> IdentitySettings {
         let mut settings = IdentitySettings::with_issuer(self.public_url());
         let secs = |s: u32| Duration::seconds(i64::from(s));

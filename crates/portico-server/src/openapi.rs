@@ -39,7 +39,6 @@ pub fn documents() -> &'static [Document] {
 /// token) and operators (admin token) call. Made from the areas' own
 /// documents.
 fn internal() -> utoipa::openapi::OpenApi {
-    use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
     use utoipa::openapi::{InfoBuilder, OpenApiBuilder};
 
     let info = InfoBuilder::new()
@@ -47,8 +46,9 @@ fn internal() -> utoipa::openapi::OpenApi {
         .version("1.0.0")
         .description(Some(
             "For the bank's own systems, with the internal token (`internal_token`): notification events, \
-             brokerage data, the report operations of the bank's channels. For operators, with the admin token \
-             (`admin_token`): merchants, brokerage data, the permission model. Each API is off while its token \
+             brokerage data, the report operations of the bank's channels. For operators, with an admin token \
+             (`admin_tokens`, `admin_token`): clients, users and their sessions, signing keys, the audit log, \
+             merchants, brokerage data, the permission model. Each API is off while its token \
              is not configured.",
         ))
         .build();
@@ -56,17 +56,10 @@ fn internal() -> utoipa::openapi::OpenApi {
     document.merge(portico_notify::openapi::IntakeApi::openapi());
     document.merge(portico_reports::openapi::BrokerageIntakeApi::openapi());
     document.merge(portico_reports::openapi::bank_channel());
+    document.merge(portico_admin::openapi::AdminApiDoc::openapi());
     document.merge(portico_notify::openapi::MerchantsAdminApi::openapi());
     document.merge(portico_permissions::openapi::PermissionsAdminApi::openapi());
-    let components = document.components.get_or_insert_with(Default::default);
-    for (name, description) in [
-        ("internalToken", "The internal token (`internal_token`, `PORTICO_INTERNAL_TOKEN`)."),
-        ("adminToken", "The admin token (`admin_token`, `PORTICO_ADMIN_TOKEN`)."),
-    ] {
-        let mut scheme = Http::new(HttpAuthScheme::Bearer);
-        scheme.description = Some(description.to_owned());
-        components.add_security_scheme(name, SecurityScheme::Http(scheme));
-    }
+    portico_api::openapi::add_security(&mut document);
     document
 }
 

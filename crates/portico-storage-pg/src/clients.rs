@@ -78,4 +78,26 @@ impl ClientRepository for PgStore {
             .map_err(storage_error("client"))?;
         Ok(done.rows_affected() > 0)
     }
+
+    async fn update_client(&self, client: &Client) -> Result<bool> {
+        let done = sqlx::query(
+            "UPDATE clients SET secret_hash = $2, name_ru = $3, name_en = $4, redirect_uris = $5, scopes = $6, \
+             require_consent = $7, post_logout_redirect_uris = $8, logout_revokes_grants = $9, \
+             backchannel_logout_uri = $10 WHERE client_id = $1",
+        )
+        .bind(client.client_id.as_str())
+        .bind(&client.secret_hash)
+        .bind(&client.name.ru)
+        .bind(&client.name.en)
+        .bind(&client.redirect_uris)
+        .bind(&client.scopes)
+        .bind(client.require_consent)
+        .bind(&client.post_logout_redirect_uris)
+        .bind(client.logout_revokes_grants)
+        .bind(&client.backchannel_logout_uri)
+        .execute(&mut *self.conn().await?)
+        .await
+        .map_err(storage_error("client"))?;
+        Ok(done.rows_affected() > 0)
+    }
 }

@@ -128,9 +128,12 @@ impl SessionRepository for PgStore {
         .map_err(storage_error("logout notice"))?
         .rows_affected();
         bind_audit(
-            sqlx::query("INSERT INTO audit_log (at, kind, user_id, client_id, detail) VALUES ($1, $2, $3, $4, $5)"),
+            sqlx::query(
+                "INSERT INTO audit_log (at, kind, user_id, client_id, detail, actor) VALUES ($1, $2, $3, $4, $5, $6)",
+            ),
             audit,
         )
+        .bind(audit.actor.as_deref())
         .execute(&mut *tx)
         .await
         .map_err(storage_error("audit"))?;

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use portico_model::ids::{GrantId, UserId};
 use portico_model::user::User;
-use portico_storage::UserRepository;
+use portico_storage::{TextMatch, UserQuery, UserRepository};
 use sqlx::postgres::PgRow;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -122,5 +122,99 @@ impl UserRepository for PgStore {
             memory.grants_revoked(revoked.into_iter().map(GrantId::from));
         }
         Ok(Some(user))
+    }
+
+    async fn update_user(&self, user: &User) -> Result<bool> {
+        let done = sqlx::query(
+            "UPDATE users SET login = $2, password_hash = $3, phone = $4, email = $5, name = $6, \
+             phone_login_enabled = $7 WHERE id = $1",
+        )
+        .bind(user.id.as_uuid())
+        .bind(&user.login)
+        .bind(&user.password_hash)
+        .bind(&user.phone)
+        .bind(&user.email)
+        .bind(&user.name)
+        .bind(user.phone_login_enabled)
+        .execute(&mut *self.conn().await?)
+        .await
+        .map_err(storage_error("user login"))?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn delete_user(&self, id: UserId) -> Result<bool> {
+        // The grants go with the user (ON DELETE CASCADE); their deletion
+        // is announced to every node's cache by the grants' trigger. A user
+        // who was an employee changes the permission model: a new revision.
+        let mut tx = self.begin().await?;
+        let grants: Vec<Uuid> = sqlx::query_scalar("SELECT id FROM grants WHERE user_id = $1")
+            .bind(id.as_uuid())
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(storage_error("grant"))?;
+        let employed = sqlx::query("DELETE FROM employees WHERE user_id = $1")
+            .bind(id.as_uuid())
+            .execute(&mut *tx)
+            .await
+            .map_err(storage_error("employee"))?
+            .rows_affected();
+        let mut revision = None;
+        if employed > 0 {
+            let sql = "UPDATE permission_revision SET revision = revision + 1 WHERE id = 1 RETURNING revision";
+            revision = Some(
+                sqlx::query_scalar::<_, i64>(sql)
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(storage_error("permission revision"))?,
+            );
+        }
+        let done = sqlx::query("DELETE FROM users WHERE id = $1")
+            .bind(id.as_uuid())
+            .execute(&mut *tx)
+            .await
+            .map_err(storage_error("user"))?;
+        tx.commit().await.map_err(storage_error("user"))?;
+        if let Some(memory) = self.memory() {
+            memory.grants_revoked(grants.into_iter().map(GrantId::from));
+            if let Some(revision) = revision {
+                memory.revision_seen(revision);
+            }
+        }
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn search_users(&self, query: &UserQuery) -> Result<Vec<User>> {
+        let mut sql = String::from("SELECT * FROM users WHERE true");
+        let mut values: Vec<&str> = Vec::new();
+        for (column, matched) in [("login", &query.login), ("phone", &query.phone), ("email", &query.email)] {
+            let Some(matched) = matched else { continue };
+            values.push(match matched {
+                TextMatch::Is(value) | TextMatch::StartsWith(value) => value,
+            });
+            let n = values.len();
+            match matched {
+                TextMatch::Is(_) => sql.push_str(&format!(" AND {column} = ${n}")),
+                TextMatch::StartsWith(_) => sql.push_str(&format!(" AND starts_with({column}, ${n})")),
+            }
+        }
+        if let Some(after) = &query.after {
+            values.push(after);
+            sql.push_str(&format!(" AND login > ${}", values.len()));
+        }
+        if let Some(blocked) = query.blocked {
+            sql.push_str(if blocked { " AND blocked" } else { " AND NOT blocked" });
+        }
+        sql.push_str(&format!(" ORDER BY login LIMIT {}", query.limit));
+        let mut statement = sqlx::query(&sql);
+        for value in values {
+            statement = statement.bind(value);
+        }
+        statement
+            .fetch_all(&mut *self.conn().await?)
+            .await
+            .map_err(storage_error("user"))?
+            .iter()
+            .map(user_from)
+            .collect()
     }
 }

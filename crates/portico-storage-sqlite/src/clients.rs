@@ -69,4 +69,28 @@ impl ClientRepository for SqliteStore {
             .write("client", move |tx| Ok(run(tx, "DELETE FROM clients WHERE client_id = ?1", [client_id])? > 0))
             .await
     }
+
+    async fn update_client(&self, client: &Client) -> Result<bool> {
+        let client = client.clone();
+        self.db
+            .write("client", move |tx| {
+                let sql = "UPDATE clients SET secret_hash = ?2, name_ru = ?3, name_en = ?4, redirect_uris = ?5, \
+                           scopes = ?6, require_consent = ?7, post_logout_redirect_uris = ?8, \
+                           logout_revokes_grants = ?9, backchannel_logout_uri = ?10 WHERE client_id = ?1";
+                let values = params![
+                    client.client_id.as_str(),
+                    client.secret_hash,
+                    client.name.ru,
+                    client.name.en,
+                    to_json(&client.redirect_uris)?,
+                    client.scopes.join(" "),
+                    client.require_consent,
+                    to_json(&client.post_logout_redirect_uris)?,
+                    client.logout_revokes_grants,
+                    client.backchannel_logout_uri,
+                ];
+                Ok(run(tx, sql, values)? > 0)
+            })
+            .await
+    }
 }

@@ -24,6 +24,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (8, "session ids", include_str!("../migrations/0008_session_ids.sql")),
     (9, "backchannel logout", include_str!("../migrations/0009_backchannel_logout.sql")),
     (10, "trace context", include_str!("../migrations/0010_trace_context.sql")),
+    (11, "audit actor", include_str!("../migrations/0011_audit_actor.sql")),
 ];
 
 /// Applies the migrations that have not run yet.

@@ -4,8 +4,9 @@
 use async_trait::async_trait;
 use portico_model::ids::UserId;
 use portico_model::user::User;
-use portico_storage::UserRepository;
-use rusqlite::{Row, params};
+use portico_storage::{TextMatch, UserQuery, UserRepository};
+use rusqlite::types::Value;
+use rusqlite::{Row, params, params_from_iter};
 use time::OffsetDateTime;
 
 use crate::db::{Columns, Res, all, one, run, secs};
@@ -95,5 +96,78 @@ impl UserRepository for SqliteStore {
             memory.forget_live_grants();
         }
         Ok(user)
+    }
+
+    async fn update_user(&self, user: &User) -> Result<bool> {
+        let user = user.clone();
+        self.db
+            .write("user login", move |tx| {
+                let sql = "UPDATE users SET login = ?2, password_hash = ?3, phone = ?4, email = ?5, name = ?6, \
+                           phone_login_enabled = ?7 WHERE id = ?1";
+                let values = params![
+                    user.id.to_string(),
+                    user.login,
+                    user.password_hash,
+                    user.phone,
+                    user.email,
+                    user.name,
+                    user.phone_login_enabled
+                ];
+                Ok(run(tx, sql, values)? > 0)
+            })
+            .await
+    }
+
+    async fn delete_user(&self, id: UserId) -> Result<bool> {
+        // The grants, sessions and the rest go with the user (ON DELETE
+        // CASCADE). A user who was an employee changes the permission
+        // model: a new revision.
+        let (deleted, revision) = self
+            .db
+            .write("user", move |tx| {
+                let id = id.to_string();
+                let mut revision = None;
+                if run(tx, "DELETE FROM employees WHERE user_id = ?1", [&id])? > 0 {
+                    let sql = "UPDATE permission_revision SET revision = revision + 1 WHERE id = 1 RETURNING revision";
+                    revision = one(tx, sql, [], |row| Ok(row.get::<_, i64>("revision")?))?;
+                }
+                Ok((run(tx, "DELETE FROM users WHERE id = ?1", [&id])? > 0, revision))
+            })
+            .await?;
+        if let Some(memory) = self.memory() {
+            memory.forget_live_grants();
+            if let Some(revision) = revision {
+                memory.revision_seen(revision);
+            }
+        }
+        Ok(deleted)
+    }
+
+    async fn search_users(&self, query: &UserQuery) -> Result<Vec<User>> {
+        let mut sql = String::from("SELECT * FROM users WHERE 1");
+        let mut values: Vec<Value> = Vec::new();
+        for (column, matched) in [("login", &query.login), ("phone", &query.phone), ("email", &query.email)] {
+            let Some(matched) = matched else { continue };
+            let n = values.len() + 1;
+            match matched {
+                TextMatch::Is(value) => {
+                    sql.push_str(&format!(" AND {column} = ?{n}"));
+                    values.push(Value::Text(value.clone()));
+                }
+                TextMatch::StartsWith(value) => {
+                    sql.push_str(&format!(" AND substr({column}, 1, length(?{n})) = ?{n}"));
+                    values.push(Value::Text(value.clone()));
+                }
+            }
+        }
+        if let Some(after) = &query.after {
+            values.push(Value::Text(after.clone()));
+            sql.push_str(&format!(" AND login > ?{}", values.len()));
+        }
+        if let Some(blocked) = query.blocked {
+            sql.push_str(if blocked { " AND blocked" } else { " AND NOT blocked" });
+        }
+        sql.push_str(&format!(" ORDER BY login LIMIT {}", query.limit));
+        self.db.read(move |c| all(c, &sql, params_from_iter(values), user_from)).await
     }
 }

@@ -21,4 +21,10 @@ pub trait ClientRepository: Send + Sync {
     /// # Errors
     /// Only when the store fails.
     async fn delete_client(&self, client_id: &ClientId) -> Result<bool>;
+    /// Replaces everything of the client but its id and creation time (the
+    /// secret hash included). Returns whether it exists.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn update_client(&self, client: &Client) -> Result<bool>;
 }

@@ -32,4 +32,53 @@ pub trait UserRepository: Send + Sync {
     /// # Errors
     /// Only when the store fails.
     async fn set_user_blocked(&self, login: &str, blocked: bool, now: OffsetDateTime) -> Result<Option<User>>;
+    /// Replaces what an operator may change of a user: login, password
+    /// hash, phone, e-mail, name and whether phone login is on (never the
+    /// id, the block or the creation time). Returns whether the user exists.
+    ///
+    /// # Errors
+    /// [`StorageError::Conflict`] when the new login is another user's.
+    async fn update_user(&self, user: &User) -> Result<bool>;
+    /// Removes a user with everything of theirs: grants (and so their
+    /// tokens), sessions, consents, remembered devices, employee records.
+    /// The audit log keeps their events. Returns whether the user existed.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn delete_user(&self, id: UserId) -> Result<bool>;
+    /// The users matching every condition of `query`, in login order, from
+    /// after `query.after`, at most `query.limit`.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn search_users(&self, query: &UserQuery) -> Result<Vec<User>>;
+}
+
+/// How a text field is matched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TextMatch {
+    /// Exactly this value.
+    Is(String),
+    /// Values that start with this.
+    StartsWith(String),
+}
+
+/// Which users to find, a page at a time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserQuery {
+    pub login: Option<TextMatch>,
+    /// Matched against the normalized (E.164) phone.
+    pub phone: Option<TextMatch>,
+    pub email: Option<TextMatch>,
+    /// Only blocked (`true`) or only active (`false`) users.
+    pub blocked: Option<bool>,
+    /// The last login of the previous page.
+    pub after: Option<String>,
+    pub limit: u32,
+}
+
+impl Default for UserQuery {
+    fn default() -> Self {
+        Self { login: None, phone: None, email: None, blocked: None, after: None, limit: 50 }
+    }
 }

@@ -418,7 +418,7 @@ impl TestApp {
         let refresh = portico_identity::tokens::NewRefreshToken::generate(grant.id, now, time::Duration::days(1));
         let event = AuditEvent::new(now, AuditKind::TokenIssued).user(user.id);
         self.store.redeem_code(&code_hash, now, &grant, &refresh.row, &event).await.expect("redeem");
-        let key = self.identity.keys.signing_key().await.expect("the signing key");
+        let key = self.identity.tokens.keys.signing_key().await.expect("the signing key");
         let tokens = self.identity.issue_tokens(&key, &grant, &user, demo::SCOPE, None, &refresh);
         TokenPair {
             user_id: user.id.as_uuid(),

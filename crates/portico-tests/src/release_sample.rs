@@ -206,6 +206,7 @@ pub fn sample() -> Sample {
             user_id: Some(user.id),
             client_id: Some(client.client_id.clone()),
             detail: serde_json::json!({"grant_id": grant.id, "scope": ["openid", "profile"]}),
+            actor: None,
         },
         AuditEvent {
             at: t0 + Duration::minutes(9),
@@ -213,6 +214,7 @@ pub fn sample() -> Sample {
             user_id: None,
             client_id: None,
             detail: serde_json::json!({}),
+            actor: None,
         },
     ];
     let merchant = Merchant {

@@ -1,21 +1,18 @@
 //! Admin commands. They work on the configured database directly, so they
 //! work while servers run on it, and servers see the change on their next
-//! request (nothing of this is cached across requests).
+//! request (nothing of this is cached across requests). They call the same
+//! service as the admin API, so both enforce the same rules, and record
+//! their changes in the audit log as `cli`.
+
+use std::sync::Arc;
 
 use clap::Subcommand;
-use portico_model::audit::{AuditEvent, AuditKind};
-use portico_model::client::{Client, LocalizedText};
-use portico_model::clock::{Clock, SystemClock};
-use portico_model::ids::{ClientId, UserId};
-use portico_model::scope::ScopeSet;
-use portico_model::user::User;
+use portico_admin::service::{NewClient, NewUser};
+use portico_admin::{AdminService, ServiceError};
+use portico_model::audit::Actor;
+use portico_model::clock::SystemClock;
 use portico_server::Config;
 use portico_server::secret::InstanceSecret;
-use portico_storage::StorageError;
-
-/// Shortest client secret accepted: client secrets are stored with a fast
-/// hash, which is sound only for high-entropy values.
-const MIN_SECRET_LEN: usize = 16;
 
 #[derive(Subcommand)]
 pub enum ClientCommand {
@@ -23,7 +20,7 @@ pub enum ClientCommand {
     Add {
         #[arg(long)]
         client_id: String,
-        /// The client secret (at least 16 characters); generated and printed when omitted.
+        /// The client secret (16 to 256 characters); generated and printed when omitted.
         #[arg(long)]
         secret: Option<String>,
         /// A redirect URI (exact match); repeat for several.
@@ -66,6 +63,7 @@ pub enum UserCommand {
     Add {
         #[arg(long)]
         login: String,
+        /// At least 10 characters, not the login.
         #[arg(long)]
         password: String,
         /// Phone number in E.164 form, e.g. +79001234567.
@@ -83,11 +81,17 @@ pub enum UserCommand {
     Block {
         #[arg(long)]
         login: String,
+        /// Why, for the audit log.
+        #[arg(long)]
+        reason: Option<String>,
     },
     /// Unblock a user.
     Unblock {
         #[arg(long)]
         login: String,
+        /// Why, for the audit log.
+        #[arg(long)]
+        reason: Option<String>,
     },
 }
 
@@ -99,8 +103,15 @@ pub enum KeyCommand {
     List,
 }
 
-pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<()> {
+/// The service the admin API uses, over the configured database, acting as `cli`.
+async fn service(config: &Config) -> anyhow::Result<AdminService> {
     let store = portico_server::app::open_store(config).await?;
+    let secret = InstanceSecret::load(config)?;
+    Ok(AdminService::new(store, Arc::new(SystemClock), secret.sealer()))
+}
+
+pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<()> {
+    let admin = service(config).await?;
     match command {
         ClientCommand::Add {
             client_id,
@@ -114,47 +125,26 @@ pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<
             logout_revokes_grants,
             backchannel_logout_uri,
         } => {
-            if client_id.trim().is_empty() {
-                anyhow::bail!("--client-id must not be empty");
-            }
-            for uri in &redirect_uris {
-                check_redirect_uri("--redirect-uri", uri)?;
-            }
-            for uri in &post_logout_redirect_uris {
-                check_redirect_uri("--post-logout-redirect-uri", uri)?;
-            }
-            if let Some(uri) = &backchannel_logout_uri {
-                check_redirect_uri("--backchannel-logout-uri", uri)?;
-            }
-            let scopes = ScopeSet::parse(&scope).map_err(|e| anyhow::anyhow!("--scope: {e}"))?;
-            let (secret, generated) = match secret {
-                Some(secret) if secret.len() < MIN_SECRET_LEN => {
-                    anyhow::bail!("--secret must be at least {MIN_SECRET_LEN} characters (or omit it to generate one)")
-                }
-                Some(secret) => (secret, false),
-                None => (portico_crypto::random::token(), true),
-            };
-            let name_ru = name.unwrap_or_else(|| client_id.clone());
-            let client = Client {
-                client_id: ClientId::new(client_id.clone()),
-                secret_hash: portico_crypto::hash::client_secret_hash(&secret),
-                name: LocalizedText { en: name_en.unwrap_or_else(|| name_ru.clone()), ru: name_ru },
+            let new = NewClient {
+                client_id: client_id.clone(),
+                secret,
                 redirect_uris,
-                scopes: scopes.iter().map(str::to_owned).collect(),
+                scope: Some(scope),
+                name_en: name_en.or_else(|| name.clone()),
+                name_ru: name,
                 require_consent,
                 post_logout_redirect_uris,
                 logout_revokes_grants,
                 backchannel_logout_uri,
-                created_at: SystemClock.now(),
             };
-            store.create_client(&client).await.map_err(|e| conflict(e, "a client with this --client-id"))?;
+            let (_, generated) = admin.create_client(&Actor::Cli, new).await.map_err(refusal)?;
             println!("client {client_id} added");
-            if generated {
+            if let Some(secret) = generated {
                 println!("client secret (shown once, store it now): {secret}");
             }
         }
         ClientCommand::List => {
-            for client in store.list_clients().await? {
+            for client in admin.list_clients().await? {
                 let mut line = format!(
                     "{}\t{}\tscopes: {}\tredirect: {}",
                     client.client_id,
@@ -178,9 +168,7 @@ pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<
             }
         }
         ClientCommand::Remove { client_id } => {
-            if !store.delete_client(&ClientId::new(client_id.clone())).await? {
-                anyhow::bail!("there is no client {client_id}");
-            }
+            admin.delete_client(&Actor::Cli, &client_id).await.map_err(refusal)?;
             println!("client {client_id} removed, with its grants and tokens");
         }
     }
@@ -188,38 +176,15 @@ pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<
 }
 
 pub async fn users(config: &Config, command: UserCommand) -> anyhow::Result<()> {
-    let store = portico_server::app::open_store(config).await?;
-    let now = SystemClock.now();
+    let admin = service(config).await?;
     match command {
         UserCommand::Add { login, password, phone, email, name } => {
-            if login.trim().is_empty() || password.is_empty() {
-                anyhow::bail!("--login and --password must not be empty");
-            }
-            if let Some(phone) = &phone
-                && !(phone.starts_with('+') && phone.len() >= 8 && phone[1..].bytes().all(|b| b.is_ascii_digit()))
-            {
-                anyhow::bail!("--phone {phone}: use E.164 form, e.g. +79001234567");
-            }
-            if email.as_ref().is_some_and(|e| !e.contains('@')) {
-                anyhow::bail!("--email must be an e-mail address");
-            }
-            let password_hash = tokio::task::spawn_blocking(move || portico_crypto::password::hash(&password)).await?;
-            let user = User {
-                id: UserId::random(),
-                login: login.clone(),
-                password_hash,
-                phone,
-                email,
-                name,
-                phone_login_enabled: true,
-                blocked: false,
-                created_at: now,
-            };
-            store.create_user(&user).await.map_err(|e| conflict(e, "a user with this --login"))?;
+            let new = NewUser { login: login.clone(), password, phone, email, name, phone_login_enabled: None };
+            let user = admin.create_user(&Actor::Cli, new).await.map_err(refusal)?;
             println!("user {login} added (id {})", user.id);
         }
         UserCommand::List => {
-            for user in store.list_users().await? {
+            for user in admin.store.list_users().await? {
                 println!(
                     "{}\t{}\t{}\t{}{}",
                     user.login,
@@ -230,28 +195,14 @@ pub async fn users(config: &Config, command: UserCommand) -> anyhow::Result<()> 
                 );
             }
         }
-        UserCommand::Block { login } => {
-            // Each session ends as a logout would (back-channel logouts to
-            // the clients signed in under it); the block then revokes every
-            // grant of the user, whatever the clients asked for.
-            if let Some(user) = store.find_user_by_login(&login).await? {
-                for session in store.list_sessions(user.id, now).await? {
-                    portico_identity::login::session::end(store.as_ref(), &session, "user blocked", now).await?;
-                }
-            }
-            let user = store
-                .set_user_blocked(&login, true, now)
-                .await?
-                .ok_or_else(|| anyhow::anyhow!("there is no user {login}"))?;
-            store.record_audit(&AuditEvent::new(now, AuditKind::UserBlocked).user(user.id)).await?;
+        UserCommand::Block { login, reason } => {
+            let user = admin.user_by_login(&login).await.map_err(refusal)?;
+            admin.block_user(&Actor::Cli, user.id, reason).await.map_err(refusal)?;
             println!("user {login} blocked; their sessions and tokens are revoked");
         }
-        UserCommand::Unblock { login } => {
-            let user = store
-                .set_user_blocked(&login, false, now)
-                .await?
-                .ok_or_else(|| anyhow::anyhow!("there is no user {login}"))?;
-            store.record_audit(&AuditEvent::new(now, AuditKind::UserUnblocked).user(user.id)).await?;
+        UserCommand::Unblock { login, reason } => {
+            let user = admin.user_by_login(&login).await.map_err(refusal)?;
+            admin.unblock_user(&Actor::Cli, user.id, reason).await.map_err(refusal)?;
             println!("user {login} unblocked");
         }
     }
@@ -259,19 +210,15 @@ pub async fn users(config: &Config, command: UserCommand) -> anyhow::Result<()> 
 }
 
 pub async fn keys(config: &Config, command: KeyCommand) -> anyhow::Result<()> {
-    let store = portico_server::app::open_store(config).await?;
+    let admin = service(config).await?;
     match command {
         KeyCommand::Rotate => {
-            let secret = InstanceSecret::load(config)?;
             println!("generating a new RSA-2048 signing key…");
-            let now = SystemClock.now();
-            let kid = portico_identity::KeyRing::rotate(store.as_ref(), &secret.sealer(), now).await?;
-            let event = AuditEvent::new(now, AuditKind::KeyRotated).detail(serde_json::json!({ "kid": kid }));
-            store.record_audit(&event).await?;
+            let kid = admin.rotate_key(&Actor::Cli).await?;
             println!("key {kid} now signs new tokens; the previous key stays published until its tokens expire");
         }
         KeyCommand::List => {
-            for key in store.list_signing_keys().await? {
+            for key in admin.list_keys().await? {
                 let state = match key.retired_at {
                     None => "active".to_owned(),
                     Some(at) => format!("retired {at}"),
@@ -283,18 +230,33 @@ pub async fn keys(config: &Config, command: KeyCommand) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// An address the browser is sent to: absolute, without a fragment.
-fn check_redirect_uri(flag: &str, uri: &str) -> anyhow::Result<()> {
-    let url = url::Url::parse(uri).map_err(|e| anyhow::anyhow!("{flag} {uri}: not an absolute URL ({e})"))?;
-    if url.fragment().is_some() {
-        anyhow::bail!("{flag} {uri}: the address must not have a fragment");
-    }
-    Ok(())
-}
-
-fn conflict(error: StorageError, what: &str) -> anyhow::Error {
+/// A refusal as the command says it: every problem, with the flag's name
+/// where the admin API would name the field.
+fn refusal(error: ServiceError) -> anyhow::Error {
     match error {
-        StorageError::Conflict(_) => anyhow::anyhow!("{what} already exists"),
+        ServiceError::Invalid(problems) => {
+            let lines: Vec<String> = problems.iter().map(|p| flag(&p.place, &p.message)).collect();
+            anyhow::anyhow!("{}", lines.join("\n"))
+        }
         other => other.into(),
     }
+}
+
+/// A problem in the command's words: `redirectUris[1]` is the second
+/// `--redirect-uri`, whose message names its value.
+fn flag(place: &str, message: &str) -> String {
+    let (field, indexed) = match place.split_once('[') {
+        Some((field, _)) => (field, true),
+        None => (place, false),
+    };
+    let name = match field {
+        "clientId" => "--client-id".to_owned(),
+        "redirectUris" => "--redirect-uri".to_owned(),
+        "postLogoutRedirectUris" => "--post-logout-redirect-uri".to_owned(),
+        "backchannelLogoutUri" => "--backchannel-logout-uri".to_owned(),
+        "nameRu" => "--name".to_owned(),
+        "nameEn" => "--name-en".to_owned(),
+        other => format!("--{other}"),
+    };
+    if indexed || field == "backchannelLogoutUri" { format!("{name} {message}") } else { format!("{name}: {message}") }
 }

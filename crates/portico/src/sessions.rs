@@ -1,6 +1,7 @@
 //! `portico sessions`: a user's single sign-on sessions, listed and ended.
 
 use clap::Subcommand;
+use portico_model::audit::Actor;
 use portico_model::clock::{Clock, SystemClock};
 use portico_model::ids::SessionId;
 use portico_server::Config;
@@ -64,7 +65,9 @@ pub async fn run(config: &Config, command: SessionCommand) -> anyhow::Result<()>
                 (None, None) => anyhow::bail!("name the session (--sid) or the user (--login)"),
             };
             for session in &sessions {
-                match portico_identity::login::session::end(store.as_ref(), session, "operator", now).await? {
+                match portico_identity::login::session::end(store.as_ref(), session, "operator", Some(&Actor::Cli), now)
+                    .await?
+                {
                     Some(ended) => {
                         let revoked = ended.revoked_grants().count();
                         println!("session {} ended; {revoked} grant(s) revoked", session.id);

@@ -86,6 +86,7 @@ async fn admin_commands_take_effect_on_a_running_server() {
         assert!(ok(portico(&app, &["users", "list"])).contains("BLOCKED"));
         let audit = app.store.recent_audit(2).await.unwrap();
         assert_eq!(audit[0].kind, "user.blocked", "the block is audited");
+        assert_eq!(audit[0].actor.as_deref(), Some("cli"), "as the command's");
         assert_eq!((audit[1].kind.as_str(), audit[1].detail["by"].as_str()), ("session.ended", Some("user blocked")));
         ok(portico(&app, &["users", "unblock", "--login", "olga"]));
         app.tokens_for("olga", "olga-password").await;

@@ -3,7 +3,7 @@
 //! authorize requests issue codes without a new login.
 
 use axum::http::HeaderMap;
-use portico_model::audit::{AuditEvent, AuditKind};
+use portico_model::audit::{Actor, AuditEvent, AuditKind};
 use portico_model::ids::{SessionHash, SessionId, UserId};
 use portico_model::session::{EndedSession, SsoSession};
 use portico_storage::{Storage, StorageError};
@@ -78,8 +78,9 @@ pub async fn open(
 
 /// Ends a session: removes it and revokes the grants issued under it to
 /// clients that asked for that (`logout_revokes_grants`), in one
-/// transaction with its audit event. `by` says who ended it (`logout`,
-/// `operator`). `None` when the session was gone already.
+/// transaction with its audit event. `by` says how it ended (`logout`,
+/// `operator`, `user blocked`); `actor`, who ended it through an
+/// administrative channel. `None` when the session was gone already.
 ///
 /// # Errors
 /// When storage fails.
@@ -87,9 +88,13 @@ pub async fn end(
     store: &dyn Storage,
     session: &SsoSession,
     by: &str,
+    actor: Option<&Actor>,
     now: OffsetDateTime,
 ) -> Result<Option<EndedSession>, StorageError> {
-    let event = AuditEvent::new(now, AuditKind::SessionEnded).user(session.user_id);
+    let mut event = AuditEvent::new(now, AuditKind::SessionEnded).user(session.user_id);
+    if let Some(actor) = actor {
+        event = event.by(actor);
+    }
     let ended = store.end_session(session.id, now, &event.detail(json!({ "sid": session.id, "by": by }))).await?;
     if let Some(ended) = &ended {
         let revoked = ended.revoked_grants().count();

@@ -55,7 +55,7 @@ pub struct PublicJwk {
 )]
 pub async fn jwks(State(identity): State<IdentityState>) -> Response {
     let now = identity.clock.now();
-    match identity.keys.jwks(now, identity.settings.key_retention()).await {
+    match identity.tokens.keys.jwks(now, identity.settings.key_retention()).await {
         Ok(keys) => {
             super::discovery::public_document(Json(PublicJwksResponse { keys }).into_response(), "public, max-age=60")
         }

@@ -9,7 +9,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use crate::IdentityState;
-use crate::tokens::{AccessTokenError, bearer, invalid_token};
+use crate::tokens::invalid_token;
+use portico_tokens::{AccessTokenError, bearer};
 
 #[utoipa::path(
     get,
@@ -28,7 +29,7 @@ pub async fn liveness(State(identity): State<IdentityState>, headers: HeaderMap)
     let Some(token) = bearer(&headers) else {
         return invalid_token();
     };
-    match identity.check_access_token(token).await {
+    match identity.tokens.check_access_token(token).await {
         Ok(_) => StatusCode::OK.into_response(),
         Err(AccessTokenError::Invalid) => invalid_token(),
         Err(AccessTokenError::Unavailable(error)) => {

@@ -42,8 +42,8 @@ use crate::cookies::{self, SetCookies};
 use crate::login::error_page::{LoggedOutPage, server_error};
 use crate::login::session;
 use crate::login::texts::{self, Texts};
-use crate::tokens::{AccessTokenError, IdClaims};
 use crate::{Identity, IdentityState};
+use portico_tokens::{AccessTokenError, IdClaims};
 
 /// Why a logout request was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -192,7 +192,7 @@ async fn answer(
 async fn validate(identity: &Identity, params: &Params) -> Result<LogoutRequest, Failure> {
     let hint = match params.one("id_token_hint")? {
         None => None,
-        Some(token) => match identity.verify_issued::<IdClaims>(token, TYP_ID_TOKEN).await {
+        Some(token) => match identity.tokens.verify_issued::<IdClaims>(token, TYP_ID_TOKEN).await {
             Ok(claims) => Some(claims),
             Err(AccessTokenError::Invalid) => return Err(Refusal::Hint.into()),
             Err(AccessTokenError::Unavailable(error)) => return Err(error.into()),
@@ -237,7 +237,7 @@ async fn end_sessions(identity: &Identity, headers: &HeaderMap, hint: Option<&Id
     if let Some(current) = session::from_cookie(identity, headers, now).await? {
         browser_signed_out = hinted_user.is_none_or(|sub| sub == current.user_id.to_string());
         if browser_signed_out {
-            session::end(identity.store.as_ref(), &current, "logout", now).await?;
+            session::end(identity.store.as_ref(), &current, "logout", None, now).await?;
         }
     }
     if let Some(hint) = hint
@@ -245,7 +245,7 @@ async fn end_sessions(identity: &Identity, headers: &HeaderMap, hint: Option<&Id
         && let Some(named) = identity.store.find_session_by_id(sid, now).await?
         && named.user_id.to_string() == hint.sub
     {
-        session::end(identity.store.as_ref(), &named, "logout", now).await?;
+        session::end(identity.store.as_ref(), &named, "logout", None, now).await?;
     }
     Ok(browser_signed_out)
 }

@@ -22,8 +22,8 @@ use super::MAX_FORM_BODY;
 use super::client_auth::authenticate;
 use super::error::OAuthError;
 use super::params::read_form;
-use crate::tokens::{AccessClaims, AccessTokenError};
 use crate::{Identity, IdentityState};
+use portico_tokens::{AccessClaims, AccessTokenError};
 
 #[utoipa::path(
     post,
@@ -52,7 +52,7 @@ async fn handle(identity: &Identity, headers: &HeaderMap, body: Body) -> Result<
     let now = identity.clock.now();
 
     if token.matches('.').count() == 2 {
-        match identity.verify_jwt::<AccessClaims>(token, TYP_ACCESS_TOKEN).await {
+        match identity.tokens.verify_jwt::<AccessClaims>(token, TYP_ACCESS_TOKEN).await {
             Ok(claims) if client.client_id == claims.client_id.as_str() => {
                 let expires_at = time::OffsetDateTime::from_unix_timestamp(claims.exp).unwrap_or(now);
                 identity.store.revoke_access_token(&claims.jti, expires_at, now).await?;

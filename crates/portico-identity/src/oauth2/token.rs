@@ -143,7 +143,7 @@ async fn exchange_code(identity: &Identity, client: &Client, params: &Params) ->
         session_id: code.session_id,
     };
     // The key first: once the code is redeemed, nothing may fail.
-    let key = identity.keys.signing_key().await?;
+    let key = identity.tokens.keys.signing_key().await?;
     let refresh = NewRefreshToken::generate(grant.id, now, identity.settings.refresh_token_ttl);
     let event = AuditEvent::new(now, AuditKind::TokenIssued)
         .user(user.id)
@@ -219,7 +219,7 @@ async fn refresh(identity: &Identity, client: &Client, params: &Params) -> Resul
     };
 
     // The key first: once the token is rotated, nothing may fail.
-    let key = identity.keys.signing_key().await?;
+    let key = identity.tokens.keys.signing_key().await?;
     let successor = NewRefreshToken::generate(grant.id, now, identity.settings.refresh_token_ttl);
     let event = AuditEvent::new(now, AuditKind::TokenRefreshed)
         .user(user.id)

@@ -8,7 +8,8 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 use crate::IdentityState;
-use crate::tokens::{AccessTokenError, UserClaims, bearer, invalid_token};
+use crate::tokens::invalid_token;
+use portico_tokens::{AccessTokenError, UserClaims, bearer};
 
 /// The userinfo answer: `sub` and the claims the token's scopes allow.
 #[derive(Serialize, utoipa::ToSchema)]
@@ -63,7 +64,7 @@ async fn answer(identity: &IdentityState, headers: &HeaderMap) -> Response {
     let Some(token) = bearer(headers) else {
         return invalid_token();
     };
-    let claims = match identity.check_access_token(token).await {
+    let claims = match identity.tokens.check_access_token(token).await {
         Ok(claims) => claims,
         Err(AccessTokenError::Invalid) => return invalid_token(),
         Err(AccessTokenError::Unavailable(_)) => return StatusCode::SERVICE_UNAVAILABLE.into_response(),

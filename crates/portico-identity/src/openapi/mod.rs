@@ -1,12 +1,9 @@
-//! The identity and login interface's OpenAPI document (1.0.0), and what
-//! every published document shares about Portico's tokens: the token pair
-//! (`Authorization` + `Id-Token`) that the permission and report APIs take
-//! on every operation.
+//! The identity and login interface's OpenAPI document (1.0.0).
 //!
 //! The answers are the handlers' own types; what the endpoints read is
 //! described in [`inputs`].
 
-use utoipa::openapi::security::{ApiKey, ApiKeyValue, Http, HttpAuthScheme, SecurityScheme};
+use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{IntoResponses, Modify, OpenApi};
 
 use crate::login::view::{ErrorPageData, LoginViewData};
@@ -18,31 +15,6 @@ use crate::tokens::TokenResponse;
 mod inputs;
 
 pub use inputs::*;
-
-/// Adds the security schemes `accessToken` (header `Authorization`) and
-/// `idToken` (header `Id-Token`); documents name both in their `security`.
-#[derive(Debug)]
-pub struct TokenPairSecurity;
-
-impl Modify for TokenPairSecurity {
-    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        let components = openapi.components.get_or_insert_with(Default::default);
-        components.add_security_scheme(
-            "accessToken",
-            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
-                "Authorization",
-                "The access token from POST /oauth2/token, with or without `Bearer `.",
-            ))),
-        );
-        components.add_security_scheme(
-            "idToken",
-            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
-                "Id-Token",
-                "The id_token of the same login.",
-            ))),
-        );
-    }
-}
 
 /// The identity document's schemes: the client's Basic credentials on the
 /// token and revoke endpoints (`clientBasic`; `client_secret_post` puts

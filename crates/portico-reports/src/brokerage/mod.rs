@@ -12,12 +12,14 @@ pub mod csv;
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use portico_api::error::ErrorBody;
+use portico_api::openapi::{AdminErrors, InternalErrors};
+use portico_api::{Admin, ApiError, Internal, Problem};
+use portico_model::audit::{AuditEvent, AuditKind};
 use portico_model::reports::brokerage::Agreement;
 use serde::Deserialize;
 
-use crate::{Channel, ReportsState};
+use crate::ReportsState;
 
 /// An import document.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -67,49 +69,13 @@ pub struct AgreementRef {
     pub cnum: String,
 }
 
-/// The body of a refused or failed intake.
-#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
-#[schema(as = BrokerageError)]
-pub struct IntakeError {
-    /// `UNAUTHORIZED`, `VALIDATION_ERROR`, `INTERNAL_ERROR`.
-    #[schema(example = "VALIDATION_ERROR")]
-    pub code: &'static str,
-    pub message: String,
-    /// Each problem with its place (`agreements[0].trades[3].ticker: ...`); only with `VALIDATION_ERROR`.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub problems: Vec<String>,
-}
-
-impl IntakeError {
-    fn respond(status: StatusCode, code: &'static str, message: impl Into<String>, problems: Vec<String>) -> Response {
-        (status, Json(IntakeError { code, message: message.into(), problems })).into_response()
-    }
-}
-
 /// Every error of the intake.
 #[derive(utoipa::IntoResponses)]
 #[allow(dead_code)]
 pub enum IntakeErrors {
-    /// `VALIDATION_ERROR`: every problem with its place; nothing was stored.
+    /// `invalid_document`: every problem with its place; nothing was stored.
     #[response(status = 400)]
-    Invalid(IntakeError),
-    /// `UNAUTHORIZED`: the route's token is missing or wrong.
-    #[response(status = 401)]
-    Unauthorized(IntakeError),
-    /// `INTERNAL_ERROR`: nothing was stored.
-    #[response(status = 500)]
-    Internal(IntakeError),
-}
-
-/// 401 unless the request carries the token of its route: the internal
-/// token on `/internal/v1/...`, the admin token on `/admin/v1/...`.
-fn refused(api: &ReportsState, channel: Channel, headers: &HeaderMap) -> Option<Response> {
-    let (allowed, token) = match channel {
-        Channel::Bank => (api.is_internal(headers), "internal"),
-        Channel::Public => (api.is_admin(headers), "admin"),
-    };
-    let message = format!("the {token} token is missing or wrong");
-    (!allowed).then(|| IntakeError::respond(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", message, Vec::new()))
+    Invalid(ErrorBody),
 }
 
 #[utoipa::path(
@@ -118,28 +84,12 @@ fn refused(api: &ReportsState, channel: Channel, headers: &HeaderMap) -> Option<
     operation_id = "listBrokerageAgreements",
     tag = "brokerage data",
     security(("adminToken" = [])),
-    responses(
-        (status = 200, description = "Every agreement, by number.", body = Vec<AgreementRef>),
-        (status = 401, description = "`UNAUTHORIZED`: the admin token is missing or wrong.", body = IntakeError),
-        (status = 500, description = "`INTERNAL_ERROR`.", body = IntakeError)
-    )
+    responses((status = 200, description = "Every agreement, by number.", body = Vec<AgreementRef>), AdminErrors)
 )]
-pub async fn list(State(api): State<ReportsState>, headers: HeaderMap) -> Response {
-    if let Some(refused) = refused(&api, Channel::Public, &headers) {
-        return refused;
-    }
-    match api.store.list_agreements().await {
-        Ok(agreements) => {
-            let items: Vec<AgreementRef> =
-                agreements.into_iter().map(|(number, cnum)| AgreementRef { number, cnum }).collect();
-            Json(items).into_response()
-        }
-        Err(e) => {
-            tracing::error!(error = %e, "listing brokerage agreements failed");
-            let message = "internal error; try again later";
-            IntakeError::respond(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL_ERROR", message, Vec::new())
-        }
-    }
+pub async fn list(State(api): State<ReportsState>, _: Admin) -> Result<Json<Vec<AgreementRef>>, ApiError> {
+    let agreements =
+        api.store.list_agreements().await.map_err(|e| ApiError::storage("listing brokerage agreements", &e))?;
+    Ok(Json(agreements.into_iter().map(|(number, cnum)| AgreementRef { number, cnum }).collect()))
 }
 
 #[utoipa::path(
@@ -149,10 +99,10 @@ pub async fn list(State(api): State<ReportsState>, headers: HeaderMap) -> Respon
     tag = "brokerage data",
     request_body = Document,
     security(("internalToken" = [])),
-    responses((status = 200, description = "Stored: each agreement replaced whole.", body = Stored), IntakeErrors)
+    responses((status = 200, description = "Stored: each agreement replaced whole.", body = Stored), IntakeErrors, InternalErrors)
 )]
-pub async fn submit_bank(State(api): State<ReportsState>, headers: HeaderMap, body: Bytes) -> Response {
-    submit(&api, Channel::Bank, &headers, &body).await
+pub async fn submit_bank(State(api): State<ReportsState>, _: Internal, body: Bytes) -> Result<Json<Stored>, ApiError> {
+    store(&api, &body).await
 }
 
 #[utoipa::path(
@@ -162,33 +112,28 @@ pub async fn submit_bank(State(api): State<ReportsState>, headers: HeaderMap, bo
     tag = "brokerage data",
     request_body = Document,
     security(("adminToken" = [])),
-    responses((status = 200, description = "Stored: each agreement replaced whole.", body = Stored), IntakeErrors)
+    responses((status = 200, description = "Stored: each agreement replaced whole.", body = Stored), IntakeErrors, AdminErrors)
 )]
-pub async fn submit_admin(State(api): State<ReportsState>, headers: HeaderMap, body: Bytes) -> Response {
-    submit(&api, Channel::Public, &headers, &body).await
+pub async fn submit_admin(
+    State(api): State<ReportsState>,
+    admin: Admin,
+    body: Bytes,
+) -> Result<Json<Stored>, ApiError> {
+    let stored = store(&api, &body).await?;
+    let event = AuditEvent::new(api.clock.now(), AuditKind::BrokerageDataLoaded).by(&admin.actor);
+    portico_api::audit(api.store.as_ref(), event.detail(serde_json::json!({ "agreements": stored.agreements }))).await;
+    Ok(stored)
 }
 
-/// Checks the route's token, then stores the document all or nothing.
-async fn submit(api: &ReportsState, channel: Channel, headers: &HeaderMap, body: &[u8]) -> Response {
-    if let Some(refused) = refused(api, channel, headers) {
-        return refused;
-    }
-    let document = match parse(body) {
-        Ok(document) => document,
-        Err(problems) => {
-            let message = "the document is not valid; nothing was stored";
-            return IntakeError::respond(StatusCode::BAD_REQUEST, "VALIDATION_ERROR", message, problems);
-        }
-    };
-    match api.store.save_agreements(&document.agreements, api.clock.now()).await {
-        Ok(()) => {
-            let agreements = document.agreements.into_iter().map(|a| a.number).collect();
-            Json(Stored { agreements }).into_response()
-        }
-        Err(e) => {
-            tracing::error!(error = %e, "brokerage data intake failed");
-            let message = "internal error; nothing was stored";
-            IntakeError::respond(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL_ERROR", message, Vec::new())
-        }
-    }
+/// Stores the document all or nothing.
+async fn store(api: &ReportsState, body: &[u8]) -> Result<Json<Stored>, ApiError> {
+    let document = parse(body).map_err(|problems| {
+        let problems = problems.iter().map(|line| Problem::from_line(line)).collect();
+        ApiError::invalid("the document is not valid; nothing was stored", problems)
+    })?;
+    api.store
+        .save_agreements(&document.agreements, api.clock.now())
+        .await
+        .map_err(|e| ApiError::storage("brokerage data intake", &e))?;
+    Ok(Json(Stored { agreements: document.agreements.into_iter().map(|a| a.number).collect() }))
 }

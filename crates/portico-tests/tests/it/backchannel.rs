@@ -174,7 +174,8 @@ async fn a_logout_never_acknowledged_is_given_up_after_the_retry_window_and_audi
         // An operator ends the session: the same notices follow.
         let sid_id: portico_model::ids::SessionId = sid.parse::<uuid::Uuid>().unwrap().into();
         let session = app.store.find_session_by_id(sid_id, app.clock.now()).await.unwrap().unwrap();
-        let ended = portico_identity::login::session::end(app.store.as_ref(), &session, "operator", app.clock.now());
+        let ended =
+            portico_identity::login::session::end(app.store.as_ref(), &session, "operator", None, app.clock.now());
         assert_eq!(ended.await.unwrap().unwrap().notices, 1, "{backend:?}: one client listens");
         receiver.until(1).await;
         app.clock.advance(Duration::seconds(61));

@@ -31,21 +31,24 @@ async fn agreements_are_stored_whole_or_not_at_all_with_each_problem_named() {
 
         for (path, wrong) in [(INTERNAL, ADMIN_TOKEN), (ADMIN, INTERNAL_TOKEN)] {
             let (status, body) = send(&app, path, wrong, Some(&document)).await;
-            assert_eq!((status, body["code"].as_str()), (401, Some("UNAUTHORIZED")), "{path}: {body}");
+            assert_eq!((status, body["code"].as_str()), (401, Some("unauthorized")), "{path}: {body}");
         }
         let (status, body) = send(&app, INTERNAL, INTERNAL_TOKEN, Some(&document)).await;
-        assert_eq!((status, body["code"].as_str()), (400, Some("VALIDATION_ERROR")), "{backend:?}: {body}");
+        assert_eq!((status, body["code"].as_str()), (400, Some("invalid_document")), "{backend:?}: {body}");
         assert_eq!(
             body["problems"],
             json!([
-                "agreements[1].trades[1].ticker: an instrument listed in instruments",
-                "agreements[1].cashMovements[0].counterparty.inn: 10 or 12 digits"
+                {"place": "agreements[1].trades[1].ticker", "message": "an instrument listed in instruments"},
+                {"place": "agreements[1].cashMovements[0].counterparty.inn", "message": "10 or 12 digits"}
             ])
         );
         assert!(app.store.find_agreement("БД-0100").await.unwrap().is_none(), "the valid one is not stored either");
         let (status, body) = send(&app, INTERNAL, INTERNAL_TOKEN, Some(&json!({"agreements": [first], "x": 1}))).await;
-        let problem = body["problems"][0].as_str().unwrap_or_default();
-        assert!(status == 400 && problem.starts_with("x: unknown field `x`, expected `agreements`"), "{body}");
+        let problem = &body["problems"][0];
+        assert_eq!((status, problem["place"].as_str()), (400, Some("x")), "{body}");
+        assert!(
+            problem["message"].as_str().unwrap_or_default().starts_with("unknown field `x`, expected `agreements`")
+        );
 
         let (status, body) = send(&app, INTERNAL, INTERNAL_TOKEN, Some(&json!({"agreements": [first]}))).await;
         assert_eq!((status, body), (200, json!({"agreements": ["БД-0100"]})));
@@ -56,6 +59,9 @@ async fn agreements_are_stored_whole_or_not_at_all_with_each_problem_named() {
         let (status, _) = send(&app, ADMIN, ADMIN_TOKEN, Some(&json!({"agreements": [first]}))).await;
         assert_eq!(status, 200);
         assert_eq!(app.store.find_agreement("БД-0100").await.unwrap().unwrap().trades.len(), 1);
+        let audit = app.store.recent_audit(1).await.unwrap();
+        assert_eq!((audit[0].kind.as_str(), audit[0].actor.as_deref()), ("brokerage.loaded", Some("token:admin")));
+        assert_eq!(audit[0].detail, json!({"agreements": ["БД-0100"]}));
         let (status, listed) = send(&app, ADMIN, ADMIN_TOKEN, None).await;
         assert_eq!(status, 200);
         assert_eq!(

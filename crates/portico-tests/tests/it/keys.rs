@@ -36,7 +36,7 @@ async fn rotation_keeps_old_tokens_valid_until_the_old_key_ages_out() {
         let old_kid = jwt_header(&before.access_token)["kid"].as_str().unwrap().to_owned();
         let secret = portico_server::secret::InstanceSecret::load(&app.config).unwrap();
         let new_kid =
-            portico_identity::KeyRing::rotate(app.store.as_ref(), &secret.sealer(), app.clock.now()).await.unwrap();
+            portico_tokens::KeyRing::rotate(app.store.as_ref(), &secret.sealer(), app.clock.now()).await.unwrap();
         assert_ne!(old_kid, new_kid);
 
         let after = app.tokens_for("maria", "maria-password").await;

@@ -2,6 +2,7 @@
 //! ports and talks HTTP to them, on SQLite and, when
 //! `PORTICO_TEST_POSTGRES_URL` is set, PostgreSQL.
 
+mod admin_api;
 mod authorize;
 mod backchannel;
 mod bad_input;

@@ -6,9 +6,7 @@
 //! - Verification looks the `kid` up in the cache and reloads from storage on
 //!   a miss, at most once a second, so forged `kid`s cannot flood the database.
 //! - The JWKS lists the active key and every retired key that may still have
-//!   live tokens (see [`IdentitySettings::key_retention`]).
-//!
-//! [`IdentitySettings::key_retention`]: crate::IdentitySettings::key_retention
+//!   live tokens (the identity service's `key_retention`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};

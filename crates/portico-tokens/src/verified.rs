@@ -32,7 +32,7 @@ pub fn key(token: &str) -> Key {
     portico_crypto::hash::sha256(token.as_bytes())
 }
 
-impl<C: crate::tokens::Expiring> VerifiedCache<C> {
+impl<C: crate::claims::Expiring> VerifiedCache<C> {
     pub fn get(&self, key: &Key) -> Option<Arc<C>> {
         self.entries.read().unwrap_or_else(|e| e.into_inner()).get(key).cloned()
     }

@@ -1,0 +1,288 @@
+//! `/admin/v1/clients`: client applications.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use portico_api::auth::Role;
+use portico_api::error::ErrorBody;
+use portico_api::openapi::AdminErrors;
+use portico_api::{Admin, ApiError};
+use portico_model::client::Client;
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use utoipa::ToSchema;
+
+use super::{AdminState, Body, nullable};
+use crate::service::{ClientChanges, NewClient};
+
+/// A client application as the admin API shows it (never its secret).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientView {
+    #[schema(example = "web-app")]
+    pub client_id: String,
+    pub name_ru: String,
+    pub name_en: String,
+    pub redirect_uris: Vec<String>,
+    /// Allowed scopes, space-separated.
+    #[schema(example = "openid profile email phone")]
+    pub scope: String,
+    pub require_consent: bool,
+    pub post_logout_redirect_uris: Vec<String>,
+    pub logout_revokes_grants: bool,
+    pub backchannel_logout_uri: Option<String>,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: OffsetDateTime,
+}
+
+impl From<Client> for ClientView {
+    fn from(client: Client) -> Self {
+        Self {
+            client_id: client.client_id.to_string(),
+            name_ru: client.name.ru,
+            name_en: client.name.en,
+            redirect_uris: client.redirect_uris,
+            scope: client.scopes.join(" "),
+            require_consent: client.require_consent,
+            post_logout_redirect_uris: client.post_logout_redirect_uris,
+            logout_revokes_grants: client.logout_revokes_grants,
+            backchannel_logout_uri: client.backchannel_logout_uri,
+            created_at: client.created_at,
+        }
+    }
+}
+
+/// A client to register.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NewClientBody {
+    /// 1 to 64 of `A-Z a-z 0-9 - _ . :`.
+    #[schema(example = "web-app")]
+    pub client_id: String,
+    /// 16 to 256 characters; left out, one is generated and answered once.
+    pub secret: Option<String>,
+    /// Absolute, without a fragment; compared by exact match. At least one.
+    pub redirect_uris: Vec<String>,
+    /// Space-separated; default `openid profile email phone`.
+    pub scope: Option<String>,
+    /// Default: the client id.
+    pub name_ru: Option<String>,
+    /// Default: the Russian name.
+    pub name_en: Option<String>,
+    #[serde(default)]
+    pub require_consent: bool,
+    #[serde(default)]
+    pub post_logout_redirect_uris: Vec<String>,
+    #[serde(default)]
+    pub logout_revokes_grants: bool,
+    pub backchannel_logout_uri: Option<String>,
+}
+
+/// Changes to a client: the fields given replace the stored ones.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClientPatch {
+    pub redirect_uris: Option<Vec<String>>,
+    pub scope: Option<String>,
+    pub name_ru: Option<String>,
+    pub name_en: Option<String>,
+    pub require_consent: Option<bool>,
+    pub post_logout_redirect_uris: Option<Vec<String>>,
+    pub logout_revokes_grants: Option<bool>,
+    /// `null` removes it.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
+    pub backchannel_logout_uri: Option<Option<String>>,
+}
+
+/// A new secret: the given one, or left out to have one generated.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SecretBody {
+    pub secret: Option<String>,
+}
+
+/// A registered client, with its secret when Portico generated it (shown this once).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreatedClient {
+    pub client: ClientView,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+}
+
+/// A client's new secret, shown this once.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientSecret {
+    pub client_secret: String,
+}
+
+#[utoipa::path(
+    get,
+    path = "/admin/v1/clients",
+    operation_id = "listClients",
+    tag = "clients",
+    security(("adminToken" = [])),
+    responses((status = 200, description = "Every client, by id.", body = Vec<ClientView>), AdminErrors)
+)]
+pub async fn list(State(api): State<AdminState>, admin: Admin) -> Result<Json<Vec<ClientView>>, ApiError> {
+    admin.require(Role::Admin)?;
+    let clients = api.service.list_clients().await.map_err(|e| e.into_api("listing clients"))?;
+    Ok(Json(clients.into_iter().map(ClientView::from).collect()))
+}
+
+#[utoipa::path(
+    post,
+    path = "/admin/v1/clients",
+    operation_id = "createClient",
+    tag = "clients",
+    request_body = NewClientBody,
+    security(("adminToken" = [])),
+    responses(
+        (status = 201, description = "Registered.", body = CreatedClient),
+        (status = 400, description = "`bad_request`, or `invalid_document` naming every problem.", body = ErrorBody),
+        (status = 409, description = "`client_exists`.", body = ErrorBody),
+        AdminErrors
+    )
+)]
+pub async fn create(
+    State(api): State<AdminState>,
+    admin: Admin,
+    Body(body): Body<NewClientBody>,
+) -> Result<Response, ApiError> {
+    admin.require(Role::Admin)?;
+    let new = NewClient {
+        client_id: body.client_id,
+        secret: body.secret,
+        redirect_uris: body.redirect_uris,
+        scope: body.scope,
+        name_ru: body.name_ru,
+        name_en: body.name_en,
+        require_consent: body.require_consent,
+        post_logout_redirect_uris: body.post_logout_redirect_uris,
+        logout_revokes_grants: body.logout_revokes_grants,
+        backchannel_logout_uri: body.backchannel_logout_uri,
+    };
+    let (client, client_secret) =
+        api.service.create_client(&admin.actor, new).await.map_err(|e| e.into_api("registering a client"))?;
+    Ok((StatusCode::CREATED, Json(CreatedClient { client: client.into(), client_secret })).into_response())
+}
+
+#[utoipa::path(
+    get,
+    path = "/admin/v1/clients/{clientId}",
+    operation_id = "getClient",
+    tag = "clients",
+    params(("clientId" = String, Path, description = "The client.")),
+    security(("adminToken" = [])),
+    responses(
+        (status = 200, description = "The client.", body = ClientView),
+        (status = 404, description = "`client_not_found`.", body = ErrorBody),
+        AdminErrors
+    )
+)]
+pub async fn read(
+    State(api): State<AdminState>,
+    admin: Admin,
+    Path(client_id): Path<String>,
+) -> Result<Json<ClientView>, ApiError> {
+    admin.require(Role::Admin)?;
+    let client = api.service.client(&client_id).await.map_err(|e| e.into_api("reading a client"))?;
+    Ok(Json(client.into()))
+}
+
+#[utoipa::path(
+    patch,
+    path = "/admin/v1/clients/{clientId}",
+    operation_id = "updateClient",
+    tag = "clients",
+    params(("clientId" = String, Path, description = "The client.")),
+    request_body = ClientPatch,
+    security(("adminToken" = [])),
+    responses(
+        (status = 200, description = "Changed; the client as it is now.", body = ClientView),
+        (status = 400, description = "`bad_request`, or `invalid_document` naming every problem.", body = ErrorBody),
+        (status = 404, description = "`client_not_found`.", body = ErrorBody),
+        AdminErrors
+    )
+)]
+pub async fn update(
+    State(api): State<AdminState>,
+    admin: Admin,
+    Path(client_id): Path<String>,
+    Body(patch): Body<ClientPatch>,
+) -> Result<Json<ClientView>, ApiError> {
+    admin.require(Role::Admin)?;
+    let changes = ClientChanges {
+        redirect_uris: patch.redirect_uris,
+        scope: patch.scope,
+        name_ru: patch.name_ru,
+        name_en: patch.name_en,
+        require_consent: patch.require_consent,
+        post_logout_redirect_uris: patch.post_logout_redirect_uris,
+        logout_revokes_grants: patch.logout_revokes_grants,
+        backchannel_logout_uri: patch.backchannel_logout_uri,
+    };
+    let client = api
+        .service
+        .update_client(&admin.actor, &client_id, changes)
+        .await
+        .map_err(|e| e.into_api("changing a client"))?;
+    Ok(Json(client.into()))
+}
+
+#[utoipa::path(
+    post,
+    path = "/admin/v1/clients/{clientId}/secret",
+    operation_id = "rotateClientSecret",
+    tag = "clients",
+    params(("clientId" = String, Path, description = "The client.")),
+    request_body = SecretBody,
+    security(("adminToken" = [])),
+    responses(
+        (status = 200, description = "The new secret, shown this once; the old one no longer works.", body = ClientSecret),
+        (status = 400, description = "`invalid_document`: the given secret is too short or too long.", body = ErrorBody),
+        (status = 404, description = "`client_not_found`.", body = ErrorBody),
+        AdminErrors
+    )
+)]
+pub async fn rotate_secret(
+    State(api): State<AdminState>,
+    admin: Admin,
+    Path(client_id): Path<String>,
+    Body(body): Body<SecretBody>,
+) -> Result<Json<ClientSecret>, ApiError> {
+    admin.require(Role::Admin)?;
+    let client_secret = api
+        .service
+        .rotate_client_secret(&admin.actor, &client_id, body.secret)
+        .await
+        .map_err(|e| e.into_api("rotating a client secret"))?;
+    Ok(Json(ClientSecret { client_secret }))
+}
+
+#[utoipa::path(
+    delete,
+    path = "/admin/v1/clients/{clientId}",
+    operation_id = "deleteClient",
+    tag = "clients",
+    params(("clientId" = String, Path, description = "The client.")),
+    security(("adminToken" = [])),
+    responses(
+        (status = 204, description = "Removed, with every grant and token issued to it."),
+        (status = 404, description = "`client_not_found`.", body = ErrorBody),
+        AdminErrors
+    )
+)]
+pub async fn remove(
+    State(api): State<AdminState>,
+    admin: Admin,
+    Path(client_id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    admin.require(Role::Admin)?;
+    api.service.delete_client(&admin.actor, &client_id).await.map_err(|e| e.into_api("removing a client"))?;
+    Ok(StatusCode::NO_CONTENT)
+}

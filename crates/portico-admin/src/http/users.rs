@@ -1,0 +1,476 @@
+//! `/admin/v1/users`: users, their passwords, blocks and sessions.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use portico_api::auth::Role;
+use portico_api::error::ErrorBody;
+use portico_api::openapi::AdminErrors;
+use portico_api::{Admin, ApiError};
+use portico_model::ids::{ClientId, SessionId, UserId};
+use portico_model::session::SsoSession;
+use portico_model::user::User;
+use portico_storage::{TextMatch, UserQuery};
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use utoipa::{IntoParams, ToSchema};
+use uuid::Uuid;
+
+use super::{AdminState, Body, Params, nullable, page_size};
+use crate::service::{NewUser, ServiceError, UserChanges};
+
+/// A user as the admin API shows it (never the password hash).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UserView {
+    pub id: Uuid,
+    #[schema(example = "anna")]
+    pub login: String,
+    #[schema(example = "+79001112233")]
+    pub phone: Option<String>,
+    pub email: Option<String>,
+    pub name: Option<String>,
+    pub phone_login_enabled: bool,
+    pub blocked: bool,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: OffsetDateTime,
+}
+
+impl From<User> for UserView {
+    fn from(user: User) -> Self {
+        Self {
+            id: user.id.as_uuid(),
+            login: user.login,
+            phone: user.phone,
+            email: user.email,
+            name: user.name,
+            phone_login_enabled: user.phone_login_enabled,
+            blocked: user.blocked,
+            created_at: user.created_at,
+        }
+    }
+}
+
+/// A page of users, in login order.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UserPage {
+    pub users: Vec<UserView>,
+    /// Pass as `after` for the next page; absent on the last one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
+}
+
+/// Which users to find; every condition given must hold.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct UserSearch {
+    /// Exactly this login.
+    pub login: Option<String>,
+    /// Logins that start with this.
+    pub login_starts_with: Option<String>,
+    /// This phone, in any form the login page accepts (`8 900 111-22-33`).
+    pub phone: Option<String>,
+    /// Exactly this e-mail.
+    pub email: Option<String>,
+    /// Only blocked (`true`) or only active (`false`) users.
+    pub blocked: Option<bool>,
+    /// The `next` of the previous page.
+    pub after: Option<String>,
+    /// 1 to 200; default 50.
+    pub limit: Option<u32>,
+}
+
+/// A user to create.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NewUserBody {
+    /// 1 to 64 characters, without spaces; unique.
+    pub login: String,
+    /// 10 to 256 characters, not the login.
+    pub password: String,
+    /// E.164, or a form the login page accepts; stored normalized.
+    pub phone: Option<String>,
+    pub email: Option<String>,
+    pub name: Option<String>,
+    /// Default `true`.
+    pub phone_login_enabled: Option<bool>,
+}
+
+/// Changes to a user: the fields given replace the stored ones; `null` clears one.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UserPatch {
+    pub login: Option<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
+    pub phone: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
+    pub email: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
+    pub name: Option<Option<String>>,
+    pub phone_login_enabled: Option<bool>,
+}
+
+/// A new password.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PasswordBody {
+    /// 10 to 256 characters, not the login.
+    pub password: String,
+}
+
+/// Why an operator blocks or unblocks; kept in the audit log.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReasonBody {
+    /// At most 500 characters.
+    pub reason: Option<String>,
+}
+
+/// A live single sign-on session.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionView {
+    /// The session's id, the `sid` of its id_tokens.
+    pub sid: Uuid,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub auth_time: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub expires_at: OffsetDateTime,
+    /// How the user authenticated (RFC 8176).
+    pub amr: Vec<String>,
+    /// The clients signed in under it.
+    pub clients: Vec<String>,
+}
+
+/// A path's user id; one that is not a UUID names no user.
+fn user_id(raw: &str) -> Result<UserId, ApiError> {
+    Uuid::parse_str(raw)
+        .map(UserId::from)
+        .map_err(|_| ApiError::not_found("user_not_found", format!("there is no user {raw:?}")))
+}
+
+fn answer(what: &str) -> impl FnOnce(ServiceError) -> ApiError + '_ {
+    move |e| e.into_api(what)
+}
+
+#[utoipa::path(
+    get,
+    path = "/admin/v1/users",
+    operation_id = "searchUsers",
+    tag = "users",
+    params(UserSearch),
+    security(("adminToken" = [])),
+    responses(
+        (status = 200, description = "A page of matching users, in login order.", body = UserPage),
+        (status = 400, description = "`bad_request`: a parameter is unknown or malformed.", body = ErrorBody),
+        AdminErrors
+    )
+)]
+pub async fn search(
+    State(api): State<AdminState>,
+    admin: Admin,
+    Params(search): Params<UserSearch>,
+) -> Result<Json<UserPage>, ApiError> {
+    admin.require(Role::Support)?;
+    let limit = page_size(search.limit)?;
+    let phone = match search.phone {
+        Some(phone) => Some(TextMatch::Is(
+            portico_model::otp::normalize_phone(&phone)
+                .ok_or_else(|| ApiError::bad_request(format!("phone: {phone:?} is not a phone number")))?,
+        )),
+        None => None,
+    };
+    let login = match (search.login, search.login_starts_with) {
+        (Some(_), Some(_)) => return Err(ApiError::bad_request("login and loginStartsWith: give one")),
+        (Some(login), None) => Some(TextMatch::Is(login)),
+        (None, Some(prefix)) => Some(TextMatch::StartsWith(prefix)),
+        (None, None) => None,
+    };
+    let query = UserQuery {
+        login,
+        phone,
+        email: search.email.map(TextMatch::Is),
+        blocked: search.blocked,
+        after: search.after,
+        limit: limit + 1,
+    };
+    let mut users = api.service.search_users(&query).await.map_err(answer("searching users"))?;
+    let next = (users.len() > limit as usize).then(|| {
+        users.truncate(limit as usize);
+        users.last().map(|u| u.login.clone()).unwrap_or_default()
+    });
+    Ok(Json(UserPage { users: users.into_iter().map(UserView::from).collect(), next }))
+}
+
+#[utoipa::path(
+    post,
+    path = "/admin/v1/users",
+    operation_id = "createUser",
+    tag = "users",
+    request_body = NewUserBody,
+    security(("adminToken" = [])),
+    responses(
+        (status = 201, description = "Created.", body = UserView),
+        (status = 400, description = "`bad_request`, or `invalid_document` naming every problem.", body = ErrorBody),
+        (status = 409, description = "`login_taken`.", body = ErrorBody),
+        AdminErrors
+    )
+)]
+pub async fn create(
+    State(api): State<AdminState>,
+    admin: Admin,
+    Body(body): Body<NewUserBody>,
+) -> Result<Response, ApiError> {
+    admin.require(Role::Admin)?;
+    let new = NewUser {
+        login: body.login,
+        password: body.password,
+        phone: body.phone,
+        email: body.email,
+        name: body.name,
+        phone_login_enabled: body.phone_login_enabled,
+    };
+    let user = api.service.create_user(&admin.actor, new).await.map_err(answer("creating a user"))?;
+    Ok((StatusCode::CREATED, Json(UserView::from(user))).into_response())
+}
+
+#[utoipa::path(
+    get,
+    path = "/admin/v1/users/{userId}",
+    operation_id = "getUser",
+    tag = "users",
+    params(("userId" = Uuid, Path, description = "The user.")),
+    security(("adminToken" = [])),
+    responses(
+        (status = 200, description = "The user.", body = UserView),
+        (status = 404, description = "`user_not_found`.", body = ErrorBody),
+        AdminErrors
+    )
+)]
+pub async fn read(
+    State(api): State<AdminState>,
+    admin: Admin,
+    Path(id): Path<String>,
+) -> Result<Json<UserView>, ApiError> {
+    admin.require(Role::Support)?;
+    let user = api.service.user(user_id(&id)?).await.map_err(answer("reading a user"))?;
+    Ok(Json(user.into()))
+}
+
+#[utoipa::path(
+    patch,
+    path = "/admin/v1/users/{userId}",
+    operation_id = "updateUser",
+    tag = "users",
+    params(("userId" = Uuid, Path, description = "The user.")),
+    request_body = UserPatch,
+    security(("adminToken" = [])),
+    responses(
+        (status = 200, description = "Changed; the user as they are now.", body = UserView),
+        (status = 400, description = "`bad_request`, or `invalid_document` naming every problem.", body = ErrorBody),
+        (status = 404, description = "`user_not_found`.", body = ErrorBody),
+        (status = 409, description = "`login_taken`.", body = ErrorBody),
+        AdminErrors
+    )
+)]
+pub async fn update(
+    State(api): State<AdminState>,
+    admin: Admin,
+    Path(id): Path<String>,
+    Body(patch): Body<UserPatch>,
+) -> Result<Json<UserView>, ApiError> {
+    admin.require(Role::Admin)?;
+    let changes = UserChanges {
+        login: patch.login,
+        phone: patch.phone,
+        email: patch.email,
+        name: patch.name,
+        phone_login_enabled: patch.phone_login_enabled,
+    };
+    let user =
+        api.service.update_user(&admin.actor, user_id(&id)?, changes).await.map_err(answer("changing a user"))?;
+    Ok(Json(user.into()))
+}
+
+#[utoipa::path(
+    put,
+    path = "/admin/v1/users/{userId}/password",
+    operation_id = "setUserPassword",
+    tag = "users",
+    params(("userId" = Uuid, Path, description = "The user.")),
+    request_body = PasswordBody,
+    security(("adminToken" = [])),
+    responses(
+        (status = 204, description = "Set; the old password no longer works."),
+        (status = 400, description = "`invalid_document`: the password policy refuses it.", body = ErrorBody),
+        (status = 404, description = "`user_not_found`.", body = ErrorBody),
+        AdminErrors
+    )
+)]
+pub async fn set_password(
+    State(api): State<AdminState>,
+    admin: Admin,
+    Path(id): Path<String>,
+    Body(body): Body<PasswordBody>,
+) -> Result<StatusCode, ApiError> {
+    admin.require(Role::Admin)?;
+    api.service.set_password(&admin.actor, user_id(&id)?, body.password).await.map_err(answer("setting a password"))?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(
+    post,
+    path = "/admin/v1/users/{userId}/block",
+    operation_id = "blockUser",
+    tag = "users",
+    params(("userId" = Uuid, Path, description = "The user.")),
+    request_body = ReasonBody,
+    security(("adminToken" = [])),
+    responses(
+        (status = 200, description = "Blocked: every session ended, every grant revoked, no new login.", body = UserView),
+        (status = 404, description = "`user_not_found`.", body = ErrorBody),
+        AdminErrors
+    )
+)]
+pub async fn block(
+    State(api): State<AdminState>,
+    admin: Admin,
+    Path(id): Path<String>,
+    Body(body): Body<ReasonBody>,
+) -> Result<Json<UserView>, ApiError> {
+    admin.require(Role::Support)?;
+    let user =
+        api.service.block_user(&admin.actor, user_id(&id)?, body.reason).await.map_err(answer("blocking a user"))?;
+    Ok(Json(user.into()))
+}
+
+#[utoipa::path(
+    post,
+    path = "/admin/v1/users/{userId}/unblock",
+    operation_id = "unblockUser",
+    tag = "users",
+    params(("userId" = Uuid, Path, description = "The user.")),
+    request_body = ReasonBody,
+    security(("adminToken" = [])),
+    responses(
+        (status = 200, description = "Unblocked.", body = UserView),
+        (status = 404, description = "`user_not_found`.", body = ErrorBody),
+        AdminErrors
+    )
+)]
+pub async fn unblock(
+    State(api): State<AdminState>,
+    admin: Admin,
+    Path(id): Path<String>,
+    Body(body): Body<ReasonBody>,
+) -> Result<Json<UserView>, ApiError> {
+    admin.require(Role::Support)?;
+    let user = api
+        .service
+        .unblock_user(&admin.actor, user_id(&id)?, body.reason)
+        .await
+        .map_err(answer("unblocking a user"))?;
+    Ok(Json(user.into()))
+}
+
+#[utoipa::path(
+    delete,
+    path = "/admin/v1/users/{userId}",
+    operation_id = "deleteUser",
+    tag = "users",
+    params(("userId" = Uuid, Path, description = "The user.")),
+    security(("adminToken" = [])),
+    responses(
+        (status = 204, description = "Removed, with their sessions, grants and tokens; the audit log keeps their events."),
+        (status = 404, description = "`user_not_found`.", body = ErrorBody),
+        AdminErrors
+    )
+)]
+pub async fn remove(
+    State(api): State<AdminState>,
+    admin: Admin,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    admin.require(Role::Admin)?;
+    api.service.delete_user(&admin.actor, user_id(&id)?).await.map_err(answer("removing a user"))?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(
+    get,
+    path = "/admin/v1/users/{userId}/sessions",
+    operation_id = "listUserSessions",
+    tag = "users",
+    params(("userId" = Uuid, Path, description = "The user.")),
+    security(("adminToken" = [])),
+    responses(
+        (status = 200, description = "The user's live sessions, newest first.", body = Vec<SessionView>),
+        (status = 404, description = "`user_not_found`.", body = ErrorBody),
+        AdminErrors
+    )
+)]
+pub async fn sessions(
+    State(api): State<AdminState>,
+    admin: Admin,
+    Path(id): Path<String>,
+) -> Result<Json<Vec<SessionView>>, ApiError> {
+    admin.require(Role::Support)?;
+    let sessions: Vec<SsoSession> = api.service.sessions(user_id(&id)?).await.map_err(answer("listing sessions"))?;
+    let mut views = Vec::with_capacity(sessions.len());
+    for session in sessions {
+        let grants = api
+            .service
+            .store
+            .list_session_grants(session.id)
+            .await
+            .map_err(|e| ApiError::storage("listing sessions", &e))?;
+        let mut clients: Vec<String> = grants.iter().map(|g| ClientId::to_string(&g.client_id)).collect();
+        clients.sort();
+        clients.dedup();
+        views.push(SessionView {
+            sid: session.id.as_uuid(),
+            auth_time: session.auth_time,
+            expires_at: session.expires_at,
+            amr: session.amr,
+            clients,
+        });
+    }
+    Ok(Json(views))
+}
+
+#[utoipa::path(
+    delete,
+    path = "/admin/v1/users/{userId}/sessions/{sid}",
+    operation_id = "endUserSession",
+    tag = "users",
+    params(
+        ("userId" = Uuid, Path, description = "The user."),
+        ("sid" = Uuid, Path, description = "The session.")
+    ),
+    security(("adminToken" = [])),
+    responses(
+        (status = 204, description = "Ended, as a logout would end it (back-channel logouts sent)."),
+        (status = 404, description = "`user_not_found`, `session_not_found`.", body = ErrorBody),
+        AdminErrors
+    )
+)]
+pub async fn end_session(
+    State(api): State<AdminState>,
+    admin: Admin,
+    Path((id, sid)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    admin.require(Role::Support)?;
+    let gone = || ApiError::not_found("session_not_found", format!("the user has no live session {sid:?}"));
+    let sid = Uuid::parse_str(&sid).map(SessionId::from).map_err(|_| gone())?;
+    api.service.end_session(&admin.actor, user_id(&id)?, sid).await.map_err(answer("ending a session"))?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,307 @@
+//! Client applications: registration, changes, secret rotation, removal.
+//!
+//! Rules: a client id of 1 to 64 of `A-Z a-z 0-9 - _ . :`; a secret of at
+//! least 16 characters (secrets are stored with a fast hash, sound only for
+//! high-entropy values; a generated one has 256 bits); redirect and logout
+//! addresses absolute, without a fragment; scopes that Portico knows
+//! (`openid profile email phone`, as discovery lists them); names
+//! of at most 200 characters.
+
+use portico_api::Problem;
+use portico_model::audit::{Actor, AuditEvent, AuditKind};
+use portico_model::client::{Client, LocalizedText};
+use portico_model::ids::ClientId;
+use portico_model::scope::{OIDC_SCOPES, ScopeSet};
+use portico_storage::StorageError;
+
+use super::{AdminService, Result, ServiceError};
+
+/// Shortest client secret accepted.
+const MIN_SECRET_LEN: usize = 16;
+const MAX_SECRET_LEN: usize = 256;
+const MAX_NAME_LEN: usize = 200;
+const MAX_URIS: usize = 50;
+
+/// A client to register.
+#[derive(Debug, Clone, Default)]
+pub struct NewClient {
+    pub client_id: String,
+    /// `None`: generate one (returned once).
+    pub secret: Option<String>,
+    pub redirect_uris: Vec<String>,
+    /// Space-separated; default `openid profile email phone`.
+    pub scope: Option<String>,
+    /// Russian display name; default the client id.
+    pub name_ru: Option<String>,
+    /// English display name; default the Russian one.
+    pub name_en: Option<String>,
+    pub require_consent: bool,
+    pub post_logout_redirect_uris: Vec<String>,
+    pub logout_revokes_grants: bool,
+    pub backchannel_logout_uri: Option<String>,
+}
+
+/// Changes to a client; `None` leaves a field as it is.
+#[derive(Debug, Clone, Default)]
+pub struct ClientChanges {
+    pub redirect_uris: Option<Vec<String>>,
+    pub scope: Option<String>,
+    pub name_ru: Option<String>,
+    pub name_en: Option<String>,
+    pub require_consent: Option<bool>,
+    pub post_logout_redirect_uris: Option<Vec<String>>,
+    pub logout_revokes_grants: Option<bool>,
+    /// `Some(None)` removes it.
+    pub backchannel_logout_uri: Option<Option<String>>,
+}
+
+/// An address the browser (or a logout token) is sent to: absolute
+/// `http(s)` (or a private-use scheme for native apps), without a fragment.
+///
+/// # Errors
+/// What is wrong with it.
+pub fn check_uri(uri: &str) -> Result<(), String> {
+    let url = url::Url::parse(uri).map_err(|e| format!("{uri}: not an absolute URL ({e})"))?;
+    if url.fragment().is_some() {
+        return Err(format!("{uri}: the address must not have a fragment"));
+    }
+    Ok(())
+}
+
+fn check_uris(place: &str, uris: &[String], problems: &mut Vec<Problem>) {
+    if uris.len() > MAX_URIS {
+        problems.push(Problem::new(place, format!("at most {MAX_URIS} addresses")));
+    }
+    for (i, uri) in uris.iter().enumerate() {
+        if let Err(message) = check_uri(uri) {
+            problems.push(Problem::new(format!("{place}[{i}]"), message));
+        }
+    }
+}
+
+fn check_name(place: &str, name: Option<&String>, problems: &mut Vec<Problem>) {
+    if let Some(name) = name
+        && (name.trim().is_empty() || name.chars().count() > MAX_NAME_LEN)
+    {
+        problems.push(Problem::new(place, format!("1 to {MAX_NAME_LEN} characters")));
+    }
+}
+
+fn parse_scope(scope: &str, problems: &mut Vec<Problem>) -> Vec<String> {
+    match ScopeSet::parse(scope) {
+        Ok(scopes) => {
+            let unknown: Vec<&str> = scopes.iter().filter(|s| !OIDC_SCOPES.contains(s)).collect();
+            if !unknown.is_empty() {
+                let known = OIDC_SCOPES.join(" ");
+                problems
+                    .push(Problem::new("scope", format!("unknown: {}; Portico's scopes: {known}", unknown.join(" "))));
+            }
+            scopes.iter().map(str::to_owned).collect()
+        }
+        Err(e) => {
+            problems.push(Problem::new("scope", e.to_string()));
+            Vec::new()
+        }
+    }
+}
+
+fn check_secret(secret: &str, problems: &mut Vec<Problem>) {
+    if !(MIN_SECRET_LEN..=MAX_SECRET_LEN).contains(&secret.len()) {
+        problems.push(Problem::new(
+            "secret",
+            format!("at least {MIN_SECRET_LEN} characters and at most {MAX_SECRET_LEN} (or leave it out to have one generated)"),
+        ));
+    }
+}
+
+fn not_found(client_id: &str) -> ServiceError {
+    ServiceError::NotFound("client_not_found", format!("there is no client {client_id}"))
+}
+
+impl AdminService {
+    /// Every client, by id.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn list_clients(&self) -> Result<Vec<Client>> {
+        Ok(self.store.list_clients().await?)
+    }
+
+    /// # Errors
+    /// `client_not_found`, or the store failed.
+    pub async fn client(&self, client_id: &str) -> Result<Client> {
+        self.store.find_client(&ClientId::new(client_id)).await?.ok_or_else(|| not_found(client_id))
+    }
+
+    /// Registers a client. Returns it, and the secret when it was generated.
+    ///
+    /// # Errors
+    /// `Invalid` naming every problem; `client_exists`; the store failed.
+    pub async fn create_client(&self, actor: &Actor, new: NewClient) -> Result<(Client, Option<String>)> {
+        let mut problems = Vec::new();
+        let id_ok = !new.client_id.is_empty()
+            && new.client_id.len() <= 64
+            && new.client_id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'));
+        if !id_ok {
+            problems.push(Problem::new("clientId", "1 to 64 of A-Z a-z 0-9 - _ . :"));
+        }
+        if let Some(secret) = &new.secret {
+            check_secret(secret, &mut problems);
+        }
+        if new.redirect_uris.is_empty() {
+            problems.push(Problem::new("redirectUris", "at least one redirect URI"));
+        }
+        check_uris("redirectUris", &new.redirect_uris, &mut problems);
+        check_uris("postLogoutRedirectUris", &new.post_logout_redirect_uris, &mut problems);
+        if let Some(Err(message)) = new.backchannel_logout_uri.as_deref().map(check_uri) {
+            problems.push(Problem::new("backchannelLogoutUri", message));
+        }
+        check_name("nameRu", new.name_ru.as_ref(), &mut problems);
+        check_name("nameEn", new.name_en.as_ref(), &mut problems);
+        let scopes = parse_scope(new.scope.as_deref().unwrap_or("openid profile email phone"), &mut problems);
+        if !problems.is_empty() {
+            return Err(ServiceError::Invalid(problems));
+        }
+        let (secret, generated) = match new.secret {
+            Some(secret) => (secret, false),
+            None => (portico_crypto::random::token(), true),
+        };
+        let name_ru = new.name_ru.unwrap_or_else(|| new.client_id.clone());
+        let now = self.clock.now();
+        let client = Client {
+            client_id: ClientId::new(new.client_id),
+            secret_hash: portico_crypto::hash::client_secret_hash(&secret),
+            name: LocalizedText { en: new.name_en.unwrap_or_else(|| name_ru.clone()), ru: name_ru },
+            redirect_uris: new.redirect_uris,
+            scopes,
+            require_consent: new.require_consent,
+            post_logout_redirect_uris: new.post_logout_redirect_uris,
+            logout_revokes_grants: new.logout_revokes_grants,
+            backchannel_logout_uri: new.backchannel_logout_uri,
+            created_at: now,
+        };
+        match self.store.create_client(&client).await {
+            Ok(()) => {}
+            Err(StorageError::Conflict(_)) => {
+                let message = format!("a client with the id {} already exists", client.client_id);
+                return Err(ServiceError::Conflict("client_exists", message));
+            }
+            Err(e) => return Err(e.into()),
+        }
+        self.audit(actor, AuditEvent::new(now, AuditKind::ClientCreated).client(&client.client_id)).await;
+        Ok((client, generated.then_some(secret)))
+    }
+
+    /// Changes a client.
+    ///
+    /// # Errors
+    /// `Invalid` naming every problem; `client_not_found`; the store failed.
+    pub async fn update_client(&self, actor: &Actor, client_id: &str, changes: ClientChanges) -> Result<Client> {
+        let mut client = self.client(client_id).await?;
+        let mut problems = Vec::new();
+        let mut changed: Vec<&str> = Vec::new();
+        if let Some(uris) = changes.redirect_uris {
+            if uris.is_empty() {
+                problems.push(Problem::new("redirectUris", "at least one redirect URI"));
+            }
+            check_uris("redirectUris", &uris, &mut problems);
+            client.redirect_uris = uris;
+            changed.push("redirectUris");
+        }
+        if let Some(uris) = changes.post_logout_redirect_uris {
+            check_uris("postLogoutRedirectUris", &uris, &mut problems);
+            client.post_logout_redirect_uris = uris;
+            changed.push("postLogoutRedirectUris");
+        }
+        if let Some(uri) = changes.backchannel_logout_uri {
+            if let Some(Err(message)) = uri.as_deref().map(check_uri) {
+                problems.push(Problem::new("backchannelLogoutUri", message));
+            }
+            client.backchannel_logout_uri = uri;
+            changed.push("backchannelLogoutUri");
+        }
+        if let Some(scope) = changes.scope {
+            client.scopes = parse_scope(&scope, &mut problems);
+            changed.push("scope");
+        }
+        check_name("nameRu", changes.name_ru.as_ref(), &mut problems);
+        check_name("nameEn", changes.name_en.as_ref(), &mut problems);
+        if let Some(name) = changes.name_ru {
+            client.name.ru = name;
+            changed.push("nameRu");
+        }
+        if let Some(name) = changes.name_en {
+            client.name.en = name;
+            changed.push("nameEn");
+        }
+        if let Some(value) = changes.require_consent {
+            client.require_consent = value;
+            changed.push("requireConsent");
+        }
+        if let Some(value) = changes.logout_revokes_grants {
+            client.logout_revokes_grants = value;
+            changed.push("logoutRevokesGrants");
+        }
+        if !problems.is_empty() {
+            return Err(ServiceError::Invalid(problems));
+        }
+        if !self.store.update_client(&client).await? {
+            return Err(not_found(client_id));
+        }
+        let event = AuditEvent::new(self.clock.now(), AuditKind::ClientUpdated)
+            .client(&client.client_id)
+            .detail(serde_json::json!({ "changed": changed }));
+        self.audit(actor, event).await;
+        Ok(client)
+    }
+
+    /// Gives a client a new secret (the given one, or a generated one); the
+    /// old one stops working at once. Returns the new secret.
+    ///
+    /// # Errors
+    /// `Invalid` for a short secret; `client_not_found`; the store failed.
+    pub async fn rotate_client_secret(&self, actor: &Actor, client_id: &str, secret: Option<String>) -> Result<String> {
+        if let Some(secret) = &secret {
+            let mut problems = Vec::new();
+            check_secret(secret, &mut problems);
+            if !problems.is_empty() {
+                return Err(ServiceError::Invalid(problems));
+            }
+        }
+        let mut client = self.client(client_id).await?;
+        let secret = secret.unwrap_or_else(portico_crypto::random::token);
+        client.secret_hash = portico_crypto::hash::client_secret_hash(&secret);
+        if !self.store.update_client(&client).await? {
+            return Err(not_found(client_id));
+        }
+        let event = AuditEvent::new(self.clock.now(), AuditKind::ClientSecretRotated).client(&client.client_id);
+        self.audit(actor, event).await;
+        Ok(secret)
+    }
+
+    /// Removes a client and everything issued to it.
+    ///
+    /// # Errors
+    /// `client_not_found`; the store failed.
+    pub async fn delete_client(&self, actor: &Actor, client_id: &str) -> Result<()> {
+        let id = ClientId::new(client_id);
+        if !self.store.delete_client(&id).await? {
+            return Err(not_found(client_id));
+        }
+        self.audit(actor, AuditEvent::new(self.clock.now(), AuditKind::ClientDeleted).client(&id)).await;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_are_absolute_and_without_a_fragment() {
+        assert!(check_uri("https://app.example/cb").is_ok());
+        assert!(check_uri("com.example.app:/cb").is_ok(), "a native app's private-use scheme");
+        assert!(check_uri("https://app.example/cb#x").unwrap_err().contains("fragment"));
+        assert!(check_uri("/cb").unwrap_err().contains("absolute"));
+    }
+}

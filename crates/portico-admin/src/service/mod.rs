@@ -1,0 +1,118 @@
+//! The administrative operations, one rule set for every channel.
+//!
+//! Each operation checks its input completely before it changes anything
+//! (every problem named with its place), makes the change, and records it
+//! in the audit log with the [`Actor`] that asked for it.
+
+mod clients;
+mod users;
+
+use std::sync::Arc;
+
+use portico_api::{ApiError, Problem};
+use portico_crypto::seal::Sealer;
+use portico_model::audit::{Actor, AuditEvent, AuditKind};
+use portico_model::clock::Clock;
+use portico_model::key::SigningKeyRecord;
+use portico_storage::{AuditEntry, AuditQuery, Storage, StorageError};
+
+pub use clients::{ClientChanges, NewClient, check_uri};
+pub use users::{NewUser, PASSWORD_MAX, PASSWORD_MIN, UserChanges, check_password};
+
+/// Why an operation was refused or failed; nothing was changed.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    /// The input breaks a rule: every problem with its place.
+    #[error("{}", describe(.0))]
+    Invalid(Vec<Problem>),
+    /// What was named does not exist: the code (`user_not_found`) and what to say.
+    #[error("{1}")]
+    NotFound(&'static str, String),
+    /// It exists already: the code (`client_exists`) and what to say.
+    #[error("{1}")]
+    Conflict(&'static str, String),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
+fn describe(problems: &[Problem]) -> String {
+    let lines: Vec<String> = problems
+        .iter()
+        .map(|p| if p.place.is_empty() { p.message.clone() } else { format!("{}: {}", p.place, p.message) })
+        .collect();
+    lines.join("; ")
+}
+
+impl ServiceError {
+    pub(crate) fn invalid(place: &str, message: impl Into<String>) -> Self {
+        Self::Invalid(vec![Problem::new(place, message)])
+    }
+
+    /// The admin API's answer.
+    pub fn into_api(self, what: &str) -> ApiError {
+        match self {
+            ServiceError::Invalid(problems) => {
+                let message = format!("{} problem(s); nothing was changed", problems.len());
+                ApiError::invalid(message, problems)
+            }
+            ServiceError::NotFound(code, message) => ApiError::not_found(code, message),
+            ServiceError::Conflict(code, message) => ApiError::conflict(code, message),
+            ServiceError::Storage(e) => ApiError::storage(what, &e),
+        }
+    }
+}
+
+pub type Result<T, E = ServiceError> = std::result::Result<T, E>;
+
+/// The administrative operations over one store.
+pub struct AdminService {
+    pub store: Arc<dyn Storage>,
+    pub clock: Arc<dyn Clock>,
+    /// Seals new signing keys (the instance secret's).
+    pub sealer: Sealer,
+}
+
+impl AdminService {
+    pub fn new(store: Arc<dyn Storage>, clock: Arc<dyn Clock>, sealer: Sealer) -> Self {
+        Self { store, clock, sealer }
+    }
+
+    /// Records an administrative change; a failure to record is logged.
+    pub(crate) async fn audit(&self, actor: &Actor, event: AuditEvent) {
+        portico_api::audit(self.store.as_ref(), event.by(actor)).await;
+    }
+
+    /// Every signing key: the active one, then the retired ones, newest first.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn list_keys(&self) -> Result<Vec<SigningKeyRecord>> {
+        let mut keys = self.store.list_signing_keys().await?;
+        keys.sort_by_key(|k| {
+            (k.retired_at.is_some(), std::cmp::Reverse(k.retired_at), std::cmp::Reverse(k.created_at))
+        });
+        Ok(keys)
+    }
+
+    /// Makes a new signing key active; the old one stays published until
+    /// its tokens expire. Returns the new `kid`.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn rotate_key(&self, actor: &Actor) -> Result<String> {
+        let now = self.clock.now();
+        let kid = portico_tokens::KeyRing::rotate(self.store.as_ref(), &self.sealer, now).await?;
+        tracing::info!(%kid, %actor, "signing key rotated");
+        let event = AuditEvent::new(now, AuditKind::KeyRotated).detail(serde_json::json!({ "kid": kid }));
+        self.audit(actor, event).await;
+        Ok(kid)
+    }
+
+    /// A page of the audit log.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn audit_log(&self, query: &AuditQuery) -> Result<Vec<AuditEntry>> {
+        Ok(self.store.query_audit(query).await?)
+    }
+}

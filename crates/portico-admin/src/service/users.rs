@@ -1,0 +1,355 @@
+//! Users: creation, changes, passwords, blocking, removal, search, and
+//! their sessions.
+//!
+//! Rules: a login of 1 to 64 characters without spaces or control
+//! characters; a phone in E.164 form (typed forms such as `8 900 …` are
+//! normalized, as on the login page); an e-mail `local@domain` of at most
+//! 254 characters; a name of at most 200 characters; a password of
+//! [`PASSWORD_MIN`] to [`PASSWORD_MAX`] characters that is not the login.
+
+use portico_api::Problem;
+use portico_model::audit::{Actor, AuditEvent, AuditKind};
+use portico_model::ids::{SessionId, UserId};
+use portico_model::otp::normalize_phone;
+use portico_model::session::SsoSession;
+use portico_model::user::User;
+use portico_storage::{StorageError, UserQuery};
+
+use super::{AdminService, Result, ServiceError};
+
+/// Shortest password accepted.
+pub const PASSWORD_MIN: usize = 10;
+/// Longest password accepted (Argon2 work grows with it).
+pub const PASSWORD_MAX: usize = 256;
+const MAX_NAME_LEN: usize = 200;
+const MAX_REASON_LEN: usize = 500;
+
+/// A user to create.
+#[derive(Debug, Clone, Default)]
+pub struct NewUser {
+    pub login: String,
+    pub password: String,
+    pub phone: Option<String>,
+    pub email: Option<String>,
+    pub name: Option<String>,
+    /// Whether the user may start a login with the phone (default yes).
+    pub phone_login_enabled: Option<bool>,
+}
+
+/// Changes to a user; `None` leaves a field as it is, `Some(None)` clears it.
+#[derive(Debug, Clone, Default)]
+pub struct UserChanges {
+    pub login: Option<String>,
+    pub phone: Option<Option<String>>,
+    pub email: Option<Option<String>>,
+    pub name: Option<Option<String>>,
+    pub phone_login_enabled: Option<bool>,
+}
+
+/// The password policy.
+///
+/// # Errors
+/// What is wrong with the password.
+pub fn check_password(password: &str, login: &str) -> Result<(), String> {
+    let length = password.chars().count();
+    if !(PASSWORD_MIN..=PASSWORD_MAX).contains(&length) {
+        return Err(format!("{PASSWORD_MIN} to {PASSWORD_MAX} characters"));
+    }
+    if password.eq_ignore_ascii_case(login) {
+        return Err("must not be the login".into());
+    }
+    if password.chars().all(|c| password.starts_with(c)) {
+        return Err("must not be one character repeated".into());
+    }
+    Ok(())
+}
+
+fn check_login(login: &str, problems: &mut Vec<Problem>) {
+    let ok =
+        !login.is_empty() && login.chars().count() <= 64 && !login.chars().any(|c| c.is_whitespace() || c.is_control());
+    if !ok {
+        problems.push(Problem::new("login", "1 to 64 characters, without spaces"));
+    }
+}
+
+fn check_phone(phone: Option<&str>, problems: &mut Vec<Problem>) -> Option<String> {
+    let phone = phone?;
+    let normalized = normalize_phone(phone);
+    if normalized.is_none() {
+        problems.push(Problem::new("phone", format!("{phone:?}: use E.164 form, e.g. +79001234567")));
+    }
+    normalized
+}
+
+fn check_email(email: Option<&str>, problems: &mut Vec<Problem>) {
+    let Some(email) = email else { return };
+    let ok = email.len() <= 254
+        && !email.chars().any(|c| c.is_whitespace() || c.is_control())
+        && email.split_once('@').is_some_and(|(local, domain)| {
+            !local.is_empty() && domain.contains('.') && !domain.starts_with('.') && !domain.ends_with('.')
+        });
+    if !ok {
+        problems.push(Problem::new("email", format!("{email:?} is not an e-mail address")));
+    }
+}
+
+fn check_name(name: Option<&str>, problems: &mut Vec<Problem>) {
+    if name.is_some_and(|n| n.trim().is_empty() || n.chars().count() > MAX_NAME_LEN) {
+        problems.push(Problem::new("name", format!("1 to {MAX_NAME_LEN} characters")));
+    }
+}
+
+fn not_found(id: UserId) -> ServiceError {
+    ServiceError::NotFound("user_not_found", format!("there is no user {id}"))
+}
+
+fn login_taken(login: &str) -> ServiceError {
+    ServiceError::Conflict("login_taken", format!("a user with the login {login} already exists"))
+}
+
+async fn hash_password(password: String) -> Result<String> {
+    tokio::task::spawn_blocking(move || portico_crypto::password::hash(&password))
+        .await
+        .map_err(|e| ServiceError::Storage(StorageError::Other(format!("password hashing stopped: {e}"))))
+}
+
+impl AdminService {
+    /// # Errors
+    /// `user_not_found`, or the store failed.
+    pub async fn user(&self, id: UserId) -> Result<User> {
+        self.store.find_user(id).await?.ok_or_else(|| not_found(id))
+    }
+
+    /// # Errors
+    /// `user_not_found`, or the store failed.
+    pub async fn user_by_login(&self, login: &str) -> Result<User> {
+        self.store
+            .find_user_by_login(login)
+            .await?
+            .ok_or_else(|| ServiceError::NotFound("user_not_found", format!("there is no user {login}")))
+    }
+
+    /// A page of users matching `query`.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn search_users(&self, query: &UserQuery) -> Result<Vec<User>> {
+        Ok(self.store.search_users(query).await?)
+    }
+
+    /// Creates a user.
+    ///
+    /// # Errors
+    /// `Invalid` naming every problem; `login_taken`; the store failed.
+    pub async fn create_user(&self, actor: &Actor, new: NewUser) -> Result<User> {
+        let mut problems = Vec::new();
+        check_login(&new.login, &mut problems);
+        if let Err(message) = check_password(&new.password, &new.login) {
+            problems.push(Problem::new("password", message));
+        }
+        let phone = check_phone(new.phone.as_deref(), &mut problems);
+        check_email(new.email.as_deref(), &mut problems);
+        check_name(new.name.as_deref(), &mut problems);
+        if !problems.is_empty() {
+            return Err(ServiceError::Invalid(problems));
+        }
+        let now = self.clock.now();
+        let user = User {
+            id: UserId::random(),
+            login: new.login,
+            password_hash: hash_password(new.password).await?,
+            phone,
+            email: new.email,
+            name: new.name,
+            phone_login_enabled: new.phone_login_enabled.unwrap_or(true),
+            blocked: false,
+            created_at: now,
+        };
+        match self.store.create_user(&user).await {
+            Ok(()) => {}
+            Err(StorageError::Conflict(_)) => return Err(login_taken(&user.login)),
+            Err(e) => return Err(e.into()),
+        }
+        self.audit(actor, AuditEvent::new(now, AuditKind::UserCreated).user(user.id)).await;
+        Ok(user)
+    }
+
+    /// Changes a user.
+    ///
+    /// # Errors
+    /// `Invalid` naming every problem; `user_not_found`; `login_taken`;
+    /// the store failed.
+    pub async fn update_user(&self, actor: &Actor, id: UserId, changes: UserChanges) -> Result<User> {
+        let mut user = self.user(id).await?;
+        let mut problems = Vec::new();
+        let mut changed: Vec<&str> = Vec::new();
+        if let Some(login) = changes.login {
+            check_login(&login, &mut problems);
+            user.login = login;
+            changed.push("login");
+        }
+        if let Some(phone) = changes.phone {
+            user.phone = match phone {
+                Some(phone) => check_phone(Some(&phone), &mut problems),
+                None => None,
+            };
+            changed.push("phone");
+        }
+        if let Some(email) = changes.email {
+            check_email(email.as_deref(), &mut problems);
+            user.email = email;
+            changed.push("email");
+        }
+        if let Some(name) = changes.name {
+            check_name(name.as_deref(), &mut problems);
+            user.name = name;
+            changed.push("name");
+        }
+        if let Some(enabled) = changes.phone_login_enabled {
+            user.phone_login_enabled = enabled;
+            changed.push("phoneLoginEnabled");
+        }
+        if !problems.is_empty() {
+            return Err(ServiceError::Invalid(problems));
+        }
+        match self.store.update_user(&user).await {
+            Ok(true) => {}
+            Ok(false) => return Err(not_found(id)),
+            Err(StorageError::Conflict(_)) => return Err(login_taken(&user.login)),
+            Err(e) => return Err(e.into()),
+        }
+        let event = AuditEvent::new(self.clock.now(), AuditKind::UserUpdated)
+            .user(id)
+            .detail(serde_json::json!({ "changed": changed }));
+        self.audit(actor, event).await;
+        Ok(user)
+    }
+
+    /// Sets a user's password.
+    ///
+    /// # Errors
+    /// `Invalid` for a password the policy refuses; `user_not_found`; the
+    /// store failed.
+    pub async fn set_password(&self, actor: &Actor, id: UserId, password: String) -> Result<()> {
+        let mut user = self.user(id).await?;
+        check_password(&password, &user.login).map_err(|message| ServiceError::invalid("password", message))?;
+        user.password_hash = hash_password(password).await?;
+        if !self.store.update_user(&user).await? {
+            return Err(not_found(id));
+        }
+        self.audit(actor, AuditEvent::new(self.clock.now(), AuditKind::UserPasswordSet).user(id)).await;
+        Ok(())
+    }
+
+    /// Blocks a user: every session ends as a logout would (back-channel
+    /// logouts to the clients signed in under it), then every grant of the
+    /// user is revoked, whatever the clients asked for, and no new login
+    /// succeeds. `reason` goes into the audit log.
+    ///
+    /// # Errors
+    /// `Invalid` for an over-long reason; `user_not_found`; the store failed.
+    pub async fn block_user(&self, actor: &Actor, id: UserId, reason: Option<String>) -> Result<User> {
+        self.set_blocked(actor, id, true, reason).await
+    }
+
+    /// Unblocks a user.
+    ///
+    /// # Errors
+    /// As [`AdminService::block_user`].
+    pub async fn unblock_user(&self, actor: &Actor, id: UserId, reason: Option<String>) -> Result<User> {
+        self.set_blocked(actor, id, false, reason).await
+    }
+
+    async fn set_blocked(&self, actor: &Actor, id: UserId, blocked: bool, reason: Option<String>) -> Result<User> {
+        if reason.as_ref().is_some_and(|r| r.chars().count() > MAX_REASON_LEN) {
+            return Err(ServiceError::invalid("reason", format!("at most {MAX_REASON_LEN} characters")));
+        }
+        let user = self.user(id).await?;
+        let now = self.clock.now();
+        if blocked {
+            for session in self.store.list_sessions(user.id, now).await? {
+                portico_identity::login::session::end(self.store.as_ref(), &session, "user blocked", Some(actor), now)
+                    .await?;
+            }
+        }
+        let user = self.store.set_user_blocked(&user.login, blocked, now).await?.ok_or_else(|| not_found(id))?;
+        let kind = if blocked { AuditKind::UserBlocked } else { AuditKind::UserUnblocked };
+        let mut event = AuditEvent::new(now, kind).user(user.id);
+        if let Some(reason) = reason {
+            event = event.detail(serde_json::json!({ "reason": reason }));
+        }
+        tracing::info!(user = %user.id, blocked, %actor, "user block changed");
+        self.audit(actor, event).await;
+        Ok(user)
+    }
+
+    /// Removes a user with their grants, tokens and sessions; the audit
+    /// log keeps their events.
+    ///
+    /// # Errors
+    /// `user_not_found`; the store failed.
+    pub async fn delete_user(&self, actor: &Actor, id: UserId) -> Result<()> {
+        let user = self.user(id).await?;
+        let now = self.clock.now();
+        for session in self.store.list_sessions(user.id, now).await? {
+            portico_identity::login::session::end(self.store.as_ref(), &session, "user deleted", Some(actor), now)
+                .await?;
+        }
+        if !self.store.delete_user(id).await? {
+            return Err(not_found(id));
+        }
+        let event =
+            AuditEvent::new(now, AuditKind::UserDeleted).user(id).detail(serde_json::json!({ "login": user.login }));
+        self.audit(actor, event).await;
+        Ok(())
+    }
+
+    /// A user's live sessions, newest first.
+    ///
+    /// # Errors
+    /// `user_not_found`; the store failed.
+    pub async fn sessions(&self, id: UserId) -> Result<Vec<SsoSession>> {
+        let user = self.user(id).await?;
+        Ok(self.store.list_sessions(user.id, self.clock.now()).await?)
+    }
+
+    /// Ends one session of a user, as a logout would.
+    ///
+    /// # Errors
+    /// `session_not_found` (also when it is another user's); the store failed.
+    pub async fn end_session(&self, actor: &Actor, id: UserId, sid: SessionId) -> Result<()> {
+        let now = self.clock.now();
+        let gone = || ServiceError::NotFound("session_not_found", format!("the user has no live session {sid}"));
+        let session = self.store.find_session_by_id(sid, now).await?.filter(|s| s.user_id == id).ok_or_else(gone)?;
+        portico_identity::login::session::end(self.store.as_ref(), &session, "operator", Some(actor), now)
+            .await?
+            .ok_or_else(gone)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_password_policy_refuses_short_repeated_and_login_passwords() {
+        assert!(check_password("correct horse", "anna").is_ok());
+        assert!(check_password("short", "anna").unwrap_err().contains("10 to 256"));
+        assert!(check_password(&"x".repeat(257), "anna").is_err());
+        assert!(check_password("aaaaaaaaaaaa", "anna").unwrap_err().contains("repeated"));
+        assert!(check_password("Anna.Smith1", "anna.smith1").unwrap_err().contains("login"));
+    }
+
+    #[test]
+    fn problems_name_every_bad_field() {
+        let mut problems = Vec::new();
+        check_login("has space", &mut problems);
+        check_phone(Some("12"), &mut problems);
+        check_email(Some("anna@"), &mut problems);
+        check_name(Some(" "), &mut problems);
+        let places: Vec<&str> = problems.iter().map(|p| p.place.as_str()).collect();
+        assert_eq!(places, ["login", "phone", "email", "name"]);
+        assert_eq!(check_phone(Some("8 (900) 111-22-33"), &mut Vec::new()).as_deref(), Some("+79001112233"));
+    }
+}

@@ -1,0 +1,165 @@
+//! The error body of the admin and internal APIs:
+//! `{"code": "...", "message": "...", "problems": [{"place", "message"}]}`.
+//!
+//! `code` is a lowercase identifier a program can match on; `message` says
+//! in words what was wrong and what to do; `problems` lists every invalid
+//! field of a refused document with its place. The codes:
+//!
+//! | status | code | when |
+//! |---|---|---|
+//! | 400 | `bad_request` | the request cannot be read (not JSON, wrong shape) |
+//! | 400 | `invalid_document` | the content breaks a rule; `problems` says where |
+//! | 401 | `unauthorized` | the token is missing or wrong |
+//! | 403 | `forbidden` | the caller's role does not allow the operation |
+//! | 404 | `admin_api_disabled`, `internal_api_disabled` | the API's token is not configured |
+//! | 404 | `not_found`, `<thing>_not_found` | what the path names does not exist |
+//! | 409 | `<thing>_exists`, `conflict` | it exists already, or changed meanwhile |
+//! | 503 | `temporarily_unavailable` | the database is unreachable; `Retry-After` says when to try again |
+//! | 500 | `internal_error` | anything else; details only in the log |
+//!
+//! A refused request changes nothing.
+
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use portico_storage::StorageError;
+
+/// Seconds a client is told to wait after an outage answer.
+const RETRY_AFTER_SECS: &str = "5";
+
+/// One problem of a refused document, and where it is (`redirectUris[1]`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+pub struct Problem {
+    #[schema(example = "redirectUris[1]")]
+    pub place: String,
+    #[schema(example = "a redirect URI has no fragment")]
+    pub message: String,
+}
+
+impl Problem {
+    pub fn new(place: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { place: place.into(), message: message.into() }
+    }
+
+    /// A problem written as `place: message` (the form the data checks of
+    /// brokerage documents give); the whole text is the message when it
+    /// names no place.
+    pub fn from_line(line: &str) -> Self {
+        match line.split_once(": ") {
+            Some((place, message)) => Self::new(place, message),
+            None => Self::new("", line),
+        }
+    }
+}
+
+/// The body of every admin and internal API error.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = AdminError)]
+pub struct ErrorBody {
+    /// See the table of codes in the API description.
+    #[schema(example = "invalid_document")]
+    pub code: &'static str,
+    pub message: String,
+    /// With `invalid_document`: every problem and its place.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<Problem>,
+}
+
+/// An admin or internal API error, ready to answer.
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub body: ErrorBody,
+    /// Whether the answer carries `Retry-After` (an outage).
+    pub retry: bool,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self { status, body: ErrorBody { code, message: message.into(), problems: Vec::new() }, retry: false }
+    }
+
+    /// 400 `bad_request`: the request cannot be read.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "bad_request", message)
+    }
+
+    /// 400 `invalid_document` with every problem.
+    pub fn invalid(message: impl Into<String>, problems: Vec<Problem>) -> Self {
+        let mut error = Self::new(StatusCode::BAD_REQUEST, "invalid_document", message);
+        error.body.problems = problems;
+        error
+    }
+
+    /// 404 with `code` (`not_found`, `user_not_found`, ...).
+    pub fn not_found(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, code, message)
+    }
+
+    /// 409 with `code` (`client_exists`, ...).
+    pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, code, message)
+    }
+
+    /// 403 `forbidden`.
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, "forbidden", message)
+    }
+
+    /// The answer to a failed storage call during `what` (logged with the
+    /// cause): 503 `unavailable` with `Retry-After` when the database is
+    /// unreachable, else 500 `internal_error`. The caller decides what a
+    /// [`StorageError::Conflict`] means before reaching here.
+    pub fn storage(what: &str, error: &StorageError) -> Self {
+        match error {
+            StorageError::Unavailable(_) => {
+                tracing::warn!(%error, "{what}: the database is unavailable");
+                let mut answer = Self::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "temporarily_unavailable",
+                    "the database is unavailable; nothing was changed: try again",
+                );
+                answer.retry = true;
+                answer
+            }
+            _ => {
+                tracing::error!(%error, "{what} failed");
+                Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "internal error; nothing was changed")
+            }
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut response = (self.status, Json(self.body)).into_response();
+        if self.retry {
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER_SECS));
+        }
+        response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_with_a_place_splits_at_the_first_colon() {
+        assert_eq!(
+            Problem::from_line("agreements[0].trades[3].price: not a number: x"),
+            Problem::new("agreements[0].trades[3].price", "not a number: x")
+        );
+        assert_eq!(Problem::from_line("nothing to say"), Problem::new("", "nothing to say"));
+    }
+
+    #[test]
+    fn an_outage_says_when_to_try_again_and_a_fault_does_not() {
+        let outage = ApiError::storage("test", &StorageError::Unavailable("down".into())).into_response();
+        assert_eq!(outage.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(outage.headers()[header::RETRY_AFTER], "5");
+        let fault = ApiError::storage("test", &StorageError::Other("bug".into())).into_response();
+        assert_eq!(fault.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(fault.headers().get(header::RETRY_AFTER).is_none());
+    }
+}

@@ -1,0 +1,28 @@
+//! The HTTP plumbing Portico's APIs share.
+//!
+//! - [`auth`]: who may call the admin and internal APIs — extractors for
+//!   the named admin tokens ([`auth::Admin`], which also names the actor
+//!   for the audit log) and the internal token ([`auth::Internal`]).
+//! - [`error`]: the one error body of every `/admin/v1/...` and
+//!   `/internal/v1/...` operation ([`error::ApiError`]).
+//! - [`openapi`]: their security schemes and shared error responses.
+//!
+//! The public APIs keep the bodies their contracts give (the report API's
+//! `UNAUTHORIZED`, the permission API's `{"error": ...}`); the report
+//! operations of the bank's channel (`/internal/v1/reports/...`) are the
+//! report API's own and answer as it does.
+
+pub mod auth;
+pub mod error;
+pub mod openapi;
+
+pub use auth::{Admin, ApiTokens, HasApiTokens, Internal};
+pub use error::{ApiError, Problem};
+
+/// Records an administrative change in the audit log. A failure to record
+/// is logged, not raised: the change is made and answered for.
+pub async fn audit(store: &dyn portico_storage::AuditRepository, event: portico_model::audit::AuditEvent) {
+    if let Err(error) = store.record_audit(&event).await {
+        tracing::warn!(kind = %event.kind, %error, "could not record an audit event");
+    }
+}

@@ -1,0 +1,407 @@
+//! What every admin and internal route shares (one error body, the same
+//! refusals, named admin tokens recorded as the actor), on both backends.
+
+use portico_tests::{ADMIN_TOKEN, INTERNAL_TOKEN, TestApp, backends};
+use serde_json::{Value, json};
+
+/// Every admin route, with a body that would be valid where one is needed.
+const ADMIN_ROUTES: [(&str, &str); 6] = [
+    ("GET", "/admin/v1/merchants"),
+    ("POST", "/admin/v1/merchants"),
+    ("POST", "/admin/v1/merchants/demo-shop/key"),
+    ("GET", "/admin/v1/permissions"),
+    ("POST", "/admin/v1/permissions"),
+    ("GET", "/admin/v1/brokerage/agreements"),
+];
+
+/// Every internal route that is not a report operation (those answer in
+/// the report API's own words).
+const INTERNAL_ROUTES: [(&str, &str); 3] = [
+    ("POST", "/internal/v1/notifications/events/payment"),
+    ("POST", "/internal/v1/notifications/events/gift"),
+    ("POST", "/internal/v1/brokerage/agreements"),
+];
+
+async fn call(app: &TestApp, method: &str, path: &str, token: Option<&str>) -> (u16, Value) {
+    let mut request = match method {
+        "GET" => app.http().get(app.url(path)),
+        _ => app.http().post(app.url(path)).json(&json!({})),
+    };
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.unwrap();
+    (response.status().as_u16(), response.json().await.unwrap_or(Value::Null))
+}
+
+/// `body` is the shared error body with `code`, and a message that says something.
+fn assert_error(body: &Value, status: u16, expected: (u16, &str), place: &str) {
+    assert_eq!((status, body["code"].as_str().unwrap_or_default()), expected, "{place}: {body}");
+    assert!(body["message"].as_str().is_some_and(|m| m.len() > 10), "{place}: a message says what to do: {body}");
+}
+
+#[tokio::test]
+async fn every_admin_and_internal_route_refuses_in_one_body() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        for (method, path) in ADMIN_ROUTES {
+            for token in [None, Some(INTERNAL_TOKEN), Some("not-the-admin-token-0123456789")] {
+                let (status, body) = call(&app, method, path, token).await;
+                assert_error(&body, status, (401, "unauthorized"), &format!("{backend:?} {method} {path} {token:?}"));
+            }
+        }
+        for (method, path) in INTERNAL_ROUTES {
+            for token in [None, Some(ADMIN_TOKEN)] {
+                let (status, body) = call(&app, method, path, token).await;
+                assert_error(&body, status, (401, "unauthorized"), &format!("{backend:?} {method} {path} {token:?}"));
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn without_their_tokens_the_admin_and_internal_apis_are_off() {
+    let app = TestApp::spawn_with(backends()[0], |config| {
+        config.admin_token = None;
+        config.internal_token = None;
+    })
+    .await;
+    for (method, path) in ADMIN_ROUTES {
+        let (status, body) = call(&app, method, path, Some(ADMIN_TOKEN)).await;
+        assert_error(&body, status, (404, "admin_api_disabled"), &format!("{method} {path}"));
+        assert!(body["message"].as_str().unwrap().contains("admin_token"), "it names the setting: {body}");
+    }
+    for (method, path) in INTERNAL_ROUTES {
+        let (status, body) = call(&app, method, path, Some(INTERNAL_TOKEN)).await;
+        assert_error(&body, status, (404, "internal_api_disabled"), &format!("{method} {path}"));
+        assert!(body["message"].as_str().unwrap().contains("internal_token"), "it names the setting: {body}");
+    }
+}
+
+#[tokio::test]
+async fn each_named_admin_token_is_the_actor_of_what_it_changes() {
+    const CI_TOKEN: &str = "ci-admin-token-0123456789abcdef";
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |config| {
+            config.admin_tokens.insert("ci".into(), CI_TOKEN.into());
+        })
+        .await;
+        let shop = json!({"merchantId": "shop-1", "publicId": "pub-shop-1", "sbpMerchantId": "MA0000000001"});
+        let response =
+            app.http().post(app.url("/admin/v1/merchants")).bearer_auth(CI_TOKEN).json(&shop).send().await.unwrap();
+        assert_eq!(response.status(), 201);
+        let (status, _) = call(&app, "POST", "/admin/v1/merchants/shop-1/key", Some(ADMIN_TOKEN)).await;
+        assert_eq!(status, 200);
+        let audit = app.store.recent_audit(2).await.unwrap();
+        let seen: Vec<(&str, Option<&str>)> = audit.iter().map(|e| (e.kind.as_str(), e.actor.as_deref())).collect();
+        assert_eq!(
+            seen,
+            [("merchant.key_rotated", Some("token:admin")), ("merchant.created", Some("token:ci"))],
+            "{backend:?}"
+        );
+        assert_eq!(audit[1].detail, json!({"merchant_id": "shop-1"}));
+    }
+}
+
+/// An admin API call with the admin token.
+async fn admin(app: &TestApp, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+    let url = app.url(path);
+    let request = match method {
+        "GET" => app.http().get(url),
+        "POST" => app.http().post(url),
+        "PATCH" => app.http().patch(url),
+        "PUT" => app.http().put(url),
+        "DELETE" => app.http().delete(url),
+        other => panic!("no method {other}"),
+    };
+    let request = match body {
+        Some(body) => request.json(&body),
+        None => request,
+    };
+    let response = request.bearer_auth(ADMIN_TOKEN).send().await.unwrap();
+    (response.status().as_u16(), response.json().await.unwrap_or(Value::Null))
+}
+
+/// Whether the client authenticates with `secret` (the revocation
+/// endpoint answers 200 to an authenticated client whatever the token).
+async fn client_authenticates(app: &TestApp, client_id: &str, secret: &str) -> bool {
+    let response = app
+        .http()
+        .post(app.url("/oauth2/revoke"))
+        .basic_auth(client_id, Some(secret))
+        .form(&[("token", "not-a-token")])
+        .send()
+        .await
+        .unwrap();
+    response.status() == 200
+}
+
+/// The newest audit events' kinds and actors.
+async fn audit_tail(app: &TestApp, n: u32) -> Vec<(String, Option<String>)> {
+    let events = app.store.recent_audit(n).await.unwrap();
+    events.into_iter().map(|e| (e.kind, e.actor)).collect()
+}
+
+fn problems(body: &Value) -> Vec<String> {
+    body["problems"].as_array().unwrap_or(&Vec::new()).iter().map(|p| p["place"].as_str().unwrap().to_owned()).collect()
+}
+
+#[tokio::test]
+async fn operators_register_change_rotate_and_remove_clients() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let bad =
+            json!({"clientId": "shop app", "redirectUris": ["https://shop.example/cb#x"], "scope": "openid wallet"});
+        let (status, body) = admin(&app, "POST", "/admin/v1/clients", Some(bad)).await;
+        assert_eq!((status, body["code"].as_str()), (400, Some("invalid_document")), "{backend:?}: {body}");
+        assert_eq!(problems(&body), ["clientId", "redirectUris[0]", "scope"], "every problem is named: {body}");
+        let (status, _) = admin(&app, "GET", "/admin/v1/clients/shop", None).await;
+        assert_eq!(status, 404, "nothing was stored");
+
+        let new = json!({"clientId": "shop", "redirectUris": ["https://shop.example/cb"], "nameRu": "Магазин"});
+        let (status, created) = admin(&app, "POST", "/admin/v1/clients", Some(new.clone())).await;
+        assert_eq!(status, 201, "{created}");
+        let secret = created["clientSecret"].as_str().expect("a generated secret, shown once").to_owned();
+        assert_eq!(created["client"]["scope"], "openid profile email phone");
+        assert_eq!(
+            (created["client"]["nameRu"].as_str(), created["client"]["nameEn"].as_str()),
+            (Some("Магазин"), Some("Магазин"))
+        );
+        assert!(client_authenticates(&app, "shop", &secret).await, "the secret works at once");
+        let (status, body) = admin(&app, "POST", "/admin/v1/clients", Some(new)).await;
+        assert_eq!((status, body["code"].as_str()), (409, Some("client_exists")));
+
+        let patch = json!({"redirectUris": ["https://shop.example/cb2"], "requireConsent": true,
+                           "backchannelLogoutUri": "https://shop.example/logout"});
+        let (status, changed) = admin(&app, "PATCH", "/admin/v1/clients/shop", Some(patch)).await;
+        assert_eq!(status, 200, "{changed}");
+        assert_eq!(changed["redirectUris"], json!(["https://shop.example/cb2"]));
+        assert_eq!((changed["requireConsent"].as_bool(), changed["nameRu"].as_str()), (Some(true), Some("Магазин")));
+        let (_, changed) =
+            admin(&app, "PATCH", "/admin/v1/clients/shop", Some(json!({"backchannelLogoutUri": null}))).await;
+        assert_eq!(changed["backchannelLogoutUri"], Value::Null, "null clears it");
+        let (status, body) =
+            admin(&app, "PATCH", "/admin/v1/clients/shop", Some(json!({"redirectUris": [], "secret": "x"}))).await;
+        assert_eq!((status, body["code"].as_str()), (400, Some("bad_request")), "an unknown field: {body}");
+        let (status, body) = admin(&app, "PATCH", "/admin/v1/clients/shop", Some(json!({"redirectUris": []}))).await;
+        assert_eq!((status, problems(&body)), (400, vec!["redirectUris".to_owned()]));
+        let (_, read) = admin(&app, "GET", "/admin/v1/clients/shop", None).await;
+        assert_eq!(read["redirectUris"], json!(["https://shop.example/cb2"]), "a refused change changes nothing");
+
+        let (status, body) =
+            admin(&app, "POST", "/admin/v1/clients/shop/secret", Some(json!({"secret": "too-short"}))).await;
+        assert_eq!((status, problems(&body)), (400, vec!["secret".to_owned()]));
+        let (status, rotated) = admin(&app, "POST", "/admin/v1/clients/shop/secret", Some(json!({}))).await;
+        assert_eq!(status, 200);
+        let new_secret = rotated["clientSecret"].as_str().unwrap();
+        assert!(!client_authenticates(&app, "shop", &secret).await, "the old secret stops at once");
+        assert!(client_authenticates(&app, "shop", new_secret).await);
+
+        let (status, listed) = admin(&app, "GET", "/admin/v1/clients", None).await;
+        assert_eq!(status, 200);
+        assert!(listed.as_array().unwrap().iter().any(|c| c["clientId"] == "shop"));
+        assert!(
+            listed.as_array().unwrap().iter().all(|c| c.get("clientSecret").is_none() && c.get("secretHash").is_none())
+        );
+
+        assert_eq!(admin(&app, "DELETE", "/admin/v1/clients/shop", None).await.0, 204);
+        let (status, body) = admin(&app, "DELETE", "/admin/v1/clients/shop", None).await;
+        assert_eq!((status, body["code"].as_str()), (404, Some("client_not_found")));
+        assert!(!client_authenticates(&app, "shop", new_secret).await);
+        let actor = Some("token:admin".to_owned());
+        assert_eq!(
+            audit_tail(&app, 5).await,
+            [
+                ("client.deleted".to_owned(), actor.clone()),
+                ("client.secret_rotated".to_owned(), actor.clone()),
+                ("client.updated".to_owned(), actor.clone()),
+                ("client.updated".to_owned(), actor.clone()),
+                ("client.created".to_owned(), actor.clone()),
+            ],
+            "{backend:?}: each change once, refusals none"
+        );
+    }
+}
+
+#[tokio::test]
+async fn operators_create_find_change_and_remove_users() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let bad = json!({"login": "olga", "password": "olga", "phone": "12", "email": "olga@"});
+        let (status, body) = admin(&app, "POST", "/admin/v1/users", Some(bad)).await;
+        assert_eq!((status, problems(&body)), (400, vec!["password".into(), "phone".into(), "email".into()]), "{body}");
+
+        let olga = json!({"login": "olga", "password": "olga-password-1", "phone": "8 (900) 555-00-01",
+                          "email": "olga@example.com", "name": "Ольга"});
+        let (status, created) = admin(&app, "POST", "/admin/v1/users", Some(olga.clone())).await;
+        assert_eq!(status, 201, "{backend:?}: {created}");
+        assert_eq!(created["phone"], "+79005550001", "stored normalized");
+        assert!(created.get("passwordHash").is_none());
+        let id = created["id"].as_str().unwrap().to_owned();
+        let (status, body) = admin(&app, "POST", "/admin/v1/users", Some(olga)).await;
+        assert_eq!((status, body["code"].as_str()), (409, Some("login_taken")));
+        let olga2 = json!({"login": "olga2", "password": "olga2-password"});
+        assert_eq!(admin(&app, "POST", "/admin/v1/users", Some(olga2)).await.0, 201);
+
+        // Search: by phone in any form the login page takes, by login prefix a page at a time.
+        let (status, found) = admin(&app, "GET", "/admin/v1/users?phone=%2B7%20900%20555-00-01", None).await;
+        assert_eq!(status, 200);
+        assert_eq!(found["users"].as_array().unwrap().len(), 1);
+        assert_eq!(found["users"][0]["login"], "olga");
+        let (_, page) = admin(&app, "GET", "/admin/v1/users?loginStartsWith=olg&limit=1", None).await;
+        assert_eq!((page["users"][0]["login"].as_str(), page["next"].as_str()), (Some("olga"), Some("olga")));
+        let (_, page) = admin(&app, "GET", "/admin/v1/users?loginStartsWith=olg&limit=1&after=olga", None).await;
+        assert_eq!(page["users"][0]["login"], "olga2");
+        assert!(page.get("next").is_none(), "the last page: {page}");
+        let (_, none) = admin(&app, "GET", "/admin/v1/users?email=nobody%40example.com", None).await;
+        assert_eq!(none["users"], json!([]));
+        let (status, body) = admin(&app, "GET", "/admin/v1/users?limit=0", None).await;
+        assert_eq!((status, body["code"].as_str()), (400, Some("bad_request")));
+        let (status, _) = admin(&app, "GET", "/admin/v1/users?colour=red", None).await;
+        assert_eq!(status, 400, "an unknown parameter");
+
+        // Change: a taken login is refused; null clears a field.
+        let path = format!("/admin/v1/users/{id}");
+        let (status, body) = admin(&app, "PATCH", &path, Some(json!({"login": "olga2"}))).await;
+        assert_eq!((status, body["code"].as_str()), (409, Some("login_taken")));
+        let (status, changed) = admin(&app, "PATCH", &path, Some(json!({"email": null, "name": "Ольга К."}))).await;
+        assert_eq!(status, 200);
+        assert_eq!((changed["email"].clone(), changed["name"].as_str()), (Value::Null, Some("Ольга К.")));
+        assert_eq!(changed["login"], "olga", "the refused change changed nothing");
+
+        // A password set by an operator is the one that logs in.
+        let (status, body) = admin(&app, "PUT", &format!("{path}/password"), Some(json!({"password": "short"}))).await;
+        assert_eq!((status, problems(&body)), (400, vec!["password".to_owned()]));
+        let (status, _) =
+            admin(&app, "PUT", &format!("{path}/password"), Some(json!({"password": "a-new-password"}))).await;
+        assert_eq!(status, 204);
+        let tokens = app.tokens_for("olga", "a-new-password").await;
+        assert_eq!(app.liveness(&tokens.access_token).await, 200);
+
+        // Removal takes the user's tokens with them.
+        assert_eq!(admin(&app, "DELETE", &path, None).await.0, 204);
+        assert_eq!(app.liveness(&tokens.access_token).await, 401, "{backend:?}: the user's tokens die with them");
+        let (status, body) = admin(&app, "GET", &path, None).await;
+        assert_eq!((status, body["code"].as_str()), (404, Some("user_not_found")));
+        let (status, _) = admin(&app, "GET", "/admin/v1/users/not-a-uuid", None).await;
+        assert_eq!(status, 404);
+        let kinds: Vec<String> = audit_tail(&app, 20)
+            .await
+            .into_iter()
+            .filter(|(_, actor)| actor.as_deref() == Some("token:admin"))
+            .map(|(kind, _)| kind)
+            .collect();
+        let expected =
+            ["user.deleted", "session.ended", "user.password_set", "user.updated", "user.created", "user.created"];
+        assert_eq!(kinds, expected, "the removal ended the user's session first");
+    }
+}
+
+#[tokio::test]
+async fn operators_block_unblock_and_end_sessions() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let tokens = app.tokens_for("ivan", "ivan-password").await;
+        let (_, found) = admin(&app, "GET", "/admin/v1/users?login=ivan", None).await;
+        let id = found["users"][0]["id"].as_str().unwrap().to_owned();
+
+        let (status, sessions) = admin(&app, "GET", &format!("/admin/v1/users/{id}/sessions"), None).await;
+        assert_eq!(status, 200);
+        assert_eq!(sessions.as_array().unwrap().len(), 1, "{backend:?}: {sessions}");
+        assert_eq!(sessions[0]["clients"], json!([portico_server::demo::CLIENT_ID]));
+        let sid = sessions[0]["sid"].as_str().unwrap().to_owned();
+        let other = uuid::Uuid::new_v4();
+        let (status, body) = admin(&app, "DELETE", &format!("/admin/v1/users/{id}/sessions/{other}"), None).await;
+        assert_eq!((status, body["code"].as_str()), (404, Some("session_not_found")));
+        assert_eq!(admin(&app, "DELETE", &format!("/admin/v1/users/{id}/sessions/{sid}"), None).await.0, 204);
+        let (_, sessions) = admin(&app, "GET", &format!("/admin/v1/users/{id}/sessions"), None).await;
+        assert_eq!(sessions, json!([]));
+        let (_, client) =
+            admin(&app, "GET", &format!("/admin/v1/clients/{}", portico_server::demo::CLIENT_ID), None).await;
+        assert_eq!(client["logoutRevokesGrants"], true, "the demo client asks for its grants to end with the session");
+        assert_eq!(app.liveness(&tokens.access_token).await, 401, "so ending the session revoked them");
+        let event = &app.store.recent_audit(1).await.unwrap()[0];
+        assert_eq!((event.kind.as_str(), event.actor.as_deref()), ("session.ended", Some("token:admin")));
+
+        let tokens = app.tokens_for("ivan", "ivan-password").await;
+
+        let reason = json!({"reason": "reported stolen phone"});
+        let (status, blocked) = admin(&app, "POST", &format!("/admin/v1/users/{id}/block"), Some(reason)).await;
+        assert_eq!((status, blocked["blocked"].as_bool()), (200, Some(true)));
+        assert_eq!(app.liveness(&tokens.access_token).await, 401, "a block revokes every grant");
+        let event = &app.store.recent_audit(1).await.unwrap()[0];
+        assert_eq!((event.kind.as_str(), event.actor.as_deref()), ("user.blocked", Some("token:admin")));
+        assert_eq!(event.detail, json!({"reason": "reported stolen phone"}));
+        let (status, _) = admin(&app, "POST", &format!("/admin/v1/users/{id}/unblock"), Some(json!({}))).await;
+        assert_eq!(status, 200);
+        let again = app.tokens_for("ivan", "ivan-password").await;
+        assert_eq!(app.liveness(&again.access_token).await, 200, "unblocked, the user logs in again");
+    }
+}
+
+#[tokio::test]
+async fn operators_rotate_keys_and_read_the_audit_log_a_page_at_a_time() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let (_, keys) = admin(&app, "GET", "/admin/v1/keys", None).await;
+        assert_eq!(keys.as_array().unwrap().len(), 1);
+        let (status, rotated) = admin(&app, "POST", "/admin/v1/keys/rotate", None).await;
+        assert_eq!(status, 200);
+        let (_, keys) = admin(&app, "GET", "/admin/v1/keys", None).await;
+        assert_eq!((keys[0]["kid"].clone(), keys[0]["active"].as_bool()), (rotated["kid"].clone(), Some(true)));
+        assert_eq!(keys[1]["active"], false);
+        assert!(keys[1]["retiredAt"].is_string());
+        let jwks: Value = app.http().get(app.url("/oauth2/jwks")).send().await.unwrap().json().await.unwrap();
+        assert!(jwks["keys"].as_array().unwrap().iter().any(|k| k["kid"] == rotated["kid"]), "published at once");
+
+        for login in ["audit-1", "audit-2", "audit-3"] {
+            let user = json!({"login": login, "password": "a-long-password"});
+            assert_eq!(admin(&app, "POST", "/admin/v1/users", Some(user)).await.0, 201);
+        }
+        let (status, page) = admin(&app, "GET", "/admin/v1/audit?kind=user.created&limit=2", None).await;
+        assert_eq!(status, 200, "{page}");
+        assert_eq!(page["events"].as_array().unwrap().len(), 2);
+        assert!(page["events"][0]["id"].as_i64() > page["events"][1]["id"].as_i64(), "newest first");
+        let before = page["next"].as_i64().expect("another page");
+        let (_, rest) = admin(&app, "GET", &format!("/admin/v1/audit?kind=user.created&before={before}"), None).await;
+        assert_eq!(rest["events"].as_array().unwrap().len(), 1);
+        assert!(rest.get("next").is_none());
+        let first = &rest["events"][0];
+        let (_, by_user) =
+            admin(&app, "GET", &format!("/admin/v1/audit?userId={}", first["userId"].as_str().unwrap()), None).await;
+        assert_eq!(by_user["events"].as_array().unwrap().len(), 1);
+        let (_, keys_by_token) = admin(&app, "GET", "/admin/v1/audit?kind=key.rotated&actor=token%3Aadmin", None).await;
+        assert_eq!(keys_by_token["events"][0]["detail"]["kid"], rotated["kid"]);
+        let future = "2999-01-01T00:00:00Z";
+        let (_, none) = admin(&app, "GET", &format!("/admin/v1/audit?from={future}"), None).await;
+        assert_eq!(none["events"], json!([]));
+        let (status, body) = admin(&app, "GET", "/admin/v1/audit?from=yesterday", None).await;
+        assert_eq!((status, body["code"].as_str()), (400, Some("bad_request")));
+    }
+}
+
+#[tokio::test]
+async fn thirty_operators_creating_one_login_and_one_client_at_once_make_one_of_each() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let user = json!({"login": "raced", "password": "a-long-password"});
+        let client = json!({"clientId": "raced", "redirectUris": ["https://raced.example/cb"]});
+        let mut requests = tokio::task::JoinSet::new();
+        for (what, path, body) in [("user", "/admin/v1/users", &user), ("client", "/admin/v1/clients", &client)] {
+            for _ in 0..30 {
+                let request = app.http().post(app.url(path)).bearer_auth(ADMIN_TOKEN).json(body);
+                requests.spawn(async move { (what, request.send().await.unwrap().status().as_u16()) });
+            }
+        }
+        let answers = requests.join_all().await;
+        for what in ["user", "client"] {
+            let statuses: Vec<u16> = answers.iter().filter(|(w, _)| *w == what).map(|(_, status)| *status).collect();
+            assert_eq!(statuses.iter().filter(|s| **s == 201).count(), 1, "{backend:?} {what}: {statuses:?}");
+            assert_eq!(statuses.iter().filter(|s| **s == 409).count(), 29, "{backend:?} {what}: {statuses:?}");
+        }
+        let (_, found) = admin(&app, "GET", "/admin/v1/users?login=raced", None).await;
+        assert_eq!(found["users"].as_array().unwrap().len(), 1);
+        let query = portico_storage::AuditQuery { kind: Some("user.created".into()), ..Default::default() };
+        assert_eq!(app.store.query_audit(&query).await.unwrap().len(), 1, "one audit entry for the one creation");
+    }
+}

@@ -1,0 +1,198 @@
+//! Checking a token: signature by one of Portico's keys, type, issuer,
+//! expiry against the injected clock, and revocation in storage.
+
+use std::sync::Arc;
+
+use portico_crypto::jwt::{self, TYP_ACCESS_TOKEN, TYP_ID_TOKEN};
+use portico_model::clock::Clock;
+use portico_model::ids::{ClientId, GrantId, UserId};
+use portico_storage::{Storage, StorageError};
+use uuid::Uuid;
+
+use crate::claims::{AccessClaims, Expiring, IdClaims};
+use crate::keys::KeyRing;
+use crate::verified::{self, VerifiedCache};
+
+/// The verified-signature caches of both token types.
+#[derive(Default)]
+pub struct VerifiedTokens {
+    pub access: VerifiedCache<AccessClaims>,
+    pub id: VerifiedCache<IdClaims>,
+}
+
+/// Checks the tokens this Portico issued. One per process, shared by the
+/// identity service and every API.
+pub struct TokenVerifier {
+    pub store: Arc<dyn Storage>,
+    pub clock: Arc<dyn Clock>,
+    /// The `iss` every token must carry.
+    pub issuer: String,
+    pub keys: KeyRing,
+    /// Signatures already verified, per token type.
+    pub verified: VerifiedTokens,
+}
+
+/// Why an access token was not accepted.
+#[derive(Debug, thiserror::Error)]
+pub enum AccessTokenError {
+    /// Not ours, malformed, expired or revoked.
+    #[error("the access token is not valid")]
+    Invalid,
+    /// The revocation state could not be read.
+    #[error("the token store is unavailable: {0}")]
+    Unavailable(#[from] StorageError),
+}
+
+/// Why an `Authorization` + `Id-Token` pair was not accepted; the text is
+/// what the caller is told.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenPairError {
+    #[error("the {0} header is missing")]
+    Missing(&'static str),
+    #[error("the access token is not valid (malformed, not signed by this issuer, expired or revoked)")]
+    InvalidAccessToken,
+    #[error("the id_token is not valid (malformed, not signed by this issuer or expired)")]
+    InvalidIdToken,
+    #[error("the access token and the id_token do not belong to the same login")]
+    Mismatch,
+    #[error("the token store is unavailable: {0}")]
+    Unavailable(StorageError),
+}
+
+/// The user behind a verified token pair.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    pub user_id: UserId,
+    /// The client the access token was issued to.
+    pub client_id: ClientId,
+    pub access: Arc<AccessClaims>,
+}
+
+impl TokenVerifier {
+    pub fn new(store: Arc<dyn Storage>, clock: Arc<dyn Clock>, issuer: String, keys: KeyRing) -> Self {
+        Self { store, clock, issuer, keys, verified: VerifiedTokens::default() }
+    }
+
+    /// Verifies a JWT signed by one of Portico's keys: signature, `typ`, `iss`
+    /// and `exp` (against the injected clock). Does not consult revocation.
+    ///
+    /// # Errors
+    /// [`AccessTokenError::Invalid`] for anything wrong with the token;
+    /// [`AccessTokenError::Unavailable`] when a key reload fails.
+    pub async fn verify_jwt<C: serde::de::DeserializeOwned + Expiring>(
+        &self,
+        token: &str,
+        typ: &str,
+    ) -> Result<C, AccessTokenError> {
+        let claims: C = self.verify_issued(token, typ).await?;
+        if claims.expires_at() <= self.clock.now().unix_timestamp() {
+            return Err(AccessTokenError::Invalid);
+        }
+        Ok(claims)
+    }
+
+    /// Verifies that a JWT was issued by Portico: signature by one of its
+    /// keys, `typ` and `iss`, whatever its expiry (an expired id_token still
+    /// names the session to end at logout).
+    ///
+    /// # Errors
+    /// As [`TokenVerifier::verify_jwt`].
+    pub async fn verify_issued<C: serde::de::DeserializeOwned + Expiring>(
+        &self,
+        token: &str,
+        typ: &str,
+    ) -> Result<C, AccessTokenError> {
+        let header = jwt::peek_header(token).map_err(|_| AccessTokenError::Invalid)?;
+        let kid = header.kid.ok_or(AccessTokenError::Invalid)?;
+        let key = self.keys.key(&kid).await?.ok_or(AccessTokenError::Invalid)?;
+        let (header, claims): (_, C) =
+            jwt::verify(token, |_| Some(key.verifying_key())).map_err(|_| AccessTokenError::Invalid)?;
+        if header.typ.as_deref() != Some(typ) || claims.issuer() != self.issuer {
+            return Err(AccessTokenError::Invalid);
+        }
+        Ok(claims)
+    }
+
+    /// [`TokenVerifier::verify_jwt`] with the signature check remembered
+    /// ([`crate::verified`]): a token seen before is only checked for
+    /// expiry.
+    ///
+    /// # Errors
+    /// As [`TokenVerifier::verify_jwt`].
+    pub async fn verify_cached<C>(
+        &self,
+        token: &str,
+        typ: &str,
+        cache: &VerifiedCache<C>,
+    ) -> Result<Arc<C>, AccessTokenError>
+    where
+        C: serde::de::DeserializeOwned + Expiring,
+    {
+        let key = verified::key(token);
+        let now = self.clock.now().unix_timestamp();
+        if let Some(claims) = cache.get(&key) {
+            return if claims.expires_at() > now { Ok(claims) } else { Err(AccessTokenError::Invalid) };
+        }
+        let claims = Arc::new(self.verify_jwt::<C>(token, typ).await?);
+        cache.insert(key, Arc::clone(&claims), now);
+        Ok(claims)
+    }
+
+    /// Checks an access token completely: [`TokenVerifier::verify_jwt`],
+    /// then that neither it nor its grant was revoked.
+    ///
+    /// # Errors
+    /// As [`TokenVerifier::verify_jwt`], and [`AccessTokenError::Unavailable`]
+    /// when the revocation state cannot be read.
+    pub async fn check_access_token(&self, token: &str) -> Result<Arc<AccessClaims>, AccessTokenError> {
+        let claims = self.verify_cached(token, TYP_ACCESS_TOKEN, &self.verified.access).await?;
+        let state = self.store.access_token_state(claims.gid, &claims.jti).await?;
+        if state.is_live() { Ok(claims) } else { Err(AccessTokenError::Invalid) }
+    }
+
+    /// Checks the headers of a business API call: `Authorization` carries an
+    /// access token (with or without `Bearer `), `Id-Token` an id_token.
+    /// Both must be Portico's, unexpired, and of the same live grant
+    /// (the access token through [`TokenVerifier::check_access_token`], the
+    /// id_token through its `gid`), hence of the same user and client.
+    ///
+    /// # Errors
+    /// A [`TokenPairError`] saying what is wrong.
+    pub async fn check_token_pair(&self, headers: &http::HeaderMap) -> Result<Caller, TokenPairError> {
+        if !headers.contains_key(http::header::AUTHORIZATION) {
+            return Err(TokenPairError::Missing("Authorization"));
+        }
+        let access = bearer(headers).ok_or(TokenPairError::InvalidAccessToken)?;
+        let id_token = headers.get("id-token").ok_or(TokenPairError::Missing("Id-Token"))?;
+        let id_token = id_token.to_str().map_err(|_| TokenPairError::InvalidIdToken)?.trim();
+        let id_token = id_token.strip_prefix("Bearer ").unwrap_or(id_token);
+        let access = match self.check_access_token(access).await {
+            Ok(claims) => claims,
+            Err(AccessTokenError::Invalid) => return Err(TokenPairError::InvalidAccessToken),
+            Err(AccessTokenError::Unavailable(e)) => return Err(TokenPairError::Unavailable(e)),
+        };
+        let id = match self.verify_cached(id_token, TYP_ID_TOKEN, &self.verified.id).await {
+            Ok(claims) => claims,
+            Err(AccessTokenError::Invalid) => return Err(TokenPairError::InvalidIdToken),
+            Err(AccessTokenError::Unavailable(e)) => return Err(TokenPairError::Unavailable(e)),
+        };
+        let grant = id.gid.or_else(|| id.sid.map(|sid| GrantId::from(sid.as_uuid())));
+        if id.sub != access.sub || id.aud != access.client_id || grant != Some(access.gid) {
+            return Err(TokenPairError::Mismatch);
+        }
+        let user_id = Uuid::parse_str(&access.sub).map_err(|_| TokenPairError::InvalidAccessToken)?.into();
+        Ok(Caller { user_id, client_id: access.client_id.as_str().into(), access })
+    }
+}
+
+/// The token from an `Authorization` header, with or without `Bearer `
+/// (scheme compared case-insensitively).
+pub fn bearer(headers: &http::HeaderMap) -> Option<&str> {
+    let value = headers.get(http::header::AUTHORIZATION)?.to_str().ok()?.trim();
+    let token = match value.split_once(' ') {
+        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("bearer") => rest.trim(),
+        Some(_) => return None,
+        None => value,
+    };
+    (!token.is_empty()).then_some(token)
+}
