@@ -9,6 +9,7 @@
 
 pub mod http;
 pub mod openapi;
+pub mod scim;
 pub mod service;
 
 pub use http::{AdminApi, AdminState, router};

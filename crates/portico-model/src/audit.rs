@@ -68,6 +68,9 @@ pub enum AuditKind {
     UserDeleted,
     MerchantCreated,
     MerchantKeyRotated,
+    DeliveryResent,
+    ReportTaskRetried,
+    GrantRevoked,
     PermissionsImported,
     BrokerageDataLoaded,
 }
@@ -98,6 +101,9 @@ impl AuditKind {
             AuditKind::UserDeleted => "user.deleted",
             AuditKind::MerchantCreated => "merchant.created",
             AuditKind::MerchantKeyRotated => "merchant.key_rotated",
+            AuditKind::DeliveryResent => "delivery.resent",
+            AuditKind::ReportTaskRetried => "report_task.retried",
+            AuditKind::GrantRevoked => "grant.revoked",
             AuditKind::PermissionsImported => "permissions.imported",
             AuditKind::BrokerageDataLoaded => "brokerage.loaded",
         }

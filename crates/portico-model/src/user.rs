@@ -20,4 +20,9 @@ pub struct User {
     /// Blocked by an operator: no login, and liveness fails for the user's tokens.
     pub blocked: bool,
     pub created_at: OffsetDateTime,
+    /// What the bank's provisioning system (SCIM) set beyond Portico's own
+    /// fields, kept to be returned as sent: `externalId`, the parts of the
+    /// name, contact values as typed, the enterprise extension. `None` for
+    /// users made otherwise.
+    pub provisioned: Option<serde_json::Value>,
 }

@@ -6,7 +6,11 @@
 //! - `POST /admin/v1/merchants`: registers one; the answer carries its API
 //!   key, shown this once (Portico keeps only its hash and a sealed copy);
 //! - `POST /admin/v1/merchants/{merchantId}/key`: a new key; the old one
-//!   stops working at once.
+//!   stops working at once;
+//! - `GET /admin/v1/merchants/{merchantId}/deliveries`: the merchant's
+//!   deliveries with every attempt, as the merchant sees them;
+//! - `POST /admin/v1/merchants/{merchantId}/deliveries/{id}/resend`: a new
+//!   delivery of the same event, now.
 //!
 //! Without a configured admin token the API is off (404 naming the setting).
 //! Registrations and new keys are recorded in the audit log with the token
@@ -174,4 +178,69 @@ pub async fn rotate_key(
         Ok(None) => Err(ApiError::not_found("merchant_not_found", "there is no merchant with this id")),
         Err(e) => Err(ApiError::storage("rotating a merchant key", &e)),
     }
+}
+
+#[utoipa::path(
+    get,
+    path = "/admin/v1/merchants/{merchantId}/deliveries",
+    operation_id = "listMerchantDeliveries",
+    tag = "merchants",
+    params(("merchantId" = String, Path, description = "The merchant."), crate::deliveries::DeliveryFilter),
+    security(("adminToken" = [])),
+    responses(
+        (status = 200, description = "A page of the merchant's deliveries, newest first, each with every attempt.", body = crate::deliveries::DeliveryPage),
+        (status = 400, description = "`bad_request`: a parameter is not valid or unknown.", body = portico_api::error::ErrorBody),
+        (status = 404, description = "`merchant_not_found`, or `admin_api_disabled`.", body = portico_api::error::ErrorBody),
+        AdminErrors
+    )
+)]
+pub async fn deliveries(
+    State(api): State<NotifyState>,
+    _: Admin,
+    merchant_id: Result<Path<String>, PathRejection>,
+    axum::extract::RawQuery(query): axum::extract::RawQuery,
+) -> Result<Response, ApiError> {
+    let merchant_id = merchant_id.map(|Path(id)| id).unwrap_or_default();
+    let filter = crate::deliveries::Filter::parse(query.as_deref()).map_err(ApiError::bad_request)?;
+    let storage = |e: StorageError| ApiError::storage("listing deliveries", &e);
+    if api.store.find_merchant(&merchant_id).await.map_err(storage)?.is_none() {
+        return Err(ApiError::not_found("merchant_not_found", "there is no merchant with this id"));
+    }
+    let page = crate::deliveries::page_of(&api, &merchant_id, &filter).await.map_err(storage)?;
+    Ok(Json(page).into_response())
+}
+
+#[utoipa::path(
+    post,
+    path = "/admin/v1/merchants/{merchantId}/deliveries/{id}/resend",
+    operation_id = "resendMerchantDelivery",
+    tag = "merchants",
+    params(
+        ("merchantId" = String, Path, description = "The merchant."),
+        ("id" = uuid::Uuid, Path, description = "The delivery to repeat.")
+    ),
+    security(("adminToken" = [])),
+    responses(
+        (status = 202, description = "The new delivery, `PENDING`, with a fresh 24 h window.", body = crate::deliveries::DeliveryView),
+        (status = 404, description = "`delivery_not_found`: the merchant has no such delivery.", body = portico_api::error::ErrorBody),
+        AdminErrors
+    )
+)]
+pub async fn resend(
+    State(api): State<NotifyState>,
+    admin: Admin,
+    ids: Result<Path<(String, String)>, PathRejection>,
+) -> Result<Response, ApiError> {
+    let (merchant_id, id) = ids.map(|Path(ids)| ids).unwrap_or_default();
+    let gone = || ApiError::not_found("delivery_not_found", "the merchant has no such delivery");
+    let id = uuid::Uuid::parse_str(&id).map_err(|_| gone())?;
+    let resent = crate::deliveries::resend_of(&api, &merchant_id, id)
+        .await
+        .map_err(|e| ApiError::storage("resending a delivery", &e))?
+        .ok_or_else(gone)?;
+    tracing::info!(%merchant_id, delivery = %resent.id, actor = %admin.actor, "delivery resent through the admin API");
+    let detail = serde_json::json!({ "merchant_id": merchant_id, "delivery": id, "new_delivery": resent.id });
+    let event = AuditEvent::new(api.clock.now(), AuditKind::DeliveryResent).by(&admin.actor).detail(detail);
+    portico_api::audit(api.store.as_ref(), event).await;
+    Ok((StatusCode::ACCEPTED, Json(resent)).into_response())
 }

@@ -141,37 +141,82 @@ pub async fn list(State(api): State<NotifyState>, headers: HeaderMap, RawQuery(q
         Ok(merchant) => merchant,
         Err(response) => return response,
     };
-    let (mut status, mut page, mut size) = (None, 0u32, 20u32);
-    for (name, value) in url::form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
-        match name.as_ref() {
-            "status" => match DeliveryStatus::parse(&value) {
-                Some(s) => status = Some(s),
-                None => return error(StatusCode::BAD_REQUEST, "bad_request", "status: PENDING, DELIVERED or FAILED"),
-            },
-            "page" => match value.parse() {
-                Ok(p) if p <= MAX_PAGE => page = p,
-                _ => return error(StatusCode::BAD_REQUEST, "bad_request", "page: a number from 0 to 100000"),
-            },
-            "size" => match value.parse() {
-                Ok(s) if (1..=MAX_SIZE).contains(&s) => size = s,
-                _ => return error(StatusCode::BAD_REQUEST, "bad_request", "size: a number from 1 to 100"),
-            },
-            other => return error(StatusCode::BAD_REQUEST, "bad_request", format!("unknown parameter {other:?}")),
-        }
-    }
-    let offset = page.saturating_mul(size);
-    let (deliveries, total) = match api.store.list_deliveries(&merchant.ids.merchant_id, status, offset, size).await {
-        Ok(found) => found,
-        Err(e) => return internal(&e),
+    let filter = match Filter::parse(query.as_deref()) {
+        Ok(filter) => filter,
+        Err(message) => return error(StatusCode::BAD_REQUEST, "bad_request", message),
     };
+    match page_of(&api, &merchant.ids.merchant_id, &filter).await {
+        Ok(page) => Json(page).into_response(),
+        Err(e) => internal(&e),
+    }
+}
+
+/// A listing's parameters: `status`, `page` (from 0), `size`.
+pub(crate) struct Filter {
+    status: Option<DeliveryStatus>,
+    page: u32,
+    size: u32,
+}
+
+impl Filter {
+    /// # Errors
+    /// What is wrong with a parameter, or the unknown one.
+    pub(crate) fn parse(query: Option<&str>) -> Result<Self, String> {
+        let mut filter = Self { status: None, page: 0, size: 20 };
+        for (name, value) in url::form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
+            match name.as_ref() {
+                "status" => {
+                    filter.status = Some(DeliveryStatus::parse(&value).ok_or("status: PENDING, DELIVERED or FAILED")?);
+                }
+                "page" => match value.parse() {
+                    Ok(p) if p <= MAX_PAGE => filter.page = p,
+                    _ => return Err("page: a number from 0 to 100000".into()),
+                },
+                "size" => match value.parse() {
+                    Ok(s) if (1..=MAX_SIZE).contains(&s) => filter.size = s,
+                    _ => return Err("size: a number from 1 to 100".into()),
+                },
+                other => return Err(format!("unknown parameter {other:?}")),
+            }
+        }
+        Ok(filter)
+    }
+}
+
+/// A page of a merchant's deliveries, newest first, each with every attempt.
+pub(crate) async fn page_of(
+    api: &NotifyState,
+    merchant_id: &str,
+    filter: &Filter,
+) -> Result<DeliveryPage, portico_storage::StorageError> {
+    let offset = filter.page.saturating_mul(filter.size);
+    let (deliveries, total) = api.store.list_deliveries(merchant_id, filter.status, offset, filter.size).await?;
     let mut items = Vec::with_capacity(deliveries.len());
     for delivery in &deliveries {
-        match view(&api, delivery).await {
-            Ok(item) => items.push(item),
-            Err(e) => return internal(&e),
-        }
+        items.push(view(api, delivery).await?);
     }
-    Json(DeliveryPage { items, page, size, total }).into_response()
+    Ok(DeliveryPage { items, page: filter.page, size: filter.size, total })
+}
+
+/// Queues a new delivery of the event of the merchant's delivery `id`
+/// now; `None` when the merchant has no such delivery (or it is past its
+/// retention and being removed).
+pub(crate) async fn resend_of(
+    api: &NotifyState,
+    merchant_id: &str,
+    id: uuid::Uuid,
+) -> Result<Option<DeliveryView>, portico_storage::StorageError> {
+    let Some(delivery) = api.store.find_delivery(id).await?.filter(|d| d.merchant_id == merchant_id) else {
+        return Ok(None);
+    };
+    let now = api.clock.now();
+    if crate::retention::expiring(api.retention, delivery.finished_at, now) {
+        return Ok(None);
+    }
+    let again = Delivery::new(delivery.event_id, delivery.merchant_id, now);
+    api.store.create_delivery(&again).await?;
+    api.queued.notify_one();
+    Ok(Some(view(api, &again).await?))
 }
 
 /// Queues a new delivery of the same event now, with a fresh 24 h window.
@@ -203,23 +248,13 @@ pub async fn resend(
     let Ok(id) = uuid::Uuid::parse_str(&id) else {
         return error(StatusCode::BAD_REQUEST, "bad_request", "id: a delivery id (UUID)");
     };
-    let delivery = match api.store.find_delivery(id).await {
-        Ok(Some(d)) if d.merchant_id == merchant.ids.merchant_id => d,
-        Ok(_) => return error(StatusCode::NOT_FOUND, "delivery_not_found", "no such delivery of this merchant"),
-        Err(e) => return internal(&e),
-    };
-    let now = api.clock.now();
-    if crate::retention::expiring(api.retention, delivery.finished_at, now) {
-        let message = "the delivery is past its retention period and is being removed";
-        return error(StatusCode::NOT_FOUND, "delivery_not_found", message);
-    }
-    let again = Delivery::new(delivery.event_id, delivery.merchant_id, now);
-    if let Err(e) = api.store.create_delivery(&again).await {
-        return internal(&e);
-    }
-    api.queued.notify_one();
-    match view(&api, &again).await {
-        Ok(item) => (StatusCode::ACCEPTED, Json(item)).into_response(),
+    match resend_of(&api, &merchant.ids.merchant_id, id).await {
+        Ok(Some(item)) => (StatusCode::ACCEPTED, Json(item)).into_response(),
+        Ok(None) => error(
+            StatusCode::NOT_FOUND,
+            "delivery_not_found",
+            "no such delivery of this merchant (or it is past its retention period and being removed)",
+        ),
         Err(e) => internal(&e),
     }
 }

@@ -97,5 +97,7 @@ pub fn router(state: NotifyState) -> Router {
         .route("/internal/v1/notifications/events/{kind}", post(intake::unknown_kind))
         .route("/admin/v1/merchants", get(admin::list).post(admin::create))
         .route("/admin/v1/merchants/{merchant_id}/key", post(admin::rotate_key))
+        .route("/admin/v1/merchants/{merchant_id}/deliveries", get(admin::deliveries))
+        .route("/admin/v1/merchants/{merchant_id}/deliveries/{id}/resend", post(admin::resend))
         .with_state(state)
 }

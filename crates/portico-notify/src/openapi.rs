@@ -73,7 +73,13 @@ pub struct IntakeApi;
 /// The merchants' admin API (admin token).
 #[derive(OpenApi)]
 #[openapi(
-    paths(crate::admin::list, crate::admin::create, crate::admin::rotate_key),
+    paths(
+        crate::admin::list,
+        crate::admin::create,
+        crate::admin::rotate_key,
+        crate::admin::deliveries,
+        crate::admin::resend
+    ),
     tags((name = "merchants", description = "Merchants and their API keys"))
 )]
 pub struct MerchantsAdminApi;

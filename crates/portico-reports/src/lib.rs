@@ -11,6 +11,7 @@
 //!   internal API and `portico brokerage import`.
 
 pub mod access;
+pub mod admin;
 pub mod brokerage;
 pub mod download;
 pub mod error;
@@ -91,5 +92,7 @@ pub fn router(state: ReportsState) -> Router {
         .nest("/internal/v1/reports", operations(Channel::Bank))
         .route("/internal/v1/brokerage/agreements", post(brokerage::submit_bank))
         .route("/admin/v1/brokerage/agreements", post(brokerage::submit_admin).get(brokerage::list))
+        .route("/admin/v1/reports/tasks", get(admin::list))
+        .route("/admin/v1/reports/tasks/{task_id}/retry", post(admin::retry))
         .with_state(state)
 }

@@ -126,3 +126,11 @@ pub fn bank_channel() -> utoipa::openapi::OpenApi {
     tags((name = "brokerage data", description = "The data brokerage reports are made from"))
 )]
 pub struct BrokerageIntakeApi;
+
+/// The report tasks' admin API (admin token).
+#[derive(OpenApi)]
+#[openapi(
+    paths(crate::admin::list, crate::admin::retry),
+    tags((name = "report tasks", description = "Report tasks of any company, and retrying failed ones"))
+)]
+pub struct ReportsAdminApi;

@@ -236,6 +236,11 @@ impl App {
                 service: Arc::clone(&self.admin),
                 api_tokens: self.config.api_tokens(),
             })))
+            .merge(portico_admin::scim::router(Arc::new(portico_admin::scim::Scim {
+                service: Arc::clone(&self.admin),
+                token: self.config.scim_token.as_deref().map(portico_crypto::hash::BearerSecret::new),
+                base: format!("{}/scim/v2", self.config.public_url().trim_end_matches('/')),
+            })))
             .merge(portico_reports::router(Arc::clone(&self.reports)))
             .merge(crate::openapi::router());
         if self.demo {

@@ -46,6 +46,8 @@ pub struct Config {
     /// actor of what it changes (`[admin_tokens] ci = "..."`,
     /// `PORTICO_ADMIN_TOKENS__CI`).
     pub admin_tokens: std::collections::BTreeMap<String, String>,
+    /// Bearer token of SCIM provisioning (`/scim/v2`); it is off without one.
+    pub scim_token: Option<String>,
     /// Bearer token of the internal APIs other bank systems call
     /// (`/internal/v1/...`); they are off without one.
     pub internal_token: Option<String>,
@@ -392,6 +394,7 @@ impl Default for Config {
             secret_key: None,
             admin_token: None,
             admin_tokens: Default::default(),
+            scim_token: None,
             internal_token: None,
             log: "info".to_owned(),
             log_format: LogFormat::Text,
@@ -532,6 +535,9 @@ impl Config {
         tokens.sort();
         if tokens.windows(2).any(|pair| pair[0] == pair[1]) {
             return Err(ConfigError("admin_tokens: two admin tokens are the same; give each its own".into()));
+        }
+        if self.scim_token.as_ref().is_some_and(|t| t.len() < 24) {
+            return Err(ConfigError("scim_token (PORTICO_SCIM_TOKEN) must be at least 24 characters".into()));
         }
         if self.internal_token.as_ref().is_some_and(|t| t.len() < 24) {
             return Err(ConfigError("internal_token (PORTICO_INTERNAL_TOKEN) must be at least 24 characters".into()));

@@ -55,6 +55,7 @@ fn internal() -> utoipa::openapi::OpenApi {
     let mut document = OpenApiBuilder::new().info(info).build();
     document.merge(portico_notify::openapi::IntakeApi::openapi());
     document.merge(portico_reports::openapi::BrokerageIntakeApi::openapi());
+    document.merge(portico_reports::openapi::ReportsAdminApi::openapi());
     document.merge(portico_reports::openapi::bank_channel());
     document.merge(portico_admin::openapi::AdminApiDoc::openapi());
     document.merge(portico_notify::openapi::MerchantsAdminApi::openapi());

@@ -5,7 +5,7 @@
 
 use async_trait::async_trait;
 use portico_model::audit::AuditEvent;
-use portico_model::ids::{CodeHash, GrantId, RefreshTokenHash, SessionId};
+use portico_model::ids::{CodeHash, GrantId, RefreshTokenHash, SessionId, UserId};
 use portico_model::oauth::{
     AccessTokenState, AuthorizationCode, Grant, Redemption, RefreshToken, Rotation, StoredCode, StoredRefreshToken,
 };
@@ -196,6 +196,16 @@ impl GrantRepository for PgStore {
             .fetch_all(&mut *self.conn().await?)
             .await
             .map_err(storage_error("grant"))?;
+        rows.iter().map(grant_from).collect()
+    }
+
+    async fn list_user_grants(&self, user_id: UserId) -> Result<Vec<Grant>> {
+        let rows =
+            sqlx::query("SELECT * FROM grants WHERE user_id = $1 AND revoked_at IS NULL ORDER BY created_at DESC")
+                .bind(user_id.as_uuid())
+                .fetch_all(&mut *self.conn().await?)
+                .await
+                .map_err(storage_error("grant"))?;
         rows.iter().map(grant_from).collect()
     }
 

@@ -5,6 +5,7 @@ use portico_model::ids::{GrantId, UserId};
 use portico_model::user::User;
 use portico_storage::{TextMatch, UserQuery, UserRepository};
 use sqlx::postgres::PgRow;
+use sqlx::types::Json;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -22,6 +23,7 @@ fn user_from(row: &PgRow) -> Result<User> {
         phone_login_enabled: get(row, "phone_login_enabled")?,
         blocked: get(row, "blocked")?,
         created_at: get(row, "created_at")?,
+        provisioned: get::<Option<Json<serde_json::Value>>>(row, "provisioned")?.map(|json| json.0),
     })
 }
 
@@ -38,12 +40,33 @@ impl PgStore {
     }
 }
 
+/// The conditions of `query` as SQL, with the values to bind in order.
+fn matching(query: &UserQuery) -> (String, Vec<&str>) {
+    let mut sql = String::from("true");
+    let mut values: Vec<&str> = Vec::new();
+    for (column, matched) in [("login", &query.login), ("phone", &query.phone), ("email", &query.email)] {
+        let Some(matched) = matched else { continue };
+        values.push(match matched {
+            TextMatch::Is(value) | TextMatch::StartsWith(value) => value,
+        });
+        let n = values.len();
+        match matched {
+            TextMatch::Is(_) => sql.push_str(&format!(" AND {column} = ${n}")),
+            TextMatch::StartsWith(_) => sql.push_str(&format!(" AND starts_with({column}, ${n})")),
+        }
+    }
+    if let Some(blocked) = query.blocked {
+        sql.push_str(if blocked { " AND blocked" } else { " AND NOT blocked" });
+    }
+    (sql, values)
+}
+
 #[async_trait]
 impl UserRepository for PgStore {
     async fn create_user(&self, user: &User) -> Result<()> {
         sqlx::query(
             "INSERT INTO users (id, login, password_hash, phone, email, name, phone_login_enabled, blocked, \
-             created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+             created_at, provisioned) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
         )
         .bind(user.id.as_uuid())
         .bind(&user.login)
@@ -54,6 +77,7 @@ impl UserRepository for PgStore {
         .bind(user.phone_login_enabled)
         .bind(user.blocked)
         .bind(at(user.created_at))
+        .bind(user.provisioned.as_ref().map(Json))
         .execute(&mut *self.conn().await?)
         .await
         .map_err(storage_error("user login"))?;
@@ -127,7 +151,7 @@ impl UserRepository for PgStore {
     async fn update_user(&self, user: &User) -> Result<bool> {
         let done = sqlx::query(
             "UPDATE users SET login = $2, password_hash = $3, phone = $4, email = $5, name = $6, \
-             phone_login_enabled = $7 WHERE id = $1",
+             phone_login_enabled = $7, provisioned = $8 WHERE id = $1",
         )
         .bind(user.id.as_uuid())
         .bind(&user.login)
@@ -136,6 +160,7 @@ impl UserRepository for PgStore {
         .bind(&user.email)
         .bind(&user.name)
         .bind(user.phone_login_enabled)
+        .bind(user.provisioned.as_ref().map(Json))
         .execute(&mut *self.conn().await?)
         .await
         .map_err(storage_error("user login"))?;
@@ -184,27 +209,13 @@ impl UserRepository for PgStore {
     }
 
     async fn search_users(&self, query: &UserQuery) -> Result<Vec<User>> {
-        let mut sql = String::from("SELECT * FROM users WHERE true");
-        let mut values: Vec<&str> = Vec::new();
-        for (column, matched) in [("login", &query.login), ("phone", &query.phone), ("email", &query.email)] {
-            let Some(matched) = matched else { continue };
-            values.push(match matched {
-                TextMatch::Is(value) | TextMatch::StartsWith(value) => value,
-            });
-            let n = values.len();
-            match matched {
-                TextMatch::Is(_) => sql.push_str(&format!(" AND {column} = ${n}")),
-                TextMatch::StartsWith(_) => sql.push_str(&format!(" AND starts_with({column}, ${n})")),
-            }
-        }
+        let (mut sql, mut values) = matching(query);
         if let Some(after) = &query.after {
             values.push(after);
             sql.push_str(&format!(" AND login > ${}", values.len()));
         }
-        if let Some(blocked) = query.blocked {
-            sql.push_str(if blocked { " AND blocked" } else { " AND NOT blocked" });
-        }
-        sql.push_str(&format!(" ORDER BY login LIMIT {}", query.limit));
+        sql.push_str(&format!(" ORDER BY login LIMIT {} OFFSET {}", query.limit, query.offset));
+        let sql = format!("SELECT * FROM users WHERE {sql}");
         let mut statement = sqlx::query(&sql);
         for value in values {
             statement = statement.bind(value);
@@ -216,5 +227,16 @@ impl UserRepository for PgStore {
             .iter()
             .map(user_from)
             .collect()
+    }
+
+    async fn count_users(&self, query: &UserQuery) -> Result<u64> {
+        let (sql, values) = matching(query);
+        let sql = format!("SELECT count(*) FROM users WHERE {sql}");
+        let mut statement = sqlx::query_scalar::<_, i64>(&sql);
+        for value in values {
+            statement = statement.bind(value);
+        }
+        let count = statement.fetch_one(&mut *self.conn().await?).await.map_err(storage_error("user"))?;
+        Ok(u64::try_from(count).unwrap_or_default())
     }
 }

@@ -25,6 +25,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (9, "backchannel logout", include_str!("../migrations/0009_backchannel_logout.sql")),
     (10, "trace context", include_str!("../migrations/0010_trace_context.sql")),
     (11, "audit actor", include_str!("../migrations/0011_audit_actor.sql")),
+    (12, "user provisioning", include_str!("../migrations/0012_user_provisioning.sql")),
 ];
 
 /// Applies the migrations that have not run yet.

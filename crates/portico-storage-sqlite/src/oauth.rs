@@ -5,7 +5,7 @@
 
 use async_trait::async_trait;
 use portico_model::audit::AuditEvent;
-use portico_model::ids::{CodeHash, GrantId, RefreshTokenHash, SessionId};
+use portico_model::ids::{CodeHash, GrantId, RefreshTokenHash, SessionId, UserId};
 use portico_model::oauth::{
     AccessTokenState, AuthorizationCode, Grant, Redemption, RefreshToken, Rotation, StoredCode, StoredRefreshToken,
 };
@@ -190,6 +190,11 @@ impl GrantRepository for SqliteStore {
     async fn list_session_grants(&self, session_id: SessionId) -> Result<Vec<Grant>> {
         let sql = "SELECT * FROM grants WHERE session_id = ?1 AND revoked_at IS NULL ORDER BY created_at";
         self.db.read(move |c| all(c, sql, [session_id.to_string()], grant_from)).await
+    }
+
+    async fn list_user_grants(&self, user_id: UserId) -> Result<Vec<Grant>> {
+        let sql = "SELECT * FROM grants WHERE user_id = ?1 AND revoked_at IS NULL ORDER BY created_at DESC, id";
+        self.db.read(move |c| all(c, sql, [user_id.to_string()], grant_from)).await
     }
 
     async fn revoke_grant(&self, id: GrantId, now: OffsetDateTime) -> Result<bool> {

@@ -9,7 +9,7 @@ use rusqlite::types::Value;
 use rusqlite::{Row, params, params_from_iter};
 use time::OffsetDateTime;
 
-use crate::db::{Columns, Res, all, one, run, secs};
+use crate::db::{Columns, Res, all, one, run, secs, to_json};
 use crate::{Result, SqliteStore};
 
 fn user_from(row: &Row<'_>) -> Res<User> {
@@ -23,7 +23,33 @@ fn user_from(row: &Row<'_>) -> Res<User> {
         phone_login_enabled: row.get("phone_login_enabled")?,
         blocked: row.get("blocked")?,
         created_at: row.time("created_at")?,
+        provisioned: row.json_opt("provisioned")?,
     })
+}
+
+/// The conditions of `query` as SQL, with the values to bind in order.
+fn matching(query: &UserQuery) -> (String, Vec<Value>) {
+    let mut sql = String::from("1");
+    let mut values: Vec<Value> = Vec::new();
+    for (column, matched) in [("login", &query.login), ("phone", &query.phone), ("email", &query.email)] {
+        let Some(matched) = matched else { continue };
+        let n = values.len() + 1;
+        let value = match matched {
+            TextMatch::Is(value) => {
+                sql.push_str(&format!(" AND {column} = ?{n}"));
+                value
+            }
+            TextMatch::StartsWith(value) => {
+                sql.push_str(&format!(" AND substr({column}, 1, length(?{n})) = ?{n}"));
+                value
+            }
+        };
+        values.push(Value::Text(value.clone()));
+    }
+    if let Some(blocked) = query.blocked {
+        sql.push_str(if blocked { " AND blocked" } else { " AND NOT blocked" });
+    }
+    (sql, values)
 }
 
 #[async_trait]
@@ -35,7 +61,7 @@ impl UserRepository for SqliteStore {
                 run(
                     tx,
                     "INSERT INTO users (id, login, password_hash, phone, email, name, phone_login_enabled, blocked, \
-                     created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                     created_at, provisioned) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                     params![
                         user.id.to_string(),
                         user.login,
@@ -46,6 +72,7 @@ impl UserRepository for SqliteStore {
                         user.phone_login_enabled,
                         user.blocked,
                         secs(user.created_at),
+                        user.provisioned.as_ref().map(to_json).transpose()?,
                     ],
                 )?;
                 Ok(())
@@ -103,7 +130,7 @@ impl UserRepository for SqliteStore {
         self.db
             .write("user login", move |tx| {
                 let sql = "UPDATE users SET login = ?2, password_hash = ?3, phone = ?4, email = ?5, name = ?6, \
-                           phone_login_enabled = ?7 WHERE id = ?1";
+                           phone_login_enabled = ?7, provisioned = ?8 WHERE id = ?1";
                 let values = params![
                     user.id.to_string(),
                     user.login,
@@ -111,7 +138,8 @@ impl UserRepository for SqliteStore {
                     user.phone,
                     user.email,
                     user.name,
-                    user.phone_login_enabled
+                    user.phone_login_enabled,
+                    user.provisioned.as_ref().map(to_json).transpose()?
                 ];
                 Ok(run(tx, sql, values)? > 0)
             })
@@ -144,30 +172,21 @@ impl UserRepository for SqliteStore {
     }
 
     async fn search_users(&self, query: &UserQuery) -> Result<Vec<User>> {
-        let mut sql = String::from("SELECT * FROM users WHERE 1");
-        let mut values: Vec<Value> = Vec::new();
-        for (column, matched) in [("login", &query.login), ("phone", &query.phone), ("email", &query.email)] {
-            let Some(matched) = matched else { continue };
-            let n = values.len() + 1;
-            match matched {
-                TextMatch::Is(value) => {
-                    sql.push_str(&format!(" AND {column} = ?{n}"));
-                    values.push(Value::Text(value.clone()));
-                }
-                TextMatch::StartsWith(value) => {
-                    sql.push_str(&format!(" AND substr({column}, 1, length(?{n})) = ?{n}"));
-                    values.push(Value::Text(value.clone()));
-                }
-            }
-        }
+        let (mut sql, mut values) = matching(query);
         if let Some(after) = &query.after {
             values.push(Value::Text(after.clone()));
             sql.push_str(&format!(" AND login > ?{}", values.len()));
         }
-        if let Some(blocked) = query.blocked {
-            sql.push_str(if blocked { " AND blocked" } else { " AND NOT blocked" });
-        }
-        sql.push_str(&format!(" ORDER BY login LIMIT {}", query.limit));
+        let sql =
+            format!("SELECT * FROM users WHERE {sql} ORDER BY login LIMIT {} OFFSET {}", query.limit, query.offset);
         self.db.read(move |c| all(c, &sql, params_from_iter(values), user_from)).await
+    }
+
+    async fn count_users(&self, query: &UserQuery) -> Result<u64> {
+        let (sql, values) = matching(query);
+        let sql = format!("SELECT count(*) AS n FROM users WHERE {sql}");
+        let count =
+            self.db.read(move |c| one(c, &sql, params_from_iter(values), |row| Ok(row.get::<_, i64>("n")?))).await?;
+        Ok(count.and_then(|n| u64::try_from(n).ok()).unwrap_or_default())
     }
 }

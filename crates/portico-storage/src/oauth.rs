@@ -3,7 +3,7 @@
 use crate::Result;
 use async_trait::async_trait;
 use portico_model::audit::AuditEvent;
-use portico_model::ids::{CodeHash, GrantId, RefreshTokenHash, SessionId};
+use portico_model::ids::{CodeHash, GrantId, RefreshTokenHash, SessionId, UserId};
 use portico_model::oauth::{
     AccessTokenState, AuthorizationCode, Grant, Redemption, RefreshToken, Rotation, StoredCode, StoredRefreshToken,
 };
@@ -55,6 +55,11 @@ pub trait GrantRepository: Send + Sync {
     /// # Errors
     /// Only when the store fails.
     async fn list_session_grants(&self, session_id: SessionId) -> Result<Vec<Grant>>;
+    /// The live (not revoked) grants of a user, newest first.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn list_user_grants(&self, user_id: UserId) -> Result<Vec<Grant>>;
     /// Revokes a grant (and so every token issued along it). Returns whether
     /// a live grant was revoked.
     ///

@@ -52,6 +52,12 @@ pub trait UserRepository: Send + Sync {
     /// # Errors
     /// Only when the store fails.
     async fn search_users(&self, query: &UserQuery) -> Result<Vec<User>>;
+    /// How many users match the conditions of `query` (its `after`,
+    /// `offset` and `limit` aside).
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn count_users(&self, query: &UserQuery) -> Result<u64>;
 }
 
 /// How a text field is matched.
@@ -74,11 +80,13 @@ pub struct UserQuery {
     pub blocked: Option<bool>,
     /// The last login of the previous page.
     pub after: Option<String>,
+    /// Matches to skip first (for clients that page by index).
+    pub offset: u32,
     pub limit: u32,
 }
 
 impl Default for UserQuery {
     fn default() -> Self {
-        Self { login: None, phone: None, email: None, blocked: None, after: None, limit: 50 }
+        Self { login: None, phone: None, email: None, blocked: None, after: None, offset: 0, limit: 50 }
     }
 }

@@ -103,6 +103,7 @@ async fn logins(backend: portico_tests::Backend, cores: usize, hashes: f64) {
                 phone_login_enabled: true,
                 blocked: false,
                 created_at: time::OffsetDateTime::now_utc(),
+                provisioned: None,
             })
             .await
             .expect("user");

@@ -136,6 +136,7 @@ impl TestApp {
             database_max_connections: 5,
             admin_token: Some(ADMIN_TOKEN.to_owned()),
             internal_token: Some(INTERNAL_TOKEN.to_owned()),
+            scim_token: Some(SCIM_TOKEN.to_owned()),
             ..Config::default()
         };
         configure(&mut config);
@@ -447,6 +448,7 @@ impl TestApp {
                 phone_login_enabled: false,
                 blocked: false,
                 created_at: self.clock.now(),
+                provisioned: None,
             })
             .await
             .expect("create a user");
@@ -499,6 +501,8 @@ pub fn plain_http() -> reqwest::Client {
 pub const ADMIN_TOKEN: &str = "test-admin-token-0123456789abcdef";
 /// The internal token every test server is configured with.
 pub const INTERNAL_TOKEN: &str = "test-internal-token-0123456789abcdef";
+/// The SCIM token every test server is configured with.
+pub const SCIM_TOKEN: &str = "test-scim-token-0123456789abcdef";
 
 /// The tokens a business API call carries, and whose they are.
 #[derive(Debug, Clone)]

@@ -93,6 +93,7 @@ pub fn sample() -> Sample {
         phone_login_enabled: true,
         blocked: false,
         created_at: t0 + Duration::seconds(1),
+        provisioned: None,
     };
     let blocked_user = User {
         id: id(2).into(),

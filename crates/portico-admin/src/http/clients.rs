@@ -59,24 +59,31 @@ impl From<Client> for ClientView {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewClientBody {
     /// 1 to 64 of `A-Z a-z 0-9 - _ . :`.
-    #[schema(example = "web-app")]
+    #[schema(example = "web-app", pattern = "^[A-Za-z0-9._:-]{1,64}$")]
     pub client_id: String,
     /// 16 to 256 characters; left out, one is generated and answered once.
+    #[schema(min_length = 16, max_length = 256)]
     pub secret: Option<String>,
     /// Absolute, without a fragment; compared by exact match. At least one.
+    #[schema(min_items = 1, max_items = 50, example = json!(["https://app.example/callback"]))]
     pub redirect_uris: Vec<String>,
-    /// Space-separated; default `openid profile email phone`.
+    /// Space-separated, among `openid profile email phone`; default all four.
+    #[schema(pattern = "^(openid|profile|email|phone)( (openid|profile|email|phone))*$")]
     pub scope: Option<String>,
     /// Default: the client id.
+    #[schema(min_length = 1, max_length = 200)]
     pub name_ru: Option<String>,
     /// Default: the Russian name.
+    #[schema(min_length = 1, max_length = 200)]
     pub name_en: Option<String>,
     #[serde(default)]
     pub require_consent: bool,
     #[serde(default)]
+    #[schema(max_items = 50)]
     pub post_logout_redirect_uris: Vec<String>,
     #[serde(default)]
     pub logout_revokes_grants: bool,
+    #[schema(format = "uri")]
     pub backchannel_logout_uri: Option<String>,
 }
 
@@ -84,16 +91,21 @@ pub struct NewClientBody {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClientPatch {
+    #[schema(min_items = 1, max_items = 50)]
     pub redirect_uris: Option<Vec<String>>,
+    #[schema(pattern = "^(openid|profile|email|phone)( (openid|profile|email|phone))*$")]
     pub scope: Option<String>,
+    #[schema(min_length = 1, max_length = 200)]
     pub name_ru: Option<String>,
+    #[schema(min_length = 1, max_length = 200)]
     pub name_en: Option<String>,
     pub require_consent: Option<bool>,
+    #[schema(max_items = 50)]
     pub post_logout_redirect_uris: Option<Vec<String>>,
     pub logout_revokes_grants: Option<bool>,
     /// `null` removes it.
     #[serde(default, deserialize_with = "nullable")]
-    #[schema(nullable)]
+    #[schema(nullable, format = "uri")]
     pub backchannel_logout_uri: Option<Option<String>>,
 }
 
@@ -101,6 +113,7 @@ pub struct ClientPatch {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SecretBody {
+    #[schema(min_length = 16, max_length = 256)]
     pub secret: Option<String>,
 }
 
@@ -144,6 +157,7 @@ pub async fn list(State(api): State<AdminState>, admin: Admin) -> Result<Json<Ve
     responses(
         (status = 201, description = "Registered.", body = CreatedClient),
         (status = 400, description = "`bad_request`, or `invalid_document` naming every problem.", body = ErrorBody),
+        (status = 415, description = "`bad_request`: the body is not `application/json`.", body = ErrorBody),
         (status = 409, description = "`client_exists`.", body = ErrorBody),
         AdminErrors
     )
@@ -205,6 +219,7 @@ pub async fn read(
     responses(
         (status = 200, description = "Changed; the client as it is now.", body = ClientView),
         (status = 400, description = "`bad_request`, or `invalid_document` naming every problem.", body = ErrorBody),
+        (status = 415, description = "`bad_request`: the body is not `application/json`.", body = ErrorBody),
         (status = 404, description = "`client_not_found`.", body = ErrorBody),
         AdminErrors
     )
@@ -244,7 +259,8 @@ pub async fn update(
     security(("adminToken" = [])),
     responses(
         (status = 200, description = "The new secret, shown this once; the old one no longer works.", body = ClientSecret),
-        (status = 400, description = "`invalid_document`: the given secret is too short or too long.", body = ErrorBody),
+        (status = 400, description = "`bad_request`, or `invalid_document`: the given secret is too short or too long.", body = ErrorBody),
+        (status = 415, description = "`bad_request`: the body is not `application/json`.", body = ErrorBody),
         (status = 404, description = "`client_not_found`.", body = ErrorBody),
         AdminErrors
     )

@@ -91,7 +91,7 @@ pub struct AuditView {
     pub client_id: Option<String>,
     /// Who made the change through an administrative channel: `token:<name>`, `operator:<login>`, `cli`, `scim`.
     pub actor: Option<String>,
-    /// Details of the kind; never a secret.
+    /// Details of the kind (`{}` when it has none); never a secret.
     #[schema(value_type = Object)]
     pub detail: serde_json::Value,
 }
@@ -127,6 +127,7 @@ pub struct AuditSearch {
     /// The `next` of the previous page.
     pub before: Option<i64>,
     /// 1 to 200; default 50.
+    #[param(minimum = 1, maximum = 200)]
     pub limit: Option<u32>,
 }
 
@@ -174,7 +175,10 @@ pub async fn audit(
             user_id: entry.event.user_id.map(|id| id.as_uuid()),
             client_id: entry.event.client_id.map(|id| id.to_string()),
             actor: entry.event.actor,
-            detail: entry.event.detail,
+            detail: match entry.event.detail {
+                serde_json::Value::Null => serde_json::json!({}),
+                detail => detail,
+            },
         })
         .collect();
     Ok(Json(AuditPage { events, next }))

@@ -8,7 +8,7 @@ use portico_api::auth::Role;
 use portico_api::error::ErrorBody;
 use portico_api::openapi::AdminErrors;
 use portico_api::{Admin, ApiError};
-use portico_model::ids::{ClientId, SessionId, UserId};
+use portico_model::ids::{ClientId, GrantId, SessionId, UserId};
 use portico_model::session::SsoSession;
 use portico_model::user::User;
 use portico_storage::{TextMatch, UserQuery};
@@ -72,7 +72,7 @@ pub struct UserSearch {
     pub login: Option<String>,
     /// Logins that start with this.
     pub login_starts_with: Option<String>,
-    /// This phone, in any form the login page accepts (`8 900 111-22-33`).
+    /// This phone, in any form the login page accepts (`8 900 111-22-33`); what is no phone number finds nobody.
     pub phone: Option<String>,
     /// Exactly this e-mail.
     pub email: Option<String>,
@@ -81,6 +81,7 @@ pub struct UserSearch {
     /// The `next` of the previous page.
     pub after: Option<String>,
     /// 1 to 200; default 50.
+    #[param(minimum = 1, maximum = 200)]
     pub limit: Option<u32>,
 }
 
@@ -89,12 +90,17 @@ pub struct UserSearch {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewUserBody {
     /// 1 to 64 characters, without spaces; unique.
+    #[schema(pattern = "^[^\\s\\x00-\\x1f\\x7f-\\x9f]{1,64}$", example = "anna")]
     pub login: String,
-    /// 10 to 256 characters, not the login.
+    /// 10 to 256 characters, not the login, not one character repeated.
+    #[schema(min_length = 10, max_length = 256)]
     pub password: String,
     /// E.164, or a form the login page accepts; stored normalized.
+    #[schema(example = "+79001112233")]
     pub phone: Option<String>,
+    #[schema(format = Email, max_length = 254)]
     pub email: Option<String>,
+    #[schema(min_length = 1, max_length = 200)]
     pub name: Option<String>,
     /// Default `true`.
     pub phone_login_enabled: Option<bool>,
@@ -104,15 +110,16 @@ pub struct NewUserBody {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UserPatch {
+    #[schema(pattern = "^[^\\s\\x00-\\x1f\\x7f-\\x9f]{1,64}$")]
     pub login: Option<String>,
     #[serde(default, deserialize_with = "nullable")]
     #[schema(nullable)]
     pub phone: Option<Option<String>>,
     #[serde(default, deserialize_with = "nullable")]
-    #[schema(nullable)]
+    #[schema(nullable, format = Email, max_length = 254)]
     pub email: Option<Option<String>>,
     #[serde(default, deserialize_with = "nullable")]
-    #[schema(nullable)]
+    #[schema(nullable, min_length = 1, max_length = 200)]
     pub name: Option<Option<String>>,
     pub phone_login_enabled: Option<bool>,
 }
@@ -121,7 +128,8 @@ pub struct UserPatch {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PasswordBody {
-    /// 10 to 256 characters, not the login.
+    /// 10 to 256 characters, not the login, not one character repeated.
+    #[schema(min_length = 10, max_length = 256)]
     pub password: String,
 }
 
@@ -130,6 +138,7 @@ pub struct PasswordBody {
 #[serde(deny_unknown_fields)]
 pub struct ReasonBody {
     /// At most 500 characters.
+    #[schema(max_length = 500)]
     pub reason: Option<String>,
 }
 
@@ -182,16 +191,18 @@ pub async fn search(
 ) -> Result<Json<UserPage>, ApiError> {
     admin.require(Role::Support)?;
     let limit = page_size(search.limit)?;
-    let phone = match search.phone {
-        Some(phone) => Some(TextMatch::Is(
-            portico_model::otp::normalize_phone(&phone)
-                .ok_or_else(|| ApiError::bad_request(format!("phone: {phone:?} is not a phone number")))?,
-        )),
+    let phone = match search.phone.as_deref().map(portico_model::otp::normalize_phone) {
+        // What is no phone number is nobody's.
+        Some(None) => return Ok(Json(UserPage { users: Vec::new(), next: None })),
+        Some(Some(phone)) => Some(TextMatch::Is(phone)),
         None => None,
     };
     let login = match (search.login, search.login_starts_with) {
-        (Some(_), Some(_)) => return Err(ApiError::bad_request("login and loginStartsWith: give one")),
-        (Some(login), None) => Some(TextMatch::Is(login)),
+        // Both must hold: the exact login, if it starts so; else nobody.
+        (Some(login), Some(prefix)) if !login.starts_with(&prefix) => {
+            return Ok(Json(UserPage { users: Vec::new(), next: None }));
+        }
+        (Some(login), _) => Some(TextMatch::Is(login)),
         (None, Some(prefix)) => Some(TextMatch::StartsWith(prefix)),
         (None, None) => None,
     };
@@ -201,6 +212,7 @@ pub async fn search(
         email: search.email.map(TextMatch::Is),
         blocked: search.blocked,
         after: search.after,
+        offset: 0,
         limit: limit + 1,
     };
     let mut users = api.service.search_users(&query).await.map_err(answer("searching users"))?;
@@ -221,6 +233,7 @@ pub async fn search(
     responses(
         (status = 201, description = "Created.", body = UserView),
         (status = 400, description = "`bad_request`, or `invalid_document` naming every problem.", body = ErrorBody),
+        (status = 415, description = "`bad_request`: the body is not `application/json`.", body = ErrorBody),
         (status = 409, description = "`login_taken`.", body = ErrorBody),
         AdminErrors
     )
@@ -277,6 +290,7 @@ pub async fn read(
     responses(
         (status = 200, description = "Changed; the user as they are now.", body = UserView),
         (status = 400, description = "`bad_request`, or `invalid_document` naming every problem.", body = ErrorBody),
+        (status = 415, description = "`bad_request`: the body is not `application/json`.", body = ErrorBody),
         (status = 404, description = "`user_not_found`.", body = ErrorBody),
         (status = 409, description = "`login_taken`.", body = ErrorBody),
         AdminErrors
@@ -311,7 +325,8 @@ pub async fn update(
     security(("adminToken" = [])),
     responses(
         (status = 204, description = "Set; the old password no longer works."),
-        (status = 400, description = "`invalid_document`: the password policy refuses it.", body = ErrorBody),
+        (status = 400, description = "`bad_request`, or `invalid_document`: the password policy refuses it.", body = ErrorBody),
+        (status = 415, description = "`bad_request`: the body is not `application/json`.", body = ErrorBody),
         (status = 404, description = "`user_not_found`.", body = ErrorBody),
         AdminErrors
     )
@@ -337,7 +352,9 @@ pub async fn set_password(
     security(("adminToken" = [])),
     responses(
         (status = 200, description = "Blocked: every session ended, every grant revoked, no new login.", body = UserView),
+        (status = 400, description = "`bad_request`, or `invalid_document`: the reason is too long.", body = ErrorBody),
         (status = 404, description = "`user_not_found`.", body = ErrorBody),
+        (status = 415, description = "`bad_request`: the body is not `application/json`.", body = ErrorBody),
         AdminErrors
     )
 )]
@@ -363,7 +380,9 @@ pub async fn block(
     security(("adminToken" = [])),
     responses(
         (status = 200, description = "Unblocked.", body = UserView),
+        (status = 400, description = "`bad_request`, or `invalid_document`: the reason is too long.", body = ErrorBody),
         (status = 404, description = "`user_not_found`.", body = ErrorBody),
+        (status = 415, description = "`bad_request`: the body is not `application/json`.", body = ErrorBody),
         AdminErrors
     )
 )]
@@ -472,5 +491,82 @@ pub async fn end_session(
     let gone = || ApiError::not_found("session_not_found", format!("the user has no live session {sid:?}"));
     let sid = Uuid::parse_str(&sid).map(SessionId::from).map_err(|_| gone())?;
     api.service.end_session(&admin.actor, user_id(&id)?, sid).await.map_err(answer("ending a session"))?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// A live grant: what a client holds for the user.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GrantView {
+    pub id: Uuid,
+    pub client_id: String,
+    /// The scopes granted, space-separated.
+    pub scope: String,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: OffsetDateTime,
+    /// The session it was issued under.
+    pub sid: Option<Uuid>,
+}
+
+#[utoipa::path(
+    get,
+    path = "/admin/v1/users/{userId}/grants",
+    operation_id = "listUserGrants",
+    tag = "users",
+    params(("userId" = Uuid, Path, description = "The user.")),
+    security(("adminToken" = [])),
+    responses(
+        (status = 200, description = "The user's live grants, newest first.", body = Vec<GrantView>),
+        (status = 404, description = "`user_not_found`.", body = ErrorBody),
+        AdminErrors
+    )
+)]
+pub async fn grants(
+    State(api): State<AdminState>,
+    admin: Admin,
+    Path(id): Path<String>,
+) -> Result<Json<Vec<GrantView>>, ApiError> {
+    admin.require(Role::Support)?;
+    let grants = api.service.grants(user_id(&id)?).await.map_err(answer("listing grants"))?;
+    Ok(Json(
+        grants
+            .into_iter()
+            .map(|g| GrantView {
+                id: g.id.as_uuid(),
+                client_id: g.client_id.to_string(),
+                scope: g.scope,
+                created_at: g.created_at,
+                sid: g.session_id.map(|s| s.as_uuid()),
+            })
+            .collect(),
+    ))
+}
+
+#[utoipa::path(
+    delete,
+    path = "/admin/v1/users/{userId}/grants/{grantId}",
+    operation_id = "revokeUserGrant",
+    tag = "users",
+    params(
+        ("userId" = Uuid, Path, description = "The user."),
+        ("grantId" = Uuid, Path, description = "The grant.")
+    ),
+    security(("adminToken" = [])),
+    responses(
+        (status = 204, description = "Revoked: the client's refresh token and access tokens stop working at once."),
+        (status = 404, description = "`user_not_found`, `grant_not_found`.", body = ErrorBody),
+        AdminErrors
+    )
+)]
+pub async fn revoke_grant(
+    State(api): State<AdminState>,
+    admin: Admin,
+    Path((id, grant)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    admin.require(Role::Support)?;
+    let gone = || ApiError::not_found("grant_not_found", format!("the user has no live grant {grant:?}"));
+    let grant = Uuid::parse_str(&grant).map(GrantId::from).map_err(|_| gone())?;
+    api.service.revoke_grant(&admin.actor, user_id(&id)?, grant).await.map_err(answer("revoking a grant"))?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -17,7 +17,7 @@ use portico_model::key::SigningKeyRecord;
 use portico_storage::{AuditEntry, AuditQuery, Storage, StorageError};
 
 pub use clients::{ClientChanges, NewClient, check_uri};
-pub use users::{NewUser, PASSWORD_MAX, PASSWORD_MIN, UserChanges, check_password};
+pub use users::{NewUser, PASSWORD_MAX, PASSWORD_MIN, ProvisionedUser, UserChanges, check_password};
 
 /// Why an operation was refused or failed; nothing was changed.
 #[derive(Debug, thiserror::Error)]

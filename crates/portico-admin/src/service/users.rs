@@ -9,7 +9,8 @@
 
 use portico_api::Problem;
 use portico_model::audit::{Actor, AuditEvent, AuditKind};
-use portico_model::ids::{SessionId, UserId};
+use portico_model::ids::{GrantId, SessionId, UserId};
+use portico_model::oauth::Grant;
 use portico_model::otp::normalize_phone;
 use portico_model::session::SsoSession;
 use portico_model::user::User;
@@ -34,6 +35,21 @@ pub struct NewUser {
     pub name: Option<String>,
     /// Whether the user may start a login with the phone (default yes).
     pub phone_login_enabled: Option<bool>,
+}
+
+/// A user as a provisioning system (SCIM) states them whole: every field
+/// replaces the stored one, absent ones clear it.
+#[derive(Debug, Clone, Default)]
+pub struct ProvisionedUser {
+    pub login: String,
+    /// `None` keeps the password (a new user gets one nobody knows).
+    pub password: Option<String>,
+    pub phone: Option<String>,
+    pub email: Option<String>,
+    pub name: Option<String>,
+    pub active: bool,
+    /// The provisioning system's own attributes, returned to it as sent.
+    pub attributes: serde_json::Value,
 }
 
 /// Changes to a user; `None` leaves a field as it is, `Some(None)` clears it.
@@ -142,6 +158,15 @@ impl AdminService {
     /// # Errors
     /// `Invalid` naming every problem; `login_taken`; the store failed.
     pub async fn create_user(&self, actor: &Actor, new: NewUser) -> Result<User> {
+        self.create_user_with(actor, new, None).await
+    }
+
+    async fn create_user_with(
+        &self,
+        actor: &Actor,
+        new: NewUser,
+        provisioned: Option<serde_json::Value>,
+    ) -> Result<User> {
         let mut problems = Vec::new();
         check_login(&new.login, &mut problems);
         if let Err(message) = check_password(&new.password, &new.login) {
@@ -164,6 +189,7 @@ impl AdminService {
             phone_login_enabled: new.phone_login_enabled.unwrap_or(true),
             blocked: false,
             created_at: now,
+            provisioned,
         };
         match self.store.create_user(&user).await {
             Ok(()) => {}
@@ -171,6 +197,74 @@ impl AdminService {
             Err(e) => return Err(e.into()),
         }
         self.audit(actor, AuditEvent::new(now, AuditKind::UserCreated).user(user.id)).await;
+        Ok(user)
+    }
+
+    /// Creates a user as a provisioning system states them; an inactive
+    /// one is created blocked.
+    ///
+    /// # Errors
+    /// As [`AdminService::create_user`].
+    pub async fn provision_user(&self, actor: &Actor, p: ProvisionedUser) -> Result<User> {
+        let password = match &p.password {
+            Some(password) => password.clone(),
+            // Nobody knows it: the user signs in another way until one is set.
+            None => format!("{}{}", portico_crypto::random::token(), portico_crypto::random::token()),
+        };
+        let new = NewUser {
+            login: p.login,
+            password,
+            phone: p.phone,
+            email: p.email,
+            name: p.name,
+            phone_login_enabled: None,
+        };
+        let mut user = self.create_user_with(actor, new, Some(p.attributes)).await?;
+        if !p.active {
+            user = self.set_blocked(actor, user.id, true, Some("inactive when provisioned".into())).await?;
+        }
+        Ok(user)
+    }
+
+    /// Replaces a user whole as a provisioning system states them;
+    /// deactivation blocks them (their sessions end, their grants are
+    /// revoked), activation unblocks them.
+    ///
+    /// # Errors
+    /// `Invalid` naming every problem; `user_not_found`; `login_taken`;
+    /// the store failed.
+    pub async fn replace_provisioned_user(&self, actor: &Actor, id: UserId, p: ProvisionedUser) -> Result<User> {
+        let mut user = self.user(id).await?;
+        let mut problems = Vec::new();
+        check_login(&p.login, &mut problems);
+        if let Some(Err(message)) = p.password.as_deref().map(|password| check_password(password, &p.login)) {
+            problems.push(Problem::new("password", message));
+        }
+        let phone = check_phone(p.phone.as_deref(), &mut problems);
+        check_email(p.email.as_deref(), &mut problems);
+        check_name(p.name.as_deref(), &mut problems);
+        if !problems.is_empty() {
+            return Err(ServiceError::Invalid(problems));
+        }
+        user.login = p.login;
+        user.phone = phone;
+        user.email = p.email;
+        user.name = p.name;
+        user.provisioned = Some(p.attributes);
+        if let Some(password) = p.password {
+            user.password_hash = hash_password(password).await?;
+        }
+        match self.store.update_user(&user).await {
+            Ok(true) => {}
+            Ok(false) => return Err(not_found(id)),
+            Err(StorageError::Conflict(_)) => return Err(login_taken(&user.login)),
+            Err(e) => return Err(e.into()),
+        }
+        self.audit(actor, AuditEvent::new(self.clock.now(), AuditKind::UserUpdated).user(id)).await;
+        if user.blocked == p.active {
+            let reason = if p.active { "activated" } else { "deactivated" };
+            user = self.set_blocked(actor, id, !p.active, Some(reason.into())).await?;
+        }
         Ok(user)
     }
 
@@ -311,6 +405,39 @@ impl AdminService {
     pub async fn sessions(&self, id: UserId) -> Result<Vec<SsoSession>> {
         let user = self.user(id).await?;
         Ok(self.store.list_sessions(user.id, self.clock.now()).await?)
+    }
+
+    /// A user's live grants (what each client holds: its refresh token and
+    /// access tokens), newest first.
+    ///
+    /// # Errors
+    /// `user_not_found`; the store failed.
+    pub async fn grants(&self, id: UserId) -> Result<Vec<Grant>> {
+        let user = self.user(id).await?;
+        Ok(self.store.list_user_grants(user.id).await?)
+    }
+
+    /// Revokes one grant of a user: the client's refresh token and access
+    /// tokens stop working at once.
+    ///
+    /// # Errors
+    /// `grant_not_found` (also when it is another user's or revoked
+    /// already); the store failed.
+    pub async fn revoke_grant(&self, actor: &Actor, id: UserId, grant: GrantId) -> Result<()> {
+        let gone = || ServiceError::NotFound("grant_not_found", format!("the user has no live grant {grant}"));
+        let found = self.store.find_grant(grant).await?.filter(|g| g.user_id == id && g.revoked_at.is_none());
+        let found = found.ok_or_else(gone)?;
+        let now = self.clock.now();
+        if !self.store.revoke_grant(grant, now).await? {
+            return Err(gone());
+        }
+        portico_identity::tokens::count_revocation("grant", "operator", 1);
+        let event = AuditEvent::new(now, AuditKind::GrantRevoked)
+            .user(id)
+            .client(&found.client_id)
+            .detail(serde_json::json!({ "grant": grant }));
+        self.audit(actor, event).await;
+        Ok(())
     }
 
     /// Ends one session of a user, as a logout would.

@@ -329,6 +329,7 @@ mod tests {
             phone_login_enabled: true,
             blocked: false,
             created_at: OffsetDateTime::UNIX_EPOCH,
+            provisioned: None,
         };
         let address = Some(IpAddr::from([192, 0, 2, 7]));
         let trusted =

@@ -206,6 +206,7 @@ pub async fn seed(
                 phone_login_enabled: user.phone_login,
                 blocked: user.blocked,
                 created_at: now,
+                provisioned: None,
             })
             .await?;
     }

@@ -405,3 +405,116 @@ async fn thirty_operators_creating_one_login_and_one_client_at_once_make_one_of_
         assert_eq!(app.store.query_audit(&query).await.unwrap().len(), 1, "one audit entry for the one creation");
     }
 }
+
+#[tokio::test]
+async fn operators_list_and_revoke_a_users_grants() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let tokens = app.tokens_for("maria", "maria-password").await;
+        let (_, found) = admin(&app, "GET", "/admin/v1/users?login=maria", None).await;
+        let id = found["users"][0]["id"].as_str().unwrap().to_owned();
+        let (status, grants) = admin(&app, "GET", &format!("/admin/v1/users/{id}/grants"), None).await;
+        assert_eq!(status, 200);
+        assert_eq!(grants.as_array().unwrap().len(), 1, "{backend:?}: {grants}");
+        assert_eq!(grants[0]["clientId"], portico_server::demo::CLIENT_ID);
+        let grant = grants[0]["id"].as_str().unwrap().to_owned();
+
+        let (_, ivan) = admin(&app, "GET", "/admin/v1/users?login=ivan", None).await;
+        let ivan = ivan["users"][0]["id"].as_str().unwrap().to_owned();
+        let (status, body) = admin(&app, "DELETE", &format!("/admin/v1/users/{ivan}/grants/{grant}"), None).await;
+        assert_eq!((status, body["code"].as_str()), (404, Some("grant_not_found")), "another user's grant");
+        assert_eq!(app.liveness(&tokens.access_token).await, 200);
+
+        assert_eq!(admin(&app, "DELETE", &format!("/admin/v1/users/{id}/grants/{grant}"), None).await.0, 204);
+        assert_eq!(app.liveness(&tokens.access_token).await, 401, "{backend:?}: the grant's tokens stop at once");
+        let refresh = tokens.refresh_token.as_deref().unwrap();
+        let response = app.token_request(&[("grant_type", "refresh_token"), ("refresh_token", refresh)]).await;
+        assert_eq!(response.status(), 400, "and its refresh token");
+        let (_, grants) = admin(&app, "GET", &format!("/admin/v1/users/{id}/grants"), None).await;
+        assert_eq!(grants, json!([]));
+        let event = &app.store.recent_audit(1).await.unwrap()[0];
+        assert_eq!((event.kind.as_str(), event.actor.as_deref()), ("grant.revoked", Some("token:admin")));
+        assert_eq!(event.client_id.as_ref().map(|c| c.to_string()).as_deref(), Some(portico_server::demo::CLIENT_ID));
+    }
+}
+
+#[tokio::test]
+async fn operators_see_a_merchants_deliveries_and_resend_one() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let shop = json!({"merchantId": "shop-9", "publicId": "pub-shop-9", "sbpMerchantId": "MA0000000009"});
+        assert_eq!(admin(&app, "POST", "/admin/v1/merchants", Some(shop)).await.0, 201);
+        let event =
+            json!({"eventId": "ev-admin-1", "merchantId": "shop-9", "event": crate::notifications::payment("o-1")});
+        let (status, _) = crate::notifications::submit(&app, "payment", &event, Some(INTERNAL_TOKEN)).await;
+        assert_eq!(status, 202);
+
+        let (status, page) = admin(&app, "GET", "/admin/v1/merchants/shop-9/deliveries", None).await;
+        assert_eq!((status, page["total"].as_u64()), (200, Some(1)), "{backend:?}: {page}");
+        assert_eq!(page["items"][0]["eventId"], "ev-admin-1");
+        let delivery = page["items"][0]["id"].as_str().unwrap().to_owned();
+        let (status, body) = admin(&app, "GET", "/admin/v1/merchants/nobody/deliveries", None).await;
+        assert_eq!((status, body["code"].as_str()), (404, Some("merchant_not_found")));
+        let (status, body) = admin(&app, "GET", "/admin/v1/merchants/shop-9/deliveries?size=0", None).await;
+        assert_eq!((status, body["code"].as_str()), (400, Some("bad_request")));
+
+        let path = format!("/admin/v1/merchants/demo-shop/deliveries/{delivery}/resend");
+        let (status, body) = admin(&app, "POST", &path, None).await;
+        assert_eq!((status, body["code"].as_str()), (404, Some("delivery_not_found")), "another merchant's delivery");
+        let path = format!("/admin/v1/merchants/shop-9/deliveries/{delivery}/resend");
+        let (status, resent) = admin(&app, "POST", &path, None).await;
+        assert_eq!((status, resent["status"].as_str()), (202, Some("PENDING")), "{resent}");
+        assert_eq!(resent["eventId"], "ev-admin-1");
+        let (_, page) = admin(&app, "GET", "/admin/v1/merchants/shop-9/deliveries", None).await;
+        assert_eq!(page["total"], 2, "the event has a second delivery");
+        let event = &app.store.recent_audit(1).await.unwrap()[0];
+        assert_eq!((event.kind.as_str(), event.actor.as_deref()), ("delivery.resent", Some("token:admin")));
+    }
+}
+
+#[tokio::test]
+async fn operators_list_a_companys_report_tasks_and_retry_a_failed_one() {
+    use portico_model::reports::TaskStatus;
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let mut failed = crate::storage_contract::report_task(1, "7700000099", (1, 31));
+        failed.status = TaskStatus::Failed;
+        failed.error = Some("the agreement has no data".into());
+        app.store.create_report_task(&failed, false).await.unwrap();
+
+        let (status, tasks) = admin(&app, "GET", "/admin/v1/reports/tasks?cnum=7700000099", None).await;
+        assert_eq!(status, 200, "{tasks}");
+        assert_eq!(tasks.as_array().unwrap().len(), 1, "{backend:?}");
+        assert_eq!(tasks[0]["status"], "FAILED");
+        let (status, body) = admin(&app, "GET", "/admin/v1/reports/tasks?cnum=77x", None).await;
+        assert_eq!((status, body["code"].as_str()), (400, Some("bad_request")));
+
+        let path = format!("/admin/v1/reports/tasks/{}/retry", failed.id);
+        let (status, retried) = admin(&app, "POST", &path, None).await;
+        assert_eq!(status, 202, "{retried}");
+        assert_ne!(retried["id"].as_str(), Some(failed.id.to_string().as_str()), "a new task");
+        let stored = app.store.find_report_task(retried["id"].as_str().unwrap().parse().unwrap()).await.unwrap();
+        let stored = stored.expect("the new task is stored");
+        assert_eq!((stored.cnum.as_str(), stored.report_type), ("7700000099", failed.report_type));
+        assert_eq!((stored.period_from, stored.file_types.clone()), (failed.period_from, failed.file_types.clone()));
+        let mut done = crate::storage_contract::report_task(2, "7700000099", (1, 31));
+        done.status = TaskStatus::Done;
+        app.store.create_report_task(&done, false).await.unwrap();
+        let (status, body) = admin(&app, "POST", &format!("/admin/v1/reports/tasks/{}/retry", done.id), None).await;
+        assert_eq!((status, body["code"].as_str()), (409, Some("task_not_failed")), "only a FAILED task: {body}");
+        let (status, _) =
+            admin(&app, "POST", &format!("/admin/v1/reports/tasks/{}/retry", uuid::Uuid::new_v4()), None).await;
+        assert_eq!(status, 404);
+        let retried_events = app
+            .store
+            .query_audit(&portico_storage::AuditQuery {
+                kind: Some("report_task.retried".into()),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(retried_events.len(), 1, "the one retry");
+        assert_eq!(retried_events[0].event.actor.as_deref(), Some("token:admin"));
+        assert_eq!(retried_events[0].event.detail["failed"], json!(failed.id));
+    }
+}

@@ -79,6 +79,7 @@ pub(crate) fn user(login: &str) -> User {
         phone_login_enabled: false,
         blocked: false,
         created_at: t0(),
+        provisioned: None,
     }
 }
 
@@ -957,7 +958,7 @@ async fn a_batch_of_events_is_recorded_in_one_go_with_duplicates_told_apart() {
     }
 }
 
-fn report_task(id: u128, cnum: &str, period: (u8, u8)) -> portico_model::reports::ReportTask {
+pub(crate) fn report_task(id: u128, cnum: &str, period: (u8, u8)) -> portico_model::reports::ReportTask {
     use portico_model::reports::{FileType, ReportTask, ReportType, Source, TaskStatus};
     use time::{Date, Month};
     ReportTask {
@@ -1321,5 +1322,25 @@ async fn the_audit_log_is_filtered_and_paged_newest_first() {
         let first_page = store.query_audit(&AuditQuery { limit: 2, ..Default::default() }).await.unwrap();
         let before = Some(first_page[1].id);
         assert_eq!(kinds(AuditQuery { before, ..Default::default() }).await, ["login.succeeded", "user.created"]);
+    }
+}
+
+#[tokio::test]
+async fn a_users_live_grants_are_listed_newest_first() {
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let (u, first) = granted(store.as_ref()).await;
+        let mut second = grant("app", u.id);
+        second.created_at = first.created_at + Duration::minutes(1);
+        store.insert_code(&code("h2", "app", u.id)).await.unwrap();
+        let redeemed =
+            store.redeem_code(&code_hash("h2"), t0(), &second, &refresh("r2", second.id, 30), &audit()).await;
+        assert_eq!(redeemed.unwrap(), Redemption::Redeemed, "{backend:?}");
+        let ids = |grants: Vec<Grant>| grants.into_iter().map(|g| g.id).collect::<Vec<_>>();
+        assert_eq!(ids(store.list_user_grants(u.id).await.unwrap()), [second.id, first.id], "{backend:?}");
+        assert!(store.revoke_grant(first.id, t0()).await.unwrap());
+        assert_eq!(ids(store.list_user_grants(u.id).await.unwrap()), [second.id], "revoked ones are not live");
+        assert!(store.list_user_grants(UserId::random()).await.unwrap().is_empty());
     }
 }

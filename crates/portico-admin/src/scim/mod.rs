@@ -1,0 +1,409 @@
+//! User provisioning over SCIM 2.0 (RFC 7643, RFC 7644) at `/scim/v2`, for
+//! the bank's systems to keep Portico's users in step with their own.
+//!
+//! - `GET /ServiceProviderConfig`, `GET /ResourceTypes[/User]`,
+//!   `GET /Schemas[/{urn}]`: what is served ([`schema`]).
+//! - `GET /Users` (with `filter`, `startIndex`, `count`, `attributes`,
+//!   `excludedAttributes`), `POST /Users/.search` (and `/.search`, Users
+//!   being the only resource type), `POST /Users`,
+//!   `GET / PUT / PATCH / DELETE /Users/{id}`.
+//!
+//! Authenticated by its own bearer token (`scim_token`); without one the
+//! endpoints answer 404. Every change goes through the [`AdminService`]
+//! with the actor `scim`, so the rules are the admin API's and the audit
+//! log says who. `active: false` blocks the user: their sessions end and
+//! their tokens stop working. Errors are RFC 7644 §3.12 bodies with
+//! `scimType` where one applies.
+
+pub mod filter;
+pub mod patch;
+pub mod resource;
+pub mod schema;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use portico_crypto::hash::BearerSecret;
+use portico_model::audit::Actor;
+use portico_model::ids::UserId;
+use portico_model::user::User;
+use portico_storage::UserQuery;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use crate::service::{AdminService, ServiceError};
+use resource::Refusal;
+use schema::{ENTERPRISE_USER, MAX_RESULTS};
+
+/// What the SCIM handlers share.
+pub struct Scim {
+    pub service: Arc<AdminService>,
+    /// The SCIM token; the endpoints are off without one.
+    pub token: Option<BearerSecret>,
+    /// `<public_url>/scim/v2`, for `meta.location`.
+    pub base: String,
+}
+
+pub type ScimState = Arc<Scim>;
+
+pub fn router(state: ScimState) -> Router {
+    Router::new()
+        .route("/scim/v2/ServiceProviderConfig", get(service_provider_config))
+        .route("/scim/v2/ResourceTypes", get(resource_types))
+        .route("/scim/v2/ResourceTypes/{name}", get(resource_type))
+        .route("/scim/v2/Schemas", get(schemas))
+        .route("/scim/v2/Schemas/{urn}", get(schema_by_id))
+        .route("/scim/v2/Users", get(list).post(create))
+        .route("/scim/v2/Users/.search", axum::routing::post(search))
+        .route("/scim/v2/.search", axum::routing::post(search))
+        .route("/scim/v2", axum::routing::any(unknown))
+        .route("/scim/v2/{*rest}", axum::routing::any(unknown))
+        .route("/scim/v2/Users/{id}", get(read).put(replace).patch(modify).delete(remove))
+        .with_state(state)
+}
+
+/// An RFC 7644 §3.12 error.
+pub struct ScimError {
+    status: StatusCode,
+    scim_type: Option<&'static str>,
+    detail: String,
+}
+
+impl ScimError {
+    fn new(status: StatusCode, scim_type: Option<&'static str>, detail: impl Into<String>) -> Self {
+        Self { status, scim_type, detail: detail.into() }
+    }
+
+    fn not_found(id: &str) -> Self {
+        Self::new(StatusCode::NOT_FOUND, None, format!("there is no user {id}"))
+    }
+}
+
+impl From<Refusal> for ScimError {
+    fn from(refusal: Refusal) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, Some(refusal.scim_type), refusal.detail)
+    }
+}
+
+impl From<ServiceError> for ScimError {
+    fn from(error: ServiceError) -> Self {
+        match error {
+            ServiceError::Invalid(_) => Self::new(StatusCode::BAD_REQUEST, Some("invalidValue"), error.to_string()),
+            ServiceError::NotFound(_, detail) => Self::new(StatusCode::NOT_FOUND, None, detail),
+            ServiceError::Conflict(_, detail) => Self::new(StatusCode::CONFLICT, Some("uniqueness"), detail),
+            ServiceError::Storage(e) => {
+                let answer = portico_api::ApiError::storage("a SCIM request", &e);
+                Self::new(answer.status, None, answer.body.message)
+            }
+        }
+    }
+}
+
+impl IntoResponse for ScimError {
+    fn into_response(self) -> Response {
+        let mut body =
+            json!({"schemas": [schema::ERROR], "status": self.status.as_u16().to_string(), "detail": self.detail});
+        if let Some(scim_type) = self.scim_type {
+            body["scimType"] = json!(scim_type);
+        }
+        let mut response = scim_json(self.status, &body);
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+        }
+        if self.status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}
+
+/// `application/scim+json` (RFC 7644 §3.1).
+fn scim_json(status: StatusCode, body: &Value) -> Response {
+    let mut response = (status, body.to_string()).into_response();
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/scim+json"));
+    response
+}
+
+type Answer = Result<Response, ScimError>;
+
+impl Scim {
+    fn authorize(&self, headers: &HeaderMap) -> Result<(), ScimError> {
+        let Some(token) = &self.token else {
+            return Err(ScimError::new(
+                StatusCode::NOT_FOUND,
+                None,
+                "SCIM provisioning is off; set scim_token (PORTICO_SCIM_TOKEN) to turn it on",
+            ));
+        };
+        let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+        if token.authorizes(authorization) {
+            Ok(())
+        } else {
+            Err(ScimError::new(StatusCode::UNAUTHORIZED, None, "send the SCIM token as Authorization: Bearer <token>"))
+        }
+    }
+
+    fn location(&self, user: &User) -> String {
+        format!("{}/Users/{}", self.base, user.id)
+    }
+
+    fn render(&self, user: &User) -> Value {
+        resource::render(user, &self.location(user))
+    }
+
+    async fn user(&self, id: &str) -> Result<User, ScimError> {
+        let uuid = Uuid::parse_str(id).map_err(|_| ScimError::not_found(id))?;
+        match self.service.user(UserId::from(uuid)).await {
+            Err(ServiceError::NotFound(..)) => Err(ScimError::not_found(id)),
+            other => Ok(other?),
+        }
+    }
+}
+
+/// A body as JSON, whichever of the two JSON types it was sent with.
+fn body_json(headers: &HeaderMap, body: &Bytes) -> Result<Value, ScimError> {
+    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    if !content_type.starts_with("application/scim+json") && !content_type.starts_with("application/json") {
+        return Err(ScimError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Some("invalidSyntax"),
+            "send the body as application/scim+json",
+        ));
+    }
+    serde_json::from_slice(body).map_err(|e| {
+        ScimError::new(StatusCode::BAD_REQUEST, Some("invalidSyntax"), format!("the body is not JSON: {e}"))
+    })
+}
+
+/// Any other path: 404 as a SCIM error (after the token check).
+async fn unknown(State(scim): State<ScimState>, headers: HeaderMap) -> Answer {
+    scim.authorize(&headers)?;
+    Err(ScimError::new(StatusCode::NOT_FOUND, None, "no such endpoint; see /scim/v2/ResourceTypes"))
+}
+
+async fn service_provider_config(State(scim): State<ScimState>, headers: HeaderMap) -> Answer {
+    scim.authorize(&headers)?;
+    Ok(scim_json(StatusCode::OK, &schema::service_provider_config(&scim.base)))
+}
+
+async fn resource_types(State(scim): State<ScimState>, headers: HeaderMap) -> Answer {
+    scim.authorize(&headers)?;
+    Ok(scim_json(StatusCode::OK, &schema::list(vec![schema::user_resource_type(&scim.base)], 1, 1)))
+}
+
+async fn resource_type(State(scim): State<ScimState>, headers: HeaderMap, Path(name): Path<String>) -> Answer {
+    scim.authorize(&headers)?;
+    if name != "User" {
+        return Err(ScimError::new(
+            StatusCode::NOT_FOUND,
+            None,
+            format!("there is no resource type {name}; there is User"),
+        ));
+    }
+    Ok(scim_json(StatusCode::OK, &schema::user_resource_type(&scim.base)))
+}
+
+async fn schemas(State(scim): State<ScimState>, headers: HeaderMap) -> Answer {
+    scim.authorize(&headers)?;
+    let all = vec![schema::core_user_schema(&scim.base), schema::enterprise_user_schema(&scim.base)];
+    Ok(scim_json(StatusCode::OK, &schema::list(all, 2, 1)))
+}
+
+async fn schema_by_id(State(scim): State<ScimState>, headers: HeaderMap, Path(urn): Path<String>) -> Answer {
+    scim.authorize(&headers)?;
+    let found = match urn.as_str() {
+        schema::CORE_USER => schema::core_user_schema(&scim.base),
+        ENTERPRISE_USER => schema::enterprise_user_schema(&scim.base),
+        _ => return Err(ScimError::new(StatusCode::NOT_FOUND, None, format!("there is no schema {urn}"))),
+    };
+    Ok(scim_json(StatusCode::OK, &found))
+}
+
+/// What a listing asks for, from the query string or a `SearchRequest`.
+#[derive(Debug, Default)]
+struct ListRequest {
+    filter: Option<String>,
+    start_index: Option<i64>,
+    count: Option<i64>,
+    attributes: Option<String>,
+    excluded: Option<String>,
+}
+
+fn number(name: &str, value: &str) -> Result<i64, ScimError> {
+    value
+        .parse()
+        .map_err(|_| ScimError::new(StatusCode::BAD_REQUEST, Some("invalidValue"), format!("{name}: a number")))
+}
+
+async fn list(State(scim): State<ScimState>, headers: HeaderMap, RawQuery(query): RawQuery) -> Answer {
+    scim.authorize(&headers)?;
+    let mut request = ListRequest::default();
+    for (name, value) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
+        match name.as_ref() {
+            "filter" => request.filter = Some(value.into_owned()),
+            "startIndex" => request.start_index = Some(number("startIndex", &value)?),
+            "count" => request.count = Some(number("count", &value)?),
+            "attributes" => request.attributes = Some(value.into_owned()),
+            "excludedAttributes" => request.excluded = Some(value.into_owned()),
+            "sortBy" | "sortOrder" => {} // sorting is not supported (ServiceProviderConfig): login order
+            other => {
+                let detail = format!("unknown parameter {other:?}");
+                return Err(ScimError::new(StatusCode::BAD_REQUEST, Some("invalidSyntax"), detail));
+            }
+        }
+    }
+    answer_list(&scim, request).await
+}
+
+async fn search(State(scim): State<ScimState>, headers: HeaderMap, body: Bytes) -> Answer {
+    scim.authorize(&headers)?;
+    let body = body_json(&headers, &body)?;
+    let text = |name: &str| -> Result<Option<String>, ScimError> {
+        match body.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(Value::Array(items)) => Ok(Some(items.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(","))),
+            Some(_) => Err(ScimError::new(StatusCode::BAD_REQUEST, Some("invalidValue"), format!("{name}: text"))),
+        }
+    };
+    let request = ListRequest {
+        filter: text("filter")?,
+        start_index: body.get("startIndex").and_then(Value::as_i64),
+        count: body.get("count").and_then(Value::as_i64),
+        attributes: text("attributes")?,
+        excluded: text("excludedAttributes")?,
+    };
+    answer_list(&scim, request).await
+}
+
+async fn answer_list(scim: &Scim, request: ListRequest) -> Answer {
+    let mut query = match &request.filter {
+        Some(filter) => filter::parse(filter)?,
+        None => UserQuery::default(),
+    };
+    // RFC 7644 §3.4.2.4: a startIndex below 1 is 1; a negative count is 0.
+    let start_index = u32::try_from(request.start_index.unwrap_or(1).max(1)).unwrap_or(u32::MAX);
+    let count = u32::try_from(request.count.unwrap_or(100).clamp(0, i64::from(MAX_RESULTS))).unwrap_or(MAX_RESULTS);
+    query.offset = start_index - 1;
+    query.limit = count;
+    let total = scim.service.store.count_users(&query).await.map_err(ServiceError::from)?;
+    let users = if count == 0 { Vec::new() } else { scim.service.search_users(&query).await? };
+    let shown = Shown::new(request.attributes.as_deref(), request.excluded.as_deref());
+    let resources = users.iter().map(|user| shown.apply(scim.render(user))).collect();
+    Ok(scim_json(StatusCode::OK, &schema::list(resources, total, start_index)))
+}
+
+/// `attributes` / `excludedAttributes` (RFC 7644 §3.4.2.5): which
+/// attributes a response shows; `id` and `schemas` always.
+struct Shown {
+    only: Option<Vec<String>>,
+    excluded: Vec<String>,
+}
+
+fn names(list: Option<&str>) -> Vec<String> {
+    list.unwrap_or_default()
+        .split(',')
+        .map(|name| {
+            let name = name.trim();
+            let core = format!("{}:", schema::CORE_USER);
+            name.strip_prefix(&core).unwrap_or(name).to_ascii_lowercase()
+        })
+        .filter(|name| !name.is_empty())
+        .collect()
+}
+
+impl Shown {
+    fn new(attributes: Option<&str>, excluded: Option<&str>) -> Self {
+        let only = attributes.map(|list| names(Some(list))).filter(|names| !names.is_empty());
+        Self { only, excluded: names(excluded) }
+    }
+
+    fn apply(&self, resource: Value) -> Value {
+        let Value::Object(mut fields) = resource else { return resource };
+        let enterprise = ENTERPRISE_USER.to_ascii_lowercase();
+        let named = |list: &[String], key: &str| {
+            let key = key.to_ascii_lowercase();
+            list.iter().any(|name| {
+                name == &key || name.starts_with(&format!("{key}.")) || name.starts_with(&format!("{key}:"))
+            }) || (key == enterprise && list.iter().any(|name| name.starts_with(&enterprise)))
+        };
+        fields.retain(|key, _| {
+            if key == "id" || key == "schemas" {
+                return true;
+            }
+            let shown = self.only.as_ref().is_none_or(|only| named(only, key));
+            let lower = key.to_ascii_lowercase();
+            shown && !self.excluded.iter().any(|name| name == &lower)
+        });
+        Value::Object(fields)
+    }
+}
+
+async fn read(
+    State(scim): State<ScimState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Answer {
+    scim.authorize(&headers)?;
+    let user = scim.user(&id).await?;
+    let mut attributes = None;
+    let mut excluded = None;
+    for (name, value) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
+        match name.as_ref() {
+            "attributes" => attributes = Some(value.into_owned()),
+            "excludedAttributes" => excluded = Some(value.into_owned()),
+            _ => {}
+        }
+    }
+    let shown = Shown::new(attributes.as_deref(), excluded.as_deref());
+    Ok(scim_json(StatusCode::OK, &shown.apply(scim.render(&user))))
+}
+
+fn created(scim: &Scim, user: &User) -> Response {
+    let mut response = scim_json(StatusCode::CREATED, &scim.render(user));
+    if let Ok(location) = HeaderValue::from_str(&scim.location(user)) {
+        response.headers_mut().insert(header::LOCATION, location);
+    }
+    response
+}
+
+async fn create(State(scim): State<ScimState>, headers: HeaderMap, body: Bytes) -> Answer {
+    scim.authorize(&headers)?;
+    let provisioned = resource::parse(&body_json(&headers, &body)?)?;
+    let user = scim.service.provision_user(&Actor::Scim, provisioned).await?;
+    Ok(created(&scim, &user))
+}
+
+async fn replace(State(scim): State<ScimState>, headers: HeaderMap, Path(id): Path<String>, body: Bytes) -> Answer {
+    scim.authorize(&headers)?;
+    let user = scim.user(&id).await?;
+    let provisioned = resource::parse(&body_json(&headers, &body)?)?;
+    let user = scim.service.replace_provisioned_user(&Actor::Scim, user.id, provisioned).await?;
+    Ok(scim_json(StatusCode::OK, &scim.render(&user)))
+}
+
+async fn modify(State(scim): State<ScimState>, headers: HeaderMap, Path(id): Path<String>, body: Bytes) -> Answer {
+    scim.authorize(&headers)?;
+    let user = scim.user(&id).await?;
+    let patched = patch::apply(scim.render(&user), &body_json(&headers, &body)?)?;
+    let provisioned = resource::parse(&patched)?;
+    let user = scim.service.replace_provisioned_user(&Actor::Scim, user.id, provisioned).await?;
+    Ok(scim_json(StatusCode::OK, &scim.render(&user)))
+}
+
+async fn remove(
+    State(scim): State<ScimState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ScimError> {
+    scim.authorize(&headers)?;
+    let user = scim.user(&id).await?;
+    scim.service.delete_user(&Actor::Scim, user.id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

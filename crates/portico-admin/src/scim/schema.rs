@@ -1,0 +1,152 @@
+//! What `/scim/v2` says about itself (RFC 7643 §5–§7): the service
+//! provider's configuration, the `User` resource type and the two schemas,
+//! each listing only the attributes Portico keeps.
+
+use serde_json::{Value, json};
+
+pub const CORE_USER: &str = "urn:ietf:params:scim:schemas:core:2.0:User";
+pub const ENTERPRISE_USER: &str = "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User";
+pub const LIST_RESPONSE: &str = "urn:ietf:params:scim:api:messages:2.0:ListResponse";
+pub const PATCH_OP: &str = "urn:ietf:params:scim:api:messages:2.0:PatchOp";
+pub const SEARCH_REQUEST: &str = "urn:ietf:params:scim:api:messages:2.0:SearchRequest";
+pub const ERROR: &str = "urn:ietf:params:scim:api:messages:2.0:Error";
+
+/// Results per page at most.
+pub const MAX_RESULTS: u32 = 200;
+
+pub fn service_provider_config(base: &str) -> Value {
+    json!({
+        "schemas": ["urn:ietf:params:scim:schemas:core:2.0:ServiceProviderConfig"],
+        "patch": {"supported": true},
+        "bulk": {"supported": false, "maxOperations": 0, "maxPayloadSize": 0},
+        "filter": {"supported": true, "maxResults": MAX_RESULTS},
+        "changePassword": {"supported": true},
+        "sort": {"supported": false},
+        "etag": {"supported": false},
+        "authenticationSchemes": [{
+            "type": "oauthbearertoken",
+            "name": "Bearer token",
+            "description": "The SCIM token (scim_token, PORTICO_SCIM_TOKEN) as Authorization: Bearer <token>.",
+            "primary": true
+        }],
+        "meta": {"resourceType": "ServiceProviderConfig", "location": format!("{base}/ServiceProviderConfig")}
+    })
+}
+
+pub fn user_resource_type(base: &str) -> Value {
+    json!({
+        "schemas": ["urn:ietf:params:scim:schemas:core:2.0:ResourceType"],
+        "id": "User",
+        "name": "User",
+        "endpoint": "/Users",
+        "description": "A Portico user: userName is the login, active is not blocked.",
+        "schema": CORE_USER,
+        "schemaExtensions": [{"schema": ENTERPRISE_USER, "required": false}],
+        "meta": {"resourceType": "ResourceType", "location": format!("{base}/ResourceTypes/User")}
+    })
+}
+
+fn attribute(name: &str, description: &str) -> Value {
+    json!({
+        "name": name, "type": "string", "multiValued": false, "description": description,
+        "required": false, "caseExact": false, "mutability": "readWrite", "returned": "default",
+        "uniqueness": "none"
+    })
+}
+
+fn multi_valued(name: &str, description: &str, kinds: &[&str]) -> Value {
+    json!({
+        "name": name, "type": "complex", "multiValued": true, "description": description,
+        "required": false, "mutability": "readWrite", "returned": "default", "uniqueness": "none",
+        "subAttributes": [
+            attribute("value", "The value; the primary one (or the first) is Portico's."),
+            {
+                "name": "type", "type": "string", "multiValued": false, "description": "What kind it is.",
+                "required": false, "caseExact": false, "canonicalValues": kinds,
+                "mutability": "readWrite", "returned": "default", "uniqueness": "none"
+            },
+            {
+                "name": "primary", "type": "boolean", "multiValued": false,
+                "description": "The one Portico uses.", "required": false,
+                "mutability": "readWrite", "returned": "default"
+            }
+        ]
+    })
+}
+
+pub fn core_user_schema(base: &str) -> Value {
+    json!({
+        "schemas": ["urn:ietf:params:scim:schemas:core:2.0:Schema"],
+        "id": CORE_USER,
+        "name": "User",
+        "description": "User Account",
+        "attributes": [
+            {
+                "name": "userName", "type": "string", "multiValued": false,
+                "description": "The login typed on the login page: 1 to 64 characters, without spaces.",
+                "required": true, "caseExact": true, "mutability": "readWrite", "returned": "default",
+                "uniqueness": "server"
+            },
+            {
+                "name": "name", "type": "complex", "multiValued": false,
+                "description": "The user's name; Portico shows the formatted one (else given, middle and family names).",
+                "required": false, "mutability": "readWrite", "returned": "default", "uniqueness": "none",
+                "subAttributes": [
+                    attribute("formatted", "The full name."),
+                    attribute("familyName", "The family name."),
+                    attribute("givenName", "The given name."),
+                    attribute("middleName", "The middle name.")
+                ]
+            },
+            attribute("displayName", "The name to show, when there is no name."),
+            {
+                "name": "active", "type": "boolean", "multiValued": false,
+                "description": "false blocks the user: their sessions end, their tokens stop working, no login succeeds.",
+                "required": false, "mutability": "readWrite", "returned": "default"
+            },
+            {
+                "name": "password", "type": "string", "multiValued": false,
+                "description": "10 to 256 characters, not the login; never returned.",
+                "required": false, "caseExact": true, "mutability": "writeOnly", "returned": "never",
+                "uniqueness": "none"
+            },
+            multi_valued("emails", "E-mail addresses.", &["work", "home", "other"]),
+            multi_valued("phoneNumbers", "Phone numbers; the primary one signs in and receives codes.", &["mobile", "work", "home", "other"])
+        ],
+        "meta": {"resourceType": "Schema", "location": format!("{base}/Schemas/{CORE_USER}")}
+    })
+}
+
+pub fn enterprise_user_schema(base: &str) -> Value {
+    json!({
+        "schemas": ["urn:ietf:params:scim:schemas:core:2.0:Schema"],
+        "id": ENTERPRISE_USER,
+        "name": "EnterpriseUser",
+        "description": "Enterprise User; kept for the provisioning system as sent.",
+        "attributes": [
+            attribute("employeeNumber", "The employee's number."),
+            attribute("costCenter", "The cost center."),
+            attribute("organization", "The organization."),
+            attribute("division", "The division."),
+            attribute("department", "The department.")
+        ],
+        "meta": {"resourceType": "Schema", "location": format!("{base}/Schemas/{ENTERPRISE_USER}")}
+    })
+}
+
+/// The attributes of the enterprise extension Portico keeps.
+pub const ENTERPRISE_ATTRIBUTES: [&str; 5] = ["employeeNumber", "costCenter", "organization", "division", "department"];
+
+/// The sub-attributes of `name` Portico keeps.
+pub const NAME_PARTS: [&str; 4] = ["formatted", "familyName", "givenName", "middleName"];
+
+/// A list response (RFC 7644 §3.4.2).
+pub fn list(resources: Vec<Value>, total: u64, start_index: u32) -> Value {
+    json!({
+        "schemas": [LIST_RESPONSE],
+        "totalResults": total,
+        "startIndex": start_index,
+        "itemsPerPage": resources.len(),
+        "Resources": resources
+    })
+}

@@ -1,0 +1,135 @@
+//! The report tasks' admin API, for operators (admin token):
+//!
+//! - `GET /admin/v1/reports/tasks?cnum=&status=&offset=&limit=`: the tasks
+//!   of a company, newest first, as the report API shows them;
+//! - `POST /admin/v1/reports/tasks/{taskId}/retry`: a `FAILED` task asked
+//!   again — a new task with the same request, queued now (the failed one
+//!   stays as it was). Recorded in the audit log with the token's name.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use portico_api::error::ErrorBody;
+use portico_api::openapi::AdminErrors;
+use portico_api::{Admin, ApiError};
+use portico_model::audit::{AuditEvent, AuditKind};
+use portico_model::reports::{ReportTask, TaskStatus};
+use portico_storage::ReportTaskFilter;
+use serde::Deserialize;
+use utoipa::IntoParams;
+use uuid::Uuid;
+
+use crate::ReportsState;
+use crate::views::TaskView;
+
+/// Which tasks to list.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct TaskSearch {
+    /// The company: 1 to 20 digits.
+    #[param(pattern = "^[0-9]{1,20}$")]
+    pub cnum: String,
+    /// `NEW`, `IN_PROGRESS`, `DONE` or `FAILED`.
+    #[param(value_type = Option<TaskStatus>)]
+    pub status: Option<String>,
+    /// Tasks to skip.
+    #[param(minimum = 0, maximum = 100_000)]
+    pub offset: Option<u32>,
+    /// 1 to 200; default 50.
+    #[param(minimum = 1, maximum = 200)]
+    pub limit: Option<u32>,
+}
+
+#[utoipa::path(
+    get,
+    path = "/admin/v1/reports/tasks",
+    operation_id = "listReportTasksAdmin",
+    tag = "report tasks",
+    params(TaskSearch),
+    security(("adminToken" = [])),
+    responses(
+        (status = 200, description = "The company's tasks, newest first.", body = Vec<TaskView>),
+        (status = 400, description = "`bad_request`: a parameter is missing, malformed or unknown.", body = ErrorBody),
+        AdminErrors
+    )
+)]
+pub async fn list(
+    State(api): State<ReportsState>,
+    _: Admin,
+    query: Result<axum::extract::Query<TaskSearch>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Vec<TaskView>>, ApiError> {
+    let axum::extract::Query(search) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let cnum = crate::access::parse_cnum(&search.cnum).map_err(|_| ApiError::bad_request("cnum: 1 to 20 digits"))?;
+    let limit = match search.limit {
+        None => 50,
+        Some(limit @ 1..=200) => limit,
+        Some(_) => return Err(ApiError::bad_request("limit: 1 to 200")),
+    };
+    let status = match search.status.as_deref() {
+        None => None,
+        Some(status) => Some(
+            TaskStatus::parse(status)
+                .ok_or_else(|| ApiError::bad_request("status: NEW, IN_PROGRESS, DONE or FAILED"))?,
+        ),
+    };
+    let offset = search.offset.unwrap_or(0);
+    if offset > 100_000 {
+        return Err(ApiError::bad_request("offset: 0 to 100000"));
+    }
+    let filter = ReportTaskFilter { cnums: vec![cnum], status, offset, limit, ..Default::default() };
+    let tasks =
+        api.store.list_report_tasks(&filter).await.map_err(|e| ApiError::storage("listing report tasks", &e))?;
+    Ok(Json(tasks.iter().map(TaskView::from).collect()))
+}
+
+#[utoipa::path(
+    post,
+    path = "/admin/v1/reports/tasks/{taskId}/retry",
+    operation_id = "retryReportTask",
+    tag = "report tasks",
+    params(("taskId" = Uuid, Path, description = "The failed task.")),
+    security(("adminToken" = [])),
+    responses(
+        (status = 202, description = "The new task, `NEW`, with the failed one's request.", body = TaskView),
+        (status = 404, description = "`task_not_found`.", body = ErrorBody),
+        (status = 409, description = "`task_not_failed`: only a `FAILED` task is retried.", body = ErrorBody),
+        AdminErrors
+    )
+)]
+pub async fn retry(
+    State(api): State<ReportsState>,
+    admin: Admin,
+    id: Result<Path<String>, axum::extract::rejection::PathRejection>,
+) -> Result<Response, ApiError> {
+    let id = id.map(|Path(id)| id).unwrap_or_default();
+    let gone = || ApiError::not_found("task_not_found", "there is no report task with this id");
+    let id = Uuid::parse_str(&id).map_err(|_| gone())?;
+    let storage = |e: portico_storage::StorageError| ApiError::storage("retrying a report task", &e);
+    let failed = api.store.find_report_task(id).await.map_err(storage)?.ok_or_else(gone)?;
+    if failed.status != TaskStatus::Failed {
+        let message = format!("the task is {}; only a FAILED task is retried", failed.status.as_str());
+        return Err(ApiError::conflict("task_not_failed", message));
+    }
+    let now = api.clock.now();
+    let again = ReportTask {
+        id: Uuid::now_v7(),
+        status: TaskStatus::New,
+        error: None,
+        attempts: 0,
+        lease_until: None,
+        created_at: now,
+        updated_at: now,
+        files: Vec::new(),
+        trace_parent: portico_storage::trace::current(),
+        ..failed
+    };
+    let (task, _) = api.store.create_report_task(&again, false).await.map_err(storage)?;
+    api.queued.notify_one();
+    tracing::info!(failed = %id, task = %task.id, actor = %admin.actor, "report task retried through the admin API");
+    let detail = serde_json::json!({ "failed": id, "task": task.id, "cnum": task.cnum });
+    let event = AuditEvent::new(now, AuditKind::ReportTaskRetried).by(&admin.actor).detail(detail);
+    portico_api::audit(api.store.as_ref(), event).await;
+    Ok((StatusCode::ACCEPTED, Json(TaskView::from(&task))).into_response())
+}
