@@ -21,6 +21,8 @@ use utoipa::OpenApi;
         crate::http::users::unblock,
         crate::http::users::sessions,
         crate::http::users::end_session,
+        crate::http::users::role,
+        crate::http::users::set_role,
         crate::http::users::grants,
         crate::http::users::revoke_grant,
         crate::http::system::keys,

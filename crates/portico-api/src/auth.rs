@@ -7,6 +7,10 @@
 //! - **The internal token** (`internal_token`): the bank's own systems.
 //!   Without it, the internal API answers 404 `internal_api_disabled`.
 //!
+//! - **Operators** (Portico users with an operator role) call the admin
+//!   API with an access token Portico issued them for the console, while
+//!   the admin API is on; the audit log names them `operator:<login>`.
+//!
 //! Tokens are kept only as SHA-256 digests and compared in constant time;
 //! every configured token is compared, so the time taken does not say
 //! which one nearly matched.
@@ -23,12 +27,19 @@ use crate::error::ApiError;
 
 /// An operator's role: what they may do through the admin API and the
 /// console. Machines with an admin token are `Admin`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Role {
-    /// Read users, sessions and the audit log; block and unblock users.
-    Support,
-    /// Everything.
-    Admin,
+pub use portico_model::user::OperatorRole as Role;
+
+/// Who, besides the admin tokens, may call the admin API: operators, with
+/// an access token Portico issued them.
+#[async_trait::async_trait]
+pub trait OperatorAuthority: Send + Sync {
+    /// The operator an access token belongs to; `None` when it is not an
+    /// operator's (not valid, not issued for operating Portico, or its user
+    /// holds no operator role).
+    ///
+    /// # Errors
+    /// 503 when the store cannot say.
+    async fn operator(&self, access_token: &str) -> Result<Option<Admin>, ApiError>;
 }
 
 /// A named admin token.
@@ -39,10 +50,21 @@ struct NamedToken {
 }
 
 /// The bearer tokens of the admin and internal APIs.
-#[derive(Debug, Default, Clone)]
+#[derive(Default, Clone)]
 pub struct ApiTokens {
     admin: Vec<NamedToken>,
     internal: Option<BearerSecret>,
+    operators: Option<std::sync::Arc<dyn OperatorAuthority>>,
+}
+
+impl std::fmt::Debug for ApiTokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApiTokens")
+            .field("admin", &self.admin)
+            .field("internal", &self.internal)
+            .field("operators", &self.operators.is_some())
+            .finish()
+    }
 }
 
 impl ApiTokens {
@@ -52,7 +74,38 @@ impl ApiTokens {
             .into_iter()
             .map(|(name, token)| NamedToken { name: name.to_owned(), secret: BearerSecret::new(token) })
             .collect();
-        Self { admin, internal: internal.map(BearerSecret::new) }
+        Self { admin, internal: internal.map(BearerSecret::new), operators: None }
+    }
+
+    /// Also accepts operators' access tokens, as `authority` says.
+    #[must_use]
+    pub fn with_operators(mut self, authority: std::sync::Arc<dyn OperatorAuthority>) -> Self {
+        self.operators = Some(authority);
+        self
+    }
+
+    /// The caller of an admin operation: an admin token, else an
+    /// operator's access token.
+    ///
+    /// # Errors
+    /// As [`ApiTokens::admin`]; 503 when an operator cannot be looked up.
+    pub async fn admin_or_operator(&self, headers: &HeaderMap) -> Result<Admin, ApiError> {
+        let refused = match self.admin(headers) {
+            Ok(admin) => return Ok(admin),
+            Err(refused) => refused,
+        };
+        let (Some(operators), StatusCode::UNAUTHORIZED) = (&self.operators, refused.status) else {
+            return Err(refused);
+        };
+        let token = authorization(headers)
+            .and_then(|value| value.trim().split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim())
+            .filter(|token| token.split('.').count() == 3);
+        match token {
+            Some(token) => operators.operator(token).await?.ok_or(refused),
+            None => Err(refused),
+        }
     }
 
     /// Whether any admin token is configured (the admin API is on).
@@ -149,16 +202,37 @@ impl Admin {
         if self.role >= needed {
             Ok(self)
         } else {
-            Err(ApiError::forbidden("this operation needs the admin role; the caller's role is support"))
+            Err(ApiError::forbidden(format!(
+                "this operation needs the {} role; the caller's role is {}",
+                needed.as_str(),
+                self.role.as_str()
+            )))
         }
     }
 }
 
+/// As an extractor, `Admin` admits only callers with the admin role (an
+/// admin token, or an operator with the role `admin`): 403 for `support`.
 impl<S: HasApiTokens + Send + Sync> FromRequestParts<S> for Admin {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        state.api_tokens().admin(&parts.headers)
+        let caller = state.api_tokens().admin_or_operator(&parts.headers).await?;
+        caller.require(Role::Admin)?;
+        Ok(caller)
+    }
+}
+
+/// A caller with at least the support role: what support staff may do
+/// (read users, sessions and the audit log; block and unblock).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Support(pub Admin);
+
+impl<S: HasApiTokens + Send + Sync> FromRequestParts<S> for Support {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        Ok(Self(state.api_tokens().admin_or_operator(&parts.headers).await?))
     }
 }
 

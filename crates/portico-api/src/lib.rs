@@ -16,7 +16,7 @@ pub mod auth;
 pub mod error;
 pub mod openapi;
 
-pub use auth::{Admin, ApiTokens, HasApiTokens, Internal};
+pub use auth::{Admin, ApiTokens, HasApiTokens, Internal, Support};
 pub use error::{ApiError, Problem};
 
 /// Records an administrative change in the audit log. A failure to record

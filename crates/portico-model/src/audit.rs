@@ -71,6 +71,7 @@ pub enum AuditKind {
     DeliveryResent,
     ReportTaskRetried,
     GrantRevoked,
+    OperatorRoleSet,
     PermissionsImported,
     BrokerageDataLoaded,
 }
@@ -104,6 +105,7 @@ impl AuditKind {
             AuditKind::DeliveryResent => "delivery.resent",
             AuditKind::ReportTaskRetried => "report_task.retried",
             AuditKind::GrantRevoked => "grant.revoked",
+            AuditKind::OperatorRoleSet => "operator.role_set",
             AuditKind::PermissionsImported => "permissions.imported",
             AuditKind::BrokerageDataLoaded => "brokerage.loaded",
         }

@@ -26,3 +26,31 @@ pub struct User {
     /// users made otherwise.
     pub provisioned: Option<serde_json::Value>,
 }
+
+/// What an operator (a Portico user who runs Portico) may do in the admin
+/// API and the console. Ordered: `Admin` may do all `Support` may.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum OperatorRole {
+    /// Read users, their sessions and grants, and the audit log; block and
+    /// unblock users; end sessions; revoke grants.
+    Support,
+    /// Everything.
+    Admin,
+}
+
+impl OperatorRole {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OperatorRole::Support => "support",
+            OperatorRole::Admin => "admin",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "support" => Some(OperatorRole::Support),
+            "admin" => Some(OperatorRole::Admin),
+            _ => None,
+        }
+    }
+}

@@ -77,6 +77,8 @@ pub struct App {
     pub notify: Arc<portico_notify::Notify>,
     pub reports: Arc<portico_reports::Reports>,
     pub admin: Arc<portico_admin::AdminService>,
+    /// Who may call the admin and internal APIs: the tokens, and operators.
+    pub api_tokens: portico_api::ApiTokens,
     pub demo: bool,
 }
 
@@ -127,6 +129,11 @@ impl App {
         let mut settings = config.identity_settings();
         let tokens =
             Arc::new(TokenVerifier::new(Arc::clone(&store), Arc::clone(&clock), settings.issuer.clone(), keys));
+        let api_tokens = config.api_tokens().with_operators(Arc::new(portico_admin::operators::Operators {
+            tokens: Arc::clone(&tokens),
+            store: Arc::clone(&store),
+            client_id: config.operator_client_id.as_str().into(),
+        }));
         if demo && config.theme.bank_name.is_none() {
             settings.branding = crate::demo::branding();
         }
@@ -146,7 +153,7 @@ impl App {
             store: Arc::clone(&store),
             clock: Arc::clone(&identity.clock),
             sealer: secret.sealer(),
-            api_tokens: config.api_tokens(),
+            api_tokens: api_tokens.clone(),
             allow_insecure_callbacks: config.notifications.allow_insecure_callbacks || demo,
             timeout: Duration::from_millis(config.notifications.timeout_ms.max(1)),
             source_address: config.notifications.source_address,
@@ -193,7 +200,7 @@ impl App {
             tokens,
             permissions: Arc::clone(&permissions),
             files,
-            api_tokens: config.api_tokens(),
+            api_tokens: api_tokens.clone(),
             lease: Duration::from_secs(config.reports.lease_secs),
             assets: Arc::new(portico_reports::generate::Assets {
                 signer: Some(Arc::new(report_signer(&config)?)),
@@ -208,7 +215,7 @@ impl App {
             Arc::clone(&identity.clock),
             secret.sealer(),
         ));
-        Ok(Self { config, store, identity, permissions, notify, reports, admin, demo })
+        Ok(Self { config, store, identity, permissions, notify, reports, admin, api_tokens, demo })
     }
 
     /// Every route, with the middleware.
@@ -229,12 +236,12 @@ impl App {
                 clock: Arc::clone(&self.identity.clock),
                 tokens: Arc::clone(&self.identity.tokens),
                 service: Arc::clone(&self.permissions),
-                api_tokens: self.config.api_tokens(),
+                api_tokens: self.api_tokens.clone(),
             })))
             .merge(portico_notify::router(Arc::clone(&self.notify)))
             .merge(portico_admin::router(Arc::new(portico_admin::AdminApi {
                 service: Arc::clone(&self.admin),
-                api_tokens: self.config.api_tokens(),
+                api_tokens: self.api_tokens.clone(),
             })))
             .merge(portico_admin::scim::router(Arc::new(portico_admin::scim::Scim {
                 service: Arc::clone(&self.admin),

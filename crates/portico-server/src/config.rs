@@ -48,6 +48,9 @@ pub struct Config {
     pub admin_tokens: std::collections::BTreeMap<String, String>,
     /// Bearer token of SCIM provisioning (`/scim/v2`); it is off without one.
     pub scim_token: Option<String>,
+    /// The client whose access tokens act for operators (users with an
+    /// operator role) on the admin APIs.
+    pub operator_client_id: String,
     /// Bearer token of the internal APIs other bank systems call
     /// (`/internal/v1/...`); they are off without one.
     pub internal_token: Option<String>,
@@ -395,6 +398,7 @@ impl Default for Config {
             admin_token: None,
             admin_tokens: Default::default(),
             scim_token: None,
+            operator_client_id: "portico-console".into(),
             internal_token: None,
             log: "info".to_owned(),
             log_format: LogFormat::Text,

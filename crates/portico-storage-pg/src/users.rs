@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 use portico_model::ids::{GrantId, UserId};
-use portico_model::user::User;
+use portico_model::user::{OperatorRole, User};
 use portico_storage::{TextMatch, UserQuery, UserRepository};
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
@@ -238,5 +238,44 @@ impl UserRepository for PgStore {
         }
         let count = statement.fetch_one(&mut *self.conn().await?).await.map_err(storage_error("user"))?;
         Ok(u64::try_from(count).unwrap_or_default())
+    }
+
+    async fn operator_role(&self, id: UserId) -> Result<Option<OperatorRole>> {
+        let role: Option<String> = sqlx::query_scalar("SELECT role FROM operators WHERE user_id = $1")
+            .bind(id.as_uuid())
+            .fetch_optional(&mut *self.conn().await?)
+            .await
+            .map_err(storage_error("operator"))?;
+        Ok(role.as_deref().and_then(OperatorRole::parse))
+    }
+
+    async fn set_operator_role(&self, id: UserId, role: Option<OperatorRole>, now: OffsetDateTime) -> Result<bool> {
+        let mut conn = self.conn().await?;
+        let done = match role {
+            Some(role) => sqlx::query(
+                "INSERT INTO operators (user_id, role, granted_at) SELECT id, $2, $3 FROM users WHERE id = $1 \
+                 ON CONFLICT (user_id) DO UPDATE SET role = EXCLUDED.role, granted_at = EXCLUDED.granted_at",
+            )
+            .bind(id.as_uuid())
+            .bind(role.as_str())
+            .bind(at(now))
+            .execute(&mut *conn)
+            .await
+            .map_err(storage_error("operator"))?
+            .rows_affected(),
+            None => {
+                sqlx::query("DELETE FROM operators WHERE user_id = $1")
+                    .bind(id.as_uuid())
+                    .execute(&mut *conn)
+                    .await
+                    .map_err(storage_error("operator"))?;
+                sqlx::query_scalar::<_, i64>("SELECT count(*) FROM users WHERE id = $1")
+                    .bind(id.as_uuid())
+                    .fetch_one(&mut *conn)
+                    .await
+                    .map_err(storage_error("user"))? as u64
+            }
+        };
+        Ok(done > 0)
     }
 }

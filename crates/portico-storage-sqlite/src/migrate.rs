@@ -26,6 +26,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (10, "trace context", include_str!("../migrations/0010_trace_context.sql")),
     (11, "audit actor", include_str!("../migrations/0011_audit_actor.sql")),
     (12, "user provisioning", include_str!("../migrations/0012_user_provisioning.sql")),
+    (13, "operators", include_str!("../migrations/0013_operators.sql")),
 ];
 
 /// Applies the migrations that have not run yet.

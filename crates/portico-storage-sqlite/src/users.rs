@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 use portico_model::ids::UserId;
-use portico_model::user::User;
+use portico_model::user::{OperatorRole, User};
 use portico_storage::{TextMatch, UserQuery, UserRepository};
 use rusqlite::types::Value;
 use rusqlite::{Row, params, params_from_iter};
@@ -188,5 +188,41 @@ impl UserRepository for SqliteStore {
         let count =
             self.db.read(move |c| one(c, &sql, params_from_iter(values), |row| Ok(row.get::<_, i64>("n")?))).await?;
         Ok(count.and_then(|n| u64::try_from(n).ok()).unwrap_or_default())
+    }
+
+    async fn operator_role(&self, id: UserId) -> Result<Option<OperatorRole>> {
+        let role = self
+            .db
+            .read(move |c| {
+                one(c, "SELECT role FROM operators WHERE user_id = ?1", [id.to_string()], |row| {
+                    Ok(row.get::<_, String>("role")?)
+                })
+            })
+            .await?;
+        Ok(role.as_deref().and_then(OperatorRole::parse))
+    }
+
+    async fn set_operator_role(&self, id: UserId, role: Option<OperatorRole>, now: OffsetDateTime) -> Result<bool> {
+        self.db
+            .write("operator", move |tx| {
+                let id = id.to_string();
+                let exists = one(tx, "SELECT 1 AS found FROM users WHERE id = ?1", [&id], |_| Ok(()))?.is_some();
+                match role {
+                    Some(role) if exists => {
+                        run(
+                            tx,
+                            "INSERT INTO operators (user_id, role, granted_at) VALUES (?1, ?2, ?3) \
+                             ON CONFLICT (user_id) DO UPDATE SET role = excluded.role, granted_at = excluded.granted_at",
+                            params![id, role.as_str(), secs(now)],
+                        )?;
+                    }
+                    Some(_) => {}
+                    None => {
+                        run(tx, "DELETE FROM operators WHERE user_id = ?1", [&id])?;
+                    }
+                }
+                Ok(exists)
+            })
+            .await
     }
 }

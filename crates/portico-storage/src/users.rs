@@ -3,7 +3,7 @@
 use crate::Result;
 use async_trait::async_trait;
 use portico_model::ids::UserId;
-use portico_model::user::User;
+use portico_model::user::{OperatorRole, User};
 use time::OffsetDateTime;
 
 #[async_trait]
@@ -58,6 +58,17 @@ pub trait UserRepository: Send + Sync {
     /// # Errors
     /// Only when the store fails.
     async fn count_users(&self, query: &UserQuery) -> Result<u64>;
+    /// The user's operator role, if they are an operator.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn operator_role(&self, id: UserId) -> Result<Option<OperatorRole>>;
+    /// Makes the user an operator with `role`, or (`None`) no operator.
+    /// Returns whether the user exists.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn set_operator_role(&self, id: UserId, role: Option<OperatorRole>, now: OffsetDateTime) -> Result<bool>;
 }
 
 /// How a text field is matched.

@@ -381,6 +381,15 @@ impl TestApp {
     /// # Panics
     /// When the user is unknown or storage fails.
     pub async fn token_pair(&self, login: &str) -> TokenPair {
+        self.token_pair_for(login, demo::CLIENT_ID).await
+    }
+
+    /// As [`TestApp::token_pair`], for the client `client_id` (which must
+    /// exist).
+    ///
+    /// # Panics
+    /// When the user is unknown or storage fails.
+    pub async fn token_pair_for(&self, login: &str, client_id: &str) -> TokenPair {
         use portico_model::audit::{AuditEvent, AuditKind};
         use portico_model::clock::Clock as _;
         let user = self.store.find_user_by_login(login).await.expect("store").expect("the user exists");
@@ -390,7 +399,7 @@ impl TestApp {
         self.store
             .insert_code(&portico_model::oauth::AuthorizationCode {
                 code_hash: code_hash.clone(),
-                client_id: demo::CLIENT_ID.into(),
+                client_id: client_id.into(),
                 user_id: user.id,
                 redirect_uri: self.redirect_uri(),
                 scope: demo::SCOPE.into(),
@@ -407,7 +416,7 @@ impl TestApp {
             .expect("insert a code");
         let grant = portico_model::oauth::Grant {
             id: portico_model::ids::GrantId::now_v7(),
-            client_id: demo::CLIENT_ID.into(),
+            client_id: client_id.into(),
             user_id: user.id,
             scope: demo::SCOPE.into(),
             auth_time: now,

@@ -11,6 +11,7 @@ use portico_admin::service::{NewClient, NewUser};
 use portico_admin::{AdminService, ServiceError};
 use portico_model::audit::Actor;
 use portico_model::clock::SystemClock;
+use portico_model::user::OperatorRole;
 use portico_server::Config;
 use portico_server::secret::InstanceSecret;
 
@@ -84,6 +85,14 @@ pub enum UserCommand {
         /// Why, for the audit log.
         #[arg(long)]
         reason: Option<String>,
+    },
+    /// Make a user an operator of Portico (support or admin), or no operator (none).
+    SetRole {
+        #[arg(long)]
+        login: String,
+        /// support, admin or none.
+        #[arg(long)]
+        role: String,
     },
     /// Unblock a user.
     Unblock {
@@ -199,6 +208,21 @@ pub async fn users(config: &Config, command: UserCommand) -> anyhow::Result<()> 
             let user = admin.user_by_login(&login).await.map_err(refusal)?;
             admin.block_user(&Actor::Cli, user.id, reason).await.map_err(refusal)?;
             println!("user {login} blocked; their sessions and tokens are revoked");
+        }
+        UserCommand::SetRole { login, role } => {
+            let parsed = match role.as_str() {
+                "none" => None,
+                other => Some(
+                    OperatorRole::parse(other)
+                        .ok_or_else(|| anyhow::anyhow!("--role {other}: support, admin or none"))?,
+                ),
+            };
+            let user = admin.user_by_login(&login).await.map_err(refusal)?;
+            admin.set_operator_role(&Actor::Cli, user.id, parsed).await.map_err(refusal)?;
+            match parsed {
+                Some(role) => println!("{login} is an operator with the role {}", role.as_str()),
+                None => println!("{login} is no operator"),
+            }
         }
         UserCommand::Unblock { login, reason } => {
             let user = admin.user_by_login(&login).await.map_err(refusal)?;

@@ -80,6 +80,15 @@ async fn admin_commands_take_effect_on_a_running_server() {
         ));
         let tokens = app.tokens_for("olga", "olga-password").await;
         assert_eq!(app.liveness(&tokens.access_token).await, 200);
+        let out = ok(portico(&app, &["users", "set-role", "--login", "olga", "--role", "support"]));
+        assert!(out.contains("olga is an operator with the role support"), "{out}");
+        let olga = app.store.find_user_by_login("olga").await.unwrap().unwrap();
+        let role = app.store.operator_role(olga.id).await.unwrap();
+        assert_eq!(role, Some(portico_model::user::OperatorRole::Support), "{backend:?}");
+        let refused = portico(&app, &["users", "set-role", "--login", "olga", "--role", "root"]);
+        assert!(String::from_utf8_lossy(&refused.stderr).contains("support, admin or none"));
+        ok(portico(&app, &["users", "set-role", "--login", "olga", "--role", "none"]));
+        assert_eq!(app.store.operator_role(olga.id).await.unwrap(), None);
         ok(portico(&app, &["users", "block", "--login", "olga"]));
         let refused = within_the_bound(&app, || async { app.liveness(&tokens.access_token).await == 401 }).await;
         assert!(refused, "{backend:?}: blocked within the staleness bound");

@@ -14,6 +14,7 @@
 //! | `POST /admin/v1/users/{userId}/block`, `/unblock` | block, unblock | support |
 //! | `GET /admin/v1/users/{userId}/sessions` | live sessions | support |
 //! | `DELETE /admin/v1/users/{userId}/sessions/{sid}` | end one | support |
+//! | `GET/PUT /admin/v1/users/{userId}/role` | operator role | admin |
 //! | `GET /admin/v1/users/{userId}/grants` | live grants | support |
 //! | `DELETE /admin/v1/users/{userId}/grants/{grantId}` | revoke one | support |
 //! | `GET /admin/v1/keys`, `POST /admin/v1/keys/rotate` | signing keys | admin |
@@ -61,6 +62,7 @@ pub fn router(state: AdminState) -> Router {
         .route("/admin/v1/users/{user_id}/unblock", post(users::unblock))
         .route("/admin/v1/users/{user_id}/sessions", get(users::sessions))
         .route("/admin/v1/users/{user_id}/sessions/{sid}", delete(users::end_session))
+        .route("/admin/v1/users/{user_id}/role", get(users::role).put(users::set_role))
         .route("/admin/v1/users/{user_id}/grants", get(users::grants))
         .route("/admin/v1/users/{user_id}/grants/{grant_id}", delete(users::revoke_grant))
         .route("/admin/v1/keys", get(system::keys))

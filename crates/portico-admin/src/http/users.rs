@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use portico_api::auth::Role;
 use portico_api::error::ErrorBody;
 use portico_api::openapi::AdminErrors;
-use portico_api::{Admin, ApiError};
+use portico_api::{Admin, ApiError, Support};
 use portico_model::ids::{ClientId, GrantId, SessionId, UserId};
 use portico_model::session::SsoSession;
 use portico_model::user::User;
@@ -186,10 +186,9 @@ fn answer(what: &str) -> impl FnOnce(ServiceError) -> ApiError + '_ {
 )]
 pub async fn search(
     State(api): State<AdminState>,
-    admin: Admin,
+    _: Support,
     Params(search): Params<UserSearch>,
 ) -> Result<Json<UserPage>, ApiError> {
-    admin.require(Role::Support)?;
     let limit = page_size(search.limit)?;
     let phone = match search.phone.as_deref().map(portico_model::otp::normalize_phone) {
         // What is no phone number is nobody's.
@@ -243,7 +242,6 @@ pub async fn create(
     admin: Admin,
     Body(body): Body<NewUserBody>,
 ) -> Result<Response, ApiError> {
-    admin.require(Role::Admin)?;
     let new = NewUser {
         login: body.login,
         password: body.password,
@@ -271,10 +269,9 @@ pub async fn create(
 )]
 pub async fn read(
     State(api): State<AdminState>,
-    admin: Admin,
+    _: Support,
     Path(id): Path<String>,
 ) -> Result<Json<UserView>, ApiError> {
-    admin.require(Role::Support)?;
     let user = api.service.user(user_id(&id)?).await.map_err(answer("reading a user"))?;
     Ok(Json(user.into()))
 }
@@ -302,7 +299,6 @@ pub async fn update(
     Path(id): Path<String>,
     Body(patch): Body<UserPatch>,
 ) -> Result<Json<UserView>, ApiError> {
-    admin.require(Role::Admin)?;
     let changes = UserChanges {
         login: patch.login,
         phone: patch.phone,
@@ -337,7 +333,6 @@ pub async fn set_password(
     Path(id): Path<String>,
     Body(body): Body<PasswordBody>,
 ) -> Result<StatusCode, ApiError> {
-    admin.require(Role::Admin)?;
     api.service.set_password(&admin.actor, user_id(&id)?, body.password).await.map_err(answer("setting a password"))?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -360,11 +355,10 @@ pub async fn set_password(
 )]
 pub async fn block(
     State(api): State<AdminState>,
-    admin: Admin,
+    Support(admin): Support,
     Path(id): Path<String>,
     Body(body): Body<ReasonBody>,
 ) -> Result<Json<UserView>, ApiError> {
-    admin.require(Role::Support)?;
     let user =
         api.service.block_user(&admin.actor, user_id(&id)?, body.reason).await.map_err(answer("blocking a user"))?;
     Ok(Json(user.into()))
@@ -388,11 +382,10 @@ pub async fn block(
 )]
 pub async fn unblock(
     State(api): State<AdminState>,
-    admin: Admin,
+    Support(admin): Support,
     Path(id): Path<String>,
     Body(body): Body<ReasonBody>,
 ) -> Result<Json<UserView>, ApiError> {
-    admin.require(Role::Support)?;
     let user = api
         .service
         .unblock_user(&admin.actor, user_id(&id)?, body.reason)
@@ -419,7 +412,6 @@ pub async fn remove(
     admin: Admin,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    admin.require(Role::Admin)?;
     api.service.delete_user(&admin.actor, user_id(&id)?).await.map_err(answer("removing a user"))?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -439,10 +431,9 @@ pub async fn remove(
 )]
 pub async fn sessions(
     State(api): State<AdminState>,
-    admin: Admin,
+    _: Support,
     Path(id): Path<String>,
 ) -> Result<Json<Vec<SessionView>>, ApiError> {
-    admin.require(Role::Support)?;
     let sessions: Vec<SsoSession> = api.service.sessions(user_id(&id)?).await.map_err(answer("listing sessions"))?;
     let mut views = Vec::with_capacity(sessions.len());
     for session in sessions {
@@ -484,10 +475,9 @@ pub async fn sessions(
 )]
 pub async fn end_session(
     State(api): State<AdminState>,
-    admin: Admin,
+    Support(admin): Support,
     Path((id, sid)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
-    admin.require(Role::Support)?;
     let gone = || ApiError::not_found("session_not_found", format!("the user has no live session {sid:?}"));
     let sid = Uuid::parse_str(&sid).map(SessionId::from).map_err(|_| gone())?;
     api.service.end_session(&admin.actor, user_id(&id)?, sid).await.map_err(answer("ending a session"))?;
@@ -524,10 +514,9 @@ pub struct GrantView {
 )]
 pub async fn grants(
     State(api): State<AdminState>,
-    admin: Admin,
+    _: Support,
     Path(id): Path<String>,
 ) -> Result<Json<Vec<GrantView>>, ApiError> {
-    admin.require(Role::Support)?;
     let grants = api.service.grants(user_id(&id)?).await.map_err(answer("listing grants"))?;
     Ok(Json(
         grants
@@ -561,12 +550,70 @@ pub async fn grants(
 )]
 pub async fn revoke_grant(
     State(api): State<AdminState>,
-    admin: Admin,
+    Support(admin): Support,
     Path((id, grant)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
-    admin.require(Role::Support)?;
     let gone = || ApiError::not_found("grant_not_found", format!("the user has no live grant {grant:?}"));
     let grant = Uuid::parse_str(&grant).map(GrantId::from).map_err(|_| gone())?;
     api.service.revoke_grant(&admin.actor, user_id(&id)?, grant).await.map_err(answer("revoking a grant"))?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// An operator role: `support`, `admin`, or `null` (no operator).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RoleBody {
+    #[schema(value_type = Option<String>, pattern = "^(support|admin)$")]
+    pub role: Option<String>,
+}
+
+#[utoipa::path(
+    get,
+    path = "/admin/v1/users/{userId}/role",
+    operation_id = "getOperatorRole",
+    tag = "users",
+    params(("userId" = Uuid, Path, description = "The user.")),
+    security(("adminToken" = [])),
+    responses(
+        (status = 200, description = "The user's operator role, `null` when they are no operator.", body = RoleBody),
+        (status = 404, description = "`user_not_found`.", body = ErrorBody),
+        AdminErrors
+    )
+)]
+pub async fn role(State(api): State<AdminState>, _: Admin, Path(id): Path<String>) -> Result<Json<RoleBody>, ApiError> {
+    let role = api.service.operator_role(user_id(&id)?).await.map_err(answer("reading an operator role"))?;
+    Ok(Json(RoleBody { role: role.map(|r| r.as_str().to_owned()) }))
+}
+
+#[utoipa::path(
+    put,
+    path = "/admin/v1/users/{userId}/role",
+    operation_id = "setOperatorRole",
+    tag = "users",
+    params(("userId" = Uuid, Path, description = "The user.")),
+    request_body = RoleBody,
+    security(("adminToken" = [])),
+    responses(
+        (status = 200, description = "Set; it takes effect on the operator's next call.", body = RoleBody),
+        (status = 400, description = "`bad_request`: not `support`, `admin` or `null`.", body = ErrorBody),
+        (status = 404, description = "`user_not_found`.", body = ErrorBody),
+        (status = 415, description = "`bad_request`: the body is not `application/json`.", body = ErrorBody),
+        AdminErrors
+    )
+)]
+pub async fn set_role(
+    State(api): State<AdminState>,
+    admin: Admin,
+    Path(id): Path<String>,
+    Body(body): Body<RoleBody>,
+) -> Result<Json<RoleBody>, ApiError> {
+    let role = match body.role.as_deref() {
+        None => None,
+        Some(text) => Some(Role::parse(text).ok_or_else(|| ApiError::bad_request("role: support, admin or null"))?),
+    };
+    api.service
+        .set_operator_role(&admin.actor, user_id(&id)?, role)
+        .await
+        .map_err(answer("setting an operator role"))?;
+    Ok(Json(RoleBody { role: role.map(|r| r.as_str().to_owned()) }))
 }

@@ -13,7 +13,7 @@ use portico_model::ids::{GrantId, SessionId, UserId};
 use portico_model::oauth::Grant;
 use portico_model::otp::normalize_phone;
 use portico_model::session::SsoSession;
-use portico_model::user::User;
+use portico_model::user::{OperatorRole, User};
 use portico_storage::{StorageError, UserQuery};
 
 use super::{AdminService, Result, ServiceError};
@@ -405,6 +405,29 @@ impl AdminService {
     pub async fn sessions(&self, id: UserId) -> Result<Vec<SsoSession>> {
         let user = self.user(id).await?;
         Ok(self.store.list_sessions(user.id, self.clock.now()).await?)
+    }
+
+    /// Makes a user an operator with `role`, or (`None`) no operator.
+    ///
+    /// # Errors
+    /// `user_not_found`; the store failed.
+    pub async fn set_operator_role(&self, actor: &Actor, id: UserId, role: Option<OperatorRole>) -> Result<()> {
+        let now = self.clock.now();
+        if !self.store.set_operator_role(id, role, now).await? {
+            return Err(not_found(id));
+        }
+        let detail = serde_json::json!({ "role": role.map(OperatorRole::as_str) });
+        self.audit(actor, AuditEvent::new(now, AuditKind::OperatorRoleSet).user(id).detail(detail)).await;
+        Ok(())
+    }
+
+    /// The user's operator role, if any.
+    ///
+    /// # Errors
+    /// `user_not_found`; the store failed.
+    pub async fn operator_role(&self, id: UserId) -> Result<Option<OperatorRole>> {
+        let user = self.user(id).await?;
+        Ok(self.store.operator_role(user.id).await?)
     }
 
     /// A user's live grants (what each client holds: its refresh token and

@@ -518,3 +518,82 @@ async fn operators_list_a_companys_report_tasks_and_retry_a_failed_one() {
         assert_eq!(retried_events[0].event.detail["failed"], json!(failed.id));
     }
 }
+
+/// An admin API call with `token` (an operator's access token).
+async fn as_operator(app: &TestApp, token: &str, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+    let url = app.url(path);
+    let request = match method {
+        "GET" => app.http().get(url),
+        "POST" => app.http().post(url).json(&body.unwrap_or(json!({}))),
+        "PUT" => app.http().put(url).json(&body.unwrap_or(json!({}))),
+        other => panic!("no method {other}"),
+    };
+    let response = request.bearer_auth(token).send().await.unwrap();
+    (response.status().as_u16(), response.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn operators_act_by_their_role_and_support_cannot_do_what_needs_admin() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        app.add_client("portico-console", "console-secret-0123456789").await;
+        let mut ids = std::collections::HashMap::new();
+        for (login, role) in [("sam", Some("support")), ("ada", Some("admin")), ("nina", None)] {
+            let user = json!({"login": login, "password": "a-long-password", "phone": "+79001230000"});
+            let (status, created) = admin(&app, "POST", "/admin/v1/users", Some(user)).await;
+            assert_eq!(status, 201, "{created}");
+            let id = created["id"].as_str().unwrap().to_owned();
+            if let Some(role) = role {
+                let (status, set) =
+                    admin(&app, "PUT", &format!("/admin/v1/users/{id}/role"), Some(json!({"role": role}))).await;
+                assert_eq!((status, set["role"].as_str()), (200, Some(role)));
+            }
+            ids.insert(login, id);
+        }
+        let sam = app.token_pair_for("sam", "portico-console").await.access_token;
+        let ada = app.token_pair_for("ada", "portico-console").await.access_token;
+        let nina = app.token_pair_for("nina", "portico-console").await.access_token;
+
+        // Support: reads and blocks, and nothing more.
+        let (status, found) = as_operator(&app, &sam, "GET", "/admin/v1/users?login=ivan", None).await;
+        assert_eq!(status, 200, "{backend:?}: {found}");
+        let ivan = found["users"][0]["id"].as_str().unwrap().to_owned();
+        let (status, _) = as_operator(&app, &sam, "POST", &format!("/admin/v1/users/{ivan}/block"), None).await;
+        assert_eq!(status, 200);
+        let event = &app.store.recent_audit(1).await.unwrap()[0];
+        assert_eq!((event.kind.as_str(), event.actor.as_deref()), ("user.blocked", Some("operator:sam")));
+        let client = json!({"clientId": "sam-app", "redirectUris": ["https://sam.example/cb"]});
+        for (method, path, body) in [
+            ("POST", "/admin/v1/clients", Some(client)),
+            ("POST", "/admin/v1/keys/rotate", None),
+            ("GET", "/admin/v1/permissions", None),
+            ("GET", "/admin/v1/merchants", None),
+            ("PUT", &format!("/admin/v1/users/{}/role", ids["sam"]) as &str, Some(json!({"role": "admin"}))),
+        ] {
+            let (status, body) = as_operator(&app, &sam, method, path, body).await;
+            assert_eq!((status, body["code"].as_str()), (403, Some("forbidden")), "{method} {path}: {body}");
+            assert!(body["message"].as_str().unwrap().contains("needs the admin role"), "{body}");
+        }
+        assert_eq!(admin(&app, "GET", "/admin/v1/clients/sam-app", None).await.0, 404, "nothing was created");
+
+        // Admin: everything, recorded as the operator.
+        let (status, rotated) = as_operator(&app, &ada, "POST", "/admin/v1/keys/rotate", None).await;
+        assert_eq!(status, 200, "{rotated}");
+        let event = &app.store.recent_audit(1).await.unwrap()[0];
+        assert_eq!((event.kind.as_str(), event.actor.as_deref()), ("key.rotated", Some("operator:ada")));
+
+        // Refused: a user without a role; an operator's token of another client; a role taken away.
+        let (status, body) = as_operator(&app, &nina, "GET", "/admin/v1/users", None).await;
+        assert_eq!((status, body["code"].as_str()), (401, Some("unauthorized")), "no operator role");
+        app.add_client("other-app", "other-secret-0123456789").await;
+        let elsewhere = app.token_pair_for("ada", "other-app").await.access_token;
+        assert_eq!(as_operator(&app, &elsewhere, "GET", "/admin/v1/users", None).await.0, 401, "not the console's");
+        let (status, _) =
+            admin(&app, "PUT", &format!("/admin/v1/users/{}/role", ids["sam"]), Some(json!({"role": null}))).await;
+        assert_eq!(status, 200);
+        assert_eq!(as_operator(&app, &sam, "GET", "/admin/v1/users", None).await.0, 401, "{backend:?}: at once");
+        let (status, body) =
+            admin(&app, "PUT", &format!("/admin/v1/users/{}/role", ids["nina"]), Some(json!({"role": "root"}))).await;
+        assert_eq!((status, body["code"].as_str()), (400, Some("bad_request")));
+    }
+}

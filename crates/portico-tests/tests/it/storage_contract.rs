@@ -456,25 +456,32 @@ async fn every_read_sees_every_committed_write() {
     }
 }
 
-#[tokio::test]
-async fn the_permission_model_saves_whole_and_one_of_two_racing_saves_wins() {
+/// A permission model generated (deterministically) from the document
+/// strategy, its employees created as users named with `prefix`.
+async fn generated_model(store: &dyn Storage, prefix: &str) -> portico_model::permissions::PermissionModel {
     use portico_model::permissions::{PermissionModel, UserRef};
     use proptest::strategy::{Strategy, ValueTree};
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let doc = portico_tests::permission_models::document(prefix.into()).new_tree(&mut runner).unwrap().current();
+    let mut users = std::collections::HashMap::new();
+    for login in doc.user_refs() {
+        let employee = user(&login.0);
+        store.create_user(&employee).await.unwrap();
+        users.insert(UserRef(login.0.clone()), employee.id.as_uuid());
+    }
+    PermissionModel::default().merge(&doc, &users, Uuid::new_v4).unwrap()
+}
+
+#[tokio::test]
+async fn the_permission_model_saves_whole_and_one_of_two_racing_saves_wins() {
+    use portico_model::permissions::PermissionModel;
     for backend in backends() {
         let dir = TempDir::new();
         let store = store(backend, &dir).await;
         assert_eq!(store.permission_revision().await.unwrap(), 0);
         assert_eq!(store.load_permissions().await.unwrap(), PermissionModel::default());
 
-        let mut runner = proptest::test_runner::TestRunner::deterministic();
-        let doc = portico_tests::permission_models::document("s".into()).new_tree(&mut runner).unwrap().current();
-        let mut users = std::collections::HashMap::new();
-        for login in doc.user_refs() {
-            let employee = user(&login.0);
-            store.create_user(&employee).await.unwrap();
-            users.insert(UserRef(login.0.clone()), employee.id.as_uuid());
-        }
-        let model = PermissionModel::default().merge(&doc, &users, Uuid::new_v4).unwrap();
+        let model = generated_model(store.as_ref(), "s").await;
         assert!(store.save_permissions(&model).await.unwrap());
         assert_eq!(store.permission_revision().await.unwrap(), 1);
         let loaded = store.load_permissions().await.unwrap();
@@ -1239,22 +1246,12 @@ async fn clients_and_users_change_in_place_and_users_are_found_a_page_at_a_time(
 
 #[tokio::test]
 async fn a_deleted_user_takes_their_grants_sessions_and_employment_with_them() {
-    use portico_model::permissions::{PermissionModel, UserRef};
-    use proptest::strategy::{Strategy, ValueTree};
     for backend in backends() {
         let dir = TempDir::new();
         let store = store(backend, &dir).await;
         let (u, g) = granted(store.as_ref()).await;
         store.create_session(&session("s", u.id)).await.unwrap();
-        let mut runner = proptest::test_runner::TestRunner::deterministic();
-        let doc = portico_tests::permission_models::document("d".into()).new_tree(&mut runner).unwrap().current();
-        let mut users = std::collections::HashMap::new();
-        for login in doc.user_refs() {
-            let employee = user(&login.0);
-            store.create_user(&employee).await.unwrap();
-            users.insert(UserRef(login.0.clone()), employee.id.as_uuid());
-        }
-        let model = PermissionModel::default().merge(&doc, &users, Uuid::new_v4).unwrap();
+        let model = generated_model(store.as_ref(), "d").await;
         assert!(store.save_permissions(&model).await.unwrap());
         let employee = model.employees.values().next().expect("the document has employees").user_id;
         store.record_audit(&audit().user(u.id)).await.unwrap();
