@@ -962,6 +962,29 @@ sms = "http"
     }
 
     #[test]
+    #[allow(clippy::result_large_err, reason = "figment::Jail fixes the closure's error type")]
+    fn admin_tokens_come_named_from_the_environment_and_are_checked() {
+        figment::Jail::expect_with(|jail| {
+            jail.set_env("PORTICO_ADMIN_TOKEN", "the-admin-token-0123456789");
+            jail.set_env("PORTICO_ADMIN_TOKENS__CI", "the-ci-token-0123456789abc");
+            let config = Config::load(None).unwrap();
+            assert_eq!(config.admin_tokens.get("ci").map(String::as_str), Some("the-ci-token-0123456789abc"));
+            let mut headers = axum::http::HeaderMap::new();
+            headers.insert("authorization", "Bearer the-ci-token-0123456789abc".parse().unwrap());
+            assert_eq!(config.api_tokens().admin(&headers).unwrap().actor.to_string(), "token:ci");
+            jail.set_env("PORTICO_ADMIN_TOKENS__CI", "the-admin-token-0123456789");
+            let error = Config::load(None).unwrap_err().to_string();
+            assert!(error.contains("two admin tokens are the same"), "{error}");
+            jail.set_env("PORTICO_ADMIN_TOKENS__CI", "short");
+            assert!(Config::load(None).unwrap_err().to_string().contains("admin_tokens.ci must be at least 24"));
+            jail.set_env("PORTICO_ADMIN_TOKENS__ADMIN", "another-token-0123456789ab");
+            jail.set_env("PORTICO_ADMIN_TOKENS__CI", "the-ci-token-0123456789abc");
+            assert!(Config::load(None).unwrap_err().to_string().contains("the name admin is admin_token's"));
+            Ok(())
+        });
+    }
+
+    #[test]
     fn the_retry_schedule_is_checked_at_start() {
         let mut config = Config::default();
         config.notifications.retry_waits_secs = vec![2, 5];

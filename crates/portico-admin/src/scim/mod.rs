@@ -24,6 +24,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -165,8 +166,14 @@ impl Scim {
     }
 }
 
+/// A body that could not be read: over the size limit (413), or broken.
+fn unread(rejection: &BytesRejection) -> ScimError {
+    ScimError::new(rejection.status(), None, format!("the body could not be read: {}", rejection.body_text()))
+}
+
 /// A body as JSON, whichever of the two JSON types it was sent with.
-fn body_json(headers: &HeaderMap, body: &Bytes) -> Result<Value, ScimError> {
+fn body_json(headers: &HeaderMap, body: Result<Bytes, BytesRejection>) -> Result<Value, ScimError> {
+    let body = body.map_err(|e| unread(&e))?;
     let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
     if !content_type.starts_with("application/scim+json") && !content_type.starts_with("application/json") {
         return Err(ScimError::new(
@@ -175,7 +182,7 @@ fn body_json(headers: &HeaderMap, body: &Bytes) -> Result<Value, ScimError> {
             "send the body as application/scim+json",
         ));
     }
-    serde_json::from_slice(body).map_err(|e| {
+    serde_json::from_slice(&body).map_err(|e| {
         ScimError::new(StatusCode::BAD_REQUEST, Some("invalidSyntax"), format!("the body is not JSON: {e}"))
     })
 }
@@ -260,9 +267,9 @@ async fn list(State(scim): State<ScimState>, headers: HeaderMap, RawQuery(query)
     answer_list(&scim, request).await
 }
 
-async fn search(State(scim): State<ScimState>, headers: HeaderMap, body: Bytes) -> Answer {
+async fn search(State(scim): State<ScimState>, headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> Answer {
     scim.authorize(&headers)?;
-    let body = body_json(&headers, &body)?;
+    let body = body_json(&headers, body)?;
     let text = |name: &str| -> Result<Option<String>, ScimError> {
         match body.get(name) {
             None | Some(Value::Null) => Ok(None),
@@ -373,25 +380,35 @@ fn created(scim: &Scim, user: &User) -> Response {
     response
 }
 
-async fn create(State(scim): State<ScimState>, headers: HeaderMap, body: Bytes) -> Answer {
+async fn create(State(scim): State<ScimState>, headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> Answer {
     scim.authorize(&headers)?;
-    let provisioned = resource::parse(&body_json(&headers, &body)?)?;
+    let provisioned = resource::parse(&body_json(&headers, body)?)?;
     let user = scim.service.provision_user(&Actor::Scim, provisioned).await?;
     Ok(created(&scim, &user))
 }
 
-async fn replace(State(scim): State<ScimState>, headers: HeaderMap, Path(id): Path<String>, body: Bytes) -> Answer {
+async fn replace(
+    State(scim): State<ScimState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Answer {
     scim.authorize(&headers)?;
     let user = scim.user(&id).await?;
-    let provisioned = resource::parse(&body_json(&headers, &body)?)?;
+    let provisioned = resource::parse(&body_json(&headers, body)?)?;
     let user = scim.service.replace_provisioned_user(&Actor::Scim, user.id, provisioned).await?;
     Ok(scim_json(StatusCode::OK, &scim.render(&user)))
 }
 
-async fn modify(State(scim): State<ScimState>, headers: HeaderMap, Path(id): Path<String>, body: Bytes) -> Answer {
+async fn modify(
+    State(scim): State<ScimState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Answer {
     scim.authorize(&headers)?;
     let user = scim.user(&id).await?;
-    let patched = patch::apply(scim.render(&user), &body_json(&headers, &body)?)?;
+    let patched = patch::apply(scim.render(&user), &body_json(&headers, body)?)?;
     let provisioned = resource::parse(&patched)?;
     let user = scim.service.replace_provisioned_user(&Actor::Scim, user.id, provisioned).await?;
     Ok(scim_json(StatusCode::OK, &scim.render(&user)))

@@ -236,3 +236,37 @@ async fn scim2_tester_finds_no_failure() {
         assert!(checks >= 70, "the whole suite ran: {summary}");
     }
 }
+
+#[tokio::test]
+async fn thirty_provisioning_requests_for_one_user_name_make_one_user() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let body = json!({"schemas": [CORE], "userName": "raced-scim", "password": "a-long-password"}).to_string();
+        let mut requests = tokio::task::JoinSet::new();
+        for _ in 0..30 {
+            let request = app
+                .http()
+                .post(app.url("/scim/v2/Users"))
+                .bearer_auth(SCIM_TOKEN)
+                .header("content-type", "application/scim+json")
+                .body(body.clone());
+            requests.spawn(async move { request.send().await.unwrap().status().as_u16() });
+        }
+        let statuses = requests.join_all().await;
+        assert_eq!(statuses.iter().filter(|s| **s == 201).count(), 1, "{backend:?}: {statuses:?}");
+        assert_eq!(statuses.iter().filter(|s| **s == 409).count(), 29, "{backend:?}: {statuses:?}");
+        let (_, found) = scim(&app, "GET", "/Users?filter=userName%20eq%20%22raced-scim%22", None).await;
+        assert_eq!(found["totalResults"], 1);
+    }
+}
+
+#[tokio::test]
+async fn an_oversized_body_is_refused_as_a_scim_error() {
+    let app = TestApp::spawn(backends()[0]).await;
+    let huge = json!({"schemas": [CORE], "userName": "big", "displayName": "x".repeat(3 * 1024 * 1024)});
+    let (status, body) = scim(&app, "POST", "/Users", Some(huge)).await;
+    assert_eq!(status, 413);
+    assert_scim_error(&body, 413, None);
+    let (_, found) = scim(&app, "GET", "/Users?filter=userName%20eq%20%22big%22", None).await;
+    assert_eq!(found["totalResults"], 0);
+}
