@@ -163,3 +163,24 @@ mod tests {
         assert!(fault.headers().get(header::RETRY_AFTER).is_none());
     }
 }
+
+/// Path parameters whose refusal is the shared error body: a segment that
+/// is not UTF-8 (or not what the route takes) names nothing, so 404
+/// `not_found`.
+#[derive(Debug)]
+pub struct PathParams<T>(pub T);
+
+impl<S, T> axum::extract::FromRequestParts<S> for PathParams<T>
+where
+    S: Send + Sync,
+    T: serde::de::DeserializeOwned + Send,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::extract::Path::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Path(value)) => Ok(Self(value)),
+            Err(e) => Err(ApiError::not_found("not_found", format!("the path names nothing: {}", e.body_text()))),
+        }
+    }
+}

@@ -1,12 +1,12 @@
 //! `/admin/v1/clients`: client applications.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use portico_api::error::ErrorBody;
 use portico_api::openapi::AdminErrors;
-use portico_api::{Admin, ApiError};
+use portico_api::{Admin, ApiError, PathParams};
 use portico_model::client::Client;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -198,7 +198,7 @@ pub async fn create(
 pub async fn read(
     State(api): State<AdminState>,
     _: Admin,
-    Path(client_id): Path<String>,
+    PathParams(client_id): PathParams<String>,
 ) -> Result<Json<ClientView>, ApiError> {
     let client = api.service.client(&client_id).await.map_err(|e| e.into_api("reading a client"))?;
     Ok(Json(client.into()))
@@ -223,7 +223,7 @@ pub async fn read(
 pub async fn update(
     State(api): State<AdminState>,
     admin: Admin,
-    Path(client_id): Path<String>,
+    PathParams(client_id): PathParams<String>,
     Body(patch): Body<ClientPatch>,
 ) -> Result<Json<ClientView>, ApiError> {
     let changes = ClientChanges {
@@ -263,7 +263,7 @@ pub async fn update(
 pub async fn rotate_secret(
     State(api): State<AdminState>,
     admin: Admin,
-    Path(client_id): Path<String>,
+    PathParams(client_id): PathParams<String>,
     Body(body): Body<SecretBody>,
 ) -> Result<Json<ClientSecret>, ApiError> {
     let client_secret = api
@@ -290,7 +290,7 @@ pub async fn rotate_secret(
 pub async fn remove(
     State(api): State<AdminState>,
     admin: Admin,
-    Path(client_id): Path<String>,
+    PathParams(client_id): PathParams<String>,
 ) -> Result<StatusCode, ApiError> {
     api.service.delete_client(&admin.actor, &client_id).await.map_err(|e| e.into_api("removing a client"))?;
     Ok(StatusCode::NO_CONTENT)

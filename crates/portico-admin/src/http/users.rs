@@ -1,13 +1,13 @@
 //! `/admin/v1/users`: users, their passwords, blocks and sessions.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use portico_api::auth::Role;
 use portico_api::error::ErrorBody;
 use portico_api::openapi::AdminErrors;
-use portico_api::{Admin, ApiError, Support};
+use portico_api::{Admin, ApiError, PathParams, Support};
 use portico_model::ids::{ClientId, GrantId, SessionId, UserId};
 use portico_model::session::SsoSession;
 use portico_model::user::User;
@@ -270,7 +270,7 @@ pub async fn create(
 pub async fn read(
     State(api): State<AdminState>,
     _: Support,
-    Path(id): Path<String>,
+    PathParams(id): PathParams<String>,
 ) -> Result<Json<UserView>, ApiError> {
     let user = api.service.user(user_id(&id)?).await.map_err(answer("reading a user"))?;
     Ok(Json(user.into()))
@@ -296,7 +296,7 @@ pub async fn read(
 pub async fn update(
     State(api): State<AdminState>,
     admin: Admin,
-    Path(id): Path<String>,
+    PathParams(id): PathParams<String>,
     Body(patch): Body<UserPatch>,
 ) -> Result<Json<UserView>, ApiError> {
     let changes = UserChanges {
@@ -330,7 +330,7 @@ pub async fn update(
 pub async fn set_password(
     State(api): State<AdminState>,
     admin: Admin,
-    Path(id): Path<String>,
+    PathParams(id): PathParams<String>,
     Body(body): Body<PasswordBody>,
 ) -> Result<StatusCode, ApiError> {
     api.service.set_password(&admin.actor, user_id(&id)?, body.password).await.map_err(answer("setting a password"))?;
@@ -356,7 +356,7 @@ pub async fn set_password(
 pub async fn block(
     State(api): State<AdminState>,
     Support(admin): Support,
-    Path(id): Path<String>,
+    PathParams(id): PathParams<String>,
     Body(body): Body<ReasonBody>,
 ) -> Result<Json<UserView>, ApiError> {
     let user =
@@ -383,7 +383,7 @@ pub async fn block(
 pub async fn unblock(
     State(api): State<AdminState>,
     Support(admin): Support,
-    Path(id): Path<String>,
+    PathParams(id): PathParams<String>,
     Body(body): Body<ReasonBody>,
 ) -> Result<Json<UserView>, ApiError> {
     let user = api
@@ -410,7 +410,7 @@ pub async fn unblock(
 pub async fn remove(
     State(api): State<AdminState>,
     admin: Admin,
-    Path(id): Path<String>,
+    PathParams(id): PathParams<String>,
 ) -> Result<StatusCode, ApiError> {
     api.service.delete_user(&admin.actor, user_id(&id)?).await.map_err(answer("removing a user"))?;
     Ok(StatusCode::NO_CONTENT)
@@ -432,7 +432,7 @@ pub async fn remove(
 pub async fn sessions(
     State(api): State<AdminState>,
     _: Support,
-    Path(id): Path<String>,
+    PathParams(id): PathParams<String>,
 ) -> Result<Json<Vec<SessionView>>, ApiError> {
     let sessions: Vec<SsoSession> = api.service.sessions(user_id(&id)?).await.map_err(answer("listing sessions"))?;
     let mut views = Vec::with_capacity(sessions.len());
@@ -476,7 +476,7 @@ pub async fn sessions(
 pub async fn end_session(
     State(api): State<AdminState>,
     Support(admin): Support,
-    Path((id, sid)): Path<(String, String)>,
+    PathParams((id, sid)): PathParams<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
     let gone = || ApiError::not_found("session_not_found", format!("the user has no live session {sid:?}"));
     let sid = Uuid::parse_str(&sid).map(SessionId::from).map_err(|_| gone())?;
@@ -515,7 +515,7 @@ pub struct GrantView {
 pub async fn grants(
     State(api): State<AdminState>,
     _: Support,
-    Path(id): Path<String>,
+    PathParams(id): PathParams<String>,
 ) -> Result<Json<Vec<GrantView>>, ApiError> {
     let grants = api.service.grants(user_id(&id)?).await.map_err(answer("listing grants"))?;
     Ok(Json(
@@ -551,7 +551,7 @@ pub async fn grants(
 pub async fn revoke_grant(
     State(api): State<AdminState>,
     Support(admin): Support,
-    Path((id, grant)): Path<(String, String)>,
+    PathParams((id, grant)): PathParams<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
     let gone = || ApiError::not_found("grant_not_found", format!("the user has no live grant {grant:?}"));
     let grant = Uuid::parse_str(&grant).map(GrantId::from).map_err(|_| gone())?;
@@ -580,7 +580,11 @@ pub struct RoleBody {
         AdminErrors
     )
 )]
-pub async fn role(State(api): State<AdminState>, _: Admin, Path(id): Path<String>) -> Result<Json<RoleBody>, ApiError> {
+pub async fn role(
+    State(api): State<AdminState>,
+    _: Admin,
+    PathParams(id): PathParams<String>,
+) -> Result<Json<RoleBody>, ApiError> {
     let role = api.service.operator_role(user_id(&id)?).await.map_err(answer("reading an operator role"))?;
     Ok(Json(RoleBody { role: role.map(|r| r.as_str().to_owned()) }))
 }
@@ -604,7 +608,7 @@ pub async fn role(State(api): State<AdminState>, _: Admin, Path(id): Path<String
 pub async fn set_role(
     State(api): State<AdminState>,
     admin: Admin,
-    Path(id): Path<String>,
+    PathParams(id): PathParams<String>,
     Body(body): Body<RoleBody>,
 ) -> Result<Json<RoleBody>, ApiError> {
     let role = match body.role.as_deref() {

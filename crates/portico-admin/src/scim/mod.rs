@@ -25,7 +25,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{FromRequestParts, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -132,6 +132,22 @@ fn scim_json(status: StatusCode, body: &Value) -> Response {
 
 type Answer = Result<Response, ScimError>;
 
+/// A path segment; one that is not UTF-8 names nothing: a SCIM 404.
+struct ScimPath(String);
+
+impl<S: Send + Sync> FromRequestParts<S> for ScimPath {
+    type Rejection = ScimError;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::extract::Path::<String>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Path(segment)) => Ok(Self(segment)),
+            Err(e) => {
+                Err(ScimError::new(StatusCode::NOT_FOUND, None, format!("the path names nothing: {}", e.body_text())))
+            }
+        }
+    }
+}
+
 impl Scim {
     fn authorize(&self, headers: &HeaderMap) -> Result<(), ScimError> {
         let Some(token) = &self.token else {
@@ -203,7 +219,7 @@ async fn resource_types(State(scim): State<ScimState>, headers: HeaderMap) -> An
     Ok(scim_json(StatusCode::OK, &schema::list(vec![schema::user_resource_type(&scim.base)], 1, 1)))
 }
 
-async fn resource_type(State(scim): State<ScimState>, headers: HeaderMap, Path(name): Path<String>) -> Answer {
+async fn resource_type(State(scim): State<ScimState>, headers: HeaderMap, ScimPath(name): ScimPath) -> Answer {
     scim.authorize(&headers)?;
     if name != "User" {
         return Err(ScimError::new(
@@ -221,7 +237,7 @@ async fn schemas(State(scim): State<ScimState>, headers: HeaderMap) -> Answer {
     Ok(scim_json(StatusCode::OK, &schema::list(all, 2, 1)))
 }
 
-async fn schema_by_id(State(scim): State<ScimState>, headers: HeaderMap, Path(urn): Path<String>) -> Answer {
+async fn schema_by_id(State(scim): State<ScimState>, headers: HeaderMap, ScimPath(urn): ScimPath) -> Answer {
     scim.authorize(&headers)?;
     let found = match urn.as_str() {
         schema::CORE_USER => schema::core_user_schema(&scim.base),
@@ -354,7 +370,7 @@ impl Shown {
 async fn read(
     State(scim): State<ScimState>,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    ScimPath(id): ScimPath,
     RawQuery(query): RawQuery,
 ) -> Answer {
     scim.authorize(&headers)?;
@@ -390,7 +406,7 @@ async fn create(State(scim): State<ScimState>, headers: HeaderMap, body: Result<
 async fn replace(
     State(scim): State<ScimState>,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    ScimPath(id): ScimPath,
     body: Result<Bytes, BytesRejection>,
 ) -> Answer {
     scim.authorize(&headers)?;
@@ -403,7 +419,7 @@ async fn replace(
 async fn modify(
     State(scim): State<ScimState>,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    ScimPath(id): ScimPath,
     body: Result<Bytes, BytesRejection>,
 ) -> Answer {
     scim.authorize(&headers)?;
@@ -417,7 +433,7 @@ async fn modify(
 async fn remove(
     State(scim): State<ScimState>,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    ScimPath(id): ScimPath,
 ) -> Result<StatusCode, ScimError> {
     scim.authorize(&headers)?;
     let user = scim.user(&id).await?;

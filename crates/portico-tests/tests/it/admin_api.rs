@@ -597,3 +597,14 @@ async fn operators_act_by_their_role_and_support_cannot_do_what_needs_admin() {
         assert_eq!((status, body["code"].as_str()), (400, Some("bad_request")));
     }
 }
+
+#[tokio::test]
+async fn a_path_segment_that_is_not_utf8_names_nothing_in_the_shared_body() {
+    let app = TestApp::spawn(backends()[0]).await;
+    for path in ["/admin/v1/users/%FF", "/admin/v1/clients/%FF", "/admin/v1/users/%FF/grants"] {
+        let (status, body) = admin(&app, "GET", path, None).await;
+        assert_error(&body, status, (404, "not_found"), path);
+    }
+    let (status, body) = admin(&app, "DELETE", "/admin/v1/users/%FF/sessions/%FE", None).await;
+    assert_error(&body, status, (404, "not_found"), "DELETE a session");
+}

@@ -270,3 +270,13 @@ async fn an_oversized_body_is_refused_as_a_scim_error() {
     let (_, found) = scim(&app, "GET", "/Users?filter=userName%20eq%20%22big%22", None).await;
     assert_eq!(found["totalResults"], 0);
 }
+
+#[tokio::test]
+async fn a_path_segment_that_is_not_utf8_is_a_scim_404() {
+    let app = TestApp::spawn(backends()[0]).await;
+    for path in ["/Users/%FF", "/Schemas/%FF", "/ResourceTypes/%FF"] {
+        let (status, body) = scim(&app, "GET", path, None).await;
+        assert_eq!(status, 404, "{path}");
+        assert_scim_error(&body, 404, None);
+    }
+}
