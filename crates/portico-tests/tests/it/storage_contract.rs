@@ -1341,3 +1341,28 @@ async fn a_users_live_grants_are_listed_newest_first() {
         assert!(store.list_user_grants(UserId::random()).await.unwrap().is_empty());
     }
 }
+
+#[tokio::test]
+async fn operator_roles_are_set_changed_taken_away_and_go_with_the_user() {
+    use portico_model::user::OperatorRole;
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let anna = user("anna");
+        store.create_user(&anna).await.unwrap();
+        assert_eq!(store.operator_role(anna.id).await.unwrap(), None, "{backend:?}");
+        assert!(store.set_operator_role(anna.id, Some(OperatorRole::Support), t0()).await.unwrap());
+        assert_eq!(store.operator_role(anna.id).await.unwrap(), Some(OperatorRole::Support));
+        assert!(store.set_operator_role(anna.id, Some(OperatorRole::Admin), t0()).await.unwrap());
+        assert_eq!(store.operator_role(anna.id).await.unwrap(), Some(OperatorRole::Admin), "changed in place");
+        assert!(store.set_operator_role(anna.id, None, t0()).await.unwrap());
+        assert_eq!(store.operator_role(anna.id).await.unwrap(), None);
+        let nobody = UserId::random();
+        assert!(!store.set_operator_role(nobody, Some(OperatorRole::Admin), t0()).await.unwrap(), "no such user");
+        assert!(!store.set_operator_role(nobody, None, t0()).await.unwrap());
+        assert_eq!(store.operator_role(nobody).await.unwrap(), None);
+        store.set_operator_role(anna.id, Some(OperatorRole::Support), t0()).await.unwrap();
+        assert!(store.delete_user(anna.id).await.unwrap());
+        assert_eq!(store.operator_role(anna.id).await.unwrap(), None, "the role goes with the user");
+    }
+}
