@@ -140,6 +140,81 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// Path parameters whose refusal is the shared error body: a segment that
+/// is not UTF-8 (or not what the route takes) names nothing, so 404
+/// `not_found`.
+#[derive(Debug)]
+pub struct PathParams<T>(pub T);
+
+impl<S, T> axum::extract::FromRequestParts<S> for PathParams<T>
+where
+    S: Send + Sync,
+    T: serde::de::DeserializeOwned + Send,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::extract::Path::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Path(value)) => Ok(Self(value)),
+            Err(e) => Err(ApiError::not_found("not_found", format!("the path names nothing: {}", e.body_text()))),
+        }
+    }
+}
+
+/// A JSON body whose refusal is the shared error body (`bad_request`
+/// saying what could not be read).
+pub struct Body<T>(pub T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequest<S> for Body<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: axum::extract::Request, state: &S) -> Result<Self, Self::Rejection> {
+        match <axum::Json<T> as axum::extract::FromRequest<S>>::from_request(request, state).await {
+            Ok(axum::Json(value)) => Ok(Self(value)),
+            Err(e) => Err(json_refusal(&e)),
+        }
+    }
+}
+
+/// 415 without a JSON content type, else 400 (not JSON, or not the shape).
+fn json_refusal(e: &axum::extract::rejection::JsonRejection) -> ApiError {
+    match e {
+        axum::extract::rejection::JsonRejection::MissingJsonContentType(_) => ApiError::new(
+            axum::http::StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "bad_request",
+            "send the body as application/json",
+        ),
+        _ => ApiError::bad_request(e.body_text()),
+    }
+}
+
+/// Query parameters whose refusal is the shared error body.
+pub struct Params<T>(pub T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequestParts<S> for Params<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match <axum::extract::Query<T> as axum::extract::FromRequestParts<S>>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Query(value)) => Ok(Self(value)),
+            Err(e) => Err(query_refusal(&e)),
+        }
+    }
+}
+
+fn query_refusal(e: &axum::extract::rejection::QueryRejection) -> ApiError {
+    ApiError::bad_request(e.body_text())
+}
+
+/// A page size from the query: 1 to 200, default 50.
+pub fn page_size(limit: Option<u32>) -> Result<u32, ApiError> {
+    match limit {
+        None => Ok(50),
+        Some(limit @ 1..=200) => Ok(limit),
+        Some(_) => Err(ApiError::bad_request("limit: 1 to 200")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,26 +236,5 @@ mod tests {
         let fault = ApiError::storage("test", &StorageError::Other("bug".into())).into_response();
         assert_eq!(fault.status(), StatusCode::INTERNAL_SERVER_ERROR);
         assert!(fault.headers().get(header::RETRY_AFTER).is_none());
-    }
-}
-
-/// Path parameters whose refusal is the shared error body: a segment that
-/// is not UTF-8 (or not what the route takes) names nothing, so 404
-/// `not_found`.
-#[derive(Debug)]
-pub struct PathParams<T>(pub T);
-
-impl<S, T> axum::extract::FromRequestParts<S> for PathParams<T>
-where
-    S: Send + Sync,
-    T: serde::de::DeserializeOwned + Send,
-{
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self, Self::Rejection> {
-        match axum::extract::Path::<T>::from_request_parts(parts, state).await {
-            Ok(axum::extract::Path(value)) => Ok(Self(value)),
-            Err(e) => Err(ApiError::not_found("not_found", format!("the path names nothing: {}", e.body_text()))),
-        }
     }
 }

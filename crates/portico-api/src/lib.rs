@@ -17,7 +17,7 @@ pub mod error;
 pub mod openapi;
 
 pub use auth::{Admin, ApiTokens, HasApiTokens, Internal, Support};
-pub use error::{ApiError, PathParams, Problem};
+pub use error::{ApiError, Body, Params, PathParams, Problem, page_size};
 
 /// Records an administrative change in the audit log. A failure to record
 /// is logged, not raised: the change is made and answered for.

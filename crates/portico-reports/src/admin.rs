@@ -12,7 +12,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use portico_api::error::ErrorBody;
 use portico_api::openapi::AdminErrors;
-use portico_api::{Admin, ApiError};
+use portico_api::{Admin, ApiError, Params, page_size};
 use portico_model::audit::{AuditEvent, AuditKind};
 use portico_model::reports::{ReportTask, TaskStatus};
 use portico_storage::ReportTaskFilter;
@@ -58,15 +58,10 @@ pub struct TaskSearch {
 pub async fn list(
     State(api): State<ReportsState>,
     _: Admin,
-    query: Result<axum::extract::Query<TaskSearch>, axum::extract::rejection::QueryRejection>,
+    Params(search): Params<TaskSearch>,
 ) -> Result<Json<Vec<TaskView>>, ApiError> {
-    let axum::extract::Query(search) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let cnum = crate::access::parse_cnum(&search.cnum).map_err(|_| ApiError::bad_request("cnum: 1 to 20 digits"))?;
-    let limit = match search.limit {
-        None => 50,
-        Some(limit @ 1..=200) => limit,
-        Some(_) => return Err(ApiError::bad_request("limit: 1 to 200")),
-    };
+    let limit = page_size(search.limit)?;
     let status = match search.status.as_deref() {
         None => None,
         Some(status) => Some(

@@ -12,8 +12,9 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
-use super::{AdminState, Body, nullable};
+use super::{AdminState, nullable};
 use crate::service::{ClientChanges, NewClient};
+use portico_api::Body;
 
 /// A client application as the admin API shows it (never its secret).
 #[derive(Debug, Serialize, ToSchema)]

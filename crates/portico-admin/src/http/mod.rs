@@ -27,12 +27,8 @@ pub mod users;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::rejection::{JsonRejection, QueryRejection};
-use axum::extract::{FromRequest, FromRequestParts, Request};
-use axum::http::request::Parts;
 use axum::routing::{delete, get, post, put};
-use portico_api::{ApiError, ApiTokens, HasApiTokens};
-use serde::de::DeserializeOwned;
+use portico_api::{ApiTokens, HasApiTokens};
 
 use crate::service::AdminService;
 
@@ -71,51 +67,6 @@ pub fn router(state: AdminState) -> Router {
         .with_state(state)
 }
 
-/// A JSON body whose refusal is the shared error body (`bad_request`
-/// saying what could not be read).
-pub struct Body<T>(pub T);
-
-impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
-    type Rejection = ApiError;
-
-    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match axum::Json::<T>::from_request(request, state).await {
-            Ok(axum::Json(value)) => Ok(Self(value)),
-            Err(e) => Err(json_refusal(&e)),
-        }
-    }
-}
-
-/// 415 without a JSON content type, else 400 (not JSON, or not the shape).
-fn json_refusal(e: &JsonRejection) -> ApiError {
-    match e {
-        JsonRejection::MissingJsonContentType(_) => ApiError::new(
-            axum::http::StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "bad_request",
-            "send the body as application/json",
-        ),
-        _ => ApiError::bad_request(e.body_text()),
-    }
-}
-
-/// Query parameters whose refusal is the shared error body.
-pub struct Params<T>(pub T);
-
-impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Params<T> {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        match axum::extract::Query::<T>::from_request_parts(parts, state).await {
-            Ok(axum::extract::Query(value)) => Ok(Self(value)),
-            Err(e) => Err(query_refusal(&e)),
-        }
-    }
-}
-
-fn query_refusal(e: &QueryRejection) -> ApiError {
-    ApiError::bad_request(e.body_text())
-}
-
 /// `Some(None)` for an explicit `null`, `None` when the field is absent
 /// (with `#[serde(default)]`): a change that clears a field.
 pub(crate) fn nullable<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
@@ -124,13 +75,4 @@ where
     T: serde::Deserialize<'de>,
 {
     serde::Deserialize::deserialize(deserializer).map(Some)
-}
-
-/// A page size from the query: 1 to 200, default 50.
-pub(crate) fn page_size(limit: Option<u32>) -> Result<u32, ApiError> {
-    match limit {
-        None => Ok(50),
-        Some(limit @ 1..=200) => Ok(limit),
-        Some(_) => Err(ApiError::bad_request("limit: 1 to 200")),
-    }
 }

@@ -12,7 +12,8 @@ use time::OffsetDateTime;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use super::{AdminState, Params, page_size};
+use super::AdminState;
+use portico_api::{Params, page_size};
 
 /// A signing key (its public half is in the JWKS while it is published).
 #[derive(Debug, Serialize, ToSchema)]

@@ -17,8 +17,9 @@ use time::OffsetDateTime;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use super::{AdminState, Body, Params, nullable, page_size};
+use super::{AdminState, nullable};
 use crate::service::{NewUser, ServiceError, UserChanges};
+use portico_api::{Body, Params, page_size};
 
 /// A user as the admin API shows it (never the password hash).
 #[derive(Debug, Serialize, ToSchema)]

@@ -411,7 +411,12 @@ async fn replace(
 ) -> Answer {
     scim.authorize(&headers)?;
     let user = scim.user(&id).await?;
-    let provisioned = resource::parse(&body_json(&headers, body)?)?;
+    replaced(&scim, &user, &body_json(&headers, body)?).await
+}
+
+/// Replaces `user` with what `resource` states, and answers the result.
+async fn replaced(scim: &Scim, user: &User, resource: &Value) -> Answer {
+    let provisioned = resource::parse(resource)?;
     let user = scim.service.replace_provisioned_user(&Actor::Scim, user.id, provisioned).await?;
     Ok(scim_json(StatusCode::OK, &scim.render(&user)))
 }
@@ -425,9 +430,7 @@ async fn modify(
     scim.authorize(&headers)?;
     let user = scim.user(&id).await?;
     let patched = patch::apply(scim.render(&user), &body_json(&headers, body)?)?;
-    let provisioned = resource::parse(&patched)?;
-    let user = scim.service.replace_provisioned_user(&Actor::Scim, user.id, provisioned).await?;
-    Ok(scim_json(StatusCode::OK, &scim.render(&user)))
+    replaced(&scim, &user, &patched).await
 }
 
 async fn remove(
