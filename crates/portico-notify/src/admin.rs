@@ -234,13 +234,31 @@ pub async fn resend(
     let (merchant_id, id) = ids.map(|Path(ids)| ids).unwrap_or_default();
     let gone = || ApiError::not_found("delivery_not_found", "the merchant has no such delivery");
     let id = uuid::Uuid::parse_str(&id).map_err(|_| gone())?;
-    let resent = crate::deliveries::resend_of(&api, &merchant_id, id)
+    let resent = resend_delivery(&api, &admin.actor, &merchant_id, id)
         .await
         .map_err(|e| ApiError::storage("resending a delivery", &e))?
         .ok_or_else(gone)?;
-    tracing::info!(%merchant_id, delivery = %resent.id, actor = %admin.actor, "delivery resent through the admin API");
-    let detail = serde_json::json!({ "merchant_id": merchant_id, "delivery": id, "new_delivery": resent.id });
-    let event = AuditEvent::new(api.clock.now(), AuditKind::DeliveryResent).by(&admin.actor).detail(detail);
-    portico_api::audit(api.store.as_ref(), event).await;
     Ok((StatusCode::ACCEPTED, Json(resent)).into_response())
+}
+
+/// An operator's resend of the merchant's delivery `id`: a new delivery of
+/// its event, recorded in the audit log with `actor`; `None` when the
+/// merchant has no such delivery. The admin API and the console share it.
+///
+/// # Errors
+/// When the store fails.
+pub async fn resend_delivery(
+    api: &NotifyState,
+    actor: &portico_model::audit::Actor,
+    merchant_id: &str,
+    id: uuid::Uuid,
+) -> Result<Option<crate::deliveries::DeliveryView>, StorageError> {
+    let Some(resent) = crate::deliveries::resend_of(api, merchant_id, id).await? else {
+        return Ok(None);
+    };
+    tracing::info!(%merchant_id, delivery = %resent.id, %actor, "delivery resent by an operator");
+    let detail = serde_json::json!({ "merchant_id": merchant_id, "delivery": id, "new_delivery": resent.id });
+    let event = AuditEvent::new(api.clock.now(), AuditKind::DeliveryResent).by(actor).detail(detail);
+    portico_api::audit(api.store.as_ref(), event).await;
+    Ok(Some(resent))
 }

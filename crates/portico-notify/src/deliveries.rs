@@ -152,16 +152,16 @@ pub async fn list(State(api): State<NotifyState>, headers: HeaderMap, RawQuery(q
 }
 
 /// A listing's parameters: `status`, `page` (from 0), `size`.
-pub(crate) struct Filter {
-    status: Option<DeliveryStatus>,
-    page: u32,
-    size: u32,
+pub struct Filter {
+    pub status: Option<DeliveryStatus>,
+    pub page: u32,
+    pub size: u32,
 }
 
 impl Filter {
     /// # Errors
     /// What is wrong with a parameter, or the unknown one.
-    pub(crate) fn parse(query: Option<&str>) -> Result<Self, String> {
+    pub fn parse(query: Option<&str>) -> Result<Self, String> {
         let mut filter = Self { status: None, page: 0, size: 20 };
         for (name, value) in url::form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
             match name.as_ref() {
@@ -184,7 +184,7 @@ impl Filter {
 }
 
 /// A page of a merchant's deliveries, newest first, each with every attempt.
-pub(crate) async fn page_of(
+pub async fn page_of(
     api: &NotifyState,
     merchant_id: &str,
     filter: &Filter,
@@ -201,7 +201,7 @@ pub(crate) async fn page_of(
 /// Queues a new delivery of the event of the merchant's delivery `id`
 /// now; `None` when the merchant has no such delivery (or it is past its
 /// retention and being removed).
-pub(crate) async fn resend_of(
+pub async fn resend_of(
     api: &NotifyState,
     merchant_id: &str,
     id: uuid::Uuid,

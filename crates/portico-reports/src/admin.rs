@@ -101,11 +101,40 @@ pub async fn retry(
     let id = id.map(|Path(id)| id).unwrap_or_default();
     let gone = || ApiError::not_found("task_not_found", "there is no report task with this id");
     let id = Uuid::parse_str(&id).map_err(|_| gone())?;
-    let storage = |e: portico_storage::StorageError| ApiError::storage("retrying a report task", &e);
-    let failed = api.store.find_report_task(id).await.map_err(storage)?.ok_or_else(gone)?;
+    match retry_task(&api, &admin.actor, id).await {
+        Ok(task) => Ok((StatusCode::ACCEPTED, Json(TaskView::from(&task))).into_response()),
+        Err(RetryError::NotFound) => Err(gone()),
+        Err(RetryError::NotFailed(status)) => {
+            let message = format!("the task is {}; only a FAILED task is retried", status.as_str());
+            Err(ApiError::conflict("task_not_failed", message))
+        }
+        Err(RetryError::Storage(e)) => Err(ApiError::storage("retrying a report task", &e)),
+    }
+}
+
+/// Why a report task was not retried.
+#[derive(Debug)]
+pub enum RetryError {
+    NotFound,
+    /// Only a `FAILED` task is retried; this one is in the given state.
+    NotFailed(TaskStatus),
+    Storage(portico_storage::StorageError),
+}
+
+/// An operator's retry of the failed task `id`: a new task with its
+/// request, queued now and recorded in the audit log with `actor`. The
+/// admin API and the console share it.
+///
+/// # Errors
+/// [`RetryError`]: no such task, a task that has not failed, the store.
+pub async fn retry_task(
+    api: &ReportsState,
+    actor: &portico_model::audit::Actor,
+    id: Uuid,
+) -> Result<ReportTask, RetryError> {
+    let failed = api.store.find_report_task(id).await.map_err(RetryError::Storage)?.ok_or(RetryError::NotFound)?;
     if failed.status != TaskStatus::Failed {
-        let message = format!("the task is {}; only a FAILED task is retried", failed.status.as_str());
-        return Err(ApiError::conflict("task_not_failed", message));
+        return Err(RetryError::NotFailed(failed.status));
     }
     let now = api.clock.now();
     let again = ReportTask {
@@ -120,11 +149,11 @@ pub async fn retry(
         trace_parent: portico_storage::trace::current(),
         ..failed
     };
-    let (task, _) = api.store.create_report_task(&again, false).await.map_err(storage)?;
+    let (task, _) = api.store.create_report_task(&again, false).await.map_err(RetryError::Storage)?;
     api.queued.notify_one();
-    tracing::info!(failed = %id, task = %task.id, actor = %admin.actor, "report task retried through the admin API");
+    tracing::info!(failed = %id, task = %task.id, %actor, "report task retried by an operator");
     let detail = serde_json::json!({ "failed": id, "task": task.id, "cnum": task.cnum });
-    let event = AuditEvent::new(now, AuditKind::ReportTaskRetried).by(&admin.actor).detail(detail);
+    let event = AuditEvent::new(now, AuditKind::ReportTaskRetried).by(actor).detail(detail);
     portico_api::audit(api.store.as_ref(), event).await;
-    Ok((StatusCode::ACCEPTED, Json(TaskView::from(&task))).into_response())
+    Ok(task)
 }

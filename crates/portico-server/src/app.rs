@@ -77,6 +77,8 @@ pub struct App {
     pub notify: Arc<portico_notify::Notify>,
     pub reports: Arc<portico_reports::Reports>,
     pub admin: Arc<portico_admin::AdminService>,
+    /// The operator console, unless `console = false`.
+    pub console: Option<Arc<portico_console::Console>>,
     /// Who may call the admin and internal APIs: the tokens, and operators.
     pub api_tokens: portico_api::ApiTokens,
     pub demo: bool,
@@ -129,11 +131,12 @@ impl App {
         let mut settings = config.identity_settings();
         let tokens =
             Arc::new(TokenVerifier::new(Arc::clone(&store), Arc::clone(&clock), settings.issuer.clone(), keys));
-        let api_tokens = config.api_tokens().with_operators(Arc::new(portico_admin::operators::Operators {
+        let operators: Arc<dyn portico_api::auth::OperatorAuthority> = Arc::new(portico_admin::operators::Operators {
             tokens: Arc::clone(&tokens),
             store: Arc::clone(&store),
             client_id: config.operator_client_id.as_str().into(),
-        }));
+        });
+        let api_tokens = config.api_tokens().with_operators(Arc::clone(&operators));
         if demo && config.theme.bank_name.is_none() {
             settings.branding = crate::demo::branding();
         }
@@ -215,7 +218,26 @@ impl App {
             Arc::clone(&identity.clock),
             secret.sealer(),
         ));
-        Ok(Self { config, store, identity, permissions, notify, reports, admin, api_tokens, demo })
+        let console = if config.console {
+            let console = Arc::new(portico_console::Console {
+                identity: Arc::clone(&identity),
+                admin: Arc::clone(&admin),
+                notify: Arc::clone(&notify),
+                reports: Arc::clone(&reports),
+                operators,
+                client_id: config.operator_client_id.as_str().into(),
+                public_url: config.public_url().trim_end_matches('/').to_owned(),
+                sealer: secret.console_sealer(),
+            });
+            // After the demo data: the demo seeds only an empty database.
+            portico_console::auth::register_client(&console)
+                .await
+                .context("cannot register the operator console's client (operator_client_id)")?;
+            Some(console)
+        } else {
+            None
+        };
+        Ok(Self { config, store, identity, permissions, notify, reports, admin, console, api_tokens, demo })
     }
 
     /// Every route, with the middleware.
@@ -249,6 +271,7 @@ impl App {
                 base: format!("{}/scim/v2", self.config.public_url().trim_end_matches('/')),
             })))
             .merge(portico_reports::router(Arc::clone(&self.reports)))
+            .merge(self.console.clone().map(portico_console::router).unwrap_or_default())
             .merge(crate::openapi::router());
         if self.demo {
             router = router.merge(demo::router(state)).merge(demo::merchant::router(Arc::clone(&self.notify)));

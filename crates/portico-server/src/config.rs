@@ -51,6 +51,9 @@ pub struct Config {
     /// The client whose access tokens act for operators (users with an
     /// operator role) on the admin APIs.
     pub operator_client_id: String,
+    /// The operator console at `/console` (operators sign in through
+    /// Portico's login; anyone else is refused).
+    pub console: bool,
     /// Bearer token of the internal APIs other bank systems call
     /// (`/internal/v1/...`); they are off without one.
     pub internal_token: Option<String>,
@@ -399,6 +402,7 @@ impl Default for Config {
             admin_tokens: Default::default(),
             scim_token: None,
             operator_client_id: "portico-console".into(),
+            console: true,
             internal_token: None,
             log: "info".to_owned(),
             log_format: LogFormat::Text,

@@ -57,6 +57,11 @@ impl InstanceSecret {
         CookieSigner::new(&derive_key(&self.0, "portico cookies v1"))
     }
 
+    /// Seals the operator console's cookies.
+    pub fn console_sealer(&self) -> Sealer {
+        Sealer::new(&derive_key(&self.0, "portico console cookies v1"))
+    }
+
     pub fn sealer(&self) -> Sealer {
         Sealer::new(&derive_key(&self.0, "portico sealed secrets v1"))
     }

@@ -10,7 +10,7 @@ pub(crate) mod logout;
 pub mod params;
 pub mod response;
 pub(crate) mod revoke;
-pub(crate) mod token;
+pub mod token;
 pub(crate) mod userinfo;
 
 use axum::Router;

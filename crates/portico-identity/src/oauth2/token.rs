@@ -97,6 +97,25 @@ async fn exchange_code(identity: &Identity, client: &Client, params: &Params) ->
     let code = params.required("code")?;
     let verifier = params.required("code_verifier")?;
     let redirect_uri = params.single("redirect_uri")?;
+    redeem(identity, client, code, verifier, redirect_uri).await
+}
+
+/// The `authorization_code` grant for `client`, authenticated by the
+/// caller: the token endpoint after client authentication, and clients
+/// inside this process (the operator console), with the same checks,
+/// the same single redemption and the same replay handling.
+///
+/// # Errors
+/// `invalid_grant` for a code that is unknown, spent, expired, another
+/// client's, or whose `redirect_uri` or PKCE verifier differs; a storage
+/// failure as `server_error`.
+pub async fn redeem(
+    identity: &Identity,
+    client: &Client,
+    code: &str,
+    verifier: &str,
+    redirect_uri: Option<&str>,
+) -> Result<TokenResponse, OAuthError> {
     let now = identity.clock.now();
     let code_hash = CodeHash::new(portico_crypto::hash::token_hash(code));
 

@@ -4,6 +4,7 @@
 //! revoke; and a demo merchant whose notifications arrive at a page of
 //! Portico itself ([`merchant`]). The data set is listed in the README.
 
+use anyhow::Context as _;
 use axum::Router;
 use axum::extract::State;
 use axum::response::Html;
@@ -37,6 +38,17 @@ pub struct DemoUser {
     /// Whether the user may start a login with the phone number.
     pub phone_login: bool,
 }
+
+/// The demo's operator: signs in to the console (`/console`) as an admin.
+pub const OPERATOR: DemoUser = DemoUser {
+    login: "operator",
+    password: "operator-password",
+    name: "Ольга Операторова",
+    phone: "+79009990000",
+    email: "operator@example.com",
+    blocked: false,
+    phone_login: true,
+};
 
 pub const USERS: [DemoUser; 8] = [
     DemoUser {
@@ -192,7 +204,7 @@ pub async fn seed(
             created_at: now,
         })
         .await?;
-    for user in &USERS {
+    for user in USERS.iter().chain([&OPERATOR]) {
         let password = user.password.to_owned();
         let password_hash = tokio::task::spawn_blocking(move || portico_crypto::password::hash(&password)).await?;
         store
@@ -210,6 +222,8 @@ pub async fn seed(
             })
             .await?;
     }
+    let operator = store.find_user_by_login(OPERATOR.login).await?.context("the demo operator")?;
+    store.set_operator_role(operator.id, Some(portico_model::user::OperatorRole::Admin), now).await?;
     let doc = parse_document(DEMO_PERMISSIONS, true).map_err(|e| anyhow::anyhow!("demo permissions: {e}"))?;
     permissions.apply(&doc).await.map_err(|e| anyhow::anyhow!("demo permissions: {e:?}"))?;
     merchant::seed(notify, &identity.settings.issuer).await?;
@@ -233,6 +247,10 @@ pub fn banner(issuer: &str) -> String {
         };
         text.push_str(&format!("    {:<8} / {}{note}\n", user.login, user.password));
     }
+    text.push_str(&format!(
+        "\n  Operator console: {issuer}/console (as {} / {}, an admin)\n",
+        OPERATOR.login, OPERATOR.password
+    ));
     text.push_str(&format!(
         "\n  Client: {CLIENT_ID} / {CLIENT_SECRET}, redirect URI {}\n  Client requiring consent: {CONSENT_CLIENT_ID} / {CONSENT_CLIENT_SECRET}\n  SMS and e-mail codes: in the log and in outbox.jsonl in the data folder\n  Discovery: {issuer}/.well-known/openid-configuration\n  Merchant notifications: merchant {} (key on the demo page), events from the demo page\n    or `portico notifications simulate --merchant-id {}`\n  Brokerage reports: agreement БД-0001 of ООО «Ромашка» (7700000001); ivan and maria may ask for them\n    (POST /v1/reports/tasks with their tokens; docs/reports.md)\n",
         redirect_uri(issuer),

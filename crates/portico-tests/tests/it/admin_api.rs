@@ -536,7 +536,6 @@ async fn as_operator(app: &TestApp, token: &str, method: &str, path: &str, body:
 async fn operators_act_by_their_role_and_support_cannot_do_what_needs_admin() {
     for backend in backends() {
         let app = TestApp::spawn(backend).await;
-        app.add_client("portico-console", "console-secret-0123456789").await;
         let mut ids = std::collections::HashMap::new();
         for (login, role) in [("sam", Some("support")), ("ada", Some("admin")), ("nina", None)] {
             let user = json!({"login": login, "password": "a-long-password", "phone": "+79001230000"});

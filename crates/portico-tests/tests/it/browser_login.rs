@@ -9,7 +9,7 @@ use portico_tests::TestApp;
 use super::browser::{click, launch, type_into, wait_for_path, wait_for_text};
 
 /// Saves numbered screenshots of one test.
-struct Shots {
+pub(crate) struct Shots {
     dir: std::path::PathBuf,
     n: usize,
 }
@@ -19,18 +19,18 @@ struct Shots {
 const PAGES_DIR_ENV: &str = "PORTICO_LOGIN_PAGES_DIR";
 
 impl Shots {
-    fn new(test: &str) -> Self {
+    pub(crate) fn new(test: &str) -> Self {
         let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("browser-screenshots").join(test);
         Self::in_dir(dir)
     }
 
-    fn in_dir(dir: std::path::PathBuf) -> Self {
+    pub(crate) fn in_dir(dir: std::path::PathBuf) -> Self {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("screenshot folder");
         Self { dir, n: 0 }
     }
 
-    async fn take(&mut self, client: &Client, name: &str) {
+    pub(crate) async fn take(&mut self, client: &Client, name: &str) {
         self.n += 1;
         let png = client.screenshot().await.expect("screenshot");
         std::fs::write(self.dir.join(format!("{:02}-{name}.png", self.n)), png).expect("save screenshot");
@@ -41,7 +41,7 @@ pub(crate) async fn step_is(client: &Client, step: &str) {
     wait_for_attribute(client, "#loginForm", "data-step", step).await;
 }
 
-async fn wait_for_attribute(client: &Client, css: &str, attribute: &str, value: &str) {
+pub(crate) async fn wait_for_attribute(client: &Client, css: &str, attribute: &str, value: &str) {
     let started = std::time::Instant::now();
     loop {
         if let Ok(element) = client.find(Locator::Css(css)).await
@@ -67,7 +67,7 @@ async fn wait_for_element(client: &Client, css: &str, what: &str) {
 /// Replaces the text of an input. The page may still be replacing itself
 /// (a reload after the language switch, a step's redirect): an element that
 /// went stale meanwhile is looked up again, for up to 15 s.
-async fn fill(client: &Client, css: &str, text: &str) {
+pub(crate) async fn fill(client: &Client, css: &str, text: &str) {
     let started = std::time::Instant::now();
     loop {
         let element = client.find(Locator::Css(css)).await.expect(css);
@@ -84,7 +84,7 @@ async fn fill(client: &Client, css: &str, text: &str) {
     }
 }
 
-async fn submit(client: &Client) {
+pub(crate) async fn submit(client: &Client) {
     click(client, "#loginForm button[type=submit]").await;
 }
 
@@ -287,7 +287,7 @@ impl fantoccini::wd::WebDriverCompatibleCommand for Cdp {
 }
 
 /// Shows pages as if the system asked for `scheme` (`light` or `dark`).
-async fn color_scheme(client: &Client, scheme: &str) {
+pub(crate) async fn color_scheme(client: &Client, scheme: &str) {
     let params = serde_json::json!({ "features": [{ "name": "prefers-color-scheme", "value": scheme }] });
     client
         .issue_cmd(Cdp(serde_json::json!({ "cmd": "Emulation.setEmulatedMedia", "params": params })))
@@ -318,7 +318,7 @@ return out;
 
 /// Checks that every visible text of the page (at least a heading, a
 /// label, a field and a button) has a contrast of 4.5:1 or more (WCAG AA).
-async fn assert_readable(client: &Client, look: &str) {
+pub(crate) async fn assert_readable(client: &Client, look: &str) {
     let found = client.execute(CONTRASTS, vec![]).await.unwrap();
     let found = found.as_array().unwrap();
     assert!(found.len() >= 4, "{look}: texts were measured: {found:?}");
@@ -448,7 +448,7 @@ fn axe_script() -> Option<&'static str> {
 
 /// What axe-core finds against WCAG 2.1 A and AA and its best practices on
 /// the current page: `[rule, impact, [elements]]` per violation.
-async fn accessibility_violations(client: &Client) -> Vec<serde_json::Value> {
+pub(crate) async fn accessibility_violations(client: &Client) -> Vec<serde_json::Value> {
     let Some(axe) = axe_script() else { return Vec::new() };
     let run = format!(
         "{axe}\nconst done = arguments[arguments.length - 1];\n\
@@ -463,7 +463,12 @@ async fn accessibility_violations(client: &Client) -> Vec<serde_json::Value> {
 /// Shows the current page in both languages, both schemes and both widths:
 /// saves each look and checks every text's contrast (WCAG AA). `language`
 /// makes the page speak one language: a click on its switch, or a URL.
-async fn every_look(client: &Client, shots: &mut Shots, name: &str, language: impl Fn(&'static str) -> Option<String>) {
+pub(crate) async fn every_look(
+    client: &Client,
+    shots: &mut Shots,
+    name: &str,
+    language: impl Fn(&'static str) -> Option<String>,
+) {
     for lang in ["ru", "en"] {
         match language(lang) {
             Some(url) => client.goto(&url).await.unwrap(),

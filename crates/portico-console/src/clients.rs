@@ -1,0 +1,233 @@
+//! `/console/clients` (admin): the relying parties: registering one (a
+//! generated or given secret, shown once), their addresses, scopes, names
+//! and consent, a new secret, removal.
+
+use askama::Template;
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use portico_admin::service::{ClientChanges, NewClient};
+use portico_model::client::Client;
+
+use crate::ConsoleState;
+use crate::page::{self, Form, Layout, done, render};
+use crate::session::{Operator, require_admin, see_other};
+
+#[derive(Template)]
+#[template(path = "clients.html")]
+struct ClientsPage {
+    l: Layout,
+    clients: Vec<Client>,
+}
+
+/// The admin operator of a page under `here`.
+async fn admin(console: &ConsoleState, headers: &HeaderMap, here: &str) -> Result<Operator, Response> {
+    console.operator(headers, here).await.and_then(|operator| require_admin(headers, operator))
+}
+
+/// `GET /console/clients`.
+pub async fn list(
+    State(console): State<ConsoleState>,
+    headers: HeaderMap,
+    axum::extract::RawQuery(raw): axum::extract::RawQuery,
+) -> Response {
+    let operator = match admin(&console, &headers, "/console/clients").await {
+        Ok(operator) => operator,
+        Err(response) => return response,
+    };
+    let query = page::query(raw.as_deref());
+    let l = Layout::new(&headers, &operator, "clients", "/console/clients").with_notice(query.get("done"));
+    match console.admin.list_clients().await {
+        Ok(clients) => render(StatusCode::OK, &ClientsPage { l, clients }),
+        Err(error) => page::service_error(l, error, "/console/"),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "client.html")]
+struct ClientPage {
+    l: Layout,
+    client: Client,
+}
+
+impl ClientPage {
+    fn redirect_uris(&self) -> String {
+        self.client.redirect_uris.join("\n")
+    }
+
+    fn post_logout_redirect_uris(&self) -> String {
+        self.client.post_logout_redirect_uris.join("\n")
+    }
+
+    fn scope(&self) -> String {
+        self.client.scopes.join(" ")
+    }
+}
+
+/// `GET /console/clients/{id}`.
+pub async fn read(
+    State(console): State<ConsoleState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    axum::extract::RawQuery(raw): axum::extract::RawQuery,
+) -> Response {
+    let here = format!("/console/clients/{id}");
+    let operator = match admin(&console, &headers, &here).await {
+        Ok(operator) => operator,
+        Err(response) => return response,
+    };
+    let query = page::query(raw.as_deref());
+    let l = Layout::new(&headers, &operator, "clients", &here).with_notice(query.get("done"));
+    match console.admin.client(&id).await {
+        Ok(client) => render(StatusCode::OK, &ClientPage { l, client }),
+        Err(error) => page::service_error(l, error, "/console/clients"),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "client_new.html")]
+struct NewClientPage {
+    l: Layout,
+}
+
+/// `GET /console/clients/new`.
+pub async fn new_form(State(console): State<ConsoleState>, headers: HeaderMap) -> Response {
+    match admin(&console, &headers, "/console/clients/new").await {
+        Ok(operator) => render(
+            StatusCode::OK,
+            &NewClientPage { l: Layout::new(&headers, &operator, "clients", "/console/clients/new") },
+        ),
+        Err(response) => response,
+    }
+}
+
+#[derive(Template)]
+#[template(path = "secret.html")]
+struct SecretPage {
+    l: Layout,
+    client_id: String,
+    secret: String,
+}
+
+/// The page that shows a client's secret, this once.
+fn secret_page(l: Layout, client_id: String, secret: String) -> Response {
+    render(StatusCode::OK, &SecretPage { l, client_id, secret })
+}
+
+/// A form's operator, who must be an admin.
+async fn admin_form(console: &ConsoleState, headers: &HeaderMap, body: Body) -> Result<(Form, Operator), Response> {
+    let form = Form::read(headers, body).await?;
+    let operator = console.form_operator(headers, &form).await?;
+    Ok((form, require_admin(headers, operator)?))
+}
+
+/// `POST /console/clients`: registers a client; its secret (given, or
+/// generated when the field is blank) is shown once.
+pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Response {
+    let (form, operator) = match admin_form(&console, &headers, body).await {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    let new = NewClient {
+        client_id: form.text("client_id").unwrap_or_default(),
+        secret: form.text("secret"),
+        redirect_uris: form.lines("redirect_uris"),
+        scope: form.text("scope"),
+        name_ru: form.text("name_ru"),
+        name_en: form.text("name_en"),
+        require_consent: form.checked("require_consent"),
+        post_logout_redirect_uris: form.lines("post_logout_redirect_uris"),
+        logout_revokes_grants: form.checked("logout_revokes_grants"),
+        backchannel_logout_uri: form.text("backchannel_logout_uri"),
+    };
+    let l = Layout::new(&headers, &operator, "clients", "/console/clients/new");
+    match console.admin.create_client(&operator.admin.actor, new).await {
+        Ok((client, Some(secret))) => secret_page(l, client.client_id.to_string(), secret),
+        Ok((client, None)) => see_other(&done(&format!("/console/clients/{}", client.client_id), "created")),
+        Err(error) => page::service_error(l, error, "/console/clients/new"),
+    }
+}
+
+/// `POST /console/clients/{id}`: every field of the form replaces the
+/// stored one (a blank back-channel address removes it).
+pub async fn update(
+    State(console): State<ConsoleState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Body,
+) -> Response {
+    let (form, operator) = match admin_form(&console, &headers, body).await {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    let here = format!("/console/clients/{id}");
+    let changes = ClientChanges {
+        redirect_uris: Some(form.lines("redirect_uris")),
+        scope: form.text("scope"),
+        name_ru: form.text("name_ru"),
+        name_en: form.text("name_en"),
+        require_consent: Some(form.checked("require_consent")),
+        post_logout_redirect_uris: Some(form.lines("post_logout_redirect_uris")),
+        logout_revokes_grants: Some(form.checked("logout_revokes_grants")),
+        backchannel_logout_uri: Some(form.text("backchannel_logout_uri")),
+    };
+    match console.admin.update_client(&operator.admin.actor, &id, changes).await {
+        Ok(_) => see_other(&done(&here, "saved")),
+        Err(error) => page::service_error(Layout::new(&headers, &operator, "clients", &here), error, &here),
+    }
+}
+
+/// `POST /console/clients/{id}/secret`: a new generated secret, shown
+/// once; the old one stops working at once.
+pub async fn rotate_secret(
+    State(console): State<ConsoleState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Body,
+) -> Response {
+    let (form, operator) = match admin_form(&console, &headers, body).await {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    let here = format!("/console/clients/{id}");
+    let l = Layout::new(&headers, &operator, "clients", &here);
+    if !form.confirmed() {
+        let action = format!("{here}/secret");
+        return page::confirm(l, &form, "confirm.client_secret", id, &action, "client.new_secret");
+    }
+    match console.admin.rotate_client_secret(&operator.admin.actor, &id, None).await {
+        Ok(secret) => secret_page(l, id, secret),
+        Err(error) => page::service_error(l, error, &here),
+    }
+}
+
+/// `POST /console/clients/{id}/delete`: the client, its grants and codes.
+pub async fn delete(
+    State(console): State<ConsoleState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Body,
+) -> Response {
+    let here = format!("/console/clients/{id}");
+    let action = page::Action {
+        admin: true,
+        section: "clients",
+        here: here.clone(),
+        question: "confirm.delete_client",
+        button: "client.delete",
+        path: format!("{here}/delete"),
+    };
+    page::confirmed(
+        &console,
+        &headers,
+        body,
+        action,
+        async || Ok(console.admin.client(&id).await?.client_id.to_string()),
+        async |operator, _| {
+            console.admin.delete_client(&operator.admin.actor, &id).await?;
+            Ok(done("/console/clients", "deleted"))
+        },
+    )
+    .await
+}

@@ -1,0 +1,169 @@
+//! `/console/merchants` (admin): the merchants, a merchant's deliveries
+//! with every attempt (by status, a page at a time) and their resend.
+
+use askama::Template;
+use axum::body::Body;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use portico_admin::ServiceError;
+use portico_model::notify::DeliveryStatus;
+use portico_notify::deliveries::{DeliveryView, Filter};
+
+use crate::ConsoleState;
+use crate::page::{self, Layout, done, render};
+use crate::session::require_admin;
+
+/// Deliveries per page.
+const PAGE: u32 = 20;
+
+struct MerchantRow {
+    id: String,
+    public_id: String,
+    callback: String,
+}
+
+#[derive(Template)]
+#[template(path = "merchants.html")]
+struct MerchantsPage {
+    l: Layout,
+    merchants: Vec<MerchantRow>,
+}
+
+/// `GET /console/merchants`.
+pub async fn list(State(console): State<ConsoleState>, headers: HeaderMap) -> Response {
+    let operator = match console.operator(&headers, "/console/merchants").await.and_then(|o| require_admin(&headers, o))
+    {
+        Ok(operator) => operator,
+        Err(response) => return response,
+    };
+    let l = Layout::new(&headers, &operator, "merchants", "/console/merchants");
+    match console.notify.store.list_merchants().await {
+        Ok(merchants) => {
+            let merchants = merchants
+                .into_iter()
+                .map(|m| MerchantRow {
+                    id: m.ids.merchant_id,
+                    public_id: m.ids.public_id,
+                    callback: m.settings.map(|s| s.callback_url).unwrap_or_default(),
+                })
+                .collect();
+            render(StatusCode::OK, &MerchantsPage { l, merchants })
+        }
+        Err(error) => page::storage_error(l, &error),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "deliveries.html")]
+struct DeliveriesPage {
+    l: Layout,
+    merchant: String,
+    status: String,
+    deliveries: Vec<DeliveryView>,
+    page: u32,
+    pages: u64,
+    total: u64,
+}
+
+impl DeliveriesPage {
+    fn page_link(&self, page: u32) -> String {
+        let mut query = form_urlencoded::Serializer::new(String::new());
+        if !self.status.is_empty() {
+            query.append_pair("status", &self.status);
+        }
+        format!("/console/merchants/{}?{}", self.merchant, query.append_pair("page", &page.to_string()).finish())
+    }
+
+    fn kind(delivery: &DeliveryView) -> String {
+        delivery.kind.map(|k| k.as_str().to_owned()).unwrap_or_default()
+    }
+
+    fn status_of(delivery: &DeliveryView) -> &'static str {
+        delivery.status.as_str()
+    }
+}
+
+/// `GET /console/merchants/{id}?status=&page=` (pages from 0).
+pub async fn deliveries(
+    State(console): State<ConsoleState>,
+    headers: HeaderMap,
+    Path(merchant): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> Response {
+    let here = page::here(&format!("/console/merchants/{merchant}"), raw.as_deref());
+    let operator = match console.operator(&headers, &here).await.and_then(|o| require_admin(&headers, o)) {
+        Ok(operator) => operator,
+        Err(response) => return response,
+    };
+    let query = page::query(raw.as_deref());
+    let l = Layout::new(&headers, &operator, "merchants", &here).with_notice(query.get("done"));
+    let status = query.get("status").and_then(DeliveryStatus::parse);
+    let page = query.get("page").and_then(|p| p.parse().ok()).filter(|p| *p <= 100_000).unwrap_or(0);
+    let store = &console.notify.store;
+    match store.find_merchant(&merchant).await {
+        Ok(Some(_)) => {}
+        Ok(None) => return page::message(l, StatusCode::NOT_FOUND, "error.no_merchant", "/console/merchants"),
+        Err(error) => return page::storage_error(l, &error),
+    }
+    let filter = Filter { status, page, size: PAGE };
+    match portico_notify::deliveries::page_of(&console.notify, &merchant, &filter).await {
+        Ok(found) => render(
+            StatusCode::OK,
+            &DeliveriesPage {
+                l,
+                merchant,
+                status: status.map(|s| s.as_str().to_owned()).unwrap_or_default(),
+                deliveries: found.items,
+                page,
+                pages: found.total.div_ceil(u64::from(PAGE)),
+                total: found.total,
+            },
+        ),
+        Err(error) => page::storage_error(l, &error),
+    }
+}
+
+/// `POST /console/merchants/{id}/deliveries/{delivery}/resend`: a new
+/// delivery of the same event now, with a fresh 24 h window.
+pub async fn resend(
+    State(console): State<ConsoleState>,
+    headers: HeaderMap,
+    Path((merchant, delivery)): Path<(String, String)>,
+    body: Body,
+) -> Response {
+    let here = format!("/console/merchants/{merchant}");
+    let action = page::Action {
+        admin: true,
+        section: "merchants",
+        here: here.clone(),
+        question: "confirm.resend",
+        button: "delivery.resend",
+        path: format!("{here}/deliveries/{delivery}/resend"),
+    };
+    let missing = || ServiceError::NotFound("delivery_not_found", "the merchant has no such delivery".into());
+    let id = uuid::Uuid::parse_str(&delivery).ok();
+    page::confirmed(
+        &console,
+        &headers,
+        body,
+        action,
+        async || {
+            let found = console.notify.store.find_delivery(id.ok_or_else(missing)?).await?;
+            let found = found.filter(|d| d.merchant_id == merchant).ok_or_else(missing)?;
+            Ok(format!("{} · {}", found.event_id, found.id))
+        },
+        async |operator, _| {
+            portico_notify::admin::resend_delivery(
+                &console.notify,
+                &operator.admin.actor,
+                &merchant,
+                id.ok_or_else(missing)?,
+            )
+            .await?
+            .ok_or_else(missing)?;
+            Ok(done(&here, "resent"))
+        },
+    )
+    .await
+}

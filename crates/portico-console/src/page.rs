@@ -1,0 +1,413 @@
+//! Rendering the console's pages: the layout every page shares, the
+//! security headers, forms, the confirmation step of destructive actions,
+//! and the pages that say why something was refused.
+//!
+//! The pages carry no script and no inline style, so the
+//! Content-Security-Policy allows nothing but the console's own
+//! stylesheet, and forms only to this server.
+
+use askama::Template;
+use axum::body::{Body, to_bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use portico_model::login::Locale;
+
+use crate::ConsoleState;
+use crate::session::{Operator, safe_back, see_other};
+use crate::texts::Texts;
+
+/// The policy of every console page.
+pub const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; \
+     frame-ancestors 'none'; base-uri 'none'";
+
+/// Largest form the console reads.
+const MAX_FORM: usize = 64 * 1024;
+
+const CSS: &str = include_str!("../assets/console.css");
+
+/// `/console/assets/console.css`.
+pub async fn css() -> Response {
+    let mut headers = HeaderMap::new();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/css; charset=utf-8"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=3600"));
+    (headers, CSS).into_response()
+}
+
+/// What every page's frame shows: the language, the operator, the
+/// sections they may open, the language switch and the sign-out.
+pub struct Layout {
+    pub t: Texts,
+    /// The operator's login; empty on pages shown before sign-in.
+    pub operator: String,
+    pub role: &'static str,
+    pub is_admin: bool,
+    pub csrf: String,
+    /// The section whose tab is current (`users`, `clients`, ...).
+    pub section: &'static str,
+    /// This page's address, for the language switch to return to.
+    pub here: String,
+    /// What the last action did (a text key), shown once above the page.
+    pub notice: Option<&'static str>,
+}
+
+impl Layout {
+    /// The frame of a signed-in operator's page.
+    pub fn new(headers: &HeaderMap, operator: &Operator, section: &'static str, here: &str) -> Self {
+        Self {
+            t: Texts::new(language(headers)),
+            operator: operator.login(),
+            role: operator.role(),
+            is_admin: operator.is_admin(),
+            csrf: operator.csrf.clone(),
+            section,
+            here: safe_back(here),
+            notice: None,
+        }
+    }
+
+    /// The frame of a page shown without a signed-in operator.
+    pub fn anonymous(headers: &HeaderMap) -> Self {
+        Self {
+            t: Texts::new(language(headers)),
+            operator: String::new(),
+            role: "",
+            is_admin: false,
+            csrf: String::new(),
+            section: "",
+            here: "/console/".to_owned(),
+            notice: None,
+        }
+    }
+
+    /// The operator's role, in words.
+    pub fn role_name(&self) -> &'static str {
+        self.s(if self.is_admin { "role.admin" } else { "role.support" })
+    }
+
+    /// The text under `key` in the page's language.
+    pub fn s(&self, key: &str) -> &'static str {
+        self.t.s(key)
+    }
+
+    /// Shows the notice `done` names (`?done=unblocked`), if it is one.
+    #[must_use]
+    pub fn with_notice(mut self, done: Option<&str>) -> Self {
+        self.notice = done.and_then(|done| self.t.notice(done));
+        self
+    }
+
+    /// A time as the console shows it: UTC, to the second.
+    pub fn time(&self, at: impl Moment) -> String {
+        let at = at.moment();
+        let format = time::macros::format_description!("[year]-[month]-[day] [hour]:[minute]:[second] UTC");
+        at.to_offset(time::UtcOffset::UTC).format(&format).unwrap_or_default()
+    }
+}
+
+/// A time, however many references deep the template holds it.
+pub trait Moment {
+    fn moment(&self) -> time::OffsetDateTime;
+}
+
+impl Moment for time::OffsetDateTime {
+    fn moment(&self) -> time::OffsetDateTime {
+        *self
+    }
+}
+
+impl<T: Moment + ?Sized> Moment for &T {
+    fn moment(&self) -> time::OffsetDateTime {
+        (**self).moment()
+    }
+}
+
+/// The console's language: the `svc.locale` cookie the login pages share,
+/// else the browser's.
+pub fn language(headers: &HeaderMap) -> Locale {
+    portico_identity::login::texts::negotiate(headers, None)
+}
+
+/// A page with the console's security headers.
+pub fn render(status: StatusCode, page: &impl Template) -> Response {
+    match page.render() {
+        Ok(html) => secure((status, [(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response()),
+        Err(error) => {
+            tracing::error!(%error, "a console page could not be rendered");
+            StatusCode::INTERNAL_SERVER_ERROR.into_response()
+        }
+    }
+}
+
+/// Adds the console's security headers; nothing it shows is cached.
+pub fn secure(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// A form's fields, in order.
+#[derive(Debug, Default)]
+pub struct Form(Vec<(String, String)>);
+
+impl Form {
+    /// Reads an `application/x-www-form-urlencoded` body of at most 64 KiB.
+    ///
+    /// # Errors
+    /// A 400 page for a larger or unreadable body.
+    pub async fn read(headers: &HeaderMap, body: Body) -> Result<Self, Response> {
+        match to_bytes(body, MAX_FORM).await {
+            Ok(bytes) => Ok(Self(form_urlencoded::parse(&bytes).into_owned().collect())),
+            Err(_) => Err(refused(headers, StatusCode::BAD_REQUEST, "error.form")),
+        }
+    }
+
+    /// The first value of `name`.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.iter().find(|(key, _)| key == name).map(|(_, value)| value.as_str())
+    }
+
+    /// The value of `name`, trimmed; `None` when absent or blank.
+    pub fn text(&self, name: &str) -> Option<String> {
+        self.get(name).map(str::trim).filter(|v| !v.is_empty()).map(str::to_owned)
+    }
+
+    /// Whether a checkbox `name` is ticked.
+    pub fn checked(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+
+    /// The lines of a text area, trimmed, without blank ones.
+    pub fn lines(&self, name: &str) -> Vec<String> {
+        self.get(name).unwrap_or_default().lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_owned).collect()
+    }
+
+    /// Whether the operator has confirmed the action (`confirm=yes`).
+    pub fn confirmed(&self) -> bool {
+        self.get("confirm") == Some("yes")
+    }
+
+    /// Every field but the CSRF token and the confirmation, to carry
+    /// through the confirmation page.
+    fn carried(&self) -> Vec<(String, String)> {
+        self.0.iter().filter(|(key, _)| key != "_csrf" && key != "confirm").cloned().collect()
+    }
+}
+
+/// A query string's parameters.
+pub fn query(raw: Option<&str>) -> Form {
+    Form(form_urlencoded::parse(raw.unwrap_or_default().as_bytes()).into_owned().collect())
+}
+
+#[derive(Template)]
+#[template(path = "confirm.html")]
+struct ConfirmPage {
+    l: Layout,
+    question: &'static str,
+    subject: String,
+    action: String,
+    button: &'static str,
+    fields: Vec<(String, String)>,
+    cancel: String,
+}
+
+/// The confirmation step of a destructive action: the same form again,
+/// with `confirm=yes`, behind a question naming what it will do to
+/// `subject`. Nothing has changed yet.
+pub fn confirm(
+    l: Layout,
+    form: &Form,
+    question: &'static str,
+    subject: String,
+    action: &str,
+    button: &'static str,
+) -> Response {
+    let cancel = l.here.clone();
+    let page = ConfirmPage { l, question, subject, action: action.to_owned(), button, fields: form.carried(), cancel };
+    render(StatusCode::OK, &page)
+}
+
+#[derive(Template)]
+#[template(path = "message.html")]
+struct MessagePage {
+    l: Layout,
+    heading: &'static str,
+    text: String,
+    problems: Vec<(String, String)>,
+    back: String,
+    /// Portico's logout, offered to an account that is no operator's.
+    sign_out: Option<String>,
+}
+
+/// A page saying why nothing was done: `key` names the text.
+pub fn refused(headers: &HeaderMap, status: StatusCode, key: &'static str) -> Response {
+    let l = Layout::anonymous(headers);
+    let text = l.s(key).to_owned();
+    render(
+        status,
+        &MessagePage {
+            l,
+            heading: "error.heading",
+            text,
+            problems: Vec::new(),
+            back: "/console/".into(),
+            sign_out: None,
+        },
+    )
+}
+
+/// The page for a signed-in account without an operator role, with a way
+/// to sign in as someone else.
+pub fn not_operator(headers: &HeaderMap, sign_out: &str) -> Response {
+    let l = Layout::anonymous(headers);
+    let text = l.s("error.not_operator").to_owned();
+    let page = MessagePage {
+        l,
+        heading: "error.heading",
+        text,
+        problems: Vec::new(),
+        back: "/console/".into(),
+        sign_out: Some(sign_out.to_owned()),
+    };
+    render(StatusCode::FORBIDDEN, &page)
+}
+
+/// The page for a store that cannot answer: try again shortly.
+pub fn unavailable(headers: &HeaderMap) -> Response {
+    let mut response = refused(headers, StatusCode::SERVICE_UNAVAILABLE, "error.unavailable");
+    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    response
+}
+
+/// A console address that names nothing.
+pub async fn not_found(headers: HeaderMap) -> Response {
+    refused(&headers, StatusCode::NOT_FOUND, "error.not_found")
+}
+
+/// What the admin service refused, said on a page of the operator's
+/// frame: every problem with its field, or what was not found or is
+/// taken. `back` is the page to return to.
+pub fn service_error(l: Layout, error: portico_admin::ServiceError, back: &str) -> Response {
+    use portico_admin::ServiceError;
+    let (status, text, problems) = match error {
+        ServiceError::Invalid(problems) => (
+            StatusCode::BAD_REQUEST,
+            l.s("error.invalid").to_owned(),
+            problems.into_iter().map(|p| (p.place, p.message)).collect(),
+        ),
+        ServiceError::NotFound(_, message) => (StatusCode::NOT_FOUND, message, Vec::new()),
+        ServiceError::Conflict(_, message) => (StatusCode::CONFLICT, message, Vec::new()),
+        ServiceError::Storage(error) => {
+            tracing::warn!(%error, "a console action failed in the store");
+            (StatusCode::SERVICE_UNAVAILABLE, l.s("error.unavailable").to_owned(), Vec::new())
+        }
+    };
+    render(status, &MessagePage { l, heading: "error.heading", text, problems, back: safe_back(back), sign_out: None })
+}
+
+/// A storage failure on a page of the operator's frame.
+pub fn storage_error(l: Layout, error: &portico_storage::StorageError) -> Response {
+    tracing::warn!(%error, "a console page failed in the store");
+    let text = l.s("error.unavailable").to_owned();
+    let back = l.here.clone();
+    render(
+        StatusCode::SERVICE_UNAVAILABLE,
+        &MessagePage { l, heading: "error.heading", text, problems: Vec::new(), back, sign_out: None },
+    )
+}
+
+/// A page in the operator's frame saying `key` (a 404 or 409 of a
+/// section's own).
+pub fn message(l: Layout, status: StatusCode, key: &'static str, back: &str) -> Response {
+    let text = l.s(key).to_owned();
+    render(
+        status,
+        &MessagePage { l, heading: "error.heading", text, problems: Vec::new(), back: safe_back(back), sign_out: None },
+    )
+}
+
+/// `POST /console/locale`: the language switch (`locale`, `back`). Sets
+/// `svc.locale`, which the login pages read too, and returns to `back`.
+pub async fn locale(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Response {
+    let form = match Form::read(&headers, body).await {
+        Ok(form) => form,
+        Err(response) => return response,
+    };
+    if let Err(response) = console.form_operator(&headers, &form).await {
+        return response;
+    }
+    let Some(locale) = form.get("locale").and_then(Locale::parse) else {
+        return refused(&headers, StatusCode::BAD_REQUEST, "error.form");
+    };
+    let mut response = see_other(&safe_back(form.get("back").unwrap_or_default()));
+    let mut cookies = portico_identity::cookies::SetCookies::new(console.identity.settings.secure_cookies);
+    cookies.set(portico_identity::cookies::LOCALE, locale.as_str(), Some(365 * 24 * 3600));
+    cookies.apply(response.headers_mut());
+    response
+}
+
+/// A page's address: `path`, with its query when there is one.
+pub fn here(path: &str, raw: Option<&str>) -> String {
+    match raw {
+        Some(query) if !query.is_empty() => format!("{path}?{query}"),
+        _ => path.to_owned(),
+    }
+}
+
+/// `done=<notice>` appended to a console path.
+pub fn done(path: &str, notice: &str) -> String {
+    let separator = if path.contains('?') { '&' } else { '?' };
+    format!("{path}{separator}done={notice}")
+}
+
+/// A destructive action behind a confirmation.
+pub struct Action {
+    /// Whether it needs the `admin` role (else `support` may).
+    pub admin: bool,
+    pub section: &'static str,
+    /// The page it is taken from (the confirmation's way back).
+    pub here: String,
+    /// The confirmation's question and button (text keys).
+    pub question: &'static str,
+    pub button: &'static str,
+    /// Where the confirmed form goes.
+    pub path: String,
+}
+
+/// Runs an action once the operator confirmed it: the form's operator
+/// (CSRF, role), then, without `confirm=yes`, the confirmation page naming
+/// `subject`; with it, `run`, whose answer is the address to show next.
+pub async fn confirmed(
+    console: &crate::Console,
+    headers: &HeaderMap,
+    body: Body,
+    action: Action,
+    subject: impl AsyncFnOnce() -> Result<String, portico_admin::ServiceError>,
+    run: impl AsyncFnOnce(&Operator, &Form) -> Result<String, portico_admin::ServiceError>,
+) -> Response {
+    let form = match Form::read(headers, body).await {
+        Ok(form) => form,
+        Err(response) => return response,
+    };
+    let operator = match console.form_operator(headers, &form).await {
+        Ok(operator) if action.admin && !operator.is_admin() => {
+            return refused(headers, StatusCode::FORBIDDEN, "error.admin_only");
+        }
+        Ok(operator) => operator,
+        Err(response) => return response,
+    };
+    let l = Layout::new(headers, &operator, action.section, &action.here);
+    if !form.confirmed() {
+        return match subject().await {
+            Ok(subject) => confirm(l, &form, action.question, subject, &action.path, action.button),
+            Err(error) => service_error(l, error, &action.here),
+        };
+    }
+    match run(&operator, &form).await {
+        Ok(next) => see_other(&next),
+        Err(error) => service_error(l, error, &action.here),
+    }
+}

@@ -1,0 +1,199 @@
+//! The console's own session and the operator behind each request.
+//!
+//! Two cookies, both sealed (AES-256-GCM under a key derived from the
+//! instance secret, so every node of a cluster opens them), `HttpOnly`,
+//! `Path=/console`, and `Secure` unless the server is a plain-HTTP
+//! loopback demo:
+//! - `svc.console.login` (`SameSite=Lax`, 10 minutes): the `state`,
+//!   `nonce` and PKCE verifier of a sign-in under way, and the page to
+//!   return to.
+//! - `svc.console` (`SameSite=Strict`): the access token Portico issued to
+//!   the console for the operator, and the CSRF token of the console's
+//!   forms. It lives as long as the access token
+//!   (`tokens.access_token_ttl_secs`, 15 minutes by default); after that
+//!   the next page goes through Portico's login again, which the single
+//!   sign-on session answers at once while it lasts.
+//!
+//! Every request is checked as the admin API checks an operator's token:
+//! the signature, expiry and revocation of the token, its client, the user
+//! not blocked, and the role read afresh, so a block or a role taken away
+//! ends the operator's console at their next click.
+
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use portico_api::Admin;
+use portico_api::auth::Role;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::Console;
+use crate::page::{self, Form};
+
+pub const SESSION: &str = "svc.console";
+pub const LOGIN: &str = "svc.console.login";
+const SESSION_LABEL: &str = "portico console session";
+pub(crate) const LOGIN_LABEL: &str = "portico console sign-in";
+/// How long a sign-in may take, from the console's redirect to Portico's
+/// login to the browser's return.
+pub(crate) const LOGIN_MAX_AGE: i64 = 600;
+
+/// The console session's cookie.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct SessionCookie {
+    /// The access token Portico issued to the console for the operator.
+    pub(crate) token: String,
+    pub(crate) csrf: String,
+}
+
+/// A sign-in under way.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct LoginCookie {
+    pub(crate) state: String,
+    pub(crate) nonce: String,
+    pub(crate) verifier: String,
+    /// The console page to show afterwards.
+    pub(crate) back: String,
+}
+
+/// An operator signed in to the console.
+pub struct Operator {
+    /// Who (for the audit log) and with which role.
+    pub admin: Admin,
+    /// The token every form of this session carries in `_csrf`.
+    pub csrf: String,
+    /// The access token, to revoke its grant at sign-out.
+    pub(crate) token: String,
+}
+
+impl Operator {
+    pub fn is_admin(&self) -> bool {
+        self.admin.role == Role::Admin
+    }
+
+    /// The login shown in the header (the actor without its `operator:`).
+    pub fn login(&self) -> String {
+        let actor = self.admin.actor.to_string();
+        actor.strip_prefix("operator:").unwrap_or(&actor).to_owned()
+    }
+
+    pub fn role(&self) -> &'static str {
+        self.admin.role.as_str()
+    }
+}
+
+impl Console {
+    pub(crate) fn seal_cookie<T: Serialize>(&self, label: &str, value: &T) -> String {
+        let json = serde_json::to_vec(value).unwrap_or_default();
+        portico_crypto::b64url(self.sealer.seal(label, &json))
+    }
+
+    pub(crate) fn open_cookie<T: DeserializeOwned>(&self, headers: &HeaderMap, name: &str, label: &str) -> Option<T> {
+        let sealed = portico_crypto::b64url_decode(portico_identity::cookies::get(headers, name)?).ok()?;
+        let json = self.sealer.open(label, &sealed).ok()?;
+        serde_json::from_slice(&json).ok()
+    }
+
+    /// A `Set-Cookie` value for one of the console's cookies.
+    pub(crate) fn cookie(&self, name: &str, value: &str, max_age: i64, same_site: &str) -> HeaderValue {
+        let secure = if self.identity.settings.secure_cookies { "; Secure" } else { "" };
+        let line = format!("{name}={value}; Path=/console; HttpOnly; SameSite={same_site}; Max-Age={max_age}{secure}");
+        HeaderValue::from_str(&line).unwrap_or_else(|_| HeaderValue::from_static(""))
+    }
+
+    /// The session cookie for `token`, valid `max_age` seconds.
+    pub(crate) fn session_cookie(&self, token: String, max_age: i64) -> HeaderValue {
+        let cookie = SessionCookie { token, csrf: portico_crypto::random::token() };
+        let value = self.seal_cookie(SESSION_LABEL, &cookie);
+        self.cookie(SESSION, &value, max_age, "Strict")
+    }
+
+    /// The signed-in operator of this request. Without one (no session,
+    /// an expired or revoked token, a role taken away) the answer is a
+    /// redirect through Portico's login, back to `back` afterwards.
+    ///
+    /// # Errors
+    /// The response to send instead: that redirect, or a page saying the
+    /// store is unavailable.
+    pub async fn operator(&self, headers: &HeaderMap, back: &str) -> Result<Operator, Response> {
+        let Some(cookie) = self.open_cookie::<SessionCookie>(headers, SESSION, SESSION_LABEL) else {
+            return Err(sign_in(back));
+        };
+        match self.operators.operator(&cookie.token).await {
+            Ok(Some(admin)) => Ok(Operator { admin, csrf: cookie.csrf, token: cookie.token }),
+            Ok(None) => Err(sign_in(back)),
+            Err(error) => {
+                tracing::warn!(code = error.body.code, "the console could not check an operator");
+                Err(page::unavailable(headers))
+            }
+        }
+    }
+
+    /// The operator of a form: signed in, and the form's `_csrf` is their
+    /// session's (compared in constant time).
+    ///
+    /// # Errors
+    /// As [`Console::operator`]; a 403 page for a form without the token.
+    pub async fn form_operator(&self, headers: &HeaderMap, form: &Form) -> Result<Operator, Response> {
+        let operator = self.operator(headers, "/console/").await?;
+        let sent = form.get("_csrf").unwrap_or_default();
+        if portico_crypto::constant_time_eq(sent.as_bytes(), operator.csrf.as_bytes()) {
+            Ok(operator)
+        } else {
+            Err(page::refused(headers, StatusCode::FORBIDDEN, "error.csrf"))
+        }
+    }
+}
+
+/// The operator, when their role is `admin`.
+///
+/// # Errors
+/// A 403 page naming the role needed.
+pub fn require_admin(headers: &HeaderMap, operator: Operator) -> Result<Operator, Response> {
+    if operator.is_admin() {
+        Ok(operator)
+    } else {
+        Err(page::refused(headers, StatusCode::FORBIDDEN, "error.admin_only"))
+    }
+}
+
+/// A console address to return to: a path under `/console`, else the
+/// console's first page.
+pub fn safe_back(back: &str) -> String {
+    let fine = back.len() <= 1024
+        && (back == "/console" || back.starts_with("/console/") || back.starts_with("/console?"))
+        && !back.contains(['\\', '\r', '\n'])
+        && !back.contains("//");
+    if fine { back.to_owned() } else { "/console/".to_owned() }
+}
+
+/// Off to Portico's login, through the console's own start.
+pub(crate) fn sign_in(back: &str) -> Response {
+    let back: String = form_urlencoded::byte_serialize(safe_back(back).as_bytes()).collect();
+    see_other(&format!("/console/login?back={back}"))
+}
+
+/// A 303 to `location` (a path on this server).
+pub fn see_other(location: &str) -> Response {
+    let mut response = StatusCode::SEE_OTHER.into_response();
+    if let Ok(value) = HeaderValue::from_str(location) {
+        response.headers_mut().insert(header::LOCATION, value);
+    }
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::safe_back;
+
+    #[test]
+    fn only_console_paths_are_returned_to() {
+        assert_eq!(safe_back("/console/users?phone=%2B7900"), "/console/users?phone=%2B7900");
+        assert_eq!(safe_back("/console"), "/console");
+        for hostile in
+            ["https://evil.example/", "//evil.example", "/console//evil", "/consoles", "/login", "/console/\\x"]
+        {
+            assert_eq!(safe_back(hostile), "/console/", "{hostile}");
+        }
+    }
+}

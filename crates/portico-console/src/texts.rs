@@ -1,0 +1,350 @@
+//! The console's words in Russian and English, one table: a key, then
+//! the Russian text, then the English.
+
+use portico_model::login::Locale;
+
+/// The texts of one language.
+#[derive(Debug, Clone, Copy)]
+pub struct Texts {
+    locale: Locale,
+}
+
+impl Texts {
+    pub fn new(locale: Locale) -> Self {
+        Self { locale }
+    }
+
+    /// `ru` or `en`.
+    pub fn lang(&self) -> &'static str {
+        self.locale.as_str()
+    }
+
+    /// The text under `key`; the key itself when there is none (a test
+    /// checks that every key the pages use is here).
+    pub fn s(&self, key: &str) -> &'static str {
+        match TEXTS.iter().find(|(k, _, _)| *k == key) {
+            Some((_, ru, en)) => match self.locale {
+                Locale::Ru => ru,
+                Locale::En => en,
+            },
+            None => {
+                tracing::warn!(key, "a console text is missing");
+                ""
+            }
+        }
+    }
+
+    /// The notice of a finished action (`done=<notice>`), when it is one.
+    pub fn notice(&self, done: &str) -> Option<&'static str> {
+        TEXTS.iter().find(|(k, _, _)| k.strip_prefix("done.") == Some(done)).map(|(k, _, _)| *k)
+    }
+}
+
+/// `(key, Russian, English)`.
+pub const TEXTS: &[(&str, &str, &str)] = &[
+    ("console", "Консоль операторов", "Operator console"),
+    ("nav.label", "Разделы", "Sections"),
+    ("nav.users", "Пользователи", "Users"),
+    ("nav.clients", "Клиенты", "Clients"),
+    ("nav.keys", "Ключи подписи", "Signing keys"),
+    ("nav.audit", "Журнал аудита", "Audit log"),
+    ("nav.merchants", "Уведомления мерчантов", "Merchant notifications"),
+    ("nav.reports", "Отчёты", "Reports"),
+    ("nav.sign_out", "Выйти", "Sign out"),
+    ("role.admin", "администратор", "admin"),
+    ("role.support", "поддержка", "support"),
+    ("role.none", "нет", "none"),
+    ("yes", "да", "yes"),
+    ("no", "нет", "no"),
+    ("save", "Сохранить", "Save"),
+    ("actions", "Действия", "Actions"),
+    ("pager.next", "Следующая страница", "Next page"),
+    ("pager.previous", "Предыдущая страница", "Previous page"),
+    ("pager.older", "Более ранние события", "Older events"),
+    // Users.
+    ("users.title", "Пользователи", "Users"),
+    ("users.by", "Искать по", "Search by"),
+    ("users.by_login", "логину (начало)", "login (start)"),
+    ("users.by_phone", "телефону", "phone"),
+    ("users.by_email", "e-mail", "e-mail"),
+    ("users.query", "Что искать", "Search for"),
+    ("users.state", "Состояние", "State"),
+    ("users.state_any", "любое", "any"),
+    ("users.state_active", "активные", "active"),
+    ("users.state_blocked", "заблокированные", "blocked"),
+    ("users.find", "Найти", "Find"),
+    ("users.new", "Новый пользователь", "New user"),
+    ("users.create", "Создать", "Create"),
+    ("users.none", "Пользователей пока нет.", "There are no users yet."),
+    ("users.none_found", "Никто не найден.", "Nobody was found."),
+    ("user.id", "Идентификатор", "Id"),
+    ("user.login", "Логин", "Login"),
+    ("user.password", "Пароль", "Password"),
+    ("user.new_password", "Новый пароль", "New password"),
+    (
+        "user.password_rule",
+        "Пароль: от 10 до 256 символов, не логин и не один повторённый символ.",
+        "A password: 10 to 256 characters, not the login, not one character repeated.",
+    ),
+    ("user.name", "Имя", "Name"),
+    ("user.phone", "Телефон", "Phone"),
+    ("user.email", "E-mail", "E-mail"),
+    ("user.phone_login", "Вход по телефону", "Sign-in with the phone"),
+    ("user.state", "Состояние", "State"),
+    ("user.active", "активен", "active"),
+    ("user.blocked", "заблокирован", "blocked"),
+    ("user.role", "Роль оператора", "Operator role"),
+    ("user.created", "Создан", "Created"),
+    ("user.profile", "Профиль", "Profile"),
+    ("user.audit", "События пользователя в журнале аудита", "The user's events in the audit log"),
+    ("user.access", "Доступ", "Access"),
+    ("user.reason", "Причина (в журнал аудита)", "Reason (kept in the audit log)"),
+    ("user.block", "Заблокировать", "Block"),
+    ("user.unblock", "Разблокировать", "Unblock"),
+    ("user.sessions", "Сеансы", "Sessions"),
+    ("user.no_sessions", "Открытых сеансов нет.", "No open sessions."),
+    ("user.grants", "Выданные доступы", "Grants"),
+    ("user.no_grants", "Действующих доступов нет.", "No live grants."),
+    ("user.edit", "Изменить", "Change"),
+    ("user.set_password", "Задать пароль", "Set the password"),
+    ("user.set_role", "Задать роль", "Set the role"),
+    ("user.delete", "Удалить пользователя", "Remove the user"),
+    ("session.signed_in", "Вход", "Signed in"),
+    ("session.expires", "Истекает", "Expires"),
+    ("session.methods", "Способы входа", "Methods"),
+    ("session.clients", "Приложения", "Clients"),
+    ("session.end", "Завершить", "End"),
+    ("grant.client", "Приложение", "Client"),
+    ("grant.scope", "Области доступа", "Scope"),
+    ("grant.created", "Выдан", "Granted"),
+    ("grant.revoke", "Отозвать", "Revoke"),
+    // Clients.
+    ("clients.title", "Клиенты", "Clients"),
+    ("clients.new", "Новый клиент", "New client"),
+    ("clients.create", "Зарегистрировать", "Register"),
+    ("clients.none", "Клиентов нет.", "There are no clients."),
+    ("client.id", "Идентификатор клиента", "Client id"),
+    ("client.name", "Название", "Name"),
+    ("client.name_ru", "Название по-русски", "Name in Russian"),
+    ("client.name_en", "Название по-английски", "Name in English"),
+    ("client.redirect_uris", "Адреса возврата", "Redirect URIs"),
+    ("client.post_logout_uris", "Адреса после выхода", "Post-logout redirect URIs"),
+    ("client.one_per_line", "по одному в строке", "one per line"),
+    ("client.scope", "Области доступа", "Scope"),
+    ("client.backchannel", "Адрес back-channel logout", "Back-channel logout URI"),
+    ("client.consent", "Спрашивать согласие", "Ask for consent"),
+    ("client.logout_revokes", "Выход отзывает доступы", "Logout revokes grants"),
+    ("client.settings", "Настройки", "Settings"),
+    ("client.created", "Зарегистрирован", "Registered"),
+    ("client.secret", "Секрет клиента", "Client secret"),
+    ("client.secret_blank", "пусто — сгенерировать", "blank: generate one"),
+    (
+        "client.secret_note",
+        "Секрет хранится только в виде хеша; новый показывается один раз, старый сразу перестаёт действовать.",
+        "The secret is kept only as a hash; a new one is shown once and the old one stops working at once.",
+    ),
+    ("client.new_secret", "Новый секрет", "New secret"),
+    ("client.delete", "Удалить клиента", "Remove the client"),
+    ("secret.heading", "Секрет клиента", "The client's secret"),
+    (
+        "secret.note",
+        "Скопируйте секрет сейчас: он показывается один раз.",
+        "Copy the secret now: it is shown this once.",
+    ),
+    ("secret.done", "Готово, к клиенту", "Done: back to the client"),
+    // Keys and audit.
+    ("keys.title", "Ключи подписи", "Signing keys"),
+    (
+        "keys.note",
+        "Новый ключ сразу подписывает токены; прежний публикуется, пока не истекут подписанные им токены.",
+        "A new key signs tokens at once; the old one stays published until the tokens it signed expire.",
+    ),
+    ("keys.rotate", "Сменить ключ", "Rotate the key"),
+    ("keys.kid", "Идентификатор (kid)", "Key id (kid)"),
+    ("keys.state", "Состояние", "State"),
+    ("keys.active", "действующий", "active"),
+    ("keys.retired_state", "выведен", "retired"),
+    ("keys.created", "Создан", "Created"),
+    ("keys.retired", "Выведен", "Retired"),
+    ("audit.title", "Журнал аудита", "Audit log"),
+    ("audit.user", "Пользователь (id)", "User (id)"),
+    ("audit.client", "Клиент", "Client"),
+    ("audit.kind", "Событие", "Event"),
+    ("audit.actor", "Кто", "Actor"),
+    ("audit.from", "С даты", "From"),
+    ("audit.to", "По дату", "To"),
+    ("audit.at", "Время", "Time"),
+    ("audit.detail", "Подробности", "Detail"),
+    ("audit.none", "Событий нет.", "No events."),
+    (
+        "audit.bad_user",
+        "Пользователь указывается идентификатором (UUID) со страницы пользователя.",
+        "A user is named by the id (a UUID) on the user's page.",
+    ),
+    ("audit.bad_day", "Дата указывается как ГГГГ-ММ-ДД.", "A date is written YYYY-MM-DD."),
+    // Merchants and reports.
+    ("merchants.title", "Мерчанты", "Merchants"),
+    ("merchants.none", "Мерчантов нет.", "There are no merchants."),
+    ("merchant.id", "Мерчант", "Merchant"),
+    ("merchant.public_id", "Публичный идентификатор", "Public id"),
+    ("merchant.callback", "Адрес уведомлений", "Callback URL"),
+    ("deliveries.title", "Доставки", "Deliveries"),
+    ("deliveries.total", "Всего", "In all"),
+    ("deliveries.none", "Доставок нет.", "No deliveries."),
+    ("delivery.event", "Событие", "Event"),
+    ("delivery.kind", "Тип", "Type"),
+    ("delivery.status", "Статус", "Status"),
+    ("delivery.attempts", "Попытки", "Attempts"),
+    ("delivery.created", "Создана", "Created"),
+    ("delivery.last_answer", "Последний ответ", "Last answer"),
+    ("delivery.resend", "Отправить снова", "Resend"),
+    ("reports.title", "Задачи отчётов", "Report tasks"),
+    ("reports.cnum", "Компания (cnum)", "Company (cnum)"),
+    ("reports.ask", "Укажите компанию, чтобы увидеть её задачи.", "Name a company to see its tasks."),
+    ("reports.none", "Задач нет.", "No tasks."),
+    ("reports.bad_cnum", "Компания указывается цифрами, от 1 до 20.", "A company is 1 to 20 digits."),
+    ("task.id", "Задача", "Task"),
+    ("task.type", "Тип", "Type"),
+    ("task.agreement", "Договор", "Agreement"),
+    ("task.period", "Период", "Period"),
+    ("task.error", "Ошибка", "Error"),
+    ("task.retry", "Повторить", "Retry"),
+    // Confirmations.
+    ("confirm.title", "Подтверждение", "Confirmation"),
+    ("confirm.note", "Пока ничего не изменено.", "Nothing has changed yet."),
+    ("confirm.cancel", "Отмена", "Cancel"),
+    (
+        "confirm.block",
+        "Заблокировать пользователя? Его сеансы завершатся, доступы будут отозваны.",
+        "Block this user? Their sessions end and their grants are revoked.",
+    ),
+    ("confirm.unblock", "Разблокировать пользователя?", "Unblock this user?"),
+    ("confirm.delete_user", "Удалить пользователя? Это нельзя отменить.", "Remove this user? This cannot be undone."),
+    ("confirm.role", "Изменить роль оператора этого пользователя?", "Change this user's operator role?"),
+    ("confirm.end_session", "Завершить сеанс этого пользователя?", "End this user's session?"),
+    ("confirm.revoke_grant", "Отозвать доступ этого пользователя?", "Revoke this user's grant?"),
+    (
+        "confirm.client_secret",
+        "Выдать клиенту новый секрет? Прежний сразу перестанет действовать.",
+        "Give this client a new secret? The old one stops working at once.",
+    ),
+    (
+        "confirm.delete_client",
+        "Удалить клиента? Его доступы и коды будут удалены.",
+        "Remove this client? Its grants and codes go with it.",
+    ),
+    (
+        "confirm.rotate_key",
+        "Сменить ключ подписи? Сейчас действует ключ:",
+        "Rotate the signing key? The active key is:",
+    ),
+    ("confirm.resend", "Отправить это уведомление мерчанту снова?", "Send this notification to the merchant again?"),
+    ("confirm.retry", "Повторить эту задачу отчёта?", "Retry this report task?"),
+    // What an action did.
+    ("done.created", "Создано.", "Created."),
+    ("done.saved", "Сохранено.", "Saved."),
+    ("done.password_set", "Пароль задан.", "The password is set."),
+    ("done.blocked", "Пользователь заблокирован.", "The user is blocked."),
+    ("done.unblocked", "Пользователь разблокирован.", "The user is unblocked."),
+    ("done.deleted", "Удалено.", "Removed."),
+    ("done.role_set", "Роль задана.", "The role is set."),
+    ("done.session_ended", "Сеанс завершён.", "The session has ended."),
+    ("done.grant_revoked", "Доступ отозван.", "The grant is revoked."),
+    ("done.key_rotated", "Ключ подписи сменён.", "The signing key is rotated."),
+    ("done.resent", "Уведомление поставлено в очередь.", "The notification is queued."),
+    ("done.retried", "Задача поставлена в очередь снова.", "The task is queued again."),
+    // Errors.
+    ("error.heading", "Не выполнено", "Not done"),
+    ("error.back", "Вернуться", "Go back"),
+    ("error.invalid", "Ничего не изменено; исправьте:", "Nothing was changed; correct this:"),
+    (
+        "error.csrf",
+        "Форма устарела. Обновите страницу и повторите.",
+        "The form has expired. Reload the page and try again.",
+    ),
+    ("error.form", "Форма не прочитана.", "The form could not be read."),
+    (
+        "error.admin_only",
+        "Это может сделать только оператор с ролью «администратор».",
+        "Only an operator with the admin role may do this.",
+    ),
+    ("error.not_found", "Такой страницы в консоли нет.", "The console has no such page."),
+    ("error.no_user", "Такого пользователя нет.", "There is no such user."),
+    ("error.no_merchant", "Такого мерчанта нет.", "There is no such merchant."),
+    (
+        "error.unavailable",
+        "Хранилище сейчас недоступно. Повторите через несколько секунд.",
+        "The store is unavailable. Try again in a few seconds.",
+    ),
+    (
+        "error.sign_in_lost",
+        "Вход прерван или устарел. Войдите заново.",
+        "The sign-in was interrupted or has expired. Sign in again.",
+    ),
+    ("error.sign_in_refused", "Вход не выполнен.", "The sign-in did not complete."),
+    (
+        "error.no_client",
+        "Клиент консоли не зарегистрирован; перезапустите Portico.",
+        "The console's client is not registered; restart Portico.",
+    ),
+    ("error.not_operator", "У этой учётной записи нет роли оператора.", "This account has no operator role."),
+    ("error.sign_in_other", "Войти под другой учётной записью", "Sign in as someone else"),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::TEXTS;
+
+    /// Every text key a page or handler names (`l.s("…")`, a question, a
+    /// button, a notice) is in the table, in both languages.
+    #[test]
+    fn every_key_the_console_uses_has_both_texts() {
+        let mut used = Vec::new();
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        for dir in ["templates", "src"] {
+            for entry in std::fs::read_dir(root.join(dir)).unwrap() {
+                let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+                for piece in text.split('"').skip(1).step_by(2) {
+                    let prefixes = [
+                        "nav.",
+                        "role.",
+                        "pager.",
+                        "users.",
+                        "user.",
+                        "session.",
+                        "grant.",
+                        "clients.",
+                        "client.",
+                        "secret.",
+                        "keys.",
+                        "audit.",
+                        "merchants.",
+                        "merchant.",
+                        "deliveries.",
+                        "delivery.",
+                        "reports.",
+                        "task.",
+                        "confirm.",
+                        "error.",
+                    ];
+                    let looks_like_key = prefixes.iter().any(|p| piece.starts_with(p))
+                        && piece.chars().all(|c| c.is_ascii_lowercase() || c == '.' || c == '_')
+                        && !piece.ends_with(".html");
+                    if looks_like_key {
+                        used.push(piece.to_owned());
+                    }
+                }
+            }
+        }
+        assert!(used.len() > 100, "keys were found: {}", used.len());
+        for key in &used {
+            let found = TEXTS.iter().find(|(k, _, _)| k == key);
+            assert!(found.is_some_and(|(_, ru, en)| !ru.is_empty() && !en.is_empty()), "no texts for {key}");
+        }
+        let mut keys: Vec<&str> = TEXTS.iter().map(|(k, _, _)| *k).collect();
+        keys.sort_unstable();
+        let before = keys.len();
+        keys.dedup();
+        assert_eq!(keys.len(), before, "a key is in the table twice");
+    }
+}

@@ -1,0 +1,437 @@
+//! `/console/users`: finding a user (login prefix, phone in any form the
+//! login page reads, e-mail; active or blocked; a page at a time), their
+//! profile, sessions and grants; blocking, unblocking, ending sessions and
+//! revoking grants (support); creating, changing, new passwords, operator
+//! roles and removal (admin).
+
+use askama::Template;
+use axum::body::Body;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use portico_admin::ServiceError;
+use portico_admin::service::{NewUser, UserChanges};
+use portico_model::ids::{ClientId, GrantId, SessionId, UserId};
+use portico_model::user::{OperatorRole, User};
+use portico_storage::{TextMatch, UserQuery};
+use uuid::Uuid;
+
+use crate::ConsoleState;
+use crate::page::{self, Form, Layout, done, render};
+use crate::session::{Operator, require_admin, see_other};
+
+/// Users per page.
+const PAGE: u32 = 25;
+
+/// `GET /console`: the users' page is the console's first.
+pub async fn home() -> Response {
+    see_other("/console/users")
+}
+
+#[derive(Template)]
+#[template(path = "users.html")]
+struct UsersPage {
+    l: Layout,
+    by: String,
+    q: String,
+    blocked: String,
+    users: Vec<User>,
+    /// The next page's address.
+    next: Option<String>,
+    searched: bool,
+}
+
+/// `GET /console/users?by=login|phone|email&q=…&blocked=yes|no&after=…`.
+pub async fn search(State(console): State<ConsoleState>, headers: HeaderMap, RawQuery(raw): RawQuery) -> Response {
+    let here = page::here("/console/users", raw.as_deref());
+    let operator = match console.operator(&headers, &here).await {
+        Ok(operator) => operator,
+        Err(response) => return response,
+    };
+    let query = page::query(raw.as_deref());
+    let l = Layout::new(&headers, &operator, "users", &here).with_notice(query.get("done"));
+    let by = query.get("by").filter(|by| matches!(*by, "phone" | "email")).unwrap_or("login").to_owned();
+    let q = query.text("q").unwrap_or_default();
+    let blocked = match query.get("blocked") {
+        Some("yes") => Some(true),
+        Some("no") => Some(false),
+        _ => None,
+    };
+    let mut search = UserQuery { blocked, after: query.text("after"), limit: PAGE + 1, ..UserQuery::default() };
+    let mut nobody = false;
+    if !q.is_empty() {
+        match by.as_str() {
+            "phone" => match portico_model::otp::normalize_phone(&q) {
+                Some(phone) => search.phone = Some(TextMatch::Is(phone)),
+                None => nobody = true,
+            },
+            "email" => search.email = Some(TextMatch::Is(q.clone())),
+            _ => search.login = Some(TextMatch::StartsWith(q.clone())),
+        }
+    }
+    let mut users = if nobody {
+        Vec::new()
+    } else {
+        match console.admin.search_users(&search).await {
+            Ok(users) => users,
+            Err(error) => return page::service_error(l, error, "/console/"),
+        }
+    };
+    let next = (users.len() > PAGE as usize).then(|| {
+        users.truncate(PAGE as usize);
+        let last = users.last().map(|u| u.login.as_str()).unwrap_or_default();
+        let mut next = form_urlencoded::Serializer::new(String::new());
+        next.append_pair("by", &by).append_pair("q", &q);
+        if let Some(blocked) = query.get("blocked") {
+            next.append_pair("blocked", blocked);
+        }
+        format!("/console/users?{}", next.append_pair("after", last).finish())
+    });
+    let blocked = query.get("blocked").unwrap_or_default().to_owned();
+    let searched = !q.is_empty() || !blocked.is_empty();
+    render(StatusCode::OK, &UsersPage { l, by, q, blocked, users, next, searched })
+}
+
+#[derive(Template)]
+#[template(path = "user.html")]
+struct UserPage {
+    l: Layout,
+    user: User,
+    role: String,
+    sessions: Vec<SessionRow>,
+    grants: Vec<GrantRow>,
+}
+
+impl UserPage {
+    /// The text key of the user's operator role.
+    fn role_key(&self) -> &'static str {
+        match self.role.as_str() {
+            "admin" => "role.admin",
+            "support" => "role.support",
+            _ => "role.none",
+        }
+    }
+}
+
+struct SessionRow {
+    sid: String,
+    auth_time: String,
+    expires_at: String,
+    amr: String,
+    clients: String,
+}
+
+struct GrantRow {
+    id: String,
+    client: String,
+    scope: String,
+    created_at: String,
+}
+
+/// A path's user id; what is no UUID names no user.
+fn user_id(raw: &str) -> Option<UserId> {
+    Uuid::parse_str(raw).ok().map(UserId::from)
+}
+
+/// `GET /console/users/{id}`: the profile, live sessions and grants.
+pub async fn read(
+    State(console): State<ConsoleState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> Response {
+    let here = format!("/console/users/{id}");
+    let operator = match console.operator(&headers, &here).await {
+        Ok(operator) => operator,
+        Err(response) => return response,
+    };
+    let query = page::query(raw.as_deref());
+    let l = Layout::new(&headers, &operator, "users", &here).with_notice(query.get("done"));
+    let Some(id) = user_id(&id) else {
+        return page::message(l, StatusCode::NOT_FOUND, "error.no_user", "/console/users");
+    };
+    let loaded = async {
+        let user = console.admin.user(id).await?;
+        let role = console.admin.operator_role(id).await?;
+        let sessions = console.admin.sessions(id).await?;
+        let grants = console.admin.grants(id).await?;
+        Ok::<_, portico_admin::ServiceError>((user, role, sessions, grants))
+    }
+    .await;
+    let (user, role, sessions, grants) = match loaded {
+        Ok(loaded) => loaded,
+        Err(error) => return page::service_error(l, error, "/console/users"),
+    };
+    let mut rows = Vec::with_capacity(sessions.len());
+    for session in sessions {
+        let clients = match console.identity.store.list_session_grants(session.id).await {
+            Ok(grants) => grants,
+            Err(error) => return page::storage_error(l, &error),
+        };
+        let mut clients: Vec<String> = clients.iter().map(|g| ClientId::to_string(&g.client_id)).collect();
+        clients.sort();
+        clients.dedup();
+        rows.push(SessionRow {
+            sid: session.id.as_uuid().to_string(),
+            auth_time: l.time(session.auth_time),
+            expires_at: l.time(session.expires_at),
+            amr: session.amr.join(", "),
+            clients: clients.join(", "),
+        });
+    }
+    let grants = grants
+        .into_iter()
+        .map(|g| GrantRow {
+            id: g.id.as_uuid().to_string(),
+            client: g.client_id.to_string(),
+            scope: g.scope,
+            created_at: l.time(g.created_at),
+        })
+        .collect();
+    let role = role.map(OperatorRole::as_str).unwrap_or_default().to_owned();
+    render(StatusCode::OK, &UserPage { l, user, role, sessions: rows, grants })
+}
+
+#[derive(Template)]
+#[template(path = "user_new.html")]
+struct NewUserPage {
+    l: Layout,
+}
+
+/// `GET /console/users/new` (admin).
+pub async fn new_form(State(console): State<ConsoleState>, headers: HeaderMap) -> Response {
+    let operator = match console.operator(&headers, "/console/users/new").await.and_then(|o| require_admin(&headers, o))
+    {
+        Ok(operator) => operator,
+        Err(response) => return response,
+    };
+    render(StatusCode::OK, &NewUserPage { l: Layout::new(&headers, &operator, "users", "/console/users/new") })
+}
+
+/// Reads a form and its operator; `admin` when the action needs that role.
+async fn form_and_operator(
+    console: &ConsoleState,
+    headers: &HeaderMap,
+    body: Body,
+    admin: bool,
+) -> Result<(Form, Operator), Response> {
+    let form = Form::read(headers, body).await?;
+    let operator = console.form_operator(headers, &form).await?;
+    let operator = if admin { require_admin(headers, operator)? } else { operator };
+    Ok((form, operator))
+}
+
+/// `POST /console/users` (admin): a new user.
+pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Response {
+    let (form, operator) = match form_and_operator(&console, &headers, body, true).await {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    let new = NewUser {
+        login: form.text("login").unwrap_or_default(),
+        password: form.get("password").unwrap_or_default().to_owned(),
+        phone: form.text("phone"),
+        email: form.text("email"),
+        name: form.text("name"),
+        phone_login_enabled: Some(form.checked("phone_login")),
+    };
+    match console.admin.create_user(&operator.admin.actor, new).await {
+        Ok(user) => see_other(&done(&format!("/console/users/{}", user.id.as_uuid()), "created")),
+        Err(error) => page::service_error(
+            Layout::new(&headers, &operator, "users", "/console/users/new"),
+            error,
+            "/console/users/new",
+        ),
+    }
+}
+
+/// `POST /console/users/{id}` (admin): login, phone, e-mail, name and
+/// whether the phone starts a login; a blank field clears it.
+pub async fn update(
+    State(console): State<ConsoleState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Body,
+) -> Response {
+    let (form, operator) = match form_and_operator(&console, &headers, body, true).await {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    let here = format!("/console/users/{id}");
+    let l = Layout::new(&headers, &operator, "users", &here);
+    let Some(user) = user_id(&id) else {
+        return page::message(l, StatusCode::NOT_FOUND, "error.no_user", "/console/users");
+    };
+    let changes = UserChanges {
+        login: form.text("login"),
+        phone: Some(form.text("phone")),
+        email: Some(form.text("email")),
+        name: Some(form.text("name")),
+        phone_login_enabled: Some(form.checked("phone_login")),
+    };
+    match console.admin.update_user(&operator.admin.actor, user, changes).await {
+        Ok(_) => see_other(&done(&here, "saved")),
+        Err(error) => page::service_error(l, error, &here),
+    }
+}
+
+/// `POST /console/users/{id}/password` (admin).
+pub async fn set_password(
+    State(console): State<ConsoleState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Body,
+) -> Response {
+    let (form, operator) = match form_and_operator(&console, &headers, body, true).await {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    let here = format!("/console/users/{id}");
+    let l = Layout::new(&headers, &operator, "users", &here);
+    let Some(user) = user_id(&id) else {
+        return page::message(l, StatusCode::NOT_FOUND, "error.no_user", "/console/users");
+    };
+    let password = form.get("password").unwrap_or_default().to_owned();
+    match console.admin.set_password(&operator.admin.actor, user, password).await {
+        Ok(()) => see_other(&done(&here, "password_set")),
+        Err(error) => page::service_error(l, error, &here),
+    }
+}
+
+/// A destructive action on the user `id`; its confirmation names the
+/// user's login. `run` answers the notice to show on the user's page
+/// (`deleted` goes back to the list).
+async fn user_action(
+    console: &ConsoleState,
+    headers: &HeaderMap,
+    id: &str,
+    body: Body,
+    (admin, question, button, path): (bool, &'static str, &'static str, String),
+    run: impl AsyncFnOnce(&Operator, UserId, &Form) -> Result<&'static str, ServiceError>,
+) -> Response {
+    let here = format!("/console/users/{id}");
+    let user = user_id(id);
+    let missing = || ServiceError::NotFound("user_not_found", format!("there is no user {id:?}"));
+    let action = page::Action { admin, section: "users", here: here.clone(), question, button, path };
+    page::confirmed(
+        console,
+        headers,
+        body,
+        action,
+        async || Ok(console.admin.user(user.ok_or_else(missing)?).await?.login),
+        async |operator, form| match run(operator, user.ok_or_else(missing)?, form).await? {
+            "deleted" => Ok(done("/console/users", "deleted")),
+            notice => Ok(done(&here, notice)),
+        },
+    )
+    .await
+}
+
+fn action(
+    admin: bool,
+    question: &'static str,
+    button: &'static str,
+    path: String,
+) -> (bool, &'static str, &'static str, String) {
+    (admin, question, button, path)
+}
+
+/// `POST /console/users/{id}/block` (support): with a reason; sessions end,
+/// grants are revoked.
+pub async fn block(
+    State(console): State<ConsoleState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Body,
+) -> Response {
+    let what = action(false, "confirm.block", "user.block", format!("/console/users/{id}/block"));
+    user_action(&console, &headers, &id, body, what, async |operator, user, form| {
+        console.admin.block_user(&operator.admin.actor, user, form.text("reason")).await.map(|_| "blocked")
+    })
+    .await
+}
+
+/// `POST /console/users/{id}/unblock` (support).
+pub async fn unblock(
+    State(console): State<ConsoleState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Body,
+) -> Response {
+    let what = action(false, "confirm.unblock", "user.unblock", format!("/console/users/{id}/unblock"));
+    user_action(&console, &headers, &id, body, what, async |operator, user, form| {
+        console.admin.unblock_user(&operator.admin.actor, user, form.text("reason")).await.map(|_| "unblocked")
+    })
+    .await
+}
+
+/// `POST /console/users/{id}/delete` (admin): sessions end first; the
+/// audit log keeps the user's events.
+pub async fn delete(
+    State(console): State<ConsoleState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Body,
+) -> Response {
+    let what = action(true, "confirm.delete_user", "user.delete", format!("/console/users/{id}/delete"));
+    user_action(&console, &headers, &id, body, what, async |operator, user, _| {
+        console.admin.delete_user(&operator.admin.actor, user).await.map(|()| "deleted")
+    })
+    .await
+}
+
+/// `POST /console/users/{id}/role` (admin): `role` = `support`, `admin` or
+/// blank (none).
+pub async fn set_role(
+    State(console): State<ConsoleState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Body,
+) -> Response {
+    let what = action(true, "confirm.role", "user.set_role", format!("/console/users/{id}/role"));
+    user_action(&console, &headers, &id, body, what, async |operator, user, form| {
+        let role = match form.get("role").unwrap_or_default() {
+            "" => None,
+            role => Some(OperatorRole::parse(role).ok_or_else(|| {
+                ServiceError::Invalid(vec![portico_api::Problem::new("role", "support, admin, or none")])
+            })?),
+        };
+        console.admin.set_operator_role(&operator.admin.actor, user, role).await.map(|()| "role_set")
+    })
+    .await
+}
+
+/// `POST /console/users/{id}/sessions/{sid}/end` (support).
+pub async fn end_session(
+    State(console): State<ConsoleState>,
+    headers: HeaderMap,
+    Path((id, sid)): Path<(String, String)>,
+    body: Body,
+) -> Response {
+    let what = action(false, "confirm.end_session", "session.end", format!("/console/users/{id}/sessions/{sid}/end"));
+    user_action(&console, &headers, &id, body, what, async |operator, user, _| {
+        let sid = Uuid::parse_str(&sid)
+            .map(SessionId::from)
+            .map_err(|_| ServiceError::NotFound("session_not_found", "there is no such session".into()))?;
+        console.admin.end_session(&operator.admin.actor, user, sid).await.map(|()| "session_ended")
+    })
+    .await
+}
+
+/// `POST /console/users/{id}/grants/{grant}/revoke` (support).
+pub async fn revoke_grant(
+    State(console): State<ConsoleState>,
+    headers: HeaderMap,
+    Path((id, grant)): Path<(String, String)>,
+    body: Body,
+) -> Response {
+    let what =
+        action(false, "confirm.revoke_grant", "grant.revoke", format!("/console/users/{id}/grants/{grant}/revoke"));
+    user_action(&console, &headers, &id, body, what, async |operator, user, _| {
+        let grant = Uuid::parse_str(&grant)
+            .map(GrantId::from)
+            .map_err(|_| ServiceError::NotFound("grant_not_found", "there is no such grant".into()))?;
+        console.admin.revoke_grant(&operator.admin.actor, user, grant).await.map(|()| "grant_revoked")
+    })
+    .await
+}

@@ -1,0 +1,179 @@
+//! The operator console in real Chromium: an operator signs in through
+//! Portico's own login pages and does the support desk's everyday work;
+//! and every console page in Russian and English, light and dark, at a
+//! desktop's and a phone's width, checked with axe-core and for contrast.
+//! `scripts/console-pages` publishes the gallery in docs/console.md.
+
+use fantoccini::{Client, Locator};
+use portico_tests::{INTERNAL_TOKEN, TestApp};
+use serde_json::json;
+
+use super::browser::{click, launch, type_into, wait_for_path, wait_for_text};
+use super::browser_login::{
+    Shots, accessibility_violations, assert_readable, color_scheme, enter_code, every_look, fill, step_is, submit,
+    wait_for_attribute,
+};
+
+/// Where `scripts/console-pages` wants the gallery (the folder of
+/// docs/console.md); unset, it goes with the other screenshots.
+const PAGES_DIR_ENV: &str = "PORTICO_CONSOLE_PAGES_DIR";
+
+/// Opens the console and signs in as the demo's operator on Portico's
+/// login pages (a new device: the SMS code too), back on `/console/users`.
+async fn sign_in_as_the_operator(client: &Client, app: &TestApp) {
+    client.goto(&app.url("/console")).await.unwrap();
+    step_is(client, "username-password").await;
+    fill(client, "input[name=principal]", "operator").await;
+    type_into(client, "input[name=credentials]", "operator-password").await;
+    submit(client).await;
+    step_is(client, "sms-otp").await;
+    enter_code(client, app, "+79009990000").await;
+    wait_for_path(client, "/console/users").await;
+    wait_for_text(client, "#operator", "operator").await;
+}
+
+/// Confirms the action the page asks about and waits for its notice.
+async fn confirm(client: &Client, notice: &str) {
+    wait_for_text(client, "h1", "?").await;
+    click(client, "#confirm").await;
+    wait_for_text(client, "#notice", notice).await;
+}
+
+/// A payment event for the demo merchant, so that it has a delivery.
+async fn a_delivery(app: &TestApp) {
+    let event =
+        json!({"eventId": "ev-console-1", "merchantId": "demo-shop", "event": crate::notifications::payment("o-c1")});
+    let (status, _) = crate::notifications::submit(app, "payment", &event, Some(INTERNAL_TOKEN)).await;
+    assert_eq!(status, 202);
+}
+
+#[tokio::test]
+async fn an_operator_finds_a_user_by_phone_unblocks_them_ends_a_session_rotates_a_key_and_resends_a_delivery() {
+    let Some(browser) = launch().await else { return };
+    let client = &browser.client;
+    let app = TestApp::spawn(portico_tests::backends()[0]).await;
+    // ivan is signed in somewhere (a session to end); the demo merchant has a delivery.
+    let pkce = portico_tests::Pkce::new();
+    app.login_for_code(&app.browser(), &pkce, "ivan", "ivan-password").await;
+    a_delivery(&app).await;
+    let mut shots = Shots::new("console_everyday_work");
+
+    sign_in_as_the_operator(client, &app).await;
+    click(client, "#language button[data-locale=en]").await;
+    wait_for_attribute(client, "html", "lang", "en").await;
+
+    // Find the blocked demo user by their phone, as a customer dictates it.
+    client.find(Locator::Css("select[name=by] option[value=phone]")).await.unwrap().click().await.unwrap();
+    fill(client, "input[name=q]", "8 (900) 555-00-00").await;
+    click(client, "#userSearch button[type=submit]").await;
+    wait_for_text(client, "#users", "blocked").await;
+    shots.take(client, "found-by-phone").await;
+    click(client, "#users a").await;
+    wait_for_text(client, "#userState", "blocked").await;
+    fill(client, "#unblockForm input[name=reason]", "identity confirmed by phone").await;
+    click(client, "#unblock").await;
+    shots.take(client, "confirm-unblock").await;
+    confirm(client, "The user is unblocked").await;
+    wait_for_text(client, "#userState", "active").await;
+    let blocked = app.store.find_user_by_login("blocked").await.unwrap().unwrap();
+    assert!(!blocked.blocked, "unblocked in the store");
+    let event = &app.store.recent_audit(1).await.unwrap()[0];
+    assert_eq!((event.kind.as_str(), event.actor.as_deref()), ("user.unblocked", Some("operator:operator")));
+
+    // End ivan's session.
+    client.goto(&app.url("/console/users?by=login&q=iva")).await.unwrap();
+    click(client, "#users a").await;
+    wait_for_text(client, "h1", "ivan").await;
+    click(client, "#sessions button.endSession").await;
+    confirm(client, "The session has ended").await;
+    wait_for_text(client, "#noSessions", "No open sessions").await;
+    let ivan = app.store.find_user_by_login("ivan").await.unwrap().unwrap();
+    assert!(app.store.list_sessions(ivan.id, app.identity.clock.now()).await.unwrap().is_empty());
+
+    // Rotate the signing key.
+    let keys = app.store.list_signing_keys().await.unwrap().len();
+    click(client, "nav a[href='/console/keys']").await;
+    click(client, "#rotateKey").await;
+    confirm(client, "The signing key is rotated").await;
+    assert_eq!(app.store.list_signing_keys().await.unwrap().len(), keys + 1);
+
+    // Resend the merchant's delivery.
+    click(client, "nav a[href='/console/merchants']").await;
+    click(client, "#merchants a").await;
+    wait_for_text(client, "#deliveries", "ev-console-1").await;
+    click(client, "#deliveries button.resend").await;
+    confirm(client, "The notification is queued").await;
+    let (_, total) = app.store.list_deliveries("demo-shop", None, 0, 10).await.unwrap();
+    assert!(total >= 2, "a second delivery of the event: {total}");
+    let event = &app.store.recent_audit(1).await.unwrap()[0];
+    assert_eq!((event.kind.as_str(), event.actor.as_deref()), ("delivery.resent", Some("operator:operator")));
+    shots.take(client, "resent").await;
+
+    // Signing out ends the console and the single sign-on session.
+    click(client, "#signOut").await;
+    step_is(client, "username-password").await;
+    browser.client.clone().close().await.unwrap();
+}
+
+/// Every look of the confirmation page: it answers a form, so each look
+/// goes to the user's page and asks again.
+async fn every_look_of_a_confirmation(client: &Client, app: &TestApp, shots: &mut Shots, user_page: &str) {
+    for lang in ["ru", "en"] {
+        client.goto(&app.url(user_page)).await.unwrap();
+        click(client, &format!("#language button[data-locale={lang}]")).await;
+        wait_for_attribute(client, "html", "lang", lang).await;
+        for (width, height, device) in [(1280, 900, "desktop"), (390, 844, "phone")] {
+            client.set_window_size(width, height).await.unwrap();
+            for scheme in ["light", "dark"] {
+                color_scheme(client, scheme).await;
+                client.goto(&app.url(user_page)).await.unwrap();
+                click(client, "#block").await;
+                wait_for_attribute(client, "#confirmForm", "method", "post").await;
+                let look = format!("confirm-{lang}-{scheme}-{device}");
+                shots.take(client, &look).await;
+                let violations = accessibility_violations(client).await;
+                assert!(violations.is_empty(), "{look}: axe-core found {violations:#?}");
+                assert_readable(client, &look).await;
+            }
+        }
+    }
+    color_scheme(client, "light").await;
+    client.set_window_size(1280, 900).await.unwrap();
+}
+
+#[tokio::test]
+async fn every_console_page_in_both_languages_schemes_and_widths() {
+    let Some(browser) = launch().await else { return };
+    let client = &browser.client;
+    let app = TestApp::spawn(portico_tests::backends()[0]).await;
+    let pkce = portico_tests::Pkce::new();
+    app.login_for_code(&app.browser(), &pkce, "ivan", "ivan-password").await;
+    a_delivery(&app).await;
+    let mut shots = match std::env::var_os(PAGES_DIR_ENV) {
+        Some(dir) => Shots::in_dir(dir.into()),
+        None => Shots::new("every_console_page"),
+    };
+    let switch = |_: &'static str| None;
+    sign_in_as_the_operator(client, &app).await;
+    let ivan = app.store.find_user_by_login("ivan").await.unwrap().unwrap();
+    let ivan_page = format!("/console/users/{}", ivan.id.as_uuid());
+
+    for (name, path) in [
+        ("users", "/console/users?blocked=no".to_owned()),
+        ("user", ivan_page.clone()),
+        ("new-user", "/console/users/new".to_owned()),
+        ("clients", "/console/clients".to_owned()),
+        ("client", "/console/clients/demo-app".to_owned()),
+        ("keys", "/console/keys".to_owned()),
+        ("audit", "/console/audit".to_owned()),
+        ("deliveries", "/console/merchants/demo-shop".to_owned()),
+        ("report-tasks", "/console/reports?cnum=7700000001".to_owned()),
+        ("not-found", "/console/users/00000000-0000-0000-0000-000000000000".to_owned()),
+    ] {
+        client.goto(&app.url(&path)).await.unwrap();
+        wait_for_text(client, "#operator", "operator").await;
+        every_look(client, &mut shots, name, switch).await;
+    }
+    every_look_of_a_confirmation(client, &app, &mut shots, &ivan_page).await;
+    browser.client.clone().close().await.unwrap();
+}

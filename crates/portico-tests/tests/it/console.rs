@@ -1,0 +1,274 @@
+//! The operator console over HTTP, on both backends: signing in through
+//! Portico's own login as an OpenID Connect client, the session and CSRF
+//! rules, roles, confirmations, and the audit entries its actions leave.
+//! (`browser_console` walks it in Chromium.)
+
+use portico_model::user::OperatorRole;
+use portico_tests::{TestApp, backends, location};
+
+/// A cookie-keeping client signed in to the console as `login`: the
+/// console's redirect to Portico's authorization endpoint, the login
+/// pages (with the SMS code of a new device), the callback. Returns the
+/// client and the callback's answer.
+pub(crate) async fn sign_in(app: &TestApp, login: &str, password: &str) -> (reqwest::Client, reqwest::Response) {
+    let browser = app.browser();
+    let response = browser.get(app.url("/console/users")).send().await.unwrap();
+    assert_eq!(
+        (response.status().as_u16(), location(&response)),
+        (303, "/console/login?back=%2Fconsole%2Fusers".into())
+    );
+    let response = browser.get(app.url(&location(&response))).send().await.unwrap();
+    assert_eq!(response.status(), 303);
+    let authorize = location(&response);
+    assert!(authorize.starts_with("/oauth2/authorize?response_type=code&client_id=portico-console&"), "{authorize}");
+    assert!(authorize.contains("code_challenge_method=S256") && authorize.contains("&nonce="), "{authorize}");
+    let response = browser.get(app.url(&authorize)).send().await.unwrap();
+    assert_eq!(location(&response), "/login");
+    let view = app.login_view(&browser).await;
+    let csrf = view["pageData"]["authenticationFlowContext"]["csrf"].as_str().unwrap().to_owned();
+    let form = [("_csrf", csrf.as_str()), ("principal", login), ("credentials", password)];
+    let response = browser.post(app.url("/login")).form(&form).send().await.unwrap();
+    assert_eq!(response.status(), 303);
+    let back = app.second_factor_if_asked(&browser, &csrf, login, location(&response)).await;
+    let response = browser.get(app.url(&back)).send().await.unwrap();
+    assert_eq!(response.status(), 302, "a completed login returns a code");
+    let callback = location(&response);
+    assert!(callback.starts_with(&app.url("/console/callback?code=")), "{callback}");
+    let response = browser.get(&callback).send().await.unwrap();
+    (browser, response)
+}
+
+/// The `_csrf` of the first form on a console page.
+fn csrf_of(html: &str) -> String {
+    let at = html.find("name=\"_csrf\" value=\"").expect("a form with _csrf") + 20;
+    html[at..at + html[at..].find('"').unwrap()].to_owned()
+}
+
+async fn page(browser: &reqwest::Client, app: &TestApp, path: &str) -> (u16, String) {
+    let response = browser.get(app.url(path)).send().await.unwrap();
+    (response.status().as_u16(), response.text().await.unwrap())
+}
+
+async fn post(browser: &reqwest::Client, app: &TestApp, path: &str, form: &[(&str, &str)]) -> reqwest::Response {
+    browser.post(app.url(path)).form(form).send().await.unwrap()
+}
+
+#[tokio::test]
+async fn an_operator_signs_in_through_portico_and_finds_blocks_and_unblocks_a_user_by_phone() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let (browser, response) = sign_in(&app, "operator", "operator-password").await;
+        assert_eq!((response.status().as_u16(), location(&response)), (303, "/console/users".into()), "{backend:?}");
+        let cookie = response
+            .headers()
+            .get_all("set-cookie")
+            .iter()
+            .map(|v| v.to_str().unwrap().to_owned())
+            .find(|c| c.starts_with("svc.console="))
+            .expect("the console session");
+        for attribute in ["Path=/console", "HttpOnly", "SameSite=Strict", "Max-Age=900"] {
+            assert!(cookie.contains(attribute), "{cookie}");
+        }
+        let audit = app.store.recent_audit(5).await.unwrap();
+        assert!(
+            audit
+                .iter()
+                .any(|e| e.kind == "token.issued"
+                    && e.client_id.as_ref().is_some_and(|c| c.as_str() == "portico-console"))
+        );
+
+        // The phone in the form a customer dictates it.
+        let response = browser.get(app.url("/console/users?by=phone&q=8%20900%20123-45-67")).send().await.unwrap();
+        let csp = response.headers()["content-security-policy"].to_str().unwrap().to_owned();
+        assert!(
+            csp.contains("default-src 'none'") && csp.contains("form-action 'self'") && !csp.contains("script-src"),
+            "{csp}"
+        );
+        let html = response.text().await.unwrap();
+        assert!(html.contains(">ivan</a>") && !html.contains(">maria</a>"), "{html}");
+        let ivan = app.store.find_user_by_login("ivan").await.unwrap().unwrap();
+        let path = format!("/console/users/{}", ivan.id.as_uuid());
+        let (status, html) = page(&browser, &app, &path).await;
+        assert_eq!(status, 200);
+        let csrf = csrf_of(&html);
+
+        // Blocking asks first; nothing changes until it is confirmed.
+        let block = format!("{path}/block");
+        let response = post(&browser, &app, &block, &[("_csrf", &csrf), ("reason", "lost phone")]).await;
+        assert_eq!(response.status(), 200);
+        let html = response.text().await.unwrap();
+        assert!(html.contains("name=\"confirm\" value=\"yes\"") && html.contains("value=\"lost phone\""), "{html}");
+        assert!(!app.store.find_user(ivan.id).await.unwrap().unwrap().blocked, "not blocked before confirming");
+        // A forged form (another CSRF token) changes nothing.
+        let response = post(&browser, &app, &block, &[("_csrf", "forged"), ("reason", "x"), ("confirm", "yes")]).await;
+        assert_eq!(response.status(), 403);
+        assert!(!app.store.find_user(ivan.id).await.unwrap().unwrap().blocked);
+
+        let response =
+            post(&browser, &app, &block, &[("_csrf", &csrf), ("reason", "lost phone"), ("confirm", "yes")]).await;
+        assert_eq!((response.status().as_u16(), location(&response)), (303, format!("{path}?done=blocked")));
+        assert!(app.store.find_user(ivan.id).await.unwrap().unwrap().blocked);
+        let event = &app.store.recent_audit(1).await.unwrap()[0];
+        assert_eq!((event.kind.as_str(), event.actor.as_deref()), ("user.blocked", Some("operator:operator")));
+        assert_eq!(event.detail["reason"], "lost phone");
+
+        let unblock = format!("{path}/unblock");
+        let response =
+            post(&browser, &app, &unblock, &[("_csrf", &csrf), ("reason", "found"), ("confirm", "yes")]).await;
+        assert_eq!(response.status(), 303);
+        assert!(!app.store.find_user(ivan.id).await.unwrap().unwrap().blocked);
+        let (_, html) = page(&browser, &app, &format!("{path}?done=unblocked")).await;
+        assert!(html.contains("id=\"notice\""), "the action's notice is shown");
+    }
+}
+
+#[tokio::test]
+async fn an_account_without_an_operator_role_is_refused_and_its_console_grant_revoked() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let (browser, response) = sign_in(&app, "ivan", "ivan-password").await;
+        assert_eq!(response.status(), 403, "{backend:?}");
+        let html = response.text().await.unwrap();
+        assert!(html.contains("/oauth2/logout?client_id=portico-console"), "a way to sign in as someone else: {html}");
+        let ivan = app.store.find_user_by_login("ivan").await.unwrap().unwrap();
+        let grants = app.store.list_user_grants(ivan.id).await.unwrap();
+        assert!(grants.iter().all(|g| g.client_id.as_str() != "portico-console"), "{grants:?}");
+        // No session: the console sends the browser to sign in again.
+        let response = browser.get(app.url("/console/users")).send().await.unwrap();
+        assert_eq!(response.status(), 303);
+        assert!(location(&response).starts_with("/console/login"));
+    }
+}
+
+#[tokio::test]
+async fn support_reads_and_blocks_but_admin_pages_and_actions_are_refused() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let maria = app.store.find_user_by_login("maria").await.unwrap().unwrap();
+        let now = portico_model::clock::Clock::now(app.clock.as_ref());
+        app.store.set_operator_role(maria.id, Some(OperatorRole::Support), now).await.unwrap();
+        let (browser, response) = sign_in(&app, "maria", "maria-password").await;
+        assert_eq!(response.status(), 303, "{backend:?}");
+        let (status, html) = page(&browser, &app, "/console/users").await;
+        assert_eq!(status, 200);
+        assert!(
+            !html.contains("href=\"/console/clients\"") && !html.contains("href=\"/console/keys\""),
+            "support sees no admin sections"
+        );
+        let csrf = csrf_of(&html);
+        for path in
+            ["/console/clients", "/console/keys", "/console/merchants", "/console/reports", "/console/users/new"]
+        {
+            assert_eq!(page(&browser, &app, path).await.0, 403, "{path}");
+        }
+        let keys = app.store.list_signing_keys().await.unwrap();
+        let response = post(&browser, &app, "/console/keys/rotate", &[("_csrf", &csrf), ("confirm", "yes")]).await;
+        assert_eq!(response.status(), 403);
+        assert_eq!(app.store.list_signing_keys().await.unwrap(), keys, "no key was made");
+        let ivan = app.store.find_user_by_login("ivan").await.unwrap().unwrap();
+        let path = format!("/console/users/{}/delete", ivan.id.as_uuid());
+        assert_eq!(post(&browser, &app, &path, &[("_csrf", &csrf), ("confirm", "yes")]).await.status(), 403);
+        assert!(app.store.find_user(ivan.id).await.unwrap().is_some());
+        // What support may do, it does.
+        let path = format!("/console/users/{}/block", ivan.id.as_uuid());
+        assert_eq!(post(&browser, &app, &path, &[("_csrf", &csrf), ("confirm", "yes")]).await.status(), 303);
+        assert!(app.store.find_user(ivan.id).await.unwrap().unwrap().blocked);
+        assert_eq!(page(&browser, &app, "/console/audit?kind=user.blocked").await.0, 200);
+
+        // The role taken away ends the console at the next click.
+        app.store.set_operator_role(maria.id, None, now).await.unwrap();
+        let response = browser.get(app.url("/console/users")).send().await.unwrap();
+        assert_eq!(response.status(), 303);
+        assert!(location(&response).starts_with("/console/login"));
+    }
+}
+
+#[tokio::test]
+async fn a_forged_state_or_a_replayed_callback_signs_nobody_in() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let browser = app.browser();
+        let response = browser.get(app.url("/console/login")).send().await.unwrap();
+        let authorize = location(&response);
+        // Another browser's callback (no sign-in cookie here), and a state that is not this sign-in's.
+        let other = app.browser();
+        assert_eq!(other.get(app.url("/console/callback?code=x&state=y")).send().await.unwrap().status(), 400);
+        let forged = browser.get(app.url("/console/callback?code=x&state=forged")).send().await.unwrap();
+        assert_eq!(forged.status(), 400, "{backend:?}");
+
+        // A real sign-in; its callback presented twice signs in once.
+        let response = browser.get(app.url(&authorize)).send().await.unwrap();
+        assert_eq!(location(&response), "/login");
+        let (browser, response) = sign_in(&app, "operator", "operator-password").await;
+        assert_eq!(response.status(), 303);
+        let url = response.url().clone();
+        let again = browser.get(url).send().await.unwrap();
+        assert_eq!(again.status(), 400, "the sign-in cookie is spent with the first callback");
+    }
+}
+
+#[tokio::test]
+async fn signing_out_revokes_the_consoles_grant_and_ends_the_single_sign_on_session() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let (browser, _) = sign_in(&app, "operator", "operator-password").await;
+        let (_, html) = page(&browser, &app, "/console/users").await;
+        let csrf = csrf_of(&html);
+        let operator = app.store.find_user_by_login("operator").await.unwrap().unwrap();
+        let live = |grants: Vec<portico_model::oauth::Grant>| {
+            grants.into_iter().filter(|g| g.client_id.as_str() == "portico-console" && g.revoked_at.is_none()).count()
+        };
+        assert_eq!(live(app.store.list_user_grants(operator.id).await.unwrap()), 1, "{backend:?}");
+        let response = post(&browser, &app, "/console/logout", &[("_csrf", &csrf)]).await;
+        assert_eq!(response.status(), 303);
+        let logout = location(&response);
+        assert!(logout.starts_with("/oauth2/logout?client_id=portico-console&post_logout_redirect_uri="), "{logout}");
+        assert_eq!(live(app.store.list_user_grants(operator.id).await.unwrap()), 0);
+        let response = browser.get(app.url(&logout)).send().await.unwrap();
+        assert_eq!((response.status().as_u16(), location(&response)), (302, app.url("/console/")));
+        // Signed out everywhere: the console starts a new sign-in, which asks for the password again.
+        let response = browser.get(app.url("/console/users")).send().await.unwrap();
+        assert!(location(&response).starts_with("/console/login"));
+        let response = browser.get(app.url(&location(&response))).send().await.unwrap();
+        let response = browser.get(app.url(&location(&response))).send().await.unwrap();
+        assert_eq!(location(&response), "/login", "no single sign-on session is left");
+    }
+}
+
+#[tokio::test]
+async fn the_consoles_client_is_registered_once_and_keeps_an_operators_own_settings() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let client = app.store.find_client(&"portico-console".into()).await.unwrap().expect("registered at start");
+        assert_eq!(client.redirect_uris, vec![app.url("/console/callback")], "{backend:?}");
+        assert_eq!(client.post_logout_redirect_uris, vec![app.url("/console/")]);
+        assert!(client.logout_revokes_grants && !client.require_consent);
+        // Another start (another node) changes nothing.
+        let console = portico_console::Console {
+            identity: app.identity.clone(),
+            admin: std::sync::Arc::new(portico_admin::AdminService::new(
+                app.store.clone(),
+                app.clock.clone(),
+                portico_crypto::seal::Sealer::new(&[7; 32]),
+            )),
+            notify: app.notify.clone(),
+            reports: app.reports.clone(),
+            operators: std::sync::Arc::new(portico_admin::operators::Operators {
+                tokens: app.identity.tokens.clone(),
+                store: app.store.clone(),
+                client_id: "portico-console".into(),
+            }),
+            client_id: "portico-console".into(),
+            public_url: "https://console.bank.example".into(),
+            sealer: portico_crypto::seal::Sealer::new(&[7; 32]),
+        };
+        portico_console::auth::register_client(&console).await.unwrap();
+        let again = app.store.find_client(&"portico-console".into()).await.unwrap().unwrap();
+        assert_eq!(
+            again.redirect_uris,
+            vec![app.url("/console/callback"), "https://console.bank.example/console/callback".into()],
+            "a node at another address adds its own, keeping what was there"
+        );
+        assert_eq!(again.secret_hash, client.secret_hash);
+    }
+}
