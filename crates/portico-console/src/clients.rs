@@ -102,17 +102,10 @@ pub async fn new_form(State(console): State<ConsoleState>, headers: HeaderMap) -
     }
 }
 
-#[derive(Template)]
-#[template(path = "secret.html")]
-struct SecretPage {
-    l: Layout,
-    client_id: String,
-    secret: String,
-}
-
 /// The page that shows a client's secret, this once.
 fn secret_page(l: Layout, client_id: String, secret: String) -> Response {
-    render(StatusCode::OK, &SecretPage { l, client_id, secret })
+    let back = format!("/console/clients/{client_id}");
+    page::shown_once(l, "client.id", client_id, secret, &back)
 }
 
 /// A form's operator, who must be an admin.

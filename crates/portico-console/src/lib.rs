@@ -16,7 +16,9 @@
 //!   Content-Security-Policy, forms and the confirmation step that every
 //!   destructive action goes through.
 //! - One module per section: [`users`], [`clients`], [`system`] (signing
-//!   keys, audit log), [`merchants`] (deliveries), [`reports`] (tasks).
+//!   keys, audit log), [`merchants`] (registration, keys, deliveries),
+//!   [`reports`] (tasks), [`documents`] (the permission model and
+//!   brokerage data).
 //!
 //! What a `support` operator may do is what the admin API lets them do
 //! (read users, sessions, grants and the audit log; block, unblock, end
@@ -29,6 +31,7 @@
 
 pub mod auth;
 pub mod clients;
+pub mod documents;
 pub mod merchants;
 pub mod page;
 pub mod reports;
@@ -53,6 +56,7 @@ pub struct Console {
     pub admin: Arc<AdminService>,
     pub notify: Arc<portico_notify::Notify>,
     pub reports: Arc<portico_reports::Reports>,
+    pub permissions: Arc<portico_permissions::service::PermissionService>,
     /// Who is an operator (the admin API's own check).
     pub operators: Arc<dyn OperatorAuthority>,
     /// The console's client at Portico (`operator_client_id`).
@@ -105,9 +109,13 @@ pub fn router(state: ConsoleState) -> Router {
         .route("/console/keys", get(system::keys))
         .route("/console/keys/rotate", post(system::rotate_key))
         .route("/console/audit", get(system::audit))
-        .route("/console/merchants", get(merchants::list))
+        .route("/console/merchants", get(merchants::list).post(merchants::create))
         .route("/console/merchants/{id}", get(merchants::deliveries))
+        .route("/console/merchants/{id}/key", post(merchants::rotate_key))
         .route("/console/merchants/{id}/deliveries/{delivery}/resend", post(merchants::resend))
+        .route("/console/permissions", get(documents::permissions).post(documents::apply_permissions))
+        .route("/console/permissions/document", get(documents::permissions_document))
+        .route("/console/brokerage", get(documents::brokerage).post(documents::load_brokerage))
         .route("/console/reports", get(reports::tasks))
         .route("/console/reports/{id}/retry", post(reports::retry))
         .route("/console/{*rest}", get(page::not_found).post(page::not_found))

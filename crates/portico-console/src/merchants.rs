@@ -7,11 +7,12 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use portico_admin::ServiceError;
-use portico_model::notify::DeliveryStatus;
+use portico_model::notify::{DeliveryStatus, MerchantIds};
 use portico_notify::deliveries::{DeliveryView, Filter};
+use portico_storage::StorageError;
 
 use crate::ConsoleState;
-use crate::page::{self, Layout, done, render};
+use crate::page::{self, Form, Layout, done, render};
 use crate::session::require_admin;
 
 /// Deliveries per page.
@@ -166,4 +167,76 @@ pub async fn resend(
         },
     )
     .await
+}
+
+/// `POST /console/merchants`: registers a merchant (`merchant_id`,
+/// `public_id`, `sbp_merchant_id`); its API key is shown once.
+pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Response {
+    let form = match Form::read(&headers, body).await {
+        Ok(form) => form,
+        Err(response) => return response,
+    };
+    let operator = match console.form_operator(&headers, &form).await.and_then(|o| require_admin(&headers, o)) {
+        Ok(operator) => operator,
+        Err(response) => return response,
+    };
+    let l = Layout::new(&headers, &operator, "merchants", "/console/merchants");
+    let ids = MerchantIds {
+        merchant_id: form.text("merchant_id").unwrap_or_default(),
+        public_id: form.text("public_id").unwrap_or_default(),
+        sbp_merchant_id: form.text("sbp_merchant_id").unwrap_or_default(),
+    };
+    if let Err(problem) = portico_notify::merchants::check_ids(&ids) {
+        let problem = portico_api::Problem::new("", problem.to_string());
+        return page::service_error(l, ServiceError::Invalid(vec![problem]), "/console/merchants");
+    }
+    let merchant_id = ids.merchant_id.clone();
+    match portico_notify::admin::register_merchant(&console.notify, &operator.admin.actor, ids).await {
+        Ok(key) => {
+            page::shown_once(l, "merchant.id", merchant_id.clone(), key, &format!("/console/merchants/{merchant_id}"))
+        }
+        Err(StorageError::Conflict(_)) => {
+            let taken = ServiceError::Conflict(
+                "merchant_exists",
+                "a merchant with this merchant id or public id exists".into(),
+            );
+            page::service_error(l, taken, "/console/merchants")
+        }
+        Err(error) => page::storage_error(l, &error),
+    }
+}
+
+/// `POST /console/merchants/{id}/key`: a new API key, shown once; the old
+/// one stops working at once.
+pub async fn rotate_key(
+    State(console): State<ConsoleState>,
+    headers: HeaderMap,
+    Path(merchant): Path<String>,
+    body: Body,
+) -> Response {
+    let form = match Form::read(&headers, body).await {
+        Ok(form) => form,
+        Err(response) => return response,
+    };
+    let operator = match console.form_operator(&headers, &form).await.and_then(|o| require_admin(&headers, o)) {
+        Ok(operator) => operator,
+        Err(response) => return response,
+    };
+    let here = format!("/console/merchants/{merchant}");
+    let l = Layout::new(&headers, &operator, "merchants", &here);
+    if !form.confirmed() {
+        return page::confirm(
+            l,
+            &form,
+            "confirm.merchant_key",
+            merchant.clone(),
+            &format!("{here}/key"),
+            "merchant.new_key",
+        );
+    }
+    match portico_notify::admin::rotate_merchant_key(&console.notify, &operator.admin.actor, &merchant).await {
+        Ok(Some(key)) => page::shown_once(l, "merchant.id", merchant, key, &here),
+        Ok(None) => page::message(l, StatusCode::NOT_FOUND, "error.no_merchant", "/console/merchants"),
+        Err(error) => page::storage_error(l, &error),
+    }
 }

@@ -159,7 +159,15 @@ impl Form {
     /// # Errors
     /// A 400 page for a larger or unreadable body.
     pub async fn read(headers: &HeaderMap, body: Body) -> Result<Self, Response> {
-        match to_bytes(body, MAX_FORM).await {
+        Self::read_up_to(headers, body, MAX_FORM).await
+    }
+
+    /// Reads a form of at most `limit` bytes (a document's).
+    ///
+    /// # Errors
+    /// A 400 page for a larger or unreadable body.
+    pub async fn read_up_to(headers: &HeaderMap, body: Body, limit: usize) -> Result<Self, Response> {
+        match to_bytes(body, limit).await {
             Ok(bytes) => Ok(Self(form_urlencoded::parse(&bytes).into_owned().collect())),
             Err(_) => Err(refused(headers, StatusCode::BAD_REQUEST, "error.form")),
         }
@@ -355,6 +363,23 @@ pub fn here(path: &str, raw: Option<&str>) -> String {
         Some(query) if !query.is_empty() => format!("{path}?{query}"),
         _ => path.to_owned(),
     }
+}
+
+#[derive(Template)]
+#[template(path = "secret.html")]
+struct SecretPage {
+    l: Layout,
+    /// What `id` is (a text key).
+    label: &'static str,
+    id: String,
+    secret: String,
+    back: String,
+}
+
+/// The page that shows a new secret (a client's, a merchant's key) this
+/// once, in the answer to the form that made it; never cached.
+pub fn shown_once(l: Layout, label: &'static str, id: String, secret: String, back: &str) -> Response {
+    render(StatusCode::OK, &SecretPage { l, label, id, secret, back: safe_back(back) })
 }
 
 /// `done=<notice>` appended to a console path.

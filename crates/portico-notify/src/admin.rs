@@ -129,20 +129,33 @@ pub async fn create(
         MerchantIds { merchant_id: new.merchant_id, public_id: new.public_id, sbp_merchant_id: new.sbp_merchant_id };
     crate::merchants::check_ids(&ids).map_err(|problem| ApiError::bad_request(problem.to_string()))?;
     let merchant_id = ids.merchant_id.clone();
-    let now = api.clock.now();
-    match crate::merchants::create(api.store.as_ref(), &api.sealer, ids, now).await {
-        Ok(api_key) => {
-            tracing::info!(%merchant_id, actor = %admin.actor, "merchant registered through the admin API");
-            let event = AuditEvent::new(now, AuditKind::MerchantCreated).by(&admin.actor);
-            portico_api::audit(api.store.as_ref(), event.detail(serde_json::json!({ "merchant_id": merchant_id })))
-                .await;
-            Ok((StatusCode::CREATED, Json(MerchantKey { merchant_id, api_key })).into_response())
-        }
+    match register_merchant(&api, &admin.actor, ids).await {
+        Ok(api_key) => Ok((StatusCode::CREATED, Json(MerchantKey { merchant_id, api_key })).into_response()),
         Err(StorageError::Conflict(_)) => {
             Err(ApiError::conflict("merchant_exists", "a merchant with this merchant id or public id exists"))
         }
         Err(e) => Err(ApiError::storage("registering a merchant", &e)),
     }
+}
+
+/// Registers a merchant whose ids passed [`crate::merchants::check_ids`],
+/// recorded in the audit log with `actor`; its new API key, shown once.
+/// The admin API and the console share it.
+///
+/// # Errors
+/// `Conflict` when the merchant id or public id is taken; the store.
+pub async fn register_merchant(
+    api: &NotifyState,
+    actor: &portico_model::audit::Actor,
+    ids: MerchantIds,
+) -> Result<String, StorageError> {
+    let merchant_id = ids.merchant_id.clone();
+    let now = api.clock.now();
+    let api_key = crate::merchants::create(api.store.as_ref(), &api.sealer, ids, now).await?;
+    tracing::info!(%merchant_id, %actor, "merchant registered by an operator");
+    let event = AuditEvent::new(now, AuditKind::MerchantCreated).by(actor);
+    portico_api::audit(api.store.as_ref(), event.detail(serde_json::json!({ "merchant_id": merchant_id }))).await;
+    Ok(api_key)
 }
 
 #[utoipa::path(
@@ -167,17 +180,31 @@ pub async fn rotate_key(
 ) -> Result<Response, ApiError> {
     // A segment that is not UTF-8 names no merchant: 404 below, as JSON.
     let merchant_id = merchant_id.map(|Path(id)| id).unwrap_or_default();
-    match crate::merchants::rotate_key(api.store.as_ref(), &api.sealer, &merchant_id).await {
-        Ok(Some(api_key)) => {
-            tracing::info!(%merchant_id, actor = %admin.actor, "merchant key rotated through the admin API");
-            let event = AuditEvent::new(api.clock.now(), AuditKind::MerchantKeyRotated).by(&admin.actor);
-            portico_api::audit(api.store.as_ref(), event.detail(serde_json::json!({ "merchant_id": merchant_id })))
-                .await;
-            Ok(Json(MerchantKey { merchant_id, api_key }).into_response())
-        }
+    match rotate_merchant_key(&api, &admin.actor, &merchant_id).await {
+        Ok(Some(api_key)) => Ok(Json(MerchantKey { merchant_id, api_key }).into_response()),
         Ok(None) => Err(ApiError::not_found("merchant_not_found", "there is no merchant with this id")),
         Err(e) => Err(ApiError::storage("rotating a merchant key", &e)),
     }
+}
+
+/// A new API key for the merchant (the old one stops working at once),
+/// recorded in the audit log with `actor`; `None` for an unknown merchant.
+/// The admin API and the console share it.
+///
+/// # Errors
+/// When the store fails.
+pub async fn rotate_merchant_key(
+    api: &NotifyState,
+    actor: &portico_model::audit::Actor,
+    merchant_id: &str,
+) -> Result<Option<String>, StorageError> {
+    let Some(api_key) = crate::merchants::rotate_key(api.store.as_ref(), &api.sealer, merchant_id).await? else {
+        return Ok(None);
+    };
+    tracing::info!(%merchant_id, %actor, "merchant key rotated by an operator");
+    let event = AuditEvent::new(api.clock.now(), AuditKind::MerchantKeyRotated).by(actor);
+    portico_api::audit(api.store.as_ref(), event.detail(serde_json::json!({ "merchant_id": merchant_id }))).await;
+    Ok(Some(api_key))
 }
 
 #[utoipa::path(

@@ -86,18 +86,32 @@ pub async fn apply(
     let text = std::str::from_utf8(&body).map_err(|_| ApiError::bad_request("the document is not UTF-8"))?;
     let doc: PermissionDocument =
         parse_document(text, yaml).map_err(|message| ApiError::invalid(message, Vec::new()))?;
-    match api.service.apply(&doc).await {
-        Ok(summary) => {
-            tracing::info!(revision = summary.revision, actor = %admin.actor, "permission model changed through the admin API");
-            let event = AuditEvent::new(api.clock.now(), AuditKind::PermissionsImported).by(&admin.actor);
-            portico_api::audit(api.store.as_ref(), event.detail(serde_json::json!({ "revision": summary.revision })))
-                .await;
-            Ok(Json(summary).into_response())
-        }
+    match apply_by(&api.service, api.store.as_ref(), api.clock.as_ref(), &admin.actor, &doc).await {
+        Ok(summary) => Ok(Json(summary).into_response()),
         Err(ApplyError::Invalid(problems)) => Err(ApiError::invalid(
             format!("the document has {} problem(s); nothing was changed", problems.len()),
             problems.into_iter().map(|p| Problem::new(p.place, p.message)).collect(),
         )),
         Err(ApplyError::Storage(e)) => Err(ApiError::storage("permission import", &e)),
     }
+}
+
+/// An operator's change of the permission model: `doc` merged and saved as
+/// a new revision, recorded in the audit log with `actor`. The admin API
+/// and the console share it.
+///
+/// # Errors
+/// As [`PermissionService::apply`].
+pub async fn apply_by(
+    service: &crate::service::PermissionService,
+    store: &dyn portico_storage::Storage,
+    clock: &dyn portico_model::clock::Clock,
+    actor: &portico_model::audit::Actor,
+    doc: &PermissionDocument,
+) -> Result<crate::service::ApplySummary, ApplyError> {
+    let summary = service.apply(doc).await?;
+    tracing::info!(revision = summary.revision, %actor, "permission model changed by an operator");
+    let event = AuditEvent::new(clock.now(), AuditKind::PermissionsImported).by(actor);
+    portico_api::audit(store, event.detail(serde_json::json!({ "revision": summary.revision }))).await;
+    Ok(summary)
 }

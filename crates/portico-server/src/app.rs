@@ -224,6 +224,7 @@ impl App {
                 admin: Arc::clone(&admin),
                 notify: Arc::clone(&notify),
                 reports: Arc::clone(&reports),
+                permissions: Arc::clone(&permissions),
                 operators,
                 client_id: config.operator_client_id.as_str().into(),
                 public_url: config.public_url().trim_end_matches('/').to_owned(),

@@ -119,8 +119,22 @@ pub async fn submit_admin(
     admin: Admin,
     body: Bytes,
 ) -> Result<Json<Stored>, ApiError> {
-    let stored = store(&api, &body).await?;
-    let event = AuditEvent::new(api.clock.now(), AuditKind::BrokerageDataLoaded).by(&admin.actor);
+    load_by(&api, &admin.actor, &body).await
+}
+
+/// An operator's load of brokerage data (a JSON `Document`), all or
+/// nothing, recorded in the audit log with `actor`. The admin API and the
+/// console share it.
+///
+/// # Errors
+/// `invalid_document` with every problem; the store.
+pub async fn load_by(
+    api: &ReportsState,
+    actor: &portico_model::audit::Actor,
+    body: &[u8],
+) -> Result<Json<Stored>, ApiError> {
+    let stored = store(api, body).await?;
+    let event = AuditEvent::new(api.clock.now(), AuditKind::BrokerageDataLoaded).by(actor);
     portico_api::audit(api.store.as_ref(), event.detail(serde_json::json!({ "agreements": stored.agreements }))).await;
     Ok(stored)
 }

@@ -166,8 +166,11 @@ async fn every_console_page_in_both_languages_schemes_and_widths() {
         ("client", "/console/clients/demo-app".to_owned()),
         ("keys", "/console/keys".to_owned()),
         ("audit", "/console/audit".to_owned()),
+        ("merchants", "/console/merchants".to_owned()),
         ("deliveries", "/console/merchants/demo-shop".to_owned()),
         ("report-tasks", "/console/reports?cnum=7700000001".to_owned()),
+        ("permission-model", "/console/permissions".to_owned()),
+        ("brokerage-data", "/console/brokerage".to_owned()),
         ("not-found", "/console/users/00000000-0000-0000-0000-000000000000".to_owned()),
     ] {
         client.goto(&app.url(&path)).await.unwrap();

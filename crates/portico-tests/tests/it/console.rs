@@ -253,6 +253,7 @@ async fn the_consoles_client_is_registered_once_and_keeps_an_operators_own_setti
             )),
             notify: app.notify.clone(),
             reports: app.reports.clone(),
+            permissions: std::sync::Arc::new(portico_permissions::service::PermissionService::new(app.store.clone())),
             operators: std::sync::Arc::new(portico_admin::operators::Operators {
                 tokens: app.identity.tokens.clone(),
                 store: app.store.clone(),
@@ -270,5 +271,103 @@ async fn the_consoles_client_is_registered_once_and_keeps_an_operators_own_setti
             "a node at another address adds its own, keeping what was there"
         );
         assert_eq!(again.secret_hash, client.secret_hash);
+    }
+}
+
+#[tokio::test]
+async fn admins_register_a_merchant_and_load_the_permission_model_and_brokerage_data_through_the_console() {
+    use portico_reports::sample::{Shape, agreement};
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let (browser, _) = sign_in(&app, "operator", "operator-password").await;
+        let (status, html) = page(&browser, &app, "/console/merchants").await;
+        assert_eq!(status, 200, "{backend:?}");
+        let csrf = csrf_of(&html);
+
+        // A merchant: its key shown once, and it authenticates the merchant API.
+        let form = [
+            ("_csrf", csrf.as_str()),
+            ("merchant_id", "shop-c"),
+            ("public_id", "pub-shop-c"),
+            ("sbp_merchant_id", "MA0000000077"),
+        ];
+        let response = post(&browser, &app, "/console/merchants", &form).await;
+        assert_eq!(response.headers()["cache-control"], "no-store");
+        let html = response.text().await.unwrap();
+        let at = html.find("id=\"secret\">").expect("the key is shown") + 12;
+        let key = html[at..at + html[at..].find('<').unwrap()].to_owned();
+        let settings = app
+            .http()
+            .put(app.url("/v1/notifications/settings"))
+            .header("authorization", &key)
+            .header("content-type", "application/json")
+            .body(r#"{"callbackUrl": "https://shop.example/notify"}"#)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(settings.status(), 200, "the shown key is the merchant's");
+        let event = &app.store.recent_audit(1).await.unwrap()[0];
+        assert_eq!((event.kind.as_str(), event.actor.as_deref()), ("merchant.created", Some("operator:operator")));
+        let taken = post(&browser, &app, "/console/merchants", &form).await;
+        assert_eq!(taken.status(), 409);
+        let bad = [("_csrf", csrf.as_str()), ("merchant_id", "shop c"), ("public_id", "p"), ("sbp_merchant_id", "s")];
+        assert_eq!(post(&browser, &app, "/console/merchants", &bad).await.status(), 400);
+        assert!(app.store.find_merchant("shop c").await.unwrap().is_none());
+
+        // The permission model: a check changes nothing; an application asks, then makes a revision.
+        let before = app.store.load_permissions().await.unwrap().revision;
+        let doc = "companies:\n  - cnum: \"7700000099\"\n    name: ООО «Тест»\n    contractStatus: ACTIVE\n";
+        let form = [("_csrf", csrf.as_str()), ("document", doc), ("action", "check")];
+        let response = post(&browser, &app, "/console/permissions", &form).await;
+        let status = response.status();
+        let html = response.text().await.unwrap();
+        assert_eq!(status, 200, "{html}");
+        assert!(html.contains("id=\"checked\""), "{html}");
+        assert_eq!(app.store.load_permissions().await.unwrap().revision, before, "a check saves nothing");
+        let form = [("_csrf", csrf.as_str()), ("document", doc), ("action", "apply")];
+        let response = post(&browser, &app, "/console/permissions", &form).await;
+        assert!(response.text().await.unwrap().contains("name=\"confirm\" value=\"yes\""));
+        assert_eq!(app.store.load_permissions().await.unwrap().revision, before, "nothing before confirming");
+        let form = [("_csrf", csrf.as_str()), ("document", doc), ("action", "apply"), ("confirm", "yes")];
+        let response = post(&browser, &app, "/console/permissions", &form).await;
+        assert_eq!(location(&response), "/console/permissions?done=applied");
+        assert_eq!(app.store.load_permissions().await.unwrap().revision, before + 1);
+        let event = &app.store.recent_audit(1).await.unwrap()[0];
+        assert_eq!((event.kind.as_str(), event.actor.as_deref()), ("permissions.imported", Some("operator:operator")));
+        let broken =
+            [("_csrf", csrf.as_str()), ("document", "companies: [{cnum: x}]"), ("action", "apply"), ("confirm", "yes")];
+        let response = post(&browser, &app, "/console/permissions", &broken).await;
+        assert_eq!(response.status(), 400);
+        assert_eq!(
+            app.store.load_permissions().await.unwrap().revision,
+            before + 1,
+            "a broken document changes nothing"
+        );
+        let download = browser.get(app.url("/console/permissions/document")).send().await.unwrap();
+        assert!(download.headers()["content-disposition"].to_str().unwrap().starts_with("attachment"));
+        let exported: serde_json::Value = download.json().await.unwrap();
+        assert!(exported["companies"].as_array().unwrap().iter().any(|c| c["cnum"] == "7700000099"));
+
+        // Brokerage data: a broken document names its problems and stores nothing; a good one is loaded.
+        let mut good = agreement(&Shape { number: "БД-0200", ..Shape::demo() });
+        good.trades.truncate(2);
+        let mut bad = good.clone();
+        bad.trades[0].ticker = "NOPE".into();
+        let text = serde_json::json!({"agreements": [bad]}).to_string();
+        let form = [("_csrf", csrf.as_str()), ("document", text.as_str()), ("confirm", "yes")];
+        let response = post(&browser, &app, "/console/brokerage", &form).await;
+        assert_eq!(response.status(), 400);
+        assert!(
+            response.text().await.unwrap().contains("agreements[0].trades[0].ticker"),
+            "the problem is named with its place"
+        );
+        assert!(!app.store.list_agreements().await.unwrap().iter().any(|(n, _)| n == "БД-0200"));
+        let text = serde_json::json!({"agreements": [good]}).to_string();
+        let form = [("_csrf", csrf.as_str()), ("document", text.as_str()), ("confirm", "yes")];
+        let response = post(&browser, &app, "/console/brokerage", &form).await;
+        assert_eq!(location(&response), "/console/brokerage?done=loaded");
+        assert!(app.store.list_agreements().await.unwrap().iter().any(|(n, _)| n == "БД-0200"));
+        let event = &app.store.recent_audit(1).await.unwrap()[0];
+        assert_eq!((event.kind.as_str(), event.actor.as_deref()), ("brokerage.loaded", Some("operator:operator")));
     }
 }

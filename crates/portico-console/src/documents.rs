@@ -1,0 +1,200 @@
+//! `/console/permissions` and `/console/brokerage` (admin): the data that
+//! is loaded as whole documents. The permission model: its revision and
+//! size, the current document to download, and a new one to check (a dry
+//! run) or merge in. Brokerage data: the agreements held, and a document
+//! to load (each agreement in it replaced whole). Both all or nothing, the
+//! same operations as the admin API's.
+
+use askama::Template;
+use axum::body::Body;
+use axum::extract::{RawQuery, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use portico_admin::ServiceError;
+use portico_api::Problem;
+use portico_permissions::service::{ApplyError, ApplySummary, parse_document};
+
+use crate::page::{self, Form, Layout, done, render};
+use crate::session::{Operator, require_admin};
+use crate::{Console, ConsoleState};
+
+/// The largest document form the console reads; larger documents go
+/// through the admin API or the CLI.
+const MAX_DOCUMENT_FORM: usize = 16 * 1024 * 1024;
+
+#[derive(Template)]
+#[template(path = "permissions.html")]
+struct PermissionsPage {
+    l: Layout,
+    revision: i64,
+    current: ApplySummary,
+    /// A dry run's answer: what the document would hold.
+    checked: Option<ApplySummary>,
+    problems: Vec<(String, String)>,
+    document: String,
+}
+
+async fn admin_page(console: &Console, headers: &HeaderMap, here: &str) -> Result<Operator, Response> {
+    console.operator(headers, here).await.and_then(|operator| require_admin(headers, operator))
+}
+
+/// The page of the permission model, with what a check found.
+async fn permissions_page(
+    console: &Console,
+    l: Layout,
+    checked: Option<ApplySummary>,
+    problems: Vec<(String, String)>,
+    document: String,
+) -> Response {
+    match console.identity.store.load_permissions().await {
+        Ok(model) => {
+            let doc = model.to_document();
+            let current = ApplySummary {
+                revision: model.revision,
+                companies: doc.companies.len(),
+                catalog: doc.catalog.len(),
+                roles: doc.roles.len(),
+                employees: doc.employees.len(),
+            };
+            let status = if problems.is_empty() { StatusCode::OK } else { StatusCode::BAD_REQUEST };
+            let page = PermissionsPage { l, revision: model.revision, current, checked, problems, document };
+            render(status, &page)
+        }
+        Err(error) => page::storage_error(l, &error),
+    }
+}
+
+/// `GET /console/permissions`.
+pub async fn permissions(State(console): State<ConsoleState>, headers: HeaderMap, RawQuery(raw): RawQuery) -> Response {
+    let operator = match admin_page(&console, &headers, "/console/permissions").await {
+        Ok(operator) => operator,
+        Err(response) => return response,
+    };
+    let query = page::query(raw.as_deref());
+    let l = Layout::new(&headers, &operator, "permissions", "/console/permissions").with_notice(query.get("done"));
+    permissions_page(&console, l, None, Vec::new(), String::new()).await
+}
+
+/// `GET /console/permissions/document`: the whole model as JSON, to save.
+pub async fn permissions_document(State(console): State<ConsoleState>, headers: HeaderMap) -> Response {
+    if let Err(response) = admin_page(&console, &headers, "/console/permissions").await {
+        return response;
+    }
+    match console.identity.store.load_permissions().await {
+        Ok(model) => {
+            let json = serde_json::to_string_pretty(&model.to_document()).unwrap_or_default();
+            let mut response = json.into_response();
+            let headers = response.headers_mut();
+            headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            let disposition = format!("attachment; filename=\"permission-model-{}.json\"", model.revision);
+            if let Ok(value) = HeaderValue::from_str(&disposition) {
+                headers.insert(header::CONTENT_DISPOSITION, value);
+            }
+            page::secure(response)
+        }
+        Err(_) => page::unavailable(&headers),
+    }
+}
+
+/// `POST /console/permissions`: `document` (YAML, or JSON when it starts
+/// with `{`) checked (`action=check`) or merged in, after a confirmation.
+pub async fn apply_permissions(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Response {
+    let form = match Form::read_up_to(&headers, body, MAX_DOCUMENT_FORM).await {
+        Ok(form) => form,
+        Err(response) => return response,
+    };
+    let operator = match console.form_operator(&headers, &form).await.and_then(|o| require_admin(&headers, o)) {
+        Ok(operator) => operator,
+        Err(response) => return response,
+    };
+    let l = Layout::new(&headers, &operator, "permissions", "/console/permissions");
+    let text = form.get("document").unwrap_or_default().to_owned();
+    let doc = match parse_document(&text, !text.trim_start().starts_with('{')) {
+        Ok(doc) => doc,
+        Err(message) => return permissions_page(&console, l, None, vec![(String::new(), message)], text).await,
+    };
+    let problems = |e: ApplyError| match e {
+        ApplyError::Invalid(problems) => Ok(problems.into_iter().map(|p| (p.place, p.message)).collect()),
+        ApplyError::Storage(error) => Err(error),
+    };
+    if form.get("action") == Some("check") {
+        return match console.permissions.check(&doc).await.map_err(problems) {
+            Ok(summary) => permissions_page(&console, l, Some(summary), Vec::new(), text).await,
+            Err(Ok(found)) => permissions_page(&console, l, None, found, text).await,
+            Err(Err(error)) => page::storage_error(l, &error),
+        };
+    }
+    if !form.confirmed() {
+        let subject = format!(
+            "{} companies, {} catalog entries, {} roles, {} employees",
+            doc.companies.len(),
+            doc.catalog.len(),
+            doc.roles.len(),
+            doc.employees.len()
+        );
+        return page::confirm(l, &form, "confirm.permissions", subject, "/console/permissions", "permissions.apply");
+    }
+    let store = console.identity.store.as_ref();
+    let clock = console.identity.clock.as_ref();
+    match portico_permissions::admin::apply_by(&console.permissions, store, clock, &operator.admin.actor, &doc)
+        .await
+        .map_err(problems)
+    {
+        Ok(_) => crate::session::see_other(&done("/console/permissions", "applied")),
+        Err(Ok(found)) => permissions_page(&console, l, None, found, text).await,
+        Err(Err(error)) => page::storage_error(l, &error),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "brokerage.html")]
+struct BrokeragePage {
+    l: Layout,
+    agreements: Vec<(String, String)>,
+}
+
+/// `GET /console/brokerage`: the agreements held, by number.
+pub async fn brokerage(State(console): State<ConsoleState>, headers: HeaderMap, RawQuery(raw): RawQuery) -> Response {
+    let operator = match admin_page(&console, &headers, "/console/brokerage").await {
+        Ok(operator) => operator,
+        Err(response) => return response,
+    };
+    let query = page::query(raw.as_deref());
+    let l = Layout::new(&headers, &operator, "brokerage", "/console/brokerage").with_notice(query.get("done"));
+    match console.reports.store.list_agreements().await {
+        Ok(agreements) => render(StatusCode::OK, &BrokeragePage { l, agreements }),
+        Err(error) => page::storage_error(l, &error),
+    }
+}
+
+/// `POST /console/brokerage`: a JSON document of brokerage data, loaded
+/// after a confirmation.
+pub async fn load_brokerage(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Response {
+    let form = match Form::read_up_to(&headers, body, MAX_DOCUMENT_FORM).await {
+        Ok(form) => form,
+        Err(response) => return response,
+    };
+    let operator = match console.form_operator(&headers, &form).await.and_then(|o| require_admin(&headers, o)) {
+        Ok(operator) => operator,
+        Err(response) => return response,
+    };
+    let l = Layout::new(&headers, &operator, "brokerage", "/console/brokerage");
+    let text = form.get("document").unwrap_or_default();
+    if !form.confirmed() {
+        let subject = format!("{} bytes", text.len());
+        return page::confirm(l, &form, "confirm.brokerage", subject, "/console/brokerage", "brokerage.load");
+    }
+    match portico_reports::brokerage::load_by(&console.reports, &operator.admin.actor, text.as_bytes()).await {
+        Ok(_) => crate::session::see_other(&done("/console/brokerage", "loaded")),
+        Err(error) => {
+            let problems: Vec<Problem> = error.body.problems;
+            let error = if error.status == StatusCode::BAD_REQUEST {
+                let problems = if problems.is_empty() { vec![Problem::new("", error.body.message)] } else { problems };
+                ServiceError::Invalid(problems)
+            } else {
+                ServiceError::Storage(portico_storage::StorageError::Unavailable(error.body.message))
+            };
+            page::service_error(l, error, "/console/brokerage")
+        }
+    }
+}
