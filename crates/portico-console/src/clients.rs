@@ -4,14 +4,14 @@
 
 use askama::Template;
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use portico_admin::service::{ClientChanges, NewClient};
 use portico_model::client::Client;
 
 use crate::ConsoleState;
-use crate::page::{self, Form, Layout, done, render};
+use crate::page::{self, Form, Layout, Segments, done, render};
 use crate::session::{Operator, require_admin, see_other};
 
 #[derive(Template)]
@@ -69,7 +69,7 @@ impl ClientPage {
 pub async fn read(
     State(console): State<ConsoleState>,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    Segments(id): Segments<String>,
     axum::extract::RawQuery(raw): axum::extract::RawQuery,
 ) -> Response {
     let here = format!("/console/clients/{id}");
@@ -147,7 +147,7 @@ pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, bod
 pub async fn update(
     State(console): State<ConsoleState>,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    Segments(id): Segments<String>,
     body: Body,
 ) -> Response {
     let (form, operator) = match admin_form(&console, &headers, body).await {
@@ -176,7 +176,7 @@ pub async fn update(
 pub async fn rotate_secret(
     State(console): State<ConsoleState>,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    Segments(id): Segments<String>,
     body: Body,
 ) -> Response {
     let (form, operator) = match admin_form(&console, &headers, body).await {
@@ -199,7 +199,7 @@ pub async fn rotate_secret(
 pub async fn delete(
     State(console): State<ConsoleState>,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    Segments(id): Segments<String>,
     body: Body,
 ) -> Response {
     let here = format!("/console/clients/{id}");

@@ -3,16 +3,17 @@
 
 use askama::Template;
 use axum::body::Body;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use portico_admin::ServiceError;
 use portico_model::notify::{DeliveryStatus, MerchantIds};
+use portico_notify::admin::MerchantKeeper;
 use portico_notify::deliveries::{DeliveryView, Filter};
 use portico_storage::StorageError;
 
 use crate::ConsoleState;
-use crate::page::{self, Form, Layout, done, render};
+use crate::page::{self, Form, Layout, Segments, done, render};
 use crate::session::require_admin;
 
 /// Deliveries per page.
@@ -89,7 +90,7 @@ impl DeliveriesPage {
 pub async fn deliveries(
     State(console): State<ConsoleState>,
     headers: HeaderMap,
-    Path(merchant): Path<String>,
+    Segments(merchant): Segments<String>,
     RawQuery(raw): RawQuery,
 ) -> Response {
     let here = page::here(&format!("/console/merchants/{merchant}"), raw.as_deref());
@@ -130,7 +131,7 @@ pub async fn deliveries(
 pub async fn resend(
     State(console): State<ConsoleState>,
     headers: HeaderMap,
-    Path((merchant, delivery)): Path<(String, String)>,
+    Segments((merchant, delivery)): Segments<(String, String)>,
     body: Body,
 ) -> Response {
     let here = format!("/console/merchants/{merchant}");
@@ -191,7 +192,9 @@ pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, bod
         return page::service_error(l, ServiceError::Invalid(vec![problem]), "/console/merchants");
     }
     let merchant_id = ids.merchant_id.clone();
-    match portico_notify::admin::register_merchant(&console.notify, &operator.admin.actor, ids).await {
+    match portico_notify::admin::register_merchant(&MerchantKeeper::of(&console.notify), &operator.admin.actor, ids)
+        .await
+    {
         Ok(key) => {
             page::shown_once(l, "merchant.id", merchant_id.clone(), key, &format!("/console/merchants/{merchant_id}"))
         }
@@ -211,7 +214,7 @@ pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, bod
 pub async fn rotate_key(
     State(console): State<ConsoleState>,
     headers: HeaderMap,
-    Path(merchant): Path<String>,
+    Segments(merchant): Segments<String>,
     body: Body,
 ) -> Response {
     let form = match Form::read(&headers, body).await {
@@ -234,7 +237,13 @@ pub async fn rotate_key(
             "merchant.new_key",
         );
     }
-    match portico_notify::admin::rotate_merchant_key(&console.notify, &operator.admin.actor, &merchant).await {
+    match portico_notify::admin::rotate_merchant_key(
+        &MerchantKeeper::of(&console.notify),
+        &operator.admin.actor,
+        &merchant,
+    )
+    .await
+    {
         Ok(Some(key)) => page::shown_once(l, "merchant.id", merchant, key, &here),
         Ok(None) => page::message(l, StatusCode::NOT_FOUND, "error.no_merchant", "/console/merchants"),
         Err(error) => page::storage_error(l, &error),

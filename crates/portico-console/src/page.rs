@@ -205,6 +205,21 @@ impl Form {
     }
 }
 
+/// A route's path parameters; a segment that is no text (not UTF-8) names
+/// nothing: the console's 404 page, not a bare 400.
+pub struct Segments<T>(pub T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned + Send> axum::extract::FromRequestParts<S> for Segments<T> {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self, Response> {
+        match axum::extract::Path::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Path(value)) => Ok(Segments(value)),
+            Err(_) => Err(refused(&parts.headers, StatusCode::NOT_FOUND, "error.not_found")),
+        }
+    }
+}
+
 /// A query string's parameters.
 pub fn query(raw: Option<&str>) -> Form {
     Form(form_urlencoded::parse(raw.unwrap_or_default().as_bytes()).into_owned().collect())

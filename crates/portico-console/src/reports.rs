@@ -3,7 +3,7 @@
 
 use askama::Template;
 use axum::body::Body;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use portico_admin::ServiceError;
@@ -12,7 +12,7 @@ use portico_reports::admin::RetryError;
 use portico_storage::ReportTaskFilter;
 
 use crate::ConsoleState;
-use crate::page::{self, Layout, done, render};
+use crate::page::{self, Layout, Segments, done, render};
 use crate::session::require_admin;
 
 /// Tasks per page.
@@ -80,7 +80,7 @@ pub async fn tasks(State(console): State<ConsoleState>, headers: HeaderMap, RawQ
 pub async fn retry(
     State(console): State<ConsoleState>,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    Segments(id): Segments<String>,
     body: Body,
 ) -> Response {
     let action = page::Action {

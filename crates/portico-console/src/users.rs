@@ -6,7 +6,7 @@
 
 use askama::Template;
 use axum::body::Body;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use portico_admin::ServiceError;
@@ -17,7 +17,7 @@ use portico_storage::{TextMatch, UserQuery};
 use uuid::Uuid;
 
 use crate::ConsoleState;
-use crate::page::{self, Form, Layout, done, render};
+use crate::page::{self, Form, Layout, Segments, done, render};
 use crate::session::{Operator, require_admin, see_other};
 
 /// Users per page.
@@ -137,7 +137,7 @@ fn user_id(raw: &str) -> Option<UserId> {
 pub async fn read(
     State(console): State<ConsoleState>,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    Segments(id): Segments<String>,
     RawQuery(raw): RawQuery,
 ) -> Response {
     let here = format!("/console/users/{id}");
@@ -250,7 +250,7 @@ pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, bod
 pub async fn update(
     State(console): State<ConsoleState>,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    Segments(id): Segments<String>,
     body: Body,
 ) -> Response {
     let (form, operator) = match form_and_operator(&console, &headers, body, true).await {
@@ -279,7 +279,7 @@ pub async fn update(
 pub async fn set_password(
     State(console): State<ConsoleState>,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    Segments(id): Segments<String>,
     body: Body,
 ) -> Response {
     let (form, operator) = match form_and_operator(&console, &headers, body, true).await {
@@ -341,7 +341,7 @@ fn action(
 pub async fn block(
     State(console): State<ConsoleState>,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    Segments(id): Segments<String>,
     body: Body,
 ) -> Response {
     let what = action(false, "confirm.block", "user.block", format!("/console/users/{id}/block"));
@@ -355,7 +355,7 @@ pub async fn block(
 pub async fn unblock(
     State(console): State<ConsoleState>,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    Segments(id): Segments<String>,
     body: Body,
 ) -> Response {
     let what = action(false, "confirm.unblock", "user.unblock", format!("/console/users/{id}/unblock"));
@@ -370,7 +370,7 @@ pub async fn unblock(
 pub async fn delete(
     State(console): State<ConsoleState>,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    Segments(id): Segments<String>,
     body: Body,
 ) -> Response {
     let what = action(true, "confirm.delete_user", "user.delete", format!("/console/users/{id}/delete"));
@@ -385,7 +385,7 @@ pub async fn delete(
 pub async fn set_role(
     State(console): State<ConsoleState>,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    Segments(id): Segments<String>,
     body: Body,
 ) -> Response {
     let what = action(true, "confirm.role", "user.set_role", format!("/console/users/{id}/role"));
@@ -405,7 +405,7 @@ pub async fn set_role(
 pub async fn end_session(
     State(console): State<ConsoleState>,
     headers: HeaderMap,
-    Path((id, sid)): Path<(String, String)>,
+    Segments((id, sid)): Segments<(String, String)>,
     body: Body,
 ) -> Response {
     let what = action(false, "confirm.end_session", "session.end", format!("/console/users/{id}/sessions/{sid}/end"));
@@ -422,7 +422,7 @@ pub async fn end_session(
 pub async fn revoke_grant(
     State(console): State<ConsoleState>,
     headers: HeaderMap,
-    Path((id, grant)): Path<(String, String)>,
+    Segments((id, grant)): Segments<(String, String)>,
     body: Body,
 ) -> Response {
     let what =

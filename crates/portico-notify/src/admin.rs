@@ -129,7 +129,7 @@ pub async fn create(
         MerchantIds { merchant_id: new.merchant_id, public_id: new.public_id, sbp_merchant_id: new.sbp_merchant_id };
     crate::merchants::check_ids(&ids).map_err(|problem| ApiError::bad_request(problem.to_string()))?;
     let merchant_id = ids.merchant_id.clone();
-    match register_merchant(&api, &admin.actor, ids).await {
+    match register_merchant(&MerchantKeeper::of(&api), &admin.actor, ids).await {
         Ok(api_key) => Ok((StatusCode::CREATED, Json(MerchantKey { merchant_id, api_key })).into_response()),
         Err(StorageError::Conflict(_)) => {
             Err(ApiError::conflict("merchant_exists", "a merchant with this merchant id or public id exists"))
@@ -140,22 +140,38 @@ pub async fn create(
 
 /// Registers a merchant whose ids passed [`crate::merchants::check_ids`],
 /// recorded in the audit log with `actor`; its new API key, shown once.
-/// The admin API and the console share it.
+/// The admin API, the console and the CLI share it.
 ///
 /// # Errors
 /// `Conflict` when the merchant id or public id is taken; the store.
 pub async fn register_merchant(
-    api: &NotifyState,
+    keeper: &MerchantKeeper<'_>,
     actor: &portico_model::audit::Actor,
     ids: MerchantIds,
 ) -> Result<String, StorageError> {
     let merchant_id = ids.merchant_id.clone();
-    let now = api.clock.now();
-    let api_key = crate::merchants::create(api.store.as_ref(), &api.sealer, ids, now).await?;
-    tracing::info!(%merchant_id, %actor, "merchant registered by an operator");
+    let now = keeper.clock.now();
+    let api_key = crate::merchants::create(keeper.store, keeper.sealer, ids, now).await?;
+    tracing::info!(%merchant_id, %actor, "merchant registered");
     let event = AuditEvent::new(now, AuditKind::MerchantCreated).by(actor);
-    portico_api::audit(api.store.as_ref(), event.detail(serde_json::json!({ "merchant_id": merchant_id }))).await;
+    portico_api::audit(keeper.store, event.detail(serde_json::json!({ "merchant_id": merchant_id }))).await;
     Ok(api_key)
+}
+
+/// What registering merchants and their keys needs: the store, the sealer
+/// of their keys, the clock. The admin API, the console and the CLI each
+/// hold them their own way.
+pub struct MerchantKeeper<'a> {
+    pub store: &'a dyn portico_storage::Storage,
+    pub sealer: &'a portico_crypto::seal::Sealer,
+    pub clock: &'a dyn portico_model::clock::Clock,
+}
+
+impl<'a> MerchantKeeper<'a> {
+    /// The notification service's own.
+    pub fn of(notify: &'a crate::Notify) -> Self {
+        Self { store: notify.store.as_ref(), sealer: &notify.sealer, clock: notify.clock.as_ref() }
+    }
 }
 
 #[utoipa::path(
@@ -180,7 +196,7 @@ pub async fn rotate_key(
 ) -> Result<Response, ApiError> {
     // A segment that is not UTF-8 names no merchant: 404 below, as JSON.
     let merchant_id = merchant_id.map(|Path(id)| id).unwrap_or_default();
-    match rotate_merchant_key(&api, &admin.actor, &merchant_id).await {
+    match rotate_merchant_key(&MerchantKeeper::of(&api), &admin.actor, &merchant_id).await {
         Ok(Some(api_key)) => Ok(Json(MerchantKey { merchant_id, api_key }).into_response()),
         Ok(None) => Err(ApiError::not_found("merchant_not_found", "there is no merchant with this id")),
         Err(e) => Err(ApiError::storage("rotating a merchant key", &e)),
@@ -194,16 +210,16 @@ pub async fn rotate_key(
 /// # Errors
 /// When the store fails.
 pub async fn rotate_merchant_key(
-    api: &NotifyState,
+    keeper: &MerchantKeeper<'_>,
     actor: &portico_model::audit::Actor,
     merchant_id: &str,
 ) -> Result<Option<String>, StorageError> {
-    let Some(api_key) = crate::merchants::rotate_key(api.store.as_ref(), &api.sealer, merchant_id).await? else {
+    let Some(api_key) = crate::merchants::rotate_key(keeper.store, keeper.sealer, merchant_id).await? else {
         return Ok(None);
     };
-    tracing::info!(%merchant_id, %actor, "merchant key rotated by an operator");
-    let event = AuditEvent::new(api.clock.now(), AuditKind::MerchantKeyRotated).by(actor);
-    portico_api::audit(api.store.as_ref(), event.detail(serde_json::json!({ "merchant_id": merchant_id }))).await;
+    tracing::info!(%merchant_id, %actor, "merchant key rotated");
+    let event = AuditEvent::new(keeper.clock.now(), AuditKind::MerchantKeyRotated).by(actor);
+    portico_api::audit(keeper.store, event.detail(serde_json::json!({ "merchant_id": merchant_id }))).await;
     Ok(Some(api_key))
 }
 

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::Subcommand;
+use portico_model::audit::Actor;
 use portico_model::clock::{Clock as _, SystemClock};
 use portico_reports::brokerage::{Document, csv};
 use portico_server::Config;
@@ -54,7 +55,10 @@ pub async fn run(config: &Config, command: BrokerageCommand) -> anyhow::Result<(
                 println!("the document is valid; nothing saved (dry run)");
                 return Ok(());
             }
-            store.save_agreements(&document.agreements, SystemClock.now()).await.context("nothing was changed")?;
+            let now = SystemClock.now();
+            store.save_agreements(&document.agreements, now).await.context("nothing was changed")?;
+            let numbers: Vec<String> = document.agreements.iter().map(|a| a.number.clone()).collect();
+            portico_reports::brokerage::record_load(store.as_ref(), now, &Actor::Cli, &numbers).await;
             println!("{} agreement(s) saved; new report tasks use them at once", document.agreements.len());
             Ok(())
         }

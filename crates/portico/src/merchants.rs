@@ -2,8 +2,10 @@
 
 use anyhow::Context as _;
 use clap::Subcommand;
-use portico_model::clock::{Clock as _, SystemClock};
+use portico_model::audit::Actor;
+use portico_model::clock::SystemClock;
 use portico_model::notify::MerchantIds;
+use portico_notify::admin::MerchantKeeper;
 use portico_server::Config;
 use portico_server::secret::InstanceSecret;
 use portico_storage::StorageError;
@@ -33,13 +35,13 @@ pub enum MerchantCommand {
 pub async fn run(config: &Config, command: MerchantCommand) -> anyhow::Result<()> {
     let store = portico_server::app::open_store(config).await?;
     let secret = InstanceSecret::load(config)?;
+    let sealer = secret.sealer();
+    let keeper = MerchantKeeper { store: store.as_ref(), sealer: &sealer, clock: &SystemClock };
     match command {
         MerchantCommand::Add { merchant_id, public_id, sbp_merchant_id } => {
             let ids = MerchantIds { merchant_id: merchant_id.clone(), public_id, sbp_merchant_id };
             portico_notify::merchants::check_ids(&ids)?;
-            let key = match portico_notify::merchants::create(store.as_ref(), &secret.sealer(), ids, SystemClock.now())
-                .await
-            {
+            let key = match portico_notify::admin::register_merchant(&keeper, &Actor::Cli, ids).await {
                 Err(StorageError::Conflict(_)) => {
                     anyhow::bail!("a merchant with this merchant id, public id or key already exists")
                 }
@@ -58,7 +60,7 @@ pub async fn run(config: &Config, command: MerchantCommand) -> anyhow::Result<()
             }
         }
         MerchantCommand::RotateKey { merchant_id } => {
-            match portico_notify::merchants::rotate_key(store.as_ref(), &secret.sealer(), &merchant_id).await? {
+            match portico_notify::admin::rotate_merchant_key(&keeper, &Actor::Cli, &merchant_id).await? {
                 Some(key) => {
                     println!("merchant {merchant_id} has a new API key; the old one no longer works");
                     println!("API key (shown once): {key}");

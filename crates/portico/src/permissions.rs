@@ -5,6 +5,8 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use clap::Subcommand;
+use portico_model::audit::Actor;
+use portico_model::clock::SystemClock;
 use portico_permissions::service::{ApplyError, PermissionService, parse_document};
 use portico_server::Config;
 
@@ -39,7 +41,11 @@ pub async fn run(config: &Config, command: PermissionCommand) -> anyhow::Result<
                 doc.employees.len()
             );
             let service = PermissionService::new(Arc::clone(&store));
-            let outcome = if dry_run { service.check(&doc).await } else { service.apply(&doc).await };
+            let outcome = if dry_run {
+                service.check(&doc).await
+            } else {
+                portico_permissions::admin::apply_by(&service, store.as_ref(), &SystemClock, &Actor::Cli, &doc).await
+            };
             match outcome {
                 Ok(summary) if dry_run => {
                     println!("the document is valid; nothing saved (dry run, model revision {})", summary.revision);

@@ -308,6 +308,8 @@ async fn permissions_import_is_all_or_nothing_and_takes_effect_at_once() {
         assert!(out.contains("revision"), "{out}");
         let applied = within_the_bound(&app, || async { flags().await["sign"] == false }).await;
         assert!(applied, "{backend:?}: the running server uses the new model within the staleness bound");
+        let audit = &app.store.recent_audit(1).await.unwrap()[0];
+        assert_eq!((audit.kind.as_str(), audit.actor.as_deref()), ("permissions.imported", Some("cli")), "audited");
     }
 }
 
@@ -335,6 +337,8 @@ async fn merchants_are_added_listed_and_get_new_keys_on_a_running_server() {
             async move { http.get(url).header("authorization", key).send().await.unwrap().status().as_u16() }
         };
         assert_eq!(settings(key.to_owned()).await, 404, "{backend:?}: the key works (no settings yet)");
+        let audit = &app.store.recent_audit(1).await.unwrap()[0];
+        assert_eq!((audit.kind.as_str(), audit.actor.as_deref()), ("merchant.created", Some("cli")), "audited");
         let bad = portico(
             &app,
             &["merchants", "add", "--merchant-id", "bad id", "--public-id", "p", "--sbp-merchant-id", "x"],
@@ -347,6 +351,8 @@ async fn merchants_are_added_listed_and_get_new_keys_on_a_running_server() {
         let new_key = out.lines().find_map(|l| l.split("API key (shown once): ").nth(1)).unwrap();
         assert_eq!(settings(key.to_owned()).await, 401, "the old key stops at once");
         assert_eq!(settings(new_key.to_owned()).await, 404);
+        let audit = &app.store.recent_audit(1).await.unwrap()[0];
+        assert_eq!((audit.kind.as_str(), audit.actor.as_deref()), ("merchant.key_rotated", Some("cli")), "audited");
         assert!(!portico(&app, &["merchants", "rotate-key", "--merchant-id", "nobody"]).status.success());
     }
 }
@@ -513,6 +519,9 @@ async fn brokerage_csv_tables_create_and_update_agreements_all_or_nothing() {
         ok(portico(&app, &args));
         let created = app.store.find_agreement("БД-0002").await.unwrap().expect("created");
         assert_eq!((created.cnum.as_str(), created.client_name.as_str()), ("7700000001", "ООО «Ромашка»"));
+        let audit = &app.store.recent_audit(1).await.unwrap()[0];
+        assert_eq!((audit.kind.as_str(), audit.actor.as_deref()), ("brokerage.loaded", Some("cli")), "audited");
+        assert_eq!(audit.detail["agreements"], serde_json::json!(["БД-0002"]));
         assert_eq!(created.accounts[0].owner.kpp.as_deref(), Some("770701001"));
         let trades: Vec<(&str, i64, String)> =
             created.trades.iter().map(|t| (t.id.as_str(), t.quantity, t.amount.to_string())).collect();

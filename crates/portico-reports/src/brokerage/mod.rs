@@ -134,9 +134,20 @@ pub async fn load_by(
     body: &[u8],
 ) -> Result<Json<Stored>, ApiError> {
     let stored = store(api, body).await?;
-    let event = AuditEvent::new(api.clock.now(), AuditKind::BrokerageDataLoaded).by(actor);
-    portico_api::audit(api.store.as_ref(), event.detail(serde_json::json!({ "agreements": stored.agreements }))).await;
+    record_load(api.store.as_ref(), api.clock.now(), actor, &stored.agreements).await;
     Ok(stored)
+}
+
+/// Records a load of brokerage data in the audit log: who, and which
+/// agreements. The admin API, the console and the CLI record it alike.
+pub async fn record_load(
+    store: &dyn portico_storage::Storage,
+    now: time::OffsetDateTime,
+    actor: &portico_model::audit::Actor,
+    agreements: &[String],
+) {
+    let event = AuditEvent::new(now, AuditKind::BrokerageDataLoaded).by(actor);
+    portico_api::audit(store, event.detail(serde_json::json!({ "agreements": agreements }))).await;
 }
 
 /// Stores the document all or nothing.

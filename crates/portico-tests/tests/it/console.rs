@@ -371,3 +371,41 @@ async fn admins_register_a_merchant_and_load_the_permission_model_and_brokerage_
         assert_eq!((event.kind.as_str(), event.actor.as_deref()), ("brokerage.loaded", Some("operator:operator")));
     }
 }
+
+#[tokio::test]
+async fn hostile_addresses_and_forms_get_the_consoles_own_pages_and_change_nothing() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let (browser, _) = sign_in(&app, "operator", "operator-password").await;
+        let (_, html) = page(&browser, &app, "/console/users").await;
+        let csrf = csrf_of(&html);
+        for path in
+            ["/console/users/%FF%FE", "/console/clients/%C0", "/console/no-such-page", "/console/users/not-a-uuid"]
+        {
+            let response = browser.get(app.url(path)).send().await.unwrap();
+            assert_eq!(response.status(), 404, "{backend:?} {path}");
+            assert!(response.headers()["content-security-policy"].to_str().unwrap().contains("default-src 'none'"));
+            assert!(response.text().await.unwrap().contains("<html lang="), "{path}: the console's page");
+        }
+        // A form over 64 KiB is refused whole.
+        let ivan = app.store.find_user_by_login("ivan").await.unwrap().unwrap();
+        let reason = "x".repeat(70 * 1024);
+        let path = format!("/console/users/{}/block", ivan.id.as_uuid());
+        let response = post(&browser, &app, &path, &[("_csrf", &csrf), ("reason", &reason), ("confirm", "yes")]).await;
+        assert_eq!(response.status(), 400);
+        assert!(!app.store.find_user(ivan.id).await.unwrap().unwrap().blocked);
+        // A reason over the service's limit: its rule, with the field named.
+        let reason = "x".repeat(600);
+        let response = post(&browser, &app, &path, &[("_csrf", &csrf), ("reason", &reason), ("confirm", "yes")]).await;
+        assert_eq!(response.status(), 400);
+        assert!(response.text().await.unwrap().contains("<strong>reason</strong>"));
+        assert!(!app.store.find_user(ivan.id).await.unwrap().unwrap().blocked);
+        // Without a session, a form is sent to sign in and changes nothing.
+        let stranger = app.browser();
+        let response =
+            stranger.post(app.url(&path)).form(&[("_csrf", csrf.as_str()), ("confirm", "yes")]).send().await.unwrap();
+        assert_eq!(response.status(), 303);
+        assert!(location(&response).starts_with("/console/login"));
+        assert!(!app.store.find_user(ivan.id).await.unwrap().unwrap().blocked);
+    }
+}
