@@ -152,7 +152,8 @@ async fn every_console_page_in_both_languages_schemes_and_widths() {
     let mut shots = match std::env::var_os(PAGES_DIR_ENV) {
         Some(dir) => Shots::in_dir(dir.into()),
         None => Shots::new("every_console_page"),
-    };
+    }
+    .three_digits();
     let switch = |_: &'static str| None;
     sign_in_as_the_operator(client, &app).await;
     let ivan = app.store.find_user_by_login("ivan").await.unwrap().unwrap();

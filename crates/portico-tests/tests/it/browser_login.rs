@@ -12,6 +12,9 @@ use super::browser::{click, launch, type_into, wait_for_path, wait_for_text};
 pub(crate) struct Shots {
     dir: std::path::PathBuf,
     n: usize,
+    /// Digits of the number in front of each name (2, or 3 for a gallery
+    /// of more than 99).
+    digits: usize,
 }
 
 /// Where `scripts/login-pages` wants the gallery of every page (the
@@ -27,13 +30,20 @@ impl Shots {
     pub(crate) fn in_dir(dir: std::path::PathBuf) -> Self {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("screenshot folder");
-        Self { dir, n: 0 }
+        Self { dir, n: 0, digits: 2 }
+    }
+
+    /// Numbers the screenshots with three digits.
+    pub(crate) fn three_digits(mut self) -> Self {
+        self.digits = 3;
+        self
     }
 
     pub(crate) async fn take(&mut self, client: &Client, name: &str) {
         self.n += 1;
         let png = client.screenshot().await.expect("screenshot");
-        std::fs::write(self.dir.join(format!("{:02}-{name}.png", self.n)), png).expect("save screenshot");
+        let file = format!("{:0width$}-{name}.png", self.n, width = self.digits);
+        std::fs::write(self.dir.join(file), png).expect("save screenshot");
     }
 }
 
