@@ -11,8 +11,8 @@ use portico_admin::service::{ClientChanges, NewClient};
 use portico_model::client::Client;
 
 use crate::ConsoleState;
-use crate::page::{self, Form, Layout, Segments, done, render};
-use crate::session::{Operator, require_admin, see_other};
+use crate::page::{self, Layout, MAX_FORM, Segments, done, render};
+use crate::session::see_other;
 
 #[derive(Template)]
 #[template(path = "clients.html")]
@@ -21,18 +21,13 @@ struct ClientsPage {
     clients: Vec<Client>,
 }
 
-/// The admin operator of a page under `here`.
-async fn admin(console: &ConsoleState, headers: &HeaderMap, here: &str) -> Result<Operator, Response> {
-    console.operator(headers, here).await.and_then(|operator| require_admin(headers, operator))
-}
-
 /// `GET /console/clients`.
 pub async fn list(
     State(console): State<ConsoleState>,
     headers: HeaderMap,
     axum::extract::RawQuery(raw): axum::extract::RawQuery,
 ) -> Response {
-    let operator = match admin(&console, &headers, "/console/clients").await {
+    let operator = match console.admin_operator(&headers, "/console/clients").await {
         Ok(operator) => operator,
         Err(response) => return response,
     };
@@ -73,7 +68,7 @@ pub async fn read(
     axum::extract::RawQuery(raw): axum::extract::RawQuery,
 ) -> Response {
     let here = format!("/console/clients/{id}");
-    let operator = match admin(&console, &headers, &here).await {
+    let operator = match console.admin_operator(&headers, &here).await {
         Ok(operator) => operator,
         Err(response) => return response,
     };
@@ -93,7 +88,7 @@ struct NewClientPage {
 
 /// `GET /console/clients/new`.
 pub async fn new_form(State(console): State<ConsoleState>, headers: HeaderMap) -> Response {
-    match admin(&console, &headers, "/console/clients/new").await {
+    match console.admin_operator(&headers, "/console/clients/new").await {
         Ok(operator) => render(
             StatusCode::OK,
             &NewClientPage { l: Layout::new(&headers, &operator, "clients", "/console/clients/new") },
@@ -108,17 +103,10 @@ fn secret_page(l: Layout, client_id: String, secret: String) -> Response {
     page::shown_once(l, "client.id", client_id, secret, &back)
 }
 
-/// A form's operator, who must be an admin.
-async fn admin_form(console: &ConsoleState, headers: &HeaderMap, body: Body) -> Result<(Form, Operator), Response> {
-    let form = Form::read(headers, body).await?;
-    let operator = console.form_operator(headers, &form).await?;
-    Ok((form, require_admin(headers, operator)?))
-}
-
 /// `POST /console/clients`: registers a client; its secret (given, or
 /// generated when the field is blank) is shown once.
 pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Response {
-    let (form, operator) = match admin_form(&console, &headers, body).await {
+    let (form, operator) = match console.read_form(&headers, body, true, MAX_FORM).await {
         Ok(found) => found,
         Err(response) => return response,
     };
@@ -150,7 +138,7 @@ pub async fn update(
     Segments(id): Segments<String>,
     body: Body,
 ) -> Response {
-    let (form, operator) = match admin_form(&console, &headers, body).await {
+    let (form, operator) = match console.read_form(&headers, body, true, MAX_FORM).await {
         Ok(found) => found,
         Err(response) => return response,
     };
@@ -179,7 +167,7 @@ pub async fn rotate_secret(
     Segments(id): Segments<String>,
     body: Body,
 ) -> Response {
-    let (form, operator) = match admin_form(&console, &headers, body).await {
+    let (form, operator) = match console.read_form(&headers, body, true, MAX_FORM).await {
         Ok(found) => found,
         Err(response) => return response,
     };

@@ -14,8 +14,7 @@ use portico_admin::ServiceError;
 use portico_api::Problem;
 use portico_permissions::service::{ApplyError, ApplySummary, parse_document};
 
-use crate::page::{self, Form, Layout, done, render};
-use crate::session::{Operator, require_admin};
+use crate::page::{self, Layout, done, render};
 use crate::{Console, ConsoleState};
 
 /// The largest document form the console reads; larger documents go
@@ -32,10 +31,6 @@ struct PermissionsPage {
     checked: Option<ApplySummary>,
     problems: Vec<(String, String)>,
     document: String,
-}
-
-async fn admin_page(console: &Console, headers: &HeaderMap, here: &str) -> Result<Operator, Response> {
-    console.operator(headers, here).await.and_then(|operator| require_admin(headers, operator))
 }
 
 /// The page of the permission model, with what a check found.
@@ -66,7 +61,7 @@ async fn permissions_page(
 
 /// `GET /console/permissions`.
 pub async fn permissions(State(console): State<ConsoleState>, headers: HeaderMap, RawQuery(raw): RawQuery) -> Response {
-    let operator = match admin_page(&console, &headers, "/console/permissions").await {
+    let operator = match console.admin_operator(&headers, "/console/permissions").await {
         Ok(operator) => operator,
         Err(response) => return response,
     };
@@ -77,7 +72,7 @@ pub async fn permissions(State(console): State<ConsoleState>, headers: HeaderMap
 
 /// `GET /console/permissions/document`: the whole model as JSON, to save.
 pub async fn permissions_document(State(console): State<ConsoleState>, headers: HeaderMap) -> Response {
-    if let Err(response) = admin_page(&console, &headers, "/console/permissions").await {
+    if let Err(response) = console.admin_operator(&headers, "/console/permissions").await {
         return response;
     }
     match console.identity.store.load_permissions().await {
@@ -99,12 +94,8 @@ pub async fn permissions_document(State(console): State<ConsoleState>, headers: 
 /// `POST /console/permissions`: `document` (YAML, or JSON when it starts
 /// with `{`) checked (`action=check`) or merged in, after a confirmation.
 pub async fn apply_permissions(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Response {
-    let form = match Form::read_up_to(&headers, body, MAX_DOCUMENT_FORM).await {
-        Ok(form) => form,
-        Err(response) => return response,
-    };
-    let operator = match console.form_operator(&headers, &form).await.and_then(|o| require_admin(&headers, o)) {
-        Ok(operator) => operator,
+    let (form, operator) = match console.read_form(&headers, body, true, MAX_DOCUMENT_FORM).await {
+        Ok(found) => found,
         Err(response) => return response,
     };
     let l = Layout::new(&headers, &operator, "permissions", "/console/permissions");
@@ -155,7 +146,7 @@ struct BrokeragePage {
 
 /// `GET /console/brokerage`: the agreements held, by number.
 pub async fn brokerage(State(console): State<ConsoleState>, headers: HeaderMap, RawQuery(raw): RawQuery) -> Response {
-    let operator = match admin_page(&console, &headers, "/console/brokerage").await {
+    let operator = match console.admin_operator(&headers, "/console/brokerage").await {
         Ok(operator) => operator,
         Err(response) => return response,
     };
@@ -170,12 +161,8 @@ pub async fn brokerage(State(console): State<ConsoleState>, headers: HeaderMap, 
 /// `POST /console/brokerage`: a JSON document of brokerage data, loaded
 /// after a confirmation.
 pub async fn load_brokerage(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Response {
-    let form = match Form::read_up_to(&headers, body, MAX_DOCUMENT_FORM).await {
-        Ok(form) => form,
-        Err(response) => return response,
-    };
-    let operator = match console.form_operator(&headers, &form).await.and_then(|o| require_admin(&headers, o)) {
-        Ok(operator) => operator,
+    let (form, operator) = match console.read_form(&headers, body, true, MAX_DOCUMENT_FORM).await {
+        Ok(found) => found,
         Err(response) => return response,
     };
     let l = Layout::new(&headers, &operator, "brokerage", "/console/brokerage");

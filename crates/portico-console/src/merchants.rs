@@ -13,8 +13,7 @@ use portico_notify::deliveries::{DeliveryView, Filter};
 use portico_storage::StorageError;
 
 use crate::ConsoleState;
-use crate::page::{self, Form, Layout, Segments, done, render};
-use crate::session::require_admin;
+use crate::page::{self, Layout, MAX_FORM, Segments, done, render};
 
 /// Deliveries per page.
 const PAGE: u32 = 20;
@@ -34,8 +33,7 @@ struct MerchantsPage {
 
 /// `GET /console/merchants`.
 pub async fn list(State(console): State<ConsoleState>, headers: HeaderMap) -> Response {
-    let operator = match console.operator(&headers, "/console/merchants").await.and_then(|o| require_admin(&headers, o))
-    {
+    let operator = match console.admin_operator(&headers, "/console/merchants").await {
         Ok(operator) => operator,
         Err(response) => return response,
     };
@@ -94,7 +92,7 @@ pub async fn deliveries(
     RawQuery(raw): RawQuery,
 ) -> Response {
     let here = page::here(&format!("/console/merchants/{merchant}"), raw.as_deref());
-    let operator = match console.operator(&headers, &here).await.and_then(|o| require_admin(&headers, o)) {
+    let operator = match console.admin_operator(&headers, &here).await {
         Ok(operator) => operator,
         Err(response) => return response,
     };
@@ -173,12 +171,8 @@ pub async fn resend(
 /// `POST /console/merchants`: registers a merchant (`merchant_id`,
 /// `public_id`, `sbp_merchant_id`); its API key is shown once.
 pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Response {
-    let form = match Form::read(&headers, body).await {
-        Ok(form) => form,
-        Err(response) => return response,
-    };
-    let operator = match console.form_operator(&headers, &form).await.and_then(|o| require_admin(&headers, o)) {
-        Ok(operator) => operator,
+    let (form, operator) = match console.read_form(&headers, body, true, MAX_FORM).await {
+        Ok(found) => found,
         Err(response) => return response,
     };
     let l = Layout::new(&headers, &operator, "merchants", "/console/merchants");
@@ -217,12 +211,8 @@ pub async fn rotate_key(
     Segments(merchant): Segments<String>,
     body: Body,
 ) -> Response {
-    let form = match Form::read(&headers, body).await {
-        Ok(form) => form,
-        Err(response) => return response,
-    };
-    let operator = match console.form_operator(&headers, &form).await.and_then(|o| require_admin(&headers, o)) {
-        Ok(operator) => operator,
+    let (form, operator) = match console.read_form(&headers, body, true, MAX_FORM).await {
+        Ok(found) => found,
         Err(response) => return response,
     };
     let here = format!("/console/merchants/{merchant}");

@@ -22,7 +22,7 @@ pub const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; for
      frame-ancestors 'none'; base-uri 'none'";
 
 /// Largest form the console reads.
-const MAX_FORM: usize = 64 * 1024;
+pub const MAX_FORM: usize = 64 * 1024;
 
 const CSS: &str = include_str!("../assets/console.css");
 
@@ -428,15 +428,8 @@ pub async fn confirmed(
     subject: impl AsyncFnOnce() -> Result<String, portico_admin::ServiceError>,
     run: impl AsyncFnOnce(&Operator, &Form) -> Result<String, portico_admin::ServiceError>,
 ) -> Response {
-    let form = match Form::read(headers, body).await {
-        Ok(form) => form,
-        Err(response) => return response,
-    };
-    let operator = match console.form_operator(headers, &form).await {
-        Ok(operator) if action.admin && !operator.is_admin() => {
-            return refused(headers, StatusCode::FORBIDDEN, "error.admin_only");
-        }
-        Ok(operator) => operator,
+    let (form, operator) = match console.read_form(headers, body, action.admin, MAX_FORM).await {
+        Ok(found) => found,
         Err(response) => return response,
     };
     let l = Layout::new(headers, &operator, action.section, &action.here);

@@ -13,7 +13,6 @@ use portico_storage::ReportTaskFilter;
 
 use crate::ConsoleState;
 use crate::page::{self, Layout, Segments, done, render};
-use crate::session::require_admin;
 
 /// Tasks per page.
 const PAGE: u32 = 25;
@@ -38,7 +37,7 @@ impl TasksPage {
 /// `GET /console/reports?cnum=&status=&offset=`.
 pub async fn tasks(State(console): State<ConsoleState>, headers: HeaderMap, RawQuery(raw): RawQuery) -> Response {
     let here = page::here("/console/reports", raw.as_deref());
-    let operator = match console.operator(&headers, &here).await.and_then(|o| require_admin(&headers, o)) {
+    let operator = match console.admin_operator(&headers, &here).await {
         Ok(operator) => operator,
         Err(response) => return response,
     };

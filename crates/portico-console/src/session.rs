@@ -144,6 +144,35 @@ impl Console {
     }
 }
 
+impl Console {
+    /// The signed-in operator of a page only admins may open.
+    ///
+    /// # Errors
+    /// As [`Console::operator`]; a 403 page for support.
+    pub async fn admin_operator(&self, headers: &HeaderMap, back: &str) -> Result<Operator, Response> {
+        let operator = self.operator(headers, back).await?;
+        require_admin(headers, operator)
+    }
+
+    /// A form (at most `limit` bytes) and its operator: signed in, the
+    /// form's CSRF token theirs, and an admin when `admin`.
+    ///
+    /// # Errors
+    /// The page to answer instead: an unreadable form, a sign-in, a 403.
+    pub async fn read_form(
+        &self,
+        headers: &HeaderMap,
+        body: axum::body::Body,
+        admin: bool,
+        limit: usize,
+    ) -> Result<(Form, Operator), Response> {
+        let form = Form::read_up_to(headers, body, limit).await?;
+        let operator = self.form_operator(headers, &form).await?;
+        let operator = if admin { require_admin(headers, operator)? } else { operator };
+        Ok((form, operator))
+    }
+}
+
 /// The operator, when their role is `admin`.
 ///
 /// # Errors

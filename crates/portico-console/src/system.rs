@@ -13,7 +13,6 @@ use time::{Date, OffsetDateTime, Time};
 
 use crate::ConsoleState;
 use crate::page::{self, Layout, done, render};
-use crate::session::require_admin;
 
 /// Audit events per page.
 const PAGE: u32 = 50;
@@ -27,7 +26,7 @@ struct KeysPage {
 
 /// `GET /console/keys`.
 pub async fn keys(State(console): State<ConsoleState>, headers: HeaderMap, RawQuery(raw): RawQuery) -> Response {
-    let operator = match console.operator(&headers, "/console/keys").await.and_then(|o| require_admin(&headers, o)) {
+    let operator = match console.admin_operator(&headers, "/console/keys").await {
         Ok(operator) => operator,
         Err(response) => return response,
     };

@@ -17,8 +17,8 @@ use portico_storage::{TextMatch, UserQuery};
 use uuid::Uuid;
 
 use crate::ConsoleState;
-use crate::page::{self, Form, Layout, Segments, done, render};
-use crate::session::{Operator, require_admin, see_other};
+use crate::page::{self, Form, Layout, MAX_FORM, Segments, done, render};
+use crate::session::{Operator, see_other};
 
 /// Users per page.
 const PAGE: u32 = 25;
@@ -200,30 +200,16 @@ struct NewUserPage {
 
 /// `GET /console/users/new` (admin).
 pub async fn new_form(State(console): State<ConsoleState>, headers: HeaderMap) -> Response {
-    let operator = match console.operator(&headers, "/console/users/new").await.and_then(|o| require_admin(&headers, o))
-    {
+    let operator = match console.admin_operator(&headers, "/console/users/new").await {
         Ok(operator) => operator,
         Err(response) => return response,
     };
     render(StatusCode::OK, &NewUserPage { l: Layout::new(&headers, &operator, "users", "/console/users/new") })
 }
 
-/// Reads a form and its operator; `admin` when the action needs that role.
-async fn form_and_operator(
-    console: &ConsoleState,
-    headers: &HeaderMap,
-    body: Body,
-    admin: bool,
-) -> Result<(Form, Operator), Response> {
-    let form = Form::read(headers, body).await?;
-    let operator = console.form_operator(headers, &form).await?;
-    let operator = if admin { require_admin(headers, operator)? } else { operator };
-    Ok((form, operator))
-}
-
 /// `POST /console/users` (admin): a new user.
 pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Response {
-    let (form, operator) = match form_and_operator(&console, &headers, body, true).await {
+    let (form, operator) = match console.read_form(&headers, body, true, MAX_FORM).await {
         Ok(found) => found,
         Err(response) => return response,
     };
@@ -253,7 +239,7 @@ pub async fn update(
     Segments(id): Segments<String>,
     body: Body,
 ) -> Response {
-    let (form, operator) = match form_and_operator(&console, &headers, body, true).await {
+    let (form, operator) = match console.read_form(&headers, body, true, MAX_FORM).await {
         Ok(found) => found,
         Err(response) => return response,
     };
@@ -282,7 +268,7 @@ pub async fn set_password(
     Segments(id): Segments<String>,
     body: Body,
 ) -> Response {
-    let (form, operator) = match form_and_operator(&console, &headers, body, true).await {
+    let (form, operator) = match console.read_form(&headers, body, true, MAX_FORM).await {
         Ok(found) => found,
         Err(response) => return response,
     };
@@ -306,7 +292,7 @@ async fn user_action(
     headers: &HeaderMap,
     id: &str,
     body: Body,
-    (admin, question, button, path): (bool, &'static str, &'static str, String),
+    Ask { admin, question, button, path }: Ask,
     run: impl AsyncFnOnce(&Operator, UserId, &Form) -> Result<&'static str, ServiceError>,
 ) -> Response {
     let here = format!("/console/users/{id}");
@@ -327,13 +313,14 @@ async fn user_action(
     .await
 }
 
-fn action(
+/// What a destructive action on a user needs and asks.
+struct Ask {
     admin: bool,
+    /// The confirmation's question and button (text keys).
     question: &'static str,
     button: &'static str,
+    /// Where the confirmed form goes.
     path: String,
-) -> (bool, &'static str, &'static str, String) {
-    (admin, question, button, path)
 }
 
 /// `POST /console/users/{id}/block` (support): with a reason; sessions end,
@@ -344,7 +331,12 @@ pub async fn block(
     Segments(id): Segments<String>,
     body: Body,
 ) -> Response {
-    let what = action(false, "confirm.block", "user.block", format!("/console/users/{id}/block"));
+    let what = Ask {
+        admin: false,
+        question: "confirm.block",
+        button: "user.block",
+        path: format!("/console/users/{id}/block"),
+    };
     user_action(&console, &headers, &id, body, what, async |operator, user, form| {
         console.admin.block_user(&operator.admin.actor, user, form.text("reason")).await.map(|_| "blocked")
     })
@@ -358,7 +350,12 @@ pub async fn unblock(
     Segments(id): Segments<String>,
     body: Body,
 ) -> Response {
-    let what = action(false, "confirm.unblock", "user.unblock", format!("/console/users/{id}/unblock"));
+    let what = Ask {
+        admin: false,
+        question: "confirm.unblock",
+        button: "user.unblock",
+        path: format!("/console/users/{id}/unblock"),
+    };
     user_action(&console, &headers, &id, body, what, async |operator, user, form| {
         console.admin.unblock_user(&operator.admin.actor, user, form.text("reason")).await.map(|_| "unblocked")
     })
@@ -373,7 +370,12 @@ pub async fn delete(
     Segments(id): Segments<String>,
     body: Body,
 ) -> Response {
-    let what = action(true, "confirm.delete_user", "user.delete", format!("/console/users/{id}/delete"));
+    let what = Ask {
+        admin: true,
+        question: "confirm.delete_user",
+        button: "user.delete",
+        path: format!("/console/users/{id}/delete"),
+    };
     user_action(&console, &headers, &id, body, what, async |operator, user, _| {
         console.admin.delete_user(&operator.admin.actor, user).await.map(|()| "deleted")
     })
@@ -388,7 +390,12 @@ pub async fn set_role(
     Segments(id): Segments<String>,
     body: Body,
 ) -> Response {
-    let what = action(true, "confirm.role", "user.set_role", format!("/console/users/{id}/role"));
+    let what = Ask {
+        admin: true,
+        question: "confirm.role",
+        button: "user.set_role",
+        path: format!("/console/users/{id}/role"),
+    };
     user_action(&console, &headers, &id, body, what, async |operator, user, form| {
         let role = match form.get("role").unwrap_or_default() {
             "" => None,
@@ -408,7 +415,12 @@ pub async fn end_session(
     Segments((id, sid)): Segments<(String, String)>,
     body: Body,
 ) -> Response {
-    let what = action(false, "confirm.end_session", "session.end", format!("/console/users/{id}/sessions/{sid}/end"));
+    let what = Ask {
+        admin: false,
+        question: "confirm.end_session",
+        button: "session.end",
+        path: format!("/console/users/{id}/sessions/{sid}/end"),
+    };
     user_action(&console, &headers, &id, body, what, async |operator, user, _| {
         let sid = Uuid::parse_str(&sid)
             .map(SessionId::from)
@@ -425,8 +437,12 @@ pub async fn revoke_grant(
     Segments((id, grant)): Segments<(String, String)>,
     body: Body,
 ) -> Response {
-    let what =
-        action(false, "confirm.revoke_grant", "grant.revoke", format!("/console/users/{id}/grants/{grant}/revoke"));
+    let what = Ask {
+        admin: false,
+        question: "confirm.revoke_grant",
+        button: "grant.revoke",
+        path: format!("/console/users/{id}/grants/{grant}/revoke"),
+    };
     user_action(&console, &headers, &id, body, what, async |operator, user, _| {
         let grant = Uuid::parse_str(&grant)
             .map(GrantId::from)
