@@ -9,7 +9,7 @@
 use axum::Json;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use portico_model::notify::EventKind;
 use portico_model::notify::{Delivery, DeliveryStatus};
@@ -18,7 +18,7 @@ use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
 
 use crate::NotifyState;
-use crate::settings::{ErrorBody, error, merchant};
+use crate::settings::{ErrorBody, MerchantCaller, error};
 
 /// The filters and paging of the delivery list.
 #[derive(utoipa::IntoParams)]
@@ -136,11 +136,11 @@ fn internal(e: &portico_storage::StorageError) -> Response {
         crate::openapi::Internal
     )
 )]
-pub async fn list(State(api): State<NotifyState>, headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
-    let merchant = match merchant(&api, &headers).await {
-        Ok(merchant) => merchant,
-        Err(response) => return response,
-    };
+pub async fn list(
+    State(api): State<NotifyState>,
+    MerchantCaller(merchant): MerchantCaller,
+    RawQuery(query): RawQuery,
+) -> Response {
     let filter = match Filter::parse(query.as_deref()) {
         Ok(filter) => filter,
         Err(message) => return error(StatusCode::BAD_REQUEST, "bad_request", message),
@@ -236,15 +236,11 @@ pub async fn resend_of(
 )]
 pub async fn resend(
     State(api): State<NotifyState>,
-    headers: HeaderMap,
+    MerchantCaller(merchant): MerchantCaller,
     id: Result<Path<String>, PathRejection>,
 ) -> Response {
     // A segment that is not UTF-8 is no delivery id: 400 below, as JSON.
     let id = id.map(|Path(id)| id).unwrap_or_default();
-    let merchant = match merchant(&api, &headers).await {
-        Ok(merchant) => merchant,
-        Err(response) => return response,
-    };
     let Ok(id) = uuid::Uuid::parse_str(&id) else {
         return error(StatusCode::BAD_REQUEST, "bad_request", "id: a delivery id (UUID)");
     };

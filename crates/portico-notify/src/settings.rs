@@ -31,8 +31,21 @@ pub(crate) fn error(status: StatusCode, code: &'static str, message: impl Into<S
     (status, Json(ErrorBody { code, message: message.into() })).into_response()
 }
 
+/// The merchant whose API key the request carries (`Authorization`, with
+/// or without `Bearer `): the merchant API's caller. Without a valid key
+/// the request is answered 401 `unauthorized` before anything else is read.
+pub struct MerchantCaller(pub Merchant);
+
+impl axum::extract::FromRequestParts<NotifyState> for MerchantCaller {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, api: &NotifyState) -> Result<Self, Response> {
+        merchant(api, &parts.headers).await.map(MerchantCaller)
+    }
+}
+
 /// The merchant whose key the request carries.
-pub(crate) async fn merchant(api: &NotifyState, headers: &HeaderMap) -> Result<Merchant, Response> {
+async fn merchant(api: &NotifyState, headers: &HeaderMap) -> Result<Merchant, Response> {
     let key = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -65,13 +78,10 @@ pub(crate) async fn merchant(api: &NotifyState, headers: &HeaderMap) -> Result<M
         crate::openapi::Internal
     )
 )]
-pub async fn get_settings(State(api): State<NotifyState>, headers: HeaderMap) -> Response {
-    match merchant(&api, &headers).await {
-        Ok(merchant) => match merchant.settings {
-            Some(settings) => Json(settings).into_response(),
-            None => error(StatusCode::NOT_FOUND, "settings_not_found", "no settings yet: PUT them first"),
-        },
-        Err(response) => response,
+pub async fn get_settings(MerchantCaller(merchant): MerchantCaller) -> Response {
+    match merchant.settings {
+        Some(settings) => Json(settings).into_response(),
+        None => error(StatusCode::NOT_FOUND, "settings_not_found", "no settings yet: PUT them first"),
     }
 }
 
@@ -92,13 +102,10 @@ pub async fn get_settings(State(api): State<NotifyState>, headers: HeaderMap) ->
 )]
 pub async fn put_settings(
     State(api): State<NotifyState>,
+    MerchantCaller(merchant): MerchantCaller,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let merchant = match merchant(&api, &headers).await {
-        Ok(merchant) => merchant,
-        Err(response) => return response,
-    };
     let json_body = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())

@@ -39,8 +39,11 @@ async fn confirm(client: &Client, notice: &str) {
     wait_for_text(client, "#notice", notice).await;
 }
 
-/// A payment event for the demo merchant, so that it has a delivery.
-async fn a_delivery(app: &TestApp) {
+/// Something for the operator to work on: ivan signed in somewhere (a
+/// session to end), and a payment event for the demo merchant (a delivery).
+async fn work_to_do(app: &TestApp) {
+    let pkce = portico_tests::Pkce::new();
+    app.login_for_code(&app.browser(), &pkce, "ivan", "ivan-password").await;
     let event =
         json!({"eventId": "ev-console-1", "merchantId": "demo-shop", "event": crate::notifications::payment("o-c1")});
     let (status, _) = crate::notifications::submit(app, "payment", &event, Some(INTERNAL_TOKEN)).await;
@@ -52,10 +55,7 @@ async fn an_operator_finds_a_user_by_phone_unblocks_them_ends_a_session_rotates_
     let Some(browser) = launch().await else { return };
     let client = &browser.client;
     let app = TestApp::spawn(portico_tests::backends()[0]).await;
-    // ivan is signed in somewhere (a session to end); the demo merchant has a delivery.
-    let pkce = portico_tests::Pkce::new();
-    app.login_for_code(&app.browser(), &pkce, "ivan", "ivan-password").await;
-    a_delivery(&app).await;
+    work_to_do(&app).await;
     let mut shots = Shots::new("console_everyday_work");
 
     sign_in_as_the_operator(client, &app).await;
@@ -146,9 +146,7 @@ async fn every_console_page_in_both_languages_schemes_and_widths() {
     let Some(browser) = launch().await else { return };
     let client = &browser.client;
     let app = TestApp::spawn(portico_tests::backends()[0]).await;
-    let pkce = portico_tests::Pkce::new();
-    app.login_for_code(&app.browser(), &pkce, "ivan", "ivan-password").await;
-    a_delivery(&app).await;
+    work_to_do(&app).await;
     let mut shots = match std::env::var_os(PAGES_DIR_ENV) {
         Some(dir) => Shots::in_dir(dir.into()),
         None => Shots::new("every_console_page"),
