@@ -154,7 +154,7 @@ fn sign_out_url(console: &Console) -> String {
 /// operator out, as with Portico's own logout.
 pub async fn logout(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Response {
     let form = Form::read(&headers, body).await.unwrap_or_default();
-    if let Ok(operator) = console.form_operator(&headers, &form).await
+    if let Ok(operator) = console.form_operator(&headers, &form, "/console/").await
         && let Ok(claims) = console.identity.tokens.check_access_token(&operator.token).await
     {
         let now = console.identity.clock.now();

@@ -106,7 +106,7 @@ fn secret_page(l: Layout, client_id: String, secret: String) -> Response {
 /// `POST /console/clients`: registers a client; its secret (given, or
 /// generated when the field is blank) is shown once.
 pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Response {
-    let (form, operator) = match console.read_form(&headers, body, true, MAX_FORM).await {
+    let (form, operator) = match console.read_form(&headers, body, "/console/clients/new", true, MAX_FORM).await {
         Ok(found) => found,
         Err(response) => return response,
     };
@@ -138,11 +138,11 @@ pub async fn update(
     Segments(id): Segments<String>,
     body: Body,
 ) -> Response {
-    let (form, operator) = match console.read_form(&headers, body, true, MAX_FORM).await {
+    let here = format!("/console/clients/{id}");
+    let (form, operator) = match console.read_form(&headers, body, &here, true, MAX_FORM).await {
         Ok(found) => found,
         Err(response) => return response,
     };
-    let here = format!("/console/clients/{id}");
     let changes = ClientChanges {
         redirect_uris: Some(form.lines("redirect_uris")),
         scope: form.text("scope"),
@@ -167,11 +167,11 @@ pub async fn rotate_secret(
     Segments(id): Segments<String>,
     body: Body,
 ) -> Response {
-    let (form, operator) = match console.read_form(&headers, body, true, MAX_FORM).await {
+    let here = format!("/console/clients/{id}");
+    let (form, operator) = match console.read_form(&headers, body, &here, true, MAX_FORM).await {
         Ok(found) => found,
         Err(response) => return response,
     };
-    let here = format!("/console/clients/{id}");
     let l = Layout::new(&headers, &operator, "clients", &here);
     if !form.confirmed() {
         let action = format!("{here}/secret");

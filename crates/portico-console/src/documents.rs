@@ -94,10 +94,11 @@ pub async fn permissions_document(State(console): State<ConsoleState>, headers: 
 /// `POST /console/permissions`: `document` (YAML, or JSON when it starts
 /// with `{`) checked (`action=check`) or merged in, after a confirmation.
 pub async fn apply_permissions(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Response {
-    let (form, operator) = match console.read_form(&headers, body, true, MAX_DOCUMENT_FORM).await {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
+    let (form, operator) =
+        match console.read_form(&headers, body, "/console/permissions", true, MAX_DOCUMENT_FORM).await {
+            Ok(found) => found,
+            Err(response) => return response,
+        };
     let l = Layout::new(&headers, &operator, "permissions", "/console/permissions");
     let text = form.get("document").unwrap_or_default().to_owned();
     let doc = match parse_document(&text, !text.trim_start().starts_with('{')) {
@@ -161,7 +162,8 @@ pub async fn brokerage(State(console): State<ConsoleState>, headers: HeaderMap, 
 /// `POST /console/brokerage`: a JSON document of brokerage data, loaded
 /// after a confirmation.
 pub async fn load_brokerage(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Response {
-    let (form, operator) = match console.read_form(&headers, body, true, MAX_DOCUMENT_FORM).await {
+    let (form, operator) = match console.read_form(&headers, body, "/console/brokerage", true, MAX_DOCUMENT_FORM).await
+    {
         Ok(found) => found,
         Err(response) => return response,
     };

@@ -171,7 +171,7 @@ pub async fn resend(
 /// `POST /console/merchants`: registers a merchant (`merchant_id`,
 /// `public_id`, `sbp_merchant_id`); its API key is shown once.
 pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Response {
-    let (form, operator) = match console.read_form(&headers, body, true, MAX_FORM).await {
+    let (form, operator) = match console.read_form(&headers, body, "/console/merchants", true, MAX_FORM).await {
         Ok(found) => found,
         Err(response) => return response,
     };
@@ -211,11 +211,11 @@ pub async fn rotate_key(
     Segments(merchant): Segments<String>,
     body: Body,
 ) -> Response {
-    let (form, operator) = match console.read_form(&headers, body, true, MAX_FORM).await {
+    let here = format!("/console/merchants/{merchant}");
+    let (form, operator) = match console.read_form(&headers, body, &here, true, MAX_FORM).await {
         Ok(found) => found,
         Err(response) => return response,
     };
-    let here = format!("/console/merchants/{merchant}");
     let l = Layout::new(&headers, &operator, "merchants", &here);
     if !form.confirmed() {
         return page::confirm(

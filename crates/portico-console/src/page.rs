@@ -85,6 +85,32 @@ impl Layout {
         self.s(if self.is_admin { "role.admin" } else { "role.support" })
     }
 
+    /// A problem's place as the form names it: the field's label (and an
+    /// address's position), or the place itself for what no form field
+    /// shows.
+    pub fn field(&self, place: &str) -> String {
+        let (name, rest) = place.split_at(place.find('[').unwrap_or(place.len()));
+        let key = match name {
+            "login" => "user.login",
+            "password" => "user.password",
+            "phone" => "user.phone",
+            "email" => "user.email",
+            "name" => "user.name",
+            "reason" => "user.reason",
+            "role" => "user.role",
+            "clientId" => "client.id",
+            "secret" => "client.secret",
+            "redirectUris" => "client.redirect_uris",
+            "postLogoutRedirectUris" => "client.post_logout_uris",
+            "backchannelLogoutUri" => "client.backchannel",
+            "scope" => "client.scope",
+            "nameRu" => "client.name_ru",
+            "nameEn" => "client.name_en",
+            _ => return place.to_owned(),
+        };
+        format!("{}{rest}", self.s(key))
+    }
+
     /// The text under `key` in the page's language.
     pub fn s(&self, key: &str) -> &'static str {
         self.t.s(key)
@@ -359,13 +385,14 @@ pub async fn locale(State(console): State<ConsoleState>, headers: HeaderMap, bod
         Ok(form) => form,
         Err(response) => return response,
     };
-    if let Err(response) = console.form_operator(&headers, &form).await {
+    let back = safe_back(form.get("back").unwrap_or_default());
+    if let Err(response) = console.form_operator(&headers, &form, &back).await {
         return response;
     }
     let Some(locale) = form.get("locale").and_then(Locale::parse) else {
         return refused(&headers, StatusCode::BAD_REQUEST, "error.form");
     };
-    let mut response = see_other(&safe_back(form.get("back").unwrap_or_default()));
+    let mut response = see_other(&back);
     let mut cookies = portico_identity::cookies::SetCookies::new(console.identity.settings.secure_cookies);
     cookies.set(portico_identity::cookies::LOCALE, locale.as_str(), Some(365 * 24 * 3600));
     cookies.apply(response.headers_mut());
@@ -428,7 +455,7 @@ pub async fn confirmed(
     subject: impl AsyncFnOnce() -> Result<String, portico_admin::ServiceError>,
     run: impl AsyncFnOnce(&Operator, &Form) -> Result<String, portico_admin::ServiceError>,
 ) -> Response {
-    let (form, operator) = match console.read_form(headers, body, action.admin, MAX_FORM).await {
+    let (form, operator) = match console.read_form(headers, body, &action.here, action.admin, MAX_FORM).await {
         Ok(found) => found,
         Err(response) => return response,
     };

@@ -129,12 +129,14 @@ impl Console {
     }
 
     /// The operator of a form: signed in, and the form's `_csrf` is their
-    /// session's (compared in constant time).
+    /// session's (compared in constant time). A form sent after the
+    /// session ended is not acted on: the operator signs in again and is
+    /// back on `page`, the page the form was on.
     ///
     /// # Errors
     /// As [`Console::operator`]; a 403 page for a form without the token.
-    pub async fn form_operator(&self, headers: &HeaderMap, form: &Form) -> Result<Operator, Response> {
-        let operator = self.operator(headers, "/console/").await?;
+    pub async fn form_operator(&self, headers: &HeaderMap, form: &Form, page: &str) -> Result<Operator, Response> {
+        let operator = self.operator(headers, page).await?;
         let sent = form.get("_csrf").unwrap_or_default();
         if portico_crypto::constant_time_eq(sent.as_bytes(), operator.csrf.as_bytes()) {
             Ok(operator)
@@ -154,8 +156,8 @@ impl Console {
         require_admin(headers, operator)
     }
 
-    /// A form (at most `limit` bytes) and its operator: signed in, the
-    /// form's CSRF token theirs, and an admin when `admin`.
+    /// A form (at most `limit` bytes) sent from `page` and its operator:
+    /// signed in, the form's CSRF token theirs, and an admin when `admin`.
     ///
     /// # Errors
     /// The page to answer instead: an unreadable form, a sign-in, a 403.
@@ -163,11 +165,12 @@ impl Console {
         &self,
         headers: &HeaderMap,
         body: axum::body::Body,
+        page: &str,
         admin: bool,
         limit: usize,
     ) -> Result<(Form, Operator), Response> {
         let form = Form::read_up_to(headers, body, limit).await?;
-        let operator = self.form_operator(headers, &form).await?;
+        let operator = self.form_operator(headers, &form, page).await?;
         let operator = if admin { require_admin(headers, operator)? } else { operator };
         Ok((form, operator))
     }

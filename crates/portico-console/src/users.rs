@@ -209,7 +209,7 @@ pub async fn new_form(State(console): State<ConsoleState>, headers: HeaderMap) -
 
 /// `POST /console/users` (admin): a new user.
 pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Response {
-    let (form, operator) = match console.read_form(&headers, body, true, MAX_FORM).await {
+    let (form, operator) = match console.read_form(&headers, body, "/console/users/new", true, MAX_FORM).await {
         Ok(found) => found,
         Err(response) => return response,
     };
@@ -239,11 +239,11 @@ pub async fn update(
     Segments(id): Segments<String>,
     body: Body,
 ) -> Response {
-    let (form, operator) = match console.read_form(&headers, body, true, MAX_FORM).await {
+    let here = format!("/console/users/{id}");
+    let (form, operator) = match console.read_form(&headers, body, &here, true, MAX_FORM).await {
         Ok(found) => found,
         Err(response) => return response,
     };
-    let here = format!("/console/users/{id}");
     let l = Layout::new(&headers, &operator, "users", &here);
     let Some(user) = user_id(&id) else {
         return page::message(l, StatusCode::NOT_FOUND, "error.no_user", "/console/users");
@@ -268,11 +268,11 @@ pub async fn set_password(
     Segments(id): Segments<String>,
     body: Body,
 ) -> Response {
-    let (form, operator) = match console.read_form(&headers, body, true, MAX_FORM).await {
+    let here = format!("/console/users/{id}");
+    let (form, operator) = match console.read_form(&headers, body, &here, true, MAX_FORM).await {
         Ok(found) => found,
         Err(response) => return response,
     };
-    let here = format!("/console/users/{id}");
     let l = Layout::new(&headers, &operator, "users", &here);
     let Some(user) = user_id(&id) else {
         return page::message(l, StatusCode::NOT_FOUND, "error.no_user", "/console/users");

@@ -398,7 +398,8 @@ async fn hostile_addresses_and_forms_get_the_consoles_own_pages_and_change_nothi
         let reason = "x".repeat(600);
         let response = post(&browser, &app, &path, &[("_csrf", &csrf), ("reason", &reason), ("confirm", "yes")]).await;
         assert_eq!(response.status(), 400);
-        assert!(response.text().await.unwrap().contains("<strong>reason</strong>"));
+        let html = response.text().await.unwrap();
+        assert!(html.contains("<strong data-place=\"reason\">Причина (в журнал аудита)</strong>"), "{html}");
         assert!(!app.store.find_user(ivan.id).await.unwrap().unwrap().blocked);
         // Without a session, a form is sent to sign in and changes nothing.
         let stranger = app.browser();
@@ -407,5 +408,157 @@ async fn hostile_addresses_and_forms_get_the_consoles_own_pages_and_change_nothi
         assert_eq!(response.status(), 303);
         assert!(location(&response).starts_with("/console/login"));
         assert!(!app.store.find_user(ivan.id).await.unwrap().unwrap().blocked);
+    }
+}
+
+/// The value after `marker` up to the next `<` on a page.
+fn shown(html: &str, marker: &str) -> String {
+    let at = html.find(marker).unwrap_or_else(|| panic!("no {marker} in {html}")) + marker.len();
+    html[at..at + html[at..].find('<').unwrap()].to_owned()
+}
+
+#[tokio::test]
+async fn admins_manage_users_clients_and_report_tasks_and_read_the_audit_log_through_the_console() {
+    use portico_model::reports::TaskStatus;
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let (browser, _) = sign_in(&app, "operator", "operator-password").await;
+        let (_, html) = page(&browser, &app, "/console/users/new").await;
+        let csrf = csrf_of(&html);
+        let csrf = csrf.as_str();
+
+        // A user: the service's rules, every problem named, nothing made; then made, changed, given a role.
+        let bad = [("_csrf", csrf), ("login", "new user"), ("password", "short"), ("phone", "12"), ("email", "x")];
+        let response = post(&browser, &app, "/console/users", &bad).await;
+        assert_eq!(response.status(), 400, "{backend:?}");
+        let html = response.text().await.unwrap();
+        for field in ["login", "password", "phone", "email"] {
+            assert!(html.contains(&format!("<strong data-place=\"{field}\">")), "{field}: {html}");
+        }
+        assert!(app.store.find_user_by_login("new user").await.unwrap().is_none());
+        let good = [
+            ("_csrf", csrf),
+            ("login", "vera"),
+            ("password", "vera-long-password"),
+            ("phone", "8 (900) 765-00-11"),
+            ("email", "vera@example.com"),
+            ("phone_login", "yes"),
+        ];
+        let response = post(&browser, &app, "/console/users", &good).await;
+        let vera = app.store.find_user_by_login("vera").await.unwrap().expect("created");
+        let vera_page = format!("/console/users/{}", vera.id.as_uuid());
+        assert_eq!(location(&response), format!("{vera_page}?done=created"));
+        assert_eq!(vera.phone.as_deref(), Some("+79007650011"), "stored in E.164");
+        let taken = post(&browser, &app, "/console/users", &good).await;
+        assert_eq!(taken.status(), 409);
+        let change =
+            [("_csrf", csrf), ("login", "vera"), ("phone", ""), ("email", "vera@bank.example"), ("name", "Вера")];
+        post(&browser, &app, &vera_page, &change).await;
+        let changed = app.store.find_user(vera.id).await.unwrap().unwrap();
+        assert_eq!(
+            (changed.phone, changed.email.as_deref(), changed.phone_login_enabled),
+            (None, Some("vera@bank.example"), false)
+        );
+        let response =
+            post(&browser, &app, &format!("{vera_page}/password"), &[("_csrf", csrf), ("password", "vera")]).await;
+        assert_eq!(response.status(), 400, "the password policy");
+        post(&browser, &app, &format!("{vera_page}/password"), &[("_csrf", csrf), ("password", "a-new-long-password")])
+            .await;
+        let hash = app.store.find_user(vera.id).await.unwrap().unwrap().password_hash;
+        assert!(portico_crypto::password::verify(&hash, "a-new-long-password"), "the password set is the one stored");
+        let role = [("_csrf", csrf), ("role", "support"), ("confirm", "yes")];
+        post(&browser, &app, &format!("{vera_page}/role"), &role).await;
+        assert_eq!(app.store.operator_role(vera.id).await.unwrap(), Some(OperatorRole::Support));
+        let (_, html) = page(&browser, &app, &vera_page).await;
+        assert!(html.contains("<option value=\"support\" selected>"), "the page shows the role");
+
+        // A client: a generated secret shown once and working at the token endpoint; a bad change named; removal asks first.
+        let client = [
+            ("_csrf", csrf),
+            ("client_id", "crm"),
+            ("secret", ""),
+            ("redirect_uris", "https://crm.example/cb\nhttps://crm.example/cb2"),
+            ("scope", "openid profile"),
+            ("name_ru", "CRM"),
+        ];
+        let response = post(&browser, &app, "/console/clients", &client).await;
+        assert_eq!(response.headers()["cache-control"], "no-store");
+        let secret = shown(&response.text().await.unwrap(), "id=\"secret\">");
+        let stored = app.store.find_client(&"crm".into()).await.unwrap().expect("registered");
+        assert_eq!(stored.redirect_uris, ["https://crm.example/cb", "https://crm.example/cb2"]);
+        assert!(
+            portico_crypto::hash::client_secret_matches(&stored.secret_hash, &secret),
+            "the shown secret is the client's"
+        );
+        let fragment = [("_csrf", csrf), ("redirect_uris", "https://crm.example/cb#x"), ("scope", "openid")];
+        let response = post(&browser, &app, "/console/clients/crm", &fragment).await;
+        assert_eq!(response.status(), 400);
+        let html = response.text().await.unwrap();
+        assert!(html.contains("<strong data-place=\"redirectUris[0]\">Адреса возврата[0]</strong>"), "{html}");
+        assert_eq!(app.store.find_client(&"crm".into()).await.unwrap().unwrap().redirect_uris, stored.redirect_uris);
+        let response =
+            post(&browser, &app, "/console/clients/crm/secret", &[("_csrf", csrf), ("confirm", "yes")]).await;
+        let new_secret = shown(&response.text().await.unwrap(), "id=\"secret\">");
+        let rotated = app.store.find_client(&"crm".into()).await.unwrap().unwrap();
+        assert!(portico_crypto::hash::client_secret_matches(&rotated.secret_hash, &new_secret));
+        assert!(!portico_crypto::hash::client_secret_matches(&rotated.secret_hash, &secret), "the old secret stops");
+        let response = post(&browser, &app, "/console/clients/crm/delete", &[("_csrf", csrf)]).await;
+        assert!(response.text().await.unwrap().contains("name=\"confirm\" value=\"yes\""));
+        assert!(app.store.find_client(&"crm".into()).await.unwrap().is_some());
+        let response =
+            post(&browser, &app, "/console/clients/crm/delete", &[("_csrf", csrf), ("confirm", "yes")]).await;
+        assert_eq!(location(&response), "/console/clients?done=deleted");
+        assert!(app.store.find_client(&"crm".into()).await.unwrap().is_none());
+
+        // Report tasks: a failed one retried as a new task; a finished one is not.
+        let mut failed = crate::storage_contract::report_task(1, "7700000099", (1, 31));
+        failed.status = TaskStatus::Failed;
+        app.store.create_report_task(&failed, false).await.unwrap();
+        let (_, html) = page(&browser, &app, "/console/reports?cnum=7700000099").await;
+        assert!(html.contains(&format!("/console/reports/{}/retry", failed.id)), "{html}");
+        let (status, html) = page(&browser, &app, "/console/reports?cnum=77x").await;
+        assert_eq!(status, 200);
+        assert!(html.contains("role=\"alert\""), "a bad company is said");
+        let retry = format!("/console/reports/{}/retry", failed.id);
+        let response = post(&browser, &app, &retry, &[("_csrf", csrf), ("confirm", "yes")]).await;
+        assert_eq!(location(&response), "/console/reports?cnum=7700000099&done=retried");
+        let tasks = app
+            .store
+            .list_report_tasks(&portico_storage::ReportTaskFilter {
+                cnums: vec!["7700000099".into()],
+                limit: 10,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(tasks.len(), 2, "a new task beside the failed one");
+        let mut done = crate::storage_contract::report_task(2, "7700000099", (1, 31));
+        done.status = TaskStatus::Done;
+        app.store.create_report_task(&done, false).await.unwrap();
+        let response = post(
+            &browser,
+            &app,
+            &format!("/console/reports/{}/retry", done.id),
+            &[("_csrf", csrf), ("confirm", "yes")],
+        )
+        .await;
+        assert_eq!(response.status(), 409);
+
+        // The audit log: every change above, as the operator, filtered by user and kind; a bad day is said.
+        let (_, html) = page(&browser, &app, &format!("/console/audit?user={}", vera.id.as_uuid())).await;
+        for kind in ["user.created", "user.updated", "user.password_set", "operator.role_set"] {
+            assert!(html.contains(&format!(">{kind}<")), "{kind}: {html}");
+        }
+        assert!(!html.contains(">client.created<"), "only vera's events");
+        let (_, html) = page(&browser, &app, "/console/audit?kind=client.deleted").await;
+        assert!(html.contains(">operator:operator<") && html.contains(">crm<"), "{html}");
+        let (_, html) = page(&browser, &app, "/console/audit?from=26.11.2026").await;
+        assert!(html.contains("role=\"alert\""), "a bad day is said");
+
+        // Removing a user asks first, then goes back to the list.
+        let response =
+            post(&browser, &app, &format!("{vera_page}/delete"), &[("_csrf", csrf), ("confirm", "yes")]).await;
+        assert_eq!(location(&response), "/console/users?done=deleted");
+        assert!(app.store.find_user(vera.id).await.unwrap().is_none());
     }
 }
