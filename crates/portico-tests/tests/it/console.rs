@@ -562,3 +562,33 @@ async fn admins_manage_users_clients_and_report_tasks_and_read_the_audit_log_thr
         assert!(app.store.find_user(vera.id).await.unwrap().is_none());
     }
 }
+
+#[tokio::test]
+async fn thirty_console_submissions_of_one_new_login_make_one_user() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let (browser, _) = sign_in(&app, "operator", "operator-password").await;
+        let (_, html) = page(&browser, &app, "/console/users/new").await;
+        let csrf = csrf_of(&html);
+        let mut submissions = tokio::task::JoinSet::new();
+        for i in 0..30 {
+            let (browser, url, csrf) = (browser.clone(), app.url("/console/users"), csrf.clone());
+            submissions.spawn(async move {
+                let password = format!("a-long-password-{i}");
+                let form = [("_csrf", csrf.as_str()), ("login", "twin"), ("password", password.as_str())];
+                browser.post(url).form(&form).send().await.unwrap().status().as_u16()
+            });
+        }
+        let mut statuses = submissions.join_all().await;
+        statuses.sort_unstable();
+        assert_eq!(statuses.iter().filter(|s| **s == 303).count(), 1, "{backend:?}: {statuses:?}");
+        assert_eq!(statuses.iter().filter(|s| **s == 409).count(), 29, "{backend:?}: {statuses:?}");
+        let created = app
+            .store
+            .query_audit(&portico_storage::AuditQuery { kind: Some("user.created".into()), ..Default::default() })
+            .await
+            .unwrap();
+        let twins = created.iter().filter(|e| e.event.actor.as_deref() == Some("operator:operator")).count();
+        assert_eq!(twins, 1, "one user, one audit entry");
+    }
+}
