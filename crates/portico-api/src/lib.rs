@@ -3,6 +3,8 @@
 //! - [`auth`]: who may call the admin and internal APIs — extractors for
 //!   the named admin tokens ([`auth::Admin`], which also names the actor
 //!   for the audit log) and the internal token ([`auth::Internal`]).
+//! - [`pair`]: the caller of the business APIs, a token pair
+//!   ([`pair::TokenPair`]), refused in each API's own words.
 //! - [`error`]: the one error body of every `/admin/v1/...` and
 //!   `/internal/v1/...` operation ([`error::ApiError`]).
 //! - [`openapi`]: their security schemes and shared error responses.
@@ -15,9 +17,11 @@
 pub mod auth;
 pub mod error;
 pub mod openapi;
+pub mod pair;
 
 pub use auth::{Admin, ApiTokens, HasApiTokens, Internal, Support};
 pub use error::{ApiError, Body, Params, PathParams, Problem, page_size};
+pub use pair::{HasTokenVerifier, PairRefusal, TokenPair};
 
 /// Records an administrative change in the audit log. A failure to record
 /// is logged, not raised: the change is made and answered for.

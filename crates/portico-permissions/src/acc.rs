@@ -13,7 +13,8 @@ use uuid::Uuid;
 
 use crate::PermissionsState;
 use crate::error::ApiError;
-use crate::request::value;
+use crate::request::{Refusal, system_id, value};
+use portico_api::TokenPair;
 
 /// The calling EIO's own flags per section of the access control center.
 #[utoipa::path(
@@ -32,10 +33,11 @@ use crate::request::value;
 )]
 pub async fn by_company(
     State(api): State<PermissionsState>,
+    TokenPair(caller, _): TokenPair<Refusal>,
     headers: HeaderMap,
     path: Result<Path<String>, PathRejection>,
 ) -> Result<Response, ApiError> {
-    let caller = api.caller(&headers, true).await?;
+    system_id(&headers)?;
     let Path(cnum) = path.map_err(|_| ApiError::bad_request("cnum", "cnum is not a valid path segment"))?;
     let cnum = value("cnum", &cnum)?;
     let model = api.service.model().await?;
@@ -69,10 +71,11 @@ pub async fn by_company(
 )]
 pub async fn by_user_and_company(
     State(api): State<PermissionsState>,
+    TokenPair(caller, _): TokenPair<Refusal>,
     headers: HeaderMap,
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> Result<Json<Vec<AccPermission>>, ApiError> {
-    let caller = api.caller(&headers, true).await?;
+    system_id(&headers)?;
     let Path((user_id, cnum)) =
         path.map_err(|_| ApiError::bad_request("userId", "a path parameter is not a valid path segment"))?;
     let user_id = value("userId", &user_id)?;

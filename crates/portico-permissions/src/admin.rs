@@ -101,7 +101,7 @@ pub async fn apply(
 /// and the console share it.
 ///
 /// # Errors
-/// As [`PermissionService::apply`].
+/// As [`crate::service::PermissionService::apply`].
 pub async fn apply_by(
     service: &crate::service::PermissionService,
     store: &dyn portico_storage::Storage,

@@ -2,9 +2,9 @@
 //! corporate clients (`spec/3-permissions.md`), and the admin API that
 //! manages the model behind them.
 //!
-//! Every operation first checks the caller's token pair
-//! ([`Identity::check_token_pair`](portico_identity::Identity::check_token_pair)),
-//! then `x-system-id`, then its parameters, and answers from the in-memory
+//! Every operation first checks the caller's token pair (the shared
+//! extractor [`portico_api::TokenPair`], refused in this API's body:
+//! [`request::Caller`]), then `x-system-id`, then its parameters, and answers from the in-memory
 //! [`PermissionModel`](portico_model::permissions::PermissionModel) that
 //! [`service::PermissionService`] keeps current. Other modules ask their
 //! authorization questions through [`service::PermissionService::allowed`].
@@ -22,7 +22,7 @@ pub mod v2;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::DefaultBodyLimit;
 use axum::http::HeaderMap;
 use axum::routing::{MethodRouter, get, post};
 use portico_model::clock::Clock;
@@ -53,8 +53,10 @@ impl portico_api::HasApiTokens for PermissionsApi {
 /// A route whose path lacks a required segment (`/api/v2/permissions/x/`):
 /// after the usual caller checks, `bad_request` naming the parameter.
 fn missing(parameter: &'static str, system_id_required: bool) -> MethodRouter<PermissionsState> {
-    get(move |State(api): State<PermissionsState>, headers: HeaderMap| async move {
-        api.caller(&headers, system_id_required).await?;
+    get(move |_: request::Caller, headers: HeaderMap| async move {
+        if system_id_required {
+            request::system_id(&headers)?;
+        }
         Err::<(), _>(ApiError::bad_request(parameter, format!("the path parameter {parameter} is missing")))
     })
 }

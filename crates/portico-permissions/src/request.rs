@@ -1,8 +1,10 @@
-//! What every operation reads from the request: the caller, the consumer
-//! system id, and array parameters.
+//! What every operation reads from the request: the caller (the shared
+//! token-pair extractor, refused in this API's words), the consumer system
+//! id, and array parameters.
 
 use axum::http::HeaderMap;
-use portico_tokens::Caller;
+use axum::response::{IntoResponse, Response};
+use portico_tokens::TokenPairError;
 
 use crate::PermissionsApi;
 use crate::error::ApiError;
@@ -12,19 +14,36 @@ pub const MAX_ARRAY: usize = 100;
 /// Longest `cnum` or object path accepted in a request.
 pub const MAX_VALUE: usize = 64;
 
-impl PermissionsApi {
-    /// The verified caller, and the `x-system-id` check when `system_id_required`.
-    ///
-    /// # Errors
-    /// 401 for a bad token pair, then `header_is_missing`.
-    pub async fn caller(&self, headers: &HeaderMap, system_id_required: bool) -> Result<Caller, ApiError> {
-        let caller = self.tokens.check_token_pair(headers).await?;
-        let system_id = headers.get("x-system-id").and_then(|v| v.to_str().ok()).map(str::trim);
-        if system_id_required && system_id.is_none_or(str::is_empty) {
-            return Err(ApiError::HeaderMissing("x-system-id"));
-        }
-        Ok(caller)
+/// The caller of a permission API operation: a checked token pair, or the
+/// API's 401 / 500 in its own body.
+pub type Caller = portico_api::TokenPair<Refusal>;
+
+/// The permission API's answer to a refused token pair.
+pub struct Refusal;
+
+impl portico_api::PairRefusal for Refusal {
+    fn refusal(error: TokenPairError) -> Response {
+        ApiError::from(error).into_response()
     }
+}
+
+impl portico_api::HasTokenVerifier for PermissionsApi {
+    fn token_verifier(&self) -> &portico_tokens::TokenVerifier {
+        &self.tokens
+    }
+}
+
+/// The `x-system-id` header the current operations require, after the
+/// token pair.
+///
+/// # Errors
+/// `header_is_missing`.
+pub fn system_id(headers: &HeaderMap) -> Result<(), ApiError> {
+    let system_id = headers.get("x-system-id").and_then(|v| v.to_str().ok()).map(str::trim);
+    if system_id.is_none_or(str::is_empty) {
+        return Err(ApiError::HeaderMissing("x-system-id"));
+    }
+    Ok(())
 }
 
 /// A single text parameter: present, at most [`MAX_VALUE`] characters, no

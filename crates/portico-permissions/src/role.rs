@@ -11,7 +11,8 @@ use uuid::Uuid;
 
 use crate::PermissionsState;
 use crate::error::ApiError;
-use crate::request::value;
+use crate::request::{Refusal, system_id, value};
+use portico_api::TokenPair;
 
 /// `EmployeeRoleResponse`.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -83,10 +84,11 @@ fn parse(headers: &HeaderMap, body: Result<Bytes, BytesRejection>) -> Result<(Uu
 )]
 pub async fn employee_role(
     State(api): State<PermissionsState>,
+    TokenPair(caller, _): TokenPair<Refusal>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<EmployeeRoleResponse>, ApiError> {
-    let caller = api.caller(&headers, true).await?;
+    system_id(&headers)?;
     let (user_id, cnum) = parse(&headers, body)?;
     let model = api.service.model().await?;
     if !model.is_eio(caller.user_id.as_uuid(), &cnum) {

@@ -6,7 +6,7 @@
 use axum::Json;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{HeaderMap, HeaderName, HeaderValue};
+use axum::http::{HeaderName, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use portico_model::permissions::PermissionsContext;
 use portico_tokens::Caller;
@@ -14,9 +14,20 @@ use portico_tokens::Caller;
 use crate::PermissionsState;
 use crate::error::ApiError;
 use crate::request::{array, cnum_query};
+use portico_api::TokenPair;
 
 /// When the v1 reads were deprecated (2026-01-01T00:00:00Z), as RFC 9745 writes it.
 pub const DEPRECATED_SINCE: &str = "@1767225600";
+
+/// The v1 reads' answer to a refused token pair: the API's 401, with the
+/// deprecation headers every v1 answer carries.
+pub struct Legacy;
+
+impl portico_api::PairRefusal for Legacy {
+    fn refusal(error: portico_tokens::TokenPairError) -> Response {
+        deprecated(Err(ApiError::from(error)))
+    }
+}
 
 fn deprecated(result: Result<Json<PermissionsContext>, ApiError>) -> Response {
     let mut response = result.into_response();
@@ -53,14 +64,10 @@ async fn context(
 #[deprecated = "the v1 reads are deprecated; their handlers stay for old consumers"]
 pub async fn permissions(
     State(api): State<PermissionsState>,
-    headers: HeaderMap,
+    TokenPair(caller, _): TokenPair<Legacy>,
     RawQuery(query): RawQuery,
 ) -> Response {
-    let result = async {
-        let caller = api.caller(&headers, false).await?;
-        context(&api, &caller, query.as_deref(), None).await
-    }
-    .await;
+    let result = async { context(&api, &caller, query.as_deref(), None).await }.await;
     deprecated(result)
 }
 
@@ -83,12 +90,11 @@ pub async fn permissions(
 #[deprecated = "the v1 reads are deprecated; their handlers stay for old consumers"]
 pub async fn permissions_by_object(
     State(api): State<PermissionsState>,
-    headers: HeaderMap,
+    TokenPair(caller, _): TokenPair<Legacy>,
     path: Result<Path<String>, PathRejection>,
     RawQuery(query): RawQuery,
 ) -> Response {
     let result = async {
-        let caller = api.caller(&headers, false).await?;
         let Path(object_path) =
             path.map_err(|_| ApiError::bad_request("object_path", "object_path is not a valid path segment"))?;
         let objects = array("object_path", [object_path.as_str()])?;

@@ -9,7 +9,8 @@ use axum::response::{IntoResponse, Response};
 
 use crate::PermissionsState;
 use crate::error::ApiError;
-use crate::request::value;
+use crate::request::{Refusal, system_id, value};
+use portico_api::TokenPair;
 
 fn segment_error(_: PathRejection) -> ApiError {
     ApiError::bad_request("path", "a path parameter is not a valid path segment")
@@ -27,8 +28,12 @@ fn segment_error(_: PathRejection) -> ApiError {
         crate::openapi::LookupErrors
     )
 )]
-pub async fn permissions(State(api): State<PermissionsState>, headers: HeaderMap) -> Result<Response, ApiError> {
-    let caller = api.caller(&headers, true).await?;
+pub async fn permissions(
+    State(api): State<PermissionsState>,
+    TokenPair(caller, _): TokenPair<Refusal>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    system_id(&headers)?;
     let model = api.service.model().await?;
     let view = model.permissions_v2(caller.user_id.as_uuid()).map_err(|e| ApiError::lookup(e, "obj"))?;
     Ok(Json(view).into_response())
@@ -48,10 +53,11 @@ pub async fn permissions(State(api): State<PermissionsState>, headers: HeaderMap
 )]
 pub async fn by_object(
     State(api): State<PermissionsState>,
+    TokenPair(caller, _): TokenPair<Refusal>,
     headers: HeaderMap,
     path: Result<Path<String>, PathRejection>,
 ) -> Result<Response, ApiError> {
-    let caller = api.caller(&headers, true).await?;
+    system_id(&headers)?;
     let Path(obj) = path.map_err(segment_error)?;
     let obj = value("obj", &obj)?;
     let model = api.service.model().await?;
@@ -77,10 +83,11 @@ pub async fn by_object(
 )]
 pub async fn by_object_and_company(
     State(api): State<PermissionsState>,
+    TokenPair(caller, _): TokenPair<Refusal>,
     headers: HeaderMap,
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> Result<Response, ApiError> {
-    let caller = api.caller(&headers, true).await?;
+    system_id(&headers)?;
     let Path((obj, cnum)) = path.map_err(segment_error)?;
     let (obj, cnum) = (value("obj", &obj)?, value("cnum", &cnum)?);
     let model = api.service.model().await?;

@@ -152,6 +152,12 @@ async fn v1_reads_list_allowed_actions_per_contract_and_are_deprecated() {
         assert_eq!(response.status(), 200);
         assert!(response.headers()["deprecation"].to_str().unwrap().starts_with('@'));
         assert!(response.headers()["link"].to_str().unwrap().contains("successor-version"));
+        // A refused token pair is answered as every v1 read is: deprecated.
+        for path in ["/api/v1/permissions", "/api/v1/permissions/payments"] {
+            let refused = app.http().get(app.url(path)).bearer_auth(&maria.access_token).send().await.unwrap();
+            assert_eq!(refused.status(), 401, "{path}: no Id-Token");
+            assert!(refused.headers()["deprecation"].to_str().unwrap().starts_with('@'), "{path}");
+        }
         let body: Value = response.json().await.unwrap();
         assert_eq!(body["userId"], maria.user_id.to_string());
         assert_eq!(body["aud"], portico_tests::demo::CLIENT_ID);
