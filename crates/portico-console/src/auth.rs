@@ -27,7 +27,7 @@
 
 use axum::body::Body;
 use axum::extract::{RawQuery, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use portico_crypto::jwt::TYP_ID_TOKEN;
 use portico_model::client::{Client, LocalizedText};
@@ -63,7 +63,9 @@ pub async fn login(State(console): State<ConsoleState>, headers: HeaderMap, RawQ
     );
     let sealed = console.seal_cookie(LOGIN_LABEL, &started);
     let mut response = see_other(&location);
-    response.headers_mut().append(header::SET_COOKIE, console.cookie(LOGIN, &sealed, LOGIN_MAX_AGE, "Lax"));
+    let mut cookies = console.cookies("Lax");
+    cookies.set(LOGIN, &sealed, Some(LOGIN_MAX_AGE));
+    cookies.apply(response.headers_mut());
     response
 }
 
@@ -71,7 +73,9 @@ pub async fn login(State(console): State<ConsoleState>, headers: HeaderMap, RawQ
 pub async fn callback(State(console): State<ConsoleState>, headers: HeaderMap, RawQuery(raw): RawQuery) -> Response {
     let query = page::query(raw.as_deref());
     let mut response = finish(&console, &headers, &query).await;
-    response.headers_mut().append(header::SET_COOKIE, console.cookie(LOGIN, "", 0, "Lax"));
+    let mut cookies = console.cookies("Lax");
+    cookies.clear(LOGIN);
+    cookies.apply(response.headers_mut());
     response
 }
 
@@ -123,8 +127,7 @@ async fn finish(console: &Console, headers: &HeaderMap, query: &Form) -> Respons
         Ok(Some(operator)) => {
             tracing::info!(actor = %operator.actor, role = operator.role.as_str(), "an operator signed in to the console");
             let mut response = see_other(&started.back);
-            let cookie = console.session_cookie(tokens.access_token, tokens.expires_in);
-            response.headers_mut().append(header::SET_COOKIE, cookie);
+            console.session_cookie(tokens.access_token, tokens.expires_in).apply(response.headers_mut());
             response
         }
         Ok(None) => {
@@ -164,7 +167,9 @@ pub async fn logout(State(console): State<ConsoleState>, headers: HeaderMap, bod
         tracing::info!(actor = %operator.admin.actor, "an operator signed out of the console");
     }
     let mut response = see_other(&sign_out_url(&console));
-    response.headers_mut().append(header::SET_COOKIE, console.cookie(SESSION, "", 0, "Strict"));
+    let mut cookies = console.cookies("Strict");
+    cookies.clear(SESSION);
+    cookies.apply(response.headers_mut());
     response
 }
 

@@ -41,15 +41,14 @@ async fn permissions_page(
     problems: Vec<(String, String)>,
     document: String,
 ) -> Response {
-    match console.identity.store.load_permissions().await {
+    match console.permissions.model().await {
         Ok(model) => {
-            let doc = model.to_document();
             let current = ApplySummary {
                 revision: model.revision,
-                companies: doc.companies.len(),
-                catalog: doc.catalog.len(),
-                roles: doc.roles.len(),
-                employees: doc.employees.len(),
+                companies: model.companies.len(),
+                catalog: model.catalog.len(),
+                roles: model.roles.len(),
+                employees: model.employees.len(),
             };
             let status = if problems.is_empty() { StatusCode::OK } else { StatusCode::BAD_REQUEST };
             let page = PermissionsPage { l, revision: model.revision, current, checked, problems, document };
@@ -75,7 +74,7 @@ pub async fn permissions_document(State(console): State<ConsoleState>, headers: 
     if let Err(response) = console.admin_operator(&headers, "/console/permissions").await {
         return response;
     }
-    match console.identity.store.load_permissions().await {
+    match console.permissions.model().await {
         Ok(model) => {
             let json = serde_json::to_string_pretty(&model.to_document()).unwrap_or_default();
             let mut response = json.into_response();

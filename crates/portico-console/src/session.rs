@@ -23,6 +23,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use portico_api::Admin;
 use portico_api::auth::Role;
+use portico_identity::cookies::SetCookies;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -93,18 +94,17 @@ impl Console {
         serde_json::from_slice(&json).ok()
     }
 
-    /// A `Set-Cookie` value for one of the console's cookies.
-    pub(crate) fn cookie(&self, name: &str, value: &str, max_age: i64, same_site: &str) -> HeaderValue {
-        let secure = if self.identity.settings.secure_cookies { "; Secure" } else { "" };
-        let line = format!("{name}={value}; Path=/console; HttpOnly; SameSite={same_site}; Max-Age={max_age}{secure}");
-        HeaderValue::from_str(&line).unwrap_or_else(|_| HeaderValue::from_static(""))
+    /// The console's cookies, under `/console` with `same_site`.
+    pub(crate) fn cookies(&self, same_site: &'static str) -> SetCookies {
+        SetCookies::scoped(self.identity.settings.secure_cookies, "/console", same_site)
     }
 
     /// The session cookie for `token`, valid `max_age` seconds.
-    pub(crate) fn session_cookie(&self, token: String, max_age: i64) -> HeaderValue {
+    pub(crate) fn session_cookie(&self, token: String, max_age: i64) -> SetCookies {
         let cookie = SessionCookie { token, csrf: portico_crypto::random::token() };
-        let value = self.seal_cookie(SESSION_LABEL, &cookie);
-        self.cookie(SESSION, &value, max_age, "Strict")
+        let mut cookies = self.cookies("Strict");
+        cookies.set(SESSION, &self.seal_cookie(SESSION_LABEL, &cookie), Some(max_age));
+        cookies
     }
 
     /// The signed-in operator of this request. Without one (no session,

@@ -11,7 +11,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use portico_admin::ServiceError;
 use portico_admin::service::{NewUser, UserChanges};
-use portico_model::ids::{ClientId, GrantId, SessionId, UserId};
+use portico_model::ids::{GrantId, SessionId, UserId};
 use portico_model::user::{OperatorRole, User};
 use portico_storage::{TextMatch, UserQuery};
 use uuid::Uuid;
@@ -162,23 +162,16 @@ pub async fn read(
         Ok(loaded) => loaded,
         Err(error) => return page::service_error(l, error, "/console/users"),
     };
-    let mut rows = Vec::with_capacity(sessions.len());
-    for session in sessions {
-        let clients = match console.identity.store.list_session_grants(session.id).await {
-            Ok(grants) => grants,
-            Err(error) => return page::storage_error(l, &error),
-        };
-        let mut clients: Vec<String> = clients.iter().map(|g| ClientId::to_string(&g.client_id)).collect();
-        clients.sort();
-        clients.dedup();
-        rows.push(SessionRow {
+    let rows = sessions
+        .into_iter()
+        .map(|(session, clients)| SessionRow {
             sid: session.id.as_uuid().to_string(),
             auth_time: l.time(session.auth_time),
             expires_at: l.time(session.expires_at),
             amr: session.amr.join(", "),
             clients: clients.join(", "),
-        });
-    }
+        })
+        .collect();
     let grants = grants
         .into_iter()
         .map(|g| GrantRow {

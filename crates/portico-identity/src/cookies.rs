@@ -1,7 +1,8 @@
 //! Cookie names from the spec, and reading and writing them.
 //!
-//! Every cookie is `HttpOnly`, `SameSite=Lax` and `Path=/`, and `Secure`
-//! unless the server runs as a plain-HTTP loopback demo. `Lax` (not `Strict`)
+//! Every cookie is `HttpOnly`, `SameSite=Lax` and `Path=/` (the operator
+//! console's are scoped to `/console`), and `Secure` unless the server runs
+//! as a plain-HTTP loopback demo. `Lax` (not `Strict`)
 //! because the browser arrives at `/oauth2/authorize` from the client's site.
 
 use axum::http::header::{COOKIE, SET_COOKIE};
@@ -54,18 +55,26 @@ pub fn xsrf_matches(headers: &HeaderMap, sent: &str) -> bool {
 #[derive(Debug, Default)]
 pub struct SetCookies {
     secure: bool,
+    path: &'static str,
+    same_site: &'static str,
     headers: Vec<HeaderValue>,
 }
 
 impl SetCookies {
+    /// Cookies for the whole site (`Path=/`, `SameSite=Lax`).
     pub fn new(secure: bool) -> Self {
-        Self { secure, headers: Vec::new() }
+        Self::scoped(secure, "/", "Lax")
+    }
+
+    /// Cookies only under `path`, with `same_site` (`Lax` or `Strict`).
+    pub fn scoped(secure: bool, path: &'static str, same_site: &'static str) -> Self {
+        Self { secure, path, same_site, headers: Vec::new() }
     }
 
     /// Sets `name` for `max_age` seconds (a session cookie when `None`).
     /// `value` must be cookie-safe (Base64URL, UUIDs and dots are).
     pub fn set(&mut self, name: &str, value: &str, max_age: Option<i64>) -> &mut Self {
-        let mut line = format!("{name}={value}; Path=/; HttpOnly; SameSite=Lax");
+        let mut line = format!("{name}={value}; Path={}; HttpOnly; SameSite={}", self.path, self.same_site);
         if let Some(age) = max_age {
             line.push_str(&format!("; Max-Age={age}"));
         }
@@ -77,7 +86,7 @@ impl SetCookies {
 
     /// Clears `name` in the browser.
     pub fn clear(&mut self, name: &str) -> &mut Self {
-        let mut line = format!("{name}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0");
+        let mut line = format!("{name}=; Path={}; HttpOnly; SameSite={}; Max-Age=0", self.path, self.same_site);
         if self.secure {
             line.push_str("; Secure");
         }

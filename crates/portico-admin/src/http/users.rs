@@ -8,8 +8,7 @@ use portico_api::auth::Role;
 use portico_api::error::ErrorBody;
 use portico_api::openapi::AdminErrors;
 use portico_api::{Admin, ApiError, PathParams, Support};
-use portico_model::ids::{ClientId, GrantId, SessionId, UserId};
-use portico_model::session::SsoSession;
+use portico_model::ids::{GrantId, SessionId, UserId};
 use portico_model::user::User;
 use portico_storage::{TextMatch, UserQuery};
 use serde::{Deserialize, Serialize};
@@ -435,26 +434,17 @@ pub async fn sessions(
     _: Support,
     PathParams(id): PathParams<String>,
 ) -> Result<Json<Vec<SessionView>>, ApiError> {
-    let sessions: Vec<SsoSession> = api.service.sessions(user_id(&id)?).await.map_err(answer("listing sessions"))?;
-    let mut views = Vec::with_capacity(sessions.len());
-    for session in sessions {
-        let grants = api
-            .service
-            .store
-            .list_session_grants(session.id)
-            .await
-            .map_err(|e| ApiError::storage("listing sessions", &e))?;
-        let mut clients: Vec<String> = grants.iter().map(|g| ClientId::to_string(&g.client_id)).collect();
-        clients.sort();
-        clients.dedup();
-        views.push(SessionView {
+    let sessions = api.service.sessions(user_id(&id)?).await.map_err(answer("listing sessions"))?;
+    let views = sessions
+        .into_iter()
+        .map(|(session, clients)| SessionView {
             sid: session.id.as_uuid(),
             auth_time: session.auth_time,
             expires_at: session.expires_at,
             amr: session.amr,
             clients,
-        });
-    }
+        })
+        .collect();
     Ok(Json(views))
 }
 

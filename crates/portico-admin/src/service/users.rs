@@ -398,13 +398,23 @@ impl AdminService {
         Ok(())
     }
 
-    /// A user's live sessions, newest first.
+    /// A user's live sessions, newest first, each with the clients signed
+    /// in under it (by id, once each).
     ///
     /// # Errors
     /// `user_not_found`; the store failed.
-    pub async fn sessions(&self, id: UserId) -> Result<Vec<SsoSession>> {
+    pub async fn sessions(&self, id: UserId) -> Result<Vec<(SsoSession, Vec<String>)>> {
         let user = self.user(id).await?;
-        Ok(self.store.list_sessions(user.id, self.clock.now()).await?)
+        let sessions = self.store.list_sessions(user.id, self.clock.now()).await?;
+        let mut found = Vec::with_capacity(sessions.len());
+        for session in sessions {
+            let grants = self.store.list_session_grants(session.id).await?;
+            let mut clients: Vec<String> = grants.iter().map(|g| g.client_id.to_string()).collect();
+            clients.sort();
+            clients.dedup();
+            found.push((session, clients));
+        }
+        Ok(found)
     }
 
     /// Makes a user an operator with `role`, or (`None`) no operator.
