@@ -1,6 +1,7 @@
 //! Authorization codes, grants and refresh tokens.
 
 use crate::ids::{ClientId, CodeHash, GrantId, RefreshTokenHash, SessionId, UserId};
+use crate::user::User;
 use time::OffsetDateTime;
 
 /// An issued authorization code, stored by the hash of its value.
@@ -25,12 +26,15 @@ pub struct AuthorizationCode {
     pub session_id: Option<SessionId>,
 }
 
-/// A stored authorization code and whether it was already presented.
+/// A stored authorization code, whether it was already presented, and its
+/// user: what the token endpoint reads of a presented code, in one read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredCode {
     pub code: AuthorizationCode,
     /// Presented before (successfully or not): any further use is a replay.
     pub spent: bool,
+    /// The code's user as stored now, read with it; `None` once removed.
+    pub user: Option<User>,
 }
 
 /// How redeeming an authorization code ended.
@@ -70,13 +74,17 @@ pub struct RefreshToken {
     pub expires_at: OffsetDateTime,
 }
 
-/// A stored refresh token, its grant, and whether it was already presented.
+/// A stored refresh token, its grant, whether it was already presented, and
+/// the grant's user: what the token endpoint reads of a presented refresh
+/// token, in one read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredRefreshToken {
     pub token: RefreshToken,
     pub grant: Grant,
     /// Rotated (or burnt) already: any further use is a replay.
     pub spent: bool,
+    /// The grant's user as stored now, read with it; `None` once removed.
+    pub user: Option<User>,
 }
 
 /// How rotating a refresh token ended.

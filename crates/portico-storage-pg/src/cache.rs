@@ -1,9 +1,10 @@
-//! Node-local answers to the two questions asked on every API call: is this
-//! access token's grant live and the token itself not revoked, and which
-//! revision of the permission model is current.
+//! Node-local answers to the questions asked on every API call and token
+//! request (see [`portico_storage::memory`]): is this access token's grant
+//! live and the token itself not revoked, which revision of the permission
+//! model is current, what a client is registered with, which key signs.
 //!
 //! The database announces every change to them on the `portico_cache`
-//! channel (triggers of migration 0009), and each node listens. A node
+//! channel (triggers of migrations 0009 and 0016), and each node listens. A node
 //! trusts its memory only while it can prove it has heard everything
 //! committed up to `staleness` ago: several times within that bound it
 //! sends a tick of its own through the same channel, and since PostgreSQL delivers the
@@ -20,6 +21,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
+use portico_model::ids::ClientId;
 use portico_storage::memory::NodeMemory;
 use sqlx::PgPool;
 use sqlx::postgres::PgListener;
@@ -67,6 +69,8 @@ impl NodeCache {
                 }
             }
             "j" => self.memory.token_revoked(value),
+            "c" => self.memory.client_changed(&ClientId::new(value)),
+            "k" => self.memory.signing_keys_changed(),
             "p" => {
                 if let Ok(revision) = value.parse::<i64>() {
                     self.memory.revision_seen(revision);
@@ -232,5 +236,35 @@ mod tests {
             Known::State(s) if s.grant_revoked && s.token_revoked
         ));
         assert_eq!(cache.memory.permission_revision(), Some(7));
+
+        // A client or a signing key changed: forgotten, and an answer read
+        // before the announcement is not kept after it.
+        let asked = cache.memory.signing_kid().expect_err("unknown");
+        cache.memory.signing_kid_found("k1", asked);
+        assert_eq!(cache.memory.signing_kid(), Ok("k1".to_owned()));
+        cache.apply("k:");
+        assert!(cache.memory.signing_kid().is_err(), "forgotten");
+        let id = ClientId::new("app:1");
+        let app = portico_model::client::Client {
+            client_id: id.clone(),
+            secret_hash: "sha256:00".into(),
+            name: portico_model::client::LocalizedText::same("app"),
+            redirect_uris: Vec::new(),
+            scopes: Vec::new(),
+            require_consent: false,
+            post_logout_redirect_uris: Vec::new(),
+            logout_revokes_grants: false,
+            backchannel_logout_uri: None,
+            created_at: time::OffsetDateTime::UNIX_EPOCH,
+        };
+        let asked = cache.memory.client(&id).expect_err("unknown");
+        cache.memory.client_found(&app, asked);
+        assert_eq!(cache.memory.client(&id), Ok(app.clone()));
+        cache.apply("c:app:1");
+        assert!(cache.memory.client(&id).is_err(), "forgotten, though its id has a colon");
+        let asked = cache.memory.client(&id).expect_err("unknown");
+        cache.apply("c:other");
+        cache.memory.client_found(&app, asked);
+        assert!(cache.memory.client(&id).is_err(), "read before a change: not kept");
     }
 }

@@ -50,14 +50,23 @@ impl ClientRepository for PgStore {
     }
 
     async fn find_client(&self, client_id: &ClientId) -> Result<Option<Client>> {
-        sqlx::query("SELECT * FROM clients WHERE client_id = $1")
+        let generation = match self.memory().map(|memory| memory.client(client_id)) {
+            Some(Ok(client)) => return Ok(Some(client)),
+            Some(Err(generation)) => Some(generation),
+            None => None,
+        };
+        let client = sqlx::query("SELECT * FROM clients WHERE client_id = $1")
             .bind(client_id.as_str())
             .fetch_optional(&mut *self.conn().await?)
             .await
             .map_err(storage_error("client"))?
             .as_ref()
             .map(client_from)
-            .transpose()
+            .transpose()?;
+        if let (Some(memory), Some(generation), Some(client)) = (self.memory(), generation, &client) {
+            memory.client_found(client, generation);
+        }
+        Ok(client)
     }
 
     async fn list_clients(&self) -> Result<Vec<Client>> {
@@ -74,9 +83,11 @@ impl ClientRepository for PgStore {
         let done = sqlx::query("DELETE FROM clients WHERE client_id = $1")
             .bind(client_id.as_str())
             .execute(&mut *self.conn().await?)
-            .await
-            .map_err(storage_error("client"))?;
-        Ok(done.rows_affected() > 0)
+            .await;
+        // Forgotten even when the answer was lost: the change may have
+        // committed.
+        self.client_changed(client_id);
+        Ok(done.map_err(storage_error("client"))?.rows_affected() > 0)
     }
 
     async fn update_client(&self, client: &Client) -> Result<bool> {
@@ -96,8 +107,18 @@ impl ClientRepository for PgStore {
         .bind(client.logout_revokes_grants)
         .bind(&client.backchannel_logout_uri)
         .execute(&mut *self.conn().await?)
-        .await
-        .map_err(storage_error("client"))?;
-        Ok(done.rows_affected() > 0)
+        .await;
+        self.client_changed(&client.client_id);
+        Ok(done.map_err(storage_error("client"))?.rows_affected() > 0)
+    }
+}
+
+impl PgStore {
+    /// A change of `client_id` committed: this node forgets it at once
+    /// (the others when they hear of it).
+    fn client_changed(&self, client_id: &ClientId) {
+        if let Some(memory) = self.memory() {
+            memory.client_changed(client_id);
+        }
     }
 }

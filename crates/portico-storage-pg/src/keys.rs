@@ -3,6 +3,7 @@
 use async_trait::async_trait;
 use portico_model::key::SigningKeyRecord;
 use portico_storage::SigningKeyRepository;
+use portico_storage::memory::NodeMemory;
 use sqlx::postgres::PgRow;
 use time::OffsetDateTime;
 
@@ -29,12 +30,49 @@ impl SigningKeyRepository for PgStore {
         .bind(&key.private_sealed)
         .bind(at(key.created_at))
         .execute(&mut *self.conn().await?)
-        .await
-        .map_err(storage_error("signing key"))?;
-        Ok(done.rows_affected() > 0)
+        .await;
+        // Forgotten even when the answer was lost: the change may have
+        // committed.
+        self.signing_keys_changed();
+        Ok(done.map_err(storage_error("signing key"))?.rows_affected() > 0)
     }
 
     async fn rotate_signing_key(&self, key: &SigningKeyRecord, now: OffsetDateTime) -> Result<()> {
+        let rotated = self.rotate(key, now).await;
+        self.signing_keys_changed();
+        rotated
+    }
+
+    async fn active_signing_kid(&self) -> Result<Option<String>> {
+        let generation = match self.memory().map(NodeMemory::signing_kid) {
+            Some(Ok(kid)) => return Ok(Some(kid)),
+            Some(Err(generation)) => Some(generation),
+            None => None,
+        };
+        let kid: Option<String> = sqlx::query_scalar("SELECT kid FROM signing_keys WHERE retired_at IS NULL")
+            .fetch_optional(&mut *self.conn().await?)
+            .await
+            .map_err(storage_error("signing key"))?;
+        if let (Some(memory), Some(generation), Some(kid)) = (self.memory(), generation, &kid) {
+            memory.signing_kid_found(kid, generation);
+        }
+        Ok(kid)
+    }
+
+    async fn list_signing_keys(&self) -> Result<Vec<SigningKeyRecord>> {
+        sqlx::query("SELECT * FROM signing_keys ORDER BY created_at DESC, kid")
+            .fetch_all(&mut *self.conn().await?)
+            .await
+            .map_err(storage_error("signing key"))?
+            .iter()
+            .map(key_from)
+            .collect()
+    }
+}
+
+impl PgStore {
+    /// Retires the active key and makes `key` active, in one transaction.
+    async fn rotate(&self, key: &SigningKeyRecord, now: OffsetDateTime) -> Result<()> {
         let mut tx = self.begin().await?;
         sqlx::query("UPDATE signing_keys SET retired_at = $1 WHERE retired_at IS NULL")
             .bind(at(now))
@@ -48,24 +86,14 @@ impl SigningKeyRepository for PgStore {
             .execute(&mut *tx)
             .await
             .map_err(storage_error("active signing key"))?;
-        tx.commit().await.map_err(storage_error("signing key"))?;
-        Ok(())
+        tx.commit().await.map_err(storage_error("signing key"))
     }
 
-    async fn active_signing_kid(&self) -> Result<Option<String>> {
-        sqlx::query_scalar("SELECT kid FROM signing_keys WHERE retired_at IS NULL")
-            .fetch_optional(&mut *self.conn().await?)
-            .await
-            .map_err(storage_error("signing key"))
-    }
-
-    async fn list_signing_keys(&self) -> Result<Vec<SigningKeyRecord>> {
-        sqlx::query("SELECT * FROM signing_keys ORDER BY created_at DESC, kid")
-            .fetch_all(&mut *self.conn().await?)
-            .await
-            .map_err(storage_error("signing key"))?
-            .iter()
-            .map(key_from)
-            .collect()
+    /// A change of the signing keys (may have) committed: this node forgets
+    /// which key is active at once (the others when they hear of it).
+    fn signing_keys_changed(&self) {
+        if let Some(memory) = self.memory() {
+            memory.signing_keys_changed();
+        }
     }
 }

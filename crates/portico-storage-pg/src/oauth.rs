@@ -3,6 +3,8 @@
 //! statement each (one round trip, one implicit transaction); a parallel
 //! redemption of the same code waits for the row and then finds it spent.
 
+use std::sync::LazyLock;
+
 use async_trait::async_trait;
 use portico_model::audit::AuditEvent;
 use portico_model::ids::{CodeHash, GrantId, RefreshTokenHash, SessionId, UserId};
@@ -16,6 +18,8 @@ use uuid::Uuid;
 
 use crate::audit::bind_audit;
 use crate::error::storage_error;
+use crate::users::OWNER_COLUMNS;
+use crate::users::owner_from;
 use crate::{PgStore, Query, Result, at, at_opt, get};
 use portico_storage::memory::{Known, NodeMemory};
 
@@ -73,6 +77,27 @@ fn bind_grant<'q>(query: Query<'q>, grant: &'q Grant) -> Query<'q> {
 fn bind_refresh<'q>(query: Query<'q>, token: &'q RefreshToken) -> Query<'q> {
     query.bind(token.token_hash.as_str()).bind(at(token.created_at)).bind(at(token.expires_at))
 }
+
+/// A presented code with its user, in one read.
+static FIND_CODE: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT c.code_hash, c.client_id, c.user_id, c.redirect_uri, c.scope, c.code_challenge, c.nonce, \
+         c.auth_time, c.created_at, c.expires_at, c.grant_id, c.amr, c.session_id, \
+         c.consumed_at IS NOT NULL AS spent, {OWNER_COLUMNS} \
+         FROM authorization_codes c LEFT JOIN users u ON u.id = c.user_id WHERE c.code_hash = $1"
+    )
+});
+
+/// A presented refresh token with its grant and the grant's user, in one
+/// read.
+static FIND_REFRESH_TOKEN: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT r.token_hash, r.created_at AS token_created_at, r.expires_at AS token_expires_at, \
+         r.used_at IS NOT NULL AS token_spent, g.*, {OWNER_COLUMNS} \
+         FROM refresh_tokens r JOIN grants g ON g.id = r.grant_id LEFT JOIN users u ON u.id = g.user_id \
+         WHERE r.token_hash = $1"
+    )
+});
 
 /// A code's whole redemption: spend the code (`$1` hash, `$2` now) for the
 /// grant it yields (`$3`–`$11`), store the refresh token (`$12`–`$14`) while
@@ -135,14 +160,13 @@ impl AuthorizationCodeRepository for PgStore {
     }
 
     async fn find_code(&self, code_hash: &CodeHash) -> Result<Option<StoredCode>> {
-        let row = sqlx::query(&format!(
-            "SELECT {CODE_COLUMNS}, consumed_at IS NOT NULL AS spent FROM authorization_codes WHERE code_hash = $1"
-        ))
-        .bind(code_hash.as_str())
-        .fetch_optional(&mut *self.conn().await?)
-        .await
-        .map_err(storage_error("authorization code"))?;
-        row.map(|row| Ok(StoredCode { code: code_from(&row)?, spent: get(&row, "spent")? })).transpose()
+        let row = sqlx::query(&FIND_CODE)
+            .bind(code_hash.as_str())
+            .fetch_optional(&mut *self.conn().await?)
+            .await
+            .map_err(storage_error("authorization code"))?;
+        row.map(|row| Ok(StoredCode { code: code_from(&row)?, spent: get(&row, "spent")?, user: owner_from(&row)? }))
+            .transpose()
     }
 
     async fn redeem_code(
@@ -270,15 +294,11 @@ impl GrantRepository for PgStore {
 #[async_trait]
 impl RefreshTokenRepository for PgStore {
     async fn find_refresh_token(&self, token_hash: &RefreshTokenHash) -> Result<Option<StoredRefreshToken>> {
-        let row = sqlx::query(
-            "SELECT r.token_hash, r.created_at AS token_created_at, r.expires_at AS token_expires_at, \
-             r.used_at IS NOT NULL AS token_spent, g.* \
-             FROM refresh_tokens r JOIN grants g ON g.id = r.grant_id WHERE r.token_hash = $1",
-        )
-        .bind(token_hash.as_str())
-        .fetch_optional(&mut *self.conn().await?)
-        .await
-        .map_err(storage_error("refresh token"))?;
+        let row = sqlx::query(&FIND_REFRESH_TOKEN)
+            .bind(token_hash.as_str())
+            .fetch_optional(&mut *self.conn().await?)
+            .await
+            .map_err(storage_error("refresh token"))?;
         row.map(|row| {
             let grant = grant_from(&row)?;
             Ok(StoredRefreshToken {
@@ -289,6 +309,7 @@ impl RefreshTokenRepository for PgStore {
                     expires_at: get(&row, "token_expires_at")?,
                 },
                 spent: get(&row, "token_spent")?,
+                user: owner_from(&row)?,
                 grant,
             })
         })

@@ -12,18 +12,66 @@ use uuid::Uuid;
 use crate::error::storage_error;
 use crate::{PgStore, Result, at, get};
 
+/// A user's columns, in the order of [`user_named`].
+const COLUMNS: [&str; 10] = [
+    "id",
+    "login",
+    "password_hash",
+    "phone",
+    "email",
+    "name",
+    "phone_login_enabled",
+    "blocked",
+    "created_at",
+    "provisioned",
+];
+
+/// The same columns of a user joined as `u` to another table's row (a code's,
+/// a refresh token's), named so that they cannot collide with its own.
+pub(crate) const OWNER_COLUMNS: &str = "u.id AS owner_id, u.login AS owner_login, \
+     u.password_hash AS owner_password_hash, u.phone AS owner_phone, u.email AS owner_email, u.name AS owner_name, \
+     u.phone_login_enabled AS owner_phone_login_enabled, u.blocked AS owner_blocked, \
+     u.created_at AS owner_created_at, u.provisioned AS owner_provisioned";
+const OWNER: [&str; 10] = [
+    "owner_id",
+    "owner_login",
+    "owner_password_hash",
+    "owner_phone",
+    "owner_email",
+    "owner_name",
+    "owner_phone_login_enabled",
+    "owner_blocked",
+    "owner_created_at",
+    "owner_provisioned",
+];
+
 fn user_from(row: &PgRow) -> Result<User> {
+    user_named(row, &COLUMNS)
+}
+
+/// The user joined by [`OWNER_COLUMNS`]; `None` when there was none.
+pub(crate) fn owner_from(row: &PgRow) -> Result<Option<User>> {
+    match get::<Option<Uuid>>(row, OWNER[0])? {
+        Some(_) => user_named(row, &OWNER).map(Some),
+        None => Ok(None),
+    }
+}
+
+fn user_named(
+    row: &PgRow,
+    [id, login, password_hash, phone, email, name, phone_login, blocked, created_at, provisioned]: &[&str; 10],
+) -> Result<User> {
     Ok(User {
-        id: get::<Uuid>(row, "id")?.into(),
-        login: get(row, "login")?,
-        password_hash: get(row, "password_hash")?,
-        phone: get(row, "phone")?,
-        email: get(row, "email")?,
-        name: get(row, "name")?,
-        phone_login_enabled: get(row, "phone_login_enabled")?,
-        blocked: get(row, "blocked")?,
-        created_at: get(row, "created_at")?,
-        provisioned: get::<Option<Json<serde_json::Value>>>(row, "provisioned")?.map(|json| json.0),
+        id: get::<Uuid>(row, id)?.into(),
+        login: get(row, login)?,
+        password_hash: get(row, password_hash)?,
+        phone: get(row, phone)?,
+        email: get(row, email)?,
+        name: get(row, name)?,
+        phone_login_enabled: get(row, phone_login)?,
+        blocked: get(row, blocked)?,
+        created_at: get(row, created_at)?,
+        provisioned: get::<Option<Json<serde_json::Value>>>(row, provisioned)?.map(|json| json.0),
     })
 }
 

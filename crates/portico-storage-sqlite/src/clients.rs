@@ -55,8 +55,18 @@ impl ClientRepository for SqliteStore {
     }
 
     async fn find_client(&self, client_id: &ClientId) -> Result<Option<Client>> {
-        let client_id = client_id.as_str().to_owned();
-        self.db.read(move |c| one(c, "SELECT * FROM clients WHERE client_id = ?1", [client_id], client_from)).await
+        let generation = match self.memory().map(|memory| memory.client(client_id)) {
+            Some(Ok(client)) => return Ok(Some(client)),
+            Some(Err(generation)) => Some(generation),
+            None => None,
+        };
+        let id = client_id.as_str().to_owned();
+        let client =
+            self.db.read(move |c| one(c, "SELECT * FROM clients WHERE client_id = ?1", [id], client_from)).await?;
+        if let (Some(memory), Some(generation), Some(client)) = (self.memory(), generation, &client) {
+            memory.client_found(client, generation);
+        }
+        Ok(client)
     }
 
     async fn list_clients(&self) -> Result<Vec<Client>> {
@@ -64,15 +74,18 @@ impl ClientRepository for SqliteStore {
     }
 
     async fn delete_client(&self, client_id: &ClientId) -> Result<bool> {
-        let client_id = client_id.as_str().to_owned();
-        self.db
-            .write("client", move |tx| Ok(run(tx, "DELETE FROM clients WHERE client_id = ?1", [client_id])? > 0))
-            .await
+        let id = client_id.as_str().to_owned();
+        let deleted =
+            self.db.write("client", move |tx| Ok(run(tx, "DELETE FROM clients WHERE client_id = ?1", [id])? > 0)).await;
+        self.client_changed(client_id);
+        deleted
     }
 
     async fn update_client(&self, client: &Client) -> Result<bool> {
+        let client_id = client.client_id.clone();
         let client = client.clone();
-        self.db
+        let updated = self
+            .db
             .write("client", move |tx| {
                 let sql = "UPDATE clients SET secret_hash = ?2, name_ru = ?3, name_en = ?4, redirect_uris = ?5, \
                            scopes = ?6, require_consent = ?7, post_logout_redirect_uris = ?8, \
@@ -91,6 +104,18 @@ impl ClientRepository for SqliteStore {
                 ];
                 Ok(run(tx, sql, values)? > 0)
             })
-            .await
+            .await;
+        self.client_changed(&client_id);
+        updated
+    }
+}
+
+impl SqliteStore {
+    /// A change of `client_id` (may have) committed: the node's memory
+    /// forgets it at once.
+    fn client_changed(&self, client_id: &ClientId) {
+        if let Some(memory) = self.memory() {
+            memory.client_changed(client_id);
+        }
     }
 }

@@ -3,6 +3,7 @@
 use async_trait::async_trait;
 use portico_model::key::SigningKeyRecord;
 use portico_storage::SigningKeyRepository;
+use portico_storage::memory::NodeMemory;
 use rusqlite::{Row, params};
 use time::OffsetDateTime;
 
@@ -22,7 +23,8 @@ fn key_from(row: &Row<'_>) -> Res<SigningKeyRecord> {
 impl SigningKeyRepository for SqliteStore {
     async fn insert_first_signing_key(&self, key: &SigningKeyRecord) -> Result<bool> {
         let key = key.clone();
-        self.db
+        let inserted = self
+            .db
             .write("signing key", move |tx| {
                 let stored = run(
                     tx,
@@ -32,12 +34,15 @@ impl SigningKeyRepository for SqliteStore {
                 )?;
                 Ok(stored > 0)
             })
-            .await
+            .await;
+        self.signing_keys_changed();
+        inserted
     }
 
     async fn rotate_signing_key(&self, key: &SigningKeyRecord, now: OffsetDateTime) -> Result<()> {
         let key = key.clone();
-        self.db
+        let rotated = self
+            .db
             .write("active signing key", move |tx| {
                 run(tx, "UPDATE signing_keys SET retired_at = ?1 WHERE retired_at IS NULL", [secs(now)])?;
                 run(
@@ -47,16 +52,38 @@ impl SigningKeyRepository for SqliteStore {
                 )?;
                 Ok(())
             })
-            .await
+            .await;
+        self.signing_keys_changed();
+        rotated
     }
 
     async fn active_signing_kid(&self) -> Result<Option<String>> {
-        self.db
+        let generation = match self.memory().map(NodeMemory::signing_kid) {
+            Some(Ok(kid)) => return Ok(Some(kid)),
+            Some(Err(generation)) => Some(generation),
+            None => None,
+        };
+        let kid: Option<String> = self
+            .db
             .read(|c| one(c, "SELECT kid FROM signing_keys WHERE retired_at IS NULL", [], |row| Ok(row.get("kid")?)))
-            .await
+            .await?;
+        if let (Some(memory), Some(generation), Some(kid)) = (self.memory(), generation, &kid) {
+            memory.signing_kid_found(kid, generation);
+        }
+        Ok(kid)
     }
 
     async fn list_signing_keys(&self) -> Result<Vec<SigningKeyRecord>> {
         self.db.read(|c| all(c, "SELECT * FROM signing_keys ORDER BY created_at DESC, kid", [], key_from)).await
+    }
+}
+
+impl SqliteStore {
+    /// A change of the signing keys (may have) committed: the node's memory
+    /// forgets which key is active at once.
+    fn signing_keys_changed(&self) {
+        if let Some(memory) = self.memory() {
+            memory.signing_keys_changed();
+        }
     }
 }

@@ -16,6 +16,7 @@ use time::OffsetDateTime;
 
 use crate::audit::insert_audit;
 use crate::db::{Columns, Res, all, damaged, one, run, secs, secs_opt, words};
+use crate::users::{OWNER_COLUMNS, owner_from};
 use crate::{Result, SqliteStore};
 
 const CODE_COLUMNS: &str = "code_hash, client_id, user_id, redirect_uri, scope, code_challenge, nonce, auth_time, \
@@ -120,10 +121,14 @@ impl AuthorizationCodeRepository for SqliteStore {
         self.db
             .read(move |c| {
                 let sql = format!(
-                    "SELECT {CODE_COLUMNS}, consumed_at IS NOT NULL AS spent FROM authorization_codes \
-                     WHERE code_hash = ?1"
+                    "SELECT c.code_hash, c.client_id, c.user_id, c.redirect_uri, c.scope, c.code_challenge, \
+                     c.nonce, c.auth_time, c.created_at, c.expires_at, c.grant_id, c.amr, c.session_id, \
+                     c.consumed_at IS NOT NULL AS spent, {OWNER_COLUMNS} \
+                     FROM authorization_codes c LEFT JOIN users u ON u.id = c.user_id WHERE c.code_hash = ?1"
                 );
-                one(c, &sql, [code_hash], |row| Ok(StoredCode { code: code_from(row)?, spent: row.get("spent")? }))
+                one(c, &sql, [code_hash], |row| {
+                    Ok(StoredCode { code: code_from(row)?, spent: row.get("spent")?, user: owner_from(row)? })
+                })
             })
             .await
     }
@@ -271,26 +276,26 @@ impl RefreshTokenRepository for SqliteStore {
         let token_hash = token_hash.as_str().to_owned();
         self.db
             .read(move |c| {
-                one(
-                    c,
+                let sql = format!(
                     "SELECT r.token_hash, r.created_at AS token_created_at, r.expires_at AS token_expires_at, \
-                     r.used_at IS NOT NULL AS token_spent, g.* \
-                     FROM refresh_tokens r JOIN grants g ON g.id = r.grant_id WHERE r.token_hash = ?1",
-                    [token_hash],
-                    |row| {
-                        let grant = grant_from(row)?;
-                        Ok(StoredRefreshToken {
-                            token: RefreshToken {
-                                token_hash: row.get::<_, String>("token_hash")?.into(),
-                                grant_id: grant.id,
-                                created_at: row.time("token_created_at")?,
-                                expires_at: row.time("token_expires_at")?,
-                            },
-                            spent: row.get("token_spent")?,
-                            grant,
-                        })
-                    },
-                )
+                     r.used_at IS NOT NULL AS token_spent, g.*, {OWNER_COLUMNS} \
+                     FROM refresh_tokens r JOIN grants g ON g.id = r.grant_id LEFT JOIN users u ON u.id = g.user_id \
+                     WHERE r.token_hash = ?1"
+                );
+                one(c, &sql, [token_hash], |row| {
+                    let grant = grant_from(row)?;
+                    Ok(StoredRefreshToken {
+                        token: RefreshToken {
+                            token_hash: row.get::<_, String>("token_hash")?.into(),
+                            grant_id: grant.id,
+                            created_at: row.time("token_created_at")?,
+                            expires_at: row.time("token_expires_at")?,
+                        },
+                        spent: row.get("token_spent")?,
+                        user: owner_from(row)?,
+                        grant,
+                    })
+                })
             })
             .await
     }

@@ -12,18 +12,66 @@ use time::OffsetDateTime;
 use crate::db::{Columns, Res, all, one, run, secs, to_json};
 use crate::{Result, SqliteStore};
 
+/// A user's columns, in the order of [`user_named`].
+const COLUMNS: [&str; 10] = [
+    "id",
+    "login",
+    "password_hash",
+    "phone",
+    "email",
+    "name",
+    "phone_login_enabled",
+    "blocked",
+    "created_at",
+    "provisioned",
+];
+
+/// The same columns of a user joined as `u` to another table's row (a code's,
+/// a refresh token's), named so that they cannot collide with its own.
+pub(crate) const OWNER_COLUMNS: &str = "u.id AS owner_id, u.login AS owner_login, \
+     u.password_hash AS owner_password_hash, u.phone AS owner_phone, u.email AS owner_email, u.name AS owner_name, \
+     u.phone_login_enabled AS owner_phone_login_enabled, u.blocked AS owner_blocked, \
+     u.created_at AS owner_created_at, u.provisioned AS owner_provisioned";
+const OWNER: [&str; 10] = [
+    "owner_id",
+    "owner_login",
+    "owner_password_hash",
+    "owner_phone",
+    "owner_email",
+    "owner_name",
+    "owner_phone_login_enabled",
+    "owner_blocked",
+    "owner_created_at",
+    "owner_provisioned",
+];
+
 fn user_from(row: &Row<'_>) -> Res<User> {
+    user_named(row, &COLUMNS)
+}
+
+/// The user joined by [`OWNER_COLUMNS`]; `None` when there was none.
+pub(crate) fn owner_from(row: &Row<'_>) -> Res<Option<User>> {
+    match row.get::<_, Option<String>>(OWNER[0])? {
+        Some(_) => user_named(row, &OWNER).map(Some),
+        None => Ok(None),
+    }
+}
+
+fn user_named(
+    row: &Row<'_>,
+    [id, login, password_hash, phone, email, name, phone_login, blocked, created_at, provisioned]: &[&str; 10],
+) -> Res<User> {
     Ok(User {
-        id: row.uuid("id")?.into(),
-        login: row.get("login")?,
-        password_hash: row.get("password_hash")?,
-        phone: row.get("phone")?,
-        email: row.get("email")?,
-        name: row.get("name")?,
-        phone_login_enabled: row.get("phone_login_enabled")?,
-        blocked: row.get("blocked")?,
-        created_at: row.time("created_at")?,
-        provisioned: row.json_opt("provisioned")?,
+        id: row.uuid(id)?.into(),
+        login: row.get(*login)?,
+        password_hash: row.get(*password_hash)?,
+        phone: row.get(*phone)?,
+        email: row.get(*email)?,
+        name: row.get(*name)?,
+        phone_login_enabled: row.get(*phone_login)?,
+        blocked: row.get(*blocked)?,
+        created_at: row.time(created_at)?,
+        provisioned: row.json_opt(provisioned)?,
     })
 }
 

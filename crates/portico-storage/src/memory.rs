@@ -1,24 +1,35 @@
-//! What a serving node remembers of the two questions asked on every API
-//! call: is this access token's grant live and the token itself not
-//! revoked, and which revision of the permission model is current.
+//! What a serving node remembers of the questions asked on every API call
+//! and every token request: is this access token's grant live and the
+//! token itself not revoked, which revision of the permission model is
+//! current, what a client is registered with, and which signing key signs.
 //!
 //! Both backends keep one [`NodeMemory`] and differ only in how they prove
 //! it fresh (PostgreSQL: its own ticks heard back on the notification
 //! channel; SQLite: the file unchanged by any other process). The memory
 //! answers only while such a proof, taken after it was loaded, is younger
 //! than the staleness bound; otherwise every question goes to the
-//! database. A grant is remembered as live once the database said so; the
-//! revoked access tokens and the revision are loaded whole.
+//! database. A grant is remembered as live, a client as registered and the
+//! active signing key as active once the database said so; the revoked
+//! access tokens and the revision are loaded whole. A change of a client or
+//! of the signing keys made by this node is forgotten here as soon as it
+//! committed; one made elsewhere is heard within the bound, as a
+//! revocation is.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use portico_model::ids::GrantId;
+use portico_model::client::Client;
+use portico_model::ids::{ClientId, GrantId};
 use portico_model::oauth::AccessTokenState;
 
 /// Entries of one set before the memory starts over (and refills).
 const MOST_ENTRIES: usize = 1_000_000;
+/// Clients remembered before the memory forgets them all (and refills).
+const MOST_CLIENTS: usize = 10_000;
+/// The generation handed out while the memory does not answer: nothing
+/// asked under it is remembered.
+const UNTRUSTED: u64 = u64::MAX;
 
 /// What the memory knows about an access token.
 #[derive(Debug)]
@@ -49,6 +60,8 @@ struct State {
     revoked_grants: HashSet<GrantId>,
     live_grants: HashSet<GrantId>,
     revision: Option<i64>,
+    clients: HashMap<ClientId, Client>,
+    signing_kid: Option<String>,
 }
 
 impl State {
@@ -61,6 +74,18 @@ impl State {
     fn reset(&mut self) {
         let generation = self.generation.wrapping_add(1);
         *self = Self { generation, ..Self::default() };
+    }
+
+    /// The generation to remember an answer under, read from the database
+    /// from now on.
+    fn asking(&self) -> u64 {
+        if self.trusted(Instant::now()) { self.generation } else { UNTRUSTED }
+    }
+
+    /// Something remembered changed: forget it, and keep answers read
+    /// before from being remembered after.
+    fn changed(&mut self) {
+        self.generation = self.generation.wrapping_add(1);
     }
 
     fn see_revision(&mut self, revision: i64) {
@@ -87,7 +112,7 @@ impl NodeMemory {
     pub fn access_token_state(&self, grant_id: GrantId, jti: &str) -> Known {
         let state = self.state();
         if !state.trusted(Instant::now()) {
-            return Known::Ask(u64::MAX);
+            return Known::Ask(UNTRUSTED);
         }
         let token_revoked = state.revoked_jtis.contains(jti);
         if state.revoked_grants.contains(&grant_id) {
@@ -125,6 +150,63 @@ impl NodeMemory {
         if state.trusted(Instant::now()) { state.revision } else { None }
     }
 
+    /// The client `id` as the database last gave it, when the memory may
+    /// answer; otherwise the generation under which to remember the
+    /// database's answer ([`NodeMemory::client_found`]).
+    pub fn client(&self, id: &ClientId) -> Result<Client, u64> {
+        let state = self.state();
+        match state.clients.get(id) {
+            Some(client) if state.trusted(Instant::now()) => Ok(client.clone()),
+            _ => Err(state.asking()),
+        }
+    }
+
+    /// Remembers a client as the database gave it, unless the memory was
+    /// reset, untrusted, or told of a change since the question was asked.
+    pub fn client_found(&self, client: &Client, generation: u64) {
+        let mut state = self.state();
+        if state.generation == generation {
+            if state.clients.len() >= MOST_CLIENTS {
+                state.clients.clear();
+            }
+            state.clients.insert(client.client_id.clone(), client.clone());
+        }
+    }
+
+    /// The client `id` was changed or removed.
+    pub fn client_changed(&self, id: &ClientId) {
+        let mut state = self.state();
+        state.clients.remove(id);
+        state.changed();
+    }
+
+    /// The active signing key's id, when the memory may answer; otherwise
+    /// the generation under which to remember the database's answer
+    /// ([`NodeMemory::signing_kid_found`]).
+    pub fn signing_kid(&self) -> Result<String, u64> {
+        let state = self.state();
+        match &state.signing_kid {
+            Some(kid) if state.trusted(Instant::now()) => Ok(kid.clone()),
+            _ => Err(state.asking()),
+        }
+    }
+
+    /// Remembers the active signing key's id as the database gave it, on
+    /// the terms of [`NodeMemory::client_found`].
+    pub fn signing_kid_found(&self, kid: &str, generation: u64) {
+        let mut state = self.state();
+        if state.generation == generation {
+            state.signing_kid = Some(kid.to_owned());
+        }
+    }
+
+    /// A signing key was added, retired or removed.
+    pub fn signing_keys_changed(&self) {
+        let mut state = self.state();
+        state.signing_kid = None;
+        state.changed();
+    }
+
     /// `grants` were revoked (or removed).
     pub fn grants_revoked(&self, grants: impl IntoIterator<Item = GrantId>) {
         let mut state = self.state();
@@ -152,7 +234,7 @@ impl NodeMemory {
     /// told one by one); answers asked before are not remembered after.
     pub fn forget_live_grants(&self) {
         let mut state = self.state();
-        state.generation = state.generation.wrapping_add(1);
+        state.changed();
         state.live_grants.clear();
     }
 
@@ -281,5 +363,60 @@ mod tests {
         memory.forget_live_grants();
         memory.grant_live(across_reset, generation);
         assert!(matches!(memory.access_token_state(across_reset, "j"), Known::Ask(_)), "asked again");
+    }
+
+    fn client(id: &str, secret_hash: &str) -> Client {
+        Client {
+            client_id: ClientId::new(id),
+            secret_hash: secret_hash.into(),
+            name: portico_model::client::LocalizedText { ru: "Приложение".into(), en: "App".into() },
+            redirect_uris: vec!["https://app.example/cb".into()],
+            scopes: vec!["openid".into()],
+            require_consent: false,
+            post_logout_redirect_uris: Vec::new(),
+            logout_revokes_grants: false,
+            backchannel_logout_uri: None,
+            created_at: time::OffsetDateTime::UNIX_EPOCH,
+        }
+    }
+
+    #[test]
+    fn clients_and_the_signing_key_are_remembered_only_while_trusted_and_forgotten_when_changed() {
+        let memory = NodeMemory::new();
+        let (app, id) = (client("app", "sha256:old"), ClientId::new("app"));
+        let untrusted = memory.client(&id).expect_err("nothing known");
+        memory.client_found(&app, untrusted);
+        memory.signing_kid_found("k1", untrusted);
+        let now = Instant::now();
+        memory.load(Vec::new(), 1, now);
+        memory.fresh_as_of(now, Duration::from_secs(60));
+        assert!(memory.client(&id).is_err() && memory.signing_kid().is_err(), "asked while untrusted: not kept");
+
+        let asked = memory.client(&id).expect_err("unknown");
+        memory.client_found(&app, asked);
+        assert_eq!(memory.client(&id), Ok(app.clone()), "answered from memory");
+        let asked = memory.signing_kid().expect_err("unknown");
+        memory.signing_kid_found("k1", asked);
+        assert_eq!(memory.signing_kid(), Ok("k1".to_owned()));
+
+        // A change heard between the question and the database's answer:
+        // the answer may predate it, so it is not kept.
+        memory.client_changed(&id);
+        let asked = memory.client(&id).expect_err("forgotten");
+        memory.client_changed(&id);
+        memory.client_found(&client("app", "sha256:stale"), asked);
+        assert!(memory.client(&id).is_err(), "an answer from before the change is not kept");
+        let asked = memory.client(&id).expect_err("forgotten");
+        memory.client_found(&client("app", "sha256:new"), asked);
+        assert_eq!(memory.client(&id).map(|c| c.secret_hash), Ok("sha256:new".to_owned()));
+
+        memory.signing_keys_changed();
+        let asked = memory.signing_kid().expect_err("forgotten");
+        memory.signing_keys_changed();
+        memory.signing_kid_found("k1", asked);
+        assert!(memory.signing_kid().is_err(), "an answer from before the rotation is not kept");
+
+        memory.reset();
+        assert!(memory.client(&id).is_err(), "forgotten on reset");
     }
 }

@@ -122,7 +122,7 @@ pub async fn redeem(
     let Some(stored) = identity.store.find_code(&code_hash).await? else {
         return Err(OAuthError::invalid_grant("the authorization code is not valid"));
     };
-    let code = stored.code;
+    let (code, user) = (stored.code, stored.user);
     if stored.spent {
         let grant_id = identity.store.spend_code(&code_hash, now).await?.and_then(|c| c.grant_id);
         return Err(replayed_code(identity, code.user_id, &code.client_id, grant_id, now).await);
@@ -140,7 +140,7 @@ pub async fn redeem(
     };
     let user = match problem {
         Some(problem) => Err(OAuthError::invalid_grant(problem)),
-        None => active_user(identity, code.user_id).await,
+        None => active(user),
     };
     let user = match user {
         Ok(user) => user,
@@ -205,7 +205,7 @@ async fn refresh(identity: &Identity, client: &Client, params: &Params) -> Resul
     let Some(stored) = identity.store.find_refresh_token(&hash).await? else {
         return Err(OAuthError::invalid_grant("the refresh token is not valid"));
     };
-    let grant = stored.grant;
+    let (grant, user) = (stored.grant, stored.user);
     if stored.spent {
         return Err(replayed_refresh(identity, &grant, client, now).await);
     }
@@ -225,7 +225,7 @@ async fn refresh(identity: &Identity, client: &Client, params: &Params) -> Resul
         Err(OAuthError::invalid_grant("the grant was revoked"))
     } else {
         match scope {
-            Ok(scope) => active_user(identity, grant.user_id).await.map(|user| (user, scope)),
+            Ok(scope) => active(user).map(|user| (user, scope)),
             Err(error) => Err(error),
         }
     };
@@ -269,8 +269,10 @@ async fn replayed_refresh(
     OAuthError::invalid_grant("the refresh token was already used; the grant is revoked")
 }
 
-async fn active_user(identity: &Identity, id: UserId) -> Result<User, OAuthError> {
-    match identity.store.find_user(id).await? {
+/// The user a code or refresh token acts for (as read with it), unless
+/// blocked or removed.
+fn active(user: Option<User>) -> Result<User, OAuthError> {
+    match user {
         Some(user) if !user.blocked => Ok(user),
         Some(_) => Err(OAuthError::invalid_grant("the user is blocked")),
         None => Err(OAuthError::invalid_grant("the user no longer exists")),

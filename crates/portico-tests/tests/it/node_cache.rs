@@ -8,7 +8,7 @@ use std::time::Duration;
 use portico_model::clock::Clock as _;
 use portico_storage::{PermissionRepository as _, UserRepository as _};
 use portico_storage_sqlite::SqliteStore;
-use portico_tests::{Backend, POSTGRES_ENV, TcpProxy, TestApp};
+use portico_tests::{Backend, POSTGRES_ENV, TcpProxy, TestApp, jwt_header};
 use sqlx::Connection as _;
 
 /// The instance secret both nodes share (32 bytes, base64).
@@ -96,12 +96,18 @@ async fn liveness_is_answered_from_node_memory_and_zero_staleness_asks_the_datab
     assert_eq!(uncached.liveness(&tokens.access_token).await, 200);
 
     let mut conn = sqlx::PgConnection::connect(cached.config.database_url.as_deref().unwrap()).await.unwrap();
-    sqlx::raw_sql("SET session_replication_role = replica; UPDATE grants SET revoked_at = now();")
-        .execute(&mut conn)
-        .await
-        .unwrap();
+    sqlx::raw_sql(
+        "SET session_replication_role = replica; UPDATE grants SET revoked_at = now(); \
+         UPDATE clients SET secret_hash = 'sha256:' || repeat('0', 64);",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
     assert_eq!(uncached.liveness(&tokens.access_token).await, 401, "straight from the database");
     assert_eq!(cached.liveness(&tokens.access_token).await, 200, "from memory: nothing was announced");
+    let (client, secret) = (portico_tests::demo::CLIENT_ID, portico_tests::demo::CLIENT_SECRET);
+    assert_eq!(client_answer(&uncached, client, secret).await, 401, "the secret, straight from the database");
+    assert_eq!(client_answer(&cached, client, secret).await, 400, "the client, from memory");
 }
 
 /// A revocation committed while a node could not hear the database (its
@@ -163,4 +169,66 @@ async fn another_process_writing_the_sqlite_file_is_seen_within_the_staleness_bo
     assert_eq!(app.liveness(&ivan.access_token).await, 401, "no longer than the bound");
     assert_eq!(app.store.permission_revision().await.unwrap(), revision + 1);
     assert_eq!(app.liveness(&maria.access_token).await, 401, "still refused after the memory started over");
+}
+
+/// The demo client's refresh of `refresh_token` on `app`: the response.
+async fn refresh(app: &TestApp, refresh_token: &str) -> serde_json::Value {
+    let response = app.token_request(&[("grant_type", "refresh_token"), ("refresh_token", refresh_token)]).await;
+    assert_eq!(response.status(), 200);
+    response.json().await.unwrap()
+}
+
+/// The status of a token request as `client_id` with `secret` (a refresh
+/// token that does not exist: 400 once the client is authenticated, 401
+/// when its secret is refused).
+async fn client_answer(app: &TestApp, client_id: &str, secret: &str) -> u16 {
+    let form = [("grant_type", "refresh_token"), ("refresh_token", "none")];
+    let response =
+        app.http().post(app.url("/oauth2/token")).basic_auth(client_id, Some(secret)).form(&form).send().await.unwrap();
+    response.status().as_u16()
+}
+
+/// What a client is registered with and which key signs are answered from
+/// memory as well: a change holds on the node that made it at once, and on
+/// the other within the bound.
+#[tokio::test]
+async fn a_client_change_and_a_key_rotation_reach_the_other_node_within_the_staleness_bound() {
+    let Some((a, b)) = two_nodes("the node cache test", [STALENESS_MS; 2]).await else { return };
+    a.add_client("crm", "old-secret").await;
+    let first = a.tokens_for("ivan", "ivan-password").await;
+    // Node B signs too, and so holds the demo client and the active key.
+    let on_b = refresh(&b, first.refresh_token.as_deref().unwrap()).await;
+    let old_kid = jwt_header(&first.access_token)["kid"].clone();
+    assert_eq!(jwt_header(on_b["access_token"].as_str().unwrap())["kid"], old_kid);
+    for node in [&a, &b] {
+        assert_eq!(client_answer(node, "crm", "old-secret").await, 400, "both nodes now hold the client");
+    }
+
+    // A new secret, set on node A.
+    let mut crm = a.store.find_client(&"crm".into()).await.unwrap().unwrap();
+    crm.secret_hash = portico_crypto::hash::client_secret_hash("new-secret");
+    assert!(a.store.update_client(&crm).await.unwrap());
+    assert_eq!(client_answer(&a, "crm", "old-secret").await, 401, "the changing node knows at once");
+    assert_eq!(client_answer(&a, "crm", "new-secret").await, 400);
+    tokio::time::sleep(Duration::from_millis(STALENESS_MS.into())).await;
+    assert_eq!(client_answer(&b, "crm", "old-secret").await, 401, "no longer than the bound on the other node");
+    assert_eq!(client_answer(&b, "crm", "new-secret").await, 400);
+
+    // Removed on node A.
+    assert!(a.store.delete_client(&"crm".into()).await.unwrap());
+    assert_eq!(client_answer(&a, "crm", "new-secret").await, 401, "the removing node knows at once");
+    tokio::time::sleep(Duration::from_millis(STALENESS_MS.into())).await;
+    assert_eq!(client_answer(&b, "crm", "new-secret").await, 401, "no longer than the bound on the other node");
+
+    // A key rotated on node A signs there at once, and on node B within
+    // the bound; earlier tokens still verify.
+    let secret = portico_server::secret::InstanceSecret::load(&a.config).unwrap();
+    let new_kid = portico_tokens::KeyRing::rotate(a.store.as_ref(), &secret.sealer(), a.clock.now()).await.unwrap();
+    let on_a = a.tokens_for("maria", "maria-password").await;
+    assert_eq!(jwt_header(&on_a.access_token)["kid"], new_kid.as_str(), "the rotating node signs with it at once");
+    tokio::time::sleep(Duration::from_millis(STALENESS_MS.into())).await;
+    let on_b = refresh(&b, on_b["refresh_token"].as_str().unwrap()).await;
+    assert_eq!(jwt_header(on_b["access_token"].as_str().unwrap())["kid"], new_kid.as_str(), "within the bound");
+    assert_ne!(old_kid, new_kid.as_str());
+    assert_eq!(a.liveness(&first.access_token).await, 200, "a token of the previous key still verifies");
 }

@@ -215,6 +215,7 @@ async fn a_code_is_redeemed_once_and_a_replay_names_its_grant() {
         let stored = store.find_code(&code_hash("h")).await.unwrap().unwrap();
         assert!(stored.spent, "{backend:?}");
         assert_eq!(stored.code.grant_id, Some(g.id));
+        assert_eq!(stored.user.as_ref(), Some(&u), "read with its user");
         assert_eq!(store.find_grant(g.id).await.unwrap().unwrap().scope, "openid");
         assert_eq!(store.recent_audit(5).await.unwrap()[0].kind, "token.issued", "audited in the same transaction");
 
@@ -235,6 +236,14 @@ async fn a_code_is_redeemed_once_and_a_replay_names_its_grant() {
         assert_eq!(store.find_grant(g2.id).await.unwrap(), None);
         assert_eq!(store.find_code(&code_hash("nope")).await.unwrap(), None);
         assert_eq!(store.spend_code(&code_hash("nope"), t0()).await.unwrap(), None);
+
+        // The user as stored now: a block shows at the next read.
+        store.insert_code(&code("h-blocked", "app", u.id)).await.unwrap();
+        store.set_user_blocked("anna", true, t0()).await.unwrap().expect("anna exists");
+        let stored = store.find_code(&code_hash("h-blocked")).await.unwrap().unwrap();
+        assert!(stored.user.is_some_and(|user| user.blocked), "{backend:?}: the code's user, blocked");
+        let stored = store.find_refresh_token(&refresh_hash("r1")).await.unwrap().unwrap();
+        assert!(stored.user.is_some_and(|user| user.blocked), "{backend:?}: the grant's user, blocked");
     }
 }
 
@@ -243,11 +252,12 @@ async fn refresh_tokens_rotate_once_and_revocation_reaches_access_tokens() {
     for backend in backends() {
         let dir = TempDir::new();
         let store = store(backend, &dir).await;
-        let (_, g) = granted(store.as_ref()).await;
+        let (u, g) = granted(store.as_ref()).await;
 
         let stored = store.find_refresh_token(&refresh_hash("r1")).await.unwrap().unwrap();
         assert!(!stored.spent, "{backend:?}");
         assert_eq!((stored.token.grant_id, stored.grant.id), (g.id, g.id));
+        assert_eq!(stored.user.as_ref(), Some(&u), "read with the grant's user");
         assert_eq!(stored.token.expires_at, t0() + Duration::days(30));
         let rotated =
             store.rotate_refresh_token(&refresh_hash("r1"), t0(), &refresh("r2", g.id, 30), &audit()).await.unwrap();

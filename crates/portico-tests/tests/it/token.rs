@@ -290,11 +290,12 @@ async fn a_refresh_token_works_only_for_its_client() {
 /// A token response that cannot be signed (the signing key cannot be
 /// read) fails before the code is redeemed or the refresh token rotated:
 /// presented again once the key can be read, each still works. Otherwise
-/// the retry would be a replay, and revoke the grant.
+/// the retry would be a replay, and revoke the grant. (The node's memory is
+/// off, so that the active key is read from the database each time.)
 #[tokio::test]
 async fn a_token_response_that_cannot_be_signed_spends_neither_the_code_nor_the_refresh_token() {
     for backend in backends() {
-        let app = TestApp::spawn(backend).await;
+        let app = TestApp::spawn_with(backend, |config| config.database_cache_staleness_ms = 0).await;
         let tokens = app.tokens_for("ivan", "ivan-password").await;
         let refresh = tokens.refresh_token.clone().unwrap();
         let pkce = Pkce::new();
