@@ -1,0 +1,179 @@
+//! Login processes, trusted devices, consents and throttles.
+
+use super::*;
+
+/// A fresh login process of client `app` at its first step.
+fn login_process() -> LoginProcess {
+    LoginProcess {
+        id: Uuid::new_v4(),
+        version: 0,
+        created_at: t0(),
+        expires_at: t0() + Duration::minutes(15),
+        state: LoginState::start("app".into(), pending_request(), "csrf".into(), AuthMethod::Password),
+    }
+}
+
+/// The authorization request a login process serves, with every field set.
+fn pending_request() -> PendingAuthorization {
+    PendingAuthorization {
+        redirect_uri: "https://app.example/cb".into(),
+        scope: vec!["openid".into(), "profile".into()],
+        state: "st".into(),
+        code_challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM".into(),
+        nonce: Some("n".into()),
+        prompt: Some(portico_model::oauth::Prompt::Login),
+        max_age: Some(300),
+        ui_locale: Some(portico_model::login::Locale::En),
+        login_hint: Some("alice".into()),
+        response_mode: portico_model::oauth::ResponseMode::FormPost,
+    }
+}
+
+#[tokio::test]
+async fn login_processes_update_optimistically_and_expire() {
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let mut process = login_process();
+        store.create_login_process(&process).await.unwrap();
+        let stale = process.clone();
+        process.state.principal = Some("anna".into());
+        assert!(store.update_login_process(&process).await.unwrap());
+        assert!(!store.update_login_process(&stale).await.unwrap(), "{backend:?}: a stale version loses");
+        let stored = store.find_login_process(process.id, t0()).await.unwrap().unwrap();
+        assert_eq!(stored.version, 1);
+        assert_eq!(stored.state.principal.as_deref(), Some("anna"));
+        assert_eq!(store.find_login_process(process.id, t0() + Duration::minutes(15)).await.unwrap(), None, "expired");
+    }
+}
+
+#[tokio::test]
+async fn devices_and_consents_are_remembered_per_user() {
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let (ivan, maria) = (user("ivan"), user("maria"));
+        store.create_user(&ivan).await.unwrap();
+        store.create_user(&maria).await.unwrap();
+        store.create_client(&client("crm")).await.unwrap();
+
+        assert_eq!(store.find_users_by_phone("+79000000000").await.unwrap().len(), 2, "{backend:?}");
+        assert!(store.find_users_by_phone("+79000000001").await.unwrap().is_empty());
+
+        assert!(!store.is_device_trusted(ivan.id, "d1", t0()).await.unwrap());
+        store.trust_device(ivan.id, "d1", t0()).await.unwrap();
+        assert!(store.is_device_trusted(ivan.id, "d1", t0()).await.unwrap());
+        assert!(!store.is_device_trusted(ivan.id, "d1", t0() + Duration::seconds(1)).await.unwrap(), "too old");
+        assert!(!store.is_device_trusted(maria.id, "d1", t0()).await.unwrap(), "per user");
+
+        assert_eq!(store.find_consent(ivan.id, &client_id("crm")).await.unwrap(), None);
+        store.grant_consent(ivan.id, &client_id("crm"), &["profile".into(), "email".into()], t0()).await.unwrap();
+        store.grant_consent(ivan.id, &client_id("crm"), &["profile".into(), "phone".into()], t0()).await.unwrap();
+        assert_eq!(
+            store.find_consent(ivan.id, &client_id("crm")).await.unwrap(),
+            Some(vec!["profile".into(), "phone".into()])
+        );
+    }
+}
+
+#[tokio::test]
+async fn throttle_counts_are_exact_under_parallel_attempts_and_holds_refuse_them() {
+    use portico_storage::CountAttempt;
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let now = t0();
+        let forget_before = now - Duration::hours(24);
+        let attempt = move |key: &'static str, hold_from: u32| CountAttempt {
+            key,
+            now,
+            forget_before,
+            hold_from,
+            hold_until: now + Duration::seconds(30),
+        };
+
+        // 32 attempts at once, no hold: each gets its own count, 1 to 32.
+        let mut attempts = tokio::task::JoinSet::new();
+        for _ in 0..32 {
+            let store = Arc::clone(&store);
+            attempts.spawn(async move { store.count_attempt(attempt("account:a", 1000)).await.unwrap() });
+        }
+        let mut counts: Vec<u32> = attempts.join_all().await.into_iter().map(Option::unwrap).collect();
+        counts.sort_unstable();
+        assert_eq!(counts, (1..=32).collect::<Vec<_>>(), "{backend:?}");
+        assert_eq!(store.throttle("account:a", forget_before).await.unwrap().failures, 32);
+
+        // From the hold count on, the attempt that reaches it holds the key:
+        // of 32 parallel attempts on a key at 4 with hold_from 5, one is counted.
+        for _ in 0..4 {
+            store.count_attempt(attempt("account:b", 5)).await.unwrap().unwrap();
+        }
+        let mut attempts = tokio::task::JoinSet::new();
+        for _ in 0..32 {
+            let store = Arc::clone(&store);
+            attempts.spawn(async move { store.count_attempt(attempt("account:b", 5)).await.unwrap() });
+        }
+        let results = attempts.join_all().await;
+        assert_eq!(results.iter().filter(|r| r.is_some()).count(), 1, "{backend:?}: {results:?}");
+        assert_eq!(results.iter().flatten().next(), Some(&5));
+        let held = store.throttle("account:b", forget_before).await.unwrap();
+        assert_eq!(held, portico_storage::Throttle { failures: 5, locked_until: Some(now + Duration::seconds(30)) });
+
+        // Taking the holding attempt back releases its hold, not another lock.
+        store.uncount_attempt("account:b", Some(now + Duration::seconds(30))).await.unwrap();
+        assert_eq!(
+            store.throttle("account:b", forget_before).await.unwrap(),
+            portico_storage::Throttle { failures: 4, locked_until: None }
+        );
+        assert_eq!(store.count_attempt(attempt("account:b", 5)).await.unwrap(), Some(5), "held again");
+        store.uncount_attempt("account:b", Some(now + Duration::seconds(1))).await.unwrap();
+        let state = store.throttle("account:b", forget_before).await.unwrap();
+        assert_eq!(state.locked_until, Some(now + Duration::seconds(30)), "another hold stays");
+        store
+            .count_attempt(CountAttempt { now: now + Duration::seconds(31), ..attempt("account:b", 5) })
+            .await
+            .unwrap();
+
+        // A lock is never shortened; once over, counting goes on.
+        store.lock_throttle("account:b", now + Duration::minutes(5)).await.unwrap();
+        store.lock_throttle("account:b", now + Duration::minutes(1)).await.unwrap();
+        let state = store.throttle("account:b", forget_before).await.unwrap();
+        assert_eq!(state.locked_until, Some(now + Duration::minutes(5)));
+        let later = CountAttempt { now: now + Duration::minutes(6), ..attempt("account:b", 5) };
+        assert_eq!(store.count_attempt(later).await.unwrap(), Some(6));
+
+        // An attempt taken back; a success clears; other keys untouched.
+        store.uncount_attempt("account:a", None).await.unwrap();
+        assert_eq!(store.throttle("account:a", forget_before).await.unwrap().failures, 31);
+        store.clear_throttle("account:a").await.unwrap();
+        assert_eq!(store.throttle("account:a", forget_before).await.unwrap(), Default::default());
+        assert_eq!(store.throttle("account:b", forget_before).await.unwrap().failures, 6);
+
+        // A count that did not move within the memory starts again.
+        let next_day = now + Duration::hours(25);
+        assert_eq!(store.throttle("account:b", next_day - Duration::hours(24)).await.unwrap().failures, 0);
+        let fresh =
+            CountAttempt { now: next_day, forget_before: next_day - Duration::hours(24), ..attempt("account:b", 5) };
+        assert_eq!(store.count_attempt(fresh).await.unwrap(), Some(1));
+
+        // Stale counters are removed; recent ones stay.
+        store.count_attempt(attempt("address:192.0.2.1", 30)).await.unwrap();
+        assert_eq!(store.remove_stale_throttles(now + Duration::hours(1)).await.unwrap(), 1, "{backend:?}");
+        assert_eq!(store.throttle("account:b", forget_before).await.unwrap().failures, 1);
+    }
+}
+
+#[tokio::test]
+async fn a_deleted_login_process_is_gone_and_deleting_twice_is_harmless() {
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let (process, other) = (login_process(), login_process());
+        store.create_login_process(&process).await.unwrap();
+        store.create_login_process(&other).await.unwrap();
+        store.delete_login_process(process.id).await.unwrap();
+        assert_eq!(store.find_login_process(process.id, t0()).await.unwrap(), None, "{backend:?}");
+        assert!(store.find_login_process(other.id, t0()).await.unwrap().is_some(), "only the one named");
+        store.delete_login_process(process.id).await.unwrap();
+    }
+}

@@ -1,0 +1,212 @@
+//! Clients, users, operators and the audit log.
+
+use super::permissions::generated_model;
+use super::*;
+
+#[tokio::test]
+async fn clients_and_users_round_trip_with_unique_keys() {
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let c = client("app");
+        store.create_client(&c).await.unwrap();
+        assert_eq!(store.find_client(&client_id("app")).await.unwrap(), Some(c.clone()), "{backend:?}");
+        assert!(matches!(store.create_client(&c).await, Err(StorageError::Conflict(_))));
+        assert_eq!(store.list_clients().await.unwrap().len(), 1);
+
+        let u = user("anna");
+        store.create_user(&u).await.unwrap();
+        assert_eq!(store.find_user(u.id).await.unwrap(), Some(u.clone()));
+        assert_eq!(store.find_user_by_login("anna").await.unwrap(), Some(u.clone()));
+        assert!(matches!(store.create_user(&user("anna")).await, Err(StorageError::Conflict(_))));
+
+        assert!(store.delete_client(&client_id("app")).await.unwrap());
+        assert!(!store.delete_client(&client_id("app")).await.unwrap());
+        assert_eq!(store.find_client(&client_id("app")).await.unwrap(), None);
+    }
+}
+
+#[tokio::test]
+async fn blocking_revokes_grants_and_sessions_and_cleanup_removes_what_expired() {
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let (u, g) = granted(store.as_ref()).await;
+        let session = session("s", u.id);
+        store.create_session(&session).await.unwrap();
+        assert_eq!(store.find_session(&session_hash("s"), t0()).await.unwrap(), Some(session));
+
+        let blocked = store.set_user_blocked("anna", true, t0()).await.unwrap().unwrap();
+        assert!(blocked.blocked, "{backend:?}");
+        assert!(store.find_grant(g.id).await.unwrap().unwrap().revoked_at.is_some());
+        assert_eq!(store.find_session(&session_hash("s"), t0()).await.unwrap(), None);
+        assert_eq!(store.set_user_blocked("nobody", true, t0()).await.unwrap(), None);
+
+        store.insert_code(&code("h2", "app", u.id)).await.unwrap();
+        let later = t0() + Duration::days(31);
+        let report = store.delete_expired(later, Duration::minutes(15), later).await.unwrap();
+        assert_eq!((report.codes, report.refresh_tokens, report.grants), (2, 1, 1), "{report:?}");
+        assert_eq!(store.find_grant(g.id).await.unwrap(), None);
+        let again = store.delete_expired(later, Duration::minutes(15), later).await.unwrap();
+        assert_eq!(again.total(), 0, "idempotent");
+    }
+}
+
+#[tokio::test]
+async fn clients_and_users_change_in_place_and_users_are_found_a_page_at_a_time() {
+    use portico_storage::{TextMatch, UserQuery};
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let mut c = client("app");
+        store.create_client(&c).await.unwrap();
+        c.redirect_uris = vec!["https://c.example/cb".into()];
+        c.secret_hash = "sha256:11".into();
+        c.backchannel_logout_uri = None;
+        c.scopes = vec!["openid".into()];
+        assert!(store.update_client(&c).await.unwrap());
+        assert_eq!(store.find_client(&client_id("app")).await.unwrap(), Some(c.clone()), "{backend:?}");
+        assert!(!store.update_client(&client("nobody")).await.unwrap());
+
+        let mut anna = user("anna");
+        anna.email = Some("anna@example.com".into());
+        let mut andrei = user("andrei");
+        andrei.phone = Some("+79001112233".into());
+        let boris = user("boris");
+        for u in [&anna, &andrei, &boris] {
+            store.create_user(u).await.unwrap();
+        }
+        store.set_user_blocked("boris", true, t0()).await.unwrap();
+        let logins = |users: Vec<User>| users.into_iter().map(|u| u.login).collect::<Vec<_>>();
+        let page = |query: UserQuery| {
+            let store = Arc::clone(&store);
+            async move { logins(store.search_users(&query).await.unwrap()) }
+        };
+        assert_eq!(page(UserQuery::default()).await, ["andrei", "anna", "boris"], "{backend:?}: login order");
+        let an = || Some(TextMatch::StartsWith("an".into()));
+        assert_eq!(page(UserQuery { login: an(), limit: 1, ..Default::default() }).await, ["andrei"]);
+        let after = Some("andrei".to_owned());
+        assert_eq!(page(UserQuery { login: an(), after, limit: 1, ..Default::default() }).await, ["anna"]);
+        let percent = Some(TextMatch::StartsWith("a%".into()));
+        assert!(page(UserQuery { login: percent, ..Default::default() }).await.is_empty(), "a prefix is not a pattern");
+        let phone = Some(TextMatch::Is("+79001112233".into()));
+        assert_eq!(page(UserQuery { phone, ..Default::default() }).await, ["andrei"]);
+        let email = Some(TextMatch::Is("anna@example.com".into()));
+        assert_eq!(page(UserQuery { email, ..Default::default() }).await, ["anna"]);
+        assert_eq!(page(UserQuery { blocked: Some(true), ..Default::default() }).await, ["boris"]);
+        assert_eq!(page(UserQuery { blocked: Some(false), ..Default::default() }).await, ["andrei", "anna"]);
+
+        anna.login = "anna.k".into();
+        anna.name = None;
+        anna.password_hash = "$argon2id$y".into();
+        assert!(store.update_user(&anna).await.unwrap());
+        assert_eq!(store.find_user(anna.id).await.unwrap(), Some(anna.clone()));
+        assert_eq!(store.find_user_by_login("anna").await.unwrap(), None);
+        anna.login = "andrei".into();
+        assert!(matches!(store.update_user(&anna).await, Err(StorageError::Conflict(_))), "a taken login");
+        assert!(!store.update_user(&user("nobody")).await.unwrap());
+    }
+}
+
+#[tokio::test]
+async fn a_deleted_user_takes_their_grants_sessions_and_employment_with_them() {
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let (u, g) = granted(store.as_ref()).await;
+        store.create_session(&session("s", u.id)).await.unwrap();
+        let model = generated_model(store.as_ref(), "d").await;
+        assert!(store.save_permissions(&model).await.unwrap());
+        let employee = model.employees.values().next().expect("the document has employees").user_id;
+        store.record_audit(&audit().user(u.id)).await.unwrap();
+
+        assert!(store.delete_user(u.id).await.unwrap(), "{backend:?}");
+        assert_eq!(store.find_user(u.id).await.unwrap(), None);
+        assert_eq!(store.find_grant(g.id).await.unwrap(), None, "the grant goes with the user");
+        assert!(!store.access_token_state(g.id, "jti").await.unwrap().is_live());
+        assert_eq!(store.find_session(&session_hash("s"), t0()).await.unwrap(), None);
+        assert_eq!(store.permission_revision().await.unwrap(), 1, "not an employee: the model is unchanged");
+        assert_eq!(store.recent_audit(1).await.unwrap()[0].user_id, Some(u.id), "the audit log keeps their events");
+        assert!(!store.delete_user(u.id).await.unwrap());
+
+        assert!(store.delete_user(employee.into()).await.unwrap());
+        assert_eq!(store.permission_revision().await.unwrap(), 2, "an employee's removal is a new revision");
+        let loaded = store.load_permissions().await.unwrap();
+        assert!(loaded.employees.values().all(|e| e.user_id != employee));
+        assert_eq!(loaded.employees.len(), model.employees.values().filter(|e| e.user_id != employee).count());
+    }
+}
+
+#[tokio::test]
+async fn the_audit_log_is_filtered_and_paged_newest_first() {
+    use portico_model::audit::Actor;
+    use portico_storage::AuditQuery;
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let anna = UserId::random();
+        let ci = Actor::AdminToken("ci".into());
+        let events = [
+            AuditEvent::new(t0(), AuditKind::UserCreated).user(anna).by(&ci),
+            AuditEvent::new(t0() + Duration::minutes(1), AuditKind::LoginSucceeded)
+                .user(anna)
+                .client(&client_id("app")),
+            AuditEvent::new(t0() + Duration::minutes(2), AuditKind::KeyRotated).by(&Actor::Cli),
+            AuditEvent::new(t0() + Duration::minutes(3), AuditKind::UserBlocked).user(anna).by(&ci),
+        ];
+        for event in &events {
+            store.record_audit(event).await.unwrap();
+        }
+        let kinds = |query: AuditQuery| {
+            let store = Arc::clone(&store);
+            async move {
+                let found = store.query_audit(&query).await.unwrap();
+                found.into_iter().map(|e| e.event.kind).collect::<Vec<_>>()
+            }
+        };
+        let all = store.query_audit(&AuditQuery::default()).await.unwrap();
+        assert_eq!(all.iter().map(|e| &e.event).collect::<Vec<_>>(), events.iter().rev().collect::<Vec<_>>());
+        assert!(all.windows(2).all(|w| w[0].id > w[1].id), "{backend:?}: newest first by id");
+        let user_id = Some(anna);
+        assert_eq!(
+            kinds(AuditQuery { user_id, ..Default::default() }).await,
+            ["user.blocked", "login.succeeded", "user.created"]
+        );
+        let actor = Some("token:ci".to_owned());
+        assert_eq!(kinds(AuditQuery { actor, ..Default::default() }).await, ["user.blocked", "user.created"]);
+        let client_id = Some(client_id("app"));
+        assert_eq!(kinds(AuditQuery { client_id, ..Default::default() }).await, ["login.succeeded"]);
+        let kind = Some("key.rotated".to_owned());
+        assert_eq!(kinds(AuditQuery { kind, ..Default::default() }).await, ["key.rotated"]);
+        let (from, to) = (Some(t0() + Duration::minutes(1)), Some(t0() + Duration::minutes(3)));
+        assert_eq!(kinds(AuditQuery { from, to, ..Default::default() }).await, ["key.rotated", "login.succeeded"]);
+        let first_page = store.query_audit(&AuditQuery { limit: 2, ..Default::default() }).await.unwrap();
+        let before = Some(first_page[1].id);
+        assert_eq!(kinds(AuditQuery { before, ..Default::default() }).await, ["login.succeeded", "user.created"]);
+    }
+}
+
+#[tokio::test]
+async fn operator_roles_are_set_changed_taken_away_and_go_with_the_user() {
+    use portico_model::user::OperatorRole;
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let anna = user("anna");
+        store.create_user(&anna).await.unwrap();
+        assert_eq!(store.operator_role(anna.id).await.unwrap(), None, "{backend:?}");
+        assert!(store.set_operator_role(anna.id, Some(OperatorRole::Support), t0()).await.unwrap());
+        assert_eq!(store.operator_role(anna.id).await.unwrap(), Some(OperatorRole::Support));
+        assert!(store.set_operator_role(anna.id, Some(OperatorRole::Admin), t0()).await.unwrap());
+        assert_eq!(store.operator_role(anna.id).await.unwrap(), Some(OperatorRole::Admin), "changed in place");
+        assert!(store.set_operator_role(anna.id, None, t0()).await.unwrap());
+        assert_eq!(store.operator_role(anna.id).await.unwrap(), None);
+        let nobody = UserId::random();
+        assert!(!store.set_operator_role(nobody, Some(OperatorRole::Admin), t0()).await.unwrap(), "no such user");
+        assert!(!store.set_operator_role(nobody, None, t0()).await.unwrap());
+        assert_eq!(store.operator_role(nobody).await.unwrap(), None);
+        store.set_operator_role(anna.id, Some(OperatorRole::Support), t0()).await.unwrap();
+        assert!(store.delete_user(anna.id).await.unwrap());
+        assert_eq!(store.operator_role(anna.id).await.unwrap(), None, "the role goes with the user");
+    }
+}

@@ -1,0 +1,220 @@
+//! Codes, grants, refresh tokens and signing keys: one redemption, one
+//! rotation, and their races.
+
+use super::*;
+
+#[tokio::test]
+async fn a_code_is_redeemed_once_and_a_replay_names_its_grant() {
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let (u, g) = granted(store.as_ref()).await;
+        let stored = store.find_code(&code_hash("h")).await.unwrap().unwrap();
+        assert!(stored.spent, "{backend:?}");
+        assert_eq!(stored.code.grant_id, Some(g.id));
+        assert_eq!(stored.user.as_ref(), Some(&u), "read with its user");
+        assert_eq!(store.find_grant(g.id).await.unwrap().unwrap().scope, "openid");
+        assert_eq!(store.recent_audit(5).await.unwrap()[0].kind, "token.issued", "audited in the same transaction");
+
+        let again = grant("app", u.id);
+        let replay =
+            store.redeem_code(&code_hash("h"), t0(), &again, &refresh("rx", again.id, 30), &audit()).await.unwrap();
+        assert_eq!(replay, Redemption::Replay { grant_id: Some(g.id) });
+        assert_eq!(store.find_grant(again.id).await.unwrap(), None, "a replay stores nothing");
+        assert!(store.find_refresh_token(&refresh_hash("rx")).await.unwrap().is_none());
+
+        // A code spent by a failed presentation cannot be redeemed.
+        store.insert_code(&code("h2", "app", u.id)).await.unwrap();
+        assert!(!store.find_code(&code_hash("h2")).await.unwrap().unwrap().spent);
+        assert_eq!(store.spend_code(&code_hash("h2"), t0()).await.unwrap().unwrap().grant_id, None);
+        let g2 = grant("app", u.id);
+        let replay = store.redeem_code(&code_hash("h2"), t0(), &g2, &refresh("r2", g2.id, 30), &audit()).await.unwrap();
+        assert_eq!(replay, Redemption::Replay { grant_id: None });
+        assert_eq!(store.find_grant(g2.id).await.unwrap(), None);
+        assert_eq!(store.find_code(&code_hash("nope")).await.unwrap(), None);
+        assert_eq!(store.spend_code(&code_hash("nope"), t0()).await.unwrap(), None);
+
+        // The user as stored now: a block shows at the next read.
+        store.insert_code(&code("h-blocked", "app", u.id)).await.unwrap();
+        store.set_user_blocked("anna", true, t0()).await.unwrap().expect("anna exists");
+        let stored = store.find_code(&code_hash("h-blocked")).await.unwrap().unwrap();
+        assert!(stored.user.is_some_and(|user| user.blocked), "{backend:?}: the code's user, blocked");
+        let stored = store.find_refresh_token(&refresh_hash("r1")).await.unwrap().unwrap();
+        assert!(stored.user.is_some_and(|user| user.blocked), "{backend:?}: the grant's user, blocked");
+    }
+}
+
+#[tokio::test]
+async fn refresh_tokens_rotate_once_and_revocation_reaches_access_tokens() {
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let (u, g) = granted(store.as_ref()).await;
+
+        let stored = store.find_refresh_token(&refresh_hash("r1")).await.unwrap().unwrap();
+        assert!(!stored.spent, "{backend:?}");
+        assert_eq!((stored.token.grant_id, stored.grant.id), (g.id, g.id));
+        assert_eq!(stored.user.as_ref(), Some(&u), "read with the grant's user");
+        assert_eq!(stored.token.expires_at, t0() + Duration::days(30));
+        let rotated =
+            store.rotate_refresh_token(&refresh_hash("r1"), t0(), &refresh("r2", g.id, 30), &audit()).await.unwrap();
+        assert_eq!(rotated, Rotation::Rotated);
+        let replay =
+            store.rotate_refresh_token(&refresh_hash("r1"), t0(), &refresh("r3", g.id, 30), &audit()).await.unwrap();
+        assert_eq!(replay, Rotation::Replay);
+        assert!(store.find_refresh_token(&refresh_hash("r3")).await.unwrap().is_none(), "a replay stores nothing");
+        assert!(store.find_refresh_token(&refresh_hash("r1")).await.unwrap().unwrap().spent);
+        assert_eq!(store.find_refresh_token(&refresh_hash("unknown")).await.unwrap(), None);
+
+        assert!(store.access_token_state(g.id, "jti-1").await.unwrap().is_live());
+        store.revoke_access_token("jti-1", t0() + Duration::minutes(15), t0()).await.unwrap();
+        store.revoke_access_token("jti-1", t0() + Duration::minutes(15), t0()).await.unwrap();
+        let state = store.access_token_state(g.id, "jti-1").await.unwrap();
+        assert!(state.token_revoked && !state.grant_revoked);
+        assert!(store.access_token_state(g.id, "jti-2").await.unwrap().is_live());
+
+        assert!(store.revoke_grant(g.id, t0()).await.unwrap());
+        assert!(!store.revoke_grant(g.id, t0()).await.unwrap(), "already revoked");
+        assert!(store.access_token_state(g.id, "jti-2").await.unwrap().grant_revoked);
+        let revoked =
+            store.rotate_refresh_token(&refresh_hash("r2"), t0(), &refresh("r4", g.id, 30), &audit()).await.unwrap();
+        assert_eq!(revoked, Rotation::GrantRevoked);
+        assert!(!store.find_refresh_token(&refresh_hash("r2")).await.unwrap().unwrap().spent, "nothing changed");
+        store.spend_refresh_token(&refresh_hash("r2"), t0()).await.unwrap();
+        assert!(store.find_refresh_token(&refresh_hash("r2")).await.unwrap().unwrap().spent);
+        assert!(
+            store.access_token_state(GrantId::from(Uuid::new_v4()), "x").await.unwrap().grant_revoked,
+            "unknown grant"
+        );
+    }
+}
+
+#[tokio::test]
+async fn parallel_redemptions_and_rotations_have_one_winner() {
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let (u, g) = granted(store.as_ref()).await;
+
+        // Eight rotations of `r1` at once: one successor, seven replays.
+        let mut rotations = tokio::task::JoinSet::new();
+        for i in 0..8 {
+            let store = Arc::clone(&store);
+            rotations.spawn(async move {
+                let successor = refresh(&format!("next-{i}"), g.id, 30);
+                (i, store.rotate_refresh_token(&refresh_hash("r1"), t0(), &successor, &audit()).await.unwrap())
+            });
+        }
+        let results = rotations.join_all().await;
+        let winners: Vec<usize> = results.iter().filter(|(_, r)| *r == Rotation::Rotated).map(|(i, _)| *i).collect();
+        assert_eq!(winners.len(), 1, "{backend:?}: {results:?}");
+        assert!(results.iter().all(|(_, r)| matches!(r, Rotation::Rotated | Rotation::Replay)), "{results:?}");
+        for i in 0..8 {
+            let stored = store.find_refresh_token(&refresh_hash(&format!("next-{i}"))).await.unwrap();
+            assert_eq!(stored.is_some(), i == winners[0], "{backend:?}: only the winner's successor is stored");
+        }
+
+        // Eight redemptions of one code at once: one grant, seven replays naming it.
+        store.insert_code(&code("h-par", "app", u.id)).await.unwrap();
+        let mut redemptions = tokio::task::JoinSet::new();
+        for i in 0..8 {
+            let store = Arc::clone(&store);
+            redemptions.spawn(async move {
+                let g = grant("app", u.id);
+                let token = refresh(&format!("first-{i}"), g.id, 30);
+                (g.id, store.redeem_code(&code_hash("h-par"), t0(), &g, &token, &audit()).await.unwrap())
+            });
+        }
+        let results = redemptions.join_all().await;
+        let won: Vec<GrantId> = results.iter().filter(|(_, r)| *r == Redemption::Redeemed).map(|(id, _)| *id).collect();
+        assert_eq!(won.len(), 1, "{backend:?}: {results:?}");
+        for (id, result) in &results {
+            if *result != Redemption::Redeemed {
+                assert_eq!(*result, Redemption::Replay { grant_id: Some(won[0]) }, "{backend:?}");
+                assert_eq!(store.find_grant(*id).await.unwrap(), None, "a replay stores nothing");
+            }
+        }
+        assert_eq!(store.find_code(&code_hash("h-par")).await.unwrap().unwrap().code.grant_id, Some(won[0]));
+    }
+}
+
+/// SQLite's writes queue for the store's writer thread, never on the async
+/// executor's threads: while another process holds the database's write
+/// lock they wait for it there, and succeed once it is free.
+#[tokio::test]
+async fn sqlite_token_writes_wait_for_another_writer_and_succeed() {
+    let dir = TempDir::new();
+    let url = fresh_database(Backend::Sqlite, &dir).await;
+    let store = store(Backend::Sqlite, &dir).await;
+    let (u, g) = granted(store.as_ref()).await;
+    store.insert_code(&code("h-locked", "app", u.id)).await.unwrap();
+
+    let path = url.strip_prefix("sqlite://").unwrap().to_owned();
+    let other = rusqlite::Connection::open(&path).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let g2 = grant("app", u.id);
+    let redeem = tokio::spawn({
+        let (store, g2) = (Arc::clone(&store), g2.clone());
+        async move { store.redeem_code(&code_hash("h-locked"), t0(), &g2, &refresh("r-locked", g2.id, 30), &audit()).await }
+    });
+    let rotate = tokio::spawn({
+        let store = Arc::clone(&store);
+        async move { store.rotate_refresh_token(&refresh_hash("r1"), t0(), &refresh("r2", g.id, 30), &audit()).await }
+    });
+    // Reads go on meanwhile: in WAL mode a reader never waits for a writer.
+    assert!(store.find_code(&code_hash("h-locked")).await.unwrap().is_some_and(|c| !c.spent));
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(!redeem.is_finished() && !rotate.is_finished(), "both wait while the lock is held");
+    other.execute_batch("COMMIT").unwrap();
+
+    assert_eq!(redeem.await.unwrap().unwrap(), Redemption::Redeemed);
+    assert_eq!(rotate.await.unwrap().unwrap(), Rotation::Rotated);
+    assert_eq!(store.find_code(&code_hash("h-locked")).await.unwrap().unwrap().code.grant_id, Some(g2.id));
+    assert!(store.find_refresh_token(&refresh_hash("r-locked")).await.unwrap().is_some());
+    assert!(store.find_refresh_token(&refresh_hash("r1")).await.unwrap().unwrap().spent);
+    assert!(store.find_refresh_token(&refresh_hash("r2")).await.unwrap().is_some());
+}
+
+#[tokio::test]
+async fn one_first_key_and_one_active_key() {
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let key = |kid: &str| portico_model::key::SigningKeyRecord {
+            kid: kid.into(),
+            private_sealed: vec![1, 2, 3],
+            created_at: t0(),
+            retired_at: None,
+        };
+        assert!(store.insert_first_signing_key(&key("k1")).await.unwrap());
+        assert!(!store.insert_first_signing_key(&key("k2")).await.unwrap(), "{backend:?}");
+        assert_eq!(store.active_signing_kid().await.unwrap().as_deref(), Some("k1"));
+        let mut k3 = key("k3");
+        k3.created_at = t0() + Duration::seconds(1);
+        store.rotate_signing_key(&k3, t0() + Duration::seconds(1)).await.unwrap();
+        assert_eq!(store.active_signing_kid().await.unwrap().as_deref(), Some("k3"));
+        let keys = store.list_signing_keys().await.unwrap();
+        assert_eq!(keys.iter().map(|k| k.kid.as_str()).collect::<Vec<_>>(), ["k3", "k1"]);
+        assert!(keys[1].retired_at.is_some());
+    }
+}
+
+#[tokio::test]
+async fn a_users_live_grants_are_listed_newest_first() {
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let (u, first) = granted(store.as_ref()).await;
+        let mut second = grant("app", u.id);
+        second.created_at = first.created_at + Duration::minutes(1);
+        store.insert_code(&code("h2", "app", u.id)).await.unwrap();
+        let redeemed =
+            store.redeem_code(&code_hash("h2"), t0(), &second, &refresh("r2", second.id, 30), &audit()).await;
+        assert_eq!(redeemed.unwrap(), Redemption::Redeemed, "{backend:?}");
+        let ids = |grants: Vec<Grant>| grants.into_iter().map(|g| g.id).collect::<Vec<_>>();
+        assert_eq!(ids(store.list_user_grants(u.id).await.unwrap()), [second.id, first.id], "{backend:?}");
+        assert!(store.revoke_grant(first.id, t0()).await.unwrap());
+        assert_eq!(ids(store.list_user_grants(u.id).await.unwrap()), [second.id], "revoked ones are not live");
+        assert!(store.list_user_grants(UserId::random()).await.unwrap().is_empty());
+    }
+}
