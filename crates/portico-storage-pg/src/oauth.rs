@@ -18,8 +18,7 @@ use uuid::Uuid;
 
 use crate::audit::bind_audit;
 use crate::error::storage_error;
-use crate::users::OWNER_COLUMNS;
-use crate::users::owner_from;
+use crate::users::{OWNER_COLUMNS, owner_from};
 use crate::{PgStore, Query, Result, at, at_opt, get};
 use portico_storage::memory::{Known, NodeMemory};
 
