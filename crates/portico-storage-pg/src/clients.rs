@@ -4,6 +4,7 @@ use async_trait::async_trait;
 use portico_model::client::{Client, LocalizedText};
 use portico_model::ids::ClientId;
 use portico_storage::ClientRepository;
+use portico_storage::memory::NodeMemory;
 use sqlx::postgres::PgRow;
 
 use crate::error::storage_error;
@@ -50,23 +51,17 @@ impl ClientRepository for PgStore {
     }
 
     async fn find_client(&self, client_id: &ClientId) -> Result<Option<Client>> {
-        let generation = match self.memory().map(|memory| memory.client(client_id)) {
-            Some(Ok(client)) => return Ok(Some(client)),
-            Some(Err(generation)) => Some(generation),
-            None => None,
-        };
-        let client = sqlx::query("SELECT * FROM clients WHERE client_id = $1")
-            .bind(client_id.as_str())
-            .fetch_optional(&mut *self.conn().await?)
-            .await
-            .map_err(storage_error("client"))?
-            .as_ref()
-            .map(client_from)
-            .transpose()?;
-        if let (Some(memory), Some(generation), Some(client)) = (self.memory(), generation, &client) {
-            memory.client_found(client, generation);
-        }
-        Ok(client)
+        NodeMemory::client_or(self.memory(), client_id, async {
+            sqlx::query("SELECT * FROM clients WHERE client_id = $1")
+                .bind(client_id.as_str())
+                .fetch_optional(&mut *self.conn().await?)
+                .await
+                .map_err(storage_error("client"))?
+                .as_ref()
+                .map(client_from)
+                .transpose()
+        })
+        .await
     }
 
     async fn list_clients(&self) -> Result<Vec<Client>> {

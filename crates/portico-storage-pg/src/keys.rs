@@ -44,19 +44,13 @@ impl SigningKeyRepository for PgStore {
     }
 
     async fn active_signing_kid(&self) -> Result<Option<String>> {
-        let generation = match self.memory().map(NodeMemory::signing_kid) {
-            Some(Ok(kid)) => return Ok(Some(kid)),
-            Some(Err(generation)) => Some(generation),
-            None => None,
-        };
-        let kid: Option<String> = sqlx::query_scalar("SELECT kid FROM signing_keys WHERE retired_at IS NULL")
-            .fetch_optional(&mut *self.conn().await?)
-            .await
-            .map_err(storage_error("signing key"))?;
-        if let (Some(memory), Some(generation), Some(kid)) = (self.memory(), generation, &kid) {
-            memory.signing_kid_found(kid, generation);
-        }
-        Ok(kid)
+        NodeMemory::signing_kid_or(self.memory(), async {
+            sqlx::query_scalar("SELECT kid FROM signing_keys WHERE retired_at IS NULL")
+                .fetch_optional(&mut *self.conn().await?)
+                .await
+                .map_err(storage_error("signing key"))
+        })
+        .await
     }
 
     async fn list_signing_keys(&self) -> Result<Vec<SigningKeyRecord>> {

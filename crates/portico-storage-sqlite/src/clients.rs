@@ -4,6 +4,7 @@ use async_trait::async_trait;
 use portico_model::client::{Client, LocalizedText};
 use portico_model::ids::ClientId;
 use portico_storage::ClientRepository;
+use portico_storage::memory::NodeMemory;
 use rusqlite::{Row, params};
 
 use crate::db::{Columns, Res, all, one, run, secs, to_json};
@@ -55,18 +56,9 @@ impl ClientRepository for SqliteStore {
     }
 
     async fn find_client(&self, client_id: &ClientId) -> Result<Option<Client>> {
-        let generation = match self.memory().map(|memory| memory.client(client_id)) {
-            Some(Ok(client)) => return Ok(Some(client)),
-            Some(Err(generation)) => Some(generation),
-            None => None,
-        };
         let id = client_id.as_str().to_owned();
-        let client =
-            self.db.read(move |c| one(c, "SELECT * FROM clients WHERE client_id = ?1", [id], client_from)).await?;
-        if let (Some(memory), Some(generation), Some(client)) = (self.memory(), generation, &client) {
-            memory.client_found(client, generation);
-        }
-        Ok(client)
+        let read = self.db.read(move |c| one(c, "SELECT * FROM clients WHERE client_id = ?1", [id], client_from));
+        NodeMemory::client_or(self.memory(), client_id, read).await
     }
 
     async fn list_clients(&self) -> Result<Vec<Client>> {

@@ -58,19 +58,10 @@ impl SigningKeyRepository for SqliteStore {
     }
 
     async fn active_signing_kid(&self) -> Result<Option<String>> {
-        let generation = match self.memory().map(NodeMemory::signing_kid) {
-            Some(Ok(kid)) => return Ok(Some(kid)),
-            Some(Err(generation)) => Some(generation),
-            None => None,
-        };
-        let kid: Option<String> = self
+        let read = self
             .db
-            .read(|c| one(c, "SELECT kid FROM signing_keys WHERE retired_at IS NULL", [], |row| Ok(row.get("kid")?)))
-            .await?;
-        if let (Some(memory), Some(generation), Some(kid)) = (self.memory(), generation, &kid) {
-            memory.signing_kid_found(kid, generation);
-        }
-        Ok(kid)
+            .read(|c| one(c, "SELECT kid FROM signing_keys WHERE retired_at IS NULL", [], |row| Ok(row.get("kid")?)));
+        NodeMemory::signing_kid_or(self.memory(), read).await
     }
 
     async fn list_signing_keys(&self) -> Result<Vec<SigningKeyRecord>> {

@@ -3,6 +3,8 @@
 //! immediate transaction each on the writer thread, so a parallel
 //! redemption of the same code finds it spent.
 
+use std::sync::LazyLock;
+
 use async_trait::async_trait;
 use portico_model::audit::AuditEvent;
 use portico_model::ids::{CodeHash, GrantId, RefreshTokenHash, SessionId, UserId};
@@ -18,6 +20,27 @@ use crate::audit::insert_audit;
 use crate::db::{Columns, Res, all, damaged, one, run, secs, secs_opt, words};
 use crate::users::{OWNER_COLUMNS, owner_from};
 use crate::{Result, SqliteStore};
+
+/// A presented code with its user, in one read.
+static FIND_CODE: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT c.code_hash, c.client_id, c.user_id, c.redirect_uri, c.scope, c.code_challenge, c.nonce, \
+         c.auth_time, c.created_at, c.expires_at, c.grant_id, c.amr, c.session_id, \
+         c.consumed_at IS NOT NULL AS spent, {OWNER_COLUMNS} \
+         FROM authorization_codes c LEFT JOIN users u ON u.id = c.user_id WHERE c.code_hash = ?1"
+    )
+});
+
+/// A presented refresh token with its grant and the grant's user, in one
+/// read.
+static FIND_REFRESH_TOKEN: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT r.token_hash, r.created_at AS token_created_at, r.expires_at AS token_expires_at, \
+         r.used_at IS NOT NULL AS token_spent, g.*, {OWNER_COLUMNS} \
+         FROM refresh_tokens r JOIN grants g ON g.id = r.grant_id LEFT JOIN users u ON u.id = g.user_id \
+         WHERE r.token_hash = ?1"
+    )
+});
 
 const CODE_COLUMNS: &str = "code_hash, client_id, user_id, redirect_uri, scope, code_challenge, nonce, auth_time, \
                             created_at, expires_at, grant_id, amr, session_id";
@@ -120,13 +143,7 @@ impl AuthorizationCodeRepository for SqliteStore {
         let code_hash = code_hash.as_str().to_owned();
         self.db
             .read(move |c| {
-                let sql = format!(
-                    "SELECT c.code_hash, c.client_id, c.user_id, c.redirect_uri, c.scope, c.code_challenge, \
-                     c.nonce, c.auth_time, c.created_at, c.expires_at, c.grant_id, c.amr, c.session_id, \
-                     c.consumed_at IS NOT NULL AS spent, {OWNER_COLUMNS} \
-                     FROM authorization_codes c LEFT JOIN users u ON u.id = c.user_id WHERE c.code_hash = ?1"
-                );
-                one(c, &sql, [code_hash], |row| {
+                one(c, &FIND_CODE, [code_hash], |row| {
                     Ok(StoredCode { code: code_from(row)?, spent: row.get("spent")?, user: owner_from(row)? })
                 })
             })
@@ -276,13 +293,7 @@ impl RefreshTokenRepository for SqliteStore {
         let token_hash = token_hash.as_str().to_owned();
         self.db
             .read(move |c| {
-                let sql = format!(
-                    "SELECT r.token_hash, r.created_at AS token_created_at, r.expires_at AS token_expires_at, \
-                     r.used_at IS NOT NULL AS token_spent, g.*, {OWNER_COLUMNS} \
-                     FROM refresh_tokens r JOIN grants g ON g.id = r.grant_id LEFT JOIN users u ON u.id = g.user_id \
-                     WHERE r.token_hash = ?1"
-                );
-                one(c, &sql, [token_hash], |row| {
+                one(c, &FIND_REFRESH_TOKEN, [token_hash], |row| {
                     let grant = grant_from(row)?;
                     Ok(StoredRefreshToken {
                         token: RefreshToken {

@@ -16,6 +16,7 @@
 //! revocation is.
 
 use std::collections::{HashMap, HashSet};
+use std::future::Future;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -150,6 +151,33 @@ impl NodeMemory {
         if state.trusted(Instant::now()) { state.revision } else { None }
     }
 
+    /// The client `id` from `memory` when it may answer, otherwise from
+    /// `read` (the database; not run when the memory answers), remembered
+    /// for the next time: what both backends' `find_client` do.
+    ///
+    /// # Errors
+    /// `read`'s.
+    pub async fn client_or<E>(
+        memory: Option<&Self>,
+        id: &ClientId,
+        read: impl Future<Output = Result<Option<Client>, E>>,
+    ) -> Result<Option<Client>, E> {
+        read_through(memory, |m| m.client(id), read, Self::client_found).await
+    }
+
+    /// The active signing key's id from `memory` when it may answer,
+    /// otherwise from `read`, remembered for the next time: what both
+    /// backends' `active_signing_kid` do.
+    ///
+    /// # Errors
+    /// `read`'s.
+    pub async fn signing_kid_or<E>(
+        memory: Option<&Self>,
+        read: impl Future<Output = Result<Option<String>, E>>,
+    ) -> Result<Option<String>, E> {
+        read_through(memory, Self::signing_kid, read, |m, kid: &String, g| m.signing_kid_found(kid, g)).await
+    }
+
     /// The client `id` as the database last gave it, when the memory may
     /// answer; otherwise the generation under which to remember the
     /// database's answer ([`NodeMemory::client_found`]).
@@ -273,6 +301,27 @@ impl NodeMemory {
     pub fn live_grants(&self) -> usize {
         self.state().live_grants.len()
     }
+}
+
+/// Answers from `memory` through `recall` when it may; otherwise awaits
+/// `read` and, when it found something, hands it to `remember` under the
+/// generation `recall` gave.
+async fn read_through<T, E>(
+    memory: Option<&NodeMemory>,
+    recall: impl FnOnce(&NodeMemory) -> Result<T, u64>,
+    read: impl Future<Output = Result<Option<T>, E>>,
+    remember: impl FnOnce(&NodeMemory, &T, u64),
+) -> Result<Option<T>, E> {
+    let generation = match memory.map(recall) {
+        Some(Ok(known)) => return Ok(Some(known)),
+        Some(Err(generation)) => Some(generation),
+        None => None,
+    };
+    let found = read.await?;
+    if let (Some(memory), Some(generation), Some(found)) = (memory, generation, &found) {
+        remember(memory, found, generation);
+    }
+    Ok(found)
 }
 
 #[cfg(test)]
