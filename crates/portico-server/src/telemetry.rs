@@ -139,6 +139,9 @@ const LAG_BUCKETS: [f64; 14] =
 /// Bucket bounds (seconds) of report generation: a month's statement to a
 /// signed year of ten thousand trades.
 const GENERATION_BUCKETS: [f64; 12] = [0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0];
+/// Items per combined PostgreSQL statement: one to the most a statement
+/// carries (64).
+const BATCH_BUCKETS: [f64; 7] = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0];
 
 /// `# HELP` of every family Portico records.
 fn describe() {
@@ -201,6 +204,11 @@ fn describe() {
         "portico_database_wait_timeouts_total",
         "Operations that gave up waiting for a pooled connection (database_acquire_timeout_secs); answered 503."
     );
+    metrics::describe_histogram!(
+        "portico_database_batch_items",
+        "Items per combined PostgreSQL statement of the token endpoint, by statement: code_redemption, \
+         refresh_rotation (1: the request went alone)."
+    );
     metrics::describe_gauge!("portico_database_connections", "Pooled PostgreSQL connections by state: busy, idle.");
     metrics::describe_gauge!("portico_database_connections_max", "The most PostgreSQL connections the pool opens.");
     metrics::describe_counter!("portico_report_tasks_total", "Report tasks finished by outcome: done, failed.");
@@ -226,6 +234,7 @@ pub fn metrics() -> &'static PrometheusHandle {
             .and_then(|b| {
                 b.set_buckets_for_metric(Matcher::Full("portico_report_generation_seconds".into()), &GENERATION_BUCKETS)
             })
+            .and_then(|b| b.set_buckets_for_metric(Matcher::Full("portico_database_batch_items".into()), &BATCH_BUCKETS))
             .unwrap_or_else(|_| PrometheusBuilder::new());
         let recorder = builder.build_recorder();
         let handle = recorder.handle();

@@ -9,6 +9,7 @@
 //! equal to the one it was claimed with.
 
 mod audit;
+mod batch;
 mod cache;
 mod clients;
 mod error;
@@ -47,6 +48,8 @@ pub struct PgStore {
     /// revision (see [`cache`]); `None`: every question goes to the
     /// database.
     cache: Option<Arc<NodeCache>>,
+    /// The token endpoint's statements, combined under load (see [`batch`]).
+    batches: Arc<oauth::Batches>,
 }
 
 impl PgStore {
@@ -77,17 +80,25 @@ impl PgStore {
             .connect(url)
             .await
             .map_err(storage_error("database"))?;
-        Ok(Self { pool, waits: Waits::new(), cache: None })
+        // A quarter of the pool per kind of combined statement leaves the
+        // rest to everything else.
+        let in_flight = usize::try_from(max_connections / 4).unwrap_or(1);
+        Ok(Self { pool, waits: Waits::new(), cache: None, batches: Arc::new(oauth::Batches::new(in_flight)) })
     }
 
     /// A pooled connection, its wait recorded (`portico_database_wait_seconds`).
     async fn conn(&self) -> Result<sqlx::pool::PoolConnection<sqlx::Postgres>> {
+        self.acquire().await.map_err(storage_error("database"))
+    }
+
+    /// [`PgStore::conn`] with the driver's error.
+    async fn acquire(&self) -> std::result::Result<sqlx::pool::PoolConnection<sqlx::Postgres>, sqlx::Error> {
         let started = std::time::Instant::now();
         self.waits.waiting.increment(1.0);
         let conn = self.pool.acquire().await;
         self.waits.waiting.decrement(1.0);
         self.waits.seconds.record(started.elapsed().as_secs_f64());
-        conn.map_err(storage_error("database"))
+        conn
     }
 
     /// A transaction on a pooled connection, its wait recorded.

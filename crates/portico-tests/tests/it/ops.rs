@@ -201,7 +201,8 @@ async fn metrics_listen_serves_metrics_on_its_own_port_only() {
 }
 
 /// Revocations by reason, the delivery lag, and the waits for a database
-/// connection are counted, on both backends. (The recorder is the
+/// connection are counted, on both backends; on PostgreSQL also the items
+/// of each combined token statement. (The recorder is the
 /// process's: each figure is compared with a scrape before the actions.)
 #[tokio::test]
 async fn metrics_count_revocations_delivery_lag_and_database_waits() {
@@ -262,6 +263,13 @@ async fn metrics_count_revocations_delivery_lag_and_database_waits() {
             assert_eq!(sum(&after, "portico_database_connections_max", &waits), 7.0, "{after}");
             let open = sum(&after, "portico_database_connections", &waits);
             assert!((1.0..=7.0).contains(&open), "{open} connections open");
+            // The token endpoint's writes, each counted in the statement
+            // that carried it.
+            let redemptions = [("statement", "code_redemption")];
+            assert!(grew("portico_database_batch_items_count", &redemptions) >= 1.0, "{after}");
+            assert!(grew("portico_database_batch_items_sum", &redemptions) >= 1.0, "{after}");
+            assert!(help.get("portico_database_batch_items").is_some_and(|h| !h.is_empty()));
+            assert_eq!(types.get("portico_database_batch_items").map(String::as_str), Some("histogram"));
         }
     }
 }

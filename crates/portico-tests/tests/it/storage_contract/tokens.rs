@@ -138,6 +138,129 @@ async fn parallel_redemptions_and_rotations_have_one_winner() {
     }
 }
 
+/// Many different codes and refresh tokens at once, each presented twice,
+/// and pairs of redemptions whose refresh tokens collide: every one is
+/// answered as it would have been alone (PostgreSQL combines concurrent
+/// writes into shared statements; one that fails must fail alone and change
+/// nothing).
+#[tokio::test]
+async fn many_redemptions_and_rotations_at_once_are_each_answered_as_alone() {
+    const CODES: usize = 24;
+    const COLLIDING: usize = 4;
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let (u, _) = granted(store.as_ref()).await;
+        let audited = store.recent_audit(1_000).await.unwrap().len();
+        for i in 0..CODES {
+            store.insert_code(&code(&format!("h-many-{i}"), "app", u.id)).await.unwrap();
+        }
+        for i in 0..2 * COLLIDING {
+            store.insert_code(&code(&format!("h-collide-{i}"), "app", u.id)).await.unwrap();
+        }
+
+        // Each code twice, and pairs of codes whose refresh tokens have the
+        // same hash, all at once.
+        let mut redemptions = tokio::task::JoinSet::new();
+        for (i, attempt) in (0..CODES).flat_map(|i| [(i, 0), (i, 1)]) {
+            let store = Arc::clone(&store);
+            redemptions.spawn(async move {
+                let g = grant("app", u.id);
+                let token = refresh(&format!("many-{i}-{attempt}"), g.id, 30);
+                let result = store.redeem_code(&code_hash(&format!("h-many-{i}")), t0(), &g, &token, &audit()).await;
+                (format!("h-many-{i}"), g.id, result.map(|r| (r, format!("many-{i}-{attempt}"))))
+            });
+        }
+        for i in 0..2 * COLLIDING {
+            let store = Arc::clone(&store);
+            redemptions.spawn(async move {
+                let g = grant("app", u.id);
+                let token = refresh(&format!("collide-{}", i / 2), g.id, 30);
+                let result = store.redeem_code(&code_hash(&format!("h-collide-{i}")), t0(), &g, &token, &audit()).await;
+                (format!("h-collide-{i}"), g.id, result.map(|r| (r, format!("collide-{}", i / 2))))
+            });
+        }
+        let results = redemptions.join_all().await;
+
+        let mut winners = std::collections::HashMap::new();
+        for i in 0..CODES {
+            let hash = format!("h-many-{i}");
+            let of_code: Vec<_> = results.iter().filter(|(h, ..)| *h == hash).collect();
+            let won: Vec<(GrantId, String)> = of_code
+                .iter()
+                .filter_map(|(_, id, r)| match r {
+                    Ok((Redemption::Redeemed, token)) => Some((*id, token.clone())),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(won.len(), 1, "{backend:?}: {hash}: {of_code:?}");
+            for (_, id, result) in &of_code {
+                if *id != won[0].0 {
+                    assert_eq!(
+                        result.as_ref().unwrap().0,
+                        Redemption::Replay { grant_id: Some(won[0].0) },
+                        "{backend:?}"
+                    );
+                    assert_eq!(store.find_grant(*id).await.unwrap(), None, "{backend:?}: a replay stores nothing");
+                }
+            }
+            let stored = store.find_code(&code_hash(&hash)).await.unwrap().unwrap();
+            assert_eq!(stored.code.grant_id, Some(won[0].0), "{backend:?}");
+            assert!(store.find_grant(won[0].0).await.unwrap().is_some(), "{backend:?}");
+            winners.insert(i, won[0].clone());
+        }
+        for pair in 0..COLLIDING {
+            let pair_hashes = [format!("h-collide-{}", 2 * pair), format!("h-collide-{}", 2 * pair + 1)];
+            let of_pair: Vec<_> = results.iter().filter(|(h, ..)| pair_hashes.contains(h)).collect();
+            assert_eq!(of_pair.len(), 2);
+            let redeemed = of_pair.iter().filter(|(.., r)| matches!(r, Ok((Redemption::Redeemed, _)))).count();
+            assert_eq!(redeemed, 1, "{backend:?}: one of two colliding redemptions: {of_pair:?}");
+            let (hash, id, failed) =
+                of_pair.iter().find(|(.., r)| !matches!(r, Ok((Redemption::Redeemed, _)))).unwrap();
+            assert!(matches!(failed, Err(StorageError::Conflict(_))), "{backend:?}: {failed:?}");
+            let code = store.find_code(&code_hash(hash)).await.unwrap().unwrap();
+            assert!(!code.spent && code.code.grant_id.is_none(), "{backend:?}: the failed one changed nothing");
+            assert_eq!(store.find_grant(*id).await.unwrap(), None, "{backend:?}");
+        }
+        let redeemed = CODES + COLLIDING;
+        assert_eq!(store.recent_audit(1_000).await.unwrap().len(), audited + redeemed, "{backend:?}: one event each");
+
+        // Each winner's refresh token rotated twice at once, and one of a
+        // revoked grant: one successor each, the other a replay.
+        store.revoke_grant(winners[&0].0, t0()).await.unwrap();
+        let mut rotations = tokio::task::JoinSet::new();
+        for (i, attempt) in (0..CODES).flat_map(|i| [(i, 0), (i, 1)]) {
+            let (store, (grant_id, token)) = (Arc::clone(&store), winners[&i].clone());
+            rotations.spawn(async move {
+                let successor = refresh(&format!("next-{i}-{attempt}"), grant_id, 30);
+                let result = store.rotate_refresh_token(&refresh_hash(&token), t0(), &successor, &audit()).await;
+                (i, attempt, result.unwrap())
+            });
+        }
+        let rotated = rotations.join_all().await;
+        for i in 0..CODES {
+            let of_token: Vec<_> = rotated.iter().filter(|(n, ..)| *n == i).map(|(_, a, r)| (*a, *r)).collect();
+            let wins: Vec<usize> = of_token.iter().filter(|(_, r)| *r == Rotation::Rotated).map(|(a, _)| *a).collect();
+            if i == 0 {
+                assert!(wins.is_empty(), "{backend:?}: a revoked grant's token does not rotate: {of_token:?}");
+                assert!(of_token.iter().all(|(_, r)| *r == Rotation::GrantRevoked), "{backend:?}: {of_token:?}");
+                continue;
+            }
+            assert_eq!(wins.len(), 1, "{backend:?}: token {i}: {of_token:?}");
+            assert!(of_token.iter().all(|(_, r)| matches!(r, Rotation::Rotated | Rotation::Replay)), "{of_token:?}");
+            for attempt in 0..2 {
+                let successor = store.find_refresh_token(&refresh_hash(&format!("next-{i}-{attempt}"))).await.unwrap();
+                assert_eq!(successor.is_some(), attempt == wins[0], "{backend:?}: only the winner's successor");
+            }
+        }
+        assert_eq!(
+            store.recent_audit(1_000).await.unwrap().len(),
+            audited + redeemed + CODES - 1,
+            "{backend:?}: one event per rotation"
+        );
+    }
+}
+
 /// SQLite's writes queue for the store's writer thread, never on the async
 /// executor's threads: while another process holds the database's write
 /// lock they wait for it there, and succeed once it is free.

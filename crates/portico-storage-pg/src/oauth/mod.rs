@@ -1,7 +1,10 @@
 //! Authorization codes, grants, refresh tokens and revoked access tokens:
 //! the token endpoint's storage. A redemption and a rotation are one
-//! statement each (one round trip, one implicit transaction); a parallel
-//! redemption of the same code waits for the row and then finds it spent.
+//! statement each (one round trip, one implicit transaction), combined with
+//! others that arrive at the same time ([`batches`]); a parallel redemption
+//! of the same code waits for the row and then finds it spent.
+
+mod batches;
 
 use std::sync::LazyLock;
 
@@ -16,10 +19,12 @@ use sqlx::postgres::PgRow;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::audit::bind_audit;
+use crate::batch::Batcher;
 use crate::error::storage_error;
 use crate::users::{OWNER_COLUMNS, owner_from};
-use crate::{PgStore, Query, Result, at, at_opt, get};
+use crate::{PgStore, Result, at, get};
+pub(crate) use batches::Batches;
+use batches::{Redeem, Rotate};
 use portico_storage::memory::{Known, NodeMemory};
 
 const CODE_COLUMNS: &str = "code_hash, client_id, user_id, redirect_uri, scope, code_challenge, nonce, auth_time, \
@@ -57,26 +62,6 @@ pub(crate) fn grant_from(row: &PgRow) -> Result<Grant> {
     })
 }
 
-/// Binds a grant's nine columns (id, client, user, scope, auth time,
-/// created, revoked, amr, session), in the table's order.
-fn bind_grant<'q>(query: Query<'q>, grant: &'q Grant) -> Query<'q> {
-    query
-        .bind(grant.id.as_uuid())
-        .bind(grant.client_id.as_str())
-        .bind(grant.user_id.as_uuid())
-        .bind(&grant.scope)
-        .bind(at(grant.auth_time))
-        .bind(at(grant.created_at))
-        .bind(at_opt(grant.revoked_at))
-        .bind(&grant.amr)
-        .bind(grant.session_id.map(|id| id.as_uuid()))
-}
-
-/// Binds a refresh token's hash, created and expiry times.
-fn bind_refresh<'q>(query: Query<'q>, token: &'q RefreshToken) -> Query<'q> {
-    query.bind(token.token_hash.as_str()).bind(at(token.created_at)).bind(at(token.expires_at))
-}
-
 /// A presented code with its user, in one read.
 static FIND_CODE: LazyLock<String> = LazyLock::new(|| {
     format!(
@@ -97,40 +82,6 @@ static FIND_REFRESH_TOKEN: LazyLock<String> = LazyLock::new(|| {
          WHERE r.token_hash = $1"
     )
 });
-
-/// A code's whole redemption: spend the code (`$1` hash, `$2` now) for the
-/// grant it yields (`$3`–`$11`), store the refresh token (`$12`–`$14`) while
-/// that grant is live, and the audit event (`$15`–`$19`). `redeemed` is 0,
-/// and nothing changed, when the code was spent already.
-const REDEEM_CODE: &str = "WITH spent AS (UPDATE authorization_codes SET consumed_at = $2, grant_id = $3 \
-     WHERE code_hash = $1 AND consumed_at IS NULL RETURNING code_hash), \
-     g AS (INSERT INTO grants (id, client_id, user_id, scope, auth_time, created_at, revoked_at, amr, session_id) \
-     SELECT $3, $4, $5, $6, $7, $8, $9, $10, $11 FROM spent RETURNING id, revoked_at), \
-     r AS (INSERT INTO refresh_tokens (token_hash, grant_id, created_at, expires_at, used_at) \
-     SELECT $12, id, $13, $14, NULL FROM g WHERE revoked_at IS NULL), \
-     a AS (INSERT INTO audit_log (at, kind, user_id, client_id, detail) SELECT $15, $16, $17, $18, $19 FROM g) \
-     SELECT count(*) AS done FROM g";
-
-/// A refresh token's rotation: spend it (`$1` hash, `$2` now) while its
-/// grant (`$3`) is live, store the successor (`$4`–`$6`) and the audit event
-/// (`$7`–`$11`). `done` is 0, and nothing changed, when the token was spent
-/// already or the grant is revoked.
-const ROTATE_REFRESH_TOKEN: &str = "WITH spent AS (UPDATE refresh_tokens SET used_at = $2 \
-     WHERE token_hash = $1 AND used_at IS NULL \
-     AND EXISTS (SELECT 1 FROM grants WHERE id = $3 AND revoked_at IS NULL) RETURNING token_hash), \
-     r AS (INSERT INTO refresh_tokens (token_hash, grant_id, created_at, expires_at, used_at) \
-     SELECT $4, $3, $5, $6, NULL FROM spent), \
-     a AS (INSERT INTO audit_log (at, kind, user_id, client_id, detail) SELECT $7, $8, $9, $10, $11 FROM spent) \
-     SELECT count(*) AS done FROM spent";
-
-impl PgStore {
-    /// Runs a one-statement write that ends with the audit event's columns
-    /// and answers whether it changed anything.
-    async fn write_with_audit<'q>(&self, query: Query<'q>, audit: &'q AuditEvent) -> Result<bool> {
-        let row = bind_audit(query, audit).fetch_one(&mut *self.conn().await?).await.map_err(storage_error("token"))?;
-        Ok(get::<i64>(&row, "done")? > 0)
-    }
-}
 
 #[async_trait]
 impl AuthorizationCodeRepository for PgStore {
@@ -177,8 +128,8 @@ impl AuthorizationCodeRepository for PgStore {
         audit: &AuditEvent,
     ) -> Result<Redemption> {
         let generation = self.memory().and_then(NodeMemory::generation_for_new_grant);
-        let query = bind_grant(sqlx::query(REDEEM_CODE).bind(code_hash.as_str()).bind(at(now)), grant);
-        if self.write_with_audit(bind_refresh(query, refresh), audit).await? {
+        let redemption = Redeem::new(code_hash.as_str(), now, grant, refresh, audit);
+        if Batcher::submit(self, redemption).await? {
             self.made_live(grant.id, generation);
             return Ok(Redemption::Redeemed);
         }
@@ -323,9 +274,7 @@ impl RefreshTokenRepository for PgStore {
         audit: &AuditEvent,
     ) -> Result<Rotation> {
         let generation = self.memory().and_then(NodeMemory::generation_for_new_grant);
-        let query =
-            sqlx::query(ROTATE_REFRESH_TOKEN).bind(old_hash.as_str()).bind(at(now)).bind(successor.grant_id.as_uuid());
-        if self.write_with_audit(bind_refresh(query, successor), audit).await? {
+        if Batcher::submit(self, Rotate::new(old_hash.as_str(), now, successor, audit)).await? {
             self.made_live(successor.grant_id, generation);
             return Ok(Rotation::Rotated);
         }
