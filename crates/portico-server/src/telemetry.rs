@@ -206,8 +206,8 @@ fn describe() {
     );
     metrics::describe_histogram!(
         "portico_database_batch_items",
-        "Items per combined PostgreSQL statement of the token endpoint, by statement: code_redemption, \
-         refresh_rotation (1: the request went alone)."
+        "Items per combined PostgreSQL statement of the token endpoint, by statement: code_read, \
+         refresh_token_read, code_redemption, refresh_rotation (1: the request went alone)."
     );
     metrics::describe_gauge!("portico_database_connections", "Pooled PostgreSQL connections by state: busy, idle.");
     metrics::describe_gauge!("portico_database_connections_max", "The most PostgreSQL connections the pool opens.");

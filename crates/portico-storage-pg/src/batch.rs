@@ -3,8 +3,8 @@
 //! Under load the token endpoint's reads and writes arrive together, and
 //! each costs PostgreSQL more in fixed work — a round trip, the executor's
 //! start-up, for a write a commit and its WAL flush — than in the rows it
-//! touches. A [`Batcher`] runs a few statements of its kind at once (a quarter
-//! of the pool's connections); what arrives while they run waits and goes into the
+//! touches. A [`Batcher`] runs a few statements of its kind at once (an
+//! eighth of the pool's connections); what arrives while they run waits and goes into the
 //! next statement together, up to [`MAX_BATCH`] items. A request that finds
 //! a free slot goes at once, alone, so a quiet node adds no latency.
 //!

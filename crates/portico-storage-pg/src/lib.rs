@@ -80,9 +80,10 @@ impl PgStore {
             .connect(url)
             .await
             .map_err(storage_error("database"))?;
-        // A quarter of the pool per kind of combined statement leaves the
-        // rest to everything else.
-        let in_flight = usize::try_from(max_connections / 4).unwrap_or(1);
+        // An eighth of the pool for each of the four kinds of combined
+        // statement: at most half of it for the token endpoint, the rest
+        // for everything else (docs/decisions.md).
+        let in_flight = usize::try_from(max_connections / 8).unwrap_or(1);
         Ok(Self { pool, waits: Waits::new(), cache: None, batches: Arc::new(oauth::Batches::new(in_flight)) })
     }
 

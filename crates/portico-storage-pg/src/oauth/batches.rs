@@ -1,27 +1,117 @@
-//! The token endpoint's writes as combined statements (see [`crate::batch`]):
-//! a code's redemption and a refresh token's rotation, each item a row of
-//! one `jsonb` argument, with the same conditions per row as a statement of
-//! its own.
+//! The token endpoint's statements, combined (see [`crate::batch`]): the
+//! reads of presented codes and refresh tokens, each item a key of one
+//! array; a code's redemption and a refresh token's rotation, each item a
+//! row of one `jsonb` argument, with the same conditions per row as a
+//! statement of its own.
+
+use std::collections::HashMap;
 
 use portico_model::audit::AuditEvent;
-use portico_model::oauth::{Grant, RefreshToken};
+use portico_model::ids::{CodeHash, RefreshTokenHash};
+use portico_model::oauth::{Grant, RefreshToken, StoredCode, StoredRefreshToken};
 use serde_json::{Value, json};
+use sqlx::postgres::PgRow;
 use sqlx::types::Json;
 use time::OffsetDateTime;
 
+use super::{FIND_CODES, FIND_REFRESH_TOKENS, stored_code_from, stored_refresh_token_from};
 use crate::PgStore;
 use crate::batch::{Batch, Batcher};
 
 /// The batchers of one store.
 pub(crate) struct Batches {
+    find_code: Batcher<FindCode>,
+    find_refresh_token: Batcher<FindRefreshToken>,
     redeem: Batcher<Redeem>,
     rotate: Batcher<Rotate>,
 }
 
 impl Batches {
     pub(crate) fn new(in_flight: usize) -> Self {
-        Self { redeem: Batcher::new(in_flight), rotate: Batcher::new(in_flight) }
+        Self {
+            find_code: Batcher::new(in_flight),
+            find_refresh_token: Batcher::new(in_flight),
+            redeem: Batcher::new(in_flight),
+            rotate: Batcher::new(in_flight),
+        }
     }
+}
+
+/// A presented code's read, waiting for its statement.
+pub(crate) struct FindCode(String);
+
+impl FindCode {
+    pub(crate) fn new(code_hash: &CodeHash) -> Self {
+        Self(code_hash.as_str().to_owned())
+    }
+}
+
+impl Batch for FindCode {
+    /// A damaged row fails its own read only.
+    type Output = crate::Result<Option<StoredCode>>;
+    const WHAT: &'static str = "authorization code";
+    const STATEMENT: &'static str = "code_read";
+
+    fn key(&self) -> &str {
+        &self.0
+    }
+
+    async fn run(store: &PgStore, items: &[Self]) -> Result<Vec<Self::Output>, sqlx::Error> {
+        let keys: Vec<&str> = items.iter().map(Self::key).collect();
+        let rows = sqlx::query(&FIND_CODES).bind(&keys).fetch_all(&mut *store.acquire().await?).await?;
+        Ok(matched(&keys, &rows, "code_hash", stored_code_from))
+    }
+
+    fn batcher(store: &PgStore) -> &Batcher<Self> {
+        &store.batches.find_code
+    }
+}
+
+/// A presented refresh token's read, waiting for its statement.
+pub(crate) struct FindRefreshToken(String);
+
+impl FindRefreshToken {
+    pub(crate) fn new(token_hash: &RefreshTokenHash) -> Self {
+        Self(token_hash.as_str().to_owned())
+    }
+}
+
+impl Batch for FindRefreshToken {
+    /// A damaged row fails its own read only.
+    type Output = crate::Result<Option<StoredRefreshToken>>;
+    const WHAT: &'static str = "refresh token";
+    const STATEMENT: &'static str = "refresh_token_read";
+
+    fn key(&self) -> &str {
+        &self.0
+    }
+
+    async fn run(store: &PgStore, items: &[Self]) -> Result<Vec<Self::Output>, sqlx::Error> {
+        let keys: Vec<&str> = items.iter().map(Self::key).collect();
+        let rows = sqlx::query(&FIND_REFRESH_TOKENS).bind(&keys).fetch_all(&mut *store.acquire().await?).await?;
+        Ok(matched(&keys, &rows, "token_hash", stored_refresh_token_from))
+    }
+
+    fn batcher(store: &PgStore) -> &Batcher<Self> {
+        &store.batches.find_refresh_token
+    }
+}
+
+/// Each key's row (by its `column`), read with `read`; `None` for a key
+/// with no row.
+fn matched<T>(
+    keys: &[&str],
+    rows: &[PgRow],
+    column: &str,
+    read: fn(&PgRow) -> crate::Result<T>,
+) -> Vec<crate::Result<Option<T>>> {
+    let mut by_key: HashMap<String, &PgRow> = HashMap::with_capacity(rows.len());
+    for row in rows {
+        if let Ok(key) = sqlx::Row::try_get::<String, _>(row, column) {
+            by_key.insert(key, row);
+        }
+    }
+    keys.iter().map(|key| by_key.get(*key).map(|row| read(row)).transpose()).collect()
 }
 
 /// Both statements name their rows' keys twice: in the records (`$1`), and

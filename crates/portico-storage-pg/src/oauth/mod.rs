@@ -24,7 +24,7 @@ use crate::error::storage_error;
 use crate::users::{OWNER_COLUMNS, owner_from};
 use crate::{PgStore, Result, at, get};
 pub(crate) use batches::Batches;
-use batches::{Redeem, Rotate};
+use batches::{FindCode, FindRefreshToken, Redeem, Rotate};
 use portico_storage::memory::{Known, NodeMemory};
 
 const CODE_COLUMNS: &str = "code_hash, client_id, user_id, redirect_uri, scope, code_challenge, nonce, auth_time, \
@@ -48,6 +48,27 @@ fn code_from(row: &PgRow) -> Result<AuthorizationCode> {
     })
 }
 
+/// A row of [`FIND_CODES`].
+fn stored_code_from(row: &PgRow) -> Result<StoredCode> {
+    Ok(StoredCode { code: code_from(row)?, spent: get(row, "spent")?, user: owner_from(row)? })
+}
+
+/// A row of [`FIND_REFRESH_TOKENS`].
+fn stored_refresh_token_from(row: &PgRow) -> Result<StoredRefreshToken> {
+    let grant = grant_from(row)?;
+    Ok(StoredRefreshToken {
+        token: RefreshToken {
+            token_hash: get::<String>(row, "token_hash")?.into(),
+            grant_id: grant.id,
+            created_at: get(row, "token_created_at")?,
+            expires_at: get(row, "token_expires_at")?,
+        },
+        spent: get(row, "token_spent")?,
+        user: owner_from(row)?,
+        grant,
+    })
+}
+
 pub(crate) fn grant_from(row: &PgRow) -> Result<Grant> {
     Ok(Grant {
         id: get::<Uuid>(row, "id")?.into(),
@@ -62,24 +83,28 @@ pub(crate) fn grant_from(row: &PgRow) -> Result<Grant> {
     })
 }
 
-/// A presented code with its user, in one read.
-static FIND_CODE: LazyLock<String> = LazyLock::new(|| {
+/// Presented codes (`$1`, an array) with their users, in one read. The
+/// codes are searched as an array gathered by a subquery, so that
+/// PostgreSQL plans the read once for any number of them (see
+/// [`batches`]).
+static FIND_CODES: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT c.code_hash, c.client_id, c.user_id, c.redirect_uri, c.scope, c.code_challenge, c.nonce, \
          c.auth_time, c.created_at, c.expires_at, c.grant_id, c.amr, c.session_id, \
          c.consumed_at IS NOT NULL AS spent, {OWNER_COLUMNS} \
-         FROM authorization_codes c LEFT JOIN users u ON u.id = c.user_id WHERE c.code_hash = $1"
+         FROM authorization_codes c LEFT JOIN users u ON u.id = c.user_id \
+         WHERE c.code_hash = ANY(ARRAY(SELECT unnest($1::text[])))"
     )
 });
 
-/// A presented refresh token with its grant and the grant's user, in one
-/// read.
-static FIND_REFRESH_TOKEN: LazyLock<String> = LazyLock::new(|| {
+/// Presented refresh tokens (`$1`, an array) with their grants and the
+/// grants' users, in one read.
+static FIND_REFRESH_TOKENS: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT r.token_hash, r.created_at AS token_created_at, r.expires_at AS token_expires_at, \
          r.used_at IS NOT NULL AS token_spent, g.*, {OWNER_COLUMNS} \
          FROM refresh_tokens r JOIN grants g ON g.id = r.grant_id LEFT JOIN users u ON u.id = g.user_id \
-         WHERE r.token_hash = $1"
+         WHERE r.token_hash = ANY(ARRAY(SELECT unnest($1::text[])))"
     )
 });
 
@@ -110,13 +135,7 @@ impl AuthorizationCodeRepository for PgStore {
     }
 
     async fn find_code(&self, code_hash: &CodeHash) -> Result<Option<StoredCode>> {
-        let row = sqlx::query(&FIND_CODE)
-            .bind(code_hash.as_str())
-            .fetch_optional(&mut *self.conn().await?)
-            .await
-            .map_err(storage_error("authorization code"))?;
-        row.map(|row| Ok(StoredCode { code: code_from(&row)?, spent: get(&row, "spent")?, user: owner_from(&row)? }))
-            .transpose()
+        Batcher::submit(self, FindCode::new(code_hash)).await?
     }
 
     async fn redeem_code(
@@ -244,26 +263,7 @@ impl GrantRepository for PgStore {
 #[async_trait]
 impl RefreshTokenRepository for PgStore {
     async fn find_refresh_token(&self, token_hash: &RefreshTokenHash) -> Result<Option<StoredRefreshToken>> {
-        let row = sqlx::query(&FIND_REFRESH_TOKEN)
-            .bind(token_hash.as_str())
-            .fetch_optional(&mut *self.conn().await?)
-            .await
-            .map_err(storage_error("refresh token"))?;
-        row.map(|row| {
-            let grant = grant_from(&row)?;
-            Ok(StoredRefreshToken {
-                token: RefreshToken {
-                    token_hash: get::<String>(&row, "token_hash")?.into(),
-                    grant_id: grant.id,
-                    created_at: get(&row, "token_created_at")?,
-                    expires_at: get(&row, "token_expires_at")?,
-                },
-                spent: get(&row, "token_spent")?,
-                user: owner_from(&row)?,
-                grant,
-            })
-        })
-        .transpose()
+        Batcher::submit(self, FindRefreshToken::new(token_hash)).await?
     }
 
     async fn rotate_refresh_token(
