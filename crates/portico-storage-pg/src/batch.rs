@@ -4,9 +4,10 @@
 //! each costs PostgreSQL more in fixed work — a round trip, the executor's
 //! start-up, for a write a commit and its WAL flush — than in the rows it
 //! touches. A [`Batcher`] runs a few statements of its kind at once (an
-//! eighth of the pool's connections); what arrives while they run waits and goes into the
-//! next statement together, up to [`MAX_BATCH`] items. A request that finds
-//! a free slot goes at once, alone, so a quiet node adds no latency.
+//! eighth of the pool's connections); what arrives while they run waits
+//! and goes into the next statement together, up to [`MAX_BATCH`] items. A
+//! request that finds a free slot goes at once, alone, so a quiet node adds
+//! no latency.
 //!
 //! Two items with the same key (one authorization code presented twice at
 //! once) never share a statement: the second waits for the next one, and
@@ -105,6 +106,8 @@ async fn drive<B: Batch>(store: PgStore, mut batch: Vec<Waiting<B>>) {
         answer(&store, batch).await;
         let mut queue = B::batcher(&store).lock();
         if queue.waiting.is_empty() {
+            // The slot is given back under the lock that saw nothing
+            // waiting: an item queued after this finds it free.
             queue.running -= 1;
             std::mem::forget(slot);
             return;

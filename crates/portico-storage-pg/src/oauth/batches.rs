@@ -4,7 +4,7 @@
 //! row of one `jsonb` argument, with the same conditions per row as a
 //! statement of its own.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use portico_model::audit::AuditEvent;
 use portico_model::ids::{CodeHash, RefreshTokenHash};
@@ -57,9 +57,7 @@ impl Batch for FindCode {
     }
 
     async fn run(store: &PgStore, items: &[Self]) -> Result<Vec<Self::Output>, sqlx::Error> {
-        let keys: Vec<&str> = items.iter().map(Self::key).collect();
-        let rows = sqlx::query(&FIND_CODES).bind(&keys).fetch_all(&mut *store.acquire().await?).await?;
-        Ok(matched(&keys, &rows, "code_hash", stored_code_from))
+        read(store, &FIND_CODES, items, "code_hash", stored_code_from).await
     }
 
     fn batcher(store: &PgStore) -> &Batcher<Self> {
@@ -87,9 +85,7 @@ impl Batch for FindRefreshToken {
     }
 
     async fn run(store: &PgStore, items: &[Self]) -> Result<Vec<Self::Output>, sqlx::Error> {
-        let keys: Vec<&str> = items.iter().map(Self::key).collect();
-        let rows = sqlx::query(&FIND_REFRESH_TOKENS).bind(&keys).fetch_all(&mut *store.acquire().await?).await?;
-        Ok(matched(&keys, &rows, "token_hash", stored_refresh_token_from))
+        read(store, &FIND_REFRESH_TOKENS, items, "token_hash", stored_refresh_token_from).await
     }
 
     fn batcher(store: &PgStore) -> &Batcher<Self> {
@@ -97,29 +93,33 @@ impl Batch for FindRefreshToken {
     }
 }
 
-/// Each key's row (by its `column`), read with `read`; `None` for a key
+/// Runs a combined read of `items`' keys (`$1`) and answers each with its
+/// row (found by its `column`), made into a `T` by `from`; `None` for a key
 /// with no row.
-fn matched<T>(
-    keys: &[&str],
-    rows: &[PgRow],
+async fn read<B: Batch, T>(
+    store: &PgStore,
+    sql: &str,
+    items: &[B],
     column: &str,
-    read: fn(&PgRow) -> crate::Result<T>,
-) -> Vec<crate::Result<Option<T>>> {
+    from: fn(&PgRow) -> crate::Result<T>,
+) -> Result<Vec<crate::Result<Option<T>>>, sqlx::Error> {
+    let keys: Vec<&str> = items.iter().map(B::key).collect();
+    let rows = sqlx::query(sql).bind(&keys).fetch_all(&mut *store.acquire().await?).await?;
     let mut by_key: HashMap<String, &PgRow> = HashMap::with_capacity(rows.len());
-    for row in rows {
+    for row in &rows {
         if let Ok(key) = sqlx::Row::try_get::<String, _>(row, column) {
             by_key.insert(key, row);
         }
     }
-    keys.iter().map(|key| by_key.get(*key).map(|row| read(row)).transpose()).collect()
+    Ok(keys.iter().map(|key| by_key.get(*key).map(|row| from(row)).transpose()).collect())
 }
 
-/// Both statements name their rows' keys twice: in the records (`$1`), and
-/// as an array (`$2`) that the keys' index is searched with. PostgreSQL
-/// guesses a set-returning function yields 100 rows; joined on that guess
-/// alone, a table of some thousands of rows looks cheaper to read whole
-/// than to look up 100 times, and a plan chosen while it was that small
-/// would keep reading it whole as it grew.
+/// Both writes search their table by the keys gathered from the records
+/// in a subquery (`= ANY(ARRAY(SELECT …))`), as the reads do: PostgreSQL
+/// guesses a set-returning function yields 100 records, and joined on that
+/// guess alone a table of some thousands of rows looks cheaper read whole
+/// than searched 100 times — a plan made while it was that small would
+/// keep reading it whole as it grew.
 ///
 /// Codes' redemptions: each spends its code (when unspent) for the grant
 /// it yields, stores the refresh token while that grant is live, and the
@@ -157,11 +157,27 @@ const ROTATE_REFRESH_TOKENS: &str = "WITH i AS (SELECT * FROM jsonb_to_recordset
      SELECT to_timestamp(audit_at), kind, audit_user_id, audit_client_id, COALESCE(detail, 'null') FROM spent) \
      SELECT old_hash FROM spent";
 
-/// A code's redemption, waiting for its statement.
-pub(crate) struct Redeem {
-    code_hash: String,
-    row: Value,
+/// A write waiting for its statement: its key, and its record.
+pub(crate) struct Record {
+    key: String,
+    record: Value,
 }
+
+/// Runs a combined write of `items`' records (`$1`) and answers, for each,
+/// whether it changed its row (the statement returns the changed keys).
+async fn write(store: &PgStore, sql: &'static str, items: &[&Record]) -> Result<Vec<bool>, sqlx::Error> {
+    let records: Vec<&Value> = items.iter().map(|item| &item.record).collect();
+    let changed: HashSet<String> = sqlx::query_scalar(sql)
+        .bind(Json(records))
+        .fetch_all(&mut *store.acquire().await?)
+        .await?
+        .into_iter()
+        .collect();
+    Ok(items.iter().map(|item| changed.contains(&item.key)).collect())
+}
+
+/// A code's redemption, waiting for its statement.
+pub(crate) struct Redeem(Record);
 
 impl Redeem {
     pub(crate) fn new(
@@ -188,7 +204,7 @@ impl Redeem {
             "token_expires_at": refresh.expires_at.unix_timestamp(),
         });
         audit_columns(&mut row, audit);
-        Self { code_hash: code_hash.to_owned(), row }
+        Self(Record { key: code_hash.to_owned(), record: row })
     }
 }
 
@@ -198,17 +214,11 @@ impl Batch for Redeem {
     const STATEMENT: &'static str = "code_redemption";
 
     fn key(&self) -> &str {
-        &self.code_hash
+        &self.0.key
     }
 
     async fn run(store: &PgStore, items: &[Self]) -> Result<Vec<bool>, sqlx::Error> {
-        let (rows, keys): (Vec<&Value>, Vec<&str>) = items.iter().map(|item| (&item.row, item.key())).unzip();
-        let done: Vec<String> = sqlx::query_scalar(REDEEM_CODES)
-            .bind(Json(rows))
-            .bind(keys)
-            .fetch_all(&mut *store.acquire().await?)
-            .await?;
-        Ok(items.iter().map(|item| done.contains(&item.code_hash)).collect())
+        write(store, REDEEM_CODES, &items.iter().map(|item| &item.0).collect::<Vec<_>>()).await
     }
 
     fn batcher(store: &PgStore) -> &Batcher<Self> {
@@ -217,10 +227,7 @@ impl Batch for Redeem {
 }
 
 /// A refresh token's rotation, waiting for its statement.
-pub(crate) struct Rotate {
-    old_hash: String,
-    row: Value,
-}
+pub(crate) struct Rotate(Record);
 
 impl Rotate {
     pub(crate) fn new(old_hash: &str, now: OffsetDateTime, successor: &RefreshToken, audit: &AuditEvent) -> Self {
@@ -233,7 +240,7 @@ impl Rotate {
             "expires_at": successor.expires_at.unix_timestamp(),
         });
         audit_columns(&mut row, audit);
-        Self { old_hash: old_hash.to_owned(), row }
+        Self(Record { key: old_hash.to_owned(), record: row })
     }
 }
 
@@ -243,17 +250,11 @@ impl Batch for Rotate {
     const STATEMENT: &'static str = "refresh_rotation";
 
     fn key(&self) -> &str {
-        &self.old_hash
+        &self.0.key
     }
 
     async fn run(store: &PgStore, items: &[Self]) -> Result<Vec<bool>, sqlx::Error> {
-        let (rows, keys): (Vec<&Value>, Vec<&str>) = items.iter().map(|item| (&item.row, item.key())).unzip();
-        let done: Vec<String> = sqlx::query_scalar(ROTATE_REFRESH_TOKENS)
-            .bind(Json(rows))
-            .bind(keys)
-            .fetch_all(&mut *store.acquire().await?)
-            .await?;
-        Ok(items.iter().map(|item| done.contains(&item.old_hash)).collect())
+        write(store, ROTATE_REFRESH_TOKENS, &items.iter().map(|item| &item.0).collect::<Vec<_>>()).await
     }
 
     fn batcher(store: &PgStore) -> &Batcher<Self> {
