@@ -261,6 +261,51 @@ async fn many_redemptions_and_rotations_at_once_are_each_answered_as_alone() {
     }
 }
 
+/// On PostgreSQL, redemptions that arrive together are written by shared
+/// statements: the grants they store carry fewer transaction ids (`xmin`:
+/// one per statement) than there were redemptions — at least two to a
+/// statement on average — and every redemption is answered and stored.
+#[tokio::test]
+async fn postgres_redemptions_that_arrive_together_share_statements() {
+    const AT_ONCE: usize = 32;
+    if !backends().contains(&Backend::Postgres) {
+        portico_tests::skipped("PORTICO_TEST_POSTGRES_URL is not set; shared statements are PostgreSQL's");
+        return;
+    }
+    let dir = TempDir::new();
+    let url = fresh_database(Backend::Postgres, &dir).await;
+    // Eight connections: one statement of each kind at a time.
+    let store = PgStore::connect(&url, 8, std::time::Duration::from_secs(5)).await.unwrap();
+    store.migrate().await.unwrap();
+    let store: Arc<dyn Storage> = Arc::new(store);
+    let (u, _) = granted(store.as_ref()).await;
+    for i in 0..AT_ONCE {
+        store.insert_code(&code(&format!("h-shared-{i}"), "app", u.id)).await.unwrap();
+    }
+    let mut redemptions = tokio::task::JoinSet::new();
+    for i in 0..AT_ONCE {
+        let store = Arc::clone(&store);
+        redemptions.spawn(async move {
+            let g = grant("app", u.id);
+            let token = refresh(&format!("shared-{i}"), g.id, 30);
+            store.redeem_code(&code_hash(&format!("h-shared-{i}")), t0(), &g, &token, &audit()).await.unwrap()
+        });
+    }
+    let results = redemptions.join_all().await;
+    assert!(results.iter().all(|r| *r == Redemption::Redeemed), "{results:?}");
+
+    let mut db = <sqlx::PgConnection as sqlx::Connection>::connect(&url).await.unwrap();
+    let (grants, statements): (i64, i64) = sqlx::query_as(
+        "SELECT count(*), count(DISTINCT xmin::text) FROM grants WHERE id IN \
+         (SELECT grant_id FROM authorization_codes WHERE code_hash LIKE 'h-shared-%')",
+    )
+    .fetch_one(&mut db)
+    .await
+    .unwrap();
+    assert_eq!(grants, i64::try_from(AT_ONCE).unwrap());
+    assert!(statements * 2 <= grants, "{grants} grants written by {statements} statements");
+}
+
 /// SQLite's writes queue for the store's writer thread, never on the async
 /// executor's threads: while another process holds the database's write
 /// lock they wait for it there, and succeed once it is free.
