@@ -126,8 +126,8 @@ impl opentelemetry_http::HttpClient for OtlpClient {
 /// histograms (the exporter's own default).
 const UPKEEP_EVERY: Duration = Duration::from_secs(5);
 
-/// Bucket bounds (seconds) of every histogram: from a cached liveness
-/// check to a slow report download.
+/// Bucket bounds (seconds) of every histogram without bounds of its own
+/// below: from a cached liveness check to a slow report download.
 const LATENCY_BUCKETS: [f64; 14] =
     [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
 
