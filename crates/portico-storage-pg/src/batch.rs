@@ -56,6 +56,8 @@ pub(crate) trait Batch: Sized + Send + 'static {
 pub(crate) struct Batcher<B: Batch> {
     queue: Mutex<Queue<B>>,
     in_flight: usize,
+    /// `portico_database_batch_items` of this kind.
+    items: metrics::Histogram,
 }
 
 struct Queue<B: Batch> {
@@ -72,7 +74,11 @@ impl<B: Batch> Batcher<B> {
     /// A batcher running at most `in_flight` statements at once (at least
     /// one).
     pub(crate) fn new(in_flight: usize) -> Self {
-        Self { queue: Mutex::new(Queue { waiting: Vec::new(), running: 0 }), in_flight: in_flight.max(1) }
+        Self {
+            queue: Mutex::new(Queue { waiting: Vec::new(), running: 0 }),
+            in_flight: in_flight.max(1),
+            items: metrics::histogram!("portico_database_batch_items", "statement" => B::STATEMENT),
+        }
     }
 
     /// Runs `item` in the next statement of its kind and answers it.
@@ -131,7 +137,7 @@ impl<B: Batch> Drop for Slot<'_, B> {
 /// Runs one statement and answers its items.
 async fn answer<B: Batch>(store: &PgStore, batch: Vec<Waiting<B>>) {
     let (items, answers): (Vec<B>, Vec<_>) = batch.into_iter().map(|w| (w.item, w.answer)).unzip();
-    metrics::histogram!("portico_database_batch_items", "statement" => B::STATEMENT).record(items.len() as f64);
+    B::batcher(store).items.record(items.len() as f64);
     match B::run(store, &items).await {
         Ok(outputs) if outputs.len() == items.len() => {
             for (answer, output) in answers.into_iter().zip(outputs) {
@@ -160,18 +166,9 @@ async fn answer<B: Batch>(store: &PgStore, batch: Vec<Waiting<B>>) {
         Err(error) => {
             let error = storage_error(B::WHAT)(error);
             for answer in answers {
-                let _ = answer.send(Err(copy(&error)));
+                let _ = answer.send(Err(error.clone()));
             }
         }
-    }
-}
-
-/// The same error, for another item of the statement.
-fn copy(error: &StorageError) -> StorageError {
-    match error {
-        StorageError::Conflict(what) => StorageError::Conflict(what.clone()),
-        StorageError::Unavailable(why) => StorageError::Unavailable(why.clone()),
-        StorageError::Other(why) => StorageError::Other(why.clone()),
     }
 }
 

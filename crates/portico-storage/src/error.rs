@@ -1,7 +1,7 @@
 //! Why a storage call failed.
 
 /// Why a storage call failed.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum StorageError {
     /// A unique key already exists (a client id, a user login, …).
     #[error("{0} already exists")]
