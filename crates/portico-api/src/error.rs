@@ -14,6 +14,7 @@
 //! | 404 | `admin_api_disabled`, `internal_api_disabled` | the API's token is not configured |
 //! | 404 | `not_found`, `<thing>_not_found` | what the path names does not exist |
 //! | 409 | `<thing>_exists`, `conflict` | it exists already, or changed meanwhile |
+//! | 413 | `too_large` | the body is over the route's size limit |
 //! | 503 | `temporarily_unavailable` | the database is unreachable; `Retry-After` says when to try again |
 //! | 500 | `internal_error` | anything else; details only in the log |
 //!
@@ -23,6 +24,9 @@ use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use portico_storage::StorageError;
+
+/// Characters an error message holds at most.
+pub const MAX_MESSAGE: usize = 512;
 
 /// Seconds a client is told to wait after an outage answer.
 const RETRY_AFTER_SECS: &str = "5";
@@ -75,13 +79,25 @@ pub struct ApiError {
 }
 
 impl ApiError {
+    /// The message is cut after [`MAX_MESSAGE`] characters, whatever it repeats.
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        Self { status, body: ErrorBody { code, message: message.into(), problems: Vec::new() }, retry: false }
+        let message = portico_model::text::capped(message.into(), MAX_MESSAGE);
+        Self { status, body: ErrorBody { code, message, problems: Vec::new() }, retry: false }
     }
 
     /// 400 `bad_request`: the request cannot be read.
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "bad_request", message)
+    }
+
+    /// A body that could not be read: 413 `too_large` over the route's
+    /// size limit, else 400 `bad_request`, on every route alike.
+    pub fn unread(rejection: &axum::extract::rejection::BytesRejection) -> Self {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            Self::new(rejection.status(), "too_large", format!("{}: send a smaller body", rejection.body_text()))
+        } else {
+            Self::bad_request(rejection.body_text())
+        }
     }
 
     /// 400 `invalid_document` with every problem.
@@ -176,7 +192,8 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequest<
     }
 }
 
-/// 415 without a JSON content type, else 400 (not JSON, or not the shape).
+/// 415 without a JSON content type, 413 over the size limit, else 400
+/// (not JSON, or not the shape).
 fn json_refusal(e: &axum::extract::rejection::JsonRejection) -> ApiError {
     match e {
         axum::extract::rejection::JsonRejection::MissingJsonContentType(_) => ApiError::new(
@@ -184,6 +201,7 @@ fn json_refusal(e: &axum::extract::rejection::JsonRejection) -> ApiError {
             "bad_request",
             "send the body as application/json",
         ),
+        axum::extract::rejection::JsonRejection::BytesRejection(unread) => ApiError::unread(unread),
         _ => ApiError::bad_request(e.body_text()),
     }
 }

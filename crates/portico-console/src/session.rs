@@ -193,7 +193,10 @@ pub fn require_admin(headers: &HeaderMap, operator: Operator) -> Result<Operator
 pub fn safe_back(back: &str) -> String {
     let fine = back.len() <= 1024
         && (back == "/console" || back.starts_with("/console/") || back.starts_with("/console?"))
-        && !back.contains(['\\', '\r', '\n'])
+        // Visible ASCII only: what a `Location` header can carry as it is
+        // (NUL and other control characters, spaces and raw non-ASCII not).
+        && back.bytes().all(|b| b.is_ascii_graphic())
+        && !back.contains('\\')
         && !back.contains("//");
     if fine { back.to_owned() } else { "/console/".to_owned() }
 }
@@ -204,12 +207,13 @@ pub(crate) fn sign_in(back: &str) -> Response {
     see_other(&format!("/console/login?back={back}"))
 }
 
-/// A 303 to `location` (a path on this server).
+/// A 303 to `location` (a path on this server); to the console's first
+/// page should `location` be nothing a header can carry, so that no 303
+/// goes out without a `Location`.
 pub fn see_other(location: &str) -> Response {
     let mut response = StatusCode::SEE_OTHER.into_response();
-    if let Ok(value) = HeaderValue::from_str(location) {
-        response.headers_mut().insert(header::LOCATION, value);
-    }
+    let value = HeaderValue::from_str(location).unwrap_or_else(|_| HeaderValue::from_static("/console/"));
+    response.headers_mut().insert(header::LOCATION, value);
     response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
 }
@@ -222,9 +226,19 @@ mod tests {
     fn only_console_paths_are_returned_to() {
         assert_eq!(safe_back("/console/users?phone=%2B7900"), "/console/users?phone=%2B7900");
         assert_eq!(safe_back("/console"), "/console");
-        for hostile in
-            ["https://evil.example/", "//evil.example", "/console//evil", "/consoles", "/login", "/console/\\x"]
-        {
+        for hostile in [
+            "https://evil.example/",
+            "//evil.example",
+            "/console//evil",
+            "/consoles",
+            "/login",
+            "/console/\\x",
+            "/console/\0x",
+            "/console/\r\nSet-Cookie: x=y",
+            "/console/a b",
+            "/console/пользователи",
+            "/console/\u{7f}",
+        ] {
             assert_eq!(safe_back(hostile), "/console/", "{hostile}");
         }
     }

@@ -298,9 +298,13 @@ async fn user_action(
         body,
         action,
         async || Ok(console.admin.user(user.ok_or_else(missing)?).await?.login),
-        async |operator, form| match run(operator, user.ok_or_else(missing)?, form).await? {
-            "deleted" => Ok(done("/console/users", "deleted")),
-            notice => Ok(done(&here, notice)),
+        async |operator, form| {
+            let user = user.ok_or_else(missing)?;
+            console.admin.may_act_on(operator.admin.role, user).await?;
+            match run(operator, user, form).await? {
+                "deleted" => Ok(done("/console/users", "deleted")),
+                notice => Ok(done(&here, notice)),
+            }
         },
     )
     .await

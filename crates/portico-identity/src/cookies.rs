@@ -108,6 +108,14 @@ impl SetCookies {
     }
 }
 
+/// Whether a response's `Set-Cookie` headers give `name` a value (not
+/// clear it).
+pub fn is_set(headers: &HeaderMap, name: &str) -> bool {
+    headers.get_all(SET_COOKIE).iter().filter_map(|v| v.to_str().ok()).any(|line| {
+        line.strip_prefix(name).and_then(|rest| rest.strip_prefix('=')).is_some_and(|rest| !rest.starts_with(';'))
+    })
+}
+
 /// Encodes `value` as signed, cookie-safe text: Base64URL JSON plus an HMAC.
 pub fn seal_json<T: Serialize>(signer: &portico_crypto::cookie::CookieSigner, name: &str, value: &T) -> String {
     let json = serde_json::to_vec(value).unwrap_or_default();

@@ -18,6 +18,7 @@ pub mod permissions;
 pub mod reports;
 pub mod scope;
 pub mod session;
+pub mod text;
 pub mod user;
 
 pub use time::{Duration, OffsetDateTime};

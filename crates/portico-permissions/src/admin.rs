@@ -62,7 +62,7 @@ pub async fn export(State(api): State<PermissionsState>, _: Admin) -> Result<Res
         (status = 200, description = "Applied: the new revision and what the document held.", body = ApplySummary),
         (status = 400, description = "`bad_request` (not UTF-8, unreadable) or `invalid_document` (every problem \
                                       with its place); nothing was changed.", body = AdminError),
-        (status = 413, description = "The document is over 16 MiB.", body = AdminError),
+        (status = 413, description = "`too_large`: the document is over 16 MiB.", body = AdminError),
         (status = 415, description = "`bad_request`: neither JSON nor YAML.", body = AdminError),
         AdminErrors
     )
@@ -73,7 +73,7 @@ pub async fn apply(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let body = body.map_err(|e| ApiError::new(e.status(), "bad_request", e.body_text()))?;
+    let body = body.map_err(|e| ApiError::unread(&e))?;
     let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
     let yaml = content_type.contains("yaml");
     if !yaml && !content_type.contains("json") {

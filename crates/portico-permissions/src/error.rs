@@ -9,6 +9,7 @@ use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use portico_model::permissions::LookupError;
+use portico_model::text::capped;
 use portico_storage::StorageError;
 use portico_tokens::TokenPairError;
 use serde::Serialize;
@@ -113,12 +114,16 @@ pub struct UnauthorizedError {
     pub error: String,
 }
 
+/// Characters an error message holds at most, whatever it repeats.
+const MAX_MESSAGE: usize = 512;
+
 fn dto(status: StatusCode, code: &'static str, message: String, message_data: Value) -> Response {
+    let message = capped(message, MAX_MESSAGE);
     (status, Json(ErrorResponseDto { code, message, message_data })).into_response()
 }
 
 fn generic(status: StatusCode, message: impl Into<String>) -> Response {
-    (status, Json(GenericError { message: Some(message.into()) })).into_response()
+    (status, Json(GenericError { message: Some(capped(message.into(), MAX_MESSAGE)) })).into_response()
 }
 
 impl IntoResponse for ApiError {

@@ -13,6 +13,7 @@ use crate::PermissionsState;
 use crate::error::ApiError;
 use crate::request::{Refusal, system_id, value};
 use portico_api::TokenPair;
+use portico_model::text::echo;
 
 /// `EmployeeRoleResponse`.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -49,13 +50,13 @@ fn parse(headers: &HeaderMap, body: Result<Bytes, BytesRejection>) -> Result<(Uu
     if let Some(unknown) = fields.keys().find(|k| !matches!(k.as_str(), "userId" | "cnum")) {
         return Err(ApiError::bad_request(
             "body",
-            format!("unknown field {unknown:?}; only userId and cnum are accepted"),
+            format!("unknown field {}; only userId and cnum are accepted", echo(unknown)),
         ));
     }
     let user_id = match fields.get("userId") {
         None | Some(Value::Null) => return Err(ApiError::bad_request("userId", "userId is missing")),
         Some(Value::String(text)) => Uuid::parse_str(text.trim())
-            .map_err(|_| ApiError::bad_request("userId", format!("userId {text:?} is not a UUID")))?,
+            .map_err(|_| ApiError::bad_request("userId", format!("userId {} is not a UUID", echo(text))))?,
         Some(_) => return Err(ApiError::bad_request("userId", "userId must be a UUID string")),
     };
     let cnum = match fields.get("cnum") {

@@ -48,6 +48,9 @@ pub enum ReportError {
     NotFound(String),
     #[error("internal error")]
     Internal(String),
+    /// The company has this many unfinished tasks, its limit.
+    #[error("the company has {0} report tasks not finished yet, its limit: ask again once one has finished")]
+    TooManyTasks(u32),
     /// The database cannot be reached: try again later.
     #[error("the report store is unavailable; try again later")]
     Unavailable(String),
@@ -55,6 +58,9 @@ pub enum ReportError {
 
 /// Seconds a caller is asked to wait after an outage's 500.
 const RETRY_AFTER_SECS: u32 = 5;
+/// Seconds a company at its limit of unfinished tasks is asked to wait:
+/// about what a report takes to make.
+const TASKS_RETRY_AFTER_SECS: u32 = 60;
 
 impl ReportError {
     pub fn field(name: &str, problem: impl Into<String>) -> Self {
@@ -73,6 +79,7 @@ impl ReportError {
             Self::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "UNAUTHORIZED"),
             Self::Forbidden(_) => (StatusCode::FORBIDDEN, "FORBIDDEN"),
             Self::NotFound(_) => (StatusCode::NOT_FOUND, "NOT_FOUND"),
+            Self::TooManyTasks(_) => (StatusCode::TOO_MANY_REQUESTS, "TOO_MANY_TASKS"),
             Self::Internal(_) | Self::Unavailable(_) => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL_ERROR"),
         };
         let message = match &self {
@@ -90,7 +97,11 @@ impl ReportError {
             }
             other => other.to_string(),
         };
-        let outage = matches!(self, Self::Unavailable(_));
+        let retry_after = match self {
+            Self::Unavailable(_) => Some(RETRY_AFTER_SECS),
+            Self::TooManyTasks(_) => Some(TASKS_RETRY_AFTER_SECS),
+            _ => None,
+        };
         let errors = match self {
             Self::Validation(errors) => Some(errors),
             _ => None,
@@ -100,8 +111,8 @@ impl ReportError {
         if status == StatusCode::UNAUTHORIZED {
             response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
-        if outage {
-            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
+        if let Some(seconds) = retry_after {
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
         response
     }

@@ -56,6 +56,8 @@ pub struct Reports {
     /// How long finished tasks and their files are kept ([`retention`]);
     /// `None`: for ever.
     pub retention: Option<time::Duration>,
+    /// Tasks `NEW` or `IN_PROGRESS` one company may have at once.
+    pub max_unfinished: u32,
 }
 
 pub type ReportsState = Arc<Reports>;

@@ -92,7 +92,13 @@ fn respond(headers: &HeaderMap, result: Result<impl serde::Serialize, ReportErro
     tag = "reports",
     params(Cnum),
     request_body = ReportTaskCreateRequest,
-    responses((status = 200, description = "The task (status `NEW`, or the earlier one).", body = TaskView), Errors)
+    responses(
+        (status = 200, description = "The task (status `NEW`, or the earlier one).", body = TaskView),
+        (status = 429, description = "`TOO_MANY_TASKS`: the company has `reports.max_unfinished_per_company` tasks \
+                                      not finished yet; nothing was stored.", body = crate::error::ErrorResponse,
+         headers(("Retry-After" = u32, description = "Seconds to wait."))),
+        Errors
+    )
 )]
 pub async fn create(
     State(api): State<ReportsState>,
@@ -148,7 +154,11 @@ pub async fn create(
             files: Vec::new(),
             trace_parent: portico_storage::trace::current(),
         };
-        let (task, created) = api.store.create_report_task(&task, !task.handle_if_exists).await?;
+        let (task, created) = api
+            .store
+            .create_report_task_within(&task, !task.handle_if_exists, api.max_unfinished)
+            .await?
+            .ok_or(ReportError::TooManyTasks(api.max_unfinished))?;
         if created {
             tracing::info!(task = %task.id, report = task.report_type.as_str(), "report task created");
             api.queued.notify_one();

@@ -100,6 +100,7 @@ async fn open_store_for(config: &Config, serving: bool) -> anyhow::Result<Arc<dy
         Database::Sqlite(url) => {
             std::fs::create_dir_all(&config.data_dir)
                 .with_context(|| format!("cannot create the data folder {}", config.data_dir.display()))?;
+            warn_if_open_to_others(&config.data_dir);
             let store = SqliteStore::connect(&url).await.with_context(|| format!("cannot open {url}"))?;
             store.migrate().await?;
             Arc::new(store.with_node_memory(staleness))
@@ -113,6 +114,24 @@ async fn open_store_for(config: &Config, serving: bool) -> anyhow::Result<Arc<dy
             Arc::new(store.with_node_cache(staleness))
         }
     })
+}
+
+/// A data folder made before Portico restricted its files (or by hand) may
+/// let other users read the database: say so, with the fix.
+fn warn_if_open_to_others(folder: &std::path::Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        if let Ok(metadata) = std::fs::metadata(folder)
+            && metadata.permissions().mode() & 0o077 != 0
+        {
+            tracing::warn!(
+                folder = %folder.display(),
+                mode = format!("{:o}", metadata.permissions().mode() & 0o777),
+                "the data folder is open to other users and holds personal data: chmod 700 it"
+            );
+        }
+    }
 }
 
 impl App {
@@ -157,7 +176,7 @@ impl App {
             clock: Arc::clone(&identity.clock),
             sealer: secret.sealer(),
             api_tokens: api_tokens.clone(),
-            allow_insecure_callbacks: config.notifications.allow_insecure_callbacks || demo,
+            allow_insecure_callbacks: config.notifications.allow_insecure_callbacks.unwrap_or(demo),
             timeout: Duration::from_millis(config.notifications.timeout_ms.max(1)),
             source_address: config.notifications.source_address,
             lease: Duration::from_secs(config.notifications.lease_secs),
@@ -212,6 +231,7 @@ impl App {
             queued: tokio::sync::Notify::new(),
             retention: (config.reports.retention_days > 0)
                 .then(|| time::Duration::days(i64::from(config.reports.retention_days))),
+            max_unfinished: config.reports.max_unfinished_per_company,
         });
         let admin = Arc::new(portico_admin::AdminService::new(
             Arc::clone(&store),
@@ -314,6 +334,8 @@ impl App {
             header_read_timeout: Duration::from_secs(http.header_read_timeout_secs.into()),
             idle_timeout: Duration::from_secs(http.idle_timeout_secs.into()),
             max_connections: http.max_connections as usize,
+            body_timeout: Duration::from_secs(http.body_timeout_secs.into()),
+            body_min_rate: http.body_min_bytes_per_sec.into(),
         };
         // The metrics listener stops with the public one.
         let metrics = listeners.metrics.map(|listener| {

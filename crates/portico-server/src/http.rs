@@ -3,7 +3,7 @@
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::{HeaderName, StatusCode};
+use axum::http::{HeaderName, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -23,13 +23,14 @@ pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 pub async fn observe(request: Request, next: Next) -> Response {
     let started = Instant::now();
     let method = request.method().clone();
+    let method_label = method_label(&method);
     let route =
         request.extensions().get::<MatchedPath>().map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
     // A cheap reference-counted copy; turned into text only when a line is logged.
     let request_id = request.headers().get(&REQUEST_ID).cloned();
     let span = tracing::info_span!(
         "request",
-        otel.name = %format_args!("{method} {route}"),
+        otel.name = %format_args!("{method_label} {route}"),
         otel.kind = "server",
         http.request.method = %method,
         http.route = %route,
@@ -43,7 +44,7 @@ pub async fn observe(request: Request, next: Next) -> Response {
     let status = response.status();
     span.record("http.response.status_code", status.as_u16());
     let elapsed = started.elapsed();
-    let labels = [("method", method.to_string()), ("route", route.clone()), ("status", status.as_u16().to_string())];
+    let labels = [("method", method_label), ("route", route.clone()), ("status", status.as_u16().to_string())];
     metrics::counter!("portico_http_requests_total", &labels).increment(1);
     metrics::histogram!("portico_http_request_duration_seconds", &labels).record(elapsed.as_secs_f64());
     if status.is_server_error() {
@@ -52,6 +53,25 @@ pub async fn observe(request: Request, next: Next) -> Response {
         tracing::debug!(%method, %route, status = status.as_u16(), ms = elapsed.as_millis() as u64, request_id = ?request_id, "request");
     }
     response
+}
+
+/// A request method as the metrics name it: one of the nine methods of
+/// RFC 9110, or `other`. Labels come from closed sets only (the route is
+/// the matched template or `unmatched`), so made-up methods cannot grow
+/// `/metrics` (or the server's memory) without bound.
+fn method_label(method: &Method) -> String {
+    const KNOWN: [Method; 9] = [
+        Method::GET,
+        Method::HEAD,
+        Method::POST,
+        Method::PUT,
+        Method::DELETE,
+        Method::PATCH,
+        Method::OPTIONS,
+        Method::TRACE,
+        Method::CONNECT,
+    ];
+    if KNOWN.contains(method) { method.as_str().to_owned() } else { "other".to_owned() }
 }
 
 /// `GET /healthz`: the process is up.

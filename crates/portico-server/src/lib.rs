@@ -17,3 +17,17 @@ pub mod telemetry;
 
 pub use app::App;
 pub use config::Config;
+
+/// Makes every file and folder the process creates from now on readable by
+/// its own user only (umask `077`): the SQLite database with its `-wal` and
+/// `-shm` (personal data, password hashes, the audit log), report files,
+/// the report signing certificate, the data folder itself. Called first
+/// thing by the binary.
+#[cfg(unix)]
+pub fn private_files() {
+    rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
+}
+
+/// Elsewhere files keep the system's defaults.
+#[cfg(not(unix))]
+pub fn private_files() {}

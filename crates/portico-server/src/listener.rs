@@ -7,6 +7,12 @@
 //!   connection that sends no next request (slowloris, idle keep-alive);
 //! - a connection on which no byte moves either way for `idle_timeout` is
 //!   closed (a stalled request body, a client that stops reading);
+//! - a request's body must arrive in full within `body_timeout` of its head,
+//!   and, past its first [`RATE_GRACE`], at `body_min_rate` bytes a second on
+//!   average (a body trickled a byte at a time): otherwise the request is
+//!   answered `408 Request Timeout` and the connection closed. Only time
+//!   spent waiting on the client counts: a handler that reads late does not
+//!   make its client slow;
 //! - at most `max_connections` are open at once; past that, new ones wait in
 //!   the kernel's accept queue until one closes.
 //!
@@ -17,12 +23,15 @@ use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
 use axum::extract::ConnectInfo;
-use hyper::body::Incoming;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse as _, Response};
+use hyper::body::{Body as HttpBody, Frame, Incoming, SizeHint};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -37,7 +46,13 @@ pub struct Limits {
     pub header_read_timeout: Duration,
     pub idle_timeout: Duration,
     pub max_connections: usize,
+    pub body_timeout: Duration,
+    /// Bytes a second, on average past [`RATE_GRACE`].
+    pub body_min_rate: u64,
 }
+
+/// How long a request body may take before its average rate is judged.
+pub const RATE_GRACE: Duration = Duration::from_secs(5);
 
 /// Serves `router` on `listener` until `shutdown` completes, then lets the
 /// requests in flight finish (idle connections are closed at once).
@@ -90,7 +105,14 @@ pub async fn serve(
         let router = router.clone();
         let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
             request.extensions_mut().insert(ConnectInfo::<SocketAddr>(peer));
-            router.clone().oneshot(request.map(axum::body::Body::new))
+            let late = Arc::new(AtomicBool::new(false));
+            let request =
+                request.map(|body| axum::body::Body::new(BodyDeadline::new(body, &limits, Arc::clone(&late))));
+            let answer = router.clone().oneshot(request);
+            async move {
+                let response = answer.await?;
+                Ok::<_, std::convert::Infallible>(if late.load(Ordering::Relaxed) { too_slow(peer) } else { response })
+            }
         });
         let connection = graceful.watch(http.serve_connection(io, service));
         tokio::spawn(async move {
@@ -103,6 +125,101 @@ pub async fn serve(
     drop(listener);
     graceful.shutdown().await;
     Ok(())
+}
+
+/// The answer to a request whose body came too slowly: `408`, and the
+/// connection is closed after it (whatever the route made of the cut body).
+fn too_slow(peer: SocketAddr) -> Response {
+    tracing::info!(%peer, "a request body arrived too slowly (http.body_timeout_secs, http.body_min_bytes_per_sec)");
+    let mut response =
+        (StatusCode::REQUEST_TIMEOUT, "The request body did not arrive in time: send it in full without pauses.\n")
+            .into_response();
+    response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
+/// A request body that fails once its client has been too slow: past
+/// `deadline` from the request's head, or, after [`RATE_GRACE`], below
+/// `min_rate` bytes a second on average. Judged only while waiting on the
+/// client; `late` tells the connection's service to answer 408.
+struct BodyDeadline<B> {
+    inner: B,
+    started: Instant,
+    deadline: Duration,
+    min_rate: u64,
+    received: u64,
+    timer: Option<Pin<Box<Sleep>>>,
+    late: Arc<AtomicBool>,
+}
+
+impl<B> BodyDeadline<B> {
+    fn new(inner: B, limits: &Limits, late: Arc<AtomicBool>) -> Self {
+        Self {
+            inner,
+            started: Instant::now(),
+            deadline: limits.body_timeout,
+            min_rate: limits.body_min_rate,
+            received: 0,
+            timer: None,
+            late,
+        }
+    }
+
+    /// When the client, sending nothing more, becomes too slow.
+    fn cut_off_at(&self) -> Instant {
+        let by_rate = if self.min_rate == 0 {
+            self.deadline
+        } else {
+            // The average stays above the minimum until received / min_rate seconds.
+            Duration::from_secs_f64(self.received as f64 / self.min_rate as f64).max(RATE_GRACE)
+        };
+        self.started + self.deadline.min(by_rate)
+    }
+}
+
+impl<B> HttpBody for BodyDeadline<B>
+where
+    B: HttpBody<Data = axum::body::Bytes> + Unpin,
+    B::Error: Into<axum::BoxError>,
+{
+    type Data = axum::body::Bytes;
+    type Error = axum::BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        match Pin::new(&mut self.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Some(data) = frame.data_ref() {
+                    self.received += data.len() as u64;
+                }
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Poll::Ready(Some(Err(error))) => Poll::Ready(Some(Err(error.into()))),
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => {
+                let cut_off_at = self.cut_off_at();
+                let timer = self.timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(cut_off_at)));
+                if timer.deadline() != cut_off_at {
+                    timer.as_mut().reset(cut_off_at);
+                }
+                if timer.as_mut().poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+                self.late.store(true, Ordering::Relaxed);
+                Poll::Ready(Some(Err("the request body arrived too slowly".into())))
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
 }
 
 /// A stream that fails with [`io::ErrorKind::TimedOut`] once no byte has

@@ -130,8 +130,21 @@ impl BrokerageRepository for PgStore {
 
 #[async_trait]
 impl ReportRepository for PgStore {
-    async fn create_report_task(&self, task: &ReportTask, reuse: bool) -> Result<(ReportTask, bool)> {
+    async fn create_report_task_within(
+        &self,
+        task: &ReportTask,
+        reuse: bool,
+        max_unfinished: u32,
+    ) -> Result<Option<(ReportTask, bool)>> {
         let file_types = file_type_codes(task);
+        let mut tx = self.begin().await?;
+        // One company's creations take turns (to the commit): the reuse
+        // check and the count see every earlier creation of the company.
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('report_tasks:' || $1, 0))")
+            .bind(&task.cnum)
+            .execute(&mut *tx)
+            .await
+            .map_err(storage_error(WHAT))?;
         if reuse {
             // The same file types in any order (each is named once).
             let existing = sqlx::query(
@@ -147,13 +160,24 @@ impl ReportRepository for PgStore {
             .bind(task.period_from)
             .bind(task.period_to)
             .bind(&file_types)
-            .fetch_optional(&mut *self.conn().await?)
+            .fetch_optional(&mut *tx)
             .await
             .map_err(storage_error(WHAT))?;
             if let Some(row) = existing {
+                tx.commit().await.map_err(storage_error(WHAT))?;
                 let mut found = self.with_files(vec![task_from(&row)?]).await?;
-                return Ok((found.remove(0), false));
+                return Ok(Some((found.remove(0), false)));
             }
+        }
+        let unfinished: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM report_tasks WHERE cnum = $1 AND status IN ('NEW', 'IN_PROGRESS')",
+        )
+        .bind(&task.cnum)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(storage_error(WHAT))?;
+        if unfinished >= i64::from(max_unfinished) {
+            return Ok(None);
         }
         sqlx::query(
             "INSERT INTO report_tasks (id, cnum, report_type, agreement_number, account, period_from, period_to, \
@@ -179,10 +203,11 @@ impl ReportRepository for PgStore {
         .bind(at(task.created_at))
         .bind(at(task.updated_at))
         .bind(&task.trace_parent)
-        .execute(&mut *self.conn().await?)
+        .execute(&mut *tx)
         .await
         .map_err(storage_error("report task"))?;
-        Ok((task.clone(), true))
+        tx.commit().await.map_err(storage_error("report task"))?;
+        Ok(Some((task.clone(), true)))
     }
 
     async fn find_report_task(&self, id: Uuid) -> Result<Option<ReportTask>> {

@@ -171,12 +171,26 @@ impl BrokerageRepository for SqliteStore {
 
 #[async_trait]
 impl ReportRepository for SqliteStore {
-    async fn create_report_task(&self, task: &ReportTask, reuse: bool) -> Result<(ReportTask, bool)> {
+    async fn create_report_task_within(
+        &self,
+        task: &ReportTask,
+        reuse: bool,
+        max_unfinished: u32,
+    ) -> Result<Option<(ReportTask, bool)>> {
         let task = task.clone();
         self.db
             .write("report task", move |tx| {
                 if reuse && let Some(found) = same_request(tx, &task)? {
-                    return Ok((with_files(tx, vec![found])?.remove(0), false));
+                    return Ok(Some((with_files(tx, vec![found])?.remove(0), false)));
+                }
+                // The one writer runs this whole: no other insert between the count and ours.
+                let unfinished: i64 = tx.query_row(
+                    "SELECT count(*) FROM report_tasks WHERE cnum = ?1 AND status IN ('NEW', 'IN_PROGRESS')",
+                    [&task.cnum],
+                    |row| row.get(0),
+                )?;
+                if unfinished >= i64::from(max_unfinished) {
+                    return Ok(None);
                 }
                 run(
                     tx,
@@ -205,7 +219,7 @@ impl ReportRepository for SqliteStore {
                         task.trace_parent,
                     ],
                 )?;
-                Ok((task, true))
+                Ok(Some((task, true)))
             })
             .await
     }

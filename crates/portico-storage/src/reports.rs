@@ -53,7 +53,24 @@ pub trait ReportRepository: Send + Sync {
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn create_report_task(&self, task: &ReportTask, reuse: bool) -> Result<(ReportTask, bool)>;
+    async fn create_report_task(&self, task: &ReportTask, reuse: bool) -> Result<(ReportTask, bool)> {
+        let created = self.create_report_task_within(task, reuse, u32::MAX).await?;
+        created.ok_or_else(|| crate::StorageError::Other("no company holds u32::MAX unfinished report tasks".into()))
+    }
+    /// [`ReportRepository::create_report_task`], unless the task's company
+    /// has `max_unfinished` tasks `NEW` or `IN_PROGRESS` already: then
+    /// `None` and nothing is stored. The count and the insert are one step
+    /// (requests at once for one company never pass the limit together);
+    /// a reused task is returned whatever the count.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn create_report_task_within(
+        &self,
+        task: &ReportTask,
+        reuse: bool,
+        max_unfinished: u32,
+    ) -> Result<Option<(ReportTask, bool)>>;
     /// # Errors
     /// Only when the store fails.
     async fn find_report_task(&self, id: Uuid) -> Result<Option<ReportTask>>;

@@ -113,7 +113,7 @@ async fn run(backend: Backend) {
 async fn end_to_end(backend: Backend, clients: usize, url: &str, received: &AtomicUsize, client: &Http, baseline: f64) {
     let app = TestApp::spawn_with(backend, |c| {
         c.database_max_connections = 16;
-        c.notifications.allow_insecure_callbacks = true;
+        c.notifications.allow_insecure_callbacks = Some(true);
     })
     .await;
     for m in 0..MERCHANTS {

@@ -182,6 +182,11 @@ impl TestApp {
         loopback_client().cookie_store(true).build().expect("client")
     }
 
+    /// A browser keeping its cookies in `jar`, where a test can read them.
+    pub fn browser_with(&self, jar: Arc<reqwest::cookie::Jar>) -> reqwest::Client {
+        loopback_client().cookie_provider(jar).build().expect("client")
+    }
+
     /// A plain HTTP client (no cookies, no redirects).
     pub fn http(&self) -> reqwest::Client {
         loopback_client().build().expect("client")

@@ -85,6 +85,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    portico_server::private_files();
     let cli = Cli::parse();
     let config = match Config::load(cli.config.as_deref()) {
         Ok(config) => config,

@@ -216,7 +216,7 @@ fn notifier(app: &TestApp, source: &str) -> Worker {
 async fn app(backend: portico_tests::Backend) -> TestApp {
     TestApp::spawn_with(backend, |c| {
         c.notifications.deliver = false;
-        c.notifications.allow_insecure_callbacks = true;
+        c.notifications.allow_insecure_callbacks = Some(true);
     })
     .await
 }

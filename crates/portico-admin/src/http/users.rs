@@ -359,8 +359,9 @@ pub async fn block(
     PathParams(id): PathParams<String>,
     Body(body): Body<ReasonBody>,
 ) -> Result<Json<UserView>, ApiError> {
-    let user =
-        api.service.block_user(&admin.actor, user_id(&id)?, body.reason).await.map_err(answer("blocking a user"))?;
+    let id = user_id(&id)?;
+    api.service.may_act_on(admin.role, id).await.map_err(answer("blocking a user"))?;
+    let user = api.service.block_user(&admin.actor, id, body.reason).await.map_err(answer("blocking a user"))?;
     Ok(Json(user.into()))
 }
 
@@ -386,11 +387,9 @@ pub async fn unblock(
     PathParams(id): PathParams<String>,
     Body(body): Body<ReasonBody>,
 ) -> Result<Json<UserView>, ApiError> {
-    let user = api
-        .service
-        .unblock_user(&admin.actor, user_id(&id)?, body.reason)
-        .await
-        .map_err(answer("unblocking a user"))?;
+    let id = user_id(&id)?;
+    api.service.may_act_on(admin.role, id).await.map_err(answer("unblocking a user"))?;
+    let user = api.service.unblock_user(&admin.actor, id, body.reason).await.map_err(answer("unblocking a user"))?;
     Ok(Json(user.into()))
 }
 
@@ -471,7 +470,9 @@ pub async fn end_session(
 ) -> Result<StatusCode, ApiError> {
     let gone = || ApiError::not_found("session_not_found", format!("the user has no live session {sid:?}"));
     let sid = Uuid::parse_str(&sid).map(SessionId::from).map_err(|_| gone())?;
-    api.service.end_session(&admin.actor, user_id(&id)?, sid).await.map_err(answer("ending a session"))?;
+    let id = user_id(&id)?;
+    api.service.may_act_on(admin.role, id).await.map_err(answer("ending a session"))?;
+    api.service.end_session(&admin.actor, id, sid).await.map_err(answer("ending a session"))?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -546,7 +547,9 @@ pub async fn revoke_grant(
 ) -> Result<StatusCode, ApiError> {
     let gone = || ApiError::not_found("grant_not_found", format!("the user has no live grant {grant:?}"));
     let grant = Uuid::parse_str(&grant).map(GrantId::from).map_err(|_| gone())?;
-    api.service.revoke_grant(&admin.actor, user_id(&id)?, grant).await.map_err(answer("revoking a grant"))?;
+    let id = user_id(&id)?;
+    api.service.may_act_on(admin.role, id).await.map_err(answer("revoking a grant"))?;
+    api.service.revoke_grant(&admin.actor, id, grant).await.map_err(answer("revoking a grant"))?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -97,6 +97,7 @@ impl From<ServiceError> for ScimError {
             ServiceError::Invalid(_) => Self::new(StatusCode::BAD_REQUEST, Some("invalidValue"), error.to_string()),
             ServiceError::NotFound(_, detail) => Self::new(StatusCode::NOT_FOUND, None, detail),
             ServiceError::Conflict(_, detail) => Self::new(StatusCode::CONFLICT, Some("uniqueness"), detail),
+            ServiceError::Forbidden(detail) => Self::new(StatusCode::FORBIDDEN, None, detail),
             ServiceError::Storage(e) => {
                 let answer = portico_api::ApiError::storage("a SCIM request", &e);
                 Self::new(answer.status, None, answer.body.message)
@@ -440,6 +441,6 @@ async fn remove(
 ) -> Result<StatusCode, ScimError> {
     scim.authorize(&headers)?;
     let user = scim.user(&id).await?;
-    scim.service.delete_user(&Actor::Scim, user.id).await?;
+    scim.service.deprovision_user(&Actor::Scim, user.id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

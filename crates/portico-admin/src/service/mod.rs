@@ -31,6 +31,9 @@ pub enum ServiceError {
     /// It exists already: the code (`client_exists`) and what to say.
     #[error("{1}")]
     Conflict(&'static str, String),
+    /// The caller may not do this to what was named: what to say.
+    #[error("{0}")]
+    Forbidden(String),
     #[error(transparent)]
     Storage(#[from] StorageError),
 }
@@ -57,6 +60,7 @@ impl ServiceError {
             }
             ServiceError::NotFound(code, message) => ApiError::not_found(code, message),
             ServiceError::Conflict(code, message) => ApiError::conflict(code, message),
+            ServiceError::Forbidden(message) => ApiError::forbidden(message),
             ServiceError::Storage(e) => ApiError::storage(what, &e),
         }
     }

@@ -235,6 +235,7 @@ impl AdminService {
     /// the store failed.
     pub async fn replace_provisioned_user(&self, actor: &Actor, id: UserId, p: ProvisionedUser) -> Result<User> {
         let mut user = self.user(id).await?;
+        self.refuse_operator(id).await?;
         let mut problems = Vec::new();
         check_login(&p.login, &mut problems);
         if let Some(Err(message)) = p.password.as_deref().map(|password| check_password(password, &p.login)) {
@@ -246,11 +247,25 @@ impl AdminService {
         if !problems.is_empty() {
             return Err(ServiceError::Invalid(problems));
         }
+        // What changed, named as the admin API names it in the audit log.
+        let mut changed: Vec<&str> = Vec::new();
+        for (name, differs) in [
+            ("login", user.login != p.login),
+            ("phone", user.phone != phone),
+            ("email", user.email != p.email),
+            ("name", user.name != p.name),
+            ("attributes", user.provisioned.as_ref() != Some(&p.attributes)),
+        ] {
+            if differs {
+                changed.push(name);
+            }
+        }
         user.login = p.login;
         user.phone = phone;
         user.email = p.email;
         user.name = p.name;
         user.provisioned = Some(p.attributes);
+        let password_set = p.password.is_some();
         if let Some(password) = p.password {
             user.password_hash = hash_password(password).await?;
         }
@@ -260,7 +275,12 @@ impl AdminService {
             Err(StorageError::Conflict(_)) => return Err(login_taken(&user.login)),
             Err(e) => return Err(e.into()),
         }
-        self.audit(actor, AuditEvent::new(self.clock.now(), AuditKind::UserUpdated).user(id)).await;
+        let now = self.clock.now();
+        let event = AuditEvent::new(now, AuditKind::UserUpdated).user(id);
+        self.audit(actor, event.detail(serde_json::json!({ "changed": changed }))).await;
+        if password_set {
+            self.audit(actor, AuditEvent::new(now, AuditKind::UserPasswordSet).user(id)).await;
+        }
         if user.blocked == p.active {
             let reason = if p.active { "activated" } else { "deactivated" };
             user = self.set_blocked(actor, id, !p.active, Some(reason.into())).await?;
@@ -429,6 +449,48 @@ impl AdminService {
         let detail = serde_json::json!({ "role": role.map(OperatorRole::as_str) });
         self.audit(actor, AuditEvent::new(now, AuditKind::OperatorRoleSet).user(id).detail(detail)).await;
         Ok(())
+    }
+
+    /// Removes a user on the provisioning system's word: never an operator.
+    ///
+    /// # Errors
+    /// `Forbidden` for an operator; as [`AdminService::delete_user`].
+    pub async fn deprovision_user(&self, actor: &Actor, id: UserId) -> Result<()> {
+        self.refuse_operator(id).await?;
+        self.delete_user(actor, id).await
+    }
+
+    /// Operators are managed by operators only: the provisioning system
+    /// (SCIM) neither changes nor removes a user who holds an operator role,
+    /// or its token would take the console over (a new password and phone,
+    /// then a sign-in).
+    async fn refuse_operator(&self, id: UserId) -> Result<()> {
+        match self.store.operator_role(id).await? {
+            Some(role) => Err(ServiceError::Forbidden(format!(
+                "the user is an operator of the console (role {}): operators are changed and removed by \
+                 operators only, in the console or the admin API",
+                role.as_str()
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether an operator with the role `caller` may act on user `id`:
+    /// not when `id` is an operator of a higher role (support does not
+    /// block, unblock or sign out an admin).
+    ///
+    /// # Errors
+    /// `Forbidden` naming both roles; the store failed.
+    pub async fn may_act_on(&self, caller: OperatorRole, id: UserId) -> Result<()> {
+        match self.store.operator_role(id).await? {
+            Some(role) if role > caller => Err(ServiceError::Forbidden(format!(
+                "the user is an operator with the {} role, above the caller's {} role: ask an operator with the {} role",
+                role.as_str(),
+                caller.as_str(),
+                role.as_str()
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// The user's operator role, if any.

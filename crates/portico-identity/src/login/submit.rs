@@ -72,7 +72,29 @@ pub async fn submit_step(
         StepType::SmsOtp | StepType::EmailOtp => steps::otp::submit(&identity, process, &params).await,
         StepType::Consent => steps::consent::consent(&identity, process, &params).await,
     };
-    result.unwrap_or_else(error_page::server_error)
+    let response = result.unwrap_or_else(error_page::server_error);
+    if cookies::is_set(response.headers(), cookies::SESSION) {
+        end_replaced_session(&identity, &headers, now).await;
+    }
+    response
+}
+
+/// A login that opened a new session ends the one this browser held
+/// before, whoever its user (OWASP session management: a new session on
+/// authentication, the old one ended): its cookie would otherwise still be
+/// a live session, good for `prompt=none`. It ends as a logout would
+/// (`by: "replaced"`). The new login stands if this fails; the old
+/// session then expires on its own.
+async fn end_replaced_session(identity: &crate::Identity, headers: &HeaderMap, now: time::OffsetDateTime) {
+    match super::session::from_cookie(identity, headers, now).await {
+        Ok(Some(old)) => {
+            if let Err(error) = super::session::end(identity.store.as_ref(), &old, "replaced", None, now).await {
+                tracing::warn!(%error, sid = %old.id, "the session replaced by a new login could not be ended");
+            }
+        }
+        Ok(None) => {}
+        Err(error) => tracing::warn!(%error, "the session replaced by a new login could not be read"),
+    }
 }
 
 /// Whether the request's CSRF token (`_csrf` field, else `X-XSRF-TOKEN`

@@ -112,6 +112,9 @@ pub struct ReportConfig {
     /// Days a finished task (`DONE` or `FAILED`) and its files are kept;
     /// `0` keeps them for ever.
     pub retention_days: u32,
+    /// Tasks `NEW` or `IN_PROGRESS` one company may have at once; a further
+    /// request is answered 429 with `Retry-After`.
+    pub max_unfinished_per_company: u32,
     /// The broker's details on every report, and its time zone.
     pub broker: portico_reports::generate::broker::Broker,
 }
@@ -129,6 +132,7 @@ impl Default for ReportConfig {
             signing_cert: None,
             signing_key: None,
             retention_days: 365,
+            max_unfinished_per_company: 20,
             broker: portico_reports::generate::broker::Broker::default(),
         }
     }
@@ -139,8 +143,9 @@ impl Default for ReportConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct NotificationConfig {
     /// Accept plain `http` and private-network callback addresses (for the
-    /// demo and local development only).
-    pub allow_insecure_callbacks: bool,
+    /// demo and local development only). Unset: only with `--demo`; an
+    /// explicit `false` holds in the demo too.
+    pub allow_insecure_callbacks: Option<bool>,
     /// Run the delivery worker inside `portico serve`.
     pub deliver: bool,
     /// Milliseconds between delivery passes.
@@ -171,7 +176,7 @@ pub struct NotificationConfig {
 impl Default for NotificationConfig {
     fn default() -> Self {
         Self {
-            allow_insecure_callbacks: false,
+            allow_insecure_callbacks: None,
             deliver: true,
             delivery_interval_ms: 1_000,
             timeout_ms: 10_000,
@@ -309,6 +314,12 @@ pub struct HttpConfig {
     /// Seconds a connection may move no byte either way (a stalled body, a
     /// client that stops reading) before it is closed.
     pub idle_timeout_secs: u32,
+    /// Seconds within which a request's body must arrive in full, counted
+    /// from its head; a slower client is answered 408 and disconnected.
+    pub body_timeout_secs: u32,
+    /// Bytes a second a request body must arrive at on average, judged
+    /// after its first five seconds; 0 judges only `body_timeout_secs`.
+    pub body_min_bytes_per_sec: u32,
     /// Connections open at once; past that, new ones wait to be accepted.
     pub max_connections: u32,
     /// `max-age` of `Strict-Transport-Security`, sent when `public_url` is
@@ -325,6 +336,8 @@ impl Default for HttpConfig {
         Self {
             header_read_timeout_secs: 10,
             idle_timeout_secs: 60,
+            body_timeout_secs: 30,
+            body_min_bytes_per_sec: 1024,
             max_connections: 1024,
             hsts_max_age_secs: 31_536_000,
             trusted_proxies: Vec::new(),

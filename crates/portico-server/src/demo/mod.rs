@@ -252,7 +252,7 @@ pub fn banner(issuer: &str) -> String {
         OPERATOR.login, OPERATOR.password
     ));
     text.push_str(&format!(
-        "\n  Client: {CLIENT_ID} / {CLIENT_SECRET}, redirect URI {}\n  Client requiring consent: {CONSENT_CLIENT_ID} / {CONSENT_CLIENT_SECRET}\n  SMS and e-mail codes: in the log and in outbox.jsonl in the data folder\n  Discovery: {issuer}/.well-known/openid-configuration\n  Merchant notifications: merchant {} (key on the demo page), events from the demo page\n    or `portico notifications simulate --merchant-id {}`\n  Brokerage reports: agreement БД-0001 of ООО «Ромашка» (7700000001); ivan and maria may ask for them\n    (POST /v1/reports/tasks with their tokens; docs/reports.md)\n",
+        "\n  Client: {CLIENT_ID} / {CLIENT_SECRET}, redirect URI {}\n  Client requiring consent: {CONSENT_CLIENT_ID} / {CONSENT_CLIENT_SECRET}\n  SMS and e-mail codes: in outbox.jsonl in the data folder (the log says when one was written)\n  Discovery: {issuer}/.well-known/openid-configuration\n  Merchant notifications: merchant {} (key on the demo page), events from the demo page\n    or `portico notifications simulate --merchant-id {}`\n  Brokerage reports: agreement БД-0001 of ООО «Ромашка» (7700000001); ivan and maria may ask for them\n    (POST /v1/reports/tasks with their tokens; docs/reports.md)\n",
         redirect_uri(issuer),
         merchant::MERCHANT_ID,
         merchant::MERCHANT_ID

@@ -526,6 +526,7 @@ async fn as_operator(app: &TestApp, token: &str, method: &str, path: &str, body:
         "GET" => app.http().get(url),
         "POST" => app.http().post(url).json(&body.unwrap_or(json!({}))),
         "PUT" => app.http().put(url).json(&body.unwrap_or(json!({}))),
+        "DELETE" => app.http().delete(url),
         other => panic!("no method {other}"),
     };
     let response = request.bearer_auth(token).send().await.unwrap();
@@ -597,6 +598,55 @@ async fn operators_act_by_their_role_and_support_cannot_do_what_needs_admin() {
     }
 }
 
+/// Support acts on users and on other support operators, never on an
+/// operator of a higher role: blocking an admin (which would end every
+/// admin token) is refused and changes nothing.
+#[tokio::test]
+async fn support_cannot_act_on_an_admin() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let mut ids = std::collections::HashMap::new();
+        for (login, role) in [("sam", "support"), ("sue", "support"), ("ada", "admin")] {
+            let user = json!({"login": login, "password": "a-long-password", "phone": "+79001230000"});
+            let (_, created) = admin(&app, "POST", "/admin/v1/users", Some(user)).await;
+            let id = created["id"].as_str().unwrap().to_owned();
+            let (status, _) =
+                admin(&app, "PUT", &format!("/admin/v1/users/{id}/role"), Some(json!({"role": role}))).await;
+            assert_eq!(status, 200);
+            ids.insert(login, id);
+        }
+        let sam = app.token_pair_for("sam", "portico-console").await.access_token;
+        let ada = app.token_pair_for("ada", "portico-console").await.access_token;
+        let ada_id = &ids["ada"];
+        let (_, grants) = admin(&app, "GET", &format!("/admin/v1/users/{ada_id}/grants"), None).await;
+        let grant = grants[0]["id"].as_str().unwrap().to_owned();
+        let (_, sessions) = admin(&app, "GET", &format!("/admin/v1/users/{ada_id}/sessions"), None).await;
+        let sid = sessions[0]["sid"].as_str().map(str::to_owned).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        for (method, path) in [
+            ("POST", format!("/admin/v1/users/{ada_id}/block")),
+            ("POST", format!("/admin/v1/users/{ada_id}/unblock")),
+            ("DELETE", format!("/admin/v1/users/{ada_id}/grants/{grant}")),
+            ("DELETE", format!("/admin/v1/users/{ada_id}/sessions/{sid}")),
+        ] {
+            let (status, body) = as_operator(&app, &sam, method, &path, None).await;
+            assert_eq!(
+                (status, body["code"].as_str()),
+                (403, Some("forbidden")),
+                "{backend:?} {method} {path}: {body}"
+            );
+            assert!(body["message"].as_str().unwrap().contains("admin role"), "{body}");
+        }
+        let by_sam = app.store.recent_audit(100).await.unwrap();
+        assert!(by_sam.iter().all(|e| e.actor.as_deref() != Some("operator:sam")), "nothing was done by sam");
+        assert_eq!(as_operator(&app, &ada, "GET", "/admin/v1/users", None).await.0, 200, "the admin's token lives");
+        // Another support operator, and an admin acting on support: allowed.
+        let (status, _) = as_operator(&app, &sam, "POST", &format!("/admin/v1/users/{}/block", ids["sue"]), None).await;
+        assert_eq!(status, 200, "{backend:?}");
+        let (status, _) = as_operator(&app, &ada, "POST", &format!("/admin/v1/users/{}/block", ids["sam"]), None).await;
+        assert_eq!(status, 200);
+    }
+}
+
 #[tokio::test]
 async fn a_path_segment_that_is_not_utf8_names_nothing_in_the_shared_body() {
     let app = TestApp::spawn(backends()[0]).await;
@@ -606,4 +656,30 @@ async fn a_path_segment_that_is_not_utf8_names_nothing_in_the_shared_body() {
     }
     let (status, body) = admin(&app, "DELETE", "/admin/v1/users/%FF/sessions/%FE", None).await;
     assert_error(&body, status, (404, "not_found"), "DELETE a session");
+}
+
+/// A body over the size limit is `413 too_large` on every admin route,
+/// whether the route reads JSON or a document of its own, and stores nothing.
+#[tokio::test]
+async fn oversized_bodies_answer_413_on_every_admin_route() {
+    let app = TestApp::spawn(backends()[0]).await;
+    // Over the 1 MiB of JSON routes, and over the permission document's 16 MiB.
+    for (path, mib) in [("/admin/v1/users", 2), ("/admin/v1/clients", 2), ("/admin/v1/permissions", 17)] {
+        let body = format!(r#"{{"login": "big", "note": "{}"}}"#, "x".repeat(mib * 1024 * 1024));
+        let response = app
+            .http()
+            .post(app.url(path))
+            .bearer_auth(ADMIN_TOKEN)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 413, "{path}");
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["code"], "too_large", "{path}: {body}");
+    }
+    let (status, users) = admin(&app, "GET", "/admin/v1/users?login=big", None).await;
+    assert_eq!(status, 200);
+    assert_eq!(users["users"], json!([]), "nothing stored: {users}");
 }

@@ -592,3 +592,21 @@ async fn thirty_console_submissions_of_one_new_login_make_one_user() {
         assert_eq!(twins, 1, "one user, one audit entry");
     }
 }
+
+/// A return address with a NUL (or anything else a `Location` header
+/// cannot carry) brings the operator to the console's first page: never a
+/// 303 without a `Location`.
+#[tokio::test]
+async fn a_return_address_no_header_can_carry_leads_to_the_first_page() {
+    let app = TestApp::spawn(backends()[0]).await;
+    let (browser, _) = sign_in(&app, "operator", "operator-password").await;
+    for back in ["/console/%00x", "/console/%0D%0ASet-Cookie:%20x=y", "/console/%D0%BF"] {
+        let response = browser.get(app.url(&format!("/console/login?back={back}"))).send().await.unwrap();
+        assert_eq!(response.status(), 303);
+        // Portico's single sign-on session answers with a code at once.
+        let response = browser.get(app.url(&location(&response))).send().await.unwrap();
+        assert_eq!(response.status(), 302, "{back}");
+        let response = browser.get(location(&response)).send().await.unwrap();
+        assert_eq!((response.status().as_u16(), location(&response)), (303, "/console/".to_owned()), "{back}");
+    }
+}

@@ -74,6 +74,24 @@ async fn merchants_read_and_replace_their_settings_with_their_key() {
     }
 }
 
+/// `--demo` allows loopback and plain-http callbacks unless the setting
+/// says `false` explicitly; then the demo refuses them as production does.
+#[tokio::test]
+async fn an_explicit_refusal_of_insecure_callbacks_holds_in_the_demo() {
+    let local = r#"{"callbackUrl": "http://127.0.0.1:9000/notify"}"#;
+    let demo = TestApp::spawn(backends()[0]).await;
+    let key = merchant(&demo, "m1").await;
+    assert_eq!(settings(&demo, Some(&key), Some(local)).await.0, 200, "the demo allows local receivers");
+
+    let strict = TestApp::spawn_with(backends()[0], |c| c.notifications.allow_insecure_callbacks = Some(false)).await;
+    let key = merchant(&strict, "m1").await;
+    for bad in [local, r#"{"callbackUrl": "https://[64:ff9b::7f00:1]/notify"}"#] {
+        let (status, body) = settings(&strict, Some(&key), Some(bad)).await;
+        assert_eq!((status, body["code"].as_str()), (400, Some("bad_request")), "{bad}: {body}");
+    }
+    assert_eq!(settings(&strict, Some(&key), None).await.0, 404, "nothing was stored");
+}
+
 pub(crate) fn payment(order: &str) -> Value {
     json!({
         "paymentId": "pay-1", "transactionId": 9001, "orderId": order, "amount": 150050, "currency": "RUB",

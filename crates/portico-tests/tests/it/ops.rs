@@ -329,3 +329,37 @@ async fn the_prometheus_parser_reads_metrics_with_every_family_typed_and_describ
         "every family of Portico's has HELP"
     );
 }
+
+/// Made-up request methods (sent on a raw socket, as any client may) are
+/// counted as one `other` series: unauthenticated requests cannot grow
+/// `/metrics` or the server's memory without bound.
+#[tokio::test]
+async fn made_up_methods_add_no_metric_series() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let app = TestApp::spawn(backends()[0]).await;
+    let addr = app.url("").trim_start_matches("http://").to_owned();
+    let metrics = || async { app.http().get(app.url("/metrics")).send().await.unwrap().text().await.unwrap() };
+    let before = metrics().await;
+    let mut methods = Vec::new();
+    for _ in 0..300 {
+        let noise =
+            [uuid::Uuid::new_v4().into_bytes(), uuid::Uuid::new_v4().into_bytes(), uuid::Uuid::new_v4().into_bytes()];
+        let method: String = noise.concat().iter().take(40).map(|b| char::from(b'A' + b % 26)).collect();
+        let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        let request = format!("{method} /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer).await.unwrap();
+        assert!(answer.starts_with(b"HTTP/1.1 "), "answered: {}", String::from_utf8_lossy(&answer));
+        methods.push(method);
+    }
+    let after = metrics().await;
+    for method in &methods {
+        assert!(!after.contains(method.as_str()), "{method} became a label");
+    }
+    assert!(after.contains(r#"method="other""#), "counted as other: {after}");
+    // Other tests share the process's registry; this test's own requests
+    // may add at most the few `other` series (one per status and route).
+    let series = |text: &str| text.lines().filter(|l| l.contains(r#"method="other""#)).count();
+    assert!(series(&after) <= series(&before) + 40, "{} lines before, {} after", series(&before), series(&after));
+}

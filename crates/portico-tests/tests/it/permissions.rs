@@ -527,3 +527,22 @@ async fn generated_bad_input_gets_a_4xx_with_a_spec_body_and_changes_nothing() {
         assert_eq!(app.store.permission_revision().await.unwrap(), revision, "nothing changed");
     }
 }
+
+/// An error repeats at most the first characters of what it refuses:
+/// a megabyte sent as `userId` (or as an unknown field's name) does not
+/// come back in the answer.
+#[tokio::test]
+async fn errors_repeat_only_the_start_of_a_long_value() {
+    let app = TestApp::spawn(backends()[0]).await;
+    let pair = app.token_pair("ivan").await;
+    let long = "7".repeat(900_000);
+    for body in
+        [json!({"userId": long, "cnum": "7700000001"}), Value::Object([(long.clone(), json!(1))].into_iter().collect())]
+    {
+        let found = role(&app, &pair, &body).await;
+        assert_eq!((found.0, found.1["code"].as_str()), (400, Some("bad_request")), "{:.200}", found.1);
+        let message = found.1["message"].as_str().unwrap();
+        assert!(message.len() < 300, "{} bytes: {message:.200}", message.len());
+        assert!(message.contains("(900000 characters)"), "says how long it was: {message}");
+    }
+}

@@ -782,3 +782,41 @@ fn the_totals_of_a_ten_thousand_trade_year_appear_whole_in_the_printed_form() {
     }
     assert!(!text.contains('…'), "nothing is cut");
 }
+
+/// A company has at most `reports.max_unfinished_per_company` tasks not
+/// finished at once: of thirty requests sent together, exactly that many
+/// are stored; the others are answered 429 with `Retry-After` and store
+/// nothing. Another company is not affected.
+#[tokio::test]
+async fn a_company_cannot_queue_more_than_its_limit_of_tasks_even_all_at_once() {
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| {
+            c.reports.generate = false;
+            c.reports.max_unfinished_per_company = 5;
+        })
+        .await;
+        let ivan = app.token_pair("ivan").await;
+        let mut requests = tokio::task::JoinSet::new();
+        for _ in 0..30 {
+            let url = app.url("/v1/reports/tasks");
+            let request = app.http().post(url).bearer_auth(&ivan.access_token).header("id-token", &ivan.id_token);
+            let mut body = statement("2026-01-01", "2026-12-31");
+            body["handleIfExists"] = json!(true);
+            requests.spawn(async move {
+                let response = request.json(&body).send().await.unwrap();
+                let retry_after = response.headers().get("retry-after").map(|v| v.to_str().unwrap().to_owned());
+                (response.status().as_u16(), retry_after, response.json::<Value>().await.unwrap())
+            });
+        }
+        let answers = requests.join_all().await;
+        let created = answers.iter().filter(|(status, ..)| *status == 200).count();
+        assert_eq!(created, 5, "{backend:?}: {answers:?}");
+        for (status, retry_after, body) in answers.iter().filter(|(status, ..)| *status != 200) {
+            assert_eq!(*status, 429, "{body}");
+            assert_eq!(body["code"], "TOO_MANY_TASKS", "{body}");
+            assert_eq!(retry_after.as_deref(), Some("60"));
+        }
+        let (_, list) = call(&app, Some(&ivan), "GET", "/v1/reports/tasks?size=100", None).await;
+        assert_eq!(list.as_array().map(Vec::len), Some(5), "{backend:?}: {list}");
+    }
+}

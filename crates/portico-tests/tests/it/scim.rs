@@ -280,3 +280,62 @@ async fn a_path_segment_that_is_not_utf8_is_a_scim_404() {
         assert_scim_error(&body, 404, None);
     }
 }
+
+/// The id of `login`, from the admin API.
+async fn user_id(app: &TestApp, login: &str) -> String {
+    let url = app.url(&format!("/admin/v1/users?login={login}"));
+    let found: Value = app.http().get(url).bearer_auth(ADMIN_TOKEN).send().await.unwrap().json().await.unwrap();
+    found["users"][0]["id"].as_str().unwrap().to_owned()
+}
+
+/// Operators are managed by operators only: the SCIM token can neither
+/// give an operator a new password and phone (and so take over the
+/// console) nor replace or remove them. Each refusal is a SCIM 403 and
+/// changes nothing.
+#[tokio::test]
+async fn scim_cannot_change_or_remove_an_operator() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let id = user_id(&app, "operator").await;
+        let (status, before) = scim(&app, "GET", &format!("/Users/{id}"), None).await;
+        assert_eq!(status, 200);
+        let takeover = json!({"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"], "Operations": [
+            {"op": "replace", "path": "password", "value": "attacker-password-1"},
+            {"op": "replace", "path": "phoneNumbers", "value": [{"value": "+79990001122"}]}
+        ]});
+        let replacement = json!({"schemas": [CORE], "userName": "operator", "password": "attacker-password-1"});
+        for (method, body) in [("PATCH", Some(takeover)), ("PUT", Some(replacement)), ("DELETE", None)] {
+            let (status, refusal) = scim(&app, method, &format!("/Users/{id}"), body).await;
+            assert_eq!(status, 403, "{backend:?} {method}: {refusal}");
+            assert_scim_error(&refusal, 403, None);
+            assert!(refusal["detail"].as_str().unwrap().contains("operator"), "{refusal}");
+        }
+        assert_eq!(scim(&app, "GET", &format!("/Users/{id}"), None).await, (200, before), "nothing changed");
+        let tokens = app.tokens_for("operator", "operator-password").await;
+        assert_eq!(app.liveness(&tokens.access_token).await, 200, "the old password still works");
+        let audit = app.store.recent_audit(50).await.unwrap();
+        assert!(audit.iter().all(|e| e.actor.as_deref() != Some("scim")), "nothing recorded as scim");
+    }
+}
+
+/// A SCIM change is recorded with what changed, as the admin API records
+/// it: the fields by name, and a new password as its own event.
+#[tokio::test]
+async fn scim_changes_are_audited_with_what_changed() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let sent = json!({"schemas": [CORE], "userName": "vera", "emails": [{"value": "vera@example.com"}]});
+        let (_, created) = scim(&app, "POST", "/Users", Some(sent)).await;
+        let id = created["id"].as_str().unwrap().to_owned();
+        let patch = json!({"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"], "Operations": [
+            {"op": "replace", "path": "password", "value": "vera-password-2"},
+            {"op": "add", "path": "phoneNumbers", "value": [{"value": "+79001112233"}]}
+        ]});
+        let (status, patched) = scim(&app, "PATCH", &format!("/Users/{id}"), Some(patch)).await;
+        assert_eq!(status, 200, "{backend:?}: {patched}");
+        let audit = app.store.recent_audit(2).await.unwrap();
+        let kinds: Vec<(&str, Option<&str>)> = audit.iter().map(|e| (e.kind.as_str(), e.actor.as_deref())).collect();
+        assert_eq!(kinds, [("user.password_set", Some("scim")), ("user.updated", Some("scim"))], "{backend:?}");
+        assert_eq!(audit[1].detail, json!({"changed": ["phone", "attributes"]}), "{backend:?}");
+    }
+}

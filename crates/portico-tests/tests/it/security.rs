@@ -184,6 +184,89 @@ async fn a_client_that_trickles_its_headers_or_idles_is_cut_off() {
     assert!(closed_within(&mut idle, StdDuration::from_secs(5)).await.is_some(), "idle keep-alive closed");
 }
 
+/// Sends a POST head announcing `length` bytes, then one byte of it every
+/// `every` until the server answers; returns the answer's first line and
+/// whether the server closed the connection after it.
+async fn trickle_body(addr: &str, path: &str, length: usize, every: StdDuration) -> (String, bool) {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {length}\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    let mut buffer = [0_u8; 1024];
+    loop {
+        tokio::select! {
+            read = stream.read(&mut buffer) => match read {
+                Ok(0) | Err(_) => break,
+                Ok(n) => answer.extend_from_slice(&buffer[..n]),
+            },
+            () = tokio::time::sleep(every) => {
+                // Keeps trickling while nothing has been answered yet.
+                if answer.is_empty() && stream.write_all(b"a").await.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    let text = String::from_utf8_lossy(&answer).into_owned();
+    let first = text.lines().next().unwrap_or_default().to_owned();
+    (first, text.to_ascii_lowercase().contains("connection: close"))
+}
+
+#[tokio::test]
+async fn a_trickled_body_is_answered_408_and_frees_its_connection() {
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| {
+            c.http.max_connections = 4;
+            c.http.body_timeout_secs = 2;
+            c.http.body_min_bytes_per_sec = 0;
+        })
+        .await;
+        let addr = app.url("").trim_start_matches("http://").to_owned();
+        let started = Instant::now();
+        // As many trickling clients as there are connection slots.
+        let mut slow = tokio::task::JoinSet::new();
+        for _ in 0..4 {
+            let addr = addr.clone();
+            slow.spawn(async move { trickle_body(&addr, "/oauth2/token", 1000, StdDuration::from_millis(300)).await });
+        }
+        tokio::time::sleep(StdDuration::from_millis(300)).await;
+        // A fifth client waits for a slot: it is served once the tricklers are cut.
+        let client = reqwest::Client::builder().timeout(StdDuration::from_secs(10)).build().unwrap();
+        let health = client.get(app.url("/healthz")).send().await.expect("served after the slow bodies were cut");
+        assert_eq!(health.status(), 200);
+        for (first, closed) in slow.join_all().await {
+            assert_eq!(first, "HTTP/1.1 408 Request Timeout", "{backend:?}");
+            assert!(closed, "Connection: close");
+        }
+        let took = started.elapsed();
+        assert!(took < StdDuration::from_secs(8), "{backend:?}: cut after {took:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_body_below_the_minimum_rate_is_cut_before_the_deadline() {
+    let app = TestApp::spawn_with(portico_tests::Backend::Sqlite, |c| {
+        c.http.body_timeout_secs = 60;
+        c.http.body_min_bytes_per_sec = 100;
+    })
+    .await;
+    let addr = app.url("").trim_start_matches("http://").to_owned();
+    let started = Instant::now();
+    // Two bytes a second, against a minimum of a hundred.
+    let (first, closed) = trickle_body(&addr, "/oauth2/token", 1000, StdDuration::from_millis(500)).await;
+    assert_eq!(first, "HTTP/1.1 408 Request Timeout");
+    assert!(closed);
+    let took = started.elapsed();
+    assert!(took >= StdDuration::from_secs(4), "judged only after the grace period: {took:?}");
+    assert!(took < StdDuration::from_secs(15), "cut long before the 60 s deadline: {took:?}");
+
+    // A body that comes at once is not affected, however late the grace ends.
+    let response = app.token_request(&[("grant_type", "refresh_token"), ("refresh_token", "nope")]).await;
+    assert_ne!(response.status(), 408);
+}
+
 #[tokio::test]
 async fn connections_past_the_limit_wait_until_one_closes() {
     let app = TestApp::spawn_with(portico_tests::Backend::Sqlite, |c| c.http.max_connections = 2).await;
@@ -226,5 +309,48 @@ async fn userinfo_is_never_cached() {
         let response = app.http().get(app.url("/oauth2/userinfo")).send().await.unwrap();
         assert_eq!(response.status(), 401);
         assert_eq!(response.headers()["cache-control"], "no-store", "refusals too");
+    }
+}
+
+/// A new login in a browser ends the session it replaces: the old
+/// `svc.session` cookie no longer gets a code with `prompt=none`, and the
+/// end is recorded as a replacement.
+#[tokio::test]
+async fn a_new_login_ends_the_session_it_replaces() {
+    use reqwest::cookie::CookieStore as _;
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let jar = Arc::new(reqwest::cookie::Jar::default());
+        let browser = app.browser_with(Arc::clone(&jar));
+        app.login_for_code(&browser, &portico_tests::Pkce::new(), "ivan", "ivan-password").await;
+        let cookies = jar.cookies(&app.base.parse().unwrap()).unwrap();
+        let old = cookies.to_str().unwrap().split("; ").find(|c| c.starts_with("svc.session=")).unwrap().to_owned();
+        let silent = |cookie: String| {
+            let url = app.authorize_url(&portico_tests::Pkce::new(), &[("prompt", Some("none"))]);
+            let request = app.http().get(url).header("cookie", cookie);
+            async move { request.send().await.unwrap() }
+        };
+        let response = silent(old.clone()).await;
+        assert!(location(&response).contains("code="), "the session works before: {}", location(&response));
+
+        // prompt=login in the same browser, as another user.
+        let pkce = portico_tests::Pkce::new();
+        let response = browser.get(app.authorize_url(&pkce, &[("prompt", Some("login"))])).send().await.unwrap();
+        assert_eq!(location(&response), "/login");
+        let view = app.login_view(&browser).await;
+        let csrf = view["pageData"]["authenticationFlowContext"]["csrf"].as_str().unwrap().to_owned();
+        let form = [("_csrf", csrf.as_str()), ("principal", "maria"), ("credentials", "maria-password")];
+        let response = browser.post(app.url("/login")).form(&form).send().await.unwrap();
+        let back = app.second_factor_if_asked(&browser, &csrf, "maria", location(&response)).await;
+        let response = browser.get(app.url(&back)).send().await.unwrap();
+        assert!(location(&response).contains("code="), "maria signed in");
+
+        let response = silent(old).await;
+        assert!(location(&response).contains("error=login_required"), "{backend:?}: {}", location(&response));
+        let ended = app.store.recent_audit(20).await.unwrap();
+        assert!(
+            ended.iter().any(|e| e.kind == "session.ended" && e.detail["by"] == "replaced"),
+            "{backend:?}: recorded as replaced"
+        );
     }
 }

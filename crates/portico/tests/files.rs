@@ -1,0 +1,61 @@
+//! The files `portico serve` creates are its own user's only: the data
+//! folder, the SQLite database with its `-wal` and `-shm`, the report
+//! signing key and certificate, the report folder, whatever umask the
+//! process was started with.
+
+#![cfg(unix)]
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use portico_tests::TempDir;
+
+fn mode(path: &std::path::Path) -> u32 {
+    std::fs::metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())).permissions().mode() & 0o777
+}
+
+#[tokio::test]
+async fn the_server_creates_its_files_for_its_own_user_only() {
+    let dir = TempDir::new();
+    let data = dir.0.join("data");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_portico"))
+        .args(["serve", "--demo"])
+        .env_clear()
+        .env("PORTICO_DATA_DIR", &data)
+        .env("PORTICO_LISTEN", format!("127.0.0.1:{port}"))
+        .env("PORTICO_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start portico serve");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let client = portico_tests::plain_http();
+    loop {
+        let ready = client.get(format!("http://127.0.0.1:{port}/readyz")).send().await;
+        if ready.is_ok_and(|r| r.status() == 200) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the server did not start");
+        assert!(child.try_wait().unwrap().is_none(), "the server exited");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The test's own umask (usually 022) would leave these readable by all.
+    let checks = [
+        ("data", 0o700),
+        ("data/portico.db", 0o600),
+        ("data/portico.db-wal", 0o600),
+        ("data/portico.db-shm", 0o600),
+        ("data/reports", 0o700),
+        ("data/reports-signing-cert.pem", 0o600),
+        ("data/reports-signing-key.pem", 0o600),
+    ];
+    let modes: Vec<(&str, u32)> = checks.iter().map(|(path, _)| (*path, mode(&dir.0.join(path)))).collect();
+    let _ = child.kill();
+    let _ = child.wait();
+    for ((path, want), (_, got)) in checks.iter().zip(&modes) {
+        assert_eq!(*got, *want, "{path}: {got:o}, want {want:o}");
+    }
+}
