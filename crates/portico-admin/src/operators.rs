@@ -12,6 +12,7 @@ use portico_api::auth::OperatorAuthority;
 use portico_api::{Admin, ApiError};
 use portico_model::audit::Actor;
 use portico_model::ids::{ClientId, UserId};
+use portico_model::user::User;
 use portico_storage::Storage;
 use portico_tokens::{AccessTokenError, TokenVerifier};
 use uuid::Uuid;
@@ -38,7 +39,7 @@ impl OperatorAuthority for Operators {
             return Ok(None);
         };
         let storage = |e| ApiError::storage("checking an operator", &e);
-        let Some(user) = self.store.find_user(id).await.map_err(storage)?.filter(|u| !u.blocked) else {
+        let Some(user) = self.store.find_user(id).await.map_err(storage)?.filter(User::may_sign_in) else {
             return Ok(None);
         };
         let role = self.store.operator_role(id).await.map_err(storage)?;

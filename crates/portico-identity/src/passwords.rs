@@ -1,16 +1,23 @@
 //! Password checks, capped: each Argon2id run takes 19 MiB and tens of
 //! milliseconds, so at most a few run at once and they run off the executor.
 
+use std::sync::Mutex;
+
+use portico_crypto::password::Memory;
 use tokio::sync::Semaphore;
 
 pub struct PasswordChecker {
     permits: Semaphore,
+    /// The working memory of finished checks, for the next ones: at most
+    /// one per permit, so the checker never holds more than `concurrency`
+    /// times 19 MiB.
+    memories: Mutex<Vec<Memory>>,
 }
 
 impl PasswordChecker {
     /// At most `concurrency` hashes at once (at least one).
     pub fn new(concurrency: usize) -> Self {
-        Self { permits: Semaphore::new(concurrency.max(1)) }
+        Self { permits: Semaphore::new(concurrency.max(1)), memories: Mutex::new(Vec::new()) }
     }
 
     /// Whether `password` matches `stored`. With `stored = None` (unknown
@@ -19,14 +26,28 @@ impl PasswordChecker {
         let Ok(_permit) = self.permits.acquire().await else {
             return false;
         };
-        tokio::task::spawn_blocking(move || match stored {
-            Some(stored) => portico_crypto::password::verify(&stored, &password),
-            None => {
-                let _ = portico_crypto::password::verify(portico_crypto::password::decoy(), &password);
-                false
-            }
+        let kept = self.memories.lock().ok().and_then(|mut memories| memories.pop());
+        let checked = tokio::task::spawn_blocking(move || {
+            let mut memory = kept.unwrap_or_default();
+            let matches = match stored {
+                Some(stored) => portico_crypto::password::verify_in(&mut memory, &stored, &password),
+                None => {
+                    let _ =
+                        portico_crypto::password::verify_in(&mut memory, portico_crypto::password::decoy(), &password);
+                    false
+                }
+            };
+            (matches, memory)
         })
-        .await
-        .unwrap_or(false)
+        .await;
+        match checked {
+            Ok((matches, memory)) => {
+                if let Ok(mut memories) = self.memories.lock() {
+                    memories.push(memory);
+                }
+                matches
+            }
+            Err(_) => false,
+        }
     }
 }

@@ -4,6 +4,7 @@
 //! crates act on. Nothing in this crate talks to a database, the network or
 //! the system clock: time arrives through [`clock::Clock`].
 
+pub mod address;
 pub mod audit;
 pub mod client;
 pub mod clock;

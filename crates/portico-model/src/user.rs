@@ -17,14 +17,27 @@ pub struct User {
     pub name: Option<String>,
     /// Whether the user may start a login with the phone number.
     pub phone_login_enabled: bool,
-    /// Blocked by an operator: no login, and liveness fails for the user's tokens.
+    /// Blocked by an operator: no login, and liveness fails for the user's
+    /// tokens, until an operator unblocks them.
     pub blocked: bool,
+    /// Deactivated by the provisioning system (SCIM `active: false`): the
+    /// same effects as a block, until the provisioning system activates
+    /// them again. Apart from `blocked`: neither lifts the other.
+    pub deactivated: bool,
     pub created_at: OffsetDateTime,
     /// What the bank's provisioning system (SCIM) set beyond Portico's own
     /// fields, kept to be returned as sent: `externalId`, the parts of the
     /// name, contact values as typed, the enterprise extension. `None` for
     /// users made otherwise.
     pub provisioned: Option<serde_json::Value>,
+}
+
+impl User {
+    /// Whether the user may sign in and use their tokens: neither blocked
+    /// by an operator nor deactivated by the provisioning system.
+    pub fn may_sign_in(&self) -> bool {
+        !self.blocked && !self.deactivated
+    }
 }
 
 /// What an operator (a Portico user who runs Portico) may do in the admin

@@ -23,6 +23,9 @@ pub const BATCH: usize = 256;
 
 type Answer = oneshot::Sender<Result<Intake, StorageError>>;
 
+/// A submission waiting for the writer, with when it was queued.
+type Queued = (StoredEvent, Delivery, Answer, std::time::Instant);
+
 /// New deliveries leased to this node's worker, with their events.
 pub struct HandedOff {
     pub items: Vec<(StoredEvent, Delivery)>,
@@ -36,7 +39,7 @@ type Handoff = Mutex<Option<(mpsc::Sender<HandedOff>, time::Duration)>>;
 
 /// The intake's writer; cheap to share.
 pub struct IntakeWriter {
-    queue: mpsc::Sender<(StoredEvent, Delivery, Answer)>,
+    queue: mpsc::Sender<Queued>,
     handoff: Arc<Handoff>,
 }
 
@@ -59,7 +62,8 @@ impl IntakeWriter {
     pub async fn record(&self, event: StoredEvent, delivery: Delivery) -> Result<Intake, StorageError> {
         let stopped = || StorageError::Other("the intake writer has stopped".into());
         let (answer, answered) = oneshot::channel();
-        self.queue.send((event, delivery, answer)).await.map_err(|_| stopped())?;
+        let queued_at = std::time::Instant::now();
+        self.queue.send((event, delivery, answer, queued_at)).await.map_err(|_| stopped())?;
         answered.await.map_err(|_| stopped())?
     }
 
@@ -88,13 +92,30 @@ fn reserve(handoff: &Handoff) -> Option<(mpsc::OwnedPermit<HandedOff>, time::Dur
 
 async fn write(
     store: Arc<dyn Storage>,
-    mut pending: mpsc::Receiver<(StoredEvent, Delivery, Answer)>,
+    mut pending: mpsc::Receiver<Queued>,
     handoff: Arc<Handoff>,
     queued: Arc<tokio::sync::Notify>,
 ) {
     let mut queued_up = Vec::with_capacity(BATCH);
+    // When the store last answered that the database is away, and what it said.
+    let mut outage: Option<(std::time::Instant, String)> = None;
     while pending.recv_many(&mut queued_up, BATCH).await > 0 {
-        let (mut batch, answers): (Vec<_>, Vec<_>) = queued_up.drain(..).map(|(e, d, a)| ((e, d), a)).unzip();
+        // Submissions that were already waiting while the database was found
+        // away have waited one acquire timeout: they get that answer now
+        // rather than wait a second one (an answer within the timeout and a
+        // little, not twice it).
+        if let Some((found_at, message)) = &outage {
+            let (waited, fresh): (Vec<Queued>, Vec<Queued>) =
+                queued_up.drain(..).partition(|(.., queued_at)| queued_at <= found_at);
+            for (.., answer, _) in waited {
+                let _ = answer.send(Err(StorageError::Unavailable(message.clone())));
+            }
+            queued_up = fresh;
+            if queued_up.is_empty() {
+                continue;
+            }
+        }
+        let (mut batch, answers): (Vec<_>, Vec<_>) = queued_up.drain(..).map(|(e, d, a, _)| ((e, d), a)).unzip();
         let permit = reserve(&handoff);
         let leased_at = std::time::Instant::now();
         if let Some((_, lease)) = &permit {
@@ -106,6 +127,7 @@ async fn write(
         }
         match store.record_events(&batch).await {
             Ok(results) => {
+                outage = None;
                 let accepted: Vec<(StoredEvent, Delivery)> = batch
                     .into_iter()
                     .zip(&results)
@@ -130,6 +152,7 @@ async fn write(
                 for answer in answers {
                     let _ = answer.send(Err(StorageError::Unavailable(message.clone())));
                 }
+                outage = Some((std::time::Instant::now(), message));
             }
             // One at a time, so that one submission the store refuses
             // cannot fail the others; due at once, for claiming.

@@ -233,11 +233,10 @@ impl App {
                 .then(|| time::Duration::days(i64::from(config.reports.retention_days))),
             max_unfinished: config.reports.max_unfinished_per_company,
         });
-        let admin = Arc::new(portico_admin::AdminService::new(
-            Arc::clone(&store),
-            Arc::clone(&identity.clock),
-            secret.sealer(),
-        ));
+        let admin = Arc::new(
+            portico_admin::AdminService::new(Arc::clone(&store), Arc::clone(&identity.clock), secret.sealer())
+                .allowing_insecure_addresses(config.notifications.allow_insecure_callbacks.unwrap_or(demo)),
+        );
         let console = if config.console {
             let console = Arc::new(portico_console::Console {
                 identity: Arc::clone(&identity),

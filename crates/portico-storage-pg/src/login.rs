@@ -146,13 +146,15 @@ impl ConsentRepository for PgStore {
 
 #[async_trait]
 impl LoginGuardRepository for PgStore {
-    async fn throttle(&self, key: &str, forget_before: OffsetDateTime) -> Result<Throttle> {
+    async fn throttle(&self, key: &str, forget_before: OffsetDateTime, now: OffsetDateTime) -> Result<Throttle> {
         let row = sqlx::query(
-            "SELECT CASE WHEN updated_at < $2 THEN 0 ELSE failures END AS failures, locked_until \
-             FROM login_throttles WHERE key = $1",
+            "SELECT CASE WHEN updated_at < $2 THEN 0 ELSE greatest(failures - \
+             (SELECT count(*) FROM login_attempts_pending p WHERE p.key = $1 AND p.expires_at <= $3), 0)::int \
+             END AS failures, locked_until FROM login_throttles WHERE key = $1",
         )
         .bind(key)
         .bind(at(forget_before))
+        .bind(at(now))
         .fetch_optional(&mut *self.conn().await?)
         .await
         .map_err(storage_error("throttle"))?;
@@ -162,42 +164,77 @@ impl LoginGuardRepository for PgStore {
     }
 
     async fn count_attempt(&self, attempt: CountAttempt<'_>) -> Result<Option<u32>> {
-        // One statement: the count, the hold and the refusal of a locked key
-        // cannot interleave with a parallel attempt's.
+        // One statement: attempts of the key whose outcome never came (their
+        // node died) are taken back, then the count, the hold and the
+        // refusal of a locked key are decided together, and this attempt is
+        // recorded as pending. A parallel attempt's cannot interleave: it
+        // waits for the key's row, and for the expired rows this one
+        // deletes (then finds them gone). A locked key keeps its expired
+        // attempts until it is counted again unlocked.
         let row = sqlx::query(
-            "INSERT INTO login_throttles (key, failures, locked_until, updated_at) \
-             VALUES ($1, 1, CASE WHEN 1 >= $4 THEN $5 ELSE NULL END, $2) \
-             ON CONFLICT (key) DO UPDATE SET \
-             failures = CASE WHEN login_throttles.updated_at < $3 THEN 1 ELSE login_throttles.failures + 1 END, \
-             locked_until = CASE WHEN (CASE WHEN login_throttles.updated_at < $3 THEN 1 \
-                                            ELSE login_throttles.failures + 1 END) >= $4 THEN $5 \
-                                 ELSE login_throttles.locked_until END, \
-             updated_at = $2 \
-             WHERE login_throttles.locked_until IS NULL OR login_throttles.locked_until <= $2 \
-             RETURNING failures",
+            "WITH expired AS (
+                 DELETE FROM login_attempts_pending
+                 WHERE key = $1 AND expires_at <= $2
+                   AND NOT EXISTS (SELECT 1 FROM login_throttles t WHERE t.key = $1 AND t.locked_until > $2)
+                 RETURNING 1
+             ), counted AS (
+                 INSERT INTO login_throttles (key, failures, locked_until, updated_at)
+                 VALUES ($1, 1, CASE WHEN 1 >= $4 THEN $5 ELSE NULL END, $2)
+                 ON CONFLICT (key) DO UPDATE SET
+                 failures = CASE WHEN login_throttles.updated_at < $3 THEN 1
+                                 ELSE greatest(login_throttles.failures - (SELECT count(*) FROM expired), 0) + 1 END,
+                 locked_until = CASE WHEN (CASE WHEN login_throttles.updated_at < $3 THEN 1
+                                                ELSE greatest(login_throttles.failures - (SELECT count(*) FROM expired),
+                                                              0) + 1 END) >= $4 THEN $5
+                                     ELSE login_throttles.locked_until END,
+                 updated_at = $2
+                 WHERE login_throttles.locked_until IS NULL OR login_throttles.locked_until <= $2
+                 RETURNING failures
+             ), pending AS (
+                 INSERT INTO login_attempts_pending (key, attempt, expires_at) SELECT $1, $6, $7 FROM counted
+             )
+             SELECT failures FROM counted",
         )
         .bind(attempt.key)
         .bind(at(attempt.now))
         .bind(at(attempt.forget_before))
         .bind(int(attempt.hold_from))
         .bind(at(attempt.hold_until))
+        .bind(attempt.attempt)
+        .bind(at(attempt.report_by))
         .fetch_optional(&mut *self.conn().await?)
         .await
         .map_err(storage_error("throttle"))?;
         row.map(|row| count(&row, "failures")).transpose()
     }
 
-    async fn uncount_attempt(&self, key: &str, hold_until: Option<OffsetDateTime>) -> Result<()> {
+    async fn uncount_attempt(&self, key: &str, attempt: Uuid, hold_until: Option<OffsetDateTime>) -> Result<()> {
+        // Only an attempt still pending is taken back: one taken back as
+        // unreported already is not taken twice.
         sqlx::query(
-            "UPDATE login_throttles SET failures = failures - 1, \
+            "WITH reported AS (
+                 DELETE FROM login_attempts_pending WHERE key = $1 AND attempt = $3 RETURNING 1
+             )
+             UPDATE login_throttles SET failures = failures - (SELECT count(*) FROM reported), \
              locked_until = CASE WHEN locked_until = $2 THEN NULL ELSE locked_until END \
              WHERE key = $1 AND failures > 0",
         )
         .bind(key)
         .bind(at_opt(hold_until))
+        .bind(attempt)
         .execute(&mut *self.conn().await?)
         .await
         .map_err(storage_error("throttle"))?;
+        Ok(())
+    }
+
+    async fn report_attempt(&self, key: &str, attempt: Uuid) -> Result<()> {
+        sqlx::query("DELETE FROM login_attempts_pending WHERE key = $1 AND attempt = $2")
+            .bind(key)
+            .bind(attempt)
+            .execute(&mut *self.conn().await?)
+            .await
+            .map_err(storage_error("throttle"))?;
         Ok(())
     }
 
@@ -215,11 +252,14 @@ impl LoginGuardRepository for PgStore {
     }
 
     async fn clear_throttle(&self, key: &str) -> Result<()> {
-        sqlx::query("DELETE FROM login_throttles WHERE key = $1")
-            .bind(key)
-            .execute(&mut *self.conn().await?)
-            .await
-            .map_err(storage_error("throttle"))?;
+        sqlx::query(
+            "WITH pending AS (DELETE FROM login_attempts_pending WHERE key = $1) \
+             DELETE FROM login_throttles WHERE key = $1",
+        )
+        .bind(key)
+        .execute(&mut *self.conn().await?)
+        .await
+        .map_err(storage_error("throttle"))?;
         Ok(())
     }
 
@@ -231,6 +271,11 @@ impl LoginGuardRepository for PgStore {
         .execute(&mut *self.conn().await?)
         .await
         .map_err(storage_error("throttle"))?;
+        sqlx::query("DELETE FROM login_attempts_pending WHERE expires_at < $1")
+            .bind(at(before))
+            .execute(&mut *self.conn().await?)
+            .await
+            .map_err(storage_error("throttle"))?;
         Ok(done.rows_affected())
     }
 }

@@ -13,7 +13,7 @@ use crate::error::storage_error;
 use crate::{PgStore, Result, at, get};
 
 /// A user's columns, in the order of [`user_named`].
-const COLUMNS: [&str; 10] = [
+const COLUMNS: [&str; 11] = [
     "id",
     "login",
     "password_hash",
@@ -22,6 +22,7 @@ const COLUMNS: [&str; 10] = [
     "name",
     "phone_login_enabled",
     "blocked",
+    "deactivated",
     "created_at",
     "provisioned",
 ];
@@ -31,8 +32,8 @@ const COLUMNS: [&str; 10] = [
 pub(crate) const OWNER_COLUMNS: &str = "u.id AS owner_id, u.login AS owner_login, \
      u.password_hash AS owner_password_hash, u.phone AS owner_phone, u.email AS owner_email, u.name AS owner_name, \
      u.phone_login_enabled AS owner_phone_login_enabled, u.blocked AS owner_blocked, \
-     u.created_at AS owner_created_at, u.provisioned AS owner_provisioned";
-const OWNER: [&str; 10] = [
+     u.deactivated AS owner_deactivated, u.created_at AS owner_created_at, u.provisioned AS owner_provisioned";
+const OWNER: [&str; 11] = [
     "owner_id",
     "owner_login",
     "owner_password_hash",
@@ -41,6 +42,7 @@ const OWNER: [&str; 10] = [
     "owner_name",
     "owner_phone_login_enabled",
     "owner_blocked",
+    "owner_deactivated",
     "owner_created_at",
     "owner_provisioned",
 ];
@@ -59,7 +61,8 @@ pub(crate) fn owner_from(row: &PgRow) -> Result<Option<User>> {
 
 fn user_named(
     row: &PgRow,
-    [id, login, password_hash, phone, email, name, phone_login, blocked, created_at, provisioned]: &[&str; 10],
+    [id, login, password_hash, phone, email, name, phone_login, blocked, deactivated, created_at, provisioned]: &[&str;
+         11],
 ) -> Result<User> {
     Ok(User {
         id: get::<Uuid>(row, id)?.into(),
@@ -70,12 +73,47 @@ fn user_named(
         name: get(row, name)?,
         phone_login_enabled: get(row, phone_login)?,
         blocked: get(row, blocked)?,
+        deactivated: get(row, deactivated)?,
         created_at: get(row, created_at)?,
         provisioned: get::<Option<Json<serde_json::Value>>>(row, provisioned)?.map(|json| json.0),
     })
 }
 
 impl PgStore {
+    /// Sets a flag that keeps a user out (`sql` names it and the user by
+    /// `$1`); setting it also revokes every grant of the user and ends the
+    /// user's SSO sessions, in one transaction.
+    async fn set_user_flag(&self, sql: &str, user: &str, set: bool, now: OffsetDateTime) -> Result<Option<User>> {
+        let mut tx = self.begin().await?;
+        let Some(row) =
+            sqlx::query(sql).bind(user).bind(set).fetch_optional(&mut *tx).await.map_err(storage_error("user"))?
+        else {
+            return Ok(None);
+        };
+        let user = user_from(&row)?;
+        let mut revoked: Vec<Uuid> = Vec::new();
+        if set {
+            revoked = sqlx::query_scalar(
+                "UPDATE grants SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL RETURNING id",
+            )
+            .bind(user.id.as_uuid())
+            .bind(at(now))
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(storage_error("grant"))?;
+            sqlx::query("DELETE FROM sso_sessions WHERE user_id = $1")
+                .bind(user.id.as_uuid())
+                .execute(&mut *tx)
+                .await
+                .map_err(storage_error("session"))?;
+        }
+        tx.commit().await.map_err(storage_error("user"))?;
+        if let Some(memory) = self.memory() {
+            memory.grants_revoked(revoked.into_iter().map(GrantId::from));
+        }
+        Ok(Some(user))
+    }
+
     async fn users_where(&self, condition: &'static str, value: &str) -> Result<Vec<User>> {
         sqlx::query(&format!("SELECT * FROM users WHERE {condition} ORDER BY login"))
             .bind(value)
@@ -106,6 +144,9 @@ fn matching(query: &UserQuery) -> (String, Vec<&str>) {
     if let Some(blocked) = query.blocked {
         sql.push_str(if blocked { " AND blocked" } else { " AND NOT blocked" });
     }
+    if let Some(deactivated) = query.deactivated {
+        sql.push_str(if deactivated { " AND deactivated" } else { " AND NOT deactivated" });
+    }
     (sql, values)
 }
 
@@ -114,7 +155,7 @@ impl UserRepository for PgStore {
     async fn create_user(&self, user: &User) -> Result<()> {
         sqlx::query(
             "INSERT INTO users (id, login, password_hash, phone, email, name, phone_login_enabled, blocked, \
-             created_at, provisioned) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+             deactivated, created_at, provisioned) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
         )
         .bind(user.id.as_uuid())
         .bind(&user.login)
@@ -124,6 +165,7 @@ impl UserRepository for PgStore {
         .bind(&user.name)
         .bind(user.phone_login_enabled)
         .bind(user.blocked)
+        .bind(user.deactivated)
         .bind(at(user.created_at))
         .bind(user.provisioned.as_ref().map(Json))
         .execute(&mut *self.conn().await?)
@@ -162,38 +204,12 @@ impl UserRepository for PgStore {
     }
 
     async fn set_user_blocked(&self, login: &str, blocked: bool, now: OffsetDateTime) -> Result<Option<User>> {
-        let mut tx = self.begin().await?;
-        let Some(row) = sqlx::query("UPDATE users SET blocked = $2 WHERE login = $1 RETURNING *")
-            .bind(login)
-            .bind(blocked)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(storage_error("user"))?
-        else {
-            return Ok(None);
-        };
-        let user = user_from(&row)?;
-        let mut revoked: Vec<Uuid> = Vec::new();
-        if blocked {
-            revoked = sqlx::query_scalar(
-                "UPDATE grants SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL RETURNING id",
-            )
-            .bind(user.id.as_uuid())
-            .bind(at(now))
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(storage_error("grant"))?;
-            sqlx::query("DELETE FROM sso_sessions WHERE user_id = $1")
-                .bind(user.id.as_uuid())
-                .execute(&mut *tx)
-                .await
-                .map_err(storage_error("session"))?;
-        }
-        tx.commit().await.map_err(storage_error("user"))?;
-        if let Some(memory) = self.memory() {
-            memory.grants_revoked(revoked.into_iter().map(GrantId::from));
-        }
-        Ok(Some(user))
+        self.set_user_flag("UPDATE users SET blocked = $2 WHERE login = $1 RETURNING *", login, blocked, now).await
+    }
+
+    async fn set_user_deactivated(&self, id: UserId, deactivated: bool, now: OffsetDateTime) -> Result<Option<User>> {
+        let sql = "UPDATE users SET deactivated = $2 WHERE id = $1::uuid RETURNING *";
+        self.set_user_flag(sql, &id.to_string(), deactivated, now).await
     }
 
     async fn update_user(&self, user: &User) -> Result<bool> {

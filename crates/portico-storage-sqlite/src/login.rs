@@ -145,15 +145,16 @@ impl ConsentRepository for SqliteStore {
 
 #[async_trait]
 impl LoginGuardRepository for SqliteStore {
-    async fn throttle(&self, key: &str, forget_before: OffsetDateTime) -> Result<Throttle> {
+    async fn throttle(&self, key: &str, forget_before: OffsetDateTime, now: OffsetDateTime) -> Result<Throttle> {
         let key = key.to_owned();
         self.db
             .read(move |c| {
                 let found = one(
                     c,
-                    "SELECT CASE WHEN updated_at < ?2 THEN 0 ELSE failures END AS failures, locked_until \
-                     FROM login_throttles WHERE key = ?1",
-                    params![key, secs(forget_before)],
+                    "SELECT CASE WHEN updated_at < ?2 THEN 0 ELSE max(failures - \
+                     (SELECT count(*) FROM login_attempts_pending p WHERE p.key = ?1 AND p.expires_at <= ?3), 0) \
+                     END AS failures, locked_until FROM login_throttles WHERE key = ?1",
+                    params![key, secs(forget_before), secs(now)],
                     |row| {
                         Ok(Throttle { failures: count(row, "failures")?, locked_until: row.time_opt("locked_until")? })
                     },
@@ -167,11 +168,25 @@ impl LoginGuardRepository for SqliteStore {
         let key = attempt.key.to_owned();
         let (now, forget_before, hold_from, hold_until) =
             (attempt.now, attempt.forget_before, attempt.hold_from, attempt.hold_until);
+        let (id, report_by) = (attempt.attempt.to_string(), attempt.report_by);
         self.db
             .write("login throttle", move |tx| {
+                // Attempts whose outcome never came (their node died) count no more.
+                let expired = run(
+                    tx,
+                    "DELETE FROM login_attempts_pending WHERE key = ?1 AND expires_at <= ?2",
+                    params![key, secs(now)],
+                )?;
+                if expired > 0 {
+                    run(
+                        tx,
+                        "UPDATE login_throttles SET failures = max(failures - ?2, 0) WHERE key = ?1",
+                        params![key, i64::try_from(expired).unwrap_or(i64::MAX)],
+                    )?;
+                }
                 // One statement: the count, the hold and the refusal of a
                 // locked key are decided together.
-                one(
+                let counted = one(
                     tx,
                     "INSERT INTO login_throttles (key, failures, locked_until, updated_at) \
                      VALUES (?1, 1, CASE WHEN 1 >= ?4 THEN ?5 ELSE NULL END, ?2) \
@@ -186,21 +201,50 @@ impl LoginGuardRepository for SqliteStore {
                      RETURNING failures",
                     params![key, secs(now), secs(forget_before), hold_from, secs(hold_until)],
                     |row| count(row, "failures"),
-                )
+                )?;
+                if counted.is_some() {
+                    run(
+                        tx,
+                        "INSERT OR REPLACE INTO login_attempts_pending (key, attempt, expires_at) VALUES (?1, ?2, ?3)",
+                        params![key, id, secs(report_by)],
+                    )?;
+                }
+                Ok(counted)
             })
             .await
     }
 
-    async fn uncount_attempt(&self, key: &str, hold_until: Option<OffsetDateTime>) -> Result<()> {
+    async fn uncount_attempt(&self, key: &str, attempt: Uuid, hold_until: Option<OffsetDateTime>) -> Result<()> {
+        let key = key.to_owned();
+        self.db
+            .write("login throttle", move |tx| {
+                // Only an attempt still pending is taken back: one taken back
+                // as unreported already is not taken twice.
+                let pending = run(
+                    tx,
+                    "DELETE FROM login_attempts_pending WHERE key = ?1 AND attempt = ?2",
+                    params![key, attempt.to_string()],
+                )?;
+                run(
+                    tx,
+                    "UPDATE login_throttles SET failures = failures - ?3, \
+                     locked_until = CASE WHEN locked_until = ?2 THEN NULL ELSE locked_until END \
+                     WHERE key = ?1 AND failures > 0",
+                    params![key, secs_opt(hold_until), i64::from(pending > 0)],
+                )?;
+                Ok(())
+            })
+            .await
+    }
+
+    async fn report_attempt(&self, key: &str, attempt: Uuid) -> Result<()> {
         let key = key.to_owned();
         self.db
             .write("login throttle", move |tx| {
                 run(
                     tx,
-                    "UPDATE login_throttles SET failures = failures - 1, \
-                     locked_until = CASE WHEN locked_until = ?2 THEN NULL ELSE locked_until END \
-                     WHERE key = ?1 AND failures > 0",
-                    params![key, secs_opt(hold_until)],
+                    "DELETE FROM login_attempts_pending WHERE key = ?1 AND attempt = ?2",
+                    params![key, attempt.to_string()],
                 )?;
                 Ok(())
             })
@@ -226,7 +270,8 @@ impl LoginGuardRepository for SqliteStore {
         let key = key.to_owned();
         self.db
             .write("login throttle", move |tx| {
-                run(tx, "DELETE FROM login_throttles WHERE key = ?1", [key])?;
+                run(tx, "DELETE FROM login_throttles WHERE key = ?1", [&key])?;
+                run(tx, "DELETE FROM login_attempts_pending WHERE key = ?1", [&key])?;
                 Ok(())
             })
             .await
@@ -240,6 +285,7 @@ impl LoginGuardRepository for SqliteStore {
                     "DELETE FROM login_throttles WHERE updated_at < ?1 AND (locked_until IS NULL OR locked_until < ?1)",
                     [secs(before)],
                 )?;
+                run(tx, "DELETE FROM login_attempts_pending WHERE expires_at < ?1", [secs(before)])?;
                 Ok(u64::try_from(removed).unwrap_or(u64::MAX))
             })
             .await

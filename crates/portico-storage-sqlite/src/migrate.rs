@@ -27,6 +27,8 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (11, "audit actor", include_str!("../migrations/0011_audit_actor.sql")),
     (12, "user provisioning", include_str!("../migrations/0012_user_provisioning.sql")),
     (13, "operators", include_str!("../migrations/0013_operators.sql")),
+    (14, "user deactivation", include_str!("../migrations/0014_user_deactivation.sql")),
+    (15, "throttle pending", include_str!("../migrations/0015_throttle_pending.sql")),
 ];
 
 /// Applies the migrations that have not run yet.

@@ -13,7 +13,7 @@ use crate::db::{Columns, Res, all, one, run, secs, to_json};
 use crate::{Result, SqliteStore};
 
 /// A user's columns, in the order of [`user_named`].
-const COLUMNS: [&str; 10] = [
+const COLUMNS: [&str; 11] = [
     "id",
     "login",
     "password_hash",
@@ -22,6 +22,7 @@ const COLUMNS: [&str; 10] = [
     "name",
     "phone_login_enabled",
     "blocked",
+    "deactivated",
     "created_at",
     "provisioned",
 ];
@@ -31,8 +32,8 @@ const COLUMNS: [&str; 10] = [
 pub(crate) const OWNER_COLUMNS: &str = "u.id AS owner_id, u.login AS owner_login, \
      u.password_hash AS owner_password_hash, u.phone AS owner_phone, u.email AS owner_email, u.name AS owner_name, \
      u.phone_login_enabled AS owner_phone_login_enabled, u.blocked AS owner_blocked, \
-     u.created_at AS owner_created_at, u.provisioned AS owner_provisioned";
-const OWNER: [&str; 10] = [
+     u.deactivated AS owner_deactivated, u.created_at AS owner_created_at, u.provisioned AS owner_provisioned";
+const OWNER: [&str; 11] = [
     "owner_id",
     "owner_login",
     "owner_password_hash",
@@ -41,6 +42,7 @@ const OWNER: [&str; 10] = [
     "owner_name",
     "owner_phone_login_enabled",
     "owner_blocked",
+    "owner_deactivated",
     "owner_created_at",
     "owner_provisioned",
 ];
@@ -59,7 +61,8 @@ pub(crate) fn owner_from(row: &Row<'_>) -> Res<Option<User>> {
 
 fn user_named(
     row: &Row<'_>,
-    [id, login, password_hash, phone, email, name, phone_login, blocked, created_at, provisioned]: &[&str; 10],
+    [id, login, password_hash, phone, email, name, phone_login, blocked, deactivated, created_at, provisioned]: &[&str;
+         11],
 ) -> Res<User> {
     Ok(User {
         id: row.uuid(id)?.into(),
@@ -70,6 +73,7 @@ fn user_named(
         name: row.get(*name)?,
         phone_login_enabled: row.get(*phone_login)?,
         blocked: row.get(*blocked)?,
+        deactivated: row.get(*deactivated)?,
         created_at: row.time(created_at)?,
         provisioned: row.json_opt(provisioned)?,
     })
@@ -97,6 +101,9 @@ fn matching(query: &UserQuery) -> (String, Vec<Value>) {
     if let Some(blocked) = query.blocked {
         sql.push_str(if blocked { " AND blocked" } else { " AND NOT blocked" });
     }
+    if let Some(deactivated) = query.deactivated {
+        sql.push_str(if deactivated { " AND deactivated" } else { " AND NOT deactivated" });
+    }
     (sql, values)
 }
 
@@ -109,7 +116,7 @@ impl UserRepository for SqliteStore {
                 run(
                     tx,
                     "INSERT INTO users (id, login, password_hash, phone, email, name, phone_login_enabled, blocked, \
-                     created_at, provisioned) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                     deactivated, created_at, provisioned) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                     params![
                         user.id.to_string(),
                         user.login,
@@ -119,6 +126,7 @@ impl UserRepository for SqliteStore {
                         user.name,
                         user.phone_login_enabled,
                         user.blocked,
+                        user.deactivated,
                         secs(user.created_at),
                         user.provisioned.as_ref().map(to_json).transpose()?,
                     ],
@@ -147,30 +155,13 @@ impl UserRepository for SqliteStore {
     }
 
     async fn set_user_blocked(&self, login: &str, blocked: bool, now: OffsetDateTime) -> Result<Option<User>> {
-        let login = login.to_owned();
-        let user = self
-            .db
-            .write("user", move |tx| {
-                let sql = "UPDATE users SET blocked = ?2 WHERE login = ?1 RETURNING *";
-                let Some(user) = one(tx, sql, params![login, blocked], user_from)? else {
-                    return Ok(None);
-                };
-                if blocked {
-                    let id = user.id.to_string();
-                    run(
-                        tx,
-                        "UPDATE grants SET revoked_at = ?2 WHERE user_id = ?1 AND revoked_at IS NULL",
-                        params![id, secs(now)],
-                    )?;
-                    run(tx, "DELETE FROM sso_sessions WHERE user_id = ?1", [id])?;
-                }
-                Ok(Some(user))
-            })
-            .await?;
-        if let Some(memory) = self.memory().filter(|_| blocked) {
-            memory.forget_live_grants();
-        }
-        Ok(user)
+        self.set_user_flag("UPDATE users SET blocked = ?2 WHERE login = ?1 RETURNING *", login.to_owned(), blocked, now)
+            .await
+    }
+
+    async fn set_user_deactivated(&self, id: UserId, deactivated: bool, now: OffsetDateTime) -> Result<Option<User>> {
+        let sql = "UPDATE users SET deactivated = ?2 WHERE id = ?1 RETURNING *";
+        self.set_user_flag(sql, id.to_string(), deactivated, now).await
     }
 
     async fn update_user(&self, user: &User) -> Result<bool> {
@@ -272,5 +263,41 @@ impl UserRepository for SqliteStore {
                 Ok(exists)
             })
             .await
+    }
+}
+
+impl SqliteStore {
+    /// Sets a flag that keeps a user out (`sql` names it, and the user by
+    /// `?1`); setting it also revokes every grant of the user and ends the
+    /// user's SSO sessions, in one transaction.
+    async fn set_user_flag(
+        &self,
+        sql: &'static str,
+        user: String,
+        set: bool,
+        now: OffsetDateTime,
+    ) -> Result<Option<User>> {
+        let user = self
+            .db
+            .write("user", move |tx| {
+                let Some(user) = one(tx, sql, params![user, set], user_from)? else {
+                    return Ok(None);
+                };
+                if set {
+                    let id = user.id.to_string();
+                    run(
+                        tx,
+                        "UPDATE grants SET revoked_at = ?2 WHERE user_id = ?1 AND revoked_at IS NULL",
+                        params![id, secs(now)],
+                    )?;
+                    run(tx, "DELETE FROM sso_sessions WHERE user_id = ?1", [id])?;
+                }
+                Ok(Some(user))
+            })
+            .await?;
+        if let Some(memory) = self.memory().filter(|_| set) {
+            memory.forget_live_grants();
+        }
+        Ok(user)
     }
 }

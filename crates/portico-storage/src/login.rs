@@ -80,6 +80,12 @@ pub struct Throttle {
 #[derive(Debug, Clone, Copy)]
 pub struct CountAttempt<'a> {
     pub key: &'a str,
+    /// The attempt, the same on each of its keys: its outcome is reported
+    /// under it.
+    pub attempt: Uuid,
+    /// Unreported by then (its node died, or the database failed before
+    /// the outcome was stored), the attempt no longer counts.
+    pub report_by: OffsetDateTime,
     pub now: OffsetDateTime,
     /// A count last changed before this starts again from zero.
     pub forget_before: OffsetDateTime,
@@ -91,35 +97,47 @@ pub struct CountAttempt<'a> {
 
 #[async_trait]
 pub trait LoginGuardRepository: Send + Sync {
-    /// The counter of `key` (zero when it has none, or when it was last
-    /// changed before `forget_before`).
+    /// The counter of `key` at `now` (zero when it has none, or when it was
+    /// last changed before `forget_before`), without the attempts whose
+    /// outcome was due by `now` and never reported.
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn throttle(&self, key: &str, forget_before: OffsetDateTime) -> Result<Throttle>;
+    async fn throttle(&self, key: &str, forget_before: OffsetDateTime, now: OffsetDateTime) -> Result<Throttle>;
     /// Counts an attempt on a key before the attempt is checked, in one
     /// atomic statement. `None`: the key is locked at `now` and nothing was
     /// counted. Otherwise the count including this attempt; of parallel
     /// calls each gets a different count. When the count reaches
     /// `hold_from`, the same statement locks the key until `hold_until`, so
-    /// that parallel attempts wait for this one's outcome.
+    /// that parallel attempts wait for this one's outcome. The attempt is
+    /// pending until reported ([`LoginGuardRepository::report_attempt`],
+    /// [`LoginGuardRepository::uncount_attempt`],
+    /// [`LoginGuardRepository::clear_throttle`]); attempts of the key still
+    /// pending past their `report_by` are taken back first.
     ///
     /// # Errors
     /// Only when the store fails.
     async fn count_attempt(&self, attempt: CountAttempt<'_>) -> Result<Option<u32>>;
-    /// Takes back one counted attempt that was not checked after all, and
-    /// the hold it set, if any (`hold_until`: the key's lock is removed if it
-    /// is still exactly that).
+    /// Takes back counted `attempt` that was not checked after all (or
+    /// succeeded, on a key a success does not clear), and the hold it set,
+    /// if any (`hold_until`: the key's lock is removed if it is still
+    /// exactly that). An attempt already taken back as unreported is not
+    /// taken back twice.
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn uncount_attempt(&self, key: &str, hold_until: Option<OffsetDateTime>) -> Result<()>;
+    async fn uncount_attempt(&self, key: &str, attempt: Uuid, hold_until: Option<OffsetDateTime>) -> Result<()>;
+    /// Reports that `attempt` was checked and failed: it stays counted.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn report_attempt(&self, key: &str, attempt: Uuid) -> Result<()>;
     /// Locks `key` until `until`, unless it is locked for longer already.
     ///
     /// # Errors
     /// Only when the store fails.
     async fn lock_throttle(&self, key: &str, until: OffsetDateTime) -> Result<()>;
-    /// Forgets `key`'s count and lock (a success).
+    /// Forgets `key`'s count, lock and pending attempts (a success).
     ///
     /// # Errors
     /// Only when the store fails.

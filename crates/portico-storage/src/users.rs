@@ -32,6 +32,15 @@ pub trait UserRepository: Send + Sync {
     /// # Errors
     /// Only when the store fails.
     async fn set_user_blocked(&self, login: &str, blocked: bool, now: OffsetDateTime) -> Result<Option<User>>;
+    /// Deactivates or activates a user on the provisioning system's word,
+    /// apart from an operator's block. Deactivating also revokes every
+    /// grant of the user and ends the user's SSO sessions, in one
+    /// transaction, as blocking does. Returns the user, or `None` when
+    /// there is no such user.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn set_user_deactivated(&self, id: UserId, deactivated: bool, now: OffsetDateTime) -> Result<Option<User>>;
     /// Replaces what an operator may change of a user: login, password
     /// hash, phone, e-mail, name and whether phone login is on (never the
     /// id, the block or the creation time). Returns whether the user exists.
@@ -87,8 +96,10 @@ pub struct UserQuery {
     /// Matched against the normalized (E.164) phone.
     pub phone: Option<TextMatch>,
     pub email: Option<TextMatch>,
-    /// Only blocked (`true`) or only active (`false`) users.
+    /// Only blocked (`true`) or only unblocked (`false`) users.
     pub blocked: Option<bool>,
+    /// Only users the provisioning system deactivated (`true`) or not.
+    pub deactivated: Option<bool>,
     /// The last login of the previous page.
     pub after: Option<String>,
     /// Matches to skip first (for clients that page by index).
@@ -98,6 +109,15 @@ pub struct UserQuery {
 
 impl Default for UserQuery {
     fn default() -> Self {
-        Self { login: None, phone: None, email: None, blocked: None, after: None, offset: 0, limit: 50 }
+        Self {
+            login: None,
+            phone: None,
+            email: None,
+            blocked: None,
+            deactivated: None,
+            after: None,
+            offset: 0,
+            limit: 50,
+        }
     }
 }

@@ -102,6 +102,7 @@ async fn logins(backend: portico_tests::Backend, cores: usize, hashes: f64) {
                 name: None,
                 phone_login_enabled: true,
                 blocked: false,
+                deactivated: false,
                 created_at: time::OffsetDateTime::now_utc(),
                 provisioned: None,
             })

@@ -461,6 +461,7 @@ impl TestApp {
                 name: None,
                 phone_login_enabled: false,
                 blocked: false,
+                deactivated: false,
                 created_at: self.clock.now(),
                 provisioned: None,
             })

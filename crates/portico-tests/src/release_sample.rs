@@ -92,6 +92,7 @@ pub fn sample() -> Sample {
         name: Some("Пользователь Выпуска".into()),
         phone_login_enabled: true,
         blocked: false,
+        deactivated: false,
         created_at: t0 + Duration::seconds(1),
         provisioned: None,
     };
@@ -103,6 +104,7 @@ pub fn sample() -> Sample {
         name: None,
         phone_login_enabled: false,
         blocked: true,
+        deactivated: false,
         ..user.clone()
     };
     let retired_key = SigningKeyRecord {
@@ -411,6 +413,8 @@ pub async fn fill(store: &dyn Storage, s: &Sample) {
         store
             .count_attempt(CountAttempt {
                 key: &s.throttle_key,
+                attempt: uuid::Uuid::new_v4(),
+                report_by: t0 + Duration::days(1),
                 now: t0,
                 forget_before: t0 - Duration::days(1),
                 hold_from: 5,

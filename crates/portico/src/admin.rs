@@ -116,7 +116,8 @@ pub enum KeyCommand {
 async fn service(config: &Config) -> anyhow::Result<AdminService> {
     let store = portico_server::app::open_store(config).await?;
     let secret = InstanceSecret::load(config)?;
-    Ok(AdminService::new(store, Arc::new(SystemClock), secret.sealer()))
+    Ok(AdminService::new(store, Arc::new(SystemClock), secret.sealer())
+        .allowing_insecure_addresses(config.notifications.allow_insecure_callbacks.unwrap_or(false)))
 }
 
 pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<()> {
@@ -200,7 +201,11 @@ pub async fn users(config: &Config, command: UserCommand) -> anyhow::Result<()> 
                     user.id,
                     user.phone.as_deref().unwrap_or("-"),
                     user.email.as_deref().unwrap_or("-"),
-                    if user.blocked { "\tBLOCKED" } else { "" }
+                    match (user.blocked, user.deactivated) {
+                        (true, _) => "\tBLOCKED",
+                        (false, true) => "\tDEACTIVATED",
+                        (false, false) => "",
+                    }
                 );
             }
         }

@@ -32,7 +32,11 @@ pub struct UserView {
     pub email: Option<String>,
     pub name: Option<String>,
     pub phone_login_enabled: bool,
+    /// Blocked by an operator (lifted only by an operator).
     pub blocked: bool,
+    /// Deactivated by the provisioning system (SCIM `active: false`;
+    /// lifted only by it). The user signs in when neither is set.
+    pub deactivated: bool,
     #[serde(with = "time::serde::rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub created_at: OffsetDateTime,
@@ -48,6 +52,7 @@ impl From<User> for UserView {
             name: user.name,
             phone_login_enabled: user.phone_login_enabled,
             blocked: user.blocked,
+            deactivated: user.deactivated,
             created_at: user.created_at,
         }
     }
@@ -210,6 +215,7 @@ pub async fn search(
         phone,
         email: search.email.map(TextMatch::Is),
         blocked: search.blocked,
+        deactivated: None,
         after: search.after,
         offset: 0,
         limit: limit + 1,

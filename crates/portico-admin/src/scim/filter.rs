@@ -8,7 +8,7 @@ use portico_model::otp::normalize_phone;
 use portico_storage::{TextMatch, UserQuery};
 
 use super::resource::Refusal;
-use super::schema::CORE_USER;
+use super::schema::{CORE_USER, MAX_FILTER_CHARS, MAX_FILTER_CLAUSES};
 
 const SUPPORTED: &str = "supported: userName, emails, phoneNumbers with eq or sw, active with eq, joined by and";
 
@@ -64,10 +64,18 @@ fn tokens(filter: &str) -> Result<Vec<String>, Refusal> {
 /// # Errors
 /// `invalidFilter` naming what is not understood.
 pub fn parse(filter: &str) -> Result<UserQuery, Refusal> {
+    if filter.chars().count() > MAX_FILTER_CHARS {
+        return Err(refuse(format!("a filter has at most {MAX_FILTER_CHARS} characters")));
+    }
     let tokens = tokens(filter)?;
     let mut query = UserQuery::default();
     let mut rest = tokens.as_slice();
+    let mut clauses = 0;
     loop {
+        clauses += 1;
+        if clauses > MAX_FILTER_CLAUSES {
+            return Err(refuse(format!("a filter joins at most {MAX_FILTER_CLAUSES} clauses")));
+        }
         let [attribute, operator, value, tail @ ..] = rest else {
             return Err(refuse(format!("{filter:?} is not `attribute operator value`")));
         };
@@ -94,7 +102,7 @@ fn apply(query: &mut UserQuery, attribute: &str, operator: &str, value: &str) ->
         if operator != "eq" {
             return Err(refuse(format!("active {operator}")));
         }
-        query.blocked = Some(!active);
+        query.deactivated = Some(!active);
         return Ok(());
     }
     let text: String = serde_json::from_str(value).map_err(|_| refuse(format!("{value} is not a quoted string")))?;
@@ -132,7 +140,7 @@ mod tests {
         let query = parse(r#"userName sw "an" and emails.value eq "anna@example.com" AND active eq true"#).unwrap();
         assert_eq!(query.login, Some(TextMatch::StartsWith("an".into())));
         assert_eq!(query.email, Some(TextMatch::Is("anna@example.com".into())));
-        assert_eq!(query.blocked, Some(false));
+        assert_eq!(query.deactivated, Some(false));
         let urn = parse(&format!(r#"{CORE_USER}:userName Eq "a \"b\"""#)).unwrap();
         assert_eq!(urn.login, Some(TextMatch::Is("a \"b\"".into())));
         let phone = parse(r#"phoneNumbers eq "8 900 111-22-33""#).unwrap();

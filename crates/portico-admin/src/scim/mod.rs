@@ -267,13 +267,13 @@ fn number(name: &str, value: &str) -> Result<i64, ScimError> {
 async fn list(State(scim): State<ScimState>, headers: HeaderMap, RawQuery(query): RawQuery) -> Answer {
     scim.authorize(&headers)?;
     let mut request = ListRequest::default();
-    for (name, value) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
-        match name.as_ref() {
-            "filter" => request.filter = Some(value.into_owned()),
+    for (name, value) in query_parameters(query.as_deref())? {
+        match name.as_str() {
+            "filter" => request.filter = Some(value),
             "startIndex" => request.start_index = Some(number("startIndex", &value)?),
             "count" => request.count = Some(number("count", &value)?),
-            "attributes" => request.attributes = Some(value.into_owned()),
-            "excludedAttributes" => request.excluded = Some(value.into_owned()),
+            "attributes" => request.attributes = Some(value),
+            "excludedAttributes" => request.excluded = Some(value),
             "sortBy" | "sortOrder" => {} // sorting is not supported (ServiceProviderConfig): login order
             other => {
                 let detail = format!("unknown parameter {other:?}");
@@ -317,7 +317,7 @@ async fn answer_list(scim: &Scim, request: ListRequest) -> Answer {
     query.limit = count;
     let total = scim.service.store.count_users(&query).await.map_err(ServiceError::from)?;
     let users = if count == 0 { Vec::new() } else { scim.service.search_users(&query).await? };
-    let shown = Shown::new(request.attributes.as_deref(), request.excluded.as_deref());
+    let shown = Shown::new(request.attributes.as_deref(), request.excluded.as_deref())?;
     let resources = users.iter().map(|user| shown.apply(scim.render(user))).collect();
     Ok(scim_json(StatusCode::OK, &schema::list(resources, total, start_index)))
 }
@@ -329,22 +329,42 @@ struct Shown {
     excluded: Vec<String>,
 }
 
-fn names(list: Option<&str>) -> Vec<String> {
-    list.unwrap_or_default()
-        .split(',')
-        .map(|name| {
-            let name = name.trim();
-            let core = format!("{}:", schema::CORE_USER);
-            name.strip_prefix(&core).unwrap_or(name).to_ascii_lowercase()
-        })
-        .filter(|name| !name.is_empty())
-        .collect()
+/// A query's parameters; a parameter named twice is refused (which one
+/// would count is not said anywhere).
+fn query_parameters(query: Option<&str>) -> Result<Vec<(String, String)>, ScimError> {
+    let mut parameters: Vec<(String, String)> = Vec::new();
+    for (name, value) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
+        if parameters.iter().any(|(seen, _)| *seen == name) {
+            let detail = format!("the parameter {} is given more than once", portico_model::text::echo(&name));
+            return Err(ScimError::new(StatusCode::BAD_REQUEST, Some("invalidSyntax"), detail));
+        }
+        parameters.push((name.into_owned(), value.into_owned()));
+    }
+    Ok(parameters)
+}
+
+/// The names of an `attributes` or `excludedAttributes` list: at most
+/// [`schema::MAX_ATTRIBUTE_NAMES`].
+fn names(parameter: &str, list: Option<&str>) -> Result<Vec<String>, ScimError> {
+    let core = format!("{}:", schema::CORE_USER);
+    let mut names = Vec::new();
+    for name in list.unwrap_or_default().split(',').map(str::trim).filter(|name| !name.is_empty()) {
+        if names.len() == schema::MAX_ATTRIBUTE_NAMES {
+            let detail = format!("{parameter}: at most {} names", schema::MAX_ATTRIBUTE_NAMES);
+            return Err(ScimError::new(StatusCode::BAD_REQUEST, Some("invalidValue"), detail));
+        }
+        names.push(name.strip_prefix(&core).unwrap_or(name).to_ascii_lowercase());
+    }
+    Ok(names)
 }
 
 impl Shown {
-    fn new(attributes: Option<&str>, excluded: Option<&str>) -> Self {
-        let only = attributes.map(|list| names(Some(list))).filter(|names| !names.is_empty());
-        Self { only, excluded: names(excluded) }
+    fn new(attributes: Option<&str>, excluded: Option<&str>) -> Result<Self, ScimError> {
+        let only = match attributes {
+            Some(list) => Some(names("attributes", Some(list))?).filter(|names| !names.is_empty()),
+            None => None,
+        };
+        Ok(Self { only, excluded: names("excludedAttributes", excluded)? })
     }
 
     fn apply(&self, resource: Value) -> Value {
@@ -378,14 +398,14 @@ async fn read(
     let user = scim.user(&id).await?;
     let mut attributes = None;
     let mut excluded = None;
-    for (name, value) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
-        match name.as_ref() {
-            "attributes" => attributes = Some(value.into_owned()),
-            "excludedAttributes" => excluded = Some(value.into_owned()),
+    for (name, value) in query_parameters(query.as_deref())? {
+        match name.as_str() {
+            "attributes" => attributes = Some(value),
+            "excludedAttributes" => excluded = Some(value),
             _ => {}
         }
     }
-    let shown = Shown::new(attributes.as_deref(), excluded.as_deref());
+    let shown = Shown::new(attributes.as_deref(), excluded.as_deref())?;
     Ok(scim_json(StatusCode::OK, &shown.apply(scim.render(&user))))
 }
 

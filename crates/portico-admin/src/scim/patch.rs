@@ -155,6 +155,10 @@ pub fn apply(resource: Value, body: &Value) -> Result<Value, Refusal> {
     let Some(operations) = body.get("Operations").and_then(Value::as_array) else {
         return Err(Refusal::new("invalidSyntax", "Operations: an array of operations"));
     };
+    if operations.len() > super::schema::MAX_OPERATIONS {
+        let detail = format!("Operations: at most {} in one PATCH", super::schema::MAX_OPERATIONS);
+        return Err(Refusal::new("invalidValue", detail));
+    }
     for (i, operation) in operations.iter().enumerate() {
         let op = operation.get("op").and_then(Value::as_str).unwrap_or_default().to_ascii_lowercase();
         let path = match operation.get("path") {

@@ -14,7 +14,7 @@ use portico_model::otp::normalize_phone;
 use portico_model::user::User;
 use serde_json::{Map, Value, json};
 
-use super::schema::{CORE_USER, ENTERPRISE_ATTRIBUTES, ENTERPRISE_USER, NAME_PARTS};
+use super::schema::{CORE_USER, ENTERPRISE_ATTRIBUTES, ENTERPRISE_USER, MAX_TEXT, MAX_VALUES, NAME_PARTS};
 use crate::service::ProvisionedUser;
 
 /// Why a resource cannot be taken (RFC 7644 §3.12 `scimType`).
@@ -80,8 +80,10 @@ pub fn render(user: &User, location: &str) -> Value {
     if let Some(display) = kept.get("displayName") {
         resource.insert("displayName".into(), display.clone());
     }
-    if user.provisioned.is_none() || user.blocked || kept.contains_key("active") {
-        resource.insert("active".into(), json!(!user.blocked));
+    // `active` is the provisioning system's own state: an operator's block
+    // is not shown as `active: false` (nor lifted by `active: true`).
+    if user.provisioned.is_none() || user.deactivated || kept.contains_key("active") {
+        resource.insert("active".into(), json!(!user.deactivated));
     }
     let kept_email = primary_value(kept.get("emails"));
     if kept_email == user.email {
@@ -107,10 +109,18 @@ pub fn render(user: &User, location: &str) -> Value {
     Value::Object(resource)
 }
 
+/// `text` if it is within [`MAX_TEXT`] characters.
+fn bounded(text: &str, name: &str) -> Result<Value, Refusal> {
+    if text.chars().count() > MAX_TEXT {
+        return Err(Refusal::new("invalidValue", format!("{name}: at most {MAX_TEXT} characters")));
+    }
+    Ok(json!(text))
+}
+
 fn string_or_absent(resource: &Map<String, Value>, name: &str) -> Result<Option<Value>, Refusal> {
     match resource.get(name) {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(json!(s))),
+        Some(Value::String(s)) => Ok(Some(bounded(s, name)?)),
         Some(_) => Err(Refusal::new("invalidValue", format!("{name} must be a string"))),
     }
 }
@@ -125,7 +135,7 @@ fn complex(value: &Value, name: &str, parts: &[&str]) -> Result<Value, Refusal> 
         match object.get(*part) {
             None | Some(Value::Null) => {}
             Some(Value::String(s)) => {
-                kept.insert((*part).to_owned(), json!(s));
+                kept.insert((*part).to_owned(), bounded(s, &format!("{name}.{part}"))?);
             }
             Some(_) => return Err(Refusal::new("invalidValue", format!("{name}.{part} must be a string"))),
         }
@@ -138,6 +148,9 @@ fn multi_valued(value: &Value, name: &str) -> Result<Value, Refusal> {
     let Some(items) = value.as_array() else {
         return Err(Refusal::new("invalidValue", format!("{name} must be an array")));
     };
+    if items.len() > MAX_VALUES {
+        return Err(Refusal::new("invalidValue", format!("{name}: at most {MAX_VALUES} values")));
+    }
     let mut kept = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let object =
@@ -145,7 +158,7 @@ fn multi_valued(value: &Value, name: &str) -> Result<Value, Refusal> {
         let mut element = Map::new();
         match object.get("value") {
             Some(Value::String(s)) if !s.is_empty() => {
-                element.insert("value".into(), json!(s));
+                element.insert("value".into(), bounded(s, &format!("{name}[{i}].value"))?);
             }
             _ => return Err(Refusal::new("invalidValue", format!("{name}[{i}].value must be a non-empty string"))),
         }
@@ -153,7 +166,7 @@ fn multi_valued(value: &Value, name: &str) -> Result<Value, Refusal> {
             let kind = kind
                 .as_str()
                 .ok_or_else(|| Refusal::new("invalidValue", format!("{name}[{i}].type must be a string")))?;
-            element.insert("type".into(), json!(kind));
+            element.insert("type".into(), bounded(kind, &format!("{name}[{i}].type"))?);
         }
         if let Some(primary) = object.get("primary").filter(|v| !v.is_null()) {
             let primary = primary
@@ -242,6 +255,7 @@ mod tests {
             name: Some("Анна Смирнова".into()),
             phone_login_enabled: true,
             blocked: false,
+            deactivated: false,
             created_at: time::OffsetDateTime::UNIX_EPOCH,
             provisioned,
         }
@@ -275,10 +289,13 @@ mod tests {
         let rendered = render(&user(Some(kept.attributes)), "l");
         assert_eq!(rendered["phoneNumbers"], json!([{"value": "+79001112233", "type": "mobile", "primary": true}]));
         assert_eq!(rendered["name"], json!({"formatted": "Анна Смирнова"}));
-        assert!(rendered.get("active").is_none(), "never sent and not blocked");
-        let mut blocked = user(Some(json!({})));
+        assert!(rendered.get("active").is_none(), "never sent and not deactivated");
+        let mut deactivated = user(Some(json!({})));
+        deactivated.deactivated = true;
+        assert_eq!(render(&deactivated, "l")["active"], false);
+        let mut blocked = user(Some(json!({"active": true})));
         blocked.blocked = true;
-        assert_eq!(render(&blocked, "l")["active"], false);
+        assert_eq!(render(&blocked, "l")["active"], true, "an operator's block is not the provisioning system's");
     }
 
     #[test]

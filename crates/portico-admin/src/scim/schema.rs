@@ -13,6 +13,17 @@ pub const ERROR: &str = "urn:ietf:params:scim:api:messages:2.0:Error";
 
 /// Results per page at most.
 pub const MAX_RESULTS: u32 = 200;
+/// Values a multi-valued attribute (`emails`, `phoneNumbers`) may hold.
+pub const MAX_VALUES: usize = 10;
+/// Characters any text value kept for the provisioning system may hold.
+pub const MAX_TEXT: usize = 1024;
+/// Characters of a filter, and the clauses it may join with `and`.
+pub const MAX_FILTER_CHARS: usize = 1000;
+pub const MAX_FILTER_CLAUSES: usize = 10;
+/// Names an `attributes` or `excludedAttributes` list may hold.
+pub const MAX_ATTRIBUTE_NAMES: usize = 50;
+/// Operations one PATCH may carry.
+pub const MAX_OPERATIONS: usize = 50;
 
 pub fn service_provider_config(base: &str) -> Value {
     json!({

@@ -2,8 +2,10 @@
 //!
 //! Rules: a client id of 1 to 64 of `A-Z a-z 0-9 - _ . :`; a secret of at
 //! least 16 characters (secrets are stored with a fast hash, sound only for
-//! high-entropy values; a generated one has 256 bits); redirect and logout
-//! addresses absolute, without a fragment; scopes that Portico knows
+//! high-entropy values; a generated one has 256 bits); redirect and
+//! post-logout addresses as [`check_uri`] says; a back-channel logout
+//! address under the guard of every address Portico sends to
+//! ([`portico_model::address`]); scopes that Portico knows
 //! (`openid profile email phone`, as discovery lists them); names
 //! of at most 200 characters.
 
@@ -55,17 +57,68 @@ pub struct ClientChanges {
     pub backchannel_logout_uri: Option<Option<String>>,
 }
 
-/// An address the browser (or a logout token) is sent to: absolute
-/// `http(s)` (or a private-use scheme for native apps), without a fragment.
+/// Longest client address stored.
+pub const MAX_URI_LEN: usize = 2048;
+
+/// An address the browser is sent back to (a redirect or post-logout
+/// redirect URI; RFC 6749 §3.1.2, RFC 8252, RFC 9700 §4.1): at most
+/// [`MAX_URI_LEN`] bytes, absolute, without user information or fragment,
+/// and `https`; plain `http` only on a loopback host (a native app's
+/// local listener, RFC 8252 §7.3); or a native app's private-use scheme,
+/// which is a reversed domain name with a dot in it (`com.example.app:`,
+/// RFC 8252 §7.1), so never `javascript:`, `data:`, `file:` and the like.
 ///
 /// # Errors
 /// What is wrong with it.
 pub fn check_uri(uri: &str) -> Result<(), String> {
-    let url = url::Url::parse(uri).map_err(|e| format!("{uri}: not an absolute URL ({e})"))?;
-    if url.fragment().is_some() {
-        return Err(format!("{uri}: the address must not have a fragment"));
+    let shown = shown(uri);
+    if uri.len() > MAX_URI_LEN {
+        return Err(format!("{shown}: longer than {MAX_URI_LEN} bytes"));
     }
-    Ok(())
+    let url = url::Url::parse(uri).map_err(|e| format!("{shown}: not an absolute URL ({e})"))?;
+    if url.fragment().is_some() {
+        return Err(format!("{shown}: the address must not have a fragment"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(format!("{shown}: the address must not carry user information"));
+    }
+    match url.scheme() {
+        "https" if url.host().is_some() => Ok(()),
+        "http" if is_loopback(&url) => Ok(()),
+        "http" => Err(format!("{shown}: plain http only to a loopback address (127.0.0.1, [::1]); use https")),
+        scheme if scheme.contains('.') => Ok(()),
+        scheme => Err(format!(
+            "{shown}: the scheme {scheme:?} is not allowed; use https, or a native app's reversed domain \
+             name such as com.example.app:"
+        )),
+    }
+}
+
+fn is_loopback(url: &url::Url) -> bool {
+    match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(domain)) => domain.eq_ignore_ascii_case("localhost"),
+        None => false,
+    }
+}
+
+/// A back-channel logout address: Portico posts logout tokens to it, so
+/// it is held to the rule of every address Portico sends to on someone
+/// else's word (as merchant callbacks are): `https`, globally reachable.
+fn check_backchannel_uri(uri: &str, allow_insecure: bool) -> Result<(), String> {
+    portico_model::address::check_public_url(uri, allow_insecure)
+        .map_err(|problem| format!("{}: {problem}", shown(uri)))
+}
+
+/// An address as a problem names it: as it is when short and printable,
+/// else quoted and cut ([`portico_model::text::echo`]).
+fn shown(uri: &str) -> String {
+    if uri.chars().count() <= portico_model::text::ECHO_CHARS && !uri.chars().any(char::is_control) {
+        uri.to_owned()
+    } else {
+        portico_model::text::echo(uri)
+    }
 }
 
 fn check_uris(place: &str, uris: &[String], problems: &mut Vec<Problem>) {
@@ -153,7 +206,8 @@ impl AdminService {
         }
         check_uris("redirectUris", &new.redirect_uris, &mut problems);
         check_uris("postLogoutRedirectUris", &new.post_logout_redirect_uris, &mut problems);
-        if let Some(Err(message)) = new.backchannel_logout_uri.as_deref().map(check_uri) {
+        let insecure = self.allow_insecure_addresses;
+        if let Some(Err(message)) = new.backchannel_logout_uri.as_deref().map(|u| check_backchannel_uri(u, insecure)) {
             problems.push(Problem::new("backchannelLogoutUri", message));
         }
         check_name("nameRu", new.name_ru.as_ref(), &mut problems);
@@ -214,7 +268,8 @@ impl AdminService {
             changed.push("postLogoutRedirectUris");
         }
         if let Some(uri) = changes.backchannel_logout_uri {
-            if let Some(Err(message)) = uri.as_deref().map(check_uri) {
+            let insecure = self.allow_insecure_addresses;
+            if let Some(Err(message)) = uri.as_deref().map(|u| check_backchannel_uri(u, insecure)) {
                 problems.push(Problem::new("backchannelLogoutUri", message));
             }
             client.backchannel_logout_uri = uri;
@@ -303,5 +358,53 @@ mod tests {
         assert!(check_uri("com.example.app:/cb").is_ok(), "a native app's private-use scheme");
         assert!(check_uri("https://app.example/cb#x").unwrap_err().contains("fragment"));
         assert!(check_uri("/cb").unwrap_err().contains("absolute"));
+    }
+
+    #[test]
+    fn redirect_addresses_are_https_loopback_http_or_a_native_scheme() {
+        for good in [
+            "https://app.example/cb?x=1",
+            "http://127.0.0.1:8080/cb",
+            "http://[::1]:9000/cb",
+            "http://localhost/cb",
+            "ru.bank.app:/oauth2redirect",
+        ] {
+            assert!(check_uri(good).is_ok(), "{good}: {:?}", check_uri(good));
+        }
+        for bad in [
+            "javascript:alert(1)",
+            "JavaScript:alert(document.cookie)",
+            "data:text/html,<script>alert(1)</script>",
+            "vbscript:x",
+            "file:///etc/passwd",
+            "ftp://app.example/cb",
+            "http://app.example/cb",
+            "http://10.0.0.1/cb",
+            "https://user:pw@app.example/cb",
+            "https://user@app.example/cb",
+            "myapp:/cb",
+        ] {
+            assert!(check_uri(bad).is_err(), "{bad}");
+        }
+        let long = format!("https://app.example/{}", "a".repeat(MAX_URI_LEN));
+        let refusal = check_uri(&long).unwrap_err();
+        assert!(refusal.contains("longer than 2048") && refusal.len() < 200, "{refusal}");
+    }
+
+    #[test]
+    fn back_channel_addresses_are_public_https_unless_allowed() {
+        assert!(check_backchannel_uri("https://app.example/backchannel", false).is_ok());
+        for bad in [
+            "file:///etc/passwd",
+            "gopher://app.example/",
+            "http://app.example/logout",
+            "https://169.254.169.254/latest/meta-data",
+            "https://[::ffff:127.0.0.1]/x",
+            "https://localhost/x",
+        ] {
+            assert!(check_backchannel_uri(bad, false).is_err(), "{bad}");
+        }
+        assert!(check_backchannel_uri("http://127.0.0.1:9000/logout", true).is_ok(), "the demo's local receivers");
+        assert!(check_backchannel_uri("file:///etc/passwd", true).is_err(), "never another scheme");
     }
 }

@@ -74,11 +74,22 @@ pub struct AdminService {
     pub clock: Arc<dyn Clock>,
     /// Seals new signing keys (the instance secret's).
     pub sealer: Sealer,
+    /// Whether clients' back-channel logout addresses may be plain `http`
+    /// or not globally reachable (`notifications.allow_insecure_callbacks`:
+    /// the demo and local development only).
+    pub allow_insecure_addresses: bool,
 }
 
 impl AdminService {
     pub fn new(store: Arc<dyn Storage>, clock: Arc<dyn Clock>, sealer: Sealer) -> Self {
-        Self { store, clock, sealer }
+        Self { store, clock, sealer, allow_insecure_addresses: false }
+    }
+
+    /// The same service, allowing insecure addresses or not.
+    #[must_use]
+    pub fn allowing_insecure_addresses(mut self, allow: bool) -> Self {
+        self.allow_insecure_addresses = allow;
+        self
     }
 
     /// Records an administrative change; a failure to record is logged.

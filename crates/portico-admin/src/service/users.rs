@@ -188,6 +188,7 @@ impl AdminService {
             name: new.name,
             phone_login_enabled: new.phone_login_enabled.unwrap_or(true),
             blocked: false,
+            deactivated: false,
             created_at: now,
             provisioned,
         };
@@ -221,7 +222,7 @@ impl AdminService {
         };
         let mut user = self.create_user_with(actor, new, Some(p.attributes)).await?;
         if !p.active {
-            user = self.set_blocked(actor, user.id, true, Some("inactive when provisioned".into())).await?;
+            user = self.set_deactivated(actor, user.id, true).await?;
         }
         Ok(user)
     }
@@ -281,9 +282,10 @@ impl AdminService {
         if password_set {
             self.audit(actor, AuditEvent::new(now, AuditKind::UserPasswordSet).user(id)).await;
         }
-        if user.blocked == p.active {
-            let reason = if p.active { "activated" } else { "deactivated" };
-            user = self.set_blocked(actor, id, !p.active, Some(reason.into())).await?;
+        // `active` moves only the provisioning system's own state: an
+        // operator's block stands until an operator lifts it.
+        if user.deactivated == p.active {
+            user = self.set_deactivated(actor, id, !p.active).await?;
         }
         Ok(user)
     }
@@ -394,6 +396,31 @@ impl AdminService {
         }
         tracing::info!(user = %user.id, blocked, %actor, "user block changed");
         self.audit(actor, event).await;
+        Ok(user)
+    }
+
+    /// Deactivates (or activates) a user on the provisioning system's word:
+    /// deactivation ends every session as a logout would and revokes every
+    /// grant, as a block does, but is a state of its own.
+    async fn set_deactivated(&self, actor: &Actor, id: UserId, deactivated: bool) -> Result<User> {
+        let user = self.user(id).await?;
+        let now = self.clock.now();
+        if deactivated {
+            for session in self.store.list_sessions(user.id, now).await? {
+                portico_identity::login::session::end(
+                    self.store.as_ref(),
+                    &session,
+                    "user deactivated",
+                    Some(actor),
+                    now,
+                )
+                .await?;
+            }
+        }
+        let user = self.store.set_user_deactivated(id, deactivated, now).await?.ok_or_else(|| not_found(id))?;
+        let kind = if deactivated { AuditKind::UserDeactivated } else { AuditKind::UserActivated };
+        tracing::info!(user = %user.id, deactivated, %actor, "user deactivation changed");
+        self.audit(actor, AuditEvent::new(now, kind).user(user.id)).await;
         Ok(user)
     }
 

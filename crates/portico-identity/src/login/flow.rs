@@ -147,7 +147,7 @@ pub async fn advance(
     step: StepType,
 ) -> Result<Response, StorageError> {
     let now = identity.clock.now();
-    if user.blocked {
+    if !user.may_sign_in() {
         return user_blocked(identity, &process, user).await;
     }
     process.state.user_id = Some(user.id);

@@ -19,7 +19,10 @@
 //! for a delay that doubles from `first_delay` up to `max_delay`, and an
 //! attempt that reaches that count holds the key until its outcome is known.
 //! A success clears the account's (or the device's) key. A count that has
-//! not moved for `memory` starts again. An operator's block
+//! not moved for `memory` starts again. An attempt whose outcome is not
+//! reported within [`REPORT_WITHIN`] of its count (its node died, or the
+//! database failed in between) counts no more: only failures that happened
+//! pause anyone. An operator's block
 //! (`user-is-blocked`) is another thing: it is not a count.
 
 use std::net::IpAddr;
@@ -29,6 +32,11 @@ use portico_storage::{CountAttempt, StorageError};
 use time::{Duration, OffsetDateTime};
 
 use crate::Identity;
+
+/// How long a counted attempt may take to report its outcome: far more
+/// than a password check (tens of milliseconds, queued behind others) and
+/// a CAPTCHA verification take.
+pub const REPORT_WITHIN: Duration = Duration::minutes(2);
 
 /// Thresholds and delays of the guard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,9 +149,13 @@ pub enum Gate {
     Captcha,
 }
 
-/// The keys an open attempt was counted on, with its count on each.
+/// The keys an open attempt was counted on, with its count on each, and
+/// the attempt's id (its outcome is reported under it).
 #[derive(Debug)]
-pub struct Counted(Vec<(Key, u32)>);
+pub struct Counted {
+    attempt: uuid::Uuid,
+    keys: Vec<(Key, u32)>,
+}
 
 /// What a failed attempt leaves for the next one.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -189,7 +201,7 @@ async fn gate(identity: &Identity, attempt: &Attempt<'_>, captcha_token: Option<
     let keys = keys(policy, attempt);
     let mut captcha_needed = false;
     for key in &keys {
-        let state = identity.store.throttle(&key.name, forget_before).await?;
+        let state = identity.store.throttle(&key.name, forget_before, now).await?;
         if let Some(until) = state.locked_until.filter(|until| *until > now) {
             return Ok(Gate::Locked(until));
         }
@@ -203,28 +215,36 @@ async fn gate(identity: &Identity, attempt: &Attempt<'_>, captcha_token: Option<
         captcha_passed = true;
     }
     let hold_until = now + policy.first_delay;
-    let mut counted: Vec<(Key, u32)> = Vec::with_capacity(keys.len());
+    let mut counted = Counted { attempt: uuid::Uuid::new_v4(), keys: Vec::with_capacity(keys.len()) };
     for key in keys {
         let count = identity
             .store
-            .count_attempt(CountAttempt { key: &key.name, now, forget_before, hold_from: key.delay_after, hold_until })
+            .count_attempt(CountAttempt {
+                key: &key.name,
+                attempt: counted.attempt,
+                report_by: now + REPORT_WITHIN,
+                now,
+                forget_before,
+                hold_from: key.delay_after,
+                hold_until,
+            })
             .await?;
         match count {
-            Some(count) => counted.push((key, count)),
+            Some(count) => counted.keys.push((key, count)),
             None => {
                 // A parallel attempt holds the key: this one waits its turn.
-                let until = identity.store.throttle(&key.name, forget_before).await?.locked_until;
+                let until = identity.store.throttle(&key.name, forget_before, now).await?.locked_until;
                 uncount(identity, &counted, hold_until).await?;
                 return Ok(Gate::Locked(until.unwrap_or(now + policy.first_delay)));
             }
         }
     }
-    let over = counted.iter().any(|(key, count)| *count > key.captcha_after);
+    let over = counted.keys.iter().any(|(key, count)| *count > key.captcha_after);
     if over && !captcha_passed && !captcha_valid(identity, captcha_token).await {
         uncount(identity, &counted, hold_until).await?;
         return Ok(Gate::Captcha);
     }
-    Ok(Gate::Open(Counted(counted)))
+    Ok(Gate::Open(counted))
 }
 
 async fn captcha_valid(identity: &Identity, token: Option<&str>) -> bool {
@@ -234,10 +254,10 @@ async fn captcha_valid(identity: &Identity, token: Option<&str>) -> bool {
 
 /// Takes back attempts that were counted but not checked, with the holds
 /// they set: an attempt that never reached its check must not pause anyone.
-async fn uncount(identity: &Identity, counted: &[(Key, u32)], hold_until: OffsetDateTime) -> Result<(), StorageError> {
-    for (key, count) in counted {
+async fn uncount(identity: &Identity, counted: &Counted, hold_until: OffsetDateTime) -> Result<(), StorageError> {
+    for (key, count) in &counted.keys {
         let held = (*count >= key.delay_after).then_some(hold_until);
-        identity.store.uncount_attempt(&key.name, held).await?;
+        identity.store.uncount_attempt(&key.name, counted.attempt, held).await?;
     }
     Ok(())
 }
@@ -251,7 +271,8 @@ pub async fn failed(identity: &Identity, counted: Counted) -> Result<AfterFailur
     let policy = &identity.settings.guard;
     let now = identity.clock.now();
     let mut after = AfterFailure::default();
-    for (key, count) in &counted.0 {
+    for (key, count) in &counted.keys {
+        identity.store.report_attempt(&key.name, counted.attempt).await?;
         if let Some(delay) = policy.delay(key.delay_after, *count) {
             let until = now + delay;
             identity.store.lock_throttle(&key.name, until).await?;
@@ -275,11 +296,11 @@ pub async fn failed(identity: &Identity, counted: Counted) -> Result<AfterFailur
 /// # Errors
 /// When storage fails.
 pub async fn succeeded(identity: &Identity, counted: Counted) -> Result<(), StorageError> {
-    for (key, _) in &counted.0 {
+    for (key, _) in &counted.keys {
         if key.cleared_by_success {
             identity.store.clear_throttle(&key.name).await?;
         } else {
-            identity.store.uncount_attempt(&key.name, None).await?;
+            identity.store.uncount_attempt(&key.name, counted.attempt, None).await?;
         }
     }
     Ok(())
@@ -292,9 +313,10 @@ pub async fn succeeded(identity: &Identity, counted: Counted) -> Result<(), Stor
 /// When storage fails.
 pub async fn captcha_due(identity: &Identity, attempt: &Attempt<'_>) -> Result<bool, StorageError> {
     let policy = &identity.settings.guard;
-    let forget_before = identity.clock.now() - policy.memory;
+    let now = identity.clock.now();
+    let forget_before = now - policy.memory;
     for key in keys(policy, attempt) {
-        if identity.store.throttle(&key.name, forget_before).await?.failures >= key.captcha_after {
+        if identity.store.throttle(&key.name, forget_before, now).await?.failures >= key.captcha_after {
             return Ok(true);
         }
     }
@@ -328,6 +350,7 @@ mod tests {
             name: None,
             phone_login_enabled: true,
             blocked: false,
+            deactivated: false,
             created_at: OffsetDateTime::UNIX_EPOCH,
             provisioned: None,
         };

@@ -26,7 +26,7 @@ pub async fn current(
         return Ok(None);
     };
     match identity.store.find_user(session.user_id).await? {
-        Some(user) if !user.blocked => Ok(Some(session)),
+        Some(user) if user.may_sign_in() => Ok(Some(session)),
         _ => Ok(None),
     }
 }

@@ -273,7 +273,7 @@ async fn replayed_refresh(
 /// blocked or removed.
 fn active(user: Option<User>) -> Result<User, OAuthError> {
     match user {
-        Some(user) if !user.blocked => Ok(user),
+        Some(user) if user.may_sign_in() => Ok(user),
         Some(_) => Err(OAuthError::invalid_grant("the user is blocked")),
         None => Err(OAuthError::invalid_grant("the user no longer exists")),
     }

@@ -73,7 +73,7 @@ async fn answer(identity: &IdentityState, headers: &HeaderMap) -> Response {
         return invalid_token();
     };
     match identity.store.find_user(user_id.into()).await {
-        Ok(Some(user)) if !user.blocked => {
+        Ok(Some(user)) if user.may_sign_in() => {
             Json(UserInfo { sub: claims.sub.clone(), claims: UserClaims::for_scope(&user, &claims.scope) })
                 .into_response()
         }

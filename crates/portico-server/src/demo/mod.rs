@@ -217,6 +217,7 @@ pub async fn seed(
                 name: Some(user.name.to_owned()),
                 phone_login_enabled: user.phone_login,
                 blocked: user.blocked,
+                deactivated: false,
                 created_at: now,
                 provisioned: None,
             })

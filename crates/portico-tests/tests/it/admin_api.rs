@@ -683,3 +683,50 @@ async fn oversized_bodies_answer_413_on_every_admin_route() {
     assert_eq!(status, 200);
     assert_eq!(users["users"], json!([]), "nothing stored: {users}");
 }
+
+/// Client addresses of any other scheme, with user information, or too
+/// long are refused with every problem named; a back-channel address into
+/// the bank's own network is refused outside the demo; nothing is stored.
+#[tokio::test]
+async fn hostile_client_addresses_are_refused_and_change_nothing() {
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| c.notifications.allow_insecure_callbacks = Some(false)).await;
+        let long = format!("https://app.example/{}", "a".repeat(100_000));
+        let hostile = json!({
+            "clientId": "hostile",
+            "redirectUris": ["javascript:alert(document.cookie)", "data:text/html,x", "https://u:pw@app.example/cb", long],
+            "postLogoutRedirectUris": ["file:///etc/passwd"],
+            "backchannelLogoutUri": "http://169.254.169.254/latest/meta-data"
+        });
+        let (status, body) = admin(&app, "POST", "/admin/v1/clients", Some(hostile)).await;
+        assert_eq!((status, body["code"].as_str()), (400, Some("invalid_document")), "{backend:?}: {body:.300}");
+        assert_eq!(
+            problems(&body),
+            [
+                "redirectUris[0]",
+                "redirectUris[1]",
+                "redirectUris[2]",
+                "redirectUris[3]",
+                "postLogoutRedirectUris[0]",
+                "backchannelLogoutUri"
+            ],
+            "{body:.500}"
+        );
+        assert!(body.to_string().len() < 4096, "the answer does not repeat the megabyte");
+        assert_eq!(admin(&app, "GET", "/admin/v1/clients/hostile", None).await.0, 404, "nothing stored");
+
+        let good = json!({"clientId": "native", "redirectUris": ["ru.bank.app:/cb", "http://127.0.0.1:7777/cb"]});
+        assert_eq!(admin(&app, "POST", "/admin/v1/clients", Some(good)).await.0, 201);
+        for change in [
+            json!({"redirectUris": ["javascript:alert(1)"]}),
+            json!({"backchannelLogoutUri": "gopher://app.example/"}),
+            json!({"backchannelLogoutUri": "https://[::ffff:127.0.0.1]/logout"}),
+        ] {
+            let (status, body) = admin(&app, "PATCH", "/admin/v1/clients/native", Some(change.clone())).await;
+            assert_eq!((status, body["code"].as_str()), (400, Some("invalid_document")), "{change}: {body}");
+        }
+        let (_, client) = admin(&app, "GET", "/admin/v1/clients/native", None).await;
+        assert_eq!(client["redirectUris"], json!(["ru.bank.app:/cb", "http://127.0.0.1:7777/cb"]));
+        assert_eq!(client["backchannelLogoutUri"], Value::Null);
+    }
+}

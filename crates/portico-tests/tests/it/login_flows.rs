@@ -470,7 +470,7 @@ async fn pauses_grow_and_strangers_failures_never_pause_the_owner_on_a_trusted_d
             stranger.post_ok(&[("principal", "maria"), ("credentials", "wrong"), ("smart-token", captcha)]).await;
             let user = app.store.find_user_by_login("maria").await.unwrap().unwrap();
             let key = format!("account:{}", user.id);
-            let state = app.store.throttle(&key, app.clock.now() - Duration::hours(24)).await.unwrap();
+            let state = app.store.throttle(&key, app.clock.now() - Duration::hours(24), app.clock.now()).await.unwrap();
             if let Some(until) = state.locked_until.filter(|until| *until > app.clock.now()) {
                 pauses.push((until - app.clock.now()).whole_seconds());
                 app.clock.advance(until - app.clock.now() + Duration::seconds(1));
@@ -848,5 +848,40 @@ async fn a_completed_login_goes_back_to_the_request_it_kept_and_only_that_reques
         let id_token = claims(tokens["id_token"].as_str().unwrap());
         assert_eq!(id_token["nonce"], "n-456", "{backend:?}");
         assert!(id_token["auth_time"].is_i64(), "{backend:?}: max_age asks for auth_time");
+    }
+}
+
+/// A node that dies (or a database that fails) between counting a
+/// password attempt and checking it leaves a count no outcome ever
+/// reports: such counts stop counting after `guard::REPORT_WITHIN`, so a
+/// crash does not leave every login from an address behind a CAPTCHA.
+#[tokio::test]
+async fn attempts_whose_node_died_before_the_check_stop_counting() {
+    use portico_identity::login::guard::{self, Attempt, Gate, REPORT_WITHIN};
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let address: std::net::IpAddr = "198.51.100.20".parse().unwrap();
+        let captcha = portico_identity::captcha::DEV_TOKEN;
+        // Counted, then the node "dies": the outcome is never reported.
+        for i in 0..12 {
+            let principal = format!("nobody-{i}");
+            let attempt = Attempt { user: None, principal: &principal, trusted_device: None, address: Some(address) };
+            let gate = guard::before_check(&app.identity, &attempt, Some(captcha)).await.unwrap();
+            assert!(matches!(gate, Gate::Open(_)), "{gate:?}");
+            drop(gate);
+        }
+        let someone = Attempt { user: None, principal: "someone-else", trusted_device: None, address: Some(address) };
+        assert!(guard::captcha_due(&app.identity, &someone).await.unwrap(), "{backend:?}: counted while in flight");
+        app.clock.advance(REPORT_WITHIN + Duration::seconds(1));
+        assert!(!guard::captcha_due(&app.identity, &someone).await.unwrap(), "{backend:?}: no longer counted");
+        // The next attempt from the address is its first again.
+        let Gate::Open(counted) = guard::before_check(&app.identity, &someone, None).await.unwrap() else {
+            panic!("{backend:?}: no CAPTCHA needed");
+        };
+        let after = guard::failed(&app.identity, counted).await.unwrap();
+        assert!(!after.captcha_next, "{backend:?}: {after:?}");
+        let key = format!("address:{address}");
+        let state = app.store.throttle(&key, app.clock.now() - Duration::hours(24), app.clock.now()).await.unwrap();
+        assert_eq!(state.failures, 1, "{backend:?}");
     }
 }

@@ -133,6 +133,38 @@ async fn during_an_outage_the_event_intake_answers_503_within_the_acquire_timeou
     assert!(!events.iter().any(|e| e.starts_with("during-")), "nothing answered 503 was stored: {events:?}");
 }
 
+/// Submissions that arrive one after another during an outage are each
+/// answered within the acquire timeout and a second of their own arrival:
+/// one that queued behind a batch the database failed does not wait a
+/// second timeout for its own batch.
+#[tokio::test]
+async fn intake_submissions_arriving_one_after_another_in_an_outage_wait_one_timeout_each() {
+    let Some((proxy, app)) = behind_a_proxy("the staggered intake outage test", 2).await else { return };
+    assert_eq!(
+        submit_to(app.http(), app.url("/internal/v1/notifications/events/payment"), "before-1".into()).await.0,
+        202
+    );
+    proxy.cut();
+    let mut during = tokio::task::JoinSet::new();
+    for i in 0..10 {
+        let (http, url) = (app.http(), app.url("/internal/v1/notifications/events/payment"));
+        during.spawn(async move {
+            let started = std::time::Instant::now();
+            let (status, ..) = submit_to(http, url, format!("staggered-{i}")).await;
+            (status, started.elapsed())
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+    }
+    for (status, took) in during.join_all().await {
+        assert_eq!(status, 503);
+        assert!(
+            took < std::time::Duration::from_secs(3),
+            "answered within the 2 s acquire timeout and a second: {took:?}"
+        );
+    }
+    proxy.restore();
+}
+
 async fn submit_to(http: reqwest::Client, url: String, event_id: String) -> (u16, Option<String>, String) {
     let event = serde_json::json!({
         "paymentId": "pay-1", "transactionId": 9001, "orderId": "order-1", "amount": 150050,

@@ -94,7 +94,7 @@ async fn provisioned_users_log_in_and_deactivation_ends_their_sessions_and_token
         assert_eq!(
             kinds,
             [
-                ("user.blocked".to_owned(), scim_actor.clone()),
+                ("user.deactivated".to_owned(), scim_actor.clone()),
                 ("session.ended".to_owned(), scim_actor.clone()),
                 ("user.updated".to_owned(), scim_actor.clone())
             ]
@@ -337,5 +337,113 @@ async fn scim_changes_are_audited_with_what_changed() {
         let kinds: Vec<(&str, Option<&str>)> = audit.iter().map(|e| (e.kind.as_str(), e.actor.as_deref())).collect();
         assert_eq!(kinds, [("user.password_set", Some("scim")), ("user.updated", Some("scim"))], "{backend:?}");
         assert_eq!(audit[1].detail, json!({"changed": ["phone", "attributes"]}), "{backend:?}");
+    }
+}
+
+/// What the SCIM token may send is bounded: multi-valued attributes, text
+/// values, filters, attribute lists, PATCH operations; a repeated query
+/// parameter is refused. Each refusal is a SCIM 400 and stores nothing.
+#[tokio::test]
+async fn scim_requests_are_bounded() {
+    let app = TestApp::spawn(backends()[0]).await;
+    let emails: Vec<Value> = (0..11).map(|i| json!({"value": format!("e{i}@example.com")})).collect();
+    for (user, scim_type) in [
+        (json!({"schemas": [CORE], "userName": "many", "emails": emails}), "invalidValue"),
+        (json!({"schemas": [CORE], "userName": "many", "displayName": "x".repeat(1025)}), "invalidValue"),
+    ] {
+        let (status, body) = scim(&app, "POST", "/Users", Some(user)).await;
+        assert_eq!(status, 400, "{body}");
+        assert_scim_error(&body, 400, Some(scim_type));
+    }
+    let (_, found) = scim(&app, "GET", "/Users?filter=userName%20eq%20%22many%22", None).await;
+    assert_eq!(found["totalResults"], 0, "nothing stored");
+
+    let clauses = ["userName eq \"a\""; 11].join(" and ");
+    let long_filter = format!("userName eq \"{}\"", "a".repeat(1000));
+    let many_names = ["userName"; 51].join(",");
+    for (query, scim_type) in [
+        (
+            format!("filter={}", form_urlencoded::byte_serialize(clauses.as_bytes()).collect::<String>()),
+            "invalidFilter",
+        ),
+        (
+            format!("filter={}", form_urlencoded::byte_serialize(long_filter.as_bytes()).collect::<String>()),
+            "invalidFilter",
+        ),
+        (format!("attributes={many_names}"), "invalidValue"),
+        ("count=1&count=2".to_owned(), "invalidSyntax"),
+    ] {
+        let (status, body) = scim(&app, "GET", &format!("/Users?{query}"), None).await;
+        assert_eq!(status, 400, "{query:.80}: {body}");
+        assert_scim_error(&body, 400, Some(scim_type));
+    }
+    let (_, created) = scim(&app, "POST", "/Users", Some(json!({"schemas": [CORE], "userName": "bounded"}))).await;
+    let id = created["id"].as_str().unwrap().to_owned();
+    let (status, body) = scim(&app, "GET", &format!("/Users/{id}?attributes=userName&attributes=emails"), None).await;
+    assert_eq!(status, 400, "{body}");
+    let operations: Vec<Value> =
+        (0..51).map(|_| json!({"op": "replace", "path": "displayName", "value": "x"})).collect();
+    let patch = json!({"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"], "Operations": operations});
+    let (status, body) = scim(&app, "PATCH", &format!("/Users/{id}"), Some(patch)).await;
+    assert_eq!(status, 400, "{body}");
+    let add = json!({"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+                     "Operations": [{"op": "add", "path": "emails", "value": emails_of(11)}]});
+    let (status, body) = scim(&app, "PATCH", &format!("/Users/{id}"), Some(add)).await;
+    assert_eq!(status, 400, "{body}");
+    let (_, read) = scim(&app, "GET", &format!("/Users/{id}"), None).await;
+    assert!(read.get("emails").is_none() && read.get("displayName").is_none(), "unchanged: {read}");
+}
+
+fn emails_of(n: usize) -> Value {
+    Value::Array((0..n).map(|i| json!({"value": format!("e{i}@example.com")})).collect())
+}
+
+/// An operator's block and the provisioning system's `active` are two
+/// states: a SCIM replacement without `active` (or with `active: true`)
+/// does not lift a block, and an operator's unblock does not reactivate a
+/// user the provisioning system deactivated.
+#[tokio::test]
+async fn an_operators_block_and_scims_active_are_apart() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let sent = json!({"schemas": [CORE], "userName": "olya", "password": "olya-password-1",
+                          "phoneNumbers": [{"value": "+79005550011"}]});
+        let (_, created) = scim(&app, "POST", "/Users", Some(sent.clone())).await;
+        let id = created["id"].as_str().unwrap().to_owned();
+        let operator = |action: &'static str| {
+            let url = app.url(&format!("/admin/v1/users/{id}/{action}"));
+            let request = app.http().post(url).bearer_auth(ADMIN_TOKEN).json(&json!({"reason": "fraud check"}));
+            async move { request.send().await.unwrap().status().as_u16() }
+        };
+        assert_eq!(operator("block").await, 200);
+        for replacement in [sent.clone(), {
+            let mut active = sent.clone();
+            active["active"] = json!(true);
+            active
+        }] {
+            let (status, replaced) = scim(&app, "PUT", &format!("/Users/{id}"), Some(replacement)).await;
+            assert_eq!(status, 200);
+            assert_ne!(replaced["active"], json!(false), "{backend:?}: SCIM's own state, not the operator's block");
+            assert_eq!(login_error(&app, "olya", "olya-password-1").await.as_deref(), Some("user-is-blocked"));
+        }
+        let audit = app.store.recent_audit(20).await.unwrap();
+        assert!(!audit.iter().any(|e| e.kind == "user.unblocked" && e.actor.as_deref() == Some("scim")), "{backend:?}");
+        assert_eq!(operator("unblock").await, 200);
+        assert_eq!(login_error(&app, "olya", "olya-password-1").await, None, "the operator lifted it");
+
+        let deactivate = json!({"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+                                "Operations": [{"op": "replace", "path": "active", "value": false}]});
+        assert_eq!(scim(&app, "PATCH", &format!("/Users/{id}"), Some(deactivate)).await.0, 200);
+        assert_eq!(operator("unblock").await, 200);
+        assert_eq!(login_error(&app, "olya", "olya-password-1").await.as_deref(), Some("user-is-blocked"));
+        let response = app.http().get(app.url(&format!("/admin/v1/users/{id}"))).bearer_auth(ADMIN_TOKEN).send().await;
+        let user: Value = response.unwrap().json().await.unwrap();
+        assert_eq!((user["blocked"].as_bool(), user["deactivated"].as_bool()), (Some(false), Some(true)));
+        let (_, inactive) = scim(&app, "GET", "/Users?filter=active%20eq%20false", None).await;
+        assert_eq!(inactive["totalResults"], 1, "{backend:?}: {inactive}");
+        let activate = json!({"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+                              "Operations": [{"op": "replace", "path": "active", "value": true}]});
+        assert_eq!(scim(&app, "PATCH", &format!("/Users/{id}"), Some(activate)).await.0, 200);
+        assert_eq!(login_error(&app, "olya", "olya-password-1").await, None, "the provisioning system lifted it");
     }
 }

@@ -106,7 +106,7 @@ async fn every_row_reads_back_and_keeps_working(db: &dyn Storage) {
     assert_eq!(audit[3], s.audit[0]);
     assert!(db.is_device_trusted(s.user.id, &s.device, s.t0).await.unwrap());
     assert_eq!(db.find_consent(s.user.id, &s.client.client_id).await.unwrap(), Some(s.consent.clone()));
-    let throttle = db.throttle(&s.throttle_key, s.t0 - Duration::days(1)).await.unwrap();
+    let throttle = db.throttle(&s.throttle_key, s.t0 - Duration::days(1), s.t0).await.unwrap();
     assert_eq!(throttle.failures, 2);
     assert_eq!(throttle.locked_until, None);
 

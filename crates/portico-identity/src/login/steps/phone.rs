@@ -40,7 +40,7 @@ pub async fn phone(identity: &Identity, mut process: LoginProcess, params: &Para
             advance(identity, process, user, StepType::Phone).await
         }
         [user] => {
-            if user.blocked {
+            if !user.may_sign_in() {
                 return flow::user_blocked(identity, &process, user).await;
             }
             process.state.phone = number;

@@ -84,8 +84,11 @@ async fn throttle_counts_are_exact_under_parallel_attempts_and_holds_refuse_them
         let store = store(backend, &dir).await;
         let now = t0();
         let forget_before = now - Duration::hours(24);
+        // Every attempt here reports its outcome in time (a day).
         let attempt = move |key: &'static str, hold_from: u32| CountAttempt {
             key,
+            attempt: uuid::Uuid::new_v4(),
+            report_by: now + Duration::days(2),
             now,
             forget_before,
             hold_from,
@@ -96,12 +99,14 @@ async fn throttle_counts_are_exact_under_parallel_attempts_and_holds_refuse_them
         let mut attempts = tokio::task::JoinSet::new();
         for _ in 0..32 {
             let store = Arc::clone(&store);
-            attempts.spawn(async move { store.count_attempt(attempt("account:a", 1000)).await.unwrap() });
+            let one = attempt("account:a", 1000);
+            attempts.spawn(async move { (one.attempt, store.count_attempt(one).await.unwrap()) });
         }
-        let mut counts: Vec<u32> = attempts.join_all().await.into_iter().map(Option::unwrap).collect();
+        let counted_a = attempts.join_all().await;
+        let mut counts: Vec<u32> = counted_a.iter().map(|(_, count)| count.unwrap()).collect();
         counts.sort_unstable();
         assert_eq!(counts, (1..=32).collect::<Vec<_>>(), "{backend:?}");
-        assert_eq!(store.throttle("account:a", forget_before).await.unwrap().failures, 32);
+        assert_eq!(store.throttle("account:a", forget_before, now).await.unwrap().failures, 32);
 
         // From the hold count on, the attempt that reaches it holds the key:
         // of 32 parallel attempts on a key at 4 with hold_from 5, one is counted.
@@ -111,23 +116,26 @@ async fn throttle_counts_are_exact_under_parallel_attempts_and_holds_refuse_them
         let mut attempts = tokio::task::JoinSet::new();
         for _ in 0..32 {
             let store = Arc::clone(&store);
-            attempts.spawn(async move { store.count_attempt(attempt("account:b", 5)).await.unwrap() });
+            let one = attempt("account:b", 5);
+            attempts.spawn(async move { (one.attempt, store.count_attempt(one).await.unwrap()) });
         }
         let results = attempts.join_all().await;
-        assert_eq!(results.iter().filter(|r| r.is_some()).count(), 1, "{backend:?}: {results:?}");
-        assert_eq!(results.iter().flatten().next(), Some(&5));
-        let held = store.throttle("account:b", forget_before).await.unwrap();
+        assert_eq!(results.iter().filter(|(_, r)| r.is_some()).count(), 1, "{backend:?}: {results:?}");
+        let (holder, count) = results.iter().find(|(_, r)| r.is_some()).unwrap();
+        assert_eq!(*count, Some(5));
+        let held = store.throttle("account:b", forget_before, now).await.unwrap();
         assert_eq!(held, portico_storage::Throttle { failures: 5, locked_until: Some(now + Duration::seconds(30)) });
 
         // Taking the holding attempt back releases its hold, not another lock.
-        store.uncount_attempt("account:b", Some(now + Duration::seconds(30))).await.unwrap();
+        store.uncount_attempt("account:b", *holder, Some(now + Duration::seconds(30))).await.unwrap();
         assert_eq!(
-            store.throttle("account:b", forget_before).await.unwrap(),
+            store.throttle("account:b", forget_before, now).await.unwrap(),
             portico_storage::Throttle { failures: 4, locked_until: None }
         );
-        assert_eq!(store.count_attempt(attempt("account:b", 5)).await.unwrap(), Some(5), "held again");
-        store.uncount_attempt("account:b", Some(now + Duration::seconds(1))).await.unwrap();
-        let state = store.throttle("account:b", forget_before).await.unwrap();
+        let again = attempt("account:b", 5);
+        assert_eq!(store.count_attempt(again).await.unwrap(), Some(5), "held again");
+        store.uncount_attempt("account:b", again.attempt, Some(now + Duration::seconds(1))).await.unwrap();
+        let state = store.throttle("account:b", forget_before, now).await.unwrap();
         assert_eq!(state.locked_until, Some(now + Duration::seconds(30)), "another hold stays");
         store
             .count_attempt(CountAttempt { now: now + Duration::seconds(31), ..attempt("account:b", 5) })
@@ -137,21 +145,23 @@ async fn throttle_counts_are_exact_under_parallel_attempts_and_holds_refuse_them
         // A lock is never shortened; once over, counting goes on.
         store.lock_throttle("account:b", now + Duration::minutes(5)).await.unwrap();
         store.lock_throttle("account:b", now + Duration::minutes(1)).await.unwrap();
-        let state = store.throttle("account:b", forget_before).await.unwrap();
+        let state = store.throttle("account:b", forget_before, now).await.unwrap();
         assert_eq!(state.locked_until, Some(now + Duration::minutes(5)));
         let later = CountAttempt { now: now + Duration::minutes(6), ..attempt("account:b", 5) };
         assert_eq!(store.count_attempt(later).await.unwrap(), Some(6));
 
-        // An attempt taken back; a success clears; other keys untouched.
-        store.uncount_attempt("account:a", None).await.unwrap();
-        assert_eq!(store.throttle("account:a", forget_before).await.unwrap().failures, 31);
+        // An attempt taken back (once: twice changes nothing more); a
+        // success clears; other keys untouched.
+        store.uncount_attempt("account:a", counted_a[0].0, None).await.unwrap();
+        store.uncount_attempt("account:a", counted_a[0].0, None).await.unwrap();
+        assert_eq!(store.throttle("account:a", forget_before, now).await.unwrap().failures, 31);
         store.clear_throttle("account:a").await.unwrap();
-        assert_eq!(store.throttle("account:a", forget_before).await.unwrap(), Default::default());
-        assert_eq!(store.throttle("account:b", forget_before).await.unwrap().failures, 6);
+        assert_eq!(store.throttle("account:a", forget_before, now).await.unwrap(), Default::default());
+        assert_eq!(store.throttle("account:b", forget_before, now).await.unwrap().failures, 6);
 
         // A count that did not move within the memory starts again.
         let next_day = now + Duration::hours(25);
-        assert_eq!(store.throttle("account:b", next_day - Duration::hours(24)).await.unwrap().failures, 0);
+        assert_eq!(store.throttle("account:b", next_day - Duration::hours(24), next_day).await.unwrap().failures, 0);
         let fresh =
             CountAttempt { now: next_day, forget_before: next_day - Duration::hours(24), ..attempt("account:b", 5) };
         assert_eq!(store.count_attempt(fresh).await.unwrap(), Some(1));
@@ -159,7 +169,56 @@ async fn throttle_counts_are_exact_under_parallel_attempts_and_holds_refuse_them
         // Stale counters are removed; recent ones stay.
         store.count_attempt(attempt("address:192.0.2.1", 30)).await.unwrap();
         assert_eq!(store.remove_stale_throttles(now + Duration::hours(1)).await.unwrap(), 1, "{backend:?}");
-        assert_eq!(store.throttle("account:b", forget_before).await.unwrap().failures, 1);
+        assert_eq!(store.throttle("account:b", forget_before, now).await.unwrap().failures, 1);
+    }
+}
+
+/// An attempt whose outcome never comes (its node died between the count
+/// and the check) counts only until its `report_by`: then reads leave it
+/// out, and the next count takes it back. A reported failure stays.
+#[tokio::test]
+async fn unreported_attempts_stop_counting_and_reported_failures_stay() {
+    use portico_storage::CountAttempt;
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let now = t0();
+        let forget_before = now - Duration::hours(24);
+        let attempt = move |at: time::OffsetDateTime| CountAttempt {
+            key: "address:192.0.2.7",
+            attempt: uuid::Uuid::new_v4(),
+            report_by: at + Duration::minutes(2),
+            now: at,
+            forget_before,
+            hold_from: 1000,
+            hold_until: at + Duration::seconds(30),
+        };
+        // Two failures reported; twelve attempts whose node died.
+        for _ in 0..2 {
+            let failed = attempt(now);
+            store.count_attempt(failed).await.unwrap();
+            store.report_attempt(failed.key, failed.attempt).await.unwrap();
+        }
+        let mut attempts = tokio::task::JoinSet::new();
+        for _ in 0..12 {
+            let store = Arc::clone(&store);
+            attempts.spawn(async move { store.count_attempt(attempt(now)).await.unwrap() });
+        }
+        assert!(attempts.join_all().await.iter().all(Option::is_some));
+        let read = |at| {
+            let store = Arc::clone(&store);
+            async move { store.throttle("address:192.0.2.7", forget_before, at).await.unwrap().failures }
+        };
+        assert_eq!(read(now + Duration::minutes(1)).await, 14, "{backend:?}: in flight, they count");
+        assert_eq!(read(now + Duration::minutes(3)).await, 2, "{backend:?}: unreported, they count no more");
+        let next = attempt(now + Duration::minutes(3));
+        assert_eq!(store.count_attempt(next).await.unwrap(), Some(3), "{backend:?}: taken back, then counted");
+        // Taking back an attempt already taken back as unreported changes nothing.
+        let (key, late) = ("address:192.0.2.7", uuid::Uuid::new_v4());
+        store.uncount_attempt(key, late, None).await.unwrap();
+        assert_eq!(read(now + Duration::minutes(3)).await, 3);
+        store.report_attempt(next.key, next.attempt).await.unwrap();
+        assert_eq!(read(now + Duration::minutes(10)).await, 3, "reported failures stay");
     }
 }
 

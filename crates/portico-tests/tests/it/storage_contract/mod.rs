@@ -89,6 +89,7 @@ pub(crate) fn user(login: &str) -> User {
         name: Some("Имя".into()),
         phone_login_enabled: false,
         blocked: false,
+        deactivated: false,
         created_at: t0(),
         provisioned: None,
     }
