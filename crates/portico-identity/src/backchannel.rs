@@ -75,17 +75,29 @@ pub struct LogoutClaims {
 pub struct BackChannel {
     identity: Arc<Identity>,
     http: reqwest::Client,
+    /// Whether addresses must be public `https` ones (with a resolver).
+    public_only: bool,
 }
 
 impl BackChannel {
+    /// `resolver`, when given, decides where host names lead (one that
+    /// refuses internal addresses, outside the demo); then addresses
+    /// written as IP literals are checked before each send too.
+    ///
     /// # Errors
     /// When the HTTP client cannot be built.
-    pub fn new(identity: Arc<Identity>) -> Result<Self, reqwest::Error> {
-        let http = reqwest::Client::builder()
+    pub fn new(
+        identity: Arc<Identity>,
+        resolver: Option<Arc<dyn reqwest::dns::Resolve>>,
+    ) -> Result<Self, reqwest::Error> {
+        let mut builder = reqwest::Client::builder()
             .timeout(identity.settings.logout_delivery.timeout)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()?;
-        Ok(Self { identity, http })
+            .redirect(reqwest::redirect::Policy::none());
+        let public_only = resolver.is_some();
+        if let Some(resolver) = resolver {
+            builder = builder.dns_resolver(resolver);
+        }
+        Ok(Self { identity, http: builder.build()?, public_only })
     }
 
     /// One pass: claims the notices due now and attempts them all at once.
@@ -143,6 +155,10 @@ impl BackChannel {
 
     /// Signs the token and posts it; `Err` says why it did not arrive.
     async fn send(&self, notice: &LogoutNotice) -> Result<(), String> {
+        // An address written as an IP literal never reaches the resolver.
+        if self.public_only {
+            portico_model::address::check_public_url(&notice.uri, false).map_err(|e| format!("not sent: {e}"))?;
+        }
         let key = self.identity.tokens.keys.signing_key().await.map_err(|e| format!("no signing key: {e}"))?;
         let now = self.identity.clock.now();
         let claims = LogoutClaims {

@@ -12,6 +12,7 @@ pub mod consent;
 pub mod ids;
 pub mod key;
 pub mod login;
+pub mod login_name;
 pub mod notify;
 pub mod oauth;
 pub mod otp;

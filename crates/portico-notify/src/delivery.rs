@@ -84,8 +84,10 @@ fn jitter() -> f64 {
     (f64::from(u16::from_le_bytes([a, b])) / f64::from(u16::MAX)) * 2.0 - 1.0
 }
 
-/// Resolves callback hosts, refusing internal addresses.
-struct PublicOnly;
+/// Resolves the hosts of addresses Portico sends to on someone else's word
+/// (merchant callbacks, clients' back-channel logout addresses), refusing
+/// every address that is not globally reachable.
+pub struct PublicOnly;
 
 impl reqwest::dns::Resolve for PublicOnly {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {

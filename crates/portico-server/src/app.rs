@@ -398,7 +398,11 @@ impl App {
                 workers.push(tokio::spawn(portico_reports::worker::run(reports, every, stop.clone())));
             }
         }
-        let back_channel = portico_identity::backchannel::BackChannel::new(Arc::clone(&self.identity))
+        // Clients' back-channel addresses are held to the merchant callbacks'
+        // rule, also where their host names lead.
+        let resolver: Option<Arc<dyn reqwest::dns::Resolve>> = (!self.notify.allow_insecure_callbacks)
+            .then(|| Arc::new(portico_notify::delivery::PublicOnly) as Arc<dyn reqwest::dns::Resolve>);
+        let back_channel = portico_identity::backchannel::BackChannel::new(Arc::clone(&self.identity), resolver)
             .context("cannot build the back-channel logout HTTP client")?;
         let every = Duration::from_millis(self.config.login.logout_delivery_interval_ms.max(10));
         workers.push(tokio::spawn(portico_identity::backchannel::run(Arc::new(back_channel), every, stop.clone())));

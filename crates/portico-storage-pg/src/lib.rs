@@ -133,7 +133,8 @@ impl PgStore {
         sqlx::migrate!("./migrations")
             .run(&self.pool)
             .await
-            .map_err(|e| StorageError::Other(format!("PostgreSQL migration failed: {e}")))
+            .map_err(|e| StorageError::Other(format!("PostgreSQL migration failed: {e}")))?;
+        users::fill_login_keys(&self.pool).await
     }
 
     /// Closes every connection, waiting for running queries.

@@ -155,7 +155,7 @@ impl UserRepository for PgStore {
     async fn create_user(&self, user: &User) -> Result<()> {
         sqlx::query(
             "INSERT INTO users (id, login, password_hash, phone, email, name, phone_login_enabled, blocked, \
-             deactivated, created_at, provisioned) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+             deactivated, created_at, provisioned, login_key) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
         )
         .bind(user.id.as_uuid())
         .bind(&user.login)
@@ -168,6 +168,7 @@ impl UserRepository for PgStore {
         .bind(user.deactivated)
         .bind(at(user.created_at))
         .bind(user.provisioned.as_ref().map(Json))
+        .bind(portico_model::login_name::key(&user.login).ok())
         .execute(&mut *self.conn().await?)
         .await
         .map_err(storage_error("user login"))?;
@@ -186,7 +187,16 @@ impl UserRepository for PgStore {
     }
 
     async fn find_user_by_login(&self, login: &str) -> Result<Option<User>> {
-        Ok(self.users_where("login = $1", login).await?.pop())
+        // The login as stored first (a user whose login has no key), else
+        // the user whose login is the same under the comparison rules.
+        let row =
+            sqlx::query("SELECT * FROM users WHERE login = $1 OR login_key = $2 ORDER BY (login = $1) DESC LIMIT 1")
+                .bind(login)
+                .bind(portico_model::login_name::key(login).ok())
+                .fetch_optional(&mut *self.conn().await?)
+                .await
+                .map_err(storage_error("user"))?;
+        row.as_ref().map(user_from).transpose()
     }
 
     async fn find_users_by_phone(&self, phone: &str) -> Result<Vec<User>> {
@@ -215,7 +225,8 @@ impl UserRepository for PgStore {
     async fn update_user(&self, user: &User) -> Result<bool> {
         let done = sqlx::query(
             "UPDATE users SET login = $2, password_hash = $3, phone = $4, email = $5, name = $6, \
-             phone_login_enabled = $7, provisioned = $8 WHERE id = $1",
+             phone_login_enabled = $7, provisioned = $8, \
+             login_key = CASE WHEN login = $2 THEN login_key ELSE $9 END WHERE id = $1",
         )
         .bind(user.id.as_uuid())
         .bind(&user.login)
@@ -225,6 +236,7 @@ impl UserRepository for PgStore {
         .bind(&user.name)
         .bind(user.phone_login_enabled)
         .bind(user.provisioned.as_ref().map(Json))
+        .bind(portico_model::login_name::key(&user.login).ok())
         .execute(&mut *self.conn().await?)
         .await
         .map_err(storage_error("user login"))?;
@@ -342,4 +354,49 @@ impl UserRepository for PgStore {
         };
         Ok(done > 0)
     }
+}
+
+/// Gives every user without a login key theirs (users made before
+/// migration 19), oldest first; reports, at every start, the users whose
+/// login is the same as an older user's under the comparison rules, or no
+/// valid login at all: they keep signing in by their login exactly as
+/// stored, until an operator renames them.
+pub(crate) async fn fill_login_keys(pool: &sqlx::PgPool) -> Result<()> {
+    let unkeyed: Vec<(Uuid, String)> =
+        sqlx::query_as("SELECT id, login FROM users WHERE login_key IS NULL ORDER BY created_at, id")
+            .fetch_all(pool)
+            .await
+            .map_err(storage_error("user"))?;
+    if unkeyed.is_empty() {
+        return Ok(());
+    }
+    let mut tx = pool.begin().await.map_err(storage_error("user"))?;
+    let mut report = Vec::new();
+    for (done, (id, login)) in unkeyed.iter().enumerate() {
+        match portico_model::login_name::key(login) {
+            Ok(key) => {
+                let taken: Option<String> = sqlx::query_scalar("SELECT login FROM users WHERE login_key = $1")
+                    .bind(&key)
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(storage_error("user"))?;
+                match taken {
+                    Some(older) => report.push((login.clone(), format!("the same login as {older:?}"))),
+                    None => {
+                        sqlx::query("UPDATE users SET login_key = $2 WHERE id = $1")
+                            .bind(id)
+                            .bind(&key)
+                            .execute(&mut *tx)
+                            .await
+                            .map_err(storage_error("user"))?;
+                    }
+                }
+            }
+            Err(problem) => report.push((login.clone(), problem)),
+        }
+        portico_storage::report_login_key_progress(done + 1, unkeyed.len());
+    }
+    tx.commit().await.map_err(storage_error("user"))?;
+    portico_storage::report_unkeyed_logins(&report);
+    Ok(())
 }

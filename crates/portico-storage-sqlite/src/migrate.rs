@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use aws_lc_rs::digest::{SHA384, digest};
 use portico_storage::StorageError;
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension as _, params};
 
 use crate::db::{Error, Res};
 
@@ -29,6 +29,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (13, "operators", include_str!("../migrations/0013_operators.sql")),
     (14, "user deactivation", include_str!("../migrations/0014_user_deactivation.sql")),
     (15, "throttle pending", include_str!("../migrations/0015_throttle_pending.sql")),
+    (16, "login keys", include_str!("../migrations/0016_login_keys.sql")),
 ];
 
 /// Applies the migrations that have not run yet.
@@ -70,6 +71,44 @@ pub(crate) fn run(conn: &mut Connection) -> Res<()> {
         tx.commit()?;
         tracing::info!(version, description, "applied a SQLite migration");
     }
+    fill_login_keys(conn)
+}
+
+/// Gives every user without a login key theirs (users made before
+/// migration 16), oldest first; reports, at every start, the users whose
+/// login is the same as an older user's under the comparison rules, or no
+/// valid login at all: they keep signing in by their login exactly as
+/// stored, until an operator renames them.
+fn fill_login_keys(conn: &mut Connection) -> Res<()> {
+    let unkeyed: Vec<(String, String)> = {
+        let mut statement =
+            conn.prepare("SELECT id, login FROM users WHERE login_key IS NULL ORDER BY created_at, id")?;
+        statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?.collect::<Result<_, _>>()?
+    };
+    if unkeyed.is_empty() {
+        return Ok(());
+    }
+    let tx = conn.transaction()?;
+    let mut report = Vec::new();
+    for (done, (id, login)) in unkeyed.iter().enumerate() {
+        match portico_model::login_name::key(login) {
+            Ok(key) => {
+                let taken: Option<String> = tx
+                    .query_row("SELECT login FROM users WHERE login_key = ?1", [&key], |row| row.get(0))
+                    .optional()?;
+                match taken {
+                    Some(older) => report.push((login.clone(), format!("the same login as {older:?}"))),
+                    None => {
+                        tx.execute("UPDATE users SET login_key = ?2 WHERE id = ?1", params![id, key])?;
+                    }
+                }
+            }
+            Err(problem) => report.push((login.clone(), problem)),
+        }
+        portico_storage::report_login_key_progress(done + 1, unkeyed.len());
+    }
+    tx.commit()?;
+    portico_storage::report_unkeyed_logins(&report);
     Ok(())
 }
 

@@ -116,7 +116,8 @@ impl UserRepository for SqliteStore {
                 run(
                     tx,
                     "INSERT INTO users (id, login, password_hash, phone, email, name, phone_login_enabled, blocked, \
-                     deactivated, created_at, provisioned) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                     deactivated, created_at, provisioned, login_key) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
                     params![
                         user.id.to_string(),
                         user.login,
@@ -129,6 +130,7 @@ impl UserRepository for SqliteStore {
                         user.deactivated,
                         secs(user.created_at),
                         user.provisioned.as_ref().map(to_json).transpose()?,
+                        portico_model::login_name::key(&user.login).ok(),
                     ],
                 )?;
                 Ok(())
@@ -142,7 +144,11 @@ impl UserRepository for SqliteStore {
 
     async fn find_user_by_login(&self, login: &str) -> Result<Option<User>> {
         let login = login.to_owned();
-        self.db.read(move |c| one(c, "SELECT * FROM users WHERE login = ?1", [login], user_from)).await
+        let key = portico_model::login_name::key(&login).ok();
+        // The login as stored first (a user whose login has no key), else
+        // the user whose login is the same under the comparison rules.
+        let sql = "SELECT * FROM users WHERE login = ?1 OR login_key = ?2 ORDER BY (login = ?1) DESC LIMIT 1";
+        self.db.read(move |c| one(c, sql, params![login, key], user_from)).await
     }
 
     async fn find_users_by_phone(&self, phone: &str) -> Result<Vec<User>> {
@@ -169,7 +175,9 @@ impl UserRepository for SqliteStore {
         self.db
             .write("user login", move |tx| {
                 let sql = "UPDATE users SET login = ?2, password_hash = ?3, phone = ?4, email = ?5, name = ?6, \
-                           phone_login_enabled = ?7, provisioned = ?8 WHERE id = ?1";
+                           phone_login_enabled = ?7, provisioned = ?8, \
+                           login_key = CASE WHEN login = ?2 THEN login_key ELSE ?9 END WHERE id = ?1";
+                let key = portico_model::login_name::key(&user.login).ok();
                 let values = params![
                     user.id.to_string(),
                     user.login,
@@ -178,7 +186,8 @@ impl UserRepository for SqliteStore {
                     user.email,
                     user.name,
                     user.phone_login_enabled,
-                    user.provisioned.as_ref().map(to_json).transpose()?
+                    user.provisioned.as_ref().map(to_json).transpose()?,
+                    key
                 ];
                 Ok(run(tx, sql, values)? > 0)
             })

@@ -121,3 +121,23 @@ impl Default for UserQuery {
         }
     }
 }
+
+/// What giving the users made before login keys their keys found: each
+/// user left without a key, with why (the same login as an older user's, or
+/// no valid login). Each backend fills the keys at start and reports here.
+pub fn report_unkeyed_logins(unkeyed: &[(String, String)]) {
+    for (login, why) in unkeyed {
+        tracing::warn!(
+            login = login.as_str(),
+            problem = why.as_str(),
+            "this login is compared by its exact form only; rename the user (admin API, console or SCIM)"
+        );
+    }
+}
+
+/// Progress of giving `of` users their login keys, every 10,000.
+pub fn report_login_key_progress(done: usize, of: usize) {
+    if done.is_multiple_of(10_000) {
+        tracing::info!(done, of, "giving logins their comparison keys");
+    }
+}

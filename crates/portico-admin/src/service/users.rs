@@ -80,11 +80,13 @@ pub fn check_password(password: &str, login: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A new login: as [`portico_model::login_name::key`] says (1 to 64
+/// characters, no space, control or invisible character, one script). Its
+/// being another user's under the comparison rules is found by the store
+/// (`login_taken`).
 fn check_login(login: &str, problems: &mut Vec<Problem>) {
-    let ok =
-        !login.is_empty() && login.chars().count() <= 64 && !login.chars().any(|c| c.is_whitespace() || c.is_control());
-    if !ok {
-        problems.push(Problem::new("login", "1 to 64 characters, without spaces"));
+    if let Err(problem) = portico_model::login_name::key(login) {
+        problems.push(Problem::new("login", problem));
     }
 }
 
@@ -238,7 +240,10 @@ impl AdminService {
         let mut user = self.user(id).await?;
         self.refuse_operator(id).await?;
         let mut problems = Vec::new();
-        check_login(&p.login, &mut problems);
+        // A login kept as it is stays valid, whatever today's rules say of it.
+        if p.login != user.login {
+            check_login(&p.login, &mut problems);
+        }
         if let Some(Err(message)) = p.password.as_deref().map(|password| check_password(password, &p.login)) {
             problems.push(Problem::new("password", message));
         }

@@ -730,3 +730,32 @@ async fn hostile_client_addresses_are_refused_and_change_nothing() {
         assert_eq!(client["backchannelLogoutUri"], Value::Null);
     }
 }
+
+/// A login that is another user's under the comparison rules, holds an
+/// invisible or control character, or mixes scripts is refused; so is a
+/// rename to one. Nothing is stored.
+#[tokio::test]
+async fn look_alike_logins_are_refused() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let user = |login: &str| json!({"login": login, "password": "a-long-password-1"});
+        for login in ["IVAN", "Ivan", "ｉｖａｎ"] {
+            let (status, body) = admin(&app, "POST", "/admin/v1/users", Some(user(login))).await;
+            assert_eq!((status, body["code"].as_str()), (409, Some("login_taken")), "{backend:?} {login}: {body}");
+        }
+        for login in ["ivan\u{200b}", "\u{43e}perator", "ivan\u{202e}", "iv an"] {
+            let (status, body) = admin(&app, "POST", "/admin/v1/users", Some(user(login))).await;
+            assert_eq!((status, problems(&body)), (400, vec!["login".to_owned()]), "{backend:?} {login:?}: {body}");
+        }
+        let (status, created) = admin(&app, "POST", "/admin/v1/users", Some(user("vera"))).await;
+        assert_eq!(status, 201, "{created}");
+        let id = created["id"].as_str().unwrap();
+        let (status, body) =
+            admin(&app, "PATCH", &format!("/admin/v1/users/{id}"), Some(json!({"login": "MARIA"}))).await;
+        assert_eq!((status, body["code"].as_str()), (409, Some("login_taken")), "{backend:?}: {body}");
+        let (_, found) = admin(&app, "GET", "/admin/v1/users?loginStartsWith=iv", None).await;
+        let logins: Vec<&str> =
+            found["users"].as_array().unwrap().iter().map(|u| u["login"].as_str().unwrap()).collect();
+        assert_eq!(logins, ["ivan"], "{backend:?}: nothing stored");
+    }
+}

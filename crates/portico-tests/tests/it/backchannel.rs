@@ -196,3 +196,28 @@ async fn a_logout_never_acknowledged_is_given_up_after_the_retry_window_and_audi
         assert_eq!(receiver.count(), 2, "{backend:?}: given up means never tried again");
     }
 }
+
+/// Outside the demo, a back-channel address into the bank's own network is
+/// never posted to, even when it was registered before the rule (straight
+/// in the store here): neither by host name (`localhost` resolves to
+/// loopback) nor as an IP literal (which no resolver sees).
+#[tokio::test]
+async fn a_back_channel_address_into_the_bank_is_never_posted_to_outside_the_demo() {
+    let (uri, receiver) = Receiver::start().await;
+    for address in [uri.clone(), uri.replace("127.0.0.1", "localhost")] {
+        let app = TestApp::spawn_with(backends()[0], |c| {
+            c.login.logout_delivery_interval_ms = 20;
+            c.notifications.allow_insecure_callbacks = Some(false);
+        })
+        .await;
+        let (browser, id_token) = signed_in_to_both(&app, &address).await;
+        let response = browser.get(app.url("/oauth2/logout")).query(&[("id_token_hint", &id_token)]).send().await;
+        assert_eq!(response.unwrap().status(), 200);
+        // Several delivery passes.
+        tokio::time::sleep(StdDuration::from_millis(500)).await;
+        assert_eq!(receiver.count(), 0, "{address}: nothing reached the internal address");
+        let later = app.clock.now() + Duration::seconds(30);
+        let owed = app.store.claim_logout_notices(later, later, 10).await.unwrap();
+        assert_eq!(owed.len(), 1, "{address}: the notice is still owed, not delivered");
+    }
+}

@@ -563,3 +563,32 @@ async fn the_way_back_to_the_client_comes_from_the_kept_request_and_from_older_p
         }
     }
 }
+
+/// Logins are compared in their PRECIS `UsernameCaseMapped` form: `IVAN`
+/// and full-width `ｉｖａｎ` sign in as ivan. A login made before the rule
+/// that is the same as an older one (here oleg, renamed `IVAN` straight in
+/// the database, as it could have been) keeps signing in by its exact
+/// form once Portico starts on the database again, and ivan is still ivan.
+#[tokio::test]
+async fn logins_are_compared_by_their_precis_form_and_older_lookalikes_keep_working() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        for typed in ["IVAN", "Ivan", "ｉｖａｎ"] {
+            let tokens = app.tokens_for(typed, "ivan-password").await;
+            let response = app.http().get(app.url("/oauth2/userinfo")).bearer_auth(&tokens.access_token).send().await;
+            let info: serde_json::Value = response.unwrap().json().await.unwrap();
+            assert_eq!(info["preferred_username"], "ivan", "{backend:?}: {typed}");
+        }
+
+        app.run_sql("UPDATE users SET login = 'IVAN', login_key = NULL WHERE login = 'oleg'").await;
+        // Another start on the same database: the migration step finds the
+        // collision, reports it and leaves the older user's key alone.
+        portico_server::app::open_store(&app.config).await.unwrap();
+        let legacy = app.store.find_user_by_login("IVAN").await.unwrap().unwrap();
+        assert_eq!(legacy.email.as_deref(), Some("oleg@example.com"), "{backend:?}: the exact login first");
+        let ivan = app.store.find_user_by_login("Ivan").await.unwrap().unwrap();
+        assert_eq!(ivan.login, "ivan", "{backend:?}: by its key, the older user");
+        let tokens = app.tokens_for("IVAN", "oleg-password").await;
+        assert_eq!(app.liveness(&tokens.access_token).await, 200, "{backend:?}: the look-alike still signs in");
+    }
+}
