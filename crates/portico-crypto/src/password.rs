@@ -47,8 +47,7 @@ pub fn verify_in(memory: &mut Memory, stored: &str, password: &str) -> bool {
     let mut salt_bytes = [0_u8; 64];
     let Ok(salt) = salt.decode_b64(&mut salt_bytes) else { return false };
     let mut computed = vec![0_u8; expected.len()];
-    let hasher = Argon2::new(Algorithm::Argon2id, Version::V0x13, params());
-    hasher.hash_password_into_with_memory(password.as_bytes(), salt, &mut computed, &mut memory.0[..]).is_ok()
+    argon2().hash_password_into_with_memory(password.as_bytes(), salt, &mut computed, &mut memory.0[..]).is_ok()
         && crate::constant_time_eq(&computed, expected.as_bytes())
 }
 

@@ -29,14 +29,8 @@ impl PasswordChecker {
         let kept = self.memories.lock().ok().and_then(|mut memories| memories.pop());
         let checked = tokio::task::spawn_blocking(move || {
             let mut memory = kept.unwrap_or_default();
-            let matches = match stored {
-                Some(stored) => portico_crypto::password::verify_in(&mut memory, &stored, &password),
-                None => {
-                    let _ =
-                        portico_crypto::password::verify_in(&mut memory, portico_crypto::password::decoy(), &password);
-                    false
-                }
-            };
+            let hash: &str = stored.as_deref().unwrap_or_else(|| portico_crypto::password::decoy());
+            let matches = portico_crypto::password::verify_in(&mut memory, hash, &password) && stored.is_some();
             (matches, memory)
         })
         .await;

@@ -8,6 +8,9 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+/// Longest address Portico stores or sends to (bytes).
+pub const MAX_URL_LEN: usize = 2048;
+
 /// IPv4 blocks of the IANA IPv4 Special-Purpose Address Registry that are
 /// not globally reachable (RFC 6890 and its updates), and multicast and the
 /// reserved class E: `(network, prefix length)`. `192.0.0.0/24` is refused
@@ -92,8 +95,8 @@ pub fn is_internal(ip: IpAddr) -> bool {
 /// # Errors
 /// What is wrong with `url`, in words for the merchant.
 pub fn check_public_url(url: &str, allow_insecure: bool) -> Result<(), String> {
-    if url.len() > 2048 {
-        return Err("longer than 2048 characters".into());
+    if url.len() > MAX_URL_LEN {
+        return Err(format!("longer than {MAX_URL_LEN} characters"));
     }
     let parsed = url::Url::parse(url).map_err(|e| format!("not an absolute URL ({e})"))?;
     match parsed.scheme() {

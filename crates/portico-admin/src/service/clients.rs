@@ -58,7 +58,7 @@ pub struct ClientChanges {
 }
 
 /// Longest client address stored.
-pub const MAX_URI_LEN: usize = 2048;
+pub use portico_model::address::MAX_URL_LEN as MAX_URI_LEN;
 
 /// An address the browser is sent back to (a redirect or post-logout
 /// redirect URI; RFC 6749 §3.1.2, RFC 8252, RFC 9700 §4.1): at most

@@ -388,10 +388,7 @@ impl AdminService {
         let user = self.user(id).await?;
         let now = self.clock.now();
         if blocked {
-            for session in self.store.list_sessions(user.id, now).await? {
-                portico_identity::login::session::end(self.store.as_ref(), &session, "user blocked", Some(actor), now)
-                    .await?;
-            }
+            self.end_sessions(actor, user.id, "user blocked", now).await?;
         }
         let user = self.store.set_user_blocked(&user.login, blocked, now).await?.ok_or_else(|| not_found(id))?;
         let kind = if blocked { AuditKind::UserBlocked } else { AuditKind::UserUnblocked };
@@ -404,6 +401,15 @@ impl AdminService {
         Ok(user)
     }
 
+    /// Ends every live session of `user` as a logout would (back-channel
+    /// logouts to the clients signed in under it), recorded with `by`.
+    async fn end_sessions(&self, actor: &Actor, user: UserId, by: &str, now: time::OffsetDateTime) -> Result<()> {
+        for session in self.store.list_sessions(user, now).await? {
+            portico_identity::login::session::end(self.store.as_ref(), &session, by, Some(actor), now).await?;
+        }
+        Ok(())
+    }
+
     /// Deactivates (or activates) a user on the provisioning system's word:
     /// deactivation ends every session as a logout would and revokes every
     /// grant, as a block does, but is a state of its own.
@@ -411,16 +417,7 @@ impl AdminService {
         let user = self.user(id).await?;
         let now = self.clock.now();
         if deactivated {
-            for session in self.store.list_sessions(user.id, now).await? {
-                portico_identity::login::session::end(
-                    self.store.as_ref(),
-                    &session,
-                    "user deactivated",
-                    Some(actor),
-                    now,
-                )
-                .await?;
-            }
+            self.end_sessions(actor, user.id, "user deactivated", now).await?;
         }
         let user = self.store.set_user_deactivated(id, deactivated, now).await?.ok_or_else(|| not_found(id))?;
         let kind = if deactivated { AuditKind::UserDeactivated } else { AuditKind::UserActivated };
@@ -437,10 +434,7 @@ impl AdminService {
     pub async fn delete_user(&self, actor: &Actor, id: UserId) -> Result<()> {
         let user = self.user(id).await?;
         let now = self.clock.now();
-        for session in self.store.list_sessions(user.id, now).await? {
-            portico_identity::login::session::end(self.store.as_ref(), &session, "user deleted", Some(actor), now)
-                .await?;
-        }
+        self.end_sessions(actor, user.id, "user deleted", now).await?;
         if !self.store.delete_user(id).await? {
             return Err(not_found(id));
         }
