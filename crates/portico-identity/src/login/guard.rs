@@ -20,7 +20,7 @@
 //! attempt that reaches that count holds the key until its outcome is known.
 //! A success clears the account's (or the device's) key. A count that has
 //! not moved for `memory` starts again. An attempt whose outcome is not
-//! reported within [`REPORT_WITHIN`] of its count (its node died, or the
+//! reported within `report_within` of its count (its node died, or the
 //! database failed in between) counts no more: only failures that happened
 //! pause anyone. An operator's block
 //! (`user-is-blocked`) is another thing: it is not a count.
@@ -33,9 +33,9 @@ use time::{Duration, OffsetDateTime};
 
 use crate::Identity;
 
-/// How long a counted attempt may take to report its outcome: far more
-/// than a password check (tens of milliseconds, queued behind others) and
-/// a CAPTCHA verification take.
+/// The default of [`GuardPolicy::report_within`]: far more than a
+/// password check (tens of milliseconds, queued behind others) and a
+/// CAPTCHA verification take.
 pub const REPORT_WITHIN: Duration = Duration::minutes(2);
 
 /// Thresholds and delays of the guard.
@@ -55,6 +55,9 @@ pub struct GuardPolicy {
     pub address_delay_after: u32,
     /// A count that has not moved for this long starts again from zero.
     pub memory: Duration,
+    /// How long a counted attempt may take to report its outcome; one
+    /// never reported by then (its node died) counts no more.
+    pub report_within: Duration,
 }
 
 impl Default for GuardPolicy {
@@ -67,6 +70,7 @@ impl Default for GuardPolicy {
             address_captcha_after: 10,
             address_delay_after: 30,
             memory: Duration::hours(24),
+            report_within: REPORT_WITHIN,
         }
     }
 }
@@ -222,7 +226,7 @@ async fn gate(identity: &Identity, attempt: &Attempt<'_>, captcha_token: Option<
             .count_attempt(CountAttempt {
                 key: &key.name,
                 attempt: counted.attempt,
-                report_by: now + REPORT_WITHIN,
+                report_by: now + policy.report_within,
                 now,
                 forget_before,
                 hold_from: key.delay_after,

@@ -111,6 +111,7 @@ impl Config {
             ("login.address_captcha_after_failures", u64::from(self.login.address_captcha_after_failures)),
             ("login.address_delay_after_failures", u64::from(self.login.address_delay_after_failures)),
             ("login.failure_memory_hours", u64::from(self.login.failure_memory_hours)),
+            ("login.unreported_attempt_secs", u64::from(self.login.unreported_attempt_secs)),
             ("http.header_read_timeout_secs", u64::from(self.http.header_read_timeout_secs)),
             ("http.idle_timeout_secs", u64::from(self.http.idle_timeout_secs)),
             ("http.body_timeout_secs", u64::from(self.http.body_timeout_secs)),

@@ -391,6 +391,10 @@ pub struct LoginConfig {
     pub address_delay_after_failures: u32,
     /// Hours after its last failure at which a count starts again.
     pub failure_memory_hours: u32,
+    /// Seconds within which a counted password attempt must report its
+    /// outcome; one never reported (its node died before the check) counts
+    /// no more after them.
+    pub unreported_attempt_secs: u32,
     /// How long a device stays trusted after a login with a second factor.
     pub device_trust_days: u32,
     /// `ru` or `en`: the pages' language when neither the login process nor
@@ -463,6 +467,7 @@ impl Default for LoginConfig {
             address_captcha_after_failures: 10,
             address_delay_after_failures: 30,
             failure_memory_hours: 24,
+            unreported_attempt_secs: 120,
             device_trust_days: 180,
             default_locale: None,
             logout_delivery_interval_ms: 1000,
@@ -553,6 +558,7 @@ impl Config {
             address_captcha_after: login.address_captcha_after_failures,
             address_delay_after: login.address_delay_after_failures,
             memory: Duration::hours(i64::from(login.failure_memory_hours)),
+            report_within: secs(login.unreported_attempt_secs),
         };
         settings.phone_captcha_after_failures = login.captcha_after_failures;
         settings.trusted_proxies = self.http.trusted_proxies.clone();

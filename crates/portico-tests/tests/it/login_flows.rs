@@ -853,11 +853,12 @@ async fn a_completed_login_goes_back_to_the_request_it_kept_and_only_that_reques
 
 /// A node that dies (or a database that fails) between counting a
 /// password attempt and checking it leaves a count no outcome ever
-/// reports: such counts stop counting after `guard::REPORT_WITHIN`, so a
+/// reports: such counts stop counting after `login.unreported_attempt_secs`
+/// (`GuardPolicy::report_within`), so a
 /// crash does not leave every login from an address behind a CAPTCHA.
 #[tokio::test]
 async fn attempts_whose_node_died_before_the_check_stop_counting() {
-    use portico_identity::login::guard::{self, Attempt, Gate, REPORT_WITHIN};
+    use portico_identity::login::guard::{self, Attempt, Gate};
     for backend in backends() {
         let app = TestApp::spawn(backend).await;
         let address: std::net::IpAddr = "198.51.100.20".parse().unwrap();
@@ -872,7 +873,11 @@ async fn attempts_whose_node_died_before_the_check_stop_counting() {
         }
         let someone = Attempt { user: None, principal: "someone-else", trusted_device: None, address: Some(address) };
         assert!(guard::captcha_due(&app.identity, &someone).await.unwrap(), "{backend:?}: counted while in flight");
-        app.clock.advance(REPORT_WITHIN + Duration::seconds(1));
+        let report_within = app.identity.settings.guard.report_within;
+        assert_eq!(report_within, Duration::minutes(2), "the default");
+        app.clock.advance(report_within - Duration::seconds(1));
+        assert!(guard::captcha_due(&app.identity, &someone).await.unwrap(), "{backend:?}: counted until then");
+        app.clock.advance(Duration::seconds(2));
         assert!(!guard::captcha_due(&app.identity, &someone).await.unwrap(), "{backend:?}: no longer counted");
         // The next attempt from the address is its first again.
         let Gate::Open(counted) = guard::before_check(&app.identity, &someone, None).await.unwrap() else {

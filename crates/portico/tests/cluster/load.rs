@@ -6,6 +6,7 @@
 //! flight from what must never fail.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -203,14 +204,11 @@ impl Load {
         (None, broke)
     }
 
-    /// A browser's whole login as `login` (password, then the SMS code),
-    /// then the code's exchange: each step is done as the page shows it,
-    /// and repeated when its answer was lost.
-    pub async fn login(&self, login: &str, phone: &str) -> LoginEnd {
-        let browser = Self::client(true);
-        let pkce = Pkce::new();
+    /// The demo client's authorize request, sent to `origin` (the
+    /// balancer, or one node).
+    fn authorize_url(&self, origin: &str, pkce: &Pkce) -> url::Url {
         let redirect_uri = demo::redirect_uri(&self.base);
-        let mut authorize = url::Url::parse(&self.url("/oauth2/authorize")).expect("URL");
+        let mut authorize = url::Url::parse(&format!("{origin}/oauth2/authorize")).expect("URL");
         authorize.query_pairs_mut().extend_pairs([
             ("response_type", "code"),
             ("client_id", demo::CLIENT_ID),
@@ -220,6 +218,51 @@ impl Load {
             ("code_challenge", pkce.challenge.as_str()),
             ("code_challenge_method", "S256"),
         ]);
+        authorize
+    }
+
+    /// `per_login` browsers for each of [`LOGINS`] at one node, past the
+    /// balancer: each opens the login page, then all send their (right)
+    /// passwords at once. The answers are not looked at: the test kills
+    /// the node while the passwords are being checked.
+    pub async fn passwords_at_once(&self, node: SocketAddr, per_login: usize) -> tokio::task::JoinSet<()> {
+        let origin = format!("http://{node}");
+        let mut ready = Vec::new();
+        for (login, _) in LOGINS {
+            for _ in 0..per_login {
+                let browser = Self::client(true);
+                let authorize = self.authorize_url(&origin, &Pkce::new());
+                let started = browser.get(authorize).send().await.expect("authorize");
+                assert_eq!(started.status(), 303, "authorize at {origin}");
+                let page = browser.get(format!("{origin}/login")).send().await.expect("the login page");
+                let view = view_data(&page.text().await.expect("the login page"));
+                let csrf = view["pageData"]["authenticationFlowContext"]["csrf"].as_str().expect("csrf").to_owned();
+                let form = vec![
+                    ("_csrf", csrf),
+                    ("principal", login.to_owned()),
+                    ("credentials", format!("{login}-password")),
+                    // Solved ahead, in case earlier kills left the address over its threshold.
+                    ("smart-token", portico_identity::captcha::DEV_TOKEN.to_owned()),
+                ];
+                ready.push(browser.post(format!("{origin}/login")).form(&form));
+            }
+        }
+        let mut sent = tokio::task::JoinSet::new();
+        for request in ready {
+            sent.spawn(async move {
+                let _ = request.send().await;
+            });
+        }
+        sent
+    }
+
+    /// A browser's whole login as `login` (password, then the SMS code),
+    /// then the code's exchange: each step is done as the page shows it,
+    /// and repeated when its answer was lost.
+    pub async fn login(&self, login: &str, phone: &str) -> LoginEnd {
+        let browser = Self::client(true);
+        let pkce = Pkce::new();
+        let authorize = self.authorize_url(&self.base, &pkce);
         let mut broke = false;
         let lost = |in_flight: bool, why: String| LoginEnd::Lost { in_flight, why };
         let (started, broken) = self.until_answered("login: authorize", || browser.get(authorize.as_str())).await;
@@ -309,6 +352,7 @@ impl Load {
         else {
             return lost(broke, format!("authorize answered {} to {location:?}", issued.status()));
         };
+        let redirect_uri = demo::redirect_uri(&self.base);
         let form = [
             ("grant_type", "authorization_code"),
             ("code", code.as_str()),

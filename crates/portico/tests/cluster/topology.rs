@@ -82,6 +82,17 @@ impl Postgres {
         self.ctl(&["-m", "immediate", "restart"]);
     }
 
+    /// One value from `sql`, through `psql`.
+    pub fn query(&self, sql: &str) -> String {
+        let out = Command::new(self.bin.join("psql"))
+            .args(["-X", "-A", "-t", "-d", &self.url(), "-c", sql])
+            .stdin(Stdio::null())
+            .output()
+            .expect("run psql");
+        assert!(out.status.success(), "psql {sql}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
     pub fn url(&self) -> String {
         format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
     }
