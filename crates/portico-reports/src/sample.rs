@@ -247,4 +247,38 @@ mod tests {
         assert_eq!(agreement.problems(), Vec::<String>::new());
         assert_eq!(agreement.trades.len(), 240);
     }
+
+    #[test]
+    fn stored_texts_are_bounded_and_single_line() {
+        let mut agreement = super::agreement(&super::Shape::demo());
+        agreement.client_name = "Я".repeat(256);
+        agreement.accounts[0].owner.bank.name = "Bank\nInjected=line".into();
+        agreement.instruments[0].name = "x".repeat(1_000_000);
+        agreement.trades[0].id = "t".repeat(65);
+        agreement.cash_movements[0].purpose = "п".repeat(211);
+        agreement.cash_movements[1].kind = String::new();
+        agreement.cash_movements[2].document_number = "1\r2".into();
+        let problems = agreement.problems();
+        for place in [
+            "clientName: 1 to 255",
+            "accounts[0].owner.bank.name: 1 to 255",
+            "instruments[0].name: 1 to 255",
+            "trades[0].id: 1 to 64",
+            "cashMovements[0].purpose: 1 to 210",
+            "cashMovements[1].type: 1 to 64",
+            "cashMovements[2].documentNumber: 1 to 64",
+        ] {
+            assert!(problems.iter().any(|p| p.starts_with(place)), "{place} not in {problems:?}");
+        }
+        assert_eq!(problems.len(), 7, "{problems:?}");
+        // At the limits, accepted.
+        agreement.client_name = "Я".repeat(255);
+        agreement.accounts[0].owner.bank.name = "Банк".into();
+        agreement.instruments[0].name = "x".repeat(255);
+        agreement.trades[0].id = "t".repeat(64);
+        agreement.cash_movements[0].purpose = "п".repeat(210);
+        agreement.cash_movements[1].kind = "DEPOSIT".into();
+        agreement.cash_movements[2].document_number = String::new();
+        assert_eq!(agreement.problems(), Vec::<String>::new());
+    }
 }

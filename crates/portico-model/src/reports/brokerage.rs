@@ -138,6 +138,7 @@ impl<'de, const SCALE: u32> Deserialize<'de> for Fixed<SCALE> {
 pub struct BankDetails {
     /// БИК, nine digits.
     pub bic: String,
+    #[schema(min_length = 1, max_length = 255)]
     pub name: String,
     /// Корреспондентский счёт, twenty digits.
     pub correspondent_account: String,
@@ -147,6 +148,7 @@ pub struct BankDetails {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Party {
+    #[schema(min_length = 1, max_length = 255)]
     pub name: String,
     /// ИНН: ten digits (organisations) or twelve (individuals).
     pub inn: String,
@@ -170,8 +172,10 @@ pub struct Account {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Instrument {
+    #[schema(min_length = 1, max_length = 64)]
     pub ticker: String,
     pub isin: String,
+    #[schema(min_length = 1, max_length = 255)]
     pub name: String,
     pub currency: String,
 }
@@ -186,6 +190,7 @@ pub enum Side {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Trade {
+    #[schema(min_length = 1, max_length = 64)]
     pub id: String,
     pub account: String,
     #[serde(with = "ymd")]
@@ -213,6 +218,7 @@ pub enum Direction {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CashMovement {
+    #[schema(min_length = 1, max_length = 64)]
     pub id: String,
     pub account: String,
     #[serde(with = "ymd")]
@@ -220,14 +226,17 @@ pub struct CashMovement {
     pub date: Date,
     /// What kind of movement: `DEPOSIT`, `WITHDRAWAL`, `DIVIDEND`, `COUPON`, `FEE`, `TAX`, ...
     #[serde(rename = "type")]
+    #[schema(min_length = 1, max_length = 64)]
     pub kind: String,
     pub direction: Direction,
     /// Always positive; `direction` says which way.
     pub amount: Money,
     pub currency: String,
     /// Назначение платежа.
+    #[schema(min_length = 1, max_length = 210)]
     pub purpose: String,
     /// The payment document's number.
+    #[schema(max_length = 64)]
     pub document_number: String,
     pub counterparty: Party,
 }
@@ -265,6 +274,7 @@ pub struct Agreement {
     pub number: String,
     /// The client company.
     pub cnum: String,
+    #[schema(min_length = 1, max_length = 255)]
     pub client_name: String,
     #[serde(with = "ymd")]
     #[schema(schema_with = ymd_schema)]
@@ -301,6 +311,7 @@ impl Agreement {
         };
         need(!self.number.trim().is_empty() && self.number.len() <= 64, "number".into(), "1 to 64 characters");
         need(is_digits(&self.cnum, 1..=20), "cnum".into(), "1 to 20 digits");
+        need(is_text(&self.client_name, MAX_NAME), "clientName".into(), NAME_RULE);
         need(!self.accounts.is_empty(), "accounts".into(), "at least one account");
         for (i, account) in self.accounts.iter().enumerate() {
             need(is_digits(&account.number, 20..=20), format!("accounts[{i}].number"), "20 digits");
@@ -310,10 +321,13 @@ impl Agreement {
         let has_account = |n: &str| self.accounts.iter().any(|a| a.number == n);
         let has_instrument = |t: &str| self.instruments.iter().any(|i| i.ticker == t);
         for (i, instrument) in self.instruments.iter().enumerate() {
+            need(is_text(&instrument.ticker, MAX_CODE), format!("instruments[{i}].ticker"), CODE_RULE);
             need(instrument.isin.len() == 12, format!("instruments[{i}].isin"), "12 characters");
+            need(is_text(&instrument.name, MAX_NAME), format!("instruments[{i}].name"), NAME_RULE);
             need(is_currency(&instrument.currency), format!("instruments[{i}].currency"), "three capital letters");
         }
         for (i, t) in self.trades.iter().enumerate() {
+            need(is_text(&t.id, MAX_CODE), format!("trades[{i}].id"), CODE_RULE);
             need(has_account(&t.account), format!("trades[{i}].account"), "an account of this agreement");
             need(has_instrument(&t.ticker), format!("trades[{i}].ticker"), "an instrument listed in instruments");
             need(t.quantity > 0, format!("trades[{i}].quantity"), "greater than 0");
@@ -324,7 +338,11 @@ impl Agreement {
             need(has_account(&c.account), format!("cashMovements[{i}].account"), "an account of this agreement");
             need(c.amount.0 > 0, format!("cashMovements[{i}].amount"), "greater than 0");
             need(is_currency(&c.currency), format!("cashMovements[{i}].currency"), "three capital letters");
-            need(!c.purpose.trim().is_empty(), format!("cashMovements[{i}].purpose"), "not empty");
+            need(is_text(&c.id, MAX_CODE), format!("cashMovements[{i}].id"), CODE_RULE);
+            need(is_text(&c.kind, MAX_CODE), format!("cashMovements[{i}].type"), CODE_RULE);
+            need(is_text(&c.purpose, MAX_PURPOSE), format!("cashMovements[{i}].purpose"), PURPOSE_RULE);
+            let number = &c.document_number;
+            need(number.is_empty() || is_text(number, MAX_CODE), format!("cashMovements[{i}].documentNumber"), CODE_RULE);
             party_problems(&c.counterparty, &format!("cashMovements[{i}].counterparty"), &mut need);
         }
         for (i, p) in self.positions.iter().enumerate() {
@@ -339,7 +357,8 @@ impl Agreement {
 }
 
 fn party_problems(party: &Party, place: &str, need: &mut impl FnMut(bool, String, &str)) {
-    need(!party.name.trim().is_empty(), format!("{place}.name"), "not empty");
+    need(is_text(&party.name, MAX_NAME), format!("{place}.name"), NAME_RULE);
+    need(is_text(&party.bank.name, MAX_NAME), format!("{place}.bank.name"), NAME_RULE);
     need(is_digits(&party.inn, 10..=10) || is_digits(&party.inn, 12..=12), format!("{place}.inn"), "10 or 12 digits");
     if let Some(kpp) = &party.kpp {
         need(is_digits(kpp, 9..=9), format!("{place}.kpp"), "9 digits");
@@ -351,6 +370,25 @@ fn party_problems(party: &Party, place: &str, need: &mut impl FnMut(bool, String
         format!("{place}.bank.correspondentAccount"),
         "20 digits",
     );
+}
+
+/// Names (of the client, a party, a bank, an instrument): at most this
+/// many characters.
+pub const MAX_NAME: usize = 255;
+/// Identifiers and codes (a trade's id, a ticker, a movement's type, a
+/// document number).
+pub const MAX_CODE: usize = 64;
+/// A payment's purpose: at most the 210 characters of a Russian payment
+/// order's «Назначение платежа».
+pub const MAX_PURPOSE: usize = 210;
+const NAME_RULE: &str = "1 to 255 characters, no control characters";
+const CODE_RULE: &str = "1 to 64 characters, no control characters";
+const PURPOSE_RULE: &str = "1 to 210 characters, no control characters";
+
+/// Text that is not blank, holds at most `max` characters and no control
+/// characters (it goes into line-based 1C files, spreadsheets and PDFs).
+fn is_text(text: &str, max: usize) -> bool {
+    !text.trim().is_empty() && text.chars().count() <= max && !text.chars().any(char::is_control)
 }
 
 fn is_digits(text: &str, length: std::ops::RangeInclusive<usize>) -> bool {
