@@ -127,18 +127,26 @@ impl PgStore {
 }
 
 /// The conditions of `query` as SQL, with the values to bind in order.
-fn matching(query: &UserQuery) -> (String, Vec<&str>) {
+fn matching(query: &UserQuery) -> (String, Vec<String>) {
     let mut sql = String::from("true");
-    let mut values: Vec<&str> = Vec::new();
+    let mut values: Vec<String> = Vec::new();
     for (column, matched) in [("login", &query.login), ("phone", &query.phone), ("email", &query.email)] {
         let Some(matched) = matched else { continue };
-        values.push(match matched {
-            TextMatch::Is(value) | TextMatch::StartsWith(value) => value,
-        });
+        let (TextMatch::Is(value) | TextMatch::StartsWith(value)) = matched;
+        values.push(value.clone());
         let n = values.len();
-        match matched {
-            TextMatch::Is(_) => sql.push_str(&format!(" AND {column} = ${n}")),
-            TextMatch::StartsWith(_) => sql.push_str(&format!(" AND starts_with({column}, ${n})")),
+        let test = |column: &str, n: usize| match matched {
+            TextMatch::Is(_) => format!("{column} = ${n}"),
+            TextMatch::StartsWith(_) => format!("starts_with({column}, ${n})"),
+        };
+        // A login is also found by its key: `IVAN` finds `ivan`.
+        let key = (column == "login").then(|| portico_model::login_name::key(value).ok()).flatten();
+        match key {
+            Some(key) => {
+                values.push(key);
+                sql.push_str(&format!(" AND ({} OR {})", test("login", n), test("login_key", n + 1)));
+            }
+            None => sql.push_str(&format!(" AND {}", test(column, n))),
         }
     }
     if let Some(blocked) = query.blocked {
@@ -287,7 +295,7 @@ impl UserRepository for PgStore {
     async fn search_users(&self, query: &UserQuery) -> Result<Vec<User>> {
         let (mut sql, mut values) = matching(query);
         if let Some(after) = &query.after {
-            values.push(after);
+            values.push(after.clone());
             sql.push_str(&format!(" AND login > ${}", values.len()));
         }
         sql.push_str(&format!(" ORDER BY login LIMIT {} OFFSET {}", query.limit, query.offset));

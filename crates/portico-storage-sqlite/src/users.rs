@@ -85,18 +85,22 @@ fn matching(query: &UserQuery) -> (String, Vec<Value>) {
     let mut values: Vec<Value> = Vec::new();
     for (column, matched) in [("login", &query.login), ("phone", &query.phone), ("email", &query.email)] {
         let Some(matched) = matched else { continue };
-        let n = values.len() + 1;
-        let value = match matched {
-            TextMatch::Is(value) => {
-                sql.push_str(&format!(" AND {column} = ?{n}"));
-                value
-            }
-            TextMatch::StartsWith(value) => {
-                sql.push_str(&format!(" AND substr({column}, 1, length(?{n})) = ?{n}"));
-                value
-            }
-        };
+        let (TextMatch::Is(value) | TextMatch::StartsWith(value)) = matched;
         values.push(Value::Text(value.clone()));
+        let n = values.len();
+        let test = |column: &str, n: usize| match matched {
+            TextMatch::Is(_) => format!("{column} = ?{n}"),
+            TextMatch::StartsWith(_) => format!("substr({column}, 1, length(?{n})) = ?{n}"),
+        };
+        // A login is also found by its key: `IVAN` finds `ivan`.
+        let key = (column == "login").then(|| portico_model::login_name::key(value).ok()).flatten();
+        match key {
+            Some(key) => {
+                values.push(Value::Text(key));
+                sql.push_str(&format!(" AND ({} OR {})", test("login", n), test("login_key", n + 1)));
+            }
+            None => sql.push_str(&format!(" AND {}", test(column, n))),
+        }
     }
     if let Some(blocked) = query.blocked {
         sql.push_str(if blocked { " AND blocked" } else { " AND NOT blocked" });

@@ -92,6 +92,9 @@ pub enum TextMatch {
 /// Which users to find, a page at a time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UserQuery {
+    /// Matched against the login, or against its key
+    /// ([`portico_model::login_name::key`]): `IVAN` finds `ivan`, as SCIM's
+    /// `userName` (not case-exact, RFC 7643 §4.1.1) and people expect.
     pub login: Option<TextMatch>,
     /// Matched against the normalized (E.164) phone.
     pub phone: Option<TextMatch>,

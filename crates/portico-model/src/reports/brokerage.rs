@@ -342,7 +342,11 @@ impl Agreement {
             need(is_text(&c.kind, MAX_CODE), format!("cashMovements[{i}].type"), CODE_RULE);
             need(is_text(&c.purpose, MAX_PURPOSE), format!("cashMovements[{i}].purpose"), PURPOSE_RULE);
             let number = &c.document_number;
-            need(number.is_empty() || is_text(number, MAX_CODE), format!("cashMovements[{i}].documentNumber"), CODE_RULE);
+            need(
+                number.is_empty() || is_text(number, MAX_CODE),
+                format!("cashMovements[{i}].documentNumber"),
+                CODE_RULE,
+            );
             party_problems(&c.counterparty, &format!("cashMovements[{i}].counterparty"), &mut need);
         }
         for (i, p) in self.positions.iter().enumerate() {

@@ -146,6 +146,18 @@ async fn users_are_found_by_filter_a_page_at_a_time() {
         let (status, body) = scim(&app, "GET", "/Users?filter=title%20co%20%22x%22", None).await;
         assert_eq!(status, 400);
         assert_scim_error(&body, 400, Some("invalidFilter"));
+        // userName is not case-exact (RFC 7643 §4.1.1): it matches as the
+        // login's key, in full width too.
+        for filter in
+            ["userName%20eq%20%22SCIM-B%22", "userName%20eq%20%22%EF%BC%B3CIM-b%22", "userName%20sw%20%22SCIM%22"]
+        {
+            let (status, found) = scim(&app, "GET", &format!("/Users?filter={filter}"), None).await;
+            assert_eq!(status, 200, "{found}");
+            let logins: Vec<&str> =
+                found["Resources"].as_array().unwrap().iter().map(|r| r["userName"].as_str().unwrap()).collect();
+            let expected: &[&str] = if filter.contains("sw") { &["scim-a", "scim-b", "scim-c"] } else { &["scim-b"] };
+            assert_eq!(logins, expected, "{backend:?}: {filter}");
+        }
     }
 }
 
