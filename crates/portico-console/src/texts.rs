@@ -94,6 +94,7 @@ pub const TEXTS: &[(&str, &str, &str)] = &[
     ("user.phone_login", "Вход по телефону", "Sign-in with the phone"),
     ("user.state", "Состояние", "State"),
     ("user.active", "активен", "active"),
+    ("user.deactivated", "отключён системой учёта", "deactivated by provisioning"),
     ("user.blocked", "заблокирован", "blocked"),
     ("user.role", "Роль оператора", "Operator role"),
     ("user.created", "Создан", "Created"),

@@ -156,10 +156,17 @@ async fn every_console_page_in_both_languages_schemes_and_widths() {
     sign_in_as_the_operator(client, &app).await;
     let ivan = app.store.find_user_by_login("ivan").await.unwrap().unwrap();
     let ivan_page = format!("/console/users/{}", ivan.id.as_uuid());
+    // A user the provisioning system deactivated (SCIM's `active: false`).
+    let maria = app.store.find_user_by_login("maria").await.unwrap().unwrap();
+    app.store.set_user_deactivated(maria.id, true, app.identity.clock.now()).await.unwrap();
+    let maria_page = format!("/console/users/{}", maria.id.as_uuid());
+    client.goto(&app.url(&maria_page)).await.unwrap();
+    wait_for_text(client, "#userState", "deactivated by provisioning").await;
 
     for (name, path) in [
-        ("users", "/console/users?blocked=no".to_owned()),
+        ("users", "/console/users".to_owned()),
         ("user", ivan_page.clone()),
+        ("deactivated-user", maria_page.clone()),
         ("new-user", "/console/users/new".to_owned()),
         ("clients", "/console/clients".to_owned()),
         ("client", "/console/clients/demo-app".to_owned()),
