@@ -660,3 +660,25 @@ async fn probe_exits_zero_only_when_the_node_answers_200() {
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("cannot reach"), "{refused:?}");
 }
+
+/// Users made before logins were compared by their key, whose login is the
+/// same as an older user's under the rules, or no valid login at all, are
+/// named at every start, each with its problem and what to do.
+#[tokio::test]
+async fn every_start_names_the_logins_left_without_a_key() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        app.run_sql("UPDATE users SET login = 'IVAN', login_key = NULL WHERE login = 'oleg'").await;
+        app.run_sql("UPDATE users SET login = 'two words', login_key = NULL WHERE login = 'anna'").await;
+        let out = portico(&app, &["migrate"]);
+        assert!(out.status.success(), "{out:?}");
+        let log = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        let warnings: Vec<&str> = log.lines().filter(|l| l.contains("compared by its exact form only")).collect();
+        assert_eq!(warnings.len(), 2, "{backend:?}: {log}");
+        let named = |login: &str, problem: &str| {
+            warnings.iter().any(|w| w.contains(login) && w.contains(problem) && w.contains("rename the user"))
+        };
+        assert!(named("IVAN", r#"the same login as \"ivan\""#), "{backend:?}: {warnings:?}");
+        assert!(named("two words", "U+0020"), "{backend:?}: {warnings:?}");
+    }
+}
