@@ -9,6 +9,7 @@ pub mod audit;
 pub mod client;
 pub mod clock;
 pub mod consent;
+pub mod form;
 pub mod ids;
 pub mod key;
 pub mod login;

@@ -13,7 +13,7 @@ use portico_model::client::Client;
 use portico_model::ids::ClientId;
 
 use super::error::OAuthError;
-use super::params::Params;
+use super::forms::ClientCredentials;
 use crate::Identity;
 
 const LENIENT: GeneralPurposeConfig =
@@ -26,9 +26,13 @@ const URL_SAFE: GeneralPurpose = GeneralPurpose::new(&base64::alphabet::URL_SAFE
 /// # Errors
 /// 401 `invalid_client` for missing, malformed or wrong credentials; 400
 /// `invalid_request` when both methods are used at once.
-pub async fn authenticate(identity: &Identity, headers: &HeaderMap, params: &Params) -> Result<Client, OAuthError> {
-    let body_id = params.single("client_id")?;
-    let body_secret = params.single("client_secret")?;
+pub async fn authenticate(
+    identity: &Identity,
+    headers: &HeaderMap,
+    credentials: &ClientCredentials,
+) -> Result<Client, OAuthError> {
+    let body_id = credentials.client_id.as_deref();
+    let body_secret = credentials.client_secret.as_deref();
     let (client_id, secret) = match headers.get(header::AUTHORIZATION) {
         Some(value) => {
             if body_secret.is_some() {

@@ -4,6 +4,7 @@ pub(crate) mod authorize;
 mod client_auth;
 pub(crate) mod discovery;
 pub mod error;
+pub mod forms;
 pub(crate) mod jwks;
 pub(crate) mod liveness;
 pub(crate) mod logout;

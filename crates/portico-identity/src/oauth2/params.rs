@@ -6,6 +6,8 @@
 use axum::body::{Body, to_bytes};
 use axum::http::{HeaderMap, header};
 
+use portico_model::form::Form;
+
 use super::error::OAuthError;
 
 /// Parameters of one request, in order.
@@ -39,29 +41,13 @@ impl Params {
     pub fn all(&self, name: &str) -> impl Iterator<Item = &str> {
         self.0.iter().filter(move |(k, v)| k == name && !v.contains('\0')).map(|(_, v)| v.as_str())
     }
-
-    /// Like [`Params::one`], for the token and revoke endpoints.
-    ///
-    /// # Errors
-    /// `invalid_request` naming the repeated or malformed parameter.
-    pub fn single(&self, name: &'static str) -> Result<Option<&str>, OAuthError> {
-        self.one(name).map_err(|BadParam(name)| OAuthError::invalid_request(name))
-    }
-
-    /// A required parameter.
-    ///
-    /// # Errors
-    /// `invalid_request` naming the parameter when it is absent, repeated or malformed.
-    pub fn required(&self, name: &'static str) -> Result<&str, OAuthError> {
-        self.single(name)?.ok_or_else(|| OAuthError::invalid_request(name))
-    }
 }
 
 /// Reads a form body: checks the content type and the size limit.
 ///
 /// # Errors
 /// `invalid_request` for another content type, an oversized or unreadable body.
-pub async fn read_form(headers: &HeaderMap, body: Body, limit: usize) -> Result<Params, OAuthError> {
+pub async fn read_form(headers: &HeaderMap, body: Body, limit: usize) -> Result<Form, OAuthError> {
     let is_form = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -73,7 +59,7 @@ pub async fn read_form(headers: &HeaderMap, body: Body, limit: usize) -> Result<
     let bytes = to_bytes(body, limit)
         .await
         .map_err(|_| OAuthError::bad_request(format!("the body must be at most {limit} bytes")))?;
-    Ok(Params::parse(&bytes))
+    Ok(Form::parse(&bytes))
 }
 
 #[cfg(test)]

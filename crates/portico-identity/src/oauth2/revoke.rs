@@ -21,6 +21,7 @@ use serde_json::json;
 use super::MAX_FORM_BODY;
 use super::client_auth::authenticate;
 use super::error::OAuthError;
+use super::forms::RevokeRequest;
 use super::params::read_form;
 use crate::{Identity, IdentityState};
 use portico_tokens::{AccessClaims, AccessTokenError};
@@ -30,7 +31,7 @@ use portico_tokens::{AccessClaims, AccessTokenError};
     path = "/oauth2/revoke",
     operation_id = "revokeToken",
     tag = "oauth2",
-    request_body(content = crate::openapi::RevokeRequest, content_type = "application/x-www-form-urlencoded"),
+    request_body(content = crate::openapi::RevokeRequestDto, content_type = "application/x-www-form-urlencoded"),
     security(("clientBasic" = []), ()),
     responses(
         (status = 200, description = "Revoked, or nothing to revoke (unknown, expired or another client's token)."),
@@ -45,10 +46,10 @@ pub async fn revoke(State(identity): State<IdentityState>, headers: HeaderMap, b
 }
 
 async fn handle(identity: &Identity, headers: &HeaderMap, body: Body) -> Result<(), OAuthError> {
-    let params = read_form(headers, body, MAX_FORM_BODY).await?;
-    let client = authenticate(identity, headers, &params).await?;
-    let token = params.required("token")?;
-    params.single("token_type_hint")?;
+    let form = read_form(headers, body, MAX_FORM_BODY).await?;
+    let client = authenticate(identity, headers, &form.read()?).await?;
+    let request: RevokeRequest = form.read()?;
+    let token = request.token.as_str();
     let now = identity.clock.now();
 
     if token.matches('.').count() == 2 {

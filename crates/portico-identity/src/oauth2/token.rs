@@ -26,7 +26,8 @@ use serde_json::json;
 use super::MAX_FORM_BODY;
 use super::client_auth::authenticate;
 use super::error::OAuthError;
-use super::params::{Params, read_form};
+use super::forms::{RefreshGrant, TokenRequest};
+use super::params::read_form;
 use crate::tokens::{NewRefreshToken, TokenResponse};
 use crate::{Identity, IdentityState};
 
@@ -35,7 +36,7 @@ use crate::{Identity, IdentityState};
     path = "/oauth2/token",
     operation_id = "token",
     tag = "oauth2",
-    request_body(content = crate::openapi::TokenRequest, content_type = "application/x-www-form-urlencoded"),
+    request_body(content = crate::openapi::TokenRequestDto, content_type = "application/x-www-form-urlencoded"),
     security(("clientBasic" = []), ()),
     responses(
         (status = 200, description = "The tokens.", body = TokenResponse,
@@ -69,35 +70,22 @@ async fn handle(
     headers: &HeaderMap,
     body: Body,
 ) -> (&'static str, Result<TokenResponse, OAuthError>) {
-    let params = match read_form(headers, body, MAX_FORM_BODY).await {
-        Ok(params) => params,
+    let form = match read_form(headers, body, MAX_FORM_BODY).await {
+        Ok(form) => form,
         Err(error) => return ("unknown", Err(error)),
-    };
-    let grant_type = params.required("grant_type");
-    let label = match grant_type {
-        Ok("authorization_code") => "authorization_code",
-        Ok("refresh_token") => "refresh_token",
-        Ok(_) => "other",
-        Err(_) => "unknown",
     };
     let result = async {
         // The client is authenticated before the grant type is judged.
-        let client = authenticate(identity, headers, &params).await?;
-        match grant_type? {
-            "authorization_code" => exchange_code(identity, &client, &params).await,
-            "refresh_token" => refresh(identity, &client, &params).await,
-            _ => Err(OAuthError::unsupported_grant_type()),
+        let client = authenticate(identity, headers, &form.read()?).await?;
+        match TokenRequest::read(&form)? {
+            TokenRequest::AuthorizationCode(grant) => {
+                redeem(identity, &client, &grant.code, &grant.code_verifier, grant.redirect_uri.as_deref()).await
+            }
+            TokenRequest::RefreshToken(grant) => refresh(identity, &client, &grant).await,
         }
     }
     .await;
-    (label, result)
-}
-
-async fn exchange_code(identity: &Identity, client: &Client, params: &Params) -> Result<TokenResponse, OAuthError> {
-    let code = params.required("code")?;
-    let verifier = params.required("code_verifier")?;
-    let redirect_uri = params.single("redirect_uri")?;
-    redeem(identity, client, code, verifier, redirect_uri).await
+    (TokenRequest::label(&form), result)
 }
 
 /// The `authorization_code` grant for `client`, authenticated by the
@@ -196,9 +184,9 @@ async fn replayed_code(
     OAuthError::invalid_grant("the authorization code was already used")
 }
 
-async fn refresh(identity: &Identity, client: &Client, params: &Params) -> Result<TokenResponse, OAuthError> {
-    let presented = params.required("refresh_token")?;
-    let requested_scope = params.single("scope")?;
+async fn refresh(identity: &Identity, client: &Client, grant: &RefreshGrant) -> Result<TokenResponse, OAuthError> {
+    let presented = grant.refresh_token.as_str();
+    let requested_scope = grant.scope.as_deref();
     let now = identity.clock.now();
     let hash = RefreshTokenHash::new(portico_crypto::hash::token_hash(presented));
 

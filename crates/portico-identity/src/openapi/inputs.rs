@@ -1,7 +1,10 @@
 //! What the identity endpoints read, as the document describes it: the
-//! queries, forms, headers and cookies. The handlers read them parameter by
-//! parameter (a repeated parameter is an error, RFC 6749 §3.1), so these
-//! types exist for the document only.
+//! queries, forms, headers and cookies. The token and revoke forms are
+//! assembled from the types their handlers read ([`crate::oauth2::forms`],
+//! through the one strict deserializer, [`portico_model::form`]); the other
+//! endpoints still read their parameters one by one (a repeated parameter
+//! is an error, RFC 6749 §3.1), so their types here exist for the document
+//! only, until they move the same way.
 
 use utoipa::{IntoParams, ToSchema};
 
@@ -39,22 +42,6 @@ mod values {
     pub enum ResponseMode {
         Query,
         FormPost,
-    }
-
-    #[derive(ToSchema)]
-    #[schema(rename_all = "snake_case")]
-    #[allow(dead_code)]
-    pub enum GrantType {
-        AuthorizationCode,
-        RefreshToken,
-    }
-
-    #[derive(ToSchema)]
-    #[schema(rename_all = "snake_case")]
-    #[allow(dead_code)]
-    pub enum TokenTypeHint {
-        AccessToken,
-        RefreshToken,
     }
 
     #[derive(ToSchema)]
@@ -173,54 +160,46 @@ pub struct LogoutForm {
     logout_hint: Option<String>,
 }
 
-/// `TokenRequestDTO`: the form of `POST /oauth2/token`.
+/// `TokenRequestDTO`: the form of `POST /oauth2/token`, one shape per grant
+/// type, assembled from the types the handler reads
+/// ([`crate::oauth2::forms`]).
 #[derive(ToSchema)]
 #[schema(as = TokenRequestDTO)]
+#[serde(tag = "grant_type", rename_all = "snake_case")]
 #[allow(dead_code)]
-pub struct TokenRequest {
-    /// `authorization_code` or `refresh_token`.
-    #[schema(inline, value_type = values::GrantType)]
-    grant_type: String,
-    /// For `authorization_code`.
-    #[schema(nullable = false, min_length = 1)]
-    code: Option<String>,
-    /// For `authorization_code`: 43 to 128 characters of `[A-Za-z0-9-._~]`.
-    #[schema(nullable = false, pattern = "^[A-Za-z0-9._~-]{43,128}$")]
-    code_verifier: Option<String>,
-    /// With `client_secret_post`, or to name the client with Basic.
-    #[schema(nullable = false)]
-    client_id: Option<String>,
-    /// With `client_secret_post`.
-    #[schema(nullable = false)]
-    client_secret: Option<String>,
-    /// For `authorization_code`: the address of the authorize request.
-    #[schema(nullable = false)]
-    redirect_uri: Option<String>,
-    /// For `refresh_token`.
-    #[schema(nullable = false, min_length = 1)]
-    refresh_token: Option<String>,
-    /// For `refresh_token`: a narrower scope than the grant's.
-    #[schema(nullable = false)]
-    scope: Option<String>,
+pub enum TokenRequestDto {
+    /// `authorization_code`: a code and its PKCE verifier.
+    AuthorizationCode {
+        #[serde(flatten)]
+        #[schema(inline)]
+        grant: crate::oauth2::forms::CodeGrant,
+        #[serde(flatten)]
+        #[schema(inline)]
+        client: crate::oauth2::forms::ClientCredentials,
+    },
+    /// `refresh_token`: a refresh token, and a narrower scope if wanted.
+    RefreshToken {
+        #[serde(flatten)]
+        #[schema(inline)]
+        grant: crate::oauth2::forms::RefreshGrant,
+        #[serde(flatten)]
+        #[schema(inline)]
+        client: crate::oauth2::forms::ClientCredentials,
+    },
 }
 
-/// The form of `POST /oauth2/revoke` (RFC 7009).
+/// The form of `POST /oauth2/revoke` (RFC 7009), assembled from the types
+/// the handler reads.
 #[derive(ToSchema)]
 #[schema(as = TokenRevocationRequestDTO)]
 #[allow(dead_code)]
-pub struct RevokeRequest {
-    /// An access token or refresh token of the client.
-    #[schema(min_length = 1)]
-    token: String,
-    /// `access_token` or `refresh_token`; both kinds are tried either way,
-    /// and another value is ignored (RFC 7009 §2.1: the hint only speeds
-    /// the look-up).
-    #[schema(nullable = false, example = "refresh_token")]
-    token_type_hint: Option<String>,
-    #[schema(nullable = false)]
-    client_id: Option<String>,
-    #[schema(nullable = false)]
-    client_secret: Option<String>,
+pub struct RevokeRequestDto {
+    #[serde(flatten)]
+    #[schema(inline)]
+    request: crate::oauth2::forms::RevokeRequest,
+    #[serde(flatten)]
+    #[schema(inline)]
+    client: crate::oauth2::forms::ClientCredentials,
 }
 
 /// `LoginStepRequestDTO`: the form of `POST /login`; which fields apply
