@@ -12,7 +12,7 @@ use portico_model::client::Client;
 
 use crate::ConsoleState;
 use crate::page::{self, Layout, MAX_FORM, Segments, done, render};
-use crate::session::see_other;
+use crate::session::{AdminOperator, see_other};
 
 #[derive(Template)]
 #[template(path = "clients.html")]
@@ -26,11 +26,8 @@ pub async fn list(
     State(console): State<ConsoleState>,
     headers: HeaderMap,
     axum::extract::RawQuery(raw): axum::extract::RawQuery,
+    AdminOperator(operator): AdminOperator,
 ) -> Response {
-    let operator = match console.admin_operator(&headers, "/console/clients").await {
-        Ok(operator) => operator,
-        Err(response) => return response,
-    };
     let query = page::query(raw.as_deref());
     let l = Layout::new(&headers, &operator, "clients", "/console/clients").with_notice(query.get("done"));
     match console.admin.list_clients().await {
@@ -66,12 +63,9 @@ pub async fn read(
     headers: HeaderMap,
     Segments(id): Segments<String>,
     axum::extract::RawQuery(raw): axum::extract::RawQuery,
+    AdminOperator(operator): AdminOperator,
 ) -> Response {
     let here = format!("/console/clients/{id}");
-    let operator = match console.admin_operator(&headers, &here).await {
-        Ok(operator) => operator,
-        Err(response) => return response,
-    };
     let query = page::query(raw.as_deref());
     let l = Layout::new(&headers, &operator, "clients", &here).with_notice(query.get("done"));
     match console.admin.client(&id).await {
@@ -87,14 +81,8 @@ struct NewClientPage {
 }
 
 /// `GET /console/clients/new`.
-pub async fn new_form(State(console): State<ConsoleState>, headers: HeaderMap) -> Response {
-    match console.admin_operator(&headers, "/console/clients/new").await {
-        Ok(operator) => render(
-            StatusCode::OK,
-            &NewClientPage { l: Layout::new(&headers, &operator, "clients", "/console/clients/new") },
-        ),
-        Err(response) => response,
-    }
+pub async fn new_form(headers: HeaderMap, AdminOperator(operator): AdminOperator) -> Response {
+    render(StatusCode::OK, &NewClientPage { l: Layout::new(&headers, &operator, "clients", "/console/clients/new") })
 }
 
 /// The page that shows a client's secret, this once.
@@ -105,11 +93,8 @@ fn secret_page(l: Layout, client_id: String, secret: String) -> Response {
 
 /// `POST /console/clients`: registers a client; its secret (given, or
 /// generated when the field is blank) is shown once.
-pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Response {
-    let (form, operator) = match console.read_form(&headers, body, "/console/clients/new", true, MAX_FORM).await {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
+pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Result<Response, Response> {
+    let (form, operator) = console.read_form(&headers, body, "/console/clients/new", true, MAX_FORM).await?;
     let new = NewClient {
         client_id: form.text("client_id").unwrap_or_default(),
         secret: form.text("secret"),
@@ -123,11 +108,11 @@ pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, bod
         backchannel_logout_uri: form.text("backchannel_logout_uri"),
     };
     let l = Layout::new(&headers, &operator, "clients", "/console/clients/new");
-    match console.admin.create_client(&operator.admin.actor, new).await {
+    Ok(match console.admin.create_client(&operator.admin.actor, new).await {
         Ok((client, Some(secret))) => secret_page(l, client.client_id.to_string(), secret),
         Ok((client, None)) => see_other(&done(&format!("/console/clients/{}", client.client_id), "created")),
         Err(error) => page::service_error(l, error, "/console/clients/new"),
-    }
+    })
 }
 
 /// `POST /console/clients/{id}`: every field of the form replaces the
@@ -137,12 +122,9 @@ pub async fn update(
     headers: HeaderMap,
     Segments(id): Segments<String>,
     body: Body,
-) -> Response {
+) -> Result<Response, Response> {
     let here = format!("/console/clients/{id}");
-    let (form, operator) = match console.read_form(&headers, body, &here, true, MAX_FORM).await {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
+    let (form, operator) = console.read_form(&headers, body, &here, true, MAX_FORM).await?;
     let changes = ClientChanges {
         redirect_uris: Some(form.lines("redirect_uris")),
         scope: form.text("scope"),
@@ -153,10 +135,10 @@ pub async fn update(
         logout_revokes_grants: Some(form.checked("logout_revokes_grants")),
         backchannel_logout_uri: Some(form.text("backchannel_logout_uri")),
     };
-    match console.admin.update_client(&operator.admin.actor, &id, changes).await {
+    Ok(match console.admin.update_client(&operator.admin.actor, &id, changes).await {
         Ok(_) => see_other(&done(&here, "saved")),
         Err(error) => page::service_error(Layout::new(&headers, &operator, "clients", &here), error, &here),
-    }
+    })
 }
 
 /// `POST /console/clients/{id}/secret`: a new generated secret, shown
@@ -166,21 +148,18 @@ pub async fn rotate_secret(
     headers: HeaderMap,
     Segments(id): Segments<String>,
     body: Body,
-) -> Response {
+) -> Result<Response, Response> {
     let here = format!("/console/clients/{id}");
-    let (form, operator) = match console.read_form(&headers, body, &here, true, MAX_FORM).await {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
+    let (form, operator) = console.read_form(&headers, body, &here, true, MAX_FORM).await?;
     let l = Layout::new(&headers, &operator, "clients", &here);
     if !form.confirmed() {
         let action = format!("{here}/secret");
-        return page::confirm(l, &form, "confirm.client_secret", id, &action, "client.new_secret");
+        return Ok(page::confirm(l, &form, "confirm.client_secret", id, &action, "client.new_secret"));
     }
-    match console.admin.rotate_client_secret(&operator.admin.actor, &id, None).await {
+    Ok(match console.admin.rotate_client_secret(&operator.admin.actor, &id, None).await {
         Ok(secret) => secret_page(l, id, secret),
         Err(error) => page::service_error(l, error, &here),
-    }
+    })
 }
 
 /// `POST /console/clients/{id}/delete`: the client, its grants and codes.

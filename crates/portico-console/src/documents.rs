@@ -15,6 +15,7 @@ use portico_api::Problem;
 use portico_permissions::service::{ApplyError, ApplySummary, parse_document};
 
 use crate::page::{self, Layout, done, render};
+use crate::session::AdminOperator;
 use crate::{Console, ConsoleState};
 
 /// The largest document form the console reads; larger documents go
@@ -59,21 +60,23 @@ async fn permissions_page(
 }
 
 /// `GET /console/permissions`.
-pub async fn permissions(State(console): State<ConsoleState>, headers: HeaderMap, RawQuery(raw): RawQuery) -> Response {
-    let operator = match console.admin_operator(&headers, "/console/permissions").await {
-        Ok(operator) => operator,
-        Err(response) => return response,
-    };
+pub async fn permissions(
+    State(console): State<ConsoleState>,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+    AdminOperator(operator): AdminOperator,
+) -> Response {
     let query = page::query(raw.as_deref());
     let l = Layout::new(&headers, &operator, "permissions", "/console/permissions").with_notice(query.get("done"));
     permissions_page(&console, l, None, Vec::new(), String::new()).await
 }
 
 /// `GET /console/permissions/document`: the whole model as JSON, to save.
-pub async fn permissions_document(State(console): State<ConsoleState>, headers: HeaderMap) -> Response {
-    if let Err(response) = console.admin_operator(&headers, "/console/permissions").await {
-        return response;
-    }
+pub async fn permissions_document(
+    State(console): State<ConsoleState>,
+    headers: HeaderMap,
+    _: AdminOperator,
+) -> Response {
     match console.permissions.model().await {
         Ok(model) => {
             let json = serde_json::to_string_pretty(&model.to_document()).unwrap_or_default();
@@ -92,28 +95,28 @@ pub async fn permissions_document(State(console): State<ConsoleState>, headers: 
 
 /// `POST /console/permissions`: `document` (YAML, or JSON when it starts
 /// with `{`) checked (`action=check`) or merged in, after a confirmation.
-pub async fn apply_permissions(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Response {
-    let (form, operator) =
-        match console.read_form(&headers, body, "/console/permissions", true, MAX_DOCUMENT_FORM).await {
-            Ok(found) => found,
-            Err(response) => return response,
-        };
+pub async fn apply_permissions(
+    State(console): State<ConsoleState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, Response> {
+    let (form, operator) = console.read_form(&headers, body, "/console/permissions", true, MAX_DOCUMENT_FORM).await?;
     let l = Layout::new(&headers, &operator, "permissions", "/console/permissions");
     let text = form.get("document").unwrap_or_default().to_owned();
     let doc = match parse_document(&text, !text.trim_start().starts_with('{')) {
         Ok(doc) => doc,
-        Err(message) => return permissions_page(&console, l, None, vec![(String::new(), message)], text).await,
+        Err(message) => return Ok(permissions_page(&console, l, None, vec![(String::new(), message)], text).await),
     };
     let problems = |e: ApplyError| match e {
         ApplyError::Invalid(problems) => Ok(problems.into_iter().map(|p| (p.place, p.message)).collect()),
         ApplyError::Storage(error) => Err(error),
     };
     if form.get("action") == Some("check") {
-        return match console.permissions.check(&doc).await.map_err(problems) {
+        return Ok(match console.permissions.check(&doc).await.map_err(problems) {
             Ok(summary) => permissions_page(&console, l, Some(summary), Vec::new(), text).await,
             Err(Ok(found)) => permissions_page(&console, l, None, found, text).await,
             Err(Err(error)) => page::storage_error(l, &error),
-        };
+        });
     }
     if !form.confirmed() {
         let subject = format!(
@@ -123,18 +126,27 @@ pub async fn apply_permissions(State(console): State<ConsoleState>, headers: Hea
             doc.roles.len(),
             doc.employees.len()
         );
-        return page::confirm(l, &form, "confirm.permissions", subject, "/console/permissions", "permissions.apply");
+        return Ok(page::confirm(
+            l,
+            &form,
+            "confirm.permissions",
+            subject,
+            "/console/permissions",
+            "permissions.apply",
+        ));
     }
     let store = console.identity.store.as_ref();
     let clock = console.identity.clock.as_ref();
-    match portico_permissions::admin::apply_by(&console.permissions, store, clock, &operator.admin.actor, &doc)
-        .await
-        .map_err(problems)
-    {
-        Ok(_) => crate::session::see_other(&done("/console/permissions", "applied")),
-        Err(Ok(found)) => permissions_page(&console, l, None, found, text).await,
-        Err(Err(error)) => page::storage_error(l, &error),
-    }
+    Ok(
+        match portico_permissions::admin::apply_by(&console.permissions, store, clock, &operator.admin.actor, &doc)
+            .await
+            .map_err(problems)
+        {
+            Ok(_) => crate::session::see_other(&done("/console/permissions", "applied")),
+            Err(Ok(found)) => permissions_page(&console, l, None, found, text).await,
+            Err(Err(error)) => page::storage_error(l, &error),
+        },
+    )
 }
 
 #[derive(Template)]
@@ -145,11 +157,12 @@ struct BrokeragePage {
 }
 
 /// `GET /console/brokerage`: the agreements held, by number.
-pub async fn brokerage(State(console): State<ConsoleState>, headers: HeaderMap, RawQuery(raw): RawQuery) -> Response {
-    let operator = match console.admin_operator(&headers, "/console/brokerage").await {
-        Ok(operator) => operator,
-        Err(response) => return response,
-    };
+pub async fn brokerage(
+    State(console): State<ConsoleState>,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+    AdminOperator(operator): AdminOperator,
+) -> Response {
     let query = page::query(raw.as_deref());
     let l = Layout::new(&headers, &operator, "brokerage", "/console/brokerage").with_notice(query.get("done"));
     match console.reports.store.list_agreements().await {
@@ -160,19 +173,19 @@ pub async fn brokerage(State(console): State<ConsoleState>, headers: HeaderMap, 
 
 /// `POST /console/brokerage`: a JSON document of brokerage data, loaded
 /// after a confirmation.
-pub async fn load_brokerage(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Response {
-    let (form, operator) = match console.read_form(&headers, body, "/console/brokerage", true, MAX_DOCUMENT_FORM).await
-    {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
+pub async fn load_brokerage(
+    State(console): State<ConsoleState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, Response> {
+    let (form, operator) = console.read_form(&headers, body, "/console/brokerage", true, MAX_DOCUMENT_FORM).await?;
     let l = Layout::new(&headers, &operator, "brokerage", "/console/brokerage");
     let text = form.get("document").unwrap_or_default();
     if !form.confirmed() {
         let subject = format!("{} bytes", text.len());
-        return page::confirm(l, &form, "confirm.brokerage", subject, "/console/brokerage", "brokerage.load");
+        return Ok(page::confirm(l, &form, "confirm.brokerage", subject, "/console/brokerage", "brokerage.load"));
     }
-    match portico_reports::brokerage::load_by(&console.reports, &operator.admin.actor, text.as_bytes()).await {
+    Ok(match portico_reports::brokerage::load_by(&console.reports, &operator.admin.actor, text.as_bytes()).await {
         Ok(_) => crate::session::see_other(&done("/console/brokerage", "loaded")),
         Err(error) => {
             let problems: Vec<Problem> = error.body.problems;
@@ -184,5 +197,5 @@ pub async fn load_brokerage(State(console): State<ConsoleState>, headers: Header
             };
             page::service_error(l, error, "/console/brokerage")
         }
-    }
+    })
 }

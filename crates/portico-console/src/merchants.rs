@@ -14,6 +14,7 @@ use portico_storage::StorageError;
 
 use crate::ConsoleState;
 use crate::page::{self, Layout, MAX_FORM, Segments, done, render};
+use crate::session::AdminOperator;
 
 /// Deliveries per page.
 const PAGE: u32 = 20;
@@ -32,11 +33,11 @@ struct MerchantsPage {
 }
 
 /// `GET /console/merchants`.
-pub async fn list(State(console): State<ConsoleState>, headers: HeaderMap) -> Response {
-    let operator = match console.admin_operator(&headers, "/console/merchants").await {
-        Ok(operator) => operator,
-        Err(response) => return response,
-    };
+pub async fn list(
+    State(console): State<ConsoleState>,
+    headers: HeaderMap,
+    AdminOperator(operator): AdminOperator,
+) -> Response {
     let l = Layout::new(&headers, &operator, "merchants", "/console/merchants");
     match console.notify.store.list_merchants().await {
         Ok(merchants) => {
@@ -90,12 +91,9 @@ pub async fn deliveries(
     headers: HeaderMap,
     Segments(merchant): Segments<String>,
     RawQuery(raw): RawQuery,
+    AdminOperator(operator): AdminOperator,
 ) -> Response {
     let here = page::here(&format!("/console/merchants/{merchant}"), raw.as_deref());
-    let operator = match console.admin_operator(&headers, &here).await {
-        Ok(operator) => operator,
-        Err(response) => return response,
-    };
     let query = page::query(raw.as_deref());
     let l = Layout::new(&headers, &operator, "merchants", &here).with_notice(query.get("done"));
     let status = query.get("status").and_then(DeliveryStatus::parse);
@@ -170,11 +168,8 @@ pub async fn resend(
 
 /// `POST /console/merchants`: registers a merchant (`merchant_id`,
 /// `public_id`, `sbp_merchant_id`); its API key is shown once.
-pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Response {
-    let (form, operator) = match console.read_form(&headers, body, "/console/merchants", true, MAX_FORM).await {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
+pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Result<Response, Response> {
+    let (form, operator) = console.read_form(&headers, body, "/console/merchants", true, MAX_FORM).await?;
     let l = Layout::new(&headers, &operator, "merchants", "/console/merchants");
     let ids = MerchantIds {
         merchant_id: form.text("merchant_id").unwrap_or_default(),
@@ -183,24 +178,30 @@ pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, bod
     };
     if let Err(problem) = portico_notify::merchants::check_ids(&ids) {
         let problem = portico_api::Problem::new("", problem.to_string());
-        return page::service_error(l, ServiceError::Invalid(vec![problem]), "/console/merchants");
+        return Ok(page::service_error(l, ServiceError::Invalid(vec![problem]), "/console/merchants"));
     }
     let merchant_id = ids.merchant_id.clone();
-    match portico_notify::admin::register_merchant(&MerchantKeeper::of(&console.notify), &operator.admin.actor, ids)
-        .await
-    {
-        Ok(key) => {
-            page::shown_once(l, "merchant.id", merchant_id.clone(), key, &format!("/console/merchants/{merchant_id}"))
-        }
-        Err(StorageError::Conflict(_)) => {
-            let taken = ServiceError::Conflict(
-                "merchant_exists",
-                "a merchant with this merchant id or public id exists".into(),
-            );
-            page::service_error(l, taken, "/console/merchants")
-        }
-        Err(error) => page::storage_error(l, &error),
-    }
+    Ok(
+        match portico_notify::admin::register_merchant(&MerchantKeeper::of(&console.notify), &operator.admin.actor, ids)
+            .await
+        {
+            Ok(key) => page::shown_once(
+                l,
+                "merchant.id",
+                merchant_id.clone(),
+                key,
+                &format!("/console/merchants/{merchant_id}"),
+            ),
+            Err(StorageError::Conflict(_)) => {
+                let taken = ServiceError::Conflict(
+                    "merchant_exists",
+                    "a merchant with this merchant id or public id exists".into(),
+                );
+                page::service_error(l, taken, "/console/merchants")
+            }
+            Err(error) => page::storage_error(l, &error),
+        },
+    )
 }
 
 /// `POST /console/merchants/{id}/key`: a new API key, shown once; the old
@@ -210,32 +211,31 @@ pub async fn rotate_key(
     headers: HeaderMap,
     Segments(merchant): Segments<String>,
     body: Body,
-) -> Response {
+) -> Result<Response, Response> {
     let here = format!("/console/merchants/{merchant}");
-    let (form, operator) = match console.read_form(&headers, body, &here, true, MAX_FORM).await {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
+    let (form, operator) = console.read_form(&headers, body, &here, true, MAX_FORM).await?;
     let l = Layout::new(&headers, &operator, "merchants", &here);
     if !form.confirmed() {
-        return page::confirm(
+        return Ok(page::confirm(
             l,
             &form,
             "confirm.merchant_key",
             merchant.clone(),
             &format!("{here}/key"),
             "merchant.new_key",
-        );
+        ));
     }
-    match portico_notify::admin::rotate_merchant_key(
-        &MerchantKeeper::of(&console.notify),
-        &operator.admin.actor,
-        &merchant,
+    Ok(
+        match portico_notify::admin::rotate_merchant_key(
+            &MerchantKeeper::of(&console.notify),
+            &operator.admin.actor,
+            &merchant,
+        )
+        .await
+        {
+            Ok(Some(key)) => page::shown_once(l, "merchant.id", merchant, key, &here),
+            Ok(None) => page::message(l, StatusCode::NOT_FOUND, "error.no_merchant", "/console/merchants"),
+            Err(error) => page::storage_error(l, &error),
+        },
     )
-    .await
-    {
-        Ok(Some(key)) => page::shown_once(l, "merchant.id", merchant, key, &here),
-        Ok(None) => page::message(l, StatusCode::NOT_FOUND, "error.no_merchant", "/console/merchants"),
-        Err(error) => page::storage_error(l, &error),
-    }
 }

@@ -13,6 +13,7 @@ use portico_storage::ReportTaskFilter;
 
 use crate::ConsoleState;
 use crate::page::{self, Layout, Segments, done, render};
+use crate::session::AdminOperator;
 
 /// Tasks per page.
 const PAGE: u32 = 25;
@@ -35,12 +36,13 @@ impl TasksPage {
 }
 
 /// `GET /console/reports?cnum=&status=&offset=`.
-pub async fn tasks(State(console): State<ConsoleState>, headers: HeaderMap, RawQuery(raw): RawQuery) -> Response {
+pub async fn tasks(
+    State(console): State<ConsoleState>,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+    AdminOperator(operator): AdminOperator,
+) -> Response {
     let here = page::here("/console/reports", raw.as_deref());
-    let operator = match console.admin_operator(&headers, &here).await {
-        Ok(operator) => operator,
-        Err(response) => return response,
-    };
     let query = page::query(raw.as_deref());
     let l = Layout::new(&headers, &operator, "reports", &here).with_notice(query.get("done"));
     let cnum = query.text("cnum").unwrap_or_default();

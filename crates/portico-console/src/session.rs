@@ -19,6 +19,8 @@
 //! not blocked, and the role read afresh, so a block or a role taken away
 //! ends the operator's console at their next click.
 
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use portico_api::Admin;
@@ -27,8 +29,8 @@ use portico_identity::cookies::SetCookies;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::Console;
 use crate::page::{self, Form};
+use crate::{Console, ConsoleState};
 
 pub const SESSION: &str = "svc.console";
 pub const LOGIN: &str = "svc.console.login";
@@ -143,6 +145,34 @@ impl Console {
         } else {
             Err(page::refused(headers, StatusCode::FORBIDDEN, "error.csrf"))
         }
+    }
+}
+
+/// The page a request is for, to come back to after signing in.
+fn requested_page(parts: &Parts) -> &str {
+    parts.uri.path_and_query().map_or("/console/", axum::http::uri::PathAndQuery::as_str)
+}
+
+/// Every console page takes its operator this way: signed in (otherwise
+/// the answer is the sign-in, back to the page asked for), the role read
+/// afresh.
+impl FromRequestParts<ConsoleState> for Operator {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, console: &ConsoleState) -> Result<Self, Response> {
+        console.operator(&parts.headers, requested_page(parts)).await
+    }
+}
+
+/// The operator of a page only admins may open: a support operator gets a
+/// 403 page naming the role needed.
+pub struct AdminOperator(pub Operator);
+
+impl FromRequestParts<ConsoleState> for AdminOperator {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, console: &ConsoleState) -> Result<Self, Response> {
+        console.admin_operator(&parts.headers, requested_page(parts)).await.map(Self)
     }
 }
 

@@ -13,6 +13,7 @@ use time::{Date, OffsetDateTime, Time};
 
 use crate::ConsoleState;
 use crate::page::{self, Layout, done, render};
+use crate::session::{AdminOperator, Operator};
 
 /// Audit events per page.
 const PAGE: u32 = 50;
@@ -25,11 +26,12 @@ struct KeysPage {
 }
 
 /// `GET /console/keys`.
-pub async fn keys(State(console): State<ConsoleState>, headers: HeaderMap, RawQuery(raw): RawQuery) -> Response {
-    let operator = match console.admin_operator(&headers, "/console/keys").await {
-        Ok(operator) => operator,
-        Err(response) => return response,
-    };
+pub async fn keys(
+    State(console): State<ConsoleState>,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+    AdminOperator(operator): AdminOperator,
+) -> Response {
     let query = page::query(raw.as_deref());
     let l = Layout::new(&headers, &operator, "keys", "/console/keys").with_notice(query.get("done"));
     match console.admin.list_keys().await {
@@ -98,12 +100,13 @@ fn day(value: &str) -> Option<OffsetDateTime> {
 
 /// `GET /console/audit?user=&client=&kind=&actor=&from=&to=&before=`:
 /// `from` and `to` are days, both included.
-pub async fn audit(State(console): State<ConsoleState>, headers: HeaderMap, RawQuery(raw): RawQuery) -> Response {
+pub async fn audit(
+    State(console): State<ConsoleState>,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+    operator: Operator,
+) -> Response {
     let here = page::here("/console/audit", raw.as_deref());
-    let operator = match console.operator(&headers, &here).await {
-        Ok(operator) => operator,
-        Err(response) => return response,
-    };
     let query = page::query(raw.as_deref());
     let l = Layout::new(&headers, &operator, "audit", &here);
     let text = |name: &str| query.text(name).unwrap_or_default();

@@ -18,7 +18,7 @@ use uuid::Uuid;
 
 use crate::ConsoleState;
 use crate::page::{self, Form, Layout, MAX_FORM, Segments, done, render};
-use crate::session::{Operator, see_other};
+use crate::session::{AdminOperator, Operator, see_other};
 
 /// Users per page.
 const PAGE: u32 = 25;
@@ -42,12 +42,13 @@ struct UsersPage {
 }
 
 /// `GET /console/users?by=login|phone|email&q=…&blocked=yes|no&after=…`.
-pub async fn search(State(console): State<ConsoleState>, headers: HeaderMap, RawQuery(raw): RawQuery) -> Response {
+pub async fn search(
+    State(console): State<ConsoleState>,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+    operator: Operator,
+) -> Response {
     let here = page::here("/console/users", raw.as_deref());
-    let operator = match console.operator(&headers, &here).await {
-        Ok(operator) => operator,
-        Err(response) => return response,
-    };
     let query = page::query(raw.as_deref());
     let l = Layout::new(&headers, &operator, "users", &here).with_notice(query.get("done"));
     let by = query.get("by").filter(|by| matches!(*by, "phone" | "email")).unwrap_or("login").to_owned();
@@ -139,12 +140,9 @@ pub async fn read(
     headers: HeaderMap,
     Segments(id): Segments<String>,
     RawQuery(raw): RawQuery,
+    operator: Operator,
 ) -> Response {
     let here = format!("/console/users/{id}");
-    let operator = match console.operator(&headers, &here).await {
-        Ok(operator) => operator,
-        Err(response) => return response,
-    };
     let query = page::query(raw.as_deref());
     let l = Layout::new(&headers, &operator, "users", &here).with_notice(query.get("done"));
     let Some(id) = user_id(&id) else {
@@ -192,20 +190,13 @@ struct NewUserPage {
 }
 
 /// `GET /console/users/new` (admin).
-pub async fn new_form(State(console): State<ConsoleState>, headers: HeaderMap) -> Response {
-    let operator = match console.admin_operator(&headers, "/console/users/new").await {
-        Ok(operator) => operator,
-        Err(response) => return response,
-    };
+pub async fn new_form(headers: HeaderMap, AdminOperator(operator): AdminOperator) -> Response {
     render(StatusCode::OK, &NewUserPage { l: Layout::new(&headers, &operator, "users", "/console/users/new") })
 }
 
 /// `POST /console/users` (admin): a new user.
-pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Response {
-    let (form, operator) = match console.read_form(&headers, body, "/console/users/new", true, MAX_FORM).await {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
+pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Result<Response, Response> {
+    let (form, operator) = console.read_form(&headers, body, "/console/users/new", true, MAX_FORM).await?;
     let new = NewUser {
         login: form.text("login").unwrap_or_default(),
         password: form.get("password").unwrap_or_default().to_owned(),
@@ -214,14 +205,14 @@ pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, bod
         name: form.text("name"),
         phone_login_enabled: Some(form.checked("phone_login")),
     };
-    match console.admin.create_user(&operator.admin.actor, new).await {
+    Ok(match console.admin.create_user(&operator.admin.actor, new).await {
         Ok(user) => see_other(&done(&format!("/console/users/{}", user.id.as_uuid()), "created")),
         Err(error) => page::service_error(
             Layout::new(&headers, &operator, "users", "/console/users/new"),
             error,
             "/console/users/new",
         ),
-    }
+    })
 }
 
 /// `POST /console/users/{id}` (admin): login, phone, e-mail, name and
@@ -231,15 +222,12 @@ pub async fn update(
     headers: HeaderMap,
     Segments(id): Segments<String>,
     body: Body,
-) -> Response {
+) -> Result<Response, Response> {
     let here = format!("/console/users/{id}");
-    let (form, operator) = match console.read_form(&headers, body, &here, true, MAX_FORM).await {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
+    let (form, operator) = console.read_form(&headers, body, &here, true, MAX_FORM).await?;
     let l = Layout::new(&headers, &operator, "users", &here);
     let Some(user) = user_id(&id) else {
-        return page::message(l, StatusCode::NOT_FOUND, "error.no_user", "/console/users");
+        return Ok(page::message(l, StatusCode::NOT_FOUND, "error.no_user", "/console/users"));
     };
     let changes = UserChanges {
         login: form.text("login"),
@@ -248,10 +236,10 @@ pub async fn update(
         name: Some(form.text("name")),
         phone_login_enabled: Some(form.checked("phone_login")),
     };
-    match console.admin.update_user(&operator.admin.actor, user, changes).await {
+    Ok(match console.admin.update_user(&operator.admin.actor, user, changes).await {
         Ok(_) => see_other(&done(&here, "saved")),
         Err(error) => page::service_error(l, error, &here),
-    }
+    })
 }
 
 /// `POST /console/users/{id}/password` (admin).
@@ -260,21 +248,18 @@ pub async fn set_password(
     headers: HeaderMap,
     Segments(id): Segments<String>,
     body: Body,
-) -> Response {
+) -> Result<Response, Response> {
     let here = format!("/console/users/{id}");
-    let (form, operator) = match console.read_form(&headers, body, &here, true, MAX_FORM).await {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
+    let (form, operator) = console.read_form(&headers, body, &here, true, MAX_FORM).await?;
     let l = Layout::new(&headers, &operator, "users", &here);
     let Some(user) = user_id(&id) else {
-        return page::message(l, StatusCode::NOT_FOUND, "error.no_user", "/console/users");
+        return Ok(page::message(l, StatusCode::NOT_FOUND, "error.no_user", "/console/users"));
     };
     let password = form.get("password").unwrap_or_default().to_owned();
-    match console.admin.set_password(&operator.admin.actor, user, password).await {
+    Ok(match console.admin.set_password(&operator.admin.actor, user, password).await {
         Ok(()) => see_other(&done(&here, "password_set")),
         Err(error) => page::service_error(l, error, &here),
-    }
+    })
 }
 
 /// A destructive action on the user `id`; its confirmation names the
