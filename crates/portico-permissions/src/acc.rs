@@ -6,14 +6,13 @@
 use axum::Json;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
-use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use portico_model::permissions::AccPermission;
 use uuid::Uuid;
 
 use crate::PermissionsState;
 use crate::error::ApiError;
-use crate::request::{Refusal, system_id, value};
+use crate::request::{Refusal, SystemId, value};
 use portico_api::TokenPair;
 
 /// The calling EIO's own flags per section of the access control center.
@@ -34,10 +33,9 @@ use portico_api::TokenPair;
 pub async fn by_company(
     State(api): State<PermissionsState>,
     TokenPair(caller, _): TokenPair<Refusal>,
-    headers: HeaderMap,
+    _: SystemId,
     path: Result<Path<String>, PathRejection>,
 ) -> Result<Response, ApiError> {
-    system_id(&headers)?;
     let Path(cnum) = path.map_err(|_| ApiError::bad_request("cnum", "cnum is not a valid path segment"))?;
     let cnum = value("cnum", &cnum)?;
     let model = api.service.model().await?;
@@ -72,10 +70,9 @@ pub async fn by_company(
 pub async fn by_user_and_company(
     State(api): State<PermissionsState>,
     TokenPair(caller, _): TokenPair<Refusal>,
-    headers: HeaderMap,
+    _: SystemId,
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> Result<Json<Vec<AccPermission>>, ApiError> {
-    system_id(&headers)?;
     let Path((user_id, cnum)) =
         path.map_err(|_| ApiError::bad_request("userId", "a path parameter is not a valid path segment"))?;
     let user_id = value("userId", &user_id)?;

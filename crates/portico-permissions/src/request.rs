@@ -2,7 +2,9 @@
 //! token-pair extractor, refused in this API's words), the consumer system
 //! id, and array parameters.
 
+use axum::extract::FromRequestParts;
 use axum::http::HeaderMap;
+use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use portico_tokens::TokenPairError;
 
@@ -44,6 +46,19 @@ pub fn system_id(headers: &HeaderMap) -> Result<(), ApiError> {
         return Err(ApiError::HeaderMissing("x-system-id"));
     }
     Ok(())
+}
+
+/// The `x-system-id` header, as an extractor: it comes after the token
+/// pair in each operation's arguments, so a request without either is
+/// refused for the token pair first.
+pub struct SystemId;
+
+impl<S: Send + Sync> FromRequestParts<S> for SystemId {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        system_id(&parts.headers).map(|()| Self)
+    }
 }
 
 /// A single text parameter: present, at most [`MAX_VALUE`] characters, no

@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use crate::PermissionsState;
 use crate::error::ApiError;
-use crate::request::{Refusal, system_id, value};
+use crate::request::{Refusal, SystemId, value};
 use portico_api::TokenPair;
 use portico_model::text::echo;
 
@@ -86,10 +86,10 @@ fn parse(headers: &HeaderMap, body: Result<Bytes, BytesRejection>) -> Result<(Uu
 pub async fn employee_role(
     State(api): State<PermissionsState>,
     TokenPair(caller, _): TokenPair<Refusal>,
+    _: SystemId,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<EmployeeRoleResponse>, ApiError> {
-    system_id(&headers)?;
     let (user_id, cnum) = parse(&headers, body)?;
     let model = api.service.model().await?;
     if !model.is_eio(caller.user_id.as_uuid(), &cnum) {

@@ -4,12 +4,11 @@
 use axum::Json;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
-use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 
 use crate::PermissionsState;
 use crate::error::ApiError;
-use crate::request::{Refusal, system_id, value};
+use crate::request::{Refusal, SystemId, value};
 use portico_api::TokenPair;
 
 fn segment_error(_: PathRejection) -> ApiError {
@@ -31,9 +30,8 @@ fn segment_error(_: PathRejection) -> ApiError {
 pub async fn permissions(
     State(api): State<PermissionsState>,
     TokenPair(caller, _): TokenPair<Refusal>,
-    headers: HeaderMap,
+    _: SystemId,
 ) -> Result<Response, ApiError> {
-    system_id(&headers)?;
     let model = api.service.model().await?;
     let view = model.permissions_v2(caller.user_id.as_uuid()).map_err(|e| ApiError::lookup(e, "obj"))?;
     Ok(Json(view).into_response())
@@ -54,10 +52,9 @@ pub async fn permissions(
 pub async fn by_object(
     State(api): State<PermissionsState>,
     TokenPair(caller, _): TokenPair<Refusal>,
-    headers: HeaderMap,
+    _: SystemId,
     path: Result<Path<String>, PathRejection>,
 ) -> Result<Response, ApiError> {
-    system_id(&headers)?;
     let Path(obj) = path.map_err(segment_error)?;
     let obj = value("obj", &obj)?;
     let model = api.service.model().await?;
@@ -84,10 +81,9 @@ pub async fn by_object(
 pub async fn by_object_and_company(
     State(api): State<PermissionsState>,
     TokenPair(caller, _): TokenPair<Refusal>,
-    headers: HeaderMap,
+    _: SystemId,
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> Result<Response, ApiError> {
-    system_id(&headers)?;
     let Path((obj, cnum)) = path.map_err(segment_error)?;
     let (obj, cnum) = (value("obj", &obj)?, value("cnum", &cnum)?);
     let model = api.service.model().await?;
