@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use portico_model::ids::{GrantId, UserId};
 use portico_model::user::{OperatorRole, User};
-use portico_storage::{TextMatch, UserQuery, UserRepository};
+use portico_storage::{UserQuery, UserRepository};
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
 use time::OffsetDateTime;
@@ -130,24 +130,18 @@ impl PgStore {
 fn matching(query: &UserQuery) -> (String, Vec<String>) {
     let mut sql = String::from("true");
     let mut values: Vec<String> = Vec::new();
-    for (column, matched) in [("login", &query.login), ("phone", &query.phone), ("email", &query.email)] {
-        let Some(matched) = matched else { continue };
-        let (TextMatch::Is(value) | TextMatch::StartsWith(value)) = matched;
-        values.push(value.clone());
-        let n = values.len();
-        let test = |column: &str, n: usize| match matched {
-            TextMatch::Is(_) => format!("{column} = ${n}"),
-            TextMatch::StartsWith(_) => format!("starts_with({column}, ${n})"),
-        };
-        // A login is also found by its key: `IVAN` finds `ivan`.
-        let key = (column == "login").then(|| portico_model::login_name::key(value).ok()).flatten();
-        match key {
-            Some(key) => {
-                values.push(key);
-                sql.push_str(&format!(" AND ({} OR {})", test("login", n), test("login_key", n + 1)));
-            }
-            None => sql.push_str(&format!(" AND {}", test(column, n))),
+    for condition in query.text_conditions() {
+        let mut tests = Vec::new();
+        for (column, value) in condition.tests {
+            values.push(value);
+            let n = values.len();
+            tests.push(if condition.prefix {
+                format!("starts_with({column}, ${n})")
+            } else {
+                format!("{column} = ${n}")
+            });
         }
+        sql.push_str(&format!(" AND ({})", tests.join(" OR ")));
     }
     if let Some(blocked) = query.blocked {
         sql.push_str(if blocked { " AND blocked" } else { " AND NOT blocked" });

@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use portico_model::ids::UserId;
 use portico_model::user::{OperatorRole, User};
-use portico_storage::{TextMatch, UserQuery, UserRepository};
+use portico_storage::{UserQuery, UserRepository};
 use rusqlite::types::Value;
 use rusqlite::{Row, params, params_from_iter};
 use time::OffsetDateTime;
@@ -83,24 +83,18 @@ fn user_named(
 fn matching(query: &UserQuery) -> (String, Vec<Value>) {
     let mut sql = String::from("1");
     let mut values: Vec<Value> = Vec::new();
-    for (column, matched) in [("login", &query.login), ("phone", &query.phone), ("email", &query.email)] {
-        let Some(matched) = matched else { continue };
-        let (TextMatch::Is(value) | TextMatch::StartsWith(value)) = matched;
-        values.push(Value::Text(value.clone()));
-        let n = values.len();
-        let test = |column: &str, n: usize| match matched {
-            TextMatch::Is(_) => format!("{column} = ?{n}"),
-            TextMatch::StartsWith(_) => format!("substr({column}, 1, length(?{n})) = ?{n}"),
-        };
-        // A login is also found by its key: `IVAN` finds `ivan`.
-        let key = (column == "login").then(|| portico_model::login_name::key(value).ok()).flatten();
-        match key {
-            Some(key) => {
-                values.push(Value::Text(key));
-                sql.push_str(&format!(" AND ({} OR {})", test("login", n), test("login_key", n + 1)));
-            }
-            None => sql.push_str(&format!(" AND {}", test(column, n))),
+    for condition in query.text_conditions() {
+        let mut tests = Vec::new();
+        for (column, value) in condition.tests {
+            values.push(Value::Text(value));
+            let n = values.len();
+            tests.push(if condition.prefix {
+                format!("substr({column}, 1, length(?{n})) = ?{n}")
+            } else {
+                format!("{column} = ?{n}")
+            });
         }
+        sql.push_str(&format!(" AND ({})", tests.join(" OR ")));
     }
     if let Some(blocked) = query.blocked {
         sql.push_str(if blocked { " AND blocked" } else { " AND NOT blocked" });

@@ -110,6 +110,35 @@ pub struct UserQuery {
     pub limit: u32,
 }
 
+/// One text condition of a [`UserQuery`]: the value in any of these
+/// columns (each with the value to compare it with).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextCondition {
+    pub tests: Vec<(&'static str, String)>,
+    /// Whether the column starts with the value, rather than equals it.
+    pub prefix: bool,
+}
+
+impl UserQuery {
+    /// The query's text conditions, every one of which a user matches. A
+    /// login matches as it is or by its key (`IVAN` finds `ivan`).
+    pub fn text_conditions(&self) -> Vec<TextCondition> {
+        let mut conditions = Vec::new();
+        for (column, matched) in [("login", &self.login), ("phone", &self.phone), ("email", &self.email)] {
+            let Some(matched) = matched else { continue };
+            let (TextMatch::Is(value) | TextMatch::StartsWith(value)) = matched;
+            let mut tests = vec![(column, value.clone())];
+            if column == "login"
+                && let Ok(key) = portico_model::login_name::key(value)
+            {
+                tests.push(("login_key", key));
+            }
+            conditions.push(TextCondition { tests, prefix: matches!(matched, TextMatch::StartsWith(_)) });
+        }
+        conditions
+    }
+}
+
 impl Default for UserQuery {
     fn default() -> Self {
         Self {
