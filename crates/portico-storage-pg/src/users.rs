@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use portico_model::ids::{GrantId, UserId};
 use portico_model::user::{OperatorRole, User};
-use portico_storage::{UserQuery, UserRepository};
+use portico_storage::{LoginKeyPlan, UserQuery, UserRepository};
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
 use time::OffsetDateTime;
@@ -359,46 +359,40 @@ impl UserRepository for PgStore {
 }
 
 /// Gives every user without a login key theirs (users made before
-/// migration 19), oldest first; reports, at every start, the users whose
-/// login is the same as an older user's under the comparison rules, or no
-/// valid login at all: they keep signing in by their login exactly as
-/// stored, until an operator renames them.
+/// migration 19), as [`LoginKeyPlan`] works out: one read of the keys held
+/// already, then the keys stored 10,000 at a time in one transaction; says
+/// at every start who is left without one.
 pub(crate) async fn fill_login_keys(pool: &sqlx::PgPool) -> Result<()> {
-    let unkeyed: Vec<(Uuid, String)> =
+    let users: Vec<(Uuid, String)> =
         sqlx::query_as("SELECT id, login FROM users WHERE login_key IS NULL ORDER BY created_at, id")
             .fetch_all(pool)
             .await
             .map_err(storage_error("user"))?;
-    if unkeyed.is_empty() {
+    if users.is_empty() {
         return Ok(());
     }
+    let held: Vec<(String, String)> = sqlx::query_as("SELECT login_key, login FROM users WHERE login_key = ANY($1)")
+        .bind(LoginKeyPlan::candidates(&users))
+        .fetch_all(pool)
+        .await
+        .map_err(storage_error("user"))?;
+    let plan = LoginKeyPlan::new(users, &held.into_iter().collect());
     let mut tx = pool.begin().await.map_err(storage_error("user"))?;
-    let mut report = Vec::new();
-    for (done, (id, login)) in unkeyed.iter().enumerate() {
-        match portico_model::login_name::key(login) {
-            Ok(key) => {
-                let taken: Option<String> = sqlx::query_scalar("SELECT login FROM users WHERE login_key = $1")
-                    .bind(&key)
-                    .fetch_optional(&mut *tx)
-                    .await
-                    .map_err(storage_error("user"))?;
-                match taken {
-                    Some(older) => report.push((login.clone(), format!("the same login as {older:?}"))),
-                    None => {
-                        sqlx::query("UPDATE users SET login_key = $2 WHERE id = $1")
-                            .bind(id)
-                            .bind(&key)
-                            .execute(&mut *tx)
-                            .await
-                            .map_err(storage_error("user"))?;
-                    }
-                }
-            }
-            Err(problem) => report.push((login.clone(), problem)),
-        }
-        portico_storage::report_login_key_progress(done + 1, unkeyed.len());
+    let mut done = 0;
+    for chunk in plan.keys.chunks(10_000) {
+        let (ids, keys): (Vec<Uuid>, Vec<String>) = chunk.iter().cloned().unzip();
+        sqlx::query(
+            "UPDATE users u SET login_key = v.key FROM UNNEST($1::uuid[], $2::text[]) AS v (id, key) WHERE u.id = v.id",
+        )
+        .bind(ids)
+        .bind(keys)
+        .execute(&mut *tx)
+        .await
+        .map_err(storage_error("user"))?;
+        done += chunk.len();
+        portico_storage::report_login_key_progress(done, plan.keys.len());
     }
     tx.commit().await.map_err(storage_error("user"))?;
-    portico_storage::report_unkeyed_logins(&report);
+    plan.report();
     Ok(())
 }

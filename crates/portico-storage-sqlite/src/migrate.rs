@@ -4,10 +4,11 @@
 //! checksums: SHA-384 of the file) of earlier releases, so that their
 //! databases upgrade in place.
 
+use std::collections::HashMap;
 use std::time::Instant;
 
 use aws_lc_rs::digest::{SHA384, digest};
-use portico_storage::StorageError;
+use portico_storage::{LoginKeyPlan, StorageError};
 use rusqlite::{Connection, OptionalExtension as _, params};
 
 use crate::db::{Error, Res};
@@ -75,40 +76,37 @@ pub(crate) fn run(conn: &mut Connection) -> Res<()> {
 }
 
 /// Gives every user without a login key theirs (users made before
-/// migration 16), oldest first; reports, at every start, the users whose
-/// login is the same as an older user's under the comparison rules, or no
-/// valid login at all: they keep signing in by their login exactly as
-/// stored, until an operator renames them.
+/// migration 16), as [`LoginKeyPlan`] works out, in one transaction; says
+/// at every start who is left without one.
 fn fill_login_keys(conn: &mut Connection) -> Res<()> {
-    let unkeyed: Vec<(String, String)> = {
+    let users: Vec<(String, String)> = {
         let mut statement =
             conn.prepare("SELECT id, login FROM users WHERE login_key IS NULL ORDER BY created_at, id")?;
         statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?.collect::<Result<_, _>>()?
     };
-    if unkeyed.is_empty() {
+    if users.is_empty() {
         return Ok(());
     }
-    let tx = conn.transaction()?;
-    let mut report = Vec::new();
-    for (done, (id, login)) in unkeyed.iter().enumerate() {
-        match portico_model::login_name::key(login) {
-            Ok(key) => {
-                let taken: Option<String> = tx
-                    .query_row("SELECT login FROM users WHERE login_key = ?1", [&key], |row| row.get(0))
-                    .optional()?;
-                match taken {
-                    Some(older) => report.push((login.clone(), format!("the same login as {older:?}"))),
-                    None => {
-                        tx.execute("UPDATE users SET login_key = ?2 WHERE id = ?1", params![id, key])?;
-                    }
-                }
+    let mut held = HashMap::new();
+    {
+        let mut holder = conn.prepare("SELECT login FROM users WHERE login_key = ?1")?;
+        for key in LoginKeyPlan::candidates(&users) {
+            if let Some(login) = holder.query_row([&key], |row| row.get::<_, String>(0)).optional()? {
+                held.insert(key, login);
             }
-            Err(problem) => report.push((login.clone(), problem)),
         }
-        portico_storage::report_login_key_progress(done + 1, unkeyed.len());
+    }
+    let plan = LoginKeyPlan::new(users, &held);
+    let tx = conn.transaction()?;
+    {
+        let mut store = tx.prepare("UPDATE users SET login_key = ?2 WHERE id = ?1")?;
+        for (done, (id, key)) in plan.keys.iter().enumerate() {
+            store.execute(params![id, key])?;
+            portico_storage::report_login_key_progress(done + 1, plan.keys.len());
+        }
     }
     tx.commit()?;
-    portico_storage::report_unkeyed_logins(&report);
+    plan.report();
     Ok(())
 }
 

@@ -154,16 +154,54 @@ impl Default for UserQuery {
     }
 }
 
-/// What giving the users made before login keys their keys found: each
-/// user left without a key, with why (the same login as an older user's, or
-/// no valid login). Each backend fills the keys at start and reports here.
-pub fn report_unkeyed_logins(unkeyed: &[(String, String)]) {
-    for (login, why) in unkeyed {
-        tracing::warn!(
-            login = login.as_str(),
-            problem = why.as_str(),
-            "this login is compared by its exact form only; rename the user (admin API, console or SCIM)"
-        );
+/// How users without a login key get theirs (users made before login
+/// keys), worked out once for both backends.
+#[derive(Debug, Default)]
+pub struct LoginKeyPlan<Id> {
+    /// The key to store for each user who gets one.
+    pub keys: Vec<(Id, String)>,
+    /// Each user left without a key, with why (the same login as an older
+    /// user's, or no valid login): they keep signing in by their login
+    /// exactly as stored, until an operator renames them.
+    pub unkeyed: Vec<(String, String)>,
+}
+
+impl<Id> LoginKeyPlan<Id> {
+    /// The plan for `users` (oldest first: of two with the same key, the
+    /// older gets it), given the keys other users hold already (`held`:
+    /// key → that user's login).
+    pub fn new(users: Vec<(Id, String)>, held: &std::collections::HashMap<String, String>) -> Self {
+        let mut plan = Self { keys: Vec::new(), unkeyed: Vec::new() };
+        let mut given: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+        for (id, login) in users {
+            match portico_model::login_name::key(&login) {
+                Err(problem) => plan.unkeyed.push((login, problem)),
+                Ok(key) => match held.get(&key).or_else(|| given.get(&key)) {
+                    Some(older) => plan.unkeyed.push((login, format!("the same login as {older:?}"))),
+                    None => {
+                        given.insert(key.clone(), login);
+                        plan.keys.push((id, key));
+                    }
+                },
+            }
+        }
+        plan
+    }
+
+    /// The keys the users would get, to ask the store who holds them.
+    pub fn candidates(users: &[(Id, String)]) -> Vec<String> {
+        users.iter().filter_map(|(_, login)| portico_model::login_name::key(login).ok()).collect()
+    }
+
+    /// Says, at every start, which users are left without a key and why.
+    pub fn report(&self) {
+        for (login, why) in &self.unkeyed {
+            tracing::warn!(
+                login = login.as_str(),
+                problem = why.as_str(),
+                "this login is compared by its exact form only; rename the user (admin API, console or SCIM)"
+            );
+        }
     }
 }
 
@@ -171,5 +209,31 @@ pub fn report_unkeyed_logins(unkeyed: &[(String, String)]) {
 pub fn report_login_key_progress(done: usize, of: usize) {
     if done.is_multiple_of(10_000) {
         tracing::info!(done, of, "giving logins their comparison keys");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::LoginKeyPlan;
+
+    #[test]
+    fn the_older_of_two_look_alikes_gets_the_key_and_held_keys_stay_held() {
+        let users = vec![
+            (1, "Olga".to_owned()),
+            (2, "OLGA".to_owned()),
+            (3, "IVAN".to_owned()),
+            (4, "two words".to_owned()),
+            (5, "anna".to_owned()),
+        ];
+        assert_eq!(LoginKeyPlan::candidates(&users), ["olga", "olga", "ivan", "anna"]);
+        let held = HashMap::from([("ivan".to_owned(), "ivan".to_owned())]);
+        let plan = LoginKeyPlan::new(users, &held);
+        assert_eq!(plan.keys, [(1, "olga".to_owned()), (5, "anna".to_owned())]);
+        let unkeyed: Vec<&str> = plan.unkeyed.iter().map(|(login, _)| login.as_str()).collect();
+        assert_eq!(unkeyed, ["OLGA", "IVAN", "two words"]);
+        assert_eq!(plan.unkeyed[0].1, r#"the same login as "Olga""#);
+        assert_eq!(plan.unkeyed[1].1, r#"the same login as "ivan""#);
     }
 }
