@@ -6,7 +6,8 @@ use async_trait::async_trait;
 use portico_model::ids::{ClientId, UserId};
 use portico_model::login::{LoginProcess, LoginState};
 use portico_storage::{
-    ConsentRepository, CountAttempt, DeviceRepository, LoginGuardRepository, LoginProcessRepository, Throttle,
+    ConsentRepository, CountAttempt, DeviceRepository, LoginCompletion, LoginGuardRepository, LoginProcessRepository,
+    Throttle,
 };
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
@@ -68,6 +69,50 @@ impl LoginProcessRepository for PgStore {
         .await
         .map_err(storage_error("login process"))?;
         Ok(done.rows_affected() > 0)
+    }
+
+    async fn complete_login_process(&self, completion: &LoginCompletion<'_>) -> Result<bool> {
+        // One statement: the process is saved only if its version still
+        // matches, and the session, the device and the audit entry are
+        // inserted only from that saved row, so it is all or nothing.
+        let (process, session) = (completion.process, completion.session);
+        let query = sqlx::query(
+            "WITH saved AS (
+                 UPDATE login_processes SET state = $3, expires_at = $4, version = version + 1
+                 WHERE id = $1 AND version = $2 RETURNING 1
+             ), session AS (
+                 INSERT INTO sso_sessions (id, token_hash, user_id, auth_time, created_at, expires_at, amr)
+                 SELECT $5, $6, $7, $8, $9, $10, $11 FROM saved WHERE $5::uuid IS NOT NULL
+             ), device AS (
+                 INSERT INTO trusted_devices (user_id, device_id, trusted_at)
+                 SELECT $12, $13, $14 FROM saved WHERE $13::text IS NOT NULL
+                 ON CONFLICT (user_id, device_id) DO UPDATE SET trusted_at = excluded.trusted_at
+             ), audit AS (
+                 INSERT INTO audit_log (at, kind, user_id, client_id, detail, actor)
+                 SELECT $15, $16, $17, $18, $19, $20 FROM saved
+             )
+             SELECT count(*) AS saved FROM saved",
+        )
+        .bind(process.id)
+        .bind(process.version)
+        .bind(Json(&process.state))
+        .bind(at(process.expires_at))
+        .bind(session.map(|s| s.id.as_uuid()))
+        .bind(session.map(|s| s.token_hash.as_str()))
+        .bind(session.map(|s| s.user_id.as_uuid()))
+        .bind(session.map(|s| at(s.auth_time)))
+        .bind(session.map(|s| at(s.created_at)))
+        .bind(session.map(|s| at(s.expires_at)))
+        .bind(session.map(|s| &s.amr))
+        .bind(completion.trusted_device.map(|(user, _)| user.as_uuid()))
+        .bind(completion.trusted_device.map(|(_, device)| device))
+        .bind(at(completion.now));
+        let row = crate::audit::bind_audit(query, completion.audit)
+            .bind(completion.audit.actor.as_deref())
+            .fetch_one(&mut *self.conn().await?)
+            .await
+            .map_err(storage_error("login process"))?;
+        Ok(get::<i64>(&row, "saved")? > 0)
     }
 
     async fn delete_login_process(&self, id: Uuid) -> Result<()> {
@@ -146,21 +191,29 @@ impl ConsentRepository for PgStore {
 
 #[async_trait]
 impl LoginGuardRepository for PgStore {
-    async fn throttle(&self, key: &str, forget_before: OffsetDateTime, now: OffsetDateTime) -> Result<Throttle> {
-        let row = sqlx::query(
-            "SELECT CASE WHEN updated_at < $2 THEN 0 ELSE greatest(failures - \
-             (SELECT count(*) FROM login_attempts_pending p WHERE p.key = $1 AND p.expires_at <= $3), 0)::int \
-             END AS failures, locked_until FROM login_throttles WHERE key = $1",
+    async fn throttles(
+        &self,
+        keys: &[&str],
+        forget_before: OffsetDateTime,
+        now: OffsetDateTime,
+    ) -> Result<Vec<Throttle>> {
+        let rows = sqlx::query(
+            "SELECT key, CASE WHEN updated_at < $2 THEN 0 ELSE greatest(failures - \
+             (SELECT count(*) FROM login_attempts_pending p WHERE p.key = t.key AND p.expires_at <= $3), 0)::int \
+             END AS failures, locked_until FROM login_throttles t WHERE key = ANY($1)",
         )
-        .bind(key)
+        .bind(keys)
         .bind(at(forget_before))
         .bind(at(now))
-        .fetch_optional(&mut *self.conn().await?)
+        .fetch_all(&mut *self.conn().await?)
         .await
         .map_err(storage_error("throttle"))?;
-        row.map_or(Ok(Throttle::default()), |row| {
-            Ok(Throttle { failures: count(&row, "failures")?, locked_until: get(&row, "locked_until")? })
-        })
+        let mut found = std::collections::HashMap::with_capacity(rows.len());
+        for row in &rows {
+            let throttle = Throttle { failures: count(row, "failures")?, locked_until: get(row, "locked_until")? };
+            found.insert(get::<String>(row, "key")?, throttle);
+        }
+        Ok(keys.iter().map(|&key| found.get(key).copied().unwrap_or_default()).collect())
     }
 
     async fn count_attempt(&self, attempt: CountAttempt<'_>) -> Result<Option<u32>> {
@@ -257,6 +310,30 @@ impl LoginGuardRepository for PgStore {
              DELETE FROM login_throttles WHERE key = $1",
         )
         .bind(key)
+        .execute(&mut *self.conn().await?)
+        .await
+        .map_err(storage_error("throttle"))?;
+        Ok(())
+    }
+
+    async fn attempt_succeeded(&self, attempt: Uuid, clear: &[&str], take_back: &[&str]) -> Result<()> {
+        // One statement: the cleared keys go with their pending attempts;
+        // on the others only this attempt, if still pending, is taken back
+        // (the two lists share no key, so no row is changed twice).
+        sqlx::query(
+            "WITH cleared_pending AS (
+                 DELETE FROM login_attempts_pending WHERE key = ANY($1)
+             ), cleared AS (
+                 DELETE FROM login_throttles WHERE key = ANY($1)
+             ), reported AS (
+                 DELETE FROM login_attempts_pending WHERE key = ANY($2) AND attempt = $3 RETURNING key
+             )
+             UPDATE login_throttles t SET failures = t.failures - (SELECT count(*) FROM reported r WHERE r.key = t.key)
+             WHERE t.key = ANY($2) AND t.failures > 0",
+        )
+        .bind(clear)
+        .bind(take_back)
+        .bind(attempt)
         .execute(&mut *self.conn().await?)
         .await
         .map_err(storage_error("throttle"))?;

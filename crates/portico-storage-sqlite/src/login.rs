@@ -5,7 +5,8 @@ use async_trait::async_trait;
 use portico_model::ids::{ClientId, UserId};
 use portico_model::login::LoginProcess;
 use portico_storage::{
-    ConsentRepository, CountAttempt, DeviceRepository, LoginGuardRepository, LoginProcessRepository, Throttle,
+    ConsentRepository, CountAttempt, DeviceRepository, LoginCompletion, LoginGuardRepository, LoginProcessRepository,
+    Throttle,
 };
 use rusqlite::{Row, params};
 use time::OffsetDateTime;
@@ -27,6 +28,49 @@ fn process_from(row: &Row<'_>) -> Res<LoginProcess> {
 /// A count that cannot be negative.
 fn count(row: &Row<'_>, column: &str) -> Res<u32> {
     Ok(u32::try_from(row.get::<_, i64>(column)?).unwrap_or(0))
+}
+
+fn update_process(tx: &rusqlite::Connection, p: &LoginProcess) -> Res<bool> {
+    let updated = run(
+        tx,
+        "UPDATE login_processes SET state = ?3, expires_at = ?4, version = version + 1 WHERE id = ?1 AND version = ?2",
+        params![p.id.to_string(), p.version, to_json(&p.state)?, secs(p.expires_at)],
+    )?;
+    Ok(updated > 0)
+}
+
+fn trust(tx: &rusqlite::Connection, user_id: UserId, device_id: &str, now: OffsetDateTime) -> Res<()> {
+    run(
+        tx,
+        "INSERT INTO trusted_devices (user_id, device_id, trusted_at) VALUES (?1, ?2, ?3) \
+         ON CONFLICT (user_id, device_id) DO UPDATE SET trusted_at = excluded.trusted_at",
+        params![user_id.to_string(), device_id, secs(now)],
+    )?;
+    Ok(())
+}
+
+/// Takes back a pending attempt; only one still pending: one taken back
+/// as unreported already is not taken twice.
+fn uncount(tx: &rusqlite::Connection, key: &str, attempt: Uuid, hold_until: Option<OffsetDateTime>) -> Res<()> {
+    let pending = run(
+        tx,
+        "DELETE FROM login_attempts_pending WHERE key = ?1 AND attempt = ?2",
+        params![key, attempt.to_string()],
+    )?;
+    run(
+        tx,
+        "UPDATE login_throttles SET failures = failures - ?3, \
+         locked_until = CASE WHEN locked_until = ?2 THEN NULL ELSE locked_until END \
+         WHERE key = ?1 AND failures > 0",
+        params![key, secs_opt(hold_until), i64::from(pending > 0)],
+    )?;
+    Ok(())
+}
+
+fn clear(tx: &rusqlite::Connection, key: &str) -> Res<()> {
+    run(tx, "DELETE FROM login_throttles WHERE key = ?1", [key])?;
+    run(tx, "DELETE FROM login_attempts_pending WHERE key = ?1", [key])?;
+    Ok(())
 }
 
 #[async_trait]
@@ -57,15 +101,27 @@ impl LoginProcessRepository for SqliteStore {
 
     async fn update_login_process(&self, process: &LoginProcess) -> Result<bool> {
         let p = process.clone();
+        self.db.write("login process", move |tx| update_process(tx, &p)).await
+    }
+
+    async fn complete_login_process(&self, completion: &LoginCompletion<'_>) -> Result<bool> {
+        let process = completion.process.clone();
+        let session = completion.session.cloned();
+        let device = completion.trusted_device.map(|(user, device)| (user, device.to_owned()));
+        let (now, audit) = (completion.now, completion.audit.clone());
         self.db
             .write("login process", move |tx| {
-                let updated = run(
-                    tx,
-                    "UPDATE login_processes SET state = ?3, expires_at = ?4, version = version + 1 \
-                     WHERE id = ?1 AND version = ?2",
-                    params![p.id.to_string(), p.version, to_json(&p.state)?, secs(p.expires_at)],
-                )?;
-                Ok(updated > 0)
+                if !update_process(tx, &process)? {
+                    return Ok(false);
+                }
+                if let Some(session) = &session {
+                    crate::sessions::insert_session(tx, session)?;
+                }
+                if let Some((user, device)) = &device {
+                    trust(tx, *user, device, now)?;
+                }
+                crate::audit::insert_audit(tx, &audit)?;
+                Ok(true)
             })
             .await
     }
@@ -84,17 +140,7 @@ impl LoginProcessRepository for SqliteStore {
 impl DeviceRepository for SqliteStore {
     async fn trust_device(&self, user_id: UserId, device_id: &str, now: OffsetDateTime) -> Result<()> {
         let device_id = device_id.to_owned();
-        self.db
-            .write("trusted device", move |tx| {
-                run(
-                    tx,
-                    "INSERT INTO trusted_devices (user_id, device_id, trusted_at) VALUES (?1, ?2, ?3) \
-                     ON CONFLICT (user_id, device_id) DO UPDATE SET trusted_at = excluded.trusted_at",
-                    params![user_id.to_string(), device_id, secs(now)],
-                )?;
-                Ok(())
-            })
-            .await
+        self.db.write("trusted device", move |tx| trust(tx, user_id, &device_id, now)).await
     }
 
     async fn is_device_trusted(&self, user_id: UserId, device_id: &str, not_before: OffsetDateTime) -> Result<bool> {
@@ -145,21 +191,30 @@ impl ConsentRepository for SqliteStore {
 
 #[async_trait]
 impl LoginGuardRepository for SqliteStore {
-    async fn throttle(&self, key: &str, forget_before: OffsetDateTime, now: OffsetDateTime) -> Result<Throttle> {
-        let key = key.to_owned();
+    async fn throttles(
+        &self,
+        keys: &[&str],
+        forget_before: OffsetDateTime,
+        now: OffsetDateTime,
+    ) -> Result<Vec<Throttle>> {
+        let keys: Vec<String> = keys.iter().map(|&key| key.to_owned()).collect();
         self.db
             .read(move |c| {
-                let found = one(
-                    c,
-                    "SELECT CASE WHEN updated_at < ?2 THEN 0 ELSE max(failures - \
-                     (SELECT count(*) FROM login_attempts_pending p WHERE p.key = ?1 AND p.expires_at <= ?3), 0) \
-                     END AS failures, locked_until FROM login_throttles WHERE key = ?1",
-                    params![key, secs(forget_before), secs(now)],
-                    |row| {
-                        Ok(Throttle { failures: count(row, "failures")?, locked_until: row.time_opt("locked_until")? })
-                    },
-                )?;
-                Ok(found.unwrap_or_default())
+                keys.iter()
+                    .map(|key| {
+                        let found = one(
+                            c,
+                            "SELECT CASE WHEN updated_at < ?2 THEN 0 ELSE max(failures - \
+                             (SELECT count(*) FROM login_attempts_pending p WHERE p.key = ?1 AND p.expires_at <= ?3), 0) \
+                             END AS failures, locked_until FROM login_throttles WHERE key = ?1",
+                            params![key, secs(forget_before), secs(now)],
+                            |row| {
+                                Ok(Throttle { failures: count(row, "failures")?, locked_until: row.time_opt("locked_until")? })
+                            },
+                        )?;
+                        Ok(found.unwrap_or_default())
+                    })
+                    .collect()
             })
             .await
     }
@@ -216,25 +271,7 @@ impl LoginGuardRepository for SqliteStore {
 
     async fn uncount_attempt(&self, key: &str, attempt: Uuid, hold_until: Option<OffsetDateTime>) -> Result<()> {
         let key = key.to_owned();
-        self.db
-            .write("login throttle", move |tx| {
-                // Only an attempt still pending is taken back: one taken back
-                // as unreported already is not taken twice.
-                let pending = run(
-                    tx,
-                    "DELETE FROM login_attempts_pending WHERE key = ?1 AND attempt = ?2",
-                    params![key, attempt.to_string()],
-                )?;
-                run(
-                    tx,
-                    "UPDATE login_throttles SET failures = failures - ?3, \
-                     locked_until = CASE WHEN locked_until = ?2 THEN NULL ELSE locked_until END \
-                     WHERE key = ?1 AND failures > 0",
-                    params![key, secs_opt(hold_until), i64::from(pending > 0)],
-                )?;
-                Ok(())
-            })
-            .await
+        self.db.write("login throttle", move |tx| uncount(tx, &key, attempt, hold_until)).await
     }
 
     async fn report_attempt(&self, key: &str, attempt: Uuid) -> Result<()> {
@@ -268,10 +305,20 @@ impl LoginGuardRepository for SqliteStore {
 
     async fn clear_throttle(&self, key: &str) -> Result<()> {
         let key = key.to_owned();
+        self.db.write("login throttle", move |tx| clear(tx, &key)).await
+    }
+
+    async fn attempt_succeeded(&self, attempt: Uuid, clear_keys: &[&str], take_back: &[&str]) -> Result<()> {
+        let owned = |keys: &[&str]| keys.iter().map(|&key| key.to_owned()).collect::<Vec<_>>();
+        let (clear_keys, take_back) = (owned(clear_keys), owned(take_back));
         self.db
             .write("login throttle", move |tx| {
-                run(tx, "DELETE FROM login_throttles WHERE key = ?1", [&key])?;
-                run(tx, "DELETE FROM login_attempts_pending WHERE key = ?1", [&key])?;
+                for key in &clear_keys {
+                    clear(tx, key)?;
+                }
+                for key in &take_back {
+                    uncount(tx, key, attempt, None)?;
+                }
                 Ok(())
             })
             .await

@@ -108,32 +108,43 @@ fn insert_refresh(conn: &Connection, token: &RefreshToken) -> Res<bool> {
     Ok(stored > 0)
 }
 
+fn insert_code(tx: &rusqlite::Connection, code: &AuthorizationCode) -> Res<()> {
+    run(
+        tx,
+        "INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, \
+         code_challenge, nonce, auth_time, created_at, expires_at, amr, session_id) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+        params![
+            code.code_hash.as_str(),
+            code.client_id.as_str(),
+            code.user_id.to_string(),
+            code.redirect_uri,
+            code.scope,
+            code.code_challenge,
+            code.nonce,
+            secs(code.auth_time),
+            secs(code.created_at),
+            secs(code.expires_at),
+            words(&code.amr),
+            code.session_id.map(|id| id.to_string()),
+        ],
+    )?;
+    Ok(())
+}
+
 #[async_trait]
 impl AuthorizationCodeRepository for SqliteStore {
     async fn insert_code(&self, code: &AuthorizationCode) -> Result<()> {
         let code = code.clone();
+        self.db.write("authorization code", move |tx| insert_code(tx, &code)).await
+    }
+
+    async fn insert_code_ending_login(&self, code: &AuthorizationCode, ends: uuid::Uuid) -> Result<()> {
+        let code = code.clone();
         self.db
             .write("authorization code", move |tx| {
-                run(
-                    tx,
-                    "INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, \
-                     code_challenge, nonce, auth_time, created_at, expires_at, amr, session_id) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-                    params![
-                        code.code_hash.as_str(),
-                        code.client_id.as_str(),
-                        code.user_id.to_string(),
-                        code.redirect_uri,
-                        code.scope,
-                        code.code_challenge,
-                        code.nonce,
-                        secs(code.auth_time),
-                        secs(code.created_at),
-                        secs(code.expires_at),
-                        words(&code.amr),
-                        code.session_id.map(|id| id.to_string()),
-                    ],
-                )?;
+                insert_code(tx, &code)?;
+                run(tx, "DELETE FROM login_processes WHERE id = ?1", [ends.to_string()])?;
                 Ok(())
             })
             .await

@@ -26,29 +26,29 @@ fn session_from(row: &Row<'_>) -> Res<SsoSession> {
     })
 }
 
+pub(crate) fn insert_session(tx: &rusqlite::Connection, s: &SsoSession) -> Res<()> {
+    run(
+        tx,
+        "INSERT INTO sso_sessions (id, token_hash, user_id, auth_time, created_at, expires_at, amr) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![
+            s.id.to_string(),
+            s.token_hash.as_str(),
+            s.user_id.to_string(),
+            secs(s.auth_time),
+            secs(s.created_at),
+            secs(s.expires_at),
+            words(&s.amr)
+        ],
+    )?;
+    Ok(())
+}
+
 #[async_trait]
 impl SessionRepository for SqliteStore {
     async fn create_session(&self, session: &SsoSession) -> Result<()> {
         let s = session.clone();
-        self.db
-            .write("session", move |tx| {
-                run(
-                    tx,
-                    "INSERT INTO sso_sessions (id, token_hash, user_id, auth_time, created_at, expires_at, amr) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                    params![
-                        s.id.to_string(),
-                        s.token_hash.as_str(),
-                        s.user_id.to_string(),
-                        secs(s.auth_time),
-                        secs(s.created_at),
-                        secs(s.expires_at),
-                        words(&s.amr)
-                    ],
-                )?;
-                Ok(())
-            })
-            .await
+        self.db.write("session", move |tx| insert_session(tx, &s)).await
     }
 
     async fn find_session(&self, token_hash: &SessionHash, now: OffsetDateTime) -> Result<Option<SsoSession>> {

@@ -2,8 +2,10 @@
 
 use crate::Result;
 use async_trait::async_trait;
+use portico_model::audit::AuditEvent;
 use portico_model::ids::{ClientId, UserId};
 use portico_model::login::LoginProcess;
+use portico_model::session::SsoSession;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -23,9 +25,32 @@ pub trait LoginProcessRepository: Send + Sync {
     /// # Errors
     /// Only when the store fails.
     async fn update_login_process(&self, process: &LoginProcess) -> Result<bool>;
+    /// Saves a completed `process` as [`LoginProcessRepository::update_login_process`]
+    /// does and, only when it was saved, opens the session, trusts the
+    /// device and records the audit event of `completion`: all of it or
+    /// nothing, in one atomic write. Returns `false` (and stores nothing)
+    /// when another request got there first.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn complete_login_process(&self, completion: &LoginCompletion<'_>) -> Result<bool>;
     /// # Errors
     /// Only when the store fails.
     async fn delete_login_process(&self, id: Uuid) -> Result<()>;
+}
+
+/// What a login's completion stores with its process
+/// ([`LoginProcessRepository::complete_login_process`]).
+#[derive(Debug, Clone, Copy)]
+pub struct LoginCompletion<'a> {
+    /// The process, completed; saved if its stored version is still `process.version`.
+    pub process: &'a LoginProcess,
+    /// The session the login opens (none when it continues one).
+    pub session: Option<&'a SsoSession>,
+    /// A device to trust for a user from `now` on (after a second factor).
+    pub trusted_device: Option<(UserId, &'a str)>,
+    pub now: OffsetDateTime,
+    pub audit: &'a AuditEvent,
 }
 
 /// Devices on which a user completed a login with a second factor.
@@ -103,7 +128,20 @@ pub trait LoginGuardRepository: Send + Sync {
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn throttle(&self, key: &str, forget_before: OffsetDateTime, now: OffsetDateTime) -> Result<Throttle>;
+    async fn throttle(&self, key: &str, forget_before: OffsetDateTime, now: OffsetDateTime) -> Result<Throttle> {
+        Ok(self.throttles(&[key], forget_before, now).await?.pop().unwrap_or_default())
+    }
+    /// [`LoginGuardRepository::throttle`] of each of `keys`, in their
+    /// order, read at once.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn throttles(
+        &self,
+        keys: &[&str],
+        forget_before: OffsetDateTime,
+        now: OffsetDateTime,
+    ) -> Result<Vec<Throttle>>;
     /// Counts an attempt on a key before the attempt is checked, in one
     /// atomic statement. `None`: the key is locked at `now` and nothing was
     /// counted. Otherwise the count including this attempt; of parallel
@@ -142,6 +180,15 @@ pub trait LoginGuardRepository: Send + Sync {
     /// # Errors
     /// Only when the store fails.
     async fn clear_throttle(&self, key: &str) -> Result<()>;
+    /// A successful `attempt`: clears each of `clear` as
+    /// [`LoginGuardRepository::clear_throttle`] does and takes the attempt
+    /// back from each of `take_back` as
+    /// [`LoginGuardRepository::uncount_attempt`] does without a hold, in
+    /// one atomic write. The two lists do not share a key.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn attempt_succeeded(&self, attempt: Uuid, clear: &[&str], take_back: &[&str]) -> Result<()>;
     /// Removes the counters last changed before `before` whose lock (if
     /// any) ended before it too. Returns how many.
     ///

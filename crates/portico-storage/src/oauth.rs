@@ -14,6 +14,12 @@ pub trait AuthorizationCodeRepository: Send + Sync {
     /// # Errors
     /// Only when the store fails.
     async fn insert_code(&self, code: &AuthorizationCode) -> Result<()>;
+    /// Stores `code` and deletes the login process `ends` (the one whose
+    /// outcome the code carries), in one atomic write.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn insert_code_ending_login(&self, code: &AuthorizationCode, ends: uuid::Uuid) -> Result<()>;
     /// The code with this hash, spent or not.
     ///
     /// # Errors

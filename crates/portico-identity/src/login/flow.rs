@@ -23,7 +23,7 @@ use portico_model::login::{AuthMethod, LoginOutcome, LoginProcess, LoginState, S
 use portico_model::otp::OtpChannel;
 use portico_model::scope::ScopeSet;
 use portico_model::user::User;
-use portico_storage::StorageError;
+use portico_storage::{LoginCompletion, StorageError};
 use serde_json::json;
 use time::OffsetDateTime;
 
@@ -87,13 +87,25 @@ pub(crate) async fn device_trusted(
 }
 
 /// The step after those passed, or `None` when the login is done.
+/// `known_trust`: whether the device is trusted for `user`, when the step
+/// found out already; otherwise it is looked up only if the next step
+/// depends on it.
 async fn next_step(
     identity: &Identity,
     process: &LoginProcess,
     user: &User,
+    known_trust: Option<bool>,
 ) -> Result<Option<(StepType, ViewType)>, StorageError> {
     let state = &process.state;
-    let trusted = device_trusted(identity, process, user).await?;
+    let depends_on_trust = match state.method {
+        AuthMethod::Phone => state.has_otp() && !state.knows_password(),
+        AuthMethod::Password => !state.has_otp(),
+    };
+    let trusted = match known_trust {
+        Some(trusted) => trusted,
+        None if depends_on_trust => device_trusted(identity, process, user).await?,
+        None => false,
+    };
     let otp_step = match state.otp_channel {
         OtpChannel::Sms if user.phone.is_some() => StepType::SmsOtp,
         _ if user.email.is_some() => StepType::EmailOtp,
@@ -136,7 +148,8 @@ pub async fn user_blocked(identity: &Identity, process: &LoginProcess, user: &Us
 }
 
 /// After `step` was passed by `user`: records it and moves on to the next
-/// step, or completes the process.
+/// step, or completes the process. `known_trust`: whether the process's
+/// device is trusted for `user`, when the step looked it up already.
 ///
 /// # Errors
 /// When storage fails.
@@ -145,6 +158,7 @@ pub async fn advance(
     mut process: LoginProcess,
     user: &User,
     step: StepType,
+    known_trust: Option<bool>,
 ) -> Result<Response, StorageError> {
     let now = identity.clock.now();
     if !user.may_sign_in() {
@@ -155,7 +169,7 @@ pub async fn advance(
         process.state.passed.push(step);
     }
     process.state.errors = None;
-    match next_step(identity, &process, user).await? {
+    match next_step(identity, &process, user, known_trust).await? {
         Some((next, view)) => {
             process.state.go_to(next, view);
             identity.store.update_login_process(&process).await?;
@@ -181,39 +195,44 @@ async fn complete(
     process.state.completed_at = Some(now);
     process.state.otp = None;
     // A consent-only process continues the session it started from; a
-    // login opens a new one, named on the process before it exists so that
-    // the code is issued under it.
+    // login opens a new one, named on the process so that the code is
+    // issued under it.
     let opens = process.state.session_id.is_none();
     let session_id = *process.state.session_id.get_or_insert_with(SessionId::random);
     let scope = consent::granted_scope(&requested_scope(&process.state), process.state.granted_groups.as_deref());
     process.state.outcome = Some(LoginOutcome { user_id: user.id, session_id, scope });
-    // The session first, the outcome naming it second: an outcome is never
-    // stored for a session that does not exist (authorize would then send
-    // the user to log in again). When the outcome cannot be stored, the
-    // step is tried again and opens another session; this one expires.
-    let mut set = SetCookies::new(identity.settings.secure_cookies);
-    if opens {
-        let amr = process.state.amr().into_iter().map(str::to_owned).collect();
-        session::open(identity, session_id, user.id, amr, now, &mut set).await?;
-    }
-    if !identity.store.update_login_process(&process).await? {
+    let state = &process.state;
+    let opened = opens.then(|| {
+        let amr = state.amr().into_iter().map(str::to_owned).collect();
+        session::new(identity, session_id, user.id, amr, now)
+    });
+    let device = match &state.device_id {
+        Some(device) if state.has_otp() && state.knows_password() => Some((user.id, device.as_str())),
+        _ => None,
+    };
+    let method = state.method.as_str();
+    let event = AuditEvent::new(now, AuditKind::LoginSucceeded).user(user.id).client(&state.client_id);
+    let audit = event.detail(json!({ "method": method, "amr": state.amr() }));
+    // The outcome, its session, the trusted device and the audit entry are
+    // stored together: an outcome never names a session that does not
+    // exist, and a parallel request that got there first leaves nothing.
+    let completion = LoginCompletion {
+        process: &process,
+        session: opened.as_ref().map(|(session, _)| session),
+        trusted_device: device,
+        now,
+        audit: &audit,
+    };
+    if !identity.store.complete_login_process(&completion).await? {
         return Ok(to_login());
     }
-    let state = &process.state;
-    if state.has_otp()
-        && state.knows_password()
-        && let Some(device) = &state.device_id
-        && let Err(error) = identity.store.trust_device(user.id, device, now).await
-    {
-        // The login stands; the device is only not remembered.
-        tracing::warn!(%error, "the device could not be remembered as trusted");
-    }
-    let method = state.method.as_str();
     metrics::counter!("portico_logins_total", "method" => method, "outcome" => "succeeded").increment(1);
-    let event = AuditEvent::new(now, AuditKind::LoginSucceeded).user(user.id).client(&state.client_id);
-    identity.audit(event.detail(json!({ "method": method, "amr": state.amr() }))).await;
 
     let mut response = redirect(StatusCode::SEE_OTHER, &authorize_url(identity, &process));
+    let mut set = SetCookies::new(identity.settings.secure_cookies);
+    if let Some((_, token)) = &opened {
+        session::set_cookie(identity, token, &mut set);
+    }
     set.clear(cookies::STEP_ERROR_DETAILS).clear(cookies::CAPTCHA_REQUIRED);
     set.apply(response.headers_mut());
     Ok(response)

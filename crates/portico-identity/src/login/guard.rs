@@ -203,9 +203,9 @@ async fn gate(identity: &Identity, attempt: &Attempt<'_>, captcha_token: Option<
     let now = identity.clock.now();
     let forget_before = now - policy.memory;
     let keys = keys(policy, attempt);
+    let names: Vec<&str> = keys.iter().map(|key| key.name.as_str()).collect();
     let mut captcha_needed = false;
-    for key in &keys {
-        let state = identity.store.throttle(&key.name, forget_before, now).await?;
+    for (key, state) in keys.iter().zip(identity.store.throttles(&names, forget_before, now).await?) {
         if let Some(until) = state.locked_until.filter(|until| *until > now) {
             return Ok(Gate::Locked(until));
         }
@@ -300,14 +300,11 @@ pub async fn failed(identity: &Identity, counted: Counted) -> Result<AfterFailur
 /// # Errors
 /// When storage fails.
 pub async fn succeeded(identity: &Identity, counted: Counted) -> Result<(), StorageError> {
-    for (key, _) in &counted.keys {
-        if key.cleared_by_success {
-            identity.store.clear_throttle(&key.name).await?;
-        } else {
-            identity.store.uncount_attempt(&key.name, counted.attempt, None).await?;
-        }
-    }
-    Ok(())
+    let (cleared, taken_back): (Vec<&Key>, Vec<&Key>) =
+        counted.keys.iter().map(|(key, _)| key).partition(|key| key.cleared_by_success);
+    let cleared: Vec<&str> = cleared.iter().map(|key| key.name.as_str()).collect();
+    let taken_back: Vec<&str> = taken_back.iter().map(|key| key.name.as_str()).collect();
+    identity.store.attempt_succeeded(counted.attempt, &cleared, &taken_back).await
 }
 
 /// Whether the next attempt of `attempt` will need a CAPTCHA (for the page,
@@ -319,12 +316,10 @@ pub async fn captcha_due(identity: &Identity, attempt: &Attempt<'_>) -> Result<b
     let policy = &identity.settings.guard;
     let now = identity.clock.now();
     let forget_before = now - policy.memory;
-    for key in keys(policy, attempt) {
-        if identity.store.throttle(&key.name, forget_before, now).await?.failures >= key.captcha_after {
-            return Ok(true);
-        }
-    }
-    Ok(false)
+    let keys = keys(policy, attempt);
+    let names: Vec<&str> = keys.iter().map(|key| key.name.as_str()).collect();
+    let states = identity.store.throttles(&names, forget_before, now).await?;
+    Ok(keys.iter().zip(states).any(|(key, state)| state.failures >= key.captcha_after))
 }
 
 #[cfg(test)]

@@ -46,34 +46,31 @@ pub async fn from_cookie(
     identity.store.find_session(&SessionHash::new(portico_crypto::hash::token_hash(token)), now).await
 }
 
-/// Opens session `id` for `user_id` and sets its cookie.
-///
-/// # Errors
-/// When storage fails.
-pub async fn open(
+/// A new session `id` for `user_id`, to be stored, and the token its
+/// cookie carries ([`set_cookie`] once it is stored).
+pub fn new(
     identity: &Identity,
     id: SessionId,
     user_id: UserId,
     amr: Vec<String>,
     now: OffsetDateTime,
-    set: &mut SetCookies,
-) -> Result<(), StorageError> {
+) -> (SsoSession, String) {
     let token = portico_crypto::random::token();
-    let ttl = identity.settings.session_ttl;
-    identity
-        .store
-        .create_session(&SsoSession {
-            id,
-            token_hash: SessionHash::new(portico_crypto::hash::token_hash(&token)),
-            user_id,
-            auth_time: now,
-            created_at: now,
-            expires_at: now + ttl,
-            amr,
-        })
-        .await?;
-    set.set(cookies::SESSION, &token, Some(ttl.whole_seconds()));
-    Ok(())
+    let session = SsoSession {
+        id,
+        token_hash: SessionHash::new(portico_crypto::hash::token_hash(&token)),
+        user_id,
+        auth_time: now,
+        created_at: now,
+        expires_at: now + identity.settings.session_ttl,
+        amr,
+    };
+    (session, token)
+}
+
+/// Sets the cookie of a stored session made by [`new`].
+pub fn set_cookie(identity: &Identity, token: &str, set: &mut SetCookies) {
+    set.set(cookies::SESSION, token, Some(identity.settings.session_ttl.whole_seconds()));
 }
 
 /// Ends a session: removes it and revokes the grants issued under it to

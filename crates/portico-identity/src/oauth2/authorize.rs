@@ -150,10 +150,11 @@ async fn handle(identity: &Identity, headers: &HeaderMap, query: &str) -> Result
             identity.store.delete_login_process(process.id).await?;
             return Ok(login::start(identity, headers, &request, now).await?);
         };
-        // The code first, the process last: when anything fails on the way,
+        // The code and the end of the process in one write: when it fails,
         // the completed process is still there for the browser's retry.
-        let mut response = issue_code_redirect(identity, headers, &request, &outcome.scope, &session).await?;
-        identity.store.delete_login_process(process.id).await?;
+        let (code, stored) = new_code(identity, &request, &outcome.scope, &session);
+        identity.store.insert_code_ending_login(&stored, process.id).await?;
+        let mut response = code_redirect(identity, headers, &request, &code);
         let mut set = SetCookies::new(identity.settings.secure_cookies);
         set.clear(cookies::AUTHENTICATION_FLOW).clear(cookies::LOGIN_CLIENT_ENTRY);
         set.apply(response.headers_mut());
@@ -320,28 +321,43 @@ pub async fn issue_code_redirect(
     scope: &str,
     session: &SsoSession,
 ) -> Result<Response, StorageError> {
+    let (code, stored) = new_code(identity, request, scope, session);
+    identity.store.insert_code(&stored).await?;
+    Ok(code_redirect(identity, headers, request, &code))
+}
+
+/// A new authorization code for `request` under `session`: the code and
+/// what is stored of it.
+fn new_code(
+    identity: &Identity,
+    request: &AuthorizeRequest,
+    scope: &str,
+    session: &SsoSession,
+) -> (String, AuthorizationCode) {
     let now = identity.clock.now();
     let code = portico_crypto::random::token();
-    identity
-        .store
-        .insert_code(&AuthorizationCode {
-            code_hash: CodeHash::new(portico_crypto::hash::token_hash(&code)),
-            client_id: request.client.client_id.clone(),
-            user_id: session.user_id,
-            redirect_uri: request.redirect_uri.clone(),
-            scope: scope.to_owned(),
-            code_challenge: request.code_challenge.clone(),
-            nonce: request.nonce.clone(),
-            auth_time: session.auth_time,
-            created_at: now,
-            expires_at: now + identity.settings.authorization_code_ttl,
-            grant_id: None,
-            amr: session.amr.clone(),
-            session_id: Some(session.id),
-        })
-        .await?;
-    let pairs = [("code", code.as_str()), ("state", &request.state)];
-    Ok(to_client(identity, headers, request.response_mode, &request.redirect_uri, &pairs))
+    let stored = AuthorizationCode {
+        code_hash: CodeHash::new(portico_crypto::hash::token_hash(&code)),
+        client_id: request.client.client_id.clone(),
+        user_id: session.user_id,
+        redirect_uri: request.redirect_uri.clone(),
+        scope: scope.to_owned(),
+        code_challenge: request.code_challenge.clone(),
+        nonce: request.nonce.clone(),
+        auth_time: session.auth_time,
+        created_at: now,
+        expires_at: now + identity.settings.authorization_code_ttl,
+        grant_id: None,
+        amr: session.amr.clone(),
+        session_id: Some(session.id),
+    };
+    (code, stored)
+}
+
+/// The code's way back to the client.
+fn code_redirect(identity: &Identity, headers: &HeaderMap, request: &AuthorizeRequest, code: &str) -> Response {
+    let pairs = [("code", code), ("state", &request.state)];
+    to_client(identity, headers, request.response_mode, &request.redirect_uri, &pairs)
 }
 
 /// `uri` with `pairs` appended to its query.

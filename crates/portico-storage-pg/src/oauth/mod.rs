@@ -108,14 +108,15 @@ static FIND_REFRESH_TOKENS: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-#[async_trait]
-impl AuthorizationCodeRepository for PgStore {
-    async fn insert_code(&self, code: &AuthorizationCode) -> Result<()> {
-        sqlx::query(
-            "INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, code_challenge, \
-             nonce, auth_time, created_at, expires_at, amr, session_id) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
-        )
+const INSERT_CODE: &str = "INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, \
+     code_challenge, nonce, auth_time, created_at, expires_at, amr, session_id) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
+
+fn bind_code<'q>(
+    query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    code: &'q AuthorizationCode,
+) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    query
         .bind(code.code_hash.as_str())
         .bind(code.client_id.as_str())
         .bind(code.user_id.as_uuid())
@@ -128,9 +129,25 @@ impl AuthorizationCodeRepository for PgStore {
         .bind(at(code.expires_at))
         .bind(&code.amr)
         .bind(code.session_id.map(|id| id.as_uuid()))
-        .execute(&mut *self.conn().await?)
-        .await
-        .map_err(storage_error("authorization code"))?;
+}
+
+#[async_trait]
+impl AuthorizationCodeRepository for PgStore {
+    async fn insert_code(&self, code: &AuthorizationCode) -> Result<()> {
+        bind_code(sqlx::query(INSERT_CODE), code)
+            .execute(&mut *self.conn().await?)
+            .await
+            .map_err(storage_error("authorization code"))?;
+        Ok(())
+    }
+
+    async fn insert_code_ending_login(&self, code: &AuthorizationCode, ends: Uuid) -> Result<()> {
+        let sql = format!("WITH ended AS (DELETE FROM login_processes WHERE id = $13) {INSERT_CODE}");
+        bind_code(sqlx::query(&sql), code)
+            .bind(ends)
+            .execute(&mut *self.conn().await?)
+            .await
+            .map_err(storage_error("authorization code"))?;
         Ok(())
     }
 

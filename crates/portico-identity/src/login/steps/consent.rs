@@ -48,5 +48,5 @@ pub async fn consent(
     let now = identity.clock.now();
     identity.store.grant_consent(user.id, &process.state.client_id, &selected, now).await?;
     process.state.granted_groups = Some(selected);
-    advance(identity, process, &user, StepType::Consent).await
+    advance(identity, process, &user, StepType::Consent, None).await
 }

@@ -188,7 +188,7 @@ async fn submit_once(identity: &Identity, mut process: LoginProcess, params: &Pa
                     fatal_with(identity, &process, codes::UNKNOWN_ERROR, ActionKind::RetryLogin).await,
                 ));
             };
-            Ok(Round::Answer(advance(identity, process, &user, step).await?))
+            Ok(Round::Answer(advance(identity, process, &user, step, None).await?))
         }
         OtpCheck::Wrong { left } if left > 0 => {
             process.state.otp = Some(otp);

@@ -129,7 +129,7 @@ async fn check_password(
             process.state.paused_until = None;
             process.state.tries_before_pause = None;
             // `advance` refuses a user blocked by an operator.
-            advance(identity, process, &user, step).await
+            advance(identity, process, &user, step, Some(device.is_some())).await
         }
         user => {
             let after = guard::failed(identity, counted).await?;

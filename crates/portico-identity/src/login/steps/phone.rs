@@ -37,7 +37,7 @@ pub async fn phone(identity: &Identity, mut process: LoginProcess, params: &Para
         }
         [user] if user.phone_login_enabled => {
             process.state.phone = number;
-            advance(identity, process, user, StepType::Phone).await
+            advance(identity, process, user, StepType::Phone, None).await
         }
         [user] => {
             if !user.may_sign_in() {

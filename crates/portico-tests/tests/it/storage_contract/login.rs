@@ -236,3 +236,118 @@ async fn a_deleted_login_process_is_gone_and_deleting_twice_is_harmless() {
         store.delete_login_process(process.id).await.unwrap();
     }
 }
+
+/// A login's completion stores its process, session, trusted device and
+/// audit entry together, and a stale version stores none of them.
+#[tokio::test]
+async fn a_login_completes_all_at_once_or_not_at_all() {
+    use portico_storage::LoginCompletion;
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let ivan = user("ivan");
+        store.create_user(&ivan).await.unwrap();
+        let mut process = login_process();
+        store.create_login_process(&process).await.unwrap();
+        let stale = process.clone();
+        process.state.principal = Some("ivan".into());
+        assert!(store.update_login_process(&process).await.unwrap());
+
+        // A request that read the process before that update completes nothing.
+        let late = session("late", ivan.id);
+        let audit = AuditEvent::new(t0(), AuditKind::LoginSucceeded).user(ivan.id);
+        let completion = |process, session| LoginCompletion {
+            process,
+            session,
+            trusted_device: Some((ivan.id, "d1")),
+            now: t0(),
+            audit: &audit,
+        };
+        assert!(!store.complete_login_process(&completion(&stale, Some(&late))).await.unwrap(), "{backend:?}");
+        assert_eq!(store.find_session_by_id(late.id, t0()).await.unwrap(), None, "{backend:?}: no session");
+        assert!(!store.is_device_trusted(ivan.id, "d1", t0()).await.unwrap(), "{backend:?}: no device");
+        assert!(store.recent_audit(10).await.unwrap().is_empty(), "{backend:?}: no audit entry");
+
+        // The current version completes, with everything it brings.
+        process.version += 1;
+        let opened = session("opened", ivan.id);
+        assert!(store.complete_login_process(&completion(&process, Some(&opened))).await.unwrap(), "{backend:?}");
+        assert_eq!(store.find_login_process(process.id, t0()).await.unwrap().unwrap().version, 2);
+        assert_eq!(store.find_session_by_id(opened.id, t0()).await.unwrap(), Some(opened.clone()), "{backend:?}");
+        assert!(store.is_device_trusted(ivan.id, "d1", t0()).await.unwrap(), "{backend:?}");
+        let recorded = store.recent_audit(10).await.unwrap();
+        assert_eq!(recorded.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>(), ["login.succeeded"], "{backend:?}");
+
+        // A completion that continues a session opens none and trusts no device.
+        let mut continued = process.clone();
+        continued.version += 1;
+        let continued =
+            LoginCompletion { process: &continued, session: None, trusted_device: None, now: t0(), audit: &audit };
+        assert!(store.complete_login_process(&continued).await.unwrap(), "{backend:?}");
+        assert_eq!(store.recent_audit(10).await.unwrap().len(), 2);
+    }
+}
+
+/// Throttles are read several keys at once, in the order asked; a success
+/// clears some keys and takes the attempt back from the others in one write.
+#[tokio::test]
+async fn throttles_are_read_together_and_a_success_settles_every_key() {
+    use portico_storage::{CountAttempt, Throttle};
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let now = t0();
+        let forget_before = now - Duration::hours(24);
+        let count = |key: &'static str, attempt| CountAttempt {
+            key,
+            attempt,
+            report_by: now + Duration::minutes(2),
+            now,
+            forget_before,
+            hold_from: 1000,
+            hold_until: now + Duration::seconds(30),
+        };
+        let failed = Uuid::new_v4();
+        for key in ["account:a", "address:192.0.2.7"] {
+            store.count_attempt(count(key, failed)).await.unwrap();
+            store.report_attempt(key, failed).await.unwrap();
+        }
+        let attempt = Uuid::new_v4();
+        for key in ["account:a", "address:192.0.2.7"] {
+            assert_eq!(store.count_attempt(count(key, attempt)).await.unwrap(), Some(2), "{backend:?}");
+        }
+        store.lock_throttle("account:z", now + Duration::minutes(1)).await.unwrap();
+        let read = || store.throttles(&["address:192.0.2.7", "account:none", "account:a"], forget_before, now);
+        let two = Throttle { failures: 2, locked_until: None };
+        assert_eq!(read().await.unwrap(), [two, Throttle::default(), two], "{backend:?}: in the order asked");
+
+        store.attempt_succeeded(attempt, &["account:a"], &["address:192.0.2.7"]).await.unwrap();
+        let one = Throttle { failures: 1, locked_until: None };
+        assert_eq!(read().await.unwrap(), [one, Throttle::default(), Throttle::default()], "{backend:?}");
+        // Settling again takes nothing more back.
+        store.attempt_succeeded(attempt, &[], &["address:192.0.2.7"]).await.unwrap();
+        assert_eq!(read().await.unwrap()[0], one, "{backend:?}: the address's own failure stays");
+    }
+}
+
+/// The code a completed login earns is stored as its process ends, in one write.
+#[tokio::test]
+async fn a_code_ending_a_login_replaces_its_process() {
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let ivan = user("ivan");
+        store.create_user(&ivan).await.unwrap();
+        store.create_client(&client("app")).await.unwrap();
+        store.create_session(&session("s1", ivan.id)).await.unwrap();
+        let (process, other) = (login_process(), login_process());
+        store.create_login_process(&process).await.unwrap();
+        store.create_login_process(&other).await.unwrap();
+        let issued = code("ending", "app", ivan.id);
+        store.insert_code_ending_login(&issued, process.id).await.unwrap();
+        assert_eq!(store.find_login_process(process.id, t0()).await.unwrap(), None, "{backend:?}: the process ended");
+        assert!(store.find_login_process(other.id, t0()).await.unwrap().is_some(), "{backend:?}: only that one");
+        let stored = store.find_code(&issued.code_hash).await.unwrap().expect("the code is stored");
+        assert_eq!(stored.code, issued, "{backend:?}");
+    }
+}
