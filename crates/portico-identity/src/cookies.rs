@@ -9,6 +9,7 @@ use axum::http::header::{COOKIE, SET_COOKIE};
 use axum::http::{HeaderMap, HeaderValue};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use portico_model::ids::LoginProcessId;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -40,9 +41,10 @@ pub fn get<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
         .map(|(_, value)| value.trim_matches('"'))
 }
 
-/// The value of cookie `name` as a UUID (the process cookies), if present and well-formed.
-pub fn get_uuid(headers: &HeaderMap, name: &str) -> Option<uuid::Uuid> {
-    get(headers, name).and_then(|value| uuid::Uuid::parse_str(value).ok())
+/// The login process a process cookie (`authentication_flow`,
+/// `failed_authentication_flow_id`) names, if present and well-formed.
+pub fn process_id(headers: &HeaderMap, name: &str) -> Option<LoginProcessId> {
+    get(headers, name).and_then(|value| uuid::Uuid::parse_str(value).ok()).map(LoginProcessId::from)
 }
 
 /// The double-submit CSRF check: `sent` (form field or `X-XSRF-TOKEN`

@@ -101,6 +101,14 @@ macro_rules! uuid_id {
                 value.0
             }
         }
+
+        impl std::str::FromStr for $name {
+            type Err = uuid::Error;
+
+            fn from_str(value: &str) -> Result<Self, Self::Err> {
+                Uuid::parse_str(value).map(Self)
+            }
+        }
     };
 }
 
@@ -138,6 +146,19 @@ uuid_id! {
     /// A single sign-on session's public id: the `sid` of id_tokens and
     /// logout tokens. Unlike the cookie's value it is no secret.
     SessionId
+}
+
+uuid_id! {
+    /// A browser login process's id: the value of its `authentication_flow`
+    /// cookie. Random, so that it cannot be guessed.
+    LoginProcessId
+}
+
+impl LoginProcessId {
+    /// A new random id.
+    pub fn random() -> Self {
+        Self(Uuid::new_v4())
+    }
 }
 
 impl SessionId {

@@ -8,9 +8,8 @@
 
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
-use uuid::Uuid;
 
-use crate::ids::{ClientId, SessionId, UserId};
+use crate::ids::{ClientId, LoginProcessId, SessionId, UserId};
 use crate::otp::{OtpChallenge, OtpChannel};
 
 /// The step types of the spec (`stepType`).
@@ -162,7 +161,7 @@ pub mod codes {
 /// A login process as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoginProcess {
-    pub id: Uuid,
+    pub id: LoginProcessId,
     /// Incremented by every update; an update names the version it read.
     pub version: i64,
     pub created_at: OffsetDateTime,

@@ -3,7 +3,7 @@
 //! attempts.
 
 use async_trait::async_trait;
-use portico_model::ids::{ClientId, UserId};
+use portico_model::ids::{ClientId, LoginProcessId, UserId};
 use portico_model::login::{LoginProcess, LoginState};
 use portico_storage::{
     ConsentRepository, CountAttempt, DeviceRepository, LoginCompletion, LoginGuardRepository, LoginProcessRepository,
@@ -19,7 +19,7 @@ use crate::{PgStore, Result, at, at_opt, count, get, int};
 
 fn process_from(row: &PgRow) -> Result<LoginProcess> {
     Ok(LoginProcess {
-        id: get(row, "id")?,
+        id: get::<Uuid>(row, "id")?.into(),
         version: get(row, "version")?,
         created_at: get(row, "created_at")?,
         expires_at: get(row, "expires_at")?,
@@ -33,7 +33,7 @@ impl LoginProcessRepository for PgStore {
         sqlx::query(
             "INSERT INTO login_processes (id, version, state, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)",
         )
-        .bind(process.id)
+        .bind(process.id.as_uuid())
         .bind(process.version)
         .bind(Json(&process.state))
         .bind(at(process.created_at))
@@ -44,9 +44,9 @@ impl LoginProcessRepository for PgStore {
         Ok(())
     }
 
-    async fn find_login_process(&self, id: Uuid, now: OffsetDateTime) -> Result<Option<LoginProcess>> {
+    async fn find_login_process(&self, id: LoginProcessId, now: OffsetDateTime) -> Result<Option<LoginProcess>> {
         sqlx::query("SELECT * FROM login_processes WHERE id = $1 AND expires_at > $2")
-            .bind(id)
+            .bind(id.as_uuid())
             .bind(at(now))
             .fetch_optional(&mut *self.conn().await?)
             .await
@@ -61,7 +61,7 @@ impl LoginProcessRepository for PgStore {
             "UPDATE login_processes SET state = $3, expires_at = $4, version = version + 1 \
              WHERE id = $1 AND version = $2",
         )
-        .bind(process.id)
+        .bind(process.id.as_uuid())
         .bind(process.version)
         .bind(Json(&process.state))
         .bind(at(process.expires_at))
@@ -93,7 +93,7 @@ impl LoginProcessRepository for PgStore {
              )
              SELECT count(*) AS saved FROM saved",
         )
-        .bind(process.id)
+        .bind(process.id.as_uuid())
         .bind(process.version)
         .bind(Json(&process.state))
         .bind(at(process.expires_at))
@@ -115,9 +115,9 @@ impl LoginProcessRepository for PgStore {
         Ok(get::<i64>(&row, "saved")? > 0)
     }
 
-    async fn delete_login_process(&self, id: Uuid) -> Result<()> {
+    async fn delete_login_process(&self, id: LoginProcessId) -> Result<()> {
         sqlx::query("DELETE FROM login_processes WHERE id = $1")
-            .bind(id)
+            .bind(id.as_uuid())
             .execute(&mut *self.conn().await?)
             .await
             .map_err(storage_error("login process"))?;

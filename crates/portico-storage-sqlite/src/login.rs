@@ -2,7 +2,7 @@
 //! devices, consents, and the throttle counters of password attempts.
 
 use async_trait::async_trait;
-use portico_model::ids::{ClientId, UserId};
+use portico_model::ids::{ClientId, LoginProcessId, UserId};
 use portico_model::login::LoginProcess;
 use portico_storage::{
     ConsentRepository, CountAttempt, DeviceRepository, LoginCompletion, LoginGuardRepository, LoginProcessRepository,
@@ -17,7 +17,7 @@ use crate::{Result, SqliteStore};
 
 fn process_from(row: &Row<'_>) -> Res<LoginProcess> {
     Ok(LoginProcess {
-        id: row.uuid("id")?,
+        id: row.uuid("id")?.into(),
         version: row.get("version")?,
         created_at: row.time("created_at")?,
         expires_at: row.time("expires_at")?,
@@ -90,7 +90,7 @@ impl LoginProcessRepository for SqliteStore {
             .await
     }
 
-    async fn find_login_process(&self, id: Uuid, now: OffsetDateTime) -> Result<Option<LoginProcess>> {
+    async fn find_login_process(&self, id: LoginProcessId, now: OffsetDateTime) -> Result<Option<LoginProcess>> {
         self.db
             .read(move |c| {
                 let sql = "SELECT * FROM login_processes WHERE id = ?1 AND expires_at > ?2";
@@ -126,7 +126,7 @@ impl LoginProcessRepository for SqliteStore {
             .await
     }
 
-    async fn delete_login_process(&self, id: Uuid) -> Result<()> {
+    async fn delete_login_process(&self, id: LoginProcessId) -> Result<()> {
         self.db
             .write("login process", move |tx| {
                 run(tx, "DELETE FROM login_processes WHERE id = ?1", [id.to_string()])?;

@@ -139,7 +139,11 @@ impl AuthorizationCodeRepository for SqliteStore {
         self.db.write("authorization code", move |tx| insert_code(tx, &code)).await
     }
 
-    async fn insert_code_ending_login(&self, code: &AuthorizationCode, ends: uuid::Uuid) -> Result<()> {
+    async fn insert_code_ending_login(
+        &self,
+        code: &AuthorizationCode,
+        ends: portico_model::ids::LoginProcessId,
+    ) -> Result<()> {
         let code = code.clone();
         self.db
             .write("authorization code", move |tx| {

@@ -3,7 +3,7 @@
 use crate::Result;
 use async_trait::async_trait;
 use portico_model::audit::AuditEvent;
-use portico_model::ids::{ClientId, UserId};
+use portico_model::ids::{ClientId, LoginProcessId, UserId};
 use portico_model::login::LoginProcess;
 use portico_model::session::SsoSession;
 use time::OffsetDateTime;
@@ -18,7 +18,7 @@ pub trait LoginProcessRepository: Send + Sync {
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn find_login_process(&self, id: Uuid, now: OffsetDateTime) -> Result<Option<LoginProcess>>;
+    async fn find_login_process(&self, id: LoginProcessId, now: OffsetDateTime) -> Result<Option<LoginProcess>>;
     /// Saves `process` if its stored version is still `process.version`, and
     /// bumps the version. Returns `false` when another request got there first.
     ///
@@ -36,7 +36,7 @@ pub trait LoginProcessRepository: Send + Sync {
     async fn complete_login_process(&self, completion: &LoginCompletion<'_>) -> Result<bool>;
     /// # Errors
     /// Only when the store fails.
-    async fn delete_login_process(&self, id: Uuid) -> Result<()>;
+    async fn delete_login_process(&self, id: LoginProcessId) -> Result<()>;
 }
 
 /// What a login's completion stores with its process

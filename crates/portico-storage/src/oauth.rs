@@ -19,7 +19,11 @@ pub trait AuthorizationCodeRepository: Send + Sync {
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn insert_code_ending_login(&self, code: &AuthorizationCode, ends: uuid::Uuid) -> Result<()>;
+    async fn insert_code_ending_login(
+        &self,
+        code: &AuthorizationCode,
+        ends: portico_model::ids::LoginProcessId,
+    ) -> Result<()>;
     /// The code with this hash, spent or not.
     ///
     /// # Errors

@@ -196,7 +196,7 @@ pub fn sample() -> Sample {
     }))
     .expect("login state");
     let process = LoginProcess {
-        id: id(20),
+        id: id(20).into(),
         version: 3,
         created_at: t0 + Duration::minutes(1),
         expires_at: t0 + Duration::minutes(31),

@@ -191,7 +191,7 @@ pub async fn error_page(State(identity): State<IdentityState>, headers: HeaderMa
 
 /// The process named by `failed_authentication_flow_id`, while it lives.
 async fn failed_process(identity: &Identity, headers: &HeaderMap) -> Option<LoginProcess> {
-    let id = cookies::get_uuid(headers, cookies::FAILED_AUTHENTICATION_FLOW_ID)?;
+    let id = cookies::process_id(headers, cookies::FAILED_AUTHENTICATION_FLOW_ID)?;
     identity.store.find_login_process(id, identity.clock.now()).await.ok()?
 }
 

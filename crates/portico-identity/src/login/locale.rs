@@ -76,7 +76,7 @@ pub async fn submit_locale(State(identity): State<IdentityState>, headers: Heade
     let mut response = set_locale(&identity, &headers, params.one("locale").ok().flatten(), sent).await;
     if response.status() == StatusCode::OK {
         let back =
-            if cookies::get_uuid(&headers, cookies::AUTHENTICATION_FLOW).is_some() { "/login" } else { "/error" };
+            if cookies::process_id(&headers, cookies::AUTHENTICATION_FLOW).is_some() { "/login" } else { "/error" };
         *response.status_mut() = StatusCode::SEE_OTHER;
         response.headers_mut().insert(header::LOCATION, HeaderValue::from_static(back));
     }
@@ -94,8 +94,8 @@ async fn set_locale(identity: &Identity, headers: &HeaderMap, locale: Option<&st
         return StatusCode::FORBIDDEN.into_response();
     };
 
-    let active = cookies::get_uuid(headers, cookies::AUTHENTICATION_FLOW);
-    let failed = cookies::get_uuid(headers, cookies::FAILED_AUTHENTICATION_FLOW_ID);
+    let active = cookies::process_id(headers, cookies::AUTHENTICATION_FLOW);
+    let failed = cookies::process_id(headers, cookies::FAILED_AUTHENTICATION_FLOW_ID);
     let now = identity.clock.now();
     // A parallel update of the same process (another tab, a double click, a
     // step submitted at the same moment) may win the version check: read

@@ -33,7 +33,7 @@ use axum::Router;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::routing::get;
-use portico_model::ids::ClientId;
+use portico_model::ids::{ClientId, LoginProcessId};
 use portico_model::login::{AuthMethod, LoginProcess, LoginState};
 use portico_model::oauth::ResponseMode;
 use portico_model::session::SsoSession;
@@ -166,7 +166,8 @@ pub async fn start_at(
         state.session_id = Some(session.id);
         state.go_to(portico_model::login::StepType::Consent, portico_model::login::ViewType::Default);
     }
-    let process = LoginProcess { id: Uuid::new_v4(), version: 0, created_at: now, expires_at: now + ttl, state };
+    let process =
+        LoginProcess { id: LoginProcessId::random(), version: 0, created_at: now, expires_at: now + ttl, state };
     identity.store.create_login_process(&process).await?;
 
     let mut response = redirect(StatusCode::SEE_OTHER, "/login");
@@ -194,7 +195,7 @@ async fn current_process(
     headers: &HeaderMap,
     now: OffsetDateTime,
 ) -> Result<Option<LoginProcess>, StorageError> {
-    match cookies::get_uuid(headers, cookies::AUTHENTICATION_FLOW) {
+    match cookies::process_id(headers, cookies::AUTHENTICATION_FLOW) {
         Some(id) => Ok(identity
             .store
             .find_login_process(id, now)

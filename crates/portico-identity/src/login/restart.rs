@@ -24,7 +24,7 @@ use crate::oauth2::redirect;
 )]
 pub async fn restart(State(identity): State<IdentityState>, headers: HeaderMap) -> Response {
     let now = identity.clock.now();
-    let failed = cookies::get_uuid(&headers, cookies::FAILED_AUTHENTICATION_FLOW_ID);
+    let failed = cookies::process_id(&headers, cookies::FAILED_AUTHENTICATION_FLOW_ID);
     let process = match failed {
         Some(id) => identity.store.find_login_process(id, now).await.ok().flatten(),
         None => None,

@@ -211,7 +211,7 @@ async fn completed_login(
     request: &AuthorizeRequest,
     now: OffsetDateTime,
 ) -> Result<Option<(LoginProcess, LoginOutcome)>, StorageError> {
-    let Some(id) = cookies::get_uuid(headers, cookies::AUTHENTICATION_FLOW) else {
+    let Some(id) = cookies::process_id(headers, cookies::AUTHENTICATION_FLOW) else {
         return Ok(None);
     };
     let Some(mut process) = identity.store.find_login_process(id, now).await? else {

@@ -203,7 +203,7 @@ mod tests {
             let mut state = LoginState::start("demo-app".into(), request, "csrf".into(), AuthMethod::Password);
             state.go_to(step, ViewType::Default);
             let process = LoginProcess {
-                id: uuid::Uuid::new_v4(),
+                id: portico_model::ids::LoginProcessId::random(),
                 version: 0,
                 created_at: now,
                 expires_at: now + time::Duration::minutes(10),

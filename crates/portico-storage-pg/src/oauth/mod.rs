@@ -141,10 +141,14 @@ impl AuthorizationCodeRepository for PgStore {
         Ok(())
     }
 
-    async fn insert_code_ending_login(&self, code: &AuthorizationCode, ends: Uuid) -> Result<()> {
+    async fn insert_code_ending_login(
+        &self,
+        code: &AuthorizationCode,
+        ends: portico_model::ids::LoginProcessId,
+    ) -> Result<()> {
         let sql = format!("WITH ended AS (DELETE FROM login_processes WHERE id = $13) {INSERT_CODE}");
         bind_code(sqlx::query(&sql), code)
-            .bind(ends)
+            .bind(ends.as_uuid())
             .execute(&mut *self.conn().await?)
             .await
             .map_err(storage_error("authorization code"))?;

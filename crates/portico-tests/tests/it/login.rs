@@ -534,7 +534,7 @@ async fn the_way_back_to_the_client_comes_from_the_kept_request_and_from_older_p
                 .find_map(|c| c.to_str().unwrap().strip_prefix("authentication_flow=").map(|v| v[..36].to_owned()))
                 .expect("authentication_flow");
             let id: uuid::Uuid = flow.parse().unwrap();
-            let mut process = app.store.find_login_process(id, app.clock.now()).await.unwrap().unwrap();
+            let mut process = app.store.find_login_process(id.into(), app.clock.now()).await.unwrap().unwrap();
             let request = process.state.request.clone().expect("authorize keeps the checked request");
             assert_eq!(
                 (request.redirect_uri.as_str(), request.state.as_str()),

@@ -588,7 +588,7 @@ async fn parallel_requests_cannot_exceed_the_code_limits() {
         let id = flow.view().await["pageData"]["authenticationFlowContext"]["authenticationFlowId"]
             .as_str()
             .unwrap()
-            .parse::<uuid::Uuid>()
+            .parse::<portico_model::ids::LoginProcessId>()
             .unwrap();
         flow.post_ok(&[("principal", "ivan"), ("credentials", "ivan-password")]).await;
         // Eight parallel page views of the SMS step: one code.

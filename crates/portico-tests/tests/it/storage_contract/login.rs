@@ -5,7 +5,7 @@ use super::*;
 /// A fresh login process of client `app` at its first step.
 fn login_process() -> LoginProcess {
     LoginProcess {
-        id: Uuid::new_v4(),
+        id: Uuid::new_v4().into(),
         version: 0,
         created_at: t0(),
         expires_at: t0() + Duration::minutes(15),
