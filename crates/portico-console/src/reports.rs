@@ -93,7 +93,7 @@ pub async fn retry(
         path: format!("/console/reports/{id}/retry"),
     };
     let missing = || ServiceError::NotFound("task_not_found", "there is no report task with this id".into());
-    let task_id = uuid::Uuid::parse_str(&id).ok();
+    let task_id = id.parse::<portico_model::ids::ReportTaskId>().ok();
     page::confirmed(
         &console,
         &headers,

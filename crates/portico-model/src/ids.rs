@@ -154,6 +154,35 @@ uuid_id! {
     LoginProcessId
 }
 
+uuid_id! {
+    /// A brokerage report task's id (`taskId`).
+    ReportTaskId
+}
+
+uuid_id! {
+    /// A produced report file's id (`fileId`).
+    ReportFileId
+}
+
+uuid_id! {
+    /// A merchant notification delivery's id.
+    DeliveryId
+}
+
+impl ReportTaskId {
+    /// A new id, ordered by creation time (UUIDv7).
+    pub fn now_v7() -> Self {
+        Self(Uuid::now_v7())
+    }
+}
+
+impl ReportFileId {
+    /// A new id, ordered by creation time (UUIDv7).
+    pub fn now_v7() -> Self {
+        Self(Uuid::now_v7())
+    }
+}
+
 impl LoginProcessId {
     /// A new random id.
     pub fn random() -> Self {

@@ -132,20 +132,20 @@ impl Reports {
     ///
     /// # Errors
     /// `UNAUTHORIZED`, `VALIDATION_ERROR`.
-    pub async fn by_id(
+    pub async fn by_id<Id: From<Uuid>>(
         &self,
         channel: Channel,
         headers: &HeaderMap,
         query: Option<&str>,
         parameter: &str,
         raw_id: &str,
-    ) -> Result<(Caller, Uuid, Option<String>), ReportError> {
+    ) -> Result<(Caller, Id, Option<String>), ReportError> {
         let params = crate::tasks::Params::parse(query);
         params.only(&["cnum"])?;
         let user = self.caller(channel, headers).await?;
         let id = crate::tasks::parse_id(parameter, raw_id)?;
         let cnum = params.get("cnum").map(parse_cnum).transpose()?;
-        Ok((user, id, cnum))
+        Ok((user, id.into(), cnum))
     }
 
     /// Whether `caller` holds `action` in the company `cnum` (for a task or

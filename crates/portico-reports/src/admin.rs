@@ -14,6 +14,7 @@ use portico_api::error::ErrorBody;
 use portico_api::openapi::AdminErrors;
 use portico_api::{Admin, ApiError, Params, page_size};
 use portico_model::audit::{AuditEvent, AuditKind};
+use portico_model::ids::ReportTaskId;
 use portico_model::reports::{ReportTask, TaskStatus};
 use portico_storage::ReportTaskFilter;
 use serde::Deserialize;
@@ -100,7 +101,7 @@ pub async fn retry(
 ) -> Result<Response, ApiError> {
     let id = id.map(|Path(id)| id).unwrap_or_default();
     let gone = || ApiError::not_found("task_not_found", "there is no report task with this id");
-    let id = Uuid::parse_str(&id).map_err(|_| gone())?;
+    let id = ReportTaskId::from(Uuid::parse_str(&id).map_err(|_| gone())?);
     match retry_task(&api, &admin.actor, id).await {
         Ok(task) => Ok((StatusCode::ACCEPTED, Json(TaskView::from(&task))).into_response()),
         Err(RetryError::NotFound) => Err(gone()),
@@ -130,7 +131,7 @@ pub enum RetryError {
 pub async fn retry_task(
     api: &ReportsState,
     actor: &portico_model::audit::Actor,
-    id: Uuid,
+    id: ReportTaskId,
 ) -> Result<ReportTask, RetryError> {
     let failed = api.store.find_report_task(id).await.map_err(RetryError::Storage)?.ok_or(RetryError::NotFound)?;
     if failed.status != TaskStatus::Failed {
@@ -138,7 +139,7 @@ pub async fn retry_task(
     }
     let now = api.clock.now();
     let again = ReportTask {
-        id: Uuid::now_v7(),
+        id: ReportTaskId::now_v7(),
         status: TaskStatus::New,
         error: None,
         attempts: 0,

@@ -217,7 +217,7 @@ pub fn task(
 ) -> portico_model::reports::ReportTask {
     let now = time::OffsetDateTime::now_utc();
     portico_model::reports::ReportTask {
-        id: uuid::Uuid::now_v7(),
+        id: portico_model::ids::ReportTaskId::now_v7(),
         cnum: shape.cnum.into(),
         report_type,
         agreement_number: shape.number.into(),

@@ -13,6 +13,7 @@ use axum::extract::rejection::PathRejection;
 use axum::extract::{Extension, Path, RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
+use portico_model::ids::ReportTaskId;
 use portico_model::reports::{FileType, MAX_PERIOD_DAYS, ReportTask, ReportType, Source, TaskStatus};
 use portico_storage::ReportTaskFilter;
 use serde_json::{Map, Value};
@@ -131,7 +132,7 @@ pub async fn create(
         }
         let now = api.clock.now();
         let task = ReportTask {
-            id: Uuid::now_v7(),
+            id: ReportTaskId::now_v7(),
             cnum: access.cnum,
             report_type: request.report_type,
             agreement_number: request.agreement_number,

@@ -65,7 +65,7 @@ impl From<&ReportFile> for FileView {
     fn from(file: &ReportFile) -> Self {
         let (name_rus, name_eng) = file.signature_type.names();
         Self {
-            id: file.id,
+            id: file.id.as_uuid(),
             file_type: file.file_type,
             name_rus: file.name_rus.clone(),
             name_eng: file.name_eng.clone(),
@@ -115,7 +115,7 @@ impl From<&ReportTask> for TaskView {
         let main = task.file_types.first().and_then(|t| task.files.iter().find(|f| f.file_type == *t));
         let printed = task.files.iter().find(|f| f.file_type == FileType::PrintedForm);
         Self {
-            id: task.id,
+            id: task.id.as_uuid(),
             report_type: task.report_type.into(),
             agreement_number: task.agreement_number.clone(),
             account: task.account.clone(),
@@ -124,8 +124,8 @@ impl From<&ReportTask> for TaskView {
             handle_if_exists: task.handle_if_exists,
             status: task.status,
             source: task.source,
-            file_id: main.map(|f| f.id),
-            printed_form_file_id: printed.map(|f| f.id),
+            file_id: main.map(|f| f.id.as_uuid()),
+            printed_form_file_id: printed.map(|f| f.id.as_uuid()),
             files: task.files.iter().map(FileView::from).collect(),
             created_at: date_time(task.created_at),
             updated_at: date_time(task.updated_at),

@@ -7,10 +7,10 @@
 
 use std::time::Duration;
 
+use portico_model::ids::ReportFileId;
 use portico_model::reports::{ReportFile, ReportTask, TaskOutcome};
 use tokio::sync::watch;
 use tracing::Instrument as _;
-use uuid::Uuid;
 
 use crate::ReportsState;
 use crate::generate::{self, GenerateError};
@@ -89,7 +89,7 @@ async fn produce_all(api: &ReportsState, task: &ReportTask) -> Result<Vec<Report
                 .map_err(|e| format!("the generator stopped: {e}"))?
                 .map_err(|e: GenerateError| e.to_string())?;
         for produced in produced {
-            let id = Uuid::now_v7();
+            let id = ReportFileId::now_v7();
             let object_key = format!("reports/{}/{id}", task.id);
             let size = produced.content.len() as u64;
             api.files.put(&object_key, produced.content).await.map_err(|e| e.to_string())?;

@@ -2,6 +2,7 @@
 //! import), report tasks and their files.
 
 use async_trait::async_trait;
+use portico_model::ids::{ReportFileId, ReportTaskId};
 use portico_model::reports::brokerage::Agreement;
 use portico_model::reports::{
     FileType, ReportFile, ReportTask, ReportType, SignatureType, Source, TaskOutcome, TaskStatus,
@@ -23,7 +24,7 @@ fn task_from(row: &PgRow) -> Result<ReportTask> {
     let source: String = get(row, "source")?;
     let file_types: Vec<String> = get(row, "file_types")?;
     Ok(ReportTask {
-        id: get(row, "id")?,
+        id: get::<Uuid>(row, "id")?.into(),
         cnum: get(row, "cnum")?,
         report_type: ReportType::parse(&report_type).ok_or_else(|| damaged("report type", &report_type))?,
         agreement_number: get(row, "agreement_number")?,
@@ -52,8 +53,8 @@ fn file_from(row: &PgRow) -> Result<ReportFile> {
     let file_type: String = get(row, "file_type")?;
     let signature: String = get(row, "signature_type")?;
     Ok(ReportFile {
-        id: get(row, "id")?,
-        task_id: get(row, "task_id")?,
+        id: get::<Uuid>(row, "id")?.into(),
+        task_id: get::<Uuid>(row, "task_id")?.into(),
         file_type: FileType::parse(&file_type).ok_or_else(|| damaged("file type", &file_type))?,
         name_rus: get(row, "name_rus")?,
         name_eng: get(row, "name_eng")?,
@@ -75,7 +76,7 @@ impl PgStore {
         if tasks.is_empty() {
             return Ok(tasks);
         }
-        let ids: Vec<Uuid> = tasks.iter().map(|t| t.id).collect();
+        let ids: Vec<Uuid> = tasks.iter().map(|t| t.id.as_uuid()).collect();
         let rows = sqlx::query("SELECT * FROM report_files WHERE task_id = ANY($1) ORDER BY task_id, position")
             .bind(ids)
             .fetch_all(&mut *self.conn().await?)
@@ -185,7 +186,7 @@ impl ReportRepository for PgStore {
              updated_at, trace_parent) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
         )
-        .bind(task.id)
+        .bind(task.id.as_uuid())
         .bind(&task.cnum)
         .bind(task.report_type.as_str())
         .bind(&task.agreement_number)
@@ -210,9 +211,9 @@ impl ReportRepository for PgStore {
         Ok(Some((task.clone(), true)))
     }
 
-    async fn find_report_task(&self, id: Uuid) -> Result<Option<ReportTask>> {
+    async fn find_report_task(&self, id: ReportTaskId) -> Result<Option<ReportTask>> {
         let row = sqlx::query("SELECT * FROM report_tasks WHERE id = $1")
-            .bind(id)
+            .bind(id.as_uuid())
             .fetch_optional(&mut *self.conn().await?)
             .await
             .map_err(storage_error(WHAT))?;
@@ -277,10 +278,10 @@ impl ReportRepository for PgStore {
         self.with_files(tasks).await
     }
 
-    async fn delete_finished_report_task(&self, id: Uuid, before: OffsetDateTime) -> Result<bool> {
+    async fn delete_finished_report_task(&self, id: ReportTaskId, before: OffsetDateTime) -> Result<bool> {
         let done =
             sqlx::query("DELETE FROM report_tasks WHERE id = $1 AND status IN ('DONE', 'FAILED') AND updated_at < $2")
-                .bind(id)
+                .bind(id.as_uuid())
                 .bind(at(before))
                 .execute(&mut *self.conn().await?)
                 .await
@@ -290,7 +291,7 @@ impl ReportRepository for PgStore {
 
     async fn finish_report_task(
         &self,
-        id: Uuid,
+        id: ReportTaskId,
         lease_until: OffsetDateTime,
         outcome: &TaskOutcome,
         now: OffsetDateTime,
@@ -313,12 +314,12 @@ impl ReportRepository for PgStore {
              signature_type, content_type, size, object_key)) \
              SELECT count(*) FROM finished",
         )
-        .bind(id)
+        .bind(id.as_uuid())
         .bind(at(lease_until))
         .bind(status.as_str())
         .bind(error)
         .bind(at(now))
-        .bind(files.iter().map(|f| f.id).collect::<Vec<_>>())
+        .bind(files.iter().map(|f| f.id.as_uuid()).collect::<Vec<_>>())
         .bind((0..files.len()).map(|p| i32::try_from(p).unwrap_or(i32::MAX)).collect::<Vec<_>>())
         .bind(files.iter().map(|f| f.file_type.as_str()).collect::<Vec<_>>())
         .bind(files.iter().map(|f| f.name_rus.as_str()).collect::<Vec<_>>())
@@ -334,11 +335,11 @@ impl ReportRepository for PgStore {
         Ok(done == 1)
     }
 
-    async fn find_report_file(&self, id: Uuid) -> Result<Option<(ReportFile, String)>> {
+    async fn find_report_file(&self, id: ReportFileId) -> Result<Option<(ReportFile, String)>> {
         let row = sqlx::query(
             "SELECT f.*, t.cnum FROM report_files f JOIN report_tasks t ON t.id = f.task_id WHERE f.id = $1",
         )
-        .bind(id)
+        .bind(id.as_uuid())
         .fetch_optional(&mut *self.conn().await?)
         .await
         .map_err(storage_error(WHAT))?;

@@ -1,6 +1,7 @@
 //! Brokerage agreements, report tasks and their files.
 
 use async_trait::async_trait;
+use portico_model::ids::{ReportFileId, ReportTaskId};
 use portico_model::reports::brokerage::Agreement;
 use portico_model::reports::{
     FileType, ReportFile, ReportTask, ReportType, SignatureType, Source, TaskOutcome, TaskStatus,
@@ -8,7 +9,6 @@ use portico_model::reports::{
 use portico_storage::{BrokerageRepository, ReportRepository, ReportTaskFilter};
 use rusqlite::{Connection, Row, params};
 use time::{Date, OffsetDateTime};
-use uuid::Uuid;
 
 use crate::db::{Columns, Res, all, damaged, one, run, secs, secs_opt, to_json};
 use crate::{Result, SqliteStore};
@@ -34,7 +34,7 @@ fn task_from(row: &Row<'_>) -> Res<ReportTask> {
     let source: String = row.get("source")?;
     let file_types: String = row.get("file_types")?;
     Ok(ReportTask {
-        id: row.uuid("id")?,
+        id: row.uuid("id")?.into(),
         cnum: row.get("cnum")?,
         report_type: ReportType::parse(&report_type).ok_or_else(|| damaged(&format!("type {report_type:?}")))?,
         agreement_number: row.get("agreement_number")?,
@@ -64,8 +64,8 @@ fn file_from(row: &Row<'_>) -> Res<ReportFile> {
     let file_type: String = row.get("file_type")?;
     let signature: String = row.get("signature_type")?;
     Ok(ReportFile {
-        id: row.uuid("id")?,
-        task_id: row.uuid("task_id")?,
+        id: row.uuid("id")?.into(),
+        task_id: row.uuid("task_id")?.into(),
         file_type: FileType::parse(&file_type).ok_or_else(|| damaged(&format!("file type {file_type:?}")))?,
         name_rus: row.get("name_rus")?,
         name_eng: row.get("name_eng")?,
@@ -224,7 +224,7 @@ impl ReportRepository for SqliteStore {
             .await
     }
 
-    async fn find_report_task(&self, id: Uuid) -> Result<Option<ReportTask>> {
+    async fn find_report_task(&self, id: ReportTaskId) -> Result<Option<ReportTask>> {
         self.db
             .read(move |c| {
                 let snapshot = c.unchecked_transaction()?;
@@ -296,7 +296,7 @@ impl ReportRepository for SqliteStore {
             .await
     }
 
-    async fn delete_finished_report_task(&self, id: Uuid, before: OffsetDateTime) -> Result<bool> {
+    async fn delete_finished_report_task(&self, id: ReportTaskId, before: OffsetDateTime) -> Result<bool> {
         self.db
             .write("report task", move |tx| {
                 let removed = run(
@@ -311,7 +311,7 @@ impl ReportRepository for SqliteStore {
 
     async fn finish_report_task(
         &self,
-        id: Uuid,
+        id: ReportTaskId,
         lease_until: OffsetDateTime,
         outcome: &TaskOutcome,
         now: OffsetDateTime,
@@ -360,7 +360,7 @@ impl ReportRepository for SqliteStore {
             .await
     }
 
-    async fn find_report_file(&self, id: Uuid) -> Result<Option<(ReportFile, String)>> {
+    async fn find_report_file(&self, id: ReportFileId) -> Result<Option<(ReportFile, String)>> {
         self.db
             .read(move |c| {
                 one(

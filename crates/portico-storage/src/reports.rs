@@ -2,10 +2,10 @@
 
 use crate::Result;
 use async_trait::async_trait;
+use portico_model::ids::{ReportFileId, ReportTaskId};
 use portico_model::reports::brokerage::Agreement;
 use portico_model::reports::{ReportFile, ReportTask, ReportType, TaskOutcome, TaskStatus};
 use time::OffsetDateTime;
-use uuid::Uuid;
 
 /// The brokerage data reports are made from, one document per agreement.
 #[async_trait]
@@ -73,7 +73,7 @@ pub trait ReportRepository: Send + Sync {
     ) -> Result<Option<(ReportTask, bool)>>;
     /// # Errors
     /// Only when the store fails.
-    async fn find_report_task(&self, id: Uuid) -> Result<Option<ReportTask>>;
+    async fn find_report_task(&self, id: ReportTaskId) -> Result<Option<ReportTask>>;
     /// Newest first, with their files.
     ///
     /// # Errors
@@ -95,7 +95,7 @@ pub trait ReportRepository: Send + Sync {
     /// Only when the store fails.
     async fn finish_report_task(
         &self,
-        id: Uuid,
+        id: ReportTaskId,
         lease_until: OffsetDateTime,
         outcome: &TaskOutcome,
         now: OffsetDateTime,
@@ -104,7 +104,7 @@ pub trait ReportRepository: Send + Sync {
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn find_report_file(&self, id: Uuid) -> Result<Option<(ReportFile, String)>>;
+    async fn find_report_file(&self, id: ReportFileId) -> Result<Option<(ReportFile, String)>>;
     /// Finished tasks (`DONE` or `FAILED`) that finished before `before`,
     /// oldest first, at most `limit`, with their files: what retention
     /// removes.
@@ -118,5 +118,5 @@ pub trait ReportRepository: Send + Sync {
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn delete_finished_report_task(&self, id: Uuid, before: OffsetDateTime) -> Result<bool>;
+    async fn delete_finished_report_task(&self, id: ReportTaskId, before: OffsetDateTime) -> Result<bool>;
 }

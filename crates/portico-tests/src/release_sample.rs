@@ -305,7 +305,7 @@ pub fn sample() -> Sample {
         })
         .collect();
     let task = ReportTask {
-        id: id(50),
+        id: id(50).into(),
         cnum: agreement.cnum.clone(),
         report_type: ReportType::BrokerageReport,
         agreement_number: agreement.number.clone(),
@@ -324,8 +324,8 @@ pub fn sample() -> Sample {
         updated_at: t0 + Duration::minutes(11),
         trace_parent: None,
         files: vec![ReportFile {
-            id: id(51),
-            task_id: id(50),
+            id: id(51).into(),
+            task_id: id(50).into(),
             file_type: FileType::PrintedForm,
             name_rus: "Отчёт брокера".into(),
             name_eng: "Broker report".into(),

@@ -55,7 +55,7 @@ async fn a_worker_killed_mid_generation_leaves_the_task_to_another_that_finishes
         let mut first = reporter(&app, "6");
         let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
         loop {
-            let task = app.store.find_report_task(id).await.unwrap().unwrap();
+            let task = app.store.find_report_task(id.into()).await.unwrap().unwrap();
             if task.status == TaskStatus::InProgress {
                 break;
             }
@@ -63,13 +63,13 @@ async fn a_worker_killed_mid_generation_leaves_the_task_to_another_that_finishes
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         first.kill();
-        let killed = app.store.find_report_task(id).await.unwrap().unwrap();
+        let killed = app.store.find_report_task(id.into()).await.unwrap().unwrap();
         assert_eq!((killed.status, killed.attempts), (TaskStatus::InProgress, 1), "{backend:?}: killed mid-generation");
 
         let _second = reporter(&app, "60");
         let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
         let done = loop {
-            let task = app.store.find_report_task(id).await.unwrap().unwrap();
+            let task = app.store.find_report_task(id.into()).await.unwrap().unwrap();
             if task.status == TaskStatus::Done || task.status == TaskStatus::Failed {
                 break task;
             }

@@ -7,6 +7,8 @@ pub mod brokerage;
 use time::{Date, OffsetDateTime};
 use uuid::Uuid;
 
+use crate::ids::{ReportFileId, ReportTaskId};
+
 /// A closed set of codes: the enum, its code strings, JSON as the code, and
 /// its OpenAPI schema (a string enum named `$schema`).
 macro_rules! codes {
@@ -137,7 +139,7 @@ pub const MAX_PERIOD_DAYS: i64 = 366;
 /// A report task and its files.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReportTask {
-    pub id: Uuid,
+    pub id: ReportTaskId,
     /// The company the task belongs to.
     pub cnum: String,
     pub report_type: ReportType,
@@ -169,8 +171,8 @@ pub struct ReportTask {
 /// A produced file, kept in the object store under `object_key`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReportFile {
-    pub id: Uuid,
-    pub task_id: Uuid,
+    pub id: ReportFileId,
+    pub task_id: ReportTaskId,
     pub file_type: FileType,
     pub name_rus: String,
     pub name_eng: String,

@@ -734,19 +734,19 @@ async fn finished_reports_and_their_files_are_removed_after_the_retention_period
         let done = finished(&app, &ivan, task["id"].as_str().unwrap()).await;
         assert_eq!(done["status"], "DONE", "{done}");
         let id: uuid::Uuid = task["id"].as_str().unwrap().parse().unwrap();
-        let stored = app.store.find_report_task(id).await.unwrap().expect("the task");
+        let stored = app.store.find_report_task(id.into()).await.unwrap().expect("the task");
         let key = stored.files[0].object_key.clone();
         assert!(app.reports.files.read(&key).await.is_ok(), "the file is kept");
 
         app.clock.advance(time::Duration::days(365) - time::Duration::minutes(1));
         let removed = portico_reports::retention::remove_expired(&app.reports).await.unwrap();
         assert_eq!(removed, portico_reports::retention::Removed::default(), "{backend:?}: within the period");
-        assert!(app.store.find_report_task(id).await.unwrap().is_some());
+        assert!(app.store.find_report_task(id.into()).await.unwrap().is_some());
 
         app.clock.advance(time::Duration::minutes(2));
         let removed = portico_reports::retention::remove_expired(&app.reports).await.unwrap();
         assert_eq!((removed.tasks, removed.files), (1, 1), "{backend:?}");
-        assert_eq!(app.store.find_report_task(id).await.unwrap(), None, "the task is gone");
+        assert_eq!(app.store.find_report_task(id.into()).await.unwrap(), None, "the task is gone");
         assert!(app.reports.files.read(&key).await.is_err(), "{backend:?}: the file is gone from the file store");
         let again = portico_reports::retention::remove_expired(&app.reports).await.unwrap();
         assert_eq!(again, portico_reports::retention::Removed::default(), "nothing left to remove");

@@ -6,7 +6,7 @@ pub(crate) fn report_task(id: u128, cnum: &str, period: (u8, u8)) -> portico_mod
     use portico_model::reports::{FileType, ReportTask, ReportType, Source, TaskStatus};
     use time::{Date, Month};
     ReportTask {
-        id: Uuid::from_u128(id),
+        id: Uuid::from_u128(id).into(),
         cnum: cnum.into(),
         report_type: ReportType::BrokerageReport,
         agreement_number: "БД-1".into(),
@@ -47,7 +47,15 @@ async fn report_tasks_are_reused_listed_claimed_once_and_finished_under_their_le
 
         let list = |filter: ReportTaskFilter| {
             let store = Arc::clone(&store);
-            async move { store.list_report_tasks(&filter).await.unwrap().iter().map(|t| t.id.as_u128()).collect::<Vec<_>>() }
+            async move {
+                store
+                    .list_report_tasks(&filter)
+                    .await
+                    .unwrap()
+                    .iter()
+                    .map(|t| t.id.as_uuid().as_u128())
+                    .collect::<Vec<_>>()
+            }
         };
         let mine = ReportTaskFilter { cnums: vec!["7700000001".into()], limit: 10, ..Default::default() };
         assert_eq!(list(mine.clone()).await, [3, 2, 1], "newest first, one company");
@@ -75,7 +83,7 @@ async fn report_tasks_are_reused_listed_claimed_once_and_finished_under_their_le
         assert_eq!(retaken.attempts, 2);
 
         let file = ReportFile {
-            id: Uuid::from_u128(500),
+            id: Uuid::from_u128(500).into(),
             task_id: a.id,
             file_type: FileType::SimpleDocumentary,
             name_rus: "Отчёт".into(),
@@ -122,7 +130,7 @@ async fn finished_report_tasks_are_listed_and_removed_by_age_and_unfinished_ones
         }
         claimed.sort_by_key(|t| t.id);
         let file = ReportFile {
-            id: Uuid::from_u128(600),
+            id: Uuid::from_u128(600).into(),
             task_id: claimed[0].id,
             file_type: FileType::SimpleDocumentary,
             name_rus: "Отчёт".into(),
@@ -138,8 +146,9 @@ async fn finished_report_tasks_are_listed_and_removed_by_age_and_unfinished_ones
         let failed = TaskOutcome::Failed("no data".into());
         assert!(store.finish_report_task(claimed[1].id, lease, &failed, finished_at).await.unwrap());
 
-        let ids =
-            |tasks: Vec<portico_model::reports::ReportTask>| tasks.iter().map(|t| t.id.as_u128()).collect::<Vec<_>>();
+        let ids = |tasks: Vec<portico_model::reports::ReportTask>| {
+            tasks.iter().map(|t| t.id.as_uuid().as_u128()).collect::<Vec<_>>()
+        };
         let far = t0() + Duration::days(400);
         assert_eq!(
             ids(store.list_finished_report_tasks(finished_at, 10).await.unwrap()),
@@ -154,14 +163,17 @@ async fn finished_report_tasks_are_listed_and_removed_by_age_and_unfinished_ones
         assert!(!store.delete_finished_report_task(claimed[0].id, finished_at).await.unwrap(), "not yet past");
         for task in &claimed {
             let removed = store.delete_finished_report_task(task.id, far).await.unwrap();
-            assert_eq!(removed, task.id.as_u128() != 3, "{backend:?}: task {}", task.id);
+            assert_eq!(removed, task.id.as_uuid().as_u128() != 3, "{backend:?}: task {}", task.id);
         }
-        assert!(!store.delete_finished_report_task(Uuid::from_u128(4), far).await.unwrap(), "a new task stays");
+        assert!(!store.delete_finished_report_task(Uuid::from_u128(4).into(), far).await.unwrap(), "a new task stays");
         assert_eq!(store.find_report_task(claimed[0].id).await.unwrap(), None);
         assert_eq!(store.find_report_file(file.id).await.unwrap(), None, "its files' rows go with it");
         let left = store.find_report_task(claimed[2].id).await.unwrap().expect("in progress stays");
         assert_eq!(left.status, TaskStatus::InProgress);
-        assert_eq!(store.find_report_task(Uuid::from_u128(4)).await.unwrap().map(|t| t.status), Some(TaskStatus::New));
+        assert_eq!(
+            store.find_report_task(Uuid::from_u128(4).into()).await.unwrap().map(|t| t.status),
+            Some(TaskStatus::New)
+        );
         assert!(!store.delete_finished_report_task(claimed[0].id, far).await.unwrap(), "twice is harmless");
     }
 }
