@@ -140,7 +140,7 @@ pub async fn resend(
         path: format!("{here}/deliveries/{delivery}/resend"),
     };
     let missing = || ServiceError::NotFound("delivery_not_found", "the merchant has no such delivery".into());
-    let id = uuid::Uuid::parse_str(&delivery).ok();
+    let id = delivery.parse::<portico_model::ids::DeliveryId>().ok();
     page::confirmed(
         &console,
         &headers,

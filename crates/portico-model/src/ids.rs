@@ -183,6 +183,13 @@ impl ReportFileId {
     }
 }
 
+impl DeliveryId {
+    /// A new id, ordered by creation time (UUIDv7).
+    pub fn now_v7() -> Self {
+        Self(Uuid::now_v7())
+    }
+}
+
 impl LoginProcessId {
     /// A new random id.
     pub fn random() -> Self {

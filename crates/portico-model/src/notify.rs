@@ -316,7 +316,7 @@ impl DeliveryStatus {
 /// One try to hand a notification over.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attempt {
-    pub delivery_id: uuid::Uuid,
+    pub delivery_id: crate::ids::DeliveryId,
     /// 1 for the first.
     pub attempt: u32,
     pub at: OffsetDateTime,
@@ -342,7 +342,7 @@ impl Delivery {
     /// A new delivery of `event_id`, due at once, its window starting `now`.
     pub fn new(event_id: String, merchant_id: String, now: OffsetDateTime) -> Self {
         Self {
-            id: uuid::Uuid::now_v7(),
+            id: crate::ids::DeliveryId::now_v7(),
             event_id,
             merchant_id,
             status: DeliveryStatus::Pending,
@@ -359,7 +359,7 @@ impl Delivery {
 /// the retry window.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Delivery {
-    pub id: uuid::Uuid,
+    pub id: crate::ids::DeliveryId,
     pub event_id: String,
     pub merchant_id: String,
     pub status: DeliveryStatus,

@@ -276,7 +276,7 @@ pub async fn resend(
 ) -> Result<Response, ApiError> {
     let (merchant_id, id) = ids.map(|Path(ids)| ids).unwrap_or_default();
     let gone = || ApiError::not_found("delivery_not_found", "the merchant has no such delivery");
-    let id = uuid::Uuid::parse_str(&id).map_err(|_| gone())?;
+    let id = id.parse::<portico_model::ids::DeliveryId>().map_err(|_| gone())?;
     let resent = resend_delivery(&api, &admin.actor, &merchant_id, id)
         .await
         .map_err(|e| ApiError::storage("resending a delivery", &e))?
@@ -294,7 +294,7 @@ pub async fn resend_delivery(
     api: &NotifyState,
     actor: &portico_model::audit::Actor,
     merchant_id: &str,
-    id: uuid::Uuid,
+    id: portico_model::ids::DeliveryId,
 ) -> Result<Option<crate::deliveries::DeliveryView>, StorageError> {
     let Some(resent) = crate::deliveries::resend_of(api, merchant_id, id).await? else {
         return Ok(None);

@@ -11,6 +11,7 @@ use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use portico_model::ids::DeliveryId;
 use portico_model::notify::EventKind;
 use portico_model::notify::{Delivery, DeliveryStatus};
 use serde::Serialize;
@@ -95,7 +96,7 @@ async fn view(api: &NotifyState, delivery: &Delivery) -> Result<DeliveryView, po
     let attempts = api.store.attempts_of(delivery.id).await?;
     let kind = api.store.find_event(&delivery.event_id).await?.map(|e| e.kind);
     Ok(DeliveryView {
-        id: delivery.id,
+        id: delivery.id.as_uuid(),
         event_id: delivery.event_id.clone(),
         kind,
         status: delivery.status,
@@ -204,7 +205,7 @@ pub async fn page_of(
 pub async fn resend_of(
     api: &NotifyState,
     merchant_id: &str,
-    id: uuid::Uuid,
+    id: DeliveryId,
 ) -> Result<Option<DeliveryView>, portico_storage::StorageError> {
     let Some(delivery) = api.store.find_delivery(id).await?.filter(|d| d.merchant_id == merchant_id) else {
         return Ok(None);
@@ -241,7 +242,7 @@ pub async fn resend(
 ) -> Response {
     // A segment that is not UTF-8 is no delivery id: 400 below, as JSON.
     let id = id.map(|Path(id)| id).unwrap_or_default();
-    let Ok(id) = uuid::Uuid::parse_str(&id) else {
+    let Ok(id) = id.parse::<DeliveryId>() else {
         return error(StatusCode::BAD_REQUEST, "bad_request", "id: a delivery id (UUID)");
     };
     match resend_of(&api, &merchant.ids.merchant_id, id).await {

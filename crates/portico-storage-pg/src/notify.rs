@@ -7,6 +7,7 @@
 use std::collections::{HashMap, HashSet};
 
 use async_trait::async_trait;
+use portico_model::ids::DeliveryId;
 use portico_model::notify::{
     Attempt, Delivery, DeliveryStatus, EventKind, Merchant, MerchantIds, NotificationSettings, Outcome, StoredEvent,
 };
@@ -53,7 +54,7 @@ fn event_from(row: &PgRow) -> Result<StoredEvent> {
 fn delivery_from(row: &PgRow) -> Result<Delivery> {
     let status: String = get(row, "status")?;
     Ok(Delivery {
-        id: get(row, "id")?,
+        id: get::<Uuid>(row, "id")?.into(),
         event_id: get(row, "event_id")?,
         merchant_id: get(row, "merchant_id")?,
         status: DeliveryStatus::parse(&status).ok_or_else(|| damaged("delivery status", &status))?,
@@ -68,7 +69,7 @@ fn delivery_from(row: &PgRow) -> Result<Delivery> {
 fn attempt_from(row: &PgRow) -> Result<Attempt> {
     let status: Option<i32> = get(row, "status_code")?;
     Ok(Attempt {
-        delivery_id: get(row, "delivery_id")?,
+        delivery_id: get::<Uuid>(row, "delivery_id")?.into(),
         attempt: count(row, "attempt")?,
         at: get(row, "at")?,
         status_code: status.and_then(|s| u16::try_from(s).ok()),
@@ -128,7 +129,7 @@ impl PgStore {
         .bind(column(rows, |(e, _)| e.kind.as_str()))
         .bind(column(rows, |(e, _)| Json(&e.payload)))
         .bind(column(rows, |(e, _)| at(e.received_at)))
-        .bind(column(rows, |(_, d)| d.id))
+        .bind(column(rows, |(_, d)| d.id.as_uuid()))
         .bind(column(rows, |(_, d)| d.status.as_str()))
         .bind(column(rows, |(_, d)| int(d.attempts)))
         .bind(column(rows, |(_, d)| at(d.next_attempt_at)))
@@ -328,7 +329,7 @@ impl NotificationRepository for PgStore {
              $11::timestamptz[]) AS v (id, status, attempt, next_attempt_at, finished_at, lease_until) \
              WHERE notification_deliveries.id = v.id AND notification_deliveries.lease_until = v.lease_until",
         )
-        .bind(column(finished, |done| done.attempt.delivery_id))
+        .bind(column(finished, |done| done.attempt.delivery_id.as_uuid()))
         .bind(column(finished, |done| int(done.attempt.attempt)))
         .bind(column(finished, |done| at(done.attempt.at)))
         .bind(column(finished, |done| done.attempt.status_code.map(i32::from)))
@@ -345,7 +346,7 @@ impl NotificationRepository for PgStore {
         Ok(())
     }
 
-    async fn release_deliveries(&self, leases: &[(Uuid, OffsetDateTime)], now: OffsetDateTime) -> Result<()> {
+    async fn release_deliveries(&self, leases: &[(DeliveryId, OffsetDateTime)], now: OffsetDateTime) -> Result<()> {
         if leases.is_empty() {
             return Ok(());
         }
@@ -355,7 +356,7 @@ impl NotificationRepository for PgStore {
              WHERE notification_deliveries.id = v.id AND notification_deliveries.lease_until = v.lease_until \
              AND status = 'PENDING'",
         )
-        .bind(column(leases, |(id, _)| *id))
+        .bind(column(leases, |(id, _)| id.as_uuid()))
         .bind(column(leases, |(_, lease)| at(*lease)))
         .bind(at(now))
         .execute(&mut *self.conn().await?)
@@ -397,9 +398,9 @@ impl NotificationRepository for PgStore {
         Ok((page, u64::try_from(total).unwrap_or(0)))
     }
 
-    async fn find_delivery(&self, id: Uuid) -> Result<Option<Delivery>> {
+    async fn find_delivery(&self, id: DeliveryId) -> Result<Option<Delivery>> {
         sqlx::query("SELECT * FROM notification_deliveries WHERE id = $1")
-            .bind(id)
+            .bind(id.as_uuid())
             .fetch_optional(&mut *self.conn().await?)
             .await
             .map_err(storage_error(WHAT))?
@@ -413,7 +414,7 @@ impl NotificationRepository for PgStore {
             "INSERT INTO notification_deliveries (id, event_id, merchant_id, status, attempts, next_attempt_at, \
              lease_until, created_at, finished_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
         )
-        .bind(delivery.id)
+        .bind(delivery.id.as_uuid())
         .bind(&delivery.event_id)
         .bind(&delivery.merchant_id)
         .bind(delivery.status.as_str())
@@ -428,9 +429,9 @@ impl NotificationRepository for PgStore {
         Ok(())
     }
 
-    async fn attempts_of(&self, delivery_id: Uuid) -> Result<Vec<Attempt>> {
+    async fn attempts_of(&self, delivery_id: DeliveryId) -> Result<Vec<Attempt>> {
         sqlx::query("SELECT * FROM delivery_attempts WHERE delivery_id = $1 ORDER BY attempt")
-            .bind(delivery_id)
+            .bind(delivery_id.as_uuid())
             .fetch_all(&mut *self.conn().await?)
             .await
             .map_err(storage_error(WHAT))?

@@ -7,6 +7,7 @@
 //! array (`json_each`), so each statement has one text whatever the count.
 
 use async_trait::async_trait;
+use portico_model::ids::DeliveryId;
 use portico_model::notify::{
     Attempt, Delivery, DeliveryStatus, EventKind, Merchant, MerchantIds, NotificationSettings, Outcome, StoredEvent,
 };
@@ -16,7 +17,6 @@ use portico_storage::{
 };
 use rusqlite::{Connection, Row, params};
 use time::OffsetDateTime;
-use uuid::Uuid;
 
 use crate::db::{Columns, Res, all, damaged, one, run, secs, secs_opt, to_json};
 use crate::{Result, SqliteStore};
@@ -50,7 +50,7 @@ fn event_from(row: &Row<'_>) -> Res<StoredEvent> {
 fn delivery_from(row: &Row<'_>) -> Res<Delivery> {
     let status: String = row.get("status")?;
     Ok(Delivery {
-        id: row.uuid("id")?,
+        id: row.uuid("id")?.into(),
         event_id: row.get("event_id")?,
         merchant_id: row.get("merchant_id")?,
         status: DeliveryStatus::parse(&status).ok_or_else(|| damaged(&format!("delivery status {status:?}")))?,
@@ -65,7 +65,7 @@ fn delivery_from(row: &Row<'_>) -> Res<Delivery> {
 fn attempt_from(row: &Row<'_>) -> Res<Attempt> {
     let status: Option<i64> = row.get("status_code")?;
     Ok(Attempt {
-        delivery_id: row.uuid("delivery_id")?,
+        delivery_id: row.uuid("delivery_id")?.into(),
         attempt: u32::try_from(row.get::<_, i64>("attempt")?).unwrap_or(0),
         at: row.time("at")?,
         status_code: status.and_then(|s| u16::try_from(s).ok()),
@@ -331,7 +331,7 @@ impl NotificationRepository for SqliteStore {
             .await
     }
 
-    async fn release_deliveries(&self, leases: &[(Uuid, OffsetDateTime)], now: OffsetDateTime) -> Result<()> {
+    async fn release_deliveries(&self, leases: &[(DeliveryId, OffsetDateTime)], now: OffsetDateTime) -> Result<()> {
         if leases.is_empty() {
             return Ok(());
         }
@@ -386,7 +386,7 @@ impl NotificationRepository for SqliteStore {
             .await
     }
 
-    async fn find_delivery(&self, id: Uuid) -> Result<Option<Delivery>> {
+    async fn find_delivery(&self, id: DeliveryId) -> Result<Option<Delivery>> {
         self.db
             .read(move |c| {
                 one(c, "SELECT * FROM notification_deliveries WHERE id = ?1", [id.to_string()], delivery_from)
@@ -399,7 +399,7 @@ impl NotificationRepository for SqliteStore {
         self.db.write("delivery", move |tx| insert_delivery(tx, &delivery)).await
     }
 
-    async fn attempts_of(&self, delivery_id: Uuid) -> Result<Vec<Attempt>> {
+    async fn attempts_of(&self, delivery_id: DeliveryId) -> Result<Vec<Attempt>> {
         self.db
             .read(move |c| {
                 let sql = "SELECT * FROM delivery_attempts WHERE delivery_id = ?1 ORDER BY attempt";

@@ -2,9 +2,9 @@
 
 use crate::{Result, StorageError};
 use async_trait::async_trait;
+use portico_model::ids::DeliveryId;
 use portico_model::notify::{Attempt, Delivery, Merchant, NotificationSettings, Outcome, StoredEvent};
 use time::OffsetDateTime;
-use uuid::Uuid;
 
 /// What one claim of due deliveries may take.
 #[derive(Debug, Clone, Copy)]
@@ -134,7 +134,7 @@ pub trait NotificationRepository: Send + Sync {
     ///
     /// # Errors
     /// Only when the store fails (the leases then simply run out).
-    async fn release_deliveries(&self, leases: &[(Uuid, OffsetDateTime)], now: OffsetDateTime) -> Result<()>;
+    async fn release_deliveries(&self, leases: &[(DeliveryId, OffsetDateTime)], now: OffsetDateTime) -> Result<()>;
     /// A merchant's deliveries, newest first: `status` filters, `offset` and
     /// `limit` page. Returns the page and the number of all that match.
     ///
@@ -149,7 +149,7 @@ pub trait NotificationRepository: Send + Sync {
     ) -> Result<(Vec<Delivery>, u64)>;
     /// # Errors
     /// Only when the store fails.
-    async fn find_delivery(&self, id: Uuid) -> Result<Option<Delivery>>;
+    async fn find_delivery(&self, id: DeliveryId) -> Result<Option<Delivery>>;
     /// Adds a delivery of a stored event (a resend).
     ///
     /// # Errors
@@ -159,7 +159,7 @@ pub trait NotificationRepository: Send + Sync {
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn attempts_of(&self, delivery_id: Uuid) -> Result<Vec<Attempt>>;
+    async fn attempts_of(&self, delivery_id: DeliveryId) -> Result<Vec<Attempt>>;
     /// Removes at most `limit` (and at most [`MAX_REMOVED_DELIVERIES`])
     /// deliveries that finished (`DELIVERED` or `FAILED`) before `before`,
     /// with their attempts, and the events of theirs that have no delivery

@@ -243,7 +243,7 @@ pub fn sample() -> Sample {
         trace_parent: None,
     };
     let delivery = Delivery {
-        id: id(30),
+        id: id(30).into(),
         event_id: event.event_id.clone(),
         merchant_id: merchant.ids.merchant_id.clone(),
         status: DeliveryStatus::Pending,

@@ -2,6 +2,7 @@
 //! and batches.
 
 use super::*;
+use portico_model::ids::DeliveryId;
 
 #[tokio::test]
 async fn merchants_and_events_are_stored_once_with_their_delivery() {
@@ -51,7 +52,7 @@ async fn merchants_and_events_are_stored_once_with_their_delivery() {
             trace_parent: None,
         };
         let delivery = |id: u128| Delivery {
-            id: Uuid::from_u128(id),
+            id: delivery_id(id),
             event_id: "ev-1".into(),
             merchant_id: "m-1".into(),
             status: DeliveryStatus::Pending,
@@ -94,7 +95,7 @@ async fn with_deliveries(
             trace_parent: None,
         };
         let delivery = Delivery {
-            id: Uuid::from_u128(i),
+            id: delivery_id(i),
             event_id: event.event_id.clone(),
             merchant_id: "m".into(),
             status: DeliveryStatus::Pending,
@@ -119,7 +120,8 @@ async fn parallel_claims_never_take_the_same_delivery_and_leases_run_out() {
             let store = Arc::clone(&store);
             claims.spawn(async move { store.claim_due_deliveries(&claim(t0(), 10, 10, &[])).await });
         }
-        let mut taken: Vec<Uuid> = claims.join_all().await.into_iter().flat_map(|c| c.unwrap()).map(|d| d.id).collect();
+        let mut taken: Vec<DeliveryId> =
+            claims.join_all().await.into_iter().flat_map(|c| c.unwrap()).map(|d| d.id).collect();
         let total = taken.len();
         taken.sort();
         taken.dedup();
@@ -141,12 +143,12 @@ async fn released_deliveries_are_due_at_once_and_only_under_their_own_lease() {
         let store = with_deliveries(backend, &dir, 3, lease, Some(lease)).await;
         assert!(store.claim_due_deliveries(&claim(t0(), 10, 10, &[])).await.unwrap().is_empty(), "{backend:?}");
         let stale = t0() + Duration::seconds(30);
-        let released = [(Uuid::from_u128(1), lease), (Uuid::from_u128(2), stale), (Uuid::from_u128(3), lease)];
+        let released = [(delivery_id(1), lease), (delivery_id(2), stale), (delivery_id(3), lease)];
         store.release_deliveries(&released, t0()).await.unwrap();
         let claimed = store.claim_due_deliveries(&claim(t0(), 10, 10, &[])).await.unwrap();
-        let mut claimed: Vec<Uuid> = claimed.iter().map(|d| d.id).collect();
+        let mut claimed: Vec<DeliveryId> = claimed.iter().map(|d| d.id).collect();
         claimed.sort();
-        assert_eq!(claimed, [Uuid::from_u128(1), Uuid::from_u128(3)], "only those released under their own lease");
+        assert_eq!(claimed, [delivery_id(1), delivery_id(3)], "only those released under their own lease");
         store.release_deliveries(&[], t0()).await.unwrap();
     }
 }
@@ -162,7 +164,7 @@ async fn finished_deliveries_go_in_batches_with_their_attempts_and_an_event_with
         assert_eq!(store.claim_due_deliveries(&claim(t0(), 10, 10, &[])).await.unwrap().len(), 4);
         let finish = |n: u128, outcome: Outcome, at: OffsetDateTime| FinishedAttempt {
             attempt: Attempt {
-                delivery_id: Uuid::from_u128(n),
+                delivery_id: delivery_id(n),
                 attempt: 1,
                 at,
                 status_code: Some(200),
@@ -185,7 +187,7 @@ async fn finished_deliveries_go_in_batches_with_their_attempts_and_an_event_with
             .unwrap();
         // A resend of ev-1 that finished later than its first delivery.
         let resend = Delivery {
-            id: Uuid::from_u128(11),
+            id: delivery_id(11),
             event_id: "ev-1".into(),
             merchant_id: "m".into(),
             status: DeliveryStatus::Delivered,
@@ -205,12 +207,12 @@ async fn finished_deliveries_go_in_batches_with_their_attempts_and_an_event_with
         assert_eq!(first.events + second.events, 1, "ev-2 went; ev-1 keeps its resend");
         assert_eq!(store.remove_finished_deliveries(day(5), 500).await.unwrap(), RemovedDeliveries::default());
         for gone in [1, 2] {
-            assert_eq!(store.find_delivery(Uuid::from_u128(gone)).await.unwrap(), None);
-            assert!(store.attempts_of(Uuid::from_u128(gone)).await.unwrap().is_empty());
+            assert_eq!(store.find_delivery(delivery_id(gone)).await.unwrap(), None);
+            assert!(store.attempts_of(delivery_id(gone)).await.unwrap().is_empty());
         }
         assert!(store.find_event("ev-2").await.unwrap().is_none());
         assert_eq!(store.deliveries_of("ev-1").await.unwrap(), vec![resend.clone()]);
-        let pending = store.find_delivery(Uuid::from_u128(3)).await.unwrap().unwrap();
+        let pending = store.find_delivery(delivery_id(3)).await.unwrap().unwrap();
         assert_eq!(pending.status, DeliveryStatus::Pending, "a pending delivery stays, however old");
 
         // Later the resend goes, and its event with it; pending and recent stay.
@@ -219,7 +221,7 @@ async fn finished_deliveries_go_in_batches_with_their_attempts_and_an_event_with
         assert!(store.find_event("ev-1").await.unwrap().is_none());
         assert!(store.find_event("ev-3").await.unwrap().is_some());
         let (left, total) = store.list_deliveries("m", None, 0, 10).await.unwrap();
-        assert_eq!((left.len(), total, left[0].id), (1, 1, Uuid::from_u128(3)));
+        assert_eq!((left.len(), total, left[0].id), (1, 1, delivery_id(3)));
     }
 }
 
@@ -351,4 +353,8 @@ async fn a_batch_of_events_is_recorded_in_one_go_with_duplicates_told_apart() {
         found.sort();
         assert_eq!(found, ["a", "old"]);
     }
+}
+
+fn delivery_id(n: u128) -> DeliveryId {
+    Uuid::from_u128(n).into()
 }
