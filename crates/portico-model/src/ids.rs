@@ -169,53 +169,30 @@ uuid_id! {
     DeliveryId
 }
 
-impl ReportTaskId {
-    /// A new id, ordered by creation time (UUIDv7).
-    pub fn now_v7() -> Self {
-        Self(Uuid::now_v7())
-    }
+/// How new ids of each kind are made: ordered by creation time (UUIDv7)
+/// where a listing sorts by them, random (UUIDv4) where they must not be
+/// guessed.
+macro_rules! new_ids {
+    ($($name:ident: $make:ident, $doc:literal);* $(;)?) => {
+        $(impl $name {
+            #[doc = $doc]
+            pub fn $make() -> Self {
+                new_ids!(@ $make)
+            }
+        })*
+    };
+    (@ now_v7) => { Self(Uuid::now_v7()) };
+    (@ random) => { Self(Uuid::new_v4()) };
 }
 
-impl ReportFileId {
-    /// A new id, ordered by creation time (UUIDv7).
-    pub fn now_v7() -> Self {
-        Self(Uuid::now_v7())
-    }
-}
-
-impl DeliveryId {
-    /// A new id, ordered by creation time (UUIDv7).
-    pub fn now_v7() -> Self {
-        Self(Uuid::now_v7())
-    }
-}
-
-impl LoginProcessId {
-    /// A new random id.
-    pub fn random() -> Self {
-        Self(Uuid::new_v4())
-    }
-}
-
-impl SessionId {
-    /// A new random id.
-    pub fn random() -> Self {
-        Self(Uuid::new_v4())
-    }
-}
-
-impl UserId {
-    /// A new random id.
-    pub fn random() -> Self {
-        Self(Uuid::new_v4())
-    }
-}
-
-impl GrantId {
-    /// A new id, ordered by creation time (UUIDv7).
-    pub fn now_v7() -> Self {
-        Self(Uuid::now_v7())
-    }
+new_ids! {
+    GrantId: now_v7, "A new id, ordered by creation time (UUIDv7).";
+    ReportTaskId: now_v7, "A new id, ordered by creation time (UUIDv7).";
+    ReportFileId: now_v7, "A new id, ordered by creation time (UUIDv7).";
+    DeliveryId: now_v7, "A new id, ordered by creation time (UUIDv7).";
+    LoginProcessId: random, "A new random id.";
+    SessionId: random, "A new random id.";
+    UserId: random, "A new random id.";
 }
 
 #[cfg(test)]
