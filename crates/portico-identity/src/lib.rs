@@ -13,6 +13,7 @@ pub mod captcha_http;
 pub mod client_address;
 pub mod cookies;
 pub mod delivery;
+pub mod edge;
 pub mod login;
 pub mod oauth2;
 pub mod openapi;

@@ -133,8 +133,8 @@ fn internal(e: &portico_storage::StorageError) -> Response {
     responses(
         (status = 200, description = "A page of deliveries.", body = DeliveryPage),
         (status = 400, description = "`bad_request`: a parameter is not valid or unknown.", body = ErrorBody),
-        crate::openapi::Unauthorized,
-        crate::openapi::Internal
+        crate::settings::Unauthorized,
+        crate::settings::Internal
     )
 )]
 pub async fn list(
@@ -231,8 +231,8 @@ pub async fn resend_of(
         (status = 202, description = "The new delivery, `PENDING`.", body = DeliveryView),
         (status = 400, description = "`bad_request`: `id` is not a UUID.", body = ErrorBody),
         (status = 404, description = "`delivery_not_found`: no such delivery of this merchant.", body = ErrorBody),
-        crate::openapi::Unauthorized,
-        crate::openapi::Internal
+        crate::settings::Unauthorized,
+        crate::settings::Internal
     )
 )]
 pub async fn resend(

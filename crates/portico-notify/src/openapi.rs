@@ -3,28 +3,10 @@
 
 use portico_model::notify::NotificationSettings;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
-use utoipa::{IntoResponses, Modify, OpenApi};
+use utoipa::{Modify, OpenApi};
 
 use crate::deliveries::{AttemptView, DeliveryPage, DeliveryView};
 use crate::settings::ErrorBody;
-
-/// 401.
-#[derive(IntoResponses)]
-#[allow(dead_code)]
-pub enum Unauthorized {
-    /// `unauthorized`: the merchant API key is missing or not valid.
-    #[response(status = 401)]
-    Unauthorized(ErrorBody),
-}
-
-/// 500.
-#[derive(IntoResponses)]
-#[allow(dead_code)]
-pub enum Internal {
-    /// `internal_error`: details only in the log.
-    #[response(status = 500)]
-    Internal(ErrorBody),
-}
 
 /// The merchant API key, in `Authorization` (the key itself, or `Bearer <key>`).
 struct MerchantKey;

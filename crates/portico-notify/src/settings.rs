@@ -74,8 +74,8 @@ async fn merchant(api: &NotifyState, headers: &HeaderMap) -> Result<Merchant, Re
     responses(
         (status = 200, description = "The settings.", body = NotificationSettings),
         (status = 404, description = "`settings_not_found`: none set yet.", body = ErrorBody),
-        crate::openapi::Unauthorized,
-        crate::openapi::Internal
+        crate::settings::Unauthorized,
+        crate::settings::Internal
     )
 )]
 pub async fn get_settings(MerchantCaller(merchant): MerchantCaller) -> Response {
@@ -96,8 +96,8 @@ pub async fn get_settings(MerchantCaller(merchant): MerchantCaller) -> Response 
     responses(
         (status = 200, description = "The settings as stored.", body = NotificationSettings),
         (status = 400, description = "`bad_request`: not JSON, not the settings shape, or `callbackUrl` not an absolute https URL.", body = ErrorBody),
-        crate::openapi::Unauthorized,
-        crate::openapi::Internal
+        crate::settings::Unauthorized,
+        crate::settings::Internal
     )
 )]
 pub async fn put_settings(
@@ -130,4 +130,22 @@ pub async fn put_settings(
             error(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "internal error")
         }
     }
+}
+
+/// 401.
+#[derive(utoipa::IntoResponses)]
+#[allow(dead_code)]
+pub enum Unauthorized {
+    /// `unauthorized`: the merchant API key is missing or not valid.
+    #[response(status = 401)]
+    Unauthorized(ErrorBody),
+}
+
+/// 500.
+#[derive(utoipa::IntoResponses)]
+#[allow(dead_code)]
+pub enum Internal {
+    /// `internal_error`: details only in the log.
+    #[response(status = 500)]
+    Internal(ErrorBody),
 }

@@ -21,13 +21,13 @@ use portico_api::TokenPair;
     path = "/api/v1/acc-permissions/{cnum}",
     operation_id = "getAccPermissionsByCnum",
     tag = "permissions",
-    params(("cnum" = String, Path, description = "The company number: up to 64 printable characters, no white space around it.", min_length = 1, max_length = 64, pattern = "^[^\\s\\x00-\\x1f\\x7f-\\x9f]([^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f])?$", example = "7700000001"), crate::openapi::SystemId),
+    params(("cnum" = String, Path, description = "The company number: up to 64 printable characters, no white space around it.", min_length = 1, max_length = 64, pattern = "^[^\\s\\x00-\\x1f\\x7f-\\x9f]([^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f])?$", example = "7700000001"), crate::edge::SystemId),
     responses(
-        (status = 200, description = "Section → action → allowed.", body = crate::openapi::CompanyFlags),
+        (status = 200, description = "Section → action → allowed.", body = crate::edge::CompanyFlags),
         (status = 400, description = "`header_is_missing`, `bad_request` (an `ErrorResponseDTO`), or no active employee found for the caller (a `GenericError`).", body = crate::error::GenericError),
         (status = 403, description = "`executive_not_eio`.", body = crate::error::ErrorResponseDto),
-        crate::openapi::Unauthorized,
-        crate::openapi::Internal
+        crate::edge::Unauthorized,
+        crate::edge::Internal
     )
 )]
 pub async fn by_company(
@@ -57,14 +57,14 @@ pub async fn by_company(
     params(
         ("userId" = uuid::Uuid, Path, description = "The colleague."),
         ("cnum" = String, Path, description = "The company number: up to 64 printable characters, no white space around it.", min_length = 1, max_length = 64, pattern = "^[^\\s\\x00-\\x1f\\x7f-\\x9f]([^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f])?$", example = "7700000001"),
-        crate::openapi::SystemId
+        crate::edge::SystemId
     ),
     responses(
         (status = 200, description = "The sections.", body = Vec<AccPermission>),
         (status = 400, description = "`header_is_missing`, `bad_request`, `invalid_parameter_format`, `employee_not_found`, `role_not_found`.", body = crate::error::ErrorResponseDto),
         (status = 403, description = "`not_employee`.", body = crate::error::ErrorResponseDto),
-        crate::openapi::Unauthorized,
-        crate::openapi::Internal
+        crate::edge::Unauthorized,
+        crate::edge::Internal
     )
 )]
 pub async fn by_user_and_company(

@@ -11,6 +11,7 @@
 
 pub mod acc;
 pub mod admin;
+pub mod edge;
 pub mod error;
 pub mod openapi;
 pub mod request;

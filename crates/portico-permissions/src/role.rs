@@ -73,14 +73,14 @@ fn parse(headers: &HeaderMap, body: Result<Bytes, BytesRejection>) -> Result<(Uu
     path = "/api/v1/employee/role",
     operation_id = "employeeRole",
     tag = "permissions",
-    params(crate::openapi::SystemId),
-    request_body = crate::openapi::EmployeeRoleRequest,
+    params(crate::edge::SystemId),
+    request_body = crate::edge::EmployeeRoleRequest,
     responses(
         (status = 200, description = "The employee's role.", body = EmployeeRoleResponse),
         (status = 400, description = "`header_is_missing`, `bad_request`, `employee_not_found`, `user_not_found`, `role_not_found`.", body = crate::error::ErrorResponseDto),
         (status = 403, description = "`executive_not_eio`, `unavailable_role`.", body = crate::error::ErrorResponseDto),
-        crate::openapi::Unauthorized,
-        crate::openapi::Internal
+        crate::edge::Unauthorized,
+        crate::edge::Internal
     )
 )]
 pub async fn employee_role(

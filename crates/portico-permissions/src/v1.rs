@@ -58,8 +58,8 @@ async fn context(
     path = "/api/v1/permissions",
     operation_id = "permissionsV1Legacy",
     tag = "permissions",
-    params(crate::openapi::OptionalSystemId, crate::openapi::CnumArray),
-    responses(crate::openapi::DeprecatedContext, crate::openapi::LookupErrors)
+    params(crate::edge::OptionalSystemId, crate::edge::CnumArray),
+    responses(crate::edge::DeprecatedContext, crate::edge::LookupErrors)
 )]
 #[deprecated = "the v1 reads are deprecated; their handlers stay for old consumers"]
 pub async fn permissions(
@@ -79,12 +79,12 @@ pub async fn permissions(
     tag = "permissions",
     params(
         ("object_path" = Vec<String>, Path, style = Simple, description = "Object paths, comma-separated.", example = json!(["payments", "reports"])),
-        crate::openapi::OptionalSystemId,
-        crate::openapi::CnumArray
+        crate::edge::OptionalSystemId,
+        crate::edge::CnumArray
     ),
     responses(
-        crate::openapi::DeprecatedContext,
-        crate::openapi::LookupErrors
+        crate::edge::DeprecatedContext,
+        crate::edge::LookupErrors
     )
 )]
 #[deprecated = "the v1 reads are deprecated; their handlers stay for old consumers"]

@@ -21,10 +21,10 @@ fn segment_error(_: PathRejection) -> ApiError {
     path = "/api/v2/permissions",
     operation_id = "permissionsV2",
     tag = "permissions",
-    params(crate::openapi::SystemId),
+    params(crate::edge::SystemId),
     responses(
-        (status = 200, description = "Company number → object → groups → action → allowed.", body = crate::openapi::PermissionTree),
-        crate::openapi::LookupErrors
+        (status = 200, description = "Company number → object → groups → action → allowed.", body = crate::edge::PermissionTree),
+        crate::edge::LookupErrors
     )
 )]
 pub async fn permissions(
@@ -43,10 +43,10 @@ pub async fn permissions(
     path = "/api/v2/permissions/{obj}",
     operation_id = "permissionsV2ByObj",
     tag = "permissions",
-    params(("obj" = String, Path, description = "An object of the catalog.", example = "payments"), crate::openapi::SystemId),
+    params(("obj" = String, Path, description = "An object of the catalog.", example = "payments"), crate::edge::SystemId),
     responses(
-        (status = 200, description = "Company number → action → allowed.", body = crate::openapi::CompanyFlags),
-        crate::openapi::LookupErrors
+        (status = 200, description = "Company number → action → allowed.", body = crate::edge::CompanyFlags),
+        crate::edge::LookupErrors
     )
 )]
 pub async fn by_object(
@@ -71,11 +71,11 @@ pub async fn by_object(
     params(
         ("obj" = String, Path, description = "An object of the catalog.", example = "payments"),
         ("cnum" = String, Path, description = "The company number: up to 64 printable characters, no white space around it.", min_length = 1, max_length = 64, pattern = "^[^\\s\\x00-\\x1f\\x7f-\\x9f]([^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f])?$", example = "7700000001"),
-        crate::openapi::SystemId
+        crate::edge::SystemId
     ),
     responses(
-        (status = 200, description = "Action → allowed.", body = crate::openapi::ActionFlags),
-        crate::openapi::LookupErrors
+        (status = 200, description = "Action → allowed.", body = crate::edge::ActionFlags),
+        crate::edge::LookupErrors
     )
 )]
 pub async fn by_object_and_company(

@@ -2,37 +2,14 @@
 //! handlers' own annotations and answer types.
 
 use portico_api::openapi::TokenPairSecurity;
+use utoipa::OpenApi;
 use utoipa::openapi::path::{ParameterIn, PathItem};
 use utoipa::openapi::security::SecurityRequirement;
 use utoipa::openapi::{Paths, Required};
-use utoipa::{OpenApi, ToSchema};
 
 use crate::error::ErrorResponse;
+use crate::tasks::ReportTaskCreateRequest;
 use crate::views::{FileTypeView, FileView, SignatureView, TaskView, TypeRef, TypeView};
-
-/// The body of `createReportTask`. The handler reads it field by field so
-/// that every problem is named at once; this type describes it.
-#[derive(Debug, ToSchema)]
-#[schema(rename_all = "camelCase")]
-#[allow(dead_code)]
-pub struct ReportTaskCreateRequest {
-    pub report_type: portico_model::reports::ReportType,
-    #[schema(min_length = 1, max_length = 64, example = "БД-0001")]
-    pub agreement_number: String,
-    /// Required when the type's `isUseAccountParameter` is true.
-    #[schema(pattern = "^[0-9]{20}$", example = "40702810900000000001")]
-    pub account: Option<String>,
-    #[schema(format = Date, example = "2026-01-01")]
-    pub from_date: String,
-    /// On or after `fromDate`; the period covers at most 366 days.
-    #[schema(format = Date, example = "2026-03-31")]
-    pub to_date: String,
-    /// False (the default): an earlier task for the same report is returned
-    /// instead of a new one; true: generated anew.
-    pub handle_if_exists: Option<bool>,
-    /// Codes from `allowedFileTypes`, each once; absent or empty means `defaultFileTypes`.
-    pub file_types: Option<Vec<portico_model::reports::FileType>>,
-}
 
 #[derive(OpenApi)]
 #[openapi(

@@ -19,13 +19,13 @@ use crate::IdentityState;
     path = "/login/user-settings/auth-method",
     operation_id = "updateLoginAuthMethod",
     tag = "login",
-    params(crate::openapi::LoginCookies, crate::openapi::OptionalXsrfHeader),
-    request_body(content = crate::openapi::AuthMethodRequest, content_type = "application/x-www-form-urlencoded"),
+    params(crate::edge::LoginCookies, crate::edge::OptionalXsrfHeader),
+    request_body(content = crate::edge::AuthMethodRequest, content_type = "application/x-www-form-urlencoded"),
     responses(
         (status = 303, description = "To `/login` (the process restarted with the method), or to `/error` \
                                       (a bad `authMethod`, a CSRF failure, no process).",
          headers(("Location" = String), ("Set-Cookie" = String, description = "With `/error`: `error_page_details`."))),
-        crate::openapi::BrowserUnavailable
+        crate::edge::BrowserUnavailable
     )
 )]
 pub async fn update_auth_method(State(identity): State<IdentityState>, headers: HeaderMap, body: Body) -> Response {

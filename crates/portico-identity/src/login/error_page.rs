@@ -132,7 +132,7 @@ pub fn server_error(error: StorageError) -> Response {
     path = "/error",
     operation_id = "getErrorPage",
     tag = "login",
-    params(crate::openapi::ErrorPageCookies),
+    params(crate::edge::ErrorPageCookies),
     responses(
         (status = 200, description = "The error page; `script#viewData` holds `ErrorPageDataDTO`.",
          content_type = "text/html", body = String,

@@ -31,7 +31,7 @@ const MAX_ROUNDS: usize = 64;
     path = "/login/user-settings/locale",
     operation_id = "updateLoginLocale",
     tag = "login",
-    params(crate::openapi::LocaleQuery, crate::openapi::XsrfHeader, crate::openapi::LocaleCookies),
+    params(crate::edge::LocaleQuery, crate::edge::XsrfHeader, crate::edge::LocaleCookies),
     responses(
         (status = 200, description = "The language is stored; the step is unchanged.",
          headers(("Set-Cookie" = String, description = "`svc.locale`, for the next login in this browser."))),
@@ -55,8 +55,8 @@ pub async fn update_locale(
     path = "/login/user-settings/locale",
     operation_id = "submitLoginLocale",
     tag = "login",
-    params(crate::openapi::LocaleCookies),
-    request_body(content = crate::openapi::LocaleForm, content_type = "application/x-www-form-urlencoded"),
+    params(crate::edge::LocaleCookies),
+    request_body(content = crate::edge::LocaleForm, content_type = "application/x-www-form-urlencoded"),
     responses(
         (status = 303, description = "The language is stored: back to `/login` (an active process) or `/error`.",
          headers(("Location" = String), ("Set-Cookie" = String, description = "`svc.locale`."))),

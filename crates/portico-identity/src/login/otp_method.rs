@@ -24,13 +24,13 @@ use crate::IdentityState;
     path = "/login/user-settings/otp-method",
     operation_id = "updateLoginOtpMethod",
     tag = "login",
-    params(crate::openapi::LoginCookies, crate::openapi::OptionalXsrfHeader),
-    request_body(content = crate::openapi::OtpMethodRequest, content_type = "application/x-www-form-urlencoded"),
+    params(crate::edge::LoginCookies, crate::edge::OptionalXsrfHeader),
+    request_body(content = crate::edge::OtpMethodRequest, content_type = "application/x-www-form-urlencoded"),
     responses(
         (status = 303, description = "To `/login` (also when the switch is not available), or to `/error` \
                                       (a bad `otpMethod`, a CSRF failure, no process).",
          headers(("Location" = String), ("Set-Cookie" = String, description = "With `/error`: `error_page_details`."))),
-        crate::openapi::BrowserUnavailable
+        crate::edge::BrowserUnavailable
     )
 )]
 pub async fn update_otp_method(State(identity): State<IdentityState>, headers: HeaderMap, body: Body) -> Response {

@@ -59,7 +59,7 @@ struct LoginPage<'a> {
     path = "/login",
     operation_id = "getLoginPage",
     tag = "login",
-    params(crate::openapi::LoginCookies),
+    params(crate::edge::LoginCookies),
     responses(
         (status = 200, description = "The current step's page; `script#viewData` holds `LoginViewDataDTO`.",
          content_type = "text/html", body = String,
@@ -70,7 +70,7 @@ struct LoginPage<'a> {
          headers(("Location" = String), ("Set-Cookie" = String, description = "May clear `authentication_flow`, `login_client_entry`."))),
         (status = 303, description = "The process cannot go on (a limit was reached).",
          headers(("Location" = String, description = "`/error`"), ("Set-Cookie" = String, description = "`error_page_details`, `failed_authentication_flow_id`."))),
-        crate::openapi::BrowserUnavailable
+        crate::edge::BrowserUnavailable
     )
 )]
 pub async fn login_page(State(identity): State<IdentityState>, Peer(peer): Peer, headers: HeaderMap) -> Response {

@@ -15,7 +15,7 @@ use crate::oauth2::redirect;
     path = "/login/restart",
     operation_id = "restartLogin",
     tag = "login",
-    params(crate::openapi::RestartCookies),
+    params(crate::edge::RestartCookies),
     responses(
         (status = 302, description = "To the restored `/oauth2/authorize` request, the client address of \
                                       `login_client_entry`, or the logged-out page.",

@@ -29,8 +29,8 @@ const MAX_BODY: usize = 16 * 1024;
     path = "/login",
     operation_id = "submitLoginStep",
     tag = "login",
-    params(crate::openapi::LoginCookies, crate::openapi::OptionalXsrfHeader),
-    request_body(content = crate::openapi::LoginStepRequest, content_type = "application/x-www-form-urlencoded"),
+    params(crate::edge::LoginCookies, crate::edge::OptionalXsrfHeader),
+    request_body(content = crate::edge::LoginStepRequest, content_type = "application/x-www-form-urlencoded"),
     responses(
         (status = 303, description = "To `/login` (the next step, or the same one with its errors), to the \
                                       original `/oauth2/authorize` when every step is done, or to `/error` \
@@ -39,7 +39,7 @@ const MAX_BODY: usize = 16 * 1024;
                                                                                `failed_authentication_flow_id`, `svc.session` as the outcome needs."))),
         (status = 302, description = "No live process: to the client address of `login_client_entry` or to the logged-out page.",
          headers(("Location" = String), ("Set-Cookie" = String, description = "Clears `authentication_flow`, `login_client_entry`."))),
-        crate::openapi::BrowserUnavailable
+        crate::edge::BrowserUnavailable
     )
 )]
 pub async fn submit_step(

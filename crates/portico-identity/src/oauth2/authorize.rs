@@ -102,7 +102,7 @@ impl From<StorageError> for Rejection {
     path = "/oauth2/authorize",
     operation_id = "authorize",
     tag = "oauth2",
-    params(crate::openapi::AuthorizeQuery, crate::openapi::AuthorizeCookies),
+    params(crate::edge::AuthorizeQuery, crate::edge::AuthorizeCookies),
     responses(
         (status = 302, description = "To `redirect_uri` with `code` and `state` (success), or with `error`, \
                                       `error_description` and `state` (a parameter error; no `state` when it was missing).",
@@ -118,7 +118,7 @@ impl From<StorageError> for Rejection {
         (status = 400, description = "`OAuth 2.0 Parameter: client_id` or `OAuth 2.0 Parameter: redirect_uri`: \
                                       missing, repeated, unknown or not registered.",
          content_type = "text/plain", body = String),
-        crate::openapi::BrowserUnavailable
+        crate::edge::BrowserUnavailable
     )
 )]
 pub async fn authorize(

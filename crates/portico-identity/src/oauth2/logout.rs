@@ -101,7 +101,7 @@ struct LogoutRequest {
     path = "/oauth2/logout",
     operation_id = "logout",
     tag = "oauth2",
-    params(crate::openapi::LogoutQuery),
+    params(crate::edge::LogoutQuery),
     responses(
         (status = 200, description = "Signed out; no `post_logout_redirect_uri`: the signed-out page.",
          content_type = "text/html", body = String,
@@ -112,7 +112,7 @@ struct LogoutRequest {
                                       `id_token_hint`, an unknown `client_id`, or an unregistered \
                                       `post_logout_redirect_uri`. A page saying which.",
          content_type = "text/html", body = String),
-        crate::openapi::BrowserUnavailable
+        crate::edge::BrowserUnavailable
     )
 )]
 pub async fn logout(State(identity): State<IdentityState>, headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
@@ -125,7 +125,7 @@ pub async fn logout(State(identity): State<IdentityState>, headers: HeaderMap, R
     path = "/oauth2/logout",
     operation_id = "logoutForm",
     tag = "oauth2",
-    request_body(content = crate::openapi::LogoutForm, content_type = "application/x-www-form-urlencoded"),
+    request_body(content = crate::edge::LogoutForm, content_type = "application/x-www-form-urlencoded"),
     responses(
         (status = 200, description = "Signed out; no `post_logout_redirect_uri`: the signed-out page.",
          content_type = "text/html", body = String,
@@ -134,7 +134,7 @@ pub async fn logout(State(identity): State<IdentityState>, headers: HeaderMap, R
          headers(("Location" = String), ("Set-Cookie" = String, description = "Clears `svc.session`."))),
         (status = 400, description = "Refused, nothing ended: as for `GET`, or a body over 16 KiB.",
          content_type = "text/html", body = String),
-        crate::openapi::BrowserUnavailable
+        crate::edge::BrowserUnavailable
     )
 )]
 pub async fn logout_form(State(identity): State<IdentityState>, headers: HeaderMap, body: Body) -> Response {

@@ -31,11 +31,11 @@ use portico_tokens::{AccessClaims, AccessTokenError};
     path = "/oauth2/revoke",
     operation_id = "revokeToken",
     tag = "oauth2",
-    request_body(content = crate::openapi::RevokeRequestDto, content_type = "application/x-www-form-urlencoded"),
+    request_body(content = crate::edge::RevokeRequestDto, content_type = "application/x-www-form-urlencoded"),
     security(("clientBasic" = []), ()),
     responses(
         (status = 200, description = "Revoked, or nothing to revoke (unknown, expired or another client's token)."),
-        crate::openapi::ClientErrors
+        crate::edge::ClientErrors
     )
 )]
 pub async fn revoke(State(identity): State<IdentityState>, headers: HeaderMap, body: Body) -> Response {

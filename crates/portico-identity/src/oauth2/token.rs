@@ -36,12 +36,12 @@ use crate::{Identity, IdentityState};
     path = "/oauth2/token",
     operation_id = "token",
     tag = "oauth2",
-    request_body(content = crate::openapi::TokenRequestDto, content_type = "application/x-www-form-urlencoded"),
+    request_body(content = crate::edge::TokenRequestDto, content_type = "application/x-www-form-urlencoded"),
     security(("clientBasic" = []), ()),
     responses(
         (status = 200, description = "The tokens.", body = TokenResponse,
          headers(("Cache-Control" = String, description = "`no-store`"))),
-        crate::openapi::ClientErrors
+        crate::edge::ClientErrors
     )
 )]
 pub async fn token(State(identity): State<IdentityState>, headers: HeaderMap, body: Body) -> Response {

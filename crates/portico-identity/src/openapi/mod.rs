@@ -1,10 +1,10 @@
-//! The identity and login interface's OpenAPI document (1.0.0).
-//!
-//! The answers are the handlers' own types; what the endpoints read is
-//! described in [`inputs`].
+//! The identity and login interface's OpenAPI document (1.0.0), assembled
+//! from the handlers' paths on top of the types below them: the answers
+//! are the handlers' own types; what the endpoints read, and the answers
+//! they share, are in [`crate::edge`].
 
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
-use utoipa::{IntoResponses, Modify, OpenApi};
+use utoipa::{Modify, OpenApi};
 
 use crate::login::view::{ErrorPageData, LoginViewData};
 use crate::oauth2::error::OAuth2ErrorDto;
@@ -12,9 +12,9 @@ use crate::oauth2::jwks::{PublicJwk, PublicJwksResponse};
 use crate::oauth2::userinfo::UserInfo;
 use crate::tokens::TokenResponse;
 
-mod inputs;
-
-pub use inputs::*;
+use crate::edge::{
+    AuthMethodRequest, LocaleForm, LoginStepRequest, LogoutForm, OtpMethodRequest, RevokeRequestDto, TokenRequestDto,
+};
 
 /// The identity document's schemes: the client's Basic credentials on the
 /// token and revoke endpoints (`clientBasic`; `client_secret_post` puts
@@ -54,40 +54,6 @@ impl Modify for ClosedStepViews {
             }
         }
     }
-}
-
-/// The store failed while serving a browser: a short plain-text page.
-#[derive(IntoResponses)]
-#[allow(dead_code)]
-pub enum BrowserUnavailable {
-    /// An internal error; details only in the log.
-    #[response(status = 500, content_type = "text/plain")]
-    Internal(String),
-    /// The store is unavailable; try again shortly.
-    #[response(status = 503, content_type = "text/plain")]
-    Unavailable(String),
-}
-
-/// The errors of the token and revoke endpoints.
-#[derive(IntoResponses)]
-#[allow(dead_code)]
-pub enum ClientErrors<'a> {
-    /// `invalid_request` (a parameter missing, repeated or malformed; a body that is no form),
-    /// `invalid_grant`, `invalid_scope`, `unsupported_grant_type`.
-    #[response(status = 400, headers(("Cache-Control" = String, description = "`no-store`")))]
-    BadRequest(OAuth2ErrorDto<'a>),
-    /// `invalid_client`: the client is unknown or its secret is wrong.
-    #[response(status = 401, headers(
-        ("WWW-Authenticate" = String, description = "`Basic realm=\"portico\"`"),
-        ("Cache-Control" = String, description = "`no-store`")
-    ))]
-    Unauthorized(OAuth2ErrorDto<'a>),
-    /// `server_error`; details only in the log.
-    #[response(status = 500)]
-    Internal(OAuth2ErrorDto<'a>),
-    /// `temporarily_unavailable`: the store is unavailable.
-    #[response(status = 503, headers(("Retry-After" = String, description = "Seconds, `5`.")))]
-    Unavailable(OAuth2ErrorDto<'a>),
 }
 
 #[derive(OpenApi)]
