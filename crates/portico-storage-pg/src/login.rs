@@ -304,18 +304,6 @@ impl LoginGuardRepository for PgStore {
         Ok(())
     }
 
-    async fn clear_throttle(&self, key: &str) -> Result<()> {
-        sqlx::query(
-            "WITH pending AS (DELETE FROM login_attempts_pending WHERE key = $1) \
-             DELETE FROM login_throttles WHERE key = $1",
-        )
-        .bind(key)
-        .execute(&mut *self.conn().await?)
-        .await
-        .map_err(storage_error("throttle"))?;
-        Ok(())
-    }
-
     async fn attempt_succeeded(&self, attempt: Uuid, clear: &[&str], take_back: &[&str]) -> Result<()> {
         // One statement: the cleared keys go with their pending attempts;
         // on the others only this attempt, if still pending, is taken back

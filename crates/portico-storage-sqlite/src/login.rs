@@ -303,11 +303,6 @@ impl LoginGuardRepository for SqliteStore {
             .await
     }
 
-    async fn clear_throttle(&self, key: &str) -> Result<()> {
-        let key = key.to_owned();
-        self.db.write("login throttle", move |tx| clear(tx, &key)).await
-    }
-
     async fn attempt_succeeded(&self, attempt: Uuid, clear_keys: &[&str], take_back: &[&str]) -> Result<()> {
         let owned = |keys: &[&str]| keys.iter().map(|&key| key.to_owned()).collect::<Vec<_>>();
         let (clear_keys, take_back) = (owned(clear_keys), owned(take_back));

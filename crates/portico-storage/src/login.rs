@@ -179,12 +179,13 @@ pub trait LoginGuardRepository: Send + Sync {
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn clear_throttle(&self, key: &str) -> Result<()>;
-    /// A successful `attempt`: clears each of `clear` as
-    /// [`LoginGuardRepository::clear_throttle`] does and takes the attempt
-    /// back from each of `take_back` as
-    /// [`LoginGuardRepository::uncount_attempt`] does without a hold, in
-    /// one atomic write. The two lists do not share a key.
+    async fn clear_throttle(&self, key: &str) -> Result<()> {
+        self.attempt_succeeded(Uuid::nil(), &[key], &[]).await
+    }
+    /// A successful `attempt`: forgets the count, lock and pending attempts
+    /// of each of `clear`, and takes the attempt back from each of
+    /// `take_back` as [`LoginGuardRepository::uncount_attempt`] does without
+    /// a hold, in one atomic write. The two lists do not share a key.
     ///
     /// # Errors
     /// Only when the store fails.

@@ -112,6 +112,10 @@ const INSERT_CODE: &str = "INSERT INTO authorization_codes (code_hash, client_id
      code_challenge, nonce, auth_time, created_at, expires_at, amr, session_id) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
 
+/// [`INSERT_CODE`] that also deletes the login process `$13`.
+static INSERT_CODE_ENDING_LOGIN: LazyLock<String> =
+    LazyLock::new(|| format!("WITH ended AS (DELETE FROM login_processes WHERE id = $13) {INSERT_CODE}"));
+
 fn bind_code<'q>(
     query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
     code: &'q AuthorizationCode,
@@ -146,8 +150,7 @@ impl AuthorizationCodeRepository for PgStore {
         code: &AuthorizationCode,
         ends: portico_model::ids::LoginProcessId,
     ) -> Result<()> {
-        let sql = format!("WITH ended AS (DELETE FROM login_processes WHERE id = $13) {INSERT_CODE}");
-        bind_code(sqlx::query(&sql), code)
+        bind_code(sqlx::query(&INSERT_CODE_ENDING_LOGIN), code)
             .bind(ends.as_uuid())
             .execute(&mut *self.conn().await?)
             .await
