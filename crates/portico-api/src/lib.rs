@@ -8,6 +8,8 @@
 //! - [`error`]: the one error body of every `/admin/v1/...` and
 //!   `/internal/v1/...` operation ([`error::ApiError`]).
 //! - [`openapi`]: their security schemes and shared error responses.
+//! - [`request`]: the id of the request being answered, for error bodies
+//!   that name it.
 //!
 //! The public APIs keep the bodies their contracts give (the report API's
 //! `UNAUTHORIZED`, the permission API's `{"error": ...}`); the report
@@ -18,6 +20,7 @@ pub mod auth;
 pub mod error;
 pub mod openapi;
 pub mod pair;
+pub mod request;
 
 pub use auth::{Admin, ApiTokens, HasApiTokens, Internal, Support};
 pub use error::{ApiError, Body, Params, PathParams, Problem, page_size};

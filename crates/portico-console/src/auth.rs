@@ -106,7 +106,8 @@ async fn finish(console: &Console, headers: &HeaderMap, query: &Form) -> Respons
         {
             Ok(tokens) => tokens,
             Err(error) => {
-                tracing::info!(error = error.error, description = %error.description, "a console code was refused");
+                let (_, code, description) = error.parts();
+                tracing::info!(error = code, description, "a console code was refused");
                 return lost();
             }
         };

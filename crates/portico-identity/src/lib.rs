@@ -3,6 +3,7 @@
 //!
 //! - [`oauth2`]: the protocol endpoints (`/oauth2/*`, discovery, userinfo).
 //! - [`login`]: the login process and its pages (`/login*`, `/error`).
+//! - [`http`]: the redirects all of them answer with.
 //! - [`tokens`]: issuing access tokens, id_tokens and refresh tokens
 //!   (checking them, and the signing keys, are `portico-tokens`', shared
 //!   with every API that accepts them).
@@ -14,6 +15,7 @@ pub mod client_address;
 pub mod cookies;
 pub mod delivery;
 pub mod edge;
+pub mod http;
 pub mod login;
 pub mod oauth2;
 pub mod openapi;

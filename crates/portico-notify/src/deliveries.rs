@@ -10,7 +10,6 @@ use axum::Json;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use portico_model::ids::DeliveryId;
 use portico_model::notify::EventKind;
 use portico_model::notify::{Delivery, DeliveryStatus};
@@ -19,7 +18,8 @@ use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
 
 use crate::NotifyState;
-use crate::settings::{ErrorBody, MerchantCaller, error};
+use crate::error::{ErrorBody, NotifyError};
+use crate::settings::MerchantCaller;
 
 /// The filters and paging of the delivery list.
 #[derive(utoipa::IntoParams)]
@@ -118,11 +118,6 @@ async fn view(api: &NotifyState, delivery: &Delivery) -> Result<DeliveryView, po
     })
 }
 
-fn internal(e: &portico_storage::StorageError) -> Response {
-    tracing::error!(error = %e, "delivery listing failed");
-    error(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "internal error")
-}
-
 /// The merchant's deliveries, newest first, each with every attempt.
 #[utoipa::path(
     get,
@@ -133,23 +128,20 @@ fn internal(e: &portico_storage::StorageError) -> Response {
     responses(
         (status = 200, description = "A page of deliveries.", body = DeliveryPage),
         (status = 400, description = "`bad_request`: a parameter is not valid or unknown.", body = ErrorBody),
-        crate::settings::Unauthorized,
-        crate::settings::Internal
+        crate::error::Unauthorized,
+        crate::error::Internal
     )
 )]
 pub async fn list(
     State(api): State<NotifyState>,
     MerchantCaller(merchant): MerchantCaller,
     RawQuery(query): RawQuery,
-) -> Response {
-    let filter = match Filter::parse(query.as_deref()) {
-        Ok(filter) => filter,
-        Err(message) => return error(StatusCode::BAD_REQUEST, "bad_request", message),
-    };
-    match page_of(&api, &merchant.ids.merchant_id, &filter).await {
-        Ok(page) => Json(page).into_response(),
-        Err(e) => internal(&e),
-    }
+) -> Result<Json<DeliveryPage>, NotifyError> {
+    let filter = Filter::parse(query.as_deref()).map_err(NotifyError::BadRequest)?;
+    let page = page_of(&api, &merchant.ids.merchant_id, &filter)
+        .await
+        .map_err(|e| NotifyError::storage("delivery listing", &e))?;
+    Ok(Json(page))
 }
 
 /// A listing's parameters: `status`, `page` (from 0), `size`.
@@ -231,27 +223,24 @@ pub async fn resend_of(
         (status = 202, description = "The new delivery, `PENDING`.", body = DeliveryView),
         (status = 400, description = "`bad_request`: `id` is not a UUID.", body = ErrorBody),
         (status = 404, description = "`delivery_not_found`: no such delivery of this merchant.", body = ErrorBody),
-        crate::settings::Unauthorized,
-        crate::settings::Internal
+        crate::error::Unauthorized,
+        crate::error::Internal
     )
 )]
 pub async fn resend(
     State(api): State<NotifyState>,
     MerchantCaller(merchant): MerchantCaller,
     id: Result<Path<String>, PathRejection>,
-) -> Response {
+) -> Result<(StatusCode, Json<DeliveryView>), NotifyError> {
     // A segment that is not UTF-8 is no delivery id: 400 below, as JSON.
     let id = id.map(|Path(id)| id).unwrap_or_default();
-    let Ok(id) = id.parse::<DeliveryId>() else {
-        return error(StatusCode::BAD_REQUEST, "bad_request", "id: a delivery id (UUID)");
-    };
-    match resend_of(&api, &merchant.ids.merchant_id, id).await {
-        Ok(Some(item)) => (StatusCode::ACCEPTED, Json(item)).into_response(),
-        Ok(None) => error(
-            StatusCode::NOT_FOUND,
+    let id: DeliveryId = id.parse().map_err(|_| NotifyError::BadRequest("id: a delivery id (UUID)".into()))?;
+    let resent = resend_of(&api, &merchant.ids.merchant_id, id)
+        .await
+        .map_err(|e| NotifyError::storage("delivery resend", &e))?
+        .ok_or(NotifyError::NotFound(
             "delivery_not_found",
             "no such delivery of this merchant (or it is past its retention period and being removed)",
-        ),
-        Err(e) => internal(&e),
-    }
+        ))?;
+    Ok((StatusCode::ACCEPTED, Json(resent)))
 }

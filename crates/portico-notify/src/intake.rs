@@ -20,7 +20,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::NotifyState;
-use crate::settings::error;
+use portico_api::ApiError;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -209,7 +209,7 @@ pub async fn unknown_kind(State(api): State<NotifyState>, headers: HeaderMap) ->
     if let Some(refused) = refuse(&api, &headers) {
         return refused;
     }
-    error(StatusCode::NOT_FOUND, "not_found", "events are payment, refund or subscription")
+    ApiError::not_found("not_found", "events are payment, refund or subscription").into_response()
 }
 
 /// 401 unless the request carries the internal token (404 while the
@@ -228,25 +228,25 @@ async fn submit(
         return refused;
     }
     let Ok(body) = body else {
-        return error(StatusCode::BAD_REQUEST, "bad_request", "the body could not be read");
+        return ApiError::bad_request("the body could not be read").into_response();
     };
     let submission: Submission = match serde_json::from_slice(&body) {
         Ok(submission) => submission,
-        Err(e) => return error(StatusCode::BAD_REQUEST, "bad_request", format!("the submission is not valid: {e}")),
+        Err(e) => return ApiError::bad_request(format!("the submission is not valid: {e}")).into_response(),
     };
     let id_ok = !submission.event_id.is_empty()
         && submission.event_id.len() <= 64
         && submission.event_id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'));
     if !id_ok {
-        return error(StatusCode::BAD_REQUEST, "bad_request", "eventId: 1 to 64 of A-Z a-z 0-9 - _ . :");
+        return ApiError::bad_request("eventId: 1 to 64 of A-Z a-z 0-9 - _ . :").into_response();
     }
     let payload = match check_event(kind, &submission.event) {
         Ok(payload) => payload,
-        Err(problem) => return error(StatusCode::BAD_REQUEST, "bad_request", format!("event: {problem}")),
+        Err(problem) => return ApiError::bad_request(format!("event: {problem}")).into_response(),
     };
     match merchant_exists(api, &submission.merchant_id).await {
         Ok(true) => {}
-        Ok(false) => return error(StatusCode::NOT_FOUND, "merchant_not_found", "merchantId names no merchant"),
+        Ok(false) => return ApiError::not_found("merchant_not_found", "merchantId names no merchant").into_response(),
         Err(e) => return internal(&e),
     }
     let now = api.clock.now();
@@ -265,7 +265,7 @@ async fn submit(
         Ok(Intake::Duplicate) => "duplicate",
         Ok(Intake::Reused) => {
             let message = "this eventId was submitted before with other content";
-            return error(StatusCode::CONFLICT, "event_id_reused", message);
+            return ApiError::conflict("event_id_reused", message).into_response();
         }
         Err(e) => return internal(&e),
     };
@@ -286,5 +286,5 @@ async fn merchant_exists(api: &NotifyState, merchant_id: &str) -> Result<bool, S
 }
 
 fn internal(e: &StorageError) -> Response {
-    portico_api::ApiError::storage("event intake", e).into_response()
+    ApiError::storage("event intake", e).into_response()
 }

@@ -26,6 +26,7 @@ pub mod callback;
 pub mod commit;
 pub mod deliveries;
 pub mod delivery;
+pub mod error;
 pub mod intake;
 pub mod merchants;
 pub mod openapi;

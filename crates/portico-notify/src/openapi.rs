@@ -6,7 +6,7 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::deliveries::{AttemptView, DeliveryPage, DeliveryView};
-use crate::settings::ErrorBody;
+use crate::error::ErrorBody;
 
 /// The merchant API key, in `Authorization` (the key itself, or `Bearer <key>`).
 struct MerchantKey;

@@ -7,12 +7,16 @@
 //! On the bank's own channel (`/internal/v1/reports/...`): the internal
 //! token, acting for any company, which every request that needs one names
 //! with `cnum`.
+//!
+//! The caller is an extractor ([`Caller`]); which company it acts in, and
+//! whether it may, is [`Reports::access`] (or [`Reports::may`] for a task
+//! or file found by id).
 
 use axum::http::HeaderMap;
 use uuid::Uuid;
 
 use crate::error::ReportError;
-use crate::{Channel, OBJECT, Reports};
+use crate::{Channel, OBJECT, Reports, ReportsState};
 
 /// Report actions of the permission catalog.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,37 +73,40 @@ pub fn parse_cnum(raw: &str) -> Result<String, ReportError> {
     Ok(cnum.to_owned())
 }
 
+/// The verified caller, read from the request before the handler runs:
+/// the user behind the token pair on the public API, the bank with the
+/// internal token on its channel. No handler reads a credential itself.
+impl axum::extract::FromRequestParts<ReportsState> for Caller {
+    type Rejection = ReportError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        api: &ReportsState,
+    ) -> Result<Self, ReportError> {
+        let channel = parts.extensions.get::<Channel>().copied().unwrap_or(Channel::Public);
+        api.verify(channel, &parts.headers).await
+    }
+}
+
 impl Reports {
     /// The verified caller: the user behind the request's token pair, or
     /// the bank on its channel.
     ///
     /// # Errors
     /// `UNAUTHORIZED` for a missing or bad token.
-    pub async fn caller(&self, channel: Channel, headers: &HeaderMap) -> Result<Caller, ReportError> {
+    async fn verify(&self, channel: Channel, headers: &HeaderMap) -> Result<Caller, ReportError> {
         match channel {
             Channel::Public => Ok(Caller::User(self.tokens.check_token_pair(headers).await?.user_id.as_uuid())),
-            Channel::Bank if self.is_internal(headers) => Ok(Caller::Bank),
+            Channel::Bank if self.api_tokens.is_internal(headers) => Ok(Caller::Bank),
             Channel::Bank => Err(ReportError::Unauthorized("the internal token is missing or wrong".into())),
         }
     }
 
-    /// Whether the request carries the internal token (`Bearer`).
-    pub fn is_internal(&self, headers: &HeaderMap) -> bool {
-        self.api_tokens.is_internal(headers)
-    }
-
-    /// The company the request acts in, where the caller holds `action`.
+    /// The company `caller` acts in, where it holds `action`.
     ///
     /// # Errors
-    /// `UNAUTHORIZED`, `VALIDATION_ERROR` (`cnum`), `FORBIDDEN`.
-    pub async fn access(
-        &self,
-        channel: Channel,
-        headers: &HeaderMap,
-        cnum: Option<&str>,
-        action: Action,
-    ) -> Result<Access, ReportError> {
-        let caller = self.caller(channel, headers).await?;
+    /// `VALIDATION_ERROR` (`cnum`), `FORBIDDEN`.
+    pub async fn access(&self, caller: Caller, cnum: Option<&str>, action: Action) -> Result<Access, ReportError> {
         let Caller::User(user) = caller else {
             let raw = cnum.ok_or_else(|| ReportError::field("cnum", "required: the company the report is for"))?;
             return Ok(Access { caller, cnum: parse_cnum(raw)? });
@@ -125,27 +132,6 @@ impl Reports {
                 "the user holds report rights in several companies: name one with the cnum parameter",
             )),
         }
-    }
-
-    /// What a look-up by id reads from the request: the verified caller,
-    /// the id in the path (`parameter` names it) and the optional `cnum`.
-    ///
-    /// # Errors
-    /// `UNAUTHORIZED`, `VALIDATION_ERROR`.
-    pub async fn by_id<Id: From<Uuid>>(
-        &self,
-        channel: Channel,
-        headers: &HeaderMap,
-        query: Option<&str>,
-        parameter: &str,
-        raw_id: &str,
-    ) -> Result<(Caller, Id, Option<String>), ReportError> {
-        let params = crate::tasks::Params::parse(query);
-        params.only(&["cnum"])?;
-        let user = self.caller(channel, headers).await?;
-        let id = crate::tasks::parse_id(parameter, raw_id)?;
-        let cnum = params.get("cnum").map(parse_cnum).transpose()?;
-        Ok((user, id.into(), cnum))
     }
 
     /// Whether `caller` holds `action` in the company `cnum` (for a task or

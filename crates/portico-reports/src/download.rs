@@ -6,13 +6,14 @@
 
 use axum::body::Body;
 use axum::extract::rejection::PathRejection;
-use axum::extract::{Extension, Path, RawQuery, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use portico_model::ids::ReportFileId;
 
-use crate::access::Action;
+use crate::ReportsState;
+use crate::access::{Action, Caller};
 use crate::error::ReportError;
-use crate::{Channel, ReportsState};
 
 /// A file's bytes, as the contract says: `application/octet-stream`, whatever
 /// the file (the 1C statement in Windows-1251, the spreadsheet, the PDF, the
@@ -46,35 +47,28 @@ pub struct FileBytes(Vec<u8>);
 )]
 pub async fn download(
     State(api): State<ReportsState>,
-    Extension(channel): Extension<Channel>,
-    headers: HeaderMap,
+    caller: Caller,
     file_id: Result<Path<String>, PathRejection>,
     RawQuery(query): RawQuery,
-) -> Response {
-    // A segment that is not UTF-8 is no file id: the API's validation error.
-    let file_id = file_id.map(|Path(id)| id).unwrap_or_default();
-    let result = async {
-        let (caller, id, cnum) = api.by_id(channel, &headers, query.as_deref(), "fileId", &file_id).await?;
-        let found = api.store.find_report_file(id).await?;
-        let Some((file, owner)) = found.filter(|(_, owner)| cnum.as_ref().is_none_or(|c| c == owner)) else {
-            return Err(ReportError::NotFound(format!("there is no report file {id}")));
-        };
-        if !api.may(caller, &owner, Action::Download).await? {
-            return Err(ReportError::Forbidden("the user may not download reports of this company".into()));
-        }
-        let (size, stream) = api.files.open(&file.object_key).await.map_err(|e| ReportError::internal(&e))?;
-        let mut response = Body::from_stream(stream).into_response();
-        *response.status_mut() = StatusCode::OK;
-        let out = response.headers_mut();
-        out.insert(header::CONTENT_LENGTH, HeaderValue::from(size));
-        out.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/octet-stream"));
-        if let Ok(value) = HeaderValue::from_str(&content_disposition(&file.file_name)) {
-            out.insert(header::CONTENT_DISPOSITION, value);
-        }
-        Ok(response)
+) -> Result<Response, ReportError> {
+    let (id, cnum): (ReportFileId, _) = crate::tasks::by_id(query.as_deref(), "fileId", file_id)?;
+    let found = api.store.find_report_file(id).await?;
+    let Some((file, owner)) = found.filter(|(_, owner)| cnum.as_ref().is_none_or(|c| c == owner)) else {
+        return Err(ReportError::NotFound(format!("there is no report file {id}")));
+    };
+    if !api.may(caller, &owner, Action::Download).await? {
+        return Err(ReportError::Forbidden("the user may not download reports of this company".into()));
     }
-    .await;
-    result.unwrap_or_else(|e| e.into_response_for(&headers))
+    let (size, stream) = api.files.open(&file.object_key).await.map_err(|e| ReportError::internal(&e))?;
+    let mut response = Body::from_stream(stream).into_response();
+    *response.status_mut() = StatusCode::OK;
+    let out = response.headers_mut();
+    out.insert(header::CONTENT_LENGTH, HeaderValue::from(size));
+    out.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/octet-stream"));
+    if let Ok(value) = HeaderValue::from_str(&content_disposition(&file.file_name)) {
+        out.insert(header::CONTENT_DISPOSITION, value);
+    }
+    Ok(response)
 }
 
 /// `attachment; filename="…"; filename*=UTF-8''…` (RFC 6266, RFC 8187): the

@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 use axum::Json;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use portico_storage::StorageError;
 use portico_tokens::TokenPairError;
@@ -70,10 +70,13 @@ impl ReportError {
     pub fn internal(error: &impl std::fmt::Display) -> Self {
         Self::Internal(error.to_string())
     }
+}
 
-    /// The answer, its `traceId` taken from the request's headers.
-    pub fn into_response_for(self, request: &HeaderMap) -> Response {
-        let trace_id = request.get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("");
+/// The answer, its `traceId` the id of the request being answered.
+impl IntoResponse for ReportError {
+    fn into_response(self) -> Response {
+        let trace_id = portico_api::request::id();
+        let trace_id = trace_id.as_str();
         let (status, code) = match &self {
             Self::Validation(_) => (StatusCode::BAD_REQUEST, "VALIDATION_ERROR"),
             Self::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "UNAUTHORIZED"),

@@ -10,9 +10,7 @@ use std::collections::BTreeMap;
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::PathRejection;
-use axum::extract::{Extension, Path, RawQuery, State};
-use axum::http::HeaderMap;
-use axum::response::{IntoResponse, Response};
+use axum::extract::{Path, RawQuery, State};
 use portico_model::ids::ReportTaskId;
 use portico_model::reports::{FileType, MAX_PERIOD_DAYS, ReportTask, ReportType, Source, TaskStatus};
 use portico_storage::ReportTaskFilter;
@@ -20,10 +18,10 @@ use serde_json::{Map, Value};
 use time::Date;
 use uuid::Uuid;
 
+use crate::ReportsState;
 use crate::access::{Action, Caller};
 use crate::error::{Errors, NotFound, ReportError};
 use crate::views::TaskView;
-use crate::{Channel, ReportsState};
 
 /// Default and largest page size of the task list.
 pub const DEFAULT_SIZE: u32 = 10;
@@ -76,11 +74,23 @@ pub fn parse_id(parameter: &str, text: &str) -> Result<Uuid, ReportError> {
         .ok_or_else(|| ReportError::field(parameter, "a UUID such as 0192f5e4-8c7a-7cc1-9a4e-3b1d2c5f6a70"))
 }
 
-fn respond(headers: &HeaderMap, result: Result<impl serde::Serialize, ReportError>) -> Response {
-    match result {
-        Ok(body) => Json(body).into_response(),
-        Err(e) => e.into_response_for(headers),
-    }
+/// What a look-up by id reads from the request: the id in the path
+/// (`parameter` names it; a segment that is not UTF-8 is no id) and the
+/// optional `cnum`, the only query parameter it takes.
+///
+/// # Errors
+/// `VALIDATION_ERROR`.
+pub fn by_id<Id: From<Uuid>>(
+    query: Option<&str>,
+    parameter: &str,
+    raw_id: Result<Path<String>, PathRejection>,
+) -> Result<(Id, Option<String>), ReportError> {
+    let params = Params::parse(query);
+    params.only(&["cnum"])?;
+    let raw_id = raw_id.map(|Path(id)| id).unwrap_or_default();
+    let id = parse_id(parameter, &raw_id)?;
+    let cnum = params.get("cnum").map(crate::access::parse_cnum).transpose()?;
+    Ok((id.into(), cnum))
 }
 
 /// The body of `createReportTask`. The handler reads it field by field so
@@ -126,71 +136,66 @@ pub struct ReportTaskCreateRequest {
 )]
 pub async fn create(
     State(api): State<ReportsState>,
-    Extension(channel): Extension<Channel>,
-    headers: HeaderMap,
+    caller: Caller,
     RawQuery(query): RawQuery,
     body: Bytes,
-) -> Response {
-    let result = async {
-        let params = Params::parse(query.as_deref());
-        params.only(&["cnum"])?;
-        let access = api.access(channel, &headers, params.get("cnum"), Action::Create).await?;
-        let request = CreateRequest::parse(&body)?;
-        let agreement = api.store.find_agreement(&request.agreement_number).await?;
-        let mut errors = BTreeMap::new();
-        match &agreement {
-            Some(agreement) if agreement.cnum == access.cnum => {
-                if let Some(account) = &request.account
-                    && agreement.account(account).is_none()
-                {
-                    errors.insert("account".into(), "no such account in this agreement".into());
-                }
-            }
-            _ => {
-                errors.insert("agreementNumber".into(), "no such brokerage agreement in this company".into());
+) -> Result<Json<TaskView>, ReportError> {
+    let params = Params::parse(query.as_deref());
+    params.only(&["cnum"])?;
+    let access = api.access(caller, params.get("cnum"), Action::Create).await?;
+    let request = CreateRequest::parse(&body)?;
+    let agreement = api.store.find_agreement(&request.agreement_number).await?;
+    let mut errors = BTreeMap::new();
+    match &agreement {
+        Some(agreement) if agreement.cnum == access.cnum => {
+            if let Some(account) = &request.account
+                && agreement.account(account).is_none()
+            {
+                errors.insert("account".into(), "no such account in this agreement".into());
             }
         }
-        if !errors.is_empty() {
-            return Err(ReportError::Validation(errors));
+        _ => {
+            errors.insert("agreementNumber".into(), "no such brokerage agreement in this company".into());
         }
-        let now = api.clock.now();
-        let task = ReportTask {
-            id: ReportTaskId::now_v7(),
-            cnum: access.cnum,
-            report_type: request.report_type,
-            agreement_number: request.agreement_number,
-            account: request.account,
-            period_from: request.from,
-            period_to: request.to,
-            handle_if_exists: request.handle_if_exists,
-            file_types: request.file_types,
-            status: TaskStatus::New,
-            source: match access.caller {
-                Caller::User(_) => Source::PublicApiGateway,
-                Caller::Bank => Source::OnlineBank,
-            },
-            error: None,
-            created_by: access.caller.user(),
-            attempts: 0,
-            lease_until: None,
-            created_at: now,
-            updated_at: now,
-            files: Vec::new(),
-            trace_parent: portico_storage::trace::current(),
-        };
-        let (task, created) = api
-            .store
-            .create_report_task_within(&task, !task.handle_if_exists, api.max_unfinished)
-            .await?
-            .ok_or(ReportError::TooManyTasks(api.max_unfinished))?;
-        if created {
-            tracing::info!(task = %task.id, report = task.report_type.as_str(), "report task created");
-            api.queued.notify_one();
-        }
-        Ok(TaskView::from(&task))
     }
-    .await;
-    respond(&headers, result)
+    if !errors.is_empty() {
+        return Err(ReportError::Validation(errors));
+    }
+    let now = api.clock.now();
+    let task = ReportTask {
+        id: ReportTaskId::now_v7(),
+        cnum: access.cnum,
+        report_type: request.report_type,
+        agreement_number: request.agreement_number,
+        account: request.account,
+        period_from: request.from,
+        period_to: request.to,
+        handle_if_exists: request.handle_if_exists,
+        file_types: request.file_types,
+        status: TaskStatus::New,
+        source: match access.caller {
+            Caller::User(_) => Source::PublicApiGateway,
+            Caller::Bank => Source::OnlineBank,
+        },
+        error: None,
+        created_by: access.caller.user(),
+        attempts: 0,
+        lease_until: None,
+        created_at: now,
+        updated_at: now,
+        files: Vec::new(),
+        trace_parent: portico_storage::trace::current(),
+    };
+    let (task, created) = api
+        .store
+        .create_report_task_within(&task, !task.handle_if_exists, api.max_unfinished)
+        .await?
+        .ok_or(ReportError::TooManyTasks(api.max_unfinished))?;
+    if created {
+        tracing::info!(task = %task.id, report = task.report_type.as_str(), "report task created");
+        api.queued.notify_one();
+    }
+    Ok(Json(TaskView::from(&task)))
 }
 
 /// A checked `ReportTaskCreateRequest`.
@@ -341,75 +346,70 @@ fn file_types(
 )]
 pub async fn list(
     State(api): State<ReportsState>,
-    Extension(channel): Extension<Channel>,
-    headers: HeaderMap,
+    caller: Caller,
     RawQuery(query): RawQuery,
-) -> Response {
-    let result = async {
-        let params = Params::parse(query.as_deref());
-        params.only(&[
-            "cnum",
-            "reportType",
-            "agreementNumber",
-            "account",
-            "fromDate",
-            "toDate",
-            "status",
-            "page",
-            "size",
-        ])?;
-        let access = api.access(channel, &headers, params.get("cnum"), Action::View).await?;
-        let mut errors = BTreeMap::new();
-        let mut filter = ReportTaskFilter { cnums: vec![access.cnum], limit: DEFAULT_SIZE, ..Default::default() };
-        if let Some(t) = params.get("reportType") {
-            filter.report_type = ReportType::parse(t);
-            if filter.report_type.is_none() {
-                errors.insert("reportType".into(), "one of STATEMENT_FOR_1C, BROKERAGE_REPORT".into());
-            }
+) -> Result<Json<Vec<TaskView>>, ReportError> {
+    let params = Params::parse(query.as_deref());
+    params.only(&[
+        "cnum",
+        "reportType",
+        "agreementNumber",
+        "account",
+        "fromDate",
+        "toDate",
+        "status",
+        "page",
+        "size",
+    ])?;
+    let access = api.access(caller, params.get("cnum"), Action::View).await?;
+    let mut errors = BTreeMap::new();
+    let mut filter = ReportTaskFilter { cnums: vec![access.cnum], limit: DEFAULT_SIZE, ..Default::default() };
+    if let Some(t) = params.get("reportType") {
+        filter.report_type = ReportType::parse(t);
+        if filter.report_type.is_none() {
+            errors.insert("reportType".into(), "one of STATEMENT_FOR_1C, BROKERAGE_REPORT".into());
         }
-        if let Some(s) = params.get("status") {
-            filter.status = TaskStatus::parse(s);
-            if filter.status.is_none() {
-                errors.insert("status".into(), "one of NEW, IN_PROGRESS, FAILED, DONE".into());
-            }
-        }
-        filter.agreement_number = params.get("agreementNumber").map(str::to_owned);
-        filter.account = params.get("account").map(str::to_owned);
-        if filter.account.as_deref().is_some_and(|a| a.len() != 20 || !a.bytes().all(|b| b.is_ascii_digit())) {
-            errors.insert("account".into(), "an account number: 20 digits".into());
-        }
-        for (name, slot) in [("fromDate", &mut filter.from), ("toDate", &mut filter.to)] {
-            if let Some(d) = params.get(name) {
-                *slot = parse_date(d);
-                if slot.is_none() {
-                    errors.insert(name.into(), "a date: YYYY-MM-DD".into());
-                }
-            }
-        }
-        let page = match params.get("page").map(str::parse::<u32>) {
-            None => 0,
-            Some(Ok(page)) if page <= 100_000 => page,
-            Some(_) => {
-                errors.insert("page".into(), "an integer from 0 (the first page)".into());
-                0
-            }
-        };
-        match params.get("size").map(str::parse::<u32>) {
-            None => {}
-            Some(Ok(size)) if (1..=MAX_SIZE).contains(&size) => filter.limit = size,
-            Some(_) => {
-                errors.insert("size".into(), format!("an integer from 1 to {MAX_SIZE}"));
-            }
-        }
-        if !errors.is_empty() {
-            return Err(ReportError::Validation(errors));
-        }
-        filter.offset = page.saturating_mul(filter.limit);
-        let tasks = api.store.list_report_tasks(&filter).await?;
-        Ok(tasks.iter().map(TaskView::from).collect::<Vec<_>>())
     }
-    .await;
-    respond(&headers, result)
+    if let Some(s) = params.get("status") {
+        filter.status = TaskStatus::parse(s);
+        if filter.status.is_none() {
+            errors.insert("status".into(), "one of NEW, IN_PROGRESS, FAILED, DONE".into());
+        }
+    }
+    filter.agreement_number = params.get("agreementNumber").map(str::to_owned);
+    filter.account = params.get("account").map(str::to_owned);
+    if filter.account.as_deref().is_some_and(|a| a.len() != 20 || !a.bytes().all(|b| b.is_ascii_digit())) {
+        errors.insert("account".into(), "an account number: 20 digits".into());
+    }
+    for (name, slot) in [("fromDate", &mut filter.from), ("toDate", &mut filter.to)] {
+        if let Some(d) = params.get(name) {
+            *slot = parse_date(d);
+            if slot.is_none() {
+                errors.insert(name.into(), "a date: YYYY-MM-DD".into());
+            }
+        }
+    }
+    let page = match params.get("page").map(str::parse::<u32>) {
+        None => 0,
+        Some(Ok(page)) if page <= 100_000 => page,
+        Some(_) => {
+            errors.insert("page".into(), "an integer from 0 (the first page)".into());
+            0
+        }
+    };
+    match params.get("size").map(str::parse::<u32>) {
+        None => {}
+        Some(Ok(size)) if (1..=MAX_SIZE).contains(&size) => filter.limit = size,
+        Some(_) => {
+            errors.insert("size".into(), format!("an integer from 1 to {MAX_SIZE}"));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(ReportError::Validation(errors));
+    }
+    filter.offset = page.saturating_mul(filter.limit);
+    let tasks = api.store.list_report_tasks(&filter).await?;
+    Ok(Json(tasks.iter().map(TaskView::from).collect()))
 }
 
 /// One task.
@@ -423,26 +423,19 @@ pub async fn list(
 )]
 pub async fn get_one(
     State(api): State<ReportsState>,
-    Extension(channel): Extension<Channel>,
-    headers: HeaderMap,
+    caller: Caller,
     task_id: Result<Path<String>, PathRejection>,
     RawQuery(query): RawQuery,
-) -> Response {
-    // A segment that is not UTF-8 is no task id: the API's validation error.
-    let task_id = task_id.map(|Path(id)| id).unwrap_or_default();
-    let result = async {
-        let (caller, id, cnum) = api.by_id(channel, &headers, query.as_deref(), "taskId", &task_id).await?;
-        let task = api.store.find_report_task(id).await?;
-        let Some(task) = task.filter(|t| cnum.as_ref().is_none_or(|c| *c == t.cnum)) else {
-            return Err(ReportError::NotFound(format!("there is no report task {id}")));
-        };
-        if !api.may(caller, &task.cnum, Action::View).await? {
-            return Err(ReportError::Forbidden("the user may not view reports of this task's company".into()));
-        }
-        Ok(TaskView::from(&task))
+) -> Result<Json<TaskView>, ReportError> {
+    let (id, cnum): (ReportTaskId, _) = by_id(query.as_deref(), "taskId", task_id)?;
+    let task = api.store.find_report_task(id).await?;
+    let Some(task) = task.filter(|t| cnum.as_ref().is_none_or(|c| *c == t.cnum)) else {
+        return Err(ReportError::NotFound(format!("there is no report task {id}")));
+    };
+    if !api.may(caller, &task.cnum, Action::View).await? {
+        return Err(ReportError::Forbidden("the user may not view reports of this task's company".into()));
     }
-    .await;
-    respond(&headers, result)
+    Ok(Json(TaskView::from(&task)))
 }
 
 /// `cnum`: the client organization; optional when the user holds report

@@ -300,6 +300,7 @@ impl App {
             SetResponseHeaderLayer::if_not_present(HeaderName::from_static(name), HeaderValue::from_static(value))
         };
         router
+            .layer(middleware::from_fn(portico_api::request::remember_id))
             .layer(middleware::from_fn(http::observe))
             .layer(PropagateRequestIdLayer::new(http::REQUEST_ID))
             .layer(SetRequestIdLayer::new(http::REQUEST_ID, MakeRequestUuid))

@@ -3,7 +3,7 @@
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::{HeaderName, Method, StatusCode};
+use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -15,7 +15,7 @@ use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 use crate::app::AppState;
 
-pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+pub use portico_api::request::REQUEST_ID;
 
 /// Counts and times every request by route and status; logs server errors.
 /// Each request runs in a span (a server span of the caller's trace when

@@ -11,7 +11,7 @@ use portico_storage::StorageError;
 use super::texts::{self, Texts};
 use super::view::{ActionKind, ErrorDetails, ErrorPageBody, ErrorPageContext, ErrorPageData, script_json};
 use crate::cookies::{self, SetCookies};
-use crate::oauth2::redirect;
+use crate::http::redirect;
 use crate::{Identity, IdentityState};
 
 #[derive(Template)]

@@ -31,7 +31,7 @@ use super::view::{ActionKind, ErrorAction, ErrorDetails};
 use super::{authorize_url, error_page, return_url_of, session};
 use crate::Identity;
 use crate::cookies::{self, SetCookies};
-use crate::oauth2::redirect;
+use crate::http::redirect;
 
 /// The scope of a process's request, as authorize checked it.
 pub fn requested_scope(state: &LoginState) -> ScopeSet {

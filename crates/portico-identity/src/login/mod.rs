@@ -43,7 +43,8 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::cookies::{self, SetCookies};
-use crate::oauth2::{AuthorizeRequest, redirect, with_query};
+use crate::http::{redirect, with_query};
+use crate::oauth2::AuthorizeRequest;
 use crate::{Identity, IdentityState};
 
 pub fn router() -> Router<IdentityState> {

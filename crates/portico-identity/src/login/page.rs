@@ -22,7 +22,7 @@ use super::view::{LoginViewData, StepContext, script_json};
 use super::{authorize_url, current_process, no_process};
 use crate::client_address::Peer;
 use crate::cookies::{self, SetCookies};
-use crate::oauth2::redirect;
+use crate::http::redirect;
 use crate::{Identity, IdentityState};
 
 #[derive(Template)]

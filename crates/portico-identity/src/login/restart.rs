@@ -8,7 +8,7 @@ use axum::response::Response;
 use super::{ClientEntry, authorize_url};
 use crate::IdentityState;
 use crate::cookies::{self, SetCookies};
-use crate::oauth2::redirect;
+use crate::http::redirect;
 
 #[utoipa::path(
     get,

@@ -19,8 +19,8 @@ use super::{authorize_url, current_process, error_page, no_process};
 use crate::IdentityState;
 use crate::client_address::Peer;
 use crate::cookies;
+use crate::http::redirect;
 use crate::oauth2::params::Params;
-use crate::oauth2::redirect;
 
 const MAX_BODY: usize = 16 * 1024;
 

@@ -36,7 +36,7 @@
 //! other value is `invalid_request`, answered in the query.
 
 use axum::extract::{RawQuery, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use portico_model::client::Client;
 use portico_model::ids::{ClientId, CodeHash};
@@ -358,30 +358,6 @@ fn new_code(
 fn code_redirect(identity: &Identity, headers: &HeaderMap, request: &AuthorizeRequest, code: &str) -> Response {
     let pairs = [("code", code), ("state", &request.state)];
     to_client(identity, headers, request.response_mode, &request.redirect_uri, &pairs)
-}
-
-/// `uri` with `pairs` appended to its query.
-pub fn with_query(uri: &str, pairs: &[(&str, &str)]) -> String {
-    match url::Url::parse(uri) {
-        Ok(mut url) => {
-            url.query_pairs_mut().extend_pairs(pairs);
-            url.into()
-        }
-        Err(_) => {
-            let query: String = form_urlencoded::Serializer::new(String::new()).extend_pairs(pairs).finish();
-            let sep = if uri.contains('?') { '&' } else { '?' };
-            format!("{uri}{sep}{query}")
-        }
-    }
-}
-
-pub fn redirect(status: StatusCode, location: &str) -> Response {
-    let mut response = status.into_response();
-    if let Ok(value) = HeaderValue::from_str(location) {
-        response.headers_mut().insert(header::LOCATION, value);
-    }
-    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
 }
 
 fn plain_400(parameter: &str) -> Response {

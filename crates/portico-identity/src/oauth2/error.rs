@@ -6,12 +6,24 @@ use axum::response::{IntoResponse, Response};
 use portico_storage::StorageError;
 use serde::Serialize;
 
-/// An error of the token or revoke endpoint.
-#[derive(Debug)]
-pub struct OAuthError {
-    pub status: StatusCode,
-    pub error: &'static str,
-    pub description: String,
+/// An error of the token, revoke or JWKS endpoint: one variant per RFC
+/// 6749 §5.2 code Portico answers with, each with its description.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OAuthError {
+    /// 400 `invalid_request`.
+    InvalidRequest(String),
+    /// 401 `invalid_client`, with a `WWW-Authenticate: Basic` challenge.
+    InvalidClient(String),
+    /// 400 `invalid_grant`.
+    InvalidGrant(String),
+    /// 400 `invalid_scope`.
+    InvalidScope(String),
+    /// 400 `unsupported_grant_type`.
+    UnsupportedGrantType,
+    /// 503 `temporarily_unavailable`, with `Retry-After`: the database is unreachable.
+    Unavailable,
+    /// 500 `server_error`; the cause is only logged.
+    Internal,
 }
 
 /// `OAuth2ErrorDTO`.
@@ -28,48 +40,60 @@ pub struct OAuth2ErrorDto<'a> {
 }
 
 impl OAuthError {
-    fn new(status: StatusCode, error: &'static str, description: impl Into<String>) -> Self {
-        Self { status, error, description: description.into() }
-    }
-
     /// 400 `invalid_request`, describing `OAuth 2.0 Parameter: <name>`.
     pub fn invalid_request(parameter: &str) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "invalid_request", format!("OAuth 2.0 Parameter: {parameter}"))
+        Self::InvalidRequest(format!("OAuth 2.0 Parameter: {parameter}"))
     }
 
     /// 400 `invalid_request` with a free description.
     pub fn bad_request(description: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "invalid_request", description)
+        Self::InvalidRequest(description.into())
     }
 
     pub fn invalid_grant(description: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "invalid_grant", description)
+        Self::InvalidGrant(description.into())
     }
 
     pub fn invalid_scope(description: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "invalid_scope", description)
+        Self::InvalidScope(description.into())
     }
 
     pub fn unsupported_grant_type() -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "unsupported_grant_type", "OAuth 2.0 Parameter: grant_type")
+        Self::UnsupportedGrantType
     }
 
     /// 401 `invalid_client`, with a `WWW-Authenticate: Basic` challenge.
     pub fn invalid_client(description: impl Into<String>) -> Self {
-        Self::new(StatusCode::UNAUTHORIZED, "invalid_client", description)
+        Self::InvalidClient(description.into())
     }
 
-    /// 503 `temporarily_unavailable` or 500 `server_error`, by the cause.
+    /// 503 `temporarily_unavailable` or 500 `server_error`, by the cause
+    /// (logged here).
     pub fn storage(error: StorageError) -> Self {
         match error {
             StorageError::Unavailable(cause) => {
                 tracing::warn!(%cause, "token store unavailable");
-                Self::new(StatusCode::SERVICE_UNAVAILABLE, "temporarily_unavailable", "try again shortly")
+                Self::Unavailable
             }
             other => {
                 tracing::error!(error = %other, "token endpoint failed");
-                Self::new(StatusCode::INTERNAL_SERVER_ERROR, "server_error", "internal error")
+                Self::Internal
             }
+        }
+    }
+
+    /// The status, the RFC 6749 code and the description of the answer.
+    pub fn parts(&self) -> (StatusCode, &'static str, &str) {
+        match self {
+            Self::InvalidRequest(description) => (StatusCode::BAD_REQUEST, "invalid_request", description),
+            Self::InvalidClient(description) => (StatusCode::UNAUTHORIZED, "invalid_client", description),
+            Self::InvalidGrant(description) => (StatusCode::BAD_REQUEST, "invalid_grant", description),
+            Self::InvalidScope(description) => (StatusCode::BAD_REQUEST, "invalid_scope", description),
+            Self::UnsupportedGrantType => {
+                (StatusCode::BAD_REQUEST, "unsupported_grant_type", "OAuth 2.0 Parameter: grant_type")
+            }
+            Self::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "temporarily_unavailable", "try again shortly"),
+            Self::Internal => (StatusCode::INTERNAL_SERVER_ERROR, "server_error", "internal error"),
         }
     }
 }
@@ -82,15 +106,15 @@ impl From<StorageError> for OAuthError {
 
 impl IntoResponse for OAuthError {
     fn into_response(self) -> Response {
-        let body = OAuth2ErrorDto { error: self.error, error_description: &self.description };
-        let mut response = (self.status, Json(body)).into_response();
+        let (status, error, error_description) = self.parts();
+        let mut response = (status, Json(OAuth2ErrorDto { error, error_description })).into_response();
         let headers = response.headers_mut();
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         headers.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
-        if self.status == StatusCode::UNAUTHORIZED {
+        if let Self::InvalidClient(_) = self {
             headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Basic realm=\"portico\""));
         }
-        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+        if let Self::Unavailable = self {
             headers.insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
         }
         response

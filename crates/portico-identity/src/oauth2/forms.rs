@@ -119,7 +119,10 @@ mod tests {
     use super::*;
 
     fn read(encoded: &str) -> Result<TokenRequest, (&'static str, String)> {
-        TokenRequest::read(&Form::parse(encoded.as_bytes())).map_err(|e| (e.error, e.description))
+        TokenRequest::read(&Form::parse(encoded.as_bytes())).map_err(|e| {
+            let (_, code, description) = e.parts();
+            (code, description.to_owned())
+        })
     }
 
     #[test]

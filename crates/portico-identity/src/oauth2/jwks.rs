@@ -53,12 +53,8 @@ pub struct PublicJwk {
         (status = 503, description = "`temporarily_unavailable`.", body = super::error::OAuth2ErrorDto)
     )
 )]
-pub async fn jwks(State(identity): State<IdentityState>) -> Response {
+pub async fn jwks(State(identity): State<IdentityState>) -> Result<Response, OAuthError> {
     let now = identity.clock.now();
-    match identity.tokens.keys.jwks(now, identity.settings.key_retention()).await {
-        Ok(keys) => {
-            super::discovery::public_document(Json(PublicJwksResponse { keys }).into_response(), "public, max-age=60")
-        }
-        Err(error) => OAuthError::storage(error).into_response(),
-    }
+    let keys = identity.tokens.keys.jwks(now, identity.settings.key_retention()).await?;
+    Ok(super::discovery::public_document(Json(PublicJwksResponse { keys }).into_response(), "public, max-age=60"))
 }

@@ -37,8 +37,8 @@ use portico_storage::StorageError;
 
 use super::MAX_FORM_BODY;
 use super::params::{BadParam, Params};
-use super::{redirect, with_query};
 use crate::cookies::{self, SetCookies};
+use crate::http::{redirect, with_query};
 use crate::login::error_page::{LoggedOutPage, server_error};
 use crate::login::session;
 use crate::login::texts::{self, Texts};

@@ -34,4 +34,4 @@ pub fn router() -> Router<IdentityState> {
         .route("/.well-known/openid-configuration", get(discovery::openid_configuration))
 }
 
-pub use authorize::{AuthorizeRequest, redirect, with_query};
+pub use authorize::AuthorizeRequest;

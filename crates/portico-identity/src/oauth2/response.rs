@@ -13,8 +13,8 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use portico_model::oauth::ResponseMode;
 
-use super::{redirect, with_query};
 use crate::Identity;
+use crate::http::{redirect, with_query};
 use crate::login::texts::{self, Texts};
 
 #[derive(Template)]

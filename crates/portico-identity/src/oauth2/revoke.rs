@@ -11,8 +11,7 @@
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::HeaderMap;
 use portico_crypto::jwt::TYP_ACCESS_TOKEN;
 use portico_model::audit::{AuditEvent, AuditKind};
 use portico_model::ids::RefreshTokenHash;
@@ -38,16 +37,10 @@ use portico_tokens::{AccessClaims, AccessTokenError};
         crate::edge::ClientErrors
     )
 )]
-pub async fn revoke(State(identity): State<IdentityState>, headers: HeaderMap, body: Body) -> Response {
-    match handle(&identity, &headers, body).await {
-        Ok(()) => StatusCode::OK.into_response(),
-        Err(error) => error.into_response(),
-    }
-}
-
-async fn handle(identity: &Identity, headers: &HeaderMap, body: Body) -> Result<(), OAuthError> {
-    let form = read_form(headers, body, MAX_FORM_BODY).await?;
-    let client = authenticate(identity, headers, &form.read()?).await?;
+pub async fn revoke(State(identity): State<IdentityState>, headers: HeaderMap, body: Body) -> Result<(), OAuthError> {
+    let identity: &Identity = &identity;
+    let form = read_form(&headers, body, MAX_FORM_BODY).await?;
+    let client = authenticate(identity, &headers, &form.read()?).await?;
     let request: RevokeRequest = form.read()?;
     let token = request.token.as_str();
     let now = identity.clock.now();

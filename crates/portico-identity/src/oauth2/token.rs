@@ -13,8 +13,8 @@
 use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, header};
+use axum::response::IntoResponse;
 use portico_model::audit::{AuditEvent, AuditKind};
 use portico_model::client::Client;
 use portico_model::ids::{ClientId, CodeHash, GrantId, RefreshTokenHash, UserId};
@@ -44,22 +44,19 @@ use crate::{Identity, IdentityState};
         crate::edge::ClientErrors
     )
 )]
-pub async fn token(State(identity): State<IdentityState>, headers: HeaderMap, body: Body) -> Response {
+pub async fn token(
+    State(identity): State<IdentityState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<impl IntoResponse, OAuthError> {
     let (grant_type, result) = handle(&identity, &headers, body).await;
     let outcome = match &result {
         Ok(_) => "issued",
-        Err(error) => error.error,
+        Err(error) => error.parts().1,
     };
     metrics::counter!("portico_token_requests_total", "grant_type" => grant_type, "outcome" => outcome).increment(1);
-    match result {
-        Ok(tokens) => {
-            let mut response = Json(tokens).into_response();
-            response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-            response.headers_mut().insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
-            response
-        }
-        Err(error) => error.into_response(),
-    }
+    let tokens = result?;
+    Ok(([(header::CACHE_CONTROL, "no-store"), (header::PRAGMA, "no-cache")], Json(tokens)))
 }
 
 /// The request's grant type as the metrics name it (`other` for any

@@ -274,6 +274,14 @@ async fn rights_decide_who_sees_creates_and_downloads() {
         let (status, body) = call(&app, None, "GET", "/v1/reports/tasks", None).await;
         assert_eq!((status, body["code"].as_str()), (401, Some("UNAUTHORIZED")));
         assert!(!body["traceId"].as_str().unwrap().is_empty(), "the request id: {body}");
+        // The caller's own request id is the trace id, and the caller is
+        // checked before anything else of the request is read.
+        let response =
+            app.http().get(app.url("/v1/reports/tasks?colour=blue")).header("x-request-id", "caller-7").send();
+        let response = response.await.unwrap();
+        assert_eq!(response.status(), 401, "no token pair: refused before the unknown parameter");
+        assert_eq!(response.headers()["x-request-id"], "caller-7");
+        assert_eq!(response.json::<Value>().await.unwrap()["traceId"], "caller-7");
 
         let (status, types) = call(&app, Some(&ivan), "GET", "/v1/reports/types", None).await;
         assert_eq!(status, 200);

@@ -1,0 +1,73 @@
+//! Every refusal of the merchant API (`/v1/notifications/...`), in one
+//! place: [`NotifyError`], answered with the spec's body
+//! `{"code": "...", "message": "..."}` ([`ErrorBody`]). The intake
+//! (`/internal/v1/notifications/...`) is the internal API and answers as
+//! it does ([`portico_api::ApiError`]).
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use portico_storage::StorageError;
+
+/// The body of every error of the merchant API.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = NotificationError)]
+pub struct ErrorBody {
+    /// `unauthorized`, `bad_request`, `settings_not_found`, `delivery_not_found`, `internal_error`;
+    /// internal and admin APIs also `not_found`, `merchant_not_found`, `merchant_exists`,
+    /// `event_id_reused`, `admin_api_disabled`.
+    #[schema(example = "bad_request")]
+    pub code: &'static str,
+    pub message: String,
+}
+
+/// A refusal of the merchant API.
+#[derive(Debug)]
+pub enum NotifyError {
+    /// 401 `unauthorized`: what is wrong with the key.
+    Unauthorized(&'static str),
+    /// 400 `bad_request`: what is wrong with the request.
+    BadRequest(String),
+    /// 404 with its code (`settings_not_found`, `delivery_not_found`) and message.
+    NotFound(&'static str, &'static str),
+    /// 500 `internal_error`; the cause is only logged (by [`NotifyError::storage`]).
+    Internal,
+}
+
+impl NotifyError {
+    /// 500 for a failed storage call during `what`, logged with its cause.
+    pub fn storage(what: &str, error: &StorageError) -> Self {
+        tracing::error!(%error, "{what} failed");
+        Self::Internal
+    }
+}
+
+impl IntoResponse for NotifyError {
+    fn into_response(self) -> Response {
+        let (status, code, message) = match self {
+            Self::Unauthorized(message) => (StatusCode::UNAUTHORIZED, "unauthorized", message.to_owned()),
+            Self::BadRequest(message) => (StatusCode::BAD_REQUEST, "bad_request", message),
+            Self::NotFound(code, message) => (StatusCode::NOT_FOUND, code, message.to_owned()),
+            Self::Internal => (StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "internal error".to_owned()),
+        };
+        (status, Json(ErrorBody { code, message })).into_response()
+    }
+}
+
+/// 401.
+#[derive(utoipa::IntoResponses)]
+#[allow(dead_code)]
+pub enum Unauthorized {
+    /// `unauthorized`: the merchant API key is missing or not valid.
+    #[response(status = 401)]
+    Unauthorized(ErrorBody),
+}
+
+/// 500.
+#[derive(utoipa::IntoResponses)]
+#[allow(dead_code)]
+pub enum Internal {
+    /// `internal_error`: details only in the log.
+    #[response(status = 500)]
+    Internal(ErrorBody),
+}
