@@ -94,7 +94,7 @@ impl ApiTokens {
             Ok(admin) => return Ok(admin),
             Err(refused) => refused,
         };
-        let (Some(operators), StatusCode::UNAUTHORIZED) = (&self.operators, refused.status) else {
+        let (Some(operators), StatusCode::UNAUTHORIZED) = (&self.operators, refused.status()) else {
             return Err(refused);
         };
         let token = authorization(headers)
@@ -120,8 +120,7 @@ impl ApiTokens {
     /// when the request carries none of them.
     pub fn admin(&self, headers: &HeaderMap) -> Result<Admin, ApiError> {
         if self.admin.is_empty() {
-            return Err(ApiError::new(
-                StatusCode::NOT_FOUND,
+            return Err(ApiError::not_found(
                 "admin_api_disabled",
                 "the admin API is off; set admin_token or admin_tokens (PORTICO_ADMIN_TOKEN) to turn it on",
             ));
@@ -146,8 +145,7 @@ impl ApiTokens {
     /// `unauthorized` when the request does not carry it.
     pub fn internal(&self, headers: &HeaderMap) -> Result<Internal, ApiError> {
         let Some(secret) = &self.internal else {
-            return Err(ApiError::new(
-                StatusCode::NOT_FOUND,
+            return Err(ApiError::not_found(
                 "internal_api_disabled",
                 "the internal API is off; set internal_token (PORTICO_INTERNAL_TOKEN) to turn it on",
             ));
@@ -167,11 +165,7 @@ fn authorization(headers: &HeaderMap) -> Option<&str> {
 }
 
 fn unauthorized(which: &str) -> ApiError {
-    ApiError::new(
-        StatusCode::UNAUTHORIZED,
-        "unauthorized",
-        format!("the {which} token is missing or wrong; send it as Authorization: Bearer <token>"),
-    )
+    ApiError::Unauthorized(format!("the {which} token is missing or wrong; send it as Authorization: Bearer <token>"))
 }
 
 /// An API state that holds the tokens.
@@ -265,15 +259,15 @@ mod tests {
         assert_eq!(admin.actor, Actor::AdminToken("ops".into()));
         assert_eq!(tokens.admin(&with("bearer ci-token-0123456789abcdef")).unwrap().actor.to_string(), "token:ci");
         let refused = tokens.admin(&with("Bearer ops-token-0123456789abcdeX")).unwrap_err();
-        assert_eq!((refused.status, refused.body.code), (StatusCode::UNAUTHORIZED, "unauthorized"));
-        assert_eq!(tokens.admin(&HeaderMap::new()).unwrap_err().body.code, "unauthorized");
+        assert_eq!((refused.status(), refused.body().code), (StatusCode::UNAUTHORIZED, "unauthorized"));
+        assert_eq!(tokens.admin(&HeaderMap::new()).unwrap_err().body().code, "unauthorized");
     }
 
     #[test]
     fn an_api_without_its_token_is_off() {
         let tokens = ApiTokens::default();
-        assert_eq!(tokens.admin(&with("Bearer x")).unwrap_err().body.code, "admin_api_disabled");
-        assert_eq!(tokens.internal(&with("Bearer x")).unwrap_err().body.code, "internal_api_disabled");
+        assert_eq!(tokens.admin(&with("Bearer x")).unwrap_err().body().code, "admin_api_disabled");
+        assert_eq!(tokens.internal(&with("Bearer x")).unwrap_err().body().code, "internal_api_disabled");
         assert!(!tokens.is_internal(&with("Bearer x")));
     }
 
@@ -281,6 +275,6 @@ mod tests {
     fn support_may_not_do_what_needs_admin() {
         let support = Admin { actor: Actor::Operator("alice".into()), role: Role::Support };
         assert_eq!(support.require(Role::Support).unwrap(), &support);
-        assert_eq!(support.require(Role::Admin).unwrap_err().status, StatusCode::FORBIDDEN);
+        assert_eq!(support.require(Role::Admin).unwrap_err().status(), StatusCode::FORBIDDEN);
     }
 }

@@ -69,32 +69,44 @@ pub struct ErrorBody {
     pub problems: Vec<Problem>,
 }
 
-/// An admin or internal API error, ready to answer.
+/// An admin or internal API error: one variant per kind of refusal in
+/// the table above, answered as [`ErrorBody`].
 #[derive(Debug)]
-pub struct ApiError {
-    pub status: StatusCode,
-    pub body: ErrorBody,
-    /// Whether the answer carries `Retry-After` (an outage).
-    pub retry: bool,
+pub enum ApiError {
+    /// 400 `bad_request`: the request cannot be read.
+    BadRequest(String),
+    /// 400 `invalid_document`: the content breaks a rule; every problem and its place.
+    Invalid { message: String, problems: Vec<Problem> },
+    /// 401 `unauthorized`.
+    Unauthorized(String),
+    /// 403 `forbidden`.
+    Forbidden(String),
+    /// 404 with its code: `not_found`, `<thing>_not_found`, `admin_api_disabled`, `internal_api_disabled`.
+    NotFound(&'static str, String),
+    /// 409 with its code: `<thing>_exists`, `conflict`.
+    Conflict(&'static str, String),
+    /// 413 `too_large`.
+    TooLarge(String),
+    /// 415 `bad_request`: the body is not of a type the route reads.
+    UnsupportedMediaType(String),
+    /// 503 `temporarily_unavailable`, with `Retry-After`: the database is
+    /// unreachable; the cause is only logged.
+    Unavailable,
+    /// 500 `internal_error`; the cause is only logged.
+    Internal,
 }
 
 impl ApiError {
-    /// The message is cut after [`MAX_MESSAGE`] characters, whatever it repeats.
-    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        let message = portico_model::text::capped(message.into(), MAX_MESSAGE);
-        Self { status, body: ErrorBody { code, message, problems: Vec::new() }, retry: false }
-    }
-
     /// 400 `bad_request`: the request cannot be read.
     pub fn bad_request(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "bad_request", message)
+        Self::BadRequest(message.into())
     }
 
     /// A body that could not be read: 413 `too_large` over the route's
     /// size limit, else 400 `bad_request`, on every route alike.
     pub fn unread(rejection: &axum::extract::rejection::BytesRejection) -> Self {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            Self::new(rejection.status(), "too_large", format!("{}: send a smaller body", rejection.body_text()))
+            Self::TooLarge(format!("{}: send a smaller body", rejection.body_text()))
         } else {
             Self::bad_request(rejection.body_text())
         }
@@ -102,24 +114,22 @@ impl ApiError {
 
     /// 400 `invalid_document` with every problem.
     pub fn invalid(message: impl Into<String>, problems: Vec<Problem>) -> Self {
-        let mut error = Self::new(StatusCode::BAD_REQUEST, "invalid_document", message);
-        error.body.problems = problems;
-        error
+        Self::Invalid { message: message.into(), problems }
     }
 
     /// 404 with `code` (`not_found`, `user_not_found`, ...).
     pub fn not_found(code: &'static str, message: impl Into<String>) -> Self {
-        Self::new(StatusCode::NOT_FOUND, code, message)
+        Self::NotFound(code, message.into())
     }
 
     /// 409 with `code` (`client_exists`, ...).
     pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
-        Self::new(StatusCode::CONFLICT, code, message)
+        Self::Conflict(code, message.into())
     }
 
     /// 403 `forbidden`.
     pub fn forbidden(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::FORBIDDEN, "forbidden", message)
+        Self::Forbidden(message.into())
     }
 
     /// The answer to a failed storage call during `what` (logged with the
@@ -130,26 +140,57 @@ impl ApiError {
         match error {
             StorageError::Unavailable(_) => {
                 tracing::warn!(%error, "{what}: the database is unavailable");
-                let mut answer = Self::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "temporarily_unavailable",
-                    "the database is unavailable; nothing was changed: try again",
-                );
-                answer.retry = true;
-                answer
+                Self::Unavailable
             }
             _ => {
                 tracing::error!(%error, "{what} failed");
-                Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "internal error; nothing was changed")
+                Self::Internal
             }
         }
+    }
+
+    /// The status of the answer.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::BadRequest(_) | Self::Invalid { .. } => StatusCode::BAD_REQUEST,
+            Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            Self::Forbidden(_) => StatusCode::FORBIDDEN,
+            Self::NotFound(..) => StatusCode::NOT_FOUND,
+            Self::Conflict(..) => StatusCode::CONFLICT,
+            Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The body of the answer; the message cut after [`MAX_MESSAGE`]
+    /// characters, whatever it repeats.
+    pub fn body(self) -> ErrorBody {
+        let (code, message, problems) = match self {
+            Self::BadRequest(message) | Self::UnsupportedMediaType(message) => ("bad_request", message, Vec::new()),
+            Self::Invalid { message, problems } => ("invalid_document", message, problems),
+            Self::Unauthorized(message) => ("unauthorized", message, Vec::new()),
+            Self::Forbidden(message) => ("forbidden", message, Vec::new()),
+            Self::NotFound(code, message) | Self::Conflict(code, message) => (code, message, Vec::new()),
+            Self::TooLarge(message) => ("too_large", message, Vec::new()),
+            Self::Unavailable => (
+                "temporarily_unavailable",
+                "the database is unavailable; nothing was changed: try again".to_owned(),
+                Vec::new(),
+            ),
+            Self::Internal => ("internal_error", "internal error; nothing was changed".to_owned(), Vec::new()),
+        };
+        ErrorBody { code, message: portico_model::text::capped(message, MAX_MESSAGE), problems }
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut response = (self.status, Json(self.body)).into_response();
-        if self.retry {
+        let status = self.status();
+        let retry = matches!(self, Self::Unavailable);
+        let mut response = (status, Json(self.body())).into_response();
+        if retry {
             response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER_SECS));
         }
         response
@@ -196,11 +237,9 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequest<
 /// (not JSON, or not the shape).
 fn json_refusal(e: &axum::extract::rejection::JsonRejection) -> ApiError {
     match e {
-        axum::extract::rejection::JsonRejection::MissingJsonContentType(_) => ApiError::new(
-            axum::http::StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "bad_request",
-            "send the body as application/json",
-        ),
+        axum::extract::rejection::JsonRejection::MissingJsonContentType(_) => {
+            ApiError::UnsupportedMediaType("send the body as application/json".into())
+        }
         axum::extract::rejection::JsonRejection::BytesRejection(unread) => ApiError::unread(unread),
         _ => ApiError::bad_request(e.body_text()),
     }

@@ -12,6 +12,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use portico_admin::ServiceError;
 use portico_api::Problem;
+use portico_api::error::ErrorBody;
 use portico_permissions::service::{ApplyError, ApplySummary, parse_document};
 
 use crate::page::{self, Layout, done, render};
@@ -188,12 +189,13 @@ pub async fn load_brokerage(
     Ok(match portico_reports::brokerage::load_by(&console.reports, &operator.admin.actor, text.as_bytes()).await {
         Ok(_) => crate::session::see_other(&done("/console/brokerage", "loaded")),
         Err(error) => {
-            let problems: Vec<Problem> = error.body.problems;
-            let error = if error.status == StatusCode::BAD_REQUEST {
-                let problems = if problems.is_empty() { vec![Problem::new("", error.body.message)] } else { problems };
+            let status = error.status();
+            let ErrorBody { message, problems, .. } = error.body();
+            let error = if status == StatusCode::BAD_REQUEST {
+                let problems = if problems.is_empty() { vec![Problem::new("", message)] } else { problems };
                 ServiceError::Invalid(problems)
             } else {
-                ServiceError::Storage(portico_storage::StorageError::Unavailable(error.body.message))
+                ServiceError::Storage(portico_storage::StorageError::Unavailable(message))
             };
             page::service_error(l, error, "/console/brokerage")
         }

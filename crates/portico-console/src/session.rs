@@ -124,7 +124,7 @@ impl Console {
             Ok(Some(admin)) => Ok(Operator { admin, csrf: cookie.csrf, token: cookie.token }),
             Ok(None) => Err(sign_in(back)),
             Err(error) => {
-                tracing::warn!(code = error.body.code, "the console could not check an operator");
+                tracing::warn!(status = error.status().as_u16(), "the console could not check an operator");
                 Err(page::unavailable(headers))
             }
         }

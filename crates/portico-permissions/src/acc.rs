@@ -11,7 +11,7 @@ use portico_model::permissions::AccPermission;
 use uuid::Uuid;
 
 use crate::PermissionsState;
-use crate::error::ApiError;
+use crate::error::PermissionError;
 use crate::request::{Refusal, SystemId, value};
 use portico_api::TokenPair;
 
@@ -35,15 +35,17 @@ pub async fn by_company(
     TokenPair(caller, _): TokenPair<Refusal>,
     _: SystemId,
     path: Result<Path<String>, PathRejection>,
-) -> Result<Response, ApiError> {
-    let Path(cnum) = path.map_err(|_| ApiError::bad_request("cnum", "cnum is not a valid path segment"))?;
+) -> Result<Response, PermissionError> {
+    let Path(cnum) = path.map_err(|_| PermissionError::bad_request("cnum", "cnum is not a valid path segment"))?;
     let cnum = value("cnum", &cnum)?;
     let model = api.service.model().await?;
     if model.employee(caller.user_id.as_uuid(), &cnum).is_none() {
-        return Err(ApiError::Generic(format!("no active employee found for the caller in company {cnum:?} (cnum)")));
+        return Err(PermissionError::Generic(format!(
+            "no active employee found for the caller in company {cnum:?} (cnum)"
+        )));
     }
     if !model.is_eio(caller.user_id.as_uuid(), &cnum) {
-        return Err(ApiError::NotEio(format!("the caller is not the EIO of company {cnum:?} (cnum)")));
+        return Err(PermissionError::NotEio(format!("the caller is not the EIO of company {cnum:?} (cnum)")));
     }
     Ok(Json(model.acc_permissions_v1(caller.user_id.as_uuid(), &cnum)).into_response())
 }
@@ -72,26 +74,30 @@ pub async fn by_user_and_company(
     TokenPair(caller, _): TokenPair<Refusal>,
     _: SystemId,
     path: Result<Path<(String, String)>, PathRejection>,
-) -> Result<Json<Vec<AccPermission>>, ApiError> {
+) -> Result<Json<Vec<AccPermission>>, PermissionError> {
     let Path((user_id, cnum)) =
-        path.map_err(|_| ApiError::bad_request("userId", "a path parameter is not a valid path segment"))?;
+        path.map_err(|_| PermissionError::bad_request("userId", "a path parameter is not a valid path segment"))?;
     let user_id = value("userId", &user_id)?;
-    let user_id = Uuid::parse_str(&user_id).map_err(|_| ApiError::InvalidParameterFormat("userId"))?;
+    let user_id = Uuid::parse_str(&user_id).map_err(|_| PermissionError::InvalidParameterFormat("userId"))?;
     let cnum = value("cnum", &cnum)?;
     let model = api.service.model().await?;
     if model.employee(caller.user_id.as_uuid(), &cnum).is_none() {
-        return Err(ApiError::NotEmployee(format!("the caller is not an active employee of company {cnum:?} (cnum)")));
+        return Err(PermissionError::NotEmployee(format!(
+            "the caller is not an active employee of company {cnum:?} (cnum)"
+        )));
     }
     if !model.knows_user(user_id) {
-        return Err(ApiError::EmployeeNotFound(format!("user {user_id} (userId) is not an employee of any company")));
+        return Err(PermissionError::EmployeeNotFound(format!(
+            "user {user_id} (userId) is not an employee of any company"
+        )));
     }
     if model.employee(user_id, &cnum).is_none() {
-        return Err(ApiError::NotEmployee(format!(
+        return Err(PermissionError::NotEmployee(format!(
             "user {user_id} (userId) and the caller do not share company {cnum:?} (cnum)"
         )));
     }
     if model.role_of(user_id, &cnum).is_none() {
-        return Err(ApiError::RoleNotFound(format!("user {user_id} (userId) has no role in company {cnum:?}")));
+        return Err(PermissionError::RoleNotFound(format!("user {user_id} (userId) has no role in company {cnum:?}")));
     }
     Ok(Json(model.acc_permissions_v2(user_id, &cnum)))
 }

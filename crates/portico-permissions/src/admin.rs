@@ -9,7 +9,7 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use portico_api::error::ErrorBody as AdminError;
 use portico_api::openapi::AdminErrors;
@@ -77,11 +77,7 @@ pub async fn apply(
     let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
     let yaml = content_type.contains("yaml");
     if !yaml && !content_type.contains("json") {
-        return Err(ApiError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "bad_request",
-            "send the document as application/json or application/yaml",
-        ));
+        return Err(ApiError::UnsupportedMediaType("send the document as application/json or application/yaml".into()));
     }
     let text = std::str::from_utf8(&body).map_err(|_| ApiError::bad_request("the document is not UTF-8"))?;
     let doc: PermissionDocument =

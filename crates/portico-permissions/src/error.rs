@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use utoipa::ToSchema;
 
 #[derive(Debug, thiserror::Error)]
-pub enum ApiError {
+pub enum PermissionError {
     #[error("the required header {0} is missing")]
     HeaderMissing(&'static str),
     /// A missing or invalid body, path or query parameter; `parameter` names it.
@@ -46,7 +46,7 @@ pub enum ApiError {
     Internal(StorageError),
 }
 
-impl ApiError {
+impl PermissionError {
     pub fn bad_request(parameter: &'static str, message: impl Into<String>) -> Self {
         Self::BadRequest { parameter, message: message.into() }
     }
@@ -73,7 +73,7 @@ impl ApiError {
     }
 }
 
-impl From<TokenPairError> for ApiError {
+impl From<TokenPairError> for PermissionError {
     fn from(error: TokenPairError) -> Self {
         match error {
             TokenPairError::Unavailable(e) => Self::Internal(e),
@@ -82,7 +82,7 @@ impl From<TokenPairError> for ApiError {
     }
 }
 
-impl From<StorageError> for ApiError {
+impl From<StorageError> for PermissionError {
     fn from(error: StorageError) -> Self {
         Self::Internal(error)
     }
@@ -126,7 +126,7 @@ fn generic(status: StatusCode, message: impl Into<String>) -> Response {
     (status, Json(GenericError { message: Some(capped(message.into(), MAX_MESSAGE)) })).into_response()
 }
 
-impl IntoResponse for ApiError {
+impl IntoResponse for PermissionError {
     fn into_response(self) -> Response {
         let message = self.to_string();
         match self {

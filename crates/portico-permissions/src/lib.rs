@@ -30,7 +30,7 @@ use portico_model::clock::Clock;
 use portico_storage::Storage;
 use portico_tokens::TokenVerifier;
 
-use crate::error::ApiError;
+use crate::error::PermissionError;
 use crate::service::PermissionService;
 
 pub struct PermissionsApi {
@@ -58,7 +58,7 @@ fn missing(parameter: &'static str, system_id_required: bool) -> MethodRouter<Pe
         if system_id_required {
             request::system_id(&headers)?;
         }
-        Err::<(), _>(ApiError::bad_request(parameter, format!("the path parameter {parameter} is missing")))
+        Err::<(), _>(PermissionError::bad_request(parameter, format!("the path parameter {parameter} is missing")))
     })
 }
 

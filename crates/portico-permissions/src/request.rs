@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use portico_tokens::TokenPairError;
 
 use crate::PermissionsApi;
-use crate::error::ApiError;
+use crate::error::PermissionError;
 
 /// Most values an array parameter may hold.
 pub const MAX_ARRAY: usize = 100;
@@ -25,7 +25,7 @@ pub struct Refusal;
 
 impl portico_api::PairRefusal for Refusal {
     fn refusal(error: TokenPairError) -> Response {
-        ApiError::from(error).into_response()
+        PermissionError::from(error).into_response()
     }
 }
 
@@ -40,10 +40,10 @@ impl portico_api::HasTokenVerifier for PermissionsApi {
 ///
 /// # Errors
 /// `header_is_missing`.
-pub fn system_id(headers: &HeaderMap) -> Result<(), ApiError> {
+pub fn system_id(headers: &HeaderMap) -> Result<(), PermissionError> {
     let system_id = headers.get("x-system-id").and_then(|v| v.to_str().ok()).map(str::trim);
     if system_id.is_none_or(str::is_empty) {
-        return Err(ApiError::HeaderMissing("x-system-id"));
+        return Err(PermissionError::HeaderMissing("x-system-id"));
     }
     Ok(())
 }
@@ -54,9 +54,9 @@ pub fn system_id(headers: &HeaderMap) -> Result<(), ApiError> {
 pub struct SystemId;
 
 impl<S: Send + Sync> FromRequestParts<S> for SystemId {
-    type Rejection = ApiError;
+    type Rejection = PermissionError;
 
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, PermissionError> {
         system_id(&parts.headers).map(|()| Self)
     }
 }
@@ -67,18 +67,21 @@ impl<S: Send + Sync> FromRequestParts<S> for SystemId {
 ///
 /// # Errors
 /// `bad_request` naming `parameter`.
-pub fn value(parameter: &'static str, raw: &str) -> Result<String, ApiError> {
+pub fn value(parameter: &'static str, raw: &str) -> Result<String, PermissionError> {
     if raw.is_empty() {
-        return Err(ApiError::bad_request(parameter, format!("{parameter} is missing")));
+        return Err(PermissionError::bad_request(parameter, format!("{parameter} is missing")));
     }
     if raw.chars().count() > MAX_VALUE || raw.chars().any(char::is_control) {
-        return Err(ApiError::bad_request(
+        return Err(PermissionError::bad_request(
             parameter,
             format!("{parameter} must be at most {MAX_VALUE} printable characters"),
         ));
     }
     if raw.trim() != raw {
-        return Err(ApiError::bad_request(parameter, format!("{parameter} must not start or end with white space")));
+        return Err(PermissionError::bad_request(
+            parameter,
+            format!("{parameter} must not start or end with white space"),
+        ));
     }
     Ok(raw.to_owned())
 }
@@ -88,18 +91,21 @@ pub fn value(parameter: &'static str, raw: &str) -> Result<String, ApiError> {
 /// # Errors
 /// `bad_request` naming `parameter` for an empty array, an empty element,
 /// more than [`MAX_ARRAY`] values or an invalid value.
-pub fn array<'a>(parameter: &'static str, parts: impl IntoIterator<Item = &'a str>) -> Result<Vec<String>, ApiError> {
+pub fn array<'a>(
+    parameter: &'static str,
+    parts: impl IntoIterator<Item = &'a str>,
+) -> Result<Vec<String>, PermissionError> {
     let mut values = Vec::new();
     for part in parts {
         for element in part.split(',') {
             if values.len() == MAX_ARRAY {
-                return Err(ApiError::bad_request(
+                return Err(PermissionError::bad_request(
                     parameter,
                     format!("{parameter} holds more than {MAX_ARRAY} values"),
                 ));
             }
             values.push(value(parameter, element).map_err(|_| {
-                ApiError::bad_request(
+                PermissionError::bad_request(
                     parameter,
                     format!("{parameter} holds an empty or invalid value; give a comma-separated list"),
                 )
@@ -107,7 +113,7 @@ pub fn array<'a>(parameter: &'static str, parts: impl IntoIterator<Item = &'a st
         }
     }
     if values.is_empty() {
-        return Err(ApiError::bad_request(parameter, format!("{parameter} is empty")));
+        return Err(PermissionError::bad_request(parameter, format!("{parameter} is empty")));
     }
     Ok(values)
 }
@@ -116,7 +122,7 @@ pub fn array<'a>(parameter: &'static str, parts: impl IntoIterator<Item = &'a st
 ///
 /// # Errors
 /// As [`array`].
-pub fn cnum_query(query: Option<&str>) -> Result<Option<Vec<String>>, ApiError> {
+pub fn cnum_query(query: Option<&str>) -> Result<Option<Vec<String>>, PermissionError> {
     let pairs: Vec<(String, String)> =
         form_urlencoded::parse(query.unwrap_or_default().as_bytes()).into_owned().collect();
     let cnums: Vec<&str> = pairs.iter().filter(|(k, _)| k == "cnum").map(|(_, v)| v.as_str()).collect();

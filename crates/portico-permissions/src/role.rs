@@ -10,7 +10,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::PermissionsState;
-use crate::error::ApiError;
+use crate::error::PermissionError;
 use crate::request::{Refusal, SystemId, value};
 use portico_api::TokenPair;
 use portico_model::text::echo;
@@ -24,10 +24,11 @@ pub struct EmployeeRoleResponse {
 }
 
 /// The role request, checked field by field so that each problem names its field.
-fn parse(headers: &HeaderMap, body: Result<Bytes, BytesRejection>) -> Result<(Uuid, String), ApiError> {
-    let body = body.map_err(|e| ApiError::bad_request("body", format!("the request body could not be read: {e}")))?;
+fn parse(headers: &HeaderMap, body: Result<Bytes, BytesRejection>) -> Result<(Uuid, String), PermissionError> {
+    let body =
+        body.map_err(|e| PermissionError::bad_request("body", format!("the request body could not be read: {e}")))?;
     if body.iter().all(u8::is_ascii_whitespace) {
-        return Err(ApiError::bad_request(
+        return Err(PermissionError::bad_request(
             "body",
             "the request body is missing; send {\"userId\": ..., \"cnum\": ...}",
         ));
@@ -40,29 +41,32 @@ fn parse(headers: &HeaderMap, body: Result<Bytes, BytesRejection>) -> Result<(Uu
             },
         );
     if !json {
-        return Err(ApiError::bad_request("body", "the request body must be JSON (Content-Type: application/json)"));
+        return Err(PermissionError::bad_request(
+            "body",
+            "the request body must be JSON (Content-Type: application/json)",
+        ));
     }
     let parsed: Value = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::bad_request("body", format!("the request body is not valid JSON: {e}")))?;
+        .map_err(|e| PermissionError::bad_request("body", format!("the request body is not valid JSON: {e}")))?;
     let Value::Object(fields) = parsed else {
-        return Err(ApiError::bad_request("body", "the request body must be a JSON object"));
+        return Err(PermissionError::bad_request("body", "the request body must be a JSON object"));
     };
     if let Some(unknown) = fields.keys().find(|k| !matches!(k.as_str(), "userId" | "cnum")) {
-        return Err(ApiError::bad_request(
+        return Err(PermissionError::bad_request(
             "body",
             format!("unknown field {}; only userId and cnum are accepted", echo(unknown)),
         ));
     }
     let user_id = match fields.get("userId") {
-        None | Some(Value::Null) => return Err(ApiError::bad_request("userId", "userId is missing")),
+        None | Some(Value::Null) => return Err(PermissionError::bad_request("userId", "userId is missing")),
         Some(Value::String(text)) => Uuid::parse_str(text.trim())
-            .map_err(|_| ApiError::bad_request("userId", format!("userId {} is not a UUID", echo(text))))?,
-        Some(_) => return Err(ApiError::bad_request("userId", "userId must be a UUID string")),
+            .map_err(|_| PermissionError::bad_request("userId", format!("userId {} is not a UUID", echo(text))))?,
+        Some(_) => return Err(PermissionError::bad_request("userId", "userId must be a UUID string")),
     };
     let cnum = match fields.get("cnum") {
-        None | Some(Value::Null) => return Err(ApiError::bad_request("cnum", "cnum is missing")),
+        None | Some(Value::Null) => return Err(PermissionError::bad_request("cnum", "cnum is missing")),
         Some(Value::String(text)) => value("cnum", text)?,
-        Some(_) => return Err(ApiError::bad_request("cnum", "cnum must be a string")),
+        Some(_) => return Err(PermissionError::bad_request("cnum", "cnum must be a string")),
     };
     Ok((user_id, cnum))
 }
@@ -89,25 +93,25 @@ pub async fn employee_role(
     _: SystemId,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<EmployeeRoleResponse>, ApiError> {
+) -> Result<Json<EmployeeRoleResponse>, PermissionError> {
     let (user_id, cnum) = parse(&headers, body)?;
     let model = api.service.model().await?;
     if !model.is_eio(caller.user_id.as_uuid(), &cnum) {
-        return Err(ApiError::NotEio(format!("the caller is not the EIO of company {cnum:?} (cnum)")));
+        return Err(PermissionError::NotEio(format!("the caller is not the EIO of company {cnum:?} (cnum)")));
     }
     if api.store.find_user(user_id.into()).await?.is_none() {
-        return Err(ApiError::UserNotFound(format!("there is no user {user_id} (userId)")));
+        return Err(PermissionError::UserNotFound(format!("there is no user {user_id} (userId)")));
     }
     if model.employee(user_id, &cnum).is_none() {
-        return Err(ApiError::EmployeeNotFound(format!(
+        return Err(PermissionError::EmployeeNotFound(format!(
             "user {user_id} (userId) is not an active employee of company {cnum:?} (cnum)"
         )));
     }
-    let role = model
-        .role_of(user_id, &cnum)
-        .ok_or_else(|| ApiError::RoleNotFound(format!("user {user_id} (userId) has no role in company {cnum:?}")))?;
+    let role = model.role_of(user_id, &cnum).ok_or_else(|| {
+        PermissionError::RoleNotFound(format!("user {user_id} (userId) has no role in company {cnum:?}"))
+    })?;
     if !role.available {
-        return Err(ApiError::UnavailableRole(format!("the role of user {user_id} (userId) is not available")));
+        return Err(PermissionError::UnavailableRole(format!("the role of user {user_id} (userId) is not available")));
     }
     Ok(Json(EmployeeRoleResponse { id: role.id, code: Some(role.code.clone()), name: role.name.clone() }))
 }

@@ -12,7 +12,7 @@ use portico_model::permissions::PermissionsContext;
 use portico_tokens::Caller;
 
 use crate::PermissionsState;
-use crate::error::ApiError;
+use crate::error::PermissionError;
 use crate::request::{array, cnum_query};
 use portico_api::TokenPair;
 
@@ -25,11 +25,11 @@ pub struct Legacy;
 
 impl portico_api::PairRefusal for Legacy {
     fn refusal(error: portico_tokens::TokenPairError) -> Response {
-        deprecated(Err(ApiError::from(error)))
+        deprecated(Err(PermissionError::from(error)))
     }
 }
 
-fn deprecated(result: Result<Json<PermissionsContext>, ApiError>) -> Response {
+fn deprecated(result: Result<Json<PermissionsContext>, PermissionError>) -> Response {
     let mut response = result.into_response();
     let headers = response.headers_mut();
     headers.insert(HeaderName::from_static("deprecation"), HeaderValue::from_static(DEPRECATED_SINCE));
@@ -43,13 +43,13 @@ async fn context(
     caller: &Caller,
     query: Option<&str>,
     objects: Option<Vec<String>>,
-) -> Result<Json<PermissionsContext>, ApiError> {
+) -> Result<Json<PermissionsContext>, PermissionError> {
     let cnums = cnum_query(query)?;
     let model = api.service.model().await?;
     model
         .permissions_v1(caller.user_id.as_uuid(), caller.client_id.as_str(), cnums.as_deref(), objects.as_deref())
         .map(Json)
-        .map_err(|e| ApiError::lookup(e, "object_path"))
+        .map_err(|e| PermissionError::lookup(e, "object_path"))
 }
 
 /// The caller's permissions per company (deprecated: use `permissionsV2`).
@@ -96,7 +96,7 @@ pub async fn permissions_by_object(
 ) -> Response {
     let result = async {
         let Path(object_path) =
-            path.map_err(|_| ApiError::bad_request("object_path", "object_path is not a valid path segment"))?;
+            path.map_err(|_| PermissionError::bad_request("object_path", "object_path is not a valid path segment"))?;
         let objects = array("object_path", [object_path.as_str()])?;
         context(&api, &caller, query.as_deref(), Some(objects)).await
     }

@@ -7,12 +7,12 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 
 use crate::PermissionsState;
-use crate::error::ApiError;
+use crate::error::PermissionError;
 use crate::request::{Refusal, SystemId, value};
 use portico_api::TokenPair;
 
-fn segment_error(_: PathRejection) -> ApiError {
-    ApiError::bad_request("path", "a path parameter is not a valid path segment")
+fn segment_error(_: PathRejection) -> PermissionError {
+    PermissionError::bad_request("path", "a path parameter is not a valid path segment")
 }
 
 /// Every permission of the caller: company, object, nested groups, action flags.
@@ -31,9 +31,9 @@ pub async fn permissions(
     State(api): State<PermissionsState>,
     TokenPair(caller, _): TokenPair<Refusal>,
     _: SystemId,
-) -> Result<Response, ApiError> {
+) -> Result<Response, PermissionError> {
     let model = api.service.model().await?;
-    let view = model.permissions_v2(caller.user_id.as_uuid()).map_err(|e| ApiError::lookup(e, "obj"))?;
+    let view = model.permissions_v2(caller.user_id.as_uuid()).map_err(|e| PermissionError::lookup(e, "obj"))?;
     Ok(Json(view).into_response())
 }
 
@@ -54,11 +54,12 @@ pub async fn by_object(
     TokenPair(caller, _): TokenPair<Refusal>,
     _: SystemId,
     path: Result<Path<String>, PathRejection>,
-) -> Result<Response, ApiError> {
+) -> Result<Response, PermissionError> {
     let Path(obj) = path.map_err(segment_error)?;
     let obj = value("obj", &obj)?;
     let model = api.service.model().await?;
-    let view = model.permissions_v2_object(caller.user_id.as_uuid(), &obj).map_err(|e| ApiError::lookup(e, "obj"))?;
+    let view =
+        model.permissions_v2_object(caller.user_id.as_uuid(), &obj).map_err(|e| PermissionError::lookup(e, "obj"))?;
     Ok(Json(view).into_response())
 }
 
@@ -83,12 +84,12 @@ pub async fn by_object_and_company(
     TokenPair(caller, _): TokenPair<Refusal>,
     _: SystemId,
     path: Result<Path<(String, String)>, PathRejection>,
-) -> Result<Response, ApiError> {
+) -> Result<Response, PermissionError> {
     let Path((obj, cnum)) = path.map_err(segment_error)?;
     let (obj, cnum) = (value("obj", &obj)?, value("cnum", &cnum)?);
     let model = api.service.model().await?;
     let view = model
         .permissions_v2_object_company(caller.user_id.as_uuid(), &obj, &cnum)
-        .map_err(|e| ApiError::lookup(e, "obj"))?;
+        .map_err(|e| PermissionError::lookup(e, "obj"))?;
     Ok(Json(view).into_response())
 }

@@ -100,7 +100,7 @@ impl From<ServiceError> for ScimError {
             ServiceError::Forbidden(detail) => Self::new(StatusCode::FORBIDDEN, None, detail),
             ServiceError::Storage(e) => {
                 let answer = portico_api::ApiError::storage("a SCIM request", &e);
-                Self::new(answer.status, None, answer.body.message)
+                Self::new(answer.status(), None, answer.body().message)
             }
         }
     }
