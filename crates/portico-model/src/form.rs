@@ -112,6 +112,39 @@ impl Form {
         T::deserialize(Whole(&self.0))
     }
 
+    /// The form as a `T`, taking a parameter that is repeated or holds a
+    /// NUL character as absent instead of refusing the form: the rule of
+    /// the login pages' forms, whose contract has no error for either (a
+    /// repeated password is no password, and counts as a wrong one).
+    ///
+    /// # Errors
+    /// A required parameter missing, or one not a value of its type.
+    pub fn read_lenient<T: DeserializeOwned>(&self) -> Result<T, FormError> {
+        let once = |name: &str| self.0.iter().filter(|(k, _)| k == name).count() == 1;
+        let kept: Vec<(String, String)> =
+            self.0.iter().filter(|(k, v)| once(k) && !v.contains('\0')).cloned().collect();
+        T::deserialize(Whole(&kept))
+    }
+
+    /// The one value of `name`, for endpoints whose contract orders the
+    /// checks of their parameters (`/oauth2/authorize`, logout) and so
+    /// reads them one at a time, by the same rules: `None` when absent or
+    /// empty.
+    ///
+    /// # Errors
+    /// `name` given more than once, or holding a NUL character.
+    pub fn one(&self, name: &str) -> Result<Option<&str>, FormError> {
+        let mut values = self.0.iter().filter(|(k, _)| k == name).map(|(_, v)| v.as_str());
+        match (values.next(), values.next()) {
+            (_, Some(_)) => Err(FormError::new(name, Problem::Repeated)),
+            (Some(value), None) if value.contains('\0') => {
+                Err(FormError::new(name, Problem::Invalid("holds a NUL character".to_owned())))
+            }
+            (Some(""), None) | (None, None) => Ok(None),
+            (Some(value), None) => Ok(Some(value)),
+        }
+    }
+
     /// Every non-empty value of `name` without a NUL (a form's repeated
     /// checkboxes).
     pub fn all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> {
@@ -294,6 +327,27 @@ mod tests {
         assert!(matches!(failure("code=a&mode=fragment"), (field, Problem::Invalid(_)) if field == "mode"));
         assert!(matches!(failure("code=a&max_age=-1"), (field, Problem::Invalid(_)) if field == "max_age"));
         assert!(matches!(failure("code=a&remember=yes"), (field, Problem::Invalid(_)) if field == "remember"));
+    }
+
+    #[test]
+    fn one_parameter_at_a_time_by_the_same_rules() {
+        let form = Form::parse(b"a=1&b=2&b=3&c=&d=x%20y&e=x%00y");
+        assert_eq!(form.one("a"), Ok(Some("1")));
+        assert_eq!(form.one("b"), Err(FormError::new("b", Problem::Repeated)));
+        assert!(matches!(form.one("e"), Err(FormError { problem: Problem::Invalid(_), .. })), "a NUL character");
+        assert_eq!(form.one("c"), Ok(None));
+        assert_eq!(form.one("d"), Ok(Some("x y")));
+        assert_eq!(form.one("z"), Ok(None));
+    }
+
+    #[test]
+    fn leniently_a_repeated_or_nul_parameter_is_absent() {
+        let request: Request = Form::parse(b"code=c&state=a&state=b&max_age=%00").read_lenient().unwrap();
+        assert_eq!((request.code.as_str(), request.state, request.max_age), ("c", None, None));
+        let missing = Form::parse(b"code=a&code=b").read_lenient::<Request>().unwrap_err();
+        assert_eq!((missing.field.as_str(), missing.problem), ("code", Problem::Missing), "required, so missing");
+        let mistyped = Form::parse(b"code=a&max_age=x").read_lenient::<Request>().unwrap_err();
+        assert_eq!(mistyped.field, "max_age", "a value of the wrong type is still refused");
     }
 
     #[test]

@@ -1,11 +1,13 @@
-//! What the identity endpoints read, as the document describes it: the
-//! queries, forms, headers and cookies. The token and revoke forms are
-//! assembled from the types their handlers read ([`crate::oauth2::forms`],
-//! through the one strict deserializer, [`portico_model::form`]); the other
-//! endpoints still read their parameters one by one (a repeated parameter
-//! is an error, RFC 6749 §3.1), so their types here exist for the document
-//! only, until they move the same way.
+//! What the identity endpoints read: the queries, forms, headers and
+//! cookies. The login pages' forms are the types their handlers read,
+//! through the one deserializer ([`portico_model::form`]); the token and
+//! revoke forms are assembled from the types their handlers read
+//! ([`crate::oauth2::forms`]). Authorize and logout read their parameters
+//! one at a time in the order their contracts check them
+//! ([`Form::one`], the same rules), so their queries here describe them.
 
+use portico_model::form::Form;
+use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
 /// The values the protocol parameters take, for the documents only (the
@@ -204,76 +206,122 @@ pub struct RevokeRequestDto {
 
 /// `LoginStepRequestDTO`: the form of `POST /login`; which fields apply
 /// depends on the current `stepType`.
-#[derive(ToSchema)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 #[schema(as = LoginStepRequestDTO)]
-#[allow(dead_code)]
 pub struct LoginStepRequest {
     /// `pageData.authenticationFlowContext.csrf`; the `X-XSRF-TOKEN` header may carry it instead.
-    #[schema(rename = "_csrf")]
-    csrf: String,
+    #[serde(rename = "_csrf")]
+    #[schema(value_type = String)]
+    pub csrf: Option<String>,
     /// The login (`username-password`) or the phone number (`phone`).
     #[schema(nullable = false)]
-    principal: Option<String>,
+    pub principal: Option<String>,
     /// The password (`username-password`, `password`) or the code (`sms-otp`, `email-otp`).
     #[schema(nullable = false, format = Password)]
-    credentials: Option<String>,
-    /// `consent`: the accepted scope groups, comma-separated.
-    #[schema(nullable = false)]
-    selected_scope_groups: Option<String>,
+    pub credentials: Option<String>,
+    /// `consent`: the accepted scope groups, comma-separated (or one per
+    /// checkbox, on the page shown without JavaScript).
+    #[serde(default)]
+    #[schema(nullable = false, value_type = String, required = false)]
+    pub selected_scope_groups: ScopeGroups,
     /// The CAPTCHA token, when `captchaRequired` is true.
-    #[schema(nullable = false, rename = "smart-token")]
-    smart_token: Option<String>,
+    #[serde(rename = "smart-token")]
+    #[schema(nullable = false)]
+    pub smart_token: Option<String>,
+    /// `consent`: any value refuses the consent.
+    #[schema(nullable = false)]
+    pub deny: Option<String>,
+    /// `sms-otp`, `email-otp`: any value asks for a new code instead.
+    #[schema(nullable = false)]
+    pub resend: Option<String>,
+}
+
+/// The scope groups a consent accepts, in the order given, each once.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Deserialize)]
+#[serde(from = "Option<String>")]
+pub struct ScopeGroups(pub Vec<String>);
+
+impl From<Option<String>> for ScopeGroups {
+    fn from(value: Option<String>) -> Self {
+        Self::of(value.as_deref())
+    }
+}
+
+impl ScopeGroups {
+    fn of<'a>(values: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut groups: Vec<String> = Vec::new();
+        for group in values.into_iter().flat_map(|v| v.split(',')).map(str::trim).filter(|g| !g.is_empty()) {
+            if !groups.iter().any(|g| g == group) {
+                groups.push(group.to_owned());
+            }
+        }
+        Self(groups)
+    }
+}
+
+impl LoginStepRequest {
+    /// The step's form, read leniently ([`Form::read_lenient`]): a field
+    /// given twice or holding a NUL is taken as absent (the contract has no
+    /// error for either, so a repeated password is a wrong one), except the
+    /// consent's checkboxes, each of which counts.
+    pub fn read(form: &Form) -> Self {
+        // Every field is optional text (an empty one absent): nothing can fail.
+        let mut request: Self = form.read_lenient().unwrap_or_default();
+        request.selected_scope_groups = ScopeGroups::of(form.all("selected_scope_groups"));
+        request
+    }
 }
 
 /// The form of `POST /login/user-settings/auth-method`.
-#[derive(ToSchema)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[schema(as = LoginAuthMethodRequestDTO)]
-#[allow(dead_code)]
 pub struct AuthMethodRequest {
     /// `PASSWORD` or `PHONE`.
-    #[schema(rename = "authMethod", inline, value_type = values::AuthMethod)]
-    auth_method: String,
+    #[serde(rename = "authMethod")]
+    #[schema(inline, value_type = values::AuthMethod)]
+    pub auth_method: portico_model::login::AuthMethod,
     /// Required unless the `X-XSRF-TOKEN` header is sent.
-    #[schema(nullable = false, rename = "_csrf")]
-    csrf: Option<String>,
+    #[serde(rename = "_csrf")]
+    #[schema(nullable = false)]
+    pub csrf: Option<String>,
 }
 
 /// The form of `POST /login/user-settings/locale` (the language switch of a
 /// page shown without JavaScript).
-#[derive(ToSchema)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 #[schema(as = LoginLocaleFormDTO)]
-#[allow(dead_code)]
 pub struct LocaleForm {
     /// `ru` or `en`.
     #[schema(inline, value_type = values::Locale)]
-    locale: String,
+    pub locale: Option<portico_model::login::Locale>,
     /// The `XSRF-TOKEN` cookie's value.
-    #[schema(rename = "_csrf")]
-    csrf: String,
+    #[serde(rename = "_csrf")]
+    #[schema(value_type = String)]
+    pub csrf: Option<String>,
 }
 
 /// The form of `POST /login/user-settings/otp-method`.
-#[derive(ToSchema)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[schema(as = LoginOtpMethodRequestDTO)]
-#[allow(dead_code)]
 pub struct OtpMethodRequest {
     /// `email` (the contract's switch from SMS); `sms` switches the e-mail
     /// step back to SMS (Portico's way back).
-    #[schema(rename = "otpMethod", inline, value_type = values::OtpMethod)]
-    otp_method: String,
+    #[serde(rename = "otpMethod")]
+    #[schema(inline, value_type = values::OtpMethod)]
+    pub otp_method: portico_model::otp::OtpChannel,
     /// Required unless the `X-XSRF-TOKEN` header is sent.
-    #[schema(nullable = false, rename = "_csrf")]
-    csrf: Option<String>,
+    #[serde(rename = "_csrf")]
+    #[schema(nullable = false)]
+    pub csrf: Option<String>,
 }
 
 /// The query of `PATCH /login/user-settings/locale`.
-#[derive(IntoParams)]
+#[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-#[allow(dead_code)]
 pub struct LocaleQuery {
     /// `ru` or `en`.
     #[param(inline, value_type = values::Locale)]
-    locale: String,
+    pub locale: Option<portico_model::login::Locale>,
 }
 
 /// `X-XSRF-TOKEN`, required.
@@ -371,4 +419,39 @@ pub struct AuthorizeCookies {
     /// The login process that has just completed for this very request.
     #[param(value_type = String, required = false)]
     authentication_flow: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_login_step_form_reads_every_field_and_a_repeated_one_is_absent() {
+        let form = Form::parse(
+            b"_csrf=t&principal=ivan&credentials=a&credentials=b&smart-token=s&deny=1&resend=1\
+              &selected_scope_groups=profile,email&selected_scope_groups=phone&selected_scope_groups=email",
+        );
+        let request = LoginStepRequest::read(&form);
+        assert_eq!(request.csrf.as_deref(), Some("t"));
+        assert_eq!(request.principal.as_deref(), Some("ivan"));
+        assert_eq!(request.credentials, None, "given twice: no password, so a wrong one");
+        assert_eq!(request.smart_token.as_deref(), Some("s"));
+        assert_eq!((request.deny.is_some(), request.resend.is_some()), (true, true));
+        assert_eq!(request.selected_scope_groups.0, ["profile", "email", "phone"], "each checkbox counts, once");
+        let empty = LoginStepRequest::read(&Form::parse(b"_csrf=t&selected_scope_groups="));
+        assert_eq!((empty.csrf.as_deref(), empty.selected_scope_groups.0.len()), (Some("t"), 0), "none selected");
+        let nothing = LoginStepRequest::read(&Form::parse(b""));
+        assert_eq!((nothing.csrf, nothing.selected_scope_groups), (None, ScopeGroups::default()));
+    }
+
+    #[test]
+    fn a_settings_form_names_a_method_it_knows() {
+        let form = Form::parse(b"authMethod=PHONE&_csrf=t");
+        let request: AuthMethodRequest = form.read_lenient().unwrap();
+        assert_eq!(request.auth_method, portico_model::login::AuthMethod::Phone);
+        assert!(Form::parse(b"authMethod=EMAIL").read_lenient::<AuthMethodRequest>().is_err());
+        assert!(Form::parse(b"authMethod=PHONE&authMethod=PHONE").read_lenient::<AuthMethodRequest>().is_err());
+        let request: OtpMethodRequest = Form::parse(b"otpMethod=email").read_lenient().unwrap();
+        assert_eq!((request.otp_method, request.csrf), (portico_model::otp::OtpChannel::Email, None));
+    }
 }

@@ -3,11 +3,11 @@
 //! `PASSWORD` or `PHONE`, keeping its request, device, language and CSRF
 //! token.
 
+use crate::edge::AuthMethodRequest;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
-use portico_model::login::AuthMethod;
 
 use super::flow::to_login;
 use super::submit::csrf_ok;
@@ -29,16 +29,14 @@ use crate::IdentityState;
     )
 )]
 pub async fn update_auth_method(State(identity): State<IdentityState>, headers: HeaderMap, body: Body) -> Response {
-    let (process, params) = match settings_request(&identity, &headers, body).await {
+    let (process, form) = match settings_request(&identity, &headers, body).await {
         Ok(request) => request,
         Err(response) => return *response,
     };
-    let method = match params.one("authMethod") {
-        Ok(Some("PASSWORD")) => AuthMethod::Password,
-        Ok(Some("PHONE")) => AuthMethod::Phone,
-        _ => return settings_failure(&identity, &headers, Some(&process)).await,
+    let Ok(AuthMethodRequest { auth_method: method, csrf }) = form.read_lenient() else {
+        return settings_failure(&identity, &headers, Some(&process)).await;
     };
-    if !csrf_ok(&headers, &params, &process) {
+    if !csrf_ok(&headers, csrf.as_deref(), &process) {
         return settings_failure(&identity, &headers, Some(&process)).await;
     }
     let mut restarted = process.clone();

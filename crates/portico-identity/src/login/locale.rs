@@ -19,8 +19,9 @@ use axum::response::{IntoResponse, Response};
 use portico_model::login::Locale;
 
 use crate::cookies;
-use crate::oauth2::params::Params;
+use crate::edge::{LocaleForm, LocaleQuery};
 use crate::{Identity, IdentityState};
+use portico_model::form::Form;
 
 /// Rounds of read-and-update before giving up with 500 (a parallel writer
 /// that wins this many times in a row is no user's browser).
@@ -45,9 +46,10 @@ pub async fn update_locale(
     headers: HeaderMap,
     RawQuery(query): RawQuery,
 ) -> Response {
-    let params = Params::parse(query.unwrap_or_default().as_bytes());
+    // A language Portico does not speak is no language: 400 below.
+    let LocaleQuery { locale } = Form::parse(query.unwrap_or_default().as_bytes()).read_lenient().unwrap_or_default();
     let sent = headers.get("x-xsrf-token").and_then(|v| v.to_str().ok());
-    set_locale(&identity, &headers, params.one("locale").ok().flatten(), sent).await
+    set_locale(&identity, &headers, locale, sent).await
 }
 
 #[utoipa::path(
@@ -71,9 +73,8 @@ pub async fn submit_locale(State(identity): State<IdentityState>, headers: Heade
     let Ok(bytes) = to_bytes(body, 4096).await else {
         return StatusCode::BAD_REQUEST.into_response();
     };
-    let params = Params::parse(&bytes);
-    let sent = params.one("_csrf").ok().flatten();
-    let mut response = set_locale(&identity, &headers, params.one("locale").ok().flatten(), sent).await;
+    let LocaleForm { locale, csrf } = Form::parse(&bytes).read_lenient().unwrap_or_default();
+    let mut response = set_locale(&identity, &headers, locale, csrf.as_deref()).await;
     if response.status() == StatusCode::OK {
         let back =
             if cookies::process_id(&headers, cookies::AUTHENTICATION_FLOW).is_some() { "/login" } else { "/error" };
@@ -86,8 +87,8 @@ pub async fn submit_locale(State(identity): State<IdentityState>, headers: Heade
 /// Stores `locale` on the active process or, on the error page, the failed
 /// one, when `sent` is the `XSRF-TOKEN` cookie (and, for an active process,
 /// its own token): 200 with `svc.locale`, or the status saying why not.
-async fn set_locale(identity: &Identity, headers: &HeaderMap, locale: Option<&str>, sent: Option<&str>) -> Response {
-    let Some(locale) = locale.and_then(Locale::parse) else {
+async fn set_locale(identity: &Identity, headers: &HeaderMap, locale: Option<Locale>, sent: Option<&str>) -> Response {
+    let Some(locale) = locale else {
         return StatusCode::BAD_REQUEST.into_response();
     };
     let Some(sent) = sent.filter(|sent| cookies::xsrf_matches(headers, sent)) else {

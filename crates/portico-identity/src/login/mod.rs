@@ -258,7 +258,7 @@ async fn settings_request(
     identity: &Identity,
     headers: &HeaderMap,
     body: axum::body::Body,
-) -> Result<(LoginProcess, crate::oauth2::params::Params), Box<Response>> {
+) -> Result<(LoginProcess, portico_model::form::Form), Box<Response>> {
     let now = identity.clock.now();
     let process = match current_process(identity, headers, now).await {
         Ok(Some(process)) if !process.state.is_complete() => process,
@@ -266,7 +266,7 @@ async fn settings_request(
         Err(error) => return Err(Box::new(error_page::server_error(error))),
     };
     match axum::body::to_bytes(body, 4096).await {
-        Ok(bytes) => Ok((process, crate::oauth2::params::Params::parse(&bytes))),
+        Ok(bytes) => Ok((process, portico_model::form::Form::parse(&bytes))),
         Err(_) => Err(Box::new(settings_failure(identity, headers, Some(&process)).await)),
     }
 }

@@ -18,6 +18,7 @@ use super::steps::otp::{email_available, sms_available};
 use super::submit::csrf_ok;
 use super::{error_page, settings_failure, settings_request};
 use crate::IdentityState;
+use crate::edge::OtpMethodRequest;
 
 #[utoipa::path(
     post,
@@ -34,16 +35,14 @@ use crate::IdentityState;
     )
 )]
 pub async fn update_otp_method(State(identity): State<IdentityState>, headers: HeaderMap, body: Body) -> Response {
-    let (mut process, params) = match settings_request(&identity, &headers, body).await {
+    let (mut process, form) = match settings_request(&identity, &headers, body).await {
         Ok(request) => request,
         Err(response) => return *response,
     };
-    let channel = match params.one("otpMethod") {
-        Ok(Some("email")) => OtpChannel::Email,
-        Ok(Some("sms")) => OtpChannel::Sms,
-        _ => return settings_failure(&identity, &headers, Some(&process)).await,
+    let Ok(OtpMethodRequest { otp_method: channel, csrf }) = form.read_lenient() else {
+        return settings_failure(&identity, &headers, Some(&process)).await;
     };
-    if !csrf_ok(&headers, &params, &process) {
+    if !csrf_ok(&headers, csrf.as_deref(), &process) {
         return settings_failure(&identity, &headers, Some(&process)).await;
     }
     let user = match process.state.user_id {

@@ -19,8 +19,9 @@ use super::{authorize_url, current_process, error_page, no_process};
 use crate::IdentityState;
 use crate::client_address::Peer;
 use crate::cookies;
+use crate::edge::LoginStepRequest;
 use crate::http::redirect;
-use crate::oauth2::params::Params;
+use portico_model::form::Form;
 
 const MAX_BODY: usize = 16 * 1024;
 
@@ -57,20 +58,20 @@ pub async fn submit_step(
     if process.state.is_complete() {
         return redirect(StatusCode::SEE_OTHER, &authorize_url(&identity, &process));
     }
-    let params = match to_bytes(body, MAX_BODY).await {
-        Ok(bytes) => Params::parse(&bytes),
+    let form = match to_bytes(body, MAX_BODY).await {
+        Ok(bytes) => LoginStepRequest::read(&Form::parse(&bytes)),
         Err(_) => return fatal(&identity, &process, codes::FATAL_ERROR).await,
     };
-    if !csrf_ok(&headers, &params, &process) {
+    if !csrf_ok(&headers, form.csrf.as_deref(), &process) {
         return fatal(&identity, &process, codes::FATAL_ERROR).await;
     }
     let address = identity.client_address(&headers, peer);
     let result = match process.state.step {
-        StepType::UsernamePassword => steps::password::username_password(&identity, process, &params, address).await,
-        StepType::Password => steps::password::password(&identity, process, &params, address).await,
-        StepType::Phone => steps::phone::phone(&identity, process, &params).await,
-        StepType::SmsOtp | StepType::EmailOtp => steps::otp::submit(&identity, process, &params).await,
-        StepType::Consent => steps::consent::consent(&identity, process, &params).await,
+        StepType::UsernamePassword => steps::password::username_password(&identity, process, &form, address).await,
+        StepType::Password => steps::password::password(&identity, process, &form, address).await,
+        StepType::Phone => steps::phone::phone(&identity, process, &form).await,
+        StepType::SmsOtp | StepType::EmailOtp => steps::otp::submit(&identity, process, &form).await,
+        StepType::Consent => steps::consent::consent(&identity, process, &form).await,
     };
     let response = result.unwrap_or_else(error_page::server_error);
     if cookies::is_set(response.headers(), cookies::SESSION) {
@@ -97,11 +98,12 @@ async fn end_replaced_session(identity: &crate::Identity, headers: &HeaderMap, n
     }
 }
 
-/// Whether the request's CSRF token (`_csrf` field, else `X-XSRF-TOKEN`
-/// header) equals both the `XSRF-TOKEN` cookie and the process's token.
-pub fn csrf_ok(headers: &HeaderMap, params: &Params, process: &LoginProcess) -> bool {
+/// Whether the request's CSRF token (`field`, the form's `_csrf`, else the
+/// `X-XSRF-TOKEN` header) equals both the `XSRF-TOKEN` cookie and the
+/// process's token.
+pub fn csrf_ok(headers: &HeaderMap, field: Option<&str>, process: &LoginProcess) -> bool {
     let header = headers.get("x-xsrf-token").and_then(|v| v.to_str().ok());
-    params.one("_csrf").ok().flatten().or(header).is_some_and(|sent| {
+    field.or(header).is_some_and(|sent| {
         cookies::xsrf_matches(headers, sent)
             && portico_crypto::constant_time_eq(sent.as_bytes(), process.state.csrf.as_bytes())
     })

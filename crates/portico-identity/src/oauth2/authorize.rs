@@ -47,11 +47,11 @@ use portico_model::session::SsoSession;
 use portico_storage::StorageError;
 use time::OffsetDateTime;
 
-use super::params::{BadParam, Params};
 use super::response::{error_to_client, to_client};
 use crate::cookies::{self, SetCookies};
 use crate::login::{self, ClientEntry};
 use crate::{Identity, IdentityState};
+use portico_model::form::Form;
 
 const MAX_NONCE: usize = 512;
 const MAX_STATE: usize = 2048;
@@ -139,7 +139,7 @@ pub async fn authorize(
 }
 
 async fn handle(identity: &Identity, headers: &HeaderMap, query: &str) -> Result<Response, Rejection> {
-    let request = validate(identity, &Params::parse(query.as_bytes())).await?;
+    let request = validate(identity, &Form::parse(query.as_bytes())).await?;
     let now = identity.clock.now();
 
     if let Some((process, outcome)) = completed_login(identity, headers, &request, now).await? {
@@ -225,7 +225,7 @@ async fn completed_login(
     Ok(process.state.outcome.take().map(|outcome| (process, outcome)))
 }
 
-async fn validate(identity: &Identity, params: &Params) -> Result<AuthorizeRequest, Rejection> {
+async fn validate(identity: &Identity, params: &Form) -> Result<AuthorizeRequest, Rejection> {
     let client_id = params.one("client_id").ok().flatten().ok_or(Rejection::Plain("client_id"))?;
     let client = identity.store.find_client(&ClientId::new(client_id)).await?.ok_or(Rejection::Plain("client_id"))?;
     let redirect_uri = params
@@ -254,7 +254,7 @@ async fn validate(identity: &Identity, params: &Params) -> Result<AuthorizeReque
     let Some(response_mode) = response_mode else {
         return Err(fail("invalid_request", "response_mode"));
     };
-    let get = |name: &'static str| params.one(name).map_err(|BadParam(name)| fail("invalid_request", name));
+    let get = |name: &'static str| params.one(name).map_err(|_| fail("invalid_request", name));
 
     match get("response_type")? {
         None => return Err(fail("invalid_request", "response_type")),

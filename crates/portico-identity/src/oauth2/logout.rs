@@ -36,13 +36,13 @@ use portico_model::login::Locale;
 use portico_storage::StorageError;
 
 use super::MAX_FORM_BODY;
-use super::params::{BadParam, Params};
 use crate::cookies::{self, SetCookies};
 use crate::http::{redirect, with_query};
 use crate::login::error_page::{LoggedOutPage, server_error};
 use crate::login::session;
 use crate::login::texts::{self, Texts};
 use crate::{Identity, IdentityState};
+use portico_model::form::{Form, FormError};
 use portico_tokens::{AccessTokenError, IdClaims};
 
 /// Why a logout request was refused.
@@ -76,8 +76,8 @@ impl From<Refusal> for Failure {
     }
 }
 
-impl From<BadParam> for Failure {
-    fn from(_: BadParam) -> Self {
+impl From<FormError> for Failure {
+    fn from(_: FormError) -> Self {
         Failure::Refused(Refusal::Malformed)
     }
 }
@@ -116,7 +116,7 @@ struct LogoutRequest {
     )
 )]
 pub async fn logout(State(identity): State<IdentityState>, headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
-    let params = Params::parse(query.unwrap_or_default().as_bytes());
+    let params = Form::parse(query.unwrap_or_default().as_bytes());
     answer(&identity, &headers, Some(params), StatusCode::FOUND).await
 }
 
@@ -138,7 +138,7 @@ pub async fn logout(State(identity): State<IdentityState>, headers: HeaderMap, R
     )
 )]
 pub async fn logout_form(State(identity): State<IdentityState>, headers: HeaderMap, body: Body) -> Response {
-    let params = to_bytes(body, MAX_FORM_BODY).await.ok().map(|bytes| Params::parse(&bytes));
+    let params = to_bytes(body, MAX_FORM_BODY).await.ok().map(|bytes| Form::parse(&bytes));
     answer(&identity, &headers, params, StatusCode::SEE_OTHER).await
 }
 
@@ -148,7 +148,7 @@ pub async fn logout_form(State(identity): State<IdentityState>, headers: HeaderM
 async fn answer(
     identity: &Identity,
     headers: &HeaderMap,
-    params: Option<Params>,
+    params: Option<Form>,
     redirect_status: StatusCode,
 ) -> Response {
     let locale_of = |locale: Option<Locale>| {
@@ -189,7 +189,7 @@ async fn answer(
     response
 }
 
-async fn validate(identity: &Identity, params: &Params) -> Result<LogoutRequest, Failure> {
+async fn validate(identity: &Identity, params: &Form) -> Result<LogoutRequest, Failure> {
     let hint = match params.one("id_token_hint")? {
         None => None,
         Some(token) => match identity.tokens.verify_issued::<IdClaims>(token, TYP_ID_TOKEN).await {

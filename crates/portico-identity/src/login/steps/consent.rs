@@ -9,16 +9,16 @@ use portico_storage::StorageError;
 
 use super::{Field, retry};
 use crate::Identity;
+use crate::edge::LoginStepRequest;
 use crate::login::flow::fatal_with;
 use crate::login::flow::{advance, requested_scope};
 use crate::login::view::{ActionKind, ErrorAction, ErrorDetails};
 use crate::login::{error_page, return_url_of};
-use crate::oauth2::params::Params;
 
 pub async fn consent(
     identity: &Identity,
     mut process: LoginProcess,
-    params: &Params,
+    form: &LoginStepRequest,
 ) -> Result<Response, StorageError> {
     let Some(user) = (match process.state.user_id {
         Some(id) => identity.store.find_user(id).await?,
@@ -26,7 +26,7 @@ pub async fn consent(
     }) else {
         return Ok(fatal_with(identity, &process, codes::UNKNOWN_ERROR, ActionKind::RetryLogin).await);
     };
-    if params.one("deny").ok().flatten().is_some() {
+    if form.deny.is_some() {
         let details = ErrorDetails {
             error_code: codes::CONSENT_DENIED.to_owned(),
             actions: vec![ErrorAction { action: ActionKind::Redirect, url: Some(return_url_of(identity, &process)) }],
@@ -34,13 +34,8 @@ pub async fn consent(
         return Ok(error_page::redirect_to_error(identity, &details, Some(&process)).await);
     }
     let available = portico_model::consent::groups(&requested_scope(&process.state));
-    // One comma-separated value (the spec) or a value per checkbox (the page without script).
-    let mut selected: Vec<String> = Vec::new();
-    for group in params.all("selected_scope_groups").flat_map(|v| v.split(',')).map(str::trim) {
-        if available.iter().any(|a| a == group) && !selected.iter().any(|s| s == group) {
-            selected.push(group.to_owned());
-        }
-    }
+    let selected: Vec<String> =
+        form.selected_scope_groups.0.iter().filter(|group| available.contains(group)).cloned().collect();
     if selected.is_empty() {
         process.state.consent_choice = Some(selected);
         return retry(identity, process, Field::Other, codes::CONSENT_NOTHING_SELECTED, false).await;

@@ -18,11 +18,11 @@ use uuid::Uuid;
 use super::{Field, retry, retry_saved};
 use crate::Identity;
 use crate::delivery::OtpMessage;
+use crate::edge::LoginStepRequest;
 use crate::login::flow::fatal_with;
 use crate::login::flow::{advance, to_login};
 use crate::login::texts::Texts;
 use crate::login::view::ActionKind;
-use crate::oauth2::params::Params;
 
 fn channel_of(step: StepType) -> OtpChannel {
     if step == StepType::EmailOtp { OtpChannel::Email } else { OtpChannel::Sms }
@@ -121,10 +121,14 @@ enum Round {
 ///
 /// # Errors
 /// When storage fails, or the process stays contended for every round.
-pub async fn submit(identity: &Identity, mut process: LoginProcess, params: &Params) -> Result<Response, StorageError> {
+pub async fn submit(
+    identity: &Identity,
+    mut process: LoginProcess,
+    form: &LoginStepRequest,
+) -> Result<Response, StorageError> {
     let (id, step) = (process.id, process.state.step);
     for _ in 0..MAX_ROUNDS {
-        match submit_once(identity, process, params).await? {
+        match submit_once(identity, process, form).await? {
             Round::Answer(response) => return Ok(response),
             Round::Lost => {
                 tokio::task::yield_now().await;
@@ -141,7 +145,11 @@ pub async fn submit(identity: &Identity, mut process: LoginProcess, params: &Par
     Err(StorageError::Unavailable("the login process stayed contended; try again".into()))
 }
 
-async fn submit_once(identity: &Identity, mut process: LoginProcess, params: &Params) -> Result<Round, StorageError> {
+async fn submit_once(
+    identity: &Identity,
+    mut process: LoginProcess,
+    form: &LoginStepRequest,
+) -> Result<Round, StorageError> {
     let now = identity.clock.now();
     let policy = identity.settings.otp;
     let step = process.state.step;
@@ -157,7 +165,7 @@ async fn submit_once(identity: &Identity, mut process: LoginProcess, params: &Pa
         (codes::SMS_OTP_WRONG, codes::SMS_OTP_EXPIRED, codes::SMS_OTP_RESEND_TOO_EARLY, codes::SMS_OTP_PROCESS_LIMIT)
     };
 
-    if params.one("resend").ok().flatten().is_some() {
+    if form.resend.is_some() {
         if process.state.codes_sent >= policy.max_codes {
             return Ok(Round::Answer(retry(identity, process, Field::Other, limit, false).await?));
         }
@@ -175,7 +183,7 @@ async fn submit_once(identity: &Identity, mut process: LoginProcess, params: &Pa
         // No code yet (or none left): the page says which.
         return Ok(Round::Answer(to_login()));
     };
-    let code = params.one("credentials").ok().flatten().map(str::trim).unwrap_or("");
+    let code = form.credentials.as_deref().map(str::trim).unwrap_or("");
     let matches = code.len() == policy.length
         && portico_crypto::constant_time_eq(hash(identity, otp.id, code).as_bytes(), otp.code_hash.as_bytes());
     match otp.check(matches, now, &policy) {

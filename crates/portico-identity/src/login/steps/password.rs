@@ -14,9 +14,9 @@ use serde_json::json;
 
 use super::{Field, retry};
 use crate::Identity;
+use crate::edge::LoginStepRequest;
 use crate::login::flow::{self, advance};
 use crate::login::guard::{self, Attempt, Gate};
-use crate::oauth2::params::Params;
 
 /// The device id of `process` when that device is trusted for `user`.
 async fn trusted_device<'a>(
@@ -61,20 +61,20 @@ pub async fn captcha_required(
 pub async fn username_password(
     identity: &Identity,
     mut process: LoginProcess,
-    params: &Params,
+    form: &LoginStepRequest,
     address: Option<IpAddr>,
 ) -> Result<Response, StorageError> {
-    let principal = params.one("principal").ok().flatten().map(str::trim).unwrap_or("").to_owned();
+    let principal = form.principal.as_deref().map(str::trim).unwrap_or("").to_owned();
     let usable = !principal.is_empty() && principal.len() <= 256;
     let user = if usable { identity.store.find_user_by_login(&principal).await? } else { None };
     process.state.principal = usable.then(|| principal.clone());
-    check_password(identity, process, user, params, StepType::UsernamePassword, address).await
+    check_password(identity, process, user, form, StepType::UsernamePassword, address).await
 }
 
 pub async fn password(
     identity: &Identity,
     process: LoginProcess,
-    params: &Params,
+    form: &LoginStepRequest,
     address: Option<IpAddr>,
 ) -> Result<Response, StorageError> {
     let user = match process.state.user_id {
@@ -84,14 +84,14 @@ pub async fn password(
     if user.is_none() {
         return Ok(crate::login::flow::fatal(identity, &process, codes::UNKNOWN_ERROR).await);
     }
-    check_password(identity, process, user, params, StepType::Password, address).await
+    check_password(identity, process, user, form, StepType::Password, address).await
 }
 
 async fn check_password(
     identity: &Identity,
     mut process: LoginProcess,
     user: Option<User>,
-    params: &Params,
+    form: &LoginStepRequest,
     step: StepType,
     address: Option<IpAddr>,
 ) -> Result<Response, StorageError> {
@@ -103,7 +103,7 @@ async fn check_password(
     let principal = process.state.principal.clone().unwrap_or_default();
     let device = trusted_device(identity, &process, user.as_ref()).await?.map(str::to_owned);
     let attempt = Attempt { user: user.as_ref(), principal: &principal, trusted_device: device.as_deref(), address };
-    let token = params.one("smart-token").ok().flatten();
+    let token = form.smart_token.as_deref();
     let counted = match guard::before_check(identity, &attempt, token).await? {
         Gate::Open(counted) => counted,
         Gate::Locked(until) => {
@@ -117,7 +117,7 @@ async fn check_password(
             return retry(identity, process, Field::Other, codes::CAPTCHA_REQUIRED, true).await;
         }
     };
-    let password = params.one("credentials").ok().flatten().unwrap_or("").to_owned();
+    let password = form.credentials.clone().unwrap_or_default();
     let ok = !password.is_empty()
         && password.len() <= 1024
         && identity.passwords.verify(user.as_ref().map(|u| u.password_hash.clone()), password).await;

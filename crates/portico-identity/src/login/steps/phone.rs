@@ -11,14 +11,18 @@ use portico_storage::StorageError;
 
 use super::{Field, retry};
 use crate::Identity;
+use crate::edge::LoginStepRequest;
 use crate::login::flow::{self, advance, to_login};
-use crate::oauth2::params::Params;
 
-pub async fn phone(identity: &Identity, mut process: LoginProcess, params: &Params) -> Result<Response, StorageError> {
-    let typed = params.one("principal").ok().flatten().map(str::trim).unwrap_or("");
+pub async fn phone(
+    identity: &Identity,
+    mut process: LoginProcess,
+    form: &LoginStepRequest,
+) -> Result<Response, StorageError> {
+    let typed = form.principal.as_deref().map(str::trim).unwrap_or("");
     let required = process.state.password_failures >= identity.settings.phone_captcha_after_failures;
     if required {
-        let token = params.one("smart-token").ok().flatten().unwrap_or("");
+        let token = form.smart_token.as_deref().unwrap_or("");
         if token.is_empty() || !identity.captcha.verify(token, None).await {
             return retry(identity, process, Field::Other, codes::CAPTCHA_REQUIRED, true).await;
         }
