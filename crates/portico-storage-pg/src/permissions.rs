@@ -20,13 +20,13 @@ const WHAT: &str = "permission model";
 #[async_trait]
 impl PermissionRepository for PgStore {
     async fn permission_revision(&self) -> Result<i64> {
-        if let Some(revision) = self.memory().and_then(NodeMemory::permission_revision) {
-            return Ok(revision);
-        }
-        sqlx::query_scalar("SELECT revision FROM permission_revision WHERE id = 1")
-            .fetch_one(&mut *self.conn().await?)
-            .await
-            .map_err(storage_error(WHAT))
+        NodeMemory::permission_revision_or(self.memory(), async {
+            sqlx::query_scalar("SELECT revision FROM permission_revision WHERE id = 1")
+                .fetch_one(&mut *self.conn().await?)
+                .await
+                .map_err(storage_error(WHAT))
+        })
+        .await
     }
 
     async fn load_permissions(&self) -> Result<PermissionModel> {

@@ -11,7 +11,7 @@ use portico_model::ids::{CodeHash, GrantId, RefreshTokenHash, SessionId, UserId}
 use portico_model::oauth::{
     AccessTokenState, AuthorizationCode, Grant, Redemption, RefreshToken, Rotation, StoredCode, StoredRefreshToken,
 };
-use portico_storage::memory::{Known, NodeMemory};
+use portico_storage::memory::NodeMemory;
 use portico_storage::{AuthorizationCodeRepository, GrantRepository, RefreshTokenRepository};
 use rusqlite::{Connection, Row, params};
 use time::OffsetDateTime;
@@ -269,36 +269,27 @@ impl GrantRepository for SqliteStore {
     }
 
     async fn access_token_state(&self, grant_id: GrantId, jti: &str) -> Result<AccessTokenState> {
-        let generation = match self.memory().map(|memory| memory.access_token_state(grant_id, jti)) {
-            Some(Known::State(state)) => return Ok(state),
-            Some(Known::Ask(generation)) => Some(generation),
-            None => None,
-        };
-        let jti = jti.to_owned();
-        let state = self
-            .db
-            .read(move |c| {
-                let state = one(
-                    c,
-                    "SELECT EXISTS (SELECT 1 FROM grants WHERE id = ?1 AND revoked_at IS NULL) AS grant_live, \
-                     EXISTS (SELECT 1 FROM revoked_access_tokens WHERE jti = ?2) AS token_revoked",
-                    params![grant_id.to_string(), jti],
-                    |row| {
-                        Ok(AccessTokenState {
-                            grant_revoked: !row.get::<_, bool>("grant_live")?,
-                            token_revoked: row.get("token_revoked")?,
-                        })
-                    },
-                )?;
-                state.ok_or_else(|| damaged("the access token state query answered no row"))
-            })
-            .await?;
-        if let (Some(memory), Some(generation)) = (self.memory(), generation)
-            && !state.grant_revoked
-        {
-            memory.grant_live(grant_id, generation);
-        }
-        Ok(state)
+        let asked = jti.to_owned();
+        NodeMemory::access_token_state_or(self.memory(), grant_id, jti, async {
+            self.db
+                .read(move |c| {
+                    let state = one(
+                        c,
+                        "SELECT EXISTS (SELECT 1 FROM grants WHERE id = ?1 AND revoked_at IS NULL) AS grant_live, \
+                         EXISTS (SELECT 1 FROM revoked_access_tokens WHERE jti = ?2) AS token_revoked",
+                        params![grant_id.to_string(), asked],
+                        |row| {
+                            Ok(AccessTokenState {
+                                grant_revoked: !row.get::<_, bool>("grant_live")?,
+                                token_revoked: row.get("token_revoked")?,
+                            })
+                        },
+                    )?;
+                    state.ok_or_else(|| damaged("the access token state query answered no row"))
+                })
+                .await
+        })
+        .await
     }
 }
 

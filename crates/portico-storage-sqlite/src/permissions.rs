@@ -99,10 +99,7 @@ fn save(conn: &Connection, model: &PermissionModel) -> Res<bool> {
 #[async_trait]
 impl PermissionRepository for SqliteStore {
     async fn permission_revision(&self) -> Result<i64> {
-        if let Some(revision) = self.memory().and_then(NodeMemory::permission_revision) {
-            return Ok(revision);
-        }
-        self.db.read(revision).await
+        NodeMemory::permission_revision_or(self.memory(), self.db.read(revision)).await
     }
 
     async fn load_permissions(&self) -> Result<PermissionModel> {

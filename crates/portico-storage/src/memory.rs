@@ -151,6 +151,49 @@ impl NodeMemory {
         if state.trusted(Instant::now()) { state.revision } else { None }
     }
 
+    /// The state of the access token `jti` of `grant_id` from `memory`
+    /// when it may answer, otherwise from `read` (the database; not run
+    /// when the memory answers), its grant remembered live for the next
+    /// time: what both backends' `access_token_state` do.
+    ///
+    /// # Errors
+    /// `read`'s.
+    pub async fn access_token_state_or<E>(
+        memory: Option<&Self>,
+        grant_id: GrantId,
+        jti: &str,
+        read: impl Future<Output = Result<AccessTokenState, E>>,
+    ) -> Result<AccessTokenState, E> {
+        let generation = match memory.map(|m| m.access_token_state(grant_id, jti)) {
+            Some(Known::State(state)) => return Ok(state),
+            Some(Known::Ask(generation)) => Some(generation),
+            None => None,
+        };
+        let state = read.await?;
+        if let (Some(memory), Some(generation)) = (memory, generation)
+            && !state.grant_revoked
+        {
+            memory.grant_live(grant_id, generation);
+        }
+        Ok(state)
+    }
+
+    /// The current permission revision from `memory` when it may answer,
+    /// otherwise from `read`: what both backends' `permission_revision` do
+    /// (the memory learns revisions from the change feed, not from reads).
+    ///
+    /// # Errors
+    /// `read`'s.
+    pub async fn permission_revision_or<E>(
+        memory: Option<&Self>,
+        read: impl Future<Output = Result<i64, E>>,
+    ) -> Result<i64, E> {
+        match memory.and_then(Self::permission_revision) {
+            Some(revision) => Ok(revision),
+            None => read.await,
+        }
+    }
+
     /// The client `id` from `memory` when it may answer, otherwise from
     /// `read` (the database; not run when the memory answers), remembered
     /// for the next time: what both backends' `find_client` do.

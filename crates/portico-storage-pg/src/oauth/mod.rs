@@ -25,7 +25,7 @@ use crate::users::{OWNER_COLUMNS, owner_from};
 use crate::{PgStore, Result, at, get};
 pub(crate) use batches::Batches;
 use batches::{FindCode, FindRefreshToken, Redeem, Rotate};
-use portico_storage::memory::{Known, NodeMemory};
+use portico_storage::memory::NodeMemory;
 
 const CODE_COLUMNS: &str = "code_hash, client_id, user_id, redirect_uri, scope, code_challenge, nonce, auth_time, \
                             created_at, expires_at, grant_id, amr, session_id";
@@ -257,30 +257,22 @@ impl GrantRepository for PgStore {
     }
 
     async fn access_token_state(&self, grant_id: GrantId, jti: &str) -> Result<AccessTokenState> {
-        let generation = match self.memory().map(|memory| memory.access_token_state(grant_id, jti)) {
-            Some(Known::State(state)) => return Ok(state),
-            Some(Known::Ask(generation)) => Some(generation),
-            None => None,
-        };
-        let row = sqlx::query(
-            "SELECT EXISTS (SELECT 1 FROM grants WHERE id = $1 AND revoked_at IS NULL) AS grant_live, \
-             EXISTS (SELECT 1 FROM revoked_access_tokens WHERE jti = $2) AS token_revoked",
-        )
-        .bind(grant_id.as_uuid())
-        .bind(jti)
-        .fetch_one(&mut *self.conn().await?)
+        NodeMemory::access_token_state_or(self.memory(), grant_id, jti, async {
+            let row = sqlx::query(
+                "SELECT EXISTS (SELECT 1 FROM grants WHERE id = $1 AND revoked_at IS NULL) AS grant_live, \
+                 EXISTS (SELECT 1 FROM revoked_access_tokens WHERE jti = $2) AS token_revoked",
+            )
+            .bind(grant_id.as_uuid())
+            .bind(jti)
+            .fetch_one(&mut *self.conn().await?)
+            .await
+            .map_err(storage_error("grant"))?;
+            Ok(AccessTokenState {
+                grant_revoked: !get::<bool>(&row, "grant_live")?,
+                token_revoked: get(&row, "token_revoked")?,
+            })
+        })
         .await
-        .map_err(storage_error("grant"))?;
-        let state = AccessTokenState {
-            grant_revoked: !get::<bool>(&row, "grant_live")?,
-            token_revoked: get(&row, "token_revoked")?,
-        };
-        if let (Some(memory), Some(generation)) = (self.memory(), generation)
-            && !state.grant_revoked
-        {
-            memory.grant_live(grant_id, generation);
-        }
-        Ok(state)
     }
 }
 
