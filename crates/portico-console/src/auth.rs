@@ -28,13 +28,13 @@
 use axum::body::Body;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use portico_crypto::jwt::TYP_ID_TOKEN;
 use portico_model::client::{Client, LocalizedText};
 use portico_storage::StorageError;
 use portico_tokens::IdClaims;
 
-use crate::page::{self, Form};
+use crate::page::{self, Form, Refusal};
 use crate::session::{LOGIN, LOGIN_LABEL, LOGIN_MAX_AGE, LoginCookie, SESSION, safe_back, see_other};
 use crate::{Console, ConsoleState};
 
@@ -72,32 +72,30 @@ pub async fn login(State(console): State<ConsoleState>, headers: HeaderMap, RawQ
 /// `GET /console/callback`: the end of a sign-in.
 pub async fn callback(State(console): State<ConsoleState>, headers: HeaderMap, RawQuery(raw): RawQuery) -> Response {
     let query = page::query(raw.as_deref());
-    let mut response = finish(&console, &headers, &query).await;
+    let mut response = finish(&console, &headers, &query).await.into_response();
     let mut cookies = console.cookies("Lax");
     cookies.clear(LOGIN);
     cookies.apply(response.headers_mut());
     response
 }
 
-async fn finish(console: &Console, headers: &HeaderMap, query: &Form) -> Response {
-    let lost = || page::refused(headers, StatusCode::BAD_REQUEST, "error.sign_in_lost");
-    let Some(started) = console.open_cookie::<LoginCookie>(headers, LOGIN, LOGIN_LABEL) else {
-        return lost();
-    };
+async fn finish(console: &Console, headers: &HeaderMap, query: &Form) -> Result<Response, Refusal> {
+    let lost = || Refusal::page(headers, StatusCode::BAD_REQUEST, "error.sign_in_lost");
+    let started = console.open_cookie::<LoginCookie>(headers, LOGIN, LOGIN_LABEL).ok_or_else(lost)?;
     let state = query.get("state").unwrap_or_default();
     if !portico_crypto::constant_time_eq(state.as_bytes(), started.state.as_bytes()) {
-        return lost();
+        return Err(lost());
     }
     if let Some(error) = query.get("error") {
         tracing::info!(error, "an operator's sign-in to the console ended without a code");
-        return page::refused(headers, StatusCode::FORBIDDEN, "error.sign_in_refused");
+        return Err(Refusal::page(headers, StatusCode::FORBIDDEN, "error.sign_in_refused"));
     }
-    let Some(code) = query.get("code") else { return lost() };
+    let code = query.get("code").ok_or_else(lost)?;
     let identity = &console.identity;
     let client = match identity.store.find_client(&console.client_id).await {
         Ok(Some(client)) => client,
-        Ok(None) => return page::refused(headers, StatusCode::SERVICE_UNAVAILABLE, "error.no_client"),
-        Err(_) => return page::unavailable(headers),
+        Ok(None) => return Err(Refusal::page(headers, StatusCode::SERVICE_UNAVAILABLE, "error.no_client")),
+        Err(_) => return Err(Refusal::unavailable(headers)),
     };
     let redirect_uri = console.redirect_uri();
     let tokens =
@@ -108,7 +106,7 @@ async fn finish(console: &Console, headers: &HeaderMap, query: &Form) -> Respons
             Err(error) => {
                 let (_, code, description) = error.parts();
                 tracing::info!(error = code, description, "a console code was refused");
-                return lost();
+                return Err(lost());
             }
         };
     let claims = match tokens.id_token.as_deref() {
@@ -122,9 +120,9 @@ async fn finish(console: &Console, headers: &HeaderMap, query: &Form) -> Respons
                 .is_some_and(|n| portico_crypto::constant_time_eq(n.as_bytes(), started.nonce.as_bytes()))
     }) else {
         tracing::warn!("a console sign-in returned an id_token that is not this sign-in's");
-        return lost();
+        return Err(lost());
     };
-    match console.operators.operator(&tokens.access_token).await {
+    Ok(match console.operators.operator(&tokens.access_token).await {
         Ok(Some(operator)) => {
             tracing::info!(actor = %operator.actor, role = operator.role.as_str(), "an operator signed in to the console");
             let mut response = see_other(&started.back);
@@ -140,8 +138,8 @@ async fn finish(console: &Console, headers: &HeaderMap, query: &Form) -> Respons
             }
             page::not_operator(headers, &sign_out_url(console))
         }
-        Err(_) => page::unavailable(headers),
-    }
+        Err(_) => return Err(Refusal::unavailable(headers)),
+    })
 }
 
 /// Portico's RP-initiated logout for the console, back to its start.

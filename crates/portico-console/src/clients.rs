@@ -11,7 +11,7 @@ use portico_admin::service::{ClientChanges, NewClient};
 use portico_model::client::Client;
 
 use crate::ConsoleState;
-use crate::page::{self, Layout, MAX_FORM, Segments, done, render};
+use crate::page::{self, Layout, MAX_FORM, Refusal, Segments, done, render};
 use crate::session::{AdminOperator, see_other};
 
 #[derive(Template)]
@@ -93,7 +93,7 @@ fn secret_page(l: Layout, client_id: String, secret: String) -> Response {
 
 /// `POST /console/clients`: registers a client; its secret (given, or
 /// generated when the field is blank) is shown once.
-pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Result<Response, Response> {
+pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Result<Response, Refusal> {
     let (form, operator) = console.read_form(&headers, body, "/console/clients/new", true, MAX_FORM).await?;
     let new = NewClient {
         client_id: form.text("client_id").unwrap_or_default(),
@@ -122,7 +122,7 @@ pub async fn update(
     headers: HeaderMap,
     Segments(id): Segments<String>,
     body: Body,
-) -> Result<Response, Response> {
+) -> Result<Response, Refusal> {
     let here = format!("/console/clients/{id}");
     let (form, operator) = console.read_form(&headers, body, &here, true, MAX_FORM).await?;
     let changes = ClientChanges {
@@ -148,7 +148,7 @@ pub async fn rotate_secret(
     headers: HeaderMap,
     Segments(id): Segments<String>,
     body: Body,
-) -> Result<Response, Response> {
+) -> Result<Response, Refusal> {
     let here = format!("/console/clients/{id}");
     let (form, operator) = console.read_form(&headers, body, &here, true, MAX_FORM).await?;
     let l = Layout::new(&headers, &operator, "clients", &here);
@@ -168,7 +168,7 @@ pub async fn delete(
     headers: HeaderMap,
     Segments(id): Segments<String>,
     body: Body,
-) -> Response {
+) -> Result<Response, Refusal> {
     let here = format!("/console/clients/{id}");
     let action = page::Action {
         admin: true,

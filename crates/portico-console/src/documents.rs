@@ -15,7 +15,7 @@ use portico_api::Problem;
 use portico_api::error::ErrorBody;
 use portico_permissions::service::{ApplyError, ApplySummary, parse_document};
 
-use crate::page::{self, Layout, done, render};
+use crate::page::{self, Layout, Refusal, done, render};
 use crate::session::AdminOperator;
 use crate::{Console, ConsoleState};
 
@@ -77,21 +77,17 @@ pub async fn permissions_document(
     State(console): State<ConsoleState>,
     headers: HeaderMap,
     _: AdminOperator,
-) -> Response {
-    match console.permissions.model().await {
-        Ok(model) => {
-            let json = serde_json::to_string_pretty(&model.to_document()).unwrap_or_default();
-            let mut response = json.into_response();
-            let headers = response.headers_mut();
-            headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-            let disposition = format!("attachment; filename=\"permission-model-{}.json\"", model.revision);
-            if let Ok(value) = HeaderValue::from_str(&disposition) {
-                headers.insert(header::CONTENT_DISPOSITION, value);
-            }
-            page::secure(response)
-        }
-        Err(_) => page::unavailable(&headers),
+) -> Result<Response, Refusal> {
+    let model = console.permissions.model().await.map_err(|_| Refusal::unavailable(&headers))?;
+    let json = serde_json::to_string_pretty(&model.to_document()).unwrap_or_default();
+    let mut response = json.into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    let disposition = format!("attachment; filename=\"permission-model-{}.json\"", model.revision);
+    if let Ok(value) = HeaderValue::from_str(&disposition) {
+        headers.insert(header::CONTENT_DISPOSITION, value);
     }
+    Ok(page::secure(response))
 }
 
 /// `POST /console/permissions`: `document` (YAML, or JSON when it starts
@@ -100,7 +96,7 @@ pub async fn apply_permissions(
     State(console): State<ConsoleState>,
     headers: HeaderMap,
     body: Body,
-) -> Result<Response, Response> {
+) -> Result<Response, Refusal> {
     let (form, operator) = console.read_form(&headers, body, "/console/permissions", true, MAX_DOCUMENT_FORM).await?;
     let l = Layout::new(&headers, &operator, "permissions", "/console/permissions");
     let text = form.get("document").unwrap_or_default().to_owned();
@@ -178,7 +174,7 @@ pub async fn load_brokerage(
     State(console): State<ConsoleState>,
     headers: HeaderMap,
     body: Body,
-) -> Result<Response, Response> {
+) -> Result<Response, Refusal> {
     let (form, operator) = console.read_form(&headers, body, "/console/brokerage", true, MAX_DOCUMENT_FORM).await?;
     let l = Layout::new(&headers, &operator, "brokerage", "/console/brokerage");
     let text = form.get("document").unwrap_or_default();

@@ -13,7 +13,7 @@ use portico_notify::deliveries::{DeliveryView, Filter};
 use portico_storage::StorageError;
 
 use crate::ConsoleState;
-use crate::page::{self, Layout, MAX_FORM, Segments, done, render};
+use crate::page::{self, Layout, MAX_FORM, Refusal, Segments, done, render};
 use crate::session::AdminOperator;
 
 /// Deliveries per page.
@@ -129,7 +129,7 @@ pub async fn resend(
     headers: HeaderMap,
     Segments((merchant, delivery)): Segments<(String, String)>,
     body: Body,
-) -> Response {
+) -> Result<Response, Refusal> {
     let here = format!("/console/merchants/{merchant}");
     let action = page::Action {
         admin: true,
@@ -168,7 +168,7 @@ pub async fn resend(
 
 /// `POST /console/merchants`: registers a merchant (`merchant_id`,
 /// `public_id`, `sbp_merchant_id`); its API key is shown once.
-pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Result<Response, Response> {
+pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Result<Response, Refusal> {
     let (form, operator) = console.read_form(&headers, body, "/console/merchants", true, MAX_FORM).await?;
     let l = Layout::new(&headers, &operator, "merchants", "/console/merchants");
     let ids = MerchantIds {
@@ -211,7 +211,7 @@ pub async fn rotate_key(
     headers: HeaderMap,
     Segments(merchant): Segments<String>,
     body: Body,
-) -> Result<Response, Response> {
+) -> Result<Response, Refusal> {
     let here = format!("/console/merchants/{merchant}");
     let (form, operator) = console.read_form(&headers, body, &here, true, MAX_FORM).await?;
     let l = Layout::new(&headers, &operator, "merchants", &here);

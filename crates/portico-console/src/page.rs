@@ -68,8 +68,13 @@ impl Layout {
 
     /// The frame of a page shown without a signed-in operator.
     pub fn anonymous(headers: &HeaderMap) -> Self {
+        Self::in_language(language(headers))
+    }
+
+    /// The frame of a page shown to nobody signed in, in `locale`.
+    pub fn in_language(locale: Locale) -> Self {
         Self {
-            t: Texts::new(language(headers)),
+            t: Texts::new(locale),
             operator: String::new(),
             role: "",
             is_admin: false,
@@ -184,7 +189,7 @@ impl Form {
     ///
     /// # Errors
     /// A 400 page for a larger or unreadable body.
-    pub async fn read(headers: &HeaderMap, body: Body) -> Result<Self, Response> {
+    pub async fn read(headers: &HeaderMap, body: Body) -> Result<Self, Refusal> {
         Self::read_up_to(headers, body, MAX_FORM).await
     }
 
@@ -192,10 +197,10 @@ impl Form {
     ///
     /// # Errors
     /// A 400 page for a larger or unreadable body.
-    pub async fn read_up_to(headers: &HeaderMap, body: Body, limit: usize) -> Result<Self, Response> {
+    pub async fn read_up_to(headers: &HeaderMap, body: Body, limit: usize) -> Result<Self, Refusal> {
         match to_bytes(body, limit).await {
             Ok(bytes) => Ok(Self(form_urlencoded::parse(&bytes).into_owned().collect())),
-            Err(_) => Err(refused(headers, StatusCode::BAD_REQUEST, "error.form")),
+            Err(_) => Err(Refusal::page(headers, StatusCode::BAD_REQUEST, "error.form")),
         }
     }
 
@@ -236,12 +241,12 @@ impl Form {
 pub struct Segments<T>(pub T);
 
 impl<S: Send + Sync, T: serde::de::DeserializeOwned + Send> axum::extract::FromRequestParts<S> for Segments<T> {
-    type Rejection = Response;
+    type Rejection = Refusal;
 
-    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self, Response> {
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self, Refusal> {
         match axum::extract::Path::<T>::from_request_parts(parts, state).await {
             Ok(axum::extract::Path(value)) => Ok(Segments(value)),
-            Err(_) => Err(refused(&parts.headers, StatusCode::NOT_FOUND, "error.not_found")),
+            Err(_) => Err(Refusal::page(&parts.headers, StatusCode::NOT_FOUND, "error.not_found")),
         }
     }
 }
@@ -291,21 +296,46 @@ struct MessagePage {
     sign_out: Option<String>,
 }
 
-/// A page saying why nothing was done: `key` names the text.
-pub fn refused(headers: &HeaderMap, status: StatusCode, key: &'static str) -> Response {
-    let l = Layout::anonymous(headers);
-    let text = l.s(key).to_owned();
-    render(
-        status,
-        &MessagePage {
-            l,
-            heading: "error.heading",
-            text,
-            problems: Vec::new(),
-            back: "/console/".into(),
-            sign_out: None,
-        },
-    )
+/// Every answer of a console page or form that is not the page asked
+/// for, in one place: the console's handlers return `Result<_, Refusal>`.
+#[derive(Debug)]
+pub enum Refusal {
+    /// No operator signed in (or no longer one): Portico's sign-in, back
+    /// to this page afterwards.
+    SignIn(String),
+    /// A page in the request's language saying why nothing was done
+    /// (`key` names its text): a bad form (400), a CSRF failure or a role
+    /// too low (403), an address naming nothing (404).
+    Page { locale: Locale, status: StatusCode, key: &'static str },
+    /// The store is unavailable: 503 with `Retry-After`.
+    Unavailable(Locale),
+}
+
+impl Refusal {
+    /// A [`Refusal::Page`] in the language `headers` ask for.
+    pub fn page(headers: &HeaderMap, status: StatusCode, key: &'static str) -> Self {
+        Self::Page { locale: language(headers), status, key }
+    }
+
+    /// A [`Refusal::Unavailable`] in the language `headers` ask for.
+    pub fn unavailable(headers: &HeaderMap) -> Self {
+        Self::Unavailable(language(headers))
+    }
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        match self {
+            Self::SignIn(back) => crate::session::sign_in(&back),
+            Self::Page { locale, status, key } => message(Layout::in_language(locale), status, key, "/console/"),
+            Self::Unavailable(locale) => {
+                let l = Layout::in_language(locale);
+                let mut response = message(l, StatusCode::SERVICE_UNAVAILABLE, "error.unavailable", "/console/");
+                response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+                response
+            }
+        }
+    }
 }
 
 /// The page for a signed-in account without an operator role, with a way
@@ -324,16 +354,9 @@ pub fn not_operator(headers: &HeaderMap, sign_out: &str) -> Response {
     render(StatusCode::FORBIDDEN, &page)
 }
 
-/// The page for a store that cannot answer: try again shortly.
-pub fn unavailable(headers: &HeaderMap) -> Response {
-    let mut response = refused(headers, StatusCode::SERVICE_UNAVAILABLE, "error.unavailable");
-    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
-    response
-}
-
 /// A console address that names nothing.
-pub async fn not_found(headers: HeaderMap) -> Response {
-    refused(&headers, StatusCode::NOT_FOUND, "error.not_found")
+pub async fn not_found(headers: HeaderMap) -> Refusal {
+    Refusal::page(&headers, StatusCode::NOT_FOUND, "error.not_found")
 }
 
 /// What the admin service refused, said on a page of the operator's
@@ -381,23 +404,18 @@ pub fn message(l: Layout, status: StatusCode, key: &'static str, back: &str) -> 
 
 /// `POST /console/locale`: the language switch (`locale`, `back`). Sets
 /// `svc.locale`, which the login pages read too, and returns to `back`.
-pub async fn locale(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Response {
-    let form = match Form::read(&headers, body).await {
-        Ok(form) => form,
-        Err(response) => return response,
-    };
+pub async fn locale(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Result<Response, Refusal> {
+    let form = Form::read(&headers, body).await?;
     let back = safe_back(form.get("back").unwrap_or_default());
-    if let Err(response) = console.form_operator(&headers, &form, &back).await {
-        return response;
-    }
+    console.form_operator(&headers, &form, &back).await?;
     let Some(locale) = form.get("locale").and_then(Locale::parse) else {
-        return refused(&headers, StatusCode::BAD_REQUEST, "error.form");
+        return Err(Refusal::page(&headers, StatusCode::BAD_REQUEST, "error.form"));
     };
     let mut response = see_other(&back);
     let mut cookies = portico_identity::cookies::SetCookies::new(console.identity.settings.secure_cookies);
     cookies.set(portico_identity::cookies::LOCALE, locale.as_str(), Some(365 * 24 * 3600));
     cookies.apply(response.headers_mut());
-    response
+    Ok(response)
 }
 
 /// A page's address: `path`, with its query when there is one.
@@ -455,20 +473,17 @@ pub async fn confirmed(
     action: Action,
     subject: impl AsyncFnOnce() -> Result<String, portico_admin::ServiceError>,
     run: impl AsyncFnOnce(&Operator, &Form) -> Result<String, portico_admin::ServiceError>,
-) -> Response {
-    let (form, operator) = match console.read_form(headers, body, &action.here, action.admin, MAX_FORM).await {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
+) -> Result<Response, Refusal> {
+    let (form, operator) = console.read_form(headers, body, &action.here, action.admin, MAX_FORM).await?;
     let l = Layout::new(headers, &operator, action.section, &action.here);
     if !form.confirmed() {
-        return match subject().await {
+        return Ok(match subject().await {
             Ok(subject) => confirm(l, &form, action.question, subject, &action.path, action.button),
             Err(error) => service_error(l, error, &action.here),
-        };
+        });
     }
-    match run(&operator, &form).await {
+    Ok(match run(&operator, &form).await {
         Ok(next) => see_other(&next),
         Err(error) => service_error(l, error, &action.here),
-    }
+    })
 }

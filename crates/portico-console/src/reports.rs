@@ -12,7 +12,7 @@ use portico_reports::admin::RetryError;
 use portico_storage::ReportTaskFilter;
 
 use crate::ConsoleState;
-use crate::page::{self, Layout, Segments, done, render};
+use crate::page::{self, Layout, Refusal, Segments, done, render};
 use crate::session::AdminOperator;
 
 /// Tasks per page.
@@ -83,7 +83,7 @@ pub async fn retry(
     headers: HeaderMap,
     Segments(id): Segments<String>,
     body: Body,
-) -> Response {
+) -> Result<Response, Refusal> {
     let action = page::Action {
         admin: true,
         section: "reports",

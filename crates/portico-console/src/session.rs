@@ -29,7 +29,7 @@ use portico_identity::cookies::SetCookies;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::page::{self, Form};
+use crate::page::{Form, Refusal};
 use crate::{Console, ConsoleState};
 
 pub const SESSION: &str = "svc.console";
@@ -114,18 +114,18 @@ impl Console {
     /// redirect through Portico's login, back to `back` afterwards.
     ///
     /// # Errors
-    /// The response to send instead: that redirect, or a page saying the
+    /// The refusal to answer instead: that redirect, or a page saying the
     /// store is unavailable.
-    pub async fn operator(&self, headers: &HeaderMap, back: &str) -> Result<Operator, Response> {
+    pub async fn operator(&self, headers: &HeaderMap, back: &str) -> Result<Operator, Refusal> {
         let Some(cookie) = self.open_cookie::<SessionCookie>(headers, SESSION, SESSION_LABEL) else {
-            return Err(sign_in(back));
+            return Err(Refusal::SignIn(back.to_owned()));
         };
         match self.operators.operator(&cookie.token).await {
             Ok(Some(admin)) => Ok(Operator { admin, csrf: cookie.csrf, token: cookie.token }),
-            Ok(None) => Err(sign_in(back)),
+            Ok(None) => Err(Refusal::SignIn(back.to_owned())),
             Err(error) => {
                 tracing::warn!(status = error.status().as_u16(), "the console could not check an operator");
-                Err(page::unavailable(headers))
+                Err(Refusal::unavailable(headers))
             }
         }
     }
@@ -137,13 +137,13 @@ impl Console {
     ///
     /// # Errors
     /// As [`Console::operator`]; a 403 page for a form without the token.
-    pub async fn form_operator(&self, headers: &HeaderMap, form: &Form, page: &str) -> Result<Operator, Response> {
+    pub async fn form_operator(&self, headers: &HeaderMap, form: &Form, page: &str) -> Result<Operator, Refusal> {
         let operator = self.operator(headers, page).await?;
         let sent = form.get("_csrf").unwrap_or_default();
         if portico_crypto::constant_time_eq(sent.as_bytes(), operator.csrf.as_bytes()) {
             Ok(operator)
         } else {
-            Err(page::refused(headers, StatusCode::FORBIDDEN, "error.csrf"))
+            Err(Refusal::page(headers, StatusCode::FORBIDDEN, "error.csrf"))
         }
     }
 }
@@ -157,9 +157,9 @@ fn requested_page(parts: &Parts) -> &str {
 /// the answer is the sign-in, back to the page asked for), the role read
 /// afresh.
 impl FromRequestParts<ConsoleState> for Operator {
-    type Rejection = Response;
+    type Rejection = Refusal;
 
-    async fn from_request_parts(parts: &mut Parts, console: &ConsoleState) -> Result<Self, Response> {
+    async fn from_request_parts(parts: &mut Parts, console: &ConsoleState) -> Result<Self, Refusal> {
         console.operator(&parts.headers, requested_page(parts)).await
     }
 }
@@ -169,9 +169,9 @@ impl FromRequestParts<ConsoleState> for Operator {
 pub struct AdminOperator(pub Operator);
 
 impl FromRequestParts<ConsoleState> for AdminOperator {
-    type Rejection = Response;
+    type Rejection = Refusal;
 
-    async fn from_request_parts(parts: &mut Parts, console: &ConsoleState) -> Result<Self, Response> {
+    async fn from_request_parts(parts: &mut Parts, console: &ConsoleState) -> Result<Self, Refusal> {
         console.admin_operator(&parts.headers, requested_page(parts)).await.map(Self)
     }
 }
@@ -181,7 +181,7 @@ impl Console {
     ///
     /// # Errors
     /// As [`Console::operator`]; a 403 page for support.
-    pub async fn admin_operator(&self, headers: &HeaderMap, back: &str) -> Result<Operator, Response> {
+    pub async fn admin_operator(&self, headers: &HeaderMap, back: &str) -> Result<Operator, Refusal> {
         let operator = self.operator(headers, back).await?;
         require_admin(headers, operator)
     }
@@ -190,7 +190,7 @@ impl Console {
     /// signed in, the form's CSRF token theirs, and an admin when `admin`.
     ///
     /// # Errors
-    /// The page to answer instead: an unreadable form, a sign-in, a 403.
+    /// The refusal to answer instead: an unreadable form, a sign-in, a 403.
     pub async fn read_form(
         &self,
         headers: &HeaderMap,
@@ -198,7 +198,7 @@ impl Console {
         page: &str,
         admin: bool,
         limit: usize,
-    ) -> Result<(Form, Operator), Response> {
+    ) -> Result<(Form, Operator), Refusal> {
         let form = Form::read_up_to(headers, body, limit).await?;
         let operator = self.form_operator(headers, &form, page).await?;
         let operator = if admin { require_admin(headers, operator)? } else { operator };
@@ -210,11 +210,11 @@ impl Console {
 ///
 /// # Errors
 /// A 403 page naming the role needed.
-pub fn require_admin(headers: &HeaderMap, operator: Operator) -> Result<Operator, Response> {
+pub fn require_admin(headers: &HeaderMap, operator: Operator) -> Result<Operator, Refusal> {
     if operator.is_admin() {
         Ok(operator)
     } else {
-        Err(page::refused(headers, StatusCode::FORBIDDEN, "error.admin_only"))
+        Err(Refusal::page(headers, StatusCode::FORBIDDEN, "error.admin_only"))
     }
 }
 

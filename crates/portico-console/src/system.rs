@@ -12,7 +12,7 @@ use portico_storage::{AuditEntry, AuditQuery};
 use time::{Date, OffsetDateTime, Time};
 
 use crate::ConsoleState;
-use crate::page::{self, Layout, done, render};
+use crate::page::{self, Layout, Refusal, done, render};
 use crate::session::{AdminOperator, Operator};
 
 /// Audit events per page.
@@ -42,7 +42,11 @@ pub async fn keys(
 
 /// `POST /console/keys/rotate`: a new active signing key; the old one
 /// stays published until its tokens expire.
-pub async fn rotate_key(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Response {
+pub async fn rotate_key(
+    State(console): State<ConsoleState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, Refusal> {
     let action = page::Action {
         admin: true,
         section: "keys",

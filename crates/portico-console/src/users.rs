@@ -17,7 +17,7 @@ use portico_storage::{TextMatch, UserQuery};
 use uuid::Uuid;
 
 use crate::ConsoleState;
-use crate::page::{self, Form, Layout, MAX_FORM, Segments, done, render};
+use crate::page::{self, Form, Layout, MAX_FORM, Refusal, Segments, done, render};
 use crate::session::{AdminOperator, Operator, see_other};
 
 /// Users per page.
@@ -195,7 +195,7 @@ pub async fn new_form(headers: HeaderMap, AdminOperator(operator): AdminOperator
 }
 
 /// `POST /console/users` (admin): a new user.
-pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Result<Response, Response> {
+pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Result<Response, Refusal> {
     let (form, operator) = console.read_form(&headers, body, "/console/users/new", true, MAX_FORM).await?;
     let new = NewUser {
         login: form.text("login").unwrap_or_default(),
@@ -222,7 +222,7 @@ pub async fn update(
     headers: HeaderMap,
     Segments(id): Segments<String>,
     body: Body,
-) -> Result<Response, Response> {
+) -> Result<Response, Refusal> {
     let here = format!("/console/users/{id}");
     let (form, operator) = console.read_form(&headers, body, &here, true, MAX_FORM).await?;
     let l = Layout::new(&headers, &operator, "users", &here);
@@ -248,7 +248,7 @@ pub async fn set_password(
     headers: HeaderMap,
     Segments(id): Segments<String>,
     body: Body,
-) -> Result<Response, Response> {
+) -> Result<Response, Refusal> {
     let here = format!("/console/users/{id}");
     let (form, operator) = console.read_form(&headers, body, &here, true, MAX_FORM).await?;
     let l = Layout::new(&headers, &operator, "users", &here);
@@ -272,7 +272,7 @@ async fn user_action(
     body: Body,
     Ask { admin, question, button, path }: Ask,
     run: impl AsyncFnOnce(&Operator, UserId, &Form) -> Result<&'static str, ServiceError>,
-) -> Response {
+) -> Result<Response, Refusal> {
     let here = format!("/console/users/{id}");
     let user = user_id(id);
     let missing = || ServiceError::NotFound("user_not_found", format!("there is no user {id:?}"));
@@ -312,7 +312,7 @@ pub async fn block(
     headers: HeaderMap,
     Segments(id): Segments<String>,
     body: Body,
-) -> Response {
+) -> Result<Response, Refusal> {
     let what = Ask {
         admin: false,
         question: "confirm.block",
@@ -331,7 +331,7 @@ pub async fn unblock(
     headers: HeaderMap,
     Segments(id): Segments<String>,
     body: Body,
-) -> Response {
+) -> Result<Response, Refusal> {
     let what = Ask {
         admin: false,
         question: "confirm.unblock",
@@ -351,7 +351,7 @@ pub async fn delete(
     headers: HeaderMap,
     Segments(id): Segments<String>,
     body: Body,
-) -> Response {
+) -> Result<Response, Refusal> {
     let what = Ask {
         admin: true,
         question: "confirm.delete_user",
@@ -371,7 +371,7 @@ pub async fn set_role(
     headers: HeaderMap,
     Segments(id): Segments<String>,
     body: Body,
-) -> Response {
+) -> Result<Response, Refusal> {
     let what = Ask {
         admin: true,
         question: "confirm.role",
@@ -396,7 +396,7 @@ pub async fn end_session(
     headers: HeaderMap,
     Segments((id, sid)): Segments<(String, String)>,
     body: Body,
-) -> Response {
+) -> Result<Response, Refusal> {
     let what = Ask {
         admin: false,
         question: "confirm.end_session",
@@ -418,7 +418,7 @@ pub async fn revoke_grant(
     headers: HeaderMap,
     Segments((id, grant)): Segments<(String, String)>,
     body: Body,
-) -> Response {
+) -> Result<Response, Refusal> {
     let what = Ask {
         admin: false,
         question: "confirm.revoke_grant",
