@@ -193,14 +193,11 @@ pub struct LoginState {
     pub device_id: Option<String>,
     /// Errors to show on the next page view; cleared once shown.
     pub errors: Option<LoginFormErrors>,
-    /// Set when every step is done; the authorize endpoint then issues the
-    /// code from [`LoginState::outcome`].
-    #[serde(with = "time::serde::timestamp::option", default)]
-    pub completed_at: Option<OffsetDateTime>,
-    /// What the completed process decided: who, under which session, and
-    /// the scope the code carries.
-    #[serde(default)]
-    pub outcome: Option<LoginOutcome>,
+    /// Where the process is: at [`LoginState::step`], completed with its
+    /// outcome, or ended in an error. Stored as the fields `completed_at`,
+    /// `outcome` and `ended`, as every release has stored them.
+    #[serde(flatten)]
+    pub stage: Stage,
     /// The steps passed so far, in order.
     #[serde(default)]
     pub passed: Vec<StepType>,
@@ -246,15 +243,66 @@ pub struct LoginState {
     /// for as long as the process lives.
     #[serde(default)]
     pub error_page: Option<serde_json::Value>,
-    /// The process ended in an error: it is never continued, only shown on
-    /// the error page, switched in language, or restarted.
-    #[serde(default)]
-    pub ended: bool,
     /// The single sign-on session the code is issued under: the one the
     /// completed login opened, or the live one a consent-only process
     /// started from.
     #[serde(default)]
     pub session_id: Option<SessionId>,
+}
+
+/// Where a login process is. Its transitions are [`LoginState::complete`]
+/// and [`LoginState::end`]; a restart ([`LoginState::restarted`]) is a new
+/// process in progress.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Stage {
+    /// At its current step ([`LoginState::step`]), waiting for the user.
+    #[default]
+    InProgress,
+    /// Every step passed at `at`; the authorize endpoint issues the code
+    /// from `outcome`, once.
+    Completed { at: OffsetDateTime, outcome: LoginOutcome },
+    /// Ended in an error: never continued, only shown on the error page,
+    /// switched in language, or restarted.
+    Ended,
+}
+
+/// The stored fields of a [`Stage`].
+#[derive(Serialize, Deserialize)]
+struct StageFields {
+    #[serde(with = "time::serde::timestamp::option", default)]
+    completed_at: Option<OffsetDateTime>,
+    #[serde(default)]
+    outcome: Option<LoginOutcome>,
+    #[serde(default)]
+    ended: bool,
+}
+
+impl Serialize for Stage {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let fields = match self {
+            Self::InProgress => StageFields { completed_at: None, outcome: None, ended: false },
+            Self::Completed { at, outcome } => {
+                StageFields { completed_at: Some(*at), outcome: Some(outcome.clone()), ended: false }
+            }
+            Self::Ended => StageFields { completed_at: None, outcome: None, ended: true },
+        };
+        fields.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Stage {
+    /// An ended process stays ended whatever else it holds; a process a
+    /// release before outcomes completed (a time, no outcome) has nothing
+    /// to issue a code from, so it ends cleanly.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let fields = StageFields::deserialize(deserializer)?;
+        Ok(match fields {
+            StageFields { ended: true, .. } => Self::Ended,
+            StageFields { completed_at: Some(at), outcome: Some(outcome), .. } => Self::Completed { at, outcome },
+            StageFields { completed_at: Some(_), outcome: None, .. } => Self::Ended,
+            StageFields { completed_at: None, .. } => Self::InProgress,
+        })
+    }
 }
 
 /// The authorization request a login process serves, as the authorize
@@ -324,7 +372,7 @@ impl LoginState {
             locale: None,
             device_id: None,
             errors: None,
-            completed_at: None,
+            stage: Stage::InProgress,
             passed: Vec::new(),
             otp: None,
             codes_sent: 0,
@@ -338,9 +386,7 @@ impl LoginState {
             consent_choice: None,
             force_consent: false,
             error_page: None,
-            ended: false,
             session_id: None,
-            outcome: None,
         }
     }
 
@@ -359,8 +405,43 @@ impl LoginState {
         state
     }
 
+    /// Whether every step is passed (the authorize endpoint issues the code).
     pub fn is_complete(&self) -> bool {
-        self.completed_at.is_some()
+        matches!(self.stage, Stage::Completed { .. })
+    }
+
+    /// Whether the process ended in an error.
+    pub fn is_ended(&self) -> bool {
+        self.stage == Stage::Ended
+    }
+
+    /// Whether the user may still act on the process's steps.
+    pub fn in_progress(&self) -> bool {
+        self.stage == Stage::InProgress
+    }
+
+    /// Every step is passed at `now`: the authorize endpoint issues the
+    /// code from `outcome`. The current step's code is forgotten.
+    pub fn complete(&mut self, outcome: LoginOutcome, now: OffsetDateTime) {
+        self.stage = Stage::Completed { at: now, outcome };
+        self.otp = None;
+    }
+
+    /// The process ends in an error: it is never continued again.
+    pub fn end(&mut self) {
+        self.stage = Stage::Ended;
+    }
+
+    /// The outcome of a completed process, taken out of it (the code is
+    /// issued from it once).
+    pub fn take_outcome(&mut self) -> Option<LoginOutcome> {
+        match std::mem::replace(&mut self.stage, Stage::InProgress) {
+            Stage::Completed { outcome, .. } => Some(outcome),
+            other => {
+                self.stage = other;
+                None
+            }
+        }
     }
 
     pub fn has_passed(&self, step: StepType) -> bool {
@@ -422,14 +503,56 @@ mod tests {
             response_mode: crate::oauth::ResponseMode::FormPost,
         };
         let mut state = LoginState::start("c".into(), request, "x".into(), AuthMethod::Password);
-        state.completed_at = Some(OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap());
-        state.outcome = Some(LoginOutcome {
+        let in_progress = serde_json::to_string(&state).unwrap();
+        assert_eq!(serde_json::from_str::<LoginState>(&in_progress).unwrap(), state);
+        let outcome = LoginOutcome {
             user_id: UserId::from(uuid::Uuid::nil()),
             session_id: SessionId::random(),
             scope: "openid".into(),
-        });
+        };
+        state.complete(outcome.clone(), OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap());
         let json = serde_json::to_string(&state).unwrap();
         assert!(json.contains("\"username-password\""));
+        assert!(json.contains("\"completed_at\":1700000000") && json.contains("\"ended\":false"), "{json}");
         assert_eq!(serde_json::from_str::<LoginState>(&json).unwrap(), state);
+        assert_eq!(state.clone().take_outcome(), Some(outcome));
+        state.end();
+        assert!(serde_json::to_string(&state).unwrap().contains("\"ended\":true"));
+        assert!(serde_json::from_str::<LoginState>(&serde_json::to_string(&state).unwrap()).unwrap().is_ended());
+    }
+
+    #[test]
+    fn stages_stored_by_earlier_releases_load() {
+        let state = LoginState::start("c".into(), pending(), "x".into(), AuthMethod::Password);
+        let mut stored = serde_json::to_value(&state).unwrap();
+        let fields = stored.as_object_mut().unwrap();
+        for name in ["completed_at", "outcome", "ended"] {
+            fields.remove(name);
+        }
+        let loaded: LoginState = serde_json::from_value(stored.clone()).unwrap();
+        assert!(loaded.in_progress(), "none of the fields: in progress");
+        stored["completed_at"] = 1_700_000_000.into();
+        let loaded: LoginState = serde_json::from_value(stored.clone()).unwrap();
+        assert!(loaded.is_ended(), "completed without an outcome: nothing to issue a code from, so ended");
+        stored["ended"] = true.into();
+        stored["outcome"] =
+            serde_json::json!({"user_id": uuid::Uuid::nil(), "session_id": uuid::Uuid::nil(), "scope": "openid"});
+        let loaded: LoginState = serde_json::from_value(stored).unwrap();
+        assert!(loaded.is_ended(), "ended wins over an outcome");
+    }
+
+    fn pending() -> PendingAuthorization {
+        PendingAuthorization {
+            redirect_uri: "https://rp.example/cb".into(),
+            scope: vec!["openid".into()],
+            state: "s".into(),
+            code_challenge: "c".repeat(43),
+            nonce: None,
+            prompt: None,
+            max_age: None,
+            ui_locale: None,
+            login_hint: None,
+            response_mode: crate::oauth::ResponseMode::Query,
+        }
     }
 }

@@ -96,7 +96,9 @@ async fn keep_on_process(identity: &Identity, process: &LoginProcess, details: &
         let mut current = process.clone();
         for _ in 0..KEEP_ROUNDS {
             current.state.error_page = Some(value.clone());
-            current.state.ended |= ends;
+            if ends {
+                current.state.end();
+            }
             if identity.store.update_login_process(&current).await? {
                 return Ok(());
             }

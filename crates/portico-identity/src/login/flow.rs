@@ -192,15 +192,13 @@ async fn complete(
     user: &User,
     now: OffsetDateTime,
 ) -> Result<Response, StorageError> {
-    process.state.completed_at = Some(now);
-    process.state.otp = None;
     // A consent-only process continues the session it started from; a
     // login opens a new one, named on the process so that the code is
     // issued under it.
     let opens = process.state.session_id.is_none();
     let session_id = *process.state.session_id.get_or_insert_with(SessionId::random);
     let scope = consent::granted_scope(&requested_scope(&process.state), process.state.granted_groups.as_deref());
-    process.state.outcome = Some(LoginOutcome { user_id: user.id, session_id, scope });
+    process.state.complete(LoginOutcome { user_id: user.id, session_id, scope }, now);
     let state = &process.state;
     let opened = opens.then(|| {
         let amr = state.amr().into_iter().map(str::to_owned).collect();

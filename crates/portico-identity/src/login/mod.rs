@@ -201,7 +201,7 @@ async fn current_process(
             .store
             .find_login_process(id, now)
             .await?
-            .filter(|p| !p.state.ended && p.state.request.is_some())),
+            .filter(|p| !p.state.is_ended() && p.state.request.is_some())),
         None => Ok(None),
     }
 }

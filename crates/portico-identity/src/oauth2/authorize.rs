@@ -219,10 +219,10 @@ async fn completed_login(
     };
     let state = &process.state;
     let same_request = state.client_id == request.client.client_id && state.request == Some(request.pending());
-    if state.ended || !state.is_complete() || !same_request {
+    if !same_request {
         return Ok(None);
     }
-    Ok(process.state.outcome.take().map(|outcome| (process, outcome)))
+    Ok(process.state.take_outcome().map(|outcome| (process, outcome)))
 }
 
 async fn validate(identity: &Identity, params: &Form) -> Result<AuthorizeRequest, Rejection> {

@@ -133,7 +133,7 @@ pub async fn submit(
             Round::Lost => {
                 tokio::task::yield_now().await;
                 match identity.store.find_login_process(id, identity.clock.now()).await? {
-                    Some(again) if again.state.step == step && !again.state.is_complete() && !again.state.ended => {
+                    Some(again) if again.state.step == step && again.state.in_progress() => {
                         process = again;
                     }
                     // Moved on or gone: the page shows where it is now.
