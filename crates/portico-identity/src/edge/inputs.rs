@@ -2,9 +2,10 @@
 //! cookies. The login pages' forms are the types their handlers read,
 //! through the one deserializer ([`portico_model::form`]); the token and
 //! revoke forms are assembled from the types their handlers read
-//! ([`crate::oauth2::forms`]). Authorize and logout read their parameters
-//! one at a time in the order their contracts check them
-//! ([`Form::one`], the same rules), so their queries here describe them.
+//! ([`crate::oauth2::forms`]). Authorize reads its parameters one at a
+//! time in the order its contract checks them
+//! ([`Form::one`], the same rules), so the authorize query here describes
+//! it; logout reads [`LogoutForm`] whole.
 
 use portico_model::form::Form;
 use serde::Deserialize;
@@ -118,48 +119,38 @@ pub struct AuthorizeQuery {
     login_hint: Option<String>,
 }
 
-/// The parameters of RP-initiated logout (`GET /oauth2/logout`).
-#[derive(IntoParams)]
+/// The parameters of RP-initiated logout: the query of `GET
+/// /oauth2/logout` and the form of `POST`, read by the one strict reader
+/// (each at most once, no NUL, empty is absent) before anything they name
+/// is looked at.
+#[derive(Debug, Default, Deserialize, IntoParams, ToSchema)]
 #[into_params(parameter_in = Query)]
-#[allow(dead_code)]
-pub struct LogoutQuery {
+pub struct LogoutForm {
     /// An id_token Portico issued to the client (expired ones count): names
     /// the user, the client and the session to end.
     #[param(value_type = String, required = false)]
-    id_token_hint: Option<String>,
+    #[schema(nullable = false)]
+    pub id_token_hint: Option<String>,
     /// The client asking; must be the hint's `aud` when both are given.
     #[param(value_type = String, required = false, example = "demo-app")]
-    client_id: Option<String>,
+    #[schema(nullable = false)]
+    pub client_id: Option<String>,
     /// One of the client's registered post-logout addresses, exactly.
     #[param(value_type = String, required = false)]
-    post_logout_redirect_uri: Option<String>,
+    #[schema(nullable = false)]
+    pub post_logout_redirect_uri: Option<String>,
     /// Returned unchanged with the redirect.
     #[param(value_type = String, required = false)]
-    state: Option<String>,
+    #[schema(nullable = false)]
+    pub state: Option<String>,
     /// Languages for the signed-out page, preferred first (`ru`, `en`).
     #[param(value_type = String, required = false, example = "en")]
-    ui_locales: Option<String>,
+    #[schema(nullable = false)]
+    pub ui_locales: Option<String>,
     /// Accepted and not needed: a browser has one account.
     #[param(value_type = String, required = false)]
-    logout_hint: Option<String>,
-}
-
-/// The form of `POST /oauth2/logout`: the parameters of `GET`.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct LogoutForm {
     #[schema(nullable = false)]
-    id_token_hint: Option<String>,
-    #[schema(nullable = false)]
-    client_id: Option<String>,
-    #[schema(nullable = false)]
-    post_logout_redirect_uri: Option<String>,
-    #[schema(nullable = false)]
-    state: Option<String>,
-    #[schema(nullable = false)]
-    ui_locales: Option<String>,
-    #[schema(nullable = false)]
-    logout_hint: Option<String>,
+    pub logout_hint: Option<String>,
 }
 
 /// `TokenRequestDTO`: the form of `POST /oauth2/token`, one shape per grant

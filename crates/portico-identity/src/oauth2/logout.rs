@@ -4,8 +4,10 @@
 //! Parameters (the query, or a form body): `id_token_hint`, `client_id`,
 //! `post_logout_redirect_uri`, `state`, `ui_locales`; `logout_hint` is
 //! accepted and not needed (one account per browser). Each of these ends
-//! nothing and answers 400 with a page in the user's language saying why:
-//! - a repeated parameter, or one with a NUL character;
+//! nothing and answers 400 with a page in the user's language saying why,
+//! checked in this order:
+//! - a repeated parameter, or one with a NUL character (any of them, before
+//!   anything a parameter names is looked at);
 //! - an `id_token_hint` that is not an id_token Portico issued (signature by
 //!   one of its keys, `typ`, `iss`); its expiry is not checked, since the
 //!   relying party may hold an expired one for the session it ends (§2);
@@ -37,6 +39,7 @@ use portico_storage::StorageError;
 
 use super::MAX_FORM_BODY;
 use crate::cookies::{self, SetCookies};
+use crate::edge::LogoutForm;
 use crate::http::{redirect, with_query};
 use crate::login::error_page::{LoggedOutPage, server_error};
 use crate::login::session;
@@ -101,7 +104,7 @@ struct LogoutRequest {
     path = "/oauth2/logout",
     operation_id = "logout",
     tag = "oauth2",
-    params(crate::edge::LogoutQuery),
+    params(crate::edge::LogoutForm),
     responses(
         (status = 200, description = "Signed out; no `post_logout_redirect_uri`: the signed-out page.",
          content_type = "text/html", body = String,
@@ -165,7 +168,9 @@ async fn answer(
     let request = match validate(identity, &params).await {
         Ok(request) => request,
         Err(Failure::Refused(refusal)) => {
-            return refuse(refusal, params.one("ui_locales").ok().flatten().and_then(Locale::from_ui_locales));
+            // The page's language even from a request refused as a whole.
+            let ui_locales = params.read_lenient::<LogoutForm>().ok().and_then(|form| form.ui_locales);
+            return refuse(refusal, ui_locales.as_deref().and_then(Locale::from_ui_locales));
         }
         Err(Failure::Storage(error)) => return server_error(error),
     };
@@ -190,7 +195,8 @@ async fn answer(
 }
 
 async fn validate(identity: &Identity, params: &Form) -> Result<LogoutRequest, Failure> {
-    let hint = match params.one("id_token_hint")? {
+    let form: LogoutForm = params.read()?;
+    let hint = match &form.id_token_hint {
         None => None,
         Some(token) => match identity.tokens.verify_issued::<IdClaims>(token, TYP_ID_TOKEN).await {
             Ok(claims) => Some(claims),
@@ -198,7 +204,7 @@ async fn validate(identity: &Identity, params: &Form) -> Result<LogoutRequest, F
             Err(AccessTokenError::Unavailable(error)) => return Err(error.into()),
         },
     };
-    let client_id = match (params.one("client_id")?, &hint) {
+    let client_id = match (form.client_id.as_deref(), &hint) {
         (Some(id), Some(hint)) if id != hint.aud => return Err(Refusal::Client.into()),
         (Some(id), _) => Some(id),
         (None, Some(hint)) => Some(hint.aud.as_str()),
@@ -208,22 +214,20 @@ async fn validate(identity: &Identity, params: &Form) -> Result<LogoutRequest, F
         None => None,
         Some(id) => Some(identity.store.find_client(&ClientId::new(id)).await?.ok_or(Refusal::Client)?),
     };
-    let state = params.one("state")?;
-    let return_to = match params.one("post_logout_redirect_uri")? {
+    let return_to = match &form.post_logout_redirect_uri {
         None => None,
         Some(uri) => {
             let client = client.as_ref().ok_or(Refusal::Redirect)?;
             if !client.has_post_logout_redirect_uri(uri) {
                 return Err(Refusal::Redirect.into());
             }
-            Some(match state {
+            Some(match &form.state {
                 Some(state) => with_query(uri, &[("state", state)]),
-                None => uri.to_owned(),
+                None => uri.clone(),
             })
         }
     };
-    params.one("logout_hint")?;
-    let locale = params.one("ui_locales")?.and_then(Locale::from_ui_locales);
+    let locale = form.ui_locales.as_deref().and_then(Locale::from_ui_locales);
     Ok(LogoutRequest { hint, return_to, locale })
 }
 

@@ -266,6 +266,11 @@ async fn refused_logouts_end_nothing_redirect_nowhere_and_say_why() {
             ),
             ("a repeated parameter", vec![("state", "a"), ("state", "b")], "malformed"),
             ("a NUL character", vec![("client_id", "demo\0")], "malformed"),
+            (
+                "a repeated parameter beside a forged hint: the form first",
+                vec![("id_token_hint", &forged), ("state", "a"), ("state", "b")],
+                "malformed",
+            ),
         ];
         for (case, mut query, says) in cases {
             query.push(("ui_locales", "en"));
