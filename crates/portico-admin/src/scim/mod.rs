@@ -68,39 +68,72 @@ pub fn router(state: ScimState) -> Router {
         .with_state(state)
 }
 
-/// An RFC 7644 §3.12 error.
-pub struct ScimError {
-    status: StatusCode,
-    scim_type: Option<&'static str>,
-    detail: String,
+/// An RFC 7644 §3.12 error: one variant per kind of refusal, each with
+/// its `detail`.
+#[derive(Debug)]
+pub enum ScimError {
+    /// 400 with its `scimType` (`invalidSyntax`, `invalidValue`,
+    /// `invalidFilter`, `tooMany`, ...).
+    BadRequest(&'static str, String),
+    /// 400 `invalidValue`: the user the document describes breaks a rule.
+    Invalid(String),
+    /// 401, with a `Bearer` challenge.
+    Unauthorized(&'static str),
+    /// 403.
+    Forbidden(String),
+    /// 404: no such user, schema, resource type or endpoint (or SCIM is off).
+    NotFound(String),
+    /// 409 `uniqueness`.
+    Conflict(String),
+    /// 413: the body is over the size limit, or 400: it could not be read.
+    Unread(StatusCode, String),
+    /// 415 `invalidSyntax`: not JSON's media type.
+    UnsupportedMediaType,
+    /// 503 with `Retry-After`, or 500: the store failed (the cause logged).
+    Store(StatusCode, String),
 }
 
 impl ScimError {
-    fn new(status: StatusCode, scim_type: Option<&'static str>, detail: impl Into<String>) -> Self {
-        Self { status, scim_type, detail: detail.into() }
+    fn not_found(id: &str) -> Self {
+        Self::NotFound(format!("there is no user {id}"))
     }
 
-    fn not_found(id: &str) -> Self {
-        Self::new(StatusCode::NOT_FOUND, None, format!("there is no user {id}"))
+    /// The status, `scimType` and `detail` of the answer.
+    fn parts(self) -> (StatusCode, Option<&'static str>, String) {
+        match self {
+            Self::BadRequest(scim_type, detail) => (StatusCode::BAD_REQUEST, Some(scim_type), detail),
+            Self::Invalid(detail) => (StatusCode::BAD_REQUEST, Some("invalidValue"), detail),
+            Self::Unauthorized(detail) => (StatusCode::UNAUTHORIZED, None, detail.to_owned()),
+            Self::Forbidden(detail) => (StatusCode::FORBIDDEN, None, detail),
+            Self::NotFound(detail) => (StatusCode::NOT_FOUND, None, detail),
+            Self::Conflict(detail) => (StatusCode::CONFLICT, Some("uniqueness"), detail),
+            Self::Unread(status, detail) => (status, None, detail),
+            Self::UnsupportedMediaType => (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                Some("invalidSyntax"),
+                "send the body as application/scim+json".to_owned(),
+            ),
+            Self::Store(status, detail) => (status, None, detail),
+        }
     }
 }
 
 impl From<Refusal> for ScimError {
     fn from(refusal: Refusal) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, Some(refusal.scim_type), refusal.detail)
+        Self::BadRequest(refusal.scim_type, refusal.detail)
     }
 }
 
 impl From<ServiceError> for ScimError {
     fn from(error: ServiceError) -> Self {
         match error {
-            ServiceError::Invalid(_) => Self::new(StatusCode::BAD_REQUEST, Some("invalidValue"), error.to_string()),
-            ServiceError::NotFound(_, detail) => Self::new(StatusCode::NOT_FOUND, None, detail),
-            ServiceError::Conflict(_, detail) => Self::new(StatusCode::CONFLICT, Some("uniqueness"), detail),
-            ServiceError::Forbidden(detail) => Self::new(StatusCode::FORBIDDEN, None, detail),
+            ServiceError::Invalid(_) => Self::Invalid(error.to_string()),
+            ServiceError::NotFound(_, detail) => Self::NotFound(detail),
+            ServiceError::Conflict(_, detail) => Self::Conflict(detail),
+            ServiceError::Forbidden(detail) => Self::Forbidden(detail),
             ServiceError::Storage(e) => {
                 let answer = portico_api::ApiError::storage("a SCIM request", &e);
-                Self::new(answer.status(), None, answer.body().message)
+                Self::Store(answer.status(), answer.body().message)
             }
         }
     }
@@ -108,16 +141,16 @@ impl From<ServiceError> for ScimError {
 
 impl IntoResponse for ScimError {
     fn into_response(self) -> Response {
-        let mut body =
-            json!({"schemas": [schema::ERROR], "status": self.status.as_u16().to_string(), "detail": self.detail});
-        if let Some(scim_type) = self.scim_type {
+        let (status, scim_type, detail) = self.parts();
+        let mut body = json!({"schemas": [schema::ERROR], "status": status.as_u16().to_string(), "detail": detail});
+        if let Some(scim_type) = scim_type {
             body["scimType"] = json!(scim_type);
         }
-        let mut response = scim_json(self.status, &body);
-        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+        let mut response = scim_json(status, &body);
+        if status == StatusCode::SERVICE_UNAVAILABLE {
             response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
         }
-        if self.status == StatusCode::UNAUTHORIZED {
+        if status == StatusCode::UNAUTHORIZED {
             response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
         response
@@ -142,9 +175,7 @@ impl<S: Send + Sync> FromRequestParts<S> for ScimPath {
     async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self, Self::Rejection> {
         match axum::extract::Path::<String>::from_request_parts(parts, state).await {
             Ok(axum::extract::Path(segment)) => Ok(Self(segment)),
-            Err(e) => {
-                Err(ScimError::new(StatusCode::NOT_FOUND, None, format!("the path names nothing: {}", e.body_text())))
-            }
+            Err(e) => Err(ScimError::NotFound(format!("the path names nothing: {}", e.body_text()))),
         }
     }
 }
@@ -152,17 +183,15 @@ impl<S: Send + Sync> FromRequestParts<S> for ScimPath {
 impl Scim {
     fn authorize(&self, headers: &HeaderMap) -> Result<(), ScimError> {
         let Some(token) = &self.token else {
-            return Err(ScimError::new(
-                StatusCode::NOT_FOUND,
-                None,
-                "SCIM provisioning is off; set scim_token (PORTICO_SCIM_TOKEN) to turn it on",
+            return Err(ScimError::NotFound(
+                "SCIM provisioning is off; set scim_token (PORTICO_SCIM_TOKEN) to turn it on".to_owned(),
             ));
         };
         let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
         if token.authorizes(authorization) {
             Ok(())
         } else {
-            Err(ScimError::new(StatusCode::UNAUTHORIZED, None, "send the SCIM token as Authorization: Bearer <token>"))
+            Err(ScimError::Unauthorized("send the SCIM token as Authorization: Bearer <token>"))
         }
     }
 
@@ -185,7 +214,7 @@ impl Scim {
 
 /// A body that could not be read: over the size limit (413), or broken.
 fn unread(rejection: &BytesRejection) -> ScimError {
-    ScimError::new(rejection.status(), None, format!("the body could not be read: {}", rejection.body_text()))
+    ScimError::Unread(rejection.status(), format!("the body could not be read: {}", rejection.body_text()))
 }
 
 /// A body as JSON, whichever of the two JSON types it was sent with.
@@ -193,21 +222,16 @@ fn body_json(headers: &HeaderMap, body: Result<Bytes, BytesRejection>) -> Result
     let body = body.map_err(|e| unread(&e))?;
     let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
     if !content_type.starts_with("application/scim+json") && !content_type.starts_with("application/json") {
-        return Err(ScimError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            Some("invalidSyntax"),
-            "send the body as application/scim+json",
-        ));
+        return Err(ScimError::UnsupportedMediaType);
     }
-    serde_json::from_slice(&body).map_err(|e| {
-        ScimError::new(StatusCode::BAD_REQUEST, Some("invalidSyntax"), format!("the body is not JSON: {e}"))
-    })
+    serde_json::from_slice(&body)
+        .map_err(|e| ScimError::BadRequest("invalidSyntax", format!("the body is not JSON: {e}")))
 }
 
 /// Any other path: 404 as a SCIM error (after the token check).
 async fn unknown(State(scim): State<ScimState>, headers: HeaderMap) -> Answer {
     scim.authorize(&headers)?;
-    Err(ScimError::new(StatusCode::NOT_FOUND, None, "no such endpoint; see /scim/v2/ResourceTypes"))
+    Err(ScimError::NotFound("no such endpoint; see /scim/v2/ResourceTypes".to_owned()))
 }
 
 async fn service_provider_config(State(scim): State<ScimState>, headers: HeaderMap) -> Answer {
@@ -223,11 +247,7 @@ async fn resource_types(State(scim): State<ScimState>, headers: HeaderMap) -> An
 async fn resource_type(State(scim): State<ScimState>, headers: HeaderMap, ScimPath(name): ScimPath) -> Answer {
     scim.authorize(&headers)?;
     if name != "User" {
-        return Err(ScimError::new(
-            StatusCode::NOT_FOUND,
-            None,
-            format!("there is no resource type {name}; there is User"),
-        ));
+        return Err(ScimError::NotFound(format!("there is no resource type {name}; there is User")));
     }
     Ok(scim_json(StatusCode::OK, &schema::user_resource_type(&scim.base)))
 }
@@ -243,7 +263,7 @@ async fn schema_by_id(State(scim): State<ScimState>, headers: HeaderMap, ScimPat
     let found = match urn.as_str() {
         schema::CORE_USER => schema::core_user_schema(&scim.base),
         ENTERPRISE_USER => schema::enterprise_user_schema(&scim.base),
-        _ => return Err(ScimError::new(StatusCode::NOT_FOUND, None, format!("there is no schema {urn}"))),
+        _ => return Err(ScimError::NotFound(format!("there is no schema {urn}"))),
     };
     Ok(scim_json(StatusCode::OK, &found))
 }
@@ -259,9 +279,7 @@ struct ListRequest {
 }
 
 fn number(name: &str, value: &str) -> Result<i64, ScimError> {
-    value
-        .parse()
-        .map_err(|_| ScimError::new(StatusCode::BAD_REQUEST, Some("invalidValue"), format!("{name}: a number")))
+    value.parse().map_err(|_| ScimError::BadRequest("invalidValue", format!("{name}: a number")))
 }
 
 async fn list(State(scim): State<ScimState>, headers: HeaderMap, RawQuery(query): RawQuery) -> Answer {
@@ -277,7 +295,7 @@ async fn list(State(scim): State<ScimState>, headers: HeaderMap, RawQuery(query)
             "sortBy" | "sortOrder" => {} // sorting is not supported (ServiceProviderConfig): login order
             other => {
                 let detail = format!("unknown parameter {other:?}");
-                return Err(ScimError::new(StatusCode::BAD_REQUEST, Some("invalidSyntax"), detail));
+                return Err(ScimError::BadRequest("invalidSyntax", detail));
             }
         }
     }
@@ -292,7 +310,7 @@ async fn search(State(scim): State<ScimState>, headers: HeaderMap, body: Result<
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
             Some(Value::Array(items)) => Ok(Some(items.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(","))),
-            Some(_) => Err(ScimError::new(StatusCode::BAD_REQUEST, Some("invalidValue"), format!("{name}: text"))),
+            Some(_) => Err(ScimError::BadRequest("invalidValue", format!("{name}: text"))),
         }
     };
     let request = ListRequest {
@@ -336,7 +354,7 @@ fn query_parameters(query: Option<&str>) -> Result<Vec<(String, String)>, ScimEr
     for (name, value) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
         if parameters.iter().any(|(seen, _)| *seen == name) {
             let detail = format!("the parameter {} is given more than once", portico_model::text::echo(&name));
-            return Err(ScimError::new(StatusCode::BAD_REQUEST, Some("invalidSyntax"), detail));
+            return Err(ScimError::BadRequest("invalidSyntax", detail));
         }
         parameters.push((name.into_owned(), value.into_owned()));
     }
@@ -351,7 +369,7 @@ fn names(parameter: &str, list: Option<&str>) -> Result<Vec<String>, ScimError> 
     for name in list.unwrap_or_default().split(',').map(str::trim).filter(|name| !name.is_empty()) {
         if names.len() == schema::MAX_ATTRIBUTE_NAMES {
             let detail = format!("{parameter}: at most {} names", schema::MAX_ATTRIBUTE_NAMES);
-            return Err(ScimError::new(StatusCode::BAD_REQUEST, Some("invalidValue"), detail));
+            return Err(ScimError::BadRequest("invalidValue", detail));
         }
         names.push(name.strip_prefix(&core).unwrap_or(name).to_ascii_lowercase());
     }
