@@ -8,6 +8,7 @@ use axum::response::{Html, IntoResponse, Response};
 use portico_model::login::LoginProcess;
 use portico_storage::StorageError;
 
+use super::answer::Answer;
 use super::texts::{self, Texts};
 use super::view::{ActionKind, ErrorDetails, ErrorPageBody, ErrorPageContext, ErrorPageData, script_json};
 use crate::cookies::{self, SetCookies};
@@ -57,35 +58,27 @@ impl<'a> LoggedOutPage<'a> {
 /// parallel request of the same browser may win the version check).
 const KEEP_ROUNDS: usize = 8;
 
-/// 303 to `/error`, with the details in the signed `error_page_details`
-/// cookie. With the process the error belongs to, the error is also kept on
-/// it and `failed_authentication_flow_id` names it, so that the page
-/// survives a reload and a language switch for as long as the process
-/// lives, and "log in again" can restart it. An error whose only way on is
-/// `RELOAD` leaves the process current; any other ends it.
+/// The error page with `details`. With the process the error belongs
+/// to, the error is also kept on it (and the answer names it in
+/// `failed_authentication_flow_id`), so that the page survives a reload
+/// and a language switch for as long as the process lives, and "log in
+/// again" can restart it. An error whose only way on is `RELOAD` leaves the
+/// process current; any other ends it.
+pub async fn error(identity: &Identity, details: ErrorDetails, process: Option<&LoginProcess>) -> Answer {
+    let ends = !details.actions.iter().all(|a| matches!(a.action, ActionKind::Reload));
+    if let Some(process) = process {
+        keep_on_process(identity, process, &details, ends).await;
+    }
+    Answer::Error { details, process: process.map(|p| p.id), ends }
+}
+
+/// [`error`], answered: 303 to `/error` with its cookies.
 pub async fn redirect_to_error(
     identity: &Identity,
     details: &ErrorDetails,
     process: Option<&LoginProcess>,
 ) -> Response {
-    let ends = !details.actions.iter().all(|a| matches!(a.action, ActionKind::Reload));
-    let mut response = redirect(StatusCode::SEE_OTHER, "/error");
-    let mut set = SetCookies::new(identity.settings.secure_cookies);
-    let sealed = cookies::seal_json(&identity.cookies, cookies::ERROR_PAGE_DETAILS, details);
-    set.set(cookies::ERROR_PAGE_DETAILS, &sealed, Some(300));
-    if let Some(process) = process {
-        keep_on_process(identity, process, details, ends).await;
-        set.set(
-            cookies::FAILED_AUTHENTICATION_FLOW_ID,
-            &process.id.to_string(),
-            Some(identity.settings.login_process_ttl.whole_seconds()),
-        );
-    }
-    if ends {
-        set.clear(cookies::AUTHENTICATION_FLOW);
-    }
-    set.apply(response.headers_mut());
-    response
+    error(identity, details.clone(), process).await.respond(identity)
 }
 
 /// Stores `details` on the process (and ends it when `ends`). A failure is

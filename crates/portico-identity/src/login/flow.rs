@@ -27,10 +27,10 @@ use portico_storage::{LoginCompletion, StorageError};
 use serde_json::json;
 use time::OffsetDateTime;
 
+use super::answer::Answer;
 use super::view::{ActionKind, ErrorAction, ErrorDetails};
 use super::{authorize_url, error_page, return_url_of, session};
 use crate::Identity;
-use crate::cookies::{self, SetCookies};
 use crate::http::redirect;
 
 /// The scope of a process's request, as authorize checked it.
@@ -135,7 +135,7 @@ pub fn to_login() -> Response {
 }
 
 /// The user may not log in: the error page, back to the client.
-pub async fn user_blocked(identity: &Identity, process: &LoginProcess, user: &User) -> Result<Response, StorageError> {
+pub async fn user_blocked(identity: &Identity, process: &LoginProcess, user: &User) -> Result<Answer, StorageError> {
     let now = identity.clock.now();
     let method = process.state.method.as_str();
     metrics::counter!("portico_logins_total", "method" => method, "outcome" => "blocked_user").increment(1);
@@ -144,7 +144,7 @@ pub async fn user_blocked(identity: &Identity, process: &LoginProcess, user: &Us
         error_code: codes::USER_IS_BLOCKED.to_owned(),
         actions: vec![ErrorAction { action: ActionKind::Redirect, url: Some(return_url_of(identity, process)) }],
     };
-    Ok(error_page::redirect_to_error(identity, &details, Some(process)).await)
+    Ok(error_page::error(identity, details, Some(process)).await)
 }
 
 /// After `step` was passed by `user`: records it and moves on to the next
@@ -159,7 +159,7 @@ pub async fn advance(
     user: &User,
     step: StepType,
     known_trust: Option<bool>,
-) -> Result<Response, StorageError> {
+) -> Result<Answer, StorageError> {
     let now = identity.clock.now();
     if !user.may_sign_in() {
         return user_blocked(identity, &process, user).await;
@@ -173,11 +173,7 @@ pub async fn advance(
         Some((next, view)) => {
             process.state.go_to(next, view);
             identity.store.update_login_process(&process).await?;
-            let mut response = to_login();
-            let mut set = SetCookies::new(identity.settings.secure_cookies);
-            set.clear(cookies::STEP_ERROR_DETAILS).clear(cookies::CAPTCHA_REQUIRED);
-            set.apply(response.headers_mut());
-            Ok(response)
+            Ok(Answer::NextStep)
         }
         None => complete(identity, process, user, now).await,
     }
@@ -191,7 +187,7 @@ async fn complete(
     mut process: LoginProcess,
     user: &User,
     now: OffsetDateTime,
-) -> Result<Response, StorageError> {
+) -> Result<Answer, StorageError> {
     // A consent-only process continues the session it started from; a
     // login opens a new one, named on the process so that the code is
     // issued under it.
@@ -222,28 +218,21 @@ async fn complete(
         audit: &audit,
     };
     if !identity.store.complete_login_process(&completion).await? {
-        return Ok(to_login());
+        return Ok(Answer::ToLogin);
     }
     metrics::counter!("portico_logins_total", "method" => method, "outcome" => "succeeded").increment(1);
-
-    let mut response = redirect(StatusCode::SEE_OTHER, &authorize_url(identity, &process));
-    let mut set = SetCookies::new(identity.settings.secure_cookies);
-    if let Some((_, token)) = &opened {
-        session::set_cookie(identity, token, &mut set);
-    }
-    set.clear(cookies::STEP_ERROR_DETAILS).clear(cookies::CAPTCHA_REQUIRED);
-    set.apply(response.headers_mut());
-    Ok(response)
+    let location = authorize_url(identity, &process);
+    Ok(Answer::Completed { location, session_token: opened.map(|(_, token)| token) })
 }
 
 /// The process cannot go on: 303 to `/error` with a restart action.
-pub async fn fatal(identity: &Identity, process: &LoginProcess, code: &str) -> Response {
+pub async fn fatal(identity: &Identity, process: &LoginProcess, code: &str) -> Answer {
     fatal_with(identity, process, code, ActionKind::RetryLogin).await
 }
 
 /// 303 to `/error` showing `code` with one action: `RETRY_LOGIN` (restart
 /// through `/login/restart`) or `RELOAD` (the same process, through `/login`).
-pub async fn fatal_with(identity: &Identity, process: &LoginProcess, code: &str, action: ActionKind) -> Response {
+pub async fn fatal_with(identity: &Identity, process: &LoginProcess, code: &str, action: ActionKind) -> Answer {
     let url = match action {
         ActionKind::Reload => "/login",
         _ => "/login/restart",
@@ -252,5 +241,5 @@ pub async fn fatal_with(identity: &Identity, process: &LoginProcess, code: &str,
         ErrorDetails { error_code: code.to_owned(), actions: vec![ErrorAction { action, url: Some(url.to_owned()) }] };
     // A process that can be reloaded stays current; one that must restart
     // ends, and is kept for the error page and the restart only.
-    error_page::redirect_to_error(identity, &details, Some(process)).await
+    error_page::error(identity, details, Some(process)).await
 }

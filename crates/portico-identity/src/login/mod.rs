@@ -14,6 +14,7 @@
 //! The order of the steps is in [`flow`]; each step's submission in
 //! [`steps`].
 
+pub mod answer;
 pub(crate) mod assets;
 pub(crate) mod auth_method;
 pub mod error_page;

@@ -98,7 +98,7 @@ async fn render(identity: &Identity, headers: &HeaderMap, address: Option<IpAddr
     if let Some(user) = &user {
         process = match otp::prepare(identity, process, user, t).await? {
             Prepared::Ready(process) => *process,
-            Prepared::Answer(response) => return Ok(response),
+            Prepared::Answer(answer) => return Ok(answer.respond(identity)),
         };
     }
 

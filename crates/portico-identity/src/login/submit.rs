@@ -60,10 +60,10 @@ pub async fn submit_step(
     }
     let form = match to_bytes(body, MAX_BODY).await {
         Ok(bytes) => LoginStepRequest::read(&Form::parse(&bytes)),
-        Err(_) => return fatal(&identity, &process, codes::FATAL_ERROR).await,
+        Err(_) => return fatal(&identity, &process, codes::FATAL_ERROR).await.respond(&identity),
     };
     if !csrf_ok(&headers, form.csrf.as_deref(), &process) {
-        return fatal(&identity, &process, codes::FATAL_ERROR).await;
+        return fatal(&identity, &process, codes::FATAL_ERROR).await.respond(&identity);
     }
     let address = identity.client_address(&headers, peer);
     let result = match process.state.step {
@@ -73,7 +73,8 @@ pub async fn submit_step(
         StepType::SmsOtp | StepType::EmailOtp => steps::otp::submit(&identity, process, &form).await,
         StepType::Consent => steps::consent::consent(&identity, process, &form).await,
     };
-    let response = result.unwrap_or_else(error_page::server_error);
+    // Every step's decision is answered here, the one place it becomes a response.
+    let response = result.map_or_else(error_page::server_error, |answer| answer.respond(&identity));
     if cookies::is_set(response.headers(), cookies::SESSION) {
         end_replaced_session(&identity, &headers, now).await;
     }

@@ -3,13 +3,13 @@
 //! declines (`deny`), which ends the login with `consent.denied` and a way
 //! back to the client. The grant is remembered per user and client.
 
-use axum::response::Response;
 use portico_model::login::{LoginProcess, StepType, codes};
 use portico_storage::StorageError;
 
 use super::{Field, retry};
 use crate::Identity;
 use crate::edge::LoginStepRequest;
+use crate::login::answer::Answer;
 use crate::login::flow::fatal_with;
 use crate::login::flow::{advance, requested_scope};
 use crate::login::view::{ActionKind, ErrorAction, ErrorDetails};
@@ -19,7 +19,7 @@ pub async fn consent(
     identity: &Identity,
     mut process: LoginProcess,
     form: &LoginStepRequest,
-) -> Result<Response, StorageError> {
+) -> Result<Answer, StorageError> {
     let Some(user) = (match process.state.user_id {
         Some(id) => identity.store.find_user(id).await?,
         None => None,
@@ -31,7 +31,7 @@ pub async fn consent(
             error_code: codes::CONSENT_DENIED.to_owned(),
             actions: vec![ErrorAction { action: ActionKind::Redirect, url: Some(return_url_of(identity, &process)) }],
         };
-        return Ok(error_page::redirect_to_error(identity, &details, Some(&process)).await);
+        return Ok(error_page::error(identity, details, Some(&process)).await);
     }
     let available = portico_model::consent::groups(&requested_scope(&process.state));
     let selected: Vec<String> =

@@ -8,7 +8,6 @@
 //! passed), at most `otp.max_codes` per process. Every change goes through
 //! the process's version check, so parallel requests cannot exceed a limit.
 
-use axum::response::Response;
 use portico_model::login::{LoginProcess, StepType, ViewType, codes};
 use portico_model::otp::{OtpChallenge, OtpChannel, OtpCheck};
 use portico_model::user::User;
@@ -19,8 +18,9 @@ use super::{Field, retry, retry_saved};
 use crate::Identity;
 use crate::delivery::OtpMessage;
 use crate::edge::LoginStepRequest;
+use crate::login::answer::Answer;
+use crate::login::flow::advance;
 use crate::login::flow::fatal_with;
-use crate::login::flow::{advance, to_login};
 use crate::login::texts::Texts;
 use crate::login::view::ActionKind;
 
@@ -38,7 +38,7 @@ pub enum Prepared {
     /// because the process may send no more.
     Ready(Box<LoginProcess>),
     /// The page cannot be shown: answer this instead.
-    Answer(Response),
+    Answer(Answer),
 }
 
 /// Makes and sends a code when the process is at an OTP step without a live
@@ -85,7 +85,7 @@ pub async fn prepare(
     process.state.codes_sent += 1;
     if !identity.store.update_login_process(&process).await? {
         // A parallel request is sending; show the page it leaves.
-        return Ok(Prepared::Answer(to_login()));
+        return Ok(Prepared::Answer(Answer::ToLogin));
     }
     process.version += 1;
     let text = texts.otp_text.replace("{code}", &code);
@@ -109,7 +109,7 @@ const MAX_ROUNDS: usize = 64;
 
 /// What one round of a submission came to.
 enum Round {
-    Answer(Response),
+    Answer(Answer),
     /// A parallel request changed the process first: nothing was saved.
     Lost,
 }
@@ -125,7 +125,7 @@ pub async fn submit(
     identity: &Identity,
     mut process: LoginProcess,
     form: &LoginStepRequest,
-) -> Result<Response, StorageError> {
+) -> Result<Answer, StorageError> {
     let (id, step) = (process.id, process.state.step);
     for _ in 0..MAX_ROUNDS {
         match submit_once(identity, process, form).await? {
@@ -137,7 +137,7 @@ pub async fn submit(
                         process = again;
                     }
                     // Moved on or gone: the page shows where it is now.
-                    _ => return Ok(to_login()),
+                    _ => return Ok(Answer::ToLogin),
                 }
             }
         }
@@ -176,12 +176,12 @@ async fn submit_once(
         }
         process.state.otp = None;
         identity.store.update_login_process(&process).await?;
-        return Ok(Round::Answer(to_login()));
+        return Ok(Round::Answer(Answer::ToLogin));
     }
 
     let Some(mut otp) = process.state.otp.take() else {
         // No code yet (or none left): the page says which.
-        return Ok(Round::Answer(to_login()));
+        return Ok(Round::Answer(Answer::ToLogin));
     };
     let code = form.credentials.as_deref().map(str::trim).unwrap_or("");
     let matches = code.len() == policy.length
@@ -219,8 +219,8 @@ async fn submit_once(
     }
 }
 
-fn answer_saved((saved, response): (bool, Response)) -> Result<Round, StorageError> {
-    Ok(if saved { Round::Answer(response) } else { Round::Lost })
+fn answer_saved((saved, answer): (bool, Answer)) -> Result<Round, StorageError> {
+    Ok(if saved { Round::Answer(answer) } else { Round::Lost })
 }
 
 /// Whether the user may switch the second factor back to SMS now.

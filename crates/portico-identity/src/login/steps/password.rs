@@ -5,7 +5,6 @@
 
 use std::net::IpAddr;
 
-use axum::response::Response;
 use portico_model::audit::{AuditEvent, AuditKind};
 use portico_model::login::{LoginProcess, StepType, codes};
 use portico_model::user::User;
@@ -15,6 +14,7 @@ use serde_json::json;
 use super::{Field, retry};
 use crate::Identity;
 use crate::edge::LoginStepRequest;
+use crate::login::answer::Answer;
 use crate::login::flow::{self, advance};
 use crate::login::guard::{self, Attempt, Gate};
 
@@ -63,7 +63,7 @@ pub async fn username_password(
     mut process: LoginProcess,
     form: &LoginStepRequest,
     address: Option<IpAddr>,
-) -> Result<Response, StorageError> {
+) -> Result<Answer, StorageError> {
     let principal = form.principal.as_deref().map(str::trim).unwrap_or("").to_owned();
     let usable = !principal.is_empty() && principal.len() <= 256;
     let user = if usable { identity.store.find_user_by_login(&principal).await? } else { None };
@@ -76,7 +76,7 @@ pub async fn password(
     process: LoginProcess,
     form: &LoginStepRequest,
     address: Option<IpAddr>,
-) -> Result<Response, StorageError> {
+) -> Result<Answer, StorageError> {
     let user = match process.state.user_id {
         Some(id) => identity.store.find_user(id).await?,
         None => None,
@@ -94,7 +94,7 @@ async fn check_password(
     form: &LoginStepRequest,
     step: StepType,
     address: Option<IpAddr>,
-) -> Result<Response, StorageError> {
+) -> Result<Answer, StorageError> {
     let now = identity.clock.now();
     let (wrong, paused) = match step {
         StepType::Password => (codes::PASSWORD_WRONG, codes::PASSWORD_PAUSED),

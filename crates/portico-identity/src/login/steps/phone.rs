@@ -4,7 +4,6 @@
 //! to `password` (`phoneAuthNotAllowed`). Unknown and malformed numbers
 //! count as failures, like wrong passwords, towards the CAPTCHA.
 
-use axum::response::Response;
 use portico_model::login::{AuthMethod, LoginProcess, StepType, ViewType, codes};
 use portico_model::otp::normalize_phone;
 use portico_storage::StorageError;
@@ -12,13 +11,14 @@ use portico_storage::StorageError;
 use super::{Field, retry};
 use crate::Identity;
 use crate::edge::LoginStepRequest;
-use crate::login::flow::{self, advance, to_login};
+use crate::login::answer::Answer;
+use crate::login::flow::{self, advance};
 
 pub async fn phone(
     identity: &Identity,
     mut process: LoginProcess,
     form: &LoginStepRequest,
-) -> Result<Response, StorageError> {
+) -> Result<Answer, StorageError> {
     let typed = form.principal.as_deref().map(str::trim).unwrap_or("");
     let required = process.state.password_failures >= identity.settings.phone_captcha_after_failures;
     if required {
@@ -52,7 +52,7 @@ pub async fn phone(
             process.state.method = AuthMethod::Password;
             process.state.go_to(StepType::Password, ViewType::PhoneAuthNotAllowed);
             identity.store.update_login_process(&process).await?;
-            Ok(to_login())
+            Ok(Answer::ToLogin)
         }
         _ => {
             process.state.phone = number;
@@ -60,7 +60,7 @@ pub async fn phone(
             process.state.method = AuthMethod::Password;
             process.state.go_to(StepType::UsernamePassword, ViewType::PhoneDuplicated);
             identity.store.update_login_process(&process).await?;
-            Ok(to_login())
+            Ok(Answer::ToLogin)
         }
     }
 }
