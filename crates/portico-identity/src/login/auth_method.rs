@@ -9,9 +9,9 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
 
-use super::flow::to_login;
+use super::answer::Answer;
 use super::submit::csrf_ok;
-use super::{error_page, settings_failure, settings_request};
+use super::{SettingsRequest, error_page, settings_failure, settings_request};
 use crate::IdentityState;
 
 #[utoipa::path(
@@ -29,20 +29,21 @@ use crate::IdentityState;
     )
 )]
 pub async fn update_auth_method(State(identity): State<IdentityState>, headers: HeaderMap, body: Body) -> Response {
-    let (process, form) = match settings_request(&identity, &headers, body).await {
-        Ok(request) => request,
-        Err(response) => return *response,
+    let answer = async {
+        let (process, form) = match settings_request(&identity, &headers, body).await? {
+            SettingsRequest::Ready(process, form) => (process, form),
+            SettingsRequest::Refused(answer) => return Ok(answer),
+        };
+        let Ok(AuthMethodRequest { auth_method: method, csrf }) = form.read_lenient() else {
+            return Ok(settings_failure(&identity, &headers, Some(&process)).await);
+        };
+        if !csrf_ok(&headers, csrf.as_deref(), &process) {
+            return Ok(settings_failure(&identity, &headers, Some(&process)).await);
+        }
+        let mut restarted = (*process).clone();
+        restarted.state = process.state.restarted(method);
+        identity.store.update_login_process(&restarted).await?;
+        Ok(Answer::ToLogin)
     };
-    let Ok(AuthMethodRequest { auth_method: method, csrf }) = form.read_lenient() else {
-        return settings_failure(&identity, &headers, Some(&process)).await;
-    };
-    if !csrf_ok(&headers, csrf.as_deref(), &process) {
-        return settings_failure(&identity, &headers, Some(&process)).await;
-    }
-    let mut restarted = process.clone();
-    restarted.state = process.state.restarted(method);
-    match identity.store.update_login_process(&restarted).await {
-        Ok(_) => to_login(),
-        Err(error) => error_page::server_error(error),
-    }
+    answer.await.map_or_else(error_page::server_error, |answer| answer.respond(&identity))
 }

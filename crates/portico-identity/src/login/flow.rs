@@ -13,8 +13,6 @@
 //! [`advance`] is called after every passed step: it works out the next step
 //! from what was passed, never from where the browser says it is.
 
-use axum::http::StatusCode;
-use axum::response::Response;
 use portico_model::audit::{AuditEvent, AuditKind};
 use portico_model::client::Client;
 use portico_model::consent;
@@ -31,7 +29,6 @@ use super::answer::Answer;
 use super::view::{ActionKind, ErrorAction, ErrorDetails};
 use super::{authorize_url, error_page, return_url_of, session};
 use crate::Identity;
-use crate::http::redirect;
 
 /// The scope of a process's request, as authorize checked it.
 pub fn requested_scope(state: &LoginState) -> ScopeSet {
@@ -126,12 +123,6 @@ async fn next_step(
         return Ok(Some((StepType::Consent, ViewType::Default)));
     }
     Ok(None)
-}
-
-/// 303 to `/login` (a parallel request may have moved the process on; the
-/// page shows wherever it is).
-pub fn to_login() -> Response {
-    redirect(StatusCode::SEE_OTHER, "/login")
 }
 
 /// The user may not log in: the error page, back to the client.

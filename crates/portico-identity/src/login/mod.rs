@@ -43,6 +43,8 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use self::answer::Answer;
+
 use crate::cookies::{self, SetCookies};
 use crate::http::{redirect, with_query};
 use crate::oauth2::AuthorizeRequest;
@@ -253,29 +255,39 @@ pub async fn return_to_client(
     no_process(&identity, &headers)
 }
 
-/// The live, unfinished process and the form of a settings call
-/// (`auth-method`, `otp-method`), or the answer when there is none.
+/// What a settings call (`auth-method`, `otp-method`) acts on: the live,
+/// unfinished process and the call's form.
+enum SettingsRequest {
+    Ready(Box<LoginProcess>, portico_model::form::Form),
+    /// There is none (or the form cannot be read): answer this.
+    Refused(Answer),
+}
+
+/// The process and form of a settings call, or the answer when there is
+/// no live process.
+///
+/// # Errors
+/// When storage fails.
 async fn settings_request(
     identity: &Identity,
     headers: &HeaderMap,
     body: axum::body::Body,
-) -> Result<(LoginProcess, portico_model::form::Form), Box<Response>> {
+) -> Result<SettingsRequest, StorageError> {
     let now = identity.clock.now();
-    let process = match current_process(identity, headers, now).await {
-        Ok(Some(process)) if !process.state.is_complete() => process,
-        Ok(_) => return Err(Box::new(settings_failure(identity, headers, None).await)),
-        Err(error) => return Err(Box::new(error_page::server_error(error))),
+    let process = match current_process(identity, headers, now).await? {
+        Some(process) if !process.state.is_complete() => process,
+        _ => return Ok(SettingsRequest::Refused(settings_failure(identity, headers, None).await)),
     };
-    match axum::body::to_bytes(body, 4096).await {
-        Ok(bytes) => Ok((process, portico_model::form::Form::parse(&bytes))),
-        Err(_) => Err(Box::new(settings_failure(identity, headers, Some(&process)).await)),
-    }
+    Ok(match axum::body::to_bytes(body, 4096).await {
+        Ok(bytes) => SettingsRequest::Ready(Box::new(process), portico_model::form::Form::parse(&bytes)),
+        Err(_) => SettingsRequest::Refused(settings_failure(identity, headers, Some(&process)).await),
+    })
 }
 
 /// A settings call (`auth-method`, `otp-method`) without a live process or
 /// with a bad parameter or CSRF token: 303 to `/error` with `fatal-error`
 /// and a way back (restart when there is a process to restart).
-async fn settings_failure(identity: &Identity, headers: &HeaderMap, process: Option<&LoginProcess>) -> Response {
+async fn settings_failure(identity: &Identity, headers: &HeaderMap, process: Option<&LoginProcess>) -> Answer {
     use view::{ActionKind, ErrorAction, ErrorDetails};
     let (action, url) = match process {
         Some(_) => (ActionKind::RetryLogin, "/login/restart".to_owned()),
@@ -291,5 +303,5 @@ async fn settings_failure(identity: &Identity, headers: &HeaderMap, process: Opt
         error_code: portico_model::login::codes::FATAL_ERROR.to_owned(),
         actions: vec![ErrorAction { action, url: Some(url) }],
     };
-    error_page::redirect_to_error(identity, &details, process).await
+    error_page::error(identity, details, process).await
 }

@@ -13,10 +13,10 @@ use axum::response::Response;
 use portico_model::login::{StepType, ViewType};
 use portico_model::otp::OtpChannel;
 
-use super::flow::to_login;
+use super::answer::Answer;
 use super::steps::otp::{email_available, sms_available};
 use super::submit::csrf_ok;
-use super::{error_page, settings_failure, settings_request};
+use super::{SettingsRequest, error_page, settings_failure, settings_request};
 use crate::IdentityState;
 use crate::edge::OtpMethodRequest;
 
@@ -35,33 +35,31 @@ use crate::edge::OtpMethodRequest;
     )
 )]
 pub async fn update_otp_method(State(identity): State<IdentityState>, headers: HeaderMap, body: Body) -> Response {
-    let (mut process, form) = match settings_request(&identity, &headers, body).await {
-        Ok(request) => request,
-        Err(response) => return *response,
-    };
-    let Ok(OtpMethodRequest { otp_method: channel, csrf }) = form.read_lenient() else {
-        return settings_failure(&identity, &headers, Some(&process)).await;
-    };
-    if !csrf_ok(&headers, csrf.as_deref(), &process) {
-        return settings_failure(&identity, &headers, Some(&process)).await;
-    }
-    let user = match process.state.user_id {
-        Some(id) => match identity.store.find_user(id).await {
-            Ok(user) => user,
-            Err(error) => return error_page::server_error(error),
-        },
-        None => None,
-    };
-    let (available, step) = match channel {
-        OtpChannel::Email => (email_available(&process, user.as_ref()), StepType::EmailOtp),
-        OtpChannel::Sms => (sms_available(&process, user.as_ref()), StepType::SmsOtp),
-    };
-    if available {
-        process.state.otp_channel = channel;
-        process.state.go_to(step, ViewType::SecondFactor);
-        if let Err(error) = identity.store.update_login_process(&process).await {
-            return error_page::server_error(error);
+    let answer = async {
+        let (mut process, form) = match settings_request(&identity, &headers, body).await? {
+            SettingsRequest::Ready(process, form) => (process, form),
+            SettingsRequest::Refused(answer) => return Ok(answer),
+        };
+        let Ok(OtpMethodRequest { otp_method: channel, csrf }) = form.read_lenient() else {
+            return Ok(settings_failure(&identity, &headers, Some(&process)).await);
+        };
+        if !csrf_ok(&headers, csrf.as_deref(), &process) {
+            return Ok(settings_failure(&identity, &headers, Some(&process)).await);
         }
-    }
-    to_login()
+        let user = match process.state.user_id {
+            Some(id) => identity.store.find_user(id).await?,
+            None => None,
+        };
+        let (available, step) = match channel {
+            OtpChannel::Email => (email_available(&process, user.as_ref()), StepType::EmailOtp),
+            OtpChannel::Sms => (sms_available(&process, user.as_ref()), StepType::SmsOtp),
+        };
+        if available {
+            process.state.otp_channel = channel;
+            process.state.go_to(step, ViewType::SecondFactor);
+            identity.store.update_login_process(&process).await?;
+        }
+        Ok(Answer::ToLogin)
+    };
+    answer.await.map_or_else(error_page::server_error, |answer| answer.respond(&identity))
 }
