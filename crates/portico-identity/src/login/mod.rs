@@ -12,7 +12,9 @@
 //!   factor by e-mail.
 //!
 //! The order of the steps is in [`flow`]; each step's submission in
-//! [`steps`].
+//! [`steps`]; where a process is (in progress, completed, ended) is its
+//! [`portico_model::login::Stage`]. Steps decide and store; what they
+//! decided becomes the HTTP answer in one place, [`answer::Answer::respond`].
 
 pub mod answer;
 pub(crate) mod assets;
