@@ -10,8 +10,7 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 
 use super::answer::Answer;
-use super::submit::csrf_ok;
-use super::{SettingsRequest, error_page, settings_failure, settings_request};
+use super::{SettingsRequest, error_page, settings_request};
 use crate::IdentityState;
 
 #[utoipa::path(
@@ -30,16 +29,11 @@ use crate::IdentityState;
 )]
 pub async fn update_auth_method(State(identity): State<IdentityState>, headers: HeaderMap, body: Body) -> Response {
     let answer = async {
-        let (process, form) = match settings_request(&identity, &headers, body).await? {
-            SettingsRequest::Ready(process, form) => (process, form),
-            SettingsRequest::Refused(answer) => return Ok(answer),
-        };
-        let Ok(AuthMethodRequest { auth_method: method, csrf }) = form.read_lenient() else {
-            return Ok(settings_failure(&identity, &headers, Some(&process)).await);
-        };
-        if !csrf_ok(&headers, csrf.as_deref(), &process) {
-            return Ok(settings_failure(&identity, &headers, Some(&process)).await);
-        }
+        let (process, AuthMethodRequest { auth_method: method, .. }) =
+            match settings_request(&identity, &headers, body).await? {
+                SettingsRequest::Ready(process, form) => (process, form),
+                SettingsRequest::Refused(answer) => return Ok(answer),
+            };
         let mut restarted = (*process).clone();
         restarted.state = process.state.restarted(method);
         identity.store.update_login_process(&restarted).await?;

@@ -257,32 +257,55 @@ pub async fn return_to_client(
     no_process(&identity, &headers)
 }
 
-/// What a settings call (`auth-method`, `otp-method`) acts on: the live,
-/// unfinished process and the call's form.
-enum SettingsRequest {
-    Ready(Box<LoginProcess>, portico_model::form::Form),
-    /// There is none (or the form cannot be read): answer this.
+/// A settings call's form (`auth-method`, `otp-method`), which carries
+/// its CSRF token unless the header does.
+trait SettingsForm: serde::de::DeserializeOwned {
+    fn csrf(&self) -> Option<&str>;
+}
+
+impl SettingsForm for crate::edge::AuthMethodRequest {
+    fn csrf(&self) -> Option<&str> {
+        self.csrf.as_deref()
+    }
+}
+
+impl SettingsForm for crate::edge::OtpMethodRequest {
+    fn csrf(&self) -> Option<&str> {
+        self.csrf.as_deref()
+    }
+}
+
+/// What a settings call acts on: the live, unfinished process and the
+/// call's form, read and its CSRF token checked.
+enum SettingsRequest<T> {
+    Ready(Box<LoginProcess>, T),
+    /// No live process, an unreadable or bad form, a failed CSRF check:
+    /// answer this.
     Refused(Answer),
 }
 
-/// The process and form of a settings call, or the answer when there is
-/// no live process.
+/// The process and form of a settings call, or the answer refusing it.
 ///
 /// # Errors
 /// When storage fails.
-async fn settings_request(
+async fn settings_request<T: SettingsForm>(
     identity: &Identity,
     headers: &HeaderMap,
     body: axum::body::Body,
-) -> Result<SettingsRequest, StorageError> {
+) -> Result<SettingsRequest<T>, StorageError> {
     let now = identity.clock.now();
     let process = match current_process(identity, headers, now).await? {
         Some(process) if !process.state.is_complete() => process,
         _ => return Ok(SettingsRequest::Refused(settings_failure(identity, headers, None).await)),
     };
-    Ok(match axum::body::to_bytes(body, 4096).await {
-        Ok(bytes) => SettingsRequest::Ready(Box::new(process), portico_model::form::Form::parse(&bytes)),
-        Err(_) => SettingsRequest::Refused(settings_failure(identity, headers, Some(&process)).await),
+    let form = axum::body::to_bytes(body, 4096)
+        .await
+        .ok()
+        .and_then(|bytes| portico_model::form::Form::parse(&bytes).read_lenient::<T>().ok())
+        .filter(|form| submit::csrf_ok(headers, form.csrf(), &process));
+    Ok(match form {
+        Some(form) => SettingsRequest::Ready(Box::new(process), form),
+        None => SettingsRequest::Refused(settings_failure(identity, headers, Some(&process)).await),
     })
 }
 

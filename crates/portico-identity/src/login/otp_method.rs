@@ -15,8 +15,7 @@ use portico_model::otp::OtpChannel;
 
 use super::answer::Answer;
 use super::steps::otp::{email_available, sms_available};
-use super::submit::csrf_ok;
-use super::{SettingsRequest, error_page, settings_failure, settings_request};
+use super::{SettingsRequest, error_page, settings_request};
 use crate::IdentityState;
 use crate::edge::OtpMethodRequest;
 
@@ -36,16 +35,11 @@ use crate::edge::OtpMethodRequest;
 )]
 pub async fn update_otp_method(State(identity): State<IdentityState>, headers: HeaderMap, body: Body) -> Response {
     let answer = async {
-        let (mut process, form) = match settings_request(&identity, &headers, body).await? {
-            SettingsRequest::Ready(process, form) => (process, form),
-            SettingsRequest::Refused(answer) => return Ok(answer),
-        };
-        let Ok(OtpMethodRequest { otp_method: channel, csrf }) = form.read_lenient() else {
-            return Ok(settings_failure(&identity, &headers, Some(&process)).await);
-        };
-        if !csrf_ok(&headers, csrf.as_deref(), &process) {
-            return Ok(settings_failure(&identity, &headers, Some(&process)).await);
-        }
+        let (mut process, OtpMethodRequest { otp_method: channel, .. }) =
+            match settings_request(&identity, &headers, body).await? {
+                SettingsRequest::Ready(process, form) => (process, form),
+                SettingsRequest::Refused(answer) => return Ok(answer),
+            };
         let user = match process.state.user_id {
             Some(id) => identity.store.find_user(id).await?,
             None => None,
