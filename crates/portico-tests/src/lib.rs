@@ -87,12 +87,39 @@ pub async fn fresh_database(backend: Backend, dir: &TempDir) -> String {
         Backend::Sqlite => format!("sqlite://{}", dir.0.join("portico.db").display()),
         Backend::Postgres => {
             let base = std::env::var(POSTGRES_ENV).expect("PostgreSQL URL");
-            let name = format!("portico_test_{}", uuid::Uuid::new_v4().simple());
+            let name = format!("portico_test_{}_{}", std::process::id(), uuid::Uuid::new_v4().simple());
             let mut conn = sqlx::PgConnection::connect(&base).await.expect("connect to the test PostgreSQL");
+            SWEPT.get_or_init(|| sweep_databases(&base)).await;
             sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut conn).await.expect("create a test database");
             let mut url = url::Url::parse(&base).expect("PostgreSQL URL");
             url.set_path(&name);
             url.to_string()
+        }
+    }
+}
+
+static SWEPT: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
+
+/// Drops the test databases of test processes that have ended: each test
+/// leaves its database (a server may still hold connections to it when the
+/// test returns), and the first test of the next run clears them, so
+/// repeated runs do not fill the disk. A database is named after its
+/// process; those of a process still running are left alone.
+async fn sweep_databases(base: &str) {
+    let Ok(mut conn) = sqlx::PgConnection::connect(base).await else { return };
+    let names: Vec<String> =
+        sqlx::query_scalar("SELECT datname FROM pg_database WHERE datname LIKE 'portico\\_test\\_%'")
+            .fetch_all(&mut conn)
+            .await
+            .unwrap_or_default();
+    for name in names {
+        let pid = name.strip_prefix("portico_test_").and_then(|rest| rest.split('_').next()?.parse::<u32>().ok());
+        if pid.is_some_and(|pid| std::path::Path::new(&format!("/proc/{pid}")).exists()) {
+            continue;
+        }
+        let dropped = sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)")).execute(&mut conn).await;
+        if let Err(error) = dropped {
+            eprintln!("the test database {name} of an ended run could not be dropped: {error}");
         }
     }
 }
