@@ -8,7 +8,14 @@
 //!   hold one, and PostgreSQL text cannot store one);
 //! - an empty value is an absent one (`Option` fields are `None`, others
 //!   missing);
-//! - parameters the type does not know are ignored, unread.
+//! - parameters the type does not know are ignored, unread (a type that
+//!   says `#[serde(deny_unknown_fields)]` refuses them, naming the first).
+//!
+//! Endpoints whose contract checks their parameters in an order, or
+//! names every problem at once, read a type whose fields are [`Param`]s
+//! with [`Form::read_each`]: each field then holds its parameter's reading
+//! (absent, empty, a value, or refused and why), and the handler walks
+//! them in its contract's order.
 //!
 //! Each error names its parameter, so that every contract can answer it
 //! in its own words (`invalid_request` naming the parameter, a form's
@@ -29,9 +36,10 @@
 //! ```
 
 use std::fmt;
+use std::marker::PhantomData;
 
-use serde::de::value::StrDeserializer;
-use serde::de::{self, DeserializeOwned, DeserializeSeed, IntoDeserializer as _, MapAccess, Visitor};
+use serde::de::value::{BorrowedStrDeserializer, StrDeserializer};
+use serde::de::{self, Deserialize, DeserializeOwned, DeserializeSeed, IntoDeserializer as _, MapAccess, Visitor};
 use serde::forward_to_deserialize_any;
 
 /// The parameters of one form or query string, in order.
@@ -47,7 +55,81 @@ pub enum Problem {
     Repeated,
     /// Not a value of the parameter's type (or holding a NUL character).
     Invalid(String),
+    /// A parameter the type does not know, where it refuses those.
+    Unknown,
 }
+
+/// One parameter as a form gave it, whatever that was: a field of a type
+/// read by [`Form::read_each`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Param<T> {
+    /// Not in the form.
+    #[default]
+    Absent,
+    /// Given once, empty.
+    Empty,
+    /// Given once, a value of `T`.
+    Given(T),
+    /// Repeated, holding a NUL character, or not a value of `T`.
+    Refused(Problem),
+}
+
+impl<T> Param<T> {
+    /// The value by the reader's rule: empty is absent.
+    ///
+    /// # Errors
+    /// The parameter's problem.
+    pub fn value(self) -> Result<Option<T>, Problem> {
+        match self {
+            Self::Absent | Self::Empty => Ok(None),
+            Self::Given(value) => Ok(Some(value)),
+            Self::Refused(problem) => Err(problem),
+        }
+    }
+
+    /// The value, when there is a good one.
+    pub fn ok(self) -> Option<T> {
+        self.value().ok().flatten()
+    }
+}
+
+/// The name under which [`Param`] asks this reader for its parameter's
+/// reading (another deserializer gives it the plain value).
+const PARAM: &str = "portico_model::form::Param";
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Param<T> {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_newtype_struct(PARAM, ParamVisitor(PhantomData))
+    }
+}
+
+struct ParamVisitor<T>(PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for ParamVisitor<T> {
+    type Value = Param<T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a form parameter")
+    }
+
+    fn visit_newtype_struct<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Param<T>, D::Error> {
+        Ok(T::deserialize(deserializer).map_or_else(|e| Param::Refused(Problem::Invalid(e.to_string())), Param::Given))
+    }
+
+    /// This reader's answer: the reading's name, then (when given) the value.
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Param<T>, A::Error> {
+        let reading: Option<&str> = map.next_key()?;
+        Ok(match reading {
+            Some(REPEATED) => Param::Refused(Problem::Repeated),
+            Some(EMPTY) => Param::Empty,
+            _ => map.next_value::<T>().map_or_else(|e| Param::Refused(Problem::Invalid(e.to_string())), Param::Given),
+        })
+    }
+}
+
+const REPEATED: &str = "repeated";
+const EMPTY: &str = "empty";
+const GIVEN: &str = "given";
 
 /// A parameter a form could not be read for, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,6 +159,7 @@ impl fmt::Display for FormError {
             Problem::Missing => write!(f, "{}: required", self.field),
             Problem::Repeated => write!(f, "{}: given more than once", self.field),
             Problem::Invalid(why) => write!(f, "{}: {why}", self.field),
+            Problem::Unknown => write!(f, "{}: unknown parameter", self.field),
         }
     }
 }
@@ -95,6 +178,10 @@ impl de::Error for FormError {
     fn duplicate_field(field: &'static str) -> Self {
         Self::new(field, Problem::Repeated)
     }
+
+    fn unknown_field(field: &str, _expected: &'static [&'static str]) -> Self {
+        Self::new(field, Problem::Unknown)
+    }
 }
 
 impl Form {
@@ -109,7 +196,45 @@ impl Form {
     /// The first parameter (in the form's order) that is repeated, missing
     /// or not a value of its field's type.
     pub fn read<T: DeserializeOwned>(&self) -> Result<T, FormError> {
-        T::deserialize(Whole(&self.0))
+        T::deserialize(Whole(self.0.iter().map(|(key, value)| Entry { key, value, repeated: false }).collect()))
+    }
+
+    /// The form as a `T` whose fields are [`Param`]s, each holding its
+    /// parameter's reading; a repeated parameter is read once, as
+    /// [`Problem::Repeated`].
+    ///
+    /// # Errors
+    /// Only for a field that is not a [`Param`], as [`Form::read`].
+    pub fn read_each<T: DeserializeOwned>(&self) -> Result<T, FormError> {
+        let mut entries: Vec<Entry<'_>> = Vec::with_capacity(self.0.len());
+        for (key, value) in &self.0 {
+            match entries.iter_mut().find(|entry| entry.key == key) {
+                Some(entry) => entry.repeated = true,
+                None => entries.push(Entry { key, value, repeated: false }),
+            }
+        }
+        T::deserialize(Whole(entries))
+    }
+
+    /// The parameters a `T` does not know, and those it knows that are
+    /// repeated, in the form's order (each name once): for a contract that
+    /// refuses every stray parameter at once.
+    pub fn strays<T: DeserializeOwned>(&self) -> Vec<FormError> {
+        let known = fields_of::<T>();
+        let mut strays: Vec<FormError> = Vec::new();
+        for (i, (key, _)) in self.0.iter().enumerate() {
+            let problem = if !known.contains(&key.as_str()) {
+                Problem::Unknown
+            } else if self.0[..i].iter().any(|(earlier, _)| earlier == key) {
+                Problem::Repeated
+            } else {
+                continue;
+            };
+            if !strays.iter().any(|stray| stray.field == *key) {
+                strays.push(FormError::new(key, problem));
+            }
+        }
+        strays
     }
 
     /// The form as a `T`, taking a parameter that is repeated or holds a
@@ -121,28 +246,17 @@ impl Form {
     /// A required parameter missing, or one not a value of its type.
     pub fn read_lenient<T: DeserializeOwned>(&self) -> Result<T, FormError> {
         let once = |name: &str| self.0.iter().filter(|(k, _)| k == name).count() == 1;
-        let kept: Vec<(String, String)> =
-            self.0.iter().filter(|(k, v)| once(k) && !v.contains('\0')).cloned().collect();
-        T::deserialize(Whole(&kept))
+        let kept = self.0.iter().filter(|(k, v)| once(k) && !v.contains('\0')).map(|(key, value)| Entry {
+            key,
+            value,
+            repeated: false,
+        });
+        T::deserialize(Whole(kept.collect()))
     }
 
-    /// The one value of `name`, for endpoints whose contract orders the
-    /// checks of their parameters (`/oauth2/authorize`, logout) and so
-    /// reads them one at a time, by the same rules: `None` when absent or
-    /// empty.
-    ///
-    /// # Errors
-    /// `name` given more than once, or holding a NUL character.
-    pub fn one(&self, name: &str) -> Result<Option<&str>, FormError> {
-        let mut values = self.0.iter().filter(|(k, _)| k == name).map(|(_, v)| v.as_str());
-        match (values.next(), values.next()) {
-            (_, Some(_)) => Err(FormError::new(name, Problem::Repeated)),
-            (Some(value), None) if value.contains('\0') => {
-                Err(FormError::new(name, Problem::Invalid("holds a NUL character".to_owned())))
-            }
-            (Some(""), None) | (None, None) => Ok(None),
-            (Some(value), None) => Ok(Some(value)),
-        }
+    /// Every parameter, in order, as given.
+    pub fn pairs(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
     }
 
     /// Every non-empty value of `name` without a NUL (a form's repeated
@@ -152,14 +266,56 @@ impl Form {
     }
 }
 
+/// The names of the fields of a struct `T` (as its `Deserialize` knows
+/// them, renamed); empty for a type that is no plain struct.
+pub fn fields_of<T: DeserializeOwned>() -> &'static [&'static str] {
+    /// A deserializer that only asks `T` for its fields.
+    struct Probe<'a>(&'a mut &'static [&'static str]);
+
+    impl<'de> de::Deserializer<'de> for Probe<'_> {
+        type Error = de::value::Error;
+
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+            Err(de::Error::custom("no struct"))
+        }
+
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
+            *self.0 = fields;
+            Err(de::Error::custom("only its fields were asked for"))
+        }
+
+        forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option unit
+            unit_struct newtype_struct seq tuple tuple_struct map enum identifier ignored_any
+        }
+    }
+
+    let mut fields: &'static [&'static str] = &[];
+    let _ = T::deserialize(Probe(&mut fields));
+    fields
+}
+
+/// One parameter of the form, and whether it was repeated (known only
+/// to [`Form::read_each`], which reads a repeated parameter once).
+struct Entry<'a> {
+    key: &'a str,
+    value: &'a str,
+    repeated: bool,
+}
+
 /// The whole form: a map of its parameters.
-struct Whole<'a>(&'a [(String, String)]);
+struct Whole<'a>(Vec<Entry<'a>>);
 
 impl<'de> de::Deserializer<'de> for Whole<'_> {
     type Error = FormError;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, FormError> {
-        visitor.visit_map(Pairs { pairs: self.0.iter(), current: None })
+        visitor.visit_map(Pairs { entries: self.0.into_iter(), current: None })
     }
 
     forward_to_deserialize_any! {
@@ -169,23 +325,43 @@ impl<'de> de::Deserializer<'de> for Whole<'_> {
 }
 
 struct Pairs<'a> {
-    pairs: std::slice::Iter<'a, (String, String)>,
-    current: Option<&'a (String, String)>,
+    entries: std::vec::IntoIter<Entry<'a>>,
+    current: Option<Entry<'a>>,
 }
 
 impl<'de> MapAccess<'de> for Pairs<'_> {
     type Error = FormError;
 
     fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, FormError> {
-        let Some(pair) = self.pairs.next() else { return Ok(None) };
-        self.current = Some(pair);
-        let key: StrDeserializer<'_, FormError> = pair.0.as_str().into_deserializer();
+        let Some(entry) = self.entries.next() else { return Ok(None) };
+        let key: StrDeserializer<'_, FormError> = entry.key.into_deserializer();
+        self.current = Some(entry);
         seed.deserialize(key).map(Some)
     }
 
     fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, FormError> {
-        let (key, value) = self.current.take().ok_or_else(|| de::Error::custom("a value without its name"))?;
-        seed.deserialize(Value { key, value }).map_err(|error| error.at(key))
+        let Entry { key, value, repeated } =
+            self.current.take().ok_or_else(|| de::Error::custom("a value without its name"))?;
+        seed.deserialize(Value { key, value, repeated }).map_err(|error| error.at(key))
+    }
+}
+
+/// A [`Param`]'s reading: its name, then (when given) the value.
+struct Reading<'a> {
+    name: Option<&'static str>,
+    value: Option<Value<'a>>,
+}
+
+impl<'de> MapAccess<'de> for Reading<'_> {
+    type Error = FormError;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, FormError> {
+        let Some(name) = self.name.take() else { return Ok(None) };
+        seed.deserialize(BorrowedStrDeserializer::<FormError>::new(name)).map(Some)
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, FormError> {
+        seed.deserialize(self.value.take().ok_or_else(|| de::Error::custom("no value to read"))?)
     }
 }
 
@@ -193,12 +369,15 @@ impl<'de> MapAccess<'de> for Pairs<'_> {
 struct Value<'a> {
     key: &'a str,
     value: &'a str,
+    repeated: bool,
 }
 
 impl<'a> Value<'a> {
-    /// The value as text: present, and without a NUL.
+    /// The value as text: given once, present, and without a NUL.
     fn text(&self) -> Result<&'a str, FormError> {
-        if self.value.is_empty() {
+        if self.repeated {
+            Err(FormError::new(self.key, Problem::Repeated))
+        } else if self.value.is_empty() {
             Err(FormError::new(self.key, Problem::Missing))
         } else if self.value.contains('\0') {
             Err(FormError::new(self.key, Problem::Invalid("holds a NUL character".to_owned())))
@@ -228,7 +407,7 @@ impl<'de> de::Deserializer<'de> for Value<'_> {
     }
 
     fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, FormError> {
-        if self.value.is_empty() { visitor.visit_none() } else { visitor.visit_some(self) }
+        if self.value.is_empty() && !self.repeated { visitor.visit_none() } else { visitor.visit_some(self) }
     }
 
     fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, FormError> {
@@ -255,8 +434,22 @@ impl<'de> de::Deserializer<'de> for Value<'_> {
         visitor.visit_enum(value)
     }
 
-    fn deserialize_newtype_struct<V: Visitor<'de>>(self, _: &'static str, visitor: V) -> Result<V::Value, FormError> {
-        visitor.visit_newtype_struct(self)
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, FormError> {
+        if name != PARAM {
+            return visitor.visit_newtype_struct(self);
+        }
+        let reading = if self.repeated {
+            Reading { name: Some(REPEATED), value: None }
+        } else if self.value.is_empty() {
+            Reading { name: Some(EMPTY), value: None }
+        } else {
+            Reading { name: Some(GIVEN), value: Some(self) }
+        };
+        visitor.visit_map(reading)
     }
 
     fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, FormError> {
@@ -331,13 +524,23 @@ mod tests {
 
     #[test]
     fn one_parameter_at_a_time_by_the_same_rules() {
-        let form = Form::parse(b"a=1&b=2&b=3&c=&d=x%20y&e=x%00y");
-        assert_eq!(form.one("a"), Ok(Some("1")));
-        assert_eq!(form.one("b"), Err(FormError::new("b", Problem::Repeated)));
-        assert!(matches!(form.one("e"), Err(FormError { problem: Problem::Invalid(_), .. })), "a NUL character");
-        assert_eq!(form.one("c"), Ok(None));
-        assert_eq!(form.one("d"), Ok(Some("x y")));
-        assert_eq!(form.one("z"), Ok(None));
+        #[derive(Debug, Default, Deserialize)]
+        #[serde(default)]
+        struct Each {
+            a: Param<String>,
+            b: Param<String>,
+            c: Param<String>,
+            d: Param<String>,
+            e: Param<String>,
+            z: Param<String>,
+        }
+        let each: Each = Form::parse(b"a=1&b=2&b=3&c=&d=x%20y&e=x%00y").read_each().unwrap();
+        assert_eq!(each.a.value(), Ok(Some("1".to_owned())));
+        assert_eq!(each.b.value(), Err(Problem::Repeated));
+        assert!(matches!(each.e.value(), Err(Problem::Invalid(_))), "a NUL character");
+        assert_eq!(each.c.value(), Ok(None));
+        assert_eq!(each.d.value(), Ok(Some("x y".to_owned())));
+        assert_eq!(each.z.value(), Ok(None));
     }
 
     #[test]
@@ -348,6 +551,55 @@ mod tests {
         assert_eq!((missing.field.as_str(), missing.problem), ("code", Problem::Missing), "required, so missing");
         let mistyped = Form::parse(b"code=a&max_age=x").read_lenient::<Request>().unwrap_err();
         assert_eq!(mistyped.field, "max_age", "a value of the wrong type is still refused");
+    }
+
+    #[derive(Debug, Default, Deserialize, PartialEq)]
+    #[serde(default, rename_all = "camelCase")]
+    struct Ordered {
+        client_id: Param<String>,
+        max_age: Param<u32>,
+        mode: Param<Mode>,
+        state: Param<String>,
+        nonce: Param<String>,
+    }
+
+    #[test]
+    fn each_parameter_keeps_its_reading_whatever_it_was() {
+        let read: Ordered =
+            Form::parse(b"clientId=a&maxAge=x&mode=query&state=s&state=t&nonce=&other=1&other=2").read_each().unwrap();
+        assert_eq!(read.client_id, Param::Given("a".to_owned()));
+        assert!(matches!(read.max_age, Param::Refused(Problem::Invalid(_))), "not a number");
+        assert_eq!(read.mode, Param::Given(Mode::Query));
+        assert_eq!(read.state, Param::Refused(Problem::Repeated));
+        assert_eq!(read.nonce, Param::Empty);
+        assert_eq!(read.nonce.clone().value(), Ok(None), "empty is absent");
+        let read: Ordered = Form::parse(b"clientId=a%00b&mode=fragment").read_each().unwrap();
+        assert!(matches!(read.client_id, Param::Refused(Problem::Invalid(_))), "a NUL character");
+        assert!(matches!(read.mode, Param::Refused(Problem::Invalid(_))));
+        assert_eq!((read.max_age, read.state), (Param::Absent, Param::Absent));
+        let repeated_empty: Ordered = Form::parse(b"state=&state=").read_each().unwrap();
+        assert_eq!(repeated_empty.state, Param::Refused(Problem::Repeated));
+    }
+
+    #[test]
+    fn strays_are_the_unknown_and_the_repeated_each_named_once() {
+        assert_eq!(fields_of::<Ordered>(), ["clientId", "maxAge", "mode", "state", "nonce"]);
+        let strays = Form::parse(b"x=1&state=a&mode=q&state=b&x=2&state=c&client_id=z").strays::<Ordered>();
+        let named: Vec<(&str, &Problem)> = strays.iter().map(|e| (e.field.as_str(), &e.problem)).collect();
+        assert_eq!(named, [("x", &Problem::Unknown), ("state", &Problem::Repeated), ("client_id", &Problem::Unknown)]);
+        assert!(Form::parse(b"state=a&mode=q").strays::<Ordered>().is_empty());
+    }
+
+    #[test]
+    fn a_type_that_denies_unknown_parameters_names_the_first() {
+        #[derive(Debug, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        #[allow(dead_code)]
+        struct Strict {
+            page: Option<u32>,
+        }
+        let error = Form::parse(b"page=1&size=2&other=3").read::<Strict>().unwrap_err();
+        assert_eq!((error.field.as_str(), error.problem), ("size", Problem::Unknown));
     }
 
     #[test]

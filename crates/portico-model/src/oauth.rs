@@ -125,14 +125,6 @@ pub enum ResponseMode {
 }
 
 impl ResponseMode {
-    pub fn parse(value: &str) -> Option<Self> {
-        match value {
-            "query" => Some(ResponseMode::Query),
-            "form_post" => Some(ResponseMode::FormPost),
-            _ => None,
-        }
-    }
-
     pub fn as_str(self) -> &'static str {
         match self {
             ResponseMode::Query => "query",
@@ -146,22 +138,14 @@ impl ResponseMode {
 #[serde(rename_all = "lowercase")]
 pub enum Prompt {
     None,
+    /// Portico has one account per browser session: choosing an account
+    /// (`select_account`) is logging in again.
+    #[serde(alias = "select_account")]
     Login,
     Consent,
 }
 
 impl Prompt {
-    pub fn parse(value: &str) -> Option<Self> {
-        match value {
-            "none" => Some(Prompt::None),
-            // Portico has one account per browser session: choosing an
-            // account is logging in again.
-            "login" | "select_account" => Some(Prompt::Login),
-            "consent" => Some(Prompt::Consent),
-            _ => None,
-        }
-    }
-
     /// The parameter's value (`select_account` was read as `login`).
     pub fn as_str(self) -> &'static str {
         match self {

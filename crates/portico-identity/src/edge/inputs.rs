@@ -2,12 +2,12 @@
 //! cookies. The login pages' forms are the types their handlers read,
 //! through the one deserializer ([`portico_model::form`]); the token and
 //! revoke forms are assembled from the types their handlers read
-//! ([`crate::oauth2::forms`]). Authorize reads its parameters one at a
-//! time in the order its contract checks them
-//! ([`Form::one`], the same rules), so the authorize query here describes
-//! it; logout reads [`LogoutForm`] whole.
+//! ([`crate::oauth2::forms`]). Authorize reads [`AuthorizeQuery`], each
+//! parameter's reading kept so that it can check them in its contract's
+//! order; logout reads [`LogoutForm`] whole.
 
-use portico_model::form::Form;
+use portico_model::form::{Form, Param};
+use portico_model::oauth::{Prompt, ResponseMode};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
@@ -72,51 +72,59 @@ mod values {
     }
 }
 
-/// The query of `GET /oauth2/authorize`. Each parameter at most once.
-#[derive(IntoParams)]
+/// The query of `GET /oauth2/authorize`, each parameter as it was given
+/// ([`Param`]): the handler checks them in the order its contract names
+/// ([`crate::oauth2::authorize`]) and answers the first problem. Each
+/// parameter at most once.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(default)]
 #[into_params(parameter_in = Query)]
-#[allow(dead_code)]
 pub struct AuthorizeQuery {
     /// Only `code`.
-    #[param(inline, value_type = values::ResponseType)]
-    response_type: String,
+    #[param(inline, value_type = values::ResponseType, required = true)]
+    pub response_type: Param<String>,
     /// BASE64URL(SHA256(ASCII(code_verifier))): 43 characters.
-    #[param(example = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM", pattern = "^[A-Za-z0-9_-]{43}$")]
-    code_challenge: String,
+    #[param(
+        value_type = String,
+        required = true,
+        example = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+        pattern = "^[A-Za-z0-9_-]{43}$"
+    )]
+    pub code_challenge: Param<String>,
     /// Only `S256`.
-    #[param(inline, value_type = values::CodeChallengeMethod)]
-    code_challenge_method: String,
+    #[param(inline, value_type = values::CodeChallengeMethod, required = true)]
+    pub code_challenge_method: Param<String>,
     /// A registered client.
-    #[param(example = "demo-app")]
-    client_id: String,
+    #[param(value_type = String, required = true, example = "demo-app")]
+    pub client_id: Param<String>,
     /// One of the client's registered addresses, exactly.
-    #[param(example = "http://127.0.0.1:8080/demo/callback")]
-    redirect_uri: String,
+    #[param(value_type = String, required = true, example = "http://127.0.0.1:8080/demo/callback")]
+    pub redirect_uri: Param<String>,
     /// Scopes separated by a space.
-    #[param(example = "openid profile email phone")]
-    scope: String,
+    #[param(value_type = String, required = true, example = "openid profile email phone")]
+    pub scope: Param<String>,
     /// Returned unchanged; at most 2048 characters.
-    #[param(min_length = 1, max_length = 2048)]
-    state: String,
+    #[param(value_type = String, required = true, min_length = 1, max_length = 2048)]
+    pub state: Param<String>,
     /// Carried into the id_token; at most 512 characters.
     #[param(value_type = String, required = false, min_length = 1, max_length = 512)]
-    nonce: Option<String>,
+    pub nonce: Param<String>,
     /// `none`, `login`, `consent`, or `select_account` (answered as `login`).
     #[param(inline, value_type = values::Prompt, required = false)]
-    prompt: Option<String>,
+    pub prompt: Param<Prompt>,
     /// `query` (the default: a 302 to `redirect_uri`) or `form_post` (a page
     /// that posts the response to `redirect_uri`).
     #[param(inline, value_type = values::ResponseMode, required = false)]
-    response_mode: Option<String>,
+    pub response_mode: Param<ResponseMode>,
     /// Seconds: a single sign-on session authenticated longer ago does not count.
     #[param(value_type = u32, required = false, minimum = 0)]
-    max_age: Option<u32>,
+    pub max_age: Param<u32>,
     /// Languages for the login pages, preferred first; those Portico does not speak are passed over.
     #[param(value_type = String, required = false, example = "en")]
-    ui_locales: Option<String>,
+    pub ui_locales: Param<String>,
     /// The login (or phone number) the first step shows.
     #[param(value_type = String, required = false, max_length = 256)]
-    login_hint: Option<String>,
+    pub login_hint: Param<String>,
 }
 
 /// The parameters of RP-initiated logout: the query of `GET

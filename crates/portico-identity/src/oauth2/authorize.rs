@@ -49,9 +49,10 @@ use time::OffsetDateTime;
 
 use super::response::{error_to_client, to_client};
 use crate::cookies::{self, SetCookies};
+use crate::edge::AuthorizeQuery;
 use crate::login::{self, ClientEntry};
 use crate::{Identity, IdentityState};
-use portico_model::form::Form;
+use portico_model::form::{Form, Param};
 
 const MAX_NONCE: usize = 512;
 const MAX_STATE: usize = 2048;
@@ -139,7 +140,9 @@ pub async fn authorize(
 }
 
 async fn handle(identity: &Identity, headers: &HeaderMap, query: &str) -> Result<Response, Rejection> {
-    let request = validate(identity, &Form::parse(query.as_bytes())).await?;
+    // Every field is a `Param`, which holds any reading: this cannot fail.
+    let query: AuthorizeQuery = Form::parse(query.as_bytes()).read_each().unwrap_or_default();
+    let request = validate(identity, query).await?;
     let now = identity.clock.now();
 
     if let Some((process, outcome)) = completed_login(identity, headers, &request, now).await? {
@@ -225,25 +228,19 @@ async fn completed_login(
     Ok(process.state.take_outcome().map(|outcome| (process, outcome)))
 }
 
-async fn validate(identity: &Identity, params: &Form) -> Result<AuthorizeRequest, Rejection> {
-    let client_id = params.one("client_id").ok().flatten().ok_or(Rejection::Plain("client_id"))?;
+/// Checks the query's parameters in the contract's order (the module's
+/// docs) and answers the first problem.
+async fn validate(identity: &Identity, query: AuthorizeQuery) -> Result<AuthorizeRequest, Rejection> {
+    let client_id = query.client_id.ok().ok_or(Rejection::Plain("client_id"))?;
     let client = identity.store.find_client(&ClientId::new(client_id)).await?.ok_or(Rejection::Plain("client_id"))?;
-    let redirect_uri = params
-        .one("redirect_uri")
-        .ok()
-        .flatten()
-        .filter(|uri| client.has_redirect_uri(uri))
-        .ok_or(Rejection::Plain("redirect_uri"))?
-        .to_owned();
+    let redirect_uri =
+        query.redirect_uri.ok().filter(|uri| client.has_redirect_uri(uri)).ok_or(Rejection::Plain("redirect_uri"))?;
 
-    let state = params.one("state").ok().flatten().filter(|s| s.len() <= MAX_STATE).map(str::to_owned);
+    // The state to answer errors with: a good one, else none.
+    let state = query.state.clone().ok().filter(|s| s.len() <= MAX_STATE);
     // The response mode first: every later error is answered in it.
-    let response_mode = match params.one("response_mode") {
-        Ok(None) => Some(ResponseMode::Query),
-        Ok(Some(mode)) => ResponseMode::parse(mode),
-        Err(_) => None,
-    };
-    let mode = response_mode.unwrap_or_default();
+    let response_mode = query.response_mode.value().map(Option::unwrap_or_default);
+    let mode = response_mode.as_ref().copied().unwrap_or_default();
     let fail = |error: &'static str, parameter: &'static str| Rejection::Redirect {
         redirect_uri: redirect_uri.clone(),
         mode,
@@ -251,46 +248,40 @@ async fn validate(identity: &Identity, params: &Form) -> Result<AuthorizeRequest
         parameter,
         state: state.clone(),
     };
-    let Some(response_mode) = response_mode else {
-        return Err(fail("invalid_request", "response_mode"));
-    };
-    let get = |name: &'static str| params.one(name).map_err(|_| fail("invalid_request", name));
+    let response_mode = response_mode.map_err(|_| fail("invalid_request", "response_mode"))?;
+    // A parameter given once (or not at all) and of its type; otherwise
+    // `invalid_request` naming it.
+    let get = |param: Param<_>, name: &'static str| param.value().map_err(|_| fail("invalid_request", name));
 
-    match get("response_type")? {
+    match get(query.response_type, "response_type")?.as_deref() {
         None => return Err(fail("invalid_request", "response_type")),
         Some("code") => {}
         Some(_) => return Err(fail("unsupported_response_type", "response_type")),
     }
-    let scope = get("scope")?.ok_or_else(|| fail("invalid_request", "scope"))?;
-    let scope = ScopeSet::parse(scope)
+    let scope = get(query.scope, "scope")?.ok_or_else(|| fail("invalid_request", "scope"))?;
+    let scope = ScopeSet::parse(&scope)
         .ok()
         .filter(|set| set.iter().all(|s| client.allows_scope(s)))
         .ok_or_else(|| fail("invalid_scope", "scope"))?;
-    get("state")?;
+    get(query.state, "state")?;
     let Some(state) = state.clone() else {
         return Err(fail("invalid_request", "state"));
     };
-    let code_challenge = get("code_challenge")?
+    let code_challenge = get(query.code_challenge, "code_challenge")?
         .filter(|c| is_s256_challenge(c))
         .ok_or_else(|| fail("invalid_request", "code_challenge"))?;
-    get("code_challenge_method")?
-        .filter(|m| *m == "S256")
+    get(query.code_challenge_method, "code_challenge_method")?
+        .filter(|m| m == "S256")
         .ok_or_else(|| fail("invalid_request", "code_challenge_method"))?;
-    let nonce = get("nonce")?;
-    if nonce.is_some_and(|n| n.len() > MAX_NONCE) {
+    let nonce = get(query.nonce, "nonce")?;
+    if nonce.as_ref().is_some_and(|n| n.len() > MAX_NONCE) {
         return Err(fail("invalid_request", "nonce"));
     }
-    let prompt = match get("prompt")? {
-        None => None,
-        Some(value) => Some(Prompt::parse(value).ok_or_else(|| fail("invalid_request", "prompt"))?),
-    };
-    let max_age = match get("max_age")? {
-        None => None,
-        Some(value) => Some(value.parse::<u32>().map_err(|_| fail("invalid_request", "max_age"))?),
-    };
-    let ui_locale = get("ui_locales")?.and_then(Locale::from_ui_locales);
-    let login_hint = get("login_hint")?;
-    if login_hint.is_some_and(|hint| hint.len() > MAX_LOGIN_HINT || hint.chars().any(char::is_control)) {
+    let prompt = query.prompt.value().map_err(|_| fail("invalid_request", "prompt"))?;
+    let max_age = query.max_age.value().map_err(|_| fail("invalid_request", "max_age"))?;
+    let ui_locale = get(query.ui_locales, "ui_locales")?.as_deref().and_then(Locale::from_ui_locales);
+    let login_hint = get(query.login_hint, "login_hint")?;
+    if login_hint.as_ref().is_some_and(|hint| hint.len() > MAX_LOGIN_HINT || hint.chars().any(char::is_control)) {
         return Err(fail("invalid_request", "login_hint"));
     }
     Ok(AuthorizeRequest {
@@ -298,12 +289,12 @@ async fn validate(identity: &Identity, params: &Form) -> Result<AuthorizeRequest
         redirect_uri,
         scope,
         state,
-        code_challenge: code_challenge.to_owned(),
-        nonce: nonce.map(str::to_owned),
+        code_challenge,
+        nonce,
         prompt,
         max_age,
         ui_locale,
-        login_hint: login_hint.map(str::to_owned),
+        login_hint,
         response_mode,
     })
 }
