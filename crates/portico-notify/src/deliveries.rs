@@ -10,10 +10,11 @@ use axum::Json;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
+use portico_model::form::{Form, Problem};
 use portico_model::ids::DeliveryId;
 use portico_model::notify::EventKind;
 use portico_model::notify::{Delivery, DeliveryStatus};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
 
@@ -21,10 +22,12 @@ use crate::NotifyState;
 use crate::error::{ErrorBody, NotifyError};
 use crate::settings::MerchantCaller;
 
-/// The filters and paging of the delivery list.
-#[derive(utoipa::IntoParams)]
+/// The filters and paging of the delivery list as the query gives them,
+/// read by the one reader ([`portico_model::form`]); a parameter it does
+/// not know is refused.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
-#[allow(dead_code)]
 pub struct DeliveryFilter {
     status: Option<DeliveryStatus>,
     /// The page, from 0.
@@ -155,24 +158,27 @@ impl Filter {
     /// # Errors
     /// What is wrong with a parameter, or the unknown one.
     pub fn parse(query: Option<&str>) -> Result<Self, String> {
-        let mut filter = Self { status: None, page: 0, size: 20 };
-        for (name, value) in url::form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
-            match name.as_ref() {
-                "status" => {
-                    filter.status = Some(DeliveryStatus::parse(&value).ok_or("status: PENDING, DELIVERED or FAILED")?);
-                }
-                "page" => match value.parse() {
-                    Ok(p) if p <= MAX_PAGE => filter.page = p,
-                    _ => return Err("page: a number from 0 to 100000".into()),
-                },
-                "size" => match value.parse() {
-                    Ok(s) if (1..=MAX_SIZE).contains(&s) => filter.size = s,
-                    _ => return Err("size: a number from 1 to 100".into()),
-                },
-                other => return Err(format!("unknown parameter {other:?}")),
+        const PAGE: &str = "page: a number from 0 to 100000";
+        const SIZE: &str = "size: a number from 1 to 100";
+        let given: DeliveryFilter = Form::parse(query.unwrap_or_default().as_bytes()).read().map_err(|e| {
+            match (e.field.as_str(), &e.problem) {
+                (field, Problem::Unknown) => format!("unknown parameter {field:?}"),
+                (_, Problem::Repeated | Problem::Missing) => e.to_string(),
+                ("status", _) => "status: PENDING, DELIVERED or FAILED".to_owned(),
+                ("page", _) => PAGE.to_owned(),
+                ("size", _) => SIZE.to_owned(),
+                _ => e.to_string(),
             }
+        })?;
+        let page = given.page.unwrap_or(0);
+        if page > MAX_PAGE {
+            return Err(PAGE.to_owned());
         }
-        Ok(filter)
+        let size = given.size.unwrap_or(20);
+        if !(1..=MAX_SIZE).contains(&size) {
+            return Err(SIZE.to_owned());
+        }
+        Ok(Self { status: given.status, page, size })
     }
 }
 
@@ -243,4 +249,35 @@ pub async fn resend(
             "no such delivery of this merchant (or it is past its retention period and being removed)",
         ))?;
     Ok((StatusCode::ACCEPTED, Json(resent)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal(query: &str) -> String {
+        Filter::parse(Some(query)).err().unwrap_or_default()
+    }
+
+    #[test]
+    fn the_listing_query_is_read_by_the_one_reader() {
+        let filter = Filter::parse(Some("status=FAILED&page=3&size=5")).unwrap();
+        assert_eq!((filter.status, filter.page, filter.size), (Some(DeliveryStatus::Failed), 3, 5));
+        let defaults = Filter::parse(None).unwrap();
+        assert_eq!((defaults.status, defaults.page, defaults.size), (None, 0, 20));
+        let empty = Filter::parse(Some("status=&page=")).unwrap();
+        assert_eq!((empty.status, empty.page), (None, 0), "an empty value is an absent one");
+    }
+
+    #[test]
+    fn a_bad_listing_query_is_named() {
+        assert_eq!(refusal("page=1&sort=asc"), "unknown parameter \"sort\"");
+        assert_eq!(refusal("status=FAILED&status=PENDING"), "status: given more than once");
+        assert_eq!(refusal("status=failed"), "status: PENDING, DELIVERED or FAILED");
+        assert_eq!(refusal("status=FAILED%00"), "status: PENDING, DELIVERED or FAILED");
+        assert_eq!(refusal("page=100001"), "page: a number from 0 to 100000");
+        assert_eq!(refusal("page=-1"), "page: a number from 0 to 100000");
+        assert_eq!(refusal("size=0"), "size: a number from 1 to 100");
+        assert_eq!(refusal("size=101"), "size: a number from 1 to 100");
+    }
 }

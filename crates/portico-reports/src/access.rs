@@ -15,6 +15,8 @@
 use axum::http::HeaderMap;
 use uuid::Uuid;
 
+use portico_model::form::Param;
+
 use crate::error::ReportError;
 use crate::{Channel, OBJECT, Reports, ReportsState};
 
@@ -68,9 +70,26 @@ pub struct Access {
 pub fn parse_cnum(raw: &str) -> Result<String, ReportError> {
     let cnum = raw.trim();
     if cnum.is_empty() || cnum.len() > 20 || !cnum.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(ReportError::field("cnum", "the client organization id: 1 to 20 digits"));
+        return Err(not_a_cnum());
     }
     Ok(cnum.to_owned())
+}
+
+fn not_a_cnum() -> ReportError {
+    ReportError::field("cnum", "the client organization id: 1 to 20 digits")
+}
+
+/// The `cnum` a query gave: `None` when absent; given (even empty), it must
+/// be one.
+///
+/// # Errors
+/// `VALIDATION_ERROR` for a `cnum` that is not one.
+pub fn given_cnum(param: &Param<String>) -> Result<Option<String>, ReportError> {
+    match crate::tasks::text(param) {
+        Ok(None) => Ok(None),
+        Ok(Some(raw)) => parse_cnum(raw).map(Some),
+        Err(_) => Err(not_a_cnum()),
+    }
 }
 
 /// The verified caller, read from the request before the handler runs:
@@ -106,14 +125,14 @@ impl Reports {
     ///
     /// # Errors
     /// `VALIDATION_ERROR` (`cnum`), `FORBIDDEN`.
-    pub async fn access(&self, caller: Caller, cnum: Option<&str>, action: Action) -> Result<Access, ReportError> {
+    pub async fn access(&self, caller: Caller, cnum: &Param<String>, action: Action) -> Result<Access, ReportError> {
+        let cnum = given_cnum(cnum)?;
         let Caller::User(user) = caller else {
-            let raw = cnum.ok_or_else(|| ReportError::field("cnum", "required: the company the report is for"))?;
-            return Ok(Access { caller, cnum: parse_cnum(raw)? });
+            let cnum = cnum.ok_or_else(|| ReportError::field("cnum", "required: the company the report is for"))?;
+            return Ok(Access { caller, cnum });
         };
         let model = self.permissions.model().await?;
-        if let Some(raw) = cnum {
-            let cnum = parse_cnum(raw)?;
+        if let Some(cnum) = cnum {
             if !model.allowed(user, &cnum, OBJECT, action.as_str()) {
                 return Err(ReportError::Forbidden(format!(
                     "the user may not {} reports of the company {cnum}",

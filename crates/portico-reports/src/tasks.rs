@@ -11,9 +11,12 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, RawQuery, State};
+use portico_model::form::{Form, Param, Problem};
 use portico_model::ids::ReportTaskId;
 use portico_model::reports::{FileType, MAX_PERIOD_DAYS, ReportTask, ReportType, Source, TaskStatus};
 use portico_storage::ReportTaskFilter;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use time::Date;
 use uuid::Uuid;
@@ -27,33 +30,42 @@ use crate::views::TaskView;
 pub const DEFAULT_SIZE: u32 = 10;
 pub const MAX_SIZE: u32 = 100;
 
-/// Query parameters, each at most once.
-#[derive(Debug, Default)]
-pub struct Params(Vec<(String, String)>);
-
-impl Params {
-    pub fn parse(query: Option<&str>) -> Self {
-        Self(form_urlencoded::parse(query.unwrap_or_default().as_bytes()).into_owned().collect())
+/// Reads a query of the report API by the one reader
+/// ([`portico_model::form`]): every parameter the query type `T` does not
+/// know, and every repeated one, is refused at once; then each parameter
+/// keeps its reading.
+///
+/// # Errors
+/// `VALIDATION_ERROR` naming each stray parameter.
+pub fn read_query<T: DeserializeOwned + Default>(query: Option<&str>) -> Result<T, ReportError> {
+    let form = Form::parse(query.unwrap_or_default().as_bytes());
+    let strays: BTreeMap<String, String> = form
+        .strays::<T>()
+        .into_iter()
+        .map(|stray| {
+            let why = if stray.problem == Problem::Unknown { "unknown parameter" } else { "given more than once" };
+            (stray.field, why.to_owned())
+        })
+        .collect();
+    if !strays.is_empty() {
+        return Err(ReportError::Validation(strays));
     }
+    // A query type's fields are `Param`s, which hold any reading.
+    Ok(form.read_each().unwrap_or_default())
+}
 
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.0.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
-    }
-
-    /// Refuses parameters other than `allowed` and repeated ones.
-    ///
-    /// # Errors
-    /// `VALIDATION_ERROR` naming each.
-    pub fn only(&self, allowed: &[&str]) -> Result<(), ReportError> {
-        let mut errors = BTreeMap::new();
-        for (i, (name, _)) in self.0.iter().enumerate() {
-            if !allowed.contains(&name.as_str()) {
-                errors.insert(name.clone(), "unknown parameter".to_owned());
-            } else if self.0[..i].iter().any(|(n, _)| n == name) {
-                errors.insert(name.clone(), "given more than once".to_owned());
-            }
-        }
-        if errors.is_empty() { Ok(()) } else { Err(ReportError::Validation(errors)) }
+/// A query parameter as this API reads it: `Ok(None)` when absent; given,
+/// its text (an empty value included: each parameter says what it takes);
+/// its problem for a value with a NUL character, which is no value of any.
+///
+/// # Errors
+/// The parameter's problem.
+pub fn text(param: &Param<String>) -> Result<Option<&str>, &Problem> {
+    match param {
+        Param::Absent => Ok(None),
+        Param::Empty => Ok(Some("")),
+        Param::Given(text) => Ok(Some(text)),
+        Param::Refused(problem) => Err(problem),
     }
 }
 
@@ -85,11 +97,10 @@ pub fn by_id<Id: From<Uuid>>(
     parameter: &str,
     raw_id: Result<Path<String>, PathRejection>,
 ) -> Result<(Id, Option<String>), ReportError> {
-    let params = Params::parse(query);
-    params.only(&["cnum"])?;
+    let query: Cnum = read_query(query)?;
     let raw_id = raw_id.map(|Path(id)| id).unwrap_or_default();
     let id = parse_id(parameter, &raw_id)?;
-    let cnum = params.get("cnum").map(crate::access::parse_cnum).transpose()?;
+    let cnum = crate::access::given_cnum(&query.cnum)?;
     Ok((id.into(), cnum))
 }
 
@@ -140,9 +151,8 @@ pub async fn create(
     RawQuery(query): RawQuery,
     body: Bytes,
 ) -> Result<Json<TaskView>, ReportError> {
-    let params = Params::parse(query.as_deref());
-    params.only(&["cnum"])?;
-    let access = api.access(caller, params.get("cnum"), Action::Create).await?;
+    let query: Cnum = read_query(query.as_deref())?;
+    let access = api.access(caller, &query.cnum, Action::Create).await?;
     let request = CreateRequest::parse(&body)?;
     let agreement = api.store.find_agreement(&request.agreement_number).await?;
     let mut errors = BTreeMap::new();
@@ -341,7 +351,7 @@ fn file_types(
     path = "/v1/reports/tasks",
     operation_id = "getReportTasks",
     tag = "reports",
-    params(Cnum, ListFilters),
+    params(TaskListQuery),
     responses((status = 200, description = "A page of tasks.", body = Vec<TaskView>), Errors)
 )]
 pub async fn list(
@@ -349,67 +359,51 @@ pub async fn list(
     caller: Caller,
     RawQuery(query): RawQuery,
 ) -> Result<Json<Vec<TaskView>>, ReportError> {
-    let params = Params::parse(query.as_deref());
-    params.only(&[
-        "cnum",
-        "reportType",
-        "agreementNumber",
-        "account",
-        "fromDate",
-        "toDate",
-        "status",
-        "page",
-        "size",
-    ])?;
-    let access = api.access(caller, params.get("cnum"), Action::View).await?;
+    let query: TaskListQuery = read_query(query.as_deref())?;
+    let access = api.access(caller, &query.cnum, Action::View).await?;
     let mut errors = BTreeMap::new();
     let mut filter = ReportTaskFilter { cnums: vec![access.cnum], limit: DEFAULT_SIZE, ..Default::default() };
-    if let Some(t) = params.get("reportType") {
-        filter.report_type = ReportType::parse(t);
-        if filter.report_type.is_none() {
-            errors.insert("reportType".into(), "one of STATEMENT_FOR_1C, BROKERAGE_REPORT".into());
-        }
-    }
-    if let Some(s) = params.get("status") {
-        filter.status = TaskStatus::parse(s);
-        if filter.status.is_none() {
-            errors.insert("status".into(), "one of NEW, IN_PROGRESS, FAILED, DONE".into());
-        }
-    }
-    filter.agreement_number = params.get("agreementNumber").map(str::to_owned);
-    filter.account = params.get("account").map(str::to_owned);
-    if filter.account.as_deref().is_some_and(|a| a.len() != 20 || !a.bytes().all(|b| b.is_ascii_digit())) {
-        errors.insert("account".into(), "an account number: 20 digits".into());
-    }
-    for (name, slot) in [("fromDate", &mut filter.from), ("toDate", &mut filter.to)] {
-        if let Some(d) = params.get(name) {
-            *slot = parse_date(d);
-            if slot.is_none() {
-                errors.insert(name.into(), "a date: YYYY-MM-DD".into());
-            }
-        }
-    }
-    let page = match params.get("page").map(str::parse::<u32>) {
-        None => 0,
-        Some(Ok(page)) if page <= 100_000 => page,
-        Some(_) => {
-            errors.insert("page".into(), "an integer from 0 (the first page)".into());
-            0
-        }
-    };
-    match params.get("size").map(str::parse::<u32>) {
-        None => {}
-        Some(Ok(size)) if (1..=MAX_SIZE).contains(&size) => filter.limit = size,
-        Some(_) => {
-            errors.insert("size".into(), format!("an integer from 1 to {MAX_SIZE}"));
-        }
-    }
+    let e = &mut errors;
+    filter.report_type =
+        field(e, "reportType", &query.report_type, "one of STATEMENT_FOR_1C, BROKERAGE_REPORT", ReportType::parse);
+    filter.status = field(e, "status", &query.status, "one of NEW, IN_PROGRESS, FAILED, DONE", TaskStatus::parse);
+    let agreement = |n: &str| Some(n.to_owned());
+    filter.agreement_number = field(e, "agreementNumber", &query.agreement_number, "no control characters", agreement);
+    let account = |a: &str| (a.len() == 20 && a.bytes().all(|b| b.is_ascii_digit())).then(|| a.to_owned());
+    filter.account = field(e, "account", &query.account, "an account number: 20 digits", account);
+    filter.from = field(e, "fromDate", &query.from_date, "a date: YYYY-MM-DD", parse_date);
+    filter.to = field(e, "toDate", &query.to_date, "a date: YYYY-MM-DD", parse_date);
+    let page = |p: &str| p.parse::<u32>().ok().filter(|p| *p <= 100_000);
+    let page = field(e, "page", &query.page, "an integer from 0 (the first page)", page);
+    let size = |s: &str| s.parse::<u32>().ok().filter(|s| (1..=MAX_SIZE).contains(s));
+    let size = field(e, "size", &query.size, &format!("an integer from 1 to {MAX_SIZE}"), size);
+    let page = page.unwrap_or(0);
+    filter.limit = size.unwrap_or(DEFAULT_SIZE);
     if !errors.is_empty() {
         return Err(ReportError::Validation(errors));
     }
     filter.offset = page.saturating_mul(filter.limit);
     let tasks = api.store.list_report_tasks(&filter).await?;
     Ok(Json(tasks.iter().map(TaskView::from).collect()))
+}
+
+/// One parameter of a filter: `None` when absent; given, `read` must take
+/// it, else `why` is recorded under `name`.
+fn field<T>(
+    errors: &mut BTreeMap<String, String>,
+    name: &str,
+    param: &Param<String>,
+    why: &str,
+    read: impl Fn(&str) -> Option<T>,
+) -> Option<T> {
+    match text(param) {
+        Ok(None) => None,
+        Ok(Some(text)) if let Some(value) = read(text) => Some(value),
+        _ => {
+            errors.insert(name.to_owned(), why.to_owned());
+            None
+        }
+    }
 }
 
 /// One task.
@@ -439,36 +433,43 @@ pub async fn get_one(
 }
 
 /// `cnum`: the client organization; optional when the user holds report
-/// rights in one company only.
-#[derive(utoipa::IntoParams)]
+/// rights in one company only. The whole query of the operations on one
+/// task or file, and of the type list.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[serde(default)]
 #[into_params(parameter_in = Query)]
-#[allow(dead_code)]
 pub struct Cnum {
     /// The client organization id (1 to 20 digits).
-    #[param(pattern = "^[0-9]{1,20}$", example = "7700000001")]
-    cnum: Option<String>,
+    #[param(value_type = Option<String>, pattern = "^[0-9]{1,20}$", example = "7700000001")]
+    pub cnum: Param<String>,
 }
 
-/// The filters and paging of `getReportTasks`.
-#[derive(utoipa::IntoParams)]
-#[into_params(parameter_in = Query)]
-#[allow(dead_code, non_snake_case)]
-pub struct ListFilters {
-    reportType: Option<ReportType>,
-    agreementNumber: Option<String>,
-    #[param(pattern = "^[0-9]{20}$")]
-    account: Option<String>,
+/// The query of `getReportTasks`: the company, the filters and paging.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[serde(default, rename_all = "camelCase")]
+#[into_params(parameter_in = Query, rename_all = "camelCase")]
+pub struct TaskListQuery {
+    /// The client organization id (1 to 20 digits).
+    #[param(value_type = Option<String>, pattern = "^[0-9]{1,20}$", example = "7700000001")]
+    pub cnum: Param<String>,
+    #[param(value_type = Option<ReportType>)]
+    pub report_type: Param<String>,
+    #[param(value_type = Option<String>)]
+    pub agreement_number: Param<String>,
+    #[param(value_type = Option<String>, pattern = "^[0-9]{20}$")]
+    pub account: Param<String>,
     /// Tasks whose period starts on or after this day.
-    #[param(format = Date)]
-    fromDate: Option<String>,
+    #[param(value_type = Option<String>, format = Date)]
+    pub from_date: Param<String>,
     /// Tasks whose period ends on or before this day.
-    #[param(format = Date)]
-    toDate: Option<String>,
-    status: Option<TaskStatus>,
+    #[param(value_type = Option<String>, format = Date)]
+    pub to_date: Param<String>,
+    #[param(value_type = Option<TaskStatus>)]
+    pub status: Param<String>,
     /// The page, from 0.
-    #[param(minimum = 0, maximum = 100_000, default = 0)]
-    page: Option<u32>,
+    #[param(value_type = Option<u32>, minimum = 0, maximum = 100_000, default = 0)]
+    pub page: Param<String>,
     /// Tasks per page.
-    #[param(minimum = 1, maximum = 100, default = 10)]
-    size: Option<u32>,
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 100, default = 10)]
+    pub size: Param<String>,
 }

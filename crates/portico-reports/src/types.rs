@@ -8,7 +8,7 @@ use portico_model::reports::ReportType;
 use crate::ReportsState;
 use crate::access::{Action, Caller};
 use crate::error::ReportError;
-use crate::tasks::Params;
+use crate::tasks::{Cnum, read_query};
 use crate::views::TypeView;
 
 /// The report types, each with what it needs and the files it can make.
@@ -17,7 +17,7 @@ use crate::views::TypeView;
     path = "/v1/reports/types",
     operation_id = "getReportTypes",
     tag = "reports",
-    params(crate::tasks::Cnum),
+    params(Cnum),
     responses((status = 200, description = "Every report type.", body = Vec<TypeView>), crate::error::Errors)
 )]
 pub async fn list(
@@ -25,12 +25,11 @@ pub async fn list(
     caller: Caller,
     RawQuery(query): RawQuery,
 ) -> Result<Json<Vec<TypeView>>, ReportError> {
-    let params = Params::parse(query.as_deref());
-    params.only(&["cnum"])?;
+    let query: Cnum = read_query(query.as_deref())?;
     // The types are the same in every company; the bank needs to name none.
     match caller {
-        Caller::User(_) => drop(api.access(caller, params.get("cnum"), Action::View).await?),
-        Caller::Bank => drop(params.get("cnum").map(crate::access::parse_cnum).transpose()?),
+        Caller::User(_) => drop(api.access(caller, &query.cnum, Action::View).await?),
+        Caller::Bank => drop(crate::access::given_cnum(&query.cnum)?),
     }
     Ok(Json(ReportType::ALL.iter().map(|t| TypeView::from(*t)).collect()))
 }

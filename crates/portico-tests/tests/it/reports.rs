@@ -339,6 +339,40 @@ async fn bad_task_requests_name_each_field_and_create_nothing() {
     }
 }
 
+#[tokio::test]
+async fn a_bad_task_list_query_names_every_problem_at_once() {
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| c.reports.generate = false).await;
+        let ivan = app.token_pair("ivan").await;
+        let problems = |query: &'static str| {
+            let (app, ivan) = (&app, &ivan);
+            async move {
+                let (status, answer) = call(app, Some(ivan), "GET", &format!("/v1/reports/tasks?{query}"), None).await;
+                assert_eq!((status, answer["code"].as_str()), (400, Some("VALIDATION_ERROR")), "{query}: {answer}");
+                let errors = answer["errors"].as_object().unwrap();
+                errors.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap().to_owned())).collect::<Vec<_>>()
+            }
+        };
+        // Stray parameters first, all of them, and nothing else is read.
+        assert_eq!(
+            problems("colour=blue&page=1&page=2&status=x&colour=red").await,
+            [("colour".into(), "unknown parameter".into()), ("page".into(), "given more than once".into())]
+        );
+        // Then every filter's problem: an empty value is given (and no
+        // value of these), a NUL character is no value of any filter.
+        let found = problems("reportType=TAX&status=&fromDate=2026-02-30&toDate=x&page=-1&size=0&agreementNumber=a%00b")
+            .await
+            .into_iter()
+            .map(|(field, _)| field)
+            .collect::<Vec<_>>();
+        assert_eq!(found, ["agreementNumber", "fromDate", "page", "reportType", "size", "status", "toDate"]);
+        assert_eq!(problems("cnum=").await, [("cnum".into(), "the client organization id: 1 to 20 digits".into())]);
+        assert_eq!(problems("account=a%00").await, [("account".into(), "an account number: 20 digits".into())]);
+        let (status, list) = call(&app, Some(&ivan), "GET", "/v1/reports/tasks?agreementNumber=%D0%91%D0%94-0001", None).await;
+        assert_eq!((status, list), (200, json!([])), "a good filter still answers");
+    }
+}
+
 /// Downloads a file of a finished task.
 pub(crate) async fn download(app: &TestApp, pair: &TokenPair, file: &Value) -> (reqwest::header::HeaderMap, Vec<u8>) {
     let response = app
