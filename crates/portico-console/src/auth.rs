@@ -34,7 +34,10 @@ use portico_model::client::{Client, LocalizedText};
 use portico_storage::StorageError;
 use portico_tokens::IdClaims;
 
-use crate::page::{self, Form, Refusal};
+use serde::Deserialize;
+
+use crate::forms::Form;
+use crate::page::{self, Refusal};
 use crate::session::{LOGIN, LOGIN_LABEL, LOGIN_MAX_AGE, LoginCookie, SESSION, safe_back, see_other};
 use crate::{Console, ConsoleState};
 
@@ -42,14 +45,30 @@ fn encode(value: &str) -> String {
     form_urlencoded::byte_serialize(value.as_bytes()).collect()
 }
 
+/// The sign-in's query: the page to come back to.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct SignIn {
+    pub back: Option<String>,
+}
+
+/// The authorization response's query.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Callback {
+    pub state: Option<String>,
+    pub error: Option<String>,
+    pub code: Option<String>,
+}
+
 /// `GET /console/login`: off to Portico's authorization endpoint.
 pub async fn login(State(console): State<ConsoleState>, headers: HeaderMap, RawQuery(raw): RawQuery) -> Response {
-    let query = page::query(raw.as_deref());
+    let query: SignIn = page::query(raw.as_deref());
     let started = LoginCookie {
         state: portico_crypto::random::token(),
         nonce: portico_crypto::random::token(),
         verifier: portico_crypto::random::token(),
-        back: safe_back(query.get("back").unwrap_or("/console/")),
+        back: safe_back(query.back.as_deref().unwrap_or("/console/")),
     };
     let location = format!(
         "/oauth2/authorize?response_type=code&client_id={}&redirect_uri={}&scope=openid&state={}&nonce={}\
@@ -71,7 +90,7 @@ pub async fn login(State(console): State<ConsoleState>, headers: HeaderMap, RawQ
 
 /// `GET /console/callback`: the end of a sign-in.
 pub async fn callback(State(console): State<ConsoleState>, headers: HeaderMap, RawQuery(raw): RawQuery) -> Response {
-    let query = page::query(raw.as_deref());
+    let query: Callback = page::query(raw.as_deref());
     let mut response = finish(&console, &headers, &query).await.into_response();
     let mut cookies = console.cookies("Lax");
     cookies.clear(LOGIN);
@@ -79,18 +98,18 @@ pub async fn callback(State(console): State<ConsoleState>, headers: HeaderMap, R
     response
 }
 
-async fn finish(console: &Console, headers: &HeaderMap, query: &Form) -> Result<Response, Refusal> {
+async fn finish(console: &Console, headers: &HeaderMap, query: &Callback) -> Result<Response, Refusal> {
     let lost = || Refusal::page(headers, StatusCode::BAD_REQUEST, "error.sign_in_lost");
     let started = console.open_cookie::<LoginCookie>(headers, LOGIN, LOGIN_LABEL).ok_or_else(lost)?;
-    let state = query.get("state").unwrap_or_default();
+    let state = query.state.as_deref().unwrap_or_default();
     if !portico_crypto::constant_time_eq(state.as_bytes(), started.state.as_bytes()) {
         return Err(lost());
     }
-    if let Some(error) = query.get("error") {
+    if let Some(error) = &query.error {
         tracing::info!(error, "an operator's sign-in to the console ended without a code");
         return Err(Refusal::page(headers, StatusCode::FORBIDDEN, "error.sign_in_refused"));
     }
-    let code = query.get("code").ok_or_else(lost)?;
+    let code = query.code.as_deref().ok_or_else(lost)?;
     let identity = &console.identity;
     let client = match identity.store.find_client(&console.client_id).await {
         Ok(Some(client)) => client,

@@ -10,7 +10,10 @@ use axum::response::Response;
 use portico_admin::service::{ClientChanges, NewClient};
 use portico_model::client::Client;
 
+use serde::Deserialize;
+
 use crate::ConsoleState;
+use crate::forms::{self, NoFields};
 use crate::page::{self, Layout, MAX_FORM, Refusal, Segments, done, render};
 use crate::session::{AdminOperator, see_other};
 
@@ -28,8 +31,8 @@ pub async fn list(
     axum::extract::RawQuery(raw): axum::extract::RawQuery,
     AdminOperator(operator): AdminOperator,
 ) -> Response {
-    let query = page::query(raw.as_deref());
-    let l = Layout::new(&headers, &operator, "clients", "/console/clients").with_notice(query.get("done"));
+    let query: page::Notice = page::query(raw.as_deref());
+    let l = Layout::new(&headers, &operator, "clients", "/console/clients").with_notice(query.done.as_deref());
     match console.admin.list_clients().await {
         Ok(clients) => render(StatusCode::OK, &ClientsPage { l, clients }),
         Err(error) => page::service_error(l, error, "/console/"),
@@ -66,8 +69,8 @@ pub async fn read(
     AdminOperator(operator): AdminOperator,
 ) -> Response {
     let here = format!("/console/clients/{id}");
-    let query = page::query(raw.as_deref());
-    let l = Layout::new(&headers, &operator, "clients", &here).with_notice(query.get("done"));
+    let query: page::Notice = page::query(raw.as_deref());
+    let l = Layout::new(&headers, &operator, "clients", &here).with_notice(query.done.as_deref());
     match console.admin.client(&id).await {
         Ok(client) => render(StatusCode::OK, &ClientPage { l, client }),
         Err(error) => page::service_error(l, error, "/console/clients"),
@@ -91,21 +94,51 @@ fn secret_page(l: Layout, client_id: String, secret: String) -> Response {
     page::shown_once(l, "client.id", client_id, secret, &back)
 }
 
+/// A client's form (new, or its page's): every text field trimmed, the
+/// address lists one per line.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct ClientFields {
+    /// Only when registering.
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub client_id: Option<String>,
+    /// Only when registering: blank generates one.
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub secret: Option<String>,
+    #[serde(deserialize_with = "forms::lines")]
+    pub redirect_uris: Vec<String>,
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub scope: Option<String>,
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub name_ru: Option<String>,
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub name_en: Option<String>,
+    #[serde(deserialize_with = "forms::ticked")]
+    pub require_consent: bool,
+    #[serde(deserialize_with = "forms::lines")]
+    pub post_logout_redirect_uris: Vec<String>,
+    #[serde(deserialize_with = "forms::ticked")]
+    pub logout_revokes_grants: bool,
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub backchannel_logout_uri: Option<String>,
+}
+
 /// `POST /console/clients`: registers a client; its secret (given, or
 /// generated when the field is blank) is shown once.
 pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Result<Response, Refusal> {
-    let (form, operator) = console.read_form(&headers, body, "/console/clients/new", true, MAX_FORM).await?;
+    let (form, _, operator): (ClientFields, _, _) =
+        console.read_form(&headers, body, "/console/clients/new", true, MAX_FORM).await?;
     let new = NewClient {
-        client_id: form.text("client_id").unwrap_or_default(),
-        secret: form.text("secret"),
-        redirect_uris: form.lines("redirect_uris"),
-        scope: form.text("scope"),
-        name_ru: form.text("name_ru"),
-        name_en: form.text("name_en"),
-        require_consent: form.checked("require_consent"),
-        post_logout_redirect_uris: form.lines("post_logout_redirect_uris"),
-        logout_revokes_grants: form.checked("logout_revokes_grants"),
-        backchannel_logout_uri: form.text("backchannel_logout_uri"),
+        client_id: form.client_id.unwrap_or_default(),
+        secret: form.secret,
+        redirect_uris: form.redirect_uris,
+        scope: form.scope,
+        name_ru: form.name_ru,
+        name_en: form.name_en,
+        require_consent: form.require_consent,
+        post_logout_redirect_uris: form.post_logout_redirect_uris,
+        logout_revokes_grants: form.logout_revokes_grants,
+        backchannel_logout_uri: form.backchannel_logout_uri,
     };
     let l = Layout::new(&headers, &operator, "clients", "/console/clients/new");
     Ok(match console.admin.create_client(&operator.admin.actor, new).await {
@@ -124,16 +157,16 @@ pub async fn update(
     body: Body,
 ) -> Result<Response, Refusal> {
     let here = format!("/console/clients/{id}");
-    let (form, operator) = console.read_form(&headers, body, &here, true, MAX_FORM).await?;
+    let (form, _, operator): (ClientFields, _, _) = console.read_form(&headers, body, &here, true, MAX_FORM).await?;
     let changes = ClientChanges {
-        redirect_uris: Some(form.lines("redirect_uris")),
-        scope: form.text("scope"),
-        name_ru: form.text("name_ru"),
-        name_en: form.text("name_en"),
-        require_consent: Some(form.checked("require_consent")),
-        post_logout_redirect_uris: Some(form.lines("post_logout_redirect_uris")),
-        logout_revokes_grants: Some(form.checked("logout_revokes_grants")),
-        backchannel_logout_uri: Some(form.text("backchannel_logout_uri")),
+        redirect_uris: Some(form.redirect_uris),
+        scope: form.scope,
+        name_ru: form.name_ru,
+        name_en: form.name_en,
+        require_consent: Some(form.require_consent),
+        post_logout_redirect_uris: Some(form.post_logout_redirect_uris),
+        logout_revokes_grants: Some(form.logout_revokes_grants),
+        backchannel_logout_uri: Some(form.backchannel_logout_uri),
     };
     Ok(match console.admin.update_client(&operator.admin.actor, &id, changes).await {
         Ok(_) => see_other(&done(&here, "saved")),
@@ -150,7 +183,7 @@ pub async fn rotate_secret(
     body: Body,
 ) -> Result<Response, Refusal> {
     let here = format!("/console/clients/{id}");
-    let (form, operator) = console.read_form(&headers, body, &here, true, MAX_FORM).await?;
+    let (_, form, operator): (NoFields, _, _) = console.read_form(&headers, body, &here, true, MAX_FORM).await?;
     let l = Layout::new(&headers, &operator, "clients", &here);
     if !form.confirmed() {
         let action = format!("{here}/secret");
@@ -184,7 +217,7 @@ pub async fn delete(
         body,
         action,
         async || Ok(console.admin.client(&id).await?.client_id.to_string()),
-        async |operator, _| {
+        async |operator, _: &NoFields| {
             console.admin.delete_client(&operator.admin.actor, &id).await?;
             Ok(done("/console/clients", "deleted"))
         },

@@ -15,6 +15,8 @@ use portico_api::Problem;
 use portico_api::error::ErrorBody;
 use portico_permissions::service::{ApplyError, ApplySummary, parse_document};
 
+use serde::Deserialize;
+
 use crate::page::{self, Layout, Refusal, done, render};
 use crate::session::AdminOperator;
 use crate::{Console, ConsoleState};
@@ -67,8 +69,8 @@ pub async fn permissions(
     RawQuery(raw): RawQuery,
     AdminOperator(operator): AdminOperator,
 ) -> Response {
-    let query = page::query(raw.as_deref());
-    let l = Layout::new(&headers, &operator, "permissions", "/console/permissions").with_notice(query.get("done"));
+    let query: page::Notice = page::query(raw.as_deref());
+    let l = Layout::new(&headers, &operator, "permissions", "/console/permissions").with_notice(query.done.as_deref());
     permissions_page(&console, l, None, Vec::new(), String::new()).await
 }
 
@@ -90,6 +92,15 @@ pub async fn permissions_document(
     Ok(page::secure(response))
 }
 
+/// A document's form: the document as typed, and (for permissions) whether
+/// only to check it (`action=check`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct DocumentFields {
+    pub document: Option<String>,
+    pub action: Option<String>,
+}
+
 /// `POST /console/permissions`: `document` (YAML, or JSON when it starts
 /// with `{`) checked (`action=check`) or merged in, after a confirmation.
 pub async fn apply_permissions(
@@ -97,9 +108,10 @@ pub async fn apply_permissions(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Refusal> {
-    let (form, operator) = console.read_form(&headers, body, "/console/permissions", true, MAX_DOCUMENT_FORM).await?;
+    let (fields, form, operator): (DocumentFields, _, _) =
+        console.read_form(&headers, body, "/console/permissions", true, MAX_DOCUMENT_FORM).await?;
     let l = Layout::new(&headers, &operator, "permissions", "/console/permissions");
-    let text = form.get("document").unwrap_or_default().to_owned();
+    let text = fields.document.unwrap_or_default();
     let doc = match parse_document(&text, !text.trim_start().starts_with('{')) {
         Ok(doc) => doc,
         Err(message) => return Ok(permissions_page(&console, l, None, vec![(String::new(), message)], text).await),
@@ -108,7 +120,7 @@ pub async fn apply_permissions(
         ApplyError::Invalid(problems) => Ok(problems.into_iter().map(|p| (p.place, p.message)).collect()),
         ApplyError::Storage(error) => Err(error),
     };
-    if form.get("action") == Some("check") {
+    if fields.action.as_deref() == Some("check") {
         return Ok(match console.permissions.check(&doc).await.map_err(problems) {
             Ok(summary) => permissions_page(&console, l, Some(summary), Vec::new(), text).await,
             Err(Ok(found)) => permissions_page(&console, l, None, found, text).await,
@@ -160,8 +172,8 @@ pub async fn brokerage(
     RawQuery(raw): RawQuery,
     AdminOperator(operator): AdminOperator,
 ) -> Response {
-    let query = page::query(raw.as_deref());
-    let l = Layout::new(&headers, &operator, "brokerage", "/console/brokerage").with_notice(query.get("done"));
+    let query: page::Notice = page::query(raw.as_deref());
+    let l = Layout::new(&headers, &operator, "brokerage", "/console/brokerage").with_notice(query.done.as_deref());
     match console.reports.store.list_agreements().await {
         Ok(agreements) => render(StatusCode::OK, &BrokeragePage { l, agreements }),
         Err(error) => page::storage_error(l, &error),
@@ -175,9 +187,10 @@ pub async fn load_brokerage(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Refusal> {
-    let (form, operator) = console.read_form(&headers, body, "/console/brokerage", true, MAX_DOCUMENT_FORM).await?;
+    let (fields, form, operator): (DocumentFields, _, _) =
+        console.read_form(&headers, body, "/console/brokerage", true, MAX_DOCUMENT_FORM).await?;
     let l = Layout::new(&headers, &operator, "brokerage", "/console/brokerage");
-    let text = form.get("document").unwrap_or_default();
+    let text = fields.document.unwrap_or_default();
     if !form.confirmed() {
         let subject = format!("{} bytes", text.len());
         return Ok(page::confirm(l, &form, "confirm.brokerage", subject, "/console/brokerage", "brokerage.load"));

@@ -32,6 +32,7 @@
 pub mod auth;
 pub mod clients;
 pub mod documents;
+pub mod forms;
 pub mod merchants;
 pub mod page;
 pub mod reports;

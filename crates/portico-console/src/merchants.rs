@@ -12,7 +12,10 @@ use portico_notify::admin::MerchantKeeper;
 use portico_notify::deliveries::{DeliveryView, Filter};
 use portico_storage::StorageError;
 
+use serde::Deserialize;
+
 use crate::ConsoleState;
+use crate::forms::{self, NoFields};
 use crate::page::{self, Layout, MAX_FORM, Refusal, Segments, done, render};
 use crate::session::AdminOperator;
 
@@ -85,6 +88,16 @@ impl DeliveriesPage {
     }
 }
 
+/// The delivery list's query.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct DeliverySearch {
+    pub done: Option<String>,
+    pub status: Option<String>,
+    /// From 0.
+    pub page: Option<String>,
+}
+
 /// `GET /console/merchants/{id}?status=&page=` (pages from 0).
 pub async fn deliveries(
     State(console): State<ConsoleState>,
@@ -94,10 +107,10 @@ pub async fn deliveries(
     AdminOperator(operator): AdminOperator,
 ) -> Response {
     let here = page::here(&format!("/console/merchants/{merchant}"), raw.as_deref());
-    let query = page::query(raw.as_deref());
-    let l = Layout::new(&headers, &operator, "merchants", &here).with_notice(query.get("done"));
-    let status = query.get("status").and_then(DeliveryStatus::parse);
-    let page = query.get("page").and_then(|p| p.parse().ok()).filter(|p| *p <= 100_000).unwrap_or(0);
+    let query: DeliverySearch = page::query(raw.as_deref());
+    let l = Layout::new(&headers, &operator, "merchants", &here).with_notice(query.done.as_deref());
+    let status = query.status.as_deref().and_then(DeliveryStatus::parse);
+    let page = query.page.and_then(|p| p.parse().ok()).filter(|p| *p <= 100_000).unwrap_or(0);
     let store = &console.notify.store;
     match store.find_merchant(&merchant).await {
         Ok(Some(_)) => {}
@@ -151,7 +164,7 @@ pub async fn resend(
             let found = found.filter(|d| d.merchant_id == merchant).ok_or_else(missing)?;
             Ok(format!("{} · {}", found.event_id, found.id))
         },
-        async |operator, _| {
+        async |operator, _: &NoFields| {
             portico_notify::admin::resend_delivery(
                 &console.notify,
                 &operator.admin.actor,
@@ -166,15 +179,28 @@ pub async fn resend(
     .await
 }
 
+/// A new merchant's form.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct MerchantFields {
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub merchant_id: Option<String>,
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub public_id: Option<String>,
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub sbp_merchant_id: Option<String>,
+}
+
 /// `POST /console/merchants`: registers a merchant (`merchant_id`,
 /// `public_id`, `sbp_merchant_id`); its API key is shown once.
 pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Result<Response, Refusal> {
-    let (form, operator) = console.read_form(&headers, body, "/console/merchants", true, MAX_FORM).await?;
+    let (form, _, operator): (MerchantFields, _, _) =
+        console.read_form(&headers, body, "/console/merchants", true, MAX_FORM).await?;
     let l = Layout::new(&headers, &operator, "merchants", "/console/merchants");
     let ids = MerchantIds {
-        merchant_id: form.text("merchant_id").unwrap_or_default(),
-        public_id: form.text("public_id").unwrap_or_default(),
-        sbp_merchant_id: form.text("sbp_merchant_id").unwrap_or_default(),
+        merchant_id: form.merchant_id.unwrap_or_default(),
+        public_id: form.public_id.unwrap_or_default(),
+        sbp_merchant_id: form.sbp_merchant_id.unwrap_or_default(),
     };
     if let Err(problem) = portico_notify::merchants::check_ids(&ids) {
         let problem = portico_api::Problem::new("", problem.to_string());
@@ -213,7 +239,7 @@ pub async fn rotate_key(
     body: Body,
 ) -> Result<Response, Refusal> {
     let here = format!("/console/merchants/{merchant}");
-    let (form, operator) = console.read_form(&headers, body, &here, true, MAX_FORM).await?;
+    let (_, form, operator): (NoFields, _, _) = console.read_form(&headers, body, &here, true, MAX_FORM).await?;
     let l = Layout::new(&headers, &operator, "merchants", &here);
     if !form.confirmed() {
         return Ok(page::confirm(

@@ -7,13 +7,14 @@
 //! stylesheet, and forms only to this server.
 
 use askama::Template;
-use axum::body::{Body, to_bytes};
+use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use portico_model::login::Locale;
 
 use crate::ConsoleState;
+use crate::forms::Form;
 use crate::session::{Operator, safe_back, see_other};
 use crate::texts::Texts;
 
@@ -180,62 +181,6 @@ pub fn secure(mut response: Response) -> Response {
     response
 }
 
-/// A form's fields, in order.
-#[derive(Debug, Default)]
-pub struct Form(Vec<(String, String)>);
-
-impl Form {
-    /// Reads an `application/x-www-form-urlencoded` body of at most 64 KiB.
-    ///
-    /// # Errors
-    /// A 400 page for a larger or unreadable body.
-    pub async fn read(headers: &HeaderMap, body: Body) -> Result<Self, Refusal> {
-        Self::read_up_to(headers, body, MAX_FORM).await
-    }
-
-    /// Reads a form of at most `limit` bytes (a document's).
-    ///
-    /// # Errors
-    /// A 400 page for a larger or unreadable body.
-    pub async fn read_up_to(headers: &HeaderMap, body: Body, limit: usize) -> Result<Self, Refusal> {
-        match to_bytes(body, limit).await {
-            Ok(bytes) => Ok(Self(form_urlencoded::parse(&bytes).into_owned().collect())),
-            Err(_) => Err(Refusal::page(headers, StatusCode::BAD_REQUEST, "error.form")),
-        }
-    }
-
-    /// The first value of `name`.
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.0.iter().find(|(key, _)| key == name).map(|(_, value)| value.as_str())
-    }
-
-    /// The value of `name`, trimmed; `None` when absent or blank.
-    pub fn text(&self, name: &str) -> Option<String> {
-        self.get(name).map(str::trim).filter(|v| !v.is_empty()).map(str::to_owned)
-    }
-
-    /// Whether a checkbox `name` is ticked.
-    pub fn checked(&self, name: &str) -> bool {
-        self.get(name).is_some()
-    }
-
-    /// The lines of a text area, trimmed, without blank ones.
-    pub fn lines(&self, name: &str) -> Vec<String> {
-        self.get(name).unwrap_or_default().lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_owned).collect()
-    }
-
-    /// Whether the operator has confirmed the action (`confirm=yes`).
-    pub fn confirmed(&self) -> bool {
-        self.get("confirm") == Some("yes")
-    }
-
-    /// Every field but the CSRF token and the confirmation, to carry
-    /// through the confirmation page.
-    fn carried(&self) -> Vec<(String, String)> {
-        self.0.iter().filter(|(key, _)| key != "_csrf" && key != "confirm").cloned().collect()
-    }
-}
-
 /// A route's path parameters; a segment that is no text (not UTF-8) names
 /// nothing: the console's 404 page, not a bare 400.
 pub struct Segments<T>(pub T);
@@ -251,9 +196,20 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned + Send> axum::extract::FromR
     }
 }
 
-/// A query string's parameters.
-pub fn query(raw: Option<&str>) -> Form {
-    Form(form_urlencoded::parse(raw.unwrap_or_default().as_bytes()).into_owned().collect())
+/// A page's query as a `T`, read by the one reader leniently: a page's
+/// query is navigation, so a parameter given twice (or holding a NUL)
+/// counts as not given, and a value the page cannot use shows its default.
+pub fn query<T: serde::de::DeserializeOwned + Default>(raw: Option<&str>) -> T {
+    // A query type's fields are all optional text: reading cannot fail.
+    portico_model::form::Form::parse(raw.unwrap_or_default().as_bytes()).read_lenient().unwrap_or_default()
+}
+
+/// The query of a page that only shows what was just done (`done`).
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+pub struct Notice {
+    /// The notice's text key, after a form's 303.
+    pub done: Option<String>,
 }
 
 #[derive(Template)]
@@ -402,13 +358,23 @@ pub fn message(l: Layout, status: StatusCode, key: &'static str, back: &str) -> 
     )
 }
 
+/// The language switch's form.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+pub struct LocaleFields {
+    pub locale: Option<String>,
+    /// The page to return to.
+    pub back: Option<String>,
+}
+
 /// `POST /console/locale`: the language switch (`locale`, `back`). Sets
 /// `svc.locale`, which the login pages read too, and returns to `back`.
 pub async fn locale(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Result<Response, Refusal> {
     let form = Form::read(&headers, body).await?;
-    let back = safe_back(form.get("back").unwrap_or_default());
+    let fields: LocaleFields = form.fields(&headers)?;
+    let back = safe_back(fields.back.as_deref().unwrap_or_default());
     console.form_operator(&headers, &form, &back).await?;
-    let Some(locale) = form.get("locale").and_then(Locale::parse) else {
+    let Some(locale) = fields.locale.as_deref().and_then(Locale::parse) else {
         return Err(Refusal::page(&headers, StatusCode::BAD_REQUEST, "error.form"));
     };
     let mut response = see_other(&back);
@@ -466,15 +432,15 @@ pub struct Action {
 /// Runs an action once the operator confirmed it: the form's operator
 /// (CSRF, role), then, without `confirm=yes`, the confirmation page naming
 /// `subject`; with it, `run`, whose answer is the address to show next.
-pub async fn confirmed(
+pub async fn confirmed<T: serde::de::DeserializeOwned>(
     console: &crate::Console,
     headers: &HeaderMap,
     body: Body,
     action: Action,
     subject: impl AsyncFnOnce() -> Result<String, portico_admin::ServiceError>,
-    run: impl AsyncFnOnce(&Operator, &Form) -> Result<String, portico_admin::ServiceError>,
+    run: impl AsyncFnOnce(&Operator, &T) -> Result<String, portico_admin::ServiceError>,
 ) -> Result<Response, Refusal> {
-    let (form, operator) = console.read_form(headers, body, &action.here, action.admin, MAX_FORM).await?;
+    let (fields, form, operator) = console.read_form(headers, body, &action.here, action.admin, MAX_FORM).await?;
     let l = Layout::new(headers, &operator, action.section, &action.here);
     if !form.confirmed() {
         return Ok(match subject().await {
@@ -482,7 +448,7 @@ pub async fn confirmed(
             Err(error) => service_error(l, error, &action.here),
         });
     }
-    Ok(match run(&operator, &form).await {
+    Ok(match run(&operator, &fields).await {
         Ok(next) => see_other(&next),
         Err(error) => service_error(l, error, &action.here),
     })

@@ -11,7 +11,10 @@ use portico_model::reports::{ReportTask, TaskStatus};
 use portico_reports::admin::RetryError;
 use portico_storage::ReportTaskFilter;
 
+use serde::Deserialize;
+
 use crate::ConsoleState;
+use crate::forms::{self, NoFields};
 use crate::page::{self, Layout, Refusal, Segments, done, render};
 use crate::session::AdminOperator;
 
@@ -35,6 +38,18 @@ impl TasksPage {
     }
 }
 
+/// The task list's query.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct TaskSearch {
+    pub done: Option<String>,
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub cnum: Option<String>,
+    pub status: Option<String>,
+    /// Tasks to skip, from 0.
+    pub offset: Option<String>,
+}
+
 /// `GET /console/reports?cnum=&status=&offset=`.
 pub async fn tasks(
     State(console): State<ConsoleState>,
@@ -43,11 +58,11 @@ pub async fn tasks(
     AdminOperator(operator): AdminOperator,
 ) -> Response {
     let here = page::here("/console/reports", raw.as_deref());
-    let query = page::query(raw.as_deref());
-    let l = Layout::new(&headers, &operator, "reports", &here).with_notice(query.get("done"));
-    let cnum = query.text("cnum").unwrap_or_default();
-    let status = query.get("status").and_then(TaskStatus::parse);
-    let offset: u32 = query.get("offset").and_then(|o| o.parse().ok()).filter(|o| *o <= 100_000).unwrap_or(0);
+    let query: TaskSearch = page::query(raw.as_deref());
+    let l = Layout::new(&headers, &operator, "reports", &here).with_notice(query.done.as_deref());
+    let cnum = query.cnum.unwrap_or_default();
+    let status = query.status.as_deref().and_then(TaskStatus::parse);
+    let offset: u32 = query.offset.and_then(|o| o.parse().ok()).filter(|o| *o <= 100_000).unwrap_or(0);
     let mut problem = None;
     let mut tasks = Vec::new();
     if !cnum.is_empty() {
@@ -104,7 +119,7 @@ pub async fn retry(
                 console.reports.store.find_report_task(task_id.ok_or_else(missing)?).await?.ok_or_else(missing)?;
             Ok(format!("{} · {} · {}", task.id, task.cnum, task.report_type.as_str()))
         },
-        async |operator, _| match portico_reports::admin::retry_task(
+        async |operator, _: &NoFields| match portico_reports::admin::retry_task(
             &console.reports,
             &operator.admin.actor,
             task_id.ok_or_else(missing)?,

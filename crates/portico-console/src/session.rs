@@ -29,7 +29,8 @@ use portico_identity::cookies::SetCookies;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::page::{Form, Refusal};
+use crate::forms::Form;
+use crate::page::Refusal;
 use crate::{Console, ConsoleState};
 
 pub const SESSION: &str = "svc.console";
@@ -139,8 +140,7 @@ impl Console {
     /// As [`Console::operator`]; a 403 page for a form without the token.
     pub async fn form_operator(&self, headers: &HeaderMap, form: &Form, page: &str) -> Result<Operator, Refusal> {
         let operator = self.operator(headers, page).await?;
-        let sent = form.get("_csrf").unwrap_or_default();
-        if portico_crypto::constant_time_eq(sent.as_bytes(), operator.csrf.as_bytes()) {
+        if portico_crypto::constant_time_eq(form.csrf().as_bytes(), operator.csrf.as_bytes()) {
             Ok(operator)
         } else {
             Err(Refusal::page(headers, StatusCode::FORBIDDEN, "error.csrf"))
@@ -186,23 +186,25 @@ impl Console {
         require_admin(headers, operator)
     }
 
-    /// A form (at most `limit` bytes) sent from `page` and its operator:
-    /// signed in, the form's CSRF token theirs, and an admin when `admin`.
+    /// A form (at most `limit` bytes) sent from `page`, its own fields as
+    /// a `T`, and its operator: signed in, the form's CSRF token theirs, and
+    /// an admin when `admin`. The fields are read once the operator is
+    /// known: a forged form learns nothing.
     ///
     /// # Errors
     /// The refusal to answer instead: an unreadable form, a sign-in, a 403.
-    pub async fn read_form(
+    pub async fn read_form<T: serde::de::DeserializeOwned>(
         &self,
         headers: &HeaderMap,
         body: axum::body::Body,
         page: &str,
         admin: bool,
         limit: usize,
-    ) -> Result<(Form, Operator), Refusal> {
+    ) -> Result<(T, Form, Operator), Refusal> {
         let form = Form::read_up_to(headers, body, limit).await?;
         let operator = self.form_operator(headers, &form, page).await?;
         let operator = if admin { require_admin(headers, operator)? } else { operator };
-        Ok((form, operator))
+        Ok((form.fields(headers)?, form, operator))
     }
 }
 

@@ -11,7 +11,10 @@ use portico_model::key::SigningKeyRecord;
 use portico_storage::{AuditEntry, AuditQuery};
 use time::{Date, OffsetDateTime, Time};
 
+use serde::Deserialize;
+
 use crate::ConsoleState;
+use crate::forms::{self, NoFields};
 use crate::page::{self, Layout, Refusal, done, render};
 use crate::session::{AdminOperator, Operator};
 
@@ -32,8 +35,8 @@ pub async fn keys(
     RawQuery(raw): RawQuery,
     AdminOperator(operator): AdminOperator,
 ) -> Response {
-    let query = page::query(raw.as_deref());
-    let l = Layout::new(&headers, &operator, "keys", "/console/keys").with_notice(query.get("done"));
+    let query: page::Notice = page::query(raw.as_deref());
+    let l = Layout::new(&headers, &operator, "keys", "/console/keys").with_notice(query.done.as_deref());
     match console.admin.list_keys().await {
         Ok(keys) => render(StatusCode::OK, &KeysPage { l, keys }),
         Err(error) => page::service_error(l, error, "/console/"),
@@ -64,7 +67,7 @@ pub async fn rotate_key(
             let keys = console.admin.list_keys().await?;
             Ok(keys.into_iter().find(|k| k.retired_at.is_none()).map(|k| k.kid).unwrap_or_default())
         },
-        async |operator, _| {
+        async |operator, _: &NoFields| {
             console.admin.rotate_key(&operator.admin.actor).await?;
             Ok(done("/console/keys", "key_rotated"))
         },
@@ -102,6 +105,26 @@ fn day(value: &str) -> Option<OffsetDateTime> {
     Date::parse(value, &format).ok().map(|date| date.with_time(Time::MIDNIGHT).assume_utc())
 }
 
+/// The audit log's query: each filter trimmed, blank meaning none.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct AuditSearch {
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub user: Option<String>,
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub client: Option<String>,
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub kind: Option<String>,
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub actor: Option<String>,
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub from: Option<String>,
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub to: Option<String>,
+    /// The last entry's id of the page before.
+    pub before: Option<String>,
+}
+
 /// `GET /console/audit?user=&client=&kind=&actor=&from=&to=&before=`:
 /// `from` and `to` are days, both included.
 pub async fn audit(
@@ -111,11 +134,12 @@ pub async fn audit(
     operator: Operator,
 ) -> Response {
     let here = page::here("/console/audit", raw.as_deref());
-    let query = page::query(raw.as_deref());
+    let query: AuditSearch = page::query(raw.as_deref());
     let l = Layout::new(&headers, &operator, "audit", &here);
-    let text = |name: &str| query.text(name).unwrap_or_default();
+    let text = |field: Option<String>| field.unwrap_or_default();
+    let AuditSearch { user, client, kind, actor, from, to, before } = query;
     let (user, client, kind, actor, from, to) =
-        (text("user"), text("client"), text("kind"), text("actor"), text("from"), text("to"));
+        (text(user), text(client), text(kind), text(actor), text(from), text(to));
     let mut problem = None;
     let user_id = if user.is_empty() {
         None
@@ -147,7 +171,7 @@ pub async fn audit(
         actor: (!actor.is_empty()).then(|| actor.clone()),
         from: start,
         to: end,
-        before: query.get("before").and_then(|b| b.parse().ok()),
+        before: before.and_then(|b| b.parse().ok()),
         limit: PAGE + 1,
     };
     let mut entries = if problem.is_some() {

@@ -16,8 +16,11 @@ use portico_model::user::{OperatorRole, User};
 use portico_storage::{TextMatch, UserQuery};
 use uuid::Uuid;
 
+use serde::Deserialize;
+
 use crate::ConsoleState;
-use crate::page::{self, Form, Layout, MAX_FORM, Refusal, Segments, done, render};
+use crate::forms;
+use crate::page::{self, Layout, MAX_FORM, Refusal, Segments, done, render};
 use crate::session::{AdminOperator, Operator, see_other};
 
 /// Users per page.
@@ -41,6 +44,22 @@ struct UsersPage {
     searched: bool,
 }
 
+/// The user search's query.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct UserSearch {
+    pub done: Option<String>,
+    /// `login` (the default), `phone` or `email`.
+    pub by: Option<String>,
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub q: Option<String>,
+    /// `yes` or `no`; else either.
+    pub blocked: Option<String>,
+    /// The last login of the page before.
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub after: Option<String>,
+}
+
 /// `GET /console/users?by=login|phone|email&q=…&blocked=yes|no&after=…`.
 pub async fn search(
     State(console): State<ConsoleState>,
@@ -49,16 +68,16 @@ pub async fn search(
     operator: Operator,
 ) -> Response {
     let here = page::here("/console/users", raw.as_deref());
-    let query = page::query(raw.as_deref());
-    let l = Layout::new(&headers, &operator, "users", &here).with_notice(query.get("done"));
-    let by = query.get("by").filter(|by| matches!(*by, "phone" | "email")).unwrap_or("login").to_owned();
-    let q = query.text("q").unwrap_or_default();
-    let blocked = match query.get("blocked") {
+    let query: UserSearch = page::query(raw.as_deref());
+    let l = Layout::new(&headers, &operator, "users", &here).with_notice(query.done.as_deref());
+    let by = query.by.filter(|by| matches!(by.as_str(), "phone" | "email")).unwrap_or_else(|| "login".to_owned());
+    let q = query.q.unwrap_or_default();
+    let blocked = match query.blocked.as_deref() {
         Some("yes") => Some(true),
         Some("no") => Some(false),
         _ => None,
     };
-    let mut search = UserQuery { blocked, after: query.text("after"), limit: PAGE + 1, ..UserQuery::default() };
+    let mut search = UserQuery { blocked, after: query.after, limit: PAGE + 1, ..UserQuery::default() };
     let mut nobody = false;
     if !q.is_empty() {
         match by.as_str() {
@@ -83,12 +102,12 @@ pub async fn search(
         let last = users.last().map(|u| u.login.as_str()).unwrap_or_default();
         let mut next = form_urlencoded::Serializer::new(String::new());
         next.append_pair("by", &by).append_pair("q", &q);
-        if let Some(blocked) = query.get("blocked") {
+        if let Some(blocked) = &query.blocked {
             next.append_pair("blocked", blocked);
         }
         format!("/console/users?{}", next.append_pair("after", last).finish())
     });
-    let blocked = query.get("blocked").unwrap_or_default().to_owned();
+    let blocked = query.blocked.unwrap_or_default();
     let searched = !q.is_empty() || !blocked.is_empty();
     render(StatusCode::OK, &UsersPage { l, by, q, blocked, users, next, searched })
 }
@@ -143,8 +162,8 @@ pub async fn read(
     operator: Operator,
 ) -> Response {
     let here = format!("/console/users/{id}");
-    let query = page::query(raw.as_deref());
-    let l = Layout::new(&headers, &operator, "users", &here).with_notice(query.get("done"));
+    let query: page::Notice = page::query(raw.as_deref());
+    let l = Layout::new(&headers, &operator, "users", &here).with_notice(query.done.as_deref());
     let Some(id) = user_id(&id) else {
         return page::message(l, StatusCode::NOT_FOUND, "error.no_user", "/console/users");
     };
@@ -194,16 +213,41 @@ pub async fn new_form(headers: HeaderMap, AdminOperator(operator): AdminOperator
     render(StatusCode::OK, &NewUserPage { l: Layout::new(&headers, &operator, "users", "/console/users/new") })
 }
 
+/// A user's form (new, their page's, or the password's alone): text fields
+/// trimmed, the password as typed.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct UserFields {
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub login: Option<String>,
+    pub password: Option<String>,
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub phone: Option<String>,
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub email: Option<String>,
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub name: Option<String>,
+    /// Whether the phone number starts a login.
+    #[serde(deserialize_with = "forms::ticked")]
+    pub phone_login: bool,
+    /// A block's or an unblock's reason.
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub reason: Option<String>,
+    /// An operator role: `support`, `admin`, or blank (none).
+    pub role: Option<String>,
+}
+
 /// `POST /console/users` (admin): a new user.
 pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Result<Response, Refusal> {
-    let (form, operator) = console.read_form(&headers, body, "/console/users/new", true, MAX_FORM).await?;
+    let (form, _, operator): (UserFields, _, _) =
+        console.read_form(&headers, body, "/console/users/new", true, MAX_FORM).await?;
     let new = NewUser {
-        login: form.text("login").unwrap_or_default(),
-        password: form.get("password").unwrap_or_default().to_owned(),
-        phone: form.text("phone"),
-        email: form.text("email"),
-        name: form.text("name"),
-        phone_login_enabled: Some(form.checked("phone_login")),
+        login: form.login.unwrap_or_default(),
+        password: form.password.unwrap_or_default(),
+        phone: form.phone,
+        email: form.email,
+        name: form.name,
+        phone_login_enabled: Some(form.phone_login),
     };
     Ok(match console.admin.create_user(&operator.admin.actor, new).await {
         Ok(user) => see_other(&done(&format!("/console/users/{}", user.id.as_uuid()), "created")),
@@ -224,17 +268,17 @@ pub async fn update(
     body: Body,
 ) -> Result<Response, Refusal> {
     let here = format!("/console/users/{id}");
-    let (form, operator) = console.read_form(&headers, body, &here, true, MAX_FORM).await?;
+    let (form, _, operator): (UserFields, _, _) = console.read_form(&headers, body, &here, true, MAX_FORM).await?;
     let l = Layout::new(&headers, &operator, "users", &here);
     let Some(user) = user_id(&id) else {
         return Ok(page::message(l, StatusCode::NOT_FOUND, "error.no_user", "/console/users"));
     };
     let changes = UserChanges {
-        login: form.text("login"),
-        phone: Some(form.text("phone")),
-        email: Some(form.text("email")),
-        name: Some(form.text("name")),
-        phone_login_enabled: Some(form.checked("phone_login")),
+        login: form.login,
+        phone: Some(form.phone),
+        email: Some(form.email),
+        name: Some(form.name),
+        phone_login_enabled: Some(form.phone_login),
     };
     Ok(match console.admin.update_user(&operator.admin.actor, user, changes).await {
         Ok(_) => see_other(&done(&here, "saved")),
@@ -250,12 +294,12 @@ pub async fn set_password(
     body: Body,
 ) -> Result<Response, Refusal> {
     let here = format!("/console/users/{id}");
-    let (form, operator) = console.read_form(&headers, body, &here, true, MAX_FORM).await?;
+    let (form, _, operator): (UserFields, _, _) = console.read_form(&headers, body, &here, true, MAX_FORM).await?;
     let l = Layout::new(&headers, &operator, "users", &here);
     let Some(user) = user_id(&id) else {
         return Ok(page::message(l, StatusCode::NOT_FOUND, "error.no_user", "/console/users"));
     };
-    let password = form.get("password").unwrap_or_default().to_owned();
+    let password = form.password.unwrap_or_default();
     Ok(match console.admin.set_password(&operator.admin.actor, user, password).await {
         Ok(()) => see_other(&done(&here, "password_set")),
         Err(error) => page::service_error(l, error, &here),
@@ -271,7 +315,7 @@ async fn user_action(
     id: &str,
     body: Body,
     Ask { admin, question, button, path }: Ask,
-    run: impl AsyncFnOnce(&Operator, UserId, &Form) -> Result<&'static str, ServiceError>,
+    run: impl AsyncFnOnce(&Operator, UserId, &UserFields) -> Result<&'static str, ServiceError>,
 ) -> Result<Response, Refusal> {
     let here = format!("/console/users/{id}");
     let user = user_id(id);
@@ -320,7 +364,7 @@ pub async fn block(
         path: format!("/console/users/{id}/block"),
     };
     user_action(&console, &headers, &id, body, what, async |operator, user, form| {
-        console.admin.block_user(&operator.admin.actor, user, form.text("reason")).await.map(|_| "blocked")
+        console.admin.block_user(&operator.admin.actor, user, form.reason.clone()).await.map(|_| "blocked")
     })
     .await
 }
@@ -339,7 +383,7 @@ pub async fn unblock(
         path: format!("/console/users/{id}/unblock"),
     };
     user_action(&console, &headers, &id, body, what, async |operator, user, form| {
-        console.admin.unblock_user(&operator.admin.actor, user, form.text("reason")).await.map(|_| "unblocked")
+        console.admin.unblock_user(&operator.admin.actor, user, form.reason.clone()).await.map(|_| "unblocked")
     })
     .await
 }
@@ -379,7 +423,7 @@ pub async fn set_role(
         path: format!("/console/users/{id}/role"),
     };
     user_action(&console, &headers, &id, body, what, async |operator, user, form| {
-        let role = match form.get("role").unwrap_or_default() {
+        let role = match form.role.as_deref().unwrap_or_default() {
             "" => None,
             role => Some(OperatorRole::parse(role).ok_or_else(|| {
                 ServiceError::Invalid(vec![portico_api::Problem::new("role", "support, admin, or none")])

@@ -394,6 +394,18 @@ async fn hostile_addresses_and_forms_get_the_consoles_own_pages_and_change_nothi
         let response = post(&browser, &app, &path, &[("_csrf", &csrf), ("reason", &reason), ("confirm", "yes")]).await;
         assert_eq!(response.status(), 400);
         assert!(!app.store.find_user(ivan.id).await.unwrap().unwrap().blocked);
+        // A field given twice, a NUL character, or the guard given twice:
+        // no form, the 400 page, nothing changed.
+        for form in [
+            [("_csrf", csrf.as_str()), ("reason", "a"), ("reason", "b"), ("confirm", "yes")],
+            [("_csrf", csrf.as_str()), ("reason", "a\0b"), ("confirm", "yes"), ("other", "")],
+            [("_csrf", csrf.as_str()), ("reason", "a"), ("confirm", "yes"), ("confirm", "yes")],
+        ] {
+            let response = post(&browser, &app, &path, &form).await;
+            assert_eq!(response.status(), 400, "{form:?}");
+            assert!(response.text().await.unwrap().contains("<html lang="), "the console's page");
+            assert!(!app.store.find_user(ivan.id).await.unwrap().unwrap().blocked);
+        }
         // A reason over the service's limit: its rule, with the field named.
         let reason = "x".repeat(600);
         let response = post(&browser, &app, &path, &[("_csrf", &csrf), ("reason", &reason), ("confirm", "yes")]).await;
