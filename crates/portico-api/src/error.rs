@@ -245,22 +245,18 @@ fn json_refusal(e: &axum::extract::rejection::JsonRejection) -> ApiError {
     }
 }
 
-/// Query parameters whose refusal is the shared error body.
+/// Query parameters read by the one reader ([`portico_model::form`]:
+/// each at most once, no NUL, empty is absent), whose refusal is the
+/// shared error body naming the parameter.
 pub struct Params<T>(pub T);
 
 impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequestParts<S> for Params<T> {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self, Self::Rejection> {
-        match <axum::extract::Query<T> as axum::extract::FromRequestParts<S>>::from_request_parts(parts, state).await {
-            Ok(axum::extract::Query(value)) => Ok(Self(value)),
-            Err(e) => Err(query_refusal(&e)),
-        }
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let form = portico_model::form::Form::parse(parts.uri.query().unwrap_or_default().as_bytes());
+        form.read().map(Self).map_err(|e| ApiError::bad_request(e.to_string()))
     }
-}
-
-fn query_refusal(e: &axum::extract::rejection::QueryRejection) -> ApiError {
-    ApiError::bad_request(e.body_text())
 }
 
 /// A page size from the query: 1 to 200, default 50.

@@ -123,9 +123,9 @@ pub fn array<'a>(
 /// # Errors
 /// As [`array`].
 pub fn cnum_query(query: Option<&str>) -> Result<Option<Vec<String>>, PermissionError> {
-    let pairs: Vec<(String, String)> =
-        form_urlencoded::parse(query.unwrap_or_default().as_bytes()).into_owned().collect();
-    let cnums: Vec<&str> = pairs.iter().filter(|(k, _)| k == "cnum").map(|(_, v)| v.as_str()).collect();
+    // An array parameter: every value of `cnum`, each checked by `array`.
+    let query = portico_model::form::Form::parse(query.unwrap_or_default().as_bytes());
+    let cnums: Vec<&str> = query.pairs().filter(|(k, _)| *k == "cnum").map(|(_, v)| v).collect();
     if cnums.is_empty() {
         return Ok(None);
     }

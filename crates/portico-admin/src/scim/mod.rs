@@ -31,6 +31,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use portico_crypto::hash::BearerSecret;
 use portico_model::audit::Actor;
+use portico_model::form::Problem;
 use portico_model::ids::UserId;
 use portico_model::user::User;
 use portico_storage::UserQuery;
@@ -268,38 +269,57 @@ async fn schema_by_id(State(scim): State<ScimState>, headers: HeaderMap, ScimPat
     Ok(scim_json(StatusCode::OK, &found))
 }
 
-/// What a listing asks for, from the query string or a `SearchRequest`.
-#[derive(Debug, Default)]
+/// A list's parameters: the query of `GET /Users` (read by the one reader,
+/// `portico_model::form`: each at most once, none unknown), or the body of
+/// `POST /Users/.search`.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 struct ListRequest {
     filter: Option<String>,
     start_index: Option<i64>,
     count: Option<i64>,
     attributes: Option<String>,
+    #[serde(rename = "excludedAttributes")]
     excluded: Option<String>,
-}
-
-fn number(name: &str, value: &str) -> Result<i64, ScimError> {
-    value.parse().map_err(|_| ScimError::BadRequest("invalidValue", format!("{name}: a number")))
+    /// Sorting is not supported (ServiceProviderConfig): login order.
+    #[serde(rename = "sortBy")]
+    _sort_by: Option<serde::de::IgnoredAny>,
+    #[serde(rename = "sortOrder")]
+    _sort_order: Option<serde::de::IgnoredAny>,
 }
 
 async fn list(State(scim): State<ScimState>, headers: HeaderMap, RawQuery(query): RawQuery) -> Answer {
     scim.authorize(&headers)?;
-    let mut request = ListRequest::default();
-    for (name, value) in query_parameters(query.as_deref())? {
-        match name.as_str() {
-            "filter" => request.filter = Some(value),
-            "startIndex" => request.start_index = Some(number("startIndex", &value)?),
-            "count" => request.count = Some(number("count", &value)?),
-            "attributes" => request.attributes = Some(value),
-            "excludedAttributes" => request.excluded = Some(value),
-            "sortBy" | "sortOrder" => {} // sorting is not supported (ServiceProviderConfig): login order
-            other => {
-                let detail = format!("unknown parameter {other:?}");
-                return Err(ScimError::BadRequest("invalidSyntax", detail));
-            }
-        }
-    }
+    let request: ListRequest = read_query(query.as_deref())?;
     answer_list(&scim, request).await
+}
+
+/// A query read by the one reader (`portico_model::form`), its refusals
+/// in SCIM's words: a repeated or unknown parameter is `invalidSyntax`, a
+/// value not of its parameter's kind `invalidValue`.
+fn read_query<T: serde::de::DeserializeOwned>(query: Option<&str>) -> Result<T, ScimError> {
+    portico_model::form::Form::parse(query.unwrap_or_default().as_bytes()).read().map_err(|e| {
+        let name = portico_model::text::echo(&e.field);
+        match e.problem {
+            Problem::Repeated => {
+                ScimError::BadRequest("invalidSyntax", format!("the parameter {name} is given more than once"))
+            }
+            Problem::Unknown => ScimError::BadRequest("invalidSyntax", format!("unknown parameter {name}")),
+            Problem::Invalid(_) if matches!(e.field.as_str(), "startIndex" | "count") => {
+                ScimError::BadRequest("invalidValue", format!("{}: a number", e.field))
+            }
+            Problem::Missing | Problem::Invalid(_) => ScimError::BadRequest("invalidValue", e.to_string()),
+        }
+    })
+}
+
+/// The query of a read: which attributes the response shows.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct Showing {
+    attributes: Option<String>,
+    #[serde(rename = "excludedAttributes")]
+    excluded: Option<String>,
 }
 
 async fn search(State(scim): State<ScimState>, headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> Answer {
@@ -319,6 +339,7 @@ async fn search(State(scim): State<ScimState>, headers: HeaderMap, body: Result<
         count: body.get("count").and_then(Value::as_i64),
         attributes: text("attributes")?,
         excluded: text("excludedAttributes")?,
+        ..ListRequest::default()
     };
     answer_list(&scim, request).await
 }
@@ -345,20 +366,6 @@ async fn answer_list(scim: &Scim, request: ListRequest) -> Answer {
 struct Shown {
     only: Option<Vec<String>>,
     excluded: Vec<String>,
-}
-
-/// A query's parameters; a parameter named twice is refused (which one
-/// would count is not said anywhere).
-fn query_parameters(query: Option<&str>) -> Result<Vec<(String, String)>, ScimError> {
-    let mut parameters: Vec<(String, String)> = Vec::new();
-    for (name, value) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
-        if parameters.iter().any(|(seen, _)| *seen == name) {
-            let detail = format!("the parameter {} is given more than once", portico_model::text::echo(&name));
-            return Err(ScimError::BadRequest("invalidSyntax", detail));
-        }
-        parameters.push((name.into_owned(), value.into_owned()));
-    }
-    Ok(parameters)
 }
 
 /// The names of an `attributes` or `excludedAttributes` list: at most
@@ -414,16 +421,8 @@ async fn read(
 ) -> Answer {
     scim.authorize(&headers)?;
     let user = scim.user(&id).await?;
-    let mut attributes = None;
-    let mut excluded = None;
-    for (name, value) in query_parameters(query.as_deref())? {
-        match name.as_str() {
-            "attributes" => attributes = Some(value),
-            "excludedAttributes" => excluded = Some(value),
-            _ => {}
-        }
-    }
-    let shown = Shown::new(attributes.as_deref(), excluded.as_deref())?;
+    let showing: Showing = read_query(query.as_deref())?;
+    let shown = Shown::new(showing.attributes.as_deref(), showing.excluded.as_deref())?;
     Ok(scim_json(StatusCode::OK, &shown.apply(scim.render(&user))))
 }
 

@@ -259,6 +259,16 @@ async fn operators_create_find_change_and_remove_users() {
         assert_eq!((status, body["code"].as_str()), (400, Some("bad_request")));
         let (status, _) = admin(&app, "GET", "/admin/v1/users?colour=red", None).await;
         assert_eq!(status, 400, "an unknown parameter");
+        // The one reader's rules, with the parameter named.
+        for (query, named) in [
+            ("limit=1&limit=2", "limit: given more than once"),
+            ("login=a%00b", "login: holds a NUL character"),
+            ("limit=many", "limit: not a number"),
+            ("colour=red", "colour: unknown parameter"),
+        ] {
+            let (status, body) = admin(&app, "GET", &format!("/admin/v1/users?{query}"), None).await;
+            assert_eq!((status, body["message"].as_str()), (400, Some(named)), "{query}: {body}");
+        }
 
         // Change: a taken login is refused; null clears a field.
         let path = format!("/admin/v1/users/{id}");
