@@ -360,15 +360,17 @@ async fn a_bad_task_list_query_names_every_problem_at_once() {
         );
         // Then every filter's problem: an empty value is given (and no
         // value of these), a NUL character is no value of any filter.
-        let found = problems("reportType=TAX&status=&fromDate=2026-02-30&toDate=x&page=-1&size=0&agreementNumber=a%00b")
-            .await
-            .into_iter()
-            .map(|(field, _)| field)
-            .collect::<Vec<_>>();
+        let found =
+            problems("reportType=TAX&status=&fromDate=2026-02-30&toDate=x&page=-1&size=0&agreementNumber=a%00b")
+                .await
+                .into_iter()
+                .map(|(field, _)| field)
+                .collect::<Vec<_>>();
         assert_eq!(found, ["agreementNumber", "fromDate", "page", "reportType", "size", "status", "toDate"]);
         assert_eq!(problems("cnum=").await, [("cnum".into(), "the client organization id: 1 to 20 digits".into())]);
         assert_eq!(problems("account=a%00").await, [("account".into(), "an account number: 20 digits".into())]);
-        let (status, list) = call(&app, Some(&ivan), "GET", "/v1/reports/tasks?agreementNumber=%D0%91%D0%94-0001", None).await;
+        let (status, list) =
+            call(&app, Some(&ivan), "GET", "/v1/reports/tasks?agreementNumber=%D0%91%D0%94-0001", None).await;
         assert_eq!((status, list), (200, json!([])), "a good filter still answers");
     }
 }
