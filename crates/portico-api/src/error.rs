@@ -246,8 +246,9 @@ fn json_refusal(e: &axum::extract::rejection::JsonRejection) -> ApiError {
 }
 
 /// Query parameters read by the one reader ([`portico_model::form`]:
-/// each at most once, no NUL, empty is absent), whose refusal is the
-/// shared error body naming the parameter.
+/// each at most once, no NUL, an empty value a value of its parameter's
+/// type or refused), whose refusal is the shared error body naming the
+/// parameter.
 pub struct Params<T>(pub T);
 
 impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequestParts<S> for Params<T> {
@@ -255,7 +256,7 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequestP
 
     async fn from_request_parts(parts: &mut axum::http::request::Parts, _: &S) -> Result<Self, Self::Rejection> {
         let form = portico_model::form::Form::parse(parts.uri.query().unwrap_or_default().as_bytes());
-        form.read().map(Self).map_err(|e| ApiError::bad_request(e.to_string()))
+        form.read_given().map(Self).map_err(|e| ApiError::bad_request(e.to_string()))
     }
 }
 

@@ -196,7 +196,24 @@ impl Form {
     /// The first parameter (in the form's order) that is repeated, missing
     /// or not a value of its field's type.
     pub fn read<T: DeserializeOwned>(&self) -> Result<T, FormError> {
-        T::deserialize(Whole(self.0.iter().map(|(key, value)| Entry { key, value, repeated: false }).collect()))
+        T::deserialize(Whole::absent_when_empty(self.0.iter().map(|(key, value)| Entry {
+            key,
+            value,
+            repeated: false,
+        })))
+    }
+
+    /// As [`Form::read`], but an empty value is given, not absent: the
+    /// rule of APIs whose documents say what each parameter takes (an
+    /// empty `userId` is no UUID, an empty `limit` no number), where RFC
+    /// 6749's "a parameter without a value is omitted" does not apply.
+    ///
+    /// # Errors
+    /// The first parameter (in the form's order) that is repeated, missing
+    /// or not a value of its field's type.
+    pub fn read_given<T: DeserializeOwned>(&self) -> Result<T, FormError> {
+        let entries = self.0.iter().map(|(key, value)| Entry { key, value, repeated: false }).collect();
+        T::deserialize(Whole { entries, empty_is_absent: false })
     }
 
     /// The form as a `T` whose fields are [`Param`]s, each holding its
@@ -213,7 +230,7 @@ impl Form {
                 None => entries.push(Entry { key, value, repeated: false }),
             }
         }
-        T::deserialize(Whole(entries))
+        T::deserialize(Whole::absent_when_empty(entries))
     }
 
     /// The parameters a `T` does not know, and those it knows that are
@@ -251,7 +268,7 @@ impl Form {
             value,
             repeated: false,
         });
-        T::deserialize(Whole(kept.collect()))
+        T::deserialize(Whole::absent_when_empty(kept))
     }
 
     /// Every parameter, in order, as given.
@@ -309,13 +326,24 @@ struct Entry<'a> {
 }
 
 /// The whole form: a map of its parameters.
-struct Whole<'a>(Vec<Entry<'a>>);
+struct Whole<'a> {
+    entries: Vec<Entry<'a>>,
+    /// Whether an empty value counts as absent (RFC 6749 §3.1's rule).
+    empty_is_absent: bool,
+}
+
+impl<'a> Whole<'a> {
+    fn absent_when_empty(entries: impl IntoIterator<Item = Entry<'a>>) -> Self {
+        Self { entries: entries.into_iter().collect(), empty_is_absent: true }
+    }
+}
 
 impl<'de> de::Deserializer<'de> for Whole<'_> {
     type Error = FormError;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, FormError> {
-        visitor.visit_map(Pairs { entries: self.0.into_iter(), current: None })
+        let empty_is_absent = self.empty_is_absent;
+        visitor.visit_map(Pairs { entries: self.entries.into_iter(), current: None, empty_is_absent })
     }
 
     forward_to_deserialize_any! {
@@ -327,6 +355,7 @@ impl<'de> de::Deserializer<'de> for Whole<'_> {
 struct Pairs<'a> {
     entries: std::vec::IntoIter<Entry<'a>>,
     current: Option<Entry<'a>>,
+    empty_is_absent: bool,
 }
 
 impl<'de> MapAccess<'de> for Pairs<'_> {
@@ -342,7 +371,8 @@ impl<'de> MapAccess<'de> for Pairs<'_> {
     fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, FormError> {
         let Entry { key, value, repeated } =
             self.current.take().ok_or_else(|| de::Error::custom("a value without its name"))?;
-        seed.deserialize(Value { key, value, repeated }).map_err(|error| error.at(key))
+        let empty_is_absent = self.empty_is_absent;
+        seed.deserialize(Value { key, value, repeated, empty_is_absent }).map_err(|error| error.at(key))
     }
 }
 
@@ -370,6 +400,7 @@ struct Value<'a> {
     key: &'a str,
     value: &'a str,
     repeated: bool,
+    empty_is_absent: bool,
 }
 
 impl<'a> Value<'a> {
@@ -377,7 +408,7 @@ impl<'a> Value<'a> {
     fn text(&self) -> Result<&'a str, FormError> {
         if self.repeated {
             Err(FormError::new(self.key, Problem::Repeated))
-        } else if self.value.is_empty() {
+        } else if self.value.is_empty() && self.empty_is_absent {
             Err(FormError::new(self.key, Problem::Missing))
         } else if self.value.contains('\0') {
             Err(FormError::new(self.key, Problem::Invalid("holds a NUL character".to_owned())))
@@ -407,7 +438,11 @@ impl<'de> de::Deserializer<'de> for Value<'_> {
     }
 
     fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, FormError> {
-        if self.value.is_empty() && !self.repeated { visitor.visit_none() } else { visitor.visit_some(self) }
+        if self.value.is_empty() && self.empty_is_absent && !self.repeated {
+            visitor.visit_none()
+        } else {
+            visitor.visit_some(self)
+        }
     }
 
     fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, FormError> {
@@ -444,7 +479,7 @@ impl<'de> de::Deserializer<'de> for Value<'_> {
         }
         let reading = if self.repeated {
             Reading { name: Some(REPEATED), value: None }
-        } else if self.value.is_empty() {
+        } else if self.value.is_empty() && self.empty_is_absent {
             Reading { name: Some(EMPTY), value: None }
         } else {
             Reading { name: Some(GIVEN), value: Some(self) }
@@ -588,6 +623,18 @@ mod tests {
         let named: Vec<(&str, &Problem)> = strays.iter().map(|e| (e.field.as_str(), &e.problem)).collect();
         assert_eq!(named, [("x", &Problem::Unknown), ("state", &Problem::Repeated), ("client_id", &Problem::Unknown)]);
         assert!(Form::parse(b"state=a&mode=q").strays::<Ordered>().is_empty());
+    }
+
+    #[test]
+    fn where_an_empty_value_is_given_it_must_be_one_of_its_type() {
+        let read = |encoded: &[u8]| Form::parse(encoded).read_given::<Request>();
+        assert_eq!(read(b"code=c&state=").unwrap().state.as_deref(), Some(""), "an empty text is a text");
+        assert!(matches!(read(b"code=c&max_age="), Err(FormError { problem: Problem::Invalid(_), .. })));
+        assert!(matches!(read(b"code=c&mode="), Err(FormError { problem: Problem::Invalid(_), .. })));
+        assert_eq!(read(b"code=").unwrap().code, "", "given, if empty");
+        assert_eq!(read(b"state=s").unwrap_err().problem, Problem::Missing, "absent is still missing");
+        assert_eq!(read(b"code=a&code=").unwrap_err().problem, Problem::Repeated);
+        assert_eq!(Form::parse(b"code=c&max_age=").read::<Request>().unwrap().max_age, None, "read: absent");
     }
 
     #[test]

@@ -298,7 +298,7 @@ async fn list(State(scim): State<ScimState>, headers: HeaderMap, RawQuery(query)
 /// in SCIM's words: a repeated or unknown parameter is `invalidSyntax`, a
 /// value not of its parameter's kind `invalidValue`.
 fn read_query<T: serde::de::DeserializeOwned>(query: Option<&str>) -> Result<T, ScimError> {
-    portico_model::form::Form::parse(query.unwrap_or_default().as_bytes()).read().map_err(|e| {
+    portico_model::form::Form::parse(query.unwrap_or_default().as_bytes()).read_given().map_err(|e| {
         let name = portico_model::text::echo(&e.field);
         match e.problem {
             Problem::Repeated => {
