@@ -68,7 +68,7 @@ pub async fn rotate_key(
             Ok(keys.into_iter().find(|k| k.retired_at.is_none()).map(|k| k.kid).unwrap_or_default())
         },
         async |operator, _: &NoFields| {
-            console.admin.rotate_key(&operator.admin.actor).await?;
+            console.admin.rotate_key(&operator.admin.actor, None).await?;
             Ok(done("/console/keys", "key_rotated"))
         },
     )

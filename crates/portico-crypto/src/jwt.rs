@@ -1,18 +1,24 @@
-//! RS256 JSON Web Tokens (RFC 7519 / 7515) and the JWKS (RFC 7517).
+//! JSON Web Tokens (RFC 7519 / 7515) signed with RS256, PS256, ES256 or
+//! EdDSA (Ed25519), and their public keys as JWKs (RFC 7517, RFC 8037).
 //!
-//! A [`SigningKey`] holds its parsed RSA key pair, so that signing costs one
-//! RSA private operation and nothing else; a [`VerifyingKey`] holds a parsed
-//! public key for the same reason.
+//! A [`SigningKey`] is the key pair of one [`Algorithm`], parsed once, so
+//! that signing costs one private-key operation and nothing else; a
+//! [`VerifyingKey`] holds a parsed public key for the same reason. A key
+//! signs and verifies with its own algorithm only: RS256 and PS256 keys are
+//! separate RSA keys, each published with its `alg`, so that no verifier
+//! is misled about which padding a signature uses.
 
 use aws_lc_rs::encoding::AsDer as _;
-use aws_lc_rs::rsa::{KeyPair, KeySize};
+use aws_lc_rs::rsa::{KeyPair as RsaKeyPair, KeySize};
 use aws_lc_rs::signature::{
-    KeyPair as _, ParsedPublicKey, RSA_PKCS1_2048_8192_SHA256, RSA_PKCS1_SHA256, RsaPublicKeyComponents,
+    ECDSA_P256_SHA256_FIXED, ECDSA_P256_SHA256_FIXED_SIGNING, ED25519, EcdsaKeyPair, Ed25519KeyPair, KeyPair as _,
+    ParsedPublicKey, RSA_PKCS1_2048_8192_SHA256, RSA_PKCS1_SHA256, RSA_PSS_2048_8192_SHA256, RSA_PSS_SHA256,
+    RsaPublicKeyComponents,
 };
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-/// The only algorithm Portico signs with and accepts.
+/// The algorithm Portico signs with unless told otherwise.
 pub const ALG: &str = "RS256";
 /// `typ` of access tokens (RFC 9068).
 pub const TYP_ACCESS_TOKEN: &str = "at+jwt";
@@ -21,12 +27,66 @@ pub const TYP_ID_TOKEN: &str = "JWT";
 /// Longest token accepted for verification, against resource exhaustion.
 pub const MAX_TOKEN_LEN: usize = 16 * 1024;
 
+/// A JWS algorithm Portico signs its tokens with (RFC 7518 names; EdDSA is
+/// Ed25519, RFC 8037).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Algorithm {
+    /// RSASSA-PKCS1-v1_5 with SHA-256: the default, which every client reads.
+    Rs256,
+    /// RSASSA-PSS with SHA-256 (salt of 32 bytes).
+    Ps256,
+    /// ECDSA on P-256 with SHA-256.
+    Es256,
+    /// EdDSA on Ed25519.
+    EdDsa,
+}
+
+impl Algorithm {
+    /// Every algorithm, the default first.
+    pub const ALL: [Self; 4] = [Self::Rs256, Self::Ps256, Self::Es256, Self::EdDsa];
+
+    /// The algorithm's JWA name, as in `alg`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Rs256 => "RS256",
+            Self::Ps256 => "PS256",
+            Self::Es256 => "ES256",
+            Self::EdDsa => "EdDSA",
+        }
+    }
+
+    /// The algorithm named exactly `name` (JWA names are case-sensitive).
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|alg| alg.as_str() == name)
+    }
+
+    /// The `at_hash` (or `c_hash`) of `token` in an id_token signed with this
+    /// algorithm: the left half of the token's hash under the algorithm's
+    /// hash function, Base64url (OIDC Core §3.1.3.6): SHA-256 for RS256,
+    /// PS256 and ES256, SHA-512 for Ed25519.
+    pub fn token_hash(self, token: &str) -> String {
+        let hash = match self {
+            Self::Rs256 | Self::Ps256 | Self::Es256 => &aws_lc_rs::digest::SHA256,
+            Self::EdDsa => &aws_lc_rs::digest::SHA512,
+        };
+        let full = aws_lc_rs::digest::digest(hash, token.as_bytes());
+        let full = full.as_ref();
+        crate::b64url(&full[..full.len() / 2])
+    }
+}
+
+impl std::fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
-    #[error("RSA key generation failed")]
-    Generate,
-    #[error("the stored RSA key is not valid PKCS#8: {0}")]
-    Parse(String),
+    #[error("{0} key generation failed")]
+    Generate(Algorithm),
+    #[error("the stored key is not a valid {0} PKCS#8 key: {1}")]
+    Parse(Algorithm, String),
 }
 
 /// Why a token did not verify.
@@ -54,7 +114,8 @@ pub struct Header {
     pub typ: Option<String>,
 }
 
-/// One entry of `PublicJwksResponseDTO.keys`.
+/// A public key as published in the key set: `n` and `e` for RSA, `crv`,
+/// `x` and `y` for EC (P-256), `crv` and `x` for OKP (Ed25519).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Jwk {
     pub kty: String,
@@ -62,43 +123,86 @@ pub struct Jwk {
     #[serde(rename = "use")]
     pub use_: String,
     pub alg: String,
-    pub n: String,
-    pub e: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub n: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crv: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub x: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub y: Option<String>,
 }
 
-/// An RSA-2048 private key, parsed once, with its `kid`.
+/// The private half of a key, by its type.
+enum Pair {
+    Rsa(RsaKeyPair),
+    Ec(EcdsaKeyPair),
+    Ed(Ed25519KeyPair),
+}
+
+/// A key pair of one algorithm, parsed once, with its `kid`.
 pub struct SigningKey {
-    pair: KeyPair,
+    alg: Algorithm,
+    pair: Pair,
     jwk: Jwk,
     verifying: VerifyingKey,
 }
 
 impl SigningKey {
-    /// A new random RSA-2048 key.
+    /// A new random key for `alg`: RSA-2048, P-256 or Ed25519.
     ///
     /// # Errors
     /// [`KeyError::Generate`] if the library fails.
-    pub fn generate() -> Result<Self, KeyError> {
-        let pair = KeyPair::generate(KeySize::Rsa2048).map_err(|_| KeyError::Generate)?;
-        Self::from_pair(pair)
+    pub fn generate(alg: Algorithm) -> Result<Self, KeyError> {
+        let failed = |_| KeyError::Generate(alg);
+        let pair = match alg {
+            Algorithm::Rs256 | Algorithm::Ps256 => Pair::Rsa(RsaKeyPair::generate(KeySize::Rsa2048).map_err(failed)?),
+            Algorithm::Es256 => Pair::Ec(EcdsaKeyPair::generate(&ECDSA_P256_SHA256_FIXED_SIGNING).map_err(failed)?),
+            Algorithm::EdDsa => Pair::Ed(Ed25519KeyPair::generate().map_err(failed)?),
+        };
+        Self::from_pair(alg, pair)
     }
 
-    /// A key from its PKCS#8 DER form.
+    /// A key for `alg` from its PKCS#8 DER form.
     ///
     /// # Errors
-    /// [`KeyError::Parse`] for anything that is not an RSA PKCS#8 key.
-    pub fn from_pkcs8(der: &[u8]) -> Result<Self, KeyError> {
-        let pair = KeyPair::from_pkcs8(der).map_err(|e| KeyError::Parse(e.to_string()))?;
-        Self::from_pair(pair)
+    /// [`KeyError::Parse`] for anything that is not a PKCS#8 key of `alg`'s type.
+    pub fn from_pkcs8(alg: Algorithm, der: &[u8]) -> Result<Self, KeyError> {
+        let rejected = |e: aws_lc_rs::error::KeyRejected| KeyError::Parse(alg, e.to_string());
+        let pair = match alg {
+            Algorithm::Rs256 | Algorithm::Ps256 => Pair::Rsa(RsaKeyPair::from_pkcs8(der).map_err(rejected)?),
+            Algorithm::Es256 => {
+                Pair::Ec(EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, der).map_err(rejected)?)
+            }
+            Algorithm::EdDsa => Pair::Ed(Ed25519KeyPair::from_pkcs8(der).map_err(rejected)?),
+        };
+        Self::from_pair(alg, pair)
     }
 
-    fn from_pair(pair: KeyPair) -> Result<Self, KeyError> {
-        let public = pair.public_key();
-        let n = public.modulus().big_endian_without_leading_zero().to_vec();
-        let e = public.exponent().big_endian_without_leading_zero().to_vec();
-        let jwk = Jwk::rsa(&n, &e);
-        let verifying = VerifyingKey::from_components(&jwk.kid, &n, &e)?;
-        Ok(Self { pair, jwk, verifying })
+    fn from_pair(alg: Algorithm, pair: Pair) -> Result<Self, KeyError> {
+        let jwk = match &pair {
+            Pair::Rsa(pair) => {
+                let public = pair.public_key();
+                Jwk::rsa(
+                    alg,
+                    public.modulus().big_endian_without_leading_zero(),
+                    public.exponent().big_endian_without_leading_zero(),
+                )
+            }
+            Pair::Ec(pair) => {
+                // An uncompressed point: 0x04, then x and y of 32 bytes each.
+                let point = pair.public_key().as_ref();
+                let (x, y) = point.get(1..).filter(|xy| xy.len() == 64).map(|xy| xy.split_at(32)).ok_or_else(|| {
+                    KeyError::Parse(alg, "the public key is not an uncompressed P-256 point".to_owned())
+                })?;
+                Jwk::ec_p256(x, y)
+            }
+            Pair::Ed(pair) => Jwk::ed25519(pair.public_key().as_ref()),
+        };
+        let verifying = VerifyingKey::from_jwk(&jwk)?;
+        Ok(Self { alg, pair, jwk, verifying })
     }
 
     /// PKCS#8 DER of the private key, for sealing and storage.
@@ -106,8 +210,16 @@ impl SigningKey {
     /// # Errors
     /// [`KeyError::Parse`] if the library cannot encode the key.
     pub fn to_pkcs8(&self) -> Result<Vec<u8>, KeyError> {
-        let der = self.pair.as_der().map_err(|e| KeyError::Parse(e.to_string()))?;
-        Ok(der.as_ref().to_vec())
+        let failed = |e: aws_lc_rs::error::Unspecified| KeyError::Parse(self.alg, e.to_string());
+        Ok(match &self.pair {
+            Pair::Rsa(pair) => pair.as_der().map_err(failed)?.as_ref().to_vec(),
+            Pair::Ec(pair) => pair.to_pkcs8v1().map_err(failed)?.as_ref().to_vec(),
+            Pair::Ed(pair) => pair.to_pkcs8().map_err(failed)?.as_ref().to_vec(),
+        })
+    }
+
+    pub fn algorithm(&self) -> Algorithm {
+        self.alg
     }
 
     pub fn kid(&self) -> &str {
@@ -123,21 +235,30 @@ impl SigningKey {
         &self.verifying
     }
 
-    /// A compact JWS of `claims` with header `{alg: RS256, kid, typ}`.
+    /// A compact JWS of `claims` with header `{alg, kid, typ}`.
     ///
     /// # Panics
-    /// Only if the claims do not serialize or RSA signing fails, both of
-    /// which are programming errors for Portico's claim types.
+    /// Only if the claims do not serialize or signing fails, both of which
+    /// are programming errors for Portico's claim types and keys.
     pub fn sign<C: Serialize>(&self, typ: &str, claims: &C) -> String {
-        let header = Header { alg: ALG.to_owned(), kid: Some(self.jwk.kid.clone()), typ: Some(typ.to_owned()) };
+        let header =
+            Header { alg: self.alg.as_str().to_owned(), kid: Some(self.jwk.kid.clone()), typ: Some(typ.to_owned()) };
         let header = serde_json::to_vec(&header).expect("header serializes");
         let payload = serde_json::to_vec(claims).expect("claims serialize");
         let mut token = crate::b64url(header);
         token.push('.');
         token.push_str(&crate::b64url(payload));
-        let mut signature = vec![0; self.pair.public_modulus_len()];
         let rng = aws_lc_rs::rand::SystemRandom::new();
-        self.pair.sign(&RSA_PKCS1_SHA256, &rng, token.as_bytes(), &mut signature).expect("RSA signing");
+        let signature = match &self.pair {
+            Pair::Rsa(pair) => {
+                let padding = if self.alg == Algorithm::Ps256 { &RSA_PSS_SHA256 } else { &RSA_PKCS1_SHA256 };
+                let mut signature = vec![0; pair.public_modulus_len()];
+                pair.sign(padding, &rng, token.as_bytes(), &mut signature).expect("RSA signing");
+                signature
+            }
+            Pair::Ec(pair) => pair.sign(&rng, token.as_bytes()).expect("ECDSA signing").as_ref().to_vec(),
+            Pair::Ed(pair) => pair.sign(token.as_bytes()).as_ref().to_vec(),
+        };
         token.push('.');
         token.push_str(&crate::b64url(signature));
         token
@@ -146,40 +267,96 @@ impl SigningKey {
 
 impl std::fmt::Debug for SigningKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SigningKey").field("kid", &self.jwk.kid).finish_non_exhaustive()
+        f.debug_struct("SigningKey").field("alg", &self.alg).field("kid", &self.jwk.kid).finish_non_exhaustive()
     }
 }
 
 impl Jwk {
-    /// The JWK of an RSA public key; `kid` is its RFC 7638 thumbprint.
-    pub fn rsa(n: &[u8], e: &[u8]) -> Self {
-        let n = crate::b64url(n);
-        let e = crate::b64url(e);
-        // RFC 7638 §3.2: members in lexicographic order, no white space.
-        let canonical = format!(r#"{{"e":"{e}","kty":"RSA","n":"{n}"}}"#);
-        let kid = crate::b64url(aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, canonical.as_bytes()));
-        Self { kty: "RSA".to_owned(), kid, use_: "sig".to_owned(), alg: ALG.to_owned(), n, e }
+    /// The JWK of an RSA public key for `alg` (RS256 or PS256).
+    pub fn rsa(alg: Algorithm, n: &[u8], e: &[u8]) -> Self {
+        let (n, e) = (crate::b64url(n), crate::b64url(e));
+        // RFC 7638 §3.2: the required members in lexicographic order, no white space.
+        let kid = thumbprint(&format!(r#"{{"e":"{e}","kty":"RSA","n":"{n}"}}"#));
+        Self { n: Some(n), e: Some(e), ..Self::new("RSA", kid, alg) }
+    }
+
+    /// The JWK of a P-256 public key (ES256) from its coordinates.
+    pub fn ec_p256(x: &[u8], y: &[u8]) -> Self {
+        let (x, y) = (crate::b64url(x), crate::b64url(y));
+        let kid = thumbprint(&format!(r#"{{"crv":"P-256","kty":"EC","x":"{x}","y":"{y}"}}"#));
+        Self { crv: Some("P-256".to_owned()), x: Some(x), y: Some(y), ..Self::new("EC", kid, Algorithm::Es256) }
+    }
+
+    /// The JWK of an Ed25519 public key (EdDSA, RFC 8037).
+    pub fn ed25519(public: &[u8]) -> Self {
+        let x = crate::b64url(public);
+        let kid = thumbprint(&format!(r#"{{"crv":"Ed25519","kty":"OKP","x":"{x}"}}"#));
+        Self { crv: Some("Ed25519".to_owned()), x: Some(x), ..Self::new("OKP", kid, Algorithm::EdDsa) }
+    }
+
+    fn new(kty: &str, kid: String, alg: Algorithm) -> Self {
+        Self {
+            kty: kty.to_owned(),
+            kid,
+            use_: "sig".to_owned(),
+            alg: alg.as_str().to_owned(),
+            n: None,
+            e: None,
+            crv: None,
+            x: None,
+            y: None,
+        }
     }
 }
 
-/// An RSA public key, parsed once, with its `kid`.
+/// RFC 7638: the Base64url SHA-256 of the key's canonical JSON.
+fn thumbprint(canonical: &str) -> String {
+    crate::b64url(aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, canonical.as_bytes()))
+}
+
+/// A public key of one algorithm, parsed once, with its `kid`.
 pub struct VerifyingKey {
     kid: String,
+    alg: Algorithm,
     key: ParsedPublicKey,
 }
 
 impl VerifyingKey {
+    /// The key a JWK of Portico's own describes (its `alg` says which).
+    ///
     /// # Errors
-    /// [`KeyError::Parse`] when `n` and `e` do not form an RSA key.
-    pub fn from_components(kid: &str, n: &[u8], e: &[u8]) -> Result<Self, KeyError> {
-        let key = RsaPublicKeyComponents { n, e }
-            .to_parsed_public_key(&RSA_PKCS1_2048_8192_SHA256)
-            .map_err(|e| KeyError::Parse(e.to_string()))?;
-        Ok(Self { kid: kid.to_owned(), key })
+    /// [`KeyError::Parse`] when the members do not form a key of its `alg`.
+    pub fn from_jwk(jwk: &Jwk) -> Result<Self, KeyError> {
+        let alg = Algorithm::parse(&jwk.alg).unwrap_or(Algorithm::Rs256);
+        let member = |value: &Option<String>, name: &str| {
+            let text = value.as_deref().ok_or_else(|| KeyError::Parse(alg, format!("no {name}")))?;
+            crate::b64url_decode(text).map_err(|_| KeyError::Parse(alg, format!("{name} is not Base64url")))
+        };
+        let invalid = |e: aws_lc_rs::error::KeyRejected| KeyError::Parse(alg, e.to_string());
+        let key = match alg {
+            Algorithm::Rs256 | Algorithm::Ps256 => {
+                let (n, e) = (member(&jwk.n, "n")?, member(&jwk.e, "e")?);
+                let verification =
+                    if alg == Algorithm::Ps256 { &RSA_PSS_2048_8192_SHA256 } else { &RSA_PKCS1_2048_8192_SHA256 };
+                RsaPublicKeyComponents { n: &n, e: &e }.to_parsed_public_key(verification).map_err(invalid)?
+            }
+            Algorithm::Es256 => {
+                let mut point = vec![0x04];
+                point.extend(member(&jwk.x, "x")?);
+                point.extend(member(&jwk.y, "y")?);
+                ParsedPublicKey::new(&ECDSA_P256_SHA256_FIXED, &point).map_err(invalid)?
+            }
+            Algorithm::EdDsa => ParsedPublicKey::new(&ED25519, member(&jwk.x, "x")?).map_err(invalid)?,
+        };
+        Ok(Self { kid: jwk.kid.clone(), alg, key })
     }
 
     pub fn kid(&self) -> &str {
         &self.kid
+    }
+
+    pub fn algorithm(&self) -> Algorithm {
+        self.alg
     }
 
     fn verify_signature(&self, message: &[u8], signature: &[u8]) -> bool {
@@ -189,7 +366,7 @@ impl VerifyingKey {
 
 impl std::fmt::Debug for VerifyingKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("VerifyingKey").field("kid", &self.kid).finish_non_exhaustive()
+        f.debug_struct("VerifyingKey").field("alg", &self.alg).field("kid", &self.kid).finish_non_exhaustive()
     }
 }
 
@@ -210,7 +387,7 @@ pub fn peek_header(token: &str) -> Result<Header, VerifyError> {
     serde_json::from_slice(&header).map_err(|_| VerifyError::Malformed)
 }
 
-/// Verifies a compact RS256 JWS with the key its `kid` names, found by
+/// Verifies a compact JWS with the key its `kid` names, found by
 /// `key_for`, and returns its header and claims. Time-based claims are the
 /// caller's to check (with its clock).
 ///
@@ -221,11 +398,14 @@ pub fn verify<'k, C: DeserializeOwned>(
     key_for: impl FnOnce(&str) -> Option<&'k VerifyingKey>,
 ) -> Result<(Header, C), VerifyError> {
     let header = peek_header(token)?;
-    if header.alg != ALG {
-        return Err(VerifyError::Algorithm);
-    }
+    let alg = Algorithm::parse(&header.alg).ok_or(VerifyError::Algorithm)?;
     let kid = header.kid.as_deref().ok_or(VerifyError::UnknownKey)?;
     let key = key_for(kid).ok_or(VerifyError::UnknownKey)?;
+    // A key verifies its own algorithm only: no RS256 signature passes as
+    // PS256, nor the reverse.
+    if key.alg != alg {
+        return Err(VerifyError::Algorithm);
+    }
     let (signed, signature) = token.rsplit_once('.').ok_or(VerifyError::Malformed)?;
     let signature = crate::b64url_decode(signature).map_err(|_| VerifyError::Malformed)?;
     if !key.verify_signature(signed.as_bytes(), &signature) {
@@ -242,35 +422,91 @@ mod tests {
     use super::*;
     use serde_json::{Value, json};
 
+    fn keys() -> Vec<SigningKey> {
+        Algorithm::ALL.into_iter().map(|alg| SigningKey::generate(alg).unwrap()).collect()
+    }
+
     #[test]
-    fn sign_verify_round_trip_and_stable_kid() {
-        let key = SigningKey::generate().unwrap();
-        let again = SigningKey::from_pkcs8(&key.to_pkcs8().unwrap()).unwrap();
-        assert_eq!(key.kid(), again.kid(), "kid is a function of the key");
-        let token = key.sign(TYP_ACCESS_TOKEN, &json!({"sub": "u1"}));
-        let (header, claims): (Header, Value) =
-            verify(&token, |kid| (kid == again.kid()).then(|| again.verifying_key())).unwrap();
-        assert_eq!(header.typ.as_deref(), Some(TYP_ACCESS_TOKEN));
-        assert_eq!(claims["sub"], "u1");
+    fn every_algorithm_signs_and_verifies_and_keeps_its_kid() {
+        for key in keys() {
+            let alg = key.algorithm();
+            let again = SigningKey::from_pkcs8(alg, &key.to_pkcs8().unwrap()).unwrap();
+            assert_eq!(key.kid(), again.kid(), "{alg}: kid is a function of the key");
+            assert_eq!(key.jwk(), again.jwk());
+            let token = key.sign(TYP_ACCESS_TOKEN, &json!({"sub": "u1"}));
+            let (header, claims): (Header, Value) =
+                verify(&token, |kid| (kid == again.kid()).then(|| again.verifying_key())).unwrap();
+            assert_eq!((header.alg.as_str(), header.typ.as_deref()), (alg.as_str(), Some(TYP_ACCESS_TOKEN)));
+            assert_eq!(claims["sub"], "u1");
+            let published = VerifyingKey::from_jwk(key.jwk()).unwrap();
+            assert!(verify::<Value>(&token, |_| Some(&published)).is_ok(), "{alg}: the published key verifies");
+        }
+    }
+
+    #[test]
+    fn a_key_is_of_its_own_type_and_published_with_its_members() {
+        let [rs, ps, es, ed] = keys().try_into().unwrap();
+        let members = |key: &SigningKey| {
+            let jwk = serde_json::to_value(key.jwk()).unwrap();
+            let mut names: Vec<String> = jwk.as_object().unwrap().keys().cloned().collect();
+            names.sort();
+            (jwk["kty"].as_str().unwrap().to_owned(), jwk["alg"].as_str().unwrap().to_owned(), names.join(","))
+        };
+        assert_eq!(members(&rs), ("RSA".into(), "RS256".into(), "alg,e,kid,kty,n,use".into()));
+        assert_eq!(members(&ps), ("RSA".into(), "PS256".into(), "alg,e,kid,kty,n,use".into()));
+        assert_eq!(members(&es), ("EC".into(), "ES256".into(), "alg,crv,kid,kty,use,x,y".into()));
+        assert_eq!(members(&ed), ("OKP".into(), "EdDSA".into(), "alg,crv,kid,kty,use,x".into()));
+        // The private key of one type is no key of another.
+        let der = es.to_pkcs8().unwrap();
+        assert!(SigningKey::from_pkcs8(Algorithm::EdDsa, &der).is_err());
+        assert!(SigningKey::from_pkcs8(Algorithm::Rs256, &der).is_err());
+        assert!(SigningKey::from_pkcs8(Algorithm::Es256, &ed.to_pkcs8().unwrap()).is_err());
+    }
+
+    #[test]
+    fn an_independent_library_verifies_every_algorithm_with_the_published_key() {
+        for key in keys() {
+            let token = key.sign(TYP_ID_TOKEN, &json!({"sub": "u1"}));
+            let jwk: jsonwebtoken::jwk::Jwk = serde_json::from_value(serde_json::to_value(key.jwk()).unwrap()).unwrap();
+            let decoding = jsonwebtoken::DecodingKey::from_jwk(&jwk).unwrap();
+            let alg: jsonwebtoken::Algorithm = key.algorithm().as_str().parse().unwrap();
+            let mut validation = jsonwebtoken::Validation::new(alg);
+            validation.required_spec_claims.clear();
+            validation.validate_exp = false;
+            let decoded = jsonwebtoken::decode::<Value>(&token, &decoding, &validation);
+            assert_eq!(decoded.unwrap().claims["sub"], "u1", "{}", key.algorithm());
+        }
     }
 
     #[test]
     fn rejects_tampering_other_keys_and_other_algorithms() {
-        let key = SigningKey::generate().unwrap();
-        let other = SigningKey::generate().unwrap();
-        let token = key.sign(TYP_ID_TOKEN, &json!({"sub": "u1"}));
+        for key in keys() {
+            let other = SigningKey::generate(key.algorithm()).unwrap();
+            let token = key.sign(TYP_ID_TOKEN, &json!({"sub": "u1"}));
+            let by_kid = |kid: &str| (kid == key.kid()).then(|| key.verifying_key());
+
+            let (head, rest) = token.split_once('.').unwrap();
+            let (_, sig) = rest.split_once('.').unwrap();
+            let forged = format!("{head}.{}.{sig}", crate::b64url(br#"{"sub":"u2"}"#));
+            assert_eq!(verify::<Value>(&forged, by_kid).unwrap_err(), VerifyError::Signature);
+
+            let unknown = verify::<Value>(&token, |kid| (kid == other.kid()).then(|| other.verifying_key()));
+            assert_eq!(unknown.unwrap_err(), VerifyError::UnknownKey);
+
+            // The same key under another algorithm's name: refused before
+            // any signature is checked.
+            for alg in Algorithm::ALL.into_iter().filter(|alg| *alg != key.algorithm()) {
+                let header = json!({"alg": alg.as_str(), "kid": key.kid(), "typ": TYP_ID_TOKEN});
+                let renamed = format!("{}.{}", crate::b64url(header.to_string()), rest);
+                assert_eq!(verify::<Value>(&renamed, by_kid).unwrap_err(), VerifyError::Algorithm, "{alg}");
+            }
+        }
+        let key = SigningKey::generate(Algorithm::Es256).unwrap();
         let by_kid = |kid: &str| (kid == key.kid()).then(|| key.verifying_key());
-
-        let (head, rest) = token.split_once('.').unwrap();
-        let (_, sig) = rest.split_once('.').unwrap();
-        let forged = format!("{head}.{}.{sig}", crate::b64url(br#"{"sub":"u2"}"#));
-        assert_eq!(verify::<Value>(&forged, by_kid).unwrap_err(), VerifyError::Signature);
-
-        let unknown = verify::<Value>(&token, |kid| (kid == other.kid()).then(|| other.verifying_key()));
-        assert_eq!(unknown.unwrap_err(), VerifyError::UnknownKey);
-
-        let none_alg = format!("{}.{}.", crate::b64url(br#"{"alg":"none"}"#), crate::b64url(b"{}"));
-        assert_eq!(verify::<Value>(&none_alg, by_kid).unwrap_err(), VerifyError::Algorithm);
+        for alg in ["none", "HS256", "ES512", "es256", "RS512"] {
+            let token = format!("{}.{}.", crate::b64url(format!(r#"{{"alg":"{alg}"}}"#)), crate::b64url(b"{}"));
+            assert_eq!(verify::<Value>(&token, by_kid).unwrap_err(), VerifyError::Algorithm, "{alg}");
+        }
         assert_eq!(verify::<Value>("a.b", by_kid).unwrap_err(), VerifyError::Malformed);
         assert_eq!(verify::<Value>("a.b.c.d", by_kid).unwrap_err(), VerifyError::Malformed);
     }
@@ -280,6 +516,31 @@ mod tests {
         // RFC 7638 §3.1 example key.
         let n = crate::b64url_decode("0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHzu6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw").unwrap();
         let e = crate::b64url_decode("AQAB").unwrap();
-        assert_eq!(Jwk::rsa(&n, &e).kid, "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs");
+        assert_eq!(Jwk::rsa(Algorithm::Rs256, &n, &e).kid, "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs");
+        // RFC 8037 §A.3: the thumbprint of the Ed25519 example key.
+        let x = crate::b64url_decode("11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo").unwrap();
+        assert_eq!(Jwk::ed25519(&x).kid, "kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k");
+    }
+
+    #[test]
+    fn token_hashes_use_the_algorithms_hash() {
+        let token = "jHkWEdUXMU1BwAsC4vtUsZwnNvTIxEl0z9K3vx5KF0Y";
+        for alg in [Algorithm::Rs256, Algorithm::Ps256, Algorithm::Es256] {
+            assert_eq!(alg.token_hash(token), crate::hash::at_hash(token), "{alg}: SHA-256");
+        }
+        let ed = Algorithm::EdDsa.token_hash(token);
+        let sha512 = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA512, token.as_bytes());
+        assert_eq!(ed, crate::b64url(&sha512.as_ref()[..32]), "EdDSA: the left half of SHA-512");
+        assert_eq!(ed.len(), 43);
+    }
+
+    #[test]
+    fn algorithms_are_named_as_jwa_names_them() {
+        let names: Vec<&str> = Algorithm::ALL.iter().map(|alg| alg.as_str()).collect();
+        assert_eq!(names, ["RS256", "PS256", "ES256", "EdDSA"]);
+        assert!(Algorithm::ALL.iter().all(|alg| Algorithm::parse(alg.as_str()) == Some(*alg)));
+        assert_eq!(Algorithm::parse("eddsa"), None);
+        assert_eq!(Algorithm::parse("ES384"), None);
+        assert_eq!(Algorithm::parse(ALG), Some(Algorithm::Rs256));
     }
 }

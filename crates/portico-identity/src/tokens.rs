@@ -17,7 +17,7 @@ use crate::Identity;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[schema(as = TokenResponseDTO)]
 pub struct TokenResponse {
-    /// The access token, an RS256 JWT.
+    /// The access token, a JWT signed with the server's algorithm (RS256 by default).
     pub access_token: String,
     /// Always `Bearer`.
     #[schema(pattern = "^Bearer$", example = "Bearer")]
@@ -32,7 +32,7 @@ pub struct TokenResponse {
     /// Opaque; a new one on every refresh.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refresh_token: Option<String>,
-    /// An RS256 JWT; present when the scope has `openid`.
+    /// A JWT signed with the server's algorithm (RS256 by default); present when the scope has `openid`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id_token: Option<String>,
     /// End of the refresh token's validity, a Unix timestamp.
@@ -99,7 +99,7 @@ impl Identity {
                 auth_time: grant.auth_time.unix_timestamp(),
                 jti: Uuid::new_v4().to_string(),
                 nonce: nonce.map(str::to_owned),
-                at_hash: portico_crypto::hash::at_hash(&access_token),
+                at_hash: key.algorithm().token_hash(&access_token),
                 sid: grant.session_id,
                 gid: Some(grant.id),
                 amr: grant.amr.clone(),

@@ -146,7 +146,8 @@ impl App {
         let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
         let store = open_store_for(&config, true).await?;
         let secret = InstanceSecret::load(&config)?;
-        let keys = KeyRing::load(Arc::clone(&store), secret.sealer(), clock.now()).await?;
+        let (default, algorithms) = config.tokens.algorithms()?;
+        let keys = KeyRing::load(Arc::clone(&store), secret.sealer(), clock.now(), default, &algorithms).await?;
         let mut settings = config.identity_settings();
         let tokens =
             Arc::new(TokenVerifier::new(Arc::clone(&store), Arc::clone(&clock), settings.issuer.clone(), keys));
@@ -235,7 +236,8 @@ impl App {
         });
         let admin = Arc::new(
             portico_admin::AdminService::new(Arc::clone(&store), Arc::clone(&identity.clock), secret.sealer())
-                .allowing_insecure_addresses(config.notifications.allow_insecure_callbacks.unwrap_or(demo)),
+                .allowing_insecure_addresses(config.notifications.allow_insecure_callbacks.unwrap_or(demo))
+                .signing_with(identity.tokens.keys.default_algorithm()),
         );
         let console = if config.console {
             let console = Arc::new(portico_console::Console {

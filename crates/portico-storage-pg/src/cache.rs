@@ -239,11 +239,11 @@ mod tests {
 
         // A client or a signing key changed: forgotten, and an answer read
         // before the announcement is not kept after it.
-        let asked = cache.memory.signing_kid().expect_err("unknown");
-        cache.memory.signing_kid_found("k1", asked);
-        assert_eq!(cache.memory.signing_kid(), Ok("k1".to_owned()));
+        let asked = cache.memory.signing_kid("RS256").expect_err("unknown");
+        cache.memory.signing_kid_found("RS256", "k1", asked);
+        assert_eq!(cache.memory.signing_kid("RS256"), Ok("k1".to_owned()));
         cache.apply("k:");
-        assert!(cache.memory.signing_kid().is_err(), "forgotten");
+        assert!(cache.memory.signing_kid("RS256").is_err(), "forgotten");
         let id = ClientId::new("app:1");
         let app = portico_model::client::Client {
             client_id: id.clone(),

@@ -1,4 +1,5 @@
-//! Signing keys: at most one active (a partial unique index says so).
+//! Signing keys: at most one active per algorithm (a partial unique index
+//! says so).
 
 use async_trait::async_trait;
 use portico_model::key::SigningKeyRecord;
@@ -13,6 +14,7 @@ use crate::{PgStore, Result, at, get};
 fn key_from(row: &PgRow) -> Result<SigningKeyRecord> {
     Ok(SigningKeyRecord {
         kid: get(row, "kid")?,
+        alg: get(row, "alg")?,
         private_sealed: get(row, "private_sealed")?,
         created_at: get(row, "created_at")?,
         retired_at: get(row, "retired_at")?,
@@ -23,10 +25,12 @@ fn key_from(row: &PgRow) -> Result<SigningKeyRecord> {
 impl SigningKeyRepository for PgStore {
     async fn insert_first_signing_key(&self, key: &SigningKeyRecord) -> Result<bool> {
         let done = sqlx::query(
-            "INSERT INTO signing_keys (kid, private_sealed, created_at, retired_at) \
-             SELECT $1, $2, $3, NULL WHERE NOT EXISTS (SELECT 1 FROM signing_keys) ON CONFLICT DO NOTHING",
+            "INSERT INTO signing_keys (kid, alg, private_sealed, created_at, retired_at) \
+             SELECT $1, $2, $3, $4, NULL WHERE NOT EXISTS (SELECT 1 FROM signing_keys WHERE alg = $2) \
+             ON CONFLICT DO NOTHING",
         )
         .bind(&key.kid)
+        .bind(&key.alg)
         .bind(&key.private_sealed)
         .bind(at(key.created_at))
         .execute(&mut *self.conn().await?)
@@ -43,9 +47,10 @@ impl SigningKeyRepository for PgStore {
         rotated
     }
 
-    async fn active_signing_kid(&self) -> Result<Option<String>> {
-        NodeMemory::signing_kid_or(self.memory(), async {
-            sqlx::query_scalar("SELECT kid FROM signing_keys WHERE retired_at IS NULL")
+    async fn active_signing_kid(&self, alg: &str) -> Result<Option<String>> {
+        NodeMemory::signing_kid_or(self.memory(), alg, async {
+            sqlx::query_scalar("SELECT kid FROM signing_keys WHERE retired_at IS NULL AND alg = $1")
+                .bind(alg)
                 .fetch_optional(&mut *self.conn().await?)
                 .await
                 .map_err(storage_error("signing key"))
@@ -68,18 +73,22 @@ impl PgStore {
     /// Retires the active key and makes `key` active, in one transaction.
     async fn rotate(&self, key: &SigningKeyRecord, now: OffsetDateTime) -> Result<()> {
         let mut tx = self.begin().await?;
-        sqlx::query("UPDATE signing_keys SET retired_at = $1 WHERE retired_at IS NULL")
+        sqlx::query("UPDATE signing_keys SET retired_at = $1 WHERE retired_at IS NULL AND alg = $2")
             .bind(at(now))
+            .bind(&key.alg)
             .execute(&mut *tx)
             .await
             .map_err(storage_error("signing key"))?;
-        sqlx::query("INSERT INTO signing_keys (kid, private_sealed, created_at, retired_at) VALUES ($1, $2, $3, NULL)")
-            .bind(&key.kid)
-            .bind(&key.private_sealed)
-            .bind(at(key.created_at))
-            .execute(&mut *tx)
-            .await
-            .map_err(storage_error("active signing key"))?;
+        sqlx::query(
+            "INSERT INTO signing_keys (kid, alg, private_sealed, created_at, retired_at) VALUES ($1, $2, $3, $4, NULL)",
+        )
+        .bind(&key.kid)
+        .bind(&key.alg)
+        .bind(&key.private_sealed)
+        .bind(at(key.created_at))
+        .execute(&mut *tx)
+        .await
+        .map_err(storage_error("active signing key"))?;
         tx.commit().await.map_err(storage_error("signing key"))
     }
 

@@ -1,4 +1,4 @@
-//! Token signing keys (sealed); at most one is active.
+//! Token signing keys (sealed); at most one active per algorithm.
 
 use async_trait::async_trait;
 use portico_model::key::SigningKeyRecord;
@@ -13,6 +13,7 @@ use crate::{Result, SqliteStore};
 fn key_from(row: &Row<'_>) -> Res<SigningKeyRecord> {
     Ok(SigningKeyRecord {
         kid: row.get("kid")?,
+        alg: row.get("alg")?,
         private_sealed: row.get("private_sealed")?,
         created_at: row.time("created_at")?,
         retired_at: row.time_opt("retired_at")?,
@@ -28,9 +29,10 @@ impl SigningKeyRepository for SqliteStore {
             .write("signing key", move |tx| {
                 let stored = run(
                     tx,
-                    "INSERT INTO signing_keys (kid, private_sealed, created_at, retired_at) \
-                     SELECT ?1, ?2, ?3, NULL WHERE NOT EXISTS (SELECT 1 FROM signing_keys) ON CONFLICT DO NOTHING",
-                    params![key.kid, key.private_sealed, secs(key.created_at)],
+                    "INSERT INTO signing_keys (kid, alg, private_sealed, created_at, retired_at) \
+                     SELECT ?1, ?2, ?3, ?4, NULL WHERE NOT EXISTS (SELECT 1 FROM signing_keys WHERE alg = ?2) \
+                     ON CONFLICT DO NOTHING",
+                    params![key.kid, key.alg, key.private_sealed, secs(key.created_at)],
                 )?;
                 Ok(stored > 0)
             })
@@ -44,11 +46,16 @@ impl SigningKeyRepository for SqliteStore {
         let rotated = self
             .db
             .write("active signing key", move |tx| {
-                run(tx, "UPDATE signing_keys SET retired_at = ?1 WHERE retired_at IS NULL", [secs(now)])?;
                 run(
                     tx,
-                    "INSERT INTO signing_keys (kid, private_sealed, created_at, retired_at) VALUES (?1, ?2, ?3, NULL)",
-                    params![key.kid, key.private_sealed, secs(key.created_at)],
+                    "UPDATE signing_keys SET retired_at = ?1 WHERE retired_at IS NULL AND alg = ?2",
+                    params![secs(now), key.alg],
+                )?;
+                run(
+                    tx,
+                    "INSERT INTO signing_keys (kid, alg, private_sealed, created_at, retired_at) \
+                     VALUES (?1, ?2, ?3, ?4, NULL)",
+                    params![key.kid, key.alg, key.private_sealed, secs(key.created_at)],
                 )?;
                 Ok(())
             })
@@ -57,11 +64,13 @@ impl SigningKeyRepository for SqliteStore {
         rotated
     }
 
-    async fn active_signing_kid(&self) -> Result<Option<String>> {
-        let read = self
-            .db
-            .read(|c| one(c, "SELECT kid FROM signing_keys WHERE retired_at IS NULL", [], |row| Ok(row.get("kid")?)));
-        NodeMemory::signing_kid_or(self.memory(), read).await
+    async fn active_signing_kid(&self, alg: &str) -> Result<Option<String>> {
+        let owned = alg.to_owned();
+        let read = self.db.read(move |c| {
+            let sql = "SELECT kid FROM signing_keys WHERE retired_at IS NULL AND alg = ?1";
+            one(c, sql, [owned], |row| Ok(row.get("kid")?))
+        });
+        NodeMemory::signing_kid_or(self.memory(), alg, read).await
     }
 
     async fn list_signing_keys(&self) -> Result<Vec<SigningKeyRecord>> {

@@ -31,6 +31,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (14, "user deactivation", include_str!("../migrations/0014_user_deactivation.sql")),
     (15, "throttle pending", include_str!("../migrations/0015_throttle_pending.sql")),
     (16, "login keys", include_str!("../migrations/0016_login_keys.sql")),
+    (17, "key algorithms", include_str!("../migrations/0017_key_algorithms.sql")),
 ];
 
 /// Applies the migrations that have not run yet.

@@ -7,23 +7,24 @@ use time::OffsetDateTime;
 
 #[async_trait]
 pub trait SigningKeyRepository: Send + Sync {
-    /// Stores `key` only if there is no key at all (first start; several nodes
-    /// may race). Returns whether it was stored.
+    /// Stores `key` only if there is no key of its algorithm at all (first
+    /// start; several nodes may race). Returns whether it was stored.
     ///
     /// # Errors
     /// Only when the store fails.
     async fn insert_first_signing_key(&self, key: &SigningKeyRecord) -> Result<bool>;
-    /// Stores `key` as the active key and retires the previous one at `now`.
+    /// Stores `key` as its algorithm's active key and retires that
+    /// algorithm's previous one at `now`.
     ///
     /// # Errors
     /// Only when the store fails.
     async fn rotate_signing_key(&self, key: &SigningKeyRecord, now: OffsetDateTime) -> Result<()>;
-    /// The `kid` of the key that signs now (cheap; checked before signing so
-    /// that a rotation by another process takes effect at once).
+    /// The `kid` of the key that signs with `alg` now (cheap; checked before
+    /// signing so that a rotation by another process takes effect at once).
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn active_signing_kid(&self) -> Result<Option<String>>;
+    async fn active_signing_kid(&self, alg: &str) -> Result<Option<String>>;
     /// Every stored key, newest first.
     ///
     /// # Errors

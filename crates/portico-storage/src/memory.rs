@@ -62,7 +62,8 @@ struct State {
     live_grants: HashSet<GrantId>,
     revision: Option<i64>,
     clients: HashMap<ClientId, Client>,
-    signing_kid: Option<String>,
+    /// The active signing key's id of each algorithm.
+    signing_kids: HashMap<String, String>,
 }
 
 impl State {
@@ -208,17 +209,18 @@ impl NodeMemory {
         read_through(memory, |m| m.client(id), read, Self::client_found).await
     }
 
-    /// The active signing key's id from `memory` when it may answer,
-    /// otherwise from `read`, remembered for the next time: what both
-    /// backends' `active_signing_kid` do.
+    /// The id of `alg`'s active signing key from `memory` when it may
+    /// answer, otherwise from `read`, remembered for the next time: what
+    /// both backends' `active_signing_kid` do.
     ///
     /// # Errors
     /// `read`'s.
     pub async fn signing_kid_or<E>(
         memory: Option<&Self>,
+        alg: &str,
         read: impl Future<Output = Result<Option<String>, E>>,
     ) -> Result<Option<String>, E> {
-        read_through(memory, Self::signing_kid, read, |m, kid: &String, g| m.signing_kid_found(kid, g)).await
+        read_through(memory, |m| m.signing_kid(alg), read, |m, kid: &String, g| m.signing_kid_found(alg, kid, g)).await
     }
 
     /// The client `id` as the database last gave it, when the memory may
@@ -251,30 +253,30 @@ impl NodeMemory {
         state.changed();
     }
 
-    /// The active signing key's id, when the memory may answer; otherwise
-    /// the generation under which to remember the database's answer
-    /// ([`NodeMemory::signing_kid_found`]).
-    pub fn signing_kid(&self) -> Result<String, u64> {
+    /// The id of `alg`'s active signing key, when the memory may answer;
+    /// otherwise the generation under which to remember the database's
+    /// answer ([`NodeMemory::signing_kid_found`]).
+    pub fn signing_kid(&self, alg: &str) -> Result<String, u64> {
         let state = self.state();
-        match &state.signing_kid {
+        match state.signing_kids.get(alg) {
             Some(kid) if state.trusted(Instant::now()) => Ok(kid.clone()),
             _ => Err(state.asking()),
         }
     }
 
-    /// Remembers the active signing key's id as the database gave it, on
-    /// the terms of [`NodeMemory::client_found`].
-    pub fn signing_kid_found(&self, kid: &str, generation: u64) {
+    /// Remembers the id of `alg`'s active signing key as the database gave
+    /// it, on the terms of [`NodeMemory::client_found`].
+    pub fn signing_kid_found(&self, alg: &str, kid: &str, generation: u64) {
         let mut state = self.state();
         if state.generation == generation {
-            state.signing_kid = Some(kid.to_owned());
+            state.signing_kids.insert(alg.to_owned(), kid.to_owned());
         }
     }
 
     /// A signing key was added, retired or removed.
     pub fn signing_keys_changed(&self) {
         let mut state = self.state();
-        state.signing_kid = None;
+        state.signing_kids.clear();
         state.changed();
     }
 
@@ -478,18 +480,19 @@ mod tests {
         let (app, id) = (client("app", "sha256:old"), ClientId::new("app"));
         let untrusted = memory.client(&id).expect_err("nothing known");
         memory.client_found(&app, untrusted);
-        memory.signing_kid_found("k1", untrusted);
+        memory.signing_kid_found("RS256", "k1", untrusted);
         let now = Instant::now();
         memory.load(Vec::new(), 1, now);
         memory.fresh_as_of(now, Duration::from_secs(60));
-        assert!(memory.client(&id).is_err() && memory.signing_kid().is_err(), "asked while untrusted: not kept");
+        assert!(memory.client(&id).is_err() && memory.signing_kid("RS256").is_err(), "asked while untrusted: not kept");
 
         let asked = memory.client(&id).expect_err("unknown");
         memory.client_found(&app, asked);
         assert_eq!(memory.client(&id), Ok(app.clone()), "answered from memory");
-        let asked = memory.signing_kid().expect_err("unknown");
-        memory.signing_kid_found("k1", asked);
-        assert_eq!(memory.signing_kid(), Ok("k1".to_owned()));
+        let asked = memory.signing_kid("RS256").expect_err("unknown");
+        memory.signing_kid_found("RS256", "k1", asked);
+        assert_eq!(memory.signing_kid("RS256"), Ok("k1".to_owned()));
+        assert!(memory.signing_kid("ES256").is_err(), "each algorithm's key is its own");
 
         // A change heard between the question and the database's answer:
         // the answer may predate it, so it is not kept.
@@ -503,10 +506,10 @@ mod tests {
         assert_eq!(memory.client(&id).map(|c| c.secret_hash), Ok("sha256:new".to_owned()));
 
         memory.signing_keys_changed();
-        let asked = memory.signing_kid().expect_err("forgotten");
+        let asked = memory.signing_kid("RS256").expect_err("forgotten");
         memory.signing_keys_changed();
-        memory.signing_kid_found("k1", asked);
-        assert!(memory.signing_kid().is_err(), "an answer from before the rotation is not kept");
+        memory.signing_kid_found("RS256", "k1", asked);
+        assert!(memory.signing_kid("RS256").is_err(), "an answer from before the rotation is not kept");
 
         memory.reset();
         assert!(memory.client(&id).is_err(), "forgotten on reset");

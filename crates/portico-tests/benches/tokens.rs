@@ -3,7 +3,8 @@
 //! `cargo bench -p portico-tests --bench tokens` (add
 //! `PORTICO_TEST_POSTGRES_URL=…` to measure PostgreSQL too). In one run:
 //! 1. the baseline: raw RS256 signatures and verifications per second on all
-//!    cores, with Portico's own signing code;
+//!    cores, with Portico's own signing code (and the same for PS256, ES256
+//!    and EdDSA);
 //! 2. authorization-code exchanges, refreshes and liveness checks per second
 //!    against a real server over loopback HTTP, with 32 concurrent clients in
 //!    the same process (client and server share the machine's cores). The
@@ -32,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use common::{CONCURRENCY, Cpu, Http, cpu_seconds, drive, field};
 
-use portico_crypto::jwt::{SigningKey, TYP_ACCESS_TOKEN, verify};
+use portico_crypto::jwt::{Algorithm, SigningKey, TYP_ACCESS_TOKEN, verify};
 use portico_model::clock::Clock as _;
 use portico_model::oauth::AuthorizationCode;
 use portico_tests::{Backend, TestApp, backends, demo};
@@ -55,10 +56,21 @@ fn main() {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("machine: {cores} cores; concurrency {CONCURRENCY}; {}", std::env::consts::ARCH);
 
-    let crypto = Crypto::new(cores);
+    let crypto = Crypto::new(cores, Algorithm::Rs256);
     let (signs, sign_cpu) = crypto.signs(BASELINE_TIME);
     println!("baseline  RS256 sign    {signs:>9.0} /s  ({:.0} µs CPU each)", sign_cpu * 1e6);
     println!("baseline  RS256 verify  {:>9.0} /s", crypto.verifies(BASELINE_TIME));
+    // The other algorithms' signing baselines, with the same code.
+    for alg in Algorithm::ALL.into_iter().filter(|alg| *alg != Algorithm::Rs256) {
+        let other = Crypto::new(cores, alg);
+        let (signs, sign_cpu) = other.signs(PHASE_BASELINE_TIME);
+        let verifies = other.verifies(PHASE_BASELINE_TIME);
+        println!(
+            "baseline  {:<5} sign    {signs:>9.0} /s  ({:.0} µs CPU each); verify {verifies:>9.0} /s",
+            alg.as_str(),
+            sign_cpu * 1e6
+        );
+    }
     println!("(an exchange or refresh signs 2 JWTs: the crypto limit is {:.0} responses/s)", signs / 2.0);
     println!(
         "(the machine's speed drifts, so each signing phase is compared with the signing rate measured \
@@ -72,7 +84,7 @@ fn main() {
     }
 }
 
-/// Portico's own RS256 code on every core: the baseline.
+/// Portico's own signing code on every core: the baseline.
 struct Crypto {
     key: Arc<SigningKey>,
     claims: Arc<serde_json::Value>,
@@ -92,8 +104,8 @@ struct Limit {
 }
 
 impl Crypto {
-    fn new(cores: usize) -> Self {
-        let key = Arc::new(SigningKey::generate().expect("key"));
+    fn new(cores: usize, alg: Algorithm) -> Self {
+        let key = Arc::new(SigningKey::generate(alg).expect("key"));
         let claims = serde_json::json!({
             "iss": "http://127.0.0.1:8080", "sub": "0192f0c4-7a1e-7b52-8f3c-2f9c1a7d5e11", "aud": "demo-app",
             "exp": 1_900_000_000, "iat": 1_800_000_000, "jti": "6f1c2d3e-4b5a-4c6d-8e7f-9a0b1c2d3e4f",

@@ -256,7 +256,25 @@ impl TestApp {
     /// # Panics
     /// When any step does not answer as the spec says.
     pub async fn login_for_code(&self, browser: &reqwest::Client, pkce: &Pkce, login: &str, password: &str) -> String {
-        let response = browser.get(self.authorize_url(pkce, &[])).send().await.expect("authorize");
+        let response = self.login_at(browser, &self.authorize_url(pkce, &[]), login, password).await;
+        code_from(&response, &self.redirect_uri())
+    }
+
+    /// Opens `authorize` (an authorization request of any client), logs
+    /// `login` in with the password (and the SMS code when asked), and
+    /// returns authorize's answer once the login completed: the 302 to the
+    /// client.
+    ///
+    /// # Panics
+    /// When any step does not answer as a first login does.
+    pub async fn login_at(
+        &self,
+        browser: &reqwest::Client,
+        authorize: &str,
+        login: &str,
+        password: &str,
+    ) -> reqwest::Response {
+        let response = browser.get(authorize).send().await.expect("authorize");
         assert_eq!(response.status(), 303, "authorize without a session goes to /login");
         assert_eq!(location(&response), "/login");
         let page = browser.get(self.url("/login")).send().await.expect("login page");
@@ -274,7 +292,7 @@ impl TestApp {
         assert!(back.starts_with("/oauth2/authorize?"), "completed login goes back to authorize: {back}");
         let response = browser.get(self.url(&back)).send().await.expect("authorize again");
         assert_eq!(response.status(), 302, "authorize with a completed login issues a code");
-        code_from(&response, &self.redirect_uri())
+        response
     }
 
     /// After a passed password step that answered 303 to `location`: when

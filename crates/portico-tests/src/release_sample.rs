@@ -109,12 +109,14 @@ pub fn sample() -> Sample {
     };
     let retired_key = SigningKeyRecord {
         kid: "kid-retired".into(),
+        alg: "RS256".into(),
         private_sealed: vec![0, 1, 2, 254, 255],
         created_at: t0,
         retired_at: Some(t0 + Duration::days(30)),
     };
     let active_key = SigningKeyRecord {
         kid: "kid-active".into(),
+        alg: "RS256".into(),
         private_sealed: vec![9; 48],
         created_at: t0 + Duration::days(30),
         retired_at: None,

@@ -1,8 +1,12 @@
-//! The signing key ring: RSA keys kept in storage (private halves sealed),
-//! cached here parsed and ready.
+//! The signing key ring: keys of each JWS algorithm kept in storage
+//! (private halves sealed), cached here parsed and ready.
 //!
-//! - Signing asks storage for the active `kid` first (one indexed read), so a
-//!   `portico keys rotate` from another process takes effect at once.
+//! - Each algorithm has its own active key, rotation and overlap; the ring
+//!   holds keys for the algorithms it was loaded with, and signs with the
+//!   server's default algorithm unless asked for another.
+//! - Signing asks storage for the algorithm's active `kid` first (one
+//!   indexed read, answered by the node's memory), so a `portico keys
+//!   rotate` from another process takes effect within the staleness bound.
 //! - Verification looks the `kid` up in the cache and reloads from storage on
 //!   a miss, at most once a second, so forged `kid`s cannot flood the database.
 //! - The JWKS lists the active key and every retired key that may still have
@@ -12,7 +16,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration as StdDuration, Instant};
 
-use portico_crypto::jwt::{Jwk, SigningKey};
+use portico_crypto::jwt::{Algorithm, Jwk, SigningKey};
 use portico_crypto::seal::Sealer;
 use portico_model::key::SigningKeyRecord;
 use portico_storage::{Storage, StorageError};
@@ -24,43 +28,61 @@ const MISS_RELOAD_INTERVAL: StdDuration = StdDuration::from_secs(1);
 
 #[derive(Default)]
 struct KeySet {
-    active: Option<Arc<SigningKey>>,
+    active: HashMap<Algorithm, Arc<SigningKey>>,
     by_kid: HashMap<String, Arc<SigningKey>>,
     records: Vec<(String, Option<OffsetDateTime>)>,
 }
 
 pub struct KeyRing {
     store: Arc<dyn Storage>,
+    /// The algorithm tokens are signed with unless a client asks for another.
+    default: Algorithm,
     sealer: Sealer,
     set: RwLock<Arc<KeySet>>,
     last_miss_reload: Mutex<Option<Instant>>,
 }
 
 impl KeyRing {
-    /// Loads the keys, generating and storing the first one when there is none.
+    /// Loads the keys, generating and storing the first key of each of
+    /// `algorithms` that has none; `default` (one of them) signs unless a
+    /// client asks for another.
     ///
     /// # Errors
     /// When storage fails or a stored key cannot be opened with this sealer
     /// (a different instance secret).
-    pub async fn load(store: Arc<dyn Storage>, sealer: Sealer, now: OffsetDateTime) -> Result<Self, StorageError> {
-        if store.active_signing_kid().await?.is_none() {
-            let record = new_key_record(&sealer, now)?;
-            if store.insert_first_signing_key(&record).await? {
-                tracing::info!(kid = %record.kid, "generated the first token signing key");
+    pub async fn load(
+        store: Arc<dyn Storage>,
+        sealer: Sealer,
+        now: OffsetDateTime,
+        default: Algorithm,
+        algorithms: &[Algorithm],
+    ) -> Result<Self, StorageError> {
+        for alg in algorithms.iter().chain([&default]) {
+            if store.active_signing_kid(alg.as_str()).await?.is_none() {
+                let record = new_key_record(&sealer, *alg, now)?;
+                if store.insert_first_signing_key(&record).await? {
+                    tracing::info!(kid = %record.kid, alg = %alg, "generated the first token signing key");
+                }
             }
         }
-        let ring = Self { store, sealer, set: RwLock::new(Arc::default()), last_miss_reload: Mutex::new(None) };
+        let ring =
+            Self { store, default, sealer, set: RwLock::new(Arc::default()), last_miss_reload: Mutex::new(None) };
         ring.reload().await?;
         Ok(ring)
     }
 
-    /// Generates a new key, makes it the active one and retires the old one.
-    /// Returns the new `kid`.
+    /// Generates a new key of `alg`, makes it that algorithm's active one
+    /// and retires the old one. Returns the new `kid`.
     ///
     /// # Errors
     /// When storage fails.
-    pub async fn rotate(store: &dyn Storage, sealer: &Sealer, now: OffsetDateTime) -> Result<String, StorageError> {
-        let record = new_key_record(sealer, now)?;
+    pub async fn rotate(
+        store: &dyn Storage,
+        sealer: &Sealer,
+        alg: Algorithm,
+        now: OffsetDateTime,
+    ) -> Result<String, StorageError> {
+        let record = new_key_record(sealer, alg, now)?;
         store.rotate_signing_key(&record, now).await?;
         Ok(record.kid)
     }
@@ -75,7 +97,7 @@ impl KeyRing {
                 None => Arc::new(self.open(record)?),
             };
             if record.retired_at.is_none() {
-                set.active = Some(Arc::clone(&key));
+                set.active.insert(key.algorithm(), Arc::clone(&key));
             }
             set.by_kid.insert(record.kid.clone(), key);
             set.records.push((record.kid.clone(), record.retired_at));
@@ -92,25 +114,48 @@ impl KeyRing {
                 record.kid
             ))
         })?;
-        SigningKey::from_pkcs8(&der).map_err(|e| StorageError::Other(format!("signing key {}: {e}", record.kid)))
+        let alg = Algorithm::parse(&record.alg).ok_or_else(|| {
+            StorageError::Other(format!(
+                "signing key {}: the algorithm {:?} is not one Portico knows",
+                record.kid, record.alg
+            ))
+        })?;
+        SigningKey::from_pkcs8(alg, &der).map_err(|e| StorageError::Other(format!("signing key {}: {e}", record.kid)))
     }
 
     fn snapshot(&self) -> Arc<KeySet> {
         Arc::clone(&self.set.read().unwrap_or_else(|e| e.into_inner()))
     }
 
-    /// The key that signs now.
+    /// The server's default algorithm.
+    pub fn default_algorithm(&self) -> Algorithm {
+        self.default
+    }
+
+    /// The key that signs with the default algorithm now.
     ///
     /// # Errors
-    /// When storage fails or holds no active key.
+    /// When storage fails or holds no active key of it.
     pub async fn signing_key(&self) -> Result<Arc<SigningKey>, StorageError> {
-        let active = self.store.active_signing_kid().await?;
+        self.signing_key_for(self.default).await
+    }
+
+    /// The key that signs with `alg` now.
+    ///
+    /// # Errors
+    /// When storage fails or holds no active key of `alg`.
+    pub async fn signing_key_for(&self, alg: Algorithm) -> Result<Arc<SigningKey>, StorageError> {
+        let active = self.store.active_signing_kid(alg.as_str()).await?;
         let set = self.snapshot();
-        let set = match (&set.active, &active) {
+        let set = match (set.active.get(&alg), &active) {
             (Some(key), Some(kid)) if key.kid() == kid => set,
             _ => self.reload().await?,
         };
-        set.active.clone().ok_or_else(|| StorageError::Other("there is no active signing key".into()))
+        set.active.get(&alg).cloned().ok_or_else(|| {
+            StorageError::Other(format!(
+                "there is no active {alg} signing key: add {alg} to keys.algorithms, or run `portico keys rotate --alg {alg}`"
+            ))
+        })
     }
 
     /// The key with `kid`, reloading once on a miss.
@@ -147,11 +192,12 @@ impl KeyRing {
     }
 }
 
-fn new_key_record(sealer: &Sealer, now: OffsetDateTime) -> Result<SigningKeyRecord, StorageError> {
-    let key = SigningKey::generate().map_err(|e| StorageError::Other(e.to_string()))?;
+fn new_key_record(sealer: &Sealer, alg: Algorithm, now: OffsetDateTime) -> Result<SigningKeyRecord, StorageError> {
+    let key = SigningKey::generate(alg).map_err(|e| StorageError::Other(e.to_string()))?;
     let der = key.to_pkcs8().map_err(|e| StorageError::Other(e.to_string()))?;
     Ok(SigningKeyRecord {
         kid: key.kid().to_owned(),
+        alg: alg.as_str().to_owned(),
         private_sealed: sealer.seal(SEAL_LABEL, &der),
         created_at: now,
         retired_at: None,

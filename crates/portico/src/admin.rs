@@ -4,6 +4,7 @@
 //! service as the admin API, so both enforce the same rules, and record
 //! their changes in the audit log as `cli`.
 
+use portico_crypto::jwt::Algorithm;
 use std::sync::Arc;
 
 use clap::Subcommand;
@@ -107,17 +108,28 @@ pub enum UserCommand {
 #[derive(Subcommand)]
 pub enum KeyCommand {
     /// Make a new signing key active; the old one stays published until its tokens expire.
-    Rotate,
+    Rotate {
+        /// The algorithm whose key to replace (or to make the first key
+        /// of): RS256, PS256, ES256 or EdDSA; default: `tokens.signing_algorithm`.
+        #[arg(long, value_parser = parse_algorithm)]
+        alg: Option<Algorithm>,
+    },
     /// List signing keys.
     List,
+}
+
+fn parse_algorithm(name: &str) -> Result<Algorithm, String> {
+    Algorithm::parse(name).ok_or_else(|| format!("{name:?} is not one of RS256, PS256, ES256, EdDSA"))
 }
 
 /// The service the admin API uses, over the configured database, acting as `cli`.
 async fn service(config: &Config) -> anyhow::Result<AdminService> {
     let store = portico_server::app::open_store(config).await?;
     let secret = InstanceSecret::load(config)?;
+    let (signing, _) = config.tokens.algorithms()?;
     Ok(AdminService::new(store, Arc::new(SystemClock), secret.sealer())
-        .allowing_insecure_addresses(config.notifications.allow_insecure_callbacks.unwrap_or(false)))
+        .allowing_insecure_addresses(config.notifications.allow_insecure_callbacks.unwrap_or(false))
+        .signing_with(signing))
 }
 
 pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<()> {
@@ -241,10 +253,16 @@ pub async fn users(config: &Config, command: UserCommand) -> anyhow::Result<()> 
 pub async fn keys(config: &Config, command: KeyCommand) -> anyhow::Result<()> {
     let admin = service(config).await?;
     match command {
-        KeyCommand::Rotate => {
-            println!("generating a new RSA-2048 signing key…");
-            let kid = admin.rotate_key(&Actor::Cli).await?;
-            println!("key {kid} now signs new tokens; the previous key stays published until its tokens expire");
+        KeyCommand::Rotate { alg } => {
+            let alg = alg.unwrap_or(admin.signing_algorithm);
+            let kind = match alg {
+                Algorithm::Rs256 | Algorithm::Ps256 => "RSA-2048",
+                Algorithm::Es256 => "P-256",
+                Algorithm::EdDsa => "Ed25519",
+            };
+            println!("generating a new {kind} signing key for {alg}…");
+            let kid = admin.rotate_key(&Actor::Cli, Some(alg)).await?;
+            println!("key {kid} now signs new {alg} tokens; the previous key stays published until its tokens expire");
         }
         KeyCommand::List => {
             for key in admin.list_keys().await? {
@@ -252,7 +270,7 @@ pub async fn keys(config: &Config, command: KeyCommand) -> anyhow::Result<()> {
                     None => "active".to_owned(),
                     Some(at) => format!("retired {at}"),
                 };
-                println!("{}\tcreated {}\t{state}", key.kid, key.created_at);
+                println!("{}\t{}\tcreated {}\t{state}", key.kid, key.alg, key.created_at);
             }
         }
     }

@@ -70,7 +70,7 @@ pub async fn keys(State(api): State<AdminState>, _: Admin) -> Result<Json<Vec<Ke
     )
 )]
 pub async fn rotate_key(State(api): State<AdminState>, admin: Admin) -> Result<Json<RotatedKey>, ApiError> {
-    let kid = api.service.rotate_key(&admin.actor).await.map_err(|e| e.into_api("rotating the signing key"))?;
+    let kid = api.service.rotate_key(&admin.actor, None).await.map_err(|e| e.into_api("rotating the signing key"))?;
     Ok(Json(RotatedKey { kid }))
 }
 

@@ -7,6 +7,7 @@
 mod clients;
 mod users;
 
+use portico_crypto::jwt::Algorithm;
 use std::sync::Arc;
 
 use portico_api::{ApiError, Problem};
@@ -78,11 +79,21 @@ pub struct AdminService {
     /// or not globally reachable (`notifications.allow_insecure_callbacks`:
     /// the demo and local development only).
     pub allow_insecure_addresses: bool,
+    /// The algorithm tokens are signed with (`tokens.signing_algorithm`):
+    /// the key a rotation without another named replaces.
+    pub signing_algorithm: Algorithm,
 }
 
 impl AdminService {
     pub fn new(store: Arc<dyn Storage>, clock: Arc<dyn Clock>, sealer: Sealer) -> Self {
-        Self { store, clock, sealer, allow_insecure_addresses: false }
+        Self { store, clock, sealer, allow_insecure_addresses: false, signing_algorithm: Algorithm::Rs256 }
+    }
+
+    /// The same service, with `alg` the algorithm tokens are signed with.
+    #[must_use]
+    pub fn signing_with(mut self, alg: Algorithm) -> Self {
+        self.signing_algorithm = alg;
+        self
     }
 
     /// The same service, allowing insecure addresses or not.
@@ -109,16 +120,19 @@ impl AdminService {
         Ok(keys)
     }
 
-    /// Makes a new signing key active; the old one stays published until
-    /// its tokens expire. Returns the new `kid`.
+    /// Makes a new signing key of `alg` (default: the algorithm tokens are
+    /// signed with) active; the old one stays published until its tokens
+    /// expire. Returns the new `kid`.
     ///
     /// # Errors
     /// When the store fails.
-    pub async fn rotate_key(&self, actor: &Actor) -> Result<String> {
+    pub async fn rotate_key(&self, actor: &Actor, alg: Option<Algorithm>) -> Result<String> {
         let now = self.clock.now();
-        let kid = portico_tokens::KeyRing::rotate(self.store.as_ref(), &self.sealer, now).await?;
-        tracing::info!(%kid, %actor, "signing key rotated");
-        let event = AuditEvent::new(now, AuditKind::KeyRotated).detail(serde_json::json!({ "kid": kid }));
+        let alg = alg.unwrap_or(self.signing_algorithm);
+        let kid = portico_tokens::KeyRing::rotate(self.store.as_ref(), &self.sealer, alg, now).await?;
+        tracing::info!(%kid, %alg, %actor, "signing key rotated");
+        let event =
+            AuditEvent::new(now, AuditKind::KeyRotated).detail(serde_json::json!({ "kid": kid, "alg": alg.as_str() }));
         self.audit(actor, event).await;
         Ok(kid)
     }

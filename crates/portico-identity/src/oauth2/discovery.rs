@@ -32,7 +32,7 @@ pub async fn openid_configuration(State(identity): State<IdentityState>) -> Resp
         "response_modes_supported": ["query", "form_post"],
         "grant_types_supported": ["authorization_code", "refresh_token"],
         "subject_types_supported": ["public"],
-        "id_token_signing_alg_values_supported": ["RS256"],
+        "id_token_signing_alg_values_supported": [identity.tokens.keys.default_algorithm().as_str()],
         "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
         "revocation_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
         "code_challenge_methods_supported": ["S256"],

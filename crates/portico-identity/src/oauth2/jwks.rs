@@ -17,11 +17,24 @@ pub struct PublicJwksResponse {
     pub keys: Vec<Jwk>,
 }
 
-/// One key of the set, as [`Jwk`] writes it (a test holds the two together).
+/// One key of the set, as [`Jwk`] writes it (a test holds them together):
+/// an RSA key (RS256, PS256), an EC key (ES256) or an OKP key (EdDSA). With
+/// the default configuration every key is an RS256 key.
 #[derive(utoipa::ToSchema)]
 #[schema(as = PublicJwkDTO)]
 #[allow(dead_code)]
-pub struct PublicJwk {
+#[serde(untagged)]
+pub enum PublicJwk {
+    Rsa(PublicRsaJwk),
+    Ec(PublicEcJwk),
+    Okp(PublicOkpJwk),
+}
+
+/// An RSA public key (RS256 or PS256).
+#[derive(utoipa::ToSchema)]
+#[schema(as = PublicRsaJwkDTO)]
+#[allow(dead_code)]
+pub struct PublicRsaJwk {
     /// Key type.
     #[schema(example = "RSA")]
     kty: String,
@@ -30,7 +43,7 @@ pub struct PublicJwk {
     /// Purpose.
     #[schema(rename = "use", example = "sig")]
     use_: String,
-    /// Signing algorithm.
+    /// Signing algorithm: `RS256` or `PS256`.
     #[schema(example = "RS256")]
     alg: String,
     /// RSA modulus, Base64url.
@@ -38,6 +51,54 @@ pub struct PublicJwk {
     /// RSA public exponent, Base64url.
     #[schema(example = "AQAB")]
     e: String,
+}
+
+/// An EC public key on P-256 (ES256).
+#[derive(utoipa::ToSchema)]
+#[schema(as = PublicEcJwkDTO)]
+#[allow(dead_code)]
+pub struct PublicEcJwk {
+    /// Key type.
+    #[schema(example = "EC")]
+    kty: String,
+    /// Key id; equals the `kid` header of the JWTs it verifies.
+    kid: String,
+    /// Purpose.
+    #[schema(rename = "use", example = "sig")]
+    use_: String,
+    /// Signing algorithm.
+    #[schema(example = "ES256")]
+    alg: String,
+    /// The curve.
+    #[schema(example = "P-256")]
+    crv: String,
+    /// The point's x coordinate, Base64url.
+    x: String,
+    /// The point's y coordinate, Base64url.
+    y: String,
+}
+
+/// An Ed25519 public key (EdDSA, RFC 8037).
+#[derive(utoipa::ToSchema)]
+#[schema(as = PublicOkpJwkDTO)]
+#[allow(dead_code)]
+pub struct PublicOkpJwk {
+    /// Key type.
+    #[schema(example = "OKP")]
+    kty: String,
+    /// Key id; equals the `kid` header of the JWTs it verifies.
+    kid: String,
+    /// Purpose.
+    #[schema(rename = "use", example = "sig")]
+    use_: String,
+    /// Signing algorithm.
+    #[schema(example = "EdDSA")]
+    alg: String,
+    /// The curve.
+    #[schema(example = "Ed25519")]
+    crv: String,
+    /// The public key, Base64url.
+    x: String,
 }
 
 #[utoipa::path(

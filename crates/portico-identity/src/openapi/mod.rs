@@ -8,7 +8,7 @@ use utoipa::{Modify, OpenApi};
 
 use crate::login::view::{ErrorPageData, LoginViewData};
 use crate::oauth2::error::OAuth2ErrorDto;
-use crate::oauth2::jwks::{PublicJwk, PublicJwksResponse};
+use crate::oauth2::jwks::{PublicEcJwk, PublicJwk, PublicJwksResponse, PublicOkpJwk, PublicRsaJwk};
 use crate::oauth2::userinfo::UserInfo;
 use crate::tokens::TokenResponse;
 
@@ -90,6 +90,9 @@ impl Modify for ClosedStepViews {
         OAuth2ErrorDto,
         PublicJwksResponse,
         PublicJwk,
+        PublicRsaJwk,
+        PublicEcJwk,
+        PublicOkpJwk,
         LoginViewData,
         ErrorPageData,
         TokenRequestDto,
@@ -115,18 +118,30 @@ pub struct IdentityOpenApi;
 mod tests {
     use utoipa::PartialSchema;
 
-    /// The key set's schema names exactly the fields a key is written with.
+    /// The key set's schema names exactly the fields a key of each
+    /// algorithm is written with, each required.
     #[test]
     fn the_jwk_schema_matches_the_keys_served() {
-        let pair = portico_crypto::jwt::SigningKey::generate().expect("a key");
-        let served = serde_json::to_value(pair.jwk()).expect("JSON");
-        let schema = serde_json::to_value(super::PublicJwk::schema()).expect("schema JSON");
-        let mut served_fields: Vec<&String> = served.as_object().expect("an object").keys().collect();
-        let mut described: Vec<&String> = schema["properties"].as_object().expect("properties").keys().collect();
-        served_fields.sort();
-        described.sort();
-        assert_eq!(served_fields, described);
-        assert_eq!(schema["required"].as_array().map(Vec::len), Some(6), "every field is required");
+        use portico_crypto::jwt::{Algorithm, SigningKey};
+        for alg in Algorithm::ALL {
+            let pair = SigningKey::generate(alg).expect("a key");
+            let served = serde_json::to_value(pair.jwk()).expect("JSON");
+            let schema = match alg {
+                Algorithm::Rs256 | Algorithm::Ps256 => super::PublicRsaJwk::schema(),
+                Algorithm::Es256 => super::PublicEcJwk::schema(),
+                Algorithm::EdDsa => super::PublicOkpJwk::schema(),
+            };
+            let schema = serde_json::to_value(schema).expect("schema JSON");
+            let mut served_fields: Vec<&String> = served.as_object().expect("an object").keys().collect();
+            let mut described: Vec<&String> = schema["properties"].as_object().expect("properties").keys().collect();
+            served_fields.sort();
+            described.sort();
+            assert_eq!(served_fields, described, "{alg}");
+            let required = schema["required"].as_array().map(Vec::len);
+            assert_eq!(required, Some(described.len()), "{alg}: every field is required");
+        }
+        let rsa = serde_json::to_value(super::PublicRsaJwk::schema()).expect("schema JSON");
+        assert_eq!(rsa["required"].as_array().map(Vec::len), Some(6), "an RSA key: the spec's six fields");
     }
 
     /// The view data `GET /login` embeds has, for every step, exactly the

@@ -46,6 +46,7 @@ impl Config {
             return Err(ConfigError("public_url (PORTICO_PUBLIC_URL) must not have a query or fragment".into()));
         }
         self.database()?;
+        self.tokens.algorithms()?;
         if let Some(endpoint) = &self.telemetry.otlp_endpoint {
             let url = url::Url::parse(endpoint)
                 .map_err(|e| ConfigError(format!("telemetry.otlp_endpoint (PORTICO_TELEMETRY__OTLP_ENDPOINT): {e}")))?;

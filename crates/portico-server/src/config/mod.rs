@@ -11,6 +11,7 @@ mod load;
 #[cfg(test)]
 mod tests;
 
+use portico_crypto::jwt::Algorithm;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -351,6 +352,12 @@ pub struct TokenConfig {
     pub authorization_code_ttl_secs: u32,
     pub access_token_ttl_secs: u32,
     pub refresh_token_ttl_secs: u32,
+    /// The JWS algorithm tokens are signed with: `RS256` (what every client
+    /// reads), `PS256`, `ES256` or `EdDSA`.
+    pub signing_algorithm: String,
+    /// Further algorithms Portico keeps a signing key of (each with its own
+    /// rotation, all in the JWKS); the signing algorithm always has one.
+    pub signing_algorithms: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -443,9 +450,40 @@ impl Default for Config {
     }
 }
 
+impl TokenConfig {
+    /// The signing algorithm, and every algorithm to keep a key of.
+    ///
+    /// # Errors
+    /// A name that is no algorithm Portico signs with.
+    pub fn algorithms(&self) -> Result<(Algorithm, Vec<Algorithm>), ConfigError> {
+        let parse = |setting: &str, name: &str| {
+            Algorithm::parse(name).ok_or_else(|| {
+                ConfigError(format!(
+                    "{setting}: {name:?} is not one of RS256, PS256, ES256, EdDSA (JWA names, as written)"
+                ))
+            })
+        };
+        let default = parse("tokens.signing_algorithm (PORTICO_TOKENS__SIGNING_ALGORITHM)", &self.signing_algorithm)?;
+        let mut all = vec![default];
+        for name in &self.signing_algorithms {
+            let alg = parse("tokens.signing_algorithms (PORTICO_TOKENS__SIGNING_ALGORITHMS)", name)?;
+            if !all.contains(&alg) {
+                all.push(alg);
+            }
+        }
+        Ok((default, all))
+    }
+}
+
 impl Default for TokenConfig {
     fn default() -> Self {
-        Self { authorization_code_ttl_secs: 300, access_token_ttl_secs: 900, refresh_token_ttl_secs: 30 * 24 * 3600 }
+        Self {
+            authorization_code_ttl_secs: 300,
+            access_token_ttl_secs: 900,
+            refresh_token_ttl_secs: 30 * 24 * 3600,
+            signing_algorithm: Algorithm::Rs256.as_str().to_owned(),
+            signing_algorithms: Vec::new(),
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 //! Signing keys, JWKS, and what liveness makes of bad tokens.
 
+use portico_crypto::jwt::Algorithm;
 use portico_model::clock::Clock as _;
 use portico_tests::{TestApp, backends, jwt_header};
 use time::Duration;
@@ -36,7 +37,9 @@ async fn rotation_keeps_old_tokens_valid_until_the_old_key_ages_out() {
         let old_kid = jwt_header(&before.access_token)["kid"].as_str().unwrap().to_owned();
         let secret = portico_server::secret::InstanceSecret::load(&app.config).unwrap();
         let new_kid =
-            portico_tokens::KeyRing::rotate(app.store.as_ref(), &secret.sealer(), app.clock.now()).await.unwrap();
+            portico_tokens::KeyRing::rotate(app.store.as_ref(), &secret.sealer(), Algorithm::Rs256, app.clock.now())
+                .await
+                .unwrap();
         assert_ne!(old_kid, new_kid);
 
         let after = app.tokens_for("maria", "maria-password").await;
@@ -51,6 +54,70 @@ async fn rotation_keeps_old_tokens_valid_until_the_old_key_ages_out() {
         let kids = published_kids(&app).await;
         assert_eq!(kids, [new_kid]);
     }
+}
+
+#[tokio::test]
+async fn a_server_signing_with_another_algorithm_publishes_a_key_of_each_configured_one() {
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| {
+            c.tokens.signing_algorithm = "ES256".into();
+            c.tokens.signing_algorithms = vec!["EdDSA".into(), "PS256".into(), "ES256".into()];
+        })
+        .await;
+        let set = jwks(&app).await;
+        let mut published: Vec<(String, String)> = set["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| (k["alg"].as_str().unwrap().to_owned(), k["kty"].as_str().unwrap().to_owned()))
+            .collect();
+        published.sort();
+        let expected = [("ES256", "EC"), ("EdDSA", "OKP"), ("PS256", "RSA")].map(|(a, k)| (a.into(), k.into()));
+        assert_eq!(published, expected, "{backend:?}");
+
+        // Tokens are signed with the configured algorithm, by a published
+        // key; the id_token's at_hash is of that algorithm's hash.
+        let tokens = app.tokens_for("ivan", "ivan-password").await;
+        let header = jwt_header(&tokens.access_token);
+        assert_eq!(header["alg"], "ES256");
+        let es = set["keys"].as_array().unwrap().iter().find(|k| k["alg"] == "ES256").unwrap();
+        assert_eq!(header["kid"], es["kid"]);
+        assert_eq!(app.liveness(&tokens.access_token).await, 200);
+        let id_token = tokens.id_token.unwrap();
+        assert_eq!(jwt_header(&id_token)["alg"], "ES256");
+        let claims = portico_tests::jwt_claims(&id_token);
+        assert_eq!(claims["at_hash"], Algorithm::Es256.token_hash(&tokens.access_token));
+        let discovery: serde_json::Value =
+            app.http().get(app.url("/.well-known/openid-configuration")).send().await.unwrap().json().await.unwrap();
+        assert_eq!(discovery["id_token_signing_alg_values_supported"], serde_json::json!(["ES256"]));
+
+        // Each algorithm rotates on its own: the EdDSA key is replaced, the
+        // ES256 key that signs goes on.
+        let secret = portico_server::secret::InstanceSecret::load(&app.config).unwrap();
+        let sealer = secret.sealer();
+        let new_ed = portico_tokens::KeyRing::rotate(app.store.as_ref(), &sealer, Algorithm::EdDsa, app.clock.now());
+        let new_ed = new_ed.await.unwrap();
+        let after = app.tokens_for("maria", "maria-password").await;
+        assert_eq!(jwt_header(&after.access_token)["kid"], es["kid"], "the signing key is not the one rotated");
+        let kids = published_kids(&app).await;
+        assert_eq!(kids.len(), 4, "the new EdDSA key and the old one until it ages out: {kids:?}");
+        assert!(kids.contains(&new_ed));
+    }
+}
+
+#[tokio::test]
+async fn an_algorithm_portico_does_not_sign_with_is_refused_at_start() {
+    let mut config = portico_server::config::Config::default();
+    config.tokens.signing_algorithms = vec!["HS256".into()];
+    let error = config.tokens.algorithms().unwrap_err().to_string();
+    assert!(error.contains("tokens.signing_algorithms") && error.contains("HS256"), "{error}");
+    config.tokens.signing_algorithms = Vec::new();
+    config.tokens.signing_algorithm = "es256".into();
+    let error = config.tokens.algorithms().unwrap_err().to_string();
+    assert!(error.contains("tokens.signing_algorithm ") && error.contains("JWA names"), "{error}");
+    config.tokens.signing_algorithm = "EdDSA".into();
+    config.tokens.signing_algorithms = vec!["RS256".into(), "EdDSA".into()];
+    assert_eq!(config.tokens.algorithms().unwrap(), (Algorithm::EdDsa, vec![Algorithm::EdDsa, Algorithm::Rs256]));
 }
 
 #[tokio::test]

@@ -24,6 +24,7 @@ mod merchants_admin;
 mod node_cache;
 pub(crate) mod notifications;
 pub(crate) mod oidc_client;
+mod openid_client;
 mod ops;
 mod outage;
 mod permission_views;

@@ -3,6 +3,7 @@
 //! changes at once: on PostgreSQL kept current by `LISTEN`/`NOTIFY`, on
 //! SQLite by watching for writes of another process.
 
+use portico_crypto::jwt::Algorithm;
 use std::time::Duration;
 
 use portico_model::clock::Clock as _;
@@ -223,7 +224,9 @@ async fn a_client_change_and_a_key_rotation_reach_the_other_node_within_the_stal
     // A key rotated on node A signs there at once, and on node B within
     // the bound; earlier tokens still verify.
     let secret = portico_server::secret::InstanceSecret::load(&a.config).unwrap();
-    let new_kid = portico_tokens::KeyRing::rotate(a.store.as_ref(), &secret.sealer(), a.clock.now()).await.unwrap();
+    let new_kid = portico_tokens::KeyRing::rotate(a.store.as_ref(), &secret.sealer(), Algorithm::Rs256, a.clock.now())
+        .await
+        .unwrap();
     let on_a = a.tokens_for("maria", "maria-password").await;
     assert_eq!(jwt_header(&on_a.access_token)["kid"], new_kid.as_str(), "the rotating node signs with it at once");
     tokio::time::sleep(Duration::from_millis(STALENESS_MS.into())).await;

@@ -75,7 +75,11 @@ async fn every_row_reads_back_and_keeps_working(db: &dyn Storage) {
     assert_eq!(db.list_clients().await.unwrap(), vec![s.client.clone()]);
     assert_eq!(db.list_users().await.unwrap(), vec![s.blocked_user.clone(), s.user.clone()]);
     assert_eq!(db.list_signing_keys().await.unwrap(), vec![s.active_key.clone(), s.retired_key.clone()]);
-    assert_eq!(db.active_signing_kid().await.unwrap().as_deref(), Some("kid-active"));
+    assert_eq!(
+        db.active_signing_kid("RS256").await.unwrap().as_deref(),
+        Some("kid-active"),
+        "keys of before are RS256"
+    );
 
     let spent = db.find_code(&s.spent_code.code_hash).await.unwrap().expect("the spent code");
     assert!(spent.spent);

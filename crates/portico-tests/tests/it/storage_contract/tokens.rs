@@ -350,20 +350,41 @@ async fn one_first_key_and_one_active_key() {
         let store = store(backend, &dir).await;
         let key = |kid: &str| portico_model::key::SigningKeyRecord {
             kid: kid.into(),
+            alg: "RS256".into(),
             private_sealed: vec![1, 2, 3],
             created_at: t0(),
             retired_at: None,
         };
         assert!(store.insert_first_signing_key(&key("k1")).await.unwrap());
         assert!(!store.insert_first_signing_key(&key("k2")).await.unwrap(), "{backend:?}");
-        assert_eq!(store.active_signing_kid().await.unwrap().as_deref(), Some("k1"));
+        assert_eq!(store.active_signing_kid("RS256").await.unwrap().as_deref(), Some("k1"));
         let mut k3 = key("k3");
         k3.created_at = t0() + Duration::seconds(1);
         store.rotate_signing_key(&k3, t0() + Duration::seconds(1)).await.unwrap();
-        assert_eq!(store.active_signing_kid().await.unwrap().as_deref(), Some("k3"));
+        assert_eq!(store.active_signing_kid("RS256").await.unwrap().as_deref(), Some("k3"));
         let keys = store.list_signing_keys().await.unwrap();
         assert_eq!(keys.iter().map(|k| k.kid.as_str()).collect::<Vec<_>>(), ["k3", "k1"]);
         assert!(keys[1].retired_at.is_some());
+
+        // Each algorithm has its own first key, active key and rotation.
+        assert_eq!(store.active_signing_kid("ES256").await.unwrap(), None);
+        let es = |kid: &str, at: i64| portico_model::key::SigningKeyRecord {
+            alg: "ES256".into(),
+            created_at: t0() + Duration::seconds(at),
+            ..key(kid)
+        };
+        assert!(store.insert_first_signing_key(&es("e1", 2)).await.unwrap(), "{backend:?}: ES256 had none");
+        assert!(!store.insert_first_signing_key(&es("e2", 2)).await.unwrap());
+        store.rotate_signing_key(&es("e3", 3), t0() + Duration::seconds(3)).await.unwrap();
+        assert_eq!(store.active_signing_kid("ES256").await.unwrap().as_deref(), Some("e3"));
+        assert_eq!(store.active_signing_kid("RS256").await.unwrap().as_deref(), Some("k3"), "untouched");
+        let keys = store.list_signing_keys().await.unwrap();
+        let listed: Vec<(&str, &str, bool)> =
+            keys.iter().map(|k| (k.kid.as_str(), k.alg.as_str(), k.retired_at.is_none())).collect();
+        assert_eq!(
+            listed,
+            [("e3", "ES256", true), ("e1", "ES256", false), ("k3", "RS256", true), ("k1", "RS256", false)]
+        );
     }
 }
 

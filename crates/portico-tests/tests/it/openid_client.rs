@@ -1,0 +1,78 @@
+//! panva's certified relying-party library, `openid-client` (npm, run by
+//! Node), against Portico on both backends: discovery, the code flow with
+//! PKCE, nonce and state, the ID token's signature checked with the JWKS for
+//! each algorithm Portico signs with, a refresh, a revocation, and the
+//! revoked refresh token refused.
+//!
+//! Needs `PORTICO_TEST_OPENID_CLIENT`: a folder where `npm install
+//! openid-client@6` was run (`.ci/run` makes one).
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use portico_tests::{TestApp, backends, demo, location};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
+
+const SCRIPT: &str = include_str!("../../node/relying_party.mjs");
+
+/// The folder holding `node_modules/openid-client`, or `None` (said once).
+fn library() -> Option<PathBuf> {
+    let dir = std::env::var_os("PORTICO_TEST_OPENID_CLIENT").map(PathBuf::from);
+    if dir.is_none() {
+        portico_tests::skipped(
+            "PORTICO_TEST_OPENID_CLIENT is not set; the openid-client tests need a folder where \
+             `npm install openid-client@6` was run",
+        );
+    }
+    dir
+}
+
+/// Runs the relying party against `app` as the demo client expecting ID
+/// tokens signed with `alg`, logging `login` in when it sends the browser
+/// to authorize; the outcome it prints.
+async fn relying_party(app: &TestApp, library: &Path, alg: &str, login: &str, password: &str) -> Value {
+    // Node resolves `openid-client` from the folder the script is in.
+    let script = library.join(format!("relying_party_{}.mjs", uuid::Uuid::new_v4().simple()));
+    std::fs::write(&script, SCRIPT).expect("write the relying party");
+    let mut node = tokio::process::Command::new("node")
+        .arg(&script)
+        .args([app.base.as_str(), demo::CLIENT_ID, demo::CLIENT_SECRET, &app.redirect_uri(), alg])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("run node");
+    let mut lines = BufReader::new(node.stdout.take().expect("stdout")).lines();
+    let first: Value = serde_json::from_str(&lines.next_line().await.unwrap().expect("the authorization URL")).unwrap();
+    let authorize = first["authorize"].as_str().expect("authorize").to_owned();
+    assert!(authorize.starts_with(&format!("{}/oauth2/authorize?", app.base)), "{authorize}");
+
+    let response = app.login_at(&app.browser(), &authorize, login, password).await;
+    let callback = location(&response);
+    let mut stdin = node.stdin.take().expect("stdin");
+    stdin.write_all(format!("{callback}\n").as_bytes()).await.unwrap();
+    drop(stdin);
+    let outcome = lines.next_line().await.unwrap().expect("the relying party's outcome");
+    let status = node.wait().await.expect("node ran");
+    let _ = std::fs::remove_file(&script);
+    assert!(status.success(), "the relying party failed: {outcome}");
+    serde_json::from_str(&outcome).unwrap()
+}
+
+#[tokio::test]
+async fn openid_client_completes_the_flow_with_each_signing_algorithm() {
+    let Some(library) = library() else { return };
+    for backend in backends() {
+        for alg in ["ES256", "EdDSA", "PS256", "RS256"] {
+            let app = TestApp::spawn_with(backend, |c| c.tokens.signing_algorithm = alg.into()).await;
+            let outcome = relying_party(&app, &library, alg, "ivan", "ivan-password").await;
+            let ivan = app.store.find_user_by_login("ivan").await.unwrap().unwrap();
+            assert_eq!(outcome["sub"], ivan.id.to_string(), "{backend:?} {alg}: {outcome}");
+            assert_eq!(outcome["idTokenAlg"], alg, "{backend:?}");
+            assert_eq!(outcome["refreshedIdTokenAlg"], alg, "{backend:?}");
+            assert_eq!(outcome["afterRevocation"], "invalid_grant", "{backend:?} {alg}: {outcome}");
+        }
+    }
+}
