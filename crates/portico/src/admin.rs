@@ -262,7 +262,9 @@ pub async fn keys(config: &Config, command: KeyCommand) -> anyhow::Result<()> {
             };
             println!("generating a new {kind} signing key for {alg}…");
             let kid = admin.rotate_key(&Actor::Cli, Some(alg)).await?;
-            println!("key {kid} now signs new {alg} tokens; the previous key stays published until its tokens expire");
+            println!(
+                "key {kid} now signs new tokens ({alg}); the previous key stays published until its tokens expire"
+            );
         }
         KeyCommand::List => {
             for key in admin.list_keys().await? {
