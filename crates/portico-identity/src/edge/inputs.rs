@@ -203,6 +203,20 @@ pub struct RevokeRequestDto {
     client: crate::oauth2::forms::ClientCredentials,
 }
 
+/// The form of `POST /oauth2/introspect` (RFC 7662), assembled from the
+/// types the handler reads.
+#[derive(ToSchema)]
+#[schema(as = TokenIntrospectionRequestDTO)]
+#[allow(dead_code)]
+pub struct IntrospectionRequestDto {
+    #[serde(flatten)]
+    #[schema(inline)]
+    request: crate::oauth2::forms::IntrospectionRequest,
+    #[serde(flatten)]
+    #[schema(inline)]
+    client: crate::oauth2::forms::ClientCredentials,
+}
+
 /// `LoginStepRequestDTO`: the form of `POST /login`; which fields apply
 /// depends on the current `stepType`.
 #[derive(Debug, Default, Deserialize, ToSchema)]

@@ -100,11 +100,12 @@ impl TokenRequest {
     }
 }
 
-/// The form of `POST /oauth2/revoke` (RFC 7009), besides the client's
-/// credentials.
+/// The form of `POST /oauth2/revoke` (RFC 7009) and of `POST
+/// /oauth2/introspect` (RFC 7662), besides the client's credentials: a
+/// token and what kind it may be.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct RevokeRequest {
-    /// An access token or refresh token of the client.
+    /// An access token or refresh token.
     #[schema(min_length = 1)]
     pub token: String,
     /// `access_token` or `refresh_token`; both kinds are tried either way,
@@ -113,6 +114,9 @@ pub struct RevokeRequest {
     #[schema(nullable = false, example = "refresh_token")]
     pub token_type_hint: Option<String>,
 }
+
+/// The form of `POST /oauth2/introspect`: the same as revocation's.
+pub type IntrospectionRequest = RevokeRequest;
 
 #[cfg(test)]
 mod tests {

@@ -5,6 +5,7 @@ mod client_auth;
 pub(crate) mod discovery;
 pub mod error;
 pub mod forms;
+pub(crate) mod introspect;
 pub(crate) mod jwks;
 pub(crate) mod liveness;
 pub(crate) mod logout;
@@ -19,7 +20,7 @@ use axum::routing::{get, post};
 
 use crate::IdentityState;
 
-/// Largest form body the token and revoke endpoints read.
+/// Largest form body the token, revoke and introspection endpoints read.
 pub const MAX_FORM_BODY: usize = 16 * 1024;
 
 pub fn router() -> Router<IdentityState> {
@@ -27,6 +28,7 @@ pub fn router() -> Router<IdentityState> {
         .route("/oauth2/authorize", get(authorize::authorize))
         .route("/oauth2/token", post(token::token))
         .route("/oauth2/revoke", post(revoke::revoke))
+        .route("/oauth2/introspect", post(introspect::introspect))
         .route("/oauth2/jwks", get(jwks::jwks))
         .route("/oauth2/token/liveness", get(liveness::liveness))
         .route("/oauth2/logout", get(logout::logout).post(logout::logout_form))

@@ -13,7 +13,8 @@ use crate::oauth2::userinfo::UserInfo;
 use crate::tokens::TokenResponse;
 
 use crate::edge::{
-    AuthMethodRequest, LocaleForm, LoginStepRequest, LogoutForm, OtpMethodRequest, RevokeRequestDto, TokenRequestDto,
+    AuthMethodRequest, IntrospectionRequestDto, LocaleForm, LoginStepRequest, LogoutForm, OtpMethodRequest,
+    RevokeRequestDto, TokenRequestDto,
 };
 
 /// The identity document's schemes: the client's Basic credentials on the
@@ -69,6 +70,7 @@ impl Modify for ClosedStepViews {
         crate::oauth2::authorize::authorize,
         crate::oauth2::token::token,
         crate::oauth2::revoke::revoke,
+        crate::oauth2::introspect::introspect,
         crate::oauth2::jwks::jwks,
         crate::oauth2::liveness::liveness,
         crate::oauth2::userinfo::userinfo,
@@ -97,6 +99,8 @@ impl Modify for ClosedStepViews {
         ErrorPageData,
         TokenRequestDto,
         RevokeRequestDto,
+        IntrospectionRequestDto,
+        crate::oauth2::introspect::Introspection,
         LoginStepRequest,
         AuthMethodRequest,
         OtpMethodRequest,

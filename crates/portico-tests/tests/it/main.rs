@@ -16,6 +16,7 @@ mod delivery;
 mod documented_rules;
 mod flow;
 mod form_post;
+mod introspect;
 mod keys;
 mod login;
 mod login_flows;

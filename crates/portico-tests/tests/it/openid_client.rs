@@ -1,8 +1,9 @@
 //! panva's certified relying-party library, `openid-client` (npm, run by
 //! Node), against Portico on both backends: discovery, the code flow with
 //! PKCE, nonce and state, the ID token's signature checked with the JWKS for
-//! each algorithm Portico signs with, a refresh, a revocation, and the
-//! revoked refresh token refused.
+//! each algorithm Portico signs with, introspection signed (RFC 9701, the
+//! same algorithm) and plain, a refresh, a revocation, the revoked grant's
+//! access token inactive, and the revoked refresh token refused.
 //!
 //! Needs `PORTICO_TEST_OPENID_CLIENT`: a folder where `npm install
 //! openid-client@6` was run (`.ci/run` makes one).
@@ -73,6 +74,11 @@ async fn openid_client_completes_the_flow_with_each_signing_algorithm() {
             assert_eq!(outcome["idTokenAlg"], alg, "{backend:?}");
             assert_eq!(outcome["refreshedIdTokenAlg"], alg, "{backend:?}");
             assert_eq!(outcome["afterRevocation"], "invalid_grant", "{backend:?} {alg}: {outcome}");
+            let introspected =
+                serde_json::json!({"active": true, "client_id": demo::CLIENT_ID, "sub": ivan.id.to_string()});
+            assert_eq!(outcome["introspected"], introspected, "{backend:?} {alg}: the signed answer");
+            assert_eq!(outcome["introspectedPlain"], serde_json::json!({"active": true, "token_type": "Bearer"}));
+            assert_eq!(outcome["afterRevocationIntrospected"], serde_json::json!({"active": false}));
         }
     }
 }

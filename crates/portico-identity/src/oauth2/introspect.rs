@@ -1,0 +1,225 @@
+//! `POST /oauth2/introspect` (operation `introspectToken`, RFC 7662), and
+//! its signed answer (RFC 9701).
+//!
+//! The caller authenticates as a client, as at the token endpoint. Any
+//! client may introspect an access token, whoever it was issued to: the
+//! bank's resource servers are clients, and the tokens they are handed were
+//! issued to the apps that call them. A refresh token is only ever
+//! introspected by its own client (no resource server is handed one); for
+//! anyone else it is not active.
+//!
+//! A token that is live answers `active: true` with what it carries; one
+//! that is unknown, malformed, expired, revoked (itself, or its grant), of a
+//! blocked or removed user, or spent (a rotated refresh token) answers
+//! exactly `{"active": false}`. `token_type_hint` needs no trust: both kinds
+//! are tried. Nothing is changed or audited: introspection only reads.
+//!
+//! With `Accept: application/token-introspection+jwt` the answer is a JWT
+//! (`typ: token-introspection+jwt`) signed with the server's signing key:
+//! `iss`, `aud` (the calling client), `iat`, and `token_introspection`, the
+//! JSON answer.
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use portico_model::client::Client;
+use portico_model::ids::RefreshTokenHash;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::MAX_FORM_BODY;
+use super::client_auth::authenticate;
+use super::error::OAuthError;
+use super::forms::IntrospectionRequest;
+use super::params::read_form;
+use crate::{Identity, IdentityState};
+use portico_tokens::AccessTokenError;
+
+/// The media type of a signed introspection answer (RFC 9701).
+pub const JWT_MEDIA_TYPE: &str = "application/token-introspection+jwt";
+/// Its `typ`.
+const JWT_TYP: &str = "token-introspection+jwt";
+
+/// `TokenIntrospectionResponseDTO` (RFC 7662 §2.2): `active`, and for an
+/// active token what it carries.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, ToSchema)]
+#[schema(as = TokenIntrospectionResponseDTO)]
+pub struct Introspection {
+    /// Whether the token is live now.
+    pub active: bool,
+    /// The scopes granted, separated by a space.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false, example = "openid profile")]
+    pub scope: Option<String>,
+    /// The client the token was issued to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false, example = "demo-app")]
+    pub client_id: Option<String>,
+    /// `Bearer` for an access token, `refresh_token` for a refresh token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false, example = "Bearer")]
+    pub token_type: Option<&'static str>,
+    /// Expiry, seconds since the epoch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub exp: Option<i64>,
+    /// Issue time, seconds since the epoch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub iat: Option<i64>,
+    /// The user.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub sub: Option<String>,
+    /// The token's audience (an access token's: its client).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub aud: Option<String>,
+    /// The issuer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub iss: Option<String>,
+    /// An access token's id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub jti: Option<String>,
+}
+
+/// The claims of a signed introspection answer (RFC 9701 §5).
+#[derive(Serialize)]
+struct SignedIntrospection<'a> {
+    iss: &'a str,
+    aud: &'a str,
+    iat: i64,
+    token_introspection: &'a Introspection,
+}
+
+#[utoipa::path(
+    post,
+    path = "/oauth2/introspect",
+    operation_id = "introspectToken",
+    tag = "oauth2",
+    request_body(content = crate::edge::IntrospectionRequestDto, content_type = "application/x-www-form-urlencoded"),
+    params(("Accept" = Option<String>, Header,
+            description = "`application/token-introspection+jwt` for a signed answer (RFC 9701); otherwise JSON.")),
+    security(("clientBasic" = []), ()),
+    responses(
+        (status = 200, description = "The token's state: `{\"active\": false}` for anything not live. \
+                                      A JWT (`application/token-introspection+jwt`) when asked for.",
+         headers(("Cache-Control" = String, description = "`no-store`")),
+         content(
+             (Introspection = "application/json"),
+             (String = "application/token-introspection+jwt")
+         )),
+        crate::edge::ClientErrors
+    )
+)]
+pub async fn introspect(
+    State(identity): State<IdentityState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, OAuthError> {
+    let identity: &Identity = &identity;
+    let form = read_form(&headers, body, MAX_FORM_BODY).await?;
+    let client = authenticate(identity, &headers, &form.read()?).await?;
+    let request: IntrospectionRequest = form.read()?;
+    let answer = look_up(identity, &client, &request.token).await?;
+    metrics::counter!("portico_introspections_total", "active" => if answer.active { "true" } else { "false" })
+        .increment(1);
+    let mut response = if wants_jwt(&headers) {
+        let key = identity.tokens.keys.signing_key().await?;
+        let claims = SignedIntrospection {
+            iss: &identity.settings.issuer,
+            aud: client.client_id.as_str(),
+            iat: identity.clock.now().unix_timestamp(),
+            token_introspection: &answer,
+        };
+        ([(header::CONTENT_TYPE, JWT_MEDIA_TYPE)], key.sign(JWT_TYP, &claims)).into_response()
+    } else {
+        axum::Json(answer).into_response()
+    };
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(response)
+}
+
+/// Whether the caller asked for the signed answer.
+fn wants_jwt(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|range| range.split(';').next().is_some_and(|media| media.trim().eq_ignore_ascii_case(JWT_MEDIA_TYPE)))
+}
+
+/// What `token` is, as `client` may learn it.
+async fn look_up(identity: &Identity, client: &Client, token: &str) -> Result<Introspection, OAuthError> {
+    if token.matches('.').count() == 2 {
+        return match identity.tokens.check_access_token(token).await {
+            Ok(claims) => Ok(Introspection {
+                active: true,
+                scope: Some(claims.scope.clone()),
+                client_id: Some(claims.client_id.clone()),
+                token_type: Some("Bearer"),
+                exp: Some(claims.exp),
+                iat: Some(claims.iat),
+                sub: Some(claims.sub.clone()),
+                aud: Some(claims.aud.clone()),
+                iss: Some(claims.iss.clone()),
+                jti: Some(claims.jti.clone()),
+            }),
+            Err(AccessTokenError::Invalid) => Ok(Introspection::default()),
+            Err(AccessTokenError::Unavailable(error)) => Err(error.into()),
+        };
+    }
+    let now = identity.clock.now();
+    let hash = RefreshTokenHash::new(portico_crypto::hash::token_hash(token));
+    let Some(stored) = identity.store.find_refresh_token(&hash).await? else {
+        return Ok(Introspection::default());
+    };
+    let live = stored.grant.client_id == client.client_id
+        && !stored.spent
+        && stored.token.expires_at > now
+        && stored.grant.revoked_at.is_none()
+        && stored.user.as_ref().is_some_and(portico_model::user::User::may_sign_in);
+    if !live {
+        return Ok(Introspection::default());
+    }
+    Ok(Introspection {
+        active: true,
+        scope: Some(stored.grant.scope.clone()),
+        client_id: Some(stored.grant.client_id.to_string()),
+        token_type: Some("refresh_token"),
+        exp: Some(stored.token.expires_at.unix_timestamp()),
+        iat: Some(stored.token.created_at.unix_timestamp()),
+        sub: stored.user.map(|user| user.id.to_string()),
+        aud: None,
+        iss: Some(identity.settings.issuer.clone()),
+        jti: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_signed_answer_is_asked_for_by_its_media_type() {
+        let accept = |value: &'static str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::ACCEPT, HeaderValue::from_static(value));
+            wants_jwt(&headers)
+        };
+        assert!(accept("application/token-introspection+jwt"));
+        assert!(accept("application/json;q=0.5, Application/Token-Introspection+JWT"));
+        assert!(!accept("application/json"));
+        assert!(!accept("application/jwt"));
+        assert!(!wants_jwt(&HeaderMap::new()));
+    }
+
+    #[test]
+    fn an_inactive_token_is_exactly_active_false() {
+        assert_eq!(serde_json::to_string(&Introspection::default()).unwrap(), r#"{"active":false}"#);
+    }
+}
