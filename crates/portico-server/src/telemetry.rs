@@ -160,6 +160,10 @@ fn describe() {
         "Token endpoint requests by grant type and outcome (issued, or the OAuth error code)."
     );
     metrics::describe_counter!(
+        "portico_introspections_total",
+        "Token introspection answers by whether the token was active (true, false)."
+    );
+    metrics::describe_counter!(
         "portico_logins_total",
         "Browser login outcomes by method: succeeded, failed (a wrong password), blocked_user."
     );
