@@ -87,6 +87,8 @@ pub enum KeyError {
     Generate(Algorithm),
     #[error("the stored key is not a valid {0} PKCS#8 key: {1}")]
     Parse(Algorithm, String),
+    #[error("{0:?} is not an algorithm Portico signs with")]
+    Algorithm(String),
 }
 
 /// Why a token did not verify.
@@ -327,7 +329,7 @@ impl VerifyingKey {
     /// # Errors
     /// [`KeyError::Parse`] when the members do not form a key of its `alg`.
     pub fn from_jwk(jwk: &Jwk) -> Result<Self, KeyError> {
-        let alg = Algorithm::parse(&jwk.alg).unwrap_or(Algorithm::Rs256);
+        let alg = Algorithm::parse(&jwk.alg).ok_or_else(|| KeyError::Algorithm(jwk.alg.clone()))?;
         let member = |value: &Option<String>, name: &str| {
             let text = value.as_deref().ok_or_else(|| KeyError::Parse(alg, format!("no {name}")))?;
             crate::b64url_decode(text).map_err(|_| KeyError::Parse(alg, format!("{name} is not Base64url")))
@@ -456,6 +458,9 @@ mod tests {
         assert_eq!(members(&ps), ("RSA".into(), "PS256".into(), "alg,e,kid,kty,n,use".into()));
         assert_eq!(members(&es), ("EC".into(), "ES256".into(), "alg,crv,kid,kty,use,x,y".into()));
         assert_eq!(members(&ed), ("OKP".into(), "EdDSA".into(), "alg,crv,kid,kty,use,x".into()));
+        let mut unnamed = rs.jwk().clone();
+        unnamed.alg = "RS512".to_owned();
+        assert!(matches!(VerifyingKey::from_jwk(&unnamed), Err(KeyError::Algorithm(_))), "no algorithm is guessed");
         // The private key of one type is no key of another.
         let der = es.to_pkcs8().unwrap();
         assert!(SigningKey::from_pkcs8(Algorithm::EdDsa, &der).is_err());

@@ -1,4 +1,4 @@
-//! Token endpoint throughput against the RSA limit of this machine.
+//! Token endpoint throughput against the signing limit of this machine.
 //!
 //! `cargo bench -p portico-tests --bench tokens` (add
 //! `PORTICO_TEST_POSTGRES_URL=…` to measure PostgreSQL too). In one run:
@@ -16,8 +16,11 @@
 //!    CPU time per response, the share of it its two signatures take, and
 //!    how busy the cores were;
 //! 4. exchanges and refreshes in [`ROUNDS`] alternating rounds, and the
-//!    median of the rounds' shares of the RSA limit: the figure compared
-//!    with the target.
+//!    median of the rounds' shares of the signing limit: the figure compared
+//!    with the target;
+//! 5. the same exchanges and refreshes against a server signing with ES256
+//!    (against ES256's own signing rate), and the two algorithms' median
+//!    rates and CPU per response side by side.
 //!
 //! Codes are put straight into storage (as the authorize endpoint would) so
 //! that the measurement is the token endpoint's, not the login's Argon2.
@@ -79,13 +82,42 @@ fn main() {
     );
 
     let crypto = Arc::new(crypto);
+    let es256 = Arc::new(Crypto::new(cores, Algorithm::Es256));
     for backend in backends() {
-        runtime.block_on(endpoints(backend, Arc::clone(&crypto)));
+        let rs = runtime.block_on(endpoints(backend, Arc::clone(&crypto)));
+        // The same server signing with ES256, against ES256's own signing
+        // limit; then the two algorithms' rates side by side.
+        let es = runtime.block_on(endpoints(backend, Arc::clone(&es256)));
+        println!(
+            "{backend:?}  ES256 / RS256: code exchange {:.2}×, refresh {:.2}× (medians: {:.0} vs {:.0} /s and              {:.0} vs {:.0} /s); CPU per ES256 response {:.0} µs (RS256 {:.0} µs)",
+            es.exchange / rs.exchange,
+            es.refresh / rs.refresh,
+            es.exchange,
+            rs.exchange,
+            es.refresh,
+            rs.refresh,
+            es.cpu_each * 1e6,
+            rs.cpu_each * 1e6
+        );
     }
+}
+
+/// The medians of one server's rounds: responses per second, and the
+/// process's CPU per response over both kinds.
+struct Medians {
+    exchange: f64,
+    refresh: f64,
+    cpu_each: f64,
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
 }
 
 /// Portico's own signing code on every core: the baseline.
 struct Crypto {
+    alg: Algorithm,
     key: Arc<SigningKey>,
     claims: Arc<serde_json::Value>,
     token: Arc<String>,
@@ -112,7 +144,7 @@ impl Crypto {
             "client_id": "demo-app", "scope": "openid profile email phone", "gid": "0192f0c4-7a1e-7b52-8f3c-2f9c1a7d5e12"
         });
         let token = Arc::new(key.sign(TYP_ACCESS_TOKEN, &claims));
-        Self { key, claims: Arc::new(claims), token, cores }
+        Self { alg, key, claims: Arc::new(claims), token, cores }
     }
 
     /// Runs `op` on one thread per core for `time`: operations per second
@@ -165,11 +197,17 @@ impl Crypto {
     }
 }
 
-async fn endpoints(backend: Backend, crypto: Arc<Crypto>) {
+/// Exchanges, refreshes and (with RS256) liveness checks against a server
+/// signing with `crypto`'s algorithm, each phase against that algorithm's
+/// signing rate around it.
+async fn endpoints(backend: Backend, crypto: Arc<Crypto>) -> Medians {
+    let alg = crypto.alg;
+    println!("{backend:?}  a server signing with {alg}");
     let app = Arc::new(
         TestApp::spawn_with(backend, |c| {
             c.database_max_connections = 16;
             c.database_cache_staleness_ms = common::staleness_ms();
+            c.tokens.signing_algorithm = alg.as_str().to_owned();
         })
         .await,
     );
@@ -209,6 +247,7 @@ async fn endpoints(backend: Backend, crypto: Arc<Crypto>) {
     let url = app.url("/oauth2/token");
     let mut exchanges = Vec::with_capacity(ROUNDS);
     let mut refreshes = Vec::with_capacity(ROUNDS);
+    let (mut exchange_rates, mut refresh_rates, mut cpu_each) = (Vec::new(), Vec::new(), Vec::new());
     let mut access_tokens = Vec::with_capacity(ROUNDS * PER_ROUND);
     // Each phase is compared with the windows right before and right after
     // it; a round's refresh phase shares its "before" with the exchange's
@@ -233,6 +272,8 @@ async fn endpoints(backend: Backend, crypto: Arc<Crypto>) {
         let cpu = cpu.since();
         let limit = crypto.around(before);
         before = limit.after;
+        exchange_rates.push(rate);
+        cpu_each.push(cpu.process / PER_ROUND as f64);
         exchanges.push(report(backend, "code exchange", round, rate, PER_ROUND, cpu, Some(limit)));
 
         let (refresh_tokens, first_access): (Vec<_>, Vec<_>) = issued.into_iter().unzip();
@@ -254,10 +295,20 @@ async fn endpoints(backend: Backend, crypto: Arc<Crypto>) {
         let cpu = cpu.since();
         let limit = crypto.around(before);
         before = limit.after;
+        refresh_rates.push(rate);
+        cpu_each.push(cpu.process / PER_ROUND as f64);
         refreshes.push(report(backend, "refresh", round, rate, PER_ROUND, cpu, Some(limit)));
     }
     summary(backend, "code exchange", &mut exchanges);
     summary(backend, "refresh", &mut refreshes);
+    let medians = Medians {
+        exchange: median(&mut exchange_rates),
+        refresh: median(&mut refresh_rates),
+        cpu_each: median(&mut cpu_each),
+    };
+    if alg != Algorithm::Rs256 {
+        return medians;
+    }
 
     // Liveness: the first token of each grant was rotated away but is live
     // (refresh does not revoke earlier access tokens); check each several
@@ -275,16 +326,17 @@ async fn endpoints(backend: Backend, crypto: Arc<Crypto>) {
     .await;
     let cpu = cpu.since();
     report(backend, "liveness", 0, rate, LIVENESS_CHECKS, cpu, None);
+    medians
 }
 
-/// The median of a phase's rounds, as a share of the RSA limit, next to
+/// The median of a phase's rounds, as a share of the signing limit, next to
 /// each round's.
 fn summary(backend: Backend, name: &str, shares: &mut [f64]) {
     let rounds: Vec<String> = shares.iter().map(|s| format!("{s:.0}%")).collect();
     shares.sort_by(f64::total_cmp);
     let median = shares[shares.len() / 2];
     println!(
-        "{backend:?}  {name:<14} median of {} rounds: {median:.0}% of the RSA limit (rounds: {})",
+        "{backend:?}  {name:<14} median of {} rounds: {median:.0}% of the signing limit (rounds: {})",
         shares.len(),
         rounds.join(", ")
     );
@@ -294,7 +346,7 @@ fn summary(backend: Backend, name: &str, shares: &mut [f64]) {
 /// from the CPU time `cpu` the process used during it, the CPU each response
 /// took, the share of it that went to its two signatures, and how busy the
 /// cores were; with PostgreSQL, the database server's own CPU per response
-/// beside it. Returns the rate as a share of the RSA limit, in percent (0
+/// beside it. Returns the rate as a share of the signing limit, in percent (0
 /// without a limit).
 fn report(backend: Backend, name: &str, round: usize, rate: f64, count: usize, cpu: Cpu, limit: Option<Limit>) -> f64 {
     let database = match backend {
@@ -309,7 +361,7 @@ fn report(backend: Backend, name: &str, round: usize, rate: f64, count: usize, c
         Some(limit) => {
             let share = 100.0 * rate * 2.0 / limit.signs;
             println!(
-                "{backend:?}  {name:<14} {rate:>9.0} /s  = {share:>3.0}% of the RSA limit ({:.0} signatures/s around it, \
+                "{backend:?}  {name:<14} {rate:>9.0} /s  = {share:>3.0}% of the signing limit ({:.0} signatures/s around it, \
                  2 per response); {:.0} µs CPU each, {:.0}% of it signing; cores {busy:.0}% busy (round {}){database}",
                 limit.signs,
                 each * 1e6,
