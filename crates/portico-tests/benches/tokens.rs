@@ -89,7 +89,8 @@ fn main() {
         // limit; then the two algorithms' rates side by side.
         let es = runtime.block_on(endpoints(backend, Arc::clone(&es256)));
         println!(
-            "{backend:?}  ES256 / RS256: code exchange {:.2}×, refresh {:.2}× (medians: {:.0} vs {:.0} /s and              {:.0} vs {:.0} /s); CPU per ES256 response {:.0} µs (RS256 {:.0} µs)",
+            "{backend:?}  ES256 / RS256: code exchange {:.2}×, refresh {:.2}× (medians: {:.0} vs {:.0} /s and \
+             {:.0} vs {:.0} /s); CPU per ES256 response {:.0} µs (RS256 {:.0} µs)",
             es.exchange / rs.exchange,
             es.refresh / rs.refresh,
             es.exchange,
