@@ -35,6 +35,7 @@
 //! assert_eq!((repeated.field.as_str(), repeated.problem), ("token", Problem::Repeated));
 //! ```
 
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -223,13 +224,13 @@ impl Form {
     /// # Errors
     /// Only for a field that is not a [`Param`], as [`Form::read`].
     pub fn read_each<T: DeserializeOwned>(&self) -> Result<T, FormError> {
-        let mut entries: Vec<Entry<'_>> = Vec::with_capacity(self.0.len());
-        for (key, value) in &self.0 {
-            match entries.iter_mut().find(|entry| entry.key == key) {
-                Some(entry) => entry.repeated = true,
-                None => entries.push(Entry { key, value, repeated: false }),
-            }
-        }
+        let counts = self.counts();
+        let mut seen = HashSet::with_capacity(counts.len());
+        let entries = self.0.iter().filter(|(key, _)| seen.insert(key.as_str())).map(|(key, value)| Entry {
+            key,
+            value,
+            repeated: counts[key.as_str()] > 1,
+        });
         T::deserialize(Whole::absent_when_empty(entries))
     }
 
@@ -238,16 +239,18 @@ impl Form {
     /// refuses every stray parameter at once.
     pub fn strays<T: DeserializeOwned>(&self) -> Vec<FormError> {
         let known = fields_of::<T>();
+        let (mut seen, mut named) = (HashSet::new(), HashSet::new());
         let mut strays: Vec<FormError> = Vec::new();
-        for (i, (key, _)) in self.0.iter().enumerate() {
+        for (key, _) in &self.0 {
+            let first = seen.insert(key.as_str());
             let problem = if !known.contains(&key.as_str()) {
                 Problem::Unknown
-            } else if self.0[..i].iter().any(|(earlier, _)| earlier == key) {
+            } else if !first {
                 Problem::Repeated
             } else {
                 continue;
             };
-            if !strays.iter().any(|stray| stray.field == *key) {
+            if named.insert(key.as_str()) {
                 strays.push(FormError::new(key, problem));
             }
         }
@@ -262,13 +265,25 @@ impl Form {
     /// # Errors
     /// A required parameter missing, or one not a value of its type.
     pub fn read_lenient<T: DeserializeOwned>(&self) -> Result<T, FormError> {
-        let once = |name: &str| self.0.iter().filter(|(k, _)| k == name).count() == 1;
+        let counts = self.counts();
+        let once = |name: &str| counts[name] == 1;
         let kept = self.0.iter().filter(|(k, v)| once(k) && !v.contains('\0')).map(|(key, value)| Entry {
             key,
             value,
             repeated: false,
         });
         T::deserialize(Whole::absent_when_empty(kept))
+    }
+
+    /// How often each parameter is given: one pass over the form, so that
+    /// a hostile form of thousands of parameters costs no more than its
+    /// length.
+    fn counts(&self) -> HashMap<&str, usize> {
+        let mut counts = HashMap::with_capacity(self.0.len());
+        for (key, _) in &self.0 {
+            *counts.entry(key.as_str()).or_insert(0) += 1;
+        }
+        counts
     }
 
     /// Every parameter, in order, as given.

@@ -57,7 +57,8 @@ impl KeyRing {
         default: Algorithm,
         algorithms: &[Algorithm],
     ) -> Result<Self, StorageError> {
-        for alg in algorithms.iter().chain([&default]) {
+        let missing_default = (!algorithms.contains(&default)).then_some(&default);
+        for alg in algorithms.iter().chain(missing_default) {
             if store.active_signing_kid(alg.as_str()).await?.is_none() {
                 let record = new_key_record(&sealer, *alg, now)?;
                 if store.insert_first_signing_key(&record).await? {
