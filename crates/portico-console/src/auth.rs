@@ -216,6 +216,8 @@ pub async fn register_client(console: &Console) -> Result<(), StorageError> {
                     post_logout_redirect_uris: vec![after_logout.clone()],
                     logout_revokes_grants: true,
                     backchannel_logout_uri: None,
+                    security: Default::default(),
+                    secret_sealed: None,
                     created_at: console.identity.clock.now(),
                 };
                 match store.create_client(&client).await {

@@ -139,6 +139,9 @@ pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, bod
         post_logout_redirect_uris: form.post_logout_redirect_uris,
         logout_revokes_grants: form.logout_revokes_grants,
         backchannel_logout_uri: form.backchannel_logout_uri,
+        // Key-based authentication and per-client algorithms are set
+        // through the admin API and the CLI.
+        security: Default::default(),
     };
     let l = Layout::new(&headers, &operator, "clients", "/console/clients/new");
     Ok(match console.admin.create_client(&operator.admin.actor, new).await {
@@ -167,6 +170,8 @@ pub async fn update(
         post_logout_redirect_uris: Some(form.post_logout_redirect_uris),
         logout_revokes_grants: Some(form.logout_revokes_grants),
         backchannel_logout_uri: Some(form.backchannel_logout_uri),
+        // The form leaves authentication and signing as they are.
+        security: Default::default(),
     };
     Ok(match console.admin.update_client(&operator.admin.actor, &id, changes).await {
         Ok(_) => see_other(&done(&here, "saved")),

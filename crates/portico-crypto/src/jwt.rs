@@ -27,58 +27,20 @@ pub const TYP_ID_TOKEN: &str = "JWT";
 /// Longest token accepted for verification, against resource exhaustion.
 pub const MAX_TOKEN_LEN: usize = 16 * 1024;
 
-/// A JWS algorithm Portico signs its tokens with (RFC 7518 names; EdDSA is
-/// Ed25519, RFC 8037).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Algorithm {
-    /// RSASSA-PKCS1-v1_5 with SHA-256: the default, which every client reads.
-    Rs256,
-    /// RSASSA-PSS with SHA-256 (salt of 32 bytes).
-    Ps256,
-    /// ECDSA on P-256 with SHA-256.
-    Es256,
-    /// EdDSA on Ed25519.
-    EdDsa,
-}
+pub use portico_model::key::Algorithm;
 
-impl Algorithm {
-    /// Every algorithm, the default first.
-    pub const ALL: [Self; 4] = [Self::Rs256, Self::Ps256, Self::Es256, Self::EdDsa];
-
-    /// The algorithm's JWA name, as in `alg`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Rs256 => "RS256",
-            Self::Ps256 => "PS256",
-            Self::Es256 => "ES256",
-            Self::EdDsa => "EdDSA",
-        }
-    }
-
-    /// The algorithm named exactly `name` (JWA names are case-sensitive).
-    pub fn parse(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|alg| alg.as_str() == name)
-    }
-
-    /// The `at_hash` (or `c_hash`) of `token` in an id_token signed with this
-    /// algorithm: the left half of the token's hash under the algorithm's
-    /// hash function, Base64url (OIDC Core §3.1.3.6): SHA-256 for RS256,
-    /// PS256 and ES256, SHA-512 for Ed25519.
-    pub fn token_hash(self, token: &str) -> String {
-        let hash = match self {
-            Self::Rs256 | Self::Ps256 | Self::Es256 => &aws_lc_rs::digest::SHA256,
-            Self::EdDsa => &aws_lc_rs::digest::SHA512,
-        };
-        let full = aws_lc_rs::digest::digest(hash, token.as_bytes());
-        let full = full.as_ref();
-        crate::b64url(&full[..full.len() / 2])
-    }
-}
-
-impl std::fmt::Display for Algorithm {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
+/// The `at_hash` (or `c_hash`) of `token` in an id_token signed with `alg`:
+/// the left half of the token's hash under the algorithm's hash function,
+/// Base64url (OIDC Core §3.1.3.6): SHA-256 for RS256, PS256 and ES256,
+/// SHA-512 for Ed25519.
+pub fn token_hash(alg: Algorithm, token: &str) -> String {
+    let hash = match alg {
+        Algorithm::Rs256 | Algorithm::Ps256 | Algorithm::Es256 => &aws_lc_rs::digest::SHA256,
+        Algorithm::EdDsa => &aws_lc_rs::digest::SHA512,
+    };
+    let full = aws_lc_rs::digest::digest(hash, token.as_bytes());
+    let full = full.as_ref();
+    crate::b64url(&full[..full.len() / 2])
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -531,9 +493,9 @@ mod tests {
     fn token_hashes_use_the_algorithms_hash() {
         let token = "jHkWEdUXMU1BwAsC4vtUsZwnNvTIxEl0z9K3vx5KF0Y";
         for alg in [Algorithm::Rs256, Algorithm::Ps256, Algorithm::Es256] {
-            assert_eq!(alg.token_hash(token), crate::hash::at_hash(token), "{alg}: SHA-256");
+            assert_eq!(token_hash(alg, token), crate::hash::at_hash(token), "{alg}: SHA-256");
         }
-        let ed = Algorithm::EdDsa.token_hash(token);
+        let ed = token_hash(Algorithm::EdDsa, token);
         let sha512 = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA512, token.as_bytes());
         assert_eq!(ed, crate::b64url(&sha512.as_ref()[..32]), "EdDSA: the left half of SHA-512");
         assert_eq!(ed.len(), 43);

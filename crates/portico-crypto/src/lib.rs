@@ -1,13 +1,16 @@
 //! Portico's cryptography, in one place: random tokens, hashes, PKCE,
-//! password hashing, sealed secrets, signed cookies and RS256 JWTs.
+//! password hashing, sealed secrets, signed cookies, Portico's own JWTs
+//! ([`jwt`]) and the checking of JWTs others sign ([`jose`]).
 //!
 //! Everything rests on aws-lc-rs (and the `argon2` crate for passwords).
-//! JWTs are signed here rather than through a JWT crate because those parse
-//! the RSA private key again for every signature, which halves the token
-//! endpoint's throughput (see `docs/decisions.md`).
+//! Portico's JWTs are signed here rather than through a JWT crate because
+//! those parse the private key again for every signature, which halves the
+//! token endpoint's throughput (see `docs/decisions.md`); JWTs and keys
+//! from clients are checked with `jsonwebtoken` (on aws-lc-rs too).
 
 pub mod cookie;
 pub mod hash;
+pub mod jose;
 pub mod jwt;
 pub mod password;
 pub mod random;

@@ -12,6 +12,7 @@ pub mod backchannel;
 pub mod captcha;
 pub mod captcha_http;
 pub mod client_address;
+pub mod client_keys;
 pub mod cookies;
 pub mod delivery;
 pub mod edge;
@@ -46,6 +47,8 @@ pub struct Identity {
     /// Where one-time codes go.
     pub otp_sender: Arc<dyn delivery::OtpSender>,
     pub captcha: Arc<dyn captcha::CaptchaVerifier>,
+    /// The keys client assertions are checked with.
+    pub client_keys: client_keys::ClientKeys,
 }
 
 pub type IdentityState = Arc<Identity>;

@@ -2,10 +2,14 @@
 //! access tokens and id_tokens (whose claims, and whose checking, live in
 //! `portico-tokens`).
 
-use portico_crypto::jwt::{TYP_ACCESS_TOKEN, TYP_ID_TOKEN};
+use std::sync::Arc;
+
+use portico_crypto::jwt::{Algorithm, SigningKey, TYP_ACCESS_TOKEN, TYP_ID_TOKEN};
+use portico_model::client::Client;
 use portico_model::ids::{GrantId, RefreshTokenHash};
 use portico_model::oauth::{Grant, RefreshToken};
 use portico_model::user::User;
+use portico_storage::StorageError;
 use portico_tokens::{AccessClaims, IdClaims, UserClaims};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -59,16 +63,54 @@ impl NewRefreshToken {
     }
 }
 
+/// The keys a client's tokens are signed with: its access token's and its
+/// id_token's (the same key when the algorithms are).
+pub struct IssueKeys {
+    pub access: Arc<SigningKey>,
+    pub id: Arc<SigningKey>,
+}
+
 impl Identity {
+    /// The algorithm `chosen` by a client, or the server's default.
+    pub fn algorithm_for(&self, chosen: Option<Algorithm>) -> Algorithm {
+        chosen.unwrap_or_else(|| self.tokens.keys.default_algorithm())
+    }
+
+    /// The key that signs with the algorithm `chosen` by a client (or the
+    /// server's default) now.
+    ///
+    /// # Errors
+    /// When storage fails or holds no active key of it.
+    pub async fn signing_key_for(&self, chosen: Option<Algorithm>) -> Result<Arc<SigningKey>, StorageError> {
+        self.tokens.keys.signing_key_for(self.algorithm_for(chosen)).await
+    }
+
+    /// The keys `client`'s tokens are signed with now.
+    ///
+    /// # Errors
+    /// When storage fails or holds no active key of an algorithm.
+    pub async fn issue_keys(&self, client: &Client) -> Result<IssueKeys, StorageError> {
+        let security = &client.security;
+        let access = self.signing_key_for(security.access_token_signed_response_alg).await?;
+        let id_alg = self.algorithm_for(security.id_token_signed_response_alg);
+        let id = if id_alg == access.algorithm() {
+            Arc::clone(&access)
+        } else {
+            self.tokens.keys.signing_key_for(id_alg).await?
+        };
+        Ok(IssueKeys { access, id })
+    }
+
     /// Signs the access token (and the id_token when `scope` has `openid`)
-    /// for `grant`, with `scope` (the grant's or a narrower one), with `key`.
+    /// for `grant`, with `scope` (the grant's or a narrower one), with the
+    /// client's `keys`.
     ///
     /// Nothing here can fail: the key is read (from storage, the one step
     /// that can) before the code is redeemed or the refresh token rotated,
     /// so that a response that cannot be made spends nothing.
     pub fn issue_tokens(
         &self,
-        key: &portico_crypto::jwt::SigningKey,
+        keys: &IssueKeys,
         grant: &Grant,
         user: &User,
         scope: &str,
@@ -88,7 +130,7 @@ impl Identity {
             scope: scope.to_owned(),
             gid: grant.id,
         };
-        let access_token = key.sign(TYP_ACCESS_TOKEN, &access);
+        let access_token = keys.access.sign(TYP_ACCESS_TOKEN, &access);
         let id_token = scope.split(' ').any(|s| s == "openid").then(|| {
             let claims = IdClaims {
                 iss: access.iss.clone(),
@@ -99,13 +141,13 @@ impl Identity {
                 auth_time: grant.auth_time.unix_timestamp(),
                 jti: Uuid::new_v4().to_string(),
                 nonce: nonce.map(str::to_owned),
-                at_hash: key.algorithm().token_hash(&access_token),
+                at_hash: portico_crypto::jwt::token_hash(keys.id.algorithm(), &access_token),
                 sid: grant.session_id,
                 gid: Some(grant.id),
                 amr: grant.amr.clone(),
                 profile: UserClaims::for_scope(user, scope),
             };
-            key.sign(TYP_ID_TOKEN, &claims)
+            keys.id.sign(TYP_ID_TOKEN, &claims)
         });
         metrics::counter!("portico_tokens_issued_total").increment(1);
         TokenResponse {

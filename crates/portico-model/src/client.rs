@@ -1,6 +1,7 @@
 //! Client applications (OAuth relying parties).
 
 use crate::ids::ClientId;
+use crate::key::Algorithm;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
@@ -26,6 +27,12 @@ pub struct Client {
     /// Where back-channel logout tokens are posted when a session the client
     /// has a grant under ends (OpenID Connect Back-Channel Logout 1.0).
     pub backchannel_logout_uri: Option<String>,
+    /// How the client authenticates and which algorithms sign for it.
+    pub security: ClientSecurity,
+    /// The secret sealed with the instance secret, kept only for a
+    /// `client_secret_jwt` client, whose assertions are checked with the
+    /// secret itself (HS256); every other client has only the hash.
+    pub secret_sealed: Option<String>,
     pub created_at: OffsetDateTime,
 }
 
@@ -40,6 +47,94 @@ impl Client {
 
     pub fn allows_scope(&self, scope: &str) -> bool {
         self.scopes.iter().any(|s| s == scope)
+    }
+}
+
+/// How a client authenticates at the token, revocation and introspection
+/// endpoints (RFC 7591 `token_endpoint_auth_method`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthMethod {
+    /// The secret in a `Basic` header (RFC 6749 §2.3.1); such a client may
+    /// also send it in the body, as Portico's clients always could.
+    #[default]
+    ClientSecretBasic,
+    /// The secret in the body; such a client may also use `Basic`.
+    ClientSecretPost,
+    /// An assertion signed with HS256 under the secret (OIDC Core §9).
+    ClientSecretJwt,
+    /// An assertion signed with one of the client's own keys (RFC 7523).
+    PrivateKeyJwt,
+}
+
+impl AuthMethod {
+    pub const ALL: [Self; 4] =
+        [Self::ClientSecretBasic, Self::ClientSecretPost, Self::ClientSecretJwt, Self::PrivateKeyJwt];
+
+    /// The RFC 7591 name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::ClientSecretBasic => "client_secret_basic",
+            Self::ClientSecretPost => "client_secret_post",
+            Self::ClientSecretJwt => "client_secret_jwt",
+            Self::PrivateKeyJwt => "private_key_jwt",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|method| method.as_str() == name)
+    }
+
+    /// Whether the client proves itself with a shared secret sent as it is.
+    pub const fn sends_secret(self) -> bool {
+        matches!(self, Self::ClientSecretBasic | Self::ClientSecretPost)
+    }
+}
+
+impl std::fmt::Display for AuthMethod {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A client's authentication and signing choices, named as in RFC 7591 and
+/// OpenID Connect Dynamic Client Registration 1.0. An algorithm left unset
+/// is the server's default (`tokens.signing_algorithm`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClientSecurity {
+    pub token_endpoint_auth_method: AuthMethod,
+    /// The client's public keys by value: a JWK Set (`private_key_jwt`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jwks: Option<serde_json::Value>,
+    /// Where the client publishes its public keys (`private_key_jwt`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jwks_uri: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id_token_signed_response_alg: Option<Algorithm>,
+    /// When set, userinfo answers a JWT signed with it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub userinfo_signed_response_alg: Option<Algorithm>,
+    /// Portico's own: the algorithm of the client's access tokens.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub access_token_signed_response_alg: Option<Algorithm>,
+    /// RFC 9701: the algorithm of JWT introspection answers to this client.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub introspection_signed_response_alg: Option<Algorithm>,
+}
+
+impl ClientSecurity {
+    /// Every algorithm named here, for checking that the server has a key
+    /// of each.
+    pub fn algorithms(&self) -> impl Iterator<Item = (&'static str, Algorithm)> + '_ {
+        [
+            ("id_token_signed_response_alg", self.id_token_signed_response_alg),
+            ("userinfo_signed_response_alg", self.userinfo_signed_response_alg),
+            ("access_token_signed_response_alg", self.access_token_signed_response_alg),
+            ("introspection_signed_response_alg", self.introspection_signed_response_alg),
+        ]
+        .into_iter()
+        .filter_map(|(name, alg)| alg.map(|alg| (name, alg)))
     }
 }
 

@@ -169,6 +169,11 @@ impl App {
             passwords: PasswordChecker::new(config.login.password_hash_concurrency as usize),
             otp_sender: crate::delivery::otp_sender(&config)?,
             captcha: crate::delivery::captcha(&config)?,
+            client_keys: portico_identity::client_keys::ClientKeys::new(
+                secret.sealer(),
+                public_only_resolver(config.notifications.allow_insecure_callbacks.unwrap_or(demo)),
+            )
+            .context("cannot build the HTTP client that fetches clients' keys")?,
         });
         let permissions = Arc::new(PermissionService::new(Arc::clone(&store)));
         let queued = Arc::new(tokio::sync::Notify::new());
@@ -237,7 +242,7 @@ impl App {
         let admin = Arc::new(
             portico_admin::AdminService::new(Arc::clone(&store), Arc::clone(&identity.clock), secret.sealer())
                 .allowing_insecure_addresses(config.notifications.allow_insecure_callbacks.unwrap_or(demo))
-                .signing_with(identity.tokens.keys.default_algorithm()),
+                .signing_with(identity.tokens.keys.default_algorithm(), identity.tokens.keys.algorithms()),
         );
         let console = if config.console {
             let console = Arc::new(portico_console::Console {
@@ -403,8 +408,7 @@ impl App {
         }
         // Clients' back-channel addresses are held to the merchant callbacks'
         // rule, also where their host names lead.
-        let resolver: Option<Arc<dyn reqwest::dns::Resolve>> = (!self.notify.allow_insecure_callbacks)
-            .then(|| Arc::new(portico_notify::delivery::PublicOnly) as Arc<dyn reqwest::dns::Resolve>);
+        let resolver = public_only_resolver(self.notify.allow_insecure_callbacks);
         let back_channel = portico_identity::backchannel::BackChannel::new(Arc::clone(&self.identity), resolver)
             .context("cannot build the back-channel logout HTTP client")?;
         let every = Duration::from_millis(self.config.login.logout_delivery_interval_ms.max(10));
@@ -475,4 +479,11 @@ pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
         }
         tracing::info!("shutting down: finishing requests in flight");
     }
+}
+
+/// The resolver of addresses Portico sends to on someone else's word: one
+/// that refuses internal addresses, unless insecure addresses are allowed
+/// (the demo).
+fn public_only_resolver(allow_insecure: bool) -> Option<Arc<dyn reqwest::dns::Resolve>> {
+    (!allow_insecure).then(|| Arc::new(portico_notify::delivery::PublicOnly) as Arc<dyn reqwest::dns::Resolve>)
 }

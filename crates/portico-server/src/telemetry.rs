@@ -164,6 +164,10 @@ fn describe() {
         "Token introspection answers by whether the token was active (true, false)."
     );
     metrics::describe_counter!(
+        "portico_client_assertion_replays_total",
+        "Client assertions refused because their jti was accepted before (on any node)."
+    );
+    metrics::describe_counter!(
         "portico_logins_total",
         "Browser login outcomes by method: succeeded, failed (a wrong password), blocked_user."
     );

@@ -255,6 +255,8 @@ mod tests {
             post_logout_redirect_uris: Vec::new(),
             logout_revokes_grants: false,
             backchannel_logout_uri: None,
+            security: Default::default(),
+            secret_sealed: None,
             created_at: time::OffsetDateTime::UNIX_EPOCH,
         };
         let asked = cache.memory.client(&id).expect_err("unknown");

@@ -1,11 +1,13 @@
 //! Relying parties.
 
 use async_trait::async_trait;
-use portico_model::client::{Client, LocalizedText};
+use portico_model::client::{Client, ClientSecurity, LocalizedText};
 use portico_model::ids::ClientId;
 use portico_storage::ClientRepository;
 use portico_storage::memory::NodeMemory;
 use sqlx::postgres::PgRow;
+use sqlx::types::Json;
+use time::OffsetDateTime;
 
 use crate::error::storage_error;
 use crate::{PgStore, Result, at, get};
@@ -21,6 +23,8 @@ pub(crate) fn client_from(row: &PgRow) -> Result<Client> {
         post_logout_redirect_uris: get(row, "post_logout_redirect_uris")?,
         logout_revokes_grants: get(row, "logout_revokes_grants")?,
         backchannel_logout_uri: get(row, "backchannel_logout_uri")?,
+        security: get::<Json<ClientSecurity>>(row, "security")?.0,
+        secret_sealed: get(row, "secret_sealed")?,
         created_at: get(row, "created_at")?,
     })
 }
@@ -30,8 +34,8 @@ impl ClientRepository for PgStore {
     async fn create_client(&self, client: &Client) -> Result<()> {
         sqlx::query(
             "INSERT INTO clients (client_id, secret_hash, name_ru, name_en, redirect_uris, scopes, \
-             require_consent, created_at, post_logout_redirect_uris, logout_revokes_grants, backchannel_logout_uri) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+             require_consent, created_at, post_logout_redirect_uris, logout_revokes_grants, backchannel_logout_uri, \
+             security, secret_sealed) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
         )
         .bind(client.client_id.as_str())
         .bind(&client.secret_hash)
@@ -44,6 +48,8 @@ impl ClientRepository for PgStore {
         .bind(&client.post_logout_redirect_uris)
         .bind(client.logout_revokes_grants)
         .bind(&client.backchannel_logout_uri)
+        .bind(Json(&client.security))
+        .bind(&client.secret_sealed)
         .execute(&mut *self.conn().await?)
         .await
         .map_err(storage_error("client id"))?;
@@ -89,7 +95,7 @@ impl ClientRepository for PgStore {
         let done = sqlx::query(
             "UPDATE clients SET secret_hash = $2, name_ru = $3, name_en = $4, redirect_uris = $5, scopes = $6, \
              require_consent = $7, post_logout_redirect_uris = $8, logout_revokes_grants = $9, \
-             backchannel_logout_uri = $10 WHERE client_id = $1",
+             backchannel_logout_uri = $10, security = $11, secret_sealed = $12 WHERE client_id = $1",
         )
         .bind(client.client_id.as_str())
         .bind(&client.secret_hash)
@@ -101,10 +107,35 @@ impl ClientRepository for PgStore {
         .bind(&client.post_logout_redirect_uris)
         .bind(client.logout_revokes_grants)
         .bind(&client.backchannel_logout_uri)
+        .bind(Json(&client.security))
+        .bind(&client.secret_sealed)
         .execute(&mut *self.conn().await?)
         .await;
         self.client_changed(&client.client_id);
         Ok(done.map_err(storage_error("client"))?.rows_affected() > 0)
+    }
+
+    async fn remember_client_assertion(
+        &self,
+        client_id: &ClientId,
+        jti: &str,
+        expires_at: OffsetDateTime,
+        now: OffsetDateTime,
+    ) -> Result<bool> {
+        // A row of an expired assertion is taken over; a live one stays.
+        let done = sqlx::query(
+            "INSERT INTO client_assertions (client_id, jti, expires_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (client_id, jti) DO UPDATE SET expires_at = excluded.expires_at \
+             WHERE client_assertions.expires_at <= $4",
+        )
+        .bind(client_id.as_str())
+        .bind(jti)
+        .bind(at(expires_at))
+        .bind(at(now))
+        .execute(&mut *self.conn().await?)
+        .await
+        .map_err(storage_error("client assertion"))?;
+        Ok(done.rows_affected() == 1)
     }
 }
 

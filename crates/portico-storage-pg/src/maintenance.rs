@@ -61,6 +61,7 @@ impl Maintenance for PgStore {
                     keys_retired_before,
                 )
                 .await?,
+            client_assertions: self.remove("DELETE FROM client_assertions WHERE expires_at <= $1", now).await?,
         })
     }
 }

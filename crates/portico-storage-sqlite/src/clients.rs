@@ -6,6 +6,7 @@ use portico_model::ids::ClientId;
 use portico_storage::ClientRepository;
 use portico_storage::memory::NodeMemory;
 use rusqlite::{Row, params};
+use time::OffsetDateTime;
 
 use crate::db::{Columns, Res, all, one, run, secs, to_json};
 use crate::{Result, SqliteStore};
@@ -21,6 +22,8 @@ fn client_from(row: &Row<'_>) -> Res<Client> {
         post_logout_redirect_uris: row.json("post_logout_redirect_uris")?,
         logout_revokes_grants: row.get("logout_revokes_grants")?,
         backchannel_logout_uri: row.get("backchannel_logout_uri")?,
+        security: row.json("security")?,
+        secret_sealed: row.get("secret_sealed")?,
         created_at: row.time("created_at")?,
     })
 }
@@ -35,7 +38,8 @@ impl ClientRepository for SqliteStore {
                     tx,
                     "INSERT INTO clients (client_id, secret_hash, name_ru, name_en, redirect_uris, scopes, \
                      require_consent, created_at, post_logout_redirect_uris, logout_revokes_grants, \
-                     backchannel_logout_uri) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                     backchannel_logout_uri, security, secret_sealed) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
                     params![
                         client.client_id.as_str(),
                         client.secret_hash,
@@ -48,6 +52,8 @@ impl ClientRepository for SqliteStore {
                         to_json(&client.post_logout_redirect_uris)?,
                         client.logout_revokes_grants,
                         client.backchannel_logout_uri,
+                        to_json(&client.security)?,
+                        client.secret_sealed,
                     ],
                 )?;
                 Ok(())
@@ -81,7 +87,8 @@ impl ClientRepository for SqliteStore {
             .write("client", move |tx| {
                 let sql = "UPDATE clients SET secret_hash = ?2, name_ru = ?3, name_en = ?4, redirect_uris = ?5, \
                            scopes = ?6, require_consent = ?7, post_logout_redirect_uris = ?8, \
-                           logout_revokes_grants = ?9, backchannel_logout_uri = ?10 WHERE client_id = ?1";
+                           logout_revokes_grants = ?9, backchannel_logout_uri = ?10, security = ?11, \
+                           secret_sealed = ?12 WHERE client_id = ?1";
                 let values = params![
                     client.client_id.as_str(),
                     client.secret_hash,
@@ -93,12 +100,33 @@ impl ClientRepository for SqliteStore {
                     to_json(&client.post_logout_redirect_uris)?,
                     client.logout_revokes_grants,
                     client.backchannel_logout_uri,
+                    to_json(&client.security)?,
+                    client.secret_sealed,
                 ];
                 Ok(run(tx, sql, values)? > 0)
             })
             .await;
         self.client_changed(&client_id);
         updated
+    }
+
+    async fn remember_client_assertion(
+        &self,
+        client_id: &ClientId,
+        jti: &str,
+        expires_at: OffsetDateTime,
+        now: OffsetDateTime,
+    ) -> Result<bool> {
+        let (id, jti) = (client_id.as_str().to_owned(), jti.to_owned());
+        self.db
+            .write("client assertion", move |tx| {
+                // A row of an expired assertion is taken over; a live one stays.
+                let sql = "INSERT INTO client_assertions (client_id, jti, expires_at) VALUES (?1, ?2, ?3) \
+                           ON CONFLICT (client_id, jti) DO UPDATE SET expires_at = excluded.expires_at \
+                           WHERE client_assertions.expires_at <= ?4";
+                Ok(run(tx, sql, params![id, jti, secs(expires_at), secs(now)])? == 1)
+            })
+            .await
     }
 }
 

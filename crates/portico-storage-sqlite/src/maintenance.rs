@@ -50,6 +50,7 @@ impl Maintenance for SqliteStore {
                         "DELETE FROM signing_keys WHERE retired_at IS NOT NULL AND retired_at <= ?1",
                         keys_retired_before,
                     )?,
+                    client_assertions: remove("DELETE FROM client_assertions WHERE expires_at <= ?1", now)?,
                 })
             })
             .await?;

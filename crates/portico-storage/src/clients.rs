@@ -4,6 +4,7 @@ use crate::Result;
 use async_trait::async_trait;
 use portico_model::client::Client;
 use portico_model::ids::ClientId;
+use time::OffsetDateTime;
 
 #[async_trait]
 pub trait ClientRepository: Send + Sync {
@@ -27,4 +28,18 @@ pub trait ClientRepository: Send + Sync {
     /// # Errors
     /// Only when the store fails.
     async fn update_client(&self, client: &Client) -> Result<bool>;
+    /// Remembers that an assertion of `client_id` with `jti` was accepted,
+    /// until `expires_at`. Returns `false`, remembering nothing, when that
+    /// `jti` of the client is remembered already and has not expired at
+    /// `now`: a replay. Atomic across every node sharing the store.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn remember_client_assertion(
+        &self,
+        client_id: &ClientId,
+        jti: &str,
+        expires_at: OffsetDateTime,
+        now: OffsetDateTime,
+    ) -> Result<bool>;
 }

@@ -25,6 +25,8 @@ pub struct CleanupReport {
     pub revoked_access_tokens: u64,
     pub grants: u64,
     pub signing_keys: u64,
+    /// Remembered client assertion ids past their assertion's expiry.
+    pub client_assertions: u64,
 }
 
 impl CleanupReport {
@@ -36,6 +38,7 @@ impl CleanupReport {
             + self.revoked_access_tokens
             + self.grants
             + self.signing_keys
+            + self.client_assertions
     }
 }
 
@@ -54,7 +57,8 @@ pub trait Maintenance: Send + Sync {
     /// processes, sessions and refresh tokens; revocation records of expired
     /// access tokens; grants without a live refresh token whose access tokens
     /// have all expired (`access_token_ttl` after their last refresh token was
-    /// spent or expired); signing keys retired before `keys_retired_before`.
+    /// spent or expired); signing keys retired before `keys_retired_before`;
+    /// the ids of client assertions that have expired.
     ///
     /// # Errors
     /// Only when the store fails.

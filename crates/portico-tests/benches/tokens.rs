@@ -20,7 +20,11 @@
 //!    with the target;
 //! 5. the same exchanges and refreshes against a server signing with ES256
 //!    (against ES256's own signing rate), and the two algorithms' median
-//!    rates and CPU per response side by side.
+//!    rates and CPU per response side by side;
+//! 6. on the ES256 server, refreshes of a `private_key_jwt` client (ES256
+//!    assertions, made before the clock starts) against refreshes of a
+//!    `client_secret_basic` client, in alternating rounds: the median time
+//!    per refresh of each and their ratio.
 //!
 //! Codes are put straight into storage (as the authorize endpoint would) so
 //! that the measurement is the token endpoint's, not the login's Argon2.
@@ -307,6 +311,9 @@ async fn endpoints(backend: Backend, crypto: Arc<Crypto>) -> Medians {
         refresh: median(&mut refresh_rates),
         cpu_each: median(&mut cpu_each),
     };
+    if alg == Algorithm::Es256 {
+        assertion_refreshes(backend, &app).await;
+    }
     if alg != Algorithm::Rs256 {
         return medians;
     }
@@ -379,4 +386,104 @@ fn report(backend: Backend, name: &str, round: usize, rate: f64, count: usize, c
             0.0
         }
     }
+}
+
+/// Rounds of the client authentication comparison.
+const AUTH_ROUNDS: usize = 5;
+/// Refreshes per method in each of those rounds.
+const PER_AUTH_ROUND: usize = 2_000;
+
+/// Refreshes authenticated by a `private_key_jwt` assertion against ones
+/// authenticated by `client_secret_basic`, in alternating rounds on `app`.
+async fn assertion_refreshes(backend: Backend, app: &Arc<TestApp>) {
+    use base64::Engine as _;
+    let key = Arc::new(SigningKey::generate(Algorithm::Es256).expect("a client key"));
+    let client = portico_model::client::Client {
+        client_id: "bench-key-client".into(),
+        secret_hash: portico_crypto::hash::client_secret_hash(&portico_crypto::random::token()),
+        name: portico_model::client::LocalizedText::same("bench"),
+        redirect_uris: vec![app.redirect_uri()],
+        scopes: vec!["openid".into(), "profile".into(), "email".into(), "phone".into()],
+        require_consent: false,
+        post_logout_redirect_uris: Vec::new(),
+        logout_revokes_grants: false,
+        backchannel_logout_uri: None,
+        security: portico_model::client::ClientSecurity {
+            token_endpoint_auth_method: portico_model::client::AuthMethod::PrivateKeyJwt,
+            jwks: Some(serde_json::json!({ "keys": [key.jwk()] })),
+            ..Default::default()
+        },
+        secret_sealed: None,
+        created_at: app.clock.now(),
+    };
+    app.store.create_client(&client).await.expect("create the key client");
+    let url = app.url("/oauth2/token");
+    let http = Http::new();
+    let basic = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{}:{}", demo::CLIENT_ID, demo::CLIENT_SECRET))
+    );
+    let assertion = |key: &SigningKey, app: &TestApp| {
+        let now = app.clock.now().unix_timestamp();
+        let claims = serde_json::json!({
+            "iss": "bench-key-client", "sub": "bench-key-client", "aud": app.base,
+            "iat": now, "exp": now + 240, "jti": uuid::Uuid::new_v4().to_string(),
+        });
+        key.sign("JWT", &claims)
+    };
+    let (mut secret_each, mut key_each) = (Vec::new(), Vec::new());
+    for round in 0..AUTH_ROUNDS {
+        // Refresh tokens of both clients (not timed), then the timed refreshes.
+        let mut secret_refresh = Vec::with_capacity(PER_AUTH_ROUND);
+        let mut key_refresh = Vec::with_capacity(PER_AUTH_ROUND);
+        for _ in 0..PER_AUTH_ROUND {
+            secret_refresh.push(app.token_pair_for("ivan", demo::CLIENT_ID).await.refresh_token);
+            key_refresh.push(app.token_pair_for("ivan", "bench-key-client").await.refresh_token);
+        }
+        let key_bodies: Vec<String> = key_refresh
+            .into_iter()
+            .map(|refresh| {
+                format!(
+                    "grant_type=refresh_token&refresh_token={refresh}&client_assertion_type=\
+                     urn%3Aietf%3Aparams%3Aoauth%3Aclient-assertion-type%3Ajwt-bearer&client_assertion={}",
+                    assertion(&key, app)
+                )
+            })
+            .collect();
+        let (c, u, b) = (http.clone(), url.clone(), basic.clone());
+        let cpu = Cpu::now();
+        let (rate, ok) = drive(secret_refresh, move |refresh| {
+            let (client, url, basic) = (c.clone(), u.clone(), b.clone());
+            async move {
+                let request = hyper::Request::post(url.as_str())
+                    .header("content-type", "application/x-www-form-urlencoded")
+                    .header("authorization", basic)
+                    .body(format!("grant_type=refresh_token&refresh_token={refresh}"))
+                    .expect("request");
+                !field(&client.send(request).await, "access_token").is_empty()
+            }
+        })
+        .await;
+        assert!(ok.iter().all(|ok| *ok), "every client_secret_basic refresh succeeds");
+        report(backend, "refresh, client_secret_basic", round, rate, PER_AUTH_ROUND, cpu.since(), None);
+        secret_each.push(1.0 / rate);
+        let (c, u) = (http.clone(), url.clone());
+        let cpu = Cpu::now();
+        let (rate, ok) = drive(key_bodies, move |body| {
+            let (client, url) = (c.clone(), u.clone());
+            async move { !field(&client.post_form(&url, body).await, "access_token").is_empty() }
+        })
+        .await;
+        assert!(ok.iter().all(|ok| *ok), "every private_key_jwt refresh succeeds");
+        report(backend, "refresh, private_key_jwt", round, rate, PER_AUTH_ROUND, cpu.since(), None);
+        key_each.push(1.0 / rate);
+    }
+    let (secret, key) = (median(&mut secret_each), median(&mut key_each));
+    println!(
+        "{backend:?}  refresh time, private_key_jwt (ES256) / client_secret_basic: {:.2}× (medians {:.0} vs {:.0} µs \
+         of wall time per refresh at concurrency {CONCURRENCY})",
+        key / secret,
+        key * 1e6,
+        secret * 1e6
+    );
 }

@@ -418,6 +418,8 @@ impl TestApp {
                 post_logout_redirect_uris: vec!["https://other.example/bye".into()],
                 logout_revokes_grants: false,
                 backchannel_logout_uri: None,
+                security: Default::default(),
+                secret_sealed: None,
                 created_at: self.clock.now(),
             })
             .await
@@ -478,8 +480,9 @@ impl TestApp {
         let refresh = portico_identity::tokens::NewRefreshToken::generate(grant.id, now, time::Duration::days(1));
         let event = AuditEvent::new(now, AuditKind::TokenIssued).user(user.id);
         self.store.redeem_code(&code_hash, now, &grant, &refresh.row, &event).await.expect("redeem");
-        let key = self.identity.tokens.keys.signing_key().await.expect("the signing key");
-        let tokens = self.identity.issue_tokens(&key, &grant, &user, demo::SCOPE, None, &refresh);
+        let client = self.store.find_client(&client_id.into()).await.expect("read the client").expect("the client");
+        let keys = self.identity.issue_keys(&client).await.expect("the signing keys");
+        let tokens = self.identity.issue_tokens(&keys, &grant, &user, demo::SCOPE, None, &refresh);
         TokenPair {
             user_id: user.id.as_uuid(),
             access_token: tokens.access_token,

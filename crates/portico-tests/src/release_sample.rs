@@ -81,6 +81,8 @@ pub fn sample() -> Sample {
         post_logout_redirect_uris: Vec::new(),
         logout_revokes_grants: false,
         backchannel_logout_uri: None,
+        security: Default::default(),
+        secret_sealed: None,
         created_at: t0,
     };
     let user = User {

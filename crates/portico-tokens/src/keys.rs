@@ -37,6 +37,9 @@ pub struct KeyRing {
     store: Arc<dyn Storage>,
     /// The algorithm tokens are signed with unless a client asks for another.
     default: Algorithm,
+    /// Every algorithm the ring keeps a key of: the default, then the
+    /// others in [`Algorithm::ALL`] order.
+    algorithms: Vec<Algorithm>,
     sealer: Sealer,
     set: RwLock<Arc<KeySet>>,
     last_miss_reload: Mutex<Option<Instant>>,
@@ -66,8 +69,16 @@ impl KeyRing {
                 }
             }
         }
-        let ring =
-            Self { store, default, sealer, set: RwLock::new(Arc::default()), last_miss_reload: Mutex::new(None) };
+        let others = Algorithm::ALL.into_iter().filter(|alg| *alg != default && algorithms.contains(alg));
+        let algorithms = std::iter::once(default).chain(others).collect();
+        let ring = Self {
+            store,
+            default,
+            algorithms,
+            sealer,
+            set: RwLock::new(Arc::default()),
+            last_miss_reload: Mutex::new(None),
+        };
         ring.reload().await?;
         Ok(ring)
     }
@@ -131,6 +142,16 @@ impl KeyRing {
     /// The server's default algorithm.
     pub fn default_algorithm(&self) -> Algorithm {
         self.default
+    }
+
+    /// Every algorithm the ring signs with: the ones it was loaded with.
+    pub fn algorithms(&self) -> &[Algorithm] {
+        &self.algorithms
+    }
+
+    /// Whether the ring keeps a key of `alg`.
+    pub fn supports(&self, alg: Algorithm) -> bool {
+        self.algorithms.contains(&alg)
     }
 
     /// The key that signs with the default algorithm now.

@@ -7,10 +7,12 @@
 use portico_crypto::jwt::Algorithm;
 use std::sync::Arc;
 
+use anyhow::Context as _;
 use clap::Subcommand;
 use portico_admin::service::{NewClient, NewUser};
 use portico_admin::{AdminService, ServiceError};
 use portico_model::audit::Actor;
+use portico_model::client::{AuthMethod, ClientSecurity};
 use portico_model::clock::SystemClock;
 use portico_model::user::OperatorRole;
 use portico_server::Config;
@@ -19,37 +21,7 @@ use portico_server::secret::InstanceSecret;
 #[derive(Subcommand)]
 pub enum ClientCommand {
     /// Register a client application.
-    Add {
-        #[arg(long)]
-        client_id: String,
-        /// The client secret (16 to 256 characters); generated and printed when omitted.
-        #[arg(long)]
-        secret: Option<String>,
-        /// A redirect URI (exact match); repeat for several.
-        #[arg(long = "redirect-uri", required = true)]
-        redirect_uris: Vec<String>,
-        /// Allowed scopes, space-separated.
-        #[arg(long, default_value = "openid profile email phone")]
-        scope: String,
-        /// Display name (both languages unless --name-en is given).
-        #[arg(long)]
-        name: Option<String>,
-        /// English display name.
-        #[arg(long)]
-        name_en: Option<String>,
-        /// Ask users for consent before issuing codes to this client.
-        #[arg(long)]
-        require_consent: bool,
-        /// Where RP-initiated logout may send the browser back (exact match); repeat for several.
-        #[arg(long = "post-logout-redirect-uri")]
-        post_logout_redirect_uris: Vec<String>,
-        /// Ending a user's session (logout, an operator) revokes this client's grants issued under it.
-        #[arg(long)]
-        logout_revokes_grants: bool,
-        /// Where back-channel logout tokens are posted when a session the client is signed in under ends.
-        #[arg(long)]
-        backchannel_logout_uri: Option<String>,
-    },
+    Add(Box<AddClient>),
     /// List client applications.
     List,
     /// Remove a client application and everything issued to it.
@@ -57,6 +29,62 @@ pub enum ClientCommand {
         #[arg(long)]
         client_id: String,
     },
+}
+
+/// `portico clients add`.
+#[derive(clap::Args)]
+pub struct AddClient {
+    #[arg(long)]
+    client_id: String,
+    /// The client secret (16 to 256 characters); generated and printed when omitted.
+    #[arg(long)]
+    secret: Option<String>,
+    /// A redirect URI (exact match); repeat for several.
+    #[arg(long = "redirect-uri", required = true)]
+    redirect_uris: Vec<String>,
+    /// Allowed scopes, space-separated.
+    #[arg(long, default_value = "openid profile email phone")]
+    scope: String,
+    /// Display name (both languages unless --name-en is given).
+    #[arg(long)]
+    name: Option<String>,
+    /// English display name.
+    #[arg(long)]
+    name_en: Option<String>,
+    /// Ask users for consent before issuing codes to this client.
+    #[arg(long)]
+    require_consent: bool,
+    /// Where RP-initiated logout may send the browser back (exact match); repeat for several.
+    #[arg(long = "post-logout-redirect-uri")]
+    post_logout_redirect_uris: Vec<String>,
+    /// Ending a user's session (logout, an operator) revokes this client's grants issued under it.
+    #[arg(long)]
+    logout_revokes_grants: bool,
+    /// Where back-channel logout tokens are posted when a session the client is signed in under ends.
+    #[arg(long)]
+    backchannel_logout_uri: Option<String>,
+    /// How the client authenticates: client_secret_basic (default), client_secret_post,
+    /// client_secret_jwt or private_key_jwt.
+    #[arg(long, value_parser = parse_auth_method, default_value = "client_secret_basic")]
+    token_endpoint_auth_method: AuthMethod,
+    /// A file holding the client's public keys, a JWK Set (private_key_jwt).
+    #[arg(long, conflicts_with = "jwks_uri")]
+    jwks_file: Option<std::path::PathBuf>,
+    /// Where the client publishes its public keys, a public https address (private_key_jwt).
+    #[arg(long)]
+    jwks_uri: Option<String>,
+    /// The algorithm of the client's id_tokens: RS256, PS256, ES256 or EdDSA; default: the server's.
+    #[arg(long, value_parser = parse_algorithm)]
+    id_token_alg: Option<Algorithm>,
+    /// Answer userinfo to this client as a JWT signed with this algorithm.
+    #[arg(long, value_parser = parse_algorithm)]
+    userinfo_alg: Option<Algorithm>,
+    /// The algorithm of the client's access tokens; default: the server's.
+    #[arg(long, value_parser = parse_algorithm)]
+    access_token_alg: Option<Algorithm>,
+    /// The algorithm of signed introspection answers to this client; default: the server's.
+    #[arg(long, value_parser = parse_algorithm)]
+    introspection_alg: Option<Algorithm>,
 }
 
 #[derive(Subcommand)]
@@ -118,6 +146,12 @@ pub enum KeyCommand {
     List,
 }
 
+fn parse_auth_method(name: &str) -> Result<AuthMethod, String> {
+    AuthMethod::parse(name).ok_or_else(|| {
+        format!("{name:?} is not one of client_secret_basic, client_secret_post, client_secret_jwt, private_key_jwt")
+    })
+}
+
 fn parse_algorithm(name: &str) -> Result<Algorithm, String> {
     Algorithm::parse(name).ok_or_else(|| format!("{name:?} is not one of RS256, PS256, ES256, EdDSA"))
 }
@@ -126,27 +160,52 @@ fn parse_algorithm(name: &str) -> Result<Algorithm, String> {
 async fn service(config: &Config) -> anyhow::Result<AdminService> {
     let store = portico_server::app::open_store(config).await?;
     let secret = InstanceSecret::load(config)?;
-    let (signing, _) = config.tokens.algorithms()?;
+    let (signing, algorithms) = config.tokens.algorithms()?;
     Ok(AdminService::new(store, Arc::new(SystemClock), secret.sealer())
         .allowing_insecure_addresses(config.notifications.allow_insecure_callbacks.unwrap_or(false))
-        .signing_with(signing))
+        .signing_with(signing, &algorithms))
 }
 
 pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<()> {
     let admin = service(config).await?;
     match command {
-        ClientCommand::Add {
-            client_id,
-            secret,
-            redirect_uris,
-            scope,
-            name,
-            name_en,
-            require_consent,
-            post_logout_redirect_uris,
-            logout_revokes_grants,
-            backchannel_logout_uri,
-        } => {
+        ClientCommand::Add(add) => {
+            let AddClient {
+                client_id,
+                secret,
+                redirect_uris,
+                scope,
+                name,
+                name_en,
+                require_consent,
+                post_logout_redirect_uris,
+                logout_revokes_grants,
+                backchannel_logout_uri,
+                token_endpoint_auth_method,
+                jwks_file,
+                jwks_uri,
+                id_token_alg,
+                userinfo_alg,
+                access_token_alg,
+                introspection_alg,
+            } = *add;
+            let jwks = match jwks_file {
+                Some(path) => {
+                    let text = std::fs::read_to_string(&path)
+                        .with_context(|| format!("cannot read the key set {}", path.display()))?;
+                    Some(serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?)
+                }
+                None => None,
+            };
+            let security = ClientSecurity {
+                token_endpoint_auth_method,
+                jwks,
+                jwks_uri,
+                id_token_signed_response_alg: id_token_alg,
+                userinfo_signed_response_alg: userinfo_alg,
+                access_token_signed_response_alg: access_token_alg,
+                introspection_signed_response_alg: introspection_alg,
+            };
             let new = NewClient {
                 client_id: client_id.clone(),
                 secret,
@@ -158,6 +217,7 @@ pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<
                 post_logout_redirect_uris,
                 logout_revokes_grants,
                 backchannel_logout_uri,
+                security,
             };
             let (_, generated) = admin.create_client(&Actor::Cli, new).await.map_err(refusal)?;
             println!("client {client_id} added");

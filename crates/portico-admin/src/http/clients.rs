@@ -7,13 +7,14 @@ use axum::response::{IntoResponse, Response};
 use portico_api::error::ErrorBody;
 use portico_api::openapi::AdminErrors;
 use portico_api::{Admin, ApiError, PathParams};
-use portico_model::client::Client;
+use portico_crypto::jwt::Algorithm;
+use portico_model::client::{AuthMethod, Client, ClientSecurity};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
 use super::{AdminState, nullable};
-use crate::service::{ClientChanges, NewClient};
+use crate::service::{ClientChanges, NewClient, SecurityChanges};
 use portico_api::Body;
 
 /// A client application as the admin API shows it (never its secret).
@@ -32,9 +33,44 @@ pub struct ClientView {
     pub post_logout_redirect_uris: Vec<String>,
     pub logout_revokes_grants: bool,
     pub backchannel_logout_uri: Option<String>,
+    #[serde(flatten)]
+    pub security: SecurityView,
     #[serde(with = "time::serde::rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub created_at: OffsetDateTime,
+}
+
+/// How a client authenticates, and the algorithms its tokens are signed
+/// with (`null`: the server's default, `tokens.signing_algorithm`).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SecurityView {
+    pub token_endpoint_auth_method: AuthMethod,
+    /// The client's public keys by value (a JWK Set), for `private_key_jwt`.
+    #[schema(value_type = Option<Object>)]
+    pub jwks: Option<serde_json::Value>,
+    /// Where the client publishes its public keys, for `private_key_jwt`.
+    pub jwks_uri: Option<String>,
+    pub id_token_signed_response_alg: Option<Algorithm>,
+    /// When set, userinfo answers a JWT signed with it.
+    pub userinfo_signed_response_alg: Option<Algorithm>,
+    pub access_token_signed_response_alg: Option<Algorithm>,
+    /// The algorithm of signed introspection answers (RFC 9701) to this client.
+    pub introspection_signed_response_alg: Option<Algorithm>,
+}
+
+impl From<ClientSecurity> for SecurityView {
+    fn from(security: ClientSecurity) -> Self {
+        Self {
+            token_endpoint_auth_method: security.token_endpoint_auth_method,
+            jwks: security.jwks,
+            jwks_uri: security.jwks_uri,
+            id_token_signed_response_alg: security.id_token_signed_response_alg,
+            userinfo_signed_response_alg: security.userinfo_signed_response_alg,
+            access_token_signed_response_alg: security.access_token_signed_response_alg,
+            introspection_signed_response_alg: security.introspection_signed_response_alg,
+        }
+    }
 }
 
 impl From<Client> for ClientView {
@@ -49,6 +85,7 @@ impl From<Client> for ClientView {
             post_logout_redirect_uris: client.post_logout_redirect_uris,
             logout_revokes_grants: client.logout_revokes_grants,
             backchannel_logout_uri: client.backchannel_logout_uri,
+            security: client.security.into(),
             created_at: client.created_at,
         }
     }
@@ -85,6 +122,19 @@ pub struct NewClientBody {
     pub logout_revokes_grants: bool,
     #[schema(format = "uri")]
     pub backchannel_logout_uri: Option<String>,
+    #[serde(default)]
+    pub token_endpoint_auth_method: AuthMethod,
+    /// A JWK Set of the client's public signing keys (RSA of 2,048 to
+    /// 8,192 bits, EC P-256, Ed25519), without private members.
+    #[schema(value_type = Option<Object>)]
+    pub jwks: Option<serde_json::Value>,
+    /// A public `https` address of the client's JWK Set.
+    #[schema(format = "uri")]
+    pub jwks_uri: Option<String>,
+    pub id_token_signed_response_alg: Option<Algorithm>,
+    pub userinfo_signed_response_alg: Option<Algorithm>,
+    pub access_token_signed_response_alg: Option<Algorithm>,
+    pub introspection_signed_response_alg: Option<Algorithm>,
 }
 
 /// Changes to a client: the fields given replace the stored ones.
@@ -107,6 +157,25 @@ pub struct ClientPatch {
     #[serde(default, deserialize_with = "nullable")]
     #[schema(nullable, format = "uri")]
     pub backchannel_logout_uri: Option<Option<String>>,
+    pub token_endpoint_auth_method: Option<AuthMethod>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<Object>, nullable)]
+    pub jwks: Option<Option<serde_json::Value>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable, format = "uri")]
+    pub jwks_uri: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
+    pub id_token_signed_response_alg: Option<Option<Algorithm>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
+    pub userinfo_signed_response_alg: Option<Option<Algorithm>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
+    pub access_token_signed_response_alg: Option<Option<Algorithm>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
+    pub introspection_signed_response_alg: Option<Option<Algorithm>>,
 }
 
 /// A new secret: the given one, or left out to have one generated.
@@ -177,6 +246,15 @@ pub async fn create(
         post_logout_redirect_uris: body.post_logout_redirect_uris,
         logout_revokes_grants: body.logout_revokes_grants,
         backchannel_logout_uri: body.backchannel_logout_uri,
+        security: ClientSecurity {
+            token_endpoint_auth_method: body.token_endpoint_auth_method,
+            jwks: body.jwks,
+            jwks_uri: body.jwks_uri,
+            id_token_signed_response_alg: body.id_token_signed_response_alg,
+            userinfo_signed_response_alg: body.userinfo_signed_response_alg,
+            access_token_signed_response_alg: body.access_token_signed_response_alg,
+            introspection_signed_response_alg: body.introspection_signed_response_alg,
+        },
     };
     let (client, client_secret) =
         api.service.create_client(&admin.actor, new).await.map_err(|e| e.into_api("registering a client"))?;
@@ -236,6 +314,15 @@ pub async fn update(
         post_logout_redirect_uris: patch.post_logout_redirect_uris,
         logout_revokes_grants: patch.logout_revokes_grants,
         backchannel_logout_uri: patch.backchannel_logout_uri,
+        security: SecurityChanges {
+            token_endpoint_auth_method: patch.token_endpoint_auth_method,
+            jwks: patch.jwks,
+            jwks_uri: patch.jwks_uri,
+            id_token_signed_response_alg: patch.id_token_signed_response_alg,
+            userinfo_signed_response_alg: patch.userinfo_signed_response_alg,
+            access_token_signed_response_alg: patch.access_token_signed_response_alg,
+            introspection_signed_response_alg: patch.introspection_signed_response_alg,
+        },
     };
     let client = api
         .service

@@ -7,11 +7,13 @@
 //! address under the guard of every address Portico sends to
 //! ([`portico_model::address`]); scopes that Portico knows
 //! (`openid profile email phone`, as discovery lists them); names
-//! of at most 200 characters.
+//! of at most 200 characters; authentication and signing choices as
+//! [`check_security`] says.
 
 use portico_api::Problem;
+use portico_crypto::jwt::Algorithm;
 use portico_model::audit::{Actor, AuditEvent, AuditKind};
-use portico_model::client::{Client, LocalizedText};
+use portico_model::client::{AuthMethod, Client, ClientSecurity, LocalizedText};
 use portico_model::ids::ClientId;
 use portico_model::scope::{OIDC_SCOPES, ScopeSet};
 use portico_storage::StorageError;
@@ -41,6 +43,64 @@ pub struct NewClient {
     pub post_logout_redirect_uris: Vec<String>,
     pub logout_revokes_grants: bool,
     pub backchannel_logout_uri: Option<String>,
+    /// Authentication method, keys and signing algorithms.
+    pub security: ClientSecurity,
+}
+
+/// Changes to a client's authentication and signing; `None` leaves a
+/// field as it is, `Some(None)` removes it.
+#[derive(Debug, Clone, Default)]
+pub struct SecurityChanges {
+    pub token_endpoint_auth_method: Option<AuthMethod>,
+    pub jwks: Option<Option<serde_json::Value>>,
+    pub jwks_uri: Option<Option<String>>,
+    pub id_token_signed_response_alg: Option<Option<Algorithm>>,
+    pub userinfo_signed_response_alg: Option<Option<Algorithm>>,
+    pub access_token_signed_response_alg: Option<Option<Algorithm>>,
+    pub introspection_signed_response_alg: Option<Option<Algorithm>>,
+}
+
+impl SecurityChanges {
+    /// Applies the changes to `security`; answers the names of the fields changed.
+    fn apply(self, security: &mut ClientSecurity) -> Vec<&'static str> {
+        let mut changed = Vec::new();
+        if let Some(method) = self.token_endpoint_auth_method {
+            security.token_endpoint_auth_method = method;
+            changed.push("tokenEndpointAuthMethod");
+        }
+        if let Some(jwks) = self.jwks {
+            security.jwks = jwks;
+            changed.push("jwks");
+        }
+        if let Some(uri) = self.jwks_uri {
+            security.jwks_uri = uri;
+            changed.push("jwksUri");
+        }
+        for (change, field, name) in [
+            (self.id_token_signed_response_alg, &mut security.id_token_signed_response_alg, "idTokenSignedResponseAlg"),
+            (
+                self.userinfo_signed_response_alg,
+                &mut security.userinfo_signed_response_alg,
+                "userinfoSignedResponseAlg",
+            ),
+            (
+                self.access_token_signed_response_alg,
+                &mut security.access_token_signed_response_alg,
+                "accessTokenSignedResponseAlg",
+            ),
+            (
+                self.introspection_signed_response_alg,
+                &mut security.introspection_signed_response_alg,
+                "introspectionSignedResponseAlg",
+            ),
+        ] {
+            if let Some(alg) = change {
+                *field = alg;
+                changed.push(name);
+            }
+        }
+        changed
+    }
 }
 
 /// Changes to a client; `None` leaves a field as it is.
@@ -55,6 +115,7 @@ pub struct ClientChanges {
     pub logout_revokes_grants: Option<bool>,
     /// `Some(None)` removes it.
     pub backchannel_logout_uri: Option<Option<String>>,
+    pub security: SecurityChanges,
 }
 
 /// Longest client address stored.
@@ -167,6 +228,72 @@ fn check_secret(secret: &str, problems: &mut Vec<Problem>) {
     }
 }
 
+/// The field name of an RFC 7591 metadata name, as the admin API spells it.
+fn camel(name: &str) -> String {
+    let mut words = name.split('_');
+    let mut out = words.next().unwrap_or_default().to_owned();
+    for word in words {
+        let mut chars = word.chars();
+        if let Some(first) = chars.next() {
+            out.extend(first.to_uppercase());
+            out.push_str(chars.as_str());
+        }
+    }
+    out
+}
+
+/// A client's authentication and signing choices: algorithms the server
+/// keeps a key of (`supported`); keys by value or by address, not both;
+/// a key set of public signing keys Portico can verify
+/// ([`portico_crypto::jose::KeySet`]); a `jwks_uri` under the rule of
+/// every address Portico sends requests to; and keys for a
+/// `private_key_jwt` client.
+pub fn check_security(
+    security: &ClientSecurity,
+    supported: &[Algorithm],
+    allow_insecure: bool,
+    problems: &mut Vec<Problem>,
+) {
+    for (name, alg) in security.algorithms() {
+        if !supported.contains(&alg) {
+            problems.push(Problem::new(
+                camel(name),
+                format!(
+                    "the server keeps no {alg} key: add {alg} to tokens.signing_algorithms, or choose one of {}",
+                    supported.iter().map(|a| a.as_str()).collect::<Vec<_>>().join(", ")
+                ),
+            ));
+        }
+    }
+    if security.jwks.is_some() && security.jwks_uri.is_some() {
+        problems.push(Problem::new("jwks", "give the keys by value (jwks) or by address (jwksUri), not both"));
+    }
+    if let Some(Err(message)) = security.jwks.as_ref().map(portico_crypto::jose::KeySet::parse) {
+        problems.push(Problem::new("jwks", message));
+    }
+    if let Some(Err(message)) =
+        security.jwks_uri.as_deref().map(|uri| portico_model::address::check_public_url(uri, allow_insecure))
+    {
+        problems.push(Problem::new(
+            "jwksUri",
+            format!("{}: {message}", shown(security.jwks_uri.as_deref().unwrap_or_default())),
+        ));
+    }
+    if security.token_endpoint_auth_method == AuthMethod::PrivateKeyJwt
+        && security.jwks.is_none()
+        && security.jwks_uri.is_none()
+    {
+        problems.push(Problem::new(
+            "tokenEndpointAuthMethod",
+            "private_key_jwt needs the client's public keys: jwks or jwksUri",
+        ));
+    }
+}
+
+/// Shortest secret of a `client_secret_jwt` client: 256 bits for HS256
+/// (RFC 7518 §3.2) as 43 Base64url characters, the length Portico generates.
+const MIN_JWT_SECRET_LEN: usize = 43;
+
 fn not_found(client_id: &str) -> ServiceError {
     ServiceError::NotFound("client_not_found", format!("there is no client {client_id}"))
 }
@@ -213,6 +340,14 @@ impl AdminService {
         check_name("nameRu", new.name_ru.as_ref(), &mut problems);
         check_name("nameEn", new.name_en.as_ref(), &mut problems);
         let scopes = parse_scope(new.scope.as_deref().unwrap_or("openid profile email phone"), &mut problems);
+        check_security(&new.security, &self.signing_algorithms, insecure, &mut problems);
+        let jwt_secret = new.security.token_endpoint_auth_method == AuthMethod::ClientSecretJwt;
+        if jwt_secret && new.secret.as_ref().is_some_and(|s| s.len() < MIN_JWT_SECRET_LEN) {
+            problems.push(Problem::new(
+                "secret",
+                format!("a client_secret_jwt secret has at least {MIN_JWT_SECRET_LEN} characters (or leave it out to have one generated)"),
+            ));
+        }
         if !problems.is_empty() {
             return Err(ServiceError::Invalid(problems));
         }
@@ -220,6 +355,7 @@ impl AdminService {
             Some(secret) => (secret, false),
             None => (portico_crypto::random::token(), true),
         };
+        let secret_sealed = jwt_secret.then(|| portico_crypto::jose::seal_client_secret(&self.sealer, &secret));
         let name_ru = new.name_ru.unwrap_or_else(|| new.client_id.clone());
         let now = self.clock.now();
         let client = Client {
@@ -232,6 +368,8 @@ impl AdminService {
             post_logout_redirect_uris: new.post_logout_redirect_uris,
             logout_revokes_grants: new.logout_revokes_grants,
             backchannel_logout_uri: new.backchannel_logout_uri,
+            security: new.security,
+            secret_sealed,
             created_at: now,
         };
         match self.store.create_client(&client).await {
@@ -297,6 +435,12 @@ impl AdminService {
             client.logout_revokes_grants = value;
             changed.push("logoutRevokesGrants");
         }
+        changed.extend(changes.security.apply(&mut client.security));
+        check_security(&client.security, &self.signing_algorithms, self.allow_insecure_addresses, &mut problems);
+        if client.security.token_endpoint_auth_method != AuthMethod::ClientSecretJwt {
+            // Only a client_secret_jwt client's secret is kept readable.
+            client.secret_sealed = None;
+        }
         if !problems.is_empty() {
             return Err(ServiceError::Invalid(problems));
         }
@@ -324,8 +468,14 @@ impl AdminService {
             }
         }
         let mut client = self.client(client_id).await?;
+        let jwt_secret = client.security.token_endpoint_auth_method == AuthMethod::ClientSecretJwt;
+        if jwt_secret && secret.as_ref().is_some_and(|s| s.len() < MIN_JWT_SECRET_LEN) {
+            let message = format!("a client_secret_jwt secret has at least {MIN_JWT_SECRET_LEN} characters");
+            return Err(ServiceError::Invalid(vec![Problem::new("secret", message)]));
+        }
         let secret = secret.unwrap_or_else(portico_crypto::random::token);
         client.secret_hash = portico_crypto::hash::client_secret_hash(&secret);
+        client.secret_sealed = jwt_secret.then(|| portico_crypto::jose::seal_client_secret(&self.sealer, &secret));
         if !self.store.update_client(&client).await? {
             return Err(not_found(client_id));
         }

@@ -17,7 +17,7 @@ use portico_model::clock::Clock;
 use portico_model::key::SigningKeyRecord;
 use portico_storage::{AuditEntry, AuditQuery, Storage, StorageError};
 
-pub use clients::{ClientChanges, NewClient, check_uri};
+pub use clients::{ClientChanges, NewClient, SecurityChanges, check_security, check_uri};
 pub use users::{NewUser, PASSWORD_MAX, PASSWORD_MIN, ProvisionedUser, UserChanges, check_password};
 
 /// Why an operation was refused or failed; nothing was changed.
@@ -82,17 +82,29 @@ pub struct AdminService {
     /// The algorithm tokens are signed with (`tokens.signing_algorithm`):
     /// the key a rotation without another named replaces.
     pub signing_algorithm: Algorithm,
+    /// Every algorithm the server keeps a key of (`tokens.signing_algorithm`
+    /// and `tokens.signing_algorithms`): the ones a client may choose.
+    pub signing_algorithms: Vec<Algorithm>,
 }
 
 impl AdminService {
     pub fn new(store: Arc<dyn Storage>, clock: Arc<dyn Clock>, sealer: Sealer) -> Self {
-        Self { store, clock, sealer, allow_insecure_addresses: false, signing_algorithm: Algorithm::Rs256 }
+        Self {
+            store,
+            clock,
+            sealer,
+            allow_insecure_addresses: false,
+            signing_algorithm: Algorithm::Rs256,
+            signing_algorithms: vec![Algorithm::Rs256],
+        }
     }
 
-    /// The same service, with `alg` the algorithm tokens are signed with.
+    /// The same service, with `alg` the algorithm tokens are signed with
+    /// and `all` every algorithm the server keeps a key of.
     #[must_use]
-    pub fn signing_with(mut self, alg: Algorithm) -> Self {
+    pub fn signing_with(mut self, alg: Algorithm, all: &[Algorithm]) -> Self {
         self.signing_algorithm = alg;
+        self.signing_algorithms = all.to_vec();
         self
     }
 

@@ -1,5 +1,14 @@
-//! Client authentication at the token and revoke endpoints:
-//! `client_secret_basic` and `client_secret_post` (RFC 6749 §2.3.1).
+//! Client authentication at the token, revocation and introspection
+//! endpoints: `client_secret_basic` and `client_secret_post` (RFC 6749
+//! §2.3.1), `private_key_jwt` (RFC 7523) and `client_secret_jwt` (OIDC
+//! Core §9).
+//!
+//! A client authenticates the way it is registered for: a client with a
+//! secret method by its secret (in the header or the body, both as ever),
+//! a key or JWT method only by an assertion. An assertion is checked with
+//! the client's keys or secret ([`crate::client_keys`] and
+//! [`portico_crypto::jose`]), and its `jti` is remembered in storage until
+//! it expires, so that it is accepted once on any node.
 //!
 //! The Basic credentials may be standard Base64 (RFC 7617) or Base64URL (as
 //! the client guide shows), padded or not; each half is form-urlencoded as
@@ -9,8 +18,10 @@ use axum::http::{HeaderMap, header};
 use base64::Engine as _;
 use base64::engine::DecodePaddingMode;
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
-use portico_model::client::Client;
+use portico_crypto::jose::{self, AssertionError};
+use portico_model::client::{AuthMethod, Client};
 use portico_model::ids::ClientId;
+use time::OffsetDateTime;
 
 use super::error::OAuthError;
 use super::forms::ClientCredentials;
@@ -21,16 +32,28 @@ const LENIENT: GeneralPurposeConfig =
 const STANDARD: GeneralPurpose = GeneralPurpose::new(&base64::alphabet::STANDARD, LENIENT);
 const URL_SAFE: GeneralPurpose = GeneralPurpose::new(&base64::alphabet::URL_SAFE, LENIENT);
 
-/// Authenticates the calling client.
+/// The one `client_assertion_type` (RFC 7523 §2.2).
+pub const JWT_BEARER: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+
+/// Authenticates the calling client at the endpoint `path` (which an
+/// assertion's `aud` may name beside the issuer).
 ///
 /// # Errors
-/// 401 `invalid_client` for missing, malformed or wrong credentials; 400
-/// `invalid_request` when both methods are used at once.
+/// 401 `invalid_client` for missing, malformed or wrong credentials, or
+/// credentials of another method than the client's; 400 `invalid_request`
+/// when two methods are used at once.
 pub async fn authenticate(
     identity: &Identity,
     headers: &HeaderMap,
     credentials: &ClientCredentials,
+    path: &str,
 ) -> Result<Client, OAuthError> {
+    if credentials.client_assertion.is_some() || credentials.client_assertion_type.is_some() {
+        if headers.contains_key(header::AUTHORIZATION) || credentials.client_secret.is_some() {
+            return Err(OAuthError::bad_request("use one client authentication method, not two"));
+        }
+        return by_assertion(identity, credentials, path).await;
+    }
     let body_id = credentials.client_id.as_deref();
     let body_secret = credentials.client_secret.as_deref();
     let (client_id, secret) = match headers.get(header::AUTHORIZATION) {
@@ -50,7 +73,11 @@ pub async fn authenticate(
             _ => return Err(OAuthError::invalid_client("client authentication is required")),
         },
     };
-    let client = identity.store.find_client(&ClientId::new(client_id)).await?;
+    let client = identity
+        .store
+        .find_client(&ClientId::new(client_id))
+        .await?
+        .filter(|client| client.security.token_endpoint_auth_method.sends_secret());
     // Hash even for an unknown client, so both answers take as long.
     let stored = client.as_ref().map_or("sha256:", |c| c.secret_hash.as_str());
     let matches = portico_crypto::hash::client_secret_matches(stored, &secret);
@@ -58,6 +85,60 @@ pub async fn authenticate(
         Some(client) if matches => Ok(client),
         _ => Err(OAuthError::invalid_client("unknown client or wrong secret")),
     }
+}
+
+/// `private_key_jwt` and `client_secret_jwt`.
+async fn by_assertion(identity: &Identity, credentials: &ClientCredentials, path: &str) -> Result<Client, OAuthError> {
+    if credentials.client_assertion_type.as_deref() != Some(JWT_BEARER) {
+        return Err(OAuthError::invalid_client(format!("client_assertion_type must be {JWT_BEARER}")));
+    }
+    let Some(assertion) = credentials.client_assertion.as_deref() else {
+        return Err(OAuthError::invalid_client("client_assertion is missing"));
+    };
+    let issuer = jose::peek_issuer(assertion)
+        .ok_or_else(|| OAuthError::invalid_client("the client assertion is not a JWT with an iss"))?;
+    if credentials.client_id.as_deref().is_some_and(|id| id != issuer) {
+        return Err(OAuthError::invalid_client("client_id differs from the client assertion's iss"));
+    }
+    let client = identity
+        .store
+        .find_client(&ClientId::new(issuer.as_str()))
+        .await?
+        .ok_or_else(|| OAuthError::invalid_client("unknown client"))?;
+    let issuer_url = &identity.settings.issuer;
+    let audiences = [issuer_url.clone(), format!("{issuer_url}/oauth2/token"), format!("{issuer_url}{path}")];
+    let now = identity.clock.now();
+    let expected =
+        jose::Expected { client_id: client.client_id.as_str(), audiences: &audiences, now: now.unix_timestamp() };
+    let accepted = match client.security.token_endpoint_auth_method {
+        AuthMethod::PrivateKeyJwt => {
+            let keys = identity.client_keys.keys(&client, false).await.map_err(OAuthError::invalid_client)?;
+            match jose::verify_key_assertion(assertion, &keys, &expected) {
+                Err(AssertionError::UnknownKey) => {
+                    // The client may have added a key since its set was fetched.
+                    let keys = identity.client_keys.keys(&client, true).await.map_err(OAuthError::invalid_client)?;
+                    jose::verify_key_assertion(assertion, &keys, &expected)
+                }
+                outcome => outcome,
+            }
+        }
+        AuthMethod::ClientSecretJwt => match identity.client_keys.secret(&client) {
+            Some(secret) => jose::verify_secret_assertion(assertion, &secret, &expected),
+            None => return Err(OAuthError::invalid_client("the client has no secret for client_secret_jwt")),
+        },
+        method => {
+            return Err(OAuthError::invalid_client(format!(
+                "the client is registered for {method}, not for a client assertion"
+            )));
+        }
+    };
+    let accepted = accepted.map_err(|e| OAuthError::invalid_client(e.to_string()))?;
+    let expires_at = OffsetDateTime::from_unix_timestamp(accepted.exp + jose::LEEWAY).unwrap_or(now);
+    if !identity.store.remember_client_assertion(&client.client_id, &accepted.jti, expires_at, now).await? {
+        metrics::counter!("portico_client_assertion_replays_total").increment(1);
+        return Err(OAuthError::invalid_client("the client assertion was used before (jti)"));
+    }
+    Ok(client)
 }
 
 /// `(client_id, client_secret)` from a `Basic` authorization header.

@@ -6,7 +6,13 @@ use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+use portico_model::client::AuthMethod;
+
 use crate::IdentityState;
+
+/// The algorithms of client assertions: `private_key_jwt`'s, then
+/// `client_secret_jwt`'s.
+const ASSERTION_ALGORITHMS: [&str; 5] = ["PS256", "ES256", "EdDSA", "RS256", "HS256"];
 
 #[utoipa::path(
     get,
@@ -19,6 +25,8 @@ use crate::IdentityState;
 )]
 pub async fn openid_configuration(State(identity): State<IdentityState>) -> Response {
     let issuer = &identity.settings.issuer;
+    let methods: Vec<&str> = AuthMethod::ALL.iter().map(|method| method.as_str()).collect();
+    let signing: Vec<&str> = identity.tokens.keys.algorithms().iter().map(|alg| alg.as_str()).collect();
     let response = Json(json!({
         "issuer": issuer,
         "authorization_endpoint": format!("{issuer}/oauth2/authorize"),
@@ -33,11 +41,15 @@ pub async fn openid_configuration(State(identity): State<IdentityState>) -> Resp
         "response_modes_supported": ["query", "form_post"],
         "grant_types_supported": ["authorization_code", "refresh_token"],
         "subject_types_supported": ["public"],
-        "id_token_signing_alg_values_supported": [identity.tokens.keys.default_algorithm().as_str()],
-        "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
-        "revocation_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
-        "introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
-        "introspection_signing_alg_values_supported": [identity.tokens.keys.default_algorithm().as_str()],
+        "id_token_signing_alg_values_supported": signing,
+        "userinfo_signing_alg_values_supported": signing,
+        "token_endpoint_auth_methods_supported": methods,
+        "token_endpoint_auth_signing_alg_values_supported": ASSERTION_ALGORITHMS,
+        "revocation_endpoint_auth_methods_supported": methods,
+        "revocation_endpoint_auth_signing_alg_values_supported": ASSERTION_ALGORITHMS,
+        "introspection_endpoint_auth_methods_supported": methods,
+        "introspection_endpoint_auth_signing_alg_values_supported": ASSERTION_ALGORITHMS,
+        "introspection_signing_alg_values_supported": signing,
         "code_challenge_methods_supported": ["S256"],
         "prompt_values_supported": ["none", "login", "consent", "select_account"],
         "ui_locales_supported": ["ru", "en"],

@@ -20,16 +20,24 @@ impl From<FormError> for OAuthError {
     }
 }
 
-/// The client's credentials in the body: `client_secret_post`, or a
-/// `client_id` naming the client beside its Basic credentials.
+/// The client's credentials in the body: `client_secret_post`, a client
+/// assertion (`private_key_jwt`, `client_secret_jwt`), or a `client_id`
+/// naming the client beside its Basic credentials.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct ClientCredentials {
-    /// With `client_secret_post`, or to name the client with Basic.
+    /// With `client_secret_post`, or to name the client with Basic or an assertion.
     #[schema(nullable = false)]
     pub client_id: Option<String>,
     /// With `client_secret_post`.
     #[schema(nullable = false)]
     pub client_secret: Option<String>,
+    /// With an assertion: `urn:ietf:params:oauth:client-assertion-type:jwt-bearer`.
+    #[schema(nullable = false, pattern = "^urn:ietf:params:oauth:client-assertion-type:jwt-bearer$")]
+    pub client_assertion_type: Option<String>,
+    /// A JWT signed with the client's key (`private_key_jwt`, RFC 7523) or
+    /// with HS256 under its secret (`client_secret_jwt`).
+    #[schema(nullable = false)]
+    pub client_assertion: Option<String>,
 }
 
 /// The parameters of the `authorization_code` grant.

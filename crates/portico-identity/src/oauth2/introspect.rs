@@ -122,13 +122,13 @@ pub async fn introspect(
 ) -> Result<Response, OAuthError> {
     let identity: &Identity = &identity;
     let form = read_form(&headers, body, MAX_FORM_BODY).await?;
-    let client = authenticate(identity, &headers, &form.read()?).await?;
+    let client = authenticate(identity, &headers, &form.read()?, "/oauth2/introspect").await?;
     let request: IntrospectionRequest = form.read()?;
     let answer = look_up(identity, &client, &request.token).await?;
     metrics::counter!("portico_introspections_total", "active" => if answer.active { "true" } else { "false" })
         .increment(1);
     let mut response = if wants_jwt(&headers) {
-        let key = identity.tokens.keys.signing_key().await?;
+        let key = identity.signing_key_for(client.security.introspection_signed_response_alg).await?;
         let claims = SignedIntrospection {
             iss: &identity.settings.issuer,
             aud: client.client_id.as_str(),

@@ -40,7 +40,7 @@ use portico_tokens::{AccessClaims, AccessTokenError};
 pub async fn revoke(State(identity): State<IdentityState>, headers: HeaderMap, body: Body) -> Result<(), OAuthError> {
     let identity: &Identity = &identity;
     let form = read_form(&headers, body, MAX_FORM_BODY).await?;
-    let client = authenticate(identity, &headers, &form.read()?).await?;
+    let client = authenticate(identity, &headers, &form.read()?, "/oauth2/revoke").await?;
     let request: RevokeRequest = form.read()?;
     let token = request.token.as_str();
     let now = identity.clock.now();

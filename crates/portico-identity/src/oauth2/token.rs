@@ -73,7 +73,7 @@ async fn handle(
     };
     let result = async {
         // The client is authenticated before the grant type is judged.
-        let client = authenticate(identity, headers, &form.read()?).await?;
+        let client = authenticate(identity, headers, &form.read()?, "/oauth2/token").await?;
         match TokenRequest::read(&form)? {
             TokenRequest::AuthorizationCode(grant) => {
                 redeem(identity, &client, &grant.code, &grant.code_verifier, grant.redirect_uri.as_deref()).await
@@ -147,7 +147,7 @@ pub async fn redeem(
         session_id: code.session_id,
     };
     // The key first: once the code is redeemed, nothing may fail.
-    let key = identity.tokens.keys.signing_key().await?;
+    let keys = identity.issue_keys(client).await?;
     let refresh = NewRefreshToken::generate(grant.id, now, identity.settings.refresh_token_ttl);
     let event = AuditEvent::new(now, AuditKind::TokenIssued)
         .user(user.id)
@@ -159,7 +159,7 @@ pub async fn redeem(
             return Err(replayed_code(identity, user.id, &client.client_id, grant_id, now).await);
         }
     }
-    Ok(identity.issue_tokens(&key, &grant, &user, &grant.scope, code.nonce.as_deref(), &refresh))
+    Ok(identity.issue_tokens(&keys, &grant, &user, &grant.scope, code.nonce.as_deref(), &refresh))
 }
 
 /// A code presented again: revoke the grant its first use created.
@@ -223,7 +223,7 @@ async fn refresh(identity: &Identity, client: &Client, grant: &RefreshGrant) -> 
     };
 
     // The key first: once the token is rotated, nothing may fail.
-    let key = identity.tokens.keys.signing_key().await?;
+    let keys = identity.issue_keys(client).await?;
     let successor = NewRefreshToken::generate(grant.id, now, identity.settings.refresh_token_ttl);
     let event = AuditEvent::new(now, AuditKind::TokenRefreshed)
         .user(user.id)
@@ -234,7 +234,7 @@ async fn refresh(identity: &Identity, client: &Client, grant: &RefreshGrant) -> 
         Rotation::Replay => return Err(replayed_refresh(identity, &grant, client, now).await),
         Rotation::GrantRevoked => return Err(OAuthError::invalid_grant("the grant was revoked")),
     }
-    Ok(identity.issue_tokens(&key, &grant, &user, &scope, None, &successor))
+    Ok(identity.issue_tokens(&keys, &grant, &user, &scope, None, &successor))
 }
 
 /// A spent refresh token presented again: revoke its whole grant.

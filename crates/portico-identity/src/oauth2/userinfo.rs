@@ -1,5 +1,7 @@
 //! `GET|POST /oauth2/userinfo` (OIDC Core §5.3): the claims the access
-//! token's scopes allow.
+//! token's scopes allow; a JWT signed with the client's
+//! `userinfo_signed_response_alg`, with `iss` and `aud`, when the client
+//! has one (§5.3.2).
 
 use axum::Json;
 use axum::extract::State;
@@ -19,6 +21,19 @@ pub struct UserInfo {
     claims: UserClaims,
 }
 
+/// The signed userinfo answer's claims.
+#[derive(Serialize)]
+struct SignedUserInfo<'a> {
+    iss: &'a str,
+    aud: &'a str,
+    iat: i64,
+    #[serde(flatten)]
+    info: &'a UserInfo,
+}
+
+/// The media type of a signed userinfo answer.
+const JWT_MEDIA_TYPE: &str = "application/jwt";
+
 #[utoipa::path(
     get,
     path = "/oauth2/userinfo",
@@ -27,8 +42,10 @@ pub struct UserInfo {
     description = "OIDC Core §5.3.",
     security(("bearerAuth" = [])),
     responses(
-        (status = 200, description = "The user's claims.", body = UserInfo,
-         headers(("Cache-Control" = String, description = "`no-store`: personal data is never cached."))),
+        (status = 200, description = "The user's claims; a JWT (`application/jwt`) signed with the client's \
+                                      `userinfo_signed_response_alg` when it has one.",
+         headers(("Cache-Control" = String, description = "`no-store`: personal data is never cached.")),
+         content((UserInfo = "application/json"), (String = "application/jwt"))),
         (status = 401, description = "The token is missing or not valid (also: the user is blocked).",
          headers(("WWW-Authenticate" = String, description = "`Bearer error=\"invalid_token\"`"))),
         (status = 503, description = "The check is temporarily unavailable.")
@@ -49,8 +66,10 @@ pub async fn userinfo(State(identity): State<IdentityState>, headers: HeaderMap)
                    `Authorization` header (a token in the form body, RFC 6750 §2.2, is not accepted).",
     security(("bearerAuth" = [])),
     responses(
-        (status = 200, description = "The user's claims.", body = UserInfo,
-         headers(("Cache-Control" = String, description = "`no-store`: personal data is never cached."))),
+        (status = 200, description = "The user's claims; a JWT (`application/jwt`) signed with the client's \
+                                      `userinfo_signed_response_alg` when it has one.",
+         headers(("Cache-Control" = String, description = "`no-store`: personal data is never cached.")),
+         content((UserInfo = "application/json"), (String = "application/jwt"))),
         (status = 401, description = "The token is missing or not valid (also: the user is blocked).",
          headers(("WWW-Authenticate" = String, description = "`Bearer error=\"invalid_token\"`"))),
         (status = 503, description = "The check is temporarily unavailable.")
@@ -72,12 +91,28 @@ async fn answer(identity: &IdentityState, headers: &HeaderMap) -> Response {
     let Ok(user_id) = uuid::Uuid::parse_str(&claims.sub) else {
         return invalid_token();
     };
-    match identity.store.find_user(user_id.into()).await {
-        Ok(Some(user)) if user.may_sign_in() => {
-            Json(UserInfo { sub: claims.sub.clone(), claims: UserClaims::for_scope(&user, &claims.scope) })
-                .into_response()
-        }
-        Ok(_) => invalid_token(),
-        Err(_) => StatusCode::SERVICE_UNAVAILABLE.into_response(),
-    }
+    let user = match identity.store.find_user(user_id.into()).await {
+        Ok(Some(user)) if user.may_sign_in() => user,
+        Ok(_) => return invalid_token(),
+        Err(_) => return StatusCode::SERVICE_UNAVAILABLE.into_response(),
+    };
+    let info = UserInfo { sub: claims.sub.clone(), claims: UserClaims::for_scope(&user, &claims.scope) };
+    let client = match identity.store.find_client(&portico_model::ids::ClientId::new(claims.client_id.as_str())).await {
+        Ok(Some(client)) => client,
+        Ok(None) => return invalid_token(),
+        Err(_) => return StatusCode::SERVICE_UNAVAILABLE.into_response(),
+    };
+    let Some(alg) = client.security.userinfo_signed_response_alg else {
+        return Json(info).into_response();
+    };
+    let Ok(key) = identity.tokens.keys.signing_key_for(alg).await else {
+        return StatusCode::SERVICE_UNAVAILABLE.into_response();
+    };
+    let signed = SignedUserInfo {
+        iss: &identity.settings.issuer,
+        aud: client.client_id.as_str(),
+        iat: identity.clock.now().unix_timestamp(),
+        info: &info,
+    };
+    ([(header::CONTENT_TYPE, JWT_MEDIA_TYPE)], key.sign("JWT", &signed)).into_response()
 }

@@ -185,6 +185,8 @@ pub async fn seed(
             post_logout_redirect_uris: vec![logout_return_uri(&identity.settings.issuer)],
             logout_revokes_grants: true,
             backchannel_logout_uri: None,
+            security: Default::default(),
+            secret_sealed: None,
             created_at: now,
         })
         .await?;
@@ -201,6 +203,8 @@ pub async fn seed(
             post_logout_redirect_uris: vec![logout_return_uri(&identity.settings.issuer)],
             logout_revokes_grants: false,
             backchannel_logout_uri: None,
+            security: Default::default(),
+            secret_sealed: None,
             created_at: now,
         })
         .await?;

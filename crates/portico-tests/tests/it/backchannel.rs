@@ -76,6 +76,8 @@ async fn signed_in_to_both(app: &TestApp, uri: &str) -> (reqwest::Client, String
             post_logout_redirect_uris: Vec::new(),
             logout_revokes_grants: false,
             backchannel_logout_uri: Some(uri.to_owned()),
+            security: Default::default(),
+            secret_sealed: None,
             created_at: app.clock.now(),
         })
         .await

@@ -86,10 +86,14 @@ async fn a_server_signing_with_another_algorithm_publishes_a_key_of_each_configu
         let id_token = tokens.id_token.unwrap();
         assert_eq!(jwt_header(&id_token)["alg"], "ES256");
         let claims = portico_tests::jwt_claims(&id_token);
-        assert_eq!(claims["at_hash"], Algorithm::Es256.token_hash(&tokens.access_token));
+        assert_eq!(claims["at_hash"], portico_crypto::jwt::token_hash(Algorithm::Es256, &tokens.access_token));
         let discovery: serde_json::Value =
             app.http().get(app.url("/.well-known/openid-configuration")).send().await.unwrap().json().await.unwrap();
-        assert_eq!(discovery["id_token_signing_alg_values_supported"], serde_json::json!(["ES256"]));
+        // Discovery lists every algorithm a client may choose, the default first.
+        let supported = serde_json::json!(["ES256", "PS256", "EdDSA"]);
+        assert_eq!(discovery["id_token_signing_alg_values_supported"], supported);
+        assert_eq!(discovery["userinfo_signing_alg_values_supported"], supported);
+        assert_eq!(discovery["introspection_signing_alg_values_supported"], supported);
 
         // Each algorithm rotates on its own: the EdDSA key is replaced, the
         // ES256 key that signs goes on.

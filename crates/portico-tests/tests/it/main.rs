@@ -11,6 +11,7 @@ mod browser;
 mod browser_console;
 mod browser_login;
 mod browser_logout;
+mod client_assertions;
 mod console;
 mod delivery;
 mod documented_rules;

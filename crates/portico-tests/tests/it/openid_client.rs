@@ -3,7 +3,10 @@
 //! PKCE, nonce and state, the ID token's signature checked with the JWKS for
 //! each algorithm Portico signs with, introspection signed (RFC 9701, the
 //! same algorithm) and plain, a refresh, a revocation, the revoked grant's
-//! access token inactive, and the revoked refresh token refused.
+//! access token inactive, and the revoked refresh token refused; and the
+//! same with client assertions (`private_key_jwt` with the relying party's
+//! own ES256 and PS256 keys, `client_secret_jwt`), with ID tokens, signed
+//! userinfo and introspection answers in ES256, EdDSA and PS256.
 //!
 //! Needs `PORTICO_TEST_OPENID_CLIENT`: a folder where `npm install
 //! openid-client@6` was run (`.ci/run` makes one).
@@ -16,6 +19,7 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 
 const SCRIPT: &str = include_str!("../../node/relying_party.mjs");
+const KEY_CLIENT: &str = include_str!("../../node/key_client.mjs");
 
 /// The folder holding `node_modules/openid-client`, or `None` (said once).
 fn library() -> Option<PathBuf> {
@@ -79,6 +83,97 @@ async fn openid_client_completes_the_flow_with_each_signing_algorithm() {
             assert_eq!(outcome["introspected"], introspected, "{backend:?} {alg}: the signed answer");
             assert_eq!(outcome["introspectedPlain"], serde_json::json!({"active": true, "token_type": "Bearer"}));
             assert_eq!(outcome["afterRevocationIntrospected"], serde_json::json!({"active": false}));
+        }
+    }
+}
+
+/// Runs the assertion-authenticating relying party against `app`: it makes
+/// its key (`private_key_jwt`), the client is registered through the admin
+/// API with it (or with a generated secret, `client_secret_jwt`) and
+/// `token_alg` for its ID tokens, userinfo and introspection answers, and
+/// `ivan` signs in. The outcome it prints.
+async fn key_client(app: &TestApp, library: &Path, method: &str, key_alg: &str, token_alg: &str) -> Value {
+    let script = library.join(format!("key_client_{}.mjs", uuid::Uuid::new_v4().simple()));
+    std::fs::write(&script, KEY_CLIENT).expect("write the relying party");
+    let client_id = format!("rp-{}", uuid::Uuid::new_v4().simple());
+    let mut node = tokio::process::Command::new("node")
+        .arg(&script)
+        .args([app.base.as_str(), &client_id, &app.redirect_uri(), method, key_alg, token_alg])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("run node");
+    let mut lines = BufReader::new(node.stdout.take().expect("stdout")).lines();
+    let mut stdin = node.stdin.take().expect("stdin");
+    let first: Value = serde_json::from_str(&lines.next_line().await.unwrap().expect("the public key")).unwrap();
+    let mut body = serde_json::json!({
+        "clientId": client_id,
+        "redirectUris": [app.redirect_uri()],
+        "tokenEndpointAuthMethod": method,
+        "idTokenSignedResponseAlg": token_alg,
+        "userinfoSignedResponseAlg": token_alg,
+        "introspectionSignedResponseAlg": token_alg,
+        "accessTokenSignedResponseAlg": token_alg,
+    });
+    if method == "private_key_jwt" {
+        body["jwks"] = serde_json::json!({ "keys": [first["jwk"]] });
+    }
+    let created = app
+        .http()
+        .post(app.url("/admin/v1/clients"))
+        .bearer_auth(portico_tests::ADMIN_TOKEN)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201, "{method}: {}", created.text().await.unwrap());
+    let created: Value = created.json().await.unwrap();
+    let secret = if method == "client_secret_jwt" { created["clientSecret"].clone() } else { Value::Null };
+    stdin.write_all(format!("{}\n", serde_json::json!({ "secret": secret })).as_bytes()).await.unwrap();
+
+    let first: Value = serde_json::from_str(&lines.next_line().await.unwrap().expect("the authorization URL")).unwrap();
+    let authorize = first["authorize"].as_str().expect("authorize").to_owned();
+    let response = app.login_at(&app.browser(), &authorize, "ivan", "ivan-password").await;
+    let callback = location(&response);
+    stdin.write_all(format!("{callback}\n").as_bytes()).await.unwrap();
+    drop(stdin);
+    let outcome = lines.next_line().await.unwrap().expect("the relying party's outcome");
+    let status = node.wait().await.expect("node ran");
+    let _ = std::fs::remove_file(&script);
+    assert!(status.success(), "the relying party failed: {outcome}");
+    let mut outcome: Value = serde_json::from_str(&outcome).unwrap();
+    outcome["clientId"] = client_id.into();
+    outcome
+}
+
+#[tokio::test]
+async fn openid_client_authenticates_with_client_assertions() {
+    let Some(library) = library() else { return };
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| {
+            c.tokens.signing_algorithms = ["PS256", "ES256", "EdDSA"].map(String::from).to_vec();
+        })
+        .await;
+        let ivan = app.store.find_user_by_login("ivan").await.unwrap().unwrap().id.to_string();
+        for (method, key_alg, token_alg) in [
+            ("private_key_jwt", "ES256", "ES256"),
+            ("private_key_jwt", "ES256", "EdDSA"),
+            ("private_key_jwt", "PS256", "PS256"),
+            ("client_secret_jwt", "-", "ES256"),
+        ] {
+            let outcome = key_client(&app, &library, method, key_alg, token_alg).await;
+            let case = format!("{backend:?} {method} {key_alg} {token_alg}: {outcome}");
+            assert_eq!(outcome["sub"], ivan, "{case}");
+            assert_eq!(outcome["idTokenAlg"], token_alg, "{case}");
+            assert_eq!(outcome["accessTokenAlg"], token_alg, "{case}");
+            assert_eq!(outcome["refreshedIdTokenAlg"], token_alg, "{case}");
+            assert_eq!(outcome["userinfoSub"], ivan, "{case}: the signed userinfo answer");
+            let introspected = serde_json::json!({"active": true, "client_id": outcome["clientId"], "sub": ivan});
+            assert_eq!(outcome["introspected"], introspected, "{case}");
+            assert_eq!(outcome["afterRevocation"], "invalid_grant", "{case}");
+            assert_eq!(outcome["afterRevocationIntrospected"], serde_json::json!({"active": false}), "{case}");
         }
     }
 }

@@ -75,6 +75,8 @@ pub(crate) fn client(id: &str) -> Client {
         post_logout_redirect_uris: vec!["https://a.example/bye".into()],
         logout_revokes_grants: false,
         backchannel_logout_uri: Some("https://a.example/logout".into()),
+        security: Default::default(),
+        secret_sealed: None,
         created_at: t0(),
     }
 }

@@ -1,0 +1,95 @@
+// A relying party built on panva's certified `openid-client` (v6) that
+// authenticates with a client assertion instead of a secret sent as it is:
+// `private_key_jwt` (its own key pair, made here) or `client_secret_jwt`.
+// Driven by the Rust end-to-end tests: discovery, an authorization-code
+// flow with PKCE, nonce and state, the ID token and the signed userinfo
+// answer checked against the JWKS, signed introspection, a refresh, a
+// revocation, introspection of the revoked grant's token, and a refresh
+// with the revoked token.
+//
+// Usage: node key_client.mjs <issuer> <client_id> <redirect_uri> <method> <key_alg> <token_alg>
+//   method: private_key_jwt or client_secret_jwt; key_alg: ES256 or PS256
+//   (the client's own key); token_alg: the algorithm Portico signs the
+//   client's ID tokens, userinfo and introspection answers with.
+// Prints {"jwk": <public JWK or null>}; reads one line of JSON
+// {"secret": <the client_secret_jwt secret or null>}; prints
+// {"authorize": url} and reads the callback URL the browser was sent to;
+// then prints the outcome as one line of JSON.
+import * as client from 'openid-client';
+import { createInterface } from 'node:readline';
+
+const [issuer, clientId, redirectUri, method, keyAlg, tokenAlg] = process.argv.slice(2);
+const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+
+let keys = null;
+let publicJwk = null;
+if (method === 'private_key_jwt') {
+  const algorithm = keyAlg === 'PS256'
+    ? { name: 'RSA-PSS', modulusLength: 2048, publicExponent: new Uint8Array([1, 0, 1]), hash: 'SHA-256' }
+    : { name: 'ECDSA', namedCurve: 'P-256' };
+  keys = await crypto.subtle.generateKey(algorithm, true, ['sign', 'verify']);
+  publicJwk = { ...(await crypto.subtle.exportKey('jwk', keys.publicKey)), kid: 'rp-key-1', use: 'sig', alg: keyAlg };
+  delete publicJwk.key_ops;
+  delete publicJwk.ext;
+}
+console.log(JSON.stringify({ jwk: publicJwk }));
+const { secret } = JSON.parse((await lines.next()).value);
+
+const auth = method === 'private_key_jwt'
+  ? client.PrivateKeyJwt({ key: keys.privateKey, kid: 'rp-key-1' })
+  : client.ClientSecretJwt(secret);
+const config = await client.discovery(
+  new URL(issuer),
+  clientId,
+  {
+    id_token_signed_response_alg: tokenAlg,
+    userinfo_signed_response_alg: tokenAlg,
+    introspection_signed_response_alg: tokenAlg,
+  },
+  auth,
+  { execute: [client.allowInsecureRequests] },
+);
+const verifier = client.randomPKCECodeVerifier();
+const nonce = client.randomNonce();
+const state = client.randomState();
+const authorize = client.buildAuthorizationUrl(config, {
+  redirect_uri: redirectUri,
+  scope: 'openid profile',
+  code_challenge: await client.calculatePKCECodeChallenge(verifier),
+  code_challenge_method: 'S256',
+  nonce,
+  state,
+});
+console.log(JSON.stringify({ authorize: authorize.href }));
+
+const callback = (await lines.next()).value;
+const tokens = await client.authorizationCodeGrant(config, new URL(callback), {
+  pkceCodeVerifier: verifier,
+  expectedNonce: nonce,
+  expectedState: state,
+  idTokenExpected: true,
+});
+const alg = (jwt) => JSON.parse(Buffer.from(jwt.split('.')[0], 'base64url').toString()).alg;
+const sub = tokens.claims().sub;
+const userinfo = await client.fetchUserInfo(config, tokens.access_token, sub);
+const introspected = await client.tokenIntrospection(config, tokens.access_token);
+const refreshed = await client.refreshTokenGrant(config, tokens.refresh_token);
+await client.tokenRevocation(config, refreshed.refresh_token);
+const afterRevocationIntrospected = await client.tokenIntrospection(config, refreshed.access_token);
+let afterRevocation = 'accepted';
+try {
+  await client.refreshTokenGrant(config, refreshed.refresh_token);
+} catch (error) {
+  afterRevocation = error.error ?? error.code ?? String(error);
+}
+console.log(JSON.stringify({
+  sub,
+  idTokenAlg: alg(tokens.id_token),
+  accessTokenAlg: alg(tokens.access_token),
+  refreshedIdTokenAlg: refreshed.id_token ? alg(refreshed.id_token) : null,
+  userinfoSub: userinfo.sub,
+  introspected: { active: introspected.active, client_id: introspected.client_id, sub: introspected.sub },
+  afterRevocation,
+  afterRevocationIntrospected,
+}));
+process.exit(0);

@@ -1,0 +1,324 @@
+//! Client authentication by assertion (`private_key_jwt`, RFC 7523;
+//! `client_secret_jwt`, OIDC Core §9) at the token, revocation and
+//! introspection endpoints, on both backends: a good assertion is taken
+//! once; replayed, expired, long-lived, unsigned, foreign-audience,
+//! wrongly-signed and otherwise bad ones are `invalid_client`, and the
+//! refresh token a refused request presented still works. A replay is
+//! refused on a second node sharing the PostgreSQL database.
+
+use jsonwebtoken::{EncodingKey, Header};
+use portico_crypto::jwt::{Algorithm, SigningKey};
+use portico_tests::{Backend, POSTGRES_ENV, TestApp, backends};
+use serde_json::{Value, json};
+
+/// The claims of a good assertion from `client_id` to `app`, expiring in
+/// `lifetime` seconds.
+fn claims(app: &TestApp, client_id: &str, lifetime: i64) -> Value {
+    use portico_model::clock::Clock as _;
+    let now = app.clock.now().unix_timestamp();
+    json!({
+        "iss": client_id, "sub": client_id, "aud": app.base, "iat": now, "exp": now + lifetime,
+        "jti": uuid::Uuid::new_v4().to_string(),
+    })
+}
+
+/// Registers a `private_key_jwt` client holding `key`'s public half.
+async fn key_client(app: &TestApp, client_id: &str, key: &SigningKey) {
+    let body = json!({
+        "clientId": client_id,
+        "redirectUris": ["https://rp.example/cb"],
+        "tokenEndpointAuthMethod": "private_key_jwt",
+        "jwks": { "keys": [key.jwk()] },
+    });
+    let response = admin_post(app, &body).await;
+    assert_eq!(response.status(), 201, "{}", response.text().await.unwrap());
+}
+
+async fn admin_post(app: &TestApp, body: &Value) -> reqwest::Response {
+    app.http()
+        .post(app.url("/admin/v1/clients"))
+        .bearer_auth(portico_tests::ADMIN_TOKEN)
+        .json(body)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// A refresh at `app` authenticated by `assertion`: the status and body.
+async fn refresh_with(app: &TestApp, refresh_token: &str, assertion: &str) -> (u16, Value) {
+    let response = app
+        .http()
+        .post(app.url("/oauth2/token"))
+        .form(&[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", refresh_token),
+            ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"),
+            ("client_assertion", assertion),
+        ])
+        .send()
+        .await
+        .unwrap();
+    (response.status().as_u16(), response.json().await.unwrap_or(Value::Null))
+}
+
+fn unsigned(claims: &Value) -> String {
+    let part = |v: &Value| portico_crypto::b64url(serde_json::to_vec(v).unwrap());
+    format!("{}.{}.", part(&json!({"alg": "none", "typ": "JWT"})), part(claims))
+}
+
+#[tokio::test]
+async fn private_key_jwt_assertions_are_checked_and_taken_once() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let key = SigningKey::generate(Algorithm::Es256).unwrap();
+        key_client(&app, "fintech", &key).await;
+        let pair = app.token_pair_for("ivan", "fintech").await;
+
+        let good = key.sign("JWT", &claims(&app, "fintech", 60));
+        let (status, body) = refresh_with(&app, &pair.refresh_token, &good).await;
+        assert_eq!(status, 200, "{backend:?}: {body}");
+        let refresh = body["refresh_token"].as_str().unwrap().to_owned();
+
+        let other = SigningKey::generate(Algorithm::Es256).unwrap();
+        let other_der = other.to_pkcs8().unwrap();
+        let forged_kid = jsonwebtoken::encode(
+            &Header { kid: Some(key.kid().to_owned()), ..Header::new(jsonwebtoken::Algorithm::ES256) },
+            &claims(&app, "fintech", 60),
+            &EncodingKey::from_ec_der(&other_der),
+        )
+        .unwrap();
+        let hs256 = jsonwebtoken::encode(
+            &Header::new(jsonwebtoken::Algorithm::HS256),
+            &claims(&app, "fintech", 60),
+            &EncodingKey::from_secret(b"a secret the client never had, 32+ bytes long"),
+        )
+        .unwrap();
+        let with = |change: &dyn Fn(&mut Value)| {
+            let mut claims = claims(&app, "fintech", 60);
+            change(&mut claims);
+            key.sign("JWT", &claims)
+        };
+        let refused = [
+            ("replayed", good.clone()),
+            ("expired", with(&|c| c["exp"] = json!(c["iat"].as_i64().unwrap() - 120))),
+            ("valid for an hour", with(&|c| c["exp"] = json!(c["iat"].as_i64().unwrap() + 3600))),
+            ("without exp", with(&|c| drop(c.as_object_mut().unwrap().remove("exp")))),
+            ("without jti", with(&|c| drop(c.as_object_mut().unwrap().remove("jti")))),
+            ("for another audience", with(&|c| c["aud"] = json!("https://other-bank.example"))),
+            ("with sub not the client", with(&|c| c["sub"] = json!("someone-else"))),
+            ("issued in the future", with(&|c| c["iat"] = json!(c["iat"].as_i64().unwrap() + 600))),
+            ("unsigned (alg none)", unsigned(&claims(&app, "fintech", 60))),
+            ("signed by another key under the client's kid", forged_kid),
+            ("signed by an unknown key", other.sign("JWT", &claims(&app, "fintech", 60))),
+            ("symmetric (HS256)", hs256),
+            ("not a JWT", "garbage".to_owned()),
+        ];
+        for (case, assertion) in refused {
+            let (status, body) = refresh_with(&app, &refresh, &assertion).await;
+            assert_eq!((status, body["error"].as_str()), (401, Some("invalid_client")), "{backend:?} {case}: {body}");
+        }
+        // The client's secret methods are not its method.
+        let basic = app
+            .http()
+            .post(app.url("/oauth2/token"))
+            .basic_auth("fintech", Some("anything-at-all-16"))
+            .form(&[("grant_type", "refresh_token"), ("refresh_token", refresh.as_str())])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(basic.status(), 401, "{backend:?}");
+        // Two methods at once are a bad request.
+        let both = app
+            .http()
+            .post(app.url("/oauth2/token"))
+            .basic_auth("fintech", Some("anything-at-all-16"))
+            .form(&[
+                ("grant_type", "refresh_token"),
+                ("refresh_token", refresh.as_str()),
+                ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"),
+                ("client_assertion", key.sign("JWT", &claims(&app, "fintech", 60)).as_str()),
+            ])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(both.status(), 400, "{backend:?}");
+        // Nothing refused spent the refresh token.
+        let (status, body) = refresh_with(&app, &refresh, &key.sign("JWT", &claims(&app, "fintech", 60))).await;
+        assert_eq!(status, 200, "{backend:?}: the refresh token survives every refusal: {body}");
+    }
+}
+
+#[tokio::test]
+async fn assertions_authenticate_at_revocation_and_introspection_with_each_key_type() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        for alg in [Algorithm::Ps256, Algorithm::Es256, Algorithm::EdDsa, Algorithm::Rs256] {
+            let key = SigningKey::generate(alg).unwrap();
+            let client_id = format!("rp-{alg}");
+            key_client(&app, &client_id, &key).await;
+            let pair = app.token_pair_for("ivan", &client_id).await;
+            let form = |path: &str, token: &str| {
+                let mut claims = claims(&app, &client_id, 60);
+                claims["aud"] = json!(app.url(path));
+                vec![
+                    ("token".to_owned(), token.to_owned()),
+                    (
+                        "client_assertion_type".to_owned(),
+                        "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".to_owned(),
+                    ),
+                    ("client_assertion".to_owned(), key.sign("JWT", &claims)),
+                ]
+            };
+            let introspected: Value = app
+                .http()
+                .post(app.url("/oauth2/introspect"))
+                .form(&form("/oauth2/introspect", &pair.access_token))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            assert_eq!(introspected["active"], true, "{backend:?} {alg}: {introspected}");
+            assert_eq!(introspected["client_id"], client_id.as_str(), "{backend:?} {alg}");
+            let revoked =
+                app.http().post(app.url("/oauth2/revoke")).form(&form("/oauth2/revoke", &pair.refresh_token)).send();
+            assert_eq!(revoked.await.unwrap().status(), 200, "{backend:?} {alg}");
+            let (status, _) =
+                refresh_with(&app, &pair.refresh_token, &key.sign("JWT", &claims(&app, &client_id, 60))).await;
+            assert_eq!(status, 400, "{backend:?} {alg}: the revoked refresh token is invalid_grant");
+        }
+    }
+}
+
+#[tokio::test]
+async fn client_secret_jwt_takes_hs256_under_the_clients_secret_only() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let body = json!({
+            "clientId": "partner",
+            "redirectUris": ["https://rp.example/cb"],
+            "tokenEndpointAuthMethod": "client_secret_jwt",
+        });
+        let created: Value = admin_post(&app, &body).await.json().await.unwrap();
+        let secret = created["clientSecret"].as_str().expect("a generated secret").to_owned();
+        assert!(secret.len() >= 43, "256 bits at least");
+        let pair = app.token_pair_for("ivan", "partner").await;
+        let sign = |secret: &[u8]| {
+            jsonwebtoken::encode(
+                &Header::new(jsonwebtoken::Algorithm::HS256),
+                &claims(&app, "partner", 60),
+                &EncodingKey::from_secret(secret),
+            )
+            .unwrap()
+        };
+        let (status, body) = refresh_with(&app, &pair.refresh_token, &sign(b"not the secret, but as long as it")).await;
+        assert_eq!((status, body["error"].as_str()), (401, Some("invalid_client")), "{backend:?}: {body}");
+        let plain = app
+            .http()
+            .post(app.url("/oauth2/token"))
+            .basic_auth("partner", Some(&secret))
+            .form(&[("grant_type", "refresh_token"), ("refresh_token", pair.refresh_token.as_str())])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(plain.status(), 401, "{backend:?}: the secret itself is not sent under client_secret_jwt");
+        let (status, body) = refresh_with(&app, &pair.refresh_token, &sign(secret.as_bytes())).await;
+        assert_eq!(status, 200, "{backend:?}: {body}");
+        let stored = app.store.find_client(&"partner".into()).await.unwrap().unwrap();
+        let sealed = stored.secret_sealed.expect("the secret kept sealed");
+        assert!(!sealed.contains(&secret), "{backend:?}: sealed, not in the clear");
+    }
+}
+
+#[tokio::test]
+async fn bad_client_keys_are_refused_at_registration_and_nothing_is_stored() {
+    for backend in backends() {
+        // As in production: addresses Portico fetches must be public https.
+        let app = TestApp::spawn_with(backend, |c| c.notifications.allow_insecure_callbacks = Some(false)).await;
+        let key = SigningKey::generate(Algorithm::Es256).unwrap();
+        let mut private = serde_json::to_value(key.jwk()).unwrap();
+        private["d"] = json!("c2VjcmV0");
+        let mut p384 = serde_json::to_value(key.jwk()).unwrap();
+        p384["crv"] = json!("P-384");
+        let big = json!({"kty": "RSA", "kid": "big", "n": portico_crypto::b64url(vec![0xc5u8; 2048]), "e": "AQAB"});
+        let small = json!({"kty": "RSA", "kid": "small", "n": portico_crypto::b64url(vec![0xc5u8; 128]), "e": "AQAB"});
+        let oct = json!({"kty": "oct", "kid": "sym", "k": "c2VjcmV0LXNlY3JldC1zZWNyZXQ"});
+        let cases = [
+            ("a private member", json!({"jwks": {"keys": [private]}}), "jwks"),
+            ("an unknown curve", json!({"jwks": {"keys": [p384]}}), "jwks"),
+            ("a 16,384-bit RSA key", json!({"jwks": {"keys": [big]}}), "jwks"),
+            ("a 1,024-bit RSA key", json!({"jwks": {"keys": [small]}}), "jwks"),
+            ("a symmetric key", json!({"jwks": {"keys": [oct]}}), "jwks"),
+            ("no keys", json!({"jwks": {"keys": []}}), "jwks"),
+            ("not a key set", json!({"jwks": [1, 2]}), "jwks"),
+            ("no keys at all", json!({}), "tokenEndpointAuthMethod"),
+            ("a private jwks_uri", json!({"jwksUri": "https://169.254.169.254/keys"}), "jwksUri"),
+            ("a plain-http jwks_uri", json!({"jwksUri": "http://rp.example/keys"}), "jwksUri"),
+            (
+                "both jwks and jwks_uri",
+                json!({"jwks": {"keys": [key.jwk()]}, "jwksUri": "https://rp.example/k"}),
+                "jwks",
+            ),
+            (
+                "an algorithm without a server key",
+                json!({"jwks": {"keys": [key.jwk()]}, "idTokenSignedResponseAlg": "ES256"}),
+                "idTokenSignedResponseAlg",
+            ),
+        ];
+        for (case, extra, field) in cases {
+            let mut body = json!({
+                "clientId": "bad-keys",
+                "redirectUris": ["https://rp.example/cb"],
+                "tokenEndpointAuthMethod": "private_key_jwt",
+            });
+            body.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+            let response = admin_post(&app, &body).await;
+            assert_eq!(response.status(), 400, "{backend:?} {case}");
+            let problem: Value = response.json().await.unwrap();
+            let fields: Vec<&str> =
+                problem["problems"].as_array().unwrap().iter().filter_map(|p| p["place"].as_str()).collect();
+            assert!(fields.contains(&field), "{backend:?} {case}: {problem}");
+            assert!(app.store.find_client(&"bad-keys".into()).await.unwrap().is_none(), "{backend:?} {case}");
+        }
+        let response = admin_post(
+            &app,
+            &json!({
+                "clientId": "bad-keys", "redirectUris": ["https://rp.example/cb"],
+                "tokenEndpointAuthMethod": "private_key_jwt", "idTokenSignedResponseAlg": "HS256",
+                "jwks": {"keys": [key.jwk()]},
+            }),
+        )
+        .await;
+        assert_eq!(response.status(), 400, "{backend:?}: HS256 is no signing algorithm of Portico's");
+    }
+}
+
+#[tokio::test]
+async fn a_replayed_assertion_is_refused_on_a_second_node() {
+    if std::env::var(POSTGRES_ENV).is_err() {
+        portico_tests::skipped(&format!("{POSTGRES_ENV} is not set; the second-node replay test needs PostgreSQL"));
+        return;
+    }
+    const SECRET: &str = "Y2xpZW50LWFzc2VydGlvbi1yZXBsYXktc2VjcmV0MzI=";
+    let a = TestApp::spawn_with(Backend::Postgres, |c| c.secret_key = Some(SECRET.to_owned())).await;
+    let (url, issuer) = (a.config.database_url.clone(), a.config.public_url.clone());
+    let b = TestApp::spawn_with(Backend::Postgres, |c| {
+        c.secret_key = Some(SECRET.to_owned());
+        c.public_url = issuer;
+        c.database_url = url;
+    })
+    .await;
+    let key = SigningKey::generate(Algorithm::Es256).unwrap();
+    key_client(&a, "fintech", &key).await;
+    let first = a.token_pair_for("ivan", "fintech").await;
+    let second = a.token_pair_for("maria", "fintech").await;
+    let assertion = key.sign("JWT", &claims(&a, "fintech", 60));
+    let (status, body) = refresh_with(&a, &first.refresh_token, &assertion).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = refresh_with(&b, &second.refresh_token, &assertion).await;
+    assert_eq!((status, body["error"].as_str()), (401, Some("invalid_client")), "the other node: {body}");
+    let fresh = key.sign("JWT", &claims(&a, "fintech", 60));
+    let (status, body) = refresh_with(&b, &second.refresh_token, &fresh).await;
+    assert_eq!(status, 200, "the refresh token the replay presented still works: {body}");
+}
