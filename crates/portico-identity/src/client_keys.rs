@@ -13,24 +13,26 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use portico_crypto::jose::KeySet;
 use portico_crypto::seal::Sealer;
 use portico_model::client::Client;
+use portico_model::clock::Clock;
 use portico_model::ids::ClientId;
 use serde_json::Value;
+use time::OffsetDateTime;
 
 /// Longest a `jwks_uri` fetch may take.
 pub const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 /// Largest `jwks_uri` answer read.
 pub const MAX_JWKS_BYTES: usize = 64 * 1024;
 /// How long a fetched key set is used before it is fetched again.
-pub const CACHE_TTL: Duration = Duration::from_secs(600);
+pub const CACHE_TTL: time::Duration = time::Duration::minutes(10);
 /// Least time between two fetches for one client.
-pub const REFRESH_INTERVAL: Duration = Duration::from_secs(60);
+pub const REFRESH_INTERVAL: time::Duration = time::Duration::minutes(1);
 /// Oldest fetched set used when fetching again fails.
-pub const STALE_LIMIT: Duration = Duration::from_secs(24 * 3600);
+pub const STALE_LIMIT: time::Duration = time::Duration::days(1);
 
 #[derive(Clone, PartialEq)]
 enum Source {
@@ -41,7 +43,7 @@ enum Source {
 struct Cached {
     source: Source,
     keys: Arc<KeySet>,
-    fetched: Instant,
+    fetched: OffsetDateTime,
 }
 
 /// The clients' assertion keys, shared by the endpoints that authenticate
@@ -51,9 +53,11 @@ pub struct ClientKeys {
     /// Whether `jwks_uri` must be a public `https` address.
     public_only: bool,
     sealer: Sealer,
+    /// Judges the cache's ages (an injected one in tests).
+    clock: Arc<dyn Clock>,
     cache: Mutex<HashMap<ClientId, Cached>>,
     /// When each `jwks_uri` was last fetched, successfully or not.
-    attempts: Mutex<HashMap<String, Instant>>,
+    attempts: Mutex<HashMap<String, OffsetDateTime>>,
 }
 
 impl ClientKeys {
@@ -63,7 +67,11 @@ impl ClientKeys {
     ///
     /// # Errors
     /// When the HTTP client cannot be built.
-    pub fn new(sealer: Sealer, resolver: Option<Arc<dyn reqwest::dns::Resolve>>) -> Result<Self, reqwest::Error> {
+    pub fn new(
+        sealer: Sealer,
+        clock: Arc<dyn Clock>,
+        resolver: Option<Arc<dyn reqwest::dns::Resolve>>,
+    ) -> Result<Self, reqwest::Error> {
         let mut builder = reqwest::Client::builder()
             .timeout(FETCH_TIMEOUT)
             .connect_timeout(FETCH_TIMEOUT)
@@ -73,7 +81,14 @@ impl ClientKeys {
         if let Some(resolver) = resolver {
             builder = builder.dns_resolver(resolver);
         }
-        Ok(Self { http: builder.build()?, public_only, sealer, cache: Mutex::default(), attempts: Mutex::default() })
+        Ok(Self {
+            http: builder.build()?,
+            public_only,
+            sealer,
+            clock,
+            cache: Mutex::default(),
+            attempts: Mutex::default(),
+        })
     }
 
     /// The `client_secret_jwt` client's secret, opened.
@@ -93,6 +108,8 @@ impl ClientKeys {
             (None, Some(uri)) => Source::Uri(uri.clone()),
             (None, None) => return Err("the client has no registered keys (jwks or jwks_uri)".into()),
         };
+        let now = self.clock.now();
+        let age = |fetched: OffsetDateTime| now - fetched;
         let cached = self
             .lock_cache()
             .get(&client.client_id)
@@ -104,8 +121,8 @@ impl ClientKeys {
                 None => KeySet::parse(jwks).map_err(|e| format!("the client's jwks: {e}"))?,
             },
             Source::Uri(uri) => {
-                let due = cached.as_ref().is_none_or(|(_, fetched)| refresh || fetched.elapsed() >= CACHE_TTL);
-                match (cached, due && self.may_fetch(uri)) {
+                let due = cached.as_ref().is_none_or(|(_, fetched)| refresh || age(*fetched) >= CACHE_TTL);
+                match (cached, due && self.may_fetch(uri, now)) {
                     (Some((keys, _)), false) => return Ok(keys),
                     (None, false) => {
                         return Err("the client's jwks_uri was fetched less than a minute ago and failed; \
@@ -114,7 +131,7 @@ impl ClientKeys {
                     }
                     (cached, true) => match self.fetch(uri).await {
                         Ok(keys) => keys,
-                        Err(error) => match cached.filter(|(_, fetched)| fetched.elapsed() < STALE_LIMIT) {
+                        Err(error) => match cached.filter(|(_, fetched)| age(*fetched) < STALE_LIMIT) {
                             Some((keys, _)) => {
                                 tracing::warn!(client_id = %client.client_id, %error,
                                     "fetching the client's jwks_uri failed; the keys fetched before serve");
@@ -127,7 +144,7 @@ impl ClientKeys {
             }
         };
         let keys = Arc::new(keys);
-        let entry = Cached { source, keys: Arc::clone(&keys), fetched: Instant::now() };
+        let entry = Cached { source, keys: Arc::clone(&keys), fetched: now };
         self.lock_cache().insert(client.client_id.clone(), entry);
         Ok(keys)
     }
@@ -139,13 +156,13 @@ impl ClientKeys {
     /// Whether a fetch of `uri` may start now (and notes that it does): at
     /// most one per [`REFRESH_INTERVAL`], so that no client can make
     /// Portico a source of requests.
-    fn may_fetch(&self, uri: &str) -> bool {
+    fn may_fetch(&self, uri: &str, now: OffsetDateTime) -> bool {
         let mut attempts = self.attempts.lock().unwrap_or_else(|e| e.into_inner());
-        if attempts.get(uri).is_some_and(|at| at.elapsed() < REFRESH_INTERVAL) {
+        if attempts.get(uri).is_some_and(|at| now - *at < REFRESH_INTERVAL) {
             return false;
         }
-        attempts.retain(|_, at| at.elapsed() < REFRESH_INTERVAL);
-        attempts.insert(uri.to_owned(), Instant::now());
+        attempts.retain(|_, at| now - *at < REFRESH_INTERVAL);
+        attempts.insert(uri.to_owned(), now);
         true
     }
 

@@ -162,7 +162,7 @@ impl App {
         }
         let identity = Arc::new(Identity {
             store: Arc::clone(&store),
-            clock,
+            clock: Arc::clone(&clock),
             settings,
             tokens: Arc::clone(&tokens),
             cookies: secret.cookie_signer(),
@@ -171,6 +171,7 @@ impl App {
             captcha: crate::delivery::captcha(&config)?,
             client_keys: portico_identity::client_keys::ClientKeys::new(
                 secret.sealer(),
+                Arc::clone(&clock),
                 public_only_resolver(config.notifications.allow_insecure_callbacks.unwrap_or(demo)),
             )
             .context("cannot build the HTTP client that fetches clients' keys")?,

@@ -322,3 +322,174 @@ async fn a_replayed_assertion_is_refused_on_a_second_node() {
     let (status, body) = refresh_with(&b, &second.refresh_token, &fresh).await;
     assert_eq!(status, 200, "the refresh token the replay presented still works: {body}");
 }
+
+/// A client's key server on loopback: answers `GET /jwks` with whatever
+/// `answer` holds, counting the requests.
+struct KeyServer {
+    url: String,
+    answer: std::sync::Arc<std::sync::Mutex<(u16, String, u64)>>,
+    fetches: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl KeyServer {
+    async fn start() -> Self {
+        use std::sync::atomic::Ordering;
+        let answer = std::sync::Arc::new(std::sync::Mutex::new((200u16, String::new(), 0u64)));
+        let fetches = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (a, f) = (answer.clone(), fetches.clone());
+        let app = axum::Router::new().route(
+            "/jwks",
+            axum::routing::get(move || {
+                let (a, f) = (a.clone(), f.clone());
+                async move {
+                    f.fetch_add(1, Ordering::SeqCst);
+                    let (status, body, delay) = a.lock().unwrap().clone();
+                    tokio::time::sleep(std::time::Duration::from_secs(delay)).await;
+                    (axum::http::StatusCode::from_u16(status).unwrap(), body)
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/jwks", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Self { url, answer, fetches }
+    }
+
+    fn answer(&self, status: u16, body: String, delay_secs: u64) {
+        *self.answer.lock().unwrap() = (status, body, delay_secs);
+    }
+
+    fn fetches(&self) -> usize {
+        self.fetches.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+fn key_set(keys: &[&SigningKey]) -> String {
+    json!({ "keys": keys.iter().map(|k| k.jwk()).collect::<Vec<_>>() }).to_string()
+}
+
+async fn uri_client(app: &TestApp, client_id: &str, uri: &str) {
+    let body = json!({
+        "clientId": client_id,
+        "redirectUris": ["https://rp.example/cb"],
+        "tokenEndpointAuthMethod": "private_key_jwt",
+        "jwksUri": uri,
+    });
+    let response = admin_post(app, &body).await;
+    assert_eq!(response.status(), 201, "{}", response.text().await.unwrap());
+}
+
+#[tokio::test]
+async fn a_jwks_uri_is_cached_and_fetched_again_for_a_new_kid_at_most_once_a_minute() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let server = KeyServer::start().await;
+        let (first, second, unpublished) = (
+            SigningKey::generate(Algorithm::Es256).unwrap(),
+            SigningKey::generate(Algorithm::EdDsa).unwrap(),
+            SigningKey::generate(Algorithm::Es256).unwrap(),
+        );
+        server.answer(200, key_set(&[&first]), 0);
+        uri_client(&app, "fetched", &server.url).await;
+        let mut refresh = app.token_pair_for("ivan", "fetched").await.refresh_token;
+        for (key, fetches) in [(&first, 1), (&first, 1)] {
+            let (status, body) = refresh_with(&app, &refresh, &key.sign("JWT", &claims(&app, "fetched", 60))).await;
+            assert_eq!(status, 200, "{backend:?}: {body}");
+            refresh = body["refresh_token"].as_str().unwrap().to_owned();
+            assert_eq!(server.fetches(), fetches, "{backend:?}: the set is cached");
+        }
+        // The client publishes a second key and signs with it, more than a
+        // minute after the set was fetched.
+        server.answer(200, key_set(&[&first, &second]), 0);
+        app.clock.advance(time::Duration::seconds(61));
+        let (status, body) = refresh_with(&app, &refresh, &second.sign("JWT", &claims(&app, "fetched", 60))).await;
+        assert_eq!(status, 200, "{backend:?}: a new kid fetches the set again: {body}");
+        refresh = body["refresh_token"].as_str().unwrap().to_owned();
+        assert_eq!(server.fetches(), 2, "{backend:?}");
+        // A kid the set lacks does not fetch again within the minute.
+        for _ in 0..3 {
+            let forged = unpublished.sign("JWT", &claims(&app, "fetched", 60));
+            let (status, body) = refresh_with(&app, &refresh, &forged).await;
+            assert_eq!((status, body["error"].as_str()), (401, Some("invalid_client")), "{backend:?}: {body}");
+        }
+        assert_eq!(server.fetches(), 2, "{backend:?}: at most one fetch a minute");
+        app.clock.advance(time::Duration::seconds(61));
+        let forged = unpublished.sign("JWT", &claims(&app, "fetched", 60));
+        let (status, _) = refresh_with(&app, &refresh, &forged).await;
+        assert_eq!(status, 401, "{backend:?}");
+        assert_eq!(server.fetches(), 3, "{backend:?}: a minute later an unknown kid fetches again");
+        let (status, body) = refresh_with(&app, &refresh, &first.sign("JWT", &claims(&app, "fetched", 60))).await;
+        assert_eq!(status, 200, "{backend:?}: the refresh token survived the refusals");
+        assert_eq!(server.fetches(), 3, "{backend:?}: a known kid is served from the cache");
+        // Ten minutes after the fetch, the set is fetched again.
+        app.clock.advance(time::Duration::minutes(11));
+        let refresh = body["refresh_token"].as_str().unwrap().to_owned();
+        let (status, _) = refresh_with(&app, &refresh, &first.sign("JWT", &claims(&app, "fetched", 60))).await;
+        assert_eq!(status, 200, "{backend:?}");
+        assert_eq!(server.fetches(), 4, "{backend:?}: the cache lasts ten minutes");
+    }
+}
+
+#[tokio::test]
+async fn jwks_uri_answers_that_are_huge_failing_slow_or_not_keys_are_refused() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let key = SigningKey::generate(Algorithm::Es256).unwrap();
+    let huge = json!({ "keys": [key.jwk()], "padding": "x".repeat(100_000) }).to_string();
+    let cases = [
+        ("an answer of 100 kB", 200, huge, 0),
+        ("a failure", 500, key_set(&[&key]), 0),
+        ("not JSON", 200, "<html>".to_owned(), 0),
+        (
+            "private keys",
+            200,
+            json!({"keys": [{"kty": "EC", "crv": "P-256", "x": "AA", "y": "AA", "d": "AA"}]}).to_string(),
+            0,
+        ),
+        ("an answer after 8 s (the limit is 5 s)", 200, key_set(&[&key]), 8),
+    ];
+    for (i, (case, status, body, delay)) in cases.into_iter().enumerate() {
+        let server = KeyServer::start().await;
+        server.answer(status, body, delay);
+        let client_id = format!("bad-uri-{i}");
+        uri_client(&app, &client_id, &server.url).await;
+        let pair = app.token_pair_for("ivan", &client_id).await;
+        let (status, body) =
+            refresh_with(&app, &pair.refresh_token, &key.sign("JWT", &claims(&app, &client_id, 60))).await;
+        assert_eq!((status, body["error"].as_str()), (401, Some("invalid_client")), "{case}: {body}");
+        assert!(body["error_description"].as_str().unwrap().contains("jwks_uri"), "{case}: says why: {body}");
+        assert_eq!(server.fetches(), 1, "{case}");
+    }
+}
+
+#[tokio::test]
+async fn one_assertion_sent_32_times_at_once_is_taken_once() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let key = SigningKey::generate(Algorithm::Es256).unwrap();
+        key_client(&app, "racer", &key).await;
+        let mut refresh_tokens = Vec::new();
+        for _ in 0..32 {
+            refresh_tokens.push(app.token_pair_for("ivan", "racer").await.refresh_token);
+        }
+        let assertion = key.sign("JWT", &claims(&app, "racer", 60));
+        let mut requests = tokio::task::JoinSet::new();
+        for refresh in refresh_tokens {
+            let form = [
+                ("grant_type", "refresh_token".to_owned()),
+                ("refresh_token", refresh),
+                ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".to_owned()),
+                ("client_assertion", assertion.clone()),
+            ];
+            let request = app.http().post(app.url("/oauth2/token")).form(&form);
+            requests.spawn(async move {
+                let response = request.send().await.unwrap();
+                (response.status().as_u16(), response.json::<Value>().await.unwrap())
+            });
+        }
+        let answers = requests.join_all().await;
+        let taken = answers.iter().filter(|(status, _)| *status == 200).count();
+        let refused =
+            answers.iter().filter(|(status, body)| *status == 401 && body["error"] == "invalid_client").count();
+        assert_eq!((taken, refused), (1, 31), "{backend:?}: {answers:?}");
+    }
+}
