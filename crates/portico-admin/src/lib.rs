@@ -12,6 +12,7 @@
 pub mod http;
 pub mod openapi;
 pub mod operators;
+pub mod registration;
 pub mod scim;
 pub mod service;
 

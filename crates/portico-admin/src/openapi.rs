@@ -37,3 +37,35 @@ use utoipa::OpenApi;
     )
 )]
 pub struct AdminApiDoc;
+
+/// Dynamic client registration (RFC 7591, 7592): its part of the published
+/// `identity` document, beside the other OAuth endpoints.
+#[derive(OpenApi)]
+#[openapi(
+    paths(
+        crate::registration::register,
+        crate::registration::read,
+        crate::registration::replace,
+        crate::registration::remove,
+    ),
+    components(schemas(crate::registration::ClientMetadata)),
+    modifiers(&RegistrationSecurity),
+    tags((name = "registration", description = "Dynamic client registration (RFC 7591) and its management (RFC 7592)"))
+)]
+pub struct RegistrationApiDoc;
+
+/// The registration endpoints' bearer tokens.
+struct RegistrationSecurity;
+
+impl utoipa::Modify for RegistrationSecurity {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
+        let components = openapi.components.get_or_insert_with(Default::default);
+        let mut initial = Http::new(HttpAuthScheme::Bearer);
+        initial.description = Some("The bank's initial access token (`registration.initial_access_token`).".into());
+        components.add_security_scheme("initialAccessToken", SecurityScheme::Http(initial));
+        let mut managing = Http::new(HttpAuthScheme::Bearer);
+        managing.description = Some("The registration access token answered at registration.".into());
+        components.add_security_scheme("registrationAccessToken", SecurityScheme::Http(managing));
+    }
+}

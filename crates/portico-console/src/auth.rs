@@ -218,6 +218,7 @@ pub async fn register_client(console: &Console) -> Result<(), StorageError> {
                     backchannel_logout_uri: None,
                     security: Default::default(),
                     secret_sealed: None,
+                    registration_token_hash: None,
                     created_at: console.identity.clock.now(),
                 };
                 match store.create_client(&client).await {

@@ -142,6 +142,7 @@ pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, bod
         // Key-based authentication and per-client algorithms are set
         // through the admin API and the CLI.
         security: Default::default(),
+        registration_token_hash: None,
     };
     let l = Layout::new(&headers, &operator, "clients", "/console/clients/new");
     Ok(match console.admin.create_client(&operator.admin.actor, new).await {

@@ -37,6 +37,9 @@ pub struct IdentitySettings {
     pub branding: crate::theme::Branding,
     /// How back-channel logouts are delivered.
     pub logout_delivery: crate::backchannel::LogoutDelivery,
+    /// Whether dynamic client registration is on (an initial access token
+    /// is configured): discovery then names `registration_endpoint`.
+    pub registration: bool,
 }
 
 impl IdentitySettings {
@@ -60,6 +63,7 @@ impl IdentitySettings {
             theme: crate::theme::Theme::default(),
             default_locale: None,
             logout_delivery: crate::backchannel::LogoutDelivery::default(),
+            registration: false,
             branding: crate::theme::Branding::default(),
         }
     }

@@ -29,6 +29,9 @@ pub enum Actor {
     Cli,
     /// The bank's provisioning system over SCIM: `scim`.
     Scim,
+    /// A third party over dynamic client registration (RFC 7591, 7592):
+    /// `registration`.
+    Registration,
 }
 
 impl std::fmt::Display for Actor {
@@ -38,6 +41,7 @@ impl std::fmt::Display for Actor {
             Actor::Operator(login) => write!(f, "operator:{login}"),
             Actor::Cli => f.write_str("cli"),
             Actor::Scim => f.write_str("scim"),
+            Actor::Registration => f.write_str("registration"),
         }
     }
 }

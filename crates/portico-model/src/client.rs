@@ -33,6 +33,9 @@ pub struct Client {
     /// `client_secret_jwt` client, whose assertions are checked with the
     /// secret itself (HS256); every other client has only the hash.
     pub secret_sealed: Option<String>,
+    /// For a client that registered itself (RFC 7591): the hash of the
+    /// registration access token it manages its registration with (RFC 7592).
+    pub registration_token_hash: Option<String>,
     pub created_at: OffsetDateTime,
 }
 
@@ -121,6 +124,9 @@ pub struct ClientSecurity {
     /// RFC 9701: the algorithm of JWT introspection answers to this client.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub introspection_signed_response_alg: Option<Algorithm>,
+    /// The client's logo (RFC 7591 `logo_uri`), an `https` address.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logo_uri: Option<String>,
 }
 
 impl ClientSecurity {

@@ -293,6 +293,11 @@ impl App {
                 service: Arc::clone(&self.admin),
                 api_tokens: self.api_tokens.clone(),
             })))
+            .merge(portico_admin::registration::router(Arc::new(portico_admin::registration::Registration {
+                service: Arc::clone(&self.admin),
+                initial_access_token: self.config.registration.initial_access_token.clone(),
+                issuer: self.identity.settings.issuer.clone(),
+            })))
             .merge(portico_admin::scim::router(Arc::new(portico_admin::scim::Scim {
                 service: Arc::clone(&self.admin),
                 token: self.config.scim_token.as_deref().map(portico_crypto::hash::BearerSecret::new),

@@ -25,7 +25,7 @@ pub struct Document {
 pub fn documents() -> &'static [Document] {
     static DOCUMENTS: LazyLock<Vec<Document>> = LazyLock::new(|| {
         vec![
-            Document { name: "identity", api: portico_identity::openapi::IdentityOpenApi::openapi() },
+            Document { name: "identity", api: identity() },
             Document { name: "internal", api: internal() },
             Document { name: "notifications", api: portico_notify::openapi::NotificationsOpenApi::openapi() },
             Document { name: "permissions", api: portico_permissions::openapi::PermissionsOpenApi::openapi() },
@@ -33,6 +33,14 @@ pub fn documents() -> &'static [Document] {
         ]
     });
     &DOCUMENTS
+}
+
+/// The identity document: the OAuth and login endpoints, with dynamic
+/// client registration (served by the admin area).
+fn identity() -> utoipa::openapi::OpenApi {
+    let mut document = portico_identity::openapi::IdentityOpenApi::openapi();
+    document.merge(portico_admin::openapi::RegistrationApiDoc::openapi());
+    document
 }
 
 /// The internal and admin APIs: what the bank's own systems (internal

@@ -257,6 +257,7 @@ mod tests {
             backchannel_logout_uri: None,
             security: Default::default(),
             secret_sealed: None,
+            registration_token_hash: None,
             created_at: time::OffsetDateTime::UNIX_EPOCH,
         };
         let asked = cache.memory.client(&id).expect_err("unknown");

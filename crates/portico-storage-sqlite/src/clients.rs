@@ -24,6 +24,7 @@ fn client_from(row: &Row<'_>) -> Res<Client> {
         backchannel_logout_uri: row.get("backchannel_logout_uri")?,
         security: row.json("security")?,
         secret_sealed: row.get("secret_sealed")?,
+        registration_token_hash: row.get("registration_token_hash")?,
         created_at: row.time("created_at")?,
     })
 }
@@ -38,8 +39,8 @@ impl ClientRepository for SqliteStore {
                     tx,
                     "INSERT INTO clients (client_id, secret_hash, name_ru, name_en, redirect_uris, scopes, \
                      require_consent, created_at, post_logout_redirect_uris, logout_revokes_grants, \
-                     backchannel_logout_uri, security, secret_sealed) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                     backchannel_logout_uri, security, secret_sealed, registration_token_hash) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
                     params![
                         client.client_id.as_str(),
                         client.secret_hash,
@@ -54,6 +55,7 @@ impl ClientRepository for SqliteStore {
                         client.backchannel_logout_uri,
                         to_json(&client.security)?,
                         client.secret_sealed,
+                        client.registration_token_hash,
                     ],
                 )?;
                 Ok(())
@@ -88,7 +90,7 @@ impl ClientRepository for SqliteStore {
                 let sql = "UPDATE clients SET secret_hash = ?2, name_ru = ?3, name_en = ?4, redirect_uris = ?5, \
                            scopes = ?6, require_consent = ?7, post_logout_redirect_uris = ?8, \
                            logout_revokes_grants = ?9, backchannel_logout_uri = ?10, security = ?11, \
-                           secret_sealed = ?12 WHERE client_id = ?1";
+                           secret_sealed = ?12, registration_token_hash = ?13 WHERE client_id = ?1";
                 let values = params![
                     client.client_id.as_str(),
                     client.secret_hash,
@@ -102,6 +104,7 @@ impl ClientRepository for SqliteStore {
                     client.backchannel_logout_uri,
                     to_json(&client.security)?,
                     client.secret_sealed,
+                    client.registration_token_hash,
                 ];
                 Ok(run(tx, sql, values)? > 0)
             })

@@ -33,6 +33,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (16, "login keys", include_str!("../migrations/0016_login_keys.sql")),
     (17, "key algorithms", include_str!("../migrations/0017_key_algorithms.sql")),
     (18, "client security", include_str!("../migrations/0018_client_security.sql")),
+    (19, "client registration", include_str!("../migrations/0019_client_registration.sql")),
 ];
 
 /// Applies the migrations that have not run yet.

@@ -472,6 +472,7 @@ mod tests {
             backchannel_logout_uri: None,
             security: Default::default(),
             secret_sealed: None,
+            registration_token_hash: None,
             created_at: time::OffsetDateTime::UNIX_EPOCH,
         }
     }

@@ -414,6 +414,7 @@ async fn assertion_refreshes(backend: Backend, app: &Arc<TestApp>) {
             ..Default::default()
         },
         secret_sealed: None,
+        registration_token_hash: None,
         created_at: app.clock.now(),
     };
     app.store.create_client(&client).await.expect("create the key client");

@@ -11,10 +11,13 @@
 //   method: private_key_jwt or client_secret_jwt; key_alg: ES256 or PS256
 //   (the client's own key); token_alg: the algorithm Portico signs the
 //   client's ID tokens, userinfo and introspection answers with.
-// Prints {"jwk": <public JWK or null>}; reads one line of JSON
-// {"secret": <the client_secret_jwt secret or null>}; prints
+// Prints {"jwk": <public JWK or null>}; reads one line of JSON:
+// {"secret": <the client_secret_jwt secret or null>} for a client the test
+// registered, or {"initialAccessToken": …} to register itself (RFC 7591,
+// then reading and updating the registration, RFC 7592); prints
 // {"authorize": url} and reads the callback URL the browser was sent to;
-// then prints the outcome as one line of JSON.
+// then prints the outcome as one line of JSON (deleting a registration it
+// made at the end).
 import * as client from 'openid-client';
 import { createInterface } from 'node:readline';
 
@@ -33,22 +36,51 @@ if (method === 'private_key_jwt') {
   delete publicJwk.ext;
 }
 console.log(JSON.stringify({ jwk: publicJwk }));
-const { secret } = JSON.parse((await lines.next()).value);
+const { secret, initialAccessToken } = JSON.parse((await lines.next()).value);
 
-const auth = method === 'private_key_jwt'
-  ? client.PrivateKeyJwt({ key: keys.privateKey, kid: 'rp-key-1' })
-  : client.ClientSecretJwt(secret);
-const config = await client.discovery(
-  new URL(issuer),
-  clientId,
-  {
-    id_token_signed_response_alg: tokenAlg,
-    userinfo_signed_response_alg: tokenAlg,
-    introspection_signed_response_alg: tokenAlg,
-  },
-  auth,
-  { execute: [client.allowInsecureRequests] },
-);
+const algs = {
+  id_token_signed_response_alg: tokenAlg,
+  userinfo_signed_response_alg: tokenAlg,
+  introspection_signed_response_alg: tokenAlg,
+};
+let config;
+let registration = null;
+if (initialAccessToken) {
+  config = await client.dynamicClientRegistration(
+    new URL(issuer),
+    {
+      redirect_uris: [redirectUri],
+      client_name: 'Relying party',
+      token_endpoint_auth_method: method,
+      jwks: { keys: [publicJwk] },
+      access_token_signed_response_alg: tokenAlg,
+      ...algs,
+    },
+    client.PrivateKeyJwt({ key: keys.privateKey, kid: 'rp-key-1' }),
+    { initialAccessToken, execute: [client.allowInsecureRequests] },
+  );
+  const metadata = config.clientMetadata();
+  const manage = (options) => fetch(metadata.registration_client_uri, {
+    ...options,
+    headers: { authorization: `Bearer ${metadata.registration_access_token}`, 'content-type': 'application/json' },
+  });
+  const read = await manage({ method: 'GET' });
+  const current = await read.json();
+  const updated = await manage({ method: 'PUT', body: JSON.stringify({ ...current, client_name: 'Relying party, renamed' }) });
+  registration = {
+    clientId: metadata.client_id,
+    readStatus: read.status,
+    readName: current.client_name,
+    updateStatus: updated.status,
+    updatedName: (await updated.json()).client_name,
+    manage,
+  };
+} else {
+  const auth = method === 'private_key_jwt'
+    ? client.PrivateKeyJwt({ key: keys.privateKey, kid: 'rp-key-1' })
+    : client.ClientSecretJwt(secret);
+  config = await client.discovery(new URL(issuer), clientId, algs, auth, { execute: [client.allowInsecureRequests] });
+}
 const verifier = client.randomPKCECodeVerifier();
 const nonce = client.randomNonce();
 const state = client.randomState();
@@ -82,7 +114,15 @@ try {
 } catch (error) {
   afterRevocation = error.error ?? error.code ?? String(error);
 }
+let registered = null;
+if (registration) {
+  const deleted = await registration.manage({ method: 'DELETE' });
+  const afterDelete = await registration.manage({ method: 'GET' });
+  const { manage, ...outcome } = registration;
+  registered = { ...outcome, deleteStatus: deleted.status, readAfterDeleteStatus: afterDelete.status };
+}
 console.log(JSON.stringify({
+  registered,
   sub,
   idTokenAlg: alg(tokens.id_token),
   accessTokenAlg: alg(tokens.access_token),

@@ -261,7 +261,8 @@ impl TestApp {
     }
 
     /// Opens `authorize` (an authorization request of any client), logs
-    /// `login` in with the password (and the SMS code when asked), and
+    /// `login` in with the password (and the SMS code when asked, and
+    /// consent to every scope group when the client asks for it), and
     /// returns authorize's answer once the login completed: the 302 to the
     /// client.
     ///
@@ -288,7 +289,21 @@ impl TestApp {
             .await
             .expect("submit");
         assert_eq!(response.status(), 303);
-        let back = self.second_factor_if_asked(browser, &csrf, login, location(&response)).await;
+        let mut back = self.second_factor_if_asked(browser, &csrf, login, location(&response)).await;
+        if back == "/login" {
+            let view = self.login_view(browser).await;
+            let step = &view["pageData"]["stepViewData"];
+            assert_eq!(step["stepType"], "consent", "{view}");
+            let groups = step["availableScopeGroups"].as_str().expect("scope groups").to_owned();
+            let response = browser
+                .post(self.url("/login"))
+                .form(&[("_csrf", csrf.as_str()), ("selected_scope_groups", groups.as_str())])
+                .send()
+                .await
+                .expect("consent");
+            assert_eq!(response.status(), 303);
+            back = location(&response);
+        }
         assert!(back.starts_with("/oauth2/authorize?"), "completed login goes back to authorize: {back}");
         let response = browser.get(self.url(&back)).send().await.expect("authorize again");
         assert_eq!(response.status(), 302, "authorize with a completed login issues a code");
@@ -420,6 +435,7 @@ impl TestApp {
                 backchannel_logout_uri: None,
                 security: Default::default(),
                 secret_sealed: None,
+                registration_token_hash: None,
                 created_at: self.clock.now(),
             })
             .await

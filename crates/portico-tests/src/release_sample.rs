@@ -83,6 +83,7 @@ pub fn sample() -> Sample {
         backchannel_logout_uri: None,
         security: Default::default(),
         secret_sealed: None,
+        registration_token_hash: None,
         created_at: t0,
     };
     let user = User {

@@ -205,6 +205,7 @@ pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<
                 userinfo_signed_response_alg: userinfo_alg,
                 access_token_signed_response_alg: access_token_alg,
                 introspection_signed_response_alg: introspection_alg,
+                logo_uri: None,
             };
             let new = NewClient {
                 client_id: client_id.clone(),
@@ -218,6 +219,7 @@ pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<
                 logout_revokes_grants,
                 backchannel_logout_uri,
                 security,
+                registration_token_hash: None,
             };
             let (_, generated) = admin.create_client(&Actor::Cli, new).await.map_err(refusal)?;
             println!("client {client_id} added");

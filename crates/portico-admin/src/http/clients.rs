@@ -254,7 +254,9 @@ pub async fn create(
             userinfo_signed_response_alg: body.userinfo_signed_response_alg,
             access_token_signed_response_alg: body.access_token_signed_response_alg,
             introspection_signed_response_alg: body.introspection_signed_response_alg,
+            logo_uri: None,
         },
+        registration_token_hash: None,
     };
     let (client, client_secret) =
         api.service.create_client(&admin.actor, new).await.map_err(|e| e.into_api("registering a client"))?;
@@ -322,6 +324,7 @@ pub async fn update(
             userinfo_signed_response_alg: patch.userinfo_signed_response_alg,
             access_token_signed_response_alg: patch.access_token_signed_response_alg,
             introspection_signed_response_alg: patch.introspection_signed_response_alg,
+            logo_uri: None,
         },
     };
     let client = api

@@ -45,6 +45,9 @@ pub struct NewClient {
     pub backchannel_logout_uri: Option<String>,
     /// Authentication method, keys and signing algorithms.
     pub security: ClientSecurity,
+    /// The hash of the registration access token, for a client that
+    /// registered itself.
+    pub registration_token_hash: Option<String>,
 }
 
 /// Changes to a client's authentication and signing; `None` leaves a
@@ -58,6 +61,7 @@ pub struct SecurityChanges {
     pub userinfo_signed_response_alg: Option<Option<Algorithm>>,
     pub access_token_signed_response_alg: Option<Option<Algorithm>>,
     pub introspection_signed_response_alg: Option<Option<Algorithm>>,
+    pub logo_uri: Option<Option<String>>,
 }
 
 impl SecurityChanges {
@@ -75,6 +79,10 @@ impl SecurityChanges {
         if let Some(uri) = self.jwks_uri {
             security.jwks_uri = uri;
             changed.push("jwksUri");
+        }
+        if let Some(uri) = self.logo_uri {
+            security.logo_uri = uri;
+            changed.push("logoUri");
         }
         for (change, field, name) in [
             (self.id_token_signed_response_alg, &mut security.id_token_signed_response_alg, "idTokenSignedResponseAlg"),
@@ -370,6 +378,7 @@ impl AdminService {
             backchannel_logout_uri: new.backchannel_logout_uri,
             security: new.security,
             secret_sealed,
+            registration_token_hash: new.registration_token_hash,
             created_at: now,
         };
         match self.store.create_client(&client).await {

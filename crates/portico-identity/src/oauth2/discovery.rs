@@ -27,7 +27,7 @@ pub async fn openid_configuration(State(identity): State<IdentityState>) -> Resp
     let issuer = &identity.settings.issuer;
     let methods: Vec<&str> = AuthMethod::ALL.iter().map(|method| method.as_str()).collect();
     let signing: Vec<&str> = identity.tokens.keys.algorithms().iter().map(|alg| alg.as_str()).collect();
-    let response = Json(json!({
+    let mut document = json!({
         "issuer": issuer,
         "authorization_endpoint": format!("{issuer}/oauth2/authorize"),
         "token_endpoint": format!("{issuer}/oauth2/token"),
@@ -60,7 +60,11 @@ pub async fn openid_configuration(State(identity): State<IdentityState>) -> Resp
             "sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "amr", "sid",
             "name", "preferred_username", "email", "email_verified", "phone_number", "phone_number_verified"
         ],
-    }));
+    });
+    if identity.settings.registration {
+        document["registration_endpoint"] = json!(format!("{issuer}/oauth2/register"));
+    }
+    let response = Json(document);
     public_document(response.into_response(), "public, max-age=3600")
 }
 

@@ -31,8 +31,9 @@ pub struct ClientCredentials {
     /// With `client_secret_post`.
     #[schema(nullable = false)]
     pub client_secret: Option<String>,
-    /// With an assertion: `urn:ietf:params:oauth:client-assertion-type:jwt-bearer`.
-    #[schema(nullable = false, pattern = "^urn:ietf:params:oauth:client-assertion-type:jwt-bearer$")]
+    /// With an assertion: `urn:ietf:params:oauth:client-assertion-type:jwt-bearer`
+    /// (anything else is `invalid_client`; an empty value is no value, RFC 6749 §3.1).
+    #[schema(nullable = false)]
     pub client_assertion_type: Option<String>,
     /// A JWT signed with the client's key (`private_key_jwt`, RFC 7523) or
     /// with HS256 under its secret (`client_secret_jwt`).

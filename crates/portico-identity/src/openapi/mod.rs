@@ -38,6 +38,32 @@ impl Modify for IdentitySecurity {
     }
 }
 
+/// One client authentication method per request (RFC 6749 §2.3): a body
+/// that carries a secret and an assertion is `invalid_request`, so the
+/// request schemas of the endpoints that authenticate clients say so.
+struct OneClientAuthentication;
+
+impl Modify for OneClientAuthentication {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::{RefOr, Schema};
+        let Some(components) = openapi.components.as_mut() else { return };
+        let two_methods = serde_json::json!({"anyOf": [
+            {"required": ["client_secret", "client_assertion"]},
+            {"required": ["client_secret", "client_assertion_type"]}
+        ]});
+        for name in ["TokenRequestDTO", "TokenRevocationRequestDTO", "TokenIntrospectionRequestDTO"] {
+            // utoipa has no `not`; the extensions map writes it as it is.
+            let extensions = match components.schemas.get_mut(name) {
+                Some(RefOr::T(Schema::Object(object))) => &mut object.extensions,
+                Some(RefOr::T(Schema::AllOf(all))) => &mut all.extensions,
+                Some(RefOr::T(Schema::OneOf(one))) => &mut one.extensions,
+                _ => panic!("{name} is not a schema of its own"),
+            };
+            extensions.get_or_insert_with(Default::default).insert("not".into(), two_methods.clone());
+        }
+    }
+}
+
 /// Each step's view data allows no other properties (the spec's table):
 /// every member of `StepViewDataDTO` gets `additionalProperties: false`.
 struct ClosedStepViews;
@@ -110,7 +136,7 @@ impl Modify for ClosedStepViews {
         crate::theme::DrawerSection,
         crate::theme::DrawerItem
     )),
-    modifiers(&IdentitySecurity, &ClosedStepViews),
+    modifiers(&IdentitySecurity, &ClosedStepViews, &OneClientAuthentication),
     tags(
         (name = "oauth2", description = "Authorization, tokens, keys"),
         (name = "login", description = "The browser login and its error page")

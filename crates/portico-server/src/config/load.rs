@@ -91,6 +91,13 @@ impl Config {
         if self.scim_token.as_ref().is_some_and(|t| t.len() < 24) {
             return Err(ConfigError("scim_token (PORTICO_SCIM_TOKEN) must be at least 24 characters".into()));
         }
+        if self.registration.initial_access_token.as_ref().is_some_and(|t| t.len() < 24) {
+            return Err(ConfigError(
+                "registration.initial_access_token (PORTICO_REGISTRATION__INITIAL_ACCESS_TOKEN) must be at least \
+                 24 characters"
+                    .into(),
+            ));
+        }
         if self.internal_token.as_ref().is_some_and(|t| t.len() < 24) {
             return Err(ConfigError("internal_token (PORTICO_INTERNAL_TOKEN) must be at least 24 characters".into()));
         }

@@ -75,6 +75,7 @@ pub struct Config {
     pub http: HttpConfig,
     pub telemetry: TelemetryConfig,
     pub tokens: TokenConfig,
+    pub registration: RegistrationConfig,
     pub login: LoginConfig,
     pub delivery: DeliveryConfig,
     pub captcha: CaptchaConfig,
@@ -346,6 +347,15 @@ impl Default for HttpConfig {
     }
 }
 
+/// Dynamic client registration (RFC 7591, 7592).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RegistrationConfig {
+    /// The bearer token a third party registers with at
+    /// `/oauth2/register` (at least 24 characters); unset, registration is off.
+    pub initial_access_token: Option<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TokenConfig {
@@ -440,6 +450,7 @@ impl Default for Config {
             http: HttpConfig::default(),
             telemetry: TelemetryConfig::default(),
             tokens: TokenConfig::default(),
+            registration: RegistrationConfig::default(),
             login: LoginConfig::default(),
             delivery: DeliveryConfig::default(),
             captcha: CaptchaConfig::default(),
@@ -577,6 +588,7 @@ impl Config {
         settings.refresh_token_ttl = secs(self.tokens.refresh_token_ttl_secs);
         settings.login_process_ttl = secs(self.login.process_ttl_secs);
         settings.session_ttl = secs(self.login.session_ttl_secs);
+        settings.registration = self.registration.initial_access_token.is_some();
         if let Some(secure) = self.cookie_secure {
             settings.secure_cookies = secure;
         }

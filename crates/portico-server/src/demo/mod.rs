@@ -187,6 +187,7 @@ pub async fn seed(
             backchannel_logout_uri: None,
             security: Default::default(),
             secret_sealed: None,
+            registration_token_hash: None,
             created_at: now,
         })
         .await?;
@@ -205,6 +206,7 @@ pub async fn seed(
             backchannel_logout_uri: None,
             security: Default::default(),
             secret_sealed: None,
+            registration_token_hash: None,
             created_at: now,
         })
         .await?;

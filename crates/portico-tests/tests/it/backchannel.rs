@@ -78,6 +78,7 @@ async fn signed_in_to_both(app: &TestApp, uri: &str) -> (reqwest::Client, String
             backchannel_logout_uri: Some(uri.to_owned()),
             security: Default::default(),
             secret_sealed: None,
+            registration_token_hash: None,
             created_at: app.clock.now(),
         })
         .await

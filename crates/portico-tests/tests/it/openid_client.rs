@@ -93,6 +93,20 @@ async fn openid_client_completes_the_flow_with_each_signing_algorithm() {
 /// `token_alg` for its ID tokens, userinfo and introspection answers, and
 /// `ivan` signs in. The outcome it prints.
 async fn key_client(app: &TestApp, library: &Path, method: &str, key_alg: &str, token_alg: &str) -> Value {
+    key_client_with(app, library, method, key_alg, token_alg, None).await
+}
+
+/// As [`key_client`]; with `initial_access_token`, the relying party
+/// registers itself (RFC 7591) instead, manages its registration (RFC 7592)
+/// and deletes it at the end.
+async fn key_client_with(
+    app: &TestApp,
+    library: &Path,
+    method: &str,
+    key_alg: &str,
+    token_alg: &str,
+    initial_access_token: Option<&str>,
+) -> Value {
     let script = library.join(format!("key_client_{}.mjs", uuid::Uuid::new_v4().simple()));
     std::fs::write(&script, KEY_CLIENT).expect("write the relying party");
     let client_id = format!("rp-{}", uuid::Uuid::new_v4().simple());
@@ -108,6 +122,11 @@ async fn key_client(app: &TestApp, library: &Path, method: &str, key_alg: &str, 
     let mut lines = BufReader::new(node.stdout.take().expect("stdout")).lines();
     let mut stdin = node.stdin.take().expect("stdin");
     let first: Value = serde_json::from_str(&lines.next_line().await.unwrap().expect("the public key")).unwrap();
+    if let Some(token) = initial_access_token {
+        let line = serde_json::json!({ "initialAccessToken": token });
+        stdin.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+        return finish(app, node, lines, stdin, &script, client_id).await;
+    }
     let mut body = serde_json::json!({
         "clientId": client_id,
         "redirectUris": [app.redirect_uri()],
@@ -132,7 +151,19 @@ async fn key_client(app: &TestApp, library: &Path, method: &str, key_alg: &str, 
     let created: Value = created.json().await.unwrap();
     let secret = if method == "client_secret_jwt" { created["clientSecret"].clone() } else { Value::Null };
     stdin.write_all(format!("{}\n", serde_json::json!({ "secret": secret })).as_bytes()).await.unwrap();
+    finish(app, node, lines, stdin, &script, client_id).await
+}
 
+/// The rest of a relying party's run: the browser's login at the
+/// authorization URL it prints, then its outcome.
+async fn finish(
+    app: &TestApp,
+    mut node: tokio::process::Child,
+    mut lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+    mut stdin: tokio::process::ChildStdin,
+    script: &Path,
+    client_id: String,
+) -> Value {
     let first: Value = serde_json::from_str(&lines.next_line().await.unwrap().expect("the authorization URL")).unwrap();
     let authorize = first["authorize"].as_str().expect("authorize").to_owned();
     let response = app.login_at(&app.browser(), &authorize, "ivan", "ivan-password").await;
@@ -141,10 +172,14 @@ async fn key_client(app: &TestApp, library: &Path, method: &str, key_alg: &str, 
     drop(stdin);
     let outcome = lines.next_line().await.unwrap().expect("the relying party's outcome");
     let status = node.wait().await.expect("node ran");
-    let _ = std::fs::remove_file(&script);
+    let _ = std::fs::remove_file(script);
     assert!(status.success(), "the relying party failed: {outcome}");
     let mut outcome: Value = serde_json::from_str(&outcome).unwrap();
-    outcome["clientId"] = client_id.into();
+    if outcome["registered"].is_null() {
+        outcome["clientId"] = client_id.into();
+    } else {
+        outcome["clientId"] = outcome["registered"]["clientId"].clone();
+    }
     outcome
 }
 
@@ -175,5 +210,40 @@ async fn openid_client_authenticates_with_client_assertions() {
             assert_eq!(outcome["afterRevocation"], "invalid_grant", "{case}");
             assert_eq!(outcome["afterRevocationIntrospected"], serde_json::json!({"active": false}), "{case}");
         }
+    }
+}
+
+#[tokio::test]
+async fn openid_client_registers_itself_and_manages_its_registration() {
+    let Some(library) = library() else { return };
+    const INITIAL: &str = "an-initial-access-token-for-openid-client";
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| {
+            c.tokens.signing_algorithms = ["PS256", "ES256", "EdDSA"].map(String::from).to_vec();
+            c.registration.initial_access_token = Some(INITIAL.to_owned());
+        })
+        .await;
+        let ivan = app.store.find_user_by_login("ivan").await.unwrap().unwrap().id.to_string();
+        let outcome = key_client_with(&app, &library, "private_key_jwt", "ES256", "EdDSA", Some(INITIAL)).await;
+        let registered = &outcome["registered"];
+        assert!(registered["clientId"].as_str().is_some_and(|id| id.starts_with("dcr-")), "{backend:?}: {outcome}");
+        assert_eq!(
+            (registered["readStatus"].as_u64(), registered["readName"].as_str()),
+            (Some(200), Some("Relying party"))
+        );
+        assert_eq!(registered["updateStatus"], 200, "{backend:?}: {outcome}");
+        assert_eq!(registered["updatedName"], "Relying party, renamed");
+        assert_eq!(
+            (registered["deleteStatus"].as_u64(), registered["readAfterDeleteStatus"].as_u64()),
+            (Some(204), Some(401))
+        );
+        assert_eq!(outcome["sub"], ivan, "{backend:?}: {outcome}");
+        assert_eq!(outcome["idTokenAlg"], "EdDSA");
+        assert_eq!(outcome["accessTokenAlg"], "EdDSA");
+        assert_eq!(outcome["userinfoSub"], ivan);
+        assert_eq!(outcome["afterRevocation"], "invalid_grant");
+        assert_eq!(outcome["afterRevocationIntrospected"], serde_json::json!({"active": false}));
+        let client_id = outcome["clientId"].as_str().unwrap();
+        assert!(app.store.find_client(&client_id.into()).await.unwrap().is_none(), "{backend:?}: deleted");
     }
 }

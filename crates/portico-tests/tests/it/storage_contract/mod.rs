@@ -77,6 +77,7 @@ pub(crate) fn client(id: &str) -> Client {
         backchannel_logout_uri: Some("https://a.example/logout".into()),
         security: Default::default(),
         secret_sealed: None,
+        registration_token_hash: None,
         created_at: t0(),
     }
 }

@@ -1,0 +1,541 @@
+//! Dynamic client registration (RFC 7591) at `POST /oauth2/register`, and
+//! its management (RFC 7592) at `/oauth2/register/{client_id}`: a third
+//! party registers itself with the bank's initial access token, and reads,
+//! replaces or removes its registration with the registration access token
+//! it was given (stored only as its hash).
+//!
+//! The rules are the admin API's ([`AdminService::create_client`] and
+//! [`AdminService::update_client`] judge every field), and stricter on
+//! redirect addresses: `https`, or `http` on a loopback address, never a
+//! private-use scheme. Metadata Portico does not know is ignored (RFC 7591
+//! §2); metadata it knows but cannot honour is refused. Errors are the
+//! RFC's: `invalid_redirect_uri`, `invalid_client_metadata`,
+//! `invalid_software_statement` (400), and `invalid_token` (401) for a
+//! missing or wrong token; nothing is registered or changed by a refused
+//! request.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use portico_api::{PathParams, Problem};
+use portico_crypto::jwt::Algorithm;
+use portico_model::audit::Actor;
+use portico_model::client::{AuthMethod, Client, ClientSecurity};
+use portico_model::ids::ClientId;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::service::{AdminService, ClientChanges, NewClient, SecurityChanges, ServiceError};
+
+/// Largest registration body read.
+pub const MAX_BODY: usize = 64 * 1024;
+/// The grant types Portico serves.
+const GRANT_TYPES: [&str; 2] = ["authorization_code", "refresh_token"];
+
+/// What the registration endpoints share.
+pub struct Registration {
+    pub service: Arc<AdminService>,
+    /// `registration.initial_access_token`; `None`: registration is off.
+    pub initial_access_token: Option<String>,
+    /// The issuer, for `registration_client_uri`.
+    pub issuer: String,
+}
+
+pub type RegistrationState = Arc<Registration>;
+
+pub fn router(state: RegistrationState) -> axum::Router {
+    use axum::routing::{get, post};
+    axum::Router::new()
+        .route("/oauth2/register", post(register))
+        .route("/oauth2/register/{client_id}", get(read).put(replace).delete(remove))
+        .with_state(state)
+}
+
+/// An RFC 7591 error answer.
+#[derive(Debug)]
+pub struct RegistrationError {
+    status: StatusCode,
+    error: &'static str,
+    description: String,
+}
+
+impl RegistrationError {
+    fn metadata(description: impl Into<String>) -> Self {
+        Self { status: StatusCode::BAD_REQUEST, error: "invalid_client_metadata", description: description.into() }
+    }
+
+    fn redirect(description: impl Into<String>) -> Self {
+        Self { status: StatusCode::BAD_REQUEST, error: "invalid_redirect_uri", description: description.into() }
+    }
+
+    fn token(description: impl Into<String>) -> Self {
+        Self { status: StatusCode::UNAUTHORIZED, error: "invalid_token", description: description.into() }
+    }
+
+    fn from_service(error: ServiceError) -> Self {
+        match error {
+            ServiceError::Invalid(problems) => {
+                let redirect =
+                    problems.iter().any(|p| p.place.contains("RedirectUris") || p.place.starts_with("redirect"));
+                let described = describe(&problems);
+                if redirect { Self::redirect(described) } else { Self::metadata(described) }
+            }
+            ServiceError::Storage(e) => {
+                tracing::warn!(error = %e, "client registration failed in storage");
+                Self {
+                    status: StatusCode::SERVICE_UNAVAILABLE,
+                    error: "temporarily_unavailable",
+                    description: "the registration could not be stored; try again".into(),
+                }
+            }
+            other => Self::metadata(other.to_string()),
+        }
+    }
+}
+
+/// The problems in RFC 7591's vocabulary: the admin API's field names
+/// become the metadata names.
+fn describe(problems: &[Problem]) -> String {
+    problems.iter().map(|p| format!("{}: {}", snake(&p.place), p.message)).collect::<Vec<_>>().join("; ")
+}
+
+fn snake(place: &str) -> String {
+    let place = match place {
+        "nameRu" | "nameEn" => "client_name",
+        "secret" => "client_secret",
+        other => other,
+    };
+    place.chars().fold(String::new(), |mut out, c| {
+        if c.is_ascii_uppercase() {
+            out.push('_');
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+        out
+    })
+}
+
+impl IntoResponse for RegistrationError {
+    fn into_response(self) -> Response {
+        let mut response =
+            (self.status, Json(json!({ "error": self.error, "error_description": self.description }))).into_response();
+        let headers = response.headers_mut();
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        if self.status == StatusCode::UNAUTHORIZED {
+            headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer error=\"invalid_token\""));
+        }
+        response
+    }
+}
+
+/// Client metadata as RFC 7591 §2 (and OpenID Connect Dynamic Client
+/// Registration 1.0) name it. Unknown members are ignored.
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(default)]
+pub struct ClientMetadata {
+    /// `https`, or `http` on a loopback address; no fragment. At least one.
+    pub redirect_uris: Vec<String>,
+    pub client_name: Option<String>,
+    /// An `https` address of the client's logo.
+    pub logo_uri: Option<String>,
+    /// Space-separated, among `openid profile email phone`; default all four.
+    pub scope: Option<String>,
+    /// Among `authorization_code` and `refresh_token`; default both.
+    pub grant_types: Option<Vec<String>>,
+    /// `["code"]`, the only one.
+    pub response_types: Option<Vec<String>>,
+    /// `client_secret_basic` (default), `client_secret_post`, `client_secret_jwt`, `private_key_jwt`.
+    pub token_endpoint_auth_method: Option<String>,
+    /// The client's public keys (a JWK Set), for `private_key_jwt`.
+    #[schema(value_type = Option<Object>)]
+    pub jwks: Option<Value>,
+    /// Where the client publishes its public keys, for `private_key_jwt`.
+    pub jwks_uri: Option<String>,
+    pub id_token_signed_response_alg: Option<String>,
+    pub userinfo_signed_response_alg: Option<String>,
+    pub access_token_signed_response_alg: Option<String>,
+    pub introspection_signed_response_alg: Option<String>,
+    pub post_logout_redirect_uris: Vec<String>,
+    pub backchannel_logout_uri: Option<String>,
+    /// Not accepted yet: no software statement issuer is trusted.
+    pub software_statement: Option<String>,
+    /// On `PUT` (RFC 7592): the client's id, which must match.
+    pub client_id: Option<String>,
+    /// On `PUT`: ignored unless given, and then it must be the current one.
+    pub client_secret: Option<String>,
+}
+
+/// The metadata read and checked: what the admin service takes.
+struct Checked {
+    name: Option<String>,
+    security: ClientSecurity,
+}
+
+fn algorithm(name: &str, value: Option<&str>) -> Result<Option<Algorithm>, RegistrationError> {
+    value
+        .map(|v| {
+            Algorithm::parse(v).ok_or_else(|| {
+                RegistrationError::metadata(format!("{name}: {v:?} is not one of RS256, PS256, ES256, EdDSA"))
+            })
+        })
+        .transpose()
+}
+
+impl ClientMetadata {
+    fn check(&self) -> Result<Checked, RegistrationError> {
+        if self.software_statement.is_some() {
+            return Err(RegistrationError {
+                status: StatusCode::BAD_REQUEST,
+                error: "invalid_software_statement",
+                description: "Portico trusts no software statement issuer; register without one".into(),
+            });
+        }
+        if self.redirect_uris.is_empty() {
+            return Err(RegistrationError::redirect("redirect_uris: at least one redirect URI"));
+        }
+        for uri in self.redirect_uris.iter().chain(&self.post_logout_redirect_uris) {
+            check_redirect(uri).map_err(RegistrationError::redirect)?;
+        }
+        if let Some(types) = &self.grant_types
+            && (types.iter().any(|t| !GRANT_TYPES.contains(&t.as_str()))
+                || !types.iter().any(|t| t == "authorization_code"))
+        {
+            return Err(RegistrationError::metadata(
+                "grant_types: authorization_code, and refresh_token if wanted; no other grant is served",
+            ));
+        }
+        if self.response_types.as_ref().is_some_and(|types| types.iter().any(|t| t != "code")) {
+            return Err(RegistrationError::metadata("response_types: only code is served"));
+        }
+        if let Some(logo) = &self.logo_uri
+            && !url::Url::parse(logo).is_ok_and(|u| u.scheme() == "https" && u.host().is_some())
+        {
+            return Err(RegistrationError::metadata("logo_uri: an absolute https address"));
+        }
+        let method = match self.token_endpoint_auth_method.as_deref() {
+            None => AuthMethod::ClientSecretBasic,
+            Some(name) => AuthMethod::parse(name).ok_or_else(|| {
+                RegistrationError::metadata(format!(
+                    "token_endpoint_auth_method: {name:?} is not one of client_secret_basic, client_secret_post, \
+                     client_secret_jwt, private_key_jwt"
+                ))
+            })?,
+        };
+        let security = ClientSecurity {
+            token_endpoint_auth_method: method,
+            jwks: self.jwks.clone(),
+            jwks_uri: self.jwks_uri.clone(),
+            id_token_signed_response_alg: algorithm(
+                "id_token_signed_response_alg",
+                self.id_token_signed_response_alg.as_deref(),
+            )?,
+            userinfo_signed_response_alg: algorithm(
+                "userinfo_signed_response_alg",
+                self.userinfo_signed_response_alg.as_deref(),
+            )?,
+            access_token_signed_response_alg: algorithm(
+                "access_token_signed_response_alg",
+                self.access_token_signed_response_alg.as_deref(),
+            )?,
+            introspection_signed_response_alg: algorithm(
+                "introspection_signed_response_alg",
+                self.introspection_signed_response_alg.as_deref(),
+            )?,
+            logo_uri: self.logo_uri.clone(),
+        };
+        Ok(Checked { name: self.client_name.clone(), security })
+    }
+}
+
+/// A redirect address a third party may register: absolute, without a
+/// fragment or user information, `https`, or `http` on a loopback address.
+fn check_redirect(uri: &str) -> Result<(), String> {
+    crate::service::check_uri(uri)?;
+    let scheme = uri.split(':').next().unwrap_or_default().to_ascii_lowercase();
+    if scheme == "https" || scheme == "http" {
+        Ok(())
+    } else {
+        Err(format!("{uri}: a registered client's addresses are https (or http on a loopback address)"))
+    }
+}
+
+/// The JSON body, as RFC 7591 asks: `application/json`, at most [`MAX_BODY`].
+async fn read_metadata(headers: &HeaderMap, body: Body) -> Result<ClientMetadata, RegistrationError> {
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json")));
+    if !json {
+        return Err(RegistrationError::metadata("the body must be application/json"));
+    }
+    let bytes = axum::body::to_bytes(body, MAX_BODY)
+        .await
+        .map_err(|_| RegistrationError::metadata(format!("the body is larger than {MAX_BODY} bytes")))?;
+    serde_json::from_slice(&bytes).map_err(|e| RegistrationError::metadata(format!("not valid client metadata: {e}")))
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim()).filter(|t| !t.is_empty())
+}
+
+/// The registration as RFC 7591 §3.2.1 answers it (without the secrets).
+fn answer(registration: &Registration, client: &Client) -> Value {
+    let security = &client.security;
+    let mut body = json!({
+        "client_id": client.client_id.as_str(),
+        "client_id_issued_at": client.created_at.unix_timestamp(),
+        "client_name": client.name.en,
+        "redirect_uris": client.redirect_uris,
+        "post_logout_redirect_uris": client.post_logout_redirect_uris,
+        "scope": client.scopes.join(" "),
+        "grant_types": GRANT_TYPES,
+        "response_types": ["code"],
+        "token_endpoint_auth_method": security.token_endpoint_auth_method.as_str(),
+        "registration_client_uri": format!("{}/oauth2/register/{}", registration.issuer, client.client_id),
+    });
+    let mut put = |name: &str, value: Option<Value>| {
+        if let Some(value) = value {
+            body[name] = value;
+        }
+    };
+    put("jwks", security.jwks.clone());
+    put("jwks_uri", security.jwks_uri.clone().map(Value::from));
+    put("logo_uri", security.logo_uri.clone().map(Value::from));
+    put("backchannel_logout_uri", client.backchannel_logout_uri.clone().map(Value::from));
+    for (name, alg) in security.algorithms() {
+        put(name, Some(alg.as_str().into()));
+    }
+    if security.token_endpoint_auth_method != AuthMethod::PrivateKeyJwt {
+        body["client_secret_expires_at"] = 0.into();
+    }
+    body
+}
+
+#[utoipa::path(
+    post,
+    path = "/oauth2/register",
+    operation_id = "registerClient",
+    tag = "registration",
+    description = "RFC 7591: a third party registers itself with the bank's initial access token.",
+    request_body = ClientMetadata,
+    security(("initialAccessToken" = [])),
+    responses(
+        (status = 201, description = "Registered: the metadata, `client_id`, `client_secret` (for the secret \
+                                      methods, shown once), `registration_access_token` (shown once) and \
+                                      `registration_client_uri`.", body = Object),
+        (status = 400, description = "`invalid_redirect_uri`, `invalid_client_metadata` or \
+                                      `invalid_software_statement`; nothing was registered.", body = Object),
+        (status = 401, description = "`invalid_token`: no initial access token, a wrong one, or registration is off.",
+         body = Object)
+    )
+)]
+pub async fn register(State(registration): State<RegistrationState>, headers: HeaderMap, body: Body) -> Response {
+    match register_client(&registration, &headers, body).await {
+        Ok(body) => {
+            let mut response = (StatusCode::CREATED, Json(body)).into_response();
+            response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            response
+        }
+        Err(error) => error.into_response(),
+    }
+}
+
+async fn register_client(
+    registration: &Registration,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Value, RegistrationError> {
+    let Some(expected) = registration.initial_access_token.as_deref() else {
+        return Err(RegistrationError::token("dynamic registration is off at this bank"));
+    };
+    let given = bearer(headers).ok_or_else(|| RegistrationError::token("the initial access token is missing"))?;
+    if !portico_crypto::constant_time_eq(given.as_bytes(), expected.as_bytes()) {
+        return Err(RegistrationError::token("the initial access token is not valid"));
+    }
+    let metadata = read_metadata(headers, body).await?;
+    let checked = metadata.check()?;
+    let registration_token = portico_crypto::random::token();
+    let client_id = format!("dcr-{}", portico_crypto::random::token().chars().take(22).collect::<String>());
+    let new = NewClient {
+        client_id,
+        secret: None,
+        redirect_uris: metadata.redirect_uris,
+        scope: metadata.scope,
+        name_ru: checked.name.clone(),
+        name_en: checked.name,
+        require_consent: true,
+        post_logout_redirect_uris: metadata.post_logout_redirect_uris,
+        logout_revokes_grants: false,
+        backchannel_logout_uri: metadata.backchannel_logout_uri,
+        security: checked.security,
+        registration_token_hash: Some(portico_crypto::hash::token_hash(&registration_token)),
+    };
+    let (client, secret) =
+        registration.service.create_client(&Actor::Registration, new).await.map_err(RegistrationError::from_service)?;
+    let mut body = answer(registration, &client);
+    body["registration_access_token"] = registration_token.into();
+    if client.security.token_endpoint_auth_method != AuthMethod::PrivateKeyJwt {
+        body["client_secret"] = secret.into();
+    }
+    Ok(body)
+}
+
+/// The client whose registration access token the request carries.
+async fn managed(
+    registration: &Registration,
+    headers: &HeaderMap,
+    client_id: &str,
+) -> Result<Client, RegistrationError> {
+    let given = bearer(headers).ok_or_else(|| RegistrationError::token("the registration access token is missing"))?;
+    let client = registration
+        .service
+        .store
+        .find_client(&ClientId::new(client_id))
+        .await
+        .map_err(|e| RegistrationError::from_service(ServiceError::Storage(e)))?;
+    let hash = portico_crypto::hash::token_hash(given);
+    // Compared even for an unknown client, so both answers take as long.
+    let stored = client.as_ref().and_then(|c| c.registration_token_hash.as_deref()).unwrap_or_default();
+    match client {
+        Some(client) if portico_crypto::constant_time_eq(stored.as_bytes(), hash.as_bytes()) => Ok(client),
+        _ => Err(RegistrationError::token("the registration access token is not valid for this client")),
+    }
+}
+
+#[utoipa::path(
+    get,
+    path = "/oauth2/register/{client_id}",
+    operation_id = "readClientRegistration",
+    tag = "registration",
+    description = "RFC 7592: the client's registration, with its registration access token.",
+    params(("client_id" = String, Path, description = "The registered client.")),
+    security(("registrationAccessToken" = [])),
+    responses(
+        (status = 200, description = "The registered metadata.", body = Object),
+        (status = 401, description = "`invalid_token`.", body = Object)
+    )
+)]
+pub async fn read(
+    State(registration): State<RegistrationState>,
+    headers: HeaderMap,
+    PathParams(client_id): PathParams<String>,
+) -> Response {
+    match managed(&registration, &headers, &client_id).await {
+        Ok(client) => no_store(Json(answer(&registration, &client)).into_response()),
+        Err(error) => error.into_response(),
+    }
+}
+
+#[utoipa::path(
+    put,
+    path = "/oauth2/register/{client_id}",
+    operation_id = "replaceClientRegistration",
+    tag = "registration",
+    description = "RFC 7592: replaces the client's metadata; what the body leaves out returns to its default.",
+    params(("client_id" = String, Path, description = "The registered client.")),
+    request_body = ClientMetadata,
+    security(("registrationAccessToken" = [])),
+    responses(
+        (status = 200, description = "The registered metadata now.", body = Object),
+        (status = 400, description = "`invalid_redirect_uri` or `invalid_client_metadata`; nothing was changed.",
+         body = Object),
+        (status = 401, description = "`invalid_token`.", body = Object)
+    )
+)]
+pub async fn replace(
+    State(registration): State<RegistrationState>,
+    headers: HeaderMap,
+    PathParams(client_id): PathParams<String>,
+    body: Body,
+) -> Response {
+    let outcome = async {
+        let client = managed(&registration, &headers, &client_id).await?;
+        let metadata = read_metadata(&headers, body).await?;
+        if metadata.client_id.as_deref() != Some(client_id.as_str()) {
+            return Err(RegistrationError::metadata("client_id: the body names the client it replaces"));
+        }
+        if let Some(secret) = &metadata.client_secret
+            && !portico_crypto::hash::client_secret_matches(&client.secret_hash, secret)
+        {
+            return Err(RegistrationError::metadata("client_secret: not the client's secret"));
+        }
+        let checked = metadata.check()?;
+        let security = checked.security;
+        let changes = ClientChanges {
+            redirect_uris: Some(metadata.redirect_uris),
+            scope: Some(metadata.scope.unwrap_or_else(|| "openid profile email phone".into())),
+            name_ru: Some(checked.name.clone().unwrap_or_else(|| client_id.clone())),
+            name_en: Some(checked.name.unwrap_or_else(|| client_id.clone())),
+            require_consent: None,
+            post_logout_redirect_uris: Some(metadata.post_logout_redirect_uris),
+            logout_revokes_grants: None,
+            backchannel_logout_uri: Some(metadata.backchannel_logout_uri),
+            security: SecurityChanges {
+                token_endpoint_auth_method: Some(security.token_endpoint_auth_method),
+                jwks: Some(security.jwks),
+                jwks_uri: Some(security.jwks_uri),
+                id_token_signed_response_alg: Some(security.id_token_signed_response_alg),
+                userinfo_signed_response_alg: Some(security.userinfo_signed_response_alg),
+                access_token_signed_response_alg: Some(security.access_token_signed_response_alg),
+                introspection_signed_response_alg: Some(security.introspection_signed_response_alg),
+                logo_uri: Some(security.logo_uri),
+            },
+        };
+        let client = registration
+            .service
+            .update_client(&Actor::Registration, &client_id, changes)
+            .await
+            .map_err(RegistrationError::from_service)?;
+        Ok(answer(&registration, &client))
+    }
+    .await;
+    match outcome {
+        Ok(body) => no_store(Json(body).into_response()),
+        Err(error) => error.into_response(),
+    }
+}
+
+#[utoipa::path(
+    delete,
+    path = "/oauth2/register/{client_id}",
+    operation_id = "deleteClientRegistration",
+    tag = "registration",
+    description = "RFC 7592: removes the client, with every grant and token issued to it.",
+    params(("client_id" = String, Path, description = "The registered client.")),
+    security(("registrationAccessToken" = [])),
+    responses(
+        (status = 204, description = "Removed."),
+        (status = 401, description = "`invalid_token`.", body = Object)
+    )
+)]
+pub async fn remove(
+    State(registration): State<RegistrationState>,
+    headers: HeaderMap,
+    PathParams(client_id): PathParams<String>,
+) -> Response {
+    let outcome = async {
+        managed(&registration, &headers, &client_id).await?;
+        registration
+            .service
+            .delete_client(&Actor::Registration, &client_id)
+            .await
+            .map_err(RegistrationError::from_service)
+    }
+    .await;
+    match outcome {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(error) => error.into_response(),
+    }
+}
+
+fn no_store(mut response: Response) -> Response {
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}

@@ -1,0 +1,253 @@
+//! Dynamic client registration (RFC 7591) and its management (RFC 7592) on
+//! both backends: registration with the initial access token only; the
+//! RFCs' errors for bad metadata, with nothing registered; the
+//! registration access token stored as a hash, reading, replacing and
+//! removing the registration with it, and nothing else with it.
+
+use portico_crypto::jwt::{Algorithm, SigningKey};
+use portico_tests::{TestApp, backends};
+use serde_json::{Value, json};
+
+const INITIAL: &str = "the-initial-access-token-0123456789";
+
+async fn spawn(backend: portico_tests::Backend) -> TestApp {
+    TestApp::spawn_with(backend, |c| {
+        c.registration.initial_access_token = Some(INITIAL.to_owned());
+        c.notifications.allow_insecure_callbacks = Some(false);
+    })
+    .await
+}
+
+async fn register(app: &TestApp, token: Option<&str>, body: &Value) -> (u16, Value) {
+    let mut request = app.http().post(app.url("/oauth2/register")).json(body);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.unwrap();
+    (response.status().as_u16(), response.json().await.unwrap_or(Value::Null))
+}
+
+async fn client_count(app: &TestApp) -> usize {
+    app.store.list_clients().await.unwrap().len()
+}
+
+#[tokio::test]
+async fn a_client_registers_with_the_initial_access_token_and_manages_its_registration() {
+    for backend in backends() {
+        let app = spawn(backend).await;
+        let discovery: Value =
+            app.http().get(app.url("/.well-known/openid-configuration")).send().await.unwrap().json().await.unwrap();
+        assert_eq!(discovery["registration_endpoint"], app.url("/oauth2/register"), "{backend:?}");
+        let key = SigningKey::generate(Algorithm::Es256).unwrap();
+        let metadata = json!({
+            "redirect_uris": ["https://fintech.example/cb"],
+            "client_name": "Fintech",
+            "token_endpoint_auth_method": "private_key_jwt",
+            "jwks": {"keys": [key.jwk()]},
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "something_portico_does_not_know": true,
+        });
+        let before = client_count(&app).await;
+        for token in [None, Some("wrong-token-0123456789-0123456789")] {
+            let (status, body) = register(&app, token, &metadata).await;
+            assert_eq!((status, body["error"].as_str()), (401, Some("invalid_token")), "{backend:?}: {body}");
+        }
+        assert_eq!(client_count(&app).await, before, "{backend:?}: nothing registered without the token");
+
+        let (status, registered) = register(&app, Some(INITIAL), &metadata).await;
+        assert_eq!(status, 201, "{backend:?}: {registered}");
+        let client_id = registered["client_id"].as_str().unwrap().to_owned();
+        let token = registered["registration_access_token"].as_str().unwrap().to_owned();
+        assert_eq!(registered["token_endpoint_auth_method"], "private_key_jwt");
+        assert!(registered.get("client_secret").is_none(), "{backend:?}: a key client gets no secret");
+        assert_eq!(registered["registration_client_uri"], app.url(&format!("/oauth2/register/{client_id}")));
+        let stored = app.store.find_client(&client_id.as_str().into()).await.unwrap().unwrap();
+        assert_eq!(stored.registration_token_hash, Some(portico_crypto::hash::token_hash(&token)), "stored hashed");
+
+        // The new client authenticates with its key.
+        let pair = app.token_pair_for("ivan", &client_id).await;
+        let now = {
+            use portico_model::clock::Clock as _;
+            app.clock.now().unix_timestamp()
+        };
+        let assertion = key.sign(
+            "JWT",
+            &json!({"iss": client_id, "sub": client_id, "aud": app.base,
+            "exp": now + 60, "jti": uuid::Uuid::new_v4().to_string()}),
+        );
+        let refreshed = app
+            .http()
+            .post(app.url("/oauth2/token"))
+            .form(&[
+                ("grant_type", "refresh_token"),
+                ("refresh_token", pair.refresh_token.as_str()),
+                ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"),
+                ("client_assertion", assertion.as_str()),
+            ])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refreshed.status(), 200, "{backend:?}");
+
+        // RFC 7592: read, replace, remove — with its own token only.
+        let uri = app.url(&format!("/oauth2/register/{client_id}"));
+        let read = app.http().get(&uri).bearer_auth(&token).send().await.unwrap();
+        assert_eq!(read.status(), 200, "{backend:?}");
+        let read: Value = read.json().await.unwrap();
+        assert_eq!(read["client_name"], "Fintech");
+        for wrong in [INITIAL, "another-token"] {
+            let answer = app.http().get(&uri).bearer_auth(wrong).send().await.unwrap();
+            assert_eq!(answer.status(), 401, "{backend:?}");
+        }
+        let other = app.http().get(app.url("/oauth2/register/demo-app")).bearer_auth(&token).send().await.unwrap();
+        assert_eq!(other.status(), 401, "{backend:?}: the token is for its own client only");
+        let mut replaced = metadata.clone();
+        replaced["client_id"] = client_id.clone().into();
+        replaced["client_name"] = "Fintech Pro".into();
+        replaced["id_token_signed_response_alg"] = "RS256".into();
+        let answer = app.http().put(&uri).bearer_auth(&token).json(&replaced).send().await.unwrap();
+        assert_eq!(answer.status(), 200, "{backend:?}");
+        let answer: Value = answer.json().await.unwrap();
+        assert_eq!(
+            (answer["client_name"].as_str(), answer["id_token_signed_response_alg"].as_str()),
+            (Some("Fintech Pro"), Some("RS256"))
+        );
+        let mut bad = replaced.clone();
+        bad["redirect_uris"] = json!(["http://fintech.example/cb"]);
+        let answer = app.http().put(&uri).bearer_auth(&token).json(&bad).send().await.unwrap();
+        assert_eq!(answer.status(), 400, "{backend:?}");
+        let stored = app.store.find_client(&client_id.as_str().into()).await.unwrap().unwrap();
+        assert_eq!(
+            stored.redirect_uris,
+            vec!["https://fintech.example/cb".to_owned()],
+            "a refused PUT changes nothing"
+        );
+        let removed = app.http().delete(&uri).bearer_auth(&token).send().await.unwrap();
+        assert_eq!(removed.status(), 204, "{backend:?}");
+        assert!(app.store.find_client(&client_id.as_str().into()).await.unwrap().is_none(), "{backend:?}");
+        let again = app.http().get(&uri).bearer_auth(&token).send().await.unwrap();
+        assert_eq!(again.status(), 401, "{backend:?}");
+    }
+}
+
+#[tokio::test]
+async fn bad_registrations_get_the_rfc_errors_and_register_nothing() {
+    for backend in backends() {
+        let app = spawn(backend).await;
+        let key = SigningKey::generate(Algorithm::Es256).unwrap();
+        let mut private = serde_json::to_value(key.jwk()).unwrap();
+        private["d"] = json!("AAAA");
+        let mut nested = json!("deep");
+        for _ in 0..200 {
+            nested = json!([nested]);
+        }
+        let before = client_count(&app).await;
+        let cases = [
+            ("no redirect", json!({"client_name": "x"}), "invalid_redirect_uri"),
+            ("plain http", json!({"redirect_uris": ["http://fintech.example/cb"]}), "invalid_redirect_uri"),
+            ("a fragment", json!({"redirect_uris": ["https://fintech.example/cb#x"]}), "invalid_redirect_uri"),
+            ("a private-use scheme", json!({"redirect_uris": ["com.fintech.app:/cb"]}), "invalid_redirect_uri"),
+            (
+                "an unknown method",
+                json!({"redirect_uris": ["https://f.example/cb"], "token_endpoint_auth_method": "magic"}),
+                "invalid_client_metadata",
+            ),
+            (
+                "a key method without keys",
+                json!({"redirect_uris": ["https://f.example/cb"], "token_endpoint_auth_method": "private_key_jwt"}),
+                "invalid_client_metadata",
+            ),
+            (
+                "a private key",
+                json!({"redirect_uris": ["https://f.example/cb"], "token_endpoint_auth_method": "private_key_jwt", "jwks": {"keys": [private]}}),
+                "invalid_client_metadata",
+            ),
+            (
+                "an unknown algorithm",
+                json!({"redirect_uris": ["https://f.example/cb"], "id_token_signed_response_alg": "none"}),
+                "invalid_client_metadata",
+            ),
+            (
+                "an algorithm without a key",
+                json!({"redirect_uris": ["https://f.example/cb"], "id_token_signed_response_alg": "ES256"}),
+                "invalid_client_metadata",
+            ),
+            (
+                "an implicit grant",
+                json!({"redirect_uris": ["https://f.example/cb"], "grant_types": ["implicit"]}),
+                "invalid_client_metadata",
+            ),
+            (
+                "an unknown scope",
+                json!({"redirect_uris": ["https://f.example/cb"], "scope": "openid admin"}),
+                "invalid_client_metadata",
+            ),
+            (
+                "a private jwks_uri",
+                json!({"redirect_uris": ["https://f.example/cb"], "token_endpoint_auth_method": "private_key_jwt", "jwks_uri": "https://10.0.0.1/jwks"}),
+                "invalid_client_metadata",
+            ),
+            (
+                "a software statement",
+                json!({"redirect_uris": ["https://f.example/cb"], "software_statement": "a.b.c"}),
+                "invalid_software_statement",
+            ),
+            ("the wrong types", json!({"redirect_uris": "https://f.example/cb"}), "invalid_client_metadata"),
+            (
+                "deeply nested",
+                json!({"redirect_uris": ["https://f.example/cb"], "client_name": nested}),
+                "invalid_client_metadata",
+            ),
+        ];
+        for (case, body, error) in cases {
+            let (status, answer) = register(&app, Some(INITIAL), &body).await;
+            assert_eq!((status, answer["error"].as_str()), (400, Some(error)), "{backend:?} {case}: {answer}");
+            assert!(answer["error_description"].as_str().is_some_and(|d| !d.is_empty()), "{backend:?} {case}");
+        }
+        let huge =
+            format!("{{\"redirect_uris\": [\"https://f.example/cb\"], \"client_name\": \"{}\"}}", "x".repeat(100_000));
+        let answer = app
+            .http()
+            .post(app.url("/oauth2/register"))
+            .bearer_auth(INITIAL)
+            .header("content-type", "application/json")
+            .body(huge)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 400, "{backend:?}: a huge body");
+        let answer = app.http().post(app.url("/oauth2/register")).bearer_auth(INITIAL).body("{}").send().await.unwrap();
+        assert_eq!(answer.status(), 400, "{backend:?}: not JSON");
+        assert_eq!(client_count(&app).await, before, "{backend:?}: nothing was registered");
+    }
+}
+
+#[tokio::test]
+async fn registration_is_off_without_an_initial_access_token() {
+    let app = TestApp::spawn(portico_tests::Backend::Sqlite).await;
+    let discovery: Value =
+        app.http().get(app.url("/.well-known/openid-configuration")).send().await.unwrap().json().await.unwrap();
+    assert!(discovery.get("registration_endpoint").is_none());
+    let (status, body) = register(&app, Some(INITIAL), &json!({"redirect_uris": ["https://f.example/cb"]})).await;
+    assert_eq!((status, body["error"].as_str()), (401, Some("invalid_token")), "{body}");
+}
+
+#[tokio::test]
+async fn a_secret_client_gets_a_256_bit_secret_once() {
+    for backend in backends() {
+        let app = spawn(backend).await;
+        for method in ["client_secret_basic", "client_secret_post", "client_secret_jwt"] {
+            let body = json!({"redirect_uris": ["https://f.example/cb"], "token_endpoint_auth_method": method});
+            let (status, registered) = register(&app, Some(INITIAL), &body).await;
+            assert_eq!(status, 201, "{backend:?} {method}: {registered}");
+            let secret = registered["client_secret"].as_str().unwrap();
+            assert!(secret.len() >= 43, "{backend:?} {method}: 256 bits");
+            assert_eq!(registered["client_secret_expires_at"], 0);
+            let uri = registered["registration_client_uri"].as_str().unwrap();
+            let token = registered["registration_access_token"].as_str().unwrap();
+            let read: Value = app.http().get(uri).bearer_auth(token).send().await.unwrap().json().await.unwrap();
+            assert!(read.get("client_secret").is_none(), "{backend:?} {method}: shown once");
+        }
+    }
+}
