@@ -1,6 +1,7 @@
 //! Dynamic client registration (RFC 7591) at `POST /oauth2/register`, and
 //! its management (RFC 7592) at `/oauth2/register/{client_id}`: a third
-//! party registers itself with the bank's initial access token, and reads,
+//! party registers itself with the bank's initial access token (or a
+//! one-time one an operator issued, while registration is on), and reads,
 //! replaces or removes its registration with the registration access token
 //! it was given (stored only as its hash).
 //!
@@ -356,11 +357,19 @@ async fn register_client(
         return Err(RegistrationError::token("dynamic registration is off at this bank"));
     };
     let given = bearer(headers).ok_or_else(|| RegistrationError::token("the initial access token is missing"))?;
-    if !portico_crypto::constant_time_eq(given.as_bytes(), expected.as_bytes()) {
-        return Err(RegistrationError::token("the initial access token is not valid"));
-    }
+    let configured = portico_crypto::constant_time_eq(given.as_bytes(), expected.as_bytes());
     let metadata = read_metadata(headers, body).await?;
     let checked = metadata.check()?;
+    // A one-time token is spent only by a registration that passed the
+    // checks, so a mistaken body does not cost the third party its token.
+    if !configured {
+        let hash = portico_crypto::hash::token_hash(given);
+        let now = registration.service.clock.now();
+        let spent = registration.service.store.spend_initial_access_token(&hash, now).await;
+        if !spent.map_err(|e| RegistrationError::from_service(ServiceError::Storage(e)))? {
+            return Err(RegistrationError::token("the initial access token is not valid (or was used, or expired)"));
+        }
+    }
     let registration_token = portico_crypto::random::token();
     let client_id = format!("dcr-{}", portico_crypto::random::token().chars().take(22).collect::<String>());
     let new = NewClient {

@@ -80,6 +80,7 @@ pub enum AuditKind {
     OperatorRoleSet,
     PermissionsImported,
     BrokerageDataLoaded,
+    RegistrationTokenIssued,
 }
 
 impl AuditKind {
@@ -116,6 +117,7 @@ impl AuditKind {
             AuditKind::OperatorRoleSet => "operator.role_set",
             AuditKind::PermissionsImported => "permissions.imported",
             AuditKind::BrokerageDataLoaded => "brokerage.loaded",
+            AuditKind::RegistrationTokenIssued => "registration_token.issued",
         }
     }
 }

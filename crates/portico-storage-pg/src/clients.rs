@@ -142,6 +142,34 @@ impl ClientRepository for PgStore {
         .map_err(storage_error("client assertion"))?;
         Ok(done.rows_affected() == 1)
     }
+
+    async fn insert_initial_access_token(
+        &self,
+        token_hash: &str,
+        created_at: OffsetDateTime,
+        expires_at: OffsetDateTime,
+    ) -> Result<()> {
+        sqlx::query("INSERT INTO initial_access_tokens (token_hash, created_at, expires_at) VALUES ($1, $2, $3)")
+            .bind(token_hash)
+            .bind(at(created_at))
+            .bind(at(expires_at))
+            .execute(&mut *self.conn().await?)
+            .await
+            .map_err(storage_error("initial access token"))?;
+        Ok(())
+    }
+
+    async fn spend_initial_access_token(&self, token_hash: &str, now: OffsetDateTime) -> Result<bool> {
+        let done = sqlx::query(
+            "UPDATE initial_access_tokens SET used_at = $2 WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2",
+        )
+        .bind(token_hash)
+        .bind(at(now))
+        .execute(&mut *self.conn().await?)
+        .await
+        .map_err(storage_error("initial access token"))?;
+        Ok(done.rows_affected() == 1)
+    }
 }
 
 impl PgStore {

@@ -62,6 +62,7 @@ impl Maintenance for PgStore {
                 )
                 .await?,
             client_assertions: self.remove("DELETE FROM client_assertions WHERE expires_at <= $1", now).await?,
+            initial_access_tokens: self.remove("DELETE FROM initial_access_tokens WHERE expires_at <= $1", now).await?,
         })
     }
 }

@@ -131,6 +131,33 @@ impl ClientRepository for SqliteStore {
             })
             .await
     }
+
+    async fn insert_initial_access_token(
+        &self,
+        token_hash: &str,
+        created_at: OffsetDateTime,
+        expires_at: OffsetDateTime,
+    ) -> Result<()> {
+        let hash = token_hash.to_owned();
+        self.db
+            .write("initial access token", move |tx| {
+                let sql = "INSERT INTO initial_access_tokens (token_hash, created_at, expires_at) VALUES (?1, ?2, ?3)";
+                run(tx, sql, params![hash, secs(created_at), secs(expires_at)])?;
+                Ok(())
+            })
+            .await
+    }
+
+    async fn spend_initial_access_token(&self, token_hash: &str, now: OffsetDateTime) -> Result<bool> {
+        let hash = token_hash.to_owned();
+        self.db
+            .write("initial access token", move |tx| {
+                let sql = "UPDATE initial_access_tokens SET used_at = ?2 \
+                           WHERE token_hash = ?1 AND used_at IS NULL AND expires_at > ?2";
+                Ok(run(tx, sql, params![hash, secs(now)])? == 1)
+            })
+            .await
+    }
 }
 
 impl SqliteStore {

@@ -51,6 +51,7 @@ impl Maintenance for SqliteStore {
                         keys_retired_before,
                     )?,
                     client_assertions: remove("DELETE FROM client_assertions WHERE expires_at <= ?1", now)?,
+                    initial_access_tokens: remove("DELETE FROM initial_access_tokens WHERE expires_at <= ?1", now)?,
                 })
             })
             .await?;

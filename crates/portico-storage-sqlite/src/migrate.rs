@@ -34,6 +34,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (17, "key algorithms", include_str!("../migrations/0017_key_algorithms.sql")),
     (18, "client security", include_str!("../migrations/0018_client_security.sql")),
     (19, "client registration", include_str!("../migrations/0019_client_registration.sql")),
+    (20, "initial access tokens", include_str!("../migrations/0020_initial_access_tokens.sql")),
 ];
 
 /// Applies the migrations that have not run yet.

@@ -42,4 +42,22 @@ pub trait ClientRepository: Send + Sync {
         expires_at: OffsetDateTime,
         now: OffsetDateTime,
     ) -> Result<bool>;
+    /// Stores a one-time initial access token (its hash) that registers one
+    /// client until `expires_at`.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn insert_initial_access_token(
+        &self,
+        token_hash: &str,
+        created_at: OffsetDateTime,
+        expires_at: OffsetDateTime,
+    ) -> Result<()>;
+    /// Spends the one-time initial access token with `token_hash`: `true`
+    /// once, when it exists, is unspent and has not expired at `now`.
+    /// Atomic across every node sharing the store.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn spend_initial_access_token(&self, token_hash: &str, now: OffsetDateTime) -> Result<bool>;
 }

@@ -27,6 +27,8 @@ pub struct CleanupReport {
     pub signing_keys: u64,
     /// Remembered client assertion ids past their assertion's expiry.
     pub client_assertions: u64,
+    /// One-time initial access tokens past their expiry.
+    pub initial_access_tokens: u64,
 }
 
 impl CleanupReport {
@@ -39,6 +41,7 @@ impl CleanupReport {
             + self.grants
             + self.signing_keys
             + self.client_assertions
+            + self.initial_access_tokens
     }
 }
 
@@ -58,7 +61,8 @@ pub trait Maintenance: Send + Sync {
     /// access tokens; grants without a live refresh token whose access tokens
     /// have all expired (`access_token_ttl` after their last refresh token was
     /// spent or expired); signing keys retired before `keys_retired_before`;
-    /// the ids of client assertions that have expired.
+    /// the ids of client assertions and the initial access tokens that
+    /// have expired.
     ///
     /// # Errors
     /// Only when the store fails.

@@ -24,6 +24,13 @@ pub enum ClientCommand {
     Add(Box<AddClient>),
     /// List client applications.
     List,
+    /// Issue a one-time initial access token for dynamic client registration
+    /// (used while `registration.initial_access_token` is set).
+    RegistrationToken {
+        /// Its lifetime in seconds: 60 to 2592000 (30 days).
+        #[arg(long, default_value_t = 86_400)]
+        expires_in_secs: i64,
+    },
     /// Remove a client application and everything issued to it.
     Remove {
         #[arg(long)]
@@ -226,6 +233,12 @@ pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<
             if let Some(secret) = generated {
                 println!("client secret (shown once, store it now): {secret}");
             }
+        }
+        ClientCommand::RegistrationToken { expires_in_secs } => {
+            let ttl = time::Duration::seconds(expires_in_secs);
+            let (token, expires_at) = admin.issue_initial_access_token(&Actor::Cli, ttl).await.map_err(refusal)?;
+            println!("initial access token (one registration, shown once, store it now): {token}");
+            println!("expires at {expires_at}");
         }
         ClientCommand::List => {
             for client in admin.list_clients().await? {

@@ -386,3 +386,53 @@ pub async fn remove(
     api.service.delete_client(&admin.actor, &client_id).await.map_err(|e| e.into_api("removing a client"))?;
     Ok(StatusCode::NO_CONTENT)
 }
+
+/// How long a one-time initial access token lives.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct InitialAccessTokenBody {
+    /// 60 to 2,592,000 (30 days); default 86,400 (a day).
+    #[schema(minimum = 60, maximum = 2592000)]
+    pub expires_in_secs: Option<i64>,
+}
+
+/// A one-time initial access token, shown this once.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InitialAccessToken {
+    /// The bearer token for one `POST /oauth2/register`.
+    pub token: String,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub expires_at: OffsetDateTime,
+}
+
+#[utoipa::path(
+    post,
+    path = "/admin/v1/registration-tokens",
+    operation_id = "issueInitialAccessToken",
+    tag = "clients",
+    request_body = InitialAccessTokenBody,
+    security(("adminToken" = [])),
+    responses(
+        (status = 201, description = "A one-time initial access token for dynamic client registration (while \
+                                      registration is on), shown this once; Portico keeps only its hash.",
+         body = InitialAccessToken),
+        (status = 400, description = "`bad_request`, or `invalid_document`: the lifetime is out of range.", body = ErrorBody),
+        (status = 415, description = "`bad_request`: the body is not `application/json`.", body = ErrorBody),
+        AdminErrors
+    )
+)]
+pub async fn issue_initial_access_token(
+    State(api): State<AdminState>,
+    admin: Admin,
+    Body(body): Body<InitialAccessTokenBody>,
+) -> Result<Response, ApiError> {
+    let ttl = time::Duration::seconds(body.expires_in_secs.unwrap_or(86_400));
+    let (token, expires_at) = api
+        .service
+        .issue_initial_access_token(&admin.actor, ttl)
+        .await
+        .map_err(|e| e.into_api("issuing an initial access token"))?;
+    Ok((StatusCode::CREATED, Json(InitialAccessToken { token, expires_at })).into_response())
+}

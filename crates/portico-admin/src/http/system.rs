@@ -20,6 +20,9 @@ use portico_api::{Params, page_size};
 #[serde(rename_all = "camelCase")]
 pub struct KeyView {
     pub kid: String,
+    /// The algorithm it signs with: `RS256`, `PS256`, `ES256` or `EdDSA`.
+    #[schema(example = "ES256")]
+    pub alg: String,
     /// Whether it signs new tokens.
     pub active: bool,
     #[serde(with = "time::serde::rfc3339")]
@@ -50,6 +53,7 @@ pub async fn keys(State(api): State<AdminState>, _: Admin) -> Result<Json<Vec<Ke
         keys.into_iter()
             .map(|k| KeyView {
                 kid: k.kid,
+                alg: k.alg,
                 active: k.retired_at.is_none(),
                 created_at: k.created_at,
                 retired_at: k.retired_at,
@@ -63,14 +67,21 @@ pub async fn keys(State(api): State<AdminState>, _: Admin) -> Result<Json<Vec<Ke
     path = "/admin/v1/keys/rotate",
     operation_id = "rotateSigningKey",
     tag = "signing keys",
+    params(KeyAlgorithm),
     security(("adminToken" = [])),
     responses(
-        (status = 200, description = "A new key signs from now on; the previous one stays published until its tokens expire.", body = RotatedKey),
+        (status = 200, description = "A new key of the algorithm signs from now on; the previous one stays published until its tokens expire.", body = RotatedKey),
+        (status = 400, description = "`bad_request`: an algorithm Portico does not sign with.", body = ErrorBody),
         AdminErrors
     )
 )]
-pub async fn rotate_key(State(api): State<AdminState>, admin: Admin) -> Result<Json<RotatedKey>, ApiError> {
-    let kid = api.service.rotate_key(&admin.actor, None).await.map_err(|e| e.into_api("rotating the signing key"))?;
+pub async fn rotate_key(
+    State(api): State<AdminState>,
+    admin: Admin,
+    Params(which): Params<KeyAlgorithm>,
+) -> Result<Json<RotatedKey>, ApiError> {
+    let kid =
+        api.service.rotate_key(&admin.actor, which.alg).await.map_err(|e| e.into_api("rotating the signing key"))?;
     Ok(Json(RotatedKey { kid }))
 }
 
@@ -101,6 +112,16 @@ pub struct AuditPage {
     /// Pass as `before` for the next page; absent on the last one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next: Option<i64>,
+}
+
+/// Which algorithm's key to replace.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct KeyAlgorithm {
+    /// `RS256`, `PS256`, `ES256` or `EdDSA`; default: the server's signing algorithm.
+    #[param(inline)]
+    pub alg: Option<portico_crypto::jwt::Algorithm>,
 }
 
 /// Which events to read; every condition given must hold.

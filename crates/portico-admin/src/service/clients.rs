@@ -298,6 +298,10 @@ pub fn check_security(
     }
 }
 
+/// Shortest and longest life of a one-time initial access token.
+const MIN_INITIAL_TOKEN_TTL: time::Duration = time::Duration::minutes(1);
+const MAX_INITIAL_TOKEN_TTL: time::Duration = time::Duration::days(30);
+
 /// Shortest secret of a `client_secret_jwt` client: 256 bits for HS256
 /// (RFC 7518 §3.2) as 43 Base64url characters, the length Portico generates.
 const MIN_JWT_SECRET_LEN: usize = 43;
@@ -491,6 +495,32 @@ impl AdminService {
         let event = AuditEvent::new(self.clock.now(), AuditKind::ClientSecretRotated).client(&client.client_id);
         self.audit(actor, event).await;
         Ok(secret)
+    }
+
+    /// Issues a one-time initial access token for dynamic client
+    /// registration, good for one registration within `ttl` (a minute to 30
+    /// days). Returns the token (shown once; only its hash is kept) and
+    /// when it expires.
+    ///
+    /// # Errors
+    /// `Invalid` for a lifetime out of range; the store failed.
+    pub async fn issue_initial_access_token(
+        &self,
+        actor: &Actor,
+        ttl: time::Duration,
+    ) -> Result<(String, time::OffsetDateTime)> {
+        if ttl < MIN_INITIAL_TOKEN_TTL || ttl > MAX_INITIAL_TOKEN_TTL {
+            let message = "a minute to 30 days (60 to 2592000 seconds)";
+            return Err(ServiceError::Invalid(vec![Problem::new("expiresInSecs", message)]));
+        }
+        let token = portico_crypto::random::token();
+        let now = self.clock.now();
+        let expires_at = now + ttl;
+        self.store.insert_initial_access_token(&portico_crypto::hash::token_hash(&token), now, expires_at).await?;
+        let event = AuditEvent::new(now, AuditKind::RegistrationTokenIssued)
+            .detail(serde_json::json!({ "expires_at": expires_at.unix_timestamp() }));
+        self.audit(actor, event).await;
+        Ok((token, expires_at))
     }
 
     /// Removes a client and everything issued to it.

@@ -153,3 +153,34 @@ async fn liveness_refuses_anything_that_is_not_a_live_access_token() {
     let bare = http.get(&url).header("authorization", &tokens.access_token).send().await.unwrap();
     assert_eq!(bare.status(), 200);
 }
+
+#[tokio::test]
+async fn the_admin_api_lists_and_rotates_keys_per_algorithm() {
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| c.tokens.signing_algorithms = vec!["ES256".into()]).await;
+        let admin = |request: reqwest::RequestBuilder| request.bearer_auth(portico_tests::ADMIN_TOKEN).send();
+        let keys: serde_json::Value =
+            admin(app.http().get(app.url("/admin/v1/keys"))).await.unwrap().json().await.unwrap();
+        let mut algs: Vec<&str> = keys.as_array().unwrap().iter().map(|k| k["alg"].as_str().unwrap()).collect();
+        algs.sort_unstable();
+        assert_eq!(algs, ["ES256", "RS256"], "{backend:?}: {keys}");
+        let old_es = keys.as_array().unwrap().iter().find(|k| k["alg"] == "ES256").unwrap()["kid"].clone();
+        let rotated = admin(app.http().post(app.url("/admin/v1/keys/rotate?alg=ES256"))).await.unwrap();
+        assert_eq!(rotated.status(), 200, "{backend:?}");
+        let new_kid = rotated.json::<serde_json::Value>().await.unwrap()["kid"].clone();
+        let keys: serde_json::Value =
+            admin(app.http().get(app.url("/admin/v1/keys"))).await.unwrap().json().await.unwrap();
+        let active: Vec<(String, String)> = keys
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|k| k["active"] == true)
+            .map(|k| (k["alg"].as_str().unwrap().to_owned(), k["kid"].as_str().unwrap().to_owned()))
+            .collect();
+        assert!(active.contains(&("ES256".to_owned(), new_kid.as_str().unwrap().to_owned())), "{backend:?}: {keys}");
+        assert!(active.iter().any(|(alg, _)| alg == "RS256"), "{backend:?}: the RS256 key goes on");
+        assert!(keys.as_array().unwrap().iter().any(|k| k["kid"] == old_es && k["active"] == false), "{backend:?}");
+        let refused = admin(app.http().post(app.url("/admin/v1/keys/rotate?alg=HS256"))).await.unwrap();
+        assert_eq!(refused.status(), 400, "{backend:?}");
+    }
+}

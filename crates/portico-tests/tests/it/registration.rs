@@ -251,3 +251,57 @@ async fn a_secret_client_gets_a_256_bit_secret_once() {
         }
     }
 }
+
+async fn one_time_token(app: &TestApp, expires_in_secs: i64) -> (u16, Value) {
+    let response = app
+        .http()
+        .post(app.url("/admin/v1/registration-tokens"))
+        .bearer_auth(portico_tests::ADMIN_TOKEN)
+        .json(&json!({ "expiresInSecs": expires_in_secs }))
+        .send()
+        .await
+        .unwrap();
+    (response.status().as_u16(), response.json().await.unwrap())
+}
+
+#[tokio::test]
+async fn a_one_time_initial_access_token_registers_one_client_before_it_expires() {
+    for backend in backends() {
+        let app = spawn(backend).await;
+        let good = json!({"redirect_uris": ["https://f.example/cb"]});
+        for bad_ttl in [10, 31 * 24 * 3600] {
+            let (status, body) = one_time_token(&app, bad_ttl).await;
+            assert_eq!(status, 400, "{backend:?} {bad_ttl}: {body}");
+        }
+        let (status, issued) = one_time_token(&app, 120).await;
+        assert_eq!(status, 201, "{backend:?}: {issued}");
+        let token = issued["token"].as_str().unwrap().to_owned();
+        // A refused registration does not spend it.
+        let (status, _) = register(&app, Some(&token), &json!({"redirect_uris": ["http://f.example/cb"]})).await;
+        assert_eq!(status, 400, "{backend:?}");
+        let (status, body) = register(&app, Some(&token), &good).await;
+        assert_eq!(status, 201, "{backend:?}: {body}");
+        let (status, body) = register(&app, Some(&token), &good).await;
+        assert_eq!((status, body["error"].as_str()), (401, Some("invalid_token")), "{backend:?}: used once");
+
+        let (_, issued) = one_time_token(&app, 60).await;
+        app.clock.advance(time::Duration::seconds(61));
+        let (status, _) = register(&app, issued["token"].as_str(), &good).await;
+        assert_eq!(status, 401, "{backend:?}: expired");
+
+        // 32 registrations at once with one token: exactly one is made.
+        let (_, issued) = one_time_token(&app, 600).await;
+        let token = issued["token"].as_str().unwrap().to_owned();
+        let before = client_count(&app).await;
+        let mut requests = tokio::task::JoinSet::new();
+        for _ in 0..32 {
+            let request = app.http().post(app.url("/oauth2/register")).bearer_auth(&token).json(&good);
+            requests.spawn(async move { request.send().await.unwrap().status().as_u16() });
+        }
+        let statuses = requests.join_all().await;
+        let made = statuses.iter().filter(|s| **s == 201).count();
+        let refused = statuses.iter().filter(|s| **s == 401).count();
+        assert_eq!((made, refused), (1, 31), "{backend:?}: {statuses:?}");
+        assert_eq!(client_count(&app).await, before + 1, "{backend:?}");
+    }
+}

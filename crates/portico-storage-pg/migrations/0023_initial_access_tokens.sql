@@ -1,0 +1,10 @@
+-- One-time initial access tokens for dynamic client registration, issued
+-- by operators (admin API, CLI): only their hashes; each registers one
+-- client before it expires.
+CREATE TABLE initial_access_tokens (
+    token_hash text PRIMARY KEY,
+    created_at timestamptz NOT NULL,
+    expires_at timestamptz NOT NULL,
+    used_at    timestamptz
+);
+CREATE INDEX initial_access_tokens_expiry ON initial_access_tokens (expires_at);
