@@ -33,22 +33,31 @@ fn library() -> Option<PathBuf> {
     dir
 }
 
-/// Runs the relying party against `app` as the demo client expecting ID
-/// tokens signed with `alg`, logging `login` in when it sends the browser
-/// to authorize; the outcome it prints.
-async fn relying_party(app: &TestApp, library: &Path, alg: &str, login: &str, password: &str) -> Value {
-    // Node resolves `openid-client` from the folder the script is in.
-    let script = library.join(format!("relying_party_{}.mjs", uuid::Uuid::new_v4().simple()));
-    std::fs::write(&script, SCRIPT).expect("write the relying party");
-    let mut node = tokio::process::Command::new("node")
+/// Writes `text` as a script beside `openid-client` (Node resolves the
+/// library from the script's folder) and runs it with `args`, its stdin
+/// and stdout piped: the script's path and the process.
+fn node(library: &Path, name: &str, text: &str, args: &[&str]) -> (PathBuf, tokio::process::Child) {
+    let script = library.join(format!("{name}_{}.mjs", uuid::Uuid::new_v4().simple()));
+    std::fs::write(&script, text).expect("write the relying party");
+    let child = tokio::process::Command::new("node")
         .arg(&script)
-        .args([app.base.as_str(), demo::CLIENT_ID, demo::CLIENT_SECRET, &app.redirect_uri(), alg])
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .kill_on_drop(true)
         .spawn()
         .expect("run node");
+    (script, child)
+}
+
+/// Runs the relying party against `app` as the demo client expecting ID
+/// tokens signed with `alg`, logging `login` in when it sends the browser
+/// to authorize; the outcome it prints.
+async fn relying_party(app: &TestApp, library: &Path, alg: &str, login: &str, password: &str) -> Value {
+    let redirect_uri = app.redirect_uri();
+    let args = [app.base.as_str(), demo::CLIENT_ID, demo::CLIENT_SECRET, &redirect_uri, alg];
+    let (script, mut node) = node(library, "relying_party", SCRIPT, &args);
     let mut lines = BufReader::new(node.stdout.take().expect("stdout")).lines();
     let first: Value = serde_json::from_str(&lines.next_line().await.unwrap().expect("the authorization URL")).unwrap();
     let authorize = first["authorize"].as_str().expect("authorize").to_owned();
@@ -107,18 +116,10 @@ async fn key_client_with(
     token_alg: &str,
     initial_access_token: Option<&str>,
 ) -> Value {
-    let script = library.join(format!("key_client_{}.mjs", uuid::Uuid::new_v4().simple()));
-    std::fs::write(&script, KEY_CLIENT).expect("write the relying party");
     let client_id = format!("rp-{}", uuid::Uuid::new_v4().simple());
-    let mut node = tokio::process::Command::new("node")
-        .arg(&script)
-        .args([app.base.as_str(), &client_id, &app.redirect_uri(), method, key_alg, token_alg])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("run node");
+    let redirect_uri = app.redirect_uri();
+    let args = [app.base.as_str(), &client_id, &redirect_uri, method, key_alg, token_alg];
+    let (script, mut node) = node(library, "key_client", KEY_CLIENT, &args);
     let mut lines = BufReader::new(node.stdout.take().expect("stdout")).lines();
     let mut stdin = node.stdin.take().expect("stdin");
     let first: Value = serde_json::from_str(&lines.next_line().await.unwrap().expect("the public key")).unwrap();
