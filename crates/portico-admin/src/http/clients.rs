@@ -392,8 +392,14 @@ pub async fn remove(
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct InitialAccessTokenBody {
     /// 60 to 2,592,000 (30 days); default 86,400 (a day).
-    #[schema(minimum = 60, maximum = 2592000)]
+    #[serde(default, deserialize_with = "optional_integral")]
+    #[schema(minimum = 60, maximum = 2592000, nullable = false)]
     pub expires_in_secs: Option<i64>,
+}
+
+/// A JSON Schema `integer` (`1101.0` too) that may be left out.
+fn optional_integral<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<i64>, D::Error> {
+    portico_model::notify::integral(deserializer).map(Some)
 }
 
 /// A one-time initial access token, shown this once.

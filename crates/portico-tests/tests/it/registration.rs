@@ -305,3 +305,21 @@ async fn a_one_time_initial_access_token_registers_one_client_before_it_expires(
         assert_eq!(client_count(&app).await, before + 1, "{backend:?}");
     }
 }
+
+#[tokio::test]
+async fn a_lifetime_written_with_a_zero_fraction_is_an_integer() {
+    let app = spawn(portico_tests::Backend::Sqlite).await;
+    for (body, status) in
+        [(json!({"expiresInSecs": 1101.0}), 201), (json!({"expiresInSecs": 1101.5}), 400), (json!({}), 201)]
+    {
+        let response = app
+            .http()
+            .post(app.url("/admin/v1/registration-tokens"))
+            .bearer_auth(portico_tests::ADMIN_TOKEN)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), status, "{body}");
+    }
+}
