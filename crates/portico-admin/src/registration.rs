@@ -123,12 +123,12 @@ fn snake(place: &str) -> String {
 
 impl IntoResponse for RegistrationError {
     fn into_response(self) -> Response {
-        let mut response =
-            (self.status, Json(json!({ "error": self.error, "error_description": self.description }))).into_response();
-        let headers = response.headers_mut();
-        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        let mut response = no_store(
+            (self.status, Json(json!({ "error": self.error, "error_description": self.description }))).into_response(),
+        );
         if self.status == StatusCode::UNAUTHORIZED {
-            headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer error=\"invalid_token\""));
+            let challenge = HeaderValue::from_static("Bearer error=\"invalid_token\"");
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, challenge);
         }
         response
     }
@@ -339,11 +339,7 @@ fn answer(registration: &Registration, client: &Client) -> Value {
 )]
 pub async fn register(State(registration): State<RegistrationState>, headers: HeaderMap, body: Body) -> Response {
     match register_client(&registration, &headers, body).await {
-        Ok(body) => {
-            let mut response = (StatusCode::CREATED, Json(body)).into_response();
-            response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-            response
-        }
+        Ok(body) => no_store((StatusCode::CREATED, Json(body)).into_response()),
         Err(error) => error.into_response(),
     }
 }
