@@ -19,7 +19,7 @@
 use std::collections::HashSet;
 
 use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk};
-use jsonwebtoken::{Algorithm as JwsAlgorithm, DecodingKey, Validation};
+use jsonwebtoken::{Algorithm as JwsAlgorithm, DecodingKey};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -115,8 +115,8 @@ fn public_key(key: &Value) -> Result<PublicKey, String> {
         Some(alg) => {
             let alg = alg
                 .as_str()
-                .and_then(Algorithm::parse)
-                .ok_or_else(|| format!("\"alg\" {alg} is not one of PS256, ES256, EdDSA, RS256"))?;
+                .and_then(key_algorithm)
+                .ok_or_else(|| format!("\"alg\" {alg} is not one of PS256, ES256, EdDSA, Ed25519, RS256"))?;
             if !allowed.contains(&alg) {
                 return Err(format!("\"alg\" {alg} does not fit a {kty} key"));
             }
@@ -185,37 +185,149 @@ pub enum AssertionError {
     Claims(String),
 }
 
+/// The names an assertion's `alg` may carry under `private_key_jwt`, and
+/// the algorithm each is verified with: RFC 9864's fully specified
+/// `Ed25519` is the `EdDSA` of an Ed25519 key.
+const KEY_ALGORITHMS: [(&str, Algorithm); 5] = [
+    ("PS256", Algorithm::Ps256),
+    ("ES256", Algorithm::Es256),
+    ("EdDSA", Algorithm::EdDsa),
+    ("Ed25519", Algorithm::EdDsa),
+    ("RS256", Algorithm::Rs256),
+];
+
+/// Every `alg` a client assertion may carry, as discovery lists them:
+/// `private_key_jwt`'s, then `client_secret_jwt`'s.
+pub const ASSERTION_ALGORITHMS: [&str; 6] = ["PS256", "ES256", "EdDSA", "Ed25519", "RS256", "HS256"];
+
+/// The algorithm a key-signed assertion's `alg` names.
+fn key_algorithm(name: &str) -> Option<Algorithm> {
+    KEY_ALGORITHMS.iter().find(|(known, _)| *known == name).map(|(_, alg)| *alg)
+}
+
+/// A client assertion split and decoded once: its header's `alg` and
+/// `kid`, its claims (not yet trusted), and the parts the signature covers.
+#[derive(Debug)]
+pub struct Assertion<'a> {
+    signed: &'a str,
+    signature: &'a str,
+    alg: String,
+    kid: Option<String>,
+    claims: Value,
+}
+
+impl<'a> Assertion<'a> {
+    /// Splits and decodes a compact JWS.
+    ///
+    /// # Errors
+    /// [`AssertionError::Malformed`] when it is not one (or longer than
+    /// any token Portico reads).
+    pub fn parse(token: &'a str) -> Result<Self, AssertionError> {
+        if token.len() > MAX_TOKEN_LEN {
+            return Err(AssertionError::Malformed);
+        }
+        let (signed, signature) = token.rsplit_once('.').ok_or(AssertionError::Malformed)?;
+        let (header, claims) = signed.split_once('.').ok_or(AssertionError::Malformed)?;
+        let json = |part: &str| -> Result<Value, AssertionError> {
+            let bytes = crate::b64url_decode(part).map_err(|_| AssertionError::Malformed)?;
+            serde_json::from_slice::<Value>(&bytes).ok().filter(Value::is_object).ok_or(AssertionError::Malformed)
+        };
+        let header = json(header)?;
+        let alg = header.get("alg").and_then(Value::as_str).ok_or(AssertionError::Malformed)?.to_owned();
+        let kid = header.get("kid").and_then(Value::as_str).map(str::to_owned);
+        Ok(Self { signed, signature, alg, kid, claims: json(claims)? })
+    }
+
+    /// Its `iss`, unverified: which client to look up.
+    pub fn issuer(&self) -> Option<&str> {
+        self.claims.get("iss")?.as_str()
+    }
+
+    /// Checks the signature with `key` under `alg`, then the claims.
+    fn verify(
+        &self,
+        key: &DecodingKey,
+        alg: JwsAlgorithm,
+        expected: &Expected<'_>,
+    ) -> Result<Accepted, AssertionError> {
+        match jsonwebtoken::crypto::verify(self.signature, self.signed.as_bytes(), key, alg) {
+            Ok(true) => {}
+            Ok(false) => return Err(AssertionError::Signature),
+            Err(error) => {
+                use jsonwebtoken::errors::ErrorKind;
+                return Err(match error.kind() {
+                    ErrorKind::InvalidAlgorithm | ErrorKind::InvalidAlgorithmName | ErrorKind::InvalidKeyFormat => {
+                        AssertionError::Algorithm(self.alg.clone(), "a key of its type")
+                    }
+                    // A signature that is not Base64url.
+                    _ => AssertionError::Signature,
+                });
+            }
+        }
+        let claims: Claims = serde_json::from_value(self.claims.clone())
+            .map_err(|_| AssertionError::Claims("has claims of the wrong type".into()))?;
+        claims.judge(expected)
+    }
+}
+
+/// An `aud`: one audience or several (RFC 7519 §4.1.3).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Audience {
+    One(String),
+    Many(Vec<String>),
+}
+
 #[derive(Deserialize)]
 struct Claims {
+    iss: Option<String>,
+    sub: Option<String>,
+    aud: Option<Audience>,
     exp: Option<i64>,
     iat: Option<i64>,
     nbf: Option<i64>,
     jti: Option<String>,
 }
 
-/// The header's algorithm and `kid`, unverified: which keys to try.
-///
-/// # Errors
-/// [`AssertionError::Malformed`] when it is not a compact JWS.
-pub fn peek_header(token: &str) -> Result<(String, Option<String>), AssertionError> {
-    if token.len() > MAX_TOKEN_LEN {
-        return Err(AssertionError::Malformed);
+impl Claims {
+    /// Portico's rules for a signed assertion's claims.
+    fn judge(self, expected: &Expected<'_>) -> Result<Accepted, AssertionError> {
+        let claim = |what: &str| AssertionError::Claims(what.to_owned());
+        let (iss, sub) = (self.iss.ok_or_else(|| claim("has no iss"))?, self.sub.ok_or_else(|| claim("has no sub"))?);
+        let aud = self.aud.ok_or_else(|| claim("has no aud"))?;
+        if iss != expected.client_id {
+            return Err(claim("must have the client id as iss"));
+        }
+        if sub != expected.client_id {
+            return Err(claim("must have the client id as sub"));
+        }
+        let names_us = |aud: &String| expected.audiences.contains(aud);
+        let aud_ok = match &aud {
+            Audience::One(aud) => names_us(aud),
+            Audience::Many(auds) => auds.iter().any(names_us),
+        };
+        if !aud_ok {
+            return Err(claim("must have the issuer as aud"));
+        }
+        let now = expected.now;
+        let exp = self.exp.ok_or_else(|| claim("has no exp"))?;
+        if exp + LEEWAY <= now {
+            return Err(claim("has expired"));
+        }
+        if exp > now + MAX_ASSERTION_LIFETIME + LEEWAY {
+            return Err(AssertionError::Claims(format!(
+                "expires too late: exp may be at most {MAX_ASSERTION_LIFETIME} seconds ahead"
+            )));
+        }
+        if self.nbf.is_some_and(|nbf| nbf > now + LEEWAY) || self.iat.is_some_and(|iat| iat > now + LEEWAY) {
+            return Err(claim("is not valid yet (nbf or iat in the future)"));
+        }
+        let jti = self.jti.filter(|j| !j.is_empty()).ok_or_else(|| claim("has no jti"))?;
+        if jti.len() > MAX_JTI_LEN {
+            return Err(AssertionError::Claims(format!("has a jti longer than {MAX_JTI_LEN} characters")));
+        }
+        Ok(Accepted { jti, exp })
     }
-    let header = token.split('.').next().ok_or(AssertionError::Malformed)?;
-    let header: Value = crate::b64url_decode(header)
-        .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-        .ok_or(AssertionError::Malformed)?;
-    let alg = header.get("alg").and_then(Value::as_str).ok_or(AssertionError::Malformed)?.to_owned();
-    let kid = header.get("kid").and_then(Value::as_str).map(str::to_owned);
-    Ok((alg, kid))
-}
-
-/// The `iss` of an assertion, unverified: which client to look up.
-pub fn peek_issuer(token: &str) -> Option<String> {
-    let claims = token.split('.').nth(1)?;
-    let claims: Value = serde_json::from_slice(&crate::b64url_decode(claims).ok()?).ok()?;
-    claims.get("iss")?.as_str().map(str::to_owned)
 }
 
 /// Checks a `private_key_jwt` assertion against the client's keys.
@@ -223,10 +335,14 @@ pub fn peek_issuer(token: &str) -> Option<String> {
 /// # Errors
 /// Why it is refused; [`AssertionError::UnknownKey`] when no key fits (the
 /// caller may fetch the client's keys again and retry once).
-pub fn verify_key_assertion(token: &str, keys: &KeySet, expected: &Expected<'_>) -> Result<Accepted, AssertionError> {
-    const TAKES: &str = "PS256, ES256, EdDSA or RS256";
-    let (alg, kid) = peek_header(token)?;
-    let algorithm = Algorithm::parse(&alg).ok_or(AssertionError::Algorithm(alg, TAKES))?;
+pub fn verify_key_assertion(
+    assertion: &Assertion<'_>,
+    keys: &KeySet,
+    expected: &Expected<'_>,
+) -> Result<Accepted, AssertionError> {
+    const TAKES: &str = "PS256, ES256, EdDSA (or Ed25519) or RS256";
+    let algorithm =
+        key_algorithm(&assertion.alg).ok_or_else(|| AssertionError::Algorithm(assertion.alg.clone(), TAKES))?;
     let jws = match algorithm {
         Algorithm::Rs256 => JwsAlgorithm::RS256,
         Algorithm::Ps256 => JwsAlgorithm::PS256,
@@ -234,8 +350,8 @@ pub fn verify_key_assertion(token: &str, keys: &KeySet, expected: &Expected<'_>)
         Algorithm::EdDsa => JwsAlgorithm::EdDSA,
     };
     let mut outcome = Err(AssertionError::UnknownKey);
-    for key in keys.candidates(algorithm, kid.as_deref()) {
-        outcome = verify(token, &key.decoding, jws, expected);
+    for key in keys.candidates(algorithm, assertion.kid.as_deref()) {
+        outcome = assertion.verify(&key.decoding, jws, expected);
         if !matches!(outcome, Err(AssertionError::Signature)) {
             break;
         }
@@ -248,63 +364,14 @@ pub fn verify_key_assertion(token: &str, keys: &KeySet, expected: &Expected<'_>)
 /// # Errors
 /// Why it is refused.
 pub fn verify_secret_assertion(
-    token: &str,
+    assertion: &Assertion<'_>,
     secret: &[u8],
     expected: &Expected<'_>,
 ) -> Result<Accepted, AssertionError> {
-    let (alg, _) = peek_header(token)?;
-    if alg != "HS256" {
-        return Err(AssertionError::Algorithm(alg, "HS256"));
+    if assertion.alg != "HS256" {
+        return Err(AssertionError::Algorithm(assertion.alg.clone(), "HS256"));
     }
-    verify(token, &DecodingKey::from_secret(secret), JwsAlgorithm::HS256, expected)
-}
-
-fn verify(
-    token: &str,
-    key: &DecodingKey,
-    alg: JwsAlgorithm,
-    expected: &Expected<'_>,
-) -> Result<Accepted, AssertionError> {
-    use jsonwebtoken::errors::ErrorKind;
-    let mut validation = Validation::new(alg);
-    // Times are judged below against the caller's clock.
-    validation.validate_exp = false;
-    validation.validate_nbf = false;
-    validation.required_spec_claims = ["iss", "sub", "aud"].into_iter().map(str::to_owned).collect();
-    validation.set_issuer(&[expected.client_id]);
-    validation.sub = Some(expected.client_id.to_owned());
-    validation.set_audience(expected.audiences);
-    let claims = jsonwebtoken::decode::<Claims>(token, key, &validation).map_err(|e| match e.kind() {
-        ErrorKind::InvalidSignature => AssertionError::Signature,
-        ErrorKind::InvalidIssuer => AssertionError::Claims("must have the client id as iss".into()),
-        ErrorKind::InvalidSubject => AssertionError::Claims("must have the client id as sub".into()),
-        ErrorKind::InvalidAudience => AssertionError::Claims("must have the issuer as aud".into()),
-        ErrorKind::MissingRequiredClaim(claim) => AssertionError::Claims(format!("has no {claim}")),
-        ErrorKind::Json(_) => AssertionError::Claims("has claims of the wrong type".into()),
-        ErrorKind::InvalidAlgorithm | ErrorKind::InvalidAlgorithmName | ErrorKind::InvalidKeyFormat => {
-            AssertionError::Algorithm(format!("{alg:?}"), "a key of its type")
-        }
-        _ => AssertionError::Malformed,
-    })?;
-    let Claims { exp, iat, nbf, jti } = claims.claims;
-    let now = expected.now;
-    let exp = exp.ok_or_else(|| AssertionError::Claims("has no exp".into()))?;
-    if exp + LEEWAY <= now {
-        return Err(AssertionError::Claims("has expired".into()));
-    }
-    if exp > now + MAX_ASSERTION_LIFETIME + LEEWAY {
-        return Err(AssertionError::Claims(format!(
-            "expires too late: exp may be at most {MAX_ASSERTION_LIFETIME} seconds ahead"
-        )));
-    }
-    if nbf.is_some_and(|nbf| nbf > now + LEEWAY) || iat.is_some_and(|iat| iat > now + LEEWAY) {
-        return Err(AssertionError::Claims("is not valid yet (nbf or iat in the future)".into()));
-    }
-    let jti = jti.filter(|j| !j.is_empty()).ok_or_else(|| AssertionError::Claims("has no jti".into()))?;
-    if jti.len() > MAX_JTI_LEN {
-        return Err(AssertionError::Claims(format!("has a jti longer than {MAX_JTI_LEN} characters")));
-    }
-    Ok(Accepted { jti, exp })
+    assertion.verify(&DecodingKey::from_secret(secret), JwsAlgorithm::HS256, expected)
 }
 
 /// Label binding sealed client secrets to their use.
@@ -336,6 +403,10 @@ mod tests {
         Expected { client_id: "rp", audiences, now: 1_000_000 }
     }
 
+    fn parsed(token: &str) -> Assertion<'_> {
+        Assertion::parse(token).unwrap()
+    }
+
     fn claims(exp: i64) -> Value {
         json!({"iss": "rp", "sub": "rp", "aud": "https://id.bank.example", "exp": exp, "jti": "j1"})
     }
@@ -346,15 +417,90 @@ mod tests {
         for alg in Algorithm::ALL {
             let key = SigningKey::generate(alg).unwrap();
             let token = key.sign("JWT", &claims(1_000_060));
-            let accepted = verify_key_assertion(&token, &set(&key), &expected(&audiences));
+            let accepted = verify_key_assertion(&parsed(&token), &set(&key), &expected(&audiences));
             assert_eq!(accepted, Ok(Accepted { jti: "j1".into(), exp: 1_000_060 }), "{alg}");
             let other = SigningKey::generate(alg).unwrap();
             assert_eq!(
-                verify_key_assertion(&token, &set(&other), &expected(&audiences)),
+                verify_key_assertion(&parsed(&token), &set(&other), &expected(&audiences)),
                 Err(AssertionError::UnknownKey),
                 "{alg}: another key's kid"
             );
         }
+    }
+
+    /// A compact JWS with exactly `header`, signed by `key` as `alg`.
+    fn signed_with_header(
+        key: &jsonwebtoken::EncodingKey,
+        alg: JwsAlgorithm,
+        header: &Value,
+        claims: &Value,
+    ) -> String {
+        let message = format!(
+            "{}.{}",
+            crate::b64url(serde_json::to_vec(header).unwrap()),
+            crate::b64url(serde_json::to_vec(claims).unwrap())
+        );
+        let signature = jsonwebtoken::crypto::sign(message.as_bytes(), key, alg).unwrap();
+        format!("{message}.{signature}")
+    }
+
+    #[test]
+    fn an_assertion_named_ed25519_rfc_9864_verifies_with_an_ed25519_key() {
+        let audiences = ["https://id.bank.example".to_owned()];
+        let key = SigningKey::generate(Algorithm::EdDsa).unwrap();
+        let encoding = jsonwebtoken::EncodingKey::from_ed_der(&key.to_pkcs8().unwrap());
+        let header = json!({"alg": "Ed25519", "typ": "JWT", "kid": key.kid()});
+        let token = signed_with_header(&encoding, JwsAlgorithm::EdDSA, &header, &claims(1_000_060));
+        let accepted = verify_key_assertion(&parsed(&token), &set(&key), &expected(&audiences));
+        assert_eq!(accepted, Ok(Accepted { jti: "j1".into(), exp: 1_000_060 }));
+        // A JWK may name the algorithm so too.
+        let mut jwk = serde_json::to_value(key.jwk()).unwrap();
+        jwk["alg"] = json!("Ed25519");
+        let named = KeySet::parse(&json!({ "keys": [jwk] })).unwrap();
+        assert!(verify_key_assertion(&parsed(&token), &named, &expected(&audiences)).is_ok());
+        // The name does not fit any other key type.
+        let es = SigningKey::generate(Algorithm::Es256).unwrap();
+        let mut es_jwk = serde_json::to_value(es.jwk()).unwrap();
+        es_jwk["alg"] = json!("Ed25519");
+        assert!(KeySet::parse(&json!({ "keys": [es_jwk] })).unwrap_err().contains("does not fit"));
+    }
+
+    #[test]
+    fn claims_are_judged_after_the_signature_and_aud_may_be_a_list() {
+        let audiences = ["https://id.bank.example/oauth2/token".to_owned()];
+        let key = SigningKey::generate(Algorithm::Es256).unwrap();
+        let keys = set(&key);
+        let with = |change: &dyn Fn(&mut Value)| {
+            let mut claims = claims(1_000_060);
+            claims["aud"] = json!("https://id.bank.example/oauth2/token");
+            change(&mut claims);
+            verify_key_assertion(&parsed(&key.sign("JWT", &claims)), &keys, &expected(&audiences))
+        };
+        let list = with(&|c| c["aud"] = json!(["https://other.example", "https://id.bank.example/oauth2/token"]));
+        assert!(list.is_ok(), "{list:?}");
+        let refused = |what: &str| Err(AssertionError::Claims(what.to_owned()));
+        assert!(with(&|_| {}).is_ok());
+        assert_eq!(with(&|c| c["aud"] = json!("https://id.bank.example")), refused("must have the issuer as aud"));
+        assert_eq!(with(&|c| c["sub"] = json!("another")), refused("must have the client id as sub"));
+        assert_eq!(with(&|c| c["iss"] = json!("another")), refused("must have the client id as iss"));
+        assert_eq!(with(&|c| drop(c.as_object_mut().unwrap().remove("jti"))), refused("has no jti"));
+        assert_eq!(with(&|c| c["exp"] = json!("soon")), refused("has claims of the wrong type"));
+        // A forged signature is refused before any claim is read.
+        let token = key.sign("JWT", &json!({"iss": "rp"}));
+        let (signed, _) = token.rsplit_once('.').unwrap();
+        let forged = format!("{signed}.{}", crate::b64url([7u8; 64]));
+        assert_eq!(
+            verify_key_assertion(&parsed(&forged), &keys, &expected(&audiences)),
+            Err(AssertionError::Signature)
+        );
+        // Not a JWS at all, or unsigned.
+        assert_eq!(Assertion::parse("a.b").map(|_| ()), Err(AssertionError::Malformed));
+        assert_eq!(Assertion::parse("!!.!!.!!").map(|_| ()), Err(AssertionError::Malformed));
+        let none = format!("{}.{}.", crate::b64url(br#"{"alg":"none"}"#), crate::b64url(br#"{"iss":"rp"}"#));
+        assert!(matches!(
+            verify_key_assertion(&parsed(&none), &keys, &expected(&audiences)),
+            Err(AssertionError::Algorithm(..))
+        ));
     }
 
     #[test]
@@ -362,7 +508,7 @@ mod tests {
         let audiences = ["https://id.bank.example".to_owned()];
         let key = SigningKey::generate(Algorithm::Es256).unwrap();
         let keys = set(&key);
-        let at = |exp| verify_key_assertion(&key.sign("JWT", &claims(exp)), &keys, &expected(&audiences));
+        let at = |exp| verify_key_assertion(&parsed(&key.sign("JWT", &claims(exp))), &keys, &expected(&audiences));
         assert!(at(1_000_000 + MAX_ASSERTION_LIFETIME).is_ok(), "five minutes ahead");
         assert!(matches!(at(1_000_000 + MAX_ASSERTION_LIFETIME + LEEWAY + 1), Err(AssertionError::Claims(_))));
         assert!(at(1_000_000 - LEEWAY + 1).is_ok(), "within the leeway");
@@ -400,13 +546,13 @@ mod tests {
             .unwrap()
         };
         let secret = b"0123456789abcdef0123456789abcdef0123456789a";
-        assert!(verify_secret_assertion(&token(JwsAlgorithm::HS256), secret, &expected(&audiences)).is_ok());
+        assert!(verify_secret_assertion(&parsed(&token(JwsAlgorithm::HS256)), secret, &expected(&audiences)).is_ok());
         assert!(matches!(
-            verify_secret_assertion(&token(JwsAlgorithm::HS512), secret, &expected(&audiences)),
+            verify_secret_assertion(&parsed(&token(JwsAlgorithm::HS512)), secret, &expected(&audiences)),
             Err(AssertionError::Algorithm(..))
         ));
         assert_eq!(
-            verify_secret_assertion(&token(JwsAlgorithm::HS256), b"another secret", &expected(&audiences)),
+            verify_secret_assertion(&parsed(&token(JwsAlgorithm::HS256)), b"another secret", &expected(&audiences)),
             Err(AssertionError::Signature)
         );
     }

@@ -9,6 +9,7 @@ use sqlx::postgres::PgRow;
 use sqlx::types::Json;
 use time::OffsetDateTime;
 
+use crate::batch::{Batch, Batcher};
 use crate::error::storage_error;
 use crate::{PgStore, Result, at, get};
 
@@ -127,20 +128,7 @@ impl ClientRepository for PgStore {
         expires_at: OffsetDateTime,
         now: OffsetDateTime,
     ) -> Result<bool> {
-        // A row of an expired assertion is taken over; a live one stays.
-        let done = sqlx::query(
-            "INSERT INTO client_assertions (client_id, jti, expires_at) VALUES ($1, $2, $3) \
-             ON CONFLICT (client_id, jti) DO UPDATE SET expires_at = excluded.expires_at \
-             WHERE client_assertions.expires_at <= $4",
-        )
-        .bind(client_id.as_str())
-        .bind(jti)
-        .bind(at(expires_at))
-        .bind(at(now))
-        .execute(&mut *self.conn().await?)
-        .await
-        .map_err(storage_error("client assertion"))?;
-        Ok(done.rows_affected() == 1)
+        Batcher::submit(self, RememberAssertion::new(client_id, jti, expires_at, now)).await
     }
 
     async fn insert_initial_access_token(
@@ -179,5 +167,63 @@ impl PgStore {
         if let Some(memory) = self.memory() {
             memory.client_changed(client_id);
         }
+    }
+}
+
+/// A client assertion's `jti` to remember, waiting for its statement (see
+/// [`crate::batch`]): under load the assertions of many token requests go
+/// into one `INSERT` and one commit. One assertion presented twice at once
+/// never shares a statement (same key), so the second sees the first.
+pub(crate) struct RememberAssertion {
+    key: String,
+    record: serde_json::Value,
+}
+
+impl RememberAssertion {
+    fn new(client_id: &ClientId, jti: &str, expires_at: OffsetDateTime, now: OffsetDateTime) -> Self {
+        let record = serde_json::json!({
+            "client_id": client_id.as_str(),
+            "jti": jti,
+            "expires_at": expires_at.unix_timestamp(),
+            "now": now.unix_timestamp(),
+        });
+        Self { key: format!("{client_id}\n{jti}"), record }
+    }
+}
+
+/// Each assertion's row is inserted, or takes over the row of an expired
+/// assertion with the same `jti` (judged by its own request's time); a live
+/// one stays. Answers the keys remembered now.
+const REMEMBER_ASSERTIONS: &str = "WITH i AS (SELECT * FROM jsonb_to_recordset($1) AS i (client_id text, \
+     jti text, expires_at bigint, now bigint)) \
+     INSERT INTO client_assertions AS c (client_id, jti, expires_at) \
+     SELECT client_id, jti, to_timestamp(expires_at) FROM i \
+     ON CONFLICT (client_id, jti) DO UPDATE SET expires_at = excluded.expires_at \
+     WHERE c.expires_at <= (SELECT to_timestamp(i.now) FROM i \
+     WHERE i.client_id = c.client_id AND i.jti = c.jti) \
+     RETURNING c.client_id || E'\\n' || c.jti";
+
+impl Batch for RememberAssertion {
+    type Output = bool;
+    const WHAT: &'static str = "client assertion";
+    const STATEMENT: &'static str = "client_assertion";
+
+    fn key(&self) -> &str {
+        &self.key
+    }
+
+    async fn run(store: &PgStore, items: &[Self]) -> std::result::Result<Vec<bool>, sqlx::Error> {
+        let records: Vec<&serde_json::Value> = items.iter().map(|item| &item.record).collect();
+        let remembered: std::collections::HashSet<String> = sqlx::query_scalar(REMEMBER_ASSERTIONS)
+            .bind(Json(records))
+            .fetch_all(&mut *store.acquire().await?)
+            .await?
+            .into_iter()
+            .collect();
+        Ok(items.iter().map(|item| remembered.contains(&item.key)).collect())
+    }
+
+    fn batcher(store: &PgStore) -> &Batcher<Self> {
+        &store.batches.remember_assertion
     }
 }

@@ -3,20 +3,32 @@
 //!
 //! SQLite has one writer at a time, so writes queue for one connection in
 //! the process instead of contending for the file lock: each write is a job
-//! sent to the writer thread, which runs it in an immediate transaction and
-//! answers through a channel. Reads take a connection from a small pool on
-//! one of tokio's blocking threads; in WAL mode a reader never waits for the
-//! writer. No SQLite call runs on the async runtime's worker threads.
+//! sent to the writer thread, which answers through a channel. Reads take a
+//! connection from a small pool on one of tokio's blocking threads; in WAL
+//! mode a reader never waits for the writer. No SQLite call runs on the
+//! async runtime's worker threads.
+//!
+//! Writes that queue together commit together (group commit): the writer
+//! takes every write waiting (up to [`MAX_GROUP`]) into one immediate
+//! transaction, each inside a savepoint of its own, and commits once. A
+//! write whose body fails is rolled back to its savepoint alone, exactly as
+//! its own transaction would have been; the others commit. Every write is
+//! answered only after the commit (a failed commit is every write's
+//! answer), so nothing is acknowledged that a crash could lose. Under load
+//! a page that many writes touch (the end of the audit log, a table's last
+//! leaf) goes to the log once per group instead of once per write; a
+//! single write waits for no one.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use portico_storage::StorageError;
-use rusqlite::{Connection, OpenFlags, Params, Row, Transaction, TransactionBehavior};
+use rusqlite::{Connection, OpenFlags, Params, Row};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use time::OffsetDateTime;
@@ -28,6 +40,9 @@ use crate::checkpoint::{self, Checkpointer};
 /// Idle read connections kept for reuse; more are opened under load and
 /// closed after.
 const IDLE_READERS: usize = 8;
+
+/// The most writes one transaction carries.
+pub(crate) const MAX_GROUP: usize = 64;
 
 /// How long a statement waits for a lock another process holds.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -84,7 +99,19 @@ impl Error {
 /// What a repository's closure answers.
 pub(crate) type Res<T> = std::result::Result<T, Error>;
 
-type Job = Box<dyn FnOnce(&mut Connection) + Send>;
+/// What the writer thread runs.
+enum Job {
+    /// Runs on the connection, outside any transaction (migrations, checks).
+    Alone(Box<dyn FnOnce(&mut Connection) + Send>),
+    /// A write: runs inside the group's transaction (`None` when it could
+    /// not begin), says whether its body succeeded, and hands back how to
+    /// answer once the transaction's fate is known.
+    Write(Write),
+}
+
+/// Answers a write with the outcome of its group's commit (`Err` when the
+/// transaction could not begin or commit).
+type Finish = Box<dyn FnOnce(std::result::Result<(), &rusqlite::Error>) + Send>;
 
 /// One database file's connections.
 pub(crate) struct Db {
@@ -97,6 +124,9 @@ pub(crate) struct Db {
     wait_seconds: metrics::Histogram,
     /// Writes queued now (`portico_database_waiting`).
     waiting: metrics::Gauge,
+    /// Transactions the writer committed (what the tests judge grouping by).
+    #[cfg_attr(not(test), expect(dead_code, reason = "read by the tests"))]
+    commits: Arc<AtomicU64>,
 }
 
 impl Db {
@@ -109,15 +139,36 @@ impl Db {
         let conn = Connection::open_with_flags(path, flags).map_err(|e| Error::from(e).storage("database"))?;
         configure_writer(&conn).map_err(|e| e.storage("database"))?;
         let (send, jobs) = mpsc::channel::<Job>();
+        let commits = Arc::new(AtomicU64::new(0));
+        let committed = Arc::clone(&commits);
         let thread = std::thread::Builder::new()
             .name("sqlite-writer".into())
             .spawn(move || {
                 let mut conn = conn;
-                for job in jobs {
-                    // A job that panics (a bug) answers nothing, and its
-                    // caller reports the writer's silence; the next job
-                    // still runs.
-                    let _ = catch_unwind(AssertUnwindSafe(|| job(&mut conn)));
+                let groups = metrics::histogram!("portico_database_batch_items", "statement" => "sqlite_transaction");
+                let mut next = None;
+                while let Some(job) = next.take().or_else(|| jobs.recv().ok()) {
+                    match job {
+                        // A job that panics (a bug) answers nothing, and
+                        // its caller reports the writer's silence; the
+                        // next job still runs.
+                        Job::Alone(job) => drop(catch_unwind(AssertUnwindSafe(|| job(&mut conn)))),
+                        Job::Write(first) => {
+                            let mut group = vec![first];
+                            while group.len() < MAX_GROUP {
+                                match jobs.try_recv() {
+                                    Ok(Job::Write(write)) => group.push(write),
+                                    Ok(alone) => {
+                                        next = Some(alone);
+                                        break;
+                                    }
+                                    Err(_) => break,
+                                }
+                            }
+                            groups.record(group.len() as f64);
+                            write_group(&conn, group, &committed);
+                        }
+                    }
                 }
             })
             .map_err(|e| StorageError::Other(format!("cannot start the SQLite writer thread: {e}")))?;
@@ -129,7 +180,14 @@ impl Db {
             checkpoints: Mutex::new(Some(Checkpointer::start(path)?)),
             wait_seconds: metrics::histogram!("portico_database_wait_seconds", "backend" => "sqlite"),
             waiting: metrics::gauge!("portico_database_waiting", "backend" => "sqlite"),
+            commits,
         })
+    }
+
+    /// Transactions the writer has committed.
+    #[cfg(test)]
+    fn commits(&self) -> u64 {
+        self.commits.load(Ordering::Relaxed)
     }
 
     /// Runs `job` on the writer connection, outside any transaction.
@@ -142,12 +200,17 @@ impl Db {
         let (queued, wait_seconds, waiting) = (Instant::now(), self.wait_seconds.clone(), self.waiting.clone());
         // Traced (when traces are on) as a child of the caller's span.
         let span = tracing::debug_span!("sqlite write", otel.kind = "client", db.system = "sqlite", what);
-        let job: Job = Box::new(move |conn| {
+        let job = Job::Alone(Box::new(move |conn| {
             let _span = span.enter();
             waiting.decrement(1.0);
             wait_seconds.record(queued.elapsed().as_secs_f64());
             let _ = answer.send(job(conn).map_err(|e| e.storage(what)));
-        });
+        }));
+        self.send(job, answered).await
+    }
+
+    /// Queues `job` for the writer and waits for its answer.
+    async fn send<T>(&self, job: Job, answered: oneshot::Receiver<Result<T, StorageError>>) -> Result<T, StorageError> {
         self.waiting.increment(1.0);
         let sent = match &*self.writer.lock().unwrap_or_else(|e| e.into_inner()) {
             Some(writer) => writer.send(job).is_ok(),
@@ -165,16 +228,30 @@ impl Db {
     /// unique key a conflict is about.
     pub(crate) async fn write<T, F>(&self, what: &'static str, body: F) -> Result<T, StorageError>
     where
-        F: FnOnce(&Transaction<'_>) -> Res<T> + Send + 'static,
+        F: FnOnce(&Connection) -> Res<T> + Send + 'static,
         T: Send + 'static,
     {
-        self.on_writer(what, move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let done = body(&tx)?;
-            tx.commit()?;
-            Ok(done)
-        })
-        .await
+        let (answer, answered) = oneshot::channel();
+        let (queued, wait_seconds, waiting) = (Instant::now(), self.wait_seconds.clone(), self.waiting.clone());
+        let span = tracing::debug_span!("sqlite write", otel.kind = "client", db.system = "sqlite", what);
+        let job = Job::Write(Box::new(move |conn| {
+            let _span = span.enter();
+            waiting.decrement(1.0);
+            wait_seconds.record(queued.elapsed().as_secs_f64());
+            let done = conn.map(body);
+            let succeeded = matches!(done, Some(Ok(_)));
+            let finish: Finish = Box::new(move |committed| {
+                let answered = match (done, committed) {
+                    (Some(Err(error)), _) => Err(error.storage(what)),
+                    (_, Err(error)) => Err(Error::Sqlite(copy_error(error)).storage(what)),
+                    (Some(Ok(done)), Ok(())) => Ok(done),
+                    (None, Ok(())) => Err(StorageError::Other("the SQLite write did not run".into())),
+                };
+                let _ = answer.send(answered);
+            });
+            (succeeded, finish)
+        }));
+        self.send(job, answered).await
     }
 
     /// Runs `body` on a read connection, on a blocking thread.
@@ -232,6 +309,98 @@ impl Db {
 impl Drop for Db {
     fn drop(&mut self) {
         self.close();
+    }
+}
+
+/// A write as the writer thread holds it.
+type Write = Box<dyn FnOnce(Option<&Connection>) -> (bool, Finish) + Send>;
+
+/// Runs `group`'s writes in one immediate transaction, each in a savepoint
+/// of its own, commits (counted in `commits`), and answers them all.
+fn write_group(conn: &Connection, group: Vec<Write>, commits: &AtomicU64) {
+    let mut finished: Vec<Finish> = Vec::with_capacity(group.len());
+    let mut open = conn.execute_batch("BEGIN IMMEDIATE");
+    for write in group {
+        if let Err(error) = &open {
+            let (_, finish) = write(None);
+            finish(Err(error));
+            continue;
+        }
+        match in_savepoint(conn, write) {
+            Ok(finish) => finished.extend(finish),
+            Err(lost) => {
+                // What the writes before did is gone with the transaction.
+                for finish in finished.drain(..) {
+                    finish(Err(&lost));
+                }
+                if !conn.is_autocommit() {
+                    let _ = conn.execute_batch("ROLLBACK");
+                }
+                open = conn.execute_batch("BEGIN IMMEDIATE");
+            }
+        }
+    }
+    if open.is_err() {
+        return;
+    }
+    let committed = conn.execute_batch("COMMIT");
+    if committed.is_ok() {
+        commits.fetch_add(1, Ordering::Relaxed);
+    } else if !conn.is_autocommit() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    for finish in finished {
+        finish(committed.as_ref().copied());
+    }
+}
+
+/// Runs one write in a savepoint, released when its body succeeded and
+/// rolled back when it failed (or panicked: a bug, answered by the
+/// writer's silence). Hands back how to answer it after the commit.
+///
+/// # Errors
+/// When SQLite ended the whole transaction (an I/O error, a full disk);
+/// the write is then answered already.
+fn in_savepoint(conn: &Connection, write: Write) -> std::result::Result<Option<Finish>, rusqlite::Error> {
+    if let Err(error) = conn.execute_batch("SAVEPOINT portico_write") {
+        let (_, finish) = write(None);
+        finish(Err(&error));
+        return Err(error);
+    }
+    let ran = catch_unwind(AssertUnwindSafe(|| write(Some(conn)))).ok();
+    let succeeded = ran.as_ref().is_some_and(|(succeeded, _)| *succeeded);
+    let finish = ran.map(|(_, finish)| finish);
+    let closed = if succeeded {
+        conn.execute_batch("RELEASE portico_write")
+    } else {
+        conn.execute_batch("ROLLBACK TO portico_write; RELEASE portico_write")
+    };
+    match closed {
+        Ok(()) if !conn.is_autocommit() => Ok(finish),
+        closed => {
+            let lost = rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ABORT),
+                Some(match closed {
+                    Err(error) => format!("the transaction was rolled back: {error}"),
+                    Ok(()) => "the transaction was rolled back".to_owned(),
+                }),
+            );
+            if let Some(finish) = finish {
+                finish(Err(&lost));
+            }
+            Err(lost)
+        }
+    }
+}
+
+/// An owned copy of a SQLite error, for each write of a group it fails.
+fn copy_error(error: &rusqlite::Error) -> rusqlite::Error {
+    match error {
+        rusqlite::Error::SqliteFailure(code, message) => rusqlite::Error::SqliteFailure(*code, message.clone()),
+        other => rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ERROR),
+            Some(other.to_string()),
+        ),
     }
 }
 
@@ -359,4 +528,96 @@ fn uuid_from(text: &str) -> Res<Uuid> {
 /// The error of a damaged row: a value the code never writes.
 pub(crate) fn damaged(what: &str) -> Error {
     Error::Storage(StorageError::Other(format!("damaged row: {what}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::task::Poll;
+
+    use super::*;
+
+    type Answer = Pin<Box<dyn Future<Output = Result<i64, StorageError>> + Send>>;
+
+    #[tokio::test]
+    async fn writes_queued_together_commit_once_and_a_failing_one_is_rolled_back_alone() {
+        let path = std::env::temp_dir().join(format!("portico-group-{}.db", Uuid::new_v4()));
+        let db = Arc::new(Db::open(&path).unwrap());
+        db.on_writer("table", |c| Ok(c.execute_batch("CREATE TABLE t (n INTEGER PRIMARY KEY)")?)).await.unwrap();
+        let commits = db.commits();
+        // The writer is held while 40 writes queue behind it.
+        let (release, hold) = mpsc::channel::<()>();
+        let mut held = Box::pin(db.on_writer("hold", move |_| {
+            hold.recv().unwrap_or_default();
+            Ok(())
+        }));
+        let mut writes: Vec<Answer> = (0..40i64)
+            .map(|n| {
+                let db = Arc::clone(&db);
+                Box::pin(async move {
+                    db.write("row", move |c| {
+                        run(c, "INSERT INTO t (n) VALUES (?1)", [n])?;
+                        assert!(n != 13, "a bug in one write");
+                        if n % 5 == 0 { Err(damaged("refused")) } else { Ok(n) }
+                    })
+                    .await
+                }) as Answer
+            })
+            .collect();
+        std::future::poll_fn(|cx| {
+            assert!(held.as_mut().poll(cx).is_pending());
+            for write in &mut writes {
+                assert!(write.as_mut().poll(cx).is_pending(), "queued behind the held writer");
+            }
+            Poll::Ready(())
+        })
+        .await;
+        release.send(()).unwrap();
+        held.await.unwrap();
+        let mut answers = Vec::new();
+        for write in writes {
+            answers.push(write.await);
+        }
+
+        assert_eq!(db.commits(), commits + 1, "one transaction for the 40 writes");
+        for (n, answer) in (0..40i64).zip(&answers) {
+            match answer {
+                Ok(got) => assert_eq!(*got, n),
+                Err(StorageError::Other(message)) if n == 13 => assert!(message.contains("failed to answer")),
+                Err(StorageError::Other(message)) => {
+                    assert!(n % 5 == 0 && message.contains("refused"), "{n}: {message}");
+                }
+                Err(other) => panic!("{n}: {other}"),
+            }
+        }
+        let stored: Vec<i64> =
+            db.read(|c| all(c, "SELECT n FROM t ORDER BY n", [], |row| Ok(row.get(0)?))).await.unwrap();
+        let expected: Vec<i64> = (0..40).filter(|n| n % 5 != 0 && *n != 13).collect();
+        assert_eq!(stored, expected, "the failed writes' rows are rolled back, the others committed");
+        assert_eq!(stored.len(), 31);
+        db.close();
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_write_alone_commits_at_once() {
+        let path = std::env::temp_dir().join(format!("portico-group-{}.db", Uuid::new_v4()));
+        let db = Arc::new(Db::open(&path).unwrap());
+        db.on_writer("table", |c| Ok(c.execute_batch("CREATE TABLE t (n INTEGER PRIMARY KEY)")?)).await.unwrap();
+        let commits = db.commits();
+        for n in 0..3i64 {
+            assert_eq!(
+                db.write("row", move |c| run(c, "INSERT INTO t (n) VALUES (?1)", [n]).map(|_| n)).await.unwrap(),
+                n
+            );
+            assert_eq!(db.commits(), commits + 1 + n as u64, "each write its own commit when none waits");
+        }
+        db.close();
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        }
+    }
 }

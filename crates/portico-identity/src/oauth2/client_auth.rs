@@ -95,14 +95,15 @@ async fn by_assertion(identity: &Identity, credentials: &ClientCredentials, path
     let Some(assertion) = credentials.client_assertion.as_deref() else {
         return Err(OAuthError::invalid_client("client_assertion is missing"));
     };
-    let issuer = jose::peek_issuer(assertion)
-        .ok_or_else(|| OAuthError::invalid_client("the client assertion is not a JWT with an iss"))?;
+    let not_jwt = || OAuthError::invalid_client("the client assertion is not a JWT with an iss");
+    let assertion = jose::Assertion::parse(assertion).map_err(|_| not_jwt())?;
+    let issuer = assertion.issuer().ok_or_else(not_jwt)?;
     if credentials.client_id.as_deref().is_some_and(|id| id != issuer) {
         return Err(OAuthError::invalid_client("client_id differs from the client assertion's iss"));
     }
     let client = identity
         .store
-        .find_client(&ClientId::new(issuer.as_str()))
+        .find_client(&ClientId::new(issuer))
         .await?
         .ok_or_else(|| OAuthError::invalid_client("unknown client"))?;
     let issuer_url = &identity.settings.issuer;
@@ -113,17 +114,17 @@ async fn by_assertion(identity: &Identity, credentials: &ClientCredentials, path
     let accepted = match client.security.token_endpoint_auth_method {
         AuthMethod::PrivateKeyJwt => {
             let keys = identity.client_keys.keys(&client, false).await.map_err(OAuthError::invalid_client)?;
-            match jose::verify_key_assertion(assertion, &keys, &expected) {
+            match jose::verify_key_assertion(&assertion, &keys, &expected) {
                 Err(AssertionError::UnknownKey) => {
                     // The client may have added a key since its set was fetched.
                     let keys = identity.client_keys.keys(&client, true).await.map_err(OAuthError::invalid_client)?;
-                    jose::verify_key_assertion(assertion, &keys, &expected)
+                    jose::verify_key_assertion(&assertion, &keys, &expected)
                 }
                 outcome => outcome,
             }
         }
         AuthMethod::ClientSecretJwt => match identity.client_keys.secret(&client) {
-            Some(secret) => jose::verify_secret_assertion(assertion, &secret, &expected),
+            Some(secret) => jose::verify_secret_assertion(&assertion, &secret, &expected),
             None => return Err(OAuthError::invalid_client("the client has no secret for client_secret_jwt")),
         },
         method => {

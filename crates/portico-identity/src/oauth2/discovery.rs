@@ -10,9 +10,7 @@ use portico_model::client::AuthMethod;
 
 use crate::IdentityState;
 
-/// The algorithms of client assertions: `private_key_jwt`'s, then
-/// `client_secret_jwt`'s.
-const ASSERTION_ALGORITHMS: [&str; 5] = ["PS256", "ES256", "EdDSA", "RS256", "HS256"];
+use portico_crypto::jose::ASSERTION_ALGORITHMS;
 
 #[utoipa::path(
     get,

@@ -24,6 +24,7 @@ pub(crate) struct Batches {
     find_refresh_token: Batcher<FindRefreshToken>,
     redeem: Batcher<Redeem>,
     rotate: Batcher<Rotate>,
+    pub(crate) remember_assertion: Batcher<crate::clients::RememberAssertion>,
 }
 
 impl Batches {
@@ -33,6 +34,7 @@ impl Batches {
             find_refresh_token: Batcher::new(in_flight),
             redeem: Batcher::new(in_flight),
             rotate: Batcher::new(in_flight),
+            remember_assertion: Batcher::new(in_flight),
         }
     }
 }
