@@ -40,6 +40,9 @@ pub struct IdentitySettings {
     /// Whether dynamic client registration is on (an initial access token
     /// is configured): discovery then names `registration_endpoint`.
     pub registration: bool,
+    /// The internal token (`internal_token`), with which the bank's own
+    /// resource servers may introspect access tokens without a client.
+    pub internal_token: Option<portico_crypto::hash::BearerSecret>,
 }
 
 impl IdentitySettings {
@@ -64,6 +67,7 @@ impl IdentitySettings {
             default_locale: None,
             logout_delivery: crate::backchannel::LogoutDelivery::default(),
             registration: false,
+            internal_token: None,
             branding: crate::theme::Branding::default(),
         }
     }

@@ -1,12 +1,14 @@
 //! `POST /oauth2/introspect` (operation `introspectToken`, RFC 7662), and
 //! its signed answer (RFC 9701).
 //!
-//! The caller authenticates as a client, as at the token endpoint. Any
-//! client may introspect an access token, whoever it was issued to: the
-//! bank's resource servers are clients, and the tokens they are handed were
-//! issued to the apps that call them. A refresh token is only ever
-//! introspected by its own client (no resource server is handed one); for
-//! anyone else it is not active.
+//! The caller authenticates as a client, as at the token endpoint, or with
+//! the internal token (`Authorization: Bearer <internal_token>`), the
+//! credential the bank's own systems already hold. Any client may
+//! introspect an access token, whoever it was issued to: the bank's
+//! resource servers are clients, and the tokens they are handed were issued
+//! to the apps that call them. A refresh token is only ever introspected by
+//! its own client (no resource server is handed one); for anyone else, the
+//! internal token's holder too, it is not active.
 //!
 //! A token that is live answers `active: true` with what it carries; one
 //! that is unknown, malformed, expired, revoked (itself, or its grant), of a
@@ -15,23 +17,25 @@
 //! are tried. Nothing is changed or audited: introspection only reads.
 //!
 //! With `Accept: application/token-introspection+jwt` the answer is a JWT
-//! (`typ: token-introspection+jwt`) signed with the server's signing key:
-//! `iss`, `aud` (the calling client), `iat`, and `token_introspection`, the
-//! JSON answer.
+//! (`typ: token-introspection+jwt`) signed with the calling client's
+//! `introspection_signed_response_alg` (the server's default algorithm for
+//! the internal token): `iss`, `aud` (the calling client, or
+//! [`INTERNAL_AUDIENCE`]), `iat`, and `token_introspection`, the JSON
+//! answer.
 
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use portico_model::client::Client;
-use portico_model::ids::RefreshTokenHash;
+use portico_model::ids::{ClientId, RefreshTokenHash};
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::MAX_FORM_BODY;
 use super::client_auth::authenticate;
 use super::error::OAuthError;
-use super::forms::IntrospectionRequest;
+use super::forms::{ClientCredentials, IntrospectionRequest};
 use super::params::read_form;
 use crate::{Identity, IdentityState};
 use portico_tokens::AccessTokenError;
@@ -40,6 +44,15 @@ use portico_tokens::AccessTokenError;
 pub const JWT_MEDIA_TYPE: &str = "application/token-introspection+jwt";
 /// Its `typ`.
 const JWT_TYP: &str = "token-introspection+jwt";
+/// The `aud` of a signed answer to the internal token's holder.
+pub const INTERNAL_AUDIENCE: &str = "internal";
+
+/// Who asks.
+enum Caller {
+    Client(Client),
+    /// The holder of the internal token.
+    Internal,
+}
 
 /// `TokenIntrospectionResponseDTO` (RFC 7662 §2.2): `active`, and for an
 /// active token what it carries.
@@ -103,7 +116,7 @@ struct SignedIntrospection<'a> {
     request_body(content = crate::edge::IntrospectionRequestDto, content_type = "application/x-www-form-urlencoded"),
     params(("Accept" = Option<String>, Header,
             description = "`application/token-introspection+jwt` for a signed answer (RFC 9701); otherwise JSON.")),
-    security(("clientBasic" = []), ()),
+    security(("clientBasic" = []), ("internalToken" = []), ()),
     responses(
         (status = 200, description = "The token's state: `{\"active\": false}` for anything not live. \
                                       A JWT (`application/token-introspection+jwt`) when asked for.",
@@ -122,16 +135,33 @@ pub async fn introspect(
 ) -> Result<Response, OAuthError> {
     let identity: &Identity = &identity;
     let form = read_form(&headers, body, MAX_FORM_BODY).await?;
-    let client = authenticate(identity, &headers, &form.read()?, "/oauth2/introspect").await?;
+    let credentials: ClientCredentials = form.read()?;
+    let internal = identity.settings.internal_token.as_ref().is_some_and(|secret| {
+        secret.authorizes(headers.get(header::AUTHORIZATION).and_then(|value| value.to_str().ok()))
+    });
+    let caller = if internal {
+        if credentials.client_secret.is_some() || credentials.client_assertion.is_some() {
+            return Err(OAuthError::bad_request("use one client authentication method, not two"));
+        }
+        Caller::Internal
+    } else {
+        Caller::Client(authenticate(identity, &headers, &credentials, "/oauth2/introspect").await?)
+    };
     let request: IntrospectionRequest = form.read()?;
-    let answer = look_up(identity, &client, &request.token).await?;
+    let (own_client, signing_alg, audience) = match &caller {
+        Caller::Client(client) => {
+            (Some(&client.client_id), client.security.introspection_signed_response_alg, client.client_id.as_str())
+        }
+        Caller::Internal => (None, None, INTERNAL_AUDIENCE),
+    };
+    let answer = look_up(identity, own_client, &request.token).await?;
     metrics::counter!("portico_introspections_total", "active" => if answer.active { "true" } else { "false" })
         .increment(1);
     let mut response = if wants_jwt(&headers) {
-        let key = identity.signing_key_for(client.security.introspection_signed_response_alg).await?;
+        let key = identity.signing_key_for(signing_alg).await?;
         let claims = SignedIntrospection {
             iss: &identity.settings.issuer,
-            aud: client.client_id.as_str(),
+            aud: audience,
             iat: identity.clock.now().unix_timestamp(),
             token_introspection: &answer,
         };
@@ -153,8 +183,9 @@ fn wants_jwt(headers: &HeaderMap) -> bool {
         .any(|range| range.split(';').next().is_some_and(|media| media.trim().eq_ignore_ascii_case(JWT_MEDIA_TYPE)))
 }
 
-/// What `token` is, as `client` may learn it.
-async fn look_up(identity: &Identity, client: &Client, token: &str) -> Result<Introspection, OAuthError> {
+/// What `token` is, as the caller may learn it: a refresh token only by
+/// `own_client`, the client it was issued to.
+async fn look_up(identity: &Identity, own_client: Option<&ClientId>, token: &str) -> Result<Introspection, OAuthError> {
     if token.matches('.').count() == 2 {
         return match identity.tokens.check_access_token(token).await {
             Ok(claims) => Ok(Introspection {
@@ -178,7 +209,7 @@ async fn look_up(identity: &Identity, client: &Client, token: &str) -> Result<In
     let Some(stored) = identity.store.find_refresh_token(&hash).await? else {
         return Ok(Introspection::default());
     };
-    let live = stored.grant.client_id == client.client_id
+    let live = own_client == Some(&stored.grant.client_id)
         && !stored.spent
         && stored.token.expires_at > now
         && stored.grant.revoked_at.is_none()

@@ -20,7 +20,8 @@ use crate::edge::{
 /// The identity document's schemes: the client's Basic credentials on the
 /// token and revoke endpoints (`clientBasic`; `client_secret_post` puts
 /// them in the form instead) and the access token as a Bearer JWT
-/// (`bearerAuth`, the spec's name).
+/// (`bearerAuth`, the spec's name); the internal token at introspection
+/// (`internalToken`).
 struct IdentitySecurity;
 
 impl Modify for IdentitySecurity {
@@ -35,6 +36,13 @@ impl Modify for IdentitySecurity {
         bearer.bearer_format = Some("JWT".to_owned());
         bearer.description = Some("The access token from POST /oauth2/token.".to_owned());
         components.add_security_scheme("bearerAuth", SecurityScheme::Http(bearer));
+        let mut internal = Http::new(HttpAuthScheme::Bearer);
+        internal.description = Some(
+            "The internal token (`internal_token`): the bank's own resource servers introspect access tokens \
+             with it instead of client credentials."
+                .to_owned(),
+        );
+        components.add_security_scheme("internalToken", SecurityScheme::Http(internal));
     }
 }
 

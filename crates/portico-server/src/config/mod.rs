@@ -589,6 +589,7 @@ impl Config {
         settings.login_process_ttl = secs(self.login.process_ttl_secs);
         settings.session_ttl = secs(self.login.session_ttl_secs);
         settings.registration = self.registration.initial_access_token.is_some();
+        settings.internal_token = self.internal_token.as_deref().map(portico_crypto::hash::BearerSecret::new);
         if let Some(secure) = self.cookie_secure {
             settings.secure_cookies = secure;
         }

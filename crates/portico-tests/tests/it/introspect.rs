@@ -144,3 +144,69 @@ async fn only_an_authenticated_client_asks_and_the_token_is_required() {
     let by_post = app.http().post(&url).form(&by_post).send().await.unwrap();
     assert_eq!(by_post.json::<Value>().await.unwrap()["active"], true, "client_secret_post too");
 }
+
+/// Introspects `token` with `authorization` as the header, asking for `accept`.
+async fn with_header(app: &TestApp, authorization: &str, form: &[(&str, &str)], accept: &str) -> (u16, String) {
+    let response = app
+        .http()
+        .post(app.url("/oauth2/introspect"))
+        .header("authorization", authorization)
+        .header("accept", accept)
+        .form(form)
+        .send()
+        .await
+        .unwrap();
+    (response.status().as_u16(), response.text().await.unwrap())
+}
+
+#[tokio::test]
+async fn the_internal_token_introspects_access_tokens_without_a_client() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let tokens = app.tokens_for("ivan", "ivan-password").await;
+        let refresh = tokens.refresh_token.clone().unwrap();
+        let bearer = format!("Bearer {}", portico_tests::INTERNAL_TOKEN);
+
+        let (status, body) = with_header(&app, &bearer, &[("token", &tokens.access_token)], "application/json").await;
+        assert_eq!(status, 200, "{backend:?}: {body}");
+        let internal: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(internal, answer(&app, DEMO, &tokens.access_token).await, "what a client learns");
+        assert_eq!(internal["active"], true);
+
+        // A refresh token is its own client's business only.
+        let (_, body) = with_header(&app, &bearer, &[("token", &refresh)], "application/json").await;
+        assert_eq!(serde_json::from_str::<Value>(&body).unwrap(), json!({"active": false}));
+
+        // The signed answer names the internal caller as its audience and
+        // is signed with the server's default algorithm.
+        let (status, jwt) =
+            with_header(&app, &bearer, &[("token", &tokens.access_token)], "application/token-introspection+jwt").await;
+        assert_eq!(status, 200, "{backend:?}: {jwt}");
+        assert_eq!(jwt_header(&jwt)["alg"], "RS256");
+        let claims = jwt_claims(&jwt);
+        assert_eq!((claims["aud"].as_str(), claims["iss"].as_str()), (Some("internal"), Some(app.base.as_str())));
+        assert_eq!(claims["token_introspection"], internal);
+
+        // A wrong token is no credential; the internal token with a client
+        // secret beside it is two methods at once.
+        let (status, body) = with_header(&app, "Bearer not-the-internal-token-0000000", &[("token", "x")], "*/*").await;
+        assert_eq!(status, 401, "{body}");
+        assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["error"], "invalid_client");
+        let form = [("token", "x"), ("client_id", DEMO.0), ("client_secret", DEMO.1)];
+        let (status, body) = with_header(&app, &bearer, &form, "*/*").await;
+        assert_eq!(
+            (status, serde_json::from_str::<Value>(&body).unwrap()["error"].clone()),
+            (400, json!("invalid_request"))
+        );
+    }
+}
+
+#[tokio::test]
+async fn without_an_internal_token_configured_a_bearer_header_is_no_credential() {
+    let app = TestApp::spawn_with(portico_tests::Backend::Sqlite, |c| c.internal_token = None).await;
+    let tokens = app.tokens_for("ivan", "ivan-password").await;
+    let bearer = format!("Bearer {}", portico_tests::INTERNAL_TOKEN);
+    let (status, body) = with_header(&app, &bearer, &[("token", &tokens.access_token)], "application/json").await;
+    assert_eq!(status, 401, "{body}");
+    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["error"], "invalid_client");
+}
