@@ -28,6 +28,7 @@ use utoipa::OpenApi;
         crate::http::users::revoke_grant,
         crate::http::system::keys,
         crate::http::system::rotate_key,
+        crate::http::system::retire_key,
         crate::http::system::audit
     ),
     tags(

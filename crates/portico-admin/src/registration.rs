@@ -11,9 +11,18 @@
 //! private-use scheme. Metadata Portico does not know is ignored (RFC 7591
 //! §2); metadata it knows but cannot honour is refused. Errors are the
 //! RFC's: `invalid_redirect_uri`, `invalid_client_metadata`,
-//! `invalid_software_statement` (400), and `invalid_token` (401) for a
-//! missing or wrong token; nothing is registered or changed by a refused
-//! request.
+//! `invalid_software_statement`, `unapproved_software_statement` (400), and
+//! `invalid_token` (401) for a missing or wrong token; nothing is
+//! registered or changed by a refused request.
+//!
+//! A `software_statement` (RFC 7591 §2.3) is a JWT an issuer the bank
+//! trusts (a directory of third parties, `registration.software_statement_issuers`)
+//! signed about the client software: its signature is checked with that
+//! issuer's keys, its `exp`, `nbf` and `iat` against Portico's clock, and
+//! its claims take precedence over the same members of the body. A
+//! statement of an issuer not configured is `unapproved_software_statement`;
+//! with `registration.require_software_statement` a registration (and a
+//! replacement) without one is `invalid_software_statement`.
 
 use std::sync::Arc;
 
@@ -23,6 +32,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use portico_api::{PathParams, Problem};
+use portico_crypto::jose::{self, AssertionError, KeySet};
 use portico_crypto::jwt::Algorithm;
 use portico_model::audit::Actor;
 use portico_model::client::{AuthMethod, Client, ClientSecurity};
@@ -44,6 +54,74 @@ pub struct Registration {
     pub initial_access_token: Option<String>,
     /// The issuer, for `registration_client_uri`.
     pub issuer: String,
+    /// Whose software statements are trusted, and whether one is required.
+    pub statements: SoftwareStatements,
+}
+
+/// An issuer of software statements the bank trusts, with its public keys.
+pub struct TrustedIssuer {
+    /// The statements' `iss`.
+    pub issuer: String,
+    pub keys: KeySet,
+}
+
+/// The software statement rules (`registration.software_statement_issuers`,
+/// `registration.require_software_statement`).
+#[derive(Default)]
+pub struct SoftwareStatements {
+    pub issuers: Vec<TrustedIssuer>,
+    /// Whether a registration must carry a statement of a trusted issuer.
+    pub required: bool,
+}
+
+/// Claims of a software statement that are about the JWT, not the client,
+/// and members a statement may not set.
+const NOT_METADATA: [&str; 10] =
+    ["iss", "sub", "aud", "exp", "nbf", "iat", "jti", "client_id", "client_secret", "software_statement"];
+
+impl SoftwareStatements {
+    /// The metadata a statement asserts, once its signature and times are
+    /// checked (at `now`, Unix seconds).
+    ///
+    /// # Errors
+    /// `invalid_software_statement` for a statement that is not a JWT, is
+    /// badly signed, expired or not yet valid; `unapproved_software_statement`
+    /// for one of an issuer not trusted here.
+    fn verify(&self, statement: &str, now: i64) -> Result<serde_json::Map<String, Value>, RegistrationError> {
+        let invalid = |why: String| RegistrationError::statement("invalid_software_statement", why);
+        let parsed = jose::Assertion::parse(statement).map_err(|_| invalid("not a signed JWT".into()))?;
+        let issuer = parsed.claims().get("iss").and_then(Value::as_str);
+        let issuer = issuer.ok_or_else(|| invalid("has no iss".into()))?;
+        let Some(trusted) = self.issuers.iter().find(|trusted| trusted.issuer == issuer) else {
+            return Err(RegistrationError::statement(
+                "unapproved_software_statement",
+                format!("the issuer {issuer:?} is not one this bank trusts"),
+            ));
+        };
+        parsed.verify_signature(&trusted.keys).map_err(|error| {
+            invalid(match error {
+                AssertionError::UnknownKey => "no key of its issuer matches its kid and alg".into(),
+                AssertionError::Algorithm(alg, _) => format!("is signed with {alg}; PS256, ES256, EdDSA or RS256"),
+                _ => "its signature does not verify with its issuer's keys".into(),
+            })
+        })?;
+        let time = |name: &str| {
+            parsed.claims().get(name).map(|v| v.as_i64().ok_or_else(|| invalid(format!("{name} is not a number"))))
+        };
+        if let Some(exp) = time("exp").transpose()?
+            && exp + jose::LEEWAY <= now
+        {
+            return Err(invalid("has expired".into()));
+        }
+        for name in ["nbf", "iat"] {
+            if time(name).transpose()?.is_some_and(|at| at > now + jose::LEEWAY) {
+                return Err(invalid(format!("is not valid yet ({name} in the future)")));
+            }
+        }
+        let mut claims = parsed.claims().as_object().cloned().unwrap_or_default();
+        claims.retain(|name, _| !NOT_METADATA.contains(&name.as_str()));
+        Ok(claims)
+    }
 }
 
 pub type RegistrationState = Arc<Registration>;
@@ -71,6 +149,14 @@ impl RegistrationError {
 
     fn redirect(description: impl Into<String>) -> Self {
         Self { status: StatusCode::BAD_REQUEST, error: "invalid_redirect_uri", description: description.into() }
+    }
+
+    fn statement(error: &'static str, description: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::BAD_REQUEST,
+            error,
+            description: format!("software_statement: {}", description.into()),
+        }
     }
 
     fn token(description: impl Into<String>) -> Self {
@@ -163,7 +249,8 @@ pub struct ClientMetadata {
     pub introspection_signed_response_alg: Option<String>,
     pub post_logout_redirect_uris: Vec<String>,
     pub backchannel_logout_uri: Option<String>,
-    /// Not accepted yet: no software statement issuer is trusted.
+    /// A JWT of an issuer the bank trusts, asserting metadata that takes
+    /// precedence over the body's (RFC 7591 §2.3).
     pub software_statement: Option<String>,
     /// On `PUT` (RFC 7592): the client's id, which must match.
     pub client_id: Option<String>,
@@ -189,13 +276,6 @@ fn algorithm(name: &str, value: Option<&str>) -> Result<Option<Algorithm>, Regis
 
 impl ClientMetadata {
     fn check(&self) -> Result<Checked, RegistrationError> {
-        if self.software_statement.is_some() {
-            return Err(RegistrationError {
-                status: StatusCode::BAD_REQUEST,
-                error: "invalid_software_statement",
-                description: "Portico trusts no software statement issuer; register without one".into(),
-            });
-        }
         if self.redirect_uris.is_empty() {
             return Err(RegistrationError::redirect("redirect_uris: at least one redirect URI"));
         }
@@ -265,8 +345,13 @@ fn check_redirect(uri: &str) -> Result<(), String> {
     }
 }
 
-/// The JSON body, as RFC 7591 asks: `application/json`, at most [`MAX_BODY`].
-async fn read_metadata(headers: &HeaderMap, body: Body) -> Result<ClientMetadata, RegistrationError> {
+/// The JSON body, as RFC 7591 asks: `application/json`, at most
+/// [`MAX_BODY`], with what its software statement asserts put over it.
+async fn read_metadata(
+    registration: &Registration,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<ClientMetadata, RegistrationError> {
     let json = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -277,7 +362,24 @@ async fn read_metadata(headers: &HeaderMap, body: Body) -> Result<ClientMetadata
     let bytes = axum::body::to_bytes(body, MAX_BODY)
         .await
         .map_err(|_| RegistrationError::metadata(format!("the body is larger than {MAX_BODY} bytes")))?;
-    serde_json::from_slice(&bytes).map_err(|e| RegistrationError::metadata(format!("not valid client metadata: {e}")))
+    let not_metadata = |e: serde_json::Error| RegistrationError::metadata(format!("not valid client metadata: {e}"));
+    let mut metadata: serde_json::Map<String, Value> = serde_json::from_slice(&bytes).map_err(not_metadata)?;
+    match metadata.get("software_statement") {
+        Some(Value::String(statement)) => {
+            let now = registration.service.clock.now().unix_timestamp();
+            let asserted = registration.statements.verify(statement, now)?;
+            metadata.extend(asserted);
+        }
+        Some(_) => return Err(RegistrationError::statement("invalid_software_statement", "a JWT, as a string")),
+        None if registration.statements.required => {
+            return Err(RegistrationError::statement(
+                "invalid_software_statement",
+                "this bank registers only clients with a software statement of an issuer it trusts",
+            ));
+        }
+        None => {}
+    }
+    serde_json::from_value(Value::Object(metadata)).map_err(not_metadata)
 }
 
 fn bearer(headers: &HeaderMap) -> Option<&str> {
@@ -331,8 +433,9 @@ fn answer(registration: &Registration, client: &Client) -> Value {
         (status = 201, description = "Registered: the metadata, `client_id`, `client_secret` (for the secret \
                                       methods, shown once), `registration_access_token` (shown once) and \
                                       `registration_client_uri`.", body = Object),
-        (status = 400, description = "`invalid_redirect_uri`, `invalid_client_metadata` or \
-                                      `invalid_software_statement`; nothing was registered.", body = Object),
+        (status = 400, description = "`invalid_redirect_uri`, `invalid_client_metadata`, \
+                                      `invalid_software_statement` or `unapproved_software_statement`; nothing \
+                                      was registered.", body = Object),
         (status = 401, description = "`invalid_token`: no initial access token, a wrong one, or registration is off.",
          body = Object)
     )
@@ -354,7 +457,7 @@ async fn register_client(
     };
     let given = bearer(headers).ok_or_else(|| RegistrationError::token("the initial access token is missing"))?;
     let configured = portico_crypto::constant_time_eq(given.as_bytes(), expected.as_bytes());
-    let metadata = read_metadata(headers, body).await?;
+    let metadata = read_metadata(registration, headers, body).await?;
     let checked = metadata.check()?;
     // A one-time token is spent only by a registration that passed the
     // checks, so a mistaken body does not cost the third party its token.
@@ -386,6 +489,10 @@ async fn register_client(
         registration.service.create_client(&Actor::Registration, new).await.map_err(RegistrationError::from_service)?;
     let mut body = answer(registration, &client);
     body["registration_access_token"] = registration_token.into();
+    if let Some(statement) = metadata.software_statement {
+        // Returned unmodified (RFC 7591 §3.2.1).
+        body["software_statement"] = statement.into();
+    }
     if client.security.token_endpoint_auth_method != AuthMethod::PrivateKeyJwt {
         body["client_secret"] = secret.into();
     }
@@ -449,8 +556,9 @@ pub async fn read(
     security(("registrationAccessToken" = [])),
     responses(
         (status = 200, description = "The registered metadata now.", body = Object),
-        (status = 400, description = "`invalid_redirect_uri` or `invalid_client_metadata`; nothing was changed.",
-         body = Object),
+        (status = 400, description = "`invalid_redirect_uri`, `invalid_client_metadata`, \
+                                      `invalid_software_statement` or `unapproved_software_statement`; nothing \
+                                      was changed.", body = Object),
         (status = 401, description = "`invalid_token`.", body = Object)
     )
 )]
@@ -462,7 +570,7 @@ pub async fn replace(
 ) -> Response {
     let outcome = async {
         let client = managed(&registration, &headers, &client_id).await?;
-        let metadata = read_metadata(&headers, body).await?;
+        let metadata = read_metadata(&registration, &headers, body).await?;
         if metadata.client_id.as_deref() != Some(client_id.as_str()) {
             return Err(RegistrationError::metadata("client_id: the body names the client it replaces"));
         }
@@ -473,6 +581,7 @@ pub async fn replace(
         }
         let checked = metadata.check()?;
         let security = checked.security;
+        let before = client.security.token_endpoint_auth_method;
         let changes = ClientChanges {
             redirect_uris: Some(metadata.redirect_uris),
             scope: Some(metadata.scope.unwrap_or_else(|| "openid profile email phone".into())),
@@ -498,7 +607,23 @@ pub async fn replace(
             .update_client(&Actor::Registration, &client_id, changes)
             .await
             .map_err(RegistrationError::from_service)?;
-        Ok(answer(&registration, &client))
+        let mut body = answer(&registration, &client);
+        // A client that moves to a method whose secret it was never given
+        // (to client_secret_jwt without a sealed secret, or from
+        // private_key_jwt to a secret method) gets a new one, answered
+        // once (RFC 7592 §2.2).
+        let method = client.security.token_endpoint_auth_method;
+        if (method == AuthMethod::ClientSecretJwt && client.secret_sealed.is_none())
+            || (method.sends_secret() && before == AuthMethod::PrivateKeyJwt)
+        {
+            let secret = registration
+                .service
+                .rotate_client_secret(&Actor::Registration, &client_id, None)
+                .await
+                .map_err(RegistrationError::from_service)?;
+            body["client_secret"] = secret.into();
+        }
+        Ok(body)
     }
     .await;
     match outcome {

@@ -243,27 +243,56 @@ impl<'a> Assertion<'a> {
         self.claims.get("iss")?.as_str()
     }
 
-    /// Checks the signature with `key` under `alg`, then the claims.
-    fn verify(
-        &self,
-        key: &DecodingKey,
-        alg: JwsAlgorithm,
-        expected: &Expected<'_>,
-    ) -> Result<Accepted, AssertionError> {
+    /// Its claims, as signed (trust them only after a signature check).
+    pub fn claims(&self) -> &Value {
+        &self.claims
+    }
+
+    /// Checks the signature with one of `keys` that fits its `alg` and
+    /// `kid` (a key-signed JWT: PS256, ES256, EdDSA or Ed25519, RS256).
+    ///
+    /// # Errors
+    /// [`AssertionError::UnknownKey`] when no key fits, otherwise why the
+    /// signature is refused.
+    pub fn verify_signature(&self, keys: &KeySet) -> Result<(), AssertionError> {
+        const TAKES: &str = "PS256, ES256, EdDSA (or Ed25519) or RS256";
+        let algorithm = key_algorithm(&self.alg).ok_or_else(|| AssertionError::Algorithm(self.alg.clone(), TAKES))?;
+        let jws = match algorithm {
+            Algorithm::Rs256 => JwsAlgorithm::RS256,
+            Algorithm::Ps256 => JwsAlgorithm::PS256,
+            Algorithm::Es256 => JwsAlgorithm::ES256,
+            Algorithm::EdDsa => JwsAlgorithm::EdDSA,
+        };
+        let mut outcome = Err(AssertionError::UnknownKey);
+        for key in keys.candidates(algorithm, self.kid.as_deref()) {
+            outcome = self.check_signature(&key.decoding, jws);
+            if outcome.is_ok() {
+                break;
+            }
+        }
+        outcome
+    }
+
+    /// Checks the signature with `key` under `alg`.
+    fn check_signature(&self, key: &DecodingKey, alg: JwsAlgorithm) -> Result<(), AssertionError> {
         match jsonwebtoken::crypto::verify(self.signature, self.signed.as_bytes(), key, alg) {
-            Ok(true) => {}
-            Ok(false) => return Err(AssertionError::Signature),
+            Ok(true) => Ok(()),
+            Ok(false) => Err(AssertionError::Signature),
             Err(error) => {
                 use jsonwebtoken::errors::ErrorKind;
-                return Err(match error.kind() {
+                Err(match error.kind() {
                     ErrorKind::InvalidAlgorithm | ErrorKind::InvalidAlgorithmName | ErrorKind::InvalidKeyFormat => {
                         AssertionError::Algorithm(self.alg.clone(), "a key of its type")
                     }
                     // A signature that is not Base64url.
                     _ => AssertionError::Signature,
-                });
+                })
             }
         }
+    }
+
+    /// Judges the (signed) claims of a client assertion.
+    fn judge(&self, expected: &Expected<'_>) -> Result<Accepted, AssertionError> {
         let claims: Claims = serde_json::from_value(self.claims.clone())
             .map_err(|_| AssertionError::Claims("has claims of the wrong type".into()))?;
         claims.judge(expected)
@@ -340,23 +369,8 @@ pub fn verify_key_assertion(
     keys: &KeySet,
     expected: &Expected<'_>,
 ) -> Result<Accepted, AssertionError> {
-    const TAKES: &str = "PS256, ES256, EdDSA (or Ed25519) or RS256";
-    let algorithm =
-        key_algorithm(&assertion.alg).ok_or_else(|| AssertionError::Algorithm(assertion.alg.clone(), TAKES))?;
-    let jws = match algorithm {
-        Algorithm::Rs256 => JwsAlgorithm::RS256,
-        Algorithm::Ps256 => JwsAlgorithm::PS256,
-        Algorithm::Es256 => JwsAlgorithm::ES256,
-        Algorithm::EdDsa => JwsAlgorithm::EdDSA,
-    };
-    let mut outcome = Err(AssertionError::UnknownKey);
-    for key in keys.candidates(algorithm, assertion.kid.as_deref()) {
-        outcome = assertion.verify(&key.decoding, jws, expected);
-        if !matches!(outcome, Err(AssertionError::Signature)) {
-            break;
-        }
-    }
-    outcome
+    assertion.verify_signature(keys)?;
+    assertion.judge(expected)
 }
 
 /// Checks a `client_secret_jwt` assertion (HS256) against the client's secret.
@@ -371,7 +385,8 @@ pub fn verify_secret_assertion(
     if assertion.alg != "HS256" {
         return Err(AssertionError::Algorithm(assertion.alg.clone(), "HS256"));
     }
-    assertion.verify(&DecodingKey::from_secret(secret), JwsAlgorithm::HS256, expected)
+    assertion.check_signature(&DecodingKey::from_secret(secret), JwsAlgorithm::HS256)?;
+    assertion.judge(expected)
 }
 
 /// Label binding sealed client secrets to their use.

@@ -81,6 +81,8 @@ pub struct App {
     pub console: Option<Arc<portico_console::Console>>,
     /// Who may call the admin and internal APIs: the tokens, and operators.
     pub api_tokens: portico_api::ApiTokens,
+    /// Dynamic client registration's settings.
+    pub registration: Arc<portico_admin::registration::Registration>,
     pub demo: bool,
 }
 
@@ -265,7 +267,25 @@ impl App {
         } else {
             None
         };
-        Ok(Self { config, store, identity, permissions, notify, reports, admin, console, api_tokens, demo })
+        let registration = Arc::new(portico_admin::registration::Registration {
+            service: Arc::clone(&admin),
+            initial_access_token: config.registration.initial_access_token.clone(),
+            issuer: identity.settings.issuer.clone(),
+            statements: config.registration.software_statements()?,
+        });
+        Ok(Self {
+            config,
+            store,
+            identity,
+            permissions,
+            notify,
+            reports,
+            admin,
+            console,
+            api_tokens,
+            registration,
+            demo,
+        })
     }
 
     /// Every route, with the middleware.
@@ -293,11 +313,7 @@ impl App {
                 service: Arc::clone(&self.admin),
                 api_tokens: self.api_tokens.clone(),
             })))
-            .merge(portico_admin::registration::router(Arc::new(portico_admin::registration::Registration {
-                service: Arc::clone(&self.admin),
-                initial_access_token: self.config.registration.initial_access_token.clone(),
-                issuer: self.identity.settings.issuer.clone(),
-            })))
+            .merge(portico_admin::registration::router(Arc::clone(&self.registration)))
             .merge(portico_admin::scim::router(Arc::new(portico_admin::scim::Scim {
                 service: Arc::clone(&self.admin),
                 token: self.config.scim_token.as_deref().map(portico_crypto::hash::BearerSecret::new),

@@ -47,6 +47,19 @@ impl SigningKeyRepository for PgStore {
         rotated
     }
 
+    async fn retire_signing_key(&self, alg: &str, now: OffsetDateTime) -> Result<Option<String>> {
+        let retired = sqlx::query_scalar(
+            "UPDATE signing_keys SET retired_at = $1 WHERE retired_at IS NULL AND alg = $2 RETURNING kid",
+        )
+        .bind(at(now))
+        .bind(alg)
+        .fetch_optional(&mut *self.conn().await?)
+        .await
+        .map_err(storage_error("signing key"));
+        self.signing_keys_changed();
+        retired
+    }
+
     async fn active_signing_kid(&self, alg: &str) -> Result<Option<String>> {
         NodeMemory::signing_kid_or(self.memory(), alg, async {
             sqlx::query_scalar("SELECT kid FROM signing_keys WHERE retired_at IS NULL AND alg = $1")

@@ -64,6 +64,19 @@ impl SigningKeyRepository for SqliteStore {
         rotated
     }
 
+    async fn retire_signing_key(&self, alg: &str, now: OffsetDateTime) -> Result<Option<String>> {
+        let alg = alg.to_owned();
+        let retired = self
+            .db
+            .write("signing key", move |tx| {
+                let sql = "UPDATE signing_keys SET retired_at = ?1 WHERE retired_at IS NULL AND alg = ?2 RETURNING kid";
+                one(tx, sql, params![secs(now), alg], |row| Ok(row.get("kid")?))
+            })
+            .await;
+        self.signing_keys_changed();
+        retired
+    }
+
     async fn active_signing_kid(&self, alg: &str) -> Result<Option<String>> {
         let owned = alg.to_owned();
         let read = self.db.read(move |c| {

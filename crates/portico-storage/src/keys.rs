@@ -19,6 +19,13 @@ pub trait SigningKeyRepository: Send + Sync {
     /// # Errors
     /// Only when the store fails.
     async fn rotate_signing_key(&self, key: &SigningKeyRecord, now: OffsetDateTime) -> Result<()>;
+    /// Retires the active key of `alg` at `now` without a successor (the
+    /// algorithm is no longer signed with); returns its `kid`, `None` when
+    /// `alg` had no active key.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn retire_signing_key(&self, alg: &str, now: OffsetDateTime) -> Result<Option<String>>;
     /// The `kid` of the key that signs with `alg` now (cheap; checked before
     /// signing so that a rotation by another process takes effect at once).
     ///

@@ -149,6 +149,14 @@ pub enum KeyCommand {
         #[arg(long, value_parser = parse_algorithm)]
         alg: Option<Algorithm>,
     },
+    /// Stop signing with an algorithm taken off the configuration: its key
+    /// is retired without a successor and stays published until its tokens
+    /// expire. Refused while the configuration names it or a client uses it.
+    Retire {
+        /// RS256, PS256, ES256 or EdDSA.
+        #[arg(long, value_parser = parse_algorithm)]
+        alg: Algorithm,
+    },
     /// List signing keys.
     List,
 }
@@ -339,6 +347,12 @@ pub async fn keys(config: &Config, command: KeyCommand) -> anyhow::Result<()> {
             let kid = admin.rotate_key(&Actor::Cli, Some(alg)).await?;
             println!(
                 "key {kid} now signs new tokens ({alg}); the previous key stays published until its tokens expire"
+            );
+        }
+        KeyCommand::Retire { alg } => {
+            let kid = admin.retire_key(&Actor::Cli, alg).await.map_err(refusal)?;
+            println!(
+                "key {kid} is retired: nothing signs with {alg} any more; it stays published until its tokens expire"
             );
         }
         KeyCommand::List => {

@@ -18,7 +18,7 @@
 //! | `GET/PUT /admin/v1/users/{userId}/role` | operator role | admin |
 //! | `GET /admin/v1/users/{userId}/grants` | live grants | support |
 //! | `DELETE /admin/v1/users/{userId}/grants/{grantId}` | revoke one | support |
-//! | `GET /admin/v1/keys`, `POST /admin/v1/keys/rotate` | signing keys | admin |
+//! | `GET /admin/v1/keys`, `POST /admin/v1/keys/rotate`, `POST /admin/v1/keys/retire` | signing keys | admin |
 //! | `GET /admin/v1/audit` | the audit log (filtered, paged) | support |
 
 pub mod clients;
@@ -65,6 +65,7 @@ pub fn router(state: AdminState) -> Router {
         .route("/admin/v1/users/{user_id}/grants/{grant_id}", delete(users::revoke_grant))
         .route("/admin/v1/keys", get(system::keys))
         .route("/admin/v1/keys/rotate", post(system::rotate_key))
+        .route("/admin/v1/keys/retire", post(system::retire_key))
         .route("/admin/v1/audit", get(system::audit))
         .with_state(state)
 }

@@ -85,6 +85,49 @@ pub async fn rotate_key(
     Ok(Json(RotatedKey { kid }))
 }
 
+/// The key retired.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RetiredKey {
+    pub kid: String,
+}
+
+#[utoipa::path(
+    post,
+    path = "/admin/v1/keys/retire",
+    operation_id = "retireSigningAlgorithm",
+    tag = "signing keys",
+    params(RetiredAlgorithm),
+    security(("adminToken" = [])),
+    responses(
+        (status = 200, description = "The algorithm's active key is retired without a successor: nothing signs with the algorithm any more, and the key stays published until its tokens expire.", body = RetiredKey),
+        (status = 400, description = "`bad_request`: the server is configured to sign with the algorithm, or clients still use it (named).", body = ErrorBody),
+        (status = 404, description = "`key_not_found`: the algorithm has no active key.", body = ErrorBody),
+        AdminErrors
+    )
+)]
+pub async fn retire_key(
+    State(api): State<AdminState>,
+    admin: Admin,
+    Params(which): Params<RetiredAlgorithm>,
+) -> Result<Json<RetiredKey>, ApiError> {
+    let kid = api
+        .service
+        .retire_key(&admin.actor, which.alg)
+        .await
+        .map_err(|e| e.into_api("retiring the signing algorithm"))?;
+    Ok(Json(RetiredKey { kid }))
+}
+
+/// Which algorithm to stop signing with.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct RetiredAlgorithm {
+    /// `RS256`, `PS256`, `ES256` or `EdDSA`.
+    #[param(inline)]
+    pub alg: portico_crypto::jwt::Algorithm,
+}
+
 /// An event of the audit log.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

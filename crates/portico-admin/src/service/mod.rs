@@ -149,6 +149,51 @@ impl AdminService {
         Ok(kid)
     }
 
+    /// Retires the active key of `alg` without a successor: Portico stops
+    /// signing with the algorithm, and the key stays published until its
+    /// tokens expire. Returns the retired `kid`.
+    ///
+    /// # Errors
+    /// `Invalid` while the server is configured to sign with `alg` or a
+    /// client names it; `key_not_found` when `alg` has no active key; the
+    /// store failed.
+    pub async fn retire_key(&self, actor: &Actor, alg: Algorithm) -> Result<String> {
+        if self.signing_algorithms.contains(&alg) {
+            return Err(ServiceError::Invalid(vec![Problem::new(
+                "alg",
+                format!(
+                    "{alg} is configured (tokens.signing_algorithm or tokens.signing_algorithms): take it off the \
+                     configuration of every node and restart them first"
+                ),
+            )]));
+        }
+        let users: Vec<String> = self
+            .store
+            .list_clients()
+            .await?
+            .into_iter()
+            .filter(|client| client.security.algorithms().any(|(_, used)| used == alg))
+            .map(|client| client.client_id.to_string())
+            .collect();
+        if !users.is_empty() {
+            return Err(ServiceError::Invalid(vec![Problem::new(
+                "alg",
+                format!("clients still use {alg}: {}; give them another algorithm first", users.join(", ")),
+            )]));
+        }
+        let now = self.clock.now();
+        let kid = self
+            .store
+            .retire_signing_key(alg.as_str(), now)
+            .await?
+            .ok_or_else(|| ServiceError::NotFound("key_not_found", format!("there is no active {alg} key")))?;
+        tracing::info!(%kid, %alg, %actor, "signing algorithm retired");
+        let event =
+            AuditEvent::new(now, AuditKind::KeyRetired).detail(serde_json::json!({ "kid": kid, "alg": alg.as_str() }));
+        self.audit(actor, event).await;
+        Ok(kid)
+    }
+
     /// A page of the audit log.
     ///
     /// # Errors

@@ -47,13 +47,6 @@ const JWT_TYP: &str = "token-introspection+jwt";
 /// The `aud` of a signed answer to the internal token's holder.
 pub const INTERNAL_AUDIENCE: &str = "internal";
 
-/// Who asks.
-enum Caller {
-    Client(Client),
-    /// The holder of the internal token.
-    Internal,
-}
-
 /// `TokenIntrospectionResponseDTO` (RFC 7662 §2.2): `active`, and for an
 /// active token what it carries.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, ToSchema)]
@@ -139,20 +132,21 @@ pub async fn introspect(
     let internal = identity.settings.internal_token.as_ref().is_some_and(|secret| {
         secret.authorizes(headers.get(header::AUTHORIZATION).and_then(|value| value.to_str().ok()))
     });
-    let caller = if internal {
+    // The calling client; `None`: the internal token's holder.
+    let caller: Option<Client> = if internal {
         if credentials.client_secret.is_some() || credentials.client_assertion.is_some() {
             return Err(OAuthError::bad_request("use one client authentication method, not two"));
         }
-        Caller::Internal
+        None
     } else {
-        Caller::Client(authenticate(identity, &headers, &credentials, "/oauth2/introspect").await?)
+        Some(authenticate(identity, &headers, &credentials, "/oauth2/introspect").await?)
     };
     let request: IntrospectionRequest = form.read()?;
     let (own_client, signing_alg, audience) = match &caller {
-        Caller::Client(client) => {
+        Some(client) => {
             (Some(&client.client_id), client.security.introspection_signed_response_alg, client.client_id.as_str())
         }
-        Caller::Internal => (None, None, INTERNAL_AUDIENCE),
+        None => (None, None, INTERNAL_AUDIENCE),
     };
     let answer = look_up(identity, own_client, &request.token).await?;
     metrics::counter!("portico_introspections_total", "active" => if answer.active { "true" } else { "false" })

@@ -101,6 +101,7 @@ impl Config {
         if self.internal_token.as_ref().is_some_and(|t| t.len() < 24) {
             return Err(ConfigError("internal_token (PORTICO_INTERNAL_TOKEN) must be at least 24 characters".into()));
         }
+        self.registration.software_statements()?;
         let t = &self.tokens;
         for (name, value) in [
             ("tokens.authorization_code_ttl_secs", u64::from(t.authorization_code_ttl_secs)),

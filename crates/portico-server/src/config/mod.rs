@@ -354,6 +354,61 @@ pub struct RegistrationConfig {
     /// The bearer token a third party registers with at
     /// `/oauth2/register` (at least 24 characters); unset, registration is off.
     pub initial_access_token: Option<String>,
+    /// Issuers whose software statements (RFC 7591 §2.3) are trusted, each
+    /// with the file of its public keys (a JWK Set).
+    pub software_statement_issuers: Vec<StatementIssuerConfig>,
+    /// Whether a registration must carry a software statement of one of
+    /// them.
+    pub require_software_statement: bool,
+}
+
+/// One trusted issuer of software statements.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StatementIssuerConfig {
+    /// The statements' `iss`.
+    pub issuer: String,
+    /// A JWK Set file with the issuer's public signing keys.
+    pub jwks_file: PathBuf,
+}
+
+impl RegistrationConfig {
+    /// The software statement rules, with each issuer's keys read and
+    /// checked.
+    ///
+    /// # Errors
+    /// A key file that cannot be read or is not a set of public signing
+    /// keys, an empty or repeated issuer, or a required statement without
+    /// any trusted issuer.
+    pub fn software_statements(&self) -> Result<portico_admin::registration::SoftwareStatements, ConfigError> {
+        let mut issuers: Vec<portico_admin::registration::TrustedIssuer> = Vec::new();
+        for configured in &self.software_statement_issuers {
+            let name = &configured.issuer;
+            if name.is_empty() || issuers.iter().any(|known| &known.issuer == name) {
+                return Err(ConfigError(format!(
+                    "registration.software_statement_issuers: the issuer {name:?} is empty or named twice"
+                )));
+            }
+            let file = configured.jwks_file.display();
+            let text = std::fs::read_to_string(&configured.jwks_file).map_err(|e| {
+                ConfigError(format!("registration.software_statement_issuers: cannot read {file} ({name}): {e}"))
+            })?;
+            let keys = serde_json::from_str(&text)
+                .map_err(|e| e.to_string())
+                .and_then(|set| portico_crypto::jose::KeySet::parse(&set))
+                .map_err(|e| {
+                    ConfigError(format!("registration.software_statement_issuers: {file} ({name}) is not a JWK Set of public signing keys: {e}"))
+                })?;
+            issuers.push(portico_admin::registration::TrustedIssuer { issuer: name.clone(), keys });
+        }
+        if self.require_software_statement && issuers.is_empty() {
+            return Err(ConfigError(
+                "registration.require_software_statement needs at least one registration.software_statement_issuers entry"
+                    .into(),
+            ));
+        }
+        Ok(portico_admin::registration::SoftwareStatements { issuers, required: self.require_software_statement })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

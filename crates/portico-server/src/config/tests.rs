@@ -205,3 +205,42 @@ fn metrics_listen_is_a_second_address() {
         Ok(())
     });
 }
+
+#[test]
+#[allow(clippy::result_large_err, reason = "figment::Jail fixes the closure's error type")]
+fn software_statement_issuers_come_from_the_file_with_their_public_keys() {
+    use portico_crypto::jwt::{Algorithm, SigningKey};
+    figment::Jail::expect_with(|jail| {
+        let key = SigningKey::generate(Algorithm::Es256).unwrap();
+        jail.create_file("directory.json", &serde_json::json!({ "keys": [key.jwk()] }).to_string())?;
+        let mut private = serde_json::to_value(key.jwk()).unwrap();
+        private["d"] = "AAAA".into();
+        jail.create_file("private.json", &serde_json::json!({ "keys": [private] }).to_string())?;
+        jail.create_file(
+            "portico.toml",
+            r#"
+            [registration]
+            require_software_statement = true
+            [[registration.software_statement_issuers]]
+            issuer = "https://directory.example"
+            jwks_file = "directory.json"
+            "#,
+        )?;
+        let config = Config::load(Some(Path::new("portico.toml"))).unwrap();
+        let statements = config.registration.software_statements().unwrap();
+        assert_eq!(statements.issuers.len(), 1);
+        assert_eq!(statements.issuers[0].issuer, "https://directory.example");
+        assert!(statements.required);
+
+        let mut broken = config.clone();
+        broken.registration.software_statement_issuers[0].jwks_file = "private.json".into();
+        let error = broken.validate().unwrap_err().to_string();
+        assert!(error.contains("private.json") && error.contains("private member"), "{error}");
+        broken.registration.software_statement_issuers[0].jwks_file = "missing.json".into();
+        assert!(broken.validate().unwrap_err().to_string().contains("cannot read missing.json"));
+        broken.registration.software_statement_issuers.clear();
+        let error = broken.validate().unwrap_err().to_string();
+        assert!(error.contains("require_software_statement needs"), "{error}");
+        Ok(())
+    });
+}

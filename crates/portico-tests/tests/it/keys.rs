@@ -184,3 +184,89 @@ async fn the_admin_api_lists_and_rotates_keys_per_algorithm() {
         assert_eq!(refused.status(), 400, "{backend:?}");
     }
 }
+
+#[tokio::test]
+async fn an_algorithm_taken_off_the_configuration_is_retired_once_no_client_uses_it() {
+    // Base64 of 32 bytes: "two-configurations-one-secret-32".
+    const SECRET: &str = "dHdvLWNvbmZpZ3VyYXRpb25zLW9uZS1zZWNyZXQtMzI=";
+    for backend in backends() {
+        // Yesterday's configuration signed with ES256 too.
+        let before = TestApp::spawn_with(backend, |c| {
+            c.secret_key = Some(SECRET.to_owned());
+            c.tokens.signing_algorithms = vec!["ES256".into()];
+        })
+        .await;
+        let admin =
+            |app: &TestApp, path: &str| app.http().post(app.url(path)).bearer_auth(portico_tests::ADMIN_TOKEN).send();
+        let refused = admin(&before, "/admin/v1/keys/retire?alg=ES256").await.unwrap();
+        assert_eq!(refused.status(), 400, "{backend:?}: configured");
+        assert!(refused.text().await.unwrap().contains("tokens.signing_algorithms"));
+        let patched = before
+            .http()
+            .patch(before.url(&format!("/admin/v1/clients/{}", portico_tests::demo::CLIENT_ID)))
+            .bearer_auth(portico_tests::ADMIN_TOKEN)
+            .json(&serde_json::json!({"idTokenSignedResponseAlg": "ES256"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(patched.status(), 200, "{backend:?}");
+        let es256 = before.identity.tokens.keys.signing_key_for(Algorithm::Es256).await.unwrap().kid().to_owned();
+
+        // Today's configuration does not name ES256 (the same database).
+        let (url, issuer) = (before.config.database_url.clone(), before.config.public_url.clone());
+        let app = TestApp::spawn_with(backend, |c| {
+            c.secret_key = Some(SECRET.to_owned());
+            c.database_url = url;
+            c.public_url = issuer;
+        })
+        .await;
+        let refused = admin(&app, "/admin/v1/keys/retire?alg=ES256").await.unwrap();
+        assert_eq!(refused.status(), 400, "{backend:?}: a client uses it");
+        assert!(refused.text().await.unwrap().contains(portico_tests::demo::CLIENT_ID));
+        assert!(published_kids(&app).await.contains(&es256), "{backend:?}: still published");
+
+        let patched = app
+            .http()
+            .patch(app.url(&format!("/admin/v1/clients/{}", portico_tests::demo::CLIENT_ID)))
+            .bearer_auth(portico_tests::ADMIN_TOKEN)
+            .json(&serde_json::json!({"idTokenSignedResponseAlg": null}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(patched.status(), 200, "{backend:?}");
+        let retired = admin(&app, "/admin/v1/keys/retire?alg=ES256").await.unwrap();
+        assert_eq!(retired.status(), 200, "{backend:?}");
+        assert_eq!(retired.json::<serde_json::Value>().await.unwrap()["kid"], es256.as_str());
+        let keys: serde_json::Value = app
+            .http()
+            .get(app.url("/admin/v1/keys"))
+            .bearer_auth(portico_tests::ADMIN_TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let key = keys.as_array().unwrap().iter().find(|k| k["kid"] == es256.as_str()).unwrap().clone();
+        assert_eq!(key["active"], false, "{backend:?}: {keys}");
+        assert!(keys.as_array().unwrap().iter().any(|k| k["alg"] == "RS256" && k["active"] == true), "RS256 signs on");
+        let audit: serde_json::Value = app
+            .http()
+            .get(app.url("/admin/v1/audit?kind=key.retired"))
+            .bearer_auth(portico_tests::ADMIN_TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(audit["events"][0]["detail"]["kid"], es256.as_str(), "{backend:?}: {audit}");
+
+        // Published until every token it signed has expired, then gone.
+        assert!(published_kids(&app).await.contains(&es256), "{backend:?}: published while its tokens live");
+        app.clock.advance(app.identity.settings.key_retention() + Duration::seconds(1));
+        assert!(!published_kids(&app).await.contains(&es256), "{backend:?}: gone after the retention");
+        let again = admin(&app, "/admin/v1/keys/retire?alg=ES256").await.unwrap();
+        assert_eq!(again.status(), 404, "{backend:?}: no active ES256 key any more");
+    }
+}

@@ -323,3 +323,184 @@ async fn a_lifetime_written_with_a_zero_fraction_is_an_integer() {
         assert_eq!(response.status(), status, "{body}");
     }
 }
+
+const DIRECTORY: &str = "https://directory.openbanking.example";
+
+/// A registration server that trusts software statements of [`DIRECTORY`],
+/// signed with `key`; with `required`, only registrations that carry one.
+async fn spawn_trusting(backend: portico_tests::Backend, key: &SigningKey, required: bool) -> TestApp {
+    let file = std::env::temp_dir().join(format!("directory-{}.jwks.json", uuid::Uuid::new_v4()));
+    std::fs::write(&file, json!({ "keys": [key.jwk()] }).to_string()).unwrap();
+    TestApp::spawn_with(backend, move |c| {
+        c.registration.initial_access_token = Some(INITIAL.to_owned());
+        c.registration.software_statement_issuers =
+            vec![portico_server::config::StatementIssuerConfig { issuer: DIRECTORY.to_owned(), jwks_file: file }];
+        c.registration.require_software_statement = required;
+        c.notifications.allow_insecure_callbacks = Some(false);
+    })
+    .await
+}
+
+fn now(app: &TestApp) -> i64 {
+    use portico_model::clock::Clock as _;
+    app.clock.now().unix_timestamp()
+}
+
+#[tokio::test]
+async fn a_software_statement_of_a_trusted_issuer_takes_precedence_over_the_body() {
+    for backend in backends() {
+        let directory = SigningKey::generate(Algorithm::Es256).unwrap();
+        let app = spawn_trusting(backend, &directory, false).await;
+        let statement = directory.sign(
+            "JWT",
+            &json!({
+                "iss": DIRECTORY, "iat": now(&app), "exp": now(&app) + 3600, "software_id": "fintech-app",
+                "client_name": "Fintech Ltd", "redirect_uris": ["https://fintech.example/cb"],
+                "client_id": "chosen-by-the-statement",
+            }),
+        );
+        let body = json!({
+            "redirect_uris": ["https://elsewhere.example/cb"], "client_name": "Anything",
+            "scope": "openid profile", "software_statement": statement,
+        });
+        let (status, registered) = register(&app, Some(INITIAL), &body).await;
+        assert_eq!(status, 201, "{backend:?}: {registered}");
+        assert_eq!(registered["redirect_uris"], json!(["https://fintech.example/cb"]), "the statement's");
+        assert_eq!(registered["client_name"], "Fintech Ltd");
+        assert_eq!(registered["scope"], "openid profile", "what the statement leaves out comes from the body");
+        assert_eq!(registered["software_statement"], statement, "answered unmodified");
+        let client_id = registered["client_id"].as_str().unwrap();
+        assert!(client_id.starts_with("dcr-"), "{client_id}: a statement does not choose the client id");
+        let stored = app.store.find_client(&client_id.into()).await.unwrap().unwrap();
+        assert_eq!(stored.redirect_uris, vec!["https://fintech.example/cb".to_owned()]);
+    }
+}
+
+#[tokio::test]
+async fn bad_software_statements_are_refused_and_register_nothing() {
+    for backend in backends() {
+        let directory = SigningKey::generate(Algorithm::Es256).unwrap();
+        let app = spawn_trusting(backend, &directory, false).await;
+        let other = SigningKey::generate(Algorithm::Es256).unwrap();
+        let at = now(&app);
+        let claims = |change: &dyn Fn(&mut Value)| {
+            let mut claims = json!({"iss": DIRECTORY, "iat": at, "redirect_uris": ["https://fintech.example/cb"]});
+            change(&mut claims);
+            claims
+        };
+        let cases: Vec<(&str, Value, &str)> = vec![
+            (
+                "another issuer",
+                json!(other.sign("JWT", &claims(&|c| c["iss"] = json!("https://rogue.example")))),
+                "unapproved_software_statement",
+            ),
+            (
+                "the issuer's name, another key",
+                json!(other.sign("JWT", &claims(&|_| {}))),
+                "invalid_software_statement",
+            ),
+            (
+                "expired",
+                json!(directory.sign("JWT", &claims(&|c| c["exp"] = json!(at - 60)))),
+                "invalid_software_statement",
+            ),
+            (
+                "issued in the future",
+                json!(directory.sign("JWT", &claims(&|c| c["iat"] = json!(at + 3600)))),
+                "invalid_software_statement",
+            ),
+            (
+                "no iss",
+                json!(directory.sign("JWT", &claims(&|c| drop(c.as_object_mut().unwrap().remove("iss"))))),
+                "invalid_software_statement",
+            ),
+            ("not a string", json!({"iss": DIRECTORY}), "invalid_software_statement"),
+            ("not a JWT", json!("a.b.c"), "invalid_software_statement"),
+        ];
+        let before = client_count(&app).await;
+        for (case, statement, error) in cases {
+            let body = json!({"redirect_uris": ["https://fintech.example/cb"], "software_statement": statement});
+            let (status, answer) = register(&app, Some(INITIAL), &body).await;
+            assert_eq!((status, answer["error"].as_str()), (400, Some(error)), "{backend:?} {case}: {answer}");
+            assert!(answer["error_description"].as_str().unwrap().starts_with("software_statement: "), "{answer}");
+        }
+        assert_eq!(client_count(&app).await, before, "{backend:?}: nothing registered");
+        // A good one still registers.
+        let body = json!({"software_statement": directory.sign("JWT", &claims(&|_| {}))});
+        assert_eq!(register(&app, Some(INITIAL), &body).await.0, 201, "{backend:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_bank_may_require_a_software_statement() {
+    let directory = SigningKey::generate(Algorithm::EdDsa).unwrap();
+    let app = spawn_trusting(portico_tests::Backend::Sqlite, &directory, true).await;
+    let before = client_count(&app).await;
+    let (status, answer) =
+        register(&app, Some(INITIAL), &json!({"redirect_uris": ["https://fintech.example/cb"]})).await;
+    assert_eq!((status, answer["error"].as_str()), (400, Some("invalid_software_statement")), "{answer}");
+    assert_eq!(client_count(&app).await, before);
+    let statement = directory.sign("JWT", &json!({"iss": DIRECTORY, "redirect_uris": ["https://fintech.example/cb"]}));
+    let (status, registered) = register(&app, Some(INITIAL), &json!({"software_statement": statement})).await;
+    assert_eq!(status, 201, "{registered}");
+
+    // Replacing the registration needs the statement too.
+    let uri = registered["registration_client_uri"].as_str().unwrap();
+    let token = registered["registration_access_token"].as_str().unwrap();
+    let client_id = registered["client_id"].as_str().unwrap();
+    let put = |body: Value| app.http().put(uri).bearer_auth(token).json(&body).send();
+    let without = put(json!({"client_id": client_id, "redirect_uris": ["https://fintech.example/cb"]})).await.unwrap();
+    assert_eq!(without.status(), 400);
+    let with = put(json!({"client_id": client_id, "software_statement": statement})).await.unwrap();
+    assert_eq!(with.status(), 200, "{}", with.text().await.unwrap());
+}
+
+#[tokio::test]
+async fn a_client_moving_to_a_secret_it_was_never_given_gets_one_on_replacement() {
+    for backend in backends() {
+        let app = spawn(backend).await;
+        let key = SigningKey::generate(Algorithm::Es256).unwrap();
+        let metadata = json!({
+            "redirect_uris": ["https://fintech.example/cb"], "token_endpoint_auth_method": "private_key_jwt",
+            "jwks": {"keys": [key.jwk()]},
+        });
+        let (_, registered) = register(&app, Some(INITIAL), &metadata).await;
+        let (uri, token) = (
+            registered["registration_client_uri"].as_str().unwrap(),
+            registered["registration_access_token"].as_str().unwrap(),
+        );
+        let client_id = registered["client_id"].as_str().unwrap().to_owned();
+        let replace = |method: &str| {
+            let body = json!({"client_id": client_id, "redirect_uris": ["https://fintech.example/cb"], "token_endpoint_auth_method": method});
+            app.http().put(uri).bearer_auth(token).json(&body).send()
+        };
+
+        let moved: Value = replace("client_secret_jwt").await.unwrap().json().await.unwrap();
+        assert_eq!(moved["token_endpoint_auth_method"], "client_secret_jwt", "{backend:?}: {moved}");
+        let secret = moved["client_secret"].as_str().expect("a new secret for client_secret_jwt").to_owned();
+        assert!(secret.len() >= 43, "256 bits");
+        // The secret works for an HS256 assertion.
+        let assertion = jsonwebtoken::encode(
+            &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
+            &json!({"iss": client_id, "sub": client_id, "aud": app.base, "exp": now(&app) + 60, "jti": "j-1"}),
+            &jsonwebtoken::EncodingKey::from_secret(secret.as_bytes()),
+        )
+        .unwrap();
+        let introspected = app
+            .http()
+            .post(app.url("/oauth2/introspect"))
+            .form(&[
+                ("token", "x"),
+                ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"),
+                ("client_assertion", &assertion),
+            ])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(introspected.status(), 200, "{backend:?}: {}", introspected.text().await.unwrap());
+
+        // Replacing with the same method gives no new secret.
+        let again: Value = replace("client_secret_jwt").await.unwrap().json().await.unwrap();
+        assert!(again.get("client_secret").is_none(), "{backend:?}: {again}");
+    }
+}
