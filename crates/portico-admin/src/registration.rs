@@ -101,7 +101,9 @@ impl SoftwareStatements {
         parsed.verify_signature(&trusted.keys).map_err(|error| {
             invalid(match error {
                 AssertionError::UnknownKey => "no key of its issuer matches its kid and alg".into(),
-                AssertionError::Algorithm(alg, _) => format!("is signed with {alg}; PS256, ES256, EdDSA or RS256"),
+                AssertionError::Algorithm(alg, _) => {
+                    format!("is signed with {alg}; statements are signed with PS256, ES256, EdDSA or RS256")
+                }
                 _ => "its signature does not verify with its issuer's keys".into(),
             })
         })?;

@@ -8,7 +8,10 @@
 //! a key or JWT method only by an assertion. An assertion is checked with
 //! the client's keys or secret ([`crate::client_keys`] and
 //! [`portico_crypto::jose`]), and its `jti` is remembered in storage until
-//! it expires, so that it is accepted once on any node.
+//! it expires, so that it is accepted once on any node. The token endpoint
+//! remembers it while it reads the presented code or refresh token (two
+//! round trips at once); nothing is spent or issued before a replay is
+//! ruled out.
 //!
 //! The Basic credentials may be standard Base64 (RFC 7617) or Base64URL (as
 //! the client guide shows), padded or not; each half is form-urlencoded as
@@ -48,11 +51,54 @@ pub async fn authenticate(
     credentials: &ClientCredentials,
     path: &str,
 ) -> Result<Client, OAuthError> {
+    let (client, pending) = authenticate_deferred(identity, headers, credentials, path).await?;
+    remember(identity, pending).await?;
+    Ok(client)
+}
+
+/// An accepted assertion's `jti`, still to be remembered (see
+/// [`authenticate_deferred`]).
+#[derive(Debug)]
+pub struct PendingJti {
+    client_id: ClientId,
+    jti: String,
+    expires_at: OffsetDateTime,
+    now: OffsetDateTime,
+}
+
+/// Remembers an accepted assertion's `jti` (nothing without one).
+///
+/// # Errors
+/// 401 `invalid_client` when the assertion was used before; a storage
+/// failure.
+pub async fn remember(identity: &Identity, pending: Option<PendingJti>) -> Result<(), OAuthError> {
+    let Some(PendingJti { client_id, jti, expires_at, now }) = pending else { return Ok(()) };
+    if identity.store.remember_client_assertion(&client_id, &jti, expires_at, now).await? {
+        return Ok(());
+    }
+    metrics::counter!("portico_client_assertion_replays_total").increment(1);
+    Err(OAuthError::invalid_client("the client assertion was used before (jti)"))
+}
+
+/// [`authenticate`], leaving an assertion's `jti` to the caller to
+/// [`remember`] — at the token endpoint alongside the read of the code or
+/// refresh token, so that the two round trips overlap. The caller must
+/// remember it before it acts on the client's behalf.
+///
+/// # Errors
+/// As [`authenticate`], but a replayed assertion is found only by
+/// [`remember`].
+pub async fn authenticate_deferred(
+    identity: &Identity,
+    headers: &HeaderMap,
+    credentials: &ClientCredentials,
+    path: &str,
+) -> Result<(Client, Option<PendingJti>), OAuthError> {
     if credentials.client_assertion.is_some() || credentials.client_assertion_type.is_some() {
         if headers.contains_key(header::AUTHORIZATION) || credentials.client_secret.is_some() {
             return Err(OAuthError::bad_request("use one client authentication method, not two"));
         }
-        return by_assertion(identity, credentials, path).await;
+        return by_assertion(identity, credentials, path).await.map(|(client, pending)| (client, Some(pending)));
     }
     let body_id = credentials.client_id.as_deref();
     let body_secret = credentials.client_secret.as_deref();
@@ -82,13 +128,17 @@ pub async fn authenticate(
     let stored = client.as_ref().map_or("sha256:", |c| c.secret_hash.as_str());
     let matches = portico_crypto::hash::client_secret_matches(stored, &secret);
     match client {
-        Some(client) if matches => Ok(client),
+        Some(client) if matches => Ok((client, None)),
         _ => Err(OAuthError::invalid_client("unknown client or wrong secret")),
     }
 }
 
 /// `private_key_jwt` and `client_secret_jwt`.
-async fn by_assertion(identity: &Identity, credentials: &ClientCredentials, path: &str) -> Result<Client, OAuthError> {
+async fn by_assertion(
+    identity: &Identity,
+    credentials: &ClientCredentials,
+    path: &str,
+) -> Result<(Client, PendingJti), OAuthError> {
     if credentials.client_assertion_type.as_deref() != Some(JWT_BEARER) {
         return Err(OAuthError::invalid_client(format!("client_assertion_type must be {JWT_BEARER}")));
     }
@@ -135,11 +185,8 @@ async fn by_assertion(identity: &Identity, credentials: &ClientCredentials, path
     };
     let accepted = accepted.map_err(|e| OAuthError::invalid_client(e.to_string()))?;
     let expires_at = OffsetDateTime::from_unix_timestamp(accepted.exp + jose::LEEWAY).unwrap_or(now);
-    if !identity.store.remember_client_assertion(&client.client_id, &accepted.jti, expires_at, now).await? {
-        metrics::counter!("portico_client_assertion_replays_total").increment(1);
-        return Err(OAuthError::invalid_client("the client assertion was used before (jti)"));
-    }
-    Ok(client)
+    let pending = PendingJti { client_id: client.client_id.clone(), jti: accepted.jti, expires_at, now };
+    Ok((client, pending))
 }
 
 /// `(client_id, client_secret)` from a `Basic` authorization header.

@@ -24,7 +24,7 @@ use portico_model::user::User;
 use serde_json::json;
 
 use super::MAX_FORM_BODY;
-use super::client_auth::authenticate;
+use super::client_auth::{PendingJti, authenticate_deferred, remember};
 use super::error::OAuthError;
 use super::forms::{RefreshGrant, TokenRequest};
 use super::params::read_form;
@@ -72,13 +72,22 @@ async fn handle(
         Err(error) => return ("unknown", Err(error)),
     };
     let result = async {
-        // The client is authenticated before the grant type is judged.
-        let client = authenticate(identity, headers, &form.read()?, "/oauth2/token").await?;
-        match TokenRequest::read(&form)? {
-            TokenRequest::AuthorizationCode(grant) => {
-                redeem(identity, &client, &grant.code, &grant.code_verifier, grant.redirect_uri.as_deref()).await
+        // The client is authenticated before the grant type is judged; an
+        // assertion's jti is remembered while the grant is read.
+        let (client, pending) = authenticate_deferred(identity, headers, &form.read()?, "/oauth2/token").await?;
+        let request = match TokenRequest::read(&form) {
+            Ok(request) => request,
+            Err(error) => {
+                remember(identity, pending).await?;
+                return Err(error);
             }
-            TokenRequest::RefreshToken(grant) => refresh(identity, &client, &grant).await,
+        };
+        match request {
+            TokenRequest::AuthorizationCode(grant) => {
+                let code = Presented { code: &grant.code, verifier: &grant.code_verifier };
+                redeem_for(identity, &client, pending, code, grant.redirect_uri.as_deref()).await
+            }
+            TokenRequest::RefreshToken(grant) => refresh(identity, &client, pending, &grant).await,
         }
     }
     .await;
@@ -101,10 +110,31 @@ pub async fn redeem(
     verifier: &str,
     redirect_uri: Option<&str>,
 ) -> Result<TokenResponse, OAuthError> {
+    redeem_for(identity, client, None, Presented { code, verifier }, redirect_uri).await
+}
+
+/// A presented code and its PKCE verifier.
+struct Presented<'a> {
+    code: &'a str,
+    verifier: &'a str,
+}
+
+/// [`redeem`], remembering the client assertion's `jti` (if any) while the
+/// code is read.
+async fn redeem_for(
+    identity: &Identity,
+    client: &Client,
+    pending: Option<PendingJti>,
+    presented: Presented<'_>,
+    redirect_uri: Option<&str>,
+) -> Result<TokenResponse, OAuthError> {
+    let Presented { code, verifier } = presented;
     let now = identity.clock.now();
     let code_hash = CodeHash::new(portico_crypto::hash::token_hash(code));
 
-    let Some(stored) = identity.store.find_code(&code_hash).await? else {
+    let (stored, remembered) = tokio::join!(identity.store.find_code(&code_hash), remember(identity, pending));
+    remembered?;
+    let Some(stored) = stored? else {
         return Err(OAuthError::invalid_grant("the authorization code is not valid"));
     };
     let (code, user) = (stored.code, stored.user);
@@ -181,13 +211,20 @@ async fn replayed_code(
     OAuthError::invalid_grant("the authorization code was already used")
 }
 
-async fn refresh(identity: &Identity, client: &Client, grant: &RefreshGrant) -> Result<TokenResponse, OAuthError> {
+async fn refresh(
+    identity: &Identity,
+    client: &Client,
+    pending: Option<PendingJti>,
+    grant: &RefreshGrant,
+) -> Result<TokenResponse, OAuthError> {
     let presented = grant.refresh_token.as_str();
     let requested_scope = grant.scope.as_deref();
     let now = identity.clock.now();
     let hash = RefreshTokenHash::new(portico_crypto::hash::token_hash(presented));
 
-    let Some(stored) = identity.store.find_refresh_token(&hash).await? else {
+    let (stored, remembered) = tokio::join!(identity.store.find_refresh_token(&hash), remember(identity, pending));
+    remembered?;
+    let Some(stored) = stored? else {
         return Err(OAuthError::invalid_grant("the refresh token is not valid"));
     };
     let (grant, user) = (stored.grant, stored.user);

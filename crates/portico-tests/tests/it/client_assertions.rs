@@ -493,3 +493,42 @@ async fn one_assertion_sent_32_times_at_once_is_taken_once() {
         assert_eq!((taken, refused), (1, 31), "{backend:?}: {answers:?}");
     }
 }
+
+#[tokio::test]
+async fn an_assertion_is_spent_even_by_a_request_its_grant_refuses() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let key = SigningKey::generate(Algorithm::Es256).unwrap();
+        key_client(&app, "fintech", &key).await;
+        let pair = app.token_pair_for("ivan", "fintech").await;
+        let assertion = key.sign("JWT", &claims(&app, "fintech", 60));
+
+        // Client authentication passes; the refresh token does not.
+        let (status, body) = refresh_with(&app, "not-a-refresh-token", &assertion).await;
+        assert_eq!((status, body["error"].as_str()), (400, Some("invalid_grant")), "{backend:?}: {body}");
+        // So does an unsupported grant type.
+        let fresh = key.sign("JWT", &claims(&app, "fintech", 60));
+        let unsupported = app
+            .http()
+            .post(app.url("/oauth2/token"))
+            .form(&[
+                ("grant_type", "password"),
+                ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"),
+                ("client_assertion", &fresh),
+            ])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(unsupported.status(), 400, "{backend:?}");
+
+        // Both assertions are spent: with the good refresh token they are
+        // replays, and the refresh token is untouched.
+        for spent in [&assertion, &fresh] {
+            let (status, body) = refresh_with(&app, &pair.refresh_token, spent).await;
+            assert_eq!((status, body["error"].as_str()), (401, Some("invalid_client")), "{backend:?}: {body}");
+        }
+        let (status, body) =
+            refresh_with(&app, &pair.refresh_token, &key.sign("JWT", &claims(&app, "fintech", 60))).await;
+        assert_eq!(status, 200, "{backend:?}: the refresh token still works: {body}");
+    }
+}
