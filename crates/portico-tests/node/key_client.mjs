@@ -8,7 +8,7 @@
 // with the revoked token.
 //
 // Usage: node key_client.mjs <issuer> <client_id> <redirect_uri> <method> <key_alg> <token_alg>
-//   method: private_key_jwt or client_secret_jwt; key_alg: ES256 or PS256
+//   method: private_key_jwt or client_secret_jwt; key_alg: ES256, PS256 or Ed25519
 //   (the client's own key); token_alg: the algorithm Portico signs the
 //   client's ID tokens, userinfo and introspection answers with.
 // Prints {"jwk": <public JWK or null>}; reads one line of JSON:
@@ -27,9 +27,12 @@ const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
 let keys = null;
 let publicJwk = null;
 if (method === 'private_key_jwt') {
-  const algorithm = keyAlg === 'PS256'
-    ? { name: 'RSA-PSS', modulusLength: 2048, publicExponent: new Uint8Array([1, 0, 1]), hash: 'SHA-256' }
-    : { name: 'ECDSA', namedCurve: 'P-256' };
+  const algorithm = {
+    PS256: { name: 'RSA-PSS', modulusLength: 2048, publicExponent: new Uint8Array([1, 0, 1]), hash: 'SHA-256' },
+    ES256: { name: 'ECDSA', namedCurve: 'P-256' },
+    // openid-client signs with an Ed25519 key under the RFC 9864 name.
+    Ed25519: { name: 'Ed25519' },
+  }[keyAlg];
   keys = await crypto.subtle.generateKey(algorithm, true, ['sign', 'verify']);
   publicJwk = { ...(await crypto.subtle.exportKey('jwk', keys.publicKey)), kid: 'rp-key-1', use: 'sig', alg: keyAlg };
   delete publicJwk.key_ops;

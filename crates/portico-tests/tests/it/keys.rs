@@ -185,6 +185,25 @@ async fn the_admin_api_lists_and_rotates_keys_per_algorithm() {
     }
 }
 
+/// Sets the demo client's `idTokenSignedResponseAlg` through the admin API.
+async fn demo_id_token_alg(app: &TestApp, alg: serde_json::Value) {
+    let patched = app
+        .http()
+        .patch(app.url(&format!("/admin/v1/clients/{}", portico_tests::demo::CLIENT_ID)))
+        .bearer_auth(portico_tests::ADMIN_TOKEN)
+        .json(&serde_json::json!({ "idTokenSignedResponseAlg": alg }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(patched.status(), 200, "{:?}", app.backend);
+}
+
+/// An admin API read.
+async fn admin_read(app: &TestApp, path: &str) -> serde_json::Value {
+    let response = app.http().get(app.url(path)).bearer_auth(portico_tests::ADMIN_TOKEN).send().await.unwrap();
+    response.json().await.unwrap()
+}
+
 #[tokio::test]
 async fn an_algorithm_taken_off_the_configuration_is_retired_once_no_client_uses_it() {
     // Base64 of 32 bytes: "two-configurations-one-secret-32".
@@ -201,15 +220,7 @@ async fn an_algorithm_taken_off_the_configuration_is_retired_once_no_client_uses
         let refused = admin(&before, "/admin/v1/keys/retire?alg=ES256").await.unwrap();
         assert_eq!(refused.status(), 400, "{backend:?}: configured");
         assert!(refused.text().await.unwrap().contains("tokens.signing_algorithms"));
-        let patched = before
-            .http()
-            .patch(before.url(&format!("/admin/v1/clients/{}", portico_tests::demo::CLIENT_ID)))
-            .bearer_auth(portico_tests::ADMIN_TOKEN)
-            .json(&serde_json::json!({"idTokenSignedResponseAlg": "ES256"}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(patched.status(), 200, "{backend:?}");
+        demo_id_token_alg(&before, "ES256".into()).await;
         let es256 = before.identity.tokens.keys.signing_key_for(Algorithm::Es256).await.unwrap().kid().to_owned();
 
         // Today's configuration does not name ES256 (the same database).
@@ -225,41 +236,15 @@ async fn an_algorithm_taken_off_the_configuration_is_retired_once_no_client_uses
         assert!(refused.text().await.unwrap().contains(portico_tests::demo::CLIENT_ID));
         assert!(published_kids(&app).await.contains(&es256), "{backend:?}: still published");
 
-        let patched = app
-            .http()
-            .patch(app.url(&format!("/admin/v1/clients/{}", portico_tests::demo::CLIENT_ID)))
-            .bearer_auth(portico_tests::ADMIN_TOKEN)
-            .json(&serde_json::json!({"idTokenSignedResponseAlg": null}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(patched.status(), 200, "{backend:?}");
+        demo_id_token_alg(&app, serde_json::Value::Null).await;
         let retired = admin(&app, "/admin/v1/keys/retire?alg=ES256").await.unwrap();
         assert_eq!(retired.status(), 200, "{backend:?}");
         assert_eq!(retired.json::<serde_json::Value>().await.unwrap()["kid"], es256.as_str());
-        let keys: serde_json::Value = app
-            .http()
-            .get(app.url("/admin/v1/keys"))
-            .bearer_auth(portico_tests::ADMIN_TOKEN)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let keys = admin_read(&app, "/admin/v1/keys").await;
         let key = keys.as_array().unwrap().iter().find(|k| k["kid"] == es256.as_str()).unwrap().clone();
         assert_eq!(key["active"], false, "{backend:?}: {keys}");
         assert!(keys.as_array().unwrap().iter().any(|k| k["alg"] == "RS256" && k["active"] == true), "RS256 signs on");
-        let audit: serde_json::Value = app
-            .http()
-            .get(app.url("/admin/v1/audit?kind=key.retired"))
-            .bearer_auth(portico_tests::ADMIN_TOKEN)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let audit = admin_read(&app, "/admin/v1/audit?kind=key.retired").await;
         assert_eq!(audit["events"][0]["detail"]["kid"], es256.as_str(), "{backend:?}: {audit}");
 
         // Published until every token it signed has expired, then gone.

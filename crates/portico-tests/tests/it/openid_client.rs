@@ -5,7 +5,7 @@
 //! same algorithm) and plain, a refresh, a revocation, the revoked grant's
 //! access token inactive, and the revoked refresh token refused; and the
 //! same with client assertions (`private_key_jwt` with the relying party's
-//! own ES256 and PS256 keys, `client_secret_jwt`), with ID tokens, signed
+//! own ES256, PS256 and Ed25519 keys, `client_secret_jwt`), with ID tokens, signed
 //! userinfo and introspection answers in ES256, EdDSA and PS256.
 //!
 //! Needs `PORTICO_TEST_OPENID_CLIENT`: a folder where `npm install
@@ -197,6 +197,7 @@ async fn openid_client_authenticates_with_client_assertions() {
             ("private_key_jwt", "ES256", "ES256"),
             ("private_key_jwt", "ES256", "EdDSA"),
             ("private_key_jwt", "PS256", "PS256"),
+            ("private_key_jwt", "Ed25519", "EdDSA"),
             ("client_secret_jwt", "-", "ES256"),
         ] {
             let outcome = key_client(&app, &library, method, key_alg, token_alg).await;
