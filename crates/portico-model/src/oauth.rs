@@ -45,6 +45,20 @@ pub enum Redemption {
     /// Another request spent the code first: a replay. Names the grant that
     /// the other request created, if any.
     Replay { grant_id: Option<GrantId> },
+    /// The client assertion that authenticated the request was used
+    /// before; nothing changed.
+    AssertionReplayed,
+}
+
+/// An accepted client assertion's `jti`, remembered by the write that acts
+/// on the request it authenticated (RFC 7523 §3: a `jti` is accepted once
+/// while the assertion could be valid).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AssertionJti {
+    pub client_id: ClientId,
+    pub jti: String,
+    /// When the assertion stops being valid (its `exp` with the leeway).
+    pub expires_at: OffsetDateTime,
 }
 
 /// One authorization of a client by a user: the root of a refresh token chain
@@ -96,6 +110,9 @@ pub enum Rotation {
     Replay,
     /// The grant was revoked meanwhile; nothing changed.
     GrantRevoked,
+    /// The client assertion that authenticated the request was used
+    /// before; nothing changed.
+    AssertionReplayed,
 }
 
 /// Revocation state of one access token, for the liveness check.

@@ -123,11 +123,7 @@ impl ClientRepository for SqliteStore {
         let (id, jti) = (client_id.as_str().to_owned(), jti.to_owned());
         self.db
             .write("client assertion", move |tx| {
-                // A row of an expired assertion is taken over; a live one stays.
-                let sql = "INSERT INTO client_assertions (client_id, jti, expires_at) VALUES (?1, ?2, ?3) \
-                           ON CONFLICT (client_id, jti) DO UPDATE SET expires_at = excluded.expires_at \
-                           WHERE client_assertions.expires_at <= ?4";
-                Ok(run(tx, sql, params![id, jti, secs(expires_at), secs(now)])? == 1)
+                Ok(run(tx, REMEMBER_ASSERTION, params![id, jti, secs(expires_at), secs(now)])? == 1)
             })
             .await
     }
@@ -169,3 +165,10 @@ impl SqliteStore {
         }
     }
 }
+
+/// Remembers a client assertion's `jti` (`?1` client, `?2` jti, `?3` its
+/// expiry, `?4` now): one row changed when it is new. A row of an expired
+/// assertion is taken over; a live one stays.
+pub(crate) const REMEMBER_ASSERTION: &str = "INSERT INTO client_assertions (client_id, jti, expires_at) \
+     VALUES (?1, ?2, ?3) ON CONFLICT (client_id, jti) DO UPDATE SET expires_at = excluded.expires_at \
+     WHERE client_assertions.expires_at <= ?4";

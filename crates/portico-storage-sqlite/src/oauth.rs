@@ -9,7 +9,8 @@ use async_trait::async_trait;
 use portico_model::audit::AuditEvent;
 use portico_model::ids::{CodeHash, GrantId, RefreshTokenHash, SessionId, UserId};
 use portico_model::oauth::{
-    AccessTokenState, AuthorizationCode, Grant, Redemption, RefreshToken, Rotation, StoredCode, StoredRefreshToken,
+    AccessTokenState, AssertionJti, AuthorizationCode, Grant, Redemption, RefreshToken, Rotation, StoredCode,
+    StoredRefreshToken,
 };
 use portico_storage::memory::NodeMemory;
 use portico_storage::{AuthorizationCodeRepository, GrantRepository, RefreshTokenRepository};
@@ -165,21 +166,25 @@ impl AuthorizationCodeRepository for SqliteStore {
             .await
     }
 
-    async fn redeem_code(
+    async fn redeem_code_asserted(
         &self,
         code_hash: &CodeHash,
         now: OffsetDateTime,
         grant: &Grant,
         refresh: &RefreshToken,
         audit: &AuditEvent,
+        assertion: Option<&AssertionJti>,
     ) -> Result<Redemption> {
         let generation = self.memory().and_then(NodeMemory::generation_for_new_grant);
         let grant_id = grant.id;
-        let (code_hash, grant, refresh, audit) =
-            (code_hash.as_str().to_owned(), grant.clone(), refresh.clone(), audit.clone());
+        let (code_hash, grant, refresh, audit, assertion) =
+            (code_hash.as_str().to_owned(), grant.clone(), refresh.clone(), audit.clone(), assertion.cloned());
         let redemption = self
             .db
             .write("grant", move |tx| {
+                if !remember_assertion(tx, assertion.as_ref(), now)? {
+                    return Ok(Redemption::AssertionReplayed);
+                }
                 let spent = run(
                     tx,
                     "UPDATE authorization_codes SET consumed_at = ?2, grant_id = ?3 \
@@ -317,19 +322,24 @@ impl RefreshTokenRepository for SqliteStore {
             .await
     }
 
-    async fn rotate_refresh_token(
+    async fn rotate_refresh_token_asserted(
         &self,
         old_hash: &RefreshTokenHash,
         now: OffsetDateTime,
         successor: &RefreshToken,
         audit: &AuditEvent,
+        assertion: Option<&AssertionJti>,
     ) -> Result<Rotation> {
         let generation = self.memory().and_then(NodeMemory::generation_for_new_grant);
         let grant_id = successor.grant_id;
-        let (old_hash, successor, audit) = (old_hash.as_str().to_owned(), successor.clone(), audit.clone());
+        let (old_hash, successor, audit, assertion) =
+            (old_hash.as_str().to_owned(), successor.clone(), audit.clone(), assertion.cloned());
         let rotation = self
             .db
             .write("refresh token", move |tx| {
+                if !remember_assertion(tx, assertion.as_ref(), now)? {
+                    return Ok(Rotation::AssertionReplayed);
+                }
                 let spent = run(
                     tx,
                     "UPDATE refresh_tokens SET used_at = ?2 WHERE token_hash = ?1 AND used_at IS NULL \
@@ -364,6 +374,18 @@ impl RefreshTokenRepository for SqliteStore {
             })
             .await
     }
+}
+
+/// Remembers a client assertion's `jti` in the write's transaction;
+/// whether it was new (always, without one). The rule of
+/// `remember_client_assertion`: an expired assertion's row is taken over.
+fn remember_assertion(tx: &Connection, assertion: Option<&AssertionJti>, now: OffsetDateTime) -> Res<bool> {
+    let Some(assertion) = assertion else { return Ok(true) };
+    Ok(run(
+        tx,
+        crate::clients::REMEMBER_ASSERTION,
+        params![assertion.client_id.as_str(), assertion.jti, secs(assertion.expires_at), secs(now)],
+    )? == 1)
 }
 
 impl SqliteStore {

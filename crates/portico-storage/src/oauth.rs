@@ -5,7 +5,8 @@ use async_trait::async_trait;
 use portico_model::audit::AuditEvent;
 use portico_model::ids::{CodeHash, GrantId, RefreshTokenHash, SessionId, UserId};
 use portico_model::oauth::{
-    AccessTokenState, AuthorizationCode, Grant, Redemption, RefreshToken, Rotation, StoredCode, StoredRefreshToken,
+    AccessTokenState, AssertionJti, AuthorizationCode, Grant, Redemption, RefreshToken, Rotation, StoredCode,
+    StoredRefreshToken,
 };
 use time::OffsetDateTime;
 
@@ -44,6 +45,25 @@ pub trait AuthorizationCodeRepository: Send + Sync {
         grant: &Grant,
         refresh: &RefreshToken,
         audit: &AuditEvent,
+    ) -> Result<Redemption> {
+        self.redeem_code_asserted(code_hash, now, grant, refresh, audit, None).await
+    }
+    /// [`Self::redeem_code`] for a request a client assertion authenticated:
+    /// the same write also remembers the assertion's `jti` (as
+    /// `remember_client_assertion` does), and when it was used before,
+    /// changes nothing and answers [`Redemption::AssertionReplayed`]. A
+    /// redemption that loses to another still remembers the `jti`.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn redeem_code_asserted(
+        &self,
+        code_hash: &CodeHash,
+        now: OffsetDateTime,
+        grant: &Grant,
+        refresh: &RefreshToken,
+        audit: &AuditEvent,
+        assertion: Option<&AssertionJti>,
     ) -> Result<Redemption>;
     /// Spends a code without redeeming it (a failed presentation), or marks
     /// a spent one replayed; returns it as stored now (naming the grant its
@@ -107,6 +127,24 @@ pub trait RefreshTokenRepository: Send + Sync {
         now: OffsetDateTime,
         successor: &RefreshToken,
         audit: &AuditEvent,
+    ) -> Result<Rotation> {
+        self.rotate_refresh_token_asserted(old_hash, now, successor, audit, None).await
+    }
+    /// [`Self::rotate_refresh_token`] for a request a client assertion
+    /// authenticated: the same write also remembers the assertion's `jti`,
+    /// and when it was used before, changes nothing and answers
+    /// [`Rotation::AssertionReplayed`]. A rotation that finds the token
+    /// spent or its grant revoked still remembers the `jti`.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn rotate_refresh_token_asserted(
+        &self,
+        old_hash: &RefreshTokenHash,
+        now: OffsetDateTime,
+        successor: &RefreshToken,
+        audit: &AuditEvent,
+        assertion: Option<&AssertionJti>,
     ) -> Result<Rotation>;
     /// Spends a refresh token without a successor (a failed presentation).
     ///

@@ -9,9 +9,9 @@
 //! the client's keys or secret ([`crate::client_keys`] and
 //! [`portico_crypto::jose`]), and its `jti` is remembered in storage until
 //! it expires, so that it is accepted once on any node. The token endpoint
-//! remembers it while it reads the presented code or refresh token (two
-//! round trips at once); nothing is spent or issued before a replay is
-//! ruled out.
+//! remembers it in the write that redeems the code or rotates the refresh
+//! token (the same statement and commit); nothing is spent or issued for a
+//! replayed assertion.
 //!
 //! The Basic credentials may be standard Base64 (RFC 7617) or Base64URL (as
 //! the client guide shows), padded or not; each half is form-urlencoded as
@@ -24,6 +24,7 @@ use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
 use portico_crypto::jose::{self, AssertionError};
 use portico_model::client::{AuthMethod, Client};
 use portico_model::ids::ClientId;
+use portico_model::oauth::AssertionJti;
 use time::OffsetDateTime;
 
 use super::error::OAuthError;
@@ -60,34 +61,46 @@ pub async fn authenticate(
 /// [`authenticate_deferred`]).
 #[derive(Debug)]
 pub struct PendingJti {
-    client_id: ClientId,
-    jti: String,
-    expires_at: OffsetDateTime,
+    jti: AssertionJti,
     now: OffsetDateTime,
 }
 
-/// Remembers an accepted assertion's `jti` (nothing without one).
+impl PendingJti {
+    /// The `jti` for the write that remembers it with the grant's own.
+    pub fn into_jti(self) -> AssertionJti {
+        self.jti
+    }
+}
+
+/// A replayed assertion's answer (and its count).
+pub fn replayed() -> OAuthError {
+    metrics::counter!("portico_client_assertion_replays_total").increment(1);
+    OAuthError::invalid_client("the client assertion was used before (jti)")
+}
+
+/// Remembers an accepted assertion's `jti` on its own (nothing without
+/// one).
 ///
 /// # Errors
 /// 401 `invalid_client` when the assertion was used before; a storage
 /// failure.
 pub async fn remember(identity: &Identity, pending: Option<PendingJti>) -> Result<(), OAuthError> {
-    let Some(PendingJti { client_id, jti, expires_at, now }) = pending else { return Ok(()) };
-    if identity.store.remember_client_assertion(&client_id, &jti, expires_at, now).await? {
+    let Some(PendingJti { jti, now }) = pending else { return Ok(()) };
+    if identity.store.remember_client_assertion(&jti.client_id, &jti.jti, jti.expires_at, now).await? {
         return Ok(());
     }
-    metrics::counter!("portico_client_assertion_replays_total").increment(1);
-    Err(OAuthError::invalid_client("the client assertion was used before (jti)"))
+    Err(replayed())
 }
 
-/// [`authenticate`], leaving an assertion's `jti` to the caller to
-/// [`remember`] — at the token endpoint alongside the read of the code or
-/// refresh token, so that the two round trips overlap. The caller must
-/// remember it before it acts on the client's behalf.
+/// [`authenticate`], leaving an assertion's `jti` to the caller: the token
+/// endpoint remembers it in the same write that redeems the code or
+/// rotates the refresh token (one statement, one commit), and on its own
+/// ([`remember`]) on every path that refuses the request first. The caller
+/// must remember it before it acts on the client's behalf.
 ///
 /// # Errors
-/// As [`authenticate`], but a replayed assertion is found only by
-/// [`remember`].
+/// As [`authenticate`], but a replayed assertion is found only when the
+/// `jti` is remembered.
 pub async fn authenticate_deferred(
     identity: &Identity,
     headers: &HeaderMap,
@@ -185,7 +198,8 @@ async fn by_assertion(
     };
     let accepted = accepted.map_err(|e| OAuthError::invalid_client(e.to_string()))?;
     let expires_at = OffsetDateTime::from_unix_timestamp(accepted.exp + jose::LEEWAY).unwrap_or(now);
-    let pending = PendingJti { client_id: client.client_id.clone(), jti: accepted.jti, expires_at, now };
+    let jti = AssertionJti { client_id: client.client_id.clone(), jti: accepted.jti, expires_at };
+    let pending = PendingJti { jti, now };
     Ok((client, pending))
 }
 

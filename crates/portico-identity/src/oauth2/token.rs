@@ -24,7 +24,7 @@ use portico_model::user::User;
 use serde_json::json;
 
 use super::MAX_FORM_BODY;
-use super::client_auth::{PendingJti, authenticate_deferred, remember};
+use super::client_auth::{PendingJti, authenticate_deferred, remember, replayed};
 use super::error::OAuthError;
 use super::forms::{RefreshGrant, TokenRequest};
 use super::params::read_form;
@@ -73,7 +73,7 @@ async fn handle(
     };
     let result = async {
         // The client is authenticated before the grant type is judged; an
-        // assertion's jti is remembered while the grant is read.
+        // assertion's jti is remembered with the grant's write.
         let (client, pending) = authenticate_deferred(identity, headers, &form.read()?, "/oauth2/token").await?;
         let request = match TokenRequest::read(&form) {
             Ok(request) => request,
@@ -119,8 +119,8 @@ struct Presented<'a> {
     verifier: &'a str,
 }
 
-/// [`redeem`], remembering the client assertion's `jti` (if any) while the
-/// code is read.
+/// [`redeem`], remembering the client assertion's `jti` (if any) in the
+/// redemption's write, or on its own when the code is refused.
 async fn redeem_for(
     identity: &Identity,
     client: &Client,
@@ -132,13 +132,13 @@ async fn redeem_for(
     let now = identity.clock.now();
     let code_hash = CodeHash::new(portico_crypto::hash::token_hash(code));
 
-    let (stored, remembered) = tokio::join!(identity.store.find_code(&code_hash), remember(identity, pending));
-    remembered?;
-    let Some(stored) = stored? else {
+    let Some(stored) = identity.store.find_code(&code_hash).await? else {
+        remember(identity, pending).await?;
         return Err(OAuthError::invalid_grant("the authorization code is not valid"));
     };
     let (code, user) = (stored.code, stored.user);
     if stored.spent {
+        remember(identity, pending).await?;
         let grant_id = identity.store.spend_code(&code_hash, now).await?.and_then(|c| c.grant_id);
         return Err(replayed_code(identity, code.user_id, &code.client_id, grant_id, now).await);
     }
@@ -160,6 +160,7 @@ async fn redeem_for(
     let user = match user {
         Ok(user) => user,
         Err(error) => {
+            remember(identity, pending).await?;
             identity.store.spend_code(&code_hash, now).await?;
             return Err(error);
         }
@@ -177,17 +178,26 @@ async fn redeem_for(
         session_id: code.session_id,
     };
     // The key first: once the code is redeemed, nothing may fail.
-    let keys = identity.issue_keys(client).await?;
+    let keys = match identity.issue_keys(client).await {
+        Ok(keys) => keys,
+        Err(error) => {
+            remember(identity, pending).await?;
+            return Err(error.into());
+        }
+    };
     let refresh = NewRefreshToken::generate(grant.id, now, identity.settings.refresh_token_ttl);
     let event = AuditEvent::new(now, AuditKind::TokenIssued)
         .user(user.id)
         .client(&client.client_id)
         .detail(json!({ "grant_id": grant.id, "scope": grant.scope }));
-    match identity.store.redeem_code(&code_hash, now, &grant, &refresh.row, &event).await? {
+    let assertion = pending.map(PendingJti::into_jti);
+    match identity.store.redeem_code_asserted(&code_hash, now, &grant, &refresh.row, &event, assertion.as_ref()).await?
+    {
         Redemption::Redeemed => {}
         Redemption::Replay { grant_id } => {
             return Err(replayed_code(identity, user.id, &client.client_id, grant_id, now).await);
         }
+        Redemption::AssertionReplayed => return Err(replayed()),
     }
     Ok(identity.issue_tokens(&keys, &grant, &user, &grant.scope, code.nonce.as_deref(), &refresh))
 }
@@ -222,13 +232,13 @@ async fn refresh(
     let now = identity.clock.now();
     let hash = RefreshTokenHash::new(portico_crypto::hash::token_hash(presented));
 
-    let (stored, remembered) = tokio::join!(identity.store.find_refresh_token(&hash), remember(identity, pending));
-    remembered?;
-    let Some(stored) = stored? else {
+    let Some(stored) = identity.store.find_refresh_token(&hash).await? else {
+        remember(identity, pending).await?;
         return Err(OAuthError::invalid_grant("the refresh token is not valid"));
     };
     let (grant, user) = (stored.grant, stored.user);
     if stored.spent {
+        remember(identity, pending).await?;
         return Err(replayed_refresh(identity, &grant, client, now).await);
     }
     let scope = match requested_scope {
@@ -254,22 +264,31 @@ async fn refresh(
     let (user, scope) = match checked {
         Ok(checked) => checked,
         Err(error) => {
+            remember(identity, pending).await?;
             identity.store.spend_refresh_token(&hash, now).await?;
             return Err(error);
         }
     };
 
     // The key first: once the token is rotated, nothing may fail.
-    let keys = identity.issue_keys(client).await?;
+    let keys = match identity.issue_keys(client).await {
+        Ok(keys) => keys,
+        Err(error) => {
+            remember(identity, pending).await?;
+            return Err(error.into());
+        }
+    };
     let successor = NewRefreshToken::generate(grant.id, now, identity.settings.refresh_token_ttl);
     let event = AuditEvent::new(now, AuditKind::TokenRefreshed)
         .user(user.id)
         .client(&client.client_id)
         .detail(json!({ "grant_id": grant.id }));
-    match identity.store.rotate_refresh_token(&hash, now, &successor.row, &event).await? {
+    let assertion = pending.map(PendingJti::into_jti);
+    match identity.store.rotate_refresh_token_asserted(&hash, now, &successor.row, &event, assertion.as_ref()).await? {
         Rotation::Rotated => {}
         Rotation::Replay => return Err(replayed_refresh(identity, &grant, client, now).await),
         Rotation::GrantRevoked => return Err(OAuthError::invalid_grant("the grant was revoked")),
+        Rotation::AssertionReplayed => return Err(replayed()),
     }
     Ok(identity.issue_tokens(&keys, &grant, &user, &scope, None, &successor))
 }

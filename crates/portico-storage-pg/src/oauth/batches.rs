@@ -4,11 +4,11 @@
 //! row of one `jsonb` argument, with the same conditions per row as a
 //! statement of its own.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use portico_model::audit::AuditEvent;
 use portico_model::ids::{CodeHash, RefreshTokenHash};
-use portico_model::oauth::{Grant, RefreshToken, StoredCode, StoredRefreshToken};
+use portico_model::oauth::{AssertionJti, Grant, RefreshToken, StoredCode, StoredRefreshToken};
 use serde_json::{Value, json};
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
@@ -116,6 +116,25 @@ async fn read<B: Batch, T>(
     Ok(keys.iter().map(|key| by_key.get(*key).map(|row| from(row)).transpose()).collect())
 }
 
+/// The client assertions of items that carry one (`assertion_client`,
+/// `assertion_jti`, `assertion_expires_at`, judged at `spent_at`), each
+/// remembered as `remember_client_assertion` does (`asr`), and the items
+/// whose assertion is new or who have none (`ok`): only those change
+/// anything.
+macro_rules! assertions {
+    () => {
+        "asr AS (INSERT INTO client_assertions AS c (client_id, jti, expires_at) \
+         SELECT assertion_client, assertion_jti, to_timestamp(assertion_expires_at) FROM i \
+         WHERE assertion_jti IS NOT NULL \
+         ON CONFLICT (client_id, jti) DO UPDATE SET expires_at = excluded.expires_at \
+         WHERE c.expires_at <= (SELECT to_timestamp(max(i.spent_at)) FROM i \
+         WHERE i.assertion_client = c.client_id AND i.assertion_jti = c.jti) \
+         RETURNING c.client_id, c.jti), \
+         ok AS (SELECT i.* FROM i WHERE i.assertion_jti IS NULL OR EXISTS (SELECT 1 FROM asr \
+         WHERE asr.client_id = i.assertion_client AND asr.jti = i.assertion_jti))"
+    };
+}
+
 /// Both writes search their table by the keys gathered from the records
 /// in a subquery (`= ANY(ARRAY(SELECT …))`), as the reads do: PostgreSQL
 /// guesses a set-returning function yields 100 records, and joined on that
@@ -127,12 +146,17 @@ async fn read<B: Batch, T>(
 /// it yields, stores the refresh token while that grant is live, and the
 /// audit event. Answers the codes that were redeemed; a code spent already
 /// changes nothing.
-const REDEEM_CODES: &str = "WITH i AS (SELECT * FROM jsonb_to_recordset($1) AS i (code_hash text, spent_at bigint, \
+const REDEEM_CODES: &str = concat!(
+    "WITH i AS (SELECT * FROM jsonb_to_recordset($1) AS i (code_hash text, spent_at bigint, \
      id uuid, client_id text, user_id uuid, scope text, auth_time bigint, created_at bigint, revoked_at bigint, \
      amr text[], session_id uuid, token_hash text, token_created_at bigint, token_expires_at bigint, \
-     audit_at bigint, kind text, audit_user_id uuid, audit_client_id text, detail jsonb)), \
-     spent AS (UPDATE authorization_codes c SET consumed_at = to_timestamp(i.spent_at), grant_id = i.id FROM i \
-     WHERE c.code_hash = ANY(ARRAY(SELECT code_hash FROM i)) AND c.code_hash = i.code_hash AND c.consumed_at IS NULL RETURNING i.*), \
+     audit_at bigint, kind text, audit_user_id uuid, audit_client_id text, detail jsonb, \
+     assertion_client text, assertion_jti text, assertion_expires_at bigint)), \
+     ",
+    assertions!(),
+    ", \
+     spent AS (UPDATE authorization_codes c SET consumed_at = to_timestamp(ok.spent_at), grant_id = ok.id FROM ok \
+     WHERE c.code_hash = ANY(ARRAY(SELECT code_hash FROM ok)) AND c.code_hash = ok.code_hash AND c.consumed_at IS NULL RETURNING ok.*), \
      g AS (INSERT INTO grants (id, client_id, user_id, scope, auth_time, created_at, revoked_at, amr, session_id) \
      SELECT id, client_id, user_id, scope, to_timestamp(auth_time), to_timestamp(created_at), \
      to_timestamp(revoked_at), amr, session_id FROM spent RETURNING id, revoked_at), \
@@ -141,23 +165,32 @@ const REDEEM_CODES: &str = "WITH i AS (SELECT * FROM jsonb_to_recordset($1) AS i
      FROM spent s JOIN g ON g.id = s.id WHERE g.revoked_at IS NULL), \
      a AS (INSERT INTO audit_log (at, kind, user_id, client_id, detail) \
      SELECT to_timestamp(audit_at), kind, audit_user_id, audit_client_id, COALESCE(detail, 'null') FROM spent) \
-     SELECT code_hash FROM spent";
+     SELECT i.code_hash, EXISTS (SELECT 1 FROM spent WHERE spent.code_hash = i.code_hash), \
+     EXISTS (SELECT 1 FROM ok WHERE ok.code_hash = i.code_hash) FROM i"
+);
 
 /// Refresh tokens' rotations: each spends its token (when unspent) while
 /// its grant is live, stores the successor and the audit event. Answers
 /// the tokens that were rotated; a token spent already, or of a revoked
 /// grant, changes nothing.
-const ROTATE_REFRESH_TOKENS: &str = "WITH i AS (SELECT * FROM jsonb_to_recordset($1) AS i (old_hash text, \
+const ROTATE_REFRESH_TOKENS: &str = concat!(
+    "WITH i AS (SELECT * FROM jsonb_to_recordset($1) AS i (old_hash text, \
      spent_at bigint, grant_id uuid, token_hash text, created_at bigint, expires_at bigint, \
-     audit_at bigint, kind text, audit_user_id uuid, audit_client_id text, detail jsonb)), \
-     spent AS (UPDATE refresh_tokens r SET used_at = to_timestamp(i.spent_at) FROM i \
-     WHERE r.token_hash = ANY(ARRAY(SELECT old_hash FROM i)) AND r.token_hash = i.old_hash AND r.used_at IS NULL \
-     AND EXISTS (SELECT 1 FROM grants g WHERE g.id = i.grant_id AND g.revoked_at IS NULL) RETURNING i.*), \
+     audit_at bigint, kind text, audit_user_id uuid, audit_client_id text, detail jsonb, \
+     assertion_client text, assertion_jti text, assertion_expires_at bigint)), \
+     ",
+    assertions!(),
+    ", \
+     spent AS (UPDATE refresh_tokens r SET used_at = to_timestamp(ok.spent_at) FROM ok \
+     WHERE r.token_hash = ANY(ARRAY(SELECT old_hash FROM ok)) AND r.token_hash = ok.old_hash AND r.used_at IS NULL \
+     AND EXISTS (SELECT 1 FROM grants g WHERE g.id = ok.grant_id AND g.revoked_at IS NULL) RETURNING ok.*), \
      n AS (INSERT INTO refresh_tokens (token_hash, grant_id, created_at, expires_at, used_at) \
      SELECT token_hash, grant_id, to_timestamp(created_at), to_timestamp(expires_at), NULL FROM spent), \
      a AS (INSERT INTO audit_log (at, kind, user_id, client_id, detail) \
      SELECT to_timestamp(audit_at), kind, audit_user_id, audit_client_id, COALESCE(detail, 'null') FROM spent) \
-     SELECT old_hash FROM spent";
+     SELECT i.old_hash, EXISTS (SELECT 1 FROM spent WHERE spent.old_hash = i.old_hash), \
+     EXISTS (SELECT 1 FROM ok WHERE ok.old_hash = i.old_hash) FROM i"
+);
 
 /// A write waiting for its statement: its key, and its record.
 pub(crate) struct Record {
@@ -165,17 +198,38 @@ pub(crate) struct Record {
     record: Value,
 }
 
+/// What a combined write did to one item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Written {
+    /// It changed its row (spent the code or the token).
+    pub(crate) changed: bool,
+    /// Its client assertion was new (or it had none); when not, nothing
+    /// of the item changed.
+    pub(crate) assertion_fresh: bool,
+}
+
 /// Runs a combined write of `items`' records (`$1`) and answers, for each,
-/// whether it changed its row (the statement returns the changed keys).
-async fn write(store: &PgStore, sql: &'static str, items: &[&Record]) -> Result<Vec<bool>, sqlx::Error> {
+/// what it did (the statement returns every key with whether it changed
+/// its row and whether its assertion was new).
+async fn write(store: &PgStore, sql: &'static str, items: &[&Record]) -> Result<Vec<Written>, sqlx::Error> {
     let records: Vec<&Value> = items.iter().map(|item| &item.record).collect();
-    let changed: HashSet<String> = sqlx::query_scalar(sql)
-        .bind(Json(records))
-        .fetch_all(&mut *store.acquire().await?)
-        .await?
-        .into_iter()
-        .collect();
-    Ok(items.iter().map(|item| changed.contains(&item.key)).collect())
+    let rows: Vec<(String, bool, bool)> =
+        sqlx::query_as(sql).bind(Json(records)).fetch_all(&mut *store.acquire().await?).await?;
+    let by_key: HashMap<String, Written> =
+        rows.into_iter().map(|(key, changed, assertion_fresh)| (key, Written { changed, assertion_fresh })).collect();
+    Ok(items
+        .iter()
+        .map(|item| by_key.get(&item.key).copied().unwrap_or(Written { changed: false, assertion_fresh: false }))
+        .collect())
+}
+
+/// An item's assertion columns (none without one).
+fn assertion_columns(row: &mut Value, assertion: Option<&AssertionJti>) {
+    if let Some(assertion) = assertion {
+        row["assertion_client"] = json!(assertion.client_id.as_str());
+        row["assertion_jti"] = json!(assertion.jti);
+        row["assertion_expires_at"] = json!(assertion.expires_at.unix_timestamp());
+    }
 }
 
 /// A code's redemption, waiting for its statement.
@@ -188,6 +242,7 @@ impl Redeem {
         grant: &Grant,
         refresh: &RefreshToken,
         audit: &AuditEvent,
+        assertion: Option<&AssertionJti>,
     ) -> Self {
         let mut row = json!({
             "code_hash": code_hash,
@@ -206,12 +261,13 @@ impl Redeem {
             "token_expires_at": refresh.expires_at.unix_timestamp(),
         });
         audit_columns(&mut row, audit);
+        assertion_columns(&mut row, assertion);
         Self(Record { key: code_hash.to_owned(), record: row })
     }
 }
 
 impl Batch for Redeem {
-    type Output = bool;
+    type Output = Written;
     const WHAT: &'static str = "token";
     const STATEMENT: &'static str = "code_redemption";
 
@@ -219,7 +275,7 @@ impl Batch for Redeem {
         &self.0.key
     }
 
-    async fn run(store: &PgStore, items: &[Self]) -> Result<Vec<bool>, sqlx::Error> {
+    async fn run(store: &PgStore, items: &[Self]) -> Result<Vec<Written>, sqlx::Error> {
         write(store, REDEEM_CODES, &items.iter().map(|item| &item.0).collect::<Vec<_>>()).await
     }
 
@@ -232,7 +288,13 @@ impl Batch for Redeem {
 pub(crate) struct Rotate(Record);
 
 impl Rotate {
-    pub(crate) fn new(old_hash: &str, now: OffsetDateTime, successor: &RefreshToken, audit: &AuditEvent) -> Self {
+    pub(crate) fn new(
+        old_hash: &str,
+        now: OffsetDateTime,
+        successor: &RefreshToken,
+        audit: &AuditEvent,
+        assertion: Option<&AssertionJti>,
+    ) -> Self {
         let mut row = json!({
             "old_hash": old_hash,
             "spent_at": now.unix_timestamp(),
@@ -242,12 +304,13 @@ impl Rotate {
             "expires_at": successor.expires_at.unix_timestamp(),
         });
         audit_columns(&mut row, audit);
+        assertion_columns(&mut row, assertion);
         Self(Record { key: old_hash.to_owned(), record: row })
     }
 }
 
 impl Batch for Rotate {
-    type Output = bool;
+    type Output = Written;
     const WHAT: &'static str = "token";
     const STATEMENT: &'static str = "refresh_rotation";
 
@@ -255,7 +318,7 @@ impl Batch for Rotate {
         &self.0.key
     }
 
-    async fn run(store: &PgStore, items: &[Self]) -> Result<Vec<bool>, sqlx::Error> {
+    async fn run(store: &PgStore, items: &[Self]) -> Result<Vec<Written>, sqlx::Error> {
         write(store, ROTATE_REFRESH_TOKENS, &items.iter().map(|item| &item.0).collect::<Vec<_>>()).await
     }
 

@@ -12,7 +12,8 @@ use async_trait::async_trait;
 use portico_model::audit::AuditEvent;
 use portico_model::ids::{CodeHash, GrantId, RefreshTokenHash, SessionId, UserId};
 use portico_model::oauth::{
-    AccessTokenState, AuthorizationCode, Grant, Redemption, RefreshToken, Rotation, StoredCode, StoredRefreshToken,
+    AccessTokenState, AssertionJti, AuthorizationCode, Grant, Redemption, RefreshToken, Rotation, StoredCode,
+    StoredRefreshToken,
 };
 use portico_storage::{AuthorizationCodeRepository, GrantRepository, RefreshTokenRepository};
 use sqlx::postgres::PgRow;
@@ -162,17 +163,22 @@ impl AuthorizationCodeRepository for PgStore {
         Batcher::submit(self, FindCode::new(code_hash)).await?
     }
 
-    async fn redeem_code(
+    async fn redeem_code_asserted(
         &self,
         code_hash: &CodeHash,
         now: OffsetDateTime,
         grant: &Grant,
         refresh: &RefreshToken,
         audit: &AuditEvent,
+        assertion: Option<&AssertionJti>,
     ) -> Result<Redemption> {
         let generation = self.memory().and_then(NodeMemory::generation_for_new_grant);
-        let redemption = Redeem::new(code_hash.as_str(), now, grant, refresh, audit);
-        if Batcher::submit(self, redemption).await? {
+        let redemption = Redeem::new(code_hash.as_str(), now, grant, refresh, audit, assertion);
+        let written = Batcher::submit(self, redemption).await?;
+        if !written.assertion_fresh {
+            return Ok(Redemption::AssertionReplayed);
+        }
+        if written.changed {
             self.made_live(grant.id, generation);
             return Ok(Redemption::Redeemed);
         }
@@ -282,15 +288,20 @@ impl RefreshTokenRepository for PgStore {
         Batcher::submit(self, FindRefreshToken::new(token_hash)).await?
     }
 
-    async fn rotate_refresh_token(
+    async fn rotate_refresh_token_asserted(
         &self,
         old_hash: &RefreshTokenHash,
         now: OffsetDateTime,
         successor: &RefreshToken,
         audit: &AuditEvent,
+        assertion: Option<&AssertionJti>,
     ) -> Result<Rotation> {
         let generation = self.memory().and_then(NodeMemory::generation_for_new_grant);
-        if Batcher::submit(self, Rotate::new(old_hash.as_str(), now, successor, audit)).await? {
+        let written = Batcher::submit(self, Rotate::new(old_hash.as_str(), now, successor, audit, assertion)).await?;
+        if !written.assertion_fresh {
+            return Ok(Rotation::AssertionReplayed);
+        }
+        if written.changed {
             self.made_live(successor.grant_id, generation);
             return Ok(Rotation::Rotated);
         }

@@ -407,3 +407,57 @@ async fn a_users_live_grants_are_listed_newest_first() {
         assert!(store.list_user_grants(UserId::random()).await.unwrap().is_empty());
     }
 }
+
+#[tokio::test]
+async fn the_write_a_client_assertion_authenticated_remembers_its_jti() {
+    use portico_model::oauth::AssertionJti;
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let (u, g) = granted(store.as_ref()).await;
+        let until = t0() + Duration::minutes(5);
+        let jti = |name: &str| AssertionJti { client_id: "app".into(), jti: name.into(), expires_at: until };
+        let rotate = |old: &'static str, new: &'static str, jti: AssertionJti, at: OffsetDateTime| {
+            let store = Arc::clone(&store);
+            async move {
+                let successor = refresh(new, g.id, 30);
+                store
+                    .rotate_refresh_token_asserted(&refresh_hash(old), at, &successor, &audit(), Some(&jti))
+                    .await
+                    .unwrap()
+            }
+        };
+
+        assert_eq!(rotate("r1", "r2", jti("a"), t0()).await, Rotation::Rotated, "{backend:?}");
+        assert!(!store.remember_client_assertion(&"app".into(), "a", until, t0()).await.unwrap(), "remembered with it");
+        // The same assertion again: nothing changes.
+        assert_eq!(rotate("r2", "r3", jti("a"), t0()).await, Rotation::AssertionReplayed, "{backend:?}");
+        assert!(!store.find_refresh_token(&refresh_hash("r2")).await.unwrap().unwrap().spent, "{backend:?}: untouched");
+        assert!(store.find_refresh_token(&refresh_hash("r3")).await.unwrap().is_none());
+        // A rotation that loses (its token was spent) still remembers its jti.
+        assert_eq!(rotate("r1", "r4", jti("b"), t0()).await, Rotation::Replay, "{backend:?}");
+        assert!(!store.remember_client_assertion(&"app".into(), "b", until, t0()).await.unwrap());
+        // Once the assertion has expired, its jti may come again.
+        let later = until + Duration::seconds(1);
+        assert_eq!(rotate("r2", "r5", jti("a"), later).await, Rotation::Rotated, "{backend:?}");
+
+        // A redemption likewise.
+        store.insert_code(&code("h-a", "app", u.id)).await.unwrap();
+        store.insert_code(&code("h-b", "app", u.id)).await.unwrap();
+        let (g1, g2) = (grant("app", u.id), grant("app", u.id));
+        let redeem = |hash: &'static str, g: &Grant, token: &'static str| {
+            let (store, g, assertion) = (Arc::clone(&store), g.clone(), jti("c"));
+            async move {
+                let first = refresh(token, g.id, 30);
+                store
+                    .redeem_code_asserted(&code_hash(hash), t0(), &g, &first, &audit(), Some(&assertion))
+                    .await
+                    .unwrap()
+            }
+        };
+        assert_eq!(redeem("h-a", &g1, "ra").await, Redemption::Redeemed, "{backend:?}");
+        assert_eq!(redeem("h-b", &g2, "rb").await, Redemption::AssertionReplayed, "{backend:?}");
+        assert!(!store.find_code(&code_hash("h-b")).await.unwrap().unwrap().spent, "{backend:?}: the code is unspent");
+        assert_eq!(store.find_grant(g2.id).await.unwrap(), None, "{backend:?}: nothing stored");
+    }
+}
