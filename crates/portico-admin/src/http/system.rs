@@ -100,7 +100,8 @@ pub struct RetiredKey {
     security(("adminToken" = [])),
     responses(
         (status = 200, description = "The algorithm's active key is retired without a successor: nothing signs with the algorithm any more, and the key stays published until its tokens expire.", body = RetiredKey),
-        (status = 400, description = "`bad_request`: the server is configured to sign with the algorithm, or clients still use it (named).", body = ErrorBody),
+        (status = 400, description = "`bad_request`: not an algorithm Portico signs with.", body = ErrorBody),
+        (status = 409, description = "`algorithm_configured`: the server is configured to sign with the algorithm; `algorithm_in_use`: clients still use it (named).", body = ErrorBody),
         (status = 404, description = "`key_not_found`: the algorithm has no active key.", body = ErrorBody),
         AdminErrors
     )

@@ -154,18 +154,18 @@ impl AdminService {
     /// tokens expire. Returns the retired `kid`.
     ///
     /// # Errors
-    /// `Invalid` while the server is configured to sign with `alg` or a
-    /// client names it; `key_not_found` when `alg` has no active key; the
-    /// store failed.
+    /// `Conflict` while the server is configured to sign with `alg`
+    /// (`algorithm_configured`) or a client names it (`algorithm_in_use`);
+    /// `key_not_found` when `alg` has no active key; the store failed.
     pub async fn retire_key(&self, actor: &Actor, alg: Algorithm) -> Result<String> {
         if self.signing_algorithms.contains(&alg) {
-            return Err(ServiceError::Invalid(vec![Problem::new(
-                "alg",
+            return Err(ServiceError::Conflict(
+                "algorithm_configured",
                 format!(
                     "{alg} is configured (tokens.signing_algorithm or tokens.signing_algorithms): take it off the \
                      configuration of every node and restart them first"
                 ),
-            )]));
+            ));
         }
         let users: Vec<String> = self
             .store
@@ -176,10 +176,10 @@ impl AdminService {
             .map(|client| client.client_id.to_string())
             .collect();
         if !users.is_empty() {
-            return Err(ServiceError::Invalid(vec![Problem::new(
-                "alg",
+            return Err(ServiceError::Conflict(
+                "algorithm_in_use",
                 format!("clients still use {alg}: {}; give them another algorithm first", users.join(", ")),
-            )]));
+            ));
         }
         let now = self.clock.now();
         let kid = self

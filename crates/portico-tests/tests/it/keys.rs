@@ -218,7 +218,7 @@ async fn an_algorithm_taken_off_the_configuration_is_retired_once_no_client_uses
         let admin =
             |app: &TestApp, path: &str| app.http().post(app.url(path)).bearer_auth(portico_tests::ADMIN_TOKEN).send();
         let refused = admin(&before, "/admin/v1/keys/retire?alg=ES256").await.unwrap();
-        assert_eq!(refused.status(), 400, "{backend:?}: configured");
+        assert_eq!(refused.status(), 409, "{backend:?}: configured");
         assert!(refused.text().await.unwrap().contains("tokens.signing_algorithms"));
         demo_id_token_alg(&before, "ES256".into()).await;
         let es256 = before.identity.tokens.keys.signing_key_for(Algorithm::Es256).await.unwrap().kid().to_owned();
@@ -232,7 +232,7 @@ async fn an_algorithm_taken_off_the_configuration_is_retired_once_no_client_uses
         })
         .await;
         let refused = admin(&app, "/admin/v1/keys/retire?alg=ES256").await.unwrap();
-        assert_eq!(refused.status(), 400, "{backend:?}: a client uses it");
+        assert_eq!(refused.status(), 409, "{backend:?}: a client uses it");
         assert!(refused.text().await.unwrap().contains(portico_tests::demo::CLIENT_ID));
         assert!(published_kids(&app).await.contains(&es256), "{backend:?}: still published");
 
