@@ -682,3 +682,27 @@ async fn every_start_names_the_logins_left_without_a_key() {
         assert!(named("two words", "U+0020"), "{backend:?}: {warnings:?}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_retire_stops_an_algorithm_the_configuration_no_longer_names() {
+    for backend in backends() {
+        // The server still signs with ES256; the command's configuration
+        // (the default: RS256 only) no longer names it.
+        let app = TestApp::spawn_with(backend, |c| c.tokens.signing_algorithms = vec!["ES256".into()]).await;
+        let refused = portico(&app, &["keys", "retire", "--alg", "RS256"]);
+        assert!(!refused.status.success(), "{backend:?}");
+        let said = String::from_utf8_lossy(&refused.stderr);
+        assert!(said.contains("RS256 is configured"), "{backend:?}: {said}");
+
+        let es256 = app.identity.tokens.keys.signing_key_for(portico_crypto::jwt::Algorithm::Es256).await.unwrap();
+        let out = ok(portico(&app, &["keys", "retire", "--alg", "ES256"]));
+        assert!(out.contains(es256.kid()) && out.contains("nothing signs with ES256"), "{out}");
+        let list = ok(portico(&app, &["keys", "list"]));
+        let line = list.lines().find(|line| line.starts_with(es256.kid())).expect("the retired key is listed");
+        assert!(line.contains("retired"), "{backend:?}: {list}");
+        assert_eq!(app.store.recent_audit(1).await.unwrap()[0].kind, "key.retired");
+
+        let again = portico(&app, &["keys", "retire", "--alg", "ES256"]);
+        assert!(String::from_utf8_lossy(&again.stderr).contains("no active ES256 key"), "{backend:?}");
+    }
+}
