@@ -197,16 +197,23 @@ impl Db {
         T: Send + 'static,
     {
         let (answer, answered) = oneshot::channel();
-        let (queued, wait_seconds, waiting) = (Instant::now(), self.wait_seconds.clone(), self.waiting.clone());
-        // Traced (when traces are on) as a child of the caller's span.
-        let span = tracing::debug_span!("sqlite write", otel.kind = "client", db.system = "sqlite", what);
+        let queued = self.queued(what);
         let job = Job::Alone(Box::new(move |conn| {
-            let _span = span.enter();
-            waiting.decrement(1.0);
-            wait_seconds.record(queued.elapsed().as_secs_f64());
+            let _span = queued.start();
             let _ = answer.send(job(conn).map_err(|e| e.storage(what)));
         }));
         self.send(job, answered).await
+    }
+
+    /// A job about `what`, about to be queued: traced (when traces are on)
+    /// as a child of the caller's span, and timed while it waits.
+    fn queued(&self, what: &'static str) -> Queued {
+        Queued {
+            at: Instant::now(),
+            wait_seconds: self.wait_seconds.clone(),
+            waiting: self.waiting.clone(),
+            span: tracing::debug_span!("sqlite write", otel.kind = "client", db.system = "sqlite", what),
+        }
     }
 
     /// Queues `job` for the writer and waits for its answer.
@@ -232,12 +239,9 @@ impl Db {
         T: Send + 'static,
     {
         let (answer, answered) = oneshot::channel();
-        let (queued, wait_seconds, waiting) = (Instant::now(), self.wait_seconds.clone(), self.waiting.clone());
-        let span = tracing::debug_span!("sqlite write", otel.kind = "client", db.system = "sqlite", what);
+        let queued = self.queued(what);
         let job = Job::Write(Box::new(move |conn| {
-            let _span = span.enter();
-            waiting.decrement(1.0);
-            wait_seconds.record(queued.elapsed().as_secs_f64());
+            let _span = queued.start();
             let done = conn.map(body);
             let succeeded = matches!(done, Some(Ok(_)));
             let finish: Finish = Box::new(move |committed| {
@@ -309,6 +313,23 @@ impl Db {
 impl Drop for Db {
     fn drop(&mut self) {
         self.close();
+    }
+}
+
+/// A job's time in the writer's queue.
+struct Queued {
+    at: Instant,
+    wait_seconds: metrics::Histogram,
+    waiting: metrics::Gauge,
+    span: tracing::Span,
+}
+
+impl Queued {
+    /// The job starts on the writer: its wait is recorded, its span entered.
+    fn start(self) -> tracing::span::EnteredSpan {
+        self.waiting.decrement(1.0);
+        self.wait_seconds.record(self.at.elapsed().as_secs_f64());
+        self.span.entered()
     }
 }
 
