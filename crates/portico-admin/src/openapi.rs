@@ -11,6 +11,7 @@ use utoipa::OpenApi;
         crate::http::clients::update,
         crate::http::clients::remove,
         crate::http::clients::rotate_secret,
+        crate::http::clients::approve,
         crate::http::clients::issue_initial_access_token,
         crate::http::users::search,
         crate::http::users::create,

@@ -56,6 +56,8 @@ pub struct Registration {
     pub issuer: String,
     /// Whose software statements are trusted, and whether one is required.
     pub statements: SoftwareStatements,
+    /// `registration.require_approval`: new clients wait for an operator.
+    pub hold_for_approval: bool,
 }
 
 /// An issuer of software statements the bank trusts, with its public keys.
@@ -486,6 +488,7 @@ async fn register_client(
         backchannel_logout_uri: metadata.backchannel_logout_uri,
         security: checked.security,
         registration_token_hash: Some(portico_crypto::hash::token_hash(&registration_token)),
+        awaiting_approval: registration.hold_for_approval,
     };
     let (client, secret) =
         registration.service.create_client(&Actor::Registration, new).await.map_err(RegistrationError::from_service)?;

@@ -219,6 +219,7 @@ pub async fn register_client(console: &Console) -> Result<(), StorageError> {
                     security: Default::default(),
                     secret_sealed: None,
                     registration_token_hash: None,
+                    awaiting_approval: false,
                     created_at: console.identity.clock.now(),
                 };
                 match store.create_client(&client).await {

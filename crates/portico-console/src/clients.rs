@@ -1,14 +1,19 @@
 //! `/console/clients` (admin): the relying parties: registering one (a
 //! generated or given secret, shown once), their addresses, scopes, names
-//! and consent, a new secret, removal.
+//! and consent, how each authenticates (its method and public keys) and
+//! the algorithms its tokens are signed with, a new secret, removal; and
+//! approving the registrations `registration.require_approval` holds.
 
 use askama::Template;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use portico_admin::service::{ClientChanges, NewClient};
-use portico_model::client::Client;
+use portico_admin::ServiceError;
+use portico_admin::service::{AdminService, ClientChanges, NewClient, SecurityChanges};
+use portico_api::Problem;
+use portico_model::client::{AuthMethod, Client, ClientSecurity};
+use portico_model::key::Algorithm;
 
 use serde::Deserialize;
 
@@ -22,6 +27,68 @@ use crate::session::{AdminOperator, see_other};
 struct ClientsPage {
     l: Layout,
     clients: Vec<Client>,
+}
+
+impl ClientsPage {
+    /// The registrations waiting for an operator's approval.
+    fn held(&self) -> impl Iterator<Item = &Client> {
+        self.clients.iter().filter(|client| client.awaiting_approval)
+    }
+}
+
+/// The authentication and signing part of a client's form, as shown.
+pub struct SecurityForm {
+    /// `token_endpoint_auth_method`.
+    method: &'static str,
+    /// The key set by value, pretty-printed; blank for none.
+    jwks: String,
+    jwks_uri: String,
+    /// Each algorithm a client chooses: the field, its label, the choice
+    /// (blank: the server's default).
+    algs: Vec<(&'static str, &'static str, &'static str)>,
+    /// The algorithms the server keeps a key of.
+    supported: Vec<&'static str>,
+    /// The server's default algorithm.
+    default_alg: &'static str,
+}
+
+/// Every method a client authenticates with, as the form offers them.
+const METHODS: [&str; 4] = [
+    AuthMethod::ClientSecretBasic.as_str(),
+    AuthMethod::ClientSecretPost.as_str(),
+    AuthMethod::ClientSecretJwt.as_str(),
+    AuthMethod::PrivateKeyJwt.as_str(),
+];
+
+impl SecurityForm {
+    fn new(security: &ClientSecurity, admin: &AdminService) -> Self {
+        let name = |alg: Option<Algorithm>| alg.map_or("", Algorithm::as_str);
+        Self {
+            method: security.token_endpoint_auth_method.as_str(),
+            jwks: security.jwks.as_ref().and_then(|jwks| serde_json::to_string_pretty(jwks).ok()).unwrap_or_default(),
+            jwks_uri: security.jwks_uri.clone().unwrap_or_default(),
+            algs: vec![
+                ("id_token_signed_response_alg", "client.id_token_alg", name(security.id_token_signed_response_alg)),
+                (
+                    "access_token_signed_response_alg",
+                    "client.access_token_alg",
+                    name(security.access_token_signed_response_alg),
+                ),
+                ("userinfo_signed_response_alg", "client.userinfo_alg", name(security.userinfo_signed_response_alg)),
+                (
+                    "introspection_signed_response_alg",
+                    "client.introspection_alg",
+                    name(security.introspection_signed_response_alg),
+                ),
+            ],
+            supported: admin.signing_algorithms.iter().map(|alg| alg.as_str()).collect(),
+            default_alg: admin.signing_algorithm.as_str(),
+        }
+    }
+
+    fn methods(&self) -> [&'static str; 4] {
+        METHODS
+    }
 }
 
 /// `GET /console/clients`.
@@ -44,6 +111,7 @@ pub async fn list(
 struct ClientPage {
     l: Layout,
     client: Client,
+    sf: SecurityForm,
 }
 
 impl ClientPage {
@@ -72,7 +140,10 @@ pub async fn read(
     let query: page::Notice = page::query(raw.as_deref());
     let l = Layout::new(&headers, &operator, "clients", &here).with_notice(query.done.as_deref());
     match console.admin.client(&id).await {
-        Ok(client) => render(StatusCode::OK, &ClientPage { l, client }),
+        Ok(client) => {
+            let sf = SecurityForm::new(&client.security, &console.admin);
+            render(StatusCode::OK, &ClientPage { l, client, sf })
+        }
         Err(error) => page::service_error(l, error, "/console/clients"),
     }
 }
@@ -81,11 +152,17 @@ pub async fn read(
 #[template(path = "client_new.html")]
 struct NewClientPage {
     l: Layout,
+    sf: SecurityForm,
 }
 
 /// `GET /console/clients/new`.
-pub async fn new_form(headers: HeaderMap, AdminOperator(operator): AdminOperator) -> Response {
-    render(StatusCode::OK, &NewClientPage { l: Layout::new(&headers, &operator, "clients", "/console/clients/new") })
+pub async fn new_form(
+    State(console): State<ConsoleState>,
+    headers: HeaderMap,
+    AdminOperator(operator): AdminOperator,
+) -> Response {
+    let l = Layout::new(&headers, &operator, "clients", "/console/clients/new");
+    render(StatusCode::OK, &NewClientPage { l, sf: SecurityForm::new(&ClientSecurity::default(), &console.admin) })
 }
 
 /// The page that shows a client's secret, this once.
@@ -121,6 +198,85 @@ pub struct ClientFields {
     pub logout_revokes_grants: bool,
     #[serde(deserialize_with = "forms::trimmed")]
     pub backchannel_logout_uri: Option<String>,
+    /// With the rest of the authentication and signing fieldset; a form
+    /// without it leaves them as they are.
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub token_endpoint_auth_method: Option<String>,
+    /// A JWK Set (JSON); blank for none.
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub jwks: Option<String>,
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub jwks_uri: Option<String>,
+    /// Blank: the server's default.
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub id_token_signed_response_alg: Option<String>,
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub access_token_signed_response_alg: Option<String>,
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub userinfo_signed_response_alg: Option<String>,
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub introspection_signed_response_alg: Option<String>,
+}
+
+impl ClientFields {
+    /// The authentication and signing the form chose (`None`: the form has
+    /// no such fieldset).
+    ///
+    /// # Errors
+    /// An unknown method or algorithm, or key set that is not JSON.
+    fn security(&self) -> Result<Option<ClientSecurity>, ServiceError> {
+        let Some(method) = self.token_endpoint_auth_method.as_deref() else { return Ok(None) };
+        let mut problems = Vec::new();
+        let token_endpoint_auth_method = AuthMethod::parse(method).unwrap_or_else(|| {
+            problems.push(Problem::new("tokenEndpointAuthMethod", format!("one of {}", METHODS.join(", "))));
+            AuthMethod::default()
+        });
+        let jwks = self.jwks.as_deref().and_then(|text| {
+            serde_json::from_str(text)
+                .map_err(|e| problems.push(Problem::new("jwks", format!("not a JSON JWK Set: {e}"))))
+                .ok()
+        });
+        let mut alg = |place: &str, name: &Option<String>| {
+            let name = name.as_deref()?;
+            let alg = Algorithm::parse(name);
+            if alg.is_none() {
+                problems.push(Problem::new(place, format!("{name} is not an algorithm Portico signs with")));
+            }
+            alg
+        };
+        let security = ClientSecurity {
+            token_endpoint_auth_method,
+            jwks,
+            jwks_uri: self.jwks_uri.clone(),
+            id_token_signed_response_alg: alg("idTokenSignedResponseAlg", &self.id_token_signed_response_alg),
+            userinfo_signed_response_alg: alg("userinfoSignedResponseAlg", &self.userinfo_signed_response_alg),
+            access_token_signed_response_alg: alg(
+                "accessTokenSignedResponseAlg",
+                &self.access_token_signed_response_alg,
+            ),
+            introspection_signed_response_alg: alg(
+                "introspectionSignedResponseAlg",
+                &self.introspection_signed_response_alg,
+            ),
+            logo_uri: None,
+        };
+        if problems.is_empty() { Ok(Some(security)) } else { Err(ServiceError::Invalid(problems)) }
+    }
+}
+
+/// The form's choices as changes: each replaces the stored one (the logo
+/// is not on the form and stays).
+fn security_changes(security: ClientSecurity) -> SecurityChanges {
+    SecurityChanges {
+        token_endpoint_auth_method: Some(security.token_endpoint_auth_method),
+        jwks: Some(security.jwks),
+        jwks_uri: Some(security.jwks_uri),
+        id_token_signed_response_alg: Some(security.id_token_signed_response_alg),
+        userinfo_signed_response_alg: Some(security.userinfo_signed_response_alg),
+        access_token_signed_response_alg: Some(security.access_token_signed_response_alg),
+        introspection_signed_response_alg: Some(security.introspection_signed_response_alg),
+        logo_uri: None,
+    }
 }
 
 /// `POST /console/clients`: registers a client; its secret (given, or
@@ -128,6 +284,11 @@ pub struct ClientFields {
 pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Result<Response, Refusal> {
     let (form, _, operator): (ClientFields, _, _) =
         console.read_form(&headers, body, "/console/clients/new", true, MAX_FORM).await?;
+    let l = Layout::new(&headers, &operator, "clients", "/console/clients/new");
+    let security = match form.security() {
+        Ok(security) => security.unwrap_or_default(),
+        Err(error) => return Ok(page::service_error(l, error, "/console/clients/new")),
+    };
     let new = NewClient {
         client_id: form.client_id.unwrap_or_default(),
         secret: form.secret,
@@ -139,15 +300,17 @@ pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, bod
         post_logout_redirect_uris: form.post_logout_redirect_uris,
         logout_revokes_grants: form.logout_revokes_grants,
         backchannel_logout_uri: form.backchannel_logout_uri,
-        // Key-based authentication and per-client algorithms are set
-        // through the admin API and the CLI.
-        security: Default::default(),
+        security,
         registration_token_hash: None,
+        awaiting_approval: false,
     };
-    let l = Layout::new(&headers, &operator, "clients", "/console/clients/new");
     Ok(match console.admin.create_client(&operator.admin.actor, new).await {
-        Ok((client, Some(secret))) => secret_page(l, client.client_id.to_string(), secret),
-        Ok((client, None)) => see_other(&done(&format!("/console/clients/{}", client.client_id), "created")),
+        // A private_key_jwt client authenticates with its keys: its
+        // generated secret is never used, so not shown.
+        Ok((client, Some(secret))) if client.security.token_endpoint_auth_method != AuthMethod::PrivateKeyJwt => {
+            secret_page(l, client.client_id.to_string(), secret)
+        }
+        Ok((client, _)) => see_other(&done(&format!("/console/clients/{}", client.client_id), "created")),
         Err(error) => page::service_error(l, error, "/console/clients/new"),
     })
 }
@@ -162,6 +325,11 @@ pub async fn update(
 ) -> Result<Response, Refusal> {
     let here = format!("/console/clients/{id}");
     let (form, _, operator): (ClientFields, _, _) = console.read_form(&headers, body, &here, true, MAX_FORM).await?;
+    let l = Layout::new(&headers, &operator, "clients", &here);
+    let security = match form.security() {
+        Ok(security) => security.map(security_changes).unwrap_or_default(),
+        Err(error) => return Ok(page::service_error(l, error, &here)),
+    };
     let changes = ClientChanges {
         redirect_uris: Some(form.redirect_uris),
         scope: form.scope,
@@ -171,13 +339,43 @@ pub async fn update(
         post_logout_redirect_uris: Some(form.post_logout_redirect_uris),
         logout_revokes_grants: Some(form.logout_revokes_grants),
         backchannel_logout_uri: Some(form.backchannel_logout_uri),
-        // The form leaves authentication and signing as they are.
-        security: Default::default(),
+        security,
     };
     Ok(match console.admin.update_client(&operator.admin.actor, &id, changes).await {
         Ok(_) => see_other(&done(&here, "saved")),
-        Err(error) => page::service_error(Layout::new(&headers, &operator, "clients", &here), error, &here),
+        Err(error) => page::service_error(l, error, &here),
     })
+}
+
+/// `POST /console/clients/{id}/approve`: a registration held for an
+/// operator's approval may authenticate and start logins from now on.
+pub async fn approve(
+    State(console): State<ConsoleState>,
+    headers: HeaderMap,
+    Segments(id): Segments<String>,
+    body: Body,
+) -> Result<Response, Refusal> {
+    let here = format!("/console/clients/{id}");
+    let action = page::Action {
+        admin: true,
+        section: "clients",
+        here: here.clone(),
+        question: "confirm.approve_client",
+        button: "client.approve",
+        path: format!("{here}/approve"),
+    };
+    page::confirmed(
+        &console,
+        &headers,
+        body,
+        action,
+        async |_| Ok(console.admin.client(&id).await?.client_id.to_string()),
+        async |operator, _: &NoFields| {
+            console.admin.approve_client(&operator.admin.actor, &id).await?;
+            Ok(done(&here, "approved"))
+        },
+    )
+    .await
 }
 
 /// `POST /console/clients/{id}/secret`: a new generated secret, shown
@@ -222,7 +420,7 @@ pub async fn delete(
         &headers,
         body,
         action,
-        async || Ok(console.admin.client(&id).await?.client_id.to_string()),
+        async |_| Ok(console.admin.client(&id).await?.client_id.to_string()),
         async |operator, _: &NoFields| {
             console.admin.delete_client(&operator.admin.actor, &id).await?;
             Ok(done("/console/clients", "deleted"))

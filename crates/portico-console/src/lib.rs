@@ -15,10 +15,10 @@
 //! - [`page`]: rendering, the words in Russian and English, the strict
 //!   Content-Security-Policy, forms and the confirmation step that every
 //!   destructive action goes through.
-//! - One module per section: [`users`], [`clients`], [`system`] (signing
-//!   keys, audit log), [`merchants`] (registration, keys, deliveries),
-//!   [`reports`] (tasks), [`documents`] (the permission model and
-//!   brokerage data).
+//! - One module per section: [`users`], [`clients`] (with held
+//!   registrations), [`system`] (signing keys per algorithm, audit log),
+//!   [`merchants`] (registration, keys, deliveries), [`reports`] (tasks),
+//!   [`documents`] (the permission model and brokerage data).
 //!
 //! What a `support` operator may do is what the admin API lets them do
 //! (read users, sessions, grants and the audit log; block, unblock, end
@@ -106,9 +106,11 @@ pub fn router(state: ConsoleState) -> Router {
         .route("/console/clients/new", get(clients::new_form))
         .route("/console/clients/{id}", get(clients::read).post(clients::update))
         .route("/console/clients/{id}/secret", post(clients::rotate_secret))
+        .route("/console/clients/{id}/approve", post(clients::approve))
         .route("/console/clients/{id}/delete", post(clients::delete))
         .route("/console/keys", get(system::keys))
         .route("/console/keys/rotate", post(system::rotate_key))
+        .route("/console/keys/retire", post(system::retire_key))
         .route("/console/audit", get(system::audit))
         .route("/console/merchants", get(merchants::list).post(merchants::create))
         .route("/console/merchants/{id}", get(merchants::deliveries))

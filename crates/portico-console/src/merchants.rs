@@ -159,7 +159,7 @@ pub async fn resend(
         &headers,
         body,
         action,
-        async || {
+        async |_| {
             let found = console.notify.store.find_delivery(id.ok_or_else(missing)?).await?;
             let found = found.filter(|d| d.merchant_id == merchant).ok_or_else(missing)?;
             Ok(format!("{} · {}", found.event_id, found.id))

@@ -112,6 +112,14 @@ impl Layout {
             "scope" => "client.scope",
             "nameRu" => "client.name_ru",
             "nameEn" => "client.name_en",
+            "tokenEndpointAuthMethod" => "client.auth_method",
+            "jwks" => "client.jwks",
+            "jwksUri" => "client.jwks_uri",
+            "idTokenSignedResponseAlg" => "client.id_token_alg",
+            "accessTokenSignedResponseAlg" => "client.access_token_alg",
+            "userinfoSignedResponseAlg" => "client.userinfo_alg",
+            "introspectionSignedResponseAlg" => "client.introspection_alg",
+            "alg" => "keys.algorithm",
             _ => return place.to_owned(),
         };
         format!("{}{rest}", self.s(key))
@@ -431,19 +439,20 @@ pub struct Action {
 
 /// Runs an action once the operator confirmed it: the form's operator
 /// (CSRF, role), then, without `confirm=yes`, the confirmation page naming
-/// `subject`; with it, `run`, whose answer is the address to show next.
+/// the `subject` of the form; with it, `run`, whose answer is the address
+/// to show next.
 pub async fn confirmed<T: serde::de::DeserializeOwned>(
     console: &crate::Console,
     headers: &HeaderMap,
     body: Body,
     action: Action,
-    subject: impl AsyncFnOnce() -> Result<String, portico_admin::ServiceError>,
+    subject: impl AsyncFnOnce(&T) -> Result<String, portico_admin::ServiceError>,
     run: impl AsyncFnOnce(&Operator, &T) -> Result<String, portico_admin::ServiceError>,
 ) -> Result<Response, Refusal> {
     let (fields, form, operator) = console.read_form(headers, body, &action.here, action.admin, MAX_FORM).await?;
     let l = Layout::new(headers, &operator, action.section, &action.here);
     if !form.confirmed() {
-        return Ok(match subject().await {
+        return Ok(match subject(&fields).await {
             Ok(subject) => confirm(l, &form, action.question, subject, &action.path, action.button),
             Err(error) => service_error(l, error, &action.here),
         });

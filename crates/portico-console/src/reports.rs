@@ -114,7 +114,7 @@ pub async fn retry(
         &headers,
         body,
         action,
-        async || {
+        async |_| {
             let task =
                 console.reports.store.find_report_task(task_id.ok_or_else(missing)?).await?.ok_or_else(missing)?;
             Ok(format!("{} · {} · {}", task.id, task.cnum, task.report_type.as_str()))

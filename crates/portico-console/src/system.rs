@@ -1,4 +1,5 @@
-//! `/console/keys` (admin): the signing keys and their rotation;
+//! `/console/keys` (admin): the signing keys of each algorithm, their
+//! rotation, and retiring an algorithm no configuration names any more;
 //! `/console/audit` (support): the audit log, filtered by user, client,
 //! kind, actor and days, newest first, a page at a time.
 
@@ -7,14 +8,14 @@ use axum::body::Body;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use portico_model::key::SigningKeyRecord;
+use portico_model::key::{Algorithm, SigningKeyRecord};
 use portico_storage::{AuditEntry, AuditQuery};
 use time::{Date, OffsetDateTime, Time};
 
 use serde::Deserialize;
 
 use crate::ConsoleState;
-use crate::forms::{self, NoFields};
+use crate::forms;
 use crate::page::{self, Layout, Refusal, done, render};
 use crate::session::{AdminOperator, Operator};
 
@@ -25,7 +26,45 @@ const PAGE: u32 = 50;
 #[template(path = "keys.html")]
 struct KeysPage {
     l: Layout,
+    algorithms: Vec<AlgorithmKeys>,
+}
+
+/// One algorithm's keys, newest first.
+struct AlgorithmKeys {
+    alg: &'static str,
+    /// The server's default (`tokens.signing_algorithm`).
+    default: bool,
+    /// Named by this node's configuration: it cannot be retired.
+    configured: bool,
     keys: Vec<SigningKeyRecord>,
+}
+
+impl AlgorithmKeys {
+    fn active(&self) -> bool {
+        self.keys.iter().any(|key| key.retired_at.is_none())
+    }
+}
+
+/// Every algorithm configured or with a key, in the order of
+/// [`Algorithm::ALL`].
+fn by_algorithm(console: &crate::Console, keys: Vec<SigningKeyRecord>) -> Vec<AlgorithmKeys> {
+    let admin = &console.admin;
+    let mut algorithms: Vec<AlgorithmKeys> = Algorithm::ALL
+        .into_iter()
+        .map(|alg| AlgorithmKeys {
+            alg: alg.as_str(),
+            default: alg == admin.signing_algorithm,
+            configured: admin.signing_algorithms.contains(&alg),
+            keys: Vec::new(),
+        })
+        .collect();
+    for key in keys {
+        if let Some(group) = algorithms.iter_mut().find(|group| group.alg == key.alg) {
+            group.keys.push(key);
+        }
+    }
+    algorithms.retain(|group| group.configured || !group.keys.is_empty());
+    algorithms
 }
 
 /// `GET /console/keys`.
@@ -38,13 +77,43 @@ pub async fn keys(
     let query: page::Notice = page::query(raw.as_deref());
     let l = Layout::new(&headers, &operator, "keys", "/console/keys").with_notice(query.done.as_deref());
     match console.admin.list_keys().await {
-        Ok(keys) => render(StatusCode::OK, &KeysPage { l, keys }),
+        Ok(keys) => render(StatusCode::OK, &KeysPage { l, algorithms: by_algorithm(&console, keys) }),
         Err(error) => page::service_error(l, error, "/console/"),
     }
 }
 
-/// `POST /console/keys/rotate`: a new active signing key; the old one
-/// stays published until its tokens expire.
+/// The algorithm a key form acts on (`alg`; the server's default when
+/// absent, as before there were several).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct KeyChoice {
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub alg: Option<String>,
+}
+
+impl KeyChoice {
+    fn algorithm(&self, default: Algorithm) -> Result<Algorithm, portico_admin::ServiceError> {
+        match self.alg.as_deref() {
+            None => Ok(default),
+            Some(name) => Algorithm::parse(name).ok_or_else(|| {
+                portico_admin::ServiceError::Invalid(vec![portico_api::Problem::new(
+                    "alg",
+                    format!("{name} is not an algorithm Portico signs with"),
+                )])
+            }),
+        }
+    }
+}
+
+/// The active key of `alg`, named on a confirmation.
+async fn active_kid(console: &crate::Console, alg: Algorithm) -> Result<String, portico_admin::ServiceError> {
+    let keys = console.admin.list_keys().await?;
+    let active = keys.into_iter().find(|k| k.alg == alg.as_str() && k.retired_at.is_none());
+    Ok(format!("{alg}: {}", active.map(|k| k.kid).unwrap_or_else(|| "—".into())))
+}
+
+/// `POST /console/keys/rotate`: a new active signing key of the form's
+/// algorithm; the old one stays published until its tokens expire.
 pub async fn rotate_key(
     State(console): State<ConsoleState>,
     headers: HeaderMap,
@@ -58,18 +127,47 @@ pub async fn rotate_key(
         button: "keys.rotate",
         path: "/console/keys/rotate".into(),
     };
+    let default = console.admin.signing_algorithm;
     page::confirmed(
         &console,
         &headers,
         body,
         action,
-        async || {
-            let keys = console.admin.list_keys().await?;
-            Ok(keys.into_iter().find(|k| k.retired_at.is_none()).map(|k| k.kid).unwrap_or_default())
-        },
-        async |operator, _: &NoFields| {
-            console.admin.rotate_key(&operator.admin.actor, None).await?;
+        async |choice: &KeyChoice| active_kid(&console, choice.algorithm(default)?).await,
+        async |operator, choice: &KeyChoice| {
+            console.admin.rotate_key(&operator.admin.actor, Some(choice.algorithm(default)?)).await?;
             Ok(done("/console/keys", "key_rotated"))
+        },
+    )
+    .await
+}
+
+/// `POST /console/keys/retire`: the form's algorithm stops signing; its
+/// key stays published until its tokens expire. Refused while the
+/// configuration or a client names the algorithm.
+pub async fn retire_key(
+    State(console): State<ConsoleState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, Refusal> {
+    let action = page::Action {
+        admin: true,
+        section: "keys",
+        here: "/console/keys".into(),
+        question: "confirm.retire_key",
+        button: "keys.retire",
+        path: "/console/keys/retire".into(),
+    };
+    let default = console.admin.signing_algorithm;
+    page::confirmed(
+        &console,
+        &headers,
+        body,
+        action,
+        async |choice: &KeyChoice| active_kid(&console, choice.algorithm(default)?).await,
+        async |operator, choice: &KeyChoice| {
+            console.admin.retire_key(&operator.admin.actor, choice.algorithm(default)?).await?;
+            Ok(done("/console/keys", "key_retired"))
         },
     )
     .await

@@ -326,7 +326,7 @@ async fn user_action(
         headers,
         body,
         action,
-        async || Ok(console.admin.user(user.ok_or_else(missing)?).await?.login),
+        async |_| Ok(console.admin.user(user.ok_or_else(missing)?).await?.login),
         async |operator, form| {
             let user = user.ok_or_else(missing)?;
             console.admin.may_act_on(operator.admin.role, user).await?;

@@ -36,6 +36,10 @@ pub struct Client {
     /// For a client that registered itself (RFC 7591): the hash of the
     /// registration access token it manages its registration with (RFC 7592).
     pub registration_token_hash: Option<String>,
+    /// A registration held for an operator's approval
+    /// (`registration.require_approval`): the client cannot authenticate
+    /// or start a login until an operator approves it.
+    pub awaiting_approval: bool,
     pub created_at: OffsetDateTime,
 }
 

@@ -272,6 +272,7 @@ impl App {
             initial_access_token: config.registration.initial_access_token.clone(),
             issuer: identity.settings.issuer.clone(),
             statements: config.registration.software_statements()?,
+            hold_for_approval: config.registration.require_approval,
         });
         Ok(Self {
             config,

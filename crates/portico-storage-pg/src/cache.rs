@@ -258,6 +258,7 @@ mod tests {
             security: Default::default(),
             secret_sealed: None,
             registration_token_hash: None,
+            awaiting_approval: false,
             created_at: time::OffsetDateTime::UNIX_EPOCH,
         };
         let asked = cache.memory.client(&id).expect_err("unknown");

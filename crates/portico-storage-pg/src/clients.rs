@@ -27,6 +27,7 @@ pub(crate) fn client_from(row: &PgRow) -> Result<Client> {
         security: get::<Json<ClientSecurity>>(row, "security")?.0,
         secret_sealed: get(row, "secret_sealed")?,
         registration_token_hash: get(row, "registration_token_hash")?,
+        awaiting_approval: get(row, "awaiting_approval")?,
         created_at: get(row, "created_at")?,
     })
 }
@@ -37,8 +38,8 @@ impl ClientRepository for PgStore {
         sqlx::query(
             "INSERT INTO clients (client_id, secret_hash, name_ru, name_en, redirect_uris, scopes, \
              require_consent, created_at, post_logout_redirect_uris, logout_revokes_grants, backchannel_logout_uri, \
-             security, secret_sealed, registration_token_hash) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+             security, secret_sealed, registration_token_hash, awaiting_approval) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
         )
         .bind(client.client_id.as_str())
         .bind(&client.secret_hash)
@@ -54,6 +55,7 @@ impl ClientRepository for PgStore {
         .bind(Json(&client.security))
         .bind(&client.secret_sealed)
         .bind(&client.registration_token_hash)
+        .bind(client.awaiting_approval)
         .execute(&mut *self.conn().await?)
         .await
         .map_err(storage_error("client id"))?;
@@ -100,7 +102,7 @@ impl ClientRepository for PgStore {
             "UPDATE clients SET secret_hash = $2, name_ru = $3, name_en = $4, redirect_uris = $5, scopes = $6, \
              require_consent = $7, post_logout_redirect_uris = $8, logout_revokes_grants = $9, \
              backchannel_logout_uri = $10, security = $11, secret_sealed = $12, \
-             registration_token_hash = $13 WHERE client_id = $1",
+             registration_token_hash = $13, awaiting_approval = $14 WHERE client_id = $1",
         )
         .bind(client.client_id.as_str())
         .bind(&client.secret_hash)
@@ -115,6 +117,7 @@ impl ClientRepository for PgStore {
         .bind(Json(&client.security))
         .bind(&client.secret_sealed)
         .bind(&client.registration_token_hash)
+        .bind(client.awaiting_approval)
         .execute(&mut *self.conn().await?)
         .await;
         self.client_changed(&client.client_id);

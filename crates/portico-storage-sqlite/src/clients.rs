@@ -25,6 +25,7 @@ fn client_from(row: &Row<'_>) -> Res<Client> {
         security: row.json("security")?,
         secret_sealed: row.get("secret_sealed")?,
         registration_token_hash: row.get("registration_token_hash")?,
+        awaiting_approval: row.get("awaiting_approval")?,
         created_at: row.time("created_at")?,
     })
 }
@@ -39,8 +40,8 @@ impl ClientRepository for SqliteStore {
                     tx,
                     "INSERT INTO clients (client_id, secret_hash, name_ru, name_en, redirect_uris, scopes, \
                      require_consent, created_at, post_logout_redirect_uris, logout_revokes_grants, \
-                     backchannel_logout_uri, security, secret_sealed, registration_token_hash) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                     backchannel_logout_uri, security, secret_sealed, registration_token_hash, awaiting_approval) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
                     params![
                         client.client_id.as_str(),
                         client.secret_hash,
@@ -56,6 +57,7 @@ impl ClientRepository for SqliteStore {
                         to_json(&client.security)?,
                         client.secret_sealed,
                         client.registration_token_hash,
+                        client.awaiting_approval,
                     ],
                 )?;
                 Ok(())
@@ -90,7 +92,8 @@ impl ClientRepository for SqliteStore {
                 let sql = "UPDATE clients SET secret_hash = ?2, name_ru = ?3, name_en = ?4, redirect_uris = ?5, \
                            scopes = ?6, require_consent = ?7, post_logout_redirect_uris = ?8, \
                            logout_revokes_grants = ?9, backchannel_logout_uri = ?10, security = ?11, \
-                           secret_sealed = ?12, registration_token_hash = ?13 WHERE client_id = ?1";
+                           secret_sealed = ?12, registration_token_hash = ?13, awaiting_approval = ?14 \
+                           WHERE client_id = ?1";
                 let values = params![
                     client.client_id.as_str(),
                     client.secret_hash,
@@ -105,6 +108,7 @@ impl ClientRepository for SqliteStore {
                     to_json(&client.security)?,
                     client.secret_sealed,
                     client.registration_token_hash,
+                    client.awaiting_approval,
                 ];
                 Ok(run(tx, sql, values)? > 0)
             })

@@ -35,6 +35,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (18, "client security", include_str!("../migrations/0018_client_security.sql")),
     (19, "client registration", include_str!("../migrations/0019_client_registration.sql")),
     (20, "initial access tokens", include_str!("../migrations/0020_initial_access_tokens.sql")),
+    (21, "client approval", include_str!("../migrations/0021_client_approval.sql")),
 ];
 
 /// Applies the migrations that have not run yet.

@@ -473,6 +473,7 @@ mod tests {
             security: Default::default(),
             secret_sealed: None,
             registration_token_hash: None,
+            awaiting_approval: false,
             created_at: time::OffsetDateTime::UNIX_EPOCH,
         }
     }

@@ -415,6 +415,7 @@ async fn assertion_refreshes(backend: Backend, app: &Arc<TestApp>) {
         },
         secret_sealed: None,
         registration_token_hash: None,
+        awaiting_approval: false,
         created_at: app.clock.now(),
     };
     app.store.create_client(&client).await.expect("create the key client");

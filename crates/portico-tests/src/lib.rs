@@ -436,6 +436,7 @@ impl TestApp {
                 security: Default::default(),
                 secret_sealed: None,
                 registration_token_hash: None,
+                awaiting_approval: false,
                 created_at: self.clock.now(),
             })
             .await

@@ -84,6 +84,7 @@ pub fn sample() -> Sample {
         security: Default::default(),
         secret_sealed: None,
         registration_token_hash: None,
+        awaiting_approval: false,
         created_at: t0,
     };
     let user = User {

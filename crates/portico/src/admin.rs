@@ -235,6 +235,7 @@ pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<
                 backchannel_logout_uri,
                 security,
                 registration_token_hash: None,
+                awaiting_approval: false,
             };
             let (_, generated) = admin.create_client(&Actor::Cli, new).await.map_err(refusal)?;
             println!("client {client_id} added");

@@ -35,6 +35,10 @@ pub struct ClientView {
     pub backchannel_logout_uri: Option<String>,
     #[serde(flatten)]
     pub security: SecurityView,
+    /// A registration held for an operator's approval
+    /// (`registration.require_approval`): the client cannot authenticate
+    /// or start a login until approved.
+    pub awaiting_approval: bool,
     #[serde(with = "time::serde::rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub created_at: OffsetDateTime,
@@ -86,6 +90,7 @@ impl From<Client> for ClientView {
             logout_revokes_grants: client.logout_revokes_grants,
             backchannel_logout_uri: client.backchannel_logout_uri,
             security: client.security.into(),
+            awaiting_approval: client.awaiting_approval,
             created_at: client.created_at,
         }
     }
@@ -257,6 +262,7 @@ pub async fn create(
             logo_uri: None,
         },
         registration_token_hash: None,
+        awaiting_approval: false,
     };
     let (client, client_secret) =
         api.service.create_client(&admin.actor, new).await.map_err(|e| e.into_api("registering a client"))?;
@@ -363,6 +369,30 @@ pub async fn rotate_secret(
         .await
         .map_err(|e| e.into_api("rotating a client secret"))?;
     Ok(Json(ClientSecret { client_secret }))
+}
+
+#[utoipa::path(
+    post,
+    path = "/admin/v1/clients/{clientId}/approve",
+    operation_id = "approveClient",
+    tag = "clients",
+    params(("clientId" = String, Path, description = "The client.")),
+    security(("adminToken" = [])),
+    responses(
+        (status = 200, description = "Approved: the client authenticates and starts logins from now on.", body = ClientView),
+        (status = 404, description = "`client_not_found`.", body = ErrorBody),
+        (status = 409, description = "`not_awaiting_approval`: the client is not held for approval.", body = ErrorBody),
+        AdminErrors
+    )
+)]
+pub async fn approve(
+    State(api): State<AdminState>,
+    admin: Admin,
+    PathParams(client_id): PathParams<String>,
+) -> Result<Json<ClientView>, ApiError> {
+    let client =
+        api.service.approve_client(&admin.actor, &client_id).await.map_err(|e| e.into_api("approving a client"))?;
+    Ok(Json(client.into()))
 }
 
 #[utoipa::path(

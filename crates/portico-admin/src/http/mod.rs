@@ -6,6 +6,7 @@
 //! | `GET/POST /admin/v1/clients` | list, register | admin |
 //! | `GET/PATCH/DELETE /admin/v1/clients/{clientId}` | read, change, remove | admin |
 //! | `POST /admin/v1/clients/{clientId}/secret` | new secret | admin |
+//! | `POST /admin/v1/clients/{clientId}/approve` | approve a held registration | admin |
 //! | `POST /admin/v1/registration-tokens` | a one-time initial access token | admin |
 //! | `GET /admin/v1/users` | search (login, phone, e-mail; paged) | support |
 //! | `POST /admin/v1/users` | create | admin |
@@ -52,6 +53,7 @@ pub fn router(state: AdminState) -> Router {
         .route("/admin/v1/clients", get(clients::list).post(clients::create))
         .route("/admin/v1/clients/{client_id}", get(clients::read).patch(clients::update).delete(clients::remove))
         .route("/admin/v1/clients/{client_id}/secret", post(clients::rotate_secret))
+        .route("/admin/v1/clients/{client_id}/approve", post(clients::approve))
         .route("/admin/v1/registration-tokens", post(clients::issue_initial_access_token))
         .route("/admin/v1/users", get(users::search).post(users::create))
         .route("/admin/v1/users/{user_id}", get(users::read).patch(users::update).delete(users::remove))

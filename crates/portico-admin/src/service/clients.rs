@@ -48,6 +48,8 @@ pub struct NewClient {
     /// The hash of the registration access token, for a client that
     /// registered itself.
     pub registration_token_hash: Option<String>,
+    /// Held for an operator's approval (`registration.require_approval`).
+    pub awaiting_approval: bool,
 }
 
 /// Changes to a client's authentication and signing; `None` leaves a
@@ -383,6 +385,7 @@ impl AdminService {
             security: new.security,
             secret_sealed,
             registration_token_hash: new.registration_token_hash,
+            awaiting_approval: new.awaiting_approval,
             created_at: now,
         };
         match self.store.create_client(&client).await {
@@ -521,6 +524,30 @@ impl AdminService {
             .detail(serde_json::json!({ "expires_at": expires_at.unix_timestamp() }));
         self.audit(actor, event).await;
         Ok((token, expires_at))
+    }
+
+    /// Approves a registration held for an operator
+    /// (`registration.require_approval`): from now on the client
+    /// authenticates and starts logins.
+    ///
+    /// # Errors
+    /// `client_not_found`; `not_awaiting_approval` for a client that is
+    /// not held; the store failed.
+    pub async fn approve_client(&self, actor: &Actor, client_id: &str) -> Result<Client> {
+        let mut client = self.client(client_id).await?;
+        if !client.awaiting_approval {
+            return Err(ServiceError::Conflict(
+                "not_awaiting_approval",
+                format!("the client {client_id} is not awaiting approval"),
+            ));
+        }
+        client.awaiting_approval = false;
+        if !self.store.update_client(&client).await? {
+            return Err(not_found(client_id));
+        }
+        tracing::info!(client_id, %actor, "client registration approved");
+        self.audit(actor, AuditEvent::new(self.clock.now(), AuditKind::ClientApproved).client(&client.client_id)).await;
+        Ok(client)
     }
 
     /// Removes a client and everything issued to it.

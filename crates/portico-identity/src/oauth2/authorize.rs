@@ -232,7 +232,14 @@ async fn completed_login(
 /// docs) and answers the first problem.
 async fn validate(identity: &Identity, query: AuthorizeQuery) -> Result<AuthorizeRequest, Rejection> {
     let client_id = query.client_id.ok().ok_or(Rejection::Plain("client_id"))?;
-    let client = identity.store.find_client(&ClientId::new(client_id)).await?.ok_or(Rejection::Plain("client_id"))?;
+    // A client awaiting an operator's approval is not one to send a
+    // customer's browser back to.
+    let client = identity
+        .store
+        .find_client(&ClientId::new(client_id))
+        .await?
+        .filter(|client| !client.awaiting_approval)
+        .ok_or(Rejection::Plain("client_id"))?;
     let redirect_uri =
         query.redirect_uri.ok().filter(|uri| client.has_redirect_uri(uri)).ok_or(Rejection::Plain("redirect_uri"))?;
 

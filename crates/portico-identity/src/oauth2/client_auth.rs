@@ -107,6 +107,21 @@ pub async fn authenticate_deferred(
     credentials: &ClientCredentials,
     path: &str,
 ) -> Result<(Client, Option<PendingJti>), OAuthError> {
+    let (client, pending) = identify(identity, headers, credentials, path).await?;
+    if client.awaiting_approval {
+        // Said only to the client itself, once it proved who it is.
+        return Err(OAuthError::invalid_client("the client's registration awaits an operator's approval"));
+    }
+    Ok((client, pending))
+}
+
+/// The client the request's credentials prove, whatever its state.
+async fn identify(
+    identity: &Identity,
+    headers: &HeaderMap,
+    credentials: &ClientCredentials,
+    path: &str,
+) -> Result<(Client, Option<PendingJti>), OAuthError> {
     if credentials.client_assertion.is_some() || credentials.client_assertion_type.is_some() {
         if headers.contains_key(header::AUTHORIZATION) || credentials.client_secret.is_some() {
             return Err(OAuthError::bad_request("use one client authentication method, not two"));

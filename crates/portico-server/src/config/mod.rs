@@ -360,6 +360,10 @@ pub struct RegistrationConfig {
     /// Whether a registration must carry a software statement of one of
     /// them.
     pub require_software_statement: bool,
+    /// Whether a new registration waits for an operator's approval (in the
+    /// console or the admin API) before the client can authenticate or
+    /// start a login.
+    pub require_approval: bool,
 }
 
 /// One trusted issuer of software statements.

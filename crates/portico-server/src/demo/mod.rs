@@ -188,6 +188,7 @@ pub async fn seed(
             security: Default::default(),
             secret_sealed: None,
             registration_token_hash: None,
+            awaiting_approval: false,
             created_at: now,
         })
         .await?;
@@ -207,6 +208,7 @@ pub async fn seed(
             security: Default::default(),
             secret_sealed: None,
             registration_token_hash: None,
+            awaiting_approval: false,
             created_at: now,
         })
         .await?;

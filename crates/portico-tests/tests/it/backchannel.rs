@@ -79,6 +79,7 @@ async fn signed_in_to_both(app: &TestApp, uri: &str) -> (reqwest::Client, String
             security: Default::default(),
             secret_sealed: None,
             registration_token_hash: None,
+            awaiting_approval: false,
             created_at: app.clock.now(),
         })
         .await

@@ -18,6 +18,9 @@ use super::browser_login::{
 /// docs/console.md); unset, it goes with the other screenshots.
 const PAGES_DIR_ENV: &str = "PORTICO_CONSOLE_PAGES_DIR";
 
+/// The gallery's initial access token for dynamic registration.
+const INITIAL_ACCESS_TOKEN: &str = "the-galleries-initial-access-token-0123";
+
 /// Opens the console and signs in as the demo's operator on Portico's
 /// login pages (a new device: the SMS code too), back on `/console/users`.
 async fn sign_in_as_the_operator(client: &Client, app: &TestApp) {
@@ -93,7 +96,7 @@ async fn an_operator_finds_a_user_by_phone_unblocks_them_ends_a_session_rotates_
     // Rotate the signing key.
     let keys = app.store.list_signing_keys().await.unwrap().len();
     click(client, "nav a[href='/console/keys']").await;
-    click(client, "#rotateKey").await;
+    click(client, "#rotate-RS256").await;
     confirm(client, "The signing key is rotated").await;
     assert_eq!(app.store.list_signing_keys().await.unwrap().len(), keys + 1);
 
@@ -145,8 +148,33 @@ async fn every_look_of_a_confirmation(client: &Client, app: &TestApp, shots: &mu
 async fn every_console_page_in_both_languages_schemes_and_widths() {
     let Some(browser) = launch().await else { return };
     let client = &browser.client;
-    let app = TestApp::spawn(portico_tests::backends()[0]).await;
+    // Keys of several algorithms, one of them no longer configured, and
+    // a registration held for approval.
+    let app = TestApp::spawn_with(portico_tests::backends()[0], |c| {
+        c.tokens.signing_algorithms = vec!["ES256".into(), "EdDSA".into()];
+        c.registration.initial_access_token = Some(INITIAL_ACCESS_TOKEN.into());
+        c.registration.require_approval = true;
+    })
+    .await;
     work_to_do(&app).await;
+    let sealer = portico_server::secret::InstanceSecret::load(&app.config).unwrap().sealer();
+    let now = app.identity.clock.now();
+    portico_tokens::KeyRing::rotate(app.store.as_ref(), &sealer, portico_model::key::Algorithm::Ps256, now)
+        .await
+        .unwrap();
+    let held: serde_json::Value = app
+        .http()
+        .post(app.url("/oauth2/register"))
+        .bearer_auth(INITIAL_ACCESS_TOKEN)
+        .json(&json!({"redirect_uris": ["https://fintech.example/cb"], "client_name": "Fintech",
+                      "id_token_signed_response_alg": "ES256"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let held_page = format!("/console/clients/{}", held["client_id"].as_str().unwrap());
     let mut shots = match std::env::var_os(PAGES_DIR_ENV) {
         Some(dir) => Shots::in_dir(dir.into()),
         None => Shots::new("every_console_page"),
@@ -170,6 +198,8 @@ async fn every_console_page_in_both_languages_schemes_and_widths() {
         ("new-user", "/console/users/new".to_owned()),
         ("clients", "/console/clients".to_owned()),
         ("client", "/console/clients/demo-app".to_owned()),
+        ("new-client", "/console/clients/new".to_owned()),
+        ("held-client", held_page.clone()),
         ("keys", "/console/keys".to_owned()),
         ("audit", "/console/audit".to_owned()),
         ("merchants", "/console/merchants".to_owned()),

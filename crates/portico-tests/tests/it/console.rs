@@ -622,3 +622,174 @@ async fn a_return_address_no_header_can_carry_leads_to_the_first_page() {
         assert_eq!((response.status().as_u16(), location(&response)), (303, "/console/".to_owned()), "{back}");
     }
 }
+
+/// A console form of a client with its authentication and signing
+/// fieldset.
+fn client_form<'a>(csrf: &'a str, id: &'a str, security: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+    let mut form = vec![
+        ("_csrf", csrf),
+        ("client_id", id),
+        ("redirect_uris", "https://fintech.example/cb"),
+        ("scope", "openid"),
+        ("token_endpoint_auth_method", "client_secret_basic"),
+        ("jwks", ""),
+        ("jwks_uri", ""),
+        ("id_token_signed_response_alg", ""),
+        ("access_token_signed_response_alg", ""),
+        ("userinfo_signed_response_alg", ""),
+        ("introspection_signed_response_alg", ""),
+    ];
+    for (name, value) in security {
+        form.retain(|(field, _)| field != name);
+        form.push((name, value));
+    }
+    form
+}
+
+#[tokio::test]
+async fn admins_set_a_clients_keys_and_algorithms_approve_held_registrations_and_manage_keys_per_algorithm() {
+    use portico_crypto::jwt::{Algorithm, SigningKey};
+    use portico_model::client::AuthMethod;
+    use portico_model::key::Algorithm as Alg;
+    const INITIAL: &str = "the-initial-access-token-0123456789";
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| {
+            c.tokens.signing_algorithms = vec!["ES256".into(), "EdDSA".into()];
+            c.registration.initial_access_token = Some(INITIAL.to_owned());
+            c.registration.require_approval = true;
+        })
+        .await;
+        let (browser, _) = sign_in(&app, "operator", "operator-password").await;
+        let (status, html) = page(&browser, &app, "/console/clients/new").await;
+        assert_eq!(status, 200, "{backend:?}");
+        for alg in ["RS256", "ES256", "EdDSA"] {
+            assert!(html.contains(&format!("<option value=\"{alg}\">{alg}</option>")), "{backend:?} {alg}: {html}");
+        }
+        assert!(!html.contains("<option value=\"PS256\">"), "{backend:?}: only algorithms the server keeps a key of");
+        let csrf = csrf_of(&html);
+        let csrf = csrf.as_str();
+
+        // A key client: its keys and algorithms as chosen, no secret shown.
+        let key = SigningKey::generate(Algorithm::Es256).unwrap();
+        let jwks = serde_json::json!({"keys": [key.jwk()]}).to_string();
+        let chosen = [
+            ("token_endpoint_auth_method", "private_key_jwt"),
+            ("jwks", jwks.as_str()),
+            ("id_token_signed_response_alg", "ES256"),
+        ];
+        let response = post(&browser, &app, "/console/clients", &client_form(csrf, "fintech", &chosen)).await;
+        assert_eq!(location(&response), "/console/clients/fintech?done=created", "{backend:?}");
+        let stored = app.store.find_client(&"fintech".into()).await.unwrap().unwrap();
+        assert_eq!(stored.security.token_endpoint_auth_method, AuthMethod::PrivateKeyJwt);
+        assert_eq!(stored.security.id_token_signed_response_alg, Some(Alg::Es256));
+        assert_eq!(stored.security.access_token_signed_response_alg, None, "the server's default");
+        assert_eq!(stored.security.jwks, Some(serde_json::from_str(&jwks).unwrap()));
+        let (_, html) = page(&browser, &app, "/console/clients/fintech").await;
+        assert!(html.contains("<option value=\"private_key_jwt\" selected>"), "{backend:?}");
+        assert!(html.contains("<option value=\"ES256\" selected>"), "{backend:?}");
+
+        // Bad choices are named by their labels, and change nothing.
+        for (bad, place) in [
+            (("jwks", "{not json"), "jwks"),
+            (("id_token_signed_response_alg", "PS256"), "idTokenSignedResponseAlg"),
+            (("access_token_signed_response_alg", "HS256"), "accessTokenSignedResponseAlg"),
+            (("token_endpoint_auth_method", "none"), "tokenEndpointAuthMethod"),
+        ] {
+            let form = client_form(csrf, "fintech", &[("token_endpoint_auth_method", "private_key_jwt"), bad]);
+            let form: Vec<_> = form.into_iter().filter(|(name, _)| *name != "client_id").collect();
+            let response = post(&browser, &app, "/console/clients/fintech", &form).await;
+            assert_eq!(response.status(), 400, "{backend:?} {bad:?}");
+            let html = response.text().await.unwrap();
+            assert!(html.contains(&format!("<strong data-place=\"{place}\">")), "{backend:?} {bad:?}: {html}");
+        }
+        assert_eq!(app.store.find_client(&"fintech".into()).await.unwrap().unwrap(), stored, "{backend:?}");
+        // A change: the access tokens by EdDSA; the keys stay.
+        let change = client_form(
+            csrf,
+            "fintech",
+            &[
+                ("token_endpoint_auth_method", "private_key_jwt"),
+                ("jwks", jwks.as_str()),
+                ("id_token_signed_response_alg", "ES256"),
+                ("access_token_signed_response_alg", "EdDSA"),
+            ],
+        );
+        let response = post(&browser, &app, "/console/clients/fintech", &change).await;
+        assert_eq!(location(&response), "/console/clients/fintech?done=saved", "{backend:?}");
+        let changed = app.store.find_client(&"fintech".into()).await.unwrap().unwrap();
+        assert_eq!(changed.security.access_token_signed_response_alg, Some(Alg::EdDsa));
+        assert_eq!(changed.security.jwks, stored.security.jwks);
+
+        // A held registration: listed, approved after a confirmation.
+        let registered: serde_json::Value = app
+            .http()
+            .post(app.url("/oauth2/register"))
+            .bearer_auth(INITIAL)
+            .json(&serde_json::json!({"redirect_uris": ["https://held.example/cb"], "client_name": "Held"}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let held = registered["client_id"].as_str().unwrap().to_owned();
+        let (_, html) = page(&browser, &app, "/console/clients").await;
+        assert!(html.contains("id=\"held\"") && html.contains(&format!("href=\"/console/clients/{held}\"")));
+        let held_page = format!("/console/clients/{held}");
+        let (_, html) = page(&browser, &app, &held_page).await;
+        assert!(html.contains("id=\"approveClient\""), "{backend:?}");
+        let response = post(&browser, &app, &format!("{held_page}/approve"), &[("_csrf", csrf)]).await;
+        assert!(response.text().await.unwrap().contains("name=\"confirm\" value=\"yes\""), "asks first");
+        assert!(app.store.find_client(&held.as_str().into()).await.unwrap().unwrap().awaiting_approval);
+        let confirmed = [("_csrf", csrf), ("confirm", "yes")];
+        let response = post(&browser, &app, &format!("{held_page}/approve"), &confirmed).await;
+        assert_eq!(location(&response), format!("{held_page}?done=approved"), "{backend:?}");
+        assert!(!app.store.find_client(&held.as_str().into()).await.unwrap().unwrap().awaiting_approval);
+        let event = &app.store.recent_audit(1).await.unwrap()[0];
+        assert_eq!((event.kind.as_str(), event.actor.as_deref()), ("client.approved", Some("operator:operator")));
+        let (_, html) = page(&browser, &app, &held_page).await;
+        assert!(!html.contains("id=\"approveClient\""), "{backend:?}: approved once");
+        let response = post(&browser, &app, &format!("{held_page}/approve"), &confirmed).await;
+        assert_eq!(response.status(), 409, "{backend:?}");
+
+        // Keys per algorithm: each rotates alone; one no configuration
+        // names retires; a configured one does not.
+        let (_, html) = page(&browser, &app, "/console/keys").await;
+        for alg in ["RS256", "ES256", "EdDSA"] {
+            assert!(html.contains(&format!("id=\"rotate-{alg}\"")), "{backend:?} {alg}");
+            assert!(!html.contains(&format!("id=\"retire-{alg}\"")), "{backend:?} {alg}: configured");
+        }
+        let active = |keys: &[portico_model::key::SigningKeyRecord], alg: &str| {
+            keys.iter().find(|k| k.alg == alg && k.retired_at.is_none()).map(|k| k.kid.clone())
+        };
+        let before = app.store.list_signing_keys().await.unwrap();
+        let response =
+            post(&browser, &app, "/console/keys/rotate", &[("_csrf", csrf), ("alg", "ES256"), ("confirm", "yes")])
+                .await;
+        assert_eq!(location(&response), "/console/keys?done=key_rotated", "{backend:?}");
+        let after = app.store.list_signing_keys().await.unwrap();
+        assert_ne!(active(&after, "ES256"), active(&before, "ES256"), "{backend:?}: a new ES256 key");
+        assert_eq!(active(&after, "RS256"), active(&before, "RS256"), "{backend:?}: RS256 untouched");
+        let response =
+            post(&browser, &app, "/console/keys/retire", &[("_csrf", csrf), ("alg", "ES256"), ("confirm", "yes")])
+                .await;
+        assert_eq!(response.status(), 409, "{backend:?}: configured");
+        // A PS256 key no configuration names: offered for retiring, retired.
+        post(&browser, &app, "/console/keys/rotate", &[("_csrf", csrf), ("alg", "PS256"), ("confirm", "yes")]).await;
+        let (_, html) = page(&browser, &app, "/console/keys").await;
+        assert!(html.contains("id=\"retire-PS256\""), "{backend:?}");
+        let response = post(&browser, &app, "/console/keys/retire", &[("_csrf", csrf), ("alg", "PS256")]).await;
+        assert!(response.text().await.unwrap().contains("PS256: "), "{backend:?}: the confirmation names the key");
+        let response =
+            post(&browser, &app, "/console/keys/retire", &[("_csrf", csrf), ("alg", "PS256"), ("confirm", "yes")])
+                .await;
+        assert_eq!(location(&response), "/console/keys?done=key_retired", "{backend:?}");
+        assert_eq!(active(&app.store.list_signing_keys().await.unwrap(), "PS256"), None, "{backend:?}");
+        let keys = app.store.list_signing_keys().await.unwrap();
+        let response =
+            post(&browser, &app, "/console/keys/rotate", &[("_csrf", csrf), ("alg", "XS256"), ("confirm", "yes")])
+                .await;
+        assert_eq!(response.status(), 400, "{backend:?}");
+        assert_eq!(app.store.list_signing_keys().await.unwrap(), keys, "{backend:?}: nothing made");
+    }
+}

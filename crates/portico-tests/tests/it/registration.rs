@@ -504,3 +504,118 @@ async fn a_client_moving_to_a_secret_it_was_never_given_gets_one_on_replacement(
         assert!(again.get("client_secret").is_none(), "{backend:?}: {again}");
     }
 }
+
+/// Authenticates as the client at the token endpoint with a code that
+/// does not exist: `invalid_client` while the client may not authenticate,
+/// `invalid_grant` once it may.
+async fn token_request(app: &TestApp, client_id: &str, secret: &str) -> (u16, Value) {
+    let response = app
+        .http()
+        .post(app.url("/oauth2/token"))
+        .basic_auth(client_id, Some(secret))
+        .form(&[
+            ("grant_type", "authorization_code"),
+            ("code", "no-such-code"),
+            ("redirect_uri", "https://f.example/cb"),
+            ("code_verifier", &portico_tests::Pkce::new().verifier),
+        ])
+        .send()
+        .await
+        .unwrap();
+    (response.status().as_u16(), response.json().await.unwrap())
+}
+
+/// The status of the authorization request and whether it went to the
+/// login page.
+async fn authorize(app: &TestApp, client_id: &str) -> (u16, bool) {
+    let pkce = portico_tests::Pkce::new();
+    let query = [
+        ("client_id", client_id),
+        ("redirect_uri", "https://f.example/cb"),
+        ("response_type", "code"),
+        ("scope", "openid"),
+        ("state", "s1"),
+        ("code_challenge", pkce.challenge.as_str()),
+        ("code_challenge_method", "S256"),
+    ];
+    let response = app.browser().get(app.url("/oauth2/authorize")).query(&query).send().await.unwrap();
+    let to_login = response
+        .headers()
+        .get("location")
+        .and_then(|l| l.to_str().ok())
+        .is_some_and(|l| l.contains("/login") || l.contains("process"));
+    (response.status().as_u16(), to_login)
+}
+
+#[tokio::test]
+async fn a_held_registration_works_only_once_an_operator_approves_it() {
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| {
+            c.registration.initial_access_token = Some(INITIAL.to_owned());
+            c.registration.require_approval = true;
+        })
+        .await;
+        let body = json!({"redirect_uris": ["https://f.example/cb"], "client_name": "Held"});
+        let (status, registered) = register(&app, Some(INITIAL), &body).await;
+        assert_eq!(status, 201, "{backend:?}: {registered}");
+        let client_id = registered["client_id"].as_str().unwrap().to_owned();
+        let secret = registered["client_secret"].as_str().unwrap().to_owned();
+        let stored = app.store.find_client(&client_id.as_str().into()).await.unwrap().unwrap();
+        assert!(stored.awaiting_approval, "{backend:?}: held");
+
+        // Held: the client proves itself and is told why it is refused; a
+        // wrong secret learns nothing; no login starts for it.
+        let (status, refused) = token_request(&app, &client_id, &secret).await;
+        assert_eq!((status, refused["error"].as_str()), (401, Some("invalid_client")), "{backend:?}: {refused}");
+        assert!(refused["error_description"].as_str().unwrap().contains("approval"), "{backend:?}: {refused}");
+        let (_, wrong) = token_request(&app, &client_id, "not-the-secret-0123456789").await;
+        assert!(!wrong["error_description"].as_str().unwrap().contains("approval"), "{backend:?}: {wrong}");
+        let unknown = authorize(&app, "dcr-no-such-client").await;
+        assert_eq!(authorize(&app, &client_id).await, unknown, "{backend:?}: as an unknown client");
+        assert!(!unknown.1, "{backend:?}");
+        // It manages its registration meanwhile.
+        let uri = registered["registration_client_uri"].as_str().unwrap();
+        let token = registered["registration_access_token"].as_str().unwrap();
+        let read = app.http().get(uri).bearer_auth(token).send().await.unwrap();
+        assert_eq!(read.status(), 200, "{backend:?}");
+
+        // An operator approves it, once.
+        let approve = || {
+            app.http()
+                .post(app.url(&format!("/admin/v1/clients/{client_id}/approve")))
+                .bearer_auth(portico_tests::ADMIN_TOKEN)
+                .send()
+        };
+        let approved = approve().await.unwrap();
+        assert_eq!(approved.status(), 200, "{backend:?}");
+        let view: Value = approved.json().await.unwrap();
+        assert_eq!(view["awaitingApproval"], false, "{backend:?}: {view}");
+        let again = approve().await.unwrap();
+        assert_eq!(again.status(), 409, "{backend:?}");
+        let again: Value = again.json().await.unwrap();
+        assert_eq!(again["code"], "not_awaiting_approval", "{backend:?}: {again}");
+        let event = &app.store.recent_audit(1).await.unwrap()[0];
+        assert_eq!(event.kind, "client.approved", "{backend:?}");
+        assert_eq!(event.client_id.as_ref().map(|c| c.as_str()), Some(client_id.as_str()));
+
+        // Now it authenticates (the made-up code is what is wrong) and
+        // starts logins.
+        let (status, answer) = token_request(&app, &client_id, &secret).await;
+        assert_eq!((status, answer["error"].as_str()), (400, Some("invalid_grant")), "{backend:?}: {answer}");
+        let (status, to_login) = authorize(&app, &client_id).await;
+        assert!(to_login, "{backend:?}: {status}");
+    }
+}
+
+#[tokio::test]
+async fn registrations_are_not_held_unless_the_bank_says_so() {
+    let app = spawn(portico_tests::Backend::Sqlite).await;
+    let (status, registered) = register(&app, Some(INITIAL), &json!({"redirect_uris": ["https://f.example/cb"]})).await;
+    assert_eq!(status, 201, "{registered}");
+    let client_id = registered["client_id"].as_str().unwrap();
+    let stored = app.store.find_client(&client_id.into()).await.unwrap().unwrap();
+    assert!(!stored.awaiting_approval);
+    let secret = registered["client_secret"].as_str().unwrap();
+    let (status, answer) = token_request(&app, client_id, secret).await;
+    assert_eq!((status, answer["error"].as_str()), (400, Some("invalid_grant")), "{answer}");
+}

@@ -78,6 +78,7 @@ pub(crate) fn client(id: &str) -> Client {
         security: Default::default(),
         secret_sealed: None,
         registration_token_hash: None,
+        awaiting_approval: false,
         created_at: t0(),
     }
 }
