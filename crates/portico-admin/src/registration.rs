@@ -596,16 +596,7 @@ pub async fn replace(
             post_logout_redirect_uris: Some(metadata.post_logout_redirect_uris),
             logout_revokes_grants: None,
             backchannel_logout_uri: Some(metadata.backchannel_logout_uri),
-            security: SecurityChanges {
-                token_endpoint_auth_method: Some(security.token_endpoint_auth_method),
-                jwks: Some(security.jwks),
-                jwks_uri: Some(security.jwks_uri),
-                id_token_signed_response_alg: Some(security.id_token_signed_response_alg),
-                userinfo_signed_response_alg: Some(security.userinfo_signed_response_alg),
-                access_token_signed_response_alg: Some(security.access_token_signed_response_alg),
-                introspection_signed_response_alg: Some(security.introspection_signed_response_alg),
-                logo_uri: Some(security.logo_uri),
-            },
+            security: SecurityChanges::from(security),
         };
         let client = registration
             .service

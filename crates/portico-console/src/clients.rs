@@ -264,21 +264,6 @@ impl ClientFields {
     }
 }
 
-/// The form's choices as changes: each replaces the stored one (the logo
-/// is not on the form and stays).
-fn security_changes(security: ClientSecurity) -> SecurityChanges {
-    SecurityChanges {
-        token_endpoint_auth_method: Some(security.token_endpoint_auth_method),
-        jwks: Some(security.jwks),
-        jwks_uri: Some(security.jwks_uri),
-        id_token_signed_response_alg: Some(security.id_token_signed_response_alg),
-        userinfo_signed_response_alg: Some(security.userinfo_signed_response_alg),
-        access_token_signed_response_alg: Some(security.access_token_signed_response_alg),
-        introspection_signed_response_alg: Some(security.introspection_signed_response_alg),
-        logo_uri: None,
-    }
-}
-
 /// `POST /console/clients`: registers a client; its secret (given, or
 /// generated when the field is blank) is shown once.
 pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, body: Body) -> Result<Response, Refusal> {
@@ -327,7 +312,8 @@ pub async fn update(
     let (form, _, operator): (ClientFields, _, _) = console.read_form(&headers, body, &here, true, MAX_FORM).await?;
     let l = Layout::new(&headers, &operator, "clients", &here);
     let security = match form.security() {
-        Ok(security) => security.map(security_changes).unwrap_or_default(),
+        // Each choice replaces the stored one; the logo is not on the form.
+        Ok(security) => security.map(|chosen| SecurityChanges { logo_uri: None, ..chosen.into() }).unwrap_or_default(),
         Err(error) => return Ok(page::service_error(l, error, &here)),
     };
     let changes = ClientChanges {

@@ -119,27 +119,8 @@ pub async fn rotate_key(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Refusal> {
-    let action = page::Action {
-        admin: true,
-        section: "keys",
-        here: "/console/keys".into(),
-        question: "confirm.rotate_key",
-        button: "keys.rotate",
-        path: "/console/keys/rotate".into(),
-    };
-    let default = console.admin.signing_algorithm;
-    page::confirmed(
-        &console,
-        &headers,
-        body,
-        action,
-        async |choice: &KeyChoice| active_kid(&console, choice.algorithm(default)?).await,
-        async |operator, choice: &KeyChoice| {
-            console.admin.rotate_key(&operator.admin.actor, Some(choice.algorithm(default)?)).await?;
-            Ok(done("/console/keys", "key_rotated"))
-        },
-    )
-    .await
+    let run = async |actor: &portico_model::audit::Actor, alg| console.admin.rotate_key(actor, Some(alg)).await;
+    key_action(&console, &headers, body, KeyAction::Rotate, run).await
 }
 
 /// `POST /console/keys/retire`: the form's algorithm stops signing; its
@@ -150,24 +131,48 @@ pub async fn retire_key(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Refusal> {
+    let run = async |actor: &portico_model::audit::Actor, alg| console.admin.retire_key(actor, alg).await;
+    key_action(&console, &headers, body, KeyAction::Retire, run).await
+}
+
+/// What the keys page does to an algorithm's active key.
+#[derive(Clone, Copy)]
+enum KeyAction {
+    Rotate,
+    Retire,
+}
+
+/// A confirmed action on the active key of the form's algorithm, naming
+/// that key on the confirmation.
+async fn key_action(
+    console: &crate::Console,
+    headers: &HeaderMap,
+    body: Body,
+    which: KeyAction,
+    run: impl AsyncFnOnce(&portico_model::audit::Actor, Algorithm) -> Result<String, portico_admin::ServiceError>,
+) -> Result<Response, Refusal> {
+    let (question, button, path, notice) = match which {
+        KeyAction::Rotate => ("confirm.rotate_key", "keys.rotate", "/console/keys/rotate", "key_rotated"),
+        KeyAction::Retire => ("confirm.retire_key", "keys.retire", "/console/keys/retire", "key_retired"),
+    };
     let action = page::Action {
         admin: true,
         section: "keys",
         here: "/console/keys".into(),
-        question: "confirm.retire_key",
-        button: "keys.retire",
-        path: "/console/keys/retire".into(),
+        question,
+        button,
+        path: path.into(),
     };
     let default = console.admin.signing_algorithm;
     page::confirmed(
-        &console,
-        &headers,
+        console,
+        headers,
         body,
         action,
-        async |choice: &KeyChoice| active_kid(&console, choice.algorithm(default)?).await,
+        async |choice: &KeyChoice| active_kid(console, choice.algorithm(default)?).await,
         async |operator, choice: &KeyChoice| {
-            console.admin.retire_key(&operator.admin.actor, choice.algorithm(default)?).await?;
-            Ok(done("/console/keys", "key_retired"))
+            run(&operator.admin.actor, choice.algorithm(default)?).await?;
+            Ok(done("/console/keys", notice))
         },
     )
     .await

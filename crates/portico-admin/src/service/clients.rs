@@ -66,6 +66,22 @@ pub struct SecurityChanges {
     pub logo_uri: Option<Option<String>>,
 }
 
+impl From<ClientSecurity> for SecurityChanges {
+    /// Every field replaced by `security`'s.
+    fn from(security: ClientSecurity) -> Self {
+        Self {
+            token_endpoint_auth_method: Some(security.token_endpoint_auth_method),
+            jwks: Some(security.jwks),
+            jwks_uri: Some(security.jwks_uri),
+            id_token_signed_response_alg: Some(security.id_token_signed_response_alg),
+            userinfo_signed_response_alg: Some(security.userinfo_signed_response_alg),
+            access_token_signed_response_alg: Some(security.access_token_signed_response_alg),
+            introspection_signed_response_alg: Some(security.introspection_signed_response_alg),
+            logo_uri: Some(security.logo_uri),
+        }
+    }
+}
+
 impl SecurityChanges {
     /// Applies the changes to `security`; answers the names of the fields changed.
     fn apply(self, security: &mut ClientSecurity) -> Vec<&'static str> {
