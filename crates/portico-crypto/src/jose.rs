@@ -293,7 +293,7 @@ impl<'a> Assertion<'a> {
 
     /// Judges the (signed) claims of a client assertion.
     fn judge(&self, expected: &Expected<'_>) -> Result<Accepted, AssertionError> {
-        let claims: Claims = serde_json::from_value(self.claims.clone())
+        let claims = Claims::deserialize(&self.claims)
             .map_err(|_| AssertionError::Claims("has claims of the wrong type".into()))?;
         claims.judge(expected)
     }

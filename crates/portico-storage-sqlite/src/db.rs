@@ -383,7 +383,10 @@ fn write_group(conn: &Connection, group: Vec<Write>, commits: &AtomicU64) {
 /// When SQLite ended the whole transaction (an I/O error, a full disk);
 /// the write is then answered already.
 fn in_savepoint(conn: &Connection, write: Write) -> std::result::Result<Option<Finish>, rusqlite::Error> {
-    if let Err(error) = conn.execute_batch("SAVEPOINT portico_write") {
+    // Prepared once per connection: every write of a group opens and
+    // releases one.
+    let statement = |sql: &str| conn.prepare_cached(sql)?.execute([]).map(|_| ());
+    if let Err(error) = statement("SAVEPOINT portico_write") {
         let (_, finish) = write(None);
         finish(Err(&error));
         return Err(error);
@@ -392,7 +395,7 @@ fn in_savepoint(conn: &Connection, write: Write) -> std::result::Result<Option<F
     let succeeded = ran.as_ref().is_some_and(|(succeeded, _)| *succeeded);
     let finish = ran.map(|(_, finish)| finish);
     let closed = if succeeded {
-        conn.execute_batch("RELEASE portico_write")
+        statement("RELEASE portico_write")
     } else {
         conn.execute_batch("ROLLBACK TO portico_write; RELEASE portico_write")
     };

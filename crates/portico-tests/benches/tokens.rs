@@ -26,6 +26,10 @@
 //!    `client_secret_basic` client, in alternating rounds: the median time
 //!    per refresh of each and their ratio.
 //!
+//! With `PORTICO_BENCH_ONLY=client-auth` only step 6 runs (a quicker loop
+//! while working on client authentication; the figures stated in
+//! docs/benchmarks.md come from the whole run).
+//!
 //! Codes are put straight into storage (as the authorize endpoint would) so
 //! that the measurement is the token endpoint's, not the login's Argon2.
 
@@ -63,6 +67,15 @@ fn main() {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("machine: {cores} cores; concurrency {CONCURRENCY}; {}", std::env::consts::ARCH);
 
+    if std::env::var("PORTICO_BENCH_ONLY").as_deref() == Ok("client-auth") {
+        for backend in backends() {
+            runtime.block_on(async {
+                let app = Arc::new(spawn(backend, Algorithm::Es256).await);
+                assertion_refreshes(backend, &app).await;
+            });
+        }
+        return;
+    }
     let crypto = Crypto::new(cores, Algorithm::Rs256);
     let (signs, sign_cpu) = crypto.signs(BASELINE_TIME);
     println!("baseline  RS256 sign    {signs:>9.0} /s  ({:.0} µs CPU each)", sign_cpu * 1e6);
@@ -202,20 +215,23 @@ impl Crypto {
     }
 }
 
+/// A server on `backend` signing with `alg`.
+async fn spawn(backend: Backend, alg: Algorithm) -> TestApp {
+    TestApp::spawn_with(backend, |c| {
+        c.database_max_connections = 16;
+        c.database_cache_staleness_ms = common::staleness_ms();
+        c.tokens.signing_algorithm = alg.as_str().to_owned();
+    })
+    .await
+}
+
 /// Exchanges, refreshes and (with RS256) liveness checks against a server
 /// signing with `crypto`'s algorithm, each phase against that algorithm's
 /// signing rate around it.
 async fn endpoints(backend: Backend, crypto: Arc<Crypto>) -> Medians {
     let alg = crypto.alg;
     println!("{backend:?}  a server signing with {alg}");
-    let app = Arc::new(
-        TestApp::spawn_with(backend, |c| {
-            c.database_max_connections = 16;
-            c.database_cache_staleness_ms = common::staleness_ms();
-            c.tokens.signing_algorithm = alg.as_str().to_owned();
-        })
-        .await,
-    );
+    let app = Arc::new(spawn(backend, alg).await);
     let user = app.store.find_user_by_login("ivan").await.expect("store").expect("demo user");
 
     // Codes for every round, as the authorize endpoint stores them.
