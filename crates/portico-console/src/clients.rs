@@ -63,6 +63,15 @@ const METHODS: [&str; 4] = [
 impl SecurityForm {
     fn new(security: &ClientSecurity, admin: &AdminService) -> Self {
         let name = |alg: Option<Algorithm>| alg.map_or("", Algorithm::as_str);
+        // A choice the server no longer keeps a key of is still shown (so
+        // that saving the form does not quietly change it; the service
+        // names the problem).
+        let mut supported: Vec<&'static str> = admin.signing_algorithms.iter().map(|alg| alg.as_str()).collect();
+        for (_, alg) in security.algorithms() {
+            if !supported.contains(&alg.as_str()) {
+                supported.push(alg.as_str());
+            }
+        }
         Self {
             method: security.token_endpoint_auth_method.as_str(),
             jwks: security.jwks.as_ref().and_then(|jwks| serde_json::to_string_pretty(jwks).ok()).unwrap_or_default(),
@@ -81,7 +90,7 @@ impl SecurityForm {
                     name(security.introspection_signed_response_alg),
                 ),
             ],
-            supported: admin.signing_algorithms.iter().map(|alg| alg.as_str()).collect(),
+            supported,
             default_alg: admin.signing_algorithm.as_str(),
         }
     }

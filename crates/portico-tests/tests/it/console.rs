@@ -720,6 +720,15 @@ async fn admins_set_a_clients_keys_and_algorithms_approve_held_registrations_and
         assert_eq!(changed.security.access_token_signed_response_alg, Some(Alg::EdDsa));
         assert_eq!(changed.security.jwks, stored.security.jwks);
 
+        // A choice of an algorithm the server no longer keeps a key of is
+        // shown as it is, not quietly replaced by a save.
+        let mut older = changed.clone();
+        older.client_id = "older".into();
+        older.security.userinfo_signed_response_alg = Some(Alg::Ps256);
+        app.store.create_client(&older).await.unwrap();
+        let (_, html) = page(&browser, &app, "/console/clients/older").await;
+        assert!(html.contains("<option value=\"PS256\" selected>"), "{backend:?}");
+
         // A held registration: listed, approved after a confirmation.
         let registered: serde_json::Value = app
             .http()
@@ -780,9 +789,12 @@ async fn admins_set_a_clients_keys_and_algorithms_approve_held_registrations_and
         assert!(html.contains("id=\"retire-PS256\""), "{backend:?}");
         let response = post(&browser, &app, "/console/keys/retire", &[("_csrf", csrf), ("alg", "PS256")]).await;
         assert!(response.text().await.unwrap().contains("PS256: "), "{backend:?}: the confirmation names the key");
-        let response =
-            post(&browser, &app, "/console/keys/retire", &[("_csrf", csrf), ("alg", "PS256"), ("confirm", "yes")])
-                .await;
+        let retire = [("_csrf", csrf), ("alg", "PS256"), ("confirm", "yes")];
+        let response = post(&browser, &app, "/console/keys/retire", &retire).await;
+        assert_eq!(response.status(), 409, "{backend:?}: a client still chooses PS256");
+        assert!(response.text().await.unwrap().contains("older"), "{backend:?}: the client is named");
+        app.store.delete_client(&"older".into()).await.unwrap();
+        let response = post(&browser, &app, "/console/keys/retire", &retire).await;
         assert_eq!(location(&response), "/console/keys?done=key_retired", "{backend:?}");
         assert_eq!(active(&app.store.list_signing_keys().await.unwrap(), "PS256"), None, "{backend:?}");
         let keys = app.store.list_signing_keys().await.unwrap();
