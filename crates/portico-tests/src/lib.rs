@@ -223,6 +223,21 @@ impl TestApp {
         demo::redirect_uri(&self.base)
     }
 
+    /// Registers a client at `/oauth2/register` (RFC 7591) with `metadata`,
+    /// bearing `token` (an initial access token) when given: the status
+    /// and the answer (`null` when it is not JSON).
+    ///
+    /// # Panics
+    /// When the request cannot be sent.
+    pub async fn register(&self, token: Option<&str>, metadata: &serde_json::Value) -> (u16, serde_json::Value) {
+        let mut request = self.http().post(self.url("/oauth2/register")).json(metadata);
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.expect("register");
+        (response.status().as_u16(), response.json().await.unwrap_or(serde_json::Value::Null))
+    }
+
     /// An authorize URL for the demo client with `pkce`, overridden or
     /// extended by `extra` (a value of `None` removes the parameter).
     pub fn authorize_url(&self, pkce: &Pkce, extra: &[(&str, Option<&str>)]) -> String {

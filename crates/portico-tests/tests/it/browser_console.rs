@@ -162,18 +162,10 @@ async fn every_console_page_in_both_languages_schemes_and_widths() {
     portico_tokens::KeyRing::rotate(app.store.as_ref(), &sealer, portico_model::key::Algorithm::Ps256, now)
         .await
         .unwrap();
-    let held: serde_json::Value = app
-        .http()
-        .post(app.url("/oauth2/register"))
-        .bearer_auth(INITIAL_ACCESS_TOKEN)
-        .json(&json!({"redirect_uris": ["https://fintech.example/cb"], "client_name": "Fintech",
-                      "id_token_signed_response_alg": "ES256"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let metadata = json!({"redirect_uris": ["https://fintech.example/cb"], "client_name": "Fintech",
+                          "id_token_signed_response_alg": "ES256"});
+    let (status, held) = app.register(Some(INITIAL_ACCESS_TOKEN), &metadata).await;
+    assert_eq!(status, 201, "{held}");
     let held_page = format!("/console/clients/{}", held["client_id"].as_str().unwrap());
     let mut shots = match std::env::var_os(PAGES_DIR_ENV) {
         Some(dir) => Shots::in_dir(dir.into()),

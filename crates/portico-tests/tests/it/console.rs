@@ -730,17 +730,9 @@ async fn admins_set_a_clients_keys_and_algorithms_approve_held_registrations_and
         assert!(html.contains("<option value=\"PS256\" selected>"), "{backend:?}");
 
         // A held registration: listed, approved after a confirmation.
-        let registered: serde_json::Value = app
-            .http()
-            .post(app.url("/oauth2/register"))
-            .bearer_auth(INITIAL)
-            .json(&serde_json::json!({"redirect_uris": ["https://held.example/cb"], "client_name": "Held"}))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let metadata = serde_json::json!({"redirect_uris": ["https://held.example/cb"], "client_name": "Held"});
+        let (status, registered) = app.register(Some(INITIAL), &metadata).await;
+        assert_eq!(status, 201, "{backend:?}: {registered}");
         let held = registered["client_id"].as_str().unwrap().to_owned();
         let (_, html) = page(&browser, &app, "/console/clients").await;
         assert!(html.contains("id=\"held\"") && html.contains(&format!("href=\"/console/clients/{held}\"")));

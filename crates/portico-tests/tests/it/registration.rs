@@ -18,15 +18,6 @@ async fn spawn(backend: portico_tests::Backend) -> TestApp {
     .await
 }
 
-async fn register(app: &TestApp, token: Option<&str>, body: &Value) -> (u16, Value) {
-    let mut request = app.http().post(app.url("/oauth2/register")).json(body);
-    if let Some(token) = token {
-        request = request.bearer_auth(token);
-    }
-    let response = request.send().await.unwrap();
-    (response.status().as_u16(), response.json().await.unwrap_or(Value::Null))
-}
-
 async fn client_count(app: &TestApp) -> usize {
     app.store.list_clients().await.unwrap().len()
 }
@@ -50,12 +41,12 @@ async fn a_client_registers_with_the_initial_access_token_and_manages_its_regist
         });
         let before = client_count(&app).await;
         for token in [None, Some("wrong-token-0123456789-0123456789")] {
-            let (status, body) = register(&app, token, &metadata).await;
+            let (status, body) = app.register(token, &metadata).await;
             assert_eq!((status, body["error"].as_str()), (401, Some("invalid_token")), "{backend:?}: {body}");
         }
         assert_eq!(client_count(&app).await, before, "{backend:?}: nothing registered without the token");
 
-        let (status, registered) = register(&app, Some(INITIAL), &metadata).await;
+        let (status, registered) = app.register(Some(INITIAL), &metadata).await;
         assert_eq!(status, 201, "{backend:?}: {registered}");
         let client_id = registered["client_id"].as_str().unwrap().to_owned();
         let token = registered["registration_access_token"].as_str().unwrap().to_owned();
@@ -201,7 +192,7 @@ async fn bad_registrations_get_the_rfc_errors_and_register_nothing() {
             ),
         ];
         for (case, body, error) in cases {
-            let (status, answer) = register(&app, Some(INITIAL), &body).await;
+            let (status, answer) = app.register(Some(INITIAL), &body).await;
             assert_eq!((status, answer["error"].as_str()), (400, Some(error)), "{backend:?} {case}: {answer}");
             assert!(answer["error_description"].as_str().is_some_and(|d| !d.is_empty()), "{backend:?} {case}");
         }
@@ -229,7 +220,7 @@ async fn registration_is_off_without_an_initial_access_token() {
     let discovery: Value =
         app.http().get(app.url("/.well-known/openid-configuration")).send().await.unwrap().json().await.unwrap();
     assert!(discovery.get("registration_endpoint").is_none());
-    let (status, body) = register(&app, Some(INITIAL), &json!({"redirect_uris": ["https://f.example/cb"]})).await;
+    let (status, body) = app.register(Some(INITIAL), &json!({"redirect_uris": ["https://f.example/cb"]})).await;
     assert_eq!((status, body["error"].as_str()), (401, Some("invalid_token")), "{body}");
 }
 
@@ -239,7 +230,7 @@ async fn a_secret_client_gets_a_256_bit_secret_once() {
         let app = spawn(backend).await;
         for method in ["client_secret_basic", "client_secret_post", "client_secret_jwt"] {
             let body = json!({"redirect_uris": ["https://f.example/cb"], "token_endpoint_auth_method": method});
-            let (status, registered) = register(&app, Some(INITIAL), &body).await;
+            let (status, registered) = app.register(Some(INITIAL), &body).await;
             assert_eq!(status, 201, "{backend:?} {method}: {registered}");
             let secret = registered["client_secret"].as_str().unwrap();
             assert!(secret.len() >= 43, "{backend:?} {method}: 256 bits");
@@ -277,16 +268,16 @@ async fn a_one_time_initial_access_token_registers_one_client_before_it_expires(
         assert_eq!(status, 201, "{backend:?}: {issued}");
         let token = issued["token"].as_str().unwrap().to_owned();
         // A refused registration does not spend it.
-        let (status, _) = register(&app, Some(&token), &json!({"redirect_uris": ["http://f.example/cb"]})).await;
+        let (status, _) = app.register(Some(&token), &json!({"redirect_uris": ["http://f.example/cb"]})).await;
         assert_eq!(status, 400, "{backend:?}");
-        let (status, body) = register(&app, Some(&token), &good).await;
+        let (status, body) = app.register(Some(&token), &good).await;
         assert_eq!(status, 201, "{backend:?}: {body}");
-        let (status, body) = register(&app, Some(&token), &good).await;
+        let (status, body) = app.register(Some(&token), &good).await;
         assert_eq!((status, body["error"].as_str()), (401, Some("invalid_token")), "{backend:?}: used once");
 
         let (_, issued) = one_time_token(&app, 60).await;
         app.clock.advance(time::Duration::seconds(61));
-        let (status, _) = register(&app, issued["token"].as_str(), &good).await;
+        let (status, _) = app.register(issued["token"].as_str(), &good).await;
         assert_eq!(status, 401, "{backend:?}: expired");
 
         // 32 registrations at once with one token: exactly one is made.
@@ -363,7 +354,7 @@ async fn a_software_statement_of_a_trusted_issuer_takes_precedence_over_the_body
             "redirect_uris": ["https://elsewhere.example/cb"], "client_name": "Anything",
             "scope": "openid profile", "software_statement": statement,
         });
-        let (status, registered) = register(&app, Some(INITIAL), &body).await;
+        let (status, registered) = app.register(Some(INITIAL), &body).await;
         assert_eq!(status, 201, "{backend:?}: {registered}");
         assert_eq!(registered["redirect_uris"], json!(["https://fintech.example/cb"]), "the statement's");
         assert_eq!(registered["client_name"], "Fintech Ltd");
@@ -420,14 +411,14 @@ async fn bad_software_statements_are_refused_and_register_nothing() {
         let before = client_count(&app).await;
         for (case, statement, error) in cases {
             let body = json!({"redirect_uris": ["https://fintech.example/cb"], "software_statement": statement});
-            let (status, answer) = register(&app, Some(INITIAL), &body).await;
+            let (status, answer) = app.register(Some(INITIAL), &body).await;
             assert_eq!((status, answer["error"].as_str()), (400, Some(error)), "{backend:?} {case}: {answer}");
             assert!(answer["error_description"].as_str().unwrap().starts_with("software_statement: "), "{answer}");
         }
         assert_eq!(client_count(&app).await, before, "{backend:?}: nothing registered");
         // A good one still registers.
         let body = json!({"software_statement": directory.sign("JWT", &claims(&|_| {}))});
-        assert_eq!(register(&app, Some(INITIAL), &body).await.0, 201, "{backend:?}");
+        assert_eq!(app.register(Some(INITIAL), &body).await.0, 201, "{backend:?}");
     }
 }
 
@@ -436,12 +427,11 @@ async fn a_bank_may_require_a_software_statement() {
     let directory = SigningKey::generate(Algorithm::EdDsa).unwrap();
     let app = spawn_trusting(portico_tests::Backend::Sqlite, &directory, true).await;
     let before = client_count(&app).await;
-    let (status, answer) =
-        register(&app, Some(INITIAL), &json!({"redirect_uris": ["https://fintech.example/cb"]})).await;
+    let (status, answer) = app.register(Some(INITIAL), &json!({"redirect_uris": ["https://fintech.example/cb"]})).await;
     assert_eq!((status, answer["error"].as_str()), (400, Some("invalid_software_statement")), "{answer}");
     assert_eq!(client_count(&app).await, before);
     let statement = directory.sign("JWT", &json!({"iss": DIRECTORY, "redirect_uris": ["https://fintech.example/cb"]}));
-    let (status, registered) = register(&app, Some(INITIAL), &json!({"software_statement": statement})).await;
+    let (status, registered) = app.register(Some(INITIAL), &json!({"software_statement": statement})).await;
     assert_eq!(status, 201, "{registered}");
 
     // Replacing the registration needs the statement too.
@@ -464,7 +454,7 @@ async fn a_client_moving_to_a_secret_it_was_never_given_gets_one_on_replacement(
             "redirect_uris": ["https://fintech.example/cb"], "token_endpoint_auth_method": "private_key_jwt",
             "jwks": {"keys": [key.jwk()]},
         });
-        let (_, registered) = register(&app, Some(INITIAL), &metadata).await;
+        let (_, registered) = app.register(Some(INITIAL), &metadata).await;
         let (uri, token) = (
             registered["registration_client_uri"].as_str().unwrap(),
             registered["registration_access_token"].as_str().unwrap(),
@@ -556,7 +546,7 @@ async fn a_held_registration_works_only_once_an_operator_approves_it() {
         })
         .await;
         let body = json!({"redirect_uris": ["https://f.example/cb"], "client_name": "Held"});
-        let (status, registered) = register(&app, Some(INITIAL), &body).await;
+        let (status, registered) = app.register(Some(INITIAL), &body).await;
         assert_eq!(status, 201, "{backend:?}: {registered}");
         let client_id = registered["client_id"].as_str().unwrap().to_owned();
         let secret = registered["client_secret"].as_str().unwrap().to_owned();
@@ -610,7 +600,7 @@ async fn a_held_registration_works_only_once_an_operator_approves_it() {
 #[tokio::test]
 async fn registrations_are_not_held_unless_the_bank_says_so() {
     let app = spawn(portico_tests::Backend::Sqlite).await;
-    let (status, registered) = register(&app, Some(INITIAL), &json!({"redirect_uris": ["https://f.example/cb"]})).await;
+    let (status, registered) = app.register(Some(INITIAL), &json!({"redirect_uris": ["https://f.example/cb"]})).await;
     assert_eq!(status, 201, "{registered}");
     let client_id = registered["client_id"].as_str().unwrap();
     let stored = app.store.find_client(&client_id.into()).await.unwrap().unwrap();
