@@ -52,14 +52,6 @@ pub struct SecurityForm {
     default_alg: &'static str,
 }
 
-/// Every method a client authenticates with, as the form offers them.
-const METHODS: [&str; 4] = [
-    AuthMethod::ClientSecretBasic.as_str(),
-    AuthMethod::ClientSecretPost.as_str(),
-    AuthMethod::ClientSecretJwt.as_str(),
-    AuthMethod::PrivateKeyJwt.as_str(),
-];
-
 impl SecurityForm {
     fn new(security: &ClientSecurity, admin: &AdminService) -> Self {
         let name = |alg: Option<Algorithm>| alg.map_or("", Algorithm::as_str);
@@ -95,8 +87,9 @@ impl SecurityForm {
         }
     }
 
-    fn methods(&self) -> [&'static str; 4] {
-        METHODS
+    /// Every method a client authenticates with, as the form offers them.
+    fn methods(&self) -> impl Iterator<Item = &'static str> {
+        AuthMethod::ALL.into_iter().map(AuthMethod::as_str)
     }
 }
 
@@ -237,7 +230,8 @@ impl ClientFields {
         let Some(method) = self.token_endpoint_auth_method.as_deref() else { return Ok(None) };
         let mut problems = Vec::new();
         let token_endpoint_auth_method = AuthMethod::parse(method).unwrap_or_else(|| {
-            problems.push(Problem::new("tokenEndpointAuthMethod", format!("one of {}", METHODS.join(", "))));
+            let methods: Vec<_> = AuthMethod::ALL.into_iter().map(AuthMethod::as_str).collect();
+            problems.push(Problem::new("tokenEndpointAuthMethod", format!("one of {}", methods.join(", "))));
             AuthMethod::default()
         });
         let jwks = self.jwks.as_deref().and_then(|text| {
