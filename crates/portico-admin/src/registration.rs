@@ -251,6 +251,13 @@ pub struct ClientMetadata {
     pub userinfo_signed_response_alg: Option<String>,
     pub access_token_signed_response_alg: Option<String>,
     pub introspection_signed_response_alg: Option<String>,
+    /// RFC 9126: authorization requests only pushed to `/oauth2/par`.
+    pub require_pushed_authorization_requests: bool,
+    /// RFC 9101: authorization requests only as signed request objects
+    /// (needs `jwks` or `jwks_uri`).
+    pub require_signed_request_object: bool,
+    /// RFC 9101: the one algorithm of the client's request objects.
+    pub request_object_signing_alg: Option<String>,
     pub post_logout_redirect_uris: Vec<String>,
     pub backchannel_logout_uri: Option<String>,
     /// A JWT of an issuer the bank trusts, asserting metadata that takes
@@ -273,6 +280,20 @@ fn algorithm(name: &str, value: Option<&str>) -> Result<Option<Algorithm>, Regis
         .map(|v| {
             Algorithm::parse(v).ok_or_else(|| {
                 RegistrationError::metadata(format!("{name}: {v:?} is not one of RS256, PS256, ES256, EdDSA"))
+            })
+        })
+        .transpose()
+}
+
+/// A request object's algorithm: one Portico verifies, never `none` or a
+/// symmetric one.
+fn request_object_algorithm(value: Option<&str>) -> Result<Option<Algorithm>, RegistrationError> {
+    value
+        .map(|v| {
+            Algorithm::parse(v).ok_or_else(|| {
+                RegistrationError::metadata(format!(
+                    "request_object_signing_alg: {v:?} is not one of PS256, ES256, EdDSA, RS256"
+                ))
             })
         })
         .transpose()
@@ -332,6 +353,9 @@ impl ClientMetadata {
                 self.introspection_signed_response_alg.as_deref(),
             )?,
             logo_uri: self.logo_uri.clone(),
+            require_pushed_authorization_requests: self.require_pushed_authorization_requests,
+            require_signed_request_object: self.require_signed_request_object,
+            request_object_signing_alg: request_object_algorithm(self.request_object_signing_alg.as_deref())?,
         };
         Ok(Checked { name: self.client_name.clone(), security })
     }
@@ -419,6 +443,9 @@ fn answer(registration: &Registration, client: &Client) -> Value {
     for (name, alg) in security.algorithms() {
         put(name, Some(alg.as_str().into()));
     }
+    put("request_object_signing_alg", security.request_object_signing_alg.map(|alg| alg.as_str().into()));
+    put("require_pushed_authorization_requests", security.require_pushed_authorization_requests.then_some(true.into()));
+    put("require_signed_request_object", security.require_signed_request_object.then_some(true.into()));
     if security.token_endpoint_auth_method != AuthMethod::PrivateKeyJwt {
         body["client_secret_expires_at"] = 0.into();
     }

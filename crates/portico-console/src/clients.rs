@@ -261,7 +261,8 @@ impl ClientFields {
                 "introspectionSignedResponseAlg",
                 &self.introspection_signed_response_alg,
             ),
-            logo_uri: None,
+            // Not on the form (the admin API and registration set them).
+            ..ClientSecurity::default()
         };
         if problems.is_empty() { Ok(Some(security)) } else { Err(ServiceError::Invalid(problems)) }
     }
@@ -315,8 +316,17 @@ pub async fn update(
     let (form, _, operator): (ClientFields, _, _) = console.read_form(&headers, body, &here, true, MAX_FORM).await?;
     let l = Layout::new(&headers, &operator, "clients", &here);
     let security = match form.security() {
-        // Each choice replaces the stored one; the logo is not on the form.
-        Ok(security) => security.map(|chosen| SecurityChanges { logo_uri: None, ..chosen.into() }).unwrap_or_default(),
+        // Each choice replaces the stored one; the logo and the
+        // authorization request rules are not on the form.
+        Ok(security) => security
+            .map(|chosen| SecurityChanges {
+                logo_uri: None,
+                require_pushed_authorization_requests: None,
+                require_signed_request_object: None,
+                request_object_signing_alg: None,
+                ..chosen.into()
+            })
+            .unwrap_or_default(),
         Err(error) => return Ok(page::service_error(l, error, &here)),
     };
     let changes = ClientChanges {

@@ -200,6 +200,9 @@ const KEY_ALGORITHMS: [(&str, Algorithm); 5] = [
 /// `private_key_jwt`'s, then `client_secret_jwt`'s.
 pub const ASSERTION_ALGORITHMS: [&str; 6] = ["PS256", "ES256", "EdDSA", "Ed25519", "RS256", "HS256"];
 
+/// Every `alg` a request object may carry, as discovery lists them.
+pub const REQUEST_OBJECT_ALGORITHMS: [&str; 5] = ["PS256", "ES256", "EdDSA", "Ed25519", "RS256"];
+
 /// The algorithm a key-signed assertion's `alg` names.
 fn key_algorithm(name: &str) -> Option<Algorithm> {
     KEY_ALGORITHMS.iter().find(|(known, _)| *known == name).map(|(_, alg)| *alg)
@@ -213,6 +216,7 @@ pub struct Assertion<'a> {
     signature: &'a str,
     alg: String,
     kid: Option<String>,
+    typ: Option<String>,
     claims: Value,
 }
 
@@ -235,7 +239,8 @@ impl<'a> Assertion<'a> {
         let header = json(header)?;
         let alg = header.get("alg").and_then(Value::as_str).ok_or(AssertionError::Malformed)?.to_owned();
         let kid = header.get("kid").and_then(Value::as_str).map(str::to_owned);
-        Ok(Self { signed, signature, alg, kid, claims: json(claims)? })
+        let typ = header.get("typ").and_then(Value::as_str).map(str::to_owned);
+        Ok(Self { signed, signature, alg, kid, typ, claims: json(claims)? })
     }
 
     /// Its `iss`, unverified: which client to look up.
@@ -387,6 +392,120 @@ pub fn verify_secret_assertion(
     }
     assertion.check_signature(&DecodingKey::from_secret(secret), JwsAlgorithm::HS256)?;
     assertion.judge(expected)
+}
+
+/// The `typ` a request object should carry (RFC 9101 §10.8).
+pub const REQUEST_OBJECT_TYP: &str = "oauth-authz-req+jwt";
+/// Longest a request object may be valid for, in seconds: `exp` at most
+/// this long after `nbf` (FAPI 2.0 Message Signing §5.3.1), or after now
+/// when it has no `nbf`.
+pub const MAX_REQUEST_OBJECT_LIFETIME: i64 = 3600;
+/// Claims of a request object that are about the JWT, not parameters of
+/// the authorization request.
+pub const REQUEST_OBJECT_JWT_CLAIMS: [&str; 7] = ["iss", "aud", "exp", "nbf", "iat", "jti", "sub"];
+
+/// What a request object must say (RFC 9101).
+#[derive(Debug, Clone)]
+pub struct RequestObjectRules<'a> {
+    /// The client it comes from (`iss`, and `client_id` when present).
+    pub client_id: &'a str,
+    /// Portico's issuer: the `aud`.
+    pub issuer: &'a str,
+    /// The one algorithm the client registered for its request objects.
+    pub alg: Option<Algorithm>,
+    /// Now, Unix seconds.
+    pub now: i64,
+}
+
+/// Why a request object was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RequestObjectError {
+    /// No key of the client fits its `kid` and `alg` (the caller may
+    /// fetch the client's keys again and retry once).
+    #[error("no key of the client matches the request object's kid and alg")]
+    UnknownKey,
+    #[error("the request object {0}")]
+    Refused(String),
+}
+
+/// Checks a signed request object (RFC 9101) with the client's keys and
+/// answers its claims: signed with an asymmetric algorithm Portico
+/// verifies (the client's registered one when it has one), `typ` absent,
+/// `JWT` or [`REQUEST_OBJECT_TYP`], `iss` the client, `aud` the issuer,
+/// `exp` required and in the future, `nbf` (when given) past and at most
+/// [`MAX_REQUEST_OBJECT_LIFETIME`] before `exp`, `client_id` (when given)
+/// the client, and no nested `request` or `request_uri`.
+///
+/// # Errors
+/// Why it is refused.
+pub fn verify_request_object(
+    object: &Assertion<'_>,
+    keys: &KeySet,
+    rules: &RequestObjectRules<'_>,
+) -> Result<serde_json::Map<String, Value>, RequestObjectError> {
+    let refused = |what: String| RequestObjectError::Refused(what);
+    if let Some(alg) = rules.alg
+        && key_algorithm(&object.alg) != Some(alg)
+    {
+        return Err(refused(format!("is signed with {}; this client registered {alg}", object.alg)));
+    }
+    if object
+        .typ
+        .as_deref()
+        .is_some_and(|typ| !typ.eq_ignore_ascii_case(REQUEST_OBJECT_TYP) && !typ.eq_ignore_ascii_case("JWT"))
+    {
+        return Err(refused(format!(
+            "has typ {}; a request object is {REQUEST_OBJECT_TYP}",
+            object.typ.as_deref().unwrap_or_default()
+        )));
+    }
+    match object.verify_signature(keys) {
+        Ok(()) => {}
+        Err(AssertionError::UnknownKey) => return Err(RequestObjectError::UnknownKey),
+        Err(AssertionError::Algorithm(alg, _)) => {
+            return Err(refused(format!(
+                "is signed with {alg}; Portico takes PS256, ES256, EdDSA (or Ed25519) or RS256"
+            )));
+        }
+        Err(_) => return Err(refused("has a signature that does not verify".into())),
+    }
+    let Value::Object(claims) = object.claims.clone() else { return Err(refused("is not a JSON object".into())) };
+    let text = |name: &str| claims.get(name).and_then(Value::as_str);
+    let number = |name: &str| {
+        claims.get(name).map(|v| v.as_i64().ok_or_else(|| refused(format!("has a {name} that is not a number"))))
+    };
+    if text("iss") != Some(rules.client_id) {
+        return Err(refused("must have the client id as iss".into()));
+    }
+    if claims.get("client_id").is_some_and(|id| id.as_str() != Some(rules.client_id)) {
+        return Err(refused("has a client_id other than the client's".into()));
+    }
+    let aud_ok = match claims.get("aud") {
+        Some(Value::String(aud)) => aud == rules.issuer,
+        Some(Value::Array(auds)) => auds.iter().any(|aud| aud.as_str() == Some(rules.issuer)),
+        _ => false,
+    };
+    if !aud_ok {
+        return Err(refused(format!("must have the issuer ({}) as aud", rules.issuer)));
+    }
+    let now = rules.now;
+    let exp = number("exp").transpose()?.ok_or_else(|| refused("has no exp".into()))?;
+    if exp + LEEWAY <= now {
+        return Err(refused("has expired".into()));
+    }
+    let nbf = number("nbf").transpose()?;
+    if nbf.is_some_and(|nbf| nbf > now + LEEWAY) {
+        return Err(refused("is not valid yet (nbf)".into()));
+    }
+    if exp - nbf.unwrap_or(now) > MAX_REQUEST_OBJECT_LIFETIME + LEEWAY {
+        return Err(refused(format!(
+            "is valid too long: exp may be at most {MAX_REQUEST_OBJECT_LIFETIME} seconds after nbf"
+        )));
+    }
+    if claims.contains_key("request") || claims.contains_key("request_uri") {
+        return Err(refused("must not hold request or request_uri".into()));
+    }
+    Ok(claims)
 }
 
 /// Label binding sealed client secrets to their use.

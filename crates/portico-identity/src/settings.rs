@@ -43,6 +43,12 @@ pub struct IdentitySettings {
     /// The internal token (`internal_token`), with which the bank's own
     /// resource servers may introspect access tokens without a client.
     pub internal_token: Option<portico_crypto::hash::BearerSecret>,
+    /// How long a pushed authorization request's `request_uri` may be used
+    /// (RFC 9126; always under ten minutes).
+    pub pushed_request_ttl: Duration,
+    /// Every client's authorization requests must be pushed, whatever its
+    /// own `require_pushed_authorization_requests`.
+    pub require_pushed_requests: bool,
 }
 
 impl IdentitySettings {
@@ -68,6 +74,8 @@ impl IdentitySettings {
             logout_delivery: crate::backchannel::LogoutDelivery::default(),
             registration: false,
             internal_token: None,
+            pushed_request_ttl: Duration::seconds(60),
+            require_pushed_requests: false,
             branding: crate::theme::Branding::default(),
         }
     }

@@ -131,6 +131,18 @@ pub struct ClientSecurity {
     /// The client's logo (RFC 7591 `logo_uri`), an `https` address.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub logo_uri: Option<String>,
+    /// RFC 9126: authorization requests only by `request_uri` from a
+    /// pushed request.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub require_pushed_authorization_requests: bool,
+    /// RFC 9101: authorization requests only as a signed request object
+    /// (by value, at authorize or pushed).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub require_signed_request_object: bool,
+    /// The only algorithm the client's request objects may be signed with;
+    /// unset, any asymmetric one Portico verifies.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_object_signing_alg: Option<Algorithm>,
 }
 
 impl ClientSecurity {

@@ -186,6 +186,11 @@ impl de::Error for FormError {
 }
 
 impl Form {
+    /// A form of these parameters, in this order.
+    pub fn from_pairs(pairs: Vec<(String, String)>) -> Self {
+        Self(pairs)
+    }
+
     /// The parameters of `encoded` (a request body or a query string).
     pub fn parse(encoded: &[u8]) -> Self {
         Self(form_urlencoded::parse(encoded).map(|(k, v)| (k.into_owned(), v.into_owned())).collect())

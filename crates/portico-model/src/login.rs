@@ -331,6 +331,12 @@ pub struct PendingAuthorization {
     pub login_hint: Option<String>,
     #[serde(default)]
     pub response_mode: crate::oauth::ResponseMode,
+    /// For a request that came pushed (RFC 9126) or as a signed request
+    /// object (RFC 9101): the `request_uri` the way back to authorize
+    /// names instead of repeating the parameters (which may only come
+    /// that way for the client).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_uri: Option<String>,
 }
 
 /// How a completed login process ends: the authorize endpoint issues a code
@@ -501,6 +507,7 @@ mod tests {
             ui_locale: Some(Locale::En),
             login_hint: Some("alice".into()),
             response_mode: crate::oauth::ResponseMode::FormPost,
+            request_uri: None,
         };
         let mut state = LoginState::start("c".into(), request, "x".into(), AuthMethod::Password);
         let in_progress = serde_json::to_string(&state).unwrap();
@@ -553,6 +560,7 @@ mod tests {
             ui_locale: None,
             login_hint: None,
             response_mode: crate::oauth::ResponseMode::Query,
+            request_uri: None,
         }
     }
 }

@@ -50,6 +50,20 @@ pub enum Redemption {
     AssertionReplayed,
 }
 
+/// A pushed authorization request (RFC 9126), stored by the hash of its
+/// `request_uri` until it is used once or expires.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PushedRequest {
+    /// The hash of the `request_uri` (`portico_crypto::hash::token_hash`).
+    pub request_hash: String,
+    /// The client that pushed it: only it may use it.
+    pub client_id: ClientId,
+    /// The request as checked when it was pushed.
+    pub request: crate::login::PendingAuthorization,
+    pub created_at: OffsetDateTime,
+    pub expires_at: OffsetDateTime,
+}
+
 /// An accepted client assertion's `jti`, remembered by the write that acts
 /// on the request it authenticated (RFC 7523 §3: a `jti` is accepted once
 /// while the assertion could be valid).

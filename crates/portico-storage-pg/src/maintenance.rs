@@ -63,6 +63,7 @@ impl Maintenance for PgStore {
                 .await?,
             client_assertions: self.remove("DELETE FROM client_assertions WHERE expires_at <= $1", now).await?,
             initial_access_tokens: self.remove("DELETE FROM initial_access_tokens WHERE expires_at <= $1", now).await?,
+            pushed_requests: self.remove("DELETE FROM pushed_requests WHERE expires_at <= $1", now).await?,
         })
     }
 }

@@ -52,6 +52,7 @@ impl Maintenance for SqliteStore {
                     )?,
                     client_assertions: remove("DELETE FROM client_assertions WHERE expires_at <= ?1", now)?,
                     initial_access_tokens: remove("DELETE FROM initial_access_tokens WHERE expires_at <= ?1", now)?,
+                    pushed_requests: remove("DELETE FROM pushed_requests WHERE expires_at <= ?1", now)?,
                 })
             })
             .await?;

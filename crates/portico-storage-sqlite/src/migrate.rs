@@ -37,6 +37,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (20, "initial access tokens", include_str!("../migrations/0020_initial_access_tokens.sql")),
     (21, "client approval", include_str!("../migrations/0021_client_approval.sql")),
     (22, "client assertions in one tree", include_str!("../migrations/0022_client_assertions_one_tree.sql")),
+    (23, "pushed requests", include_str!("../migrations/0023_pushed_requests.sql")),
 ];
 
 /// Applies the migrations that have not run yet.

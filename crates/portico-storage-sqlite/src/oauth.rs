@@ -7,10 +7,10 @@ use std::sync::LazyLock;
 
 use async_trait::async_trait;
 use portico_model::audit::AuditEvent;
-use portico_model::ids::{CodeHash, GrantId, RefreshTokenHash, SessionId, UserId};
+use portico_model::ids::{ClientId, CodeHash, GrantId, RefreshTokenHash, SessionId, UserId};
 use portico_model::oauth::{
-    AccessTokenState, AssertionJti, AuthorizationCode, Grant, Redemption, RefreshToken, Rotation, StoredCode,
-    StoredRefreshToken,
+    AccessTokenState, AssertionJti, AuthorizationCode, Grant, PushedRequest, Redemption, RefreshToken, Rotation,
+    StoredCode, StoredRefreshToken,
 };
 use portico_storage::memory::NodeMemory;
 use portico_storage::{AuthorizationCodeRepository, GrantRepository, RefreshTokenRepository};
@@ -18,9 +18,10 @@ use rusqlite::{Connection, Row, params};
 use time::OffsetDateTime;
 
 use crate::audit::insert_audit;
-use crate::db::{Columns, Res, all, damaged, one, run, secs, secs_opt, words};
+use crate::db::{Columns, Res, all, damaged, one, run, secs, secs_opt, to_json, words};
 use crate::users::{OWNER_COLUMNS, owner_from};
 use crate::{Result, SqliteStore};
+use portico_model::login::PendingAuthorization;
 
 /// A presented code with its user, in one read.
 static FIND_CODE: LazyLock<String> = LazyLock::new(|| {
@@ -218,6 +219,36 @@ impl AuthorizationCodeRepository for SqliteStore {
                      RETURNING {CODE_COLUMNS}"
                 );
                 one(tx, &sql, params![code_hash, secs(now)], code_from)
+            })
+            .await
+    }
+
+    async fn insert_pushed_request(&self, pushed: &PushedRequest) -> Result<()> {
+        let pushed = pushed.clone();
+        self.db
+            .write("pushed request", move |tx| {
+                let sql = "INSERT INTO pushed_requests (request_hash, client_id, request, created_at, expires_at) \
+                           VALUES (?1, ?2, ?3, ?4, ?5)";
+                let request = to_json(&pushed.request)?;
+                let (created, expires) = (secs(pushed.created_at), secs(pushed.expires_at));
+                run(tx, sql, params![pushed.request_hash, pushed.client_id.as_str(), request, created, expires])?;
+                Ok(())
+            })
+            .await
+    }
+
+    async fn take_pushed_request(
+        &self,
+        request_hash: &str,
+        client_id: &ClientId,
+        now: OffsetDateTime,
+    ) -> Result<Option<PendingAuthorization>> {
+        let (hash, client_id) = (request_hash.to_owned(), client_id.as_str().to_owned());
+        self.db
+            .write("pushed request", move |tx| {
+                let sql = "DELETE FROM pushed_requests WHERE request_hash = ?1 AND client_id = ?2 AND expires_at > ?3 \
+                           RETURNING request";
+                one(tx, sql, params![hash, client_id, secs(now)], |row| row.json("request"))
             })
             .await
     }

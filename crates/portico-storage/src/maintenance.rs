@@ -29,6 +29,8 @@ pub struct CleanupReport {
     pub client_assertions: u64,
     /// One-time initial access tokens past their expiry.
     pub initial_access_tokens: u64,
+    /// Pushed authorization requests past their expiry, never used.
+    pub pushed_requests: u64,
 }
 
 impl CleanupReport {
@@ -42,6 +44,7 @@ impl CleanupReport {
             + self.signing_keys
             + self.client_assertions
             + self.initial_access_tokens
+            + self.pushed_requests
     }
 }
 

@@ -3,10 +3,11 @@
 use crate::Result;
 use async_trait::async_trait;
 use portico_model::audit::AuditEvent;
-use portico_model::ids::{CodeHash, GrantId, RefreshTokenHash, SessionId, UserId};
+use portico_model::ids::{ClientId, CodeHash, GrantId, RefreshTokenHash, SessionId, UserId};
+use portico_model::login::PendingAuthorization;
 use portico_model::oauth::{
-    AccessTokenState, AssertionJti, AuthorizationCode, Grant, Redemption, RefreshToken, Rotation, StoredCode,
-    StoredRefreshToken,
+    AccessTokenState, AssertionJti, AuthorizationCode, Grant, PushedRequest, Redemption, RefreshToken, Rotation,
+    StoredCode, StoredRefreshToken,
 };
 use time::OffsetDateTime;
 
@@ -72,6 +73,24 @@ pub trait AuthorizationCodeRepository: Send + Sync {
     /// # Errors
     /// Only when the store fails.
     async fn spend_code(&self, code_hash: &CodeHash, now: OffsetDateTime) -> Result<Option<AuthorizationCode>>;
+    /// Stores a pushed authorization request (RFC 9126).
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn insert_pushed_request(&self, pushed: &PushedRequest) -> Result<()>;
+    /// Takes (removes and returns) the pushed request with this hash when
+    /// `client_id` pushed it and it has not expired at `now`: of parallel
+    /// calls exactly one gets it. Another client's or an expired request
+    /// is left as it is and `None` answered.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn take_pushed_request(
+        &self,
+        request_hash: &str,
+        client_id: &ClientId,
+        now: OffsetDateTime,
+    ) -> Result<Option<PendingAuthorization>>;
 }
 
 #[async_trait]

@@ -7,10 +7,13 @@
 // revocation, introspection of the revoked grant's token, and a refresh
 // with the revoked token.
 //
-// Usage: node key_client.mjs <issuer> <client_id> <redirect_uri> <method> <key_alg> <token_alg>
+// Usage: node key_client.mjs <issuer> <client_id> <redirect_uri> <method> <key_alg> <token_alg> [requests]
 //   method: private_key_jwt or client_secret_jwt; key_alg: ES256, PS256 or Ed25519
 //   (the client's own key); token_alg: the algorithm Portico signs the
-//   client's ID tokens, userinfo and introspection answers with.
+//   client's ID tokens, userinfo and introspection answers with; requests:
+//   how the authorization request travels: `plain` (the default, in the
+//   query), `par` (pushed, RFC 9126), `jar` (a request object signed with
+//   the client's key, RFC 9101) or `par+jar` (a request object, pushed).
 // Prints {"jwk": <public JWK or null>}; reads one line of JSON:
 // {"secret": <the client_secret_jwt secret or null>} for a client the test
 // registered, or {"initialAccessToken": …} to register itself (RFC 7591,
@@ -21,7 +24,7 @@
 import * as client from 'openid-client';
 import { createInterface } from 'node:readline';
 
-const [issuer, clientId, redirectUri, method, keyAlg, tokenAlg] = process.argv.slice(2);
+const [issuer, clientId, redirectUri, method, keyAlg, tokenAlg, requests = 'plain'] = process.argv.slice(2);
 const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
 
 let keys = null;
@@ -87,14 +90,23 @@ if (initialAccessToken) {
 const verifier = client.randomPKCECodeVerifier();
 const nonce = client.randomNonce();
 const state = client.randomState();
-const authorize = client.buildAuthorizationUrl(config, {
+const parameters = {
   redirect_uri: redirectUri,
   scope: 'openid profile',
   code_challenge: await client.calculatePKCECodeChallenge(verifier),
   code_challenge_method: 'S256',
   nonce,
   state,
-});
+};
+let authorize;
+if (requests === 'plain') {
+  authorize = client.buildAuthorizationUrl(config, parameters);
+} else if (requests === 'par') {
+  authorize = await client.buildAuthorizationUrlWithPAR(config, parameters);
+} else {
+  const signed = await client.buildAuthorizationUrlWithJAR(config, parameters, { key: keys.privateKey, kid: 'rp-key-1' });
+  authorize = requests === 'jar' ? signed : await client.buildAuthorizationUrlWithPAR(config, signed.searchParams);
+}
 console.log(JSON.stringify({ authorize: authorize.href }));
 
 const callback = (await lines.next()).value;

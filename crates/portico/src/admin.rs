@@ -220,7 +220,7 @@ pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<
                 userinfo_signed_response_alg: userinfo_alg,
                 access_token_signed_response_alg: access_token_alg,
                 introspection_signed_response_alg: introspection_alg,
-                logo_uri: None,
+                ..ClientSecurity::default()
             };
             let new = NewClient {
                 client_id: client_id.clone(),

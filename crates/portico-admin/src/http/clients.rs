@@ -61,6 +61,13 @@ pub struct SecurityView {
     pub access_token_signed_response_alg: Option<Algorithm>,
     /// The algorithm of signed introspection answers (RFC 9701) to this client.
     pub introspection_signed_response_alg: Option<Algorithm>,
+    /// Authorization requests only pushed to `/oauth2/par` (RFC 9126).
+    pub require_pushed_authorization_requests: bool,
+    /// Authorization requests only as signed request objects (RFC 9101).
+    pub require_signed_request_object: bool,
+    /// The one algorithm of the client's request objects (`null`: any
+    /// asymmetric one Portico verifies).
+    pub request_object_signing_alg: Option<Algorithm>,
 }
 
 impl From<ClientSecurity> for SecurityView {
@@ -73,6 +80,9 @@ impl From<ClientSecurity> for SecurityView {
             userinfo_signed_response_alg: security.userinfo_signed_response_alg,
             access_token_signed_response_alg: security.access_token_signed_response_alg,
             introspection_signed_response_alg: security.introspection_signed_response_alg,
+            require_pushed_authorization_requests: security.require_pushed_authorization_requests,
+            require_signed_request_object: security.require_signed_request_object,
+            request_object_signing_alg: security.request_object_signing_alg,
         }
     }
 }
@@ -140,6 +150,15 @@ pub struct NewClientBody {
     pub userinfo_signed_response_alg: Option<Algorithm>,
     pub access_token_signed_response_alg: Option<Algorithm>,
     pub introspection_signed_response_alg: Option<Algorithm>,
+    /// Authorization requests only pushed to `/oauth2/par` (RFC 9126).
+    #[serde(default)]
+    pub require_pushed_authorization_requests: bool,
+    /// Authorization requests only as signed request objects (RFC 9101);
+    /// needs `jwks` or `jwksUri`.
+    #[serde(default)]
+    pub require_signed_request_object: bool,
+    /// The one algorithm of the client's request objects.
+    pub request_object_signing_alg: Option<Algorithm>,
 }
 
 /// Changes to a client: the fields given replace the stored ones.
@@ -181,6 +200,11 @@ pub struct ClientPatch {
     #[serde(default, deserialize_with = "nullable")]
     #[schema(nullable)]
     pub introspection_signed_response_alg: Option<Option<Algorithm>>,
+    pub require_pushed_authorization_requests: Option<bool>,
+    pub require_signed_request_object: Option<bool>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
+    pub request_object_signing_alg: Option<Option<Algorithm>>,
 }
 
 /// A new secret: the given one, or left out to have one generated.
@@ -260,6 +284,9 @@ pub async fn create(
             access_token_signed_response_alg: body.access_token_signed_response_alg,
             introspection_signed_response_alg: body.introspection_signed_response_alg,
             logo_uri: None,
+            require_pushed_authorization_requests: body.require_pushed_authorization_requests,
+            require_signed_request_object: body.require_signed_request_object,
+            request_object_signing_alg: body.request_object_signing_alg,
         },
         registration_token_hash: None,
         awaiting_approval: false,
@@ -331,6 +358,9 @@ pub async fn update(
             access_token_signed_response_alg: patch.access_token_signed_response_alg,
             introspection_signed_response_alg: patch.introspection_signed_response_alg,
             logo_uri: None,
+            require_pushed_authorization_requests: patch.require_pushed_authorization_requests,
+            require_signed_request_object: patch.require_signed_request_object,
+            request_object_signing_alg: patch.request_object_signing_alg,
         },
     };
     let client = api

@@ -64,6 +64,9 @@ pub struct SecurityChanges {
     pub access_token_signed_response_alg: Option<Option<Algorithm>>,
     pub introspection_signed_response_alg: Option<Option<Algorithm>>,
     pub logo_uri: Option<Option<String>>,
+    pub require_pushed_authorization_requests: Option<bool>,
+    pub require_signed_request_object: Option<bool>,
+    pub request_object_signing_alg: Option<Option<Algorithm>>,
 }
 
 impl From<ClientSecurity> for SecurityChanges {
@@ -78,6 +81,9 @@ impl From<ClientSecurity> for SecurityChanges {
             access_token_signed_response_alg: Some(security.access_token_signed_response_alg),
             introspection_signed_response_alg: Some(security.introspection_signed_response_alg),
             logo_uri: Some(security.logo_uri),
+            require_pushed_authorization_requests: Some(security.require_pushed_authorization_requests),
+            require_signed_request_object: Some(security.require_signed_request_object),
+            request_object_signing_alg: Some(security.request_object_signing_alg),
         }
     }
 }
@@ -102,6 +108,14 @@ impl SecurityChanges {
             security.logo_uri = uri;
             changed.push("logoUri");
         }
+        if let Some(required) = self.require_pushed_authorization_requests {
+            security.require_pushed_authorization_requests = required;
+            changed.push("requirePushedAuthorizationRequests");
+        }
+        if let Some(required) = self.require_signed_request_object {
+            security.require_signed_request_object = required;
+            changed.push("requireSignedRequestObject");
+        }
         for (change, field, name) in [
             (self.id_token_signed_response_alg, &mut security.id_token_signed_response_alg, "idTokenSignedResponseAlg"),
             (
@@ -119,6 +133,7 @@ impl SecurityChanges {
                 &mut security.introspection_signed_response_alg,
                 "introspectionSignedResponseAlg",
             ),
+            (self.request_object_signing_alg, &mut security.request_object_signing_alg, "requestObjectSigningAlg"),
         ] {
             if let Some(alg) = change {
                 *field = alg;
@@ -273,7 +288,8 @@ fn camel(name: &str) -> String {
 /// a key set of public signing keys Portico can verify
 /// ([`portico_crypto::jose::KeySet`]); a `jwks_uri` under the rule of
 /// every address Portico sends requests to; and keys for a
-/// `private_key_jwt` client.
+/// `private_key_jwt` client and for one whose requests must be signed
+/// request objects.
 pub fn check_security(
     security: &ClientSecurity,
     supported: &[Algorithm],
@@ -312,6 +328,12 @@ pub fn check_security(
         problems.push(Problem::new(
             "tokenEndpointAuthMethod",
             "private_key_jwt needs the client's public keys: jwks or jwksUri",
+        ));
+    }
+    if security.require_signed_request_object && security.jwks.is_none() && security.jwks_uri.is_none() {
+        problems.push(Problem::new(
+            "requireSignedRequestObject",
+            "signed request objects are checked with the client's public keys: give jwks or jwksUri",
         ));
     }
 }

@@ -125,6 +125,16 @@ pub struct AuthorizeQuery {
     /// The login (or phone number) the first step shows.
     #[param(value_type = String, required = false, max_length = 256)]
     pub login_hint: Param<String>,
+    /// A request object (RFC 9101): a JWT signed with one of the client's
+    /// keys whose claims are the request's parameters; beside it the query
+    /// needs only `client_id`, and its other parameters are not read.
+    #[param(value_type = String, required = false)]
+    pub request: Param<String>,
+    /// What `POST /oauth2/par` answered for a pushed request (RFC 9126),
+    /// used once; beside it the query needs only `client_id`, and its other
+    /// parameters are not read.
+    #[param(value_type = String, required = false, example = "urn:ietf:params:oauth:request_uri:5ZbZ2dCJ3m0n0Q8yq3yGqZrC")]
+    pub request_uri: Param<String>,
 }
 
 /// The parameters of RP-initiated logout: the query of `GET
@@ -198,6 +208,37 @@ pub struct RevokeRequestDto {
     #[serde(flatten)]
     #[schema(inline)]
     request: crate::oauth2::forms::RevokeRequest,
+    #[serde(flatten)]
+    #[schema(inline)]
+    client: crate::oauth2::forms::ClientCredentials,
+}
+
+/// The form of `POST /oauth2/par` (RFC 9126): an authorization request's
+/// parameters as `GET /oauth2/authorize` takes them (`nonce`, `prompt`,
+/// `response_mode`, `max_age`, `ui_locales` and `login_hint` too), or a
+/// request object holding them, and the client's credentials.
+#[derive(ToSchema)]
+#[schema(as = PushedAuthorizationRequestDTO)]
+#[allow(dead_code)]
+pub struct PushedRequestDto {
+    /// Only `code`.
+    response_type: Option<String>,
+    /// One of the client's registered addresses, exactly.
+    redirect_uri: Option<String>,
+    /// Scopes separated by a space.
+    #[schema(example = "openid profile")]
+    scope: Option<String>,
+    /// Returned unchanged; at most 2048 characters.
+    state: Option<String>,
+    /// BASE64URL(SHA256(ASCII(code_verifier))): 43 characters.
+    #[schema(pattern = "^[A-Za-z0-9_-]{43}$")]
+    code_challenge: Option<String>,
+    /// Only `S256`.
+    #[schema(example = "S256")]
+    code_challenge_method: Option<String>,
+    /// A request object (RFC 9101) holding the parameters instead: a JWT
+    /// signed with one of the client's keys.
+    request: Option<String>,
     #[serde(flatten)]
     #[schema(inline)]
     client: crate::oauth2::forms::ClientCredentials,

@@ -34,6 +34,22 @@
 //! default) answers the client with a 302, `form_post` with a page that
 //! posts the same parameters ([`super::response`]), errors included; any
 //! other value is `invalid_request`, answered in the query.
+//!
+//! A request may also come as a signed request object (`request`, RFC
+//! 9101, checked by [`super::request_object`]) or pushed beforehand
+//! (`request_uri` from `POST /oauth2/par`, RFC 9126, [`super::par`]);
+//! then only `client_id` is read beside it, and the other parameters come
+//! from the object or the pushed request alone. A pushed request is taken
+//! (used once) when authorize first reads it; an object that does not
+//! verify, or a `request_uri` that is unknown, used, expired or another
+//! client's, gets the 400 page naming `request` or `request_uri` (there is
+//! no address to answer to yet). A client registered with
+//! `require_pushed_authorization_requests` (or every client, under
+//! `par.required`) or `require_signed_request_object` gets
+//! `invalid_request` naming `request_uri` or `request` for a request that
+//! came otherwise. The way back from the login steps names such a request
+//! by its `request_uri` (a fresh one for an object by value), which the
+//! login process holds: the parameters never travel again.
 
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -78,18 +94,43 @@ pub struct AuthorizeRequest {
     pub login_hint: Option<String>,
     /// `response_mode`: `query` (the default) or `form_post`.
     pub response_mode: ResponseMode,
+    /// The `request_uri` of a pushed request or a request object: what
+    /// the way back from the login steps names.
+    pub request_uri: Option<String>,
 }
 
-enum Rejection {
-    Plain(&'static str),
+/// Where a request's parameters came from, for the client's rules.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Origin {
+    /// Pushed to `/oauth2/par` (RFC 9126).
+    pub pushed: bool,
+    /// In a signed request object (RFC 9101).
+    pub signed: bool,
+}
+
+/// Why a request is refused, and how the refusal is answered.
+pub(crate) enum Rejection {
+    /// The 400 page: `OAuth 2.0 Parameter: <name>`, and why when there is
+    /// more to say.
+    Plain(String),
     Redirect {
         redirect_uri: String,
         mode: ResponseMode,
         error: &'static str,
-        parameter: &'static str,
+        description: String,
         state: Option<String>,
     },
     Storage(StorageError),
+}
+
+impl Rejection {
+    fn plain(parameter: &str) -> Self {
+        Self::Plain(format!("OAuth 2.0 Parameter: {parameter}"))
+    }
+
+    fn plain_because(parameter: &str, why: &str) -> Self {
+        Self::Plain(format!("OAuth 2.0 Parameter: {parameter}: {why}"))
+    }
 }
 
 impl From<StorageError> for Rejection {
@@ -130,9 +171,8 @@ pub async fn authorize(
     let query = query.unwrap_or_default();
     match handle(&identity, &headers, &query).await {
         Ok(response) => response,
-        Err(Rejection::Plain(parameter)) => plain_400(parameter),
-        Err(Rejection::Redirect { redirect_uri, mode, error, parameter, state }) => {
-            let description = format!("OAuth 2.0 Parameter: {parameter}");
+        Err(Rejection::Plain(description)) => plain_400(description),
+        Err(Rejection::Redirect { redirect_uri, mode, error, description, state }) => {
             error_to_client(&identity, &headers, mode, &redirect_uri, error, &description, state.as_deref())
         }
         Err(Rejection::Storage(error)) => login::error_page::server_error(error),
@@ -142,7 +182,7 @@ pub async fn authorize(
 async fn handle(identity: &Identity, headers: &HeaderMap, query: &str) -> Result<Response, Rejection> {
     // Every field is a `Param`, which holds any reading: this cannot fail.
     let query: AuthorizeQuery = Form::parse(query.as_bytes()).read_each().unwrap_or_default();
-    let request = validate(identity, query).await?;
+    let request = validate(identity, headers, query).await?;
     let now = identity.clock.now();
 
     if let Some((process, outcome)) = completed_login(identity, headers, &request, now).await? {
@@ -228,10 +268,14 @@ async fn completed_login(
     Ok(process.state.take_outcome().map(|outcome| (process, outcome)))
 }
 
-/// Checks the query's parameters in the contract's order (the module's
-/// docs) and answers the first problem.
-async fn validate(identity: &Identity, query: AuthorizeQuery) -> Result<AuthorizeRequest, Rejection> {
-    let client_id = query.client_id.ok().ok_or(Rejection::Plain("client_id"))?;
+/// Reads the request, by value, as a request object or pushed, and checks
+/// it (the module's docs).
+async fn validate(
+    identity: &Identity,
+    headers: &HeaderMap,
+    mut query: AuthorizeQuery,
+) -> Result<AuthorizeRequest, Rejection> {
+    let client_id = query.client_id.clone().ok().ok_or_else(|| Rejection::plain("client_id"))?;
     // A client awaiting an operator's approval is not one to send a
     // customer's browser back to.
     let client = identity
@@ -239,23 +283,115 @@ async fn validate(identity: &Identity, query: AuthorizeQuery) -> Result<Authoriz
         .find_client(&ClientId::new(client_id))
         .await?
         .filter(|client| !client.awaiting_approval)
-        .ok_or(Rejection::Plain("client_id"))?;
-    let redirect_uri =
-        query.redirect_uri.ok().filter(|uri| client.has_redirect_uri(uri)).ok_or(Rejection::Plain("redirect_uri"))?;
+        .ok_or_else(|| Rejection::plain("client_id"))?;
+    let request_uri = std::mem::take(&mut query.request_uri).value().map_err(|_| Rejection::plain("request_uri"))?;
+    let object = std::mem::take(&mut query.request).value().map_err(|_| Rejection::plain("request"))?;
+    match (request_uri, object) {
+        (Some(_), Some(_)) => Err(Rejection::plain_because("request", "give request or request_uri, not both")),
+        (Some(uri), None) => pushed(identity, headers, client, &uri).await,
+        (None, Some(object)) => {
+            let parameters = super::request_object::read(identity, &client, &object)
+                .await
+                .map_err(|why| Rejection::plain_because("request", &why))?;
+            let mut request = check(identity, client, parameters, Origin { pushed: false, signed: true })?;
+            request.request_uri = Some(super::par::new_request_uri());
+            Ok(request)
+        }
+        (None, None) => check(identity, client, query, Origin::default()),
+    }
+}
+
+/// The request a `request_uri` names: the one a login process of this
+/// browser serves (the way back from the login steps), or else a pushed
+/// request of this client, taken.
+async fn pushed(
+    identity: &Identity,
+    headers: &HeaderMap,
+    client: Client,
+    uri: &str,
+) -> Result<AuthorizeRequest, Rejection> {
+    let now = identity.clock.now();
+    let resumed = match cookies::process_id(headers, cookies::AUTHENTICATION_FLOW) {
+        Some(id) => identity
+            .store
+            .find_login_process(id, now)
+            .await?
+            .filter(|process| process.state.client_id == client.client_id)
+            .and_then(|process| process.state.request)
+            .filter(|request| request.request_uri.as_deref() == Some(uri)),
+        None => None,
+    };
+    let pending = match resumed {
+        Some(pending) => pending,
+        None => {
+            let hash = portico_crypto::hash::token_hash(uri);
+            let mut pending =
+                identity.store.take_pushed_request(&hash, &client.client_id, now).await?.ok_or_else(|| {
+                    Rejection::plain_because("request_uri", "unknown, used, expired or another client's")
+                })?;
+            pending.request_uri = Some(uri.to_owned());
+            pending
+        }
+    };
+    // The client's registration may have changed since.
+    if !client.has_redirect_uri(&pending.redirect_uri) {
+        return Err(Rejection::plain("redirect_uri"));
+    }
+    let scope = ScopeSet::parse(&pending.scope.join(" ")).map_err(|_| Rejection::plain("request_uri"))?;
+    Ok(AuthorizeRequest {
+        client,
+        redirect_uri: pending.redirect_uri,
+        scope,
+        state: pending.state,
+        code_challenge: pending.code_challenge,
+        nonce: pending.nonce,
+        prompt: pending.prompt,
+        max_age: pending.max_age,
+        ui_locale: pending.ui_locale,
+        login_hint: pending.login_hint,
+        response_mode: pending.response_mode,
+        request_uri: pending.request_uri,
+    })
+}
+
+/// Checks the parameters of a request of `client` in the contract's order
+/// (the module's docs) and answers the first problem.
+pub(crate) fn check(
+    identity: &Identity,
+    client: Client,
+    query: AuthorizeQuery,
+    origin: Origin,
+) -> Result<AuthorizeRequest, Rejection> {
+    let redirect_uri = query
+        .redirect_uri
+        .ok()
+        .filter(|uri| client.has_redirect_uri(uri))
+        .ok_or_else(|| Rejection::plain("redirect_uri"))?;
 
     // The state to answer errors with: a good one, else none.
     let state = query.state.clone().ok().filter(|s| s.len() <= MAX_STATE);
     // The response mode first: every later error is answered in it.
     let response_mode = query.response_mode.value().map(Option::unwrap_or_default);
     let mode = response_mode.as_ref().copied().unwrap_or_default();
-    let fail = |error: &'static str, parameter: &'static str| Rejection::Redirect {
+    let refuse = |error: &'static str, description: String| Rejection::Redirect {
         redirect_uri: redirect_uri.clone(),
         mode,
         error,
-        parameter,
+        description,
         state: state.clone(),
     };
+    let fail =
+        |error: &'static str, parameter: &'static str| refuse(error, format!("OAuth 2.0 Parameter: {parameter}"));
     let response_mode = response_mode.map_err(|_| fail("invalid_request", "response_mode"))?;
+    let security = &client.security;
+    if !origin.pushed && (identity.settings.require_pushed_requests || security.require_pushed_authorization_requests) {
+        let why = "OAuth 2.0 Parameter: request_uri: the client's authorization requests must be pushed to /oauth2/par";
+        return Err(refuse("invalid_request", why.into()));
+    }
+    if !origin.signed && security.require_signed_request_object {
+        let why = "OAuth 2.0 Parameter: request: the client's authorization requests must be signed request objects";
+        return Err(refuse("invalid_request", why.into()));
+    }
     // A parameter given once (or not at all) and of its type; otherwise
     // `invalid_request` naming it.
     let get = |param: Param<_>, name: &'static str| param.value().map_err(|_| fail("invalid_request", name));
@@ -303,6 +439,7 @@ async fn validate(identity: &Identity, query: AuthorizeQuery) -> Result<Authoriz
         ui_locale,
         login_hint,
         response_mode,
+        request_uri: None,
     })
 }
 
@@ -358,13 +495,8 @@ fn code_redirect(identity: &Identity, headers: &HeaderMap, request: &AuthorizeRe
     to_client(identity, headers, request.response_mode, &request.redirect_uri, &pairs)
 }
 
-fn plain_400(parameter: &str) -> Response {
-    (
-        StatusCode::BAD_REQUEST,
-        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-        format!("OAuth 2.0 Parameter: {parameter}"),
-    )
-        .into_response()
+fn plain_400(description: String) -> Response {
+    (StatusCode::BAD_REQUEST, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], description).into_response()
 }
 
 impl AuthorizeRequest {
@@ -381,6 +513,7 @@ impl AuthorizeRequest {
             ui_locale: self.ui_locale,
             login_hint: self.login_hint.clone(),
             response_mode: self.response_mode,
+            request_uri: self.request_uri.clone(),
         }
     }
 
@@ -399,8 +532,14 @@ impl AuthorizeRequest {
 /// built from what authorize checked: the way back once the steps are done
 /// (the contract's "303 to the original `/oauth2/authorize`"). Checking it
 /// again gives a request equal to `request`; parameters Portico does not
-/// use are not repeated, and `select_account` reads `login`.
+/// use are not repeated, and `select_account` reads `login`. A pushed
+/// request or a request object is named by its `request_uri` alone.
 pub fn location(client_id: &ClientId, request: &PendingAuthorization) -> String {
+    if let Some(request_uri) = &request.request_uri {
+        let mut query = form_urlencoded::Serializer::new(String::new());
+        query.append_pair("client_id", client_id.as_str()).append_pair("request_uri", request_uri);
+        return format!("/oauth2/authorize?{}", query.finish());
+    }
     let scope = request.scope.join(" ");
     let max_age = request.max_age.map(|seconds| seconds.to_string());
     let mut query = form_urlencoded::Serializer::new(String::new());

@@ -10,7 +10,7 @@ use portico_model::client::AuthMethod;
 
 use crate::IdentityState;
 
-use portico_crypto::jose::ASSERTION_ALGORITHMS;
+use portico_crypto::jose::{ASSERTION_ALGORITHMS, REQUEST_OBJECT_ALGORITHMS};
 
 #[utoipa::path(
     get,
@@ -34,6 +34,11 @@ pub async fn openid_configuration(State(identity): State<IdentityState>) -> Resp
         "revocation_endpoint": format!("{issuer}/oauth2/revoke"),
         "introspection_endpoint": format!("{issuer}/oauth2/introspect"),
         "end_session_endpoint": format!("{issuer}/oauth2/logout"),
+        "pushed_authorization_request_endpoint": format!("{issuer}/oauth2/par"),
+        "require_pushed_authorization_requests": identity.settings.require_pushed_requests,
+        "request_parameter_supported": true,
+        "request_uri_parameter_supported": false,
+        "request_object_signing_alg_values_supported": REQUEST_OBJECT_ALGORITHMS,
         "scopes_supported": portico_model::scope::OIDC_SCOPES,
         "response_types_supported": ["code"],
         "response_modes_supported": ["query", "form_post"],

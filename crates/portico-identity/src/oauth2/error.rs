@@ -20,6 +20,9 @@ pub enum OAuthError {
     InvalidScope(String),
     /// 400 `unsupported_grant_type`.
     UnsupportedGrantType,
+    /// 400 with another code of the OAuth registries (`invalid_request_object`,
+    /// `unsupported_response_type`, …).
+    Refused(&'static str, String),
     /// 503 `temporarily_unavailable`, with `Retry-After`: the database is unreachable.
     Unavailable,
     /// 500 `server_error`; the cause is only logged.
@@ -58,6 +61,11 @@ impl OAuthError {
         Self::InvalidScope(description.into())
     }
 
+    /// 400 with `code` and a free description.
+    pub fn refused(code: &'static str, description: impl Into<String>) -> Self {
+        Self::Refused(code, description.into())
+    }
+
     pub fn unsupported_grant_type() -> Self {
         Self::UnsupportedGrantType
     }
@@ -92,6 +100,7 @@ impl OAuthError {
             Self::UnsupportedGrantType => {
                 (StatusCode::BAD_REQUEST, "unsupported_grant_type", "OAuth 2.0 Parameter: grant_type")
             }
+            Self::Refused(code, description) => (StatusCode::BAD_REQUEST, code, description),
             Self::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "temporarily_unavailable", "try again shortly"),
             Self::Internal => (StatusCode::INTERNAL_SERVER_ERROR, "server_error", "internal error"),
         }

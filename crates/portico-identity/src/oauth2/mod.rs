@@ -9,7 +9,9 @@ pub(crate) mod introspect;
 pub(crate) mod jwks;
 pub(crate) mod liveness;
 pub(crate) mod logout;
+pub(crate) mod par;
 pub mod params;
+mod request_object;
 pub mod response;
 pub(crate) mod revoke;
 pub mod token;
@@ -27,6 +29,7 @@ pub fn router() -> Router<IdentityState> {
     Router::new()
         .route("/oauth2/authorize", get(authorize::authorize))
         .route("/oauth2/token", post(token::token))
+        .route(par::PATH, post(par::par))
         .route("/oauth2/revoke", post(revoke::revoke))
         .route("/oauth2/introspect", post(introspect::introspect))
         .route("/oauth2/jwks", get(jwks::jwks))

@@ -14,7 +14,7 @@ use crate::tokens::TokenResponse;
 
 use crate::edge::{
     AuthMethodRequest, IntrospectionRequestDto, LocaleForm, LoginStepRequest, LogoutForm, OtpMethodRequest,
-    RevokeRequestDto, TokenRequestDto,
+    PushedRequestDto, RevokeRequestDto, TokenRequestDto,
 };
 
 /// The identity document's schemes: the client's Basic credentials on the
@@ -103,6 +103,7 @@ impl Modify for ClosedStepViews {
     paths(
         crate::oauth2::authorize::authorize,
         crate::oauth2::token::token,
+        crate::oauth2::par::par,
         crate::oauth2::revoke::revoke,
         crate::oauth2::introspect::introspect,
         crate::oauth2::jwks::jwks,
@@ -133,6 +134,8 @@ impl Modify for ClosedStepViews {
         ErrorPageData,
         TokenRequestDto,
         RevokeRequestDto,
+        PushedRequestDto,
+        crate::oauth2::par::PushedAuthorizationResponse,
         IntrospectionRequestDto,
         crate::oauth2::introspect::Introspection,
         LoginStepRequest,
@@ -218,6 +221,7 @@ mod tests {
                 ui_locale: None,
                 login_hint: None,
                 response_mode: portico_model::oauth::ResponseMode::Query,
+                request_uri: None,
             };
             let mut state = LoginState::start("demo-app".into(), request, "csrf".into(), AuthMethod::Password);
             state.go_to(step, ViewType::Default);

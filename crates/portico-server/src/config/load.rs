@@ -138,6 +138,13 @@ impl Config {
                 return Err(ConfigError(format!("{name} must be greater than 0")));
             }
         }
+        if !(1..600).contains(&self.par.request_uri_ttl_secs) {
+            return Err(ConfigError(
+                "par.request_uri_ttl_secs (PORTICO_PAR__REQUEST_URI_TTL_SECS) must be between 1 and 599 seconds \
+                 (RFC 9126 asks for a short lifetime)"
+                    .into(),
+            ));
+        }
         let d = &self.delivery;
         if d.sms == Some(SmsDelivery::Http) && d.sms_gateway_url.is_none() {
             return Err(ConfigError("delivery.sms = \"http\" needs delivery.sms_gateway_url".into()));

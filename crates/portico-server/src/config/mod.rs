@@ -76,6 +76,7 @@ pub struct Config {
     pub telemetry: TelemetryConfig,
     pub tokens: TokenConfig,
     pub registration: RegistrationConfig,
+    pub par: ParConfig,
     pub login: LoginConfig,
     pub delivery: DeliveryConfig,
     pub captcha: CaptchaConfig,
@@ -366,6 +367,22 @@ pub struct RegistrationConfig {
     pub require_approval: bool,
 }
 
+/// Pushed authorization requests (RFC 9126).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ParConfig {
+    /// Seconds a pushed request's `request_uri` may be used (1 to 599).
+    pub request_uri_ttl_secs: u32,
+    /// Every client must push its authorization requests.
+    pub required: bool,
+}
+
+impl Default for ParConfig {
+    fn default() -> Self {
+        Self { request_uri_ttl_secs: 60, required: false }
+    }
+}
+
 /// One trusted issuer of software statements.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -510,6 +527,7 @@ impl Default for Config {
             telemetry: TelemetryConfig::default(),
             tokens: TokenConfig::default(),
             registration: RegistrationConfig::default(),
+            par: ParConfig::default(),
             login: LoginConfig::default(),
             delivery: DeliveryConfig::default(),
             captcha: CaptchaConfig::default(),
@@ -648,6 +666,8 @@ impl Config {
         settings.login_process_ttl = secs(self.login.process_ttl_secs);
         settings.session_ttl = secs(self.login.session_ttl_secs);
         settings.registration = self.registration.initial_access_token.is_some();
+        settings.pushed_request_ttl = secs(self.par.request_uri_ttl_secs);
+        settings.require_pushed_requests = self.par.required;
         settings.internal_token = self.internal_token.as_deref().map(portico_crypto::hash::BearerSecret::new);
         if let Some(secure) = self.cookie_secure {
             settings.secure_cookies = secure;

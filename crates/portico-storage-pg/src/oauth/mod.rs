@@ -10,10 +10,10 @@ use std::sync::LazyLock;
 
 use async_trait::async_trait;
 use portico_model::audit::AuditEvent;
-use portico_model::ids::{CodeHash, GrantId, RefreshTokenHash, SessionId, UserId};
+use portico_model::ids::{ClientId, CodeHash, GrantId, RefreshTokenHash, SessionId, UserId};
 use portico_model::oauth::{
-    AccessTokenState, AssertionJti, AuthorizationCode, Grant, Redemption, RefreshToken, Rotation, StoredCode,
-    StoredRefreshToken,
+    AccessTokenState, AssertionJti, AuthorizationCode, Grant, PushedRequest, Redemption, RefreshToken, Rotation,
+    StoredCode, StoredRefreshToken,
 };
 use portico_storage::{AuthorizationCodeRepository, GrantRepository, RefreshTokenRepository};
 use sqlx::postgres::PgRow;
@@ -26,6 +26,7 @@ use crate::users::{OWNER_COLUMNS, owner_from};
 use crate::{PgStore, Result, at, get};
 pub(crate) use batches::Batches;
 use batches::{FindCode, FindRefreshToken, Redeem, Rotate};
+use portico_model::login::PendingAuthorization;
 use portico_storage::memory::NodeMemory;
 
 const CODE_COLUMNS: &str = "code_hash, client_id, user_id, redirect_uri, scope, code_challenge, nonce, auth_time, \
@@ -197,6 +198,41 @@ impl AuthorizationCodeRepository for PgStore {
         .await
         .map_err(storage_error("authorization code"))?;
         row.as_ref().map(code_from).transpose()
+    }
+
+    async fn insert_pushed_request(&self, pushed: &PushedRequest) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO pushed_requests (request_hash, client_id, request, created_at, expires_at) \
+             VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(&pushed.request_hash)
+        .bind(pushed.client_id.as_str())
+        .bind(sqlx::types::Json(&pushed.request))
+        .bind(at(pushed.created_at))
+        .bind(at(pushed.expires_at))
+        .execute(&mut *self.conn().await?)
+        .await
+        .map_err(storage_error("pushed request"))?;
+        Ok(())
+    }
+
+    async fn take_pushed_request(
+        &self,
+        request_hash: &str,
+        client_id: &ClientId,
+        now: OffsetDateTime,
+    ) -> Result<Option<PendingAuthorization>> {
+        let row = sqlx::query(
+            "DELETE FROM pushed_requests WHERE request_hash = $1 AND client_id = $2 AND expires_at > $3 \
+             RETURNING request",
+        )
+        .bind(request_hash)
+        .bind(client_id.as_str())
+        .bind(at(now))
+        .fetch_optional(&mut *self.conn().await?)
+        .await
+        .map_err(storage_error("pushed request"))?;
+        row.map(|row| get::<sqlx::types::Json<PendingAuthorization>>(&row, "request").map(|json| json.0)).transpose()
     }
 }
 

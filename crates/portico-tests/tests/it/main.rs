@@ -31,6 +31,7 @@ mod ops;
 mod outage;
 mod permission_views;
 mod permissions;
+mod pushed_requests;
 mod registration;
 mod report_bank;
 mod report_store;

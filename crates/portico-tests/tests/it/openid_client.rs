@@ -102,12 +102,15 @@ async fn openid_client_completes_the_flow_with_each_signing_algorithm() {
 /// `token_alg` for its ID tokens, userinfo and introspection answers, and
 /// `ivan` signs in. The outcome it prints.
 async fn key_client(app: &TestApp, library: &Path, method: &str, key_alg: &str, token_alg: &str) -> Value {
-    key_client_with(app, library, method, key_alg, token_alg, None).await
+    key_client_with(app, library, method, key_alg, token_alg, None, "plain").await
 }
 
 /// As [`key_client`]; with `initial_access_token`, the relying party
 /// registers itself (RFC 7591) instead, manages its registration (RFC 7592)
-/// and deletes it at the end.
+/// and deletes it at the end. `requests` is how it sends its authorization
+/// request (`plain`, `par`, `jar`, `par+jar`); a client the test registers
+/// is held to it (`requirePushedAuthorizationRequests`,
+/// `requireSignedRequestObject`).
 async fn key_client_with(
     app: &TestApp,
     library: &Path,
@@ -115,10 +118,11 @@ async fn key_client_with(
     key_alg: &str,
     token_alg: &str,
     initial_access_token: Option<&str>,
+    requests: &str,
 ) -> Value {
     let client_id = format!("rp-{}", uuid::Uuid::new_v4().simple());
     let redirect_uri = app.redirect_uri();
-    let args = [app.base.as_str(), &client_id, &redirect_uri, method, key_alg, token_alg];
+    let args = [app.base.as_str(), &client_id, &redirect_uri, method, key_alg, token_alg, requests];
     let (script, mut node) = node(library, "key_client", KEY_CLIENT, &args);
     let mut lines = BufReader::new(node.stdout.take().expect("stdout")).lines();
     let mut stdin = node.stdin.take().expect("stdin");
@@ -136,6 +140,8 @@ async fn key_client_with(
         "userinfoSignedResponseAlg": token_alg,
         "introspectionSignedResponseAlg": token_alg,
         "accessTokenSignedResponseAlg": token_alg,
+        "requirePushedAuthorizationRequests": requests.contains("par"),
+        "requireSignedRequestObject": requests.contains("jar"),
     });
     if method == "private_key_jwt" {
         body["jwks"] = serde_json::json!({ "keys": [first["jwk"]] });
@@ -226,7 +232,8 @@ async fn openid_client_registers_itself_and_manages_its_registration() {
         })
         .await;
         let ivan = app.store.find_user_by_login("ivan").await.unwrap().unwrap().id.to_string();
-        let outcome = key_client_with(&app, &library, "private_key_jwt", "ES256", "EdDSA", Some(INITIAL)).await;
+        let outcome =
+            key_client_with(&app, &library, "private_key_jwt", "ES256", "EdDSA", Some(INITIAL), "plain").await;
         let registered = &outcome["registered"];
         assert!(registered["clientId"].as_str().is_some_and(|id| id.starts_with("dcr-")), "{backend:?}: {outcome}");
         assert_eq!(
@@ -247,5 +254,25 @@ async fn openid_client_registers_itself_and_manages_its_registration() {
         assert_eq!(outcome["afterRevocationIntrospected"], serde_json::json!({"active": false}));
         let client_id = outcome["clientId"].as_str().unwrap();
         assert!(app.store.find_client(&client_id.into()).await.unwrap().is_none(), "{backend:?}: deleted");
+    }
+}
+
+#[tokio::test]
+async fn openid_client_pushes_and_signs_its_authorization_requests() {
+    let Some(library) = library() else { return };
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| {
+            c.tokens.signing_algorithms = ["PS256", "ES256", "EdDSA"].map(String::from).to_vec();
+        })
+        .await;
+        let ivan = app.store.find_user_by_login("ivan").await.unwrap().unwrap().id.to_string();
+        for (requests, key_alg) in [("par", "ES256"), ("jar", "PS256"), ("par+jar", "ES256"), ("par+jar", "Ed25519")] {
+            let outcome = key_client_with(&app, &library, "private_key_jwt", key_alg, "ES256", None, requests).await;
+            let case = format!("{backend:?} {requests} {key_alg}: {outcome}");
+            assert_eq!(outcome["sub"], ivan, "{case}");
+            assert_eq!(outcome["idTokenAlg"], "ES256", "{case}");
+            assert_eq!(outcome["userinfoSub"], ivan, "{case}");
+            assert_eq!(outcome["afterRevocation"], "invalid_grant", "{case}");
+        }
     }
 }

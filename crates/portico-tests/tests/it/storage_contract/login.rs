@@ -26,6 +26,7 @@ fn pending_request() -> PendingAuthorization {
         ui_locale: Some(portico_model::login::Locale::En),
         login_hint: Some("alice".into()),
         response_mode: portico_model::oauth::ResponseMode::FormPost,
+        request_uri: None,
     }
 }
 
