@@ -32,7 +32,9 @@ impl OperatorAuthority for Operators {
             Err(AccessTokenError::Invalid) => return Ok(None),
             Err(AccessTokenError::Unavailable(e)) => return Err(ApiError::storage("checking an operator", &e)),
         };
-        if claims.client_id != self.client_id.as_str() {
+        // A DPoP-bound token needs its proof, which an operator's bearer
+        // header cannot carry.
+        if claims.client_id != self.client_id.as_str() || claims.cnf.is_some() {
             return Ok(None);
         }
         let Ok(id) = Uuid::parse_str(&claims.sub).map(UserId::from) else {

@@ -258,6 +258,8 @@ pub struct ClientMetadata {
     pub require_signed_request_object: bool,
     /// RFC 9101: the one algorithm of the client's request objects.
     pub request_object_signing_alg: Option<String>,
+    /// RFC 9449: every token request must carry a DPoP proof.
+    pub dpop_bound_access_tokens: bool,
     pub post_logout_redirect_uris: Vec<String>,
     pub backchannel_logout_uri: Option<String>,
     /// A JWT of an issuer the bank trusts, asserting metadata that takes
@@ -356,6 +358,7 @@ impl ClientMetadata {
             require_pushed_authorization_requests: self.require_pushed_authorization_requests,
             require_signed_request_object: self.require_signed_request_object,
             request_object_signing_alg: request_object_algorithm(self.request_object_signing_alg.as_deref())?,
+            dpop_bound_access_tokens: self.dpop_bound_access_tokens,
         };
         Ok(Checked { name: self.client_name.clone(), security })
     }
@@ -446,6 +449,7 @@ fn answer(registration: &Registration, client: &Client) -> Value {
     put("request_object_signing_alg", security.request_object_signing_alg.map(|alg| alg.as_str().into()));
     put("require_pushed_authorization_requests", security.require_pushed_authorization_requests.then_some(true.into()));
     put("require_signed_request_object", security.require_signed_request_object.then_some(true.into()));
+    put("dpop_bound_access_tokens", security.dpop_bound_access_tokens.then_some(true.into()));
     if security.token_endpoint_auth_method != AuthMethod::PrivateKeyJwt {
         body["client_secret_expires_at"] = 0.into();
     }

@@ -324,6 +324,7 @@ pub async fn update(
                 require_pushed_authorization_requests: None,
                 require_signed_request_object: None,
                 request_object_signing_alg: None,
+                dpop_bound_access_tokens: None,
                 ..chosen.into()
             })
             .unwrap_or_default(),

@@ -217,6 +217,8 @@ pub struct Assertion<'a> {
     alg: String,
     kid: Option<String>,
     typ: Option<String>,
+    /// The header's `jwk` (a DPoP proof carries its public key there).
+    jwk: Option<Value>,
     claims: Value,
 }
 
@@ -240,7 +242,8 @@ impl<'a> Assertion<'a> {
         let alg = header.get("alg").and_then(Value::as_str).ok_or(AssertionError::Malformed)?.to_owned();
         let kid = header.get("kid").and_then(Value::as_str).map(str::to_owned);
         let typ = header.get("typ").and_then(Value::as_str).map(str::to_owned);
-        Ok(Self { signed, signature, alg, kid, typ, claims: json(claims)? })
+        let jwk = header.get("jwk").cloned();
+        Ok(Self { signed, signature, alg, kid, typ, jwk, claims: json(claims)? })
     }
 
     /// Its `iss`, unverified: which client to look up.
@@ -251,6 +254,16 @@ impl<'a> Assertion<'a> {
     /// Its claims, as signed (trust them only after a signature check).
     pub fn claims(&self) -> &Value {
         &self.claims
+    }
+
+    /// Its header's `typ`.
+    pub fn typ(&self) -> Option<&str> {
+        self.typ.as_deref()
+    }
+
+    /// Its header's `jwk`.
+    pub fn header_jwk(&self) -> Option<&Value> {
+        self.jwk.as_ref()
     }
 
     /// Checks the signature with one of `keys` that fits its `alg` and

@@ -9,6 +9,7 @@
 //! from clients are checked with `jsonwebtoken` (on aws-lc-rs too).
 
 pub mod cookie;
+pub mod dpop;
 pub mod hash;
 pub mod jose;
 pub mod jwt;

@@ -15,6 +15,7 @@ pub mod client_address;
 pub mod client_keys;
 pub mod cookies;
 pub mod delivery;
+pub mod dpop;
 pub mod edge;
 pub mod http;
 pub mod login;

@@ -23,8 +23,8 @@ use crate::Identity;
 pub struct TokenResponse {
     /// The access token, a JWT signed with the server's algorithm (RS256 by default).
     pub access_token: String,
-    /// Always `Bearer`.
-    #[schema(pattern = "^Bearer$", example = "Bearer")]
+    /// `Bearer`, or `DPoP` for a token bound to the key of the request's DPoP proof.
+    #[schema(pattern = "^(Bearer|DPoP)$", example = "Bearer")]
     pub token_type: String,
     /// Lifetime of the access token in seconds.
     #[schema(minimum = 0)]
@@ -42,6 +42,17 @@ pub struct TokenResponse {
     /// End of the refresh token's validity, a Unix timestamp.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refresh_expires_at: Option<i64>,
+}
+
+/// What the tokens of one response say beyond their grant and user.
+#[derive(Debug, Clone, Copy)]
+pub struct Issue<'a> {
+    /// The scope: the grant's or a narrower one.
+    pub scope: &'a str,
+    /// The authorization request's `nonce`, for the id_token.
+    pub nonce: Option<&'a str>,
+    /// The thumbprint of the DPoP key the access token is bound to.
+    pub jkt: Option<&'a str>,
 }
 
 /// A new refresh token: the value for the client and the row for storage.
@@ -101,9 +112,8 @@ impl Identity {
         Ok(IssueKeys { access, id })
     }
 
-    /// Signs the access token (and the id_token when `scope` has `openid`)
-    /// for `grant`, with `scope` (the grant's or a narrower one), with the
-    /// client's `keys`.
+    /// Signs the access token (and the id_token when the scope has
+    /// `openid`) for `grant`, as `what` says, with the client's `keys`.
     ///
     /// Nothing here can fail: the key is read (from storage, the one step
     /// that can) before the code is redeemed or the refresh token rotated,
@@ -113,10 +123,10 @@ impl Identity {
         keys: &IssueKeys,
         grant: &Grant,
         user: &User,
-        scope: &str,
-        nonce: Option<&str>,
+        what: Issue<'_>,
         refresh: &NewRefreshToken,
     ) -> TokenResponse {
+        let Issue { scope, nonce, jkt } = what;
         let now = self.clock.now();
         let ttl = self.settings.access_token_ttl;
         let access = AccessClaims {
@@ -129,6 +139,7 @@ impl Identity {
             client_id: grant.client_id.to_string(),
             scope: scope.to_owned(),
             gid: grant.id,
+            cnf: jkt.map(|jkt| portico_tokens::Confirmation { jkt: jkt.to_owned() }),
         };
         let access_token = keys.access.sign(TYP_ACCESS_TOKEN, &access);
         let id_token = scope.split(' ').any(|s| s == "openid").then(|| {
@@ -152,7 +163,7 @@ impl Identity {
         metrics::counter!("portico_tokens_issued_total").increment(1);
         TokenResponse {
             access_token,
-            token_type: "Bearer".to_owned(),
+            token_type: if jkt.is_some() { "DPoP" } else { "Bearer" }.to_owned(),
             expires_in: ttl.whole_seconds(),
             scope: Some(scope.to_owned()),
             refresh_token: Some(refresh.value.clone()),
@@ -170,6 +181,20 @@ pub fn invalid_token() -> axum::response::Response {
         axum::http::header::WWW_AUTHENTICATE,
         axum::http::HeaderValue::from_static("Bearer error=\"invalid_token\""),
     );
+    response
+}
+
+/// [`invalid_token`], or its `DPoP` challenge (RFC 9449 §7.1) for a
+/// request that presented its token with the `DPoP` scheme.
+pub fn invalid_token_for(headers: &axum::http::HeaderMap) -> axum::response::Response {
+    let mut response = invalid_token();
+    if portico_tokens::presented(headers).is_some_and(|(scheme, _)| scheme == portico_tokens::Scheme::Dpop) {
+        let algs = portico_crypto::dpop::ALGORITHMS.join(" ");
+        let challenge = format!("DPoP error=\"invalid_token\", algs=\"{algs}\"");
+        if let Ok(value) = axum::http::HeaderValue::from_str(&challenge) {
+            response.headers_mut().insert(axum::http::header::WWW_AUTHENTICATE, value);
+        }
+    }
     response
 }
 

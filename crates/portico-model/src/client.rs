@@ -143,6 +143,10 @@ pub struct ClientSecurity {
     /// unset, any asymmetric one Portico verifies.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub request_object_signing_alg: Option<Algorithm>,
+    /// RFC 9449: every token request must carry a DPoP proof, so that every
+    /// access token of the client is bound to its key.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub dpop_bound_access_tokens: bool,
 }
 
 impl ClientSecurity {

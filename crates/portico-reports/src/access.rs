@@ -12,7 +12,6 @@
 //! whether it may, is [`Reports::access`] (or [`Reports::may`] for a task
 //! or file found by id).
 
-use axum::http::HeaderMap;
 use uuid::Uuid;
 
 use portico_model::form::Param;
@@ -103,7 +102,7 @@ impl axum::extract::FromRequestParts<ReportsState> for Caller {
         api: &ReportsState,
     ) -> Result<Self, ReportError> {
         let channel = parts.extensions.get::<Channel>().copied().unwrap_or(Channel::Public);
-        api.verify(channel, &parts.headers).await
+        api.verify(channel, parts).await
     }
 }
 
@@ -113,9 +112,13 @@ impl Reports {
     ///
     /// # Errors
     /// `UNAUTHORIZED` for a missing or bad token.
-    async fn verify(&self, channel: Channel, headers: &HeaderMap) -> Result<Caller, ReportError> {
+    async fn verify(&self, channel: Channel, parts: &axum::http::request::Parts) -> Result<Caller, ReportError> {
+        let headers = &parts.headers;
         match channel {
-            Channel::Public => Ok(Caller::User(self.tokens.check_token_pair(headers).await?.user_id.as_uuid())),
+            Channel::Public => {
+                let pair = self.tokens.check_token_pair(headers, parts.method.as_str(), parts.uri.path()).await?;
+                Ok(Caller::User(pair.user_id.as_uuid()))
+            }
             Channel::Bank if self.api_tokens.is_internal(headers) => Ok(Caller::Bank),
             Channel::Bank => Err(ReportError::Unauthorized("the internal token is missing or wrong".into())),
         }

@@ -13,7 +13,10 @@
 //   client's ID tokens, userinfo and introspection answers with; requests:
 //   how the authorization request travels: `plain` (the default, in the
 //   query), `par` (pushed, RFC 9126), `jar` (a request object signed with
-//   the client's key, RFC 9101) or `par+jar` (a request object, pushed).
+//   the client's key, RFC 9101) or `par+jar` (a request object, pushed);
+//   with `+dpop` the tokens are bound to a DPoP key (RFC 9449) of the
+//   relying party's, and every token request and userinfo call carries a
+//   proof of it.
 // Prints {"jwk": <public JWK or null>}; reads one line of JSON:
 // {"secret": <the client_secret_jwt secret or null>} for a client the test
 // registered, or {"initialAccessToken": …} to register itself (RFC 7591,
@@ -90,6 +93,10 @@ if (initialAccessToken) {
 const verifier = client.randomPKCECodeVerifier();
 const nonce = client.randomNonce();
 const state = client.randomState();
+const dpop = requests.endsWith('+dpop')
+  ? { DPoP: client.getDPoPHandle(config, await client.randomDPoPKeyPair('ES256')) }
+  : {};
+const travel = requests.replace('+dpop', '');
 const parameters = {
   redirect_uri: redirectUri,
   scope: 'openid profile',
@@ -99,13 +106,13 @@ const parameters = {
   state,
 };
 let authorize;
-if (requests === 'plain') {
+if (travel === 'plain') {
   authorize = client.buildAuthorizationUrl(config, parameters);
-} else if (requests === 'par') {
-  authorize = await client.buildAuthorizationUrlWithPAR(config, parameters);
+} else if (travel === 'par') {
+  authorize = await client.buildAuthorizationUrlWithPAR(config, parameters, dpop);
 } else {
   const signed = await client.buildAuthorizationUrlWithJAR(config, parameters, { key: keys.privateKey, kid: 'rp-key-1' });
-  authorize = requests === 'jar' ? signed : await client.buildAuthorizationUrlWithPAR(config, signed.searchParams);
+  authorize = travel === 'jar' ? signed : await client.buildAuthorizationUrlWithPAR(config, signed.searchParams, dpop);
 }
 console.log(JSON.stringify({ authorize: authorize.href }));
 
@@ -115,17 +122,17 @@ const tokens = await client.authorizationCodeGrant(config, new URL(callback), {
   expectedNonce: nonce,
   expectedState: state,
   idTokenExpected: true,
-});
+}, undefined, dpop);
 const alg = (jwt) => JSON.parse(Buffer.from(jwt.split('.')[0], 'base64url').toString()).alg;
 const sub = tokens.claims().sub;
-const userinfo = await client.fetchUserInfo(config, tokens.access_token, sub);
+const userinfo = await client.fetchUserInfo(config, tokens.access_token, sub, dpop);
 const introspected = await client.tokenIntrospection(config, tokens.access_token);
-const refreshed = await client.refreshTokenGrant(config, tokens.refresh_token);
+const refreshed = await client.refreshTokenGrant(config, tokens.refresh_token, undefined, dpop);
 await client.tokenRevocation(config, refreshed.refresh_token);
 const afterRevocationIntrospected = await client.tokenIntrospection(config, refreshed.access_token);
 let afterRevocation = 'accepted';
 try {
-  await client.refreshTokenGrant(config, refreshed.refresh_token);
+  await client.refreshTokenGrant(config, refreshed.refresh_token, undefined, dpop);
 } catch (error) {
   afterRevocation = error.error ?? error.code ?? String(error);
 }
@@ -139,11 +146,14 @@ if (registration) {
 console.log(JSON.stringify({
   registered,
   sub,
+  tokenType: tokens.token_type,
+  refreshedTokenType: refreshed.token_type,
   idTokenAlg: alg(tokens.id_token),
   accessTokenAlg: alg(tokens.access_token),
   refreshedIdTokenAlg: refreshed.id_token ? alg(refreshed.id_token) : null,
   userinfoSub: userinfo.sub,
   introspected: { active: introspected.active, client_id: introspected.client_id, sub: introspected.sub },
+  introspectedCnf: introspected.cnf ?? null,
   afterRevocation,
   afterRevocationIntrospected,
 }));

@@ -514,7 +514,13 @@ impl TestApp {
         self.store.redeem_code(&code_hash, now, &grant, &refresh.row, &event).await.expect("redeem");
         let client = self.store.find_client(&client_id.into()).await.expect("read the client").expect("the client");
         let keys = self.identity.issue_keys(&client).await.expect("the signing keys");
-        let tokens = self.identity.issue_tokens(&keys, &grant, &user, demo::SCOPE, None, &refresh);
+        let tokens = self.identity.issue_tokens(
+            &keys,
+            &grant,
+            &user,
+            portico_identity::tokens::Issue { scope: demo::SCOPE, nonce: None, jkt: None },
+            &refresh,
+        );
         TokenPair {
             user_id: user.id.as_uuid(),
             access_token: tokens.access_token,

@@ -22,6 +22,17 @@ pub struct AccessClaims {
     pub scope: String,
     /// The grant this token was issued along.
     pub gid: GrantId,
+    /// The key the token is bound to (RFC 9449 DPoP): only a request with
+    /// a proof of that key may present it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cnf: Option<Confirmation>,
+}
+
+/// An access token's confirmation (RFC 7800 `cnf`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Confirmation {
+    /// The RFC 7638 thumbprint of the DPoP key.
+    pub jkt: String,
 }
 
 /// Claims of a Portico id_token.

@@ -12,6 +12,8 @@ pub mod keys;
 pub mod verified;
 mod verifier;
 
-pub use claims::{AccessClaims, Expiring, IdClaims, UserClaims};
+pub use claims::{AccessClaims, Confirmation, Expiring, IdClaims, UserClaims};
 pub use keys::KeyRing;
-pub use verifier::{AccessTokenError, Caller, TokenPairError, TokenVerifier, VerifiedTokens, bearer};
+pub use verifier::{
+    AccessTokenError, Caller, Scheme, TokenPairError, TokenVerifier, VerifiedTokens, bearer, presented,
+};

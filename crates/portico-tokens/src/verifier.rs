@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use portico_crypto::dpop::Proof;
 use portico_crypto::jwt::{self, TYP_ACCESS_TOKEN, TYP_ID_TOKEN};
 use portico_model::clock::Clock;
 use portico_model::ids::{ClientId, GrantId, UserId};
@@ -150,23 +151,84 @@ impl TokenVerifier {
         if state.is_live() { Ok(claims) } else { Err(AccessTokenError::Invalid) }
     }
 
+    /// Remembers a DPoP proof's `jti` until the proof is too old anyway, on
+    /// every node (the table of client assertion ids, under `dpop:<jkt>`):
+    /// whether it was new.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn remember_proof(&self, proof: &Proof, now: time::OffsetDateTime) -> Result<bool, StorageError> {
+        let owner = ClientId::new(format!("dpop:{}", proof.jkt));
+        let until = time::OffsetDateTime::from_unix_timestamp(proof.remember_until()).unwrap_or(now);
+        self.store.remember_client_assertion(&owner, &proof.jti, until, now).await
+    }
+
+    /// Checks the access token of a request to a protected resource,
+    /// `method` on `path`, and how it was presented: a bearer token as
+    /// `Bearer` (or without a scheme); a DPoP-bound one (`cnf.jkt`) only as
+    /// `DPoP`, with one `DPoP` proof of the bound key for this method and
+    /// address whose `ath` is the token's hash, not used before.
+    ///
+    /// # Errors
+    /// [`AccessTokenError::Invalid`] for a bad token or presentation;
+    /// [`AccessTokenError::Unavailable`] when storage cannot be read.
+    pub async fn check_request(
+        &self,
+        headers: &http::HeaderMap,
+        method: &str,
+        path: &str,
+    ) -> Result<Arc<AccessClaims>, AccessTokenError> {
+        let (scheme, token) = presented(headers).ok_or(AccessTokenError::Invalid)?;
+        let claims = self.check_access_token(token).await?;
+        match (&claims.cnf, scheme) {
+            (None, Scheme::Bearer) => Ok(claims),
+            (Some(cnf), Scheme::Dpop) => {
+                let mut proofs = headers.get_all("dpop").iter();
+                let (Some(proof), None) = (proofs.next(), proofs.next()) else {
+                    return Err(AccessTokenError::Invalid);
+                };
+                let url = format!("{}{path}", self.issuer);
+                let now = self.clock.now();
+                let expected = portico_crypto::dpop::Expected {
+                    method,
+                    url: &url,
+                    now: now.unix_timestamp(),
+                    access_token: Some(token),
+                };
+                let proof = portico_crypto::dpop::verify(proof.to_str().unwrap_or_default(), &expected)
+                    .map_err(|_| AccessTokenError::Invalid)?;
+                if proof.jkt != cnf.jkt || !self.remember_proof(&proof, now).await? {
+                    return Err(AccessTokenError::Invalid);
+                }
+                Ok(claims)
+            }
+            _ => Err(AccessTokenError::Invalid),
+        }
+    }
+
     /// Checks the headers of a business API call: `Authorization` carries an
-    /// access token (with or without `Bearer `), `Id-Token` an id_token.
+    /// access token (with or without `Bearer `; `DPoP` for a bound one,
+    /// with its proof, as [`TokenVerifier::check_request`] checks it),
+    /// `Id-Token` an id_token.
     /// Both must be Portico's, unexpired, and of the same live grant
     /// (the access token through [`TokenVerifier::check_access_token`], the
     /// id_token through its `gid`), hence of the same user and client.
     ///
     /// # Errors
     /// A [`TokenPairError`] saying what is wrong.
-    pub async fn check_token_pair(&self, headers: &http::HeaderMap) -> Result<Caller, TokenPairError> {
+    pub async fn check_token_pair(
+        &self,
+        headers: &http::HeaderMap,
+        method: &str,
+        path: &str,
+    ) -> Result<Caller, TokenPairError> {
         if !headers.contains_key(http::header::AUTHORIZATION) {
             return Err(TokenPairError::Missing("Authorization"));
         }
-        let access = bearer(headers).ok_or(TokenPairError::InvalidAccessToken)?;
         let id_token = headers.get("id-token").ok_or(TokenPairError::Missing("Id-Token"))?;
         let id_token = id_token.to_str().map_err(|_| TokenPairError::InvalidIdToken)?.trim();
         let id_token = id_token.strip_prefix("Bearer ").unwrap_or(id_token);
-        let access = match self.check_access_token(access).await {
+        let access = match self.check_request(headers, method, path).await {
             Ok(claims) => claims,
             Err(AccessTokenError::Invalid) => return Err(TokenPairError::InvalidAccessToken),
             Err(AccessTokenError::Unavailable(e)) => return Err(TokenPairError::Unavailable(e)),
@@ -183,6 +245,28 @@ impl TokenVerifier {
         let user_id = Uuid::parse_str(&access.sub).map_err(|_| TokenPairError::InvalidAccessToken)?.into();
         Ok(Caller { user_id, client_id: access.client_id.as_str().into(), access })
     }
+}
+
+/// How an access token was presented.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    /// `Bearer`, or no scheme.
+    Bearer,
+    /// `DPoP` (RFC 9449).
+    Dpop,
+}
+
+/// The scheme and token of an `Authorization` header (schemes compared
+/// case-insensitively).
+pub fn presented(headers: &http::HeaderMap) -> Option<(Scheme, &str)> {
+    let value = headers.get(http::header::AUTHORIZATION)?.to_str().ok()?.trim();
+    let (scheme, token) = match value.split_once(' ') {
+        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("bearer") => (Scheme::Bearer, rest.trim()),
+        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("dpop") => (Scheme::Dpop, rest.trim()),
+        Some(_) => return None,
+        None => (Scheme::Bearer, value),
+    };
+    (!token.is_empty()).then_some((scheme, token))
 }
 
 /// The token from an `Authorization` header, with or without `Bearer `

@@ -68,6 +68,8 @@ pub struct SecurityView {
     /// The one algorithm of the client's request objects (`null`: any
     /// asymmetric one Portico verifies).
     pub request_object_signing_alg: Option<Algorithm>,
+    /// Every token request must carry a DPoP proof (RFC 9449).
+    pub dpop_bound_access_tokens: bool,
 }
 
 impl From<ClientSecurity> for SecurityView {
@@ -83,6 +85,7 @@ impl From<ClientSecurity> for SecurityView {
             require_pushed_authorization_requests: security.require_pushed_authorization_requests,
             require_signed_request_object: security.require_signed_request_object,
             request_object_signing_alg: security.request_object_signing_alg,
+            dpop_bound_access_tokens: security.dpop_bound_access_tokens,
         }
     }
 }
@@ -159,6 +162,9 @@ pub struct NewClientBody {
     pub require_signed_request_object: bool,
     /// The one algorithm of the client's request objects.
     pub request_object_signing_alg: Option<Algorithm>,
+    /// Every token request must carry a DPoP proof (RFC 9449).
+    #[serde(default)]
+    pub dpop_bound_access_tokens: bool,
 }
 
 /// Changes to a client: the fields given replace the stored ones.
@@ -205,6 +211,7 @@ pub struct ClientPatch {
     #[serde(default, deserialize_with = "nullable")]
     #[schema(nullable)]
     pub request_object_signing_alg: Option<Option<Algorithm>>,
+    pub dpop_bound_access_tokens: Option<bool>,
 }
 
 /// A new secret: the given one, or left out to have one generated.
@@ -287,6 +294,7 @@ pub async fn create(
             require_pushed_authorization_requests: body.require_pushed_authorization_requests,
             require_signed_request_object: body.require_signed_request_object,
             request_object_signing_alg: body.request_object_signing_alg,
+            dpop_bound_access_tokens: body.dpop_bound_access_tokens,
         },
         registration_token_hash: None,
         awaiting_approval: false,
@@ -361,6 +369,7 @@ pub async fn update(
             require_pushed_authorization_requests: patch.require_pushed_authorization_requests,
             require_signed_request_object: patch.require_signed_request_object,
             request_object_signing_alg: patch.request_object_signing_alg,
+            dpop_bound_access_tokens: patch.dpop_bound_access_tokens,
         },
     };
     let client = api

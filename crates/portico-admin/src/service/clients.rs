@@ -67,6 +67,7 @@ pub struct SecurityChanges {
     pub require_pushed_authorization_requests: Option<bool>,
     pub require_signed_request_object: Option<bool>,
     pub request_object_signing_alg: Option<Option<Algorithm>>,
+    pub dpop_bound_access_tokens: Option<bool>,
 }
 
 impl From<ClientSecurity> for SecurityChanges {
@@ -84,6 +85,7 @@ impl From<ClientSecurity> for SecurityChanges {
             require_pushed_authorization_requests: Some(security.require_pushed_authorization_requests),
             require_signed_request_object: Some(security.require_signed_request_object),
             request_object_signing_alg: Some(security.request_object_signing_alg),
+            dpop_bound_access_tokens: Some(security.dpop_bound_access_tokens),
         }
     }
 }
@@ -111,6 +113,10 @@ impl SecurityChanges {
         if let Some(required) = self.require_pushed_authorization_requests {
             security.require_pushed_authorization_requests = required;
             changed.push("requirePushedAuthorizationRequests");
+        }
+        if let Some(bound) = self.dpop_bound_access_tokens {
+            security.dpop_bound_access_tokens = bound;
+            changed.push("dpopBoundAccessTokens");
         }
         if let Some(required) = self.require_signed_request_object {
             security.require_signed_request_object = required;

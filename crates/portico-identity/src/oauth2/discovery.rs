@@ -54,6 +54,7 @@ pub async fn openid_configuration(State(identity): State<IdentityState>) -> Resp
         "introspection_endpoint_auth_signing_alg_values_supported": ASSERTION_ALGORITHMS,
         "introspection_signing_alg_values_supported": signing,
         "code_challenge_methods_supported": ["S256"],
+        "dpop_signing_alg_values_supported": portico_crypto::dpop::ALGORITHMS,
         "prompt_values_supported": ["none", "login", "consent", "select_account"],
         "ui_locales_supported": ["ru", "en"],
         "authorization_response_iss_parameter_supported": true,

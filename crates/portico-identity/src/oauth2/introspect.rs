@@ -62,7 +62,7 @@ pub struct Introspection {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false, example = "demo-app")]
     pub client_id: Option<String>,
-    /// `Bearer` for an access token, `refresh_token` for a refresh token.
+    /// `Bearer` (or `DPoP` for a DPoP-bound one) for an access token, `refresh_token` for a refresh token.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false, example = "Bearer")]
     pub token_type: Option<&'static str>,
@@ -90,6 +90,10 @@ pub struct Introspection {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub jti: Option<String>,
+    /// The key a DPoP-bound access token is bound to (RFC 9449 §6.2: `{"jkt": …}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>, nullable = false)]
+    pub cnf: Option<portico_tokens::Confirmation>,
 }
 
 /// The claims of a signed introspection answer (RFC 9701 §5).
@@ -186,13 +190,14 @@ async fn look_up(identity: &Identity, own_client: Option<&ClientId>, token: &str
                 active: true,
                 scope: Some(claims.scope.clone()),
                 client_id: Some(claims.client_id.clone()),
-                token_type: Some("Bearer"),
+                token_type: Some(if claims.cnf.is_some() { "DPoP" } else { "Bearer" }),
                 exp: Some(claims.exp),
                 iat: Some(claims.iat),
                 sub: Some(claims.sub.clone()),
                 aud: Some(claims.aud.clone()),
                 iss: Some(claims.iss.clone()),
                 jti: Some(claims.jti.clone()),
+                cnf: claims.cnf.clone(),
             }),
             Err(AccessTokenError::Invalid) => Ok(Introspection::default()),
             Err(AccessTokenError::Unavailable(error)) => Err(error.into()),
@@ -222,6 +227,7 @@ async fn look_up(identity: &Identity, own_client: Option<&ClientId>, token: &str
         aud: None,
         iss: Some(identity.settings.issuer.clone()),
         jti: None,
+        cnf: None,
     })
 }
 

@@ -9,8 +9,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use crate::IdentityState;
-use crate::tokens::invalid_token;
-use portico_tokens::{AccessTokenError, bearer};
+use crate::tokens::invalid_token_for;
+use portico_tokens::AccessTokenError;
 
 #[utoipa::path(
     get,
@@ -26,12 +26,9 @@ use portico_tokens::{AccessTokenError, bearer};
     )
 )]
 pub async fn liveness(State(identity): State<IdentityState>, headers: HeaderMap) -> Response {
-    let Some(token) = bearer(&headers) else {
-        return invalid_token();
-    };
-    match identity.tokens.check_access_token(token).await {
+    match identity.tokens.check_request(&headers, "GET", "/oauth2/token/liveness").await {
         Ok(_) => StatusCode::OK.into_response(),
-        Err(AccessTokenError::Invalid) => invalid_token(),
+        Err(AccessTokenError::Invalid) => invalid_token_for(&headers),
         Err(AccessTokenError::Unavailable(error)) => {
             tracing::warn!(%error, "liveness check unavailable");
             StatusCode::SERVICE_UNAVAILABLE.into_response()

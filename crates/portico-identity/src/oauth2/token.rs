@@ -28,8 +28,11 @@ use super::client_auth::{PendingJti, authenticate_deferred, remember, replayed};
 use super::error::OAuthError;
 use super::forms::{RefreshGrant, TokenRequest};
 use super::params::read_form;
-use crate::tokens::{NewRefreshToken, TokenResponse};
+use crate::tokens::{Issue, NewRefreshToken, TokenResponse};
 use crate::{Identity, IdentityState};
+
+/// The endpoint's path (a DPoP proof's `htu`).
+const PATH: &str = "/oauth2/token";
 
 #[utoipa::path(
     post,
@@ -75,19 +78,25 @@ async fn handle(
         // The client is authenticated before the grant type is judged; an
         // assertion's jti is remembered with the grant's write.
         let (client, pending) = authenticate_deferred(identity, headers, &form.read()?, "/oauth2/token").await?;
-        let request = match TokenRequest::read(&form) {
-            Ok(request) => request,
+        let read = TokenRequest::read(&form);
+        let checked = match read {
+            Ok(request) => crate::dpop::proof_for(identity, headers, &client, PATH).await.map(|proof| (request, proof)),
+            Err(error) => Err(error),
+        };
+        let (request, proof) = match checked {
+            Ok(checked) => checked,
             Err(error) => {
                 remember(identity, pending).await?;
                 return Err(error);
             }
         };
+        let jkt = proof.as_ref().map(|proof| proof.jkt.as_str());
         match request {
             TokenRequest::AuthorizationCode(grant) => {
                 let code = Presented { code: &grant.code, verifier: &grant.code_verifier };
-                redeem_for(identity, &client, pending, code, grant.redirect_uri.as_deref()).await
+                redeem_for(identity, &client, pending, code, grant.redirect_uri.as_deref(), jkt).await
             }
-            TokenRequest::RefreshToken(grant) => refresh(identity, &client, pending, &grant).await,
+            TokenRequest::RefreshToken(grant) => refresh(identity, &client, pending, &grant, jkt).await,
         }
     }
     .await;
@@ -110,7 +119,7 @@ pub async fn redeem(
     verifier: &str,
     redirect_uri: Option<&str>,
 ) -> Result<TokenResponse, OAuthError> {
-    redeem_for(identity, client, None, Presented { code, verifier }, redirect_uri).await
+    redeem_for(identity, client, None, Presented { code, verifier }, redirect_uri, None).await
 }
 
 /// A presented code and its PKCE verifier.
@@ -127,6 +136,7 @@ async fn redeem_for(
     pending: Option<PendingJti>,
     presented: Presented<'_>,
     redirect_uri: Option<&str>,
+    jkt: Option<&str>,
 ) -> Result<TokenResponse, OAuthError> {
     let Presented { code, verifier } = presented;
     let now = identity.clock.now();
@@ -199,7 +209,13 @@ async fn redeem_for(
         }
         Redemption::AssertionReplayed => return Err(replayed()),
     }
-    Ok(identity.issue_tokens(&keys, &grant, &user, &grant.scope, code.nonce.as_deref(), &refresh))
+    Ok(identity.issue_tokens(
+        &keys,
+        &grant,
+        &user,
+        Issue { scope: &grant.scope, nonce: code.nonce.as_deref(), jkt },
+        &refresh,
+    ))
 }
 
 /// A code presented again: revoke the grant its first use created.
@@ -226,6 +242,7 @@ async fn refresh(
     client: &Client,
     pending: Option<PendingJti>,
     grant: &RefreshGrant,
+    jkt: Option<&str>,
 ) -> Result<TokenResponse, OAuthError> {
     let presented = grant.refresh_token.as_str();
     let requested_scope = grant.scope.as_deref();
@@ -290,7 +307,7 @@ async fn refresh(
         Rotation::GrantRevoked => return Err(OAuthError::invalid_grant("the grant was revoked")),
         Rotation::AssertionReplayed => return Err(replayed()),
     }
-    Ok(identity.issue_tokens(&keys, &grant, &user, &scope, None, &successor))
+    Ok(identity.issue_tokens(&keys, &grant, &user, Issue { scope: &scope, nonce: None, jkt }, &successor))
 }
 
 /// A spent refresh token presented again: revoke its whole grant.

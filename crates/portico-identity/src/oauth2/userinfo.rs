@@ -10,8 +10,8 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 use crate::IdentityState;
-use crate::tokens::invalid_token;
-use portico_tokens::{AccessTokenError, UserClaims, bearer};
+use crate::tokens::invalid_token_for;
+use portico_tokens::{AccessTokenError, UserClaims};
 
 /// The userinfo answer: `sub` and the claims the token's scopes allow.
 #[derive(Serialize, utoipa::ToSchema)]
@@ -47,12 +47,17 @@ const JWT_MEDIA_TYPE: &str = "application/jwt";
          headers(("Cache-Control" = String, description = "`no-store`: personal data is never cached.")),
          content((UserInfo = "application/json"), (String = "application/jwt"))),
         (status = 401, description = "The token is missing or not valid (also: the user is blocked).",
-         headers(("WWW-Authenticate" = String, description = "`Bearer error=\"invalid_token\"`"))),
+         headers(("WWW-Authenticate" = String, description = "`Bearer error=\"invalid_token\"`; `DPoP error=\"invalid_token\"` \
+                                                              for a request made with the `DPoP` scheme"))),
         (status = 503, description = "The check is temporarily unavailable.")
     )
 )]
 pub async fn userinfo(State(identity): State<IdentityState>, headers: HeaderMap) -> Response {
-    let mut response = answer(&identity, &headers).await;
+    respond(&identity, &headers, "GET").await
+}
+
+async fn respond(identity: &IdentityState, headers: &HeaderMap, method: &str) -> Response {
+    let mut response = answer(identity, headers, method).await;
     response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
 }
@@ -71,35 +76,33 @@ pub async fn userinfo(State(identity): State<IdentityState>, headers: HeaderMap)
          headers(("Cache-Control" = String, description = "`no-store`: personal data is never cached.")),
          content((UserInfo = "application/json"), (String = "application/jwt"))),
         (status = 401, description = "The token is missing or not valid (also: the user is blocked).",
-         headers(("WWW-Authenticate" = String, description = "`Bearer error=\"invalid_token\"`"))),
+         headers(("WWW-Authenticate" = String, description = "`Bearer error=\"invalid_token\"`; `DPoP error=\"invalid_token\"` \
+                                                              for a request made with the `DPoP` scheme"))),
         (status = 503, description = "The check is temporarily unavailable.")
     )
 )]
-pub async fn userinfo_post(state: State<IdentityState>, headers: HeaderMap) -> Response {
-    userinfo(state, headers).await
+pub async fn userinfo_post(State(identity): State<IdentityState>, headers: HeaderMap) -> Response {
+    respond(&identity, &headers, "POST").await
 }
 
-async fn answer(identity: &IdentityState, headers: &HeaderMap) -> Response {
-    let Some(token) = bearer(headers) else {
-        return invalid_token();
-    };
-    let claims = match identity.tokens.check_access_token(token).await {
+async fn answer(identity: &IdentityState, headers: &HeaderMap, method: &str) -> Response {
+    let claims = match identity.tokens.check_request(headers, method, "/oauth2/userinfo").await {
         Ok(claims) => claims,
-        Err(AccessTokenError::Invalid) => return invalid_token(),
+        Err(AccessTokenError::Invalid) => return invalid_token_for(headers),
         Err(AccessTokenError::Unavailable(_)) => return StatusCode::SERVICE_UNAVAILABLE.into_response(),
     };
     let Ok(user_id) = uuid::Uuid::parse_str(&claims.sub) else {
-        return invalid_token();
+        return invalid_token_for(headers);
     };
     let user = match identity.store.find_user(user_id.into()).await {
         Ok(Some(user)) if user.may_sign_in() => user,
-        Ok(_) => return invalid_token(),
+        Ok(_) => return invalid_token_for(headers),
         Err(_) => return StatusCode::SERVICE_UNAVAILABLE.into_response(),
     };
     let info = UserInfo { sub: claims.sub.clone(), claims: UserClaims::for_scope(&user, &claims.scope) };
     let client = match identity.store.find_client(&portico_model::ids::ClientId::new(claims.client_id.as_str())).await {
         Ok(Some(client)) => client,
-        Ok(None) => return invalid_token(),
+        Ok(None) => return invalid_token_for(headers),
         Err(_) => return StatusCode::SERVICE_UNAVAILABLE.into_response(),
     };
     let Some(alg) = client.security.userinfo_signed_response_alg else {

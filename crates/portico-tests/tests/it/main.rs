@@ -15,6 +15,7 @@ mod client_assertions;
 mod console;
 mod delivery;
 mod documented_rules;
+mod dpop;
 mod flow;
 mod form_post;
 mod introspect;

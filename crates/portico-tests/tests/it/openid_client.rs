@@ -142,6 +142,7 @@ async fn key_client_with(
         "accessTokenSignedResponseAlg": token_alg,
         "requirePushedAuthorizationRequests": requests.contains("par"),
         "requireSignedRequestObject": requests.contains("jar"),
+        "dpopBoundAccessTokens": requests.contains("dpop"),
     });
     if method == "private_key_jwt" {
         body["jwks"] = serde_json::json!({ "keys": [first["jwk"]] });
@@ -258,7 +259,7 @@ async fn openid_client_registers_itself_and_manages_its_registration() {
 }
 
 #[tokio::test]
-async fn openid_client_pushes_and_signs_its_authorization_requests() {
+async fn openid_client_pushes_signs_and_binds_with_dpop() {
     let Some(library) = library() else { return };
     for backend in backends() {
         let app = TestApp::spawn_with(backend, |c| {
@@ -266,13 +267,28 @@ async fn openid_client_pushes_and_signs_its_authorization_requests() {
         })
         .await;
         let ivan = app.store.find_user_by_login("ivan").await.unwrap().unwrap().id.to_string();
-        for (requests, key_alg) in [("par", "ES256"), ("jar", "PS256"), ("par+jar", "ES256"), ("par+jar", "Ed25519")] {
+        for (requests, key_alg) in [
+            ("par", "ES256"),
+            ("jar", "PS256"),
+            ("par+jar", "ES256"),
+            ("par+jar", "Ed25519"),
+            ("par+dpop", "ES256"),
+            ("par+jar+dpop", "PS256"),
+        ] {
             let outcome = key_client_with(&app, &library, "private_key_jwt", key_alg, "ES256", None, requests).await;
             let case = format!("{backend:?} {requests} {key_alg}: {outcome}");
             assert_eq!(outcome["sub"], ivan, "{case}");
             assert_eq!(outcome["idTokenAlg"], "ES256", "{case}");
             assert_eq!(outcome["userinfoSub"], ivan, "{case}");
             assert_eq!(outcome["afterRevocation"], "invalid_grant", "{case}");
+            // openid-client gives token_type in lower case.
+            let token_type = if requests.ends_with("dpop") { "dpop" } else { "bearer" };
+            assert_eq!(
+                (outcome["tokenType"].as_str(), outcome["refreshedTokenType"].as_str()),
+                (Some(token_type), Some(token_type)),
+                "{case}"
+            );
+            assert_eq!(outcome["introspectedCnf"]["jkt"].is_string(), requests.ends_with("dpop"), "{case}");
         }
     }
 }

@@ -350,14 +350,18 @@ async fn registration_sets_the_request_rules() {
             "require_pushed_authorization_requests": true,
             "require_signed_request_object": true,
             "request_object_signing_alg": "ES256",
+            "dpop_bound_access_tokens": true,
         });
         let (status, registered) = app.register(Some(INITIAL), &metadata).await;
         assert_eq!(status, 201, "{backend:?}: {registered}");
         assert_eq!(registered["require_pushed_authorization_requests"], true);
         assert_eq!(registered["require_signed_request_object"], true);
         assert_eq!(registered["request_object_signing_alg"], "ES256");
+        assert_eq!(registered["dpop_bound_access_tokens"], true);
         let client = app.store.find_client(&registered["client_id"].as_str().unwrap().into()).await.unwrap().unwrap();
-        assert!(client.security.require_pushed_authorization_requests && client.security.require_signed_request_object);
+        let security = &client.security;
+        assert!(security.require_pushed_authorization_requests && security.require_signed_request_object);
+        assert!(security.dpop_bound_access_tokens);
 
         let bad = json!({ "redirect_uris": [RP], "request_object_signing_alg": "none" });
         let (status, body) = app.register(Some(INITIAL), &bad).await;

@@ -1,0 +1,48 @@
+//! DPoP (RFC 9449) at the endpoints where a client asks for tokens: a
+//! `DPoP` header with a proof of the client's key binds the access tokens
+//! issued (`cnf.jkt`, `token_type` `DPoP`). The proof is checked by
+//! [`portico_crypto::dpop`], its `jti` remembered on every node (the table
+//! of client assertion ids, under `dpop:<jkt>`), and a refusal is `400
+//! invalid_dpop_proof`. A client registered with `dpop_bound_access_tokens`
+//! gets no token without a proof. Protected resources check the binding in
+//! [`portico_tokens::TokenVerifier::check_request`].
+
+use axum::http::HeaderMap;
+use portico_crypto::dpop::{self, Proof};
+use portico_model::client::Client;
+
+use crate::Identity;
+use crate::oauth2::error::OAuthError;
+
+/// The request's DPoP proof for `POST <path>`, checked and its `jti`
+/// remembered; `None` without one.
+///
+/// # Errors
+/// `400 invalid_dpop_proof`: two proofs, a bad or replayed one, or none
+/// from a client whose tokens must be bound.
+pub async fn proof_for(
+    identity: &Identity,
+    headers: &HeaderMap,
+    client: &Client,
+    path: &str,
+) -> Result<Option<Proof>, OAuthError> {
+    let refused = |why: String| OAuthError::refused("invalid_dpop_proof", why);
+    let mut values = headers.get_all("dpop").iter();
+    let Some(value) = values.next() else {
+        if client.security.dpop_bound_access_tokens {
+            return Err(refused("the client's access tokens are DPoP-bound: send a DPoP proof".into()));
+        }
+        return Ok(None);
+    };
+    if values.next().is_some() {
+        return Err(refused("one DPoP proof, not several".into()));
+    }
+    let url = format!("{}{path}", identity.settings.issuer);
+    let now = identity.clock.now();
+    let expected = dpop::Expected { method: "POST", url: &url, now: now.unix_timestamp(), access_token: None };
+    let proof = dpop::verify(value.to_str().unwrap_or_default(), &expected).map_err(refused)?;
+    if !identity.tokens.remember_proof(&proof, now).await? {
+        return Err(refused("the DPoP proof was used before (jti)".into()));
+    }
+    Ok(Some(proof))
+}

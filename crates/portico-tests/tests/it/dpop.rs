@@ -1,0 +1,315 @@
+//! DPoP (RFC 9449) on both backends: a token request with a proof gets
+//! tokens bound to the proof's key (`token_type` `DPoP`, `cnf.jkt`, in
+//! introspection too); userinfo and liveness take a bound token only as
+//! `DPoP` with a fresh proof of that key for the method, the address and
+//! the token (and so do the business APIs); malformed, unsigned, symmetric, foreign, stale and replayed
+//! proofs are `invalid_dpop_proof` and spend nothing; a client registered
+//! with `dpop_bound_access_tokens` gets nothing without a proof; a proof
+//! replayed on a second node (one PostgreSQL) is refused.
+
+use portico_crypto::jwt::{Algorithm, SigningKey};
+use portico_model::clock::Clock as _;
+use portico_tests::{Backend, POSTGRES_ENV, Pkce, TestApp, backends, jwt_claims};
+use serde_json::{Value, json};
+
+/// A client's DPoP key.
+struct DpopKey {
+    key: SigningKey,
+    encoding: jsonwebtoken::EncodingKey,
+}
+
+impl DpopKey {
+    fn new() -> Self {
+        let key = SigningKey::generate(Algorithm::Es256).unwrap();
+        let encoding = jsonwebtoken::EncodingKey::from_ec_der(&key.to_pkcs8().unwrap());
+        Self { key, encoding }
+    }
+
+    fn thumbprint(&self) -> String {
+        portico_crypto::dpop::thumbprint(&serde_json::to_value(self.key.jwk()).unwrap()).unwrap()
+    }
+
+    /// A proof for `method` on `path` of `app`, with `claims` changed.
+    fn proof_with(&self, app: &TestApp, method: &str, path: &str, token: Option<&str>, changes: Value) -> String {
+        let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
+        header.typ = Some("dpop+jwt".into());
+        header.jwk = Some(serde_json::from_value(serde_json::to_value(self.key.jwk()).unwrap()).unwrap());
+        let mut claims = json!({
+            "jti": uuid::Uuid::new_v4().to_string(),
+            "htm": method,
+            "htu": app.url(path),
+            "iat": app.clock.now().unix_timestamp(),
+        });
+        if let Some(token) = token {
+            claims["ath"] = portico_crypto::b64url(portico_crypto::hash::sha256(token.as_bytes())).into();
+        }
+        for (name, value) in changes.as_object().unwrap() {
+            claims[name] = value.clone();
+        }
+        jsonwebtoken::encode(&header, &claims, &self.encoding).unwrap()
+    }
+
+    fn proof(&self, app: &TestApp, method: &str, path: &str, token: Option<&str>) -> String {
+        self.proof_with(app, method, path, token, json!({}))
+    }
+}
+
+/// A code of the demo client for ivan, and its verifier.
+async fn new_code(app: &TestApp) -> (String, Pkce) {
+    let pkce = Pkce::new();
+    let code = app.login_for_code(&app.browser(), &pkce, "ivan", "ivan-password").await;
+    (code, pkce)
+}
+
+/// Exchanges `code` with the DPoP proofs given (none, one or several).
+async fn exchange(app: &TestApp, code: &str, pkce: &Pkce, proofs: &[&str]) -> (u16, Value) {
+    let redirect_uri = app.redirect_uri();
+    let form = [
+        ("grant_type", "authorization_code"),
+        ("code", code),
+        ("code_verifier", &pkce.verifier),
+        ("redirect_uri", &redirect_uri),
+        ("client_id", portico_tests::demo::CLIENT_ID),
+        ("client_secret", portico_tests::demo::CLIENT_SECRET),
+    ];
+    let mut request = app.http().post(app.url("/oauth2/token")).form(&form);
+    for proof in proofs {
+        request = request.header("DPoP", *proof);
+    }
+    let response = request.send().await.unwrap();
+    (response.status().as_u16(), response.json().await.unwrap_or(Value::Null))
+}
+
+async fn userinfo(app: &TestApp, authorization: &str, proof: Option<&str>) -> reqwest::Response {
+    let mut request = app.http().get(app.url("/oauth2/userinfo")).header("Authorization", authorization);
+    if let Some(proof) = proof {
+        request = request.header("DPoP", proof);
+    }
+    request.send().await.unwrap()
+}
+
+#[tokio::test]
+async fn a_proof_binds_the_tokens_and_resources_take_them_only_with_a_fresh_proof() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let key = DpopKey::new();
+        let (code, pkce) = new_code(&app).await;
+        let (status, tokens) = exchange(&app, &code, &pkce, &[&key.proof(&app, "POST", "/oauth2/token", None)]).await;
+        assert_eq!(status, 200, "{backend:?}: {tokens}");
+        assert_eq!(tokens["token_type"], "DPoP");
+        let access = tokens["access_token"].as_str().unwrap().to_owned();
+        assert_eq!(jwt_claims(&access)["cnf"], json!({ "jkt": key.thumbprint() }));
+
+        // Introspection names the binding.
+        let introspected: Value = app
+            .http()
+            .post(app.url("/oauth2/introspect"))
+            .basic_auth(portico_tests::demo::CLIENT_ID, Some(portico_tests::demo::CLIENT_SECRET))
+            .form(&[("token", access.as_str())])
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(
+            (introspected["token_type"].as_str(), &introspected["cnf"]["jkt"]),
+            (Some("DPoP"), &json!(key.thumbprint()))
+        );
+
+        // Userinfo: only as DPoP, with a proof of the key for GET on it.
+        let scheme = format!("DPoP {access}");
+        let good = key.proof(&app, "GET", "/oauth2/userinfo", Some(&access));
+        assert_eq!(userinfo(&app, &scheme, Some(&good)).await.status(), 200, "{backend:?}");
+        let replayed = userinfo(&app, &scheme, Some(&good)).await;
+        assert_eq!(replayed.status(), 401, "{backend:?}: a proof is taken once");
+        assert!(replayed.headers()["www-authenticate"].to_str().unwrap().starts_with("DPoP error=\"invalid_token\""));
+        let fresh = key.proof(&app, "GET", "/oauth2/userinfo", Some(&access));
+        let bearer = userinfo(&app, &format!("Bearer {access}"), Some(&fresh)).await;
+        assert_eq!(bearer.status(), 401, "{backend:?}: a bound token is no bearer token");
+        let other = DpopKey::new();
+        let foreign = other.proof(&app, "GET", "/oauth2/userinfo", Some(&access));
+        assert_eq!(userinfo(&app, &scheme, Some(&foreign)).await.status(), 401, "{backend:?}: another key");
+        let no_ath = key.proof(&app, "GET", "/oauth2/userinfo", None);
+        assert_eq!(userinfo(&app, &scheme, Some(&no_ath)).await.status(), 401, "{backend:?}: no ath");
+        let post = key.proof(&app, "POST", "/oauth2/userinfo", Some(&access));
+        assert_eq!(userinfo(&app, &scheme, Some(&post)).await.status(), 401, "{backend:?}: another method");
+        assert_eq!(userinfo(&app, &scheme, None).await.status(), 401, "{backend:?}: no proof");
+
+        // Liveness: the same rule.
+        let live = app
+            .http()
+            .get(app.url("/oauth2/token/liveness"))
+            .header("Authorization", &scheme)
+            .header("DPoP", key.proof(&app, "GET", "/oauth2/token/liveness", Some(&access)))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(live.status(), 200, "{backend:?}");
+        assert_eq!(app.liveness(&access).await, 401, "{backend:?}: as a bearer token");
+
+        // The business APIs: the token pair's access token by the same rule.
+        let id_token = tokens["id_token"].as_str().unwrap();
+        let api = |scheme: String, proof: Option<String>| {
+            let mut request = app
+                .http()
+                .get(app.url("/api/v1/permissions"))
+                .header("Authorization", scheme)
+                .header("id-token", id_token);
+            if let Some(proof) = proof {
+                request = request.header("DPoP", proof);
+            }
+            request.send()
+        };
+        let proof = key.proof(&app, "GET", "/api/v1/permissions", Some(&access));
+        assert_eq!(api(scheme.clone(), Some(proof)).await.unwrap().status(), 200, "{backend:?}");
+        let proof = key.proof(&app, "GET", "/api/v1/permissions", Some(&access));
+        assert_eq!(api(format!("Bearer {access}"), Some(proof)).await.unwrap().status(), 401, "{backend:?}");
+        let elsewhere = key.proof(&app, "GET", "/api/v2/permissions", Some(&access));
+        assert_eq!(api(scheme.clone(), Some(elsewhere)).await.unwrap().status(), 401, "{backend:?}: another address");
+
+        // A refresh with a proof binds the new access token; a plain token
+        // of an unbound exchange stays a bearer token.
+        let refresh = tokens["refresh_token"].as_str().unwrap();
+        let refreshed = app
+            .http()
+            .post(app.url("/oauth2/token"))
+            .header("DPoP", key.proof(&app, "POST", "/oauth2/token", None))
+            .form(&[
+                ("grant_type", "refresh_token"),
+                ("refresh_token", refresh),
+                ("client_id", portico_tests::demo::CLIENT_ID),
+                ("client_secret", portico_tests::demo::CLIENT_SECRET),
+            ])
+            .send()
+            .await
+            .unwrap();
+        let refreshed: Value = refreshed.json().await.unwrap();
+        assert_eq!(refreshed["token_type"], "DPoP", "{backend:?}: {refreshed}");
+        let (code, pkce) = new_code(&app).await;
+        let (_, plain) = exchange(&app, &code, &pkce, &[]).await;
+        assert_eq!(plain["token_type"], "Bearer");
+        assert_eq!(app.liveness(plain["access_token"].as_str().unwrap()).await, 200);
+    }
+}
+
+#[tokio::test]
+async fn bad_proofs_are_refused_and_spend_nothing() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let key = DpopKey::new();
+        let (code, pkce) = new_code(&app).await;
+        let now = app.clock.now().unix_timestamp();
+        let unsigned = {
+            let part = |v: &Value| portico_crypto::b64url(serde_json::to_vec(v).unwrap());
+            let header = json!({ "typ": "dpop+jwt", "alg": "none", "jwk": key.key.jwk() });
+            let claims = json!({ "jti": "j", "htm": "POST", "htu": app.url("/oauth2/token"), "iat": now });
+            format!("{}.{}.", part(&header), part(&claims))
+        };
+        let hs256 = {
+            let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256);
+            header.typ = Some("dpop+jwt".into());
+            let claims = json!({ "jti": "j", "htm": "POST", "htu": app.url("/oauth2/token"), "iat": now });
+            jsonwebtoken::encode(&header, &claims, &jsonwebtoken::EncodingKey::from_secret(b"k")).unwrap()
+        };
+        let good = key.proof(&app, "POST", "/oauth2/token", None);
+        let replay = key.proof(&app, "POST", "/oauth2/token", None);
+        let cases: Vec<(&str, Vec<String>)> = vec![
+            ("malformed", vec!["not-a-jwt".into()]),
+            ("unsigned", vec![unsigned]),
+            ("HS256", vec![hs256]),
+            ("another method", vec![key.proof(&app, "GET", "/oauth2/token", None)]),
+            ("another address", vec![key.proof(&app, "POST", "/oauth2/par", None)]),
+            ("stale", vec![key.proof_with(&app, "POST", "/oauth2/token", None, json!({ "iat": now - 600 }))]),
+            ("from the future", vec![key.proof_with(&app, "POST", "/oauth2/token", None, json!({ "iat": now + 600 }))]),
+            ("no jti", vec![key.proof_with(&app, "POST", "/oauth2/token", None, json!({ "jti": Value::Null }))]),
+            ("two proofs", vec![good.clone(), key.proof(&app, "POST", "/oauth2/token", None)]),
+        ];
+        for (case, proofs) in &cases {
+            let proofs: Vec<&str> = proofs.iter().map(String::as_str).collect();
+            let (status, body) = exchange(&app, &code, &pkce, &proofs).await;
+            assert_eq!(
+                (status, body["error"].as_str()),
+                (400, Some("invalid_dpop_proof")),
+                "{backend:?} {case}: {body}"
+            );
+        }
+        // A proof a refused request used (its code was unknown) is a replay.
+        let (status, body) = exchange(&app, "no-such-code", &pkce, &[&replay]).await;
+        assert_eq!((status, body["error"].as_str()), (400, Some("invalid_grant")), "{body}");
+        let (status, body) = exchange(&app, &code, &pkce, &[&replay]).await;
+        assert_eq!(
+            (status, body["error"].as_str()),
+            (400, Some("invalid_dpop_proof")),
+            "{backend:?}: replayed: {body}"
+        );
+        // The code the refused requests presented still works.
+        let (status, body) = exchange(&app, &code, &pkce, &[&good]).await;
+        assert_eq!(status, 200, "{backend:?}: {body}");
+        assert_eq!(body["token_type"], "DPoP");
+    }
+}
+
+#[tokio::test]
+async fn a_client_with_bound_tokens_gets_nothing_without_a_proof() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let patched = app
+            .http()
+            .patch(app.url(&format!("/admin/v1/clients/{}", portico_tests::demo::CLIENT_ID)))
+            .bearer_auth(portico_tests::ADMIN_TOKEN)
+            .json(&json!({ "dpopBoundAccessTokens": true }))
+            .send()
+            .await
+            .unwrap();
+        let patched: Value = patched.json().await.unwrap();
+        assert_eq!(patched["dpopBoundAccessTokens"], true, "{patched}");
+        let (code, pkce) = new_code(&app).await;
+        let (status, body) = exchange(&app, &code, &pkce, &[]).await;
+        assert_eq!((status, body["error"].as_str()), (400, Some("invalid_dpop_proof")), "{backend:?}: {body}");
+        let key = DpopKey::new();
+        let (status, body) = exchange(&app, &code, &pkce, &[&key.proof(&app, "POST", "/oauth2/token", None)]).await;
+        assert_eq!(
+            (status, body["token_type"].as_str()),
+            (200, Some("DPoP")),
+            "{backend:?}: the code was not spent: {body}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_proof_replayed_on_a_second_node_is_refused() {
+    if std::env::var(POSTGRES_ENV).is_err() {
+        portico_tests::skipped(&format!(
+            "{POSTGRES_ENV} is not set; the second-node DPoP replay test needs PostgreSQL"
+        ));
+        return;
+    }
+    const SECRET: &str = "ZHBvcC1wcm9vZi1yZXBsYXktc2VjcmV0LTAxMjM0NTY=";
+    let a = TestApp::spawn_with(Backend::Postgres, |c| c.secret_key = Some(SECRET.to_owned())).await;
+    let (url, issuer) = (a.config.database_url.clone(), a.config.public_url.clone());
+    let b = TestApp::spawn_with(Backend::Postgres, |c| {
+        c.secret_key = Some(SECRET.to_owned());
+        c.public_url = issuer;
+        c.database_url = url;
+    })
+    .await;
+    let key = DpopKey::new();
+    let (code, pkce) = new_code(&a).await;
+    let (_, tokens) = exchange(&a, &code, &pkce, &[&key.proof(&a, "POST", "/oauth2/token", None)]).await;
+    let access = tokens["access_token"].as_str().unwrap();
+    let proof = key.proof(&a, "GET", "/oauth2/userinfo", Some(access));
+    assert_eq!(userinfo(&a, &format!("DPoP {access}"), Some(&proof)).await.status(), 200);
+    assert_eq!(userinfo(&b, &format!("DPoP {access}"), Some(&proof)).await.status(), 401, "the other node");
+    let fresh = key.proof(&a, "GET", "/oauth2/userinfo", Some(access));
+    assert_eq!(userinfo(&b, &format!("DPoP {access}"), Some(&fresh)).await.status(), 200);
+}
+
+#[tokio::test]
+async fn discovery_lists_the_proof_algorithms() {
+    let app = TestApp::spawn(backends()[0]).await;
+    let document: Value =
+        app.http().get(app.url("/.well-known/openid-configuration")).send().await.unwrap().json().await.unwrap();
+    let algs = document["dpop_signing_alg_values_supported"].as_array().unwrap();
+    assert!(algs.contains(&json!("ES256")) && !algs.iter().any(|a| a == "none" || a == "HS256"), "{algs:?}");
+}
