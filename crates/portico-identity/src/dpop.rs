@@ -26,12 +26,23 @@ pub async fn proof_for(
     client: &Client,
     path: &str,
 ) -> Result<Option<Proof>, OAuthError> {
+    let proof = proof_at(identity, headers, path).await?;
+    if proof.is_none() && client.security.dpop_bound_access_tokens {
+        let why = "the client's access tokens are DPoP-bound: send a DPoP proof";
+        return Err(OAuthError::refused("invalid_dpop_proof", why));
+    }
+    Ok(proof)
+}
+
+/// The request's DPoP proof for `POST <path>`, checked and its `jti`
+/// remembered; `None` without one.
+///
+/// # Errors
+/// `400 invalid_dpop_proof`: two proofs, or a bad or replayed one.
+pub async fn proof_at(identity: &Identity, headers: &HeaderMap, path: &str) -> Result<Option<Proof>, OAuthError> {
     let refused = |why: String| OAuthError::refused("invalid_dpop_proof", why);
     let mut values = headers.get_all("dpop").iter();
     let Some(value) = values.next() else {
-        if client.security.dpop_bound_access_tokens {
-            return Err(refused("the client's access tokens are DPoP-bound: send a DPoP proof".into()));
-        }
         return Ok(None);
     };
     if values.next().is_some() {

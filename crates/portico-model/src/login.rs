@@ -337,6 +337,10 @@ pub struct PendingAuthorization {
     /// that way for the client).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_uri: Option<String>,
+    /// The DPoP key the code is to be bound to (RFC 9449 §10): the pushed
+    /// request's proof's, or authorize's `dpop_jkt`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpop_jkt: Option<String>,
 }
 
 /// How a completed login process ends: the authorize endpoint issues a code
@@ -508,6 +512,7 @@ mod tests {
             login_hint: Some("alice".into()),
             response_mode: crate::oauth::ResponseMode::FormPost,
             request_uri: None,
+            dpop_jkt: None,
         };
         let mut state = LoginState::start("c".into(), request, "x".into(), AuthMethod::Password);
         let in_progress = serde_json::to_string(&state).unwrap();
@@ -561,6 +566,7 @@ mod tests {
             login_hint: None,
             response_mode: crate::oauth::ResponseMode::Query,
             request_uri: None,
+            dpop_jkt: None,
         }
     }
 }

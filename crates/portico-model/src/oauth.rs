@@ -24,6 +24,9 @@ pub struct AuthorizationCode {
     pub amr: Vec<String>,
     /// The single sign-on session the code was issued under.
     pub session_id: Option<SessionId>,
+    /// The thumbprint of the DPoP key the code is bound to (RFC 9449 §10):
+    /// only a token request with a proof of that key redeems it.
+    pub dpop_jkt: Option<String>,
 }
 
 /// A stored authorization code, whether it was already presented, and its

@@ -27,7 +27,7 @@ use portico_model::login::PendingAuthorization;
 static FIND_CODE: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT c.code_hash, c.client_id, c.user_id, c.redirect_uri, c.scope, c.code_challenge, c.nonce, \
-         c.auth_time, c.created_at, c.expires_at, c.grant_id, c.amr, c.session_id, \
+         c.auth_time, c.created_at, c.expires_at, c.grant_id, c.amr, c.session_id, c.dpop_jkt, \
          c.consumed_at IS NOT NULL AS spent, {OWNER_COLUMNS} \
          FROM authorization_codes c LEFT JOIN users u ON u.id = c.user_id WHERE c.code_hash = ?1"
     )
@@ -45,7 +45,7 @@ static FIND_REFRESH_TOKEN: LazyLock<String> = LazyLock::new(|| {
 });
 
 const CODE_COLUMNS: &str = "code_hash, client_id, user_id, redirect_uri, scope, code_challenge, nonce, auth_time, \
-                            created_at, expires_at, grant_id, amr, session_id";
+                            created_at, expires_at, grant_id, amr, session_id, dpop_jkt";
 
 fn code_from(row: &Row<'_>) -> Res<AuthorizationCode> {
     Ok(AuthorizationCode {
@@ -62,6 +62,7 @@ fn code_from(row: &Row<'_>) -> Res<AuthorizationCode> {
         grant_id: row.uuid_opt("grant_id")?.map(GrantId::from),
         amr: row.words("amr")?,
         session_id: row.uuid_opt("session_id")?.map(SessionId::from),
+        dpop_jkt: row.get("dpop_jkt")?,
     })
 }
 
@@ -114,8 +115,8 @@ fn insert_code(tx: &rusqlite::Connection, code: &AuthorizationCode) -> Res<()> {
     run(
         tx,
         "INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, \
-         code_challenge, nonce, auth_time, created_at, expires_at, amr, session_id) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+         code_challenge, nonce, auth_time, created_at, expires_at, amr, session_id, dpop_jkt) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
         params![
             code.code_hash.as_str(),
             code.client_id.as_str(),
@@ -129,6 +130,7 @@ fn insert_code(tx: &rusqlite::Connection, code: &AuthorizationCode) -> Res<()> {
             secs(code.expires_at),
             words(&code.amr),
             code.session_id.map(|id| id.to_string()),
+            code.dpop_jkt,
         ],
     )?;
     Ok(())

@@ -26,9 +26,16 @@
 //!    `client_secret_basic` client, in alternating rounds: the median time
 //!    per refresh of each and their ratio.
 //!
-//! With `PORTICO_BENCH_ONLY=client-auth` only step 6 runs (a quicker loop
-//! while working on client authentication; the figures stated in
-//! docs/benchmarks.md come from the whole run).
+//! 7. on the ES256 server, refreshes with a DPoP proof (ES256, made before
+//!    the clock starts) against plain refreshes, and liveness checks of the
+//!    DPoP-bound access tokens (each with its own proof) against bearer
+//!    ones, in alternating rounds: the refresh time ratio, the bound checks'
+//!    rate as a share of the bearer rate, and the CPU a proof check adds.
+//!
+//! With `PORTICO_BENCH_ONLY=client-auth` only step 6 runs, with
+//! `PORTICO_BENCH_ONLY=dpop` only step 7 (quicker loops while working on
+//! one of them; the figures stated in docs/benchmarks.md come from the
+//! whole run).
 //!
 //! Codes are put straight into storage (as the authorize endpoint would) so
 //! that the measurement is the token endpoint's, not the login's Argon2.
@@ -67,11 +74,16 @@ fn main() {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("machine: {cores} cores; concurrency {CONCURRENCY}; {}", std::env::consts::ARCH);
 
-    if std::env::var("PORTICO_BENCH_ONLY").as_deref() == Ok("client-auth") {
+    let only = std::env::var("PORTICO_BENCH_ONLY").ok();
+    if let Some(only @ ("client-auth" | "dpop")) = only.as_deref() {
         for backend in backends() {
             runtime.block_on(async {
                 let app = Arc::new(spawn(backend, Algorithm::Es256).await);
-                assertion_refreshes(backend, &app).await;
+                if only == "dpop" {
+                    dpop(backend, &app).await;
+                } else {
+                    assertion_refreshes(backend, &app).await;
+                }
             });
         }
         return;
@@ -257,6 +269,7 @@ async fn endpoints(backend: Backend, crypto: Arc<Crypto>) -> Medians {
                 grant_id: None,
                 amr: vec!["pwd".into()],
                 session_id: None,
+                dpop_jkt: None,
             };
             store.insert_code(&row).await.expect("insert code");
             code
@@ -329,6 +342,7 @@ async fn endpoints(backend: Backend, crypto: Arc<Crypto>) -> Medians {
     };
     if alg == Algorithm::Es256 {
         assertion_refreshes(backend, &app).await;
+        dpop(backend, &app).await;
     }
     if alg != Algorithm::Rs256 {
         return medians;
@@ -503,5 +517,144 @@ async fn assertion_refreshes(backend: Backend, app: &Arc<TestApp>) {
         key / secret,
         key * 1e6,
         secret * 1e6
+    );
+}
+
+/// Rounds of the DPoP comparison.
+const DPOP_ROUNDS: usize = 5;
+/// Refreshes (and then liveness checks) per kind in each of those rounds.
+const PER_DPOP_ROUND: usize = 2_000;
+
+/// A DPoP proof of `key` for `method` on `url`, bound to `token` when given.
+fn proof(
+    key: &(serde_json::Value, jsonwebtoken::EncodingKey),
+    app: &TestApp,
+    method: &str,
+    url: &str,
+    token: Option<&str>,
+) -> String {
+    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
+    header.typ = Some("dpop+jwt".into());
+    header.jwk = Some(serde_json::from_value(key.0.clone()).expect("a JWK"));
+    let mut claims = serde_json::json!({
+        "jti": uuid::Uuid::new_v4().to_string(), "htm": method, "htu": url,
+        "iat": app.clock.now().unix_timestamp(),
+    });
+    if let Some(token) = token {
+        claims["ath"] = portico_crypto::b64url(portico_crypto::hash::sha256(token.as_bytes())).into();
+    }
+    jsonwebtoken::encode(&header, &claims, &key.1).expect("a proof")
+}
+
+/// Refreshes with a DPoP proof against plain ones, and liveness checks of
+/// the bound tokens (each with a proof) against bearer ones, in
+/// alternating rounds on `app`.
+async fn dpop(backend: Backend, app: &Arc<TestApp>) {
+    let signing = SigningKey::generate(Algorithm::Es256).expect("a DPoP key");
+    let key = Arc::new((
+        serde_json::to_value(signing.jwk()).expect("the JWK"),
+        jsonwebtoken::EncodingKey::from_ec_der(&signing.to_pkcs8().expect("PKCS#8")),
+    ));
+    let (url, liveness) = (app.url("/oauth2/token"), app.url("/oauth2/token/liveness"));
+    let http = Http::new();
+    let credentials = format!("client_id={}&client_secret={}", demo::CLIENT_ID, demo::CLIENT_SECRET);
+    let (mut plain_each, mut bound_each) = (Vec::new(), Vec::new());
+    let (mut bearer_rates, mut bound_rates, mut bearer_cpu, mut bound_cpu) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for round in 0..DPOP_ROUNDS {
+        let mut plain = Vec::with_capacity(PER_DPOP_ROUND);
+        let mut bound = Vec::with_capacity(PER_DPOP_ROUND);
+        for _ in 0..PER_DPOP_ROUND {
+            plain.push(format!(
+                "grant_type=refresh_token&refresh_token={}&{credentials}",
+                app.token_pair("ivan").await.refresh_token
+            ));
+            let body = format!(
+                "grant_type=refresh_token&refresh_token={}&{credentials}",
+                app.token_pair("ivan").await.refresh_token
+            );
+            bound.push((body, proof(&key, app, "POST", &url, None)));
+        }
+        let (c, u) = (http.clone(), url.clone());
+        let cpu = Cpu::now();
+        let (rate, bearer_tokens) = drive(plain, move |body| {
+            let (client, url) = (c.clone(), u.clone());
+            async move { field(&client.post_form(&url, body).await, "access_token") }
+        })
+        .await;
+        report(backend, "refresh, plain", round, rate, PER_DPOP_ROUND, cpu.since(), None);
+        plain_each.push(1.0 / rate);
+        let (c, u) = (http.clone(), url.clone());
+        let cpu = Cpu::now();
+        let (rate, bound_tokens) = drive(bound, move |(body, proof)| {
+            let (client, url) = (c.clone(), u.clone());
+            async move {
+                let request = hyper::Request::post(url.as_str())
+                    .header("content-type", "application/x-www-form-urlencoded")
+                    .header("dpop", proof)
+                    .body(body)
+                    .expect("request");
+                let answer = client.send(request).await;
+                assert_eq!(field(&answer, "token_type"), "DPoP", "a bound token");
+                field(&answer, "access_token")
+            }
+        })
+        .await;
+        report(backend, "refresh, DPoP", round, rate, PER_DPOP_ROUND, cpu.since(), None);
+        bound_each.push(1.0 / rate);
+
+        let (c, u) = (http.clone(), liveness.clone());
+        let cpu = Cpu::now();
+        let (rate, _) = drive(bearer_tokens, move |token| {
+            let (client, url) = (c.clone(), u.clone());
+            async move {
+                client.get_bearer(&url, &token).await;
+            }
+        })
+        .await;
+        let cpu = cpu.since();
+        report(backend, "liveness, bearer", round, rate, PER_DPOP_ROUND, cpu, None);
+        bearer_rates.push(rate);
+        bearer_cpu.push(cpu.process / PER_DPOP_ROUND as f64);
+        let checks: Vec<(String, String)> = bound_tokens
+            .into_iter()
+            .map(|token| {
+                let proof = proof(&key, app, "GET", &liveness, Some(&token));
+                (token, proof)
+            })
+            .collect();
+        let (c, u) = (http.clone(), liveness.clone());
+        let cpu = Cpu::now();
+        let (rate, _) = drive(checks, move |(token, proof)| {
+            let (client, url) = (c.clone(), u.clone());
+            async move {
+                let request = hyper::Request::get(url.as_str())
+                    .header("authorization", format!("DPoP {token}"))
+                    .header("dpop", proof)
+                    .body(String::new())
+                    .expect("request");
+                client.send(request).await;
+            }
+        })
+        .await;
+        let cpu = cpu.since();
+        report(backend, "liveness, DPoP", round, rate, PER_DPOP_ROUND, cpu, None);
+        bound_rates.push(rate);
+        bound_cpu.push(cpu.process / PER_DPOP_ROUND as f64);
+    }
+    let (plain, bound) = (median(&mut plain_each), median(&mut bound_each));
+    let (bearer_rate, bound_rate) = (median(&mut bearer_rates), median(&mut bound_rates));
+    let (bearer_cpu, bound_cpu) = (median(&mut bearer_cpu), median(&mut bound_cpu));
+    println!(
+        "{backend:?}  refresh time, DPoP / plain: {:.2}× (medians {:.0} vs {:.0} µs of wall time per refresh at \
+         concurrency {CONCURRENCY}); liveness, DPoP-bound at {:.0}% of the bearer rate ({bound_rate:.0} vs \
+         {bearer_rate:.0} /s); a proof check adds {:.0} µs CPU per request ({:.0} vs {:.0} µs)",
+        bound / plain,
+        bound * 1e6,
+        plain * 1e6,
+        100.0 * bound_rate / bearer_rate,
+        (bound_cpu - bearer_cpu) * 1e6,
+        bound_cpu * 1e6,
+        bearer_cpu * 1e6
     );
 }

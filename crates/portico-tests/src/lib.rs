@@ -495,6 +495,7 @@ impl TestApp {
                 grant_id: None,
                 amr: vec!["pwd".into()],
                 session_id: None,
+                dpop_jkt: None,
             })
             .await
             .expect("insert a code");

@@ -157,6 +157,7 @@ pub fn sample() -> Sample {
         grant_id: Some(grant.id),
         amr: grant.amr.clone(),
         session_id: None,
+        dpop_jkt: None,
     };
     let fresh_code = AuthorizationCode {
         code_hash: "code-fresh".into(),

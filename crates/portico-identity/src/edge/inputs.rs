@@ -135,6 +135,11 @@ pub struct AuthorizeQuery {
     /// parameters are not read.
     #[param(value_type = String, required = false, example = "urn:ietf:params:oauth:request_uri:5ZbZ2dCJ3m0n0Q8yq3yGqZrC")]
     pub request_uri: Param<String>,
+    /// The thumbprint (RFC 7638, 43 Base64url characters) of the DPoP key
+    /// the code is to be bound to (RFC 9449 §10): the token request must
+    /// carry a proof of that key.
+    #[param(value_type = String, required = false, pattern = "^[A-Za-z0-9_-]{43}$")]
+    pub dpop_jkt: Param<String>,
 }
 
 /// The parameters of RP-initiated logout: the query of `GET

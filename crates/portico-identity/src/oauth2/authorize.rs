@@ -97,6 +97,8 @@ pub struct AuthorizeRequest {
     /// The `request_uri` of a pushed request or a request object: what
     /// the way back from the login steps names.
     pub request_uri: Option<String>,
+    /// The DPoP key the code is bound to.
+    pub dpop_jkt: Option<String>,
 }
 
 /// Where a request's parameters came from, for the client's rules.
@@ -351,6 +353,7 @@ async fn pushed(
         login_hint: pending.login_hint,
         response_mode: pending.response_mode,
         request_uri: pending.request_uri,
+        dpop_jkt: pending.dpop_jkt,
     })
 }
 
@@ -427,6 +430,10 @@ pub(crate) fn check(
     if login_hint.as_ref().is_some_and(|hint| hint.len() > MAX_LOGIN_HINT || hint.chars().any(char::is_control)) {
         return Err(fail("invalid_request", "login_hint"));
     }
+    let dpop_jkt = get(query.dpop_jkt, "dpop_jkt")?;
+    if dpop_jkt.as_ref().is_some_and(|jkt| !is_thumbprint(jkt)) {
+        return Err(fail("invalid_request", "dpop_jkt"));
+    }
     Ok(AuthorizeRequest {
         client,
         redirect_uri,
@@ -440,6 +447,7 @@ pub(crate) fn check(
         login_hint,
         response_mode,
         request_uri: None,
+        dpop_jkt,
     })
 }
 
@@ -485,6 +493,7 @@ fn new_code(
         grant_id: None,
         amr: session.amr.clone(),
         session_id: Some(session.id),
+        dpop_jkt: request.dpop_jkt.clone(),
     };
     (code, stored)
 }
@@ -493,6 +502,11 @@ fn new_code(
 fn code_redirect(identity: &Identity, headers: &HeaderMap, request: &AuthorizeRequest, code: &str) -> Response {
     let pairs = [("code", code), ("state", &request.state)];
     to_client(identity, headers, request.response_mode, &request.redirect_uri, &pairs)
+}
+
+/// An RFC 7638 SHA-256 thumbprint: 43 Base64url characters.
+fn is_thumbprint(text: &str) -> bool {
+    text.len() == 43 && text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 fn plain_400(description: String) -> Response {
@@ -514,6 +528,7 @@ impl AuthorizeRequest {
             login_hint: self.login_hint.clone(),
             response_mode: self.response_mode,
             request_uri: self.request_uri.clone(),
+            dpop_jkt: self.dpop_jkt.clone(),
         }
     }
 
@@ -558,6 +573,7 @@ pub fn location(client_id: &ClientId, request: &PendingAuthorization) -> String 
         ("ui_locales", request.ui_locale.map(Locale::as_str)),
         ("login_hint", request.login_hint.as_deref()),
         ("response_mode", (request.response_mode != ResponseMode::Query).then(|| request.response_mode.as_str())),
+        ("dpop_jkt", request.dpop_jkt.as_deref()),
     ];
     for (name, value) in optional {
         if let Some(value) = value {

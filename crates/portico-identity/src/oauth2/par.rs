@@ -94,12 +94,23 @@ async fn push(identity: &Identity, headers: &HeaderMap, body: Body) -> Result<Pu
             .await
             .map_err(|why| OAuthError::refused("invalid_request_object", why))?;
     }
-    let request =
+    // A DPoP proof binds the code to its key (RFC 9449 §10); a dpop_jkt
+    // beside it must name the same key.
+    let proof = crate::dpop::proof_at(identity, headers, PATH).await?;
+    if let (Some(proof), Some(named)) = (&proof, query.dpop_jkt.clone().ok())
+        && proof.jkt != named
+    {
+        return Err(OAuthError::refused("invalid_dpop_proof", "dpop_jkt is not the thumbprint of the proof's key"));
+    }
+    let mut request =
         check(identity, client, query, Origin { pushed: true, signed }).map_err(|rejection| match rejection {
             Rejection::Plain(description) => OAuthError::bad_request(description),
             Rejection::Redirect { error, description, .. } => OAuthError::refused(error, description),
             Rejection::Storage(error) => error.into(),
         })?;
+    if let Some(proof) = proof {
+        request.dpop_jkt = Some(proof.jkt);
+    }
     let request_uri = new_request_uri();
     let now = identity.clock.now();
     let ttl = identity.settings.pushed_request_ttl;

@@ -160,6 +160,8 @@ async fn redeem_for(
         Some("redirect_uri differs from the authorization request")
     } else if !is_code_verifier(verifier) || !portico_crypto::hash::pkce_matches(&code.code_challenge, verifier) {
         Some("code_verifier does not match the code_challenge")
+    } else if code.dpop_jkt.is_some() && code.dpop_jkt.as_deref() != jkt {
+        Some("the authorization code is bound to a DPoP key: send a proof of that key")
     } else {
         None
     };

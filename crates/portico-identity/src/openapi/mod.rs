@@ -222,6 +222,7 @@ mod tests {
                 login_hint: None,
                 response_mode: portico_model::oauth::ResponseMode::Query,
                 request_uri: None,
+                dpop_jkt: None,
             };
             let mut state = LoginState::start("demo-app".into(), request, "csrf".into(), AuthMethod::Password);
             state.go_to(step, ViewType::Default);

@@ -30,7 +30,7 @@ use portico_model::login::PendingAuthorization;
 use portico_storage::memory::NodeMemory;
 
 const CODE_COLUMNS: &str = "code_hash, client_id, user_id, redirect_uri, scope, code_challenge, nonce, auth_time, \
-                            created_at, expires_at, grant_id, amr, session_id";
+                            created_at, expires_at, grant_id, amr, session_id, dpop_jkt";
 
 fn code_from(row: &PgRow) -> Result<AuthorizationCode> {
     Ok(AuthorizationCode {
@@ -47,6 +47,7 @@ fn code_from(row: &PgRow) -> Result<AuthorizationCode> {
         grant_id: get::<Option<Uuid>>(row, "grant_id")?.map(GrantId::from),
         amr: get(row, "amr")?,
         session_id: get::<Option<Uuid>>(row, "session_id")?.map(SessionId::from),
+        dpop_jkt: get(row, "dpop_jkt")?,
     })
 }
 
@@ -92,7 +93,7 @@ pub(crate) fn grant_from(row: &PgRow) -> Result<Grant> {
 static FIND_CODES: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT c.code_hash, c.client_id, c.user_id, c.redirect_uri, c.scope, c.code_challenge, c.nonce, \
-         c.auth_time, c.created_at, c.expires_at, c.grant_id, c.amr, c.session_id, \
+         c.auth_time, c.created_at, c.expires_at, c.grant_id, c.amr, c.session_id, c.dpop_jkt, \
          c.consumed_at IS NOT NULL AS spent, {OWNER_COLUMNS} \
          FROM authorization_codes c LEFT JOIN users u ON u.id = c.user_id \
          WHERE c.code_hash = ANY(ARRAY(SELECT unnest($1::text[])))"
@@ -111,12 +112,12 @@ static FIND_REFRESH_TOKENS: LazyLock<String> = LazyLock::new(|| {
 });
 
 const INSERT_CODE: &str = "INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, \
-     code_challenge, nonce, auth_time, created_at, expires_at, amr, session_id) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
+     code_challenge, nonce, auth_time, created_at, expires_at, amr, session_id, dpop_jkt) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
 
-/// [`INSERT_CODE`] that also deletes the login process `$13`.
+/// [`INSERT_CODE`] that also deletes the login process `$14`.
 static INSERT_CODE_ENDING_LOGIN: LazyLock<String> =
-    LazyLock::new(|| format!("WITH ended AS (DELETE FROM login_processes WHERE id = $13) {INSERT_CODE}"));
+    LazyLock::new(|| format!("WITH ended AS (DELETE FROM login_processes WHERE id = $14) {INSERT_CODE}"));
 
 fn bind_code<'q>(
     query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
@@ -135,6 +136,7 @@ fn bind_code<'q>(
         .bind(at(code.expires_at))
         .bind(&code.amr)
         .bind(code.session_id.map(|id| id.as_uuid()))
+        .bind(&code.dpop_jkt)
 }
 
 #[async_trait]

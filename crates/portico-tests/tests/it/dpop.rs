@@ -313,3 +313,95 @@ async fn discovery_lists_the_proof_algorithms() {
     let algs = document["dpop_signing_alg_values_supported"].as_array().unwrap();
     assert!(algs.contains(&json!("ES256")) && !algs.iter().any(|a| a == "none" || a == "HS256"), "{algs:?}");
 }
+
+/// Pushes a request of the demo client with `proof` (and `dpop_jkt` when
+/// given), logs ivan in at its `request_uri`: the status of the push and
+/// the code (empty when the push was refused).
+async fn pushed_code(app: &TestApp, pkce: &Pkce, proof: &str, dpop_jkt: Option<&str>) -> (u16, Value, String) {
+    let redirect_uri = app.redirect_uri();
+    let mut form = vec![
+        ("response_type", "code"),
+        ("redirect_uri", redirect_uri.as_str()),
+        ("scope", "openid"),
+        ("state", "st-123"),
+        ("code_challenge", pkce.challenge.as_str()),
+        ("code_challenge_method", "S256"),
+    ];
+    if let Some(jkt) = dpop_jkt {
+        form.push(("dpop_jkt", jkt));
+    }
+    let response = app
+        .http()
+        .post(app.url("/oauth2/par"))
+        .basic_auth(portico_tests::demo::CLIENT_ID, Some(portico_tests::demo::CLIENT_SECRET))
+        .header("DPoP", proof)
+        .form(&form)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let body: Value = response.json().await.unwrap();
+    if status != 201 {
+        return (status, body, String::new());
+    }
+    let mut url = url::Url::parse(&app.url("/oauth2/authorize")).unwrap();
+    url.query_pairs_mut()
+        .append_pair("client_id", portico_tests::demo::CLIENT_ID)
+        .append_pair("request_uri", body["request_uri"].as_str().unwrap());
+    let done = app.login_at(&app.browser(), url.as_str(), "ivan", "ivan-password").await;
+    (status, body, portico_tests::code_from(&done, &app.redirect_uri()))
+}
+
+#[tokio::test]
+async fn a_proof_at_the_pushed_request_binds_the_code_to_its_key() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let key = DpopKey::new();
+        let other = DpopKey::new();
+
+        let pkce = Pkce::new();
+        let (_, _, code) = pushed_code(&app, &pkce, &key.proof(&app, "POST", "/oauth2/par", None), None).await;
+        let (status, body) = exchange(&app, &code, &pkce, &[&other.proof(&app, "POST", "/oauth2/token", None)]).await;
+        assert_eq!((status, body["error"].as_str()), (400, Some("invalid_grant")), "{backend:?}: another key: {body}");
+
+        let pkce = Pkce::new();
+        let (_, _, code) = pushed_code(&app, &pkce, &key.proof(&app, "POST", "/oauth2/par", None), None).await;
+        let (status, body) = exchange(&app, &code, &pkce, &[]).await;
+        assert_eq!((status, body["error"].as_str()), (400, Some("invalid_grant")), "{backend:?}: no proof: {body}");
+
+        let pkce = Pkce::new();
+        let thumbprint = key.thumbprint();
+        let par_proof = key.proof(&app, "POST", "/oauth2/par", None);
+        let (_, _, code) = pushed_code(&app, &pkce, &par_proof, Some(&thumbprint)).await;
+        let (status, body) = exchange(&app, &code, &pkce, &[&key.proof(&app, "POST", "/oauth2/token", None)]).await;
+        assert_eq!((status, body["token_type"].as_str()), (200, Some("DPoP")), "{backend:?}: {body}");
+
+        // dpop_jkt naming another key than the proof's, and a bad proof at PAR.
+        let (par_proof, foreign) = (key.proof(&app, "POST", "/oauth2/par", None), other.thumbprint());
+        let (status, body, _) = pushed_code(&app, &pkce, &par_proof, Some(&foreign)).await;
+        assert_eq!((status, body["error"].as_str()), (400, Some("invalid_dpop_proof")), "{backend:?}: {body}");
+        let (status, body, _) = pushed_code(&app, &pkce, &key.proof(&app, "POST", "/oauth2/token", None), None).await;
+        assert_eq!((status, body["error"].as_str()), (400, Some("invalid_dpop_proof")), "{backend:?}: htu: {body}");
+    }
+}
+
+#[tokio::test]
+async fn dpop_jkt_at_authorize_binds_the_code() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let key = DpopKey::new();
+        let pkce = Pkce::new();
+        let thumbprint = key.thumbprint();
+        let url = app.authorize_url(&pkce, &[("dpop_jkt", Some(&thumbprint))]);
+        let done = app.login_at(&app.browser(), &url, "ivan", "ivan-password").await;
+        let code = portico_tests::code_from(&done, &app.redirect_uri());
+        let (status, body) = exchange(&app, &code, &pkce, &[&key.proof(&app, "POST", "/oauth2/token", None)]).await;
+        assert_eq!((status, body["token_type"].as_str()), (200, Some("DPoP")), "{backend:?}: {body}");
+
+        let bad = app.authorize_url(&pkce, &[("dpop_jkt", Some("not-a-thumbprint"))]);
+        let refused = app.http().get(bad).send().await.unwrap();
+        assert_eq!(portico_tests::location_param(&refused, "error").as_deref(), Some("invalid_request"));
+        let description = portico_tests::location_param(&refused, "error_description").unwrap();
+        assert_eq!(description, "OAuth 2.0 Parameter: dpop_jkt");
+    }
+}

@@ -27,6 +27,7 @@ fn pending_request() -> PendingAuthorization {
         login_hint: Some("alice".into()),
         response_mode: portico_model::oauth::ResponseMode::FormPost,
         request_uri: None,
+        dpop_jkt: None,
     }
 }
 

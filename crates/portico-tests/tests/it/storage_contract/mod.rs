@@ -114,6 +114,7 @@ pub(crate) fn code(hash: &str, client_id: &str, user_id: UserId) -> Authorizatio
         grant_id: None,
         amr: vec!["pwd".into(), "sms".into(), "mfa".into()],
         session_id: Some(sid("s1")),
+        dpop_jkt: Some("NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs".into()),
     }
 }
 
