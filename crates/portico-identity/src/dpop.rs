@@ -14,12 +14,45 @@ use portico_model::client::Client;
 use crate::Identity;
 use crate::oauth2::error::OAuthError;
 
+/// Seconds a server nonce's window lasts; a nonce is taken in its window
+/// and the next.
+pub const NONCE_WINDOW: i64 = 300;
+
+/// The server nonce of now: an HMAC of the instance secret over the
+/// current window, the same on every node, written nowhere.
+pub fn nonce(identity: &Identity) -> String {
+    nonce_of(identity, identity.clock.now().unix_timestamp().div_euclid(NONCE_WINDOW))
+}
+
+/// Adds the nonce of now to a successful answer, when nonces are required
+/// (RFC 9449 §8.2), so that a client can move on before its nonce ages out.
+pub fn offer_nonce(identity: &Identity, response: &mut axum::response::Response) {
+    if identity.settings.dpop_require_nonce
+        && let Ok(value) = axum::http::HeaderValue::from_str(&nonce(identity))
+    {
+        response.headers_mut().insert("dpop-nonce", value);
+    }
+}
+
+fn nonce_of(identity: &Identity, window: i64) -> String {
+    identity.cookies.tag("dpop-nonce", &window.to_string())
+}
+
+/// Whether `nonce` is the nonce of this window or the one before.
+fn nonce_accepted(identity: &Identity, nonce: &str) -> bool {
+    let window = identity.clock.now().unix_timestamp().div_euclid(NONCE_WINDOW);
+    [window, window - 1]
+        .iter()
+        .any(|w| portico_crypto::constant_time_eq(nonce_of(identity, *w).as_bytes(), nonce.as_bytes()))
+}
+
 /// The request's DPoP proof for `POST <path>`, checked and its `jti`
 /// remembered; `None` without one.
 ///
 /// # Errors
 /// `400 invalid_dpop_proof`: two proofs, a bad or replayed one, or none
-/// from a client whose tokens must be bound.
+/// from a client whose tokens must be bound; `400 use_dpop_nonce` when
+/// nonces are required and the proof has no good one.
 pub async fn proof_for(
     identity: &Identity,
     headers: &HeaderMap,
@@ -52,6 +85,11 @@ pub async fn proof_at(identity: &Identity, headers: &HeaderMap, path: &str) -> R
     let now = identity.clock.now();
     let expected = dpop::Expected { method: "POST", url: &url, now: now.unix_timestamp(), access_token: None };
     let proof = dpop::verify(value.to_str().unwrap_or_default(), &expected).map_err(refused)?;
+    // Before the jti is remembered: the client retries this proof's request
+    // with the nonce.
+    if identity.settings.dpop_require_nonce && !proof.nonce.as_deref().is_some_and(|n| nonce_accepted(identity, n)) {
+        return Err(OAuthError::UseDpopNonce(nonce(identity)));
+    }
     if !identity.tokens.remember_proof(&proof, now).await? {
         return Err(refused("the DPoP proof was used before (jti)".into()));
     }

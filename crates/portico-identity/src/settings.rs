@@ -49,6 +49,9 @@ pub struct IdentitySettings {
     /// Every client's authorization requests must be pushed, whatever its
     /// own `require_pushed_authorization_requests`.
     pub require_pushed_requests: bool,
+    /// DPoP proofs at the token and PAR endpoints must carry a nonce the
+    /// server gave (`DPoP-Nonce`, RFC 9449 §8).
+    pub dpop_require_nonce: bool,
 }
 
 impl IdentitySettings {
@@ -76,6 +79,7 @@ impl IdentitySettings {
             internal_token: None,
             pushed_request_ttl: Duration::seconds(60),
             require_pushed_requests: false,
+            dpop_require_nonce: false,
             branding: crate::theme::Branding::default(),
         }
     }

@@ -23,6 +23,8 @@ pub enum OAuthError {
     /// 400 with another code of the OAuth registries (`invalid_request_object`,
     /// `unsupported_response_type`, …).
     Refused(&'static str, String),
+    /// 400 `use_dpop_nonce` (RFC 9449 §8), with the nonce to use in `DPoP-Nonce`.
+    UseDpopNonce(String),
     /// 503 `temporarily_unavailable`, with `Retry-After`: the database is unreachable.
     Unavailable,
     /// 500 `server_error`; the cause is only logged.
@@ -101,6 +103,9 @@ impl OAuthError {
                 (StatusCode::BAD_REQUEST, "unsupported_grant_type", "OAuth 2.0 Parameter: grant_type")
             }
             Self::Refused(code, description) => (StatusCode::BAD_REQUEST, code, description),
+            Self::UseDpopNonce(_) => {
+                (StatusCode::BAD_REQUEST, "use_dpop_nonce", "the DPoP proof must carry the nonce in DPoP-Nonce")
+            }
             Self::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "temporarily_unavailable", "try again shortly"),
             Self::Internal => (StatusCode::INTERNAL_SERVER_ERROR, "server_error", "internal error"),
         }
@@ -122,6 +127,11 @@ impl IntoResponse for OAuthError {
         headers.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
         if let Self::InvalidClient(_) = self {
             headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Basic realm=\"portico\""));
+        }
+        if let Self::UseDpopNonce(nonce) = &self
+            && let Ok(value) = HeaderValue::from_str(nonce)
+        {
+            headers.insert("dpop-nonce", value);
         }
         if let Self::Unavailable = self {
             headers.insert(header::RETRY_AFTER, HeaderValue::from_static("5"));

@@ -73,6 +73,7 @@ pub async fn par(State(identity): State<IdentityState>, headers: HeaderMap, body
         Ok(pushed) => {
             let mut response = (StatusCode::CREATED, Json(pushed)).into_response();
             response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            crate::dpop::offer_nonce(&identity, &mut response);
             response
         }
         Err(error) => error.into_response(),

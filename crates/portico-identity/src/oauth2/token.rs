@@ -59,7 +59,10 @@ pub async fn token(
     };
     metrics::counter!("portico_token_requests_total", "grant_type" => grant_type, "outcome" => outcome).increment(1);
     let tokens = result?;
-    Ok(([(header::CACHE_CONTROL, "no-store"), (header::PRAGMA, "no-cache")], Json(tokens)))
+    let mut response =
+        ([(header::CACHE_CONTROL, "no-store"), (header::PRAGMA, "no-cache")], Json(tokens)).into_response();
+    crate::dpop::offer_nonce(&identity, &mut response);
+    Ok(response)
 }
 
 /// The request's grant type as the metrics name it (`other` for any

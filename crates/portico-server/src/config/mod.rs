@@ -77,6 +77,7 @@ pub struct Config {
     pub tokens: TokenConfig,
     pub registration: RegistrationConfig,
     pub par: ParConfig,
+    pub dpop: DpopConfig,
     pub login: LoginConfig,
     pub delivery: DeliveryConfig,
     pub captcha: CaptchaConfig,
@@ -383,6 +384,14 @@ impl Default for ParConfig {
     }
 }
 
+/// DPoP (RFC 9449).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DpopConfig {
+    /// Proofs at the token and PAR endpoints must carry a server nonce.
+    pub require_nonce: bool,
+}
+
 /// One trusted issuer of software statements.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -528,6 +537,7 @@ impl Default for Config {
             tokens: TokenConfig::default(),
             registration: RegistrationConfig::default(),
             par: ParConfig::default(),
+            dpop: DpopConfig::default(),
             login: LoginConfig::default(),
             delivery: DeliveryConfig::default(),
             captcha: CaptchaConfig::default(),
@@ -668,6 +678,7 @@ impl Config {
         settings.registration = self.registration.initial_access_token.is_some();
         settings.pushed_request_ttl = secs(self.par.request_uri_ttl_secs);
         settings.require_pushed_requests = self.par.required;
+        settings.dpop_require_nonce = self.dpop.require_nonce;
         settings.internal_token = self.internal_token.as_deref().map(portico_crypto::hash::BearerSecret::new);
         if let Some(secure) = self.cookie_secure {
             settings.secure_cookies = secure;

@@ -405,3 +405,51 @@ async fn dpop_jkt_at_authorize_binds_the_code() {
         assert_eq!(description, "OAuth 2.0 Parameter: dpop_jkt");
     }
 }
+
+#[tokio::test]
+async fn server_nonces_are_required_when_configured_and_rotate() {
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| c.dpop.require_nonce = true).await;
+        let key = DpopKey::new();
+        let (code, pkce) = new_code(&app).await;
+
+        // Without a nonce: use_dpop_nonce and the nonce to use; nothing spent.
+        let response = app
+            .http()
+            .post(app.url("/oauth2/token"))
+            .header("DPoP", key.proof(&app, "POST", "/oauth2/token", None))
+            .form(&[
+                ("grant_type", "authorization_code"),
+                ("code", code.as_str()),
+                ("code_verifier", pkce.verifier.as_str()),
+                ("client_id", portico_tests::demo::CLIENT_ID),
+                ("client_secret", portico_tests::demo::CLIENT_SECRET),
+            ])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 400, "{backend:?}");
+        let nonce = response.headers()["dpop-nonce"].to_str().unwrap().to_owned();
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["error"], "use_dpop_nonce", "{backend:?}: {body}");
+        let wrong = key.proof_with(&app, "POST", "/oauth2/token", None, json!({ "nonce": "made-up" }));
+        let (status, body) = exchange(&app, &code, &pkce, &[&wrong]).await;
+        assert_eq!((status, body["error"].as_str()), (400, Some("use_dpop_nonce")), "{backend:?}: {body}");
+
+        // With it: the tokens, and the nonce again for the next request.
+        let with_nonce = key.proof_with(&app, "POST", "/oauth2/token", None, json!({ "nonce": nonce }));
+        let (status, body) = exchange(&app, &code, &pkce, &[&with_nonce]).await;
+        assert_eq!((status, body["token_type"].as_str()), (200, Some("DPoP")), "{backend:?}: {body}");
+
+        // Still good in the next window, stale after that.
+        app.clock.advance(time::Duration::seconds(portico_identity::dpop::NONCE_WINDOW));
+        let (code, pkce) = new_code(&app).await;
+        let proof = key.proof_with(&app, "POST", "/oauth2/token", None, json!({ "nonce": nonce }));
+        assert_eq!(exchange(&app, &code, &pkce, &[&proof]).await.0, 200, "{backend:?}: the window after");
+        app.clock.advance(time::Duration::seconds(portico_identity::dpop::NONCE_WINDOW));
+        let (code, pkce) = new_code(&app).await;
+        let proof = key.proof_with(&app, "POST", "/oauth2/token", None, json!({ "nonce": nonce }));
+        let (status, body) = exchange(&app, &code, &pkce, &[&proof]).await;
+        assert_eq!((status, body["error"].as_str()), (400, Some("use_dpop_nonce")), "{backend:?}: stale: {body}");
+    }
+}

@@ -262,8 +262,10 @@ async fn openid_client_registers_itself_and_manages_its_registration() {
 async fn openid_client_pushes_signs_and_binds_with_dpop() {
     let Some(library) = library() else { return };
     for backend in backends() {
+        // Server nonces required: openid-client takes the one offered.
         let app = TestApp::spawn_with(backend, |c| {
             c.tokens.signing_algorithms = ["PS256", "ES256", "EdDSA"].map(String::from).to_vec();
+            c.dpop.require_nonce = true;
         })
         .await;
         let ivan = app.store.find_user_by_login("ivan").await.unwrap().unwrap().id.to_string();
