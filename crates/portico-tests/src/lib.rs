@@ -200,6 +200,29 @@ impl TestApp {
         }
     }
 
+    /// Two nodes on one fresh PostgreSQL database, with one instance secret
+    /// and one public URL, as a cluster runs; `None` (said once) when
+    /// [`POSTGRES_ENV`] is not set.
+    ///
+    /// # Panics
+    /// When a server cannot start.
+    pub async fn two_nodes(why: &str) -> Option<(Self, Self)> {
+        if std::env::var(POSTGRES_ENV).is_err() {
+            skipped(&format!("{POSTGRES_ENV} is not set; {why} needs PostgreSQL"));
+            return None;
+        }
+        const SECRET: &str = "dHdvLW5vZGVzLW9mLW9uZS1jbHVzdGVyLXNlY3JldDA=";
+        let a = Self::spawn_with(Backend::Postgres, |c| c.secret_key = Some(SECRET.to_owned())).await;
+        let (url, issuer) = (a.config.database_url.clone(), a.config.public_url.clone());
+        let b = Self::spawn_with(Backend::Postgres, |c| {
+            c.secret_key = Some(SECRET.to_owned());
+            c.public_url = issuer;
+            c.database_url = url;
+        })
+        .await;
+        Some((a, b))
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }

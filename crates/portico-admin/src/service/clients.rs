@@ -110,17 +110,23 @@ impl SecurityChanges {
             security.logo_uri = uri;
             changed.push("logoUri");
         }
-        if let Some(required) = self.require_pushed_authorization_requests {
-            security.require_pushed_authorization_requests = required;
-            changed.push("requirePushedAuthorizationRequests");
-        }
-        if let Some(bound) = self.dpop_bound_access_tokens {
-            security.dpop_bound_access_tokens = bound;
-            changed.push("dpopBoundAccessTokens");
-        }
-        if let Some(required) = self.require_signed_request_object {
-            security.require_signed_request_object = required;
-            changed.push("requireSignedRequestObject");
+        for (change, field, name) in [
+            (
+                self.require_pushed_authorization_requests,
+                &mut security.require_pushed_authorization_requests,
+                "requirePushedAuthorizationRequests",
+            ),
+            (
+                self.require_signed_request_object,
+                &mut security.require_signed_request_object,
+                "requireSignedRequestObject",
+            ),
+            (self.dpop_bound_access_tokens, &mut security.dpop_bound_access_tokens, "dpopBoundAccessTokens"),
+        ] {
+            if let Some(rule) = change {
+                *field = rule;
+                changed.push(name);
+            }
         }
         for (change, field, name) in [
             (self.id_token_signed_response_alg, &mut security.id_token_signed_response_alg, "idTokenSignedResponseAlg"),

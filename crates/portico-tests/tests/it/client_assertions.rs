@@ -8,7 +8,7 @@
 
 use jsonwebtoken::{EncodingKey, Header};
 use portico_crypto::jwt::{Algorithm, SigningKey};
-use portico_tests::{Backend, POSTGRES_ENV, TestApp, backends};
+use portico_tests::{Backend, TestApp, backends};
 use serde_json::{Value, json};
 
 /// The claims of a good assertion from `client_id` to `app`, expiring in
@@ -296,19 +296,7 @@ async fn bad_client_keys_are_refused_at_registration_and_nothing_is_stored() {
 
 #[tokio::test]
 async fn a_replayed_assertion_is_refused_on_a_second_node() {
-    if std::env::var(POSTGRES_ENV).is_err() {
-        portico_tests::skipped(&format!("{POSTGRES_ENV} is not set; the second-node replay test needs PostgreSQL"));
-        return;
-    }
-    const SECRET: &str = "Y2xpZW50LWFzc2VydGlvbi1yZXBsYXktc2VjcmV0MzI=";
-    let a = TestApp::spawn_with(Backend::Postgres, |c| c.secret_key = Some(SECRET.to_owned())).await;
-    let (url, issuer) = (a.config.database_url.clone(), a.config.public_url.clone());
-    let b = TestApp::spawn_with(Backend::Postgres, |c| {
-        c.secret_key = Some(SECRET.to_owned());
-        c.public_url = issuer;
-        c.database_url = url;
-    })
-    .await;
+    let Some((a, b)) = TestApp::two_nodes("the second-node replay test").await else { return };
     let key = SigningKey::generate(Algorithm::Es256).unwrap();
     key_client(&a, "fintech", &key).await;
     let first = a.token_pair_for("ivan", "fintech").await;

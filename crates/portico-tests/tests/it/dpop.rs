@@ -9,7 +9,7 @@
 
 use portico_crypto::jwt::{Algorithm, SigningKey};
 use portico_model::clock::Clock as _;
-use portico_tests::{Backend, POSTGRES_ENV, Pkce, TestApp, backends, jwt_claims};
+use portico_tests::{Pkce, TestApp, backends, jwt_claims};
 use serde_json::{Value, json};
 
 /// A client's DPoP key.
@@ -279,21 +279,7 @@ async fn a_client_with_bound_tokens_gets_nothing_without_a_proof() {
 
 #[tokio::test]
 async fn a_proof_replayed_on_a_second_node_is_refused() {
-    if std::env::var(POSTGRES_ENV).is_err() {
-        portico_tests::skipped(&format!(
-            "{POSTGRES_ENV} is not set; the second-node DPoP replay test needs PostgreSQL"
-        ));
-        return;
-    }
-    const SECRET: &str = "ZHBvcC1wcm9vZi1yZXBsYXktc2VjcmV0LTAxMjM0NTY=";
-    let a = TestApp::spawn_with(Backend::Postgres, |c| c.secret_key = Some(SECRET.to_owned())).await;
-    let (url, issuer) = (a.config.database_url.clone(), a.config.public_url.clone());
-    let b = TestApp::spawn_with(Backend::Postgres, |c| {
-        c.secret_key = Some(SECRET.to_owned());
-        c.public_url = issuer;
-        c.database_url = url;
-    })
-    .await;
+    let Some((a, b)) = TestApp::two_nodes("the second-node DPoP replay test").await else { return };
     let key = DpopKey::new();
     let (code, pkce) = new_code(&a).await;
     let (_, tokens) = exchange(&a, &code, &pkce, &[&key.proof(&a, "POST", "/oauth2/token", None)]).await;
