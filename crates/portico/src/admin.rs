@@ -92,6 +92,18 @@ pub struct AddClient {
     /// The algorithm of signed introspection answers to this client; default: the server's.
     #[arg(long, value_parser = parse_algorithm)]
     introspection_alg: Option<Algorithm>,
+    /// Authorization requests only pushed to /oauth2/par (RFC 9126).
+    #[arg(long)]
+    require_pushed_requests: bool,
+    /// Authorization requests only as request objects signed with the client's keys (RFC 9101).
+    #[arg(long)]
+    require_signed_request_object: bool,
+    /// The one algorithm of the client's request objects: PS256, ES256, EdDSA or RS256.
+    #[arg(long, value_parser = parse_algorithm)]
+    request_object_alg: Option<Algorithm>,
+    /// Every token request must carry a DPoP proof: the access tokens are bound to the client's key (RFC 9449).
+    #[arg(long)]
+    dpop_bound: bool,
 }
 
 #[derive(Subcommand)]
@@ -203,6 +215,10 @@ pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<
                 userinfo_alg,
                 access_token_alg,
                 introspection_alg,
+                require_pushed_requests,
+                require_signed_request_object,
+                request_object_alg,
+                dpop_bound,
             } = *add;
             let jwks = match jwks_file {
                 Some(path) => {
@@ -220,7 +236,11 @@ pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<
                 userinfo_signed_response_alg: userinfo_alg,
                 access_token_signed_response_alg: access_token_alg,
                 introspection_signed_response_alg: introspection_alg,
-                ..ClientSecurity::default()
+                logo_uri: None,
+                require_pushed_authorization_requests: require_pushed_requests,
+                require_signed_request_object,
+                request_object_signing_alg: request_object_alg,
+                dpop_bound_access_tokens: dpop_bound,
             };
             let new = NewClient {
                 client_id: client_id.clone(),

@@ -76,6 +76,34 @@ async fn admin_commands_take_effect_on_a_running_server() {
             within_the_bound(&app, || async { app.browser().get(&url).send().await.unwrap().status() == 400 }).await;
         assert!(removed, "{backend:?}: removed within the staleness bound");
 
+        // A client held to pushed requests and DPoP-bound tokens.
+        let args = [
+            "clients",
+            "add",
+            "--client-id",
+            "fintech",
+            "--redirect-uri",
+            "https://fintech.example/cb",
+            "--require-pushed-requests",
+            "--dpop-bound",
+        ];
+        ok(portico(&app, &args));
+        let fintech = app.store.find_client(&"fintech".into()).await.unwrap().expect("added");
+        assert!(fintech.security.require_pushed_authorization_requests && fintech.security.dpop_bound_access_tokens);
+        assert!(!fintech.security.require_signed_request_object, "{backend:?}");
+        let keyless = [
+            "clients",
+            "add",
+            "--client-id",
+            "keyless",
+            "--redirect-uri",
+            "https://k.example/cb",
+            "--require-signed-request-object",
+        ];
+        let refused = portico(&app, &keyless);
+        assert!(!refused.status.success(), "{backend:?}: signed request objects need the client's keys");
+        assert!(String::from_utf8_lossy(&refused.stderr).contains("jwks"), "{backend:?}");
+
         // users add / block / unblock
         ok(portico(
             &app,
