@@ -223,6 +223,16 @@ impl TestApp {
         Some((a, b))
     }
 
+    /// Registers a client through the admin API (`POST /admin/v1/clients`)
+    /// with `body`: the answer.
+    ///
+    /// # Panics
+    /// When the request cannot be sent.
+    pub async fn admin_create_client(&self, body: &serde_json::Value) -> reqwest::Response {
+        let request = self.http().post(self.url("/admin/v1/clients")).bearer_auth(ADMIN_TOKEN).json(body);
+        request.send().await.expect("create a client")
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }

@@ -30,18 +30,8 @@ async fn key_client(app: &TestApp, client_id: &str, key: &SigningKey) {
         "tokenEndpointAuthMethod": "private_key_jwt",
         "jwks": { "keys": [key.jwk()] },
     });
-    let response = admin_post(app, &body).await;
+    let response = app.admin_create_client(&body).await;
     assert_eq!(response.status(), 201, "{}", response.text().await.unwrap());
-}
-
-async fn admin_post(app: &TestApp, body: &Value) -> reqwest::Response {
-    app.http()
-        .post(app.url("/admin/v1/clients"))
-        .bearer_auth(portico_tests::ADMIN_TOKEN)
-        .json(body)
-        .send()
-        .await
-        .unwrap()
 }
 
 /// A refresh at `app` authenticated by `assertion`: the status and body.
@@ -200,7 +190,7 @@ async fn client_secret_jwt_takes_hs256_under_the_clients_secret_only() {
             "redirectUris": ["https://rp.example/cb"],
             "tokenEndpointAuthMethod": "client_secret_jwt",
         });
-        let created: Value = admin_post(&app, &body).await.json().await.unwrap();
+        let created: Value = app.admin_create_client(&body).await.json().await.unwrap();
         let secret = created["clientSecret"].as_str().expect("a generated secret").to_owned();
         assert!(secret.len() >= 43, "256 bits at least");
         let pair = app.token_pair_for("ivan", "partner").await;
@@ -273,7 +263,7 @@ async fn bad_client_keys_are_refused_at_registration_and_nothing_is_stored() {
                 "tokenEndpointAuthMethod": "private_key_jwt",
             });
             body.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
-            let response = admin_post(&app, &body).await;
+            let response = app.admin_create_client(&body).await;
             assert_eq!(response.status(), 400, "{backend:?} {case}");
             let problem: Value = response.json().await.unwrap();
             let fields: Vec<&str> =
@@ -281,15 +271,13 @@ async fn bad_client_keys_are_refused_at_registration_and_nothing_is_stored() {
             assert!(fields.contains(&field), "{backend:?} {case}: {problem}");
             assert!(app.store.find_client(&"bad-keys".into()).await.unwrap().is_none(), "{backend:?} {case}");
         }
-        let response = admin_post(
-            &app,
-            &json!({
+        let response = app
+            .admin_create_client(&json!({
                 "clientId": "bad-keys", "redirectUris": ["https://rp.example/cb"],
                 "tokenEndpointAuthMethod": "private_key_jwt", "idTokenSignedResponseAlg": "HS256",
                 "jwks": {"keys": [key.jwk()]},
-            }),
-        )
-        .await;
+            }))
+            .await;
         assert_eq!(response.status(), 400, "{backend:?}: HS256 is no signing algorithm of Portico's");
     }
 }
@@ -363,7 +351,7 @@ async fn uri_client(app: &TestApp, client_id: &str, uri: &str) {
         "tokenEndpointAuthMethod": "private_key_jwt",
         "jwksUri": uri,
     });
-    let response = admin_post(app, &body).await;
+    let response = app.admin_create_client(&body).await;
     assert_eq!(response.status(), 201, "{}", response.text().await.unwrap());
 }
 

@@ -147,14 +147,7 @@ async fn key_client_with(
     if method == "private_key_jwt" {
         body["jwks"] = serde_json::json!({ "keys": [first["jwk"]] });
     }
-    let created = app
-        .http()
-        .post(app.url("/admin/v1/clients"))
-        .bearer_auth(portico_tests::ADMIN_TOKEN)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+    let created = app.admin_create_client(&body).await;
     assert_eq!(created.status(), 201, "{method}: {}", created.text().await.unwrap());
     let created: Value = created.json().await.unwrap();
     let secret = if method == "client_secret_jwt" { created["clientSecret"].clone() } else { Value::Null };

@@ -64,14 +64,7 @@ async fn key_client(app: &TestApp, client_id: &str, key: &SigningKey, extra: Val
         "jwks": { "keys": [key.jwk()] },
     });
     body.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
-    let response = app
-        .http()
-        .post(app.url("/admin/v1/clients"))
-        .bearer_auth(portico_tests::ADMIN_TOKEN)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+    let response = app.admin_create_client(&body).await;
     assert_eq!(response.status(), 201, "{}", response.text().await.unwrap());
 }
 
