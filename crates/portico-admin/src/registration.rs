@@ -251,6 +251,8 @@ pub struct ClientMetadata {
     pub userinfo_signed_response_alg: Option<String>,
     pub access_token_signed_response_alg: Option<String>,
     pub introspection_signed_response_alg: Option<String>,
+    /// JARM: the algorithm of the client's signed authorization responses.
+    pub authorization_signed_response_alg: Option<String>,
     /// RFC 9126: authorization requests only pushed to `/oauth2/par`.
     pub require_pushed_authorization_requests: bool,
     /// RFC 9101: authorization requests only as signed request objects
@@ -353,6 +355,10 @@ impl ClientMetadata {
             introspection_signed_response_alg: algorithm(
                 "introspection_signed_response_alg",
                 self.introspection_signed_response_alg.as_deref(),
+            )?,
+            authorization_signed_response_alg: algorithm(
+                "authorization_signed_response_alg",
+                self.authorization_signed_response_alg.as_deref(),
             )?,
             logo_uri: self.logo_uri.clone(),
             require_pushed_authorization_requests: self.require_pushed_authorization_requests,

@@ -143,6 +143,10 @@ pub struct ClientSecurity {
     /// unset, any asymmetric one Portico verifies.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub request_object_signing_alg: Option<Algorithm>,
+    /// JARM: the algorithm of the client's signed authorization responses
+    /// (`response_mode` `jwt`, `query.jwt`, `form_post.jwt`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub authorization_signed_response_alg: Option<Algorithm>,
     /// RFC 9449: every token request must carry a DPoP proof, so that every
     /// access token of the client is bound to its key.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -158,6 +162,7 @@ impl ClientSecurity {
             ("userinfo_signed_response_alg", self.userinfo_signed_response_alg),
             ("access_token_signed_response_alg", self.access_token_signed_response_alg),
             ("introspection_signed_response_alg", self.introspection_signed_response_alg),
+            ("authorization_signed_response_alg", self.authorization_signed_response_alg),
         ]
         .into_iter()
         .filter_map(|(name, alg)| alg.map(|alg| (name, alg)))

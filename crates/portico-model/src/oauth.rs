@@ -149,13 +149,19 @@ impl AccessTokenState {
 
 /// How the authorization response reaches the client: in the query of a
 /// redirect (the default for `code`), or posted by the browser as a form
-/// (OAuth 2.0 Form Post Response Mode).
+/// (OAuth 2.0 Form Post Response Mode); either of them as one signed JWT,
+/// `response` (JARM: `query.jwt`, `form_post.jwt`, and `jwt`, which is
+/// `query.jwt` for `code`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ResponseMode {
     #[default]
     Query,
     FormPost,
+    #[serde(rename = "query.jwt", alias = "jwt")]
+    QueryJwt,
+    #[serde(rename = "form_post.jwt")]
+    FormPostJwt,
 }
 
 impl ResponseMode {
@@ -163,7 +169,20 @@ impl ResponseMode {
         match self {
             ResponseMode::Query => "query",
             ResponseMode::FormPost => "form_post",
+            ResponseMode::QueryJwt => "query.jwt",
+            ResponseMode::FormPostJwt => "form_post.jwt",
         }
+    }
+
+    /// Whether the parameters travel as one signed JWT (JARM).
+    pub fn is_jwt(self) -> bool {
+        matches!(self, ResponseMode::QueryJwt | ResponseMode::FormPostJwt)
+    }
+
+    /// Whether the browser posts the response (rather than following a
+    /// redirect).
+    pub fn is_posted(self) -> bool {
+        matches!(self, ResponseMode::FormPost | ResponseMode::FormPostJwt)
     }
 }
 

@@ -16,7 +16,9 @@
 //   the client's key, RFC 9101) or `par+jar` (a request object, pushed);
 //   with `+dpop` the tokens are bound to a DPoP key (RFC 9449) of the
 //   relying party's, and every token request and userinfo call carries a
-//   proof of it.
+//   proof of it; with `+jarm` the authorization response comes back
+//   signed (`response_mode=jwt`, checked by openid-client against the
+//   JWKS and token_alg).
 // Prints {"jwk": <public JWK or null>}; reads one line of JSON:
 // {"secret": <the client_secret_jwt secret or null>} for a client the test
 // registered, or {"initialAccessToken": …} to register itself (RFC 7591,
@@ -51,6 +53,7 @@ const algs = {
   id_token_signed_response_alg: tokenAlg,
   userinfo_signed_response_alg: tokenAlg,
   introspection_signed_response_alg: tokenAlg,
+  authorization_signed_response_alg: tokenAlg,
 };
 let config;
 let registration = null;
@@ -93,10 +96,14 @@ if (initialAccessToken) {
 const verifier = client.randomPKCECodeVerifier();
 const nonce = client.randomNonce();
 const state = client.randomState();
-const dpop = requests.endsWith('+dpop')
+const modifiers = requests.split('+');
+const dpop = modifiers.includes('dpop')
   ? { DPoP: client.getDPoPHandle(config, await client.randomDPoPKeyPair('ES256')) }
   : {};
-const travel = requests.replace('+dpop', '');
+if (modifiers.includes('jarm')) {
+  client.useJwtResponseMode(config);
+}
+const travel = modifiers.filter((m) => m !== 'dpop' && m !== 'jarm').join('+');
 const parameters = {
   redirect_uri: redirectUri,
   scope: 'openid profile',

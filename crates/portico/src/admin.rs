@@ -92,6 +92,9 @@ pub struct AddClient {
     /// The algorithm of signed introspection answers to this client; default: the server's.
     #[arg(long, value_parser = parse_algorithm)]
     introspection_alg: Option<Algorithm>,
+    /// The algorithm of signed authorization responses (JARM) to this client; default: the server's.
+    #[arg(long, value_parser = parse_algorithm)]
+    authorization_alg: Option<Algorithm>,
     /// Authorization requests only pushed to /oauth2/par (RFC 9126).
     #[arg(long)]
     require_pushed_requests: bool,
@@ -215,6 +218,7 @@ pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<
                 userinfo_alg,
                 access_token_alg,
                 introspection_alg,
+                authorization_alg,
                 require_pushed_requests,
                 require_signed_request_object,
                 request_object_alg,
@@ -236,6 +240,7 @@ pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<
                 userinfo_signed_response_alg: userinfo_alg,
                 access_token_signed_response_alg: access_token_alg,
                 introspection_signed_response_alg: introspection_alg,
+                authorization_signed_response_alg: authorization_alg,
                 logo_uri: None,
                 require_pushed_authorization_requests: require_pushed_requests,
                 require_signed_request_object,

@@ -61,6 +61,8 @@ pub struct SecurityView {
     pub access_token_signed_response_alg: Option<Algorithm>,
     /// The algorithm of signed introspection answers (RFC 9701) to this client.
     pub introspection_signed_response_alg: Option<Algorithm>,
+    /// The algorithm of signed authorization responses (JARM) to this client.
+    pub authorization_signed_response_alg: Option<Algorithm>,
     /// Authorization requests only pushed to `/oauth2/par` (RFC 9126).
     pub require_pushed_authorization_requests: bool,
     /// Authorization requests only as signed request objects (RFC 9101).
@@ -82,6 +84,7 @@ impl From<ClientSecurity> for SecurityView {
             userinfo_signed_response_alg: security.userinfo_signed_response_alg,
             access_token_signed_response_alg: security.access_token_signed_response_alg,
             introspection_signed_response_alg: security.introspection_signed_response_alg,
+            authorization_signed_response_alg: security.authorization_signed_response_alg,
             require_pushed_authorization_requests: security.require_pushed_authorization_requests,
             require_signed_request_object: security.require_signed_request_object,
             request_object_signing_alg: security.request_object_signing_alg,
@@ -153,6 +156,8 @@ pub struct NewClientBody {
     pub userinfo_signed_response_alg: Option<Algorithm>,
     pub access_token_signed_response_alg: Option<Algorithm>,
     pub introspection_signed_response_alg: Option<Algorithm>,
+    /// The algorithm of signed authorization responses (JARM).
+    pub authorization_signed_response_alg: Option<Algorithm>,
     /// Authorization requests only pushed to `/oauth2/par` (RFC 9126).
     #[serde(default)]
     pub require_pushed_authorization_requests: bool,
@@ -206,6 +211,9 @@ pub struct ClientPatch {
     #[serde(default, deserialize_with = "nullable")]
     #[schema(nullable)]
     pub introspection_signed_response_alg: Option<Option<Algorithm>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
+    pub authorization_signed_response_alg: Option<Option<Algorithm>>,
     pub require_pushed_authorization_requests: Option<bool>,
     pub require_signed_request_object: Option<bool>,
     #[serde(default, deserialize_with = "nullable")]
@@ -290,6 +298,7 @@ pub async fn create(
             userinfo_signed_response_alg: body.userinfo_signed_response_alg,
             access_token_signed_response_alg: body.access_token_signed_response_alg,
             introspection_signed_response_alg: body.introspection_signed_response_alg,
+            authorization_signed_response_alg: body.authorization_signed_response_alg,
             logo_uri: None,
             require_pushed_authorization_requests: body.require_pushed_authorization_requests,
             require_signed_request_object: body.require_signed_request_object,
@@ -365,6 +374,7 @@ pub async fn update(
             userinfo_signed_response_alg: patch.userinfo_signed_response_alg,
             access_token_signed_response_alg: patch.access_token_signed_response_alg,
             introspection_signed_response_alg: patch.introspection_signed_response_alg,
+            authorization_signed_response_alg: patch.authorization_signed_response_alg,
             logo_uri: None,
             require_pushed_authorization_requests: patch.require_pushed_authorization_requests,
             require_signed_request_object: patch.require_signed_request_object,

@@ -63,6 +63,7 @@ pub struct SecurityChanges {
     pub userinfo_signed_response_alg: Option<Option<Algorithm>>,
     pub access_token_signed_response_alg: Option<Option<Algorithm>>,
     pub introspection_signed_response_alg: Option<Option<Algorithm>>,
+    pub authorization_signed_response_alg: Option<Option<Algorithm>>,
     pub logo_uri: Option<Option<String>>,
     pub require_pushed_authorization_requests: Option<bool>,
     pub require_signed_request_object: Option<bool>,
@@ -81,6 +82,7 @@ impl From<ClientSecurity> for SecurityChanges {
             userinfo_signed_response_alg: Some(security.userinfo_signed_response_alg),
             access_token_signed_response_alg: Some(security.access_token_signed_response_alg),
             introspection_signed_response_alg: Some(security.introspection_signed_response_alg),
+            authorization_signed_response_alg: Some(security.authorization_signed_response_alg),
             logo_uri: Some(security.logo_uri),
             require_pushed_authorization_requests: Some(security.require_pushed_authorization_requests),
             require_signed_request_object: Some(security.require_signed_request_object),
@@ -144,6 +146,11 @@ impl SecurityChanges {
                 self.introspection_signed_response_alg,
                 &mut security.introspection_signed_response_alg,
                 "introspectionSignedResponseAlg",
+            ),
+            (
+                self.authorization_signed_response_alg,
+                &mut security.authorization_signed_response_alg,
+                "authorizationSignedResponseAlg",
             ),
             (self.request_object_signing_alg, &mut security.request_object_signing_alg, "requestObjectSigningAlg"),
         ] {

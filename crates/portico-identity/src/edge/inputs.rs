@@ -45,6 +45,12 @@ mod values {
     pub enum ResponseMode {
         Query,
         FormPost,
+        #[schema(rename = "jwt")]
+        Jwt,
+        #[schema(rename = "query.jwt")]
+        QueryJwt,
+        #[schema(rename = "form_post.jwt")]
+        FormPostJwt,
     }
 
     #[derive(ToSchema)]

@@ -81,6 +81,9 @@ pub struct ClientEntry {
     pub state: String,
     #[serde(rename = "m", default, skip_serializing_if = "is_query")]
     pub response_mode: ResponseMode,
+    /// The client's `authorization_signed_response_alg` (JARM).
+    #[serde(rename = "a", default, skip_serializing_if = "Option::is_none")]
+    pub jwt_alg: Option<portico_model::key::Algorithm>,
 }
 
 fn is_query(mode: &ResponseMode) -> bool {
@@ -101,21 +104,27 @@ impl ClientEntry {
     }
 
     /// Where a link back to the client leads: [`ClientEntry::return_url`],
-    /// or, when the client asked for `form_post`, `/login/return`, which
-    /// posts the same answer.
+    /// or, when the client asked for `form_post` or a signed response
+    /// (JARM), `/login/return`, which answers the same in the client's mode.
     pub fn return_link(&self, issuer: &str) -> String {
         match self.response_mode {
             ResponseMode::Query => self.return_url(issuer),
-            ResponseMode::FormPost => format!("{issuer}/login/return"),
+            _ => format!("{issuer}/login/return"),
         }
     }
 
     /// The answer that takes the browser back to the client with
     /// `access_denied`, in the client's response mode.
-    pub fn respond(&self, identity: &Identity, headers: &HeaderMap) -> Response {
+    pub async fn respond(&self, identity: &Identity, headers: &HeaderMap) -> Response {
         let [error, description] = ACCESS_DENIED;
         let pairs = [error, description, ("state", self.state.as_str())];
-        crate::oauth2::response::to_client(identity, headers, self.response_mode, &self.redirect_uri, &pairs)
+        let to = crate::oauth2::response::Recipient {
+            client_id: self.client_id.clone(),
+            redirect_uri: self.redirect_uri.clone(),
+            mode: self.response_mode,
+            jwt_alg: self.jwt_alg,
+        };
+        crate::oauth2::response::to_client(identity, headers, &to, &pairs).await
     }
 
     pub fn from_cookie(identity: &Identity, headers: &HeaderMap) -> Option<Self> {
@@ -213,9 +222,9 @@ async fn current_process(
 
 /// The answer when there is no process: 302 to the client address from a
 /// valid `login_client_entry`, or else to the logged-out page.
-fn no_process(identity: &Identity, headers: &HeaderMap) -> Response {
+async fn no_process(identity: &Identity, headers: &HeaderMap) -> Response {
     let mut response = match ClientEntry::from_cookie(identity, headers) {
-        Some(entry) => entry.respond(identity, headers),
+        Some(entry) => entry.respond(identity, headers).await,
         None => redirect(StatusCode::FOUND, &identity.settings.logged_out_url),
     };
     let mut set = SetCookies::new(identity.settings.secure_cookies);
@@ -243,6 +252,8 @@ pub fn return_url_of(identity: &Identity, process: &LoginProcess) -> String {
         redirect_uri: request.redirect_uri.clone(),
         state: request.state.clone(),
         response_mode: request.response_mode,
+        // Only the link is made of it, and a JARM link is `/login/return`.
+        jwt_alg: None,
     });
     entry.map_or_else(|| identity.settings.logged_out_url.clone(), |e| e.return_link(&identity.settings.issuer))
 }
@@ -254,7 +265,7 @@ pub async fn return_to_client(
     axum::extract::State(identity): axum::extract::State<IdentityState>,
     headers: HeaderMap,
 ) -> Response {
-    no_process(&identity, &headers)
+    no_process(&identity, &headers).await
 }
 
 /// A settings call's form (`auth-method`, `otp-method`), which carries

@@ -84,7 +84,7 @@ pub async fn login_page(State(identity): State<IdentityState>, Peer(peer): Peer,
 async fn render(identity: &Identity, headers: &HeaderMap, address: Option<IpAddr>) -> Result<Response, StorageError> {
     let now = identity.clock.now();
     let Some(mut process) = current_process(identity, headers, now).await? else {
-        return Ok(no_process(identity, headers));
+        return Ok(no_process(identity, headers).await);
     };
     if process.state.is_complete() {
         return Ok(redirect(StatusCode::FOUND, &authorize_url(identity, &process)));

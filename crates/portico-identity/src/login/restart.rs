@@ -31,7 +31,7 @@ pub async fn restart(State(identity): State<IdentityState>, headers: HeaderMap) 
     };
     let mut response = match (&process, ClientEntry::from_cookie(&identity, &headers)) {
         (Some(process), _) => redirect(StatusCode::FOUND, &authorize_url(&identity, process)),
-        (None, Some(entry)) => entry.respond(&identity, &headers),
+        (None, Some(entry)) => entry.respond(&identity, &headers).await,
         (None, None) => redirect(StatusCode::FOUND, &identity.settings.logged_out_url),
     };
     if let Some(process) = process {

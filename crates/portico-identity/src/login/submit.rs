@@ -52,7 +52,7 @@ pub async fn submit_step(
     let now = identity.clock.now();
     let process = match current_process(&identity, &headers, now).await {
         Ok(Some(process)) => process,
-        Ok(None) => return no_process(&identity, &headers),
+        Ok(None) => return no_process(&identity, &headers).await,
         Err(error) => return error_page::server_error(error),
     };
     if process.state.is_complete() {

@@ -32,8 +32,10 @@
 //!
 //! `response_mode` is read right after `redirect_uri`: `query` (the
 //! default) answers the client with a 302, `form_post` with a page that
-//! posts the same parameters ([`super::response`]), errors included; any
-//! other value is `invalid_request`, answered in the query.
+//! posts the same parameters ([`super::response`]), errors included;
+//! `jwt`/`query.jwt` and `form_post.jwt` do the same with one signed
+//! `response` (JARM); any other value is `invalid_request`, answered in
+//! the query, as is a JARM mode whose algorithm the server keeps no key of.
 //!
 //! A request may also come as a signed request object (`request`, RFC
 //! 9101, checked by [`super::request_object`]) or pushed beforehand
@@ -63,7 +65,7 @@ use portico_model::session::SsoSession;
 use portico_storage::StorageError;
 use time::OffsetDateTime;
 
-use super::response::{error_to_client, to_client};
+use super::response::{Recipient, error_to_client, to_client};
 use crate::cookies::{self, SetCookies};
 use crate::edge::AuthorizeQuery;
 use crate::login::{self, ClientEntry};
@@ -92,7 +94,8 @@ pub struct AuthorizeRequest {
     pub ui_locale: Option<Locale>,
     /// `login_hint`: the login (or phone number) the first step shows.
     pub login_hint: Option<String>,
-    /// `response_mode`: `query` (the default) or `form_post`.
+    /// `response_mode`: `query` (the default), `form_post`, or either
+    /// signed (JARM).
     pub response_mode: ResponseMode,
     /// The `request_uri` of a pushed request or a request object: what
     /// the way back from the login steps names.
@@ -116,8 +119,7 @@ pub(crate) enum Rejection {
     /// more to say.
     Plain(String),
     Redirect {
-        redirect_uri: String,
-        mode: ResponseMode,
+        to: Recipient,
         error: &'static str,
         description: String,
         state: Option<String>,
@@ -148,8 +150,12 @@ impl From<StorageError> for Rejection {
     tag = "oauth2",
     params(crate::edge::AuthorizeQuery, crate::edge::AuthorizeCookies),
     responses(
+        (status = 200, description = "`response_mode` `form_post` or `form_post.jwt`: a page whose form posts the \
+                                      answer to `redirect_uri`.",
+         content_type = "text/html", body = String),
         (status = 302, description = "To `redirect_uri` with `code` and `state` (success), or with `error`, \
-                                      `error_description` and `state` (a parameter error; no `state` when it was missing).",
+                                      `error_description` and `state` (a parameter error; no `state` when it was missing); \
+                                      with `response_mode` `jwt` or `query.jwt`, all of it inside one signed `response`.",
          headers(
              ("Location" = String, description = "`redirect_uri` with its query."),
              ("Set-Cookie" = String, description = "Clears `authentication_flow` and `login_client_entry` after a login.")
@@ -174,8 +180,8 @@ pub async fn authorize(
     match handle(&identity, &headers, &query).await {
         Ok(response) => response,
         Err(Rejection::Plain(description)) => plain_400(description),
-        Err(Rejection::Redirect { redirect_uri, mode, error, description, state }) => {
-            error_to_client(&identity, &headers, mode, &redirect_uri, error, &description, state.as_deref())
+        Err(Rejection::Redirect { to, error, description, state }) => {
+            error_to_client(&identity, &headers, &to, error, &description, state.as_deref()).await
         }
         Err(Rejection::Storage(error)) => login::error_page::server_error(error),
     }
@@ -199,7 +205,7 @@ async fn handle(identity: &Identity, headers: &HeaderMap, query: &str) -> Result
         // the completed process is still there for the browser's retry.
         let (code, stored) = new_code(identity, &request, &outcome.scope, &session);
         identity.store.insert_code_ending_login(&stored, process.id).await?;
-        let mut response = code_redirect(identity, headers, &request, &code);
+        let mut response = code_redirect(identity, headers, &request, &code).await;
         let mut set = SetCookies::new(identity.settings.secure_cookies);
         set.clear(cookies::AUTHENTICATION_FLOW).clear(cookies::LOGIN_CLIENT_ENTRY);
         set.apply(response.headers_mut());
@@ -220,29 +226,17 @@ async fn handle(identity: &Identity, headers: &HeaderMap, query: &str) -> Result
             return Ok(issue_code_redirect(identity, headers, &request, &scope, &session).await?);
         }
         if request.prompt == Some(Prompt::None) {
-            return Ok(error_to_client(
-                identity,
-                headers,
-                request.response_mode,
-                &request.redirect_uri,
-                "consent_required",
-                "the user must consent",
-                Some(&request.state),
-            ));
+            let to = request.recipient();
+            let why = "the user must consent";
+            return Ok(error_to_client(identity, headers, &to, "consent_required", why, Some(&request.state)).await);
         }
         return Ok(login::start_at(identity, headers, &request, now, Some(&session)).await?);
     }
 
     if request.prompt == Some(Prompt::None) {
-        return Ok(error_to_client(
-            identity,
-            headers,
-            request.response_mode,
-            &request.redirect_uri,
-            "login_required",
-            "the user must log in",
-            Some(&request.state),
-        ));
+        let to = request.recipient();
+        let why = "the user must log in";
+        return Ok(error_to_client(identity, headers, &to, "login_required", why, Some(&request.state)).await);
     }
 
     Ok(login::start(identity, headers, &request, now).await?)
@@ -376,9 +370,10 @@ pub(crate) fn check(
     // The response mode first: every later error is answered in it.
     let response_mode = query.response_mode.value().map(Option::unwrap_or_default);
     let mode = response_mode.as_ref().copied().unwrap_or_default();
+    let jwt_alg = client.security.authorization_signed_response_alg;
+    let to = Recipient { client_id: client.client_id.clone(), redirect_uri: redirect_uri.clone(), mode, jwt_alg };
     let refuse = |error: &'static str, description: String| Rejection::Redirect {
-        redirect_uri: redirect_uri.clone(),
-        mode,
+        to: to.clone(),
         error,
         description,
         state: state.clone(),
@@ -386,6 +381,15 @@ pub(crate) fn check(
     let fail =
         |error: &'static str, parameter: &'static str| refuse(error, format!("OAuth 2.0 Parameter: {parameter}"));
     let response_mode = response_mode.map_err(|_| fail("invalid_request", "response_mode"))?;
+    if let Some(alg) = jwt_alg.filter(|alg| response_mode.is_jwt() && !identity.tokens.keys.supports(*alg)) {
+        // A signed answer cannot be made: say so in the plain query.
+        let why = format!(
+            "OAuth 2.0 Parameter: response_mode: Portico holds no {alg} key to sign the client's responses \
+             (its authorization_signed_response_alg)"
+        );
+        let to = Recipient { mode: ResponseMode::Query, ..to.clone() };
+        return Err(Rejection::Redirect { to, error: "invalid_request", description: why, state });
+    }
     let security = &client.security;
     if !origin.pushed && (identity.settings.require_pushed_requests || security.require_pushed_authorization_requests) {
         let why = "OAuth 2.0 Parameter: request_uri: the client's authorization requests must be pushed to /oauth2/par";
@@ -466,7 +470,7 @@ pub async fn issue_code_redirect(
 ) -> Result<Response, StorageError> {
     let (code, stored) = new_code(identity, request, scope, session);
     identity.store.insert_code(&stored).await?;
-    Ok(code_redirect(identity, headers, request, &code))
+    Ok(code_redirect(identity, headers, request, &code).await)
 }
 
 /// A new authorization code for `request` under `session`: the code and
@@ -499,9 +503,9 @@ fn new_code(
 }
 
 /// The code's way back to the client.
-fn code_redirect(identity: &Identity, headers: &HeaderMap, request: &AuthorizeRequest, code: &str) -> Response {
+async fn code_redirect(identity: &Identity, headers: &HeaderMap, request: &AuthorizeRequest, code: &str) -> Response {
     let pairs = [("code", code), ("state", &request.state)];
-    to_client(identity, headers, request.response_mode, &request.redirect_uri, &pairs)
+    to_client(identity, headers, &request.recipient(), &pairs).await
 }
 
 /// An RFC 7638 SHA-256 thumbprint: 43 Base64url characters.
@@ -514,6 +518,16 @@ fn plain_400(description: String) -> Response {
 }
 
 impl AuthorizeRequest {
+    /// Where and how the answer to this request goes.
+    pub fn recipient(&self) -> Recipient {
+        Recipient {
+            client_id: self.client.client_id.clone(),
+            redirect_uri: self.redirect_uri.clone(),
+            mode: self.response_mode,
+            jwt_alg: self.client.security.authorization_signed_response_alg,
+        }
+    }
+
     /// What a login process keeps of this request.
     pub fn pending(&self) -> PendingAuthorization {
         PendingAuthorization {
@@ -539,6 +553,7 @@ impl AuthorizeRequest {
             redirect_uri: self.redirect_uri.clone(),
             state: self.state.clone(),
             response_mode: self.response_mode,
+            jwt_alg: self.client.security.authorization_signed_response_alg,
         }
     }
 }

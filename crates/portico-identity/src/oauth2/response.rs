@@ -7,11 +7,23 @@
 //! with JavaScript, with one press of its button without. Either way the
 //! response carries `iss` (RFC 9207), is `no-store`, and the page may not be
 //! framed.
+//!
+//! JARM (JWT Secured Authorization Response Mode): `query.jwt` (and `jwt`,
+//! its name for `code`) and `form_post.jwt` carry one parameter,
+//! `response`, a JWT of type `JWT` signed with the client's
+//! `authorization_signed_response_alg` (else the server's default) whose
+//! claims are the parameters (`code` and `state`, or `error`,
+//! `error_description` and `state`) beside `iss`, `aud` (the client) and
+//! `exp` (the code's lifetime from now: the answer is worth nothing
+//! longer).
 
 use askama::Template;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
+use portico_model::ids::ClientId;
+use portico_model::key::Algorithm;
 use portico_model::oauth::ResponseMode;
+use serde::Serialize;
 
 use crate::Identity;
 use crate::http::{redirect, with_query};
@@ -25,38 +37,64 @@ struct FormPostPage<'a> {
     fields: &'a [(&'a str, &'a str)],
 }
 
-/// The response that carries `pairs`, and the issuer, to `redirect_uri` as
-/// `mode` says; a form_post page speaks the browser's language.
-pub fn to_client(
-    identity: &Identity,
-    headers: &HeaderMap,
-    mode: ResponseMode,
-    redirect_uri: &str,
-    pairs: &[(&str, &str)],
-) -> Response {
+/// Where an authorization response goes, and how.
+#[derive(Debug, Clone)]
+pub struct Recipient {
+    pub client_id: ClientId,
+    pub redirect_uri: String,
+    pub mode: ResponseMode,
+    /// The client's `authorization_signed_response_alg` (JARM modes).
+    pub jwt_alg: Option<Algorithm>,
+}
+
+/// The claims of a JARM response.
+#[derive(Serialize)]
+struct JwtResponse<'a> {
+    iss: &'a str,
+    aud: &'a str,
+    exp: i64,
+    #[serde(flatten)]
+    pairs: std::collections::BTreeMap<&'a str, &'a str>,
+}
+
+/// The response that carries `pairs`, and the issuer, to the recipient's
+/// `redirect_uri` as its mode says; a form_post page speaks the browser's
+/// language.
+pub async fn to_client(identity: &Identity, headers: &HeaderMap, to: &Recipient, pairs: &[(&str, &str)]) -> Response {
+    let issuer = identity.settings.issuer.as_str();
+    let jwt;
     let mut fields = pairs.to_vec();
-    fields.push(("iss", &identity.settings.issuer));
-    match mode {
-        ResponseMode::Query => redirect(StatusCode::FOUND, &with_query(redirect_uri, &fields)),
-        ResponseMode::FormPost => {
-            let t = texts::for_locale(texts::negotiate(headers, identity.settings.default_locale));
-            let Ok(html) = (FormPostPage { t, action: redirect_uri, fields: &fields }).render() else {
-                return StatusCode::INTERNAL_SERVER_ERROR.into_response();
-            };
-            let mut response = Html(html).into_response();
-            response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-            crate::login::assets::secure(response)
-        }
+    if to.mode.is_jwt() {
+        let key = match identity.signing_key_for(to.jwt_alg).await {
+            Ok(key) => key,
+            Err(error) => return crate::login::error_page::server_error(error),
+        };
+        let exp = (identity.clock.now() + identity.settings.authorization_code_ttl).unix_timestamp();
+        let claims =
+            JwtResponse { iss: issuer, aud: to.client_id.as_str(), exp, pairs: pairs.iter().copied().collect() };
+        jwt = key.sign("JWT", &claims);
+        fields = vec![("response", jwt.as_str())];
+    } else {
+        fields.push(("iss", issuer));
     }
+    if !to.mode.is_posted() {
+        return redirect(StatusCode::FOUND, &with_query(&to.redirect_uri, &fields));
+    }
+    let t = texts::for_locale(texts::negotiate(headers, identity.settings.default_locale));
+    let Ok(html) = (FormPostPage { t, action: &to.redirect_uri, fields: &fields }).render() else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
+    let mut response = Html(html).into_response();
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    crate::login::assets::secure(response)
 }
 
 /// An OAuth error response to the client: `error`, `error_description`,
 /// `state` when there is one, and `iss`.
-pub fn error_to_client(
+pub async fn error_to_client(
     identity: &Identity,
     headers: &HeaderMap,
-    mode: ResponseMode,
-    redirect_uri: &str,
+    to: &Recipient,
     error: &str,
     description: &str,
     state: Option<&str>,
@@ -65,5 +103,5 @@ pub fn error_to_client(
     if let Some(state) = state {
         pairs.push(("state", state));
     }
-    to_client(identity, headers, mode, redirect_uri, &pairs)
+    to_client(identity, headers, to, &pairs).await
 }

@@ -19,6 +19,7 @@ mod dpop;
 mod flow;
 mod form_post;
 mod introspect;
+mod jarm;
 mod keys;
 mod login;
 mod login_flows;

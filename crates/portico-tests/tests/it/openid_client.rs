@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use portico_tests::{TestApp, backends, demo, location};
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 
 const SCRIPT: &str = include_str!("../../node/relying_party.mjs");
@@ -132,6 +132,7 @@ async fn key_client_with(
         stdin.write_all(format!("{line}\n").as_bytes()).await.unwrap();
         return finish(app, node, lines, stdin, &script, client_id).await;
     }
+    let has = |modifier: &str| requests.split('+').any(|m| m == modifier);
     let mut body = serde_json::json!({
         "clientId": client_id,
         "redirectUris": [app.redirect_uri()],
@@ -140,9 +141,10 @@ async fn key_client_with(
         "userinfoSignedResponseAlg": token_alg,
         "introspectionSignedResponseAlg": token_alg,
         "accessTokenSignedResponseAlg": token_alg,
-        "requirePushedAuthorizationRequests": requests.contains("par"),
-        "requireSignedRequestObject": requests.contains("jar"),
-        "dpopBoundAccessTokens": requests.contains("dpop"),
+        "authorizationSignedResponseAlg": token_alg,
+        "requirePushedAuthorizationRequests": has("par"),
+        "requireSignedRequestObject": has("jar"),
+        "dpopBoundAccessTokens": has("dpop"),
     });
     if method == "private_key_jwt" {
         body["jwks"] = serde_json::json!({ "keys": [first["jwk"]] });
@@ -169,6 +171,8 @@ async fn finish(
     let authorize = first["authorize"].as_str().expect("authorize").to_owned();
     let response = app.login_at(&app.browser(), &authorize, "ivan", "ivan-password").await;
     let callback = location(&response);
+    let callback_params: Vec<String> =
+        url::Url::parse(&callback).map(|url| url.query_pairs().map(|(name, _)| name.into_owned()).collect()).unwrap();
     stdin.write_all(format!("{callback}\n").as_bytes()).await.unwrap();
     drop(stdin);
     let outcome = lines.next_line().await.unwrap().expect("the relying party's outcome");
@@ -176,6 +180,7 @@ async fn finish(
     let _ = std::fs::remove_file(script);
     assert!(status.success(), "the relying party failed: {outcome}");
     let mut outcome: Value = serde_json::from_str(&outcome).unwrap();
+    outcome["callbackParams"] = callback_params.into();
     if outcome["registered"].is_null() {
         outcome["clientId"] = client_id.into();
     } else {
@@ -252,7 +257,7 @@ async fn openid_client_registers_itself_and_manages_its_registration() {
 }
 
 #[tokio::test]
-async fn openid_client_pushes_signs_and_binds_with_dpop() {
+async fn openid_client_pushes_signs_binds_with_dpop_and_reads_signed_responses() {
     let Some(library) = library() else { return };
     for backend in backends() {
         // Server nonces required: openid-client takes the one offered.
@@ -269,6 +274,8 @@ async fn openid_client_pushes_signs_and_binds_with_dpop() {
             ("par+jar", "Ed25519"),
             ("par+dpop", "ES256"),
             ("par+jar+dpop", "PS256"),
+            ("jar+jarm", "ES256"),
+            ("par+jarm+dpop", "Ed25519"),
         ] {
             let outcome = key_client_with(&app, &library, "private_key_jwt", key_alg, "ES256", None, requests).await;
             let case = format!("{backend:?} {requests} {key_alg}: {outcome}");
@@ -277,13 +284,17 @@ async fn openid_client_pushes_signs_and_binds_with_dpop() {
             assert_eq!(outcome["userinfoSub"], ivan, "{case}");
             assert_eq!(outcome["afterRevocation"], "invalid_grant", "{case}");
             // openid-client gives token_type in lower case.
-            let token_type = if requests.ends_with("dpop") { "dpop" } else { "bearer" };
+            let token_type = if requests.contains("dpop") { "dpop" } else { "bearer" };
             assert_eq!(
                 (outcome["tokenType"].as_str(), outcome["refreshedTokenType"].as_str()),
                 (Some(token_type), Some(token_type)),
                 "{case}"
             );
-            assert_eq!(outcome["introspectedCnf"]["jkt"].is_string(), requests.ends_with("dpop"), "{case}");
+            assert_eq!(outcome["introspectedCnf"]["jkt"].is_string(), requests.contains("dpop"), "{case}");
+            // JARM: the code came only inside the signed `response`.
+            let callback =
+                if requests.contains("jarm") { json!(["response"]) } else { json!(["code", "state", "iss"]) };
+            assert_eq!(outcome["callbackParams"], callback, "{case}");
         }
     }
 }
