@@ -262,6 +262,9 @@ pub struct ClientMetadata {
     pub request_object_signing_alg: Option<String>,
     /// RFC 9449: every token request must carry a DPoP proof.
     pub dpop_bound_access_tokens: bool,
+    /// RFC 8705: every token request over mutual TLS, the access tokens
+    /// bound to the client's certificate.
+    pub tls_client_certificate_bound_access_tokens: bool,
     pub post_logout_redirect_uris: Vec<String>,
     pub backchannel_logout_uri: Option<String>,
     /// A JWT of an issuer the bank trusts, asserting metadata that takes
@@ -365,6 +368,7 @@ impl ClientMetadata {
             require_signed_request_object: self.require_signed_request_object,
             request_object_signing_alg: request_object_algorithm(self.request_object_signing_alg.as_deref())?,
             dpop_bound_access_tokens: self.dpop_bound_access_tokens,
+            tls_client_certificate_bound_access_tokens: self.tls_client_certificate_bound_access_tokens,
         };
         Ok(Checked { name: self.client_name.clone(), security })
     }
@@ -456,6 +460,10 @@ fn answer(registration: &Registration, client: &Client) -> Value {
     put("require_pushed_authorization_requests", security.require_pushed_authorization_requests.then_some(true.into()));
     put("require_signed_request_object", security.require_signed_request_object.then_some(true.into()));
     put("dpop_bound_access_tokens", security.dpop_bound_access_tokens.then_some(true.into()));
+    put(
+        "tls_client_certificate_bound_access_tokens",
+        security.tls_client_certificate_bound_access_tokens.then_some(true.into()),
+    );
     if security.token_endpoint_auth_method != AuthMethod::PrivateKeyJwt {
         body["client_secret_expires_at"] = 0.into();
     }

@@ -48,7 +48,9 @@ where
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Response> {
-        match state.token_verifier().check_token_pair(&parts.headers, parts.method.as_str(), parts.uri.path()).await {
+        let certificate = parts.extensions.get::<portico_crypto::certificate::Presented>();
+        let verifier = state.token_verifier();
+        match verifier.check_token_pair(&parts.headers, certificate, parts.method.as_str(), parts.uri.path()).await {
             Ok(caller) => Ok(TokenPair(caller, PhantomData)),
             Err(error) => Err(R::refusal(error)),
         }

@@ -8,6 +8,7 @@
 //! token endpoint's throughput (see `docs/decisions.md`); JWTs and keys
 //! from clients are checked with `jsonwebtoken` (on aws-lc-rs too).
 
+pub mod certificate;
 pub mod cookie;
 pub mod dpop;
 pub mod hash;

@@ -19,6 +19,7 @@ pub mod dpop;
 pub mod edge;
 pub mod http;
 pub mod login;
+pub mod mtls;
 pub mod oauth2;
 pub mod openapi;
 pub mod passwords;

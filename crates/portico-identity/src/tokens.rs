@@ -51,8 +51,29 @@ pub struct Issue<'a> {
     pub scope: &'a str,
     /// The authorization request's `nonce`, for the id_token.
     pub nonce: Option<&'a str>,
-    /// The thumbprint of the DPoP key the access token is bound to.
+    /// What the access token is bound to.
+    pub bound: Binding<'a>,
+}
+
+/// What an access token is bound to (RFC 7800 `cnf`): a DPoP key (RFC
+/// 9449), a TLS client certificate (RFC 8705), or nothing (a bearer
+/// token).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Binding<'a> {
+    /// The RFC 7638 thumbprint of the DPoP key.
     pub jkt: Option<&'a str>,
+    /// The SHA-256 thumbprint of the client certificate (`x5t#S256`).
+    pub x5t: Option<&'a str>,
+}
+
+impl Binding<'_> {
+    /// The token's `cnf`, when it is bound.
+    pub fn confirmation(self) -> Option<portico_tokens::Confirmation> {
+        (self.jkt.is_some() || self.x5t.is_some()).then(|| portico_tokens::Confirmation {
+            jkt: self.jkt.map(str::to_owned),
+            x5t_s256: self.x5t.map(str::to_owned),
+        })
+    }
 }
 
 /// A new refresh token: the value for the client and the row for storage.
@@ -126,7 +147,7 @@ impl Identity {
         what: Issue<'_>,
         refresh: &NewRefreshToken,
     ) -> TokenResponse {
-        let Issue { scope, nonce, jkt } = what;
+        let Issue { scope, nonce, bound } = what;
         let now = self.clock.now();
         let ttl = self.settings.access_token_ttl;
         let access = AccessClaims {
@@ -139,7 +160,7 @@ impl Identity {
             client_id: grant.client_id.to_string(),
             scope: scope.to_owned(),
             gid: grant.id,
-            cnf: jkt.map(|jkt| portico_tokens::Confirmation { jkt: jkt.to_owned() }),
+            cnf: bound.confirmation(),
         };
         let access_token = keys.access.sign(TYP_ACCESS_TOKEN, &access);
         let id_token = scope.split(' ').any(|s| s == "openid").then(|| {
@@ -163,7 +184,7 @@ impl Identity {
         metrics::counter!("portico_tokens_issued_total").increment(1);
         TokenResponse {
             access_token,
-            token_type: if jkt.is_some() { "DPoP" } else { "Bearer" }.to_owned(),
+            token_type: if bound.jkt.is_some() { "DPoP" } else { "Bearer" }.to_owned(),
             expires_in: ttl.whole_seconds(),
             scope: Some(scope.to_owned()),
             refresh_token: Some(refresh.value.clone()),

@@ -151,6 +151,10 @@ pub struct ClientSecurity {
     /// access token of the client is bound to its key.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub dpop_bound_access_tokens: bool,
+    /// RFC 8705: every token request must come over mutual TLS, and the
+    /// access tokens are bound to the client's certificate.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub tls_client_certificate_bound_access_tokens: bool,
 }
 
 impl ClientSecurity {

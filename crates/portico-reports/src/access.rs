@@ -116,7 +116,9 @@ impl Reports {
         let headers = &parts.headers;
         match channel {
             Channel::Public => {
-                let pair = self.tokens.check_token_pair(headers, parts.method.as_str(), parts.uri.path()).await?;
+                let certificate = parts.extensions.get::<portico_crypto::certificate::Presented>();
+                let (method, path) = (parts.method.as_str(), parts.uri.path());
+                let pair = self.tokens.check_token_pair(headers, certificate, method, path).await?;
                 Ok(Caller::User(pair.user_id.as_uuid()))
             }
             Channel::Bank if self.api_tokens.is_internal(headers) => Ok(Caller::Bank),

@@ -329,7 +329,10 @@ impl App {
         let header = |name: &'static str, value: &'static str| {
             SetResponseHeaderLayer::if_not_present(HeaderName::from_static(name), HeaderValue::from_static(value))
         };
+        // Checked when the configuration was loaded.
+        let certificates = Arc::new(self.config.mtls.edge().unwrap_or_default());
         router
+            .layer(middleware::from_fn_with_state(certificates, portico_identity::mtls::edge))
             .layer(middleware::from_fn(portico_api::request::remember_id))
             .layer(middleware::from_fn(http::observe))
             .layer(PropagateRequestIdLayer::new(http::REQUEST_ID))

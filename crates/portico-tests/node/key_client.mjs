@@ -18,9 +18,13 @@
 //   relying party's, and every token request and userinfo call carries a
 //   proof of it; with `+jarm` the authorization response comes back
 //   signed (`response_mode=jwt`, checked by openid-client against the
-//   JWKS and token_alg).
+//   JWKS and token_alg); with `+mtls` every request to Portico carries the
+//   client certificate the test made, as a TLS terminator in front would
+//   pass it (the `x-client-cert` header, URL-encoded PEM), and the tokens
+//   are bound to it (RFC 8705).
 // Prints {"jwk": <public JWK or null>}; reads one line of JSON:
-// {"secret": <the client_secret_jwt secret or null>} for a client the test
+// {"secret": <the client_secret_jwt secret or null>, "certificate": <the
+// escaped PEM or null>} for a client the test
 // registered, or {"initialAccessToken": …} to register itself (RFC 7591,
 // then reading and updating the registration, RFC 7592); prints
 // {"authorize": url} and reads the callback URL the browser was sent to;
@@ -47,7 +51,7 @@ if (method === 'private_key_jwt') {
   delete publicJwk.ext;
 }
 console.log(JSON.stringify({ jwk: publicJwk }));
-const { secret, initialAccessToken } = JSON.parse((await lines.next()).value);
+const { secret, initialAccessToken, certificate } = JSON.parse((await lines.next()).value);
 
 const algs = {
   id_token_signed_response_alg: tokenAlg,
@@ -93,6 +97,14 @@ if (initialAccessToken) {
     : client.ClientSecretJwt(secret);
   config = await client.discovery(new URL(issuer), clientId, algs, auth, { execute: [client.allowInsecureRequests] });
 }
+if (certificate) {
+  // What the TLS terminator in front adds to each request of this client.
+  config[client.customFetch] = (url, options) => {
+    const headers = new Headers(options.headers);
+    headers.set('x-client-cert', certificate);
+    return fetch(url, { ...options, headers });
+  };
+}
 const verifier = client.randomPKCECodeVerifier();
 const nonce = client.randomNonce();
 const state = client.randomState();
@@ -103,7 +115,7 @@ const dpop = modifiers.includes('dpop')
 if (modifiers.includes('jarm')) {
   client.useJwtResponseMode(config);
 }
-const travel = modifiers.filter((m) => m !== 'dpop' && m !== 'jarm').join('+');
+const travel = modifiers.filter((m) => !['dpop', 'jarm', 'mtls'].includes(m)).join('+');
 const parameters = {
   redirect_uri: redirectUri,
   scope: 'openid profile',

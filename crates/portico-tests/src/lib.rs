@@ -552,7 +552,7 @@ impl TestApp {
             &keys,
             &grant,
             &user,
-            portico_identity::tokens::Issue { scope: demo::SCOPE, nonce: None, jkt: None },
+            portico_identity::tokens::Issue { scope: demo::SCOPE, nonce: None, bound: Default::default() },
             &refresh,
         );
         TokenPair {

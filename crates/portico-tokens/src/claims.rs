@@ -22,8 +22,9 @@ pub struct AccessClaims {
     pub scope: String,
     /// The grant this token was issued along.
     pub gid: GrantId,
-    /// The key the token is bound to (RFC 9449 DPoP): only a request with
-    /// a proof of that key may present it.
+    /// What the token is bound to: a DPoP key (RFC 9449), whose proof must
+    /// come with it, or a TLS client certificate (RFC 8705), over which it
+    /// must come.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cnf: Option<Confirmation>,
 }
@@ -32,7 +33,11 @@ pub struct AccessClaims {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Confirmation {
     /// The RFC 7638 thumbprint of the DPoP key.
-    pub jkt: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jkt: Option<String>,
+    /// The SHA-256 thumbprint of the client certificate (RFC 8705 §3.1).
+    #[serde(rename = "x5t#S256", default, skip_serializing_if = "Option::is_none")]
+    pub x5t_s256: Option<String>,
 }
 
 /// Claims of a Portico id_token.

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use portico_crypto::certificate::Presented;
 use portico_crypto::dpop::Proof;
 use portico_crypto::jwt::{self, TYP_ACCESS_TOKEN, TYP_ID_TOKEN};
 use portico_model::clock::Clock;
@@ -167,7 +168,9 @@ impl TokenVerifier {
     /// `method` on `path`, and how it was presented: a bearer token as
     /// `Bearer` (or without a scheme); a DPoP-bound one (`cnf.jkt`) only as
     /// `DPoP`, with one `DPoP` proof of the bound key for this method and
-    /// address whose `ath` is the token's hash, not used before.
+    /// address whose `ath` is the token's hash, not used before; a
+    /// certificate-bound one (`cnf.x5t#S256`) only with the very client
+    /// certificate it is bound to (`certificate`, as the edge read it).
     ///
     /// # Errors
     /// [`AccessTokenError::Invalid`] for a bad token or presentation;
@@ -175,14 +178,24 @@ impl TokenVerifier {
     pub async fn check_request(
         &self,
         headers: &http::HeaderMap,
+        certificate: Option<&Presented>,
         method: &str,
         path: &str,
     ) -> Result<Arc<AccessClaims>, AccessTokenError> {
         let (scheme, token) = presented(headers).ok_or(AccessTokenError::Invalid)?;
         let claims = self.check_access_token(token).await?;
-        match (&claims.cnf, scheme) {
+        let cnf = claims.cnf.as_ref();
+        if let Some(x5t) = cnf.and_then(|cnf| cnf.x5t_s256.as_deref()) {
+            let Some(Presented(Ok(certificate))) = certificate else {
+                return Err(AccessTokenError::Invalid);
+            };
+            if !portico_crypto::constant_time_eq(certificate.thumbprint().as_bytes(), x5t.as_bytes()) {
+                return Err(AccessTokenError::Invalid);
+            }
+        }
+        match (cnf.and_then(|cnf| cnf.jkt.as_deref()), scheme) {
             (None, Scheme::Bearer) => Ok(claims),
-            (Some(cnf), Scheme::Dpop) => {
+            (Some(jkt), Scheme::Dpop) => {
                 let mut proofs = headers.get_all("dpop").iter();
                 let (Some(proof), None) = (proofs.next(), proofs.next()) else {
                     return Err(AccessTokenError::Invalid);
@@ -197,7 +210,7 @@ impl TokenVerifier {
                 };
                 let proof = portico_crypto::dpop::verify(proof.to_str().unwrap_or_default(), &expected)
                     .map_err(|_| AccessTokenError::Invalid)?;
-                if proof.jkt != cnf.jkt || !self.remember_proof(&proof, now).await? {
+                if proof.jkt != jkt || !self.remember_proof(&proof, now).await? {
                     return Err(AccessTokenError::Invalid);
                 }
                 Ok(claims)
@@ -219,6 +232,7 @@ impl TokenVerifier {
     pub async fn check_token_pair(
         &self,
         headers: &http::HeaderMap,
+        certificate: Option<&Presented>,
         method: &str,
         path: &str,
     ) -> Result<Caller, TokenPairError> {
@@ -228,7 +242,7 @@ impl TokenVerifier {
         let id_token = headers.get("id-token").ok_or(TokenPairError::Missing("Id-Token"))?;
         let id_token = id_token.to_str().map_err(|_| TokenPairError::InvalidIdToken)?.trim();
         let id_token = id_token.strip_prefix("Bearer ").unwrap_or(id_token);
-        let access = match self.check_request(headers, method, path).await {
+        let access = match self.check_request(headers, certificate, method, path).await {
             Ok(claims) => claims,
             Err(AccessTokenError::Invalid) => return Err(TokenPairError::InvalidAccessToken),
             Err(AccessTokenError::Unavailable(e)) => return Err(TokenPairError::Unavailable(e)),

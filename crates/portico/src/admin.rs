@@ -107,6 +107,9 @@ pub struct AddClient {
     /// Every token request must carry a DPoP proof: the access tokens are bound to the client's key (RFC 9449).
     #[arg(long)]
     dpop_bound: bool,
+    /// Every token request over mutual TLS: the access tokens are bound to the client's certificate (RFC 8705).
+    #[arg(long)]
+    certificate_bound: bool,
 }
 
 #[derive(Subcommand)]
@@ -223,6 +226,7 @@ pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<
                 require_signed_request_object,
                 request_object_alg,
                 dpop_bound,
+                certificate_bound,
             } = *add;
             let jwks = match jwks_file {
                 Some(path) => {
@@ -246,6 +250,7 @@ pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<
                 require_signed_request_object,
                 request_object_signing_alg: request_object_alg,
                 dpop_bound_access_tokens: dpop_bound,
+                tls_client_certificate_bound_access_tokens: certificate_bound,
             };
             let new = NewClient {
                 client_id: client_id.clone(),

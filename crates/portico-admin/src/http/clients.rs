@@ -72,6 +72,9 @@ pub struct SecurityView {
     pub request_object_signing_alg: Option<Algorithm>,
     /// Every token request must carry a DPoP proof (RFC 9449).
     pub dpop_bound_access_tokens: bool,
+    /// Every token request over mutual TLS; access tokens bound to the
+    /// client's certificate (RFC 8705).
+    pub tls_client_certificate_bound_access_tokens: bool,
 }
 
 impl From<ClientSecurity> for SecurityView {
@@ -89,6 +92,7 @@ impl From<ClientSecurity> for SecurityView {
             require_signed_request_object: security.require_signed_request_object,
             request_object_signing_alg: security.request_object_signing_alg,
             dpop_bound_access_tokens: security.dpop_bound_access_tokens,
+            tls_client_certificate_bound_access_tokens: security.tls_client_certificate_bound_access_tokens,
         }
     }
 }
@@ -170,6 +174,10 @@ pub struct NewClientBody {
     /// Every token request must carry a DPoP proof (RFC 9449).
     #[serde(default)]
     pub dpop_bound_access_tokens: bool,
+    /// Every token request over mutual TLS; access tokens bound to the
+    /// client's certificate (RFC 8705).
+    #[serde(default)]
+    pub tls_client_certificate_bound_access_tokens: bool,
 }
 
 /// Changes to a client: the fields given replace the stored ones.
@@ -220,6 +228,7 @@ pub struct ClientPatch {
     #[schema(nullable)]
     pub request_object_signing_alg: Option<Option<Algorithm>>,
     pub dpop_bound_access_tokens: Option<bool>,
+    pub tls_client_certificate_bound_access_tokens: Option<bool>,
 }
 
 /// A new secret: the given one, or left out to have one generated.
@@ -304,6 +313,7 @@ pub async fn create(
             require_signed_request_object: body.require_signed_request_object,
             request_object_signing_alg: body.request_object_signing_alg,
             dpop_bound_access_tokens: body.dpop_bound_access_tokens,
+            tls_client_certificate_bound_access_tokens: body.tls_client_certificate_bound_access_tokens,
         },
         registration_token_hash: None,
         awaiting_approval: false,
@@ -380,6 +390,7 @@ pub async fn update(
             require_signed_request_object: patch.require_signed_request_object,
             request_object_signing_alg: patch.request_object_signing_alg,
             dpop_bound_access_tokens: patch.dpop_bound_access_tokens,
+            tls_client_certificate_bound_access_tokens: patch.tls_client_certificate_bound_access_tokens,
         },
     };
     let client = api

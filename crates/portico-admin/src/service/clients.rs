@@ -69,6 +69,7 @@ pub struct SecurityChanges {
     pub require_signed_request_object: Option<bool>,
     pub request_object_signing_alg: Option<Option<Algorithm>>,
     pub dpop_bound_access_tokens: Option<bool>,
+    pub tls_client_certificate_bound_access_tokens: Option<bool>,
 }
 
 impl From<ClientSecurity> for SecurityChanges {
@@ -88,6 +89,7 @@ impl From<ClientSecurity> for SecurityChanges {
             require_signed_request_object: Some(security.require_signed_request_object),
             request_object_signing_alg: Some(security.request_object_signing_alg),
             dpop_bound_access_tokens: Some(security.dpop_bound_access_tokens),
+            tls_client_certificate_bound_access_tokens: Some(security.tls_client_certificate_bound_access_tokens),
         }
     }
 }
@@ -124,6 +126,11 @@ impl SecurityChanges {
                 "requireSignedRequestObject",
             ),
             (self.dpop_bound_access_tokens, &mut security.dpop_bound_access_tokens, "dpopBoundAccessTokens"),
+            (
+                self.tls_client_certificate_bound_access_tokens,
+                &mut security.tls_client_certificate_bound_access_tokens,
+                "tlsClientCertificateBoundAccessTokens",
+            ),
         ] {
             if let Some(rule) = change {
                 *field = rule;

@@ -65,8 +65,10 @@ pub async fn openid_configuration(State(identity): State<IdentityState>) -> Resp
             "name", "preferred_username", "email", "email_verified", "phone_number", "phone_number_verified"
         ],
     });
-    // JARM (beside the literal above, which is at the macro's limit).
+    // Beside the literal above, which is at the macro's limit: JARM, and
+    // certificate-bound tokens (RFC 8705).
     document["authorization_signing_alg_values_supported"] = json!(signing);
+    document["tls_client_certificate_bound_access_tokens"] = json!(true);
     if identity.settings.registration {
         document["registration_endpoint"] = json!(format!("{issuer}/oauth2/register"));
     }

@@ -90,7 +90,9 @@ pub struct Introspection {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub jti: Option<String>,
-    /// The key a DPoP-bound access token is bound to (RFC 9449 §6.2: `{"jkt": …}`).
+    /// What a bound access token is bound to: `{"jkt": …}` for a DPoP key
+    /// (RFC 9449 §6.2), `{"x5t#S256": …}` for a client certificate (RFC
+    /// 8705 §3.2).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>, nullable = false)]
     pub cnf: Option<portico_tokens::Confirmation>,
@@ -190,7 +192,11 @@ async fn look_up(identity: &Identity, own_client: Option<&ClientId>, token: &str
                 active: true,
                 scope: Some(claims.scope.clone()),
                 client_id: Some(claims.client_id.clone()),
-                token_type: Some(if claims.cnf.is_some() { "DPoP" } else { "Bearer" }),
+                token_type: Some(if claims.cnf.as_ref().is_some_and(|cnf| cnf.jkt.is_some()) {
+                    "DPoP"
+                } else {
+                    "Bearer"
+                }),
                 exp: Some(claims.exp),
                 iat: Some(claims.iat),
                 sub: Some(claims.sub.clone()),

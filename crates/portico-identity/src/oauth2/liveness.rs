@@ -4,9 +4,11 @@
 //! whose grant is not revoked; 401 otherwise (also for a missing or malformed
 //! header); 503 when the revocation state cannot be read. No body, ever.
 
+use axum::Extension;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use portico_crypto::certificate::Presented;
 
 use crate::IdentityState;
 use crate::tokens::invalid_token_for;
@@ -25,8 +27,13 @@ use portico_tokens::AccessTokenError;
         (status = 503, description = "The check is temporarily unavailable.")
     )
 )]
-pub async fn liveness(State(identity): State<IdentityState>, headers: HeaderMap) -> Response {
-    match identity.tokens.check_request(&headers, "GET", "/oauth2/token/liveness").await {
+pub async fn liveness(
+    State(identity): State<IdentityState>,
+    certificate: Option<Extension<Presented>>,
+    headers: HeaderMap,
+) -> Response {
+    let certificate = certificate.as_deref();
+    match identity.tokens.check_request(&headers, certificate, "GET", "/oauth2/token/liveness").await {
         Ok(_) => StatusCode::OK.into_response(),
         Err(AccessTokenError::Invalid) => invalid_token_for(&headers),
         Err(AccessTokenError::Unavailable(error)) => {

@@ -10,11 +10,11 @@
 //! - A code presented a second time revokes the grant its first use created.
 //! - A refresh token presented after its rotation revokes its whole grant.
 
-use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use axum::response::IntoResponse;
+use axum::{Extension, Json};
 use portico_model::audit::{AuditEvent, AuditKind};
 use portico_model::client::Client;
 use portico_model::ids::{ClientId, CodeHash, GrantId, RefreshTokenHash, UserId};
@@ -28,8 +28,9 @@ use super::client_auth::{PendingJti, authenticate_deferred, remember, replayed};
 use super::error::OAuthError;
 use super::forms::{RefreshGrant, TokenRequest};
 use super::params::read_form;
-use crate::tokens::{Issue, NewRefreshToken, TokenResponse};
+use crate::tokens::{Binding, Issue, NewRefreshToken, TokenResponse};
 use crate::{Identity, IdentityState};
+use portico_crypto::certificate::Presented as Certificate;
 
 /// The endpoint's path (a DPoP proof's `htu`).
 const PATH: &str = "/oauth2/token";
@@ -49,10 +50,12 @@ const PATH: &str = "/oauth2/token";
 )]
 pub async fn token(
     State(identity): State<IdentityState>,
+    certificate: Option<Extension<Certificate>>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<impl IntoResponse, OAuthError> {
-    let (grant_type, result) = handle(&identity, &headers, body).await;
+    let certificate = certificate.as_ref().map(|Extension(presented)| presented);
+    let (grant_type, result) = handle(&identity, &headers, certificate, body).await;
     let outcome = match &result {
         Ok(_) => "issued",
         Err(error) => error.parts().1,
@@ -71,6 +74,7 @@ pub async fn token(
 async fn handle(
     identity: &Identity,
     headers: &HeaderMap,
+    certificate: Option<&Certificate>,
     body: Body,
 ) -> (&'static str, Result<TokenResponse, OAuthError>) {
     let form = match read_form(headers, body, MAX_FORM_BODY).await {
@@ -83,23 +87,29 @@ async fn handle(
         let (client, pending) = authenticate_deferred(identity, headers, &form.read()?, "/oauth2/token").await?;
         let read = TokenRequest::read(&form);
         let checked = match read {
-            Ok(request) => crate::dpop::proof_for(identity, headers, &client, PATH).await.map(|proof| (request, proof)),
+            Ok(request) => match crate::mtls::binding_for(&client, certificate) {
+                Ok(x5t) => {
+                    let proof = crate::dpop::proof_for(identity, headers, &client, PATH).await;
+                    proof.map(|proof| (request, proof, x5t))
+                }
+                Err(error) => Err(error),
+            },
             Err(error) => Err(error),
         };
-        let (request, proof) = match checked {
+        let (request, proof, x5t) = match checked {
             Ok(checked) => checked,
             Err(error) => {
                 remember(identity, pending).await?;
                 return Err(error);
             }
         };
-        let jkt = proof.as_ref().map(|proof| proof.jkt.as_str());
+        let bound = Binding { jkt: proof.as_ref().map(|proof| proof.jkt.as_str()), x5t: x5t.as_deref() };
         match request {
             TokenRequest::AuthorizationCode(grant) => {
                 let code = Presented { code: &grant.code, verifier: &grant.code_verifier };
-                redeem_for(identity, &client, pending, code, grant.redirect_uri.as_deref(), jkt).await
+                redeem_for(identity, &client, pending, code, grant.redirect_uri.as_deref(), bound).await
             }
-            TokenRequest::RefreshToken(grant) => refresh(identity, &client, pending, &grant, jkt).await,
+            TokenRequest::RefreshToken(grant) => refresh(identity, &client, pending, &grant, bound).await,
         }
     }
     .await;
@@ -122,7 +132,7 @@ pub async fn redeem(
     verifier: &str,
     redirect_uri: Option<&str>,
 ) -> Result<TokenResponse, OAuthError> {
-    redeem_for(identity, client, None, Presented { code, verifier }, redirect_uri, None).await
+    redeem_for(identity, client, None, Presented { code, verifier }, redirect_uri, Binding::default()).await
 }
 
 /// A presented code and its PKCE verifier.
@@ -139,7 +149,7 @@ async fn redeem_for(
     pending: Option<PendingJti>,
     presented: Presented<'_>,
     redirect_uri: Option<&str>,
-    jkt: Option<&str>,
+    bound: Binding<'_>,
 ) -> Result<TokenResponse, OAuthError> {
     let Presented { code, verifier } = presented;
     let now = identity.clock.now();
@@ -163,7 +173,7 @@ async fn redeem_for(
         Some("redirect_uri differs from the authorization request")
     } else if !is_code_verifier(verifier) || !portico_crypto::hash::pkce_matches(&code.code_challenge, verifier) {
         Some("code_verifier does not match the code_challenge")
-    } else if code.dpop_jkt.is_some() && code.dpop_jkt.as_deref() != jkt {
+    } else if code.dpop_jkt.is_some() && code.dpop_jkt.as_deref() != bound.jkt {
         Some("the authorization code is bound to a DPoP key: send a proof of that key")
     } else {
         None
@@ -218,7 +228,7 @@ async fn redeem_for(
         &keys,
         &grant,
         &user,
-        Issue { scope: &grant.scope, nonce: code.nonce.as_deref(), jkt },
+        Issue { scope: &grant.scope, nonce: code.nonce.as_deref(), bound },
         &refresh,
     ))
 }
@@ -247,7 +257,7 @@ async fn refresh(
     client: &Client,
     pending: Option<PendingJti>,
     grant: &RefreshGrant,
-    jkt: Option<&str>,
+    bound: Binding<'_>,
 ) -> Result<TokenResponse, OAuthError> {
     let presented = grant.refresh_token.as_str();
     let requested_scope = grant.scope.as_deref();
@@ -312,7 +322,7 @@ async fn refresh(
         Rotation::GrantRevoked => return Err(OAuthError::invalid_grant("the grant was revoked")),
         Rotation::AssertionReplayed => return Err(replayed()),
     }
-    Ok(identity.issue_tokens(&keys, &grant, &user, Issue { scope: &scope, nonce: None, jkt }, &successor))
+    Ok(identity.issue_tokens(&keys, &grant, &user, Issue { scope: &scope, nonce: None, bound }, &successor))
 }
 
 /// A spent refresh token presented again: revoke its whole grant.

@@ -3,10 +3,12 @@
 //! `userinfo_signed_response_alg`, with `iss` and `aud`, when the client
 //! has one (§5.3.2).
 
+use axum::Extension;
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use portico_crypto::certificate::Presented;
 use serde::Serialize;
 
 use crate::IdentityState;
@@ -52,12 +54,21 @@ const JWT_MEDIA_TYPE: &str = "application/jwt";
         (status = 503, description = "The check is temporarily unavailable.")
     )
 )]
-pub async fn userinfo(State(identity): State<IdentityState>, headers: HeaderMap) -> Response {
-    respond(&identity, &headers, "GET").await
+pub async fn userinfo(
+    State(identity): State<IdentityState>,
+    certificate: Option<Extension<Presented>>,
+    headers: HeaderMap,
+) -> Response {
+    respond(&identity, &headers, certificate.as_deref(), "GET").await
 }
 
-async fn respond(identity: &IdentityState, headers: &HeaderMap, method: &str) -> Response {
-    let mut response = answer(identity, headers, method).await;
+async fn respond(
+    identity: &IdentityState,
+    headers: &HeaderMap,
+    certificate: Option<&Presented>,
+    method: &str,
+) -> Response {
+    let mut response = answer(identity, headers, certificate, method).await;
     response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
 }
@@ -81,12 +92,21 @@ async fn respond(identity: &IdentityState, headers: &HeaderMap, method: &str) ->
         (status = 503, description = "The check is temporarily unavailable.")
     )
 )]
-pub async fn userinfo_post(State(identity): State<IdentityState>, headers: HeaderMap) -> Response {
-    respond(&identity, &headers, "POST").await
+pub async fn userinfo_post(
+    State(identity): State<IdentityState>,
+    certificate: Option<Extension<Presented>>,
+    headers: HeaderMap,
+) -> Response {
+    respond(&identity, &headers, certificate.as_deref(), "POST").await
 }
 
-async fn answer(identity: &IdentityState, headers: &HeaderMap, method: &str) -> Response {
-    let claims = match identity.tokens.check_request(headers, method, "/oauth2/userinfo").await {
+async fn answer(
+    identity: &IdentityState,
+    headers: &HeaderMap,
+    certificate: Option<&Presented>,
+    method: &str,
+) -> Response {
+    let claims = match identity.tokens.check_request(headers, certificate, method, "/oauth2/userinfo").await {
         Ok(claims) => claims,
         Err(AccessTokenError::Invalid) => return invalid_token_for(headers),
         Err(AccessTokenError::Unavailable(_)) => return StatusCode::SERVICE_UNAVAILABLE.into_response(),

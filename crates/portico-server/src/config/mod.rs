@@ -78,6 +78,7 @@ pub struct Config {
     pub registration: RegistrationConfig,
     pub par: ParConfig,
     pub dpop: DpopConfig,
+    pub mtls: MtlsConfig,
     pub login: LoginConfig,
     pub delivery: DeliveryConfig,
     pub captcha: CaptchaConfig,
@@ -392,6 +393,64 @@ pub struct DpopConfig {
     pub require_nonce: bool,
 }
 
+/// Mutual TLS (RFC 8705): where client certificates are believed from.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MtlsConfig {
+    /// The header in which the TLS terminator in front passes the client
+    /// certificate (URL-encoded PEM, as nginx's `$ssl_client_escaped_cert`);
+    /// unset: no header is read.
+    pub certificate_header: Option<String>,
+    /// Addresses or blocks of the terminators whose header is believed (one
+    /// value, or a list); from anywhere else the header is dropped unread.
+    #[serde(deserialize_with = "one_or_many")]
+    pub trusted_proxies: Vec<portico_identity::client_address::Cidr>,
+}
+
+impl MtlsConfig {
+    /// The edge that reads the header.
+    ///
+    /// # Errors
+    /// A header name that is not one, or a header without a proxy to
+    /// believe it from.
+    pub fn edge(&self) -> Result<portico_identity::mtls::CertificateEdge, String> {
+        let Some(name) = &self.certificate_header else {
+            return Ok(portico_identity::mtls::CertificateEdge::default());
+        };
+        let header = axum::http::HeaderName::from_bytes(name.trim().to_ascii_lowercase().as_bytes())
+            .map_err(|_| format!("mtls.certificate_header: `{name}` is not an HTTP header name"))?;
+        if self.trusted_proxies.is_empty() {
+            return Err(format!(
+                "mtls.certificate_header is `{name}` but mtls.trusted_proxies is empty: name the address (or block) \
+                 of the TLS terminator whose header Portico may believe, e.g. PORTICO_MTLS__TRUSTED_PROXIES=10.0.0.5/32"
+            ));
+        }
+        Ok(portico_identity::mtls::CertificateEdge {
+            header: Some(header),
+            trusted_proxies: self.trusted_proxies.clone(),
+        })
+    }
+}
+
+/// A list that may also be given as one value (as an environment variable
+/// most often is).
+fn one_or_many<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany<T> {
+        One(T),
+        Many(Vec<T>),
+    }
+    Ok(match OneOrMany::deserialize(deserializer)? {
+        OneOrMany::One(value) => vec![value],
+        OneOrMany::Many(values) => values,
+    })
+}
+
 /// One trusted issuer of software statements.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -538,6 +597,7 @@ impl Default for Config {
             registration: RegistrationConfig::default(),
             par: ParConfig::default(),
             dpop: DpopConfig::default(),
+            mtls: MtlsConfig::default(),
             login: LoginConfig::default(),
             delivery: DeliveryConfig::default(),
             captcha: CaptchaConfig::default(),

@@ -244,3 +244,24 @@ fn software_statement_issuers_come_from_the_file_with_their_public_keys() {
         Ok(())
     });
 }
+
+#[test]
+#[allow(clippy::result_large_err, reason = "figment::Jail fixes the closure's error type")]
+fn the_certificate_header_needs_trusted_proxies_given_as_one_value_or_a_list() {
+    figment::Jail::expect_with(|jail| {
+        jail.set_env("PORTICO_MTLS__CERTIFICATE_HEADER", "X-Client-Cert");
+        let error = Config::load(None).unwrap_err().to_string();
+        assert!(error.contains("mtls.trusted_proxies is empty"), "{error}");
+        jail.set_env("PORTICO_MTLS__TRUSTED_PROXIES", "127.0.0.1/32");
+        let config = Config::load(None).unwrap();
+        let edge = config.mtls.edge().unwrap();
+        assert_eq!(edge.header.as_ref().map(|h| h.as_str()), Some("x-client-cert"));
+        assert_eq!(edge.trusted_proxies, vec!["127.0.0.1/32".parse().unwrap()]);
+        jail.set_env("PORTICO_MTLS__TRUSTED_PROXIES", r#"["10.0.0.0/8", "fd00::/8"]"#);
+        assert_eq!(Config::load(None).unwrap().mtls.trusted_proxies.len(), 2);
+        jail.set_env("PORTICO_MTLS__CERTIFICATE_HEADER", "not a header");
+        let error = Config::load(None).unwrap_err().to_string();
+        assert!(error.contains("not an HTTP header name"), "{error}");
+        Ok(())
+    });
+}

@@ -25,6 +25,7 @@ mod login;
 mod login_flows;
 mod logout;
 mod merchants_admin;
+mod mtls;
 mod node_cache;
 pub(crate) mod notifications;
 pub(crate) mod oidc_client;

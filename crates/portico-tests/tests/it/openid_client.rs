@@ -145,6 +145,7 @@ async fn key_client_with(
         "requirePushedAuthorizationRequests": has("par"),
         "requireSignedRequestObject": has("jar"),
         "dpopBoundAccessTokens": has("dpop"),
+        "tlsClientCertificateBoundAccessTokens": has("mtls"),
     });
     if method == "private_key_jwt" {
         body["jwks"] = serde_json::json!({ "keys": [first["jwk"]] });
@@ -153,7 +154,13 @@ async fn key_client_with(
     assert_eq!(created.status(), 201, "{method}: {}", created.text().await.unwrap());
     let created: Value = created.json().await.unwrap();
     let secret = if method == "client_secret_jwt" { created["clientSecret"].clone() } else { Value::Null };
-    stdin.write_all(format!("{}\n", serde_json::json!({ "secret": secret })).as_bytes()).await.unwrap();
+    let certificate = has("mtls").then(|| {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["rp.example".to_owned()]).unwrap().self_signed(&key).unwrap();
+        percent_encoding::utf8_percent_encode(&cert.pem(), percent_encoding::NON_ALPHANUMERIC).to_string()
+    });
+    let line = serde_json::json!({ "secret": secret, "certificate": certificate });
+    stdin.write_all(format!("{line}\n").as_bytes()).await.unwrap();
     finish(app, node, lines, stdin, &script, client_id).await
 }
 
@@ -257,13 +264,17 @@ async fn openid_client_registers_itself_and_manages_its_registration() {
 }
 
 #[tokio::test]
-async fn openid_client_pushes_signs_binds_with_dpop_and_reads_signed_responses() {
+async fn openid_client_pushes_signs_binds_with_dpop_or_certificates_and_reads_signed_responses() {
     let Some(library) = library() else { return };
     for backend in backends() {
         // Server nonces required: openid-client takes the one offered.
         let app = TestApp::spawn_with(backend, |c| {
             c.tokens.signing_algorithms = ["PS256", "ES256", "EdDSA"].map(String::from).to_vec();
             c.dpop.require_nonce = true;
+            // The tests stand in for a TLS terminator that passes client
+            // certificates in a header.
+            c.mtls.certificate_header = Some("x-client-cert".into());
+            c.mtls.trusted_proxies = vec!["127.0.0.1/32".parse().unwrap()];
         })
         .await;
         let ivan = app.store.find_user_by_login("ivan").await.unwrap().unwrap().id.to_string();
@@ -276,6 +287,8 @@ async fn openid_client_pushes_signs_binds_with_dpop_and_reads_signed_responses()
             ("par+jar+dpop", "PS256"),
             ("jar+jarm", "ES256"),
             ("par+jarm+dpop", "Ed25519"),
+            ("par+mtls", "ES256"),
+            ("jar+jarm+mtls", "ES256"),
         ] {
             let outcome = key_client_with(&app, &library, "private_key_jwt", key_alg, "ES256", None, requests).await;
             let case = format!("{backend:?} {requests} {key_alg}: {outcome}");
@@ -291,6 +304,7 @@ async fn openid_client_pushes_signs_binds_with_dpop_and_reads_signed_responses()
                 "{case}"
             );
             assert_eq!(outcome["introspectedCnf"]["jkt"].is_string(), requests.contains("dpop"), "{case}");
+            assert_eq!(outcome["introspectedCnf"]["x5t#S256"].is_string(), requests.contains("mtls"), "{case}");
             // JARM: the code came only inside the signed `response`.
             let callback =
                 if requests.contains("jarm") { json!(["response"]) } else { json!(["code", "state", "iss"]) };

@@ -1,0 +1,92 @@
+//! Mutual TLS (RFC 8705): the client certificate a request came with, and
+//! access tokens bound to it.
+//!
+//! The certificate reaches Portico from the TLS terminator in front
+//! (nginx, HAProxy, an ingress) in the header `mtls.certificate_header`
+//! (URL-encoded PEM, as nginx's `$ssl_client_escaped_cert`), believed only
+//! from a peer in `mtls.trusted_proxies`; from any other address the
+//! header is dropped unread. [`edge`] reads it once per request, removes
+//! the header, and leaves a [`Presented`] extension for the token endpoint
+//! and every protected resource: the certificate, or why it could not be
+//! read (too large, not PEM, not X.509).
+//!
+//! A client registered with `tls_client_certificate_bound_access_tokens`
+//! gets access tokens bound to the certificate of its token request
+//! (`cnf.x5t#S256`, the certificate's SHA-256); a token request without a
+//! certificate is refused, and a bound token is good only over a
+//! connection with that very certificate.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::HeaderName;
+use axum::middleware::Next;
+use axum::response::Response;
+use portico_crypto::certificate::{CertificateError, ClientCertificate, Presented};
+use portico_model::client::Client;
+
+use crate::client_address::Cidr;
+use crate::oauth2::error::OAuthError;
+
+/// Where client certificates are believed from.
+#[derive(Debug, Clone, Default)]
+pub struct CertificateEdge {
+    /// The header a trusted proxy puts the certificate in; `None`: no
+    /// header is read.
+    pub header: Option<HeaderName>,
+    /// The proxies whose header is believed.
+    pub trusted_proxies: Vec<Cidr>,
+}
+
+/// Middleware: reads the certificate header of a trusted proxy into a
+/// [`Presented`] extension; removes the header from every request, so
+/// that nothing further on can read a client's own.
+pub async fn edge(State(edge): State<Arc<CertificateEdge>>, mut request: Request, next: Next) -> Response {
+    if let Some(name) = &edge.header {
+        let peer = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|info| info.0.ip());
+        let trusted = peer.is_some_and(|peer| edge.trusted_proxies.iter().any(|cidr| cidr.contains(peer)));
+        let headers = request.headers_mut();
+        let presented = if trusted && headers.contains_key(name) {
+            let mut values = headers.get_all(name).iter();
+            let read = match (values.next(), values.next()) {
+                (Some(value), None) => ClientCertificate::from_header(value.as_bytes()),
+                // Two certificates for one connection: not something a
+                // terminator does.
+                _ => Err(CertificateError::NotPem),
+            };
+            Some(Presented(read))
+        } else {
+            if headers.contains_key(name) {
+                tracing::debug!(?peer, header = %name, "a client certificate header from an untrusted address, ignored");
+            }
+            None
+        };
+        request.headers_mut().remove(name);
+        if let Some(presented) = presented {
+            request.extensions_mut().insert(presented);
+        }
+    }
+    next.run(request).await
+}
+
+/// The certificate thumbprint `client`'s access tokens are to be bound to:
+/// the presented certificate's for a client registered with
+/// `tls_client_certificate_bound_access_tokens`, none for another.
+///
+/// # Errors
+/// `invalid_request` when such a client's token request came without a
+/// readable certificate.
+pub fn binding_for(client: &Client, presented: Option<&Presented>) -> Result<Option<String>, OAuthError> {
+    if !client.security.tls_client_certificate_bound_access_tokens {
+        return Ok(None);
+    }
+    match presented {
+        Some(Presented(Ok(certificate))) => Ok(Some(certificate.thumbprint().to_owned())),
+        Some(Presented(Err(error))) => Err(OAuthError::bad_request(error.to_string())),
+        None => Err(OAuthError::bad_request(
+            "the client's access tokens are bound to its TLS client certificate \
+             (tls_client_certificate_bound_access_tokens): send the token request over mutual TLS",
+        )),
+    }
+}

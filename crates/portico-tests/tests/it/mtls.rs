@@ -1,0 +1,205 @@
+//! Certificate-bound access tokens (RFC 8705 §3) on both backends, with the
+//! client certificate passed by a TLS terminator in `x-client-cert`
+//! (URL-encoded PEM, as nginx's `$ssl_client_escaped_cert`): a client
+//! registered with `tls_client_certificate_bound_access_tokens` gets
+//! tokens bound to its certificate (`cnf.x5t#S256`), refused without one
+//! and spending nothing; every protected resource takes such a token only
+//! with that very certificate; the header is believed only from a trusted
+//! proxy, and a malformed or huge one is refused with its reason.
+
+use portico_tests::{Pkce, TestApp, backends, demo, jwt_claims};
+use serde_json::{Value, json};
+
+const HEADER: &str = "x-client-cert";
+
+/// A client certificate as the terminator passes it, and its thumbprint.
+struct Certificate {
+    escaped: String,
+    thumbprint: String,
+}
+
+impl Certificate {
+    fn new(name: &str) -> Self {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec![name.to_owned()]).unwrap().self_signed(&key).unwrap();
+        let escaped =
+            percent_encoding::utf8_percent_encode(&cert.pem(), percent_encoding::NON_ALPHANUMERIC).to_string();
+        let thumbprint = portico_crypto::b64url(portico_crypto::hash::sha256(cert.der()));
+        Self { escaped, thumbprint }
+    }
+}
+
+async fn spawn(backend: portico_tests::Backend, trusted: &str) -> TestApp {
+    let trusted = trusted.parse().unwrap();
+    let app = TestApp::spawn_with(backend, |c| {
+        c.mtls.certificate_header = Some(HEADER.into());
+        c.mtls.trusted_proxies = vec![trusted];
+    })
+    .await;
+    set_rule(&app, true).await;
+    app
+}
+
+/// Sets the demo client's `tls_client_certificate_bound_access_tokens`
+/// through the admin API.
+async fn set_rule(app: &TestApp, bound: bool) {
+    let patch = json!({ "tlsClientCertificateBoundAccessTokens": bound });
+    let url = app.url(&format!("/admin/v1/clients/{}", demo::CLIENT_ID));
+    let response = app.http().patch(url).bearer_auth(portico_tests::ADMIN_TOKEN).json(&patch).send().await.unwrap();
+    assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
+}
+
+/// The token endpoint with `form` (the demo client's secret added), and
+/// the certificate header's value when given.
+async fn token(app: &TestApp, form: &[(&str, &str)], certificate: Option<&str>) -> (u16, Value) {
+    let mut form = form.to_vec();
+    form.extend([("client_id", demo::CLIENT_ID), ("client_secret", demo::CLIENT_SECRET)]);
+    let mut request = app.http().post(app.url("/oauth2/token")).form(&form);
+    if let Some(value) = certificate {
+        request = request.header(HEADER, value);
+    }
+    let response = request.send().await.unwrap();
+    (response.status().as_u16(), response.json().await.unwrap_or(Value::Null))
+}
+
+async fn get(app: &TestApp, path: &str, access: &str, id_token: Option<&str>, certificate: Option<&str>) -> u16 {
+    let mut request = app.http().get(app.url(path)).bearer_auth(access);
+    if let Some(id_token) = id_token {
+        request = request.header("id-token", id_token);
+    }
+    if let Some(value) = certificate {
+        request = request.header(HEADER, value);
+    }
+    request.send().await.unwrap().status().as_u16()
+}
+
+#[tokio::test]
+async fn tokens_are_bound_to_the_certificate_and_taken_only_with_it() {
+    for backend in backends() {
+        let app = spawn(backend, "127.0.0.1/32").await;
+        let mine = Certificate::new("fintech.example");
+        let pkce = Pkce::new();
+        let code = app.login_for_code(&app.browser(), &pkce, "ivan", "ivan-password").await;
+        let redirect_uri = app.redirect_uri();
+        let grant = [
+            ("grant_type", "authorization_code"),
+            ("code", code.as_str()),
+            ("code_verifier", pkce.verifier.as_str()),
+            ("redirect_uri", redirect_uri.as_str()),
+        ];
+
+        // Without a certificate: refused, and the code is not spent.
+        let (status, refused) = token(&app, &grant, None).await;
+        assert_eq!((status, refused["error"].as_str()), (400, Some("invalid_request")), "{backend:?}: {refused}");
+        assert!(refused["error_description"].as_str().unwrap().contains("mutual TLS"), "{refused}");
+        let (status, garbage) = token(&app, &grant, Some("not%20a%20certificate")).await;
+        assert_eq!(status, 400, "{backend:?}: {garbage}");
+        assert!(garbage["error_description"].as_str().unwrap().contains("PEM"), "{garbage}");
+        let huge = "A".repeat(17 * 1024);
+        let (status, huge) = token(&app, &grant, Some(&huge)).await;
+        assert_eq!(status, 400, "{backend:?}: {huge}");
+        assert!(huge["error_description"].as_str().unwrap().contains("larger than"), "{huge}");
+
+        let (status, tokens) = token(&app, &grant, Some(&mine.escaped)).await;
+        assert_eq!(status, 200, "{backend:?}: the code still redeems: {tokens}");
+        assert_eq!(tokens["token_type"], "Bearer");
+        let access = tokens["access_token"].as_str().unwrap().to_owned();
+        let id_token = tokens["id_token"].as_str().unwrap().to_owned();
+        assert_eq!(jwt_claims(&access)["cnf"], json!({ "x5t#S256": mine.thumbprint }), "{backend:?}");
+
+        // Every resource: only over the same certificate.
+        let other = Certificate::new("other.example");
+        for (path, id_token) in
+            [("/oauth2/userinfo", None), ("/oauth2/token/liveness", None), ("/api/v1/permissions", Some(&id_token))]
+        {
+            let id_token = id_token.map(String::as_str);
+            assert_eq!(get(&app, path, &access, id_token, Some(&mine.escaped)).await, 200, "{backend:?} {path}");
+            assert_eq!(get(&app, path, &access, id_token, None).await, 401, "{backend:?} {path}: no certificate");
+            let another = get(&app, path, &access, id_token, Some(&other.escaped)).await;
+            assert_eq!(another, 401, "{backend:?} {path}: another certificate");
+        }
+
+        // Introspection names the binding.
+        let introspected: Value = app
+            .http()
+            .post(app.url("/oauth2/introspect"))
+            .basic_auth(demo::CLIENT_ID, Some(demo::CLIENT_SECRET))
+            .form(&[("token", access.as_str())])
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(introspected["cnf"], json!({ "x5t#S256": mine.thumbprint }), "{backend:?}");
+        assert_eq!(introspected["token_type"], "Bearer");
+
+        // A refresh binds the new token to the certificate it came over;
+        // without one it is refused and the refresh token is not spent.
+        let refresh = tokens["refresh_token"].as_str().unwrap();
+        let grant = [("grant_type", "refresh_token"), ("refresh_token", refresh)];
+        let (status, _) = token(&app, &grant, None).await;
+        assert_eq!(status, 400, "{backend:?}");
+        let (status, refreshed) = token(&app, &grant, Some(&other.escaped)).await;
+        assert_eq!(status, 200, "{backend:?}: {refreshed}");
+        let access = refreshed["access_token"].as_str().unwrap();
+        assert_eq!(jwt_claims(access)["cnf"]["x5t#S256"], json!(other.thumbprint));
+        assert_eq!(get(&app, "/oauth2/token/liveness", access, None, Some(&other.escaped)).await, 200);
+
+        // A client without the rule gets bearer tokens, certificate or not.
+        set_rule(&app, false).await;
+        let pkce = Pkce::new();
+        let code = app.login_for_code(&app.browser(), &pkce, "ivan", "ivan-password").await;
+        let grant = [
+            ("grant_type", "authorization_code"),
+            ("code", code.as_str()),
+            ("code_verifier", pkce.verifier.as_str()),
+            ("redirect_uri", redirect_uri.as_str()),
+        ];
+        let (status, tokens) = token(&app, &grant, Some(&mine.escaped)).await;
+        assert_eq!(status, 200, "{backend:?}: {tokens}");
+        assert!(jwt_claims(tokens["access_token"].as_str().unwrap()).get("cnf").is_none(), "{backend:?}");
+    }
+}
+
+#[tokio::test]
+async fn the_header_is_believed_only_from_a_trusted_proxy() {
+    for backend in backends() {
+        // The tests' requests come from 127.0.0.1, not a trusted address.
+        let app = spawn(backend, "10.0.0.0/8").await;
+        let mine = Certificate::new("fintech.example");
+        let pkce = Pkce::new();
+        let code = app.login_for_code(&app.browser(), &pkce, "ivan", "ivan-password").await;
+        let redirect_uri = app.redirect_uri();
+        let grant = [
+            ("grant_type", "authorization_code"),
+            ("code", code.as_str()),
+            ("code_verifier", pkce.verifier.as_str()),
+            ("redirect_uri", redirect_uri.as_str()),
+        ];
+        let (status, refused) = token(&app, &grant, Some(&mine.escaped)).await;
+        assert_eq!(status, 400, "{backend:?}: the header from anywhere else is no certificate: {refused}");
+        assert!(refused["error_description"].as_str().unwrap().contains("mutual TLS"), "{refused}");
+    }
+}
+
+#[tokio::test]
+async fn discovery_and_registration_speak_of_certificate_bound_tokens() {
+    let app = TestApp::spawn_with(backends()[0], |c| {
+        c.registration.initial_access_token = Some("the-initial-access-token-0123456789".to_owned());
+    })
+    .await;
+    let metadata: Value =
+        app.http().get(app.url("/.well-known/openid-configuration")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(metadata["tls_client_certificate_bound_access_tokens"], true);
+    let (status, answer) = app
+        .register(
+            Some("the-initial-access-token-0123456789"),
+            &json!({"redirect_uris": ["https://f.example/cb"], "tls_client_certificate_bound_access_tokens": true}),
+        )
+        .await;
+    assert_eq!(status, 201, "{answer}");
+    assert_eq!(answer["tls_client_certificate_bound_access_tokens"], true);
+    let client = app.store.find_client(&answer["client_id"].as_str().unwrap().into()).await.unwrap().unwrap();
+    assert!(client.security.tls_client_certificate_bound_access_tokens);
+}
