@@ -265,6 +265,13 @@ pub struct ClientMetadata {
     /// RFC 8705: every token request over mutual TLS, the access tokens
     /// bound to the client's certificate.
     pub tls_client_certificate_bound_access_tokens: bool,
+    /// RFC 8705 §2.1.2, for `tls_client_auth`: exactly one of the subject
+    /// DN (RFC 4514) and the four alternative names.
+    pub tls_client_auth_subject_dn: Option<String>,
+    pub tls_client_auth_san_dns: Option<String>,
+    pub tls_client_auth_san_uri: Option<String>,
+    pub tls_client_auth_san_ip: Option<String>,
+    pub tls_client_auth_san_email: Option<String>,
     pub post_logout_redirect_uris: Vec<String>,
     pub backchannel_logout_uri: Option<String>,
     /// A JWT of an issuer the bank trusts, asserting metadata that takes
@@ -335,7 +342,7 @@ impl ClientMetadata {
             Some(name) => AuthMethod::parse(name).ok_or_else(|| {
                 RegistrationError::metadata(format!(
                     "token_endpoint_auth_method: {name:?} is not one of client_secret_basic, client_secret_post, \
-                     client_secret_jwt, private_key_jwt"
+                     client_secret_jwt, private_key_jwt, tls_client_auth, self_signed_tls_client_auth"
                 ))
             })?,
         };
@@ -369,6 +376,11 @@ impl ClientMetadata {
             request_object_signing_alg: request_object_algorithm(self.request_object_signing_alg.as_deref())?,
             dpop_bound_access_tokens: self.dpop_bound_access_tokens,
             tls_client_certificate_bound_access_tokens: self.tls_client_certificate_bound_access_tokens,
+            tls_client_auth_subject_dn: self.tls_client_auth_subject_dn.clone(),
+            tls_client_auth_san_dns: self.tls_client_auth_san_dns.clone(),
+            tls_client_auth_san_uri: self.tls_client_auth_san_uri.clone(),
+            tls_client_auth_san_ip: self.tls_client_auth_san_ip.clone(),
+            tls_client_auth_san_email: self.tls_client_auth_san_email.clone(),
         };
         Ok(Checked { name: self.client_name.clone(), security })
     }
@@ -460,6 +472,9 @@ fn answer(registration: &Registration, client: &Client) -> Value {
     put("require_pushed_authorization_requests", security.require_pushed_authorization_requests.then_some(true.into()));
     put("require_signed_request_object", security.require_signed_request_object.then_some(true.into()));
     put("dpop_bound_access_tokens", security.dpop_bound_access_tokens.then_some(true.into()));
+    for (name, value) in security.tls_client_auth_subject() {
+        put(name, Some(value.into()));
+    }
     put(
         "tls_client_certificate_bound_access_tokens",
         security.tls_client_certificate_bound_access_tokens.then_some(true.into()),

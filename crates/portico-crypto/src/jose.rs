@@ -18,6 +18,7 @@
 
 use std::collections::HashSet;
 
+use base64::Engine as _;
 use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk};
 use jsonwebtoken::{Algorithm as JwsAlgorithm, DecodingKey};
 use serde::Deserialize;
@@ -49,6 +50,9 @@ struct PublicKey {
     /// The algorithms this key may verify: its `alg`, or every one its type allows.
     algorithms: Vec<Algorithm>,
     decoding: DecodingKey,
+    /// The DER of the key's certificate (`x5c`'s first), when it has one:
+    /// what `self_signed_tls_client_auth` compares (RFC 8705 §2.2).
+    certificate: Option<Vec<u8>>,
 }
 
 impl std::fmt::Debug for KeySet {
@@ -79,6 +83,16 @@ impl KeySet {
             return Err("two keys share a kid".into());
         }
         Ok(Self { keys })
+    }
+
+    /// Whether a key's certificate (`x5c`'s first) is `der`, byte for byte.
+    pub fn holds_certificate(&self, der: &[u8]) -> bool {
+        self.keys.iter().filter_map(|k| k.certificate.as_deref()).any(|c| crate::constant_time_eq(c, der))
+    }
+
+    /// Whether any key carries a certificate.
+    pub fn has_certificates(&self) -> bool {
+        self.keys.iter().any(|k| k.certificate.is_some())
     }
 
     /// Whether a key has `kid`.
@@ -148,7 +162,15 @@ fn public_key(key: &Value) -> Result<PublicKey, String> {
         AlgorithmParameters::OctetKey(_) => return Err("symmetric keys are not accepted".into()),
     }
     let decoding = DecodingKey::from_jwk(&parsed).map_err(|e| format!("the key does not parse: {e}"))?;
-    Ok(PublicKey { kid: parsed.common.key_id, algorithms, decoding })
+    let certificate = match parsed.common.x509_chain.as_deref() {
+        None | Some([]) => None,
+        Some([first, ..]) => Some(
+            base64::engine::general_purpose::STANDARD
+                .decode(first)
+                .map_err(|_| "\"x5c\" holds standard Base64 DER certificates")?,
+        ),
+    };
+    Ok(PublicKey { kid: parsed.common.key_id, algorithms, decoding, certificate })
 }
 
 /// What an assertion must say.

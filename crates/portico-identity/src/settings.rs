@@ -26,6 +26,13 @@ pub struct IdentitySettings {
     pub phone_captcha_after_failures: u32,
     /// Proxies whose `X-Forwarded-For` names the client's address.
     pub trusted_proxies: Vec<crate::client_address::Cidr>,
+    /// Whether client certificates can reach Portico (a TLS terminator's
+    /// header is configured): discovery offers certificate authentication
+    /// only then.
+    pub client_certificates: bool,
+    /// The authorities whose client certificates `tls_client_auth` takes;
+    /// `None`: that method is not offered.
+    pub client_authorities: Option<std::sync::Arc<portico_crypto::certificate::ClientAuthorities>>,
     /// How long a device stays trusted after a login with a second factor.
     pub device_trust_ttl: Duration,
     /// The pages' language when neither the process nor the `svc.locale`
@@ -71,6 +78,8 @@ impl IdentitySettings {
             guard: crate::login::guard::GuardPolicy::default(),
             phone_captcha_after_failures: 3,
             trusted_proxies: Vec::new(),
+            client_certificates: false,
+            client_authorities: None,
             device_trust_ttl: Duration::days(180),
             theme: crate::theme::Theme::default(),
             default_locale: None,

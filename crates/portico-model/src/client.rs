@@ -72,11 +72,23 @@ pub enum AuthMethod {
     ClientSecretJwt,
     /// An assertion signed with one of the client's own keys (RFC 7523).
     PrivateKeyJwt,
+    /// Mutual TLS with a certificate of a trusted authority that names the
+    /// client's registered subject (RFC 8705 §2.1).
+    TlsClientAuth,
+    /// Mutual TLS with a certificate the client registered in its JWK
+    /// Set (`x5c`), self-signed or not (RFC 8705 §2.2).
+    SelfSignedTlsClientAuth,
 }
 
 impl AuthMethod {
-    pub const ALL: [Self; 4] =
-        [Self::ClientSecretBasic, Self::ClientSecretPost, Self::ClientSecretJwt, Self::PrivateKeyJwt];
+    pub const ALL: [Self; 6] = [
+        Self::ClientSecretBasic,
+        Self::ClientSecretPost,
+        Self::ClientSecretJwt,
+        Self::PrivateKeyJwt,
+        Self::TlsClientAuth,
+        Self::SelfSignedTlsClientAuth,
+    ];
 
     /// The RFC 7591 name.
     pub const fn as_str(self) -> &'static str {
@@ -85,6 +97,8 @@ impl AuthMethod {
             Self::ClientSecretPost => "client_secret_post",
             Self::ClientSecretJwt => "client_secret_jwt",
             Self::PrivateKeyJwt => "private_key_jwt",
+            Self::TlsClientAuth => "tls_client_auth",
+            Self::SelfSignedTlsClientAuth => "self_signed_tls_client_auth",
         }
     }
 
@@ -95,6 +109,11 @@ impl AuthMethod {
     /// Whether the client proves itself with a shared secret sent as it is.
     pub const fn sends_secret(self) -> bool {
         matches!(self, Self::ClientSecretBasic | Self::ClientSecretPost)
+    }
+
+    /// Whether the client proves itself by its TLS client certificate.
+    pub const fn uses_certificate(self) -> bool {
+        matches!(self, Self::TlsClientAuth | Self::SelfSignedTlsClientAuth)
     }
 }
 
@@ -151,6 +170,19 @@ pub struct ClientSecurity {
     /// access token of the client is bound to its key.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub dpop_bound_access_tokens: bool,
+    /// RFC 8705 §2.1.2, `tls_client_auth`: the certificate's subject
+    /// distinguished name (RFC 4514); exactly one of this and the four
+    /// alternative names below.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_client_auth_subject_dn: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_client_auth_san_dns: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_client_auth_san_uri: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_client_auth_san_ip: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_client_auth_san_email: Option<String>,
     /// RFC 8705: every token request must come over mutual TLS, and the
     /// access tokens are bound to the client's certificate.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -158,6 +190,19 @@ pub struct ClientSecurity {
 }
 
 impl ClientSecurity {
+    /// The `tls_client_auth` subject fields given, by name.
+    pub fn tls_client_auth_subject(&self) -> impl Iterator<Item = (&'static str, &str)> + '_ {
+        [
+            ("tls_client_auth_subject_dn", &self.tls_client_auth_subject_dn),
+            ("tls_client_auth_san_dns", &self.tls_client_auth_san_dns),
+            ("tls_client_auth_san_uri", &self.tls_client_auth_san_uri),
+            ("tls_client_auth_san_ip", &self.tls_client_auth_san_ip),
+            ("tls_client_auth_san_email", &self.tls_client_auth_san_email),
+        ]
+        .into_iter()
+        .filter_map(|(name, value)| value.as_deref().map(|value| (name, value)))
+    }
+
     /// Every algorithm named here, for checking that the server has a key
     /// of each.
     pub fn algorithms(&self) -> impl Iterator<Item = (&'static str, Algorithm)> + '_ {

@@ -8,7 +8,9 @@
 // with the revoked token.
 //
 // Usage: node key_client.mjs <issuer> <client_id> <redirect_uri> <method> <key_alg> <token_alg> [requests]
-//   method: private_key_jwt or client_secret_jwt; key_alg: ES256, PS256 or Ed25519
+//   method: private_key_jwt, client_secret_jwt or self_signed_tls_client_auth
+//   (the certificate the test made and registered, sent as with `+mtls`);
+//   key_alg: ES256, PS256 or Ed25519
 //   (the client's own key); token_alg: the algorithm Portico signs the
 //   client's ID tokens, userinfo and introspection answers with; requests:
 //   how the authorization request travels: `plain` (the default, in the
@@ -92,9 +94,11 @@ if (initialAccessToken) {
     manage,
   };
 } else {
-  const auth = method === 'private_key_jwt'
-    ? client.PrivateKeyJwt({ key: keys.privateKey, kid: 'rp-key-1' })
-    : client.ClientSecretJwt(secret);
+  const auth = {
+    private_key_jwt: () => client.PrivateKeyJwt({ key: keys.privateKey, kid: 'rp-key-1' }),
+    client_secret_jwt: () => client.ClientSecretJwt(secret),
+    self_signed_tls_client_auth: () => client.TlsClientAuth(),
+  }[method]();
   config = await client.discovery(new URL(issuer), clientId, algs, auth, { execute: [client.allowInsecureRequests] });
 }
 if (certificate) {

@@ -110,6 +110,9 @@ pub struct AddClient {
     /// Every token request over mutual TLS: the access tokens are bound to the client's certificate (RFC 8705).
     #[arg(long)]
     certificate_bound: bool,
+    /// For tls_client_auth: the subject DN (RFC 4514) the client's certificate must carry.
+    #[arg(long)]
+    tls_client_auth_subject_dn: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -181,7 +184,7 @@ pub enum KeyCommand {
 
 fn parse_auth_method(name: &str) -> Result<AuthMethod, String> {
     AuthMethod::parse(name).ok_or_else(|| {
-        format!("{name:?} is not one of client_secret_basic, client_secret_post, client_secret_jwt, private_key_jwt")
+        format!("{name:?} is not one of client_secret_basic, client_secret_post, client_secret_jwt, private_key_jwt, tls_client_auth, self_signed_tls_client_auth")
     })
 }
 
@@ -227,6 +230,7 @@ pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<
                 request_object_alg,
                 dpop_bound,
                 certificate_bound,
+                tls_client_auth_subject_dn,
             } = *add;
             let jwks = match jwks_file {
                 Some(path) => {
@@ -251,6 +255,9 @@ pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<
                 request_object_signing_alg: request_object_alg,
                 dpop_bound_access_tokens: dpop_bound,
                 tls_client_certificate_bound_access_tokens: certificate_bound,
+                tls_client_auth_subject_dn,
+                // The alternative names are set through the admin API.
+                ..ClientSecurity::default()
             };
             let new = NewClient {
                 client_id: client_id.clone(),

@@ -75,6 +75,13 @@ pub struct SecurityView {
     /// Every token request over mutual TLS; access tokens bound to the
     /// client's certificate (RFC 8705).
     pub tls_client_certificate_bound_access_tokens: bool,
+    /// `tls_client_auth` (RFC 8705 §2.1.2): the subject DN (RFC 4514) or
+    /// one alternative name the client's certificate must carry.
+    pub tls_client_auth_subject_dn: Option<String>,
+    pub tls_client_auth_san_dns: Option<String>,
+    pub tls_client_auth_san_uri: Option<String>,
+    pub tls_client_auth_san_ip: Option<String>,
+    pub tls_client_auth_san_email: Option<String>,
 }
 
 impl From<ClientSecurity> for SecurityView {
@@ -93,6 +100,11 @@ impl From<ClientSecurity> for SecurityView {
             request_object_signing_alg: security.request_object_signing_alg,
             dpop_bound_access_tokens: security.dpop_bound_access_tokens,
             tls_client_certificate_bound_access_tokens: security.tls_client_certificate_bound_access_tokens,
+            tls_client_auth_subject_dn: security.tls_client_auth_subject_dn,
+            tls_client_auth_san_dns: security.tls_client_auth_san_dns,
+            tls_client_auth_san_uri: security.tls_client_auth_san_uri,
+            tls_client_auth_san_ip: security.tls_client_auth_san_ip,
+            tls_client_auth_san_email: security.tls_client_auth_san_email,
         }
     }
 }
@@ -178,6 +190,13 @@ pub struct NewClientBody {
     /// client's certificate (RFC 8705).
     #[serde(default)]
     pub tls_client_certificate_bound_access_tokens: bool,
+    /// `tls_client_auth` (RFC 8705 §2.1.2): exactly one of the subject DN
+    /// (RFC 4514) and the four alternative names.
+    pub tls_client_auth_subject_dn: Option<String>,
+    pub tls_client_auth_san_dns: Option<String>,
+    pub tls_client_auth_san_uri: Option<String>,
+    pub tls_client_auth_san_ip: Option<String>,
+    pub tls_client_auth_san_email: Option<String>,
 }
 
 /// Changes to a client: the fields given replace the stored ones.
@@ -229,6 +248,21 @@ pub struct ClientPatch {
     pub request_object_signing_alg: Option<Option<Algorithm>>,
     pub dpop_bound_access_tokens: Option<bool>,
     pub tls_client_certificate_bound_access_tokens: Option<bool>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
+    pub tls_client_auth_subject_dn: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
+    pub tls_client_auth_san_dns: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
+    pub tls_client_auth_san_uri: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
+    pub tls_client_auth_san_ip: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
+    pub tls_client_auth_san_email: Option<Option<String>>,
 }
 
 /// A new secret: the given one, or left out to have one generated.
@@ -314,6 +348,11 @@ pub async fn create(
             request_object_signing_alg: body.request_object_signing_alg,
             dpop_bound_access_tokens: body.dpop_bound_access_tokens,
             tls_client_certificate_bound_access_tokens: body.tls_client_certificate_bound_access_tokens,
+            tls_client_auth_subject_dn: body.tls_client_auth_subject_dn,
+            tls_client_auth_san_dns: body.tls_client_auth_san_dns,
+            tls_client_auth_san_uri: body.tls_client_auth_san_uri,
+            tls_client_auth_san_ip: body.tls_client_auth_san_ip,
+            tls_client_auth_san_email: body.tls_client_auth_san_email,
         },
         registration_token_hash: None,
         awaiting_approval: false,
@@ -391,6 +430,11 @@ pub async fn update(
             request_object_signing_alg: patch.request_object_signing_alg,
             dpop_bound_access_tokens: patch.dpop_bound_access_tokens,
             tls_client_certificate_bound_access_tokens: patch.tls_client_certificate_bound_access_tokens,
+            tls_client_auth_subject_dn: patch.tls_client_auth_subject_dn,
+            tls_client_auth_san_dns: patch.tls_client_auth_san_dns,
+            tls_client_auth_san_uri: patch.tls_client_auth_san_uri,
+            tls_client_auth_san_ip: patch.tls_client_auth_san_ip,
+            tls_client_auth_san_email: patch.tls_client_auth_san_email,
         },
     };
     let client = api

@@ -70,6 +70,11 @@ pub struct SecurityChanges {
     pub request_object_signing_alg: Option<Option<Algorithm>>,
     pub dpop_bound_access_tokens: Option<bool>,
     pub tls_client_certificate_bound_access_tokens: Option<bool>,
+    pub tls_client_auth_subject_dn: Option<Option<String>>,
+    pub tls_client_auth_san_dns: Option<Option<String>>,
+    pub tls_client_auth_san_uri: Option<Option<String>>,
+    pub tls_client_auth_san_ip: Option<Option<String>>,
+    pub tls_client_auth_san_email: Option<Option<String>>,
 }
 
 impl From<ClientSecurity> for SecurityChanges {
@@ -90,6 +95,11 @@ impl From<ClientSecurity> for SecurityChanges {
             request_object_signing_alg: Some(security.request_object_signing_alg),
             dpop_bound_access_tokens: Some(security.dpop_bound_access_tokens),
             tls_client_certificate_bound_access_tokens: Some(security.tls_client_certificate_bound_access_tokens),
+            tls_client_auth_subject_dn: Some(security.tls_client_auth_subject_dn),
+            tls_client_auth_san_dns: Some(security.tls_client_auth_san_dns),
+            tls_client_auth_san_uri: Some(security.tls_client_auth_san_uri),
+            tls_client_auth_san_ip: Some(security.tls_client_auth_san_ip),
+            tls_client_auth_san_email: Some(security.tls_client_auth_san_email),
         }
     }
 }
@@ -163,6 +173,18 @@ impl SecurityChanges {
         ] {
             if let Some(alg) = change {
                 *field = alg;
+                changed.push(name);
+            }
+        }
+        for (change, field, name) in [
+            (self.tls_client_auth_subject_dn, &mut security.tls_client_auth_subject_dn, "tlsClientAuthSubjectDn"),
+            (self.tls_client_auth_san_dns, &mut security.tls_client_auth_san_dns, "tlsClientAuthSanDns"),
+            (self.tls_client_auth_san_uri, &mut security.tls_client_auth_san_uri, "tlsClientAuthSanUri"),
+            (self.tls_client_auth_san_ip, &mut security.tls_client_auth_san_ip, "tlsClientAuthSanIp"),
+            (self.tls_client_auth_san_email, &mut security.tls_client_auth_san_email, "tlsClientAuthSanEmail"),
+        ] {
+            if let Some(value) = change {
+                *field = value;
                 changed.push(name);
             }
         }
@@ -355,6 +377,26 @@ pub fn check_security(
             "tokenEndpointAuthMethod",
             "private_key_jwt needs the client's public keys: jwks or jwksUri",
         ));
+    }
+    if security.token_endpoint_auth_method == AuthMethod::TlsClientAuth
+        && let Err(message) =
+            portico_crypto::certificate::SubjectRule::from_metadata(security.tls_client_auth_subject())
+    {
+        problems.push(Problem::new("tokenEndpointAuthMethod", message));
+    }
+    if security.token_endpoint_auth_method == AuthMethod::SelfSignedTlsClientAuth {
+        let by_value = security.jwks.as_ref().map(portico_crypto::jose::KeySet::parse);
+        let holds = match &by_value {
+            Some(Ok(keys)) => keys.has_certificates(),
+            Some(Err(_)) => true, // said above
+            None => security.jwks_uri.is_some(),
+        };
+        if !holds {
+            problems.push(Problem::new(
+                "tokenEndpointAuthMethod",
+                "self_signed_tls_client_auth needs the client's certificates: jwks (with x5c) or jwksUri",
+            ));
+        }
     }
     if security.require_signed_request_object && security.jwks.is_none() && security.jwks_uri.is_none() {
         problems.push(Problem::new(

@@ -1,7 +1,12 @@
-//! Client authentication at the token, revocation and introspection
+//! Client authentication at the token, revocation, introspection and PAR
 //! endpoints: `client_secret_basic` and `client_secret_post` (RFC 6749
-//! §2.3.1), `private_key_jwt` (RFC 7523) and `client_secret_jwt` (OIDC
-//! Core §9).
+//! §2.3.1), `private_key_jwt` (RFC 7523), `client_secret_jwt` (OIDC Core
+//! §9), and by the request's TLS client certificate as [`crate::mtls`]
+//! read it (RFC 8705, the request naming the client by `client_id`):
+//! `tls_client_auth` (a certificate of an authority of
+//! `mtls.client_ca_file` that names the client's registered subject) and
+//! `self_signed_tls_client_auth` (a certificate the client registered in
+//! its JWK Set's `x5c`).
 //!
 //! A client authenticates the way it is registered for: a client with a
 //! secret method by its secret (in the header or the body, both as ever),
@@ -21,6 +26,7 @@ use axum::http::{HeaderMap, header};
 use base64::Engine as _;
 use base64::engine::DecodePaddingMode;
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
+use portico_crypto::certificate::{ClientCertificate, Presented, SubjectRule};
 use portico_crypto::jose::{self, AssertionError};
 use portico_model::client::{AuthMethod, Client};
 use portico_model::ids::ClientId;
@@ -49,10 +55,11 @@ pub const JWT_BEARER: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-be
 pub async fn authenticate(
     identity: &Identity,
     headers: &HeaderMap,
+    certificate: Option<&Presented>,
     credentials: &ClientCredentials,
     path: &str,
 ) -> Result<Client, OAuthError> {
-    let (client, pending) = authenticate_deferred(identity, headers, credentials, path).await?;
+    let (client, pending) = authenticate_deferred(identity, headers, certificate, credentials, path).await?;
     remember(identity, pending).await?;
     Ok(client)
 }
@@ -104,10 +111,11 @@ pub async fn remember(identity: &Identity, pending: Option<PendingJti>) -> Resul
 pub async fn authenticate_deferred(
     identity: &Identity,
     headers: &HeaderMap,
+    certificate: Option<&Presented>,
     credentials: &ClientCredentials,
     path: &str,
 ) -> Result<(Client, Option<PendingJti>), OAuthError> {
-    let (client, pending) = identify(identity, headers, credentials, path).await?;
+    let (client, pending) = identify(identity, headers, certificate, credentials, path).await?;
     if client.awaiting_approval {
         // Said only to the client itself, once it proved who it is.
         return Err(OAuthError::invalid_client("the client's registration awaits an operator's approval"));
@@ -119,6 +127,7 @@ pub async fn authenticate_deferred(
 async fn identify(
     identity: &Identity,
     headers: &HeaderMap,
+    certificate: Option<&Presented>,
     credentials: &ClientCredentials,
     path: &str,
 ) -> Result<(Client, Option<PendingJti>), OAuthError> {
@@ -144,6 +153,7 @@ async fn identify(
         }
         None => match (body_id, body_secret) {
             (Some(id), Some(secret)) => (id.to_owned(), secret.to_owned()),
+            (Some(id), None) => return by_certificate(identity, id, certificate).await.map(|client| (client, None)),
             _ => return Err(OAuthError::invalid_client("client authentication is required")),
         },
     };
@@ -216,6 +226,66 @@ async fn by_assertion(
     let jti = AssertionJti { client_id: client.client_id.clone(), jti: accepted.jti, expires_at };
     let pending = PendingJti { jti, now };
     Ok((client, pending))
+}
+
+/// A client that authenticates by its certificate, named by `client_id`:
+/// `tls_client_auth` ([`by_authority`]) or `self_signed_tls_client_auth`
+/// (the request's certificate is one of its JWK Set's, refetched once from
+/// its `jwks_uri` when it is not).
+async fn by_certificate(
+    identity: &Identity,
+    client_id: &str,
+    certificate: Option<&Presented>,
+) -> Result<Client, OAuthError> {
+    let client = identity
+        .store
+        .find_client(&ClientId::new(client_id))
+        .await?
+        .filter(|client| client.security.token_endpoint_auth_method.uses_certificate())
+        .ok_or_else(|| OAuthError::invalid_client("client authentication is required"))?;
+    let certificate = match certificate {
+        Some(Presented(Ok(certificate))) => certificate,
+        Some(Presented(Err(error))) => return Err(OAuthError::invalid_client(error.to_string())),
+        None => {
+            return Err(OAuthError::invalid_client(
+                "the client authenticates with its TLS client certificate: send the request over mutual TLS",
+            ));
+        }
+    };
+    if client.security.token_endpoint_auth_method == AuthMethod::TlsClientAuth {
+        return by_authority(identity, client, certificate);
+    }
+    let keys = identity.client_keys.keys(&client, false).await.map_err(OAuthError::invalid_client)?;
+    if keys.holds_certificate(certificate.der()) {
+        return Ok(client);
+    }
+    // The client may have published a new certificate since its set was fetched.
+    let keys = identity.client_keys.keys(&client, true).await.map_err(OAuthError::invalid_client)?;
+    if keys.holds_certificate(certificate.der()) {
+        return Ok(client);
+    }
+    Err(OAuthError::invalid_client("the TLS client certificate is not one the client registered (x5c of its jwks)"))
+}
+
+/// `tls_client_auth`: the certificate is one of a trusted authority
+/// (`mtls.client_ca_file`), valid now, for client authentication, and
+/// names the subject the client registered.
+fn by_authority(identity: &Identity, client: Client, certificate: &ClientCertificate) -> Result<Client, OAuthError> {
+    let Some(authorities) = &identity.settings.client_authorities else {
+        return Err(OAuthError::invalid_client(
+            "the server trusts no certificate authority for tls_client_auth (mtls.client_ca_file is unset)",
+        ));
+    };
+    let now = u64::try_from(identity.clock.now().unix_timestamp()).unwrap_or(0);
+    authorities.verify(certificate, now).map_err(OAuthError::invalid_client)?;
+    let rule =
+        SubjectRule::from_metadata(client.security.tls_client_auth_subject()).map_err(OAuthError::invalid_client)?;
+    if !rule.matches(certificate.der()) {
+        return Err(OAuthError::invalid_client(
+            "the TLS client certificate does not name the client's registered subject (tls_client_auth_*)",
+        ));
+    }
+    Ok(client)
 }
 
 /// `(client_id, client_secret)` from a `Basic` authorization header.

@@ -23,7 +23,17 @@ use portico_crypto::jose::{ASSERTION_ALGORITHMS, REQUEST_OBJECT_ALGORITHMS};
 )]
 pub async fn openid_configuration(State(identity): State<IdentityState>) -> Response {
     let issuer = &identity.settings.issuer;
-    let methods: Vec<&str> = AuthMethod::ALL.iter().map(|method| method.as_str()).collect();
+    // Certificate authentication only when certificates can reach Portico.
+    let methods: Vec<&str> = AuthMethod::ALL
+        .iter()
+        .filter(|method| match method {
+            AuthMethod::TlsClientAuth => {
+                identity.settings.client_certificates && identity.settings.client_authorities.is_some()
+            }
+            method => identity.settings.client_certificates || !method.uses_certificate(),
+        })
+        .map(|method| method.as_str())
+        .collect();
     let signing: Vec<&str> = identity.tokens.keys.algorithms().iter().map(|alg| alg.as_str()).collect();
     let mut document = json!({
         "issuer": issuer,

@@ -27,6 +27,7 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
+use portico_crypto::certificate::Presented;
 use portico_model::client::Client;
 use portico_model::ids::{ClientId, RefreshTokenHash};
 use serde::Serialize;
@@ -129,6 +130,7 @@ struct SignedIntrospection<'a> {
 )]
 pub async fn introspect(
     State(identity): State<IdentityState>,
+    certificate: Option<axum::Extension<Presented>>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, OAuthError> {
@@ -145,7 +147,7 @@ pub async fn introspect(
         }
         None
     } else {
-        Some(authenticate(identity, &headers, &credentials, "/oauth2/introspect").await?)
+        Some(authenticate(identity, &headers, certificate.as_deref(), &credentials, "/oauth2/introspect").await?)
     };
     let request: IntrospectionRequest = form.read()?;
     let (own_client, signing_alg, audience) = match &caller {

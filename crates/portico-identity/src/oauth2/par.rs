@@ -19,6 +19,7 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use portico_crypto::certificate::Presented;
 use portico_model::form::Param;
 use portico_model::oauth::PushedRequest;
 use serde::Serialize;
@@ -68,8 +69,13 @@ pub(crate) fn new_request_uri() -> String {
         crate::edge::ClientErrors
     )
 )]
-pub async fn par(State(identity): State<IdentityState>, headers: HeaderMap, body: Body) -> Response {
-    match push(&identity, &headers, body).await {
+pub async fn par(
+    State(identity): State<IdentityState>,
+    certificate: Option<axum::Extension<Presented>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    match push(&identity, &headers, certificate.as_deref(), body).await {
         Ok(pushed) => {
             let mut response = (StatusCode::CREATED, Json(pushed)).into_response();
             response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
@@ -80,9 +86,14 @@ pub async fn par(State(identity): State<IdentityState>, headers: HeaderMap, body
     }
 }
 
-async fn push(identity: &Identity, headers: &HeaderMap, body: Body) -> Result<PushedAuthorizationResponse, OAuthError> {
+async fn push(
+    identity: &Identity,
+    headers: &HeaderMap,
+    certificate: Option<&Presented>,
+    body: Body,
+) -> Result<PushedAuthorizationResponse, OAuthError> {
     let form = read_form(headers, body, MAX_FORM_BODY).await?;
-    let client = authenticate(identity, headers, &form.read()?, PATH).await?;
+    let client = authenticate(identity, headers, certificate, &form.read()?, PATH).await?;
     // Every field is a `Param`, which holds any reading: this cannot fail.
     let mut query: AuthorizeQuery = form.read_each().unwrap_or_default();
     if !matches!(query.request_uri, Param::Absent) {

@@ -12,6 +12,7 @@
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::HeaderMap;
+use portico_crypto::certificate::Presented;
 use portico_crypto::jwt::TYP_ACCESS_TOKEN;
 use portico_model::audit::{AuditEvent, AuditKind};
 use portico_model::ids::RefreshTokenHash;
@@ -37,10 +38,15 @@ use portico_tokens::{AccessClaims, AccessTokenError};
         crate::edge::ClientErrors
     )
 )]
-pub async fn revoke(State(identity): State<IdentityState>, headers: HeaderMap, body: Body) -> Result<(), OAuthError> {
+pub async fn revoke(
+    State(identity): State<IdentityState>,
+    certificate: Option<axum::Extension<Presented>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<(), OAuthError> {
     let identity: &Identity = &identity;
     let form = read_form(&headers, body, MAX_FORM_BODY).await?;
-    let client = authenticate(identity, &headers, &form.read()?, "/oauth2/revoke").await?;
+    let client = authenticate(identity, &headers, certificate.as_deref(), &form.read()?, "/oauth2/revoke").await?;
     let request: RevokeRequest = form.read()?;
     let token = request.token.as_str();
     let now = identity.clock.now();

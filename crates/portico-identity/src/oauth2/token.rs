@@ -84,7 +84,8 @@ async fn handle(
     let result = async {
         // The client is authenticated before the grant type is judged; an
         // assertion's jti is remembered with the grant's write.
-        let (client, pending) = authenticate_deferred(identity, headers, &form.read()?, "/oauth2/token").await?;
+        let (client, pending) =
+            authenticate_deferred(identity, headers, certificate, &form.read()?, "/oauth2/token").await?;
         let read = TokenRequest::read(&form);
         let checked = match read {
             Ok(request) => match crate::mtls::binding_for(&client, certificate) {

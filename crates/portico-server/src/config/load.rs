@@ -48,6 +48,7 @@ impl Config {
         self.database()?;
         self.tokens.algorithms()?;
         self.mtls.edge().map_err(ConfigError)?;
+        self.mtls.authorities().map_err(ConfigError)?;
         if let Some(endpoint) = &self.telemetry.otlp_endpoint {
             let url = url::Url::parse(endpoint)
                 .map_err(|e| ConfigError(format!("telemetry.otlp_endpoint (PORTICO_TELEMETRY__OTLP_ENDPOINT): {e}")))?;

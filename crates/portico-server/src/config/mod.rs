@@ -405,6 +405,10 @@ pub struct MtlsConfig {
     /// value, or a list); from anywhere else the header is dropped unread.
     #[serde(deserialize_with = "one_or_many")]
     pub trusted_proxies: Vec<portico_identity::client_address::Cidr>,
+    /// A PEM bundle of the certificate authorities whose client
+    /// certificates `tls_client_auth` accepts; unset: that method is not
+    /// offered.
+    pub client_ca_file: Option<PathBuf>,
 }
 
 impl MtlsConfig {
@@ -429,6 +433,18 @@ impl MtlsConfig {
             header: Some(header),
             trusted_proxies: self.trusted_proxies.clone(),
         })
+    }
+
+    /// The authorities of `client_ca_file`, read.
+    ///
+    /// # Errors
+    /// A file that cannot be read or holds no certificate to trust.
+    pub fn authorities(&self) -> Result<Option<portico_crypto::certificate::ClientAuthorities>, String> {
+        let Some(path) = &self.client_ca_file else { return Ok(None) };
+        let pem = std::fs::read(path).map_err(|e| format!("mtls.client_ca_file {}: {e}", path.display()))?;
+        portico_crypto::certificate::ClientAuthorities::from_pem(&pem)
+            .map(Some)
+            .map_err(|e| format!("mtls.client_ca_file {}: {e}", path.display()))
     }
 }
 
@@ -763,6 +779,9 @@ impl Config {
         };
         settings.phone_captcha_after_failures = login.captcha_after_failures;
         settings.trusted_proxies = self.http.trusted_proxies.clone();
+        settings.client_certificates = self.mtls.certificate_header.is_some();
+        // Checked when the configuration was loaded.
+        settings.client_authorities = self.mtls.authorities().ok().flatten().map(std::sync::Arc::new);
         settings.device_trust_ttl = Duration::days(i64::from(login.device_trust_days));
         settings.theme = self.theme.clone();
         // Checked when the configuration was loaded.

@@ -30,10 +30,19 @@ impl Certificate {
 }
 
 async fn spawn(backend: portico_tests::Backend, trusted: &str) -> TestApp {
+    spawn_with(backend, trusted, |_| {}).await
+}
+
+async fn spawn_with(
+    backend: portico_tests::Backend,
+    trusted: &str,
+    configure: impl FnOnce(&mut portico_server::config::Config),
+) -> TestApp {
     let trusted = trusted.parse().unwrap();
     let app = TestApp::spawn_with(backend, |c| {
         c.mtls.certificate_header = Some(HEADER.into());
         c.mtls.trusted_proxies = vec![trusted];
+        configure(c);
     })
     .await;
     set_rule(&app, true).await;
@@ -192,6 +201,8 @@ async fn discovery_and_registration_speak_of_certificate_bound_tokens() {
     let metadata: Value =
         app.http().get(app.url("/.well-known/openid-configuration")).send().await.unwrap().json().await.unwrap();
     assert_eq!(metadata["tls_client_certificate_bound_access_tokens"], true);
+    let methods = metadata["token_endpoint_auth_methods_supported"].as_array().unwrap();
+    assert!(!methods.contains(&json!("self_signed_tls_client_auth")), "no certificates reach this server: {methods:?}");
     let (status, answer) = app
         .register(
             Some("the-initial-access-token-0123456789"),
@@ -202,4 +213,198 @@ async fn discovery_and_registration_speak_of_certificate_bound_tokens() {
     assert_eq!(answer["tls_client_certificate_bound_access_tokens"], true);
     let client = app.store.find_client(&answer["client_id"].as_str().unwrap().into()).await.unwrap().unwrap();
     assert!(client.security.tls_client_certificate_bound_access_tokens);
+}
+
+/// A P-256 key pair's certificate and the public JWK that carries it
+/// (`x5c`).
+fn certificate_with_jwk(name: &str) -> (Certificate, Value) {
+    use base64::Engine as _;
+    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+    let cert = rcgen::CertificateParams::new(vec![name.to_owned()]).unwrap().self_signed(&key).unwrap();
+    let point = key.public_key_raw();
+    let jwk = json!({
+        "kty": "EC", "crv": "P-256", "use": "sig", "kid": name,
+        "x": portico_crypto::b64url(&point[1..33]),
+        "y": portico_crypto::b64url(&point[33..65]),
+        "x5c": [base64::engine::general_purpose::STANDARD.encode(cert.der())],
+    });
+    let escaped = percent_encoding::utf8_percent_encode(&cert.pem(), percent_encoding::NON_ALPHANUMERIC).to_string();
+    let thumbprint = portico_crypto::b64url(portico_crypto::hash::sha256(cert.der()));
+    (Certificate { escaped, thumbprint }, jwk)
+}
+
+#[tokio::test]
+async fn a_client_authenticates_with_the_certificate_it_registered() {
+    const RP: &str = "https://rp.example/cb";
+    for backend in backends() {
+        let app = spawn(backend, "127.0.0.1/32").await;
+        let (mine, jwk) = certificate_with_jwk("fintech.example");
+        let mut without_x5c = jwk.clone();
+        without_x5c.as_object_mut().unwrap().remove("x5c");
+        let body = |jwk: &Value| {
+            json!({
+                "clientId": "tls-rp",
+                "redirectUris": [RP],
+                "tokenEndpointAuthMethod": "self_signed_tls_client_auth",
+                "jwks": { "keys": [jwk] },
+            })
+        };
+        let metadata: Value =
+            app.http().get(app.url("/.well-known/openid-configuration")).send().await.unwrap().json().await.unwrap();
+        let methods = &metadata["token_endpoint_auth_methods_supported"];
+        assert!(methods.as_array().unwrap().contains(&json!("self_signed_tls_client_auth")), "{methods}");
+        let refused = app.admin_create_client(&body(&without_x5c)).await;
+        assert_eq!(refused.status(), 400, "{backend:?}: a key set without a certificate");
+        assert!(refused.text().await.unwrap().contains("x5c"));
+        let created = app.admin_create_client(&body(&jwk)).await;
+        assert_eq!(created.status(), 201, "{backend:?}: {}", created.text().await.unwrap());
+
+        let pkce = Pkce::new();
+        let mut authorize = url::Url::parse(&app.url("/oauth2/authorize")).unwrap();
+        authorize.query_pairs_mut().extend_pairs([
+            ("client_id", "tls-rp"),
+            ("redirect_uri", RP),
+            ("response_type", "code"),
+            ("scope", "openid"),
+            ("state", "st-123"),
+            ("code_challenge", pkce.challenge.as_str()),
+            ("code_challenge_method", "S256"),
+        ]);
+        let response = app.login_at(&app.browser(), authorize.as_str(), "ivan", "ivan-password").await;
+        let code = portico_tests::code_from(&response, RP);
+        let grant = [
+            ("grant_type", "authorization_code"),
+            ("code", code.as_str()),
+            ("code_verifier", pkce.verifier.as_str()),
+            ("client_id", "tls-rp"),
+        ];
+        let exchange = |certificate: Option<String>| {
+            let mut request = app.http().post(app.url("/oauth2/token")).form(&grant);
+            if let Some(value) = certificate {
+                request = request.header(HEADER, value);
+            }
+            async move {
+                let response = request.send().await.unwrap();
+                (response.status().as_u16(), response.json::<Value>().await.unwrap())
+            }
+        };
+        let (status, refused) = exchange(None).await;
+        assert_eq!((status, refused["error"].as_str()), (401, Some("invalid_client")), "{backend:?}: {refused}");
+        let (other, _) = certificate_with_jwk("other.example");
+        let (status, refused) = exchange(Some(other.escaped)).await;
+        assert_eq!((status, refused["error"].as_str()), (401, Some("invalid_client")), "{backend:?}: {refused}");
+        assert!(refused["error_description"].as_str().unwrap().contains("not one the client registered"));
+        let (status, tokens) = exchange(Some(mine.escaped.clone())).await;
+        assert_eq!(status, 200, "{backend:?}: the code was not spent by the refusals: {tokens}");
+
+        // The same at introspection, for the client's own token.
+        let introspected = app
+            .http()
+            .post(app.url("/oauth2/introspect"))
+            .header(HEADER, &mine.escaped)
+            .form(&[("client_id", "tls-rp"), ("token", tokens["access_token"].as_str().unwrap())])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(introspected.status(), 200, "{backend:?}");
+        assert_eq!(introspected.json::<Value>().await.unwrap()["active"], true);
+        assert!(!mine.thumbprint.is_empty());
+    }
+}
+
+/// A certificate authority of the bank's, and the certificates it issues.
+struct Authority {
+    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
+    pem: String,
+}
+
+impl Authority {
+    fn new() -> Self {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let pem = params.self_signed(&key).unwrap().pem();
+        Self { issuer: rcgen::Issuer::new(params, key), pem }
+    }
+
+    /// A client certificate for `(CN, O, C)`, issued by this authority or,
+    /// with `self_signed`, by itself.
+    fn issue(&self, cn: &str, self_signed: bool) -> String {
+        let mut params = rcgen::CertificateParams::new(Vec::new()).unwrap();
+        let mut name = rcgen::DistinguishedName::new();
+        name.push(rcgen::DnType::CountryName, "RU");
+        name.push(rcgen::DnType::OrganizationName, "Fintech");
+        name.push(rcgen::DnType::CommonName, cn);
+        params.distinguished_name = name;
+        params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = if self_signed { params.self_signed(&key) } else { params.signed_by(&key, &self.issuer) };
+        percent_encoding::utf8_percent_encode(&cert.unwrap().pem(), percent_encoding::NON_ALPHANUMERIC).to_string()
+    }
+}
+
+#[tokio::test]
+async fn a_client_authenticates_with_a_certificate_of_a_trusted_authority_naming_its_subject() {
+    const RP: &str = "https://rp.example/cb";
+    for backend in backends() {
+        let authority = Authority::new();
+        let ca_file = std::env::temp_dir().join(format!("portico-client-ca-{}.pem", uuid::Uuid::new_v4()));
+        std::fs::write(&ca_file, &authority.pem).unwrap();
+        let app = spawn_with(backend, "127.0.0.1/32", |c| c.mtls.client_ca_file = Some(ca_file.clone())).await;
+        let metadata: Value =
+            app.http().get(app.url("/.well-known/openid-configuration")).send().await.unwrap().json().await.unwrap();
+        let methods = metadata["token_endpoint_auth_methods_supported"].as_array().unwrap();
+        assert!(methods.contains(&json!("tls_client_auth")), "{backend:?}: {methods:?}");
+
+        let mut body = json!({
+            "clientId": "pki-rp",
+            "secret": "a-secret-never-used-by-this-client-0123",
+            "redirectUris": [RP],
+            "tokenEndpointAuthMethod": "tls_client_auth",
+        });
+        let refused = app.admin_create_client(&body).await;
+        assert_eq!(refused.status(), 400, "{backend:?}: no subject registered");
+        assert!(refused.text().await.unwrap().contains("tls_client_auth_subject_dn"));
+        body["tlsClientAuthSubjectDn"] = "CN=fintech,O=Fintech,C=RU".into();
+        let created = app.admin_create_client(&body).await;
+        assert_eq!(created.status(), 201, "{backend:?}: {}", created.text().await.unwrap());
+
+        let pkce = Pkce::new();
+        let mut authorize = url::Url::parse(&app.url("/oauth2/authorize")).unwrap();
+        authorize.query_pairs_mut().extend_pairs([
+            ("client_id", "pki-rp"),
+            ("redirect_uri", RP),
+            ("response_type", "code"),
+            ("scope", "openid"),
+            ("state", "st-123"),
+            ("code_challenge", pkce.challenge.as_str()),
+            ("code_challenge_method", "S256"),
+        ]);
+        let response = app.login_at(&app.browser(), authorize.as_str(), "ivan", "ivan-password").await;
+        let code = portico_tests::code_from(&response, RP);
+        let grant = [
+            ("grant_type", "authorization_code"),
+            ("code", code.as_str()),
+            ("code_verifier", pkce.verifier.as_str()),
+            ("client_id", "pki-rp"),
+        ];
+        let exchange = |certificate: String| {
+            let request = app.http().post(app.url("/oauth2/token")).form(&grant).header(HEADER, certificate);
+            async move {
+                let response = request.send().await.unwrap();
+                (response.status().as_u16(), response.json::<Value>().await.unwrap())
+            }
+        };
+        for (certificate, why) in [
+            (authority.issue("other", false), "does not name"),
+            (authority.issue("fintech", true), "not one of a trusted authority"),
+        ] {
+            let (status, refused) = exchange(certificate).await;
+            assert_eq!((status, refused["error"].as_str()), (401, Some("invalid_client")), "{backend:?}: {refused}");
+            assert!(refused["error_description"].as_str().unwrap().contains(why), "{refused}");
+        }
+        let (status, tokens) = exchange(authority.issue("fintech", false)).await;
+        assert_eq!(status, 200, "{backend:?}: the refusals spent nothing: {tokens}");
+        let _ = std::fs::remove_file(&ca_file);
+    }
 }

@@ -150,18 +150,36 @@ async fn key_client_with(
     if method == "private_key_jwt" {
         body["jwks"] = serde_json::json!({ "keys": [first["jwk"]] });
     }
+    // The client's certificate, for binding (`+mtls`) or authentication
+    // (registered in its key set's `x5c`).
+    let certificate = (has("mtls") || method == "self_signed_tls_client_auth").then(certificate_with_jwk);
+    if method == "self_signed_tls_client_auth" {
+        body["jwks"] = serde_json::json!({ "keys": [certificate.as_ref().unwrap().1] });
+    }
     let created = app.admin_create_client(&body).await;
     assert_eq!(created.status(), 201, "{method}: {}", created.text().await.unwrap());
     let created: Value = created.json().await.unwrap();
     let secret = if method == "client_secret_jwt" { created["clientSecret"].clone() } else { Value::Null };
-    let certificate = has("mtls").then(|| {
-        let key = rcgen::KeyPair::generate().unwrap();
-        let cert = rcgen::CertificateParams::new(vec!["rp.example".to_owned()]).unwrap().self_signed(&key).unwrap();
-        percent_encoding::utf8_percent_encode(&cert.pem(), percent_encoding::NON_ALPHANUMERIC).to_string()
-    });
+    let certificate = certificate.map(|(escaped, _)| escaped);
     let line = serde_json::json!({ "secret": secret, "certificate": certificate });
     stdin.write_all(format!("{line}\n").as_bytes()).await.unwrap();
     finish(app, node, lines, stdin, &script, client_id).await
+}
+
+/// A P-256 certificate as a TLS terminator passes it (URL-encoded PEM),
+/// and the public JWK that carries it in `x5c`.
+fn certificate_with_jwk() -> (String, Value) {
+    use base64::Engine as _;
+    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["rp.example".to_owned()]).unwrap().self_signed(&key).unwrap();
+    let point = key.public_key_raw();
+    let jwk = json!({
+        "kty": "EC", "crv": "P-256", "use": "sig", "kid": "rp-certificate",
+        "x": portico_crypto::b64url(&point[1..33]),
+        "y": portico_crypto::b64url(&point[33..65]),
+        "x5c": [base64::engine::general_purpose::STANDARD.encode(cert.der())],
+    });
+    (percent_encoding::utf8_percent_encode(&cert.pem(), percent_encoding::NON_ALPHANUMERIC).to_string(), jwk)
 }
 
 /// The rest of a relying party's run: the browser's login at the
@@ -278,20 +296,23 @@ async fn openid_client_pushes_signs_binds_with_dpop_or_certificates_and_reads_si
         })
         .await;
         let ivan = app.store.find_user_by_login("ivan").await.unwrap().unwrap().id.to_string();
-        for (requests, key_alg) in [
-            ("par", "ES256"),
-            ("jar", "PS256"),
-            ("par+jar", "ES256"),
-            ("par+jar", "Ed25519"),
-            ("par+dpop", "ES256"),
-            ("par+jar+dpop", "PS256"),
-            ("jar+jarm", "ES256"),
-            ("par+jarm+dpop", "Ed25519"),
-            ("par+mtls", "ES256"),
-            ("jar+jarm+mtls", "ES256"),
+        const KEY: &str = "private_key_jwt";
+        for (requests, method, key_alg) in [
+            ("par", KEY, "ES256"),
+            ("jar", KEY, "PS256"),
+            ("par+jar", KEY, "ES256"),
+            ("par+jar", KEY, "Ed25519"),
+            ("par+dpop", KEY, "ES256"),
+            ("par+jar+dpop", KEY, "PS256"),
+            ("jar+jarm", KEY, "ES256"),
+            ("par+jarm+dpop", KEY, "Ed25519"),
+            ("par+mtls", KEY, "ES256"),
+            ("jar+jarm+mtls", KEY, "ES256"),
+            // The client's own key is its certificate's.
+            ("par+jarm+mtls", "self_signed_tls_client_auth", "-"),
         ] {
-            let outcome = key_client_with(&app, &library, "private_key_jwt", key_alg, "ES256", None, requests).await;
-            let case = format!("{backend:?} {requests} {key_alg}: {outcome}");
+            let outcome = key_client_with(&app, &library, method, key_alg, "ES256", None, requests).await;
+            let case = format!("{backend:?} {requests} {method} {key_alg}: {outcome}");
             assert_eq!(outcome["sub"], ivan, "{case}");
             assert_eq!(outcome["idTokenAlg"], "ES256", "{case}");
             assert_eq!(outcome["userinfoSub"], ivan, "{case}");

@@ -8,8 +8,12 @@
 //! thumbprint (`x5t#S256`, RFC 8705 §3.1) is what a bound access token's
 //! `cnf` names.
 
-use rustls_pki_types::CertificateDer;
+pub mod subject;
+
 use rustls_pki_types::pem::PemObject as _;
+use rustls_pki_types::{CertificateDer, TrustAnchor, UnixTime};
+
+pub use subject::{DistinguishedName, SubjectRule};
 
 /// The longest header value taken: a leaf certificate's PEM is 1–3 KB,
 /// percent-encoded at most three times that.
@@ -79,6 +83,57 @@ impl ClientCertificate {
     }
 }
 
+/// The certificate authorities whose client certificates `tls_client_auth`
+/// accepts (`mtls.client_ca_file`).
+#[derive(Debug, Clone)]
+pub struct ClientAuthorities {
+    anchors: Vec<TrustAnchor<'static>>,
+}
+
+impl ClientAuthorities {
+    /// Every `CERTIFICATE` of a PEM bundle, each a trust anchor (an
+    /// issuing CA may be listed directly: certificates come alone, without
+    /// their chain).
+    ///
+    /// # Errors
+    /// A bundle without certificates, or one that is not a CA certificate
+    /// webpki can anchor to.
+    pub fn from_pem(pem: &[u8]) -> Result<Self, String> {
+        let mut anchors = Vec::new();
+        for (i, cert) in CertificateDer::pem_slice_iter(pem).enumerate() {
+            let cert = cert.map_err(|e| format!("certificate {}: not PEM ({e})", i + 1))?;
+            let anchor = webpki::anchor_from_trusted_cert(&cert)
+                .map_err(|e| format!("certificate {}: not a certificate to trust ({e})", i + 1))?;
+            anchors.push(anchor.to_owned());
+        }
+        if anchors.is_empty() {
+            return Err("no CERTIFICATE in the bundle".into());
+        }
+        Ok(Self { anchors })
+    }
+
+    /// Checks that `certificate` was issued, for client authentication, by
+    /// one of the authorities and is valid at `now` (Unix seconds).
+    ///
+    /// # Errors
+    /// Why not, in words for the client's developer.
+    pub fn verify(&self, certificate: &ClientCertificate, now: u64) -> Result<(), String> {
+        let der = CertificateDer::from(certificate.der());
+        let cert = webpki::EndEntityCert::try_from(&der).map_err(|e| format!("not X.509 ({e})"))?;
+        cert.verify_for_usage(
+            webpki::ALL_VERIFICATION_ALGS,
+            &self.anchors,
+            &[],
+            UnixTime::since_unix_epoch(std::time::Duration::from_secs(now)),
+            webpki::KeyUsage::client_auth(),
+            None,
+            None,
+        )
+        .map(|_| ())
+        .map_err(|e| format!("the TLS client certificate is not one of a trusted authority ({e})"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,6 +156,32 @@ mod tests {
         assert_eq!(cert.der(), der.as_ref());
         assert_eq!(cert.thumbprint(), crate::b64url(crate::hash::sha256(&der)));
         assert_eq!(cert.thumbprint().len(), 43);
+    }
+
+    #[test]
+    fn only_a_certificate_of_a_trusted_authority_for_client_auth_verifies() {
+        let ca_key = rcgen::KeyPair::generate().unwrap();
+        let mut ca = rcgen::CertificateParams::new(Vec::new()).unwrap();
+        ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let ca_cert = ca.self_signed(&ca_key).unwrap();
+        let issuer = rcgen::Issuer::new(ca, ca_key);
+        let issue = |usage: rcgen::ExtendedKeyUsagePurpose| {
+            let key = rcgen::KeyPair::generate().unwrap();
+            let mut params = rcgen::CertificateParams::new(vec!["fintech.example".into()]).unwrap();
+            params.extended_key_usages = vec![usage];
+            let cert = params.signed_by(&key, &issuer).unwrap();
+            ClientCertificate::from_der(cert.der().to_vec()).unwrap()
+        };
+        let authorities = ClientAuthorities::from_pem(ca_cert.pem().as_bytes()).unwrap();
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+        authorities.verify(&issue(rcgen::ExtendedKeyUsagePurpose::ClientAuth), now).unwrap();
+        let server = authorities.verify(&issue(rcgen::ExtendedKeyUsagePurpose::ServerAuth), now);
+        assert!(server.is_err(), "a server certificate is no client's");
+        let stranger = ClientCertificate::from_header(escaped(&pem()).as_bytes()).unwrap();
+        assert!(authorities.verify(&stranger, now).is_err(), "a self-signed certificate");
+        // rcgen's certificates are valid from 1975: not yet at 1970.
+        assert!(authorities.verify(&issue(rcgen::ExtendedKeyUsagePurpose::ClientAuth), 0).is_err(), "not yet valid");
+        assert!(ClientAuthorities::from_pem(b"nothing").is_err());
     }
 
     #[test]
