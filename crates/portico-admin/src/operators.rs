@@ -29,7 +29,7 @@ impl OperatorAuthority for Operators {
     async fn operator(&self, access_token: &str) -> Result<Option<Admin>, ApiError> {
         let claims = match self.tokens.check_access_token(access_token).await {
             Ok(claims) => claims,
-            Err(AccessTokenError::Invalid) => return Ok(None),
+            Err(AccessTokenError::Invalid | AccessTokenError::InvalidProof) => return Ok(None),
             Err(AccessTokenError::Unavailable(e)) => return Err(ApiError::storage("checking an operator", &e)),
         };
         // A DPoP-bound token needs its proof, which an operator's bearer

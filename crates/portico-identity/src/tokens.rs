@@ -208,10 +208,23 @@ pub fn invalid_token() -> axum::response::Response {
 /// [`invalid_token`], or its `DPoP` challenge (RFC 9449 §7.1) for a
 /// request that presented its token with the `DPoP` scheme.
 pub fn invalid_token_for(headers: &axum::http::HeaderMap) -> axum::response::Response {
+    refused_for(headers, &portico_tokens::AccessTokenError::Invalid)
+}
+
+/// [`invalid_token_for`], or for a bad DPoP proof the `DPoP` challenge with
+/// `invalid_dpop_proof` (RFC 9449 §7.1).
+pub fn refused_for(
+    headers: &axum::http::HeaderMap,
+    error: &portico_tokens::AccessTokenError,
+) -> axum::response::Response {
     let mut response = invalid_token();
     if portico_tokens::presented(headers).is_some_and(|(scheme, _)| scheme == portico_tokens::Scheme::Dpop) {
         let algs = portico_crypto::dpop::ALGORITHMS.join(" ");
-        let challenge = format!("DPoP error=\"invalid_token\", algs=\"{algs}\"");
+        let code = match error {
+            portico_tokens::AccessTokenError::InvalidProof => "invalid_dpop_proof",
+            _ => "invalid_token",
+        };
+        let challenge = format!("DPoP error=\"{code}\", algs=\"{algs}\"");
         if let Ok(value) = axum::http::HeaderValue::from_str(&challenge) {
             response.headers_mut().insert(axum::http::header::WWW_AUTHENTICATE, value);
         }

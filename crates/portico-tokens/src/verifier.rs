@@ -40,6 +40,11 @@ pub enum AccessTokenError {
     /// Not ours, malformed, expired or revoked.
     #[error("the access token is not valid")]
     Invalid,
+    /// A DPoP-bound token came without one good proof (missing, doubled,
+    /// malformed, for another request, or used before): RFC 9449 §7.1's
+    /// `invalid_dpop_proof`.
+    #[error("the DPoP proof is not valid")]
+    InvalidProof,
     /// The revocation state could not be read.
     #[error("the token store is unavailable: {0}")]
     Unavailable(#[from] StorageError),
@@ -174,7 +179,9 @@ impl TokenVerifier {
     ///
     /// # Errors
     /// [`AccessTokenError::Invalid`] for a bad token or presentation;
-    /// [`AccessTokenError::Unavailable`] when storage cannot be read.
+    /// [`AccessTokenError::InvalidProof`] for a DPoP-bound one without one
+    /// good proof; [`AccessTokenError::Unavailable`] when storage cannot
+    /// be read.
     pub async fn check_request(
         &self,
         headers: &http::HeaderMap,
@@ -198,7 +205,7 @@ impl TokenVerifier {
             (Some(jkt), Scheme::Dpop) => {
                 let mut proofs = headers.get_all("dpop").iter();
                 let (Some(proof), None) = (proofs.next(), proofs.next()) else {
-                    return Err(AccessTokenError::Invalid);
+                    return Err(AccessTokenError::InvalidProof);
                 };
                 let url = format!("{}{path}", self.issuer);
                 let now = self.clock.now();
@@ -209,9 +216,13 @@ impl TokenVerifier {
                     access_token: Some(token),
                 };
                 let proof = portico_crypto::dpop::verify(proof.to_str().unwrap_or_default(), &expected)
-                    .map_err(|_| AccessTokenError::Invalid)?;
-                if proof.jkt != jkt || !self.remember_proof(&proof, now).await? {
+                    .map_err(|_| AccessTokenError::InvalidProof)?;
+                // A good proof of another key: the token is not this key's.
+                if proof.jkt != jkt {
                     return Err(AccessTokenError::Invalid);
+                }
+                if !self.remember_proof(&proof, now).await? {
+                    return Err(AccessTokenError::InvalidProof);
                 }
                 Ok(claims)
             }
@@ -244,12 +255,16 @@ impl TokenVerifier {
         let id_token = id_token.strip_prefix("Bearer ").unwrap_or(id_token);
         let access = match self.check_request(headers, certificate, method, path).await {
             Ok(claims) => claims,
-            Err(AccessTokenError::Invalid) => return Err(TokenPairError::InvalidAccessToken),
+            Err(AccessTokenError::Invalid | AccessTokenError::InvalidProof) => {
+                return Err(TokenPairError::InvalidAccessToken);
+            }
             Err(AccessTokenError::Unavailable(e)) => return Err(TokenPairError::Unavailable(e)),
         };
         let id = match self.verify_cached(id_token, TYP_ID_TOKEN, &self.verified.id).await {
             Ok(claims) => claims,
-            Err(AccessTokenError::Invalid) => return Err(TokenPairError::InvalidIdToken),
+            Err(AccessTokenError::Invalid | AccessTokenError::InvalidProof) => {
+                return Err(TokenPairError::InvalidIdToken);
+            }
             Err(AccessTokenError::Unavailable(e)) => return Err(TokenPairError::Unavailable(e)),
         };
         let grant = id.gid.or_else(|| id.sid.map(|sid| GrantId::from(sid.as_uuid())));

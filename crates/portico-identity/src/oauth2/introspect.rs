@@ -207,7 +207,7 @@ async fn look_up(identity: &Identity, own_client: Option<&ClientId>, token: &str
                 jti: Some(claims.jti.clone()),
                 cnf: claims.cnf.clone(),
             }),
-            Err(AccessTokenError::Invalid) => Ok(Introspection::default()),
+            Err(AccessTokenError::Invalid | AccessTokenError::InvalidProof) => Ok(Introspection::default()),
             Err(AccessTokenError::Unavailable(error)) => Err(error.into()),
         };
     }

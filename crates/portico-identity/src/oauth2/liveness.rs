@@ -11,7 +11,6 @@ use axum::response::{IntoResponse, Response};
 use portico_crypto::certificate::Presented;
 
 use crate::IdentityState;
-use crate::tokens::invalid_token_for;
 use portico_tokens::AccessTokenError;
 
 #[utoipa::path(
@@ -35,10 +34,10 @@ pub async fn liveness(
     let certificate = certificate.as_deref();
     match identity.tokens.check_request(&headers, certificate, "GET", "/oauth2/token/liveness").await {
         Ok(_) => StatusCode::OK.into_response(),
-        Err(AccessTokenError::Invalid) => invalid_token_for(&headers),
         Err(AccessTokenError::Unavailable(error)) => {
             tracing::warn!(%error, "liveness check unavailable");
             StatusCode::SERVICE_UNAVAILABLE.into_response()
         }
+        Err(error) => crate::tokens::refused_for(&headers, &error),
     }
 }

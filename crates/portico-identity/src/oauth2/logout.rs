@@ -200,7 +200,7 @@ async fn validate(identity: &Identity, params: &Form) -> Result<LogoutRequest, F
         None => None,
         Some(token) => match identity.tokens.verify_issued::<IdClaims>(token, TYP_ID_TOKEN).await {
             Ok(claims) => Some(claims),
-            Err(AccessTokenError::Invalid) => return Err(Refusal::Hint.into()),
+            Err(AccessTokenError::Invalid | AccessTokenError::InvalidProof) => return Err(Refusal::Hint.into()),
             Err(AccessTokenError::Unavailable(error)) => return Err(error.into()),
         },
     };

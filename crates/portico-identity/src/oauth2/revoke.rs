@@ -60,7 +60,7 @@ pub async fn revoke(
                 let event = AuditEvent::new(now, AuditKind::TokenRevoked).client(&client.client_id);
                 identity.audit(event.detail(json!({ "kind": "access_token", "jti": claims.jti }))).await;
             }
-            Ok(_) | Err(AccessTokenError::Invalid) => {}
+            Ok(_) | Err(AccessTokenError::Invalid | AccessTokenError::InvalidProof) => {}
             Err(AccessTokenError::Unavailable(error)) => return Err(error.into()),
         }
         return Ok(());

@@ -50,7 +50,7 @@ const JWT_MEDIA_TYPE: &str = "application/jwt";
          content((UserInfo = "application/json"), (String = "application/jwt"))),
         (status = 401, description = "The token is missing or not valid (also: the user is blocked).",
          headers(("WWW-Authenticate" = String, description = "`Bearer error=\"invalid_token\"`; `DPoP error=\"invalid_token\"` \
-                                                              for a request made with the `DPoP` scheme"))),
+                                                              (`invalid_dpop_proof` for a bad proof) for a request made with the `DPoP` scheme"))),
         (status = 503, description = "The check is temporarily unavailable.")
     )
 )]
@@ -88,7 +88,7 @@ async fn respond(
          content((UserInfo = "application/json"), (String = "application/jwt"))),
         (status = 401, description = "The token is missing or not valid (also: the user is blocked).",
          headers(("WWW-Authenticate" = String, description = "`Bearer error=\"invalid_token\"`; `DPoP error=\"invalid_token\"` \
-                                                              for a request made with the `DPoP` scheme"))),
+                                                              (`invalid_dpop_proof` for a bad proof) for a request made with the `DPoP` scheme"))),
         (status = 503, description = "The check is temporarily unavailable.")
     )
 )]
@@ -108,8 +108,8 @@ async fn answer(
 ) -> Response {
     let claims = match identity.tokens.check_request(headers, certificate, method, "/oauth2/userinfo").await {
         Ok(claims) => claims,
-        Err(AccessTokenError::Invalid) => return invalid_token_for(headers),
         Err(AccessTokenError::Unavailable(_)) => return StatusCode::SERVICE_UNAVAILABLE.into_response(),
+        Err(error) => return crate::tokens::refused_for(headers, &error),
     };
     let Ok(user_id) = uuid::Uuid::parse_str(&claims.sub) else {
         return invalid_token_for(headers);

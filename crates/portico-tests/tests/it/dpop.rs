@@ -121,9 +121,21 @@ async fn a_proof_binds_the_tokens_and_resources_take_them_only_with_a_fresh_proo
         let scheme = format!("DPoP {access}");
         let good = key.proof(&app, "GET", "/oauth2/userinfo", Some(&access));
         assert_eq!(userinfo(&app, &scheme, Some(&good)).await.status(), 200, "{backend:?}");
+        // RFC 9449 §7.1: a bad proof is `invalid_dpop_proof`, a good proof
+        // of another key `invalid_token`.
+        let challenge = |response: &reqwest::Response| {
+            let value = response.headers()["www-authenticate"].to_str().unwrap().to_owned();
+            value.split('"').nth(1).unwrap_or_default().to_owned()
+        };
         let replayed = userinfo(&app, &scheme, Some(&good)).await;
         assert_eq!(replayed.status(), 401, "{backend:?}: a proof is taken once");
-        assert!(replayed.headers()["www-authenticate"].to_str().unwrap().starts_with("DPoP error=\"invalid_token\""));
+        assert!(replayed.headers()["www-authenticate"].to_str().unwrap().starts_with("DPoP error="));
+        assert_eq!(challenge(&replayed), "invalid_dpop_proof", "{backend:?}");
+        assert_eq!(challenge(&userinfo(&app, &scheme, None).await), "invalid_dpop_proof", "{backend:?}: none");
+        let foreign_key = DpopKey::new();
+        let foreign =
+            userinfo(&app, &scheme, Some(&foreign_key.proof(&app, "GET", "/oauth2/userinfo", Some(&access)))).await;
+        assert_eq!(challenge(&foreign), "invalid_token", "{backend:?}: another key's good proof");
         let fresh = key.proof(&app, "GET", "/oauth2/userinfo", Some(&access));
         let bearer = userinfo(&app, &format!("Bearer {access}"), Some(&fresh)).await;
         assert_eq!(bearer.status(), 401, "{backend:?}: a bound token is no bearer token");
