@@ -20,12 +20,8 @@ struct Certificate {
 
 impl Certificate {
     fn new(name: &str) -> Self {
-        let key = rcgen::KeyPair::generate().unwrap();
-        let cert = rcgen::CertificateParams::new(vec![name.to_owned()]).unwrap().self_signed(&key).unwrap();
-        let escaped =
-            percent_encoding::utf8_percent_encode(&cert.pem(), percent_encoding::NON_ALPHANUMERIC).to_string();
-        let thumbprint = portico_crypto::b64url(portico_crypto::hash::sha256(cert.der()));
-        Self { escaped, thumbprint }
+        let made = portico_tests::certificates::TestCertificate::new(name);
+        Self { escaped: made.escaped, thumbprint: made.thumbprint }
     }
 }
 
@@ -215,27 +211,36 @@ async fn discovery_and_registration_speak_of_certificate_bound_tokens() {
     assert!(client.security.tls_client_certificate_bound_access_tokens);
 }
 
-/// A P-256 key pair's certificate and the public JWK that carries it
-/// (`x5c`).
+/// The redirect address of the clients registered here.
+const RP: &str = "https://rp.example/cb";
+
+/// A code for `client_id` (redirecting to [`RP`], scope `openid`) after
+/// ivan's login, and its PKCE pair.
+async fn code_for(app: &TestApp, client_id: &str) -> (String, Pkce) {
+    let pkce = Pkce::new();
+    let mut authorize = url::Url::parse(&app.url("/oauth2/authorize")).unwrap();
+    authorize.query_pairs_mut().extend_pairs([
+        ("client_id", client_id),
+        ("redirect_uri", RP),
+        ("response_type", "code"),
+        ("scope", "openid"),
+        ("state", "st-123"),
+        ("code_challenge", pkce.challenge.as_str()),
+        ("code_challenge_method", "S256"),
+    ]);
+    let response = app.login_at(&app.browser(), authorize.as_str(), "ivan", "ivan-password").await;
+    (portico_tests::code_from(&response, RP), pkce)
+}
+
+/// A P-256 certificate and the public JWK that carries it (`x5c`).
 fn certificate_with_jwk(name: &str) -> (Certificate, Value) {
-    use base64::Engine as _;
-    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
-    let cert = rcgen::CertificateParams::new(vec![name.to_owned()]).unwrap().self_signed(&key).unwrap();
-    let point = key.public_key_raw();
-    let jwk = json!({
-        "kty": "EC", "crv": "P-256", "use": "sig", "kid": name,
-        "x": portico_crypto::b64url(&point[1..33]),
-        "y": portico_crypto::b64url(&point[33..65]),
-        "x5c": [base64::engine::general_purpose::STANDARD.encode(cert.der())],
-    });
-    let escaped = percent_encoding::utf8_percent_encode(&cert.pem(), percent_encoding::NON_ALPHANUMERIC).to_string();
-    let thumbprint = portico_crypto::b64url(portico_crypto::hash::sha256(cert.der()));
-    (Certificate { escaped, thumbprint }, jwk)
+    let made = portico_tests::certificates::TestCertificate::new(name);
+    let jwk = made.jwk(name);
+    (Certificate { escaped: made.escaped, thumbprint: made.thumbprint }, jwk)
 }
 
 #[tokio::test]
 async fn a_client_authenticates_with_the_certificate_it_registered() {
-    const RP: &str = "https://rp.example/cb";
     for backend in backends() {
         let app = spawn(backend, "127.0.0.1/32").await;
         let (mine, jwk) = certificate_with_jwk("fintech.example");
@@ -259,19 +264,7 @@ async fn a_client_authenticates_with_the_certificate_it_registered() {
         let created = app.admin_create_client(&body(&jwk)).await;
         assert_eq!(created.status(), 201, "{backend:?}: {}", created.text().await.unwrap());
 
-        let pkce = Pkce::new();
-        let mut authorize = url::Url::parse(&app.url("/oauth2/authorize")).unwrap();
-        authorize.query_pairs_mut().extend_pairs([
-            ("client_id", "tls-rp"),
-            ("redirect_uri", RP),
-            ("response_type", "code"),
-            ("scope", "openid"),
-            ("state", "st-123"),
-            ("code_challenge", pkce.challenge.as_str()),
-            ("code_challenge_method", "S256"),
-        ]);
-        let response = app.login_at(&app.browser(), authorize.as_str(), "ivan", "ivan-password").await;
-        let code = portico_tests::code_from(&response, RP);
+        let (code, pkce) = code_for(&app, "tls-rp").await;
         let grant = [
             ("grant_type", "authorization_code"),
             ("code", code.as_str()),
@@ -345,7 +338,6 @@ impl Authority {
 
 #[tokio::test]
 async fn a_client_authenticates_with_a_certificate_of_a_trusted_authority_naming_its_subject() {
-    const RP: &str = "https://rp.example/cb";
     for backend in backends() {
         let authority = Authority::new();
         let ca_file = std::env::temp_dir().join(format!("portico-client-ca-{}.pem", uuid::Uuid::new_v4()));
@@ -369,19 +361,7 @@ async fn a_client_authenticates_with_a_certificate_of_a_trusted_authority_naming
         let created = app.admin_create_client(&body).await;
         assert_eq!(created.status(), 201, "{backend:?}: {}", created.text().await.unwrap());
 
-        let pkce = Pkce::new();
-        let mut authorize = url::Url::parse(&app.url("/oauth2/authorize")).unwrap();
-        authorize.query_pairs_mut().extend_pairs([
-            ("client_id", "pki-rp"),
-            ("redirect_uri", RP),
-            ("response_type", "code"),
-            ("scope", "openid"),
-            ("state", "st-123"),
-            ("code_challenge", pkce.challenge.as_str()),
-            ("code_challenge_method", "S256"),
-        ]);
-        let response = app.login_at(&app.browser(), authorize.as_str(), "ivan", "ivan-password").await;
-        let code = portico_tests::code_from(&response, RP);
+        let (code, pkce) = code_for(&app, "pki-rp").await;
         let grant = [
             ("grant_type", "authorization_code"),
             ("code", code.as_str()),

@@ -152,34 +152,19 @@ async fn key_client_with(
     }
     // The client's certificate, for binding (`+mtls`) or authentication
     // (registered in its key set's `x5c`).
-    let certificate = (has("mtls") || method == "self_signed_tls_client_auth").then(certificate_with_jwk);
-    if method == "self_signed_tls_client_auth" {
-        body["jwks"] = serde_json::json!({ "keys": [certificate.as_ref().unwrap().1] });
+    let certificate = (has("mtls") || method == "self_signed_tls_client_auth")
+        .then(|| portico_tests::certificates::TestCertificate::new("rp.example"));
+    if let Some(certificate) = certificate.as_ref().filter(|_| method == "self_signed_tls_client_auth") {
+        body["jwks"] = serde_json::json!({ "keys": [certificate.jwk("rp-certificate")] });
     }
     let created = app.admin_create_client(&body).await;
     assert_eq!(created.status(), 201, "{method}: {}", created.text().await.unwrap());
     let created: Value = created.json().await.unwrap();
     let secret = if method == "client_secret_jwt" { created["clientSecret"].clone() } else { Value::Null };
-    let certificate = certificate.map(|(escaped, _)| escaped);
+    let certificate = certificate.map(|certificate| certificate.escaped);
     let line = serde_json::json!({ "secret": secret, "certificate": certificate });
     stdin.write_all(format!("{line}\n").as_bytes()).await.unwrap();
     finish(app, node, lines, stdin, &script, client_id).await
-}
-
-/// A P-256 certificate as a TLS terminator passes it (URL-encoded PEM),
-/// and the public JWK that carries it in `x5c`.
-fn certificate_with_jwk() -> (String, Value) {
-    use base64::Engine as _;
-    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
-    let cert = rcgen::CertificateParams::new(vec!["rp.example".to_owned()]).unwrap().self_signed(&key).unwrap();
-    let point = key.public_key_raw();
-    let jwk = json!({
-        "kty": "EC", "crv": "P-256", "use": "sig", "kid": "rp-certificate",
-        "x": portico_crypto::b64url(&point[1..33]),
-        "y": portico_crypto::b64url(&point[33..65]),
-        "x5c": [base64::engine::general_purpose::STANDARD.encode(cert.der())],
-    });
-    (percent_encoding::utf8_percent_encode(&cert.pem(), percent_encoding::NON_ALPHANUMERIC).to_string(), jwk)
 }
 
 /// The rest of a relying party's run: the browser's login at the
