@@ -371,7 +371,8 @@ pub async fn list(
         field(e, "reportType", &query.report_type, "one of STATEMENT_FOR_1C, BROKERAGE_REPORT", ReportType::parse);
     filter.status = field(e, "status", &query.status, "one of NEW, IN_PROGRESS, FAILED, DONE", TaskStatus::parse);
     let agreement = |n: &str| Some(n.to_owned());
-    filter.agreement_number = field(e, "agreementNumber", &query.agreement_number, "no control characters", agreement);
+    filter.agreement_number =
+        field(e, "agreementNumber", &query.agreement_number, "text without a NUL character", agreement);
     let account = |a: &str| (a.len() == 20 && a.bytes().all(|b| b.is_ascii_digit())).then(|| a.to_owned());
     filter.account = field(e, "account", &query.account, "an account number: 20 digits", account);
     filter.from = field(e, "fromDate", &query.from_date, "a date: YYYY-MM-DD", parse_date);
@@ -457,7 +458,8 @@ pub struct TaskListQuery {
     pub cnum: Param<String>,
     #[param(value_type = Option<ReportType>)]
     pub report_type: Param<String>,
-    #[param(value_type = Option<String>)]
+    /// Tasks of this agreement (any text without a NUL character).
+    #[param(value_type = Option<String>, pattern = "^[^\\x00]*$")]
     pub agreement_number: Param<String>,
     #[param(value_type = Option<String>, pattern = "^[0-9]{20}$")]
     pub account: Param<String>,
