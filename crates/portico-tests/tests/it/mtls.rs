@@ -67,6 +67,31 @@ async fn token(app: &TestApp, form: &[(&str, &str)], certificate: Option<&str>) 
     (response.status().as_u16(), response.json().await.unwrap_or(Value::Null))
 }
 
+/// A code of the demo client after ivan's login, for its grant form.
+struct DemoCode {
+    code: String,
+    pkce: Pkce,
+    redirect_uri: String,
+}
+
+impl DemoCode {
+    async fn new(app: &TestApp) -> Self {
+        let pkce = Pkce::new();
+        let code = app.login_for_code(&app.browser(), &pkce, "ivan", "ivan-password").await;
+        Self { code, pkce, redirect_uri: app.redirect_uri() }
+    }
+
+    /// The `authorization_code` grant form (without client credentials).
+    fn grant(&self) -> [(&str, &str); 4] {
+        [
+            ("grant_type", "authorization_code"),
+            ("code", &self.code),
+            ("code_verifier", &self.pkce.verifier),
+            ("redirect_uri", &self.redirect_uri),
+        ]
+    }
+}
+
 async fn get(app: &TestApp, path: &str, access: &str, id_token: Option<&str>, certificate: Option<&str>) -> u16 {
     let mut request = app.http().get(app.url(path)).bearer_auth(access);
     if let Some(id_token) = id_token {
@@ -83,15 +108,8 @@ async fn tokens_are_bound_to_the_certificate_and_taken_only_with_it() {
     for backend in backends() {
         let app = spawn(backend, "127.0.0.1/32").await;
         let mine = Certificate::new("fintech.example");
-        let pkce = Pkce::new();
-        let code = app.login_for_code(&app.browser(), &pkce, "ivan", "ivan-password").await;
-        let redirect_uri = app.redirect_uri();
-        let grant = [
-            ("grant_type", "authorization_code"),
-            ("code", code.as_str()),
-            ("code_verifier", pkce.verifier.as_str()),
-            ("redirect_uri", redirect_uri.as_str()),
-        ];
+        let code = DemoCode::new(&app).await;
+        let grant = code.grant();
 
         // Without a certificate: refused, and the code is not spent.
         let (status, refused) = token(&app, &grant, None).await;
@@ -153,14 +171,8 @@ async fn tokens_are_bound_to_the_certificate_and_taken_only_with_it() {
 
         // A client without the rule gets bearer tokens, certificate or not.
         set_rule(&app, false).await;
-        let pkce = Pkce::new();
-        let code = app.login_for_code(&app.browser(), &pkce, "ivan", "ivan-password").await;
-        let grant = [
-            ("grant_type", "authorization_code"),
-            ("code", code.as_str()),
-            ("code_verifier", pkce.verifier.as_str()),
-            ("redirect_uri", redirect_uri.as_str()),
-        ];
+        let code = DemoCode::new(&app).await;
+        let grant = code.grant();
         let (status, tokens) = token(&app, &grant, Some(&mine.escaped)).await;
         assert_eq!(status, 200, "{backend:?}: {tokens}");
         assert!(jwt_claims(tokens["access_token"].as_str().unwrap()).get("cnf").is_none(), "{backend:?}");
@@ -173,15 +185,8 @@ async fn the_header_is_believed_only_from_a_trusted_proxy() {
         // The tests' requests come from 127.0.0.1, not a trusted address.
         let app = spawn(backend, "10.0.0.0/8").await;
         let mine = Certificate::new("fintech.example");
-        let pkce = Pkce::new();
-        let code = app.login_for_code(&app.browser(), &pkce, "ivan", "ivan-password").await;
-        let redirect_uri = app.redirect_uri();
-        let grant = [
-            ("grant_type", "authorization_code"),
-            ("code", code.as_str()),
-            ("code_verifier", pkce.verifier.as_str()),
-            ("redirect_uri", redirect_uri.as_str()),
-        ];
+        let code = DemoCode::new(&app).await;
+        let grant = code.grant();
         let (status, refused) = token(&app, &grant, Some(&mine.escaped)).await;
         assert_eq!(status, 400, "{backend:?}: the header from anywhere else is no certificate: {refused}");
         assert!(refused["error_description"].as_str().unwrap().contains("mutual TLS"), "{refused}");
