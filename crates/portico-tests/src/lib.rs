@@ -234,6 +234,16 @@ impl TestApp {
         request.send().await.expect("create a client")
     }
 
+    /// The demo client's introspection (RFC 7662) of `token`, as JSON.
+    ///
+    /// # Panics
+    /// When the request fails or the answer is not JSON.
+    pub async fn introspect_as_demo(&self, token: &str) -> serde_json::Value {
+        let request = self.http().post(self.url("/oauth2/introspect"));
+        let request = request.basic_auth(demo::CLIENT_ID, Some(demo::CLIENT_SECRET)).form(&[("token", token)]);
+        request.send().await.expect("introspect").json().await.expect("a JSON answer")
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }

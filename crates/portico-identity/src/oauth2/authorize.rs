@@ -370,8 +370,7 @@ pub(crate) fn check(
     // The response mode first: every later error is answered in it.
     let response_mode = query.response_mode.value().map(Option::unwrap_or_default);
     let mode = response_mode.as_ref().copied().unwrap_or_default();
-    let jwt_alg = client.security.authorization_signed_response_alg;
-    let to = Recipient { client_id: client.client_id.clone(), redirect_uri: redirect_uri.clone(), mode, jwt_alg };
+    let to = Recipient::new(&client, &redirect_uri, mode);
     let refuse = |error: &'static str, description: String| Rejection::Redirect {
         to: to.clone(),
         error,
@@ -381,7 +380,7 @@ pub(crate) fn check(
     let fail =
         |error: &'static str, parameter: &'static str| refuse(error, format!("OAuth 2.0 Parameter: {parameter}"));
     let response_mode = response_mode.map_err(|_| fail("invalid_request", "response_mode"))?;
-    if let Some(alg) = jwt_alg.filter(|alg| response_mode.is_jwt() && !identity.tokens.keys.supports(*alg)) {
+    if let Some(alg) = to.jwt_alg.filter(|alg| response_mode.is_jwt() && !identity.tokens.keys.supports(*alg)) {
         // A signed answer cannot be made: say so in the plain query.
         let why = format!(
             "OAuth 2.0 Parameter: response_mode: Portico holds no {alg} key to sign the client's responses \
@@ -520,12 +519,7 @@ fn plain_400(description: String) -> Response {
 impl AuthorizeRequest {
     /// Where and how the answer to this request goes.
     pub fn recipient(&self) -> Recipient {
-        Recipient {
-            client_id: self.client.client_id.clone(),
-            redirect_uri: self.redirect_uri.clone(),
-            mode: self.response_mode,
-            jwt_alg: self.client.security.authorization_signed_response_alg,
-        }
+        Recipient::new(&self.client, &self.redirect_uri, self.response_mode)
     }
 
     /// What a login process keeps of this request.

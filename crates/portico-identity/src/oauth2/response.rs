@@ -47,6 +47,18 @@ pub struct Recipient {
     pub jwt_alg: Option<Algorithm>,
 }
 
+impl Recipient {
+    /// The answer to `client`'s request at `redirect_uri`, in `mode`.
+    pub fn new(client: &portico_model::client::Client, redirect_uri: &str, mode: ResponseMode) -> Self {
+        Self {
+            client_id: client.client_id.clone(),
+            redirect_uri: redirect_uri.to_owned(),
+            mode,
+            jwt_alg: client.security.authorization_signed_response_alg,
+        }
+    }
+}
+
 /// The claims of a JARM response.
 #[derive(Serialize)]
 struct JwtResponse<'a> {

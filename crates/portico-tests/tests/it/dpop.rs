@@ -101,17 +101,7 @@ async fn a_proof_binds_the_tokens_and_resources_take_them_only_with_a_fresh_proo
         assert_eq!(jwt_claims(&access)["cnf"], json!({ "jkt": key.thumbprint() }));
 
         // Introspection names the binding.
-        let introspected: Value = app
-            .http()
-            .post(app.url("/oauth2/introspect"))
-            .basic_auth(portico_tests::demo::CLIENT_ID, Some(portico_tests::demo::CLIENT_SECRET))
-            .form(&[("token", access.as_str())])
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let introspected = app.introspect_as_demo(&access).await;
         assert_eq!(
             (introspected["token_type"].as_str(), &introspected["cnf"]["jkt"]),
             (Some("DPoP"), &json!(key.thumbprint()))

@@ -143,17 +143,7 @@ async fn tokens_are_bound_to_the_certificate_and_taken_only_with_it() {
         }
 
         // Introspection names the binding.
-        let introspected: Value = app
-            .http()
-            .post(app.url("/oauth2/introspect"))
-            .basic_auth(demo::CLIENT_ID, Some(demo::CLIENT_SECRET))
-            .form(&[("token", access.as_str())])
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let introspected = app.introspect_as_demo(&access).await;
         assert_eq!(introspected["cnf"], json!({ "x5t#S256": mine.thumbprint }), "{backend:?}");
         assert_eq!(introspected["token_type"], "Bearer");
 
