@@ -35,7 +35,7 @@ use portico_api::{PathParams, Problem};
 use portico_crypto::jose::{self, AssertionError, KeySet};
 use portico_crypto::jwt::Algorithm;
 use portico_model::audit::Actor;
-use portico_model::client::{AuthMethod, Client, ClientSecurity};
+use portico_model::client::{AuthMethod, Client, ClientSecurity, SecurityProfile};
 use portico_model::ids::ClientId;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -272,6 +272,15 @@ pub struct ClientMetadata {
     pub tls_client_auth_san_uri: Option<String>,
     pub tls_client_auth_san_ip: Option<String>,
     pub tls_client_auth_san_email: Option<String>,
+    /// Portico's own: the rules the client is held to, `standard`, `fapi2`
+    /// or `fapi-ru`; left out, the bank's default
+    /// (`registration.default_security_profile`) on registration, the
+    /// current one on a `PUT`. Never `standard` when that default, or the
+    /// client's current profile, is stricter.
+    pub security_profile: Option<String>,
+    /// Portico's own: whether each refresh hands out a new refresh token;
+    /// left out, the profile's default (on, except under `fapi2`).
+    pub refresh_token_rotation: Option<bool>,
     pub post_logout_redirect_uris: Vec<String>,
     pub backchannel_logout_uri: Option<String>,
     /// A JWT of an issuer the bank trusts, asserting metadata that takes
@@ -287,6 +296,21 @@ pub struct ClientMetadata {
 struct Checked {
     name: Option<String>,
     security: ClientSecurity,
+    /// The profile the metadata names, if any.
+    profile: Option<SecurityProfile>,
+}
+
+impl Checked {
+    /// The profile named, unless it is `standard` under a stricter `floor`
+    /// (the bank's default, or the client's current profile).
+    fn profile_over(&self, floor: SecurityProfile) -> Result<Option<SecurityProfile>, RegistrationError> {
+        if self.profile == Some(SecurityProfile::Standard) && floor != SecurityProfile::Standard {
+            return Err(RegistrationError::metadata(format!(
+                "security_profile: standard is below this client's {floor} profile; only an operator can lower it"
+            )));
+        }
+        Ok(self.profile)
+    }
 }
 
 fn algorithm(name: &str, value: Option<&str>) -> Result<Option<Algorithm>, RegistrationError> {
@@ -381,8 +405,21 @@ impl ClientMetadata {
             tls_client_auth_san_uri: self.tls_client_auth_san_uri.clone(),
             tls_client_auth_san_ip: self.tls_client_auth_san_ip.clone(),
             tls_client_auth_san_email: self.tls_client_auth_san_email.clone(),
+            security_profile: SecurityProfile::Standard,
+            refresh_token_rotation: self.refresh_token_rotation,
         };
-        Ok(Checked { name: self.client_name.clone(), security })
+        let profile = self
+            .security_profile
+            .as_deref()
+            .map(|name| {
+                SecurityProfile::parse(name).ok_or_else(|| {
+                    RegistrationError::metadata(format!(
+                        "security_profile: {name:?} is not one of standard, fapi2, fapi-ru"
+                    ))
+                })
+            })
+            .transpose()?;
+        Ok(Checked { name: self.client_name.clone(), security, profile })
     }
 }
 
@@ -479,6 +516,8 @@ fn answer(registration: &Registration, client: &Client) -> Value {
         "tls_client_certificate_bound_access_tokens",
         security.tls_client_certificate_bound_access_tokens.then_some(true.into()),
     );
+    put("security_profile", Some(security.security_profile.as_str().into()));
+    put("refresh_token_rotation", security.refresh_token_rotation.map(Value::from));
     if security.token_endpoint_auth_method != AuthMethod::PrivateKeyJwt {
         body["client_secret_expires_at"] = 0.into();
     }
@@ -523,6 +562,7 @@ async fn register_client(
     let configured = portico_crypto::constant_time_eq(given.as_bytes(), expected.as_bytes());
     let metadata = read_metadata(registration, headers, body).await?;
     let checked = metadata.check()?;
+    let security_profile = checked.profile_over(registration.service.default_security_profile)?;
     // A one-time token is spent only by a registration that passed the
     // checks, so a mistaken body does not cost the third party its token.
     if !configured {
@@ -547,6 +587,7 @@ async fn register_client(
         logout_revokes_grants: false,
         backchannel_logout_uri: metadata.backchannel_logout_uri,
         security: checked.security,
+        security_profile,
         registration_token_hash: Some(portico_crypto::hash::token_hash(&registration_token)),
         awaiting_approval: registration.hold_for_approval,
     };
@@ -645,6 +686,7 @@ pub async fn replace(
             return Err(RegistrationError::metadata("client_secret: not the client's secret"));
         }
         let checked = metadata.check()?;
+        let profile = checked.profile_over(client.security.security_profile)?;
         let security = checked.security;
         let before = client.security.token_endpoint_auth_method;
         let changes = ClientChanges {
@@ -656,7 +698,7 @@ pub async fn replace(
             post_logout_redirect_uris: Some(metadata.post_logout_redirect_uris),
             logout_revokes_grants: None,
             backchannel_logout_uri: Some(metadata.backchannel_logout_uri),
-            security: SecurityChanges::from(security),
+            security: SecurityChanges { security_profile: profile, ..SecurityChanges::from(security) },
         };
         let client = registration
             .service

@@ -290,6 +290,7 @@ pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, bod
         logout_revokes_grants: form.logout_revokes_grants,
         backchannel_logout_uri: form.backchannel_logout_uri,
         security,
+        security_profile: None,
         registration_token_hash: None,
         awaiting_approval: false,
     };
@@ -325,6 +326,8 @@ pub async fn update(
                 require_signed_request_object: None,
                 request_object_signing_alg: None,
                 dpop_bound_access_tokens: None,
+                security_profile: None,
+                refresh_token_rotation: None,
                 ..chosen.into()
             })
             .unwrap_or_default(),

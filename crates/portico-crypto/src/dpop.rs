@@ -46,6 +46,8 @@ pub struct Proof {
     pub iat: i64,
     /// The server nonce it carries, if any.
     pub nonce: Option<String>,
+    /// The algorithm it is signed with.
+    pub alg: crate::jwt::Algorithm,
 }
 
 impl Proof {
@@ -94,7 +96,9 @@ pub fn verify(proof: &str, expected: &Expected<'_>) -> Result<Proof, String> {
             return Err("the DPoP proof's ath is not the hash of the access token".into());
         }
     }
-    Ok(Proof { jkt: thumbprint(jwk)?, jti: jti.to_owned(), iat, nonce: text("nonce").map(str::to_owned) })
+    // A verified signature's algorithm is one Portico knows.
+    let alg = parsed.algorithm().ok_or("the DPoP proof's alg is unknown")?;
+    Ok(Proof { jkt: thumbprint(jwk)?, jti: jti.to_owned(), iat, nonce: text("nonce").map(str::to_owned), alg })
 }
 
 /// The RFC 7638 thumbprint of a public JWK: SHA-256 of its required

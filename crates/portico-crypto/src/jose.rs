@@ -278,6 +278,11 @@ impl<'a> Assertion<'a> {
         &self.claims
     }
 
+    /// Its header's `alg`, when it is one Portico verifies.
+    pub fn algorithm(&self) -> Option<Algorithm> {
+        key_algorithm(&self.alg)
+    }
+
     /// Its header's `typ`.
     pub fn typ(&self) -> Option<&str> {
         self.typ.as_deref()

@@ -59,7 +59,7 @@ pub async fn proof_for(
     client: &Client,
     path: &str,
 ) -> Result<Option<Proof>, OAuthError> {
-    let proof = proof_at(identity, headers, path).await?;
+    let proof = proof_at(identity, headers, client, path).await?;
     if proof.is_none() && client.security.dpop_bound_access_tokens {
         let why = "the client's access tokens are DPoP-bound: send a DPoP proof";
         return Err(OAuthError::refused("invalid_dpop_proof", why));
@@ -67,12 +67,18 @@ pub async fn proof_for(
     Ok(proof)
 }
 
-/// The request's DPoP proof for `POST <path>`, checked and its `jti`
+/// The request's DPoP proof for `POST <path>` by `client`, checked (its
+/// algorithm among those of the client's profile) and its `jti`
 /// remembered; `None` without one.
 ///
 /// # Errors
 /// `400 invalid_dpop_proof`: two proofs, or a bad or replayed one.
-pub async fn proof_at(identity: &Identity, headers: &HeaderMap, path: &str) -> Result<Option<Proof>, OAuthError> {
+pub async fn proof_at(
+    identity: &Identity,
+    headers: &HeaderMap,
+    client: &Client,
+    path: &str,
+) -> Result<Option<Proof>, OAuthError> {
     let refused = |why: String| OAuthError::refused("invalid_dpop_proof", why);
     let mut values = headers.get_all("dpop").iter();
     let Some(value) = values.next() else {
@@ -85,6 +91,14 @@ pub async fn proof_at(identity: &Identity, headers: &HeaderMap, path: &str) -> R
     let now = identity.clock.now();
     let expected = dpop::Expected { method: "POST", url: &url, now: now.unix_timestamp(), access_token: None };
     let proof = dpop::verify(value.to_str().unwrap_or_default(), &expected).map_err(refused)?;
+    let profile = client.security.security_profile;
+    if !profile.allows_algorithm(proof.alg) {
+        return Err(refused(format!(
+            "the client's security profile {profile} takes DPoP proofs signed with {}, not {}",
+            profile.algorithms_text(),
+            proof.alg
+        )));
+    }
     // Before the jti is remembered: the client retries this proof's request
     // with the nonce.
     if identity.settings.dpop_require_nonce && !proof.nonce.as_deref().is_some_and(|n| nonce_accepted(identity, n)) {

@@ -71,22 +71,43 @@ pub async fn edge(State(edge): State<Arc<CertificateEdge>>, mut request: Request
 }
 
 /// The certificate thumbprint `client`'s access tokens are to be bound to:
-/// the presented certificate's for a client registered with
-/// `tls_client_certificate_bound_access_tokens`, none for another.
+/// the presented certificate's for a client whose tokens are always bound
+/// to it (`tls_client_certificate_bound_access_tokens`, or the `fapi-ru`
+/// profile), and for a `fapi2` client whose request carries no DPoP proof
+/// (`dpop_offered`: its tokens must be bound to one or the other); none
+/// for another.
 ///
 /// # Errors
 /// `invalid_request` when such a client's token request came without a
 /// readable certificate.
-pub fn binding_for(client: &Client, presented: Option<&Presented>) -> Result<Option<String>, OAuthError> {
-    if !client.security.tls_client_certificate_bound_access_tokens {
+pub fn binding_for(
+    client: &Client,
+    presented: Option<&Presented>,
+    dpop_offered: bool,
+) -> Result<Option<String>, OAuthError> {
+    let security = &client.security;
+    let constrained = security.requires_sender_constraint() && !dpop_offered;
+    if !security.binds_to_certificate() && !constrained {
         return Ok(None);
     }
     match presented {
         Some(Presented(Ok(certificate))) => Ok(Some(certificate.thumbprint().to_owned())),
         Some(Presented(Err(error))) => Err(OAuthError::bad_request(error.to_string())),
-        None => Err(OAuthError::bad_request(
-            "the client's access tokens are bound to its TLS client certificate \
-             (tls_client_certificate_bound_access_tokens): send the token request over mutual TLS",
-        )),
+        None if security.binds_to_certificate() => {
+            let why = if security.tls_client_certificate_bound_access_tokens {
+                "(tls_client_certificate_bound_access_tokens)".to_owned()
+            } else {
+                format!("(its security profile {})", security.security_profile)
+            };
+            Err(OAuthError::bad_request(format!(
+                "the client's access tokens are bound to its TLS client certificate {why}: send the token request \
+                 over mutual TLS"
+            )))
+        }
+        None => Err(OAuthError::bad_request(format!(
+            "the client's access tokens must be sender-constrained (its security profile {}): send a DPoP proof, \
+             or the token request over mutual TLS",
+            security.security_profile
+        ))),
     }
 }

@@ -93,6 +93,13 @@ impl IdentitySettings {
         }
     }
 
+    /// How long an authorization code for a client of `security` lives:
+    /// `authorization_code_ttl`, at most its profile's limit (60 s under `fapi2`).
+    pub fn code_ttl(&self, security: &portico_model::client::ClientSecurity) -> Duration {
+        let ttl = self.authorization_code_ttl;
+        security.security_profile.max_code_ttl().map_or(ttl, |max| ttl.min(max))
+    }
+
     /// How long a retired signing key stays published: long enough for every
     /// token it signed to expire.
     pub fn key_retention(&self) -> Duration {

@@ -187,9 +187,183 @@ pub struct ClientSecurity {
     /// access tokens are bound to the client's certificate.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub tls_client_certificate_bound_access_tokens: bool,
+    /// The rules the client is held to beyond its own settings.
+    #[serde(skip_serializing_if = "SecurityProfile::is_standard")]
+    pub security_profile: SecurityProfile,
+    /// Whether each refresh hands out a new refresh token and spends the
+    /// old one; unset, the profile's default (on, except under `fapi2`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refresh_token_rotation: Option<bool>,
+}
+
+/// The rules a client is held to (`security_profile`): `standard` is the
+/// client's own settings and nothing more; `fapi2` the OpenID FAPI 2.0
+/// Security Profile; `fapi-ru` the advanced profile of the Bank of
+/// Russia's СТО БР ФАПИ.СЕК-1.6-2024. A profile adds to the client's
+/// settings, never takes from them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+pub enum SecurityProfile {
+    #[default]
+    #[serde(rename = "standard")]
+    Standard,
+    /// Pushed requests, PKCE S256, `private_key_jwt` or mutual TLS,
+    /// DPoP- or certificate-bound tokens, PS256/ES256/EdDSA only, codes
+    /// valid 60 s, no refresh-token rotation.
+    #[serde(rename = "fapi2")]
+    Fapi2,
+    /// A signed request object, a signed (JARM) response,
+    /// certificate-bound tokens, `tls_client_auth` or `private_key_jwt`,
+    /// elliptic-curve signatures (ES256) only.
+    #[serde(rename = "fapi-ru")]
+    FapiRu,
+}
+
+impl SecurityProfile {
+    pub const ALL: [Self; 3] = [Self::Standard, Self::Fapi2, Self::FapiRu];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Standard => "standard",
+            Self::Fapi2 => "fapi2",
+            Self::FapiRu => "fapi-ru",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|profile| profile.as_str() == name)
+    }
+
+    pub fn is_standard(&self) -> bool {
+        *self == Self::Standard
+    }
+
+    /// The client authentication methods the profile allows (`None`: any).
+    pub const fn auth_methods(self) -> Option<&'static [AuthMethod]> {
+        match self {
+            Self::Standard => None,
+            Self::Fapi2 => {
+                Some(&[AuthMethod::PrivateKeyJwt, AuthMethod::TlsClientAuth, AuthMethod::SelfSignedTlsClientAuth])
+            }
+            Self::FapiRu => Some(&[AuthMethod::TlsClientAuth, AuthMethod::PrivateKeyJwt]),
+        }
+    }
+
+    /// The signature algorithms the profile allows, for what Portico signs
+    /// for the client and for what the client signs (assertions, request
+    /// objects, DPoP proofs), in Portico's order of preference (`None`: any).
+    pub const fn algorithms(self) -> Option<&'static [Algorithm]> {
+        match self {
+            Self::Standard => None,
+            Self::Fapi2 => Some(&[Algorithm::Es256, Algorithm::Ps256, Algorithm::EdDsa]),
+            Self::FapiRu => Some(&[Algorithm::Es256]),
+        }
+    }
+
+    pub fn allows_algorithm(self, alg: Algorithm) -> bool {
+        self.algorithms().is_none_or(|allowed| allowed.contains(&alg))
+    }
+
+    pub fn allows_auth_method(self, method: AuthMethod) -> bool {
+        self.auth_methods().is_none_or(|allowed| allowed.contains(&method))
+    }
+
+    /// The longest an authorization code lives under the profile.
+    pub const fn max_code_ttl(self) -> Option<time::Duration> {
+        match self {
+            Self::Fapi2 => Some(time::Duration::seconds(60)),
+            Self::Standard | Self::FapiRu => None,
+        }
+    }
+
+    /// The algorithms, as a reader lists them: `PS256, ES256 or EdDSA`.
+    pub fn algorithms_text(self) -> String {
+        let names: Vec<&str> = self.algorithms().unwrap_or(&Algorithm::ALL).iter().map(|a| a.as_str()).collect();
+        join_or(&names)
+    }
+
+    /// The authentication methods, as a reader lists them.
+    pub fn auth_methods_text(self) -> String {
+        let names: Vec<&str> = self.auth_methods().unwrap_or(&AuthMethod::ALL).iter().map(|m| m.as_str()).collect();
+        join_or(&names)
+    }
+}
+
+impl std::fmt::Display for SecurityProfile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `a, b or c`.
+fn join_or(names: &[&str]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => (*one).to_owned(),
+        [init @ .., last] => format!("{} or {last}", init.join(", ")),
+    }
 }
 
 impl ClientSecurity {
+    /// Authorization requests only pushed: the client's own setting, or
+    /// its profile's (`fapi2`).
+    pub fn requires_pushed_requests(&self) -> bool {
+        self.require_pushed_authorization_requests || self.security_profile == SecurityProfile::Fapi2
+    }
+
+    /// Authorization requests only as signed request objects: the client's
+    /// own setting, or its profile's (`fapi-ru`).
+    pub fn requires_signed_request_object(&self) -> bool {
+        self.require_signed_request_object || self.security_profile == SecurityProfile::FapiRu
+    }
+
+    /// Authorization responses only signed (JARM): the profile's (`fapi-ru`).
+    pub fn requires_signed_response(&self) -> bool {
+        self.security_profile == SecurityProfile::FapiRu
+    }
+
+    /// Access tokens always bound to the client's certificate: the
+    /// client's own setting, or its profile's (`fapi-ru`).
+    pub fn binds_to_certificate(&self) -> bool {
+        self.tls_client_certificate_bound_access_tokens || self.security_profile == SecurityProfile::FapiRu
+    }
+
+    /// Access tokens always sender-constrained, by DPoP or by the client's
+    /// certificate, whichever the request brings (`fapi2`).
+    pub fn requires_sender_constraint(&self) -> bool {
+        self.security_profile == SecurityProfile::Fapi2
+    }
+
+    /// Whether a refresh spends the presented refresh token and hands out
+    /// a new one.
+    pub fn rotates_refresh_tokens(&self) -> bool {
+        self.refresh_token_rotation.unwrap_or(self.security_profile != SecurityProfile::Fapi2)
+    }
+
+    /// What of the client's own settings its profile forbids, by RFC 7591
+    /// name: an authentication method or an algorithm outside the profile's.
+    pub fn profile_conflicts(&self) -> Vec<(&'static str, String)> {
+        let profile = self.security_profile;
+        let mut conflicts = Vec::new();
+        if !profile.allows_auth_method(self.token_endpoint_auth_method) {
+            conflicts.push((
+                "token_endpoint_auth_method",
+                format!(
+                    "the {profile} profile authenticates clients by {}, not {}",
+                    profile.auth_methods_text(),
+                    self.token_endpoint_auth_method
+                ),
+            ));
+        }
+        let named = self.algorithms().chain(self.request_object_signing_alg.map(|a| ("request_object_signing_alg", a)));
+        for (name, alg) in named {
+            if !profile.allows_algorithm(alg) {
+                conflicts
+                    .push((name, format!("the {profile} profile signs with {}, not {alg}", profile.algorithms_text())));
+            }
+        }
+        conflicts
+    }
+
     /// The `tls_client_auth` subject fields given, by name.
     pub fn tls_client_auth_subject(&self) -> impl Iterator<Item = (&'static str, &str)> + '_ {
         [
@@ -229,5 +403,46 @@ impl LocalizedText {
     pub fn same(text: impl Into<String>) -> Self {
         let text = text.into();
         Self { ru: text.clone(), en: text }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profiles_are_named_as_registration_names_them() {
+        for profile in SecurityProfile::ALL {
+            assert_eq!(SecurityProfile::parse(profile.as_str()), Some(profile));
+            let json = serde_json::to_value(profile).unwrap();
+            assert_eq!(json, profile.as_str());
+        }
+        assert_eq!(SecurityProfile::parse("FAPI2"), None, "names are exact");
+    }
+
+    #[test]
+    fn a_profile_adds_rules_and_names_what_it_forbids() {
+        let mut security = ClientSecurity {
+            id_token_signed_response_alg: Some(Algorithm::Rs256),
+            request_object_signing_alg: Some(Algorithm::Ps256),
+            ..ClientSecurity::default()
+        };
+        assert!(security.profile_conflicts().is_empty(), "standard forbids nothing");
+        assert!(security.rotates_refresh_tokens() && !security.requires_pushed_requests());
+
+        security.security_profile = SecurityProfile::Fapi2;
+        let named: Vec<&str> = security.profile_conflicts().iter().map(|(name, _)| *name).collect();
+        assert_eq!(named, ["token_endpoint_auth_method", "id_token_signed_response_alg"]);
+        assert!(security.requires_pushed_requests() && security.requires_sender_constraint());
+        assert!(!security.rotates_refresh_tokens(), "FAPI 2.0 does not rotate");
+        security.refresh_token_rotation = Some(true);
+        assert!(security.rotates_refresh_tokens(), "the client's own setting wins");
+
+        security.security_profile = SecurityProfile::FapiRu;
+        let named: Vec<&str> = security.profile_conflicts().iter().map(|(name, _)| *name).collect();
+        assert_eq!(named, ["token_endpoint_auth_method", "id_token_signed_response_alg", "request_object_signing_alg"]);
+        assert!(security.requires_signed_request_object() && security.binds_to_certificate());
+        assert!(security.requires_signed_response() && !security.requires_pushed_requests());
+        assert_eq!(SecurityProfile::Fapi2.algorithms_text(), "ES256, PS256 or EdDSA");
     }
 }

@@ -245,7 +245,8 @@ impl App {
         let admin = Arc::new(
             portico_admin::AdminService::new(Arc::clone(&store), Arc::clone(&identity.clock), secret.sealer())
                 .allowing_insecure_addresses(config.notifications.allow_insecure_callbacks.unwrap_or(demo))
-                .signing_with(identity.tokens.keys.default_algorithm(), identity.tokens.keys.algorithms()),
+                .signing_with(identity.tokens.keys.default_algorithm(), identity.tokens.keys.algorithms())
+                .with_default_profile(config.registration.default_security_profile),
         );
         let console = if config.console {
             let console = Arc::new(portico_console::Console {

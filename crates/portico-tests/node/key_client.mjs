@@ -23,7 +23,9 @@
 //   JWKS and token_alg); with `+mtls` every request to Portico carries the
 //   client certificate the test made, as a TLS terminator in front would
 //   pass it (the `x-client-cert` header, URL-encoded PEM), and the tokens
-//   are bound to it (RFC 8705).
+//   are bound to it (RFC 8705); `fapi2` or `fapi-ru` among the modifiers
+//   registers the client under that security profile instead of its own
+//   rules (the test's side).
 // Prints {"jwk": <public JWK or null>}; reads one line of JSON:
 // {"secret": <the client_secret_jwt secret or null>, "certificate": <the
 // escaped PEM or null>} for a client the test
@@ -119,7 +121,7 @@ const dpop = modifiers.includes('dpop')
 if (modifiers.includes('jarm')) {
   client.useJwtResponseMode(config);
 }
-const travel = modifiers.filter((m) => !['dpop', 'jarm', 'mtls'].includes(m)).join('+');
+const travel = modifiers.filter((m) => !['dpop', 'jarm', 'mtls', 'fapi2', 'fapi-ru'].includes(m)).join('+');
 const parameters = {
   redirect_uri: redirectUri,
   scope: 'openid profile',
@@ -171,6 +173,7 @@ console.log(JSON.stringify({
   sub,
   tokenType: tokens.token_type,
   refreshedTokenType: refreshed.token_type,
+  refreshRotated: refreshed.refresh_token !== tokens.refresh_token,
   idTokenAlg: alg(tokens.id_token),
   accessTokenAlg: alg(tokens.access_token),
   refreshedIdTokenAlg: refreshed.id_token ? alg(refreshed.id_token) : null,

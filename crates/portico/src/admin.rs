@@ -12,7 +12,7 @@ use clap::Subcommand;
 use portico_admin::service::{NewClient, NewUser};
 use portico_admin::{AdminService, ServiceError};
 use portico_model::audit::Actor;
-use portico_model::client::{AuthMethod, ClientSecurity};
+use portico_model::client::{AuthMethod, ClientSecurity, SecurityProfile};
 use portico_model::clock::SystemClock;
 use portico_model::user::OperatorRole;
 use portico_server::Config;
@@ -113,6 +113,18 @@ pub struct AddClient {
     /// For tls_client_auth: the subject DN (RFC 4514) the client's certificate must carry.
     #[arg(long)]
     tls_client_auth_subject_dn: Option<String>,
+    /// The rules the client is held to: standard, fapi2 (FAPI 2.0) or fapi-ru (ФАПИ.СЕК advanced);
+    /// default: registration.default_security_profile.
+    #[arg(long, value_parser = parse_profile)]
+    security_profile: Option<SecurityProfile>,
+    /// Whether each refresh hands out a new refresh token: true or false; default: the profile's
+    /// (true, except under fapi2).
+    #[arg(long)]
+    refresh_token_rotation: Option<bool>,
+}
+
+fn parse_profile(name: &str) -> Result<SecurityProfile, String> {
+    SecurityProfile::parse(name).ok_or_else(|| format!("{name:?} is not one of standard, fapi2, fapi-ru"))
 }
 
 #[derive(Subcommand)]
@@ -199,7 +211,8 @@ async fn service(config: &Config) -> anyhow::Result<AdminService> {
     let (signing, algorithms) = config.tokens.algorithms()?;
     Ok(AdminService::new(store, Arc::new(SystemClock), secret.sealer())
         .allowing_insecure_addresses(config.notifications.allow_insecure_callbacks.unwrap_or(false))
-        .signing_with(signing, &algorithms))
+        .signing_with(signing, &algorithms)
+        .with_default_profile(config.registration.default_security_profile))
 }
 
 pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<()> {
@@ -231,6 +244,8 @@ pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<
                 dpop_bound,
                 certificate_bound,
                 tls_client_auth_subject_dn,
+                security_profile,
+                refresh_token_rotation,
             } = *add;
             let jwks = match jwks_file {
                 Some(path) => {
@@ -256,6 +271,7 @@ pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<
                 dpop_bound_access_tokens: dpop_bound,
                 tls_client_certificate_bound_access_tokens: certificate_bound,
                 tls_client_auth_subject_dn,
+                refresh_token_rotation,
                 // The alternative names are set through the admin API.
                 ..ClientSecurity::default()
             };
@@ -271,6 +287,7 @@ pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<
                 logout_revokes_grants,
                 backchannel_logout_uri,
                 security,
+                security_profile,
                 registration_token_hash: None,
                 awaiting_approval: false,
             };

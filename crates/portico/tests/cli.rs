@@ -103,6 +103,15 @@ async fn admin_commands_take_effect_on_a_running_server() {
         let refused = portico(&app, &keyless);
         assert!(!refused.status.success(), "{backend:?}: signed request objects need the client's keys");
         assert!(String::from_utf8_lossy(&refused.stderr).contains("jwks"), "{backend:?}");
+        // A profile the client's settings do not meet is refused, naming it;
+        // rotation is a setting of its own.
+        let profiled = ["clients", "add", "--client-id", "fapi", "--redirect-uri", "https://f.example/cb"];
+        let refused = portico(&app, &[&profiled[..], &["--security-profile", "fapi2"]].concat());
+        assert!(!refused.status.success(), "{backend:?}: a secret client is no FAPI 2.0 client");
+        assert!(String::from_utf8_lossy(&refused.stderr).contains("fapi2 profile"), "{backend:?}");
+        ok(portico(&app, &[&profiled[..], &["--refresh-token-rotation", "false"]].concat()));
+        let fapi = app.store.find_client(&"fapi".into()).await.unwrap().expect("added");
+        assert_eq!(fapi.security.refresh_token_rotation, Some(false), "{backend:?}");
 
         // users add / block / unblock
         ok(portico(

@@ -8,7 +8,7 @@ use portico_api::error::ErrorBody;
 use portico_api::openapi::AdminErrors;
 use portico_api::{Admin, ApiError, PathParams};
 use portico_crypto::jwt::Algorithm;
-use portico_model::client::{AuthMethod, Client, ClientSecurity};
+use portico_model::client::{AuthMethod, Client, ClientSecurity, SecurityProfile};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
@@ -82,10 +82,16 @@ pub struct SecurityView {
     pub tls_client_auth_san_uri: Option<String>,
     pub tls_client_auth_san_ip: Option<String>,
     pub tls_client_auth_san_email: Option<String>,
+    /// The rules the client is held to beyond its own settings.
+    pub security_profile: SecurityProfile,
+    /// Whether each refresh hands out a new refresh token (the client's
+    /// setting, else its profile's default).
+    pub refresh_token_rotation: bool,
 }
 
 impl From<ClientSecurity> for SecurityView {
     fn from(security: ClientSecurity) -> Self {
+        let refresh_token_rotation = security.rotates_refresh_tokens();
         Self {
             token_endpoint_auth_method: security.token_endpoint_auth_method,
             jwks: security.jwks,
@@ -104,6 +110,8 @@ impl From<ClientSecurity> for SecurityView {
             tls_client_auth_san_dns: security.tls_client_auth_san_dns,
             tls_client_auth_san_uri: security.tls_client_auth_san_uri,
             tls_client_auth_san_ip: security.tls_client_auth_san_ip,
+            refresh_token_rotation,
+            security_profile: security.security_profile,
             tls_client_auth_san_email: security.tls_client_auth_san_email,
         }
     }
@@ -197,6 +205,10 @@ pub struct NewClientBody {
     pub tls_client_auth_san_uri: Option<String>,
     pub tls_client_auth_san_ip: Option<String>,
     pub tls_client_auth_san_email: Option<String>,
+    /// Default: `registration.default_security_profile`.
+    pub security_profile: Option<SecurityProfile>,
+    /// Default: the profile's (on, except under `fapi2`).
+    pub refresh_token_rotation: Option<bool>,
 }
 
 /// Changes to a client: the fields given replace the stored ones.
@@ -263,6 +275,11 @@ pub struct ClientPatch {
     #[serde(default, deserialize_with = "nullable")]
     #[schema(nullable)]
     pub tls_client_auth_san_email: Option<Option<String>>,
+    pub security_profile: Option<SecurityProfile>,
+    /// `null`: the profile's default.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
+    pub refresh_token_rotation: Option<Option<bool>>,
 }
 
 /// A new secret: the given one, or left out to have one generated.
@@ -353,7 +370,10 @@ pub async fn create(
             tls_client_auth_san_uri: body.tls_client_auth_san_uri,
             tls_client_auth_san_ip: body.tls_client_auth_san_ip,
             tls_client_auth_san_email: body.tls_client_auth_san_email,
+            security_profile: SecurityProfile::Standard,
+            refresh_token_rotation: body.refresh_token_rotation,
         },
+        security_profile: body.security_profile,
         registration_token_hash: None,
         awaiting_approval: false,
     };
@@ -435,6 +455,8 @@ pub async fn update(
             tls_client_auth_san_uri: patch.tls_client_auth_san_uri,
             tls_client_auth_san_ip: patch.tls_client_auth_san_ip,
             tls_client_auth_san_email: patch.tls_client_auth_san_email,
+            security_profile: patch.security_profile,
+            refresh_token_rotation: patch.refresh_token_rotation,
         },
     };
     let client = api

@@ -13,7 +13,7 @@
 use portico_api::Problem;
 use portico_crypto::jwt::Algorithm;
 use portico_model::audit::{Actor, AuditEvent, AuditKind};
-use portico_model::client::{AuthMethod, Client, ClientSecurity, LocalizedText};
+use portico_model::client::{AuthMethod, Client, ClientSecurity, LocalizedText, SecurityProfile};
 use portico_model::ids::ClientId;
 use portico_model::scope::{OIDC_SCOPES, ScopeSet};
 use portico_storage::StorageError;
@@ -43,8 +43,12 @@ pub struct NewClient {
     pub post_logout_redirect_uris: Vec<String>,
     pub logout_revokes_grants: bool,
     pub backchannel_logout_uri: Option<String>,
-    /// Authentication method, keys and signing algorithms.
+    /// Authentication method, keys and signing algorithms (its
+    /// `security_profile` is set from the field below).
     pub security: ClientSecurity,
+    /// `None`: the server's default for new clients
+    /// (`registration.default_security_profile`).
+    pub security_profile: Option<SecurityProfile>,
     /// The hash of the registration access token, for a client that
     /// registered itself.
     pub registration_token_hash: Option<String>,
@@ -75,6 +79,9 @@ pub struct SecurityChanges {
     pub tls_client_auth_san_uri: Option<Option<String>>,
     pub tls_client_auth_san_ip: Option<Option<String>>,
     pub tls_client_auth_san_email: Option<Option<String>>,
+    pub security_profile: Option<SecurityProfile>,
+    /// `Some(None)`: the profile's default.
+    pub refresh_token_rotation: Option<Option<bool>>,
 }
 
 impl From<ClientSecurity> for SecurityChanges {
@@ -100,6 +107,8 @@ impl From<ClientSecurity> for SecurityChanges {
             tls_client_auth_san_uri: Some(security.tls_client_auth_san_uri),
             tls_client_auth_san_ip: Some(security.tls_client_auth_san_ip),
             tls_client_auth_san_email: Some(security.tls_client_auth_san_email),
+            security_profile: Some(security.security_profile),
+            refresh_token_rotation: Some(security.refresh_token_rotation),
         }
     }
 }
@@ -123,6 +132,14 @@ impl SecurityChanges {
         if let Some(uri) = self.logo_uri {
             security.logo_uri = uri;
             changed.push("logoUri");
+        }
+        if let Some(profile) = self.security_profile {
+            security.security_profile = profile;
+            changed.push("securityProfile");
+        }
+        if let Some(rotation) = self.refresh_token_rotation {
+            security.refresh_token_rotation = rotation;
+            changed.push("refreshTokenRotation");
         }
         for (change, field, name) in [
             (
@@ -331,6 +348,34 @@ fn camel(name: &str) -> String {
     out
 }
 
+/// Under a profile that restricts algorithms, each of the client's signing
+/// algorithms left unset becomes one the profile allows and the server
+/// keeps a key of: the server's default when it is one, else the first in
+/// the profile's order (ES256 before PS256 before EdDSA). Unset,
+/// `userinfo_signed_response_alg` stays unset (userinfo answers plain JSON).
+/// When the server keeps no such key the algorithms stay unset and
+/// [`check_security`] says what to add.
+pub fn settle_profile(security: &mut ClientSecurity, default: Algorithm, supported: &[Algorithm]) {
+    let Some(allowed) = security.security_profile.algorithms() else {
+        return;
+    };
+    let chosen = if allowed.contains(&default) && supported.contains(&default) {
+        Some(default)
+    } else {
+        allowed.iter().copied().find(|alg| supported.contains(alg))
+    };
+    for field in [
+        &mut security.id_token_signed_response_alg,
+        &mut security.access_token_signed_response_alg,
+        &mut security.introspection_signed_response_alg,
+        &mut security.authorization_signed_response_alg,
+    ] {
+        if field.is_none() {
+            *field = chosen;
+        }
+    }
+}
+
 /// A client's authentication and signing choices: algorithms the server
 /// keeps a key of (`supported`); keys by value or by address, not both;
 /// a key set of public signing keys Portico can verify
@@ -398,10 +443,28 @@ pub fn check_security(
             ));
         }
     }
-    if security.require_signed_request_object && security.jwks.is_none() && security.jwks_uri.is_none() {
+    if security.requires_signed_request_object() && security.jwks.is_none() && security.jwks_uri.is_none() {
+        let place =
+            if security.require_signed_request_object { "requireSignedRequestObject" } else { "securityProfile" };
         problems.push(Problem::new(
-            "requireSignedRequestObject",
+            place,
             "signed request objects are checked with the client's public keys: give jwks or jwksUri",
+        ));
+    }
+    let profile = security.security_profile;
+    for (name, conflict) in security.profile_conflicts() {
+        problems.push(Problem::new(camel(name), conflict));
+    }
+    if let Some(allowed) = profile.algorithms()
+        && !allowed.iter().any(|alg| supported.contains(alg))
+    {
+        problems.push(Problem::new(
+            "securityProfile",
+            format!(
+                "the {profile} profile signs with {}, and the server keeps a key of none: add one to \
+                 tokens.signing_algorithms",
+                profile.algorithms_text()
+            ),
         ));
     }
 }
@@ -460,6 +523,9 @@ impl AdminService {
         check_name("nameRu", new.name_ru.as_ref(), &mut problems);
         check_name("nameEn", new.name_en.as_ref(), &mut problems);
         let scopes = parse_scope(new.scope.as_deref().unwrap_or("openid profile email phone"), &mut problems);
+        let mut new = new;
+        new.security.security_profile = new.security_profile.unwrap_or(self.default_security_profile);
+        settle_profile(&mut new.security, self.signing_algorithm, &self.signing_algorithms);
         check_security(&new.security, &self.signing_algorithms, insecure, &mut problems);
         let jwt_secret = new.security.token_endpoint_auth_method == AuthMethod::ClientSecretJwt;
         if jwt_secret && new.secret.as_ref().is_some_and(|s| s.len() < MIN_JWT_SECRET_LEN) {
@@ -558,6 +624,7 @@ impl AdminService {
             changed.push("logoutRevokesGrants");
         }
         changed.extend(changes.security.apply(&mut client.security));
+        settle_profile(&mut client.security, self.signing_algorithm, &self.signing_algorithms);
         check_security(&client.security, &self.signing_algorithms, self.allow_insecure_addresses, &mut problems);
         if client.security.token_endpoint_auth_method != AuthMethod::ClientSecretJwt {
             // Only a client_secret_jwt client's secret is kept readable.

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use portico_api::{ApiError, Problem};
 use portico_crypto::seal::Sealer;
 use portico_model::audit::{Actor, AuditEvent, AuditKind};
+use portico_model::client::SecurityProfile;
 use portico_model::clock::Clock;
 use portico_model::key::SigningKeyRecord;
 use portico_storage::{AuditEntry, AuditQuery, Storage, StorageError};
@@ -85,6 +86,9 @@ pub struct AdminService {
     /// Every algorithm the server keeps a key of (`tokens.signing_algorithm`
     /// and `tokens.signing_algorithms`): the ones a client may choose.
     pub signing_algorithms: Vec<Algorithm>,
+    /// The profile of a client registered without naming one
+    /// (`registration.default_security_profile`).
+    pub default_security_profile: SecurityProfile,
 }
 
 impl AdminService {
@@ -96,6 +100,7 @@ impl AdminService {
             allow_insecure_addresses: false,
             signing_algorithm: Algorithm::Rs256,
             signing_algorithms: vec![Algorithm::Rs256],
+            default_security_profile: SecurityProfile::Standard,
         }
     }
 
@@ -105,6 +110,13 @@ impl AdminService {
     pub fn signing_with(mut self, alg: Algorithm, all: &[Algorithm]) -> Self {
         self.signing_algorithm = alg;
         self.signing_algorithms = all.to_vec();
+        self
+    }
+
+    /// The same service, registering clients that name no profile under `profile`.
+    #[must_use]
+    pub fn with_default_profile(mut self, profile: SecurityProfile) -> Self {
+        self.default_security_profile = profile;
         self
     }
 

@@ -390,13 +390,31 @@ pub(crate) fn check(
         return Err(Rejection::Redirect { to, error: "invalid_request", description: why, state });
     }
     let security = &client.security;
-    if !origin.pushed && (identity.settings.require_pushed_requests || security.require_pushed_authorization_requests) {
-        let why = "OAuth 2.0 Parameter: request_uri: the client's authorization requests must be pushed to /oauth2/par";
-        return Err(refuse("invalid_request", why.into()));
+    // A rule of the client's profile, not of its own settings, says so.
+    let profile = security.security_profile;
+    let by = |own: bool| if own { String::new() } else { format!(" (its security profile {profile})") };
+    if !origin.pushed && (identity.settings.require_pushed_requests || security.requires_pushed_requests()) {
+        let own = identity.settings.require_pushed_requests || security.require_pushed_authorization_requests;
+        let why = format!(
+            "OAuth 2.0 Parameter: request_uri: the client's authorization requests must be pushed to /oauth2/par{}",
+            by(own)
+        );
+        return Err(refuse("invalid_request", why));
     }
-    if !origin.signed && security.require_signed_request_object {
-        let why = "OAuth 2.0 Parameter: request: the client's authorization requests must be signed request objects";
-        return Err(refuse("invalid_request", why.into()));
+    if !origin.signed && security.requires_signed_request_object() {
+        let why = format!(
+            "OAuth 2.0 Parameter: request: the client's authorization requests must be signed request objects{}",
+            by(security.require_signed_request_object)
+        );
+        return Err(refuse("invalid_request", why));
+    }
+    if security.requires_signed_response() && !response_mode.is_jwt() {
+        let why = format!(
+            "OAuth 2.0 Parameter: response_mode: the client's authorization responses must be signed: jwt, \
+             query.jwt or form_post.jwt{}",
+            by(false)
+        );
+        return Err(refuse("invalid_request", why));
     }
     // A parameter given once (or not at all) and of its type; otherwise
     // `invalid_request` naming it.
@@ -492,7 +510,7 @@ fn new_code(
         nonce: request.nonce.clone(),
         auth_time: session.auth_time,
         created_at: now,
-        expires_at: now + identity.settings.authorization_code_ttl,
+        expires_at: now + identity.settings.code_ttl(&request.client.security),
         grant_id: None,
         amr: session.amr.clone(),
         session_id: Some(session.id),

@@ -222,6 +222,13 @@ async fn by_assertion(
         }
     };
     let accepted = accepted.map_err(|e| OAuthError::invalid_client(e.to_string()))?;
+    let profile = client.security.security_profile;
+    if let Some(alg) = assertion.algorithm().filter(|alg| !profile.allows_algorithm(*alg)) {
+        return Err(OAuthError::invalid_client(format!(
+            "the client's security profile {profile} takes client assertions signed with {}, not {alg}",
+            profile.algorithms_text()
+        )));
+    }
     let expires_at = OffsetDateTime::from_unix_timestamp(accepted.exp + jose::LEEWAY).unwrap_or(now);
     let jti = AssertionJti { client_id: client.client_id.clone(), jti: accepted.jti, expires_at };
     let pending = PendingJti { jti, now };

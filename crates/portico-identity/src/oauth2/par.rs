@@ -108,7 +108,7 @@ async fn push(
     }
     // A DPoP proof binds the code to its key (RFC 9449 §10); a dpop_jkt
     // beside it must name the same key.
-    let proof = crate::dpop::proof_at(identity, headers, PATH).await?;
+    let proof = crate::dpop::proof_at(identity, headers, &client, PATH).await?;
     if let (Some(proof), Some(named)) = (&proof, query.dpop_jkt.clone().ok())
         && proof.jkt != named
     {

@@ -41,6 +41,13 @@ pub(crate) async fn read(identity: &Identity, client: &Client, object: &str) -> 
         outcome => outcome,
     }
     .map_err(|error| error.to_string())?;
+    let profile = client.security.security_profile;
+    if let Some(alg) = parsed.algorithm().filter(|alg| !profile.allows_algorithm(*alg)) {
+        return Err(format!(
+            "the client's security profile {profile} takes request objects signed with {}, not {alg}",
+            profile.algorithms_text()
+        ));
+    }
     let pairs = claims
         .into_iter()
         .filter(|(name, _)| !jose::REQUEST_OBJECT_JWT_CLAIMS.contains(&name.as_str()))

@@ -9,6 +9,8 @@
 //!   spends the value all the same.
 //! - A code presented a second time revokes the grant its first use created.
 //! - A refresh token presented after its rotation revokes its whole grant.
+//! - A client that does not rotate (`refresh_token_rotation` off, or the
+//!   `fapi2` profile) keeps its refresh token: each refresh answers it again.
 
 use axum::body::Body;
 use axum::extract::State;
@@ -88,7 +90,7 @@ async fn handle(
             authenticate_deferred(identity, headers, certificate, &form.read()?, "/oauth2/token").await?;
         let read = TokenRequest::read(&form);
         let checked = match read {
-            Ok(request) => match crate::mtls::binding_for(&client, certificate) {
+            Ok(request) => match crate::mtls::binding_for(&client, certificate, headers.contains_key("dpop")) {
                 Ok(x5t) => {
                     let proof = crate::dpop::proof_for(identity, headers, &client, PATH).await;
                     proof.map(|proof| (request, proof, x5t))
@@ -311,11 +313,17 @@ async fn refresh(
             return Err(error.into());
         }
     };
+    let event = AuditEvent::new(now, AuditKind::TokenRefreshed).user(user.id).client(&client.client_id);
+    if !client.security.rotates_refresh_tokens() {
+        // The refresh token stays good (the client's setting, or its
+        // profile's: FAPI 2.0 §5.3.2.1): it is answered again as it is.
+        remember(identity, pending).await?;
+        identity.audit(event.detail(json!({ "grant_id": grant.id, "rotated": false }))).await;
+        let kept = NewRefreshToken { value: presented.to_owned(), row: stored.token };
+        return Ok(identity.issue_tokens(&keys, &grant, &user, Issue { scope: &scope, nonce: None, bound }, &kept));
+    }
     let successor = NewRefreshToken::generate(grant.id, now, identity.settings.refresh_token_ttl);
-    let event = AuditEvent::new(now, AuditKind::TokenRefreshed)
-        .user(user.id)
-        .client(&client.client_id)
-        .detail(json!({ "grant_id": grant.id }));
+    let event = event.detail(json!({ "grant_id": grant.id }));
     let assertion = pending.map(PendingJti::into_jti);
     match identity.store.rotate_refresh_token_asserted(&hash, now, &successor.row, &event, assertion.as_ref()).await? {
         Rotation::Rotated => {}

@@ -367,6 +367,11 @@ pub struct RegistrationConfig {
     /// console or the admin API) before the client can authenticate or
     /// start a login.
     pub require_approval: bool,
+    /// The security profile of a client registered without naming one, by
+    /// a third party or an operator: `standard`, `fapi2` or `fapi-ru`. A
+    /// third party may name a stricter profile, never `standard` when
+    /// this is stricter.
+    pub default_security_profile: portico_model::client::SecurityProfile,
 }
 
 /// Pushed authorization requests (RFC 9126).

@@ -34,6 +34,7 @@ mod ops;
 mod outage;
 mod permission_views;
 mod permissions;
+mod profiles;
 mod pushed_requests;
 mod registration;
 mod report_bank;

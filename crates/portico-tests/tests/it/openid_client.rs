@@ -142,11 +142,18 @@ async fn key_client_with(
         "introspectionSignedResponseAlg": token_alg,
         "accessTokenSignedResponseAlg": token_alg,
         "authorizationSignedResponseAlg": token_alg,
-        "requirePushedAuthorizationRequests": has("par"),
-        "requireSignedRequestObject": has("jar"),
-        "dpopBoundAccessTokens": has("dpop"),
-        "tlsClientCertificateBoundAccessTokens": has("mtls"),
     });
+    // Under a profile the profile alone demands the request rules and the
+    // binding; otherwise the client's own settings do.
+    match ["fapi2", "fapi-ru"].into_iter().find(|profile| has(profile)) {
+        Some(profile) => body["securityProfile"] = profile.into(),
+        None => {
+            body["requirePushedAuthorizationRequests"] = has("par").into();
+            body["requireSignedRequestObject"] = has("jar").into();
+            body["dpopBoundAccessTokens"] = has("dpop").into();
+            body["tlsClientCertificateBoundAccessTokens"] = has("mtls").into();
+        }
+    }
     if method == "private_key_jwt" {
         body["jwks"] = serde_json::json!({ "keys": [first["jwk"]] });
     }
@@ -295,6 +302,11 @@ async fn openid_client_pushes_signs_binds_with_dpop_or_certificates_and_reads_si
             ("jar+jarm+mtls", KEY, "ES256"),
             // The client's own key is its certificate's.
             ("par+jarm+mtls", "self_signed_tls_client_auth", "-"),
+            // The profiles: FAPI 2.0 with DPoP or mutual TLS, ФАПИ.СЕК.
+            ("fapi2+par+dpop", KEY, "ES256"),
+            ("fapi2+par+mtls", "self_signed_tls_client_auth", "-"),
+            ("fapi-ru+jar+jarm+mtls", KEY, "ES256"),
+            ("fapi-ru+par+jar+jarm+mtls", KEY, "ES256"),
         ] {
             let outcome = key_client_with(&app, &library, method, key_alg, "ES256", None, requests).await;
             let case = format!("{backend:?} {requests} {method} {key_alg}: {outcome}");
@@ -309,6 +321,8 @@ async fn openid_client_pushes_signs_binds_with_dpop_or_certificates_and_reads_si
                 (Some(token_type), Some(token_type)),
                 "{case}"
             );
+            // FAPI 2.0 keeps the refresh token; everyone else rotates it.
+            assert_eq!(outcome["refreshRotated"], !requests.contains("fapi2"), "{case}");
             assert_eq!(outcome["introspectedCnf"]["jkt"].is_string(), requests.contains("dpop"), "{case}");
             assert_eq!(outcome["introspectedCnf"]["x5t#S256"].is_string(), requests.contains("mtls"), "{case}");
             // JARM: the code came only inside the signed `response`.
