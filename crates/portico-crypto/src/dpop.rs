@@ -31,6 +31,9 @@ pub struct Expected<'a> {
     pub method: &'a str,
     /// The request's address, as Portico's public URL names it.
     pub url: &'a str,
+    /// The same address under the mutual-TLS endpoints' base
+    /// (`mtls_endpoint_aliases`), which a proof may name instead.
+    pub alias_url: Option<&'a str>,
     /// Now, Unix seconds.
     pub now: i64,
     /// The access token presented with the proof, whose hash `ath` must be.
@@ -83,7 +86,10 @@ pub fn verify(proof: &str, expected: &Expected<'_>) -> Result<Proof, String> {
     if text("htm") != Some(expected.method) {
         return Err(format!("the DPoP proof's htm must be {}", expected.method));
     }
-    if text("htu").map(normalize) != Some(normalize(expected.url)) {
+    let htu = text("htu").map(normalize);
+    if htu != Some(normalize(expected.url))
+        && (expected.alias_url.is_none() || htu != expected.alias_url.map(normalize))
+    {
         return Err(format!("the DPoP proof's htu must be {}", expected.url));
     }
     let iat = claims.get("iat").and_then(Value::as_i64).ok_or("the DPoP proof has no iat")?;

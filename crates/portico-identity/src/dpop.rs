@@ -88,8 +88,11 @@ pub async fn proof_at(
         return Err(refused("one DPoP proof, not several".into()));
     }
     let url = format!("{}{path}", identity.settings.issuer);
+    let alias_url = identity.settings.mtls_aliases.as_ref().map(|base| format!("{base}{path}"));
     let now = identity.clock.now();
-    let expected = dpop::Expected { method: "POST", url: &url, now: now.unix_timestamp(), access_token: None };
+    let alias_url = alias_url.as_deref();
+    let expected =
+        dpop::Expected { method: "POST", url: &url, alias_url, now: now.unix_timestamp(), access_token: None };
     let proof = dpop::verify(value.to_str().unwrap_or_default(), &expected).map_err(refused)?;
     let profile = client.security.security_profile;
     if !profile.allows_algorithm(proof.alg) {

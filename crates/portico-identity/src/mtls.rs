@@ -15,6 +15,10 @@
 //! (`cnf.x5t#S256`, the certificate's SHA-256); a token request without a
 //! certificate is refused, and a bound token is good only over a
 //! connection with that very certificate.
+//!
+//! Portico's own TLS listener (`mtls.listen`) puts the connection's
+//! certificate in the same extension, marked [`DirectTls`]; the header is
+//! never read there.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -39,11 +43,20 @@ pub struct CertificateEdge {
     pub trusted_proxies: Vec<Cidr>,
 }
 
+/// Marks a request that came over Portico's own TLS listener
+/// (`mtls.listen`): its certificate, if any, is the connection's, already
+/// in a [`Presented`] extension, and no terminator's header is read.
+#[derive(Debug, Clone, Copy)]
+pub struct DirectTls;
+
 /// Middleware: reads the certificate header of a trusted proxy into a
 /// [`Presented`] extension; removes the header from every request, so
-/// that nothing further on can read a client's own.
+/// that nothing further on can read a client's own. On Portico's own TLS
+/// listener ([`DirectTls`]) the connection's certificate stands.
 pub async fn edge(State(edge): State<Arc<CertificateEdge>>, mut request: Request, next: Next) -> Response {
-    if let Some(name) = &edge.header {
+    if let Some(name) = edge.header.as_ref().filter(|_| request.extensions().get::<DirectTls>().is_some()) {
+        request.headers_mut().remove(name);
+    } else if let Some(name) = &edge.header {
         let peer = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|info| info.0.ip());
         let trusted = peer.is_some_and(|peer| edge.trusted_proxies.iter().any(|cidr| cidr.contains(peer)));
         let headers = request.headers_mut();

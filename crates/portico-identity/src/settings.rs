@@ -30,6 +30,10 @@ pub struct IdentitySettings {
     /// header is configured): discovery offers certificate authentication
     /// only then.
     pub client_certificates: bool,
+    /// The base of the mutual-TLS endpoint aliases (`mtls.public_url`,
+    /// RFC 8705 §5): discovery publishes them, and assertions and DPoP
+    /// proofs may name an endpoint under it.
+    pub mtls_aliases: Option<String>,
     /// The authorities whose client certificates `tls_client_auth` takes;
     /// `None`: that method is not offered.
     pub client_authorities: Option<std::sync::Arc<portico_crypto::certificate::ClientAuthorities>>,
@@ -79,6 +83,7 @@ impl IdentitySettings {
             phone_captcha_after_failures: 3,
             trusted_proxies: Vec::new(),
             client_certificates: false,
+            mtls_aliases: None,
             client_authorities: None,
             device_trust_ttl: Duration::days(180),
             theme: crate::theme::Theme::default(),

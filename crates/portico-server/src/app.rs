@@ -45,6 +45,9 @@ pub struct Listeners {
     pub http: TcpListener,
     /// Only `GET /metrics` (`metrics_listen`), when configured.
     pub metrics: Option<TcpListener>,
+    /// Every route again over TLS asking for client certificates
+    /// (`mtls.listen`), with its TLS configuration, when configured.
+    pub mtls: Option<(TcpListener, Arc<rustls::ServerConfig>)>,
 }
 
 impl Listeners {
@@ -64,7 +67,16 @@ impl Listeners {
                 })?),
                 None => None,
             };
-        Ok(Self { http, metrics })
+        let mtls = match (config.mtls.listen, config.mtls.server_tls().map_err(anyhow::Error::msg)?) {
+            (Some(address), Some(tls)) => {
+                let listener = TcpListener::bind(address)
+                    .await
+                    .with_context(|| format!("cannot listen on {address} (mtls.listen / PORTICO_MTLS__LISTEN)"))?;
+                Some((listener, tls))
+            }
+            _ => None,
+        };
+        Ok(Self { http, metrics, mtls })
     }
 }
 
@@ -151,8 +163,10 @@ impl App {
         let (default, algorithms) = config.tokens.algorithms()?;
         let keys = KeyRing::load(Arc::clone(&store), secret.sealer(), clock.now(), default, &algorithms).await?;
         let mut settings = config.identity_settings();
-        let tokens =
-            Arc::new(TokenVerifier::new(Arc::clone(&store), Arc::clone(&clock), settings.issuer.clone(), keys));
+        let tokens = Arc::new(TokenVerifier {
+            mtls_alias: settings.mtls_aliases.clone(),
+            ..TokenVerifier::new(Arc::clone(&store), Arc::clone(&clock), settings.issuer.clone(), keys)
+        });
         let operators: Arc<dyn portico_api::auth::OperatorAuthority> = Arc::new(portico_admin::operators::Operators {
             tokens: Arc::clone(&tokens),
             store: Arc::clone(&store),
@@ -371,7 +385,13 @@ impl App {
             body_timeout: Duration::from_secs(http.body_timeout_secs.into()),
             body_min_rate: http.body_min_bytes_per_sec.into(),
         };
-        // The metrics listener stops with the public one.
+        // The metrics and mutual-TLS listeners stop with the public one.
+        let mtls = listeners.mtls.map(|(listener, tls)| {
+            let mut stop = stop_rx.clone();
+            tokio::spawn(crate::listener::serve(listener, router.clone(), limits, Some(tls), async move {
+                let _ = stop.wait_for(|stop| *stop).await;
+            }))
+        });
         let metrics = listeners.metrics.map(|listener| {
             let state = AppState { store: Arc::clone(&self.store), identity: Arc::clone(&self.identity) };
             let router = Router::new()
@@ -380,11 +400,11 @@ impl App {
                 .layer(middleware::from_fn(http::observe));
             let limits = crate::listener::Limits { max_connections: 64, ..limits };
             let mut stop = stop_rx;
-            tokio::spawn(crate::listener::serve(listener, router, limits, async move {
+            tokio::spawn(crate::listener::serve(listener, router, limits, None, async move {
                 let _ = stop.wait_for(|stop| *stop).await;
             }))
         });
-        let result = crate::listener::serve(listeners.http, router, limits, shutdown).await;
+        let result = crate::listener::serve(listeners.http, router, limits, None, shutdown).await;
         let _ = stop_tx.send(true);
         for worker in workers {
             let _ = worker.await;
@@ -393,6 +413,11 @@ impl App {
             && let Ok(Err(error)) = metrics.await
         {
             tracing::warn!(%error, "the metrics listener failed");
+        }
+        if let Some(mtls) = mtls
+            && let Ok(Err(error)) = mtls.await
+        {
+            tracing::warn!(%error, "the mutual-TLS listener failed");
         }
         result.context("the HTTP server failed")
     }

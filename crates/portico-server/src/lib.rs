@@ -14,6 +14,7 @@ pub mod openapi;
 pub mod secret;
 mod tasks;
 pub mod telemetry;
+mod tls;
 
 pub use app::App;
 pub use config::Config;

@@ -17,6 +17,13 @@
 //!   the kernel's accept queue until one closes.
 //!
 //! Each request carries its peer address as [`ConnectInfo`].
+//!
+//! Given a TLS configuration (Portico's own mutual-TLS listener,
+//! `mtls.listen`), each connection's handshake must finish within
+//! `header_read_timeout`, off the accept loop; every request on it carries
+//! the certificate the client presented as a [`Presented`] extension (or
+//! none), and [`DirectTls`], which tells the certificate edge not to read
+//! a terminator's header there.
 
 use std::future::Future;
 use std::io;
@@ -39,6 +46,9 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio::time::{Instant, Sleep};
 use tower::ServiceExt as _;
+
+use portico_crypto::certificate::{ClientCertificate, Presented};
+use portico_identity::mtls::DirectTls;
 
 /// The listener's limits.
 #[derive(Debug, Clone, Copy)]
@@ -63,8 +73,10 @@ pub async fn serve(
     listener: TcpListener,
     router: Router,
     limits: Limits,
+    tls: Option<Arc<rustls::ServerConfig>>,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
+    let tls = tls.map(tokio_rustls::TlsAcceptor::from);
     let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let graceful = GracefulShutdown::new();
     let mut http = hyper::server::conn::http1::Builder::new();
@@ -101,22 +113,34 @@ pub async fn serve(
             () = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
-        let io = TokioIo::new(Idle::new(stream, limits.idle_timeout));
-        let router = router.clone();
-        let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
-            request.extensions_mut().insert(ConnectInfo::<SocketAddr>(peer));
-            let late = Arc::new(AtomicBool::new(false));
-            let request =
-                request.map(|body| axum::body::Body::new(BodyDeadline::new(body, &limits, Arc::clone(&late))));
-            let answer = router.clone().oneshot(request);
-            async move {
-                let response = answer.await?;
-                Ok::<_, std::convert::Infallible>(if late.load(Ordering::Relaxed) { too_slow(peer) } else { response })
-            }
-        });
-        let connection = graceful.watch(http.serve_connection(io, service));
+        let stream = Idle::new(stream, limits.idle_timeout);
+        let (router, http, watcher) = (router.clone(), http.clone(), graceful.watcher());
+        let Some(acceptor) = tls.clone() else {
+            let connection =
+                watcher.watch(http.serve_connection(TokioIo::new(stream), service(router, peer, limits, None)));
+            tokio::spawn(async move {
+                if let Err(error) = connection.await {
+                    tracing::debug!(%error, %peer, "connection closed with an error");
+                }
+                drop(permit);
+            });
+            continue;
+        };
         tokio::spawn(async move {
-            if let Err(error) = connection.await {
+            let handshake = tokio::time::timeout(limits.header_read_timeout, acceptor.accept(stream)).await;
+            let stream = match handshake {
+                Ok(Ok(stream)) => stream,
+                Ok(Err(error)) => return tracing::debug!(%error, %peer, "TLS handshake failed"),
+                Err(_) => return tracing::debug!(%peer, "TLS handshake did not finish in time"),
+            };
+            let presented = stream
+                .get_ref()
+                .1
+                .peer_certificates()
+                .and_then(<[_]>::first)
+                .map(|certificate| Presented(ClientCertificate::from_der(certificate.to_vec())));
+            let service = service(router, peer, limits, Some(presented));
+            if let Err(error) = watcher.watch(http.serve_connection(TokioIo::new(stream), service)).await {
                 tracing::debug!(%error, %peer, "connection closed with an error");
             }
             drop(permit);
@@ -125,6 +149,38 @@ pub async fn serve(
     drop(listener);
     graceful.shutdown().await;
     Ok(())
+}
+
+/// The service of one connection from `peer`: each request with its peer
+/// address, its body under the limits, and on a TLS connection the
+/// client's certificate (`tls`: the one presented, if any).
+fn service(
+    router: Router,
+    peer: SocketAddr,
+    limits: Limits,
+    tls: Option<Option<Presented>>,
+) -> impl hyper::service::Service<
+    hyper::Request<Incoming>,
+    Response = Response,
+    Error = std::convert::Infallible,
+    Future = impl Future<Output = Result<Response, std::convert::Infallible>> + Send,
+> + Clone {
+    hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
+        request.extensions_mut().insert(ConnectInfo::<SocketAddr>(peer));
+        if let Some(presented) = &tls {
+            request.extensions_mut().insert(DirectTls);
+            if let Some(presented) = presented {
+                request.extensions_mut().insert(presented.clone());
+            }
+        }
+        let late = Arc::new(AtomicBool::new(false));
+        let request = request.map(|body| axum::body::Body::new(BodyDeadline::new(body, &limits, Arc::clone(&late))));
+        let answer = router.clone().oneshot(request);
+        async move {
+            let response = answer.await?;
+            Ok::<_, std::convert::Infallible>(if late.load(Ordering::Relaxed) { too_slow(peer) } else { response })
+        }
+    })
 }
 
 /// The answer to a request whose body came too slowly: `408`, and the

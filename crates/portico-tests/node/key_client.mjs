@@ -23,12 +23,14 @@
 //   JWKS and token_alg); with `+mtls` every request to Portico carries the
 //   client certificate the test made, as a TLS terminator in front would
 //   pass it (the `x-client-cert` header, URL-encoded PEM), and the tokens
-//   are bound to it (RFC 8705); `fapi2` or `fapi-ru` among the modifiers
+//   are bound to it (RFC 8705); `+tls` is the same over Portico's own
+//   mutual-TLS listener, the certificate in the handshake and the requests
+//   sent to discovery's `mtls_endpoint_aliases`; `fapi2` or `fapi-ru` among the modifiers
 //   registers the client under that security profile instead of its own
 //   rules (the test's side).
 // Prints {"jwk": <public JWK or null>}; reads one line of JSON:
 // {"secret": <the client_secret_jwt secret or null>, "certificate": <the
-// escaped PEM or null>} for a client the test
+// escaped PEM or null>, "tls": <{cert, key, ca} PEMs or null>} for a client the test
 // registered, or {"initialAccessToken": …} to register itself (RFC 7591,
 // then reading and updating the registration, RFC 7592); prints
 // {"authorize": url} and reads the callback URL the browser was sent to;
@@ -55,13 +57,17 @@ if (method === 'private_key_jwt') {
   delete publicJwk.ext;
 }
 console.log(JSON.stringify({ jwk: publicJwk }));
-const { secret, initialAccessToken, certificate } = JSON.parse((await lines.next()).value);
+const { secret, initialAccessToken, certificate, tls } = JSON.parse((await lines.next()).value);
+const modifiers = requests.split('+');
 
 const algs = {
   id_token_signed_response_alg: tokenAlg,
   userinfo_signed_response_alg: tokenAlg,
   introspection_signed_response_alg: tokenAlg,
   authorization_signed_response_alg: tokenAlg,
+  // `+tls`: the token, PAR, userinfo, introspection and revocation
+  // requests go to discovery's mtls_endpoint_aliases.
+  ...(tls ? { use_mtls_endpoint_aliases: true } : {}),
 };
 let config;
 let registration = null;
@@ -103,7 +109,13 @@ if (initialAccessToken) {
   }[method]();
   config = await client.discovery(new URL(issuer), clientId, algs, auth, { execute: [client.allowInsecureRequests] });
 }
-if (certificate) {
+if (tls) {
+  // Portico's own mutual-TLS listener: the client certificate in the TLS
+  // handshake, through undici (Node's fetch takes no client certificate).
+  const { Agent, fetch: tlsFetch } = await import('undici');
+  const dispatcher = new Agent({ connect: { cert: tls.cert, key: tls.key, ca: tls.ca } });
+  config[client.customFetch] = (url, options) => tlsFetch(url, { ...options, dispatcher });
+} else if (certificate) {
   // What the TLS terminator in front adds to each request of this client.
   config[client.customFetch] = (url, options) => {
     const headers = new Headers(options.headers);
@@ -114,14 +126,13 @@ if (certificate) {
 const verifier = client.randomPKCECodeVerifier();
 const nonce = client.randomNonce();
 const state = client.randomState();
-const modifiers = requests.split('+');
 const dpop = modifiers.includes('dpop')
   ? { DPoP: client.getDPoPHandle(config, await client.randomDPoPKeyPair('ES256')) }
   : {};
 if (modifiers.includes('jarm')) {
   client.useJwtResponseMode(config);
 }
-const travel = modifiers.filter((m) => !['dpop', 'jarm', 'mtls', 'fapi2', 'fapi-ru'].includes(m)).join('+');
+const travel = modifiers.filter((m) => !['dpop', 'jarm', 'mtls', 'tls', 'fapi2', 'fapi-ru'].includes(m)).join('+');
 const parameters = {
   redirect_uri: redirectUri,
   scope: 'openid profile',

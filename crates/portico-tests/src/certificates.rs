@@ -9,6 +9,9 @@ pub struct TestCertificate {
     pub escaped: String,
     /// Its `x5t#S256`: the Base64url SHA-256 of its DER.
     pub thumbprint: String,
+    /// Its PEM, and its private key's (PKCS#8).
+    pub pem: String,
+    pub key_pem: String,
     der: Vec<u8>,
     point: Vec<u8>,
 }
@@ -27,7 +30,22 @@ impl TestCertificate {
         let escaped =
             percent_encoding::utf8_percent_encode(&cert.pem(), percent_encoding::NON_ALPHANUMERIC).to_string();
         let thumbprint = portico_crypto::b64url(portico_crypto::hash::sha256(cert.der()));
-        Self { escaped, thumbprint, der: cert.der().to_vec(), point: key.public_key_raw().to_vec() }
+        Self {
+            escaped,
+            thumbprint,
+            pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+            der: cert.der().to_vec(),
+            point: key.public_key_raw().to_vec(),
+        }
+    }
+
+    /// It and its key as a TLS client presents them.
+    ///
+    /// # Panics
+    /// When reqwest cannot read them.
+    pub fn identity(&self) -> reqwest::Identity {
+        reqwest::Identity::from_pem(format!("{}{}", self.pem, self.key_pem).as_bytes()).expect("a client identity")
     }
 
     /// The public JWK of its key, under `kid`, carrying it in `x5c`.

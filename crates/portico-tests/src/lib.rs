@@ -135,6 +135,9 @@ pub struct TestApp {
     pub notify: Arc<portico_notify::Notify>,
     pub reports: Arc<portico_reports::Reports>,
     pub config: Config,
+    /// Portico's own mutual-TLS listener, when the test asked for one
+    /// (`mtls.listen`): its base URL and the certificate it serves.
+    pub mtls: Option<(String, certificates::TestCertificate)>,
     shutdown: Option<oneshot::Sender<()>>,
     _dir: TempDir,
 }
@@ -177,6 +180,31 @@ impl TestApp {
             }
             None => None,
         };
+        // An `mtls.listen` of port 0 gets a free port, written back, and a
+        // certificate for 127.0.0.1 when the test named none; its address
+        // is the aliases' base unless the test named one.
+        let mut mtls = None;
+        let mtls_listener = match config.mtls.listen {
+            Some(address) => {
+                let listener = tokio::net::TcpListener::bind(address).await.expect("bind the mutual-TLS port");
+                let address = listener.local_addr().expect("mutual-TLS address");
+                config.mtls.listen = Some(address);
+                let certificate = certificates::TestCertificate::new(&address.ip().to_string());
+                if config.mtls.server_certificate_file.is_none() {
+                    let (chain, key) = (dir.0.join("mtls-server.pem"), dir.0.join("mtls-server.key"));
+                    std::fs::write(&chain, &certificate.pem).expect("write the server certificate");
+                    std::fs::write(&key, &certificate.key_pem).expect("write the server key");
+                    config.mtls.server_certificate_file = Some(chain);
+                    config.mtls.server_key_file = Some(key);
+                }
+                let base = format!("https://{address}");
+                config.mtls.public_url.get_or_insert_with(|| base.clone());
+                let tls = config.mtls.server_tls().expect("the listener's TLS").expect("configured");
+                mtls = Some((base, certificate));
+                Some((listener, tls))
+            }
+            None => None,
+        };
         let clock = Arc::new(ManualClock::new(OffsetDateTime::now_utc().replace_nanosecond(0).expect("0 ns")));
         let app = App::build(config.clone(), clock.clone(), true).await.expect("build the app");
         let store = Arc::clone(&app.store);
@@ -184,7 +212,8 @@ impl TestApp {
         let notify = Arc::clone(&app.notify);
         let reports = Arc::clone(&app.reports);
         let (tx, rx) = oneshot::channel::<()>();
-        tokio::spawn(app.serve(portico_server::app::Listeners { http: listener, metrics }, async move {
+        let listeners = portico_server::app::Listeners { http: listener, metrics, mtls: mtls_listener };
+        tokio::spawn(app.serve(listeners, async move {
             let _ = rx.await;
         }));
         Self {
@@ -196,6 +225,7 @@ impl TestApp {
             notify,
             reports,
             config,
+            mtls,
             shutdown: Some(tx),
             _dir: dir,
         }
@@ -222,6 +252,29 @@ impl TestApp {
         })
         .await;
         Some((a, b))
+    }
+
+    /// A client of Portico's own mutual-TLS listener that trusts its
+    /// certificate and presents `certificate`, if any.
+    ///
+    /// # Panics
+    /// When the test started no such listener.
+    pub fn mtls_http(&self, certificate: Option<&certificates::TestCertificate>) -> reqwest::Client {
+        let (_, server) = self.mtls.as_ref().expect("an mtls.listen");
+        let root = reqwest::Certificate::from_pem(server.pem.as_bytes()).expect("the server certificate");
+        let mut builder = reqwest::Client::builder().tls_certs_only([root]).redirect(reqwest::redirect::Policy::none());
+        if let Some(certificate) = certificate {
+            builder = builder.identity(certificate.identity());
+        }
+        builder.build().expect("a TLS client")
+    }
+
+    /// `path` on Portico's own mutual-TLS listener.
+    ///
+    /// # Panics
+    /// When the test started no such listener.
+    pub fn mtls_url(&self, path: &str) -> String {
+        format!("{}{path}", self.mtls.as_ref().expect("an mtls.listen").0)
     }
 
     /// Registers a client through the admin API (`POST /admin/v1/clients`)

@@ -32,6 +32,9 @@ pub struct TokenVerifier {
     pub keys: KeyRing,
     /// Signatures already verified, per token type.
     pub verified: VerifiedTokens,
+    /// The base of the mutual-TLS endpoint aliases (`mtls.public_url`),
+    /// under which a DPoP proof may also name a resource.
+    pub mtls_alias: Option<String>,
 }
 
 /// Why an access token was not accepted.
@@ -77,7 +80,7 @@ pub struct Caller {
 
 impl TokenVerifier {
     pub fn new(store: Arc<dyn Storage>, clock: Arc<dyn Clock>, issuer: String, keys: KeyRing) -> Self {
-        Self { store, clock, issuer, keys, verified: VerifiedTokens::default() }
+        Self { store, clock, issuer, keys, verified: VerifiedTokens::default(), mtls_alias: None }
     }
 
     /// Verifies a JWT signed by one of Portico's keys: signature, `typ`, `iss`
@@ -208,10 +211,12 @@ impl TokenVerifier {
                     return Err(AccessTokenError::InvalidProof);
                 };
                 let url = format!("{}{path}", self.issuer);
+                let alias_url = self.mtls_alias.as_ref().map(|base| format!("{base}{path}"));
                 let now = self.clock.now();
                 let expected = portico_crypto::dpop::Expected {
                     method,
                     url: &url,
+                    alias_url: alias_url.as_deref(),
                     now: now.unix_timestamp(),
                     access_token: Some(token),
                 };

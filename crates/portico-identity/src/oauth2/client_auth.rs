@@ -195,7 +195,11 @@ async fn by_assertion(
         .await?
         .ok_or_else(|| OAuthError::invalid_client("unknown client"))?;
     let issuer_url = &identity.settings.issuer;
-    let audiences = [issuer_url.clone(), format!("{issuer_url}/oauth2/token"), format!("{issuer_url}{path}")];
+    let mut audiences = vec![issuer_url.clone(), format!("{issuer_url}/oauth2/token"), format!("{issuer_url}{path}")];
+    // The same endpoints under their mutual-TLS aliases (RFC 8705 §5).
+    if let Some(base) = &identity.settings.mtls_aliases {
+        audiences.extend([format!("{base}/oauth2/token"), format!("{base}{path}")]);
+    }
     let now = identity.clock.now();
     let expected =
         jose::Expected { client_id: client.client_id.as_str(), audiences: &audiences, now: now.unix_timestamp() };

@@ -79,6 +79,16 @@ pub async fn openid_configuration(State(identity): State<IdentityState>) -> Resp
     // certificate-bound tokens (RFC 8705).
     document["authorization_signing_alg_values_supported"] = json!(signing);
     document["tls_client_certificate_bound_access_tokens"] = json!(true);
+    if let Some(base) = &identity.settings.mtls_aliases {
+        // RFC 8705 §5: where clients reach the endpoints over mutual TLS.
+        document["mtls_endpoint_aliases"] = json!({
+            "token_endpoint": format!("{base}/oauth2/token"),
+            "revocation_endpoint": format!("{base}/oauth2/revoke"),
+            "introspection_endpoint": format!("{base}/oauth2/introspect"),
+            "pushed_authorization_request_endpoint": format!("{base}/oauth2/par"),
+            "userinfo_endpoint": format!("{base}/oauth2/userinfo"),
+        });
+    }
     if identity.settings.registration {
         document["registration_endpoint"] = json!(format!("{issuer}/oauth2/register"));
     }

@@ -49,6 +49,8 @@ impl Config {
         self.tokens.algorithms()?;
         self.mtls.edge().map_err(ConfigError)?;
         self.mtls.authorities().map_err(ConfigError)?;
+        self.mtls.server_tls().map_err(ConfigError)?;
+        self.mtls.alias_base().map_err(ConfigError)?;
         if let Some(endpoint) = &self.telemetry.otlp_endpoint {
             let url = url::Url::parse(endpoint)
                 .map_err(|e| ConfigError(format!("telemetry.otlp_endpoint (PORTICO_TELEMETRY__OTLP_ENDPOINT): {e}")))?;

@@ -14,6 +14,7 @@ mod tests;
 use portico_crypto::jwt::Algorithm;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use portico_identity::IdentitySettings;
 use serde::{Deserialize, Serialize};
@@ -414,6 +415,19 @@ pub struct MtlsConfig {
     /// certificates `tls_client_auth` accepts; unset: that method is not
     /// offered.
     pub client_ca_file: Option<PathBuf>,
+    /// Portico's own TLS listener, which asks every client for a
+    /// certificate (and takes connections without one); unset: none. Needs
+    /// `server_certificate_file` and `server_key_file`.
+    pub listen: Option<SocketAddr>,
+    /// The listener's certificate chain, PEM, the server's certificate first.
+    pub server_certificate_file: Option<PathBuf>,
+    /// The listener's private key, PEM (PKCS#8, PKCS#1 or SEC1).
+    pub server_key_file: Option<PathBuf>,
+    /// Where clients reach the mutual-TLS endpoints (`https://…`, no
+    /// path): published in discovery as `mtls_endpoint_aliases` (RFC 8705
+    /// §5). Portico's own listener's public address, or a terminator's
+    /// host name that asks for client certificates; unset: no aliases.
+    pub public_url: Option<String>,
 }
 
 impl MtlsConfig {
@@ -438,6 +452,35 @@ impl MtlsConfig {
             header: Some(header),
             trusted_proxies: self.trusted_proxies.clone(),
         })
+    }
+
+    /// The TLS configuration of Portico's own listener, when `listen` is set.
+    ///
+    /// # Errors
+    /// A listener without its certificate or key, files that cannot be
+    /// read, or a key that does not fit.
+    pub fn server_tls(&self) -> Result<Option<Arc<rustls::ServerConfig>>, String> {
+        let Some(listen) = self.listen else { return Ok(None) };
+        let (Some(chain), Some(key)) = (&self.server_certificate_file, &self.server_key_file) else {
+            return Err(format!(
+                "mtls.listen is {listen} but mtls.server_certificate_file or mtls.server_key_file is unset: name the \
+                 PEM files of the listener's certificate chain and private key"
+            ));
+        };
+        crate::tls::server_config(chain, key).map(Some)
+    }
+
+    /// The base of the mutual-TLS endpoint aliases, checked.
+    ///
+    /// # Errors
+    /// One that is not an `https` URL without a path, query or fragment.
+    pub fn alias_base(&self) -> Result<Option<String>, String> {
+        let Some(text) = &self.public_url else { return Ok(None) };
+        let url = url::Url::parse(text).map_err(|e| format!("mtls.public_url: {e}"))?;
+        if url.scheme() != "https" || url.host().is_none() || url.path() != "/" || url.query().is_some() {
+            return Err(format!("mtls.public_url: `{text}` must be https://host[:port], without a path"));
+        }
+        Ok(Some(text.trim_end_matches('/').to_owned()))
     }
 
     /// The authorities of `client_ca_file`, read.
@@ -784,7 +827,9 @@ impl Config {
         };
         settings.phone_captcha_after_failures = login.captcha_after_failures;
         settings.trusted_proxies = self.http.trusted_proxies.clone();
-        settings.client_certificates = self.mtls.certificate_header.is_some();
+        settings.client_certificates = self.mtls.certificate_header.is_some() || self.mtls.listen.is_some();
+        // Checked when the configuration was loaded.
+        settings.mtls_aliases = self.mtls.alias_base().ok().flatten();
         // Checked when the configuration was loaded.
         settings.client_authorities = self.mtls.authorities().ok().flatten().map(std::sync::Arc::new);
         settings.device_trust_ttl = Duration::days(i64::from(login.device_trust_days));

@@ -265,3 +265,35 @@ fn the_certificate_header_needs_trusted_proxies_given_as_one_value_or_a_list() {
         Ok(())
     });
 }
+
+#[test]
+#[allow(clippy::result_large_err, reason = "figment::Jail fixes the closure's error type")]
+fn the_mutual_tls_listener_needs_its_certificate_and_key_and_the_aliases_an_https_base() {
+    figment::Jail::expect_with(|jail| {
+        jail.set_env("PORTICO_MTLS__LISTEN", "127.0.0.1:8443");
+        let error = Config::load(None).unwrap_err().to_string();
+        assert!(error.contains("mtls.server_certificate_file"), "{error}");
+        let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        let certificate =
+            rcgen::CertificateParams::new(vec!["localhost".to_owned()]).unwrap().self_signed(&key).unwrap();
+        jail.create_file("chain.pem", &certificate.pem())?;
+        jail.create_file("key.pem", &key.serialize_pem())?;
+        jail.create_file("other-key.pem", &rcgen::KeyPair::generate().unwrap().serialize_pem())?;
+        jail.set_env("PORTICO_MTLS__SERVER_CERTIFICATE_FILE", "chain.pem");
+        jail.set_env("PORTICO_MTLS__SERVER_KEY_FILE", "other-key.pem");
+        let error = Config::load(None).unwrap_err().to_string();
+        assert!(error.contains("does not fit the certificate"), "{error}");
+        jail.set_env("PORTICO_MTLS__SERVER_KEY_FILE", "key.pem");
+        let config = Config::load(None).unwrap();
+        assert!(config.mtls.server_tls().unwrap().is_some());
+        assert!(config.identity_settings().client_certificates, "certificates reach Portico");
+
+        jail.set_env("PORTICO_MTLS__PUBLIC_URL", "http://mtls.bank.example");
+        let error = Config::load(None).unwrap_err().to_string();
+        assert!(error.contains("mtls.public_url"), "{error}");
+        jail.set_env("PORTICO_MTLS__PUBLIC_URL", "https://mtls.bank.example:8443/");
+        let settings = Config::load(None).unwrap().identity_settings();
+        assert_eq!(settings.mtls_aliases.as_deref(), Some("https://mtls.bank.example:8443"));
+        Ok(())
+    });
+}

@@ -383,3 +383,102 @@ async fn a_client_authenticates_with_a_certificate_of_a_trusted_authority_naming
         let _ = std::fs::remove_file(&ca_file);
     }
 }
+
+/// Portico's own mutual-TLS listener, beside a terminator's header that it
+/// must never read.
+async fn spawn_listener(backend: portico_tests::Backend) -> TestApp {
+    spawn_with(backend, "127.0.0.1/32", |c| c.mtls.listen = Some("127.0.0.1:0".parse().unwrap())).await
+}
+
+#[tokio::test]
+async fn porticos_own_listener_binds_tokens_to_the_connections_certificate() {
+    for backend in backends() {
+        let app = spawn_listener(backend).await;
+        let mine = portico_tests::certificates::TestCertificate::new("fintech.example");
+        let other = portico_tests::certificates::TestCertificate::new("other.example");
+
+        // Discovery names the endpoints under the listener (RFC 8705 §5).
+        let metadata: Value =
+            app.http().get(app.url("/.well-known/openid-configuration")).send().await.unwrap().json().await.unwrap();
+        let aliases = &metadata["mtls_endpoint_aliases"];
+        for (name, path) in [
+            ("token_endpoint", "/oauth2/token"),
+            ("revocation_endpoint", "/oauth2/revoke"),
+            ("introspection_endpoint", "/oauth2/introspect"),
+            ("pushed_authorization_request_endpoint", "/oauth2/par"),
+            ("userinfo_endpoint", "/oauth2/userinfo"),
+        ] {
+            assert_eq!(aliases[name], app.mtls_url(path), "{backend:?}: {aliases}");
+        }
+
+        let code = DemoCode::new(&app).await;
+        let mut form = code.grant().to_vec();
+        form.extend([("client_id", demo::CLIENT_ID), ("client_secret", demo::CLIENT_SECRET)]);
+        let exchange = |client: reqwest::Client, header: Option<&str>| {
+            let mut request = client.post(app.mtls_url("/oauth2/token")).form(&form);
+            if let Some(value) = header {
+                request = request.header(HEADER, value);
+            }
+            async move {
+                let response = request.send().await.unwrap();
+                (response.status().as_u16(), response.json::<Value>().await.unwrap_or(Value::Null))
+            }
+        };
+        // No certificate on the connection: a header naming one is not read
+        // there, even from the trusted address; nothing is spent.
+        let (status, refused) = exchange(app.mtls_http(None), Some(&mine.escaped)).await;
+        assert_eq!((status, refused["error"].as_str()), (400, Some("invalid_request")), "{backend:?}: {refused}");
+        // The connection's certificate wins over a header naming another.
+        let (status, tokens) = exchange(app.mtls_http(Some(&mine)), Some(&other.escaped)).await;
+        assert_eq!(status, 200, "{backend:?}: {tokens}");
+        let access = tokens["access_token"].as_str().unwrap();
+        assert_eq!(jwt_claims(access)["cnf"]["x5t#S256"], mine.thumbprint.as_str(), "{backend:?}");
+
+        // The token is good over a connection with the very certificate,
+        // and through the terminator with it; not with another or none.
+        let userinfo = |client: reqwest::Client, url: String, header: Option<String>| {
+            let mut request = client.get(url).bearer_auth(access);
+            if let Some(value) = header {
+                request = request.header(HEADER, value);
+            }
+            async move { request.send().await.unwrap().status().as_u16() }
+        };
+        let over_tls = app.mtls_url("/oauth2/userinfo");
+        assert_eq!(userinfo(app.mtls_http(Some(&mine)), over_tls.clone(), None).await, 200, "{backend:?}");
+        assert_eq!(userinfo(app.mtls_http(Some(&other)), over_tls.clone(), None).await, 401, "{backend:?}");
+        let forged = Some(mine.escaped.clone());
+        assert_eq!(userinfo(app.mtls_http(None), over_tls, forged.clone()).await, 401, "{backend:?}");
+        assert_eq!(userinfo(app.http(), app.url("/oauth2/userinfo"), forged).await, 200, "{backend:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_client_authenticates_by_its_certificate_on_porticos_own_listener() {
+    for backend in backends() {
+        let app = spawn_listener(backend).await;
+        let mine = portico_tests::certificates::TestCertificate::new("fintech.example");
+        let jwk = mine.jwk("fintech.example");
+        let body = json!({
+            "clientId": "tls-rp",
+            "redirectUris": [RP],
+            "tokenEndpointAuthMethod": "self_signed_tls_client_auth",
+            "jwks": { "keys": [jwk] },
+        });
+        let created = app.admin_create_client(&body).await;
+        assert_eq!(created.status(), 201, "{backend:?}: {}", created.text().await.unwrap());
+        let (code, pkce) = code_for(&app, "tls-rp").await;
+        let grant = [
+            ("grant_type", "authorization_code"),
+            ("code", code.as_str()),
+            ("code_verifier", pkce.verifier.as_str()),
+            ("client_id", "tls-rp"),
+        ];
+        let other = portico_tests::certificates::TestCertificate::new("other.example");
+        let refused =
+            app.mtls_http(Some(&other)).post(app.mtls_url("/oauth2/token")).form(&grant).send().await.unwrap();
+        assert_eq!(refused.status(), 401, "{backend:?}: another certificate");
+        let response =
+            app.mtls_http(Some(&mine)).post(app.mtls_url("/oauth2/token")).form(&grant).send().await.unwrap();
+        assert_eq!(response.status(), 200, "{backend:?}: {}", response.text().await.unwrap());
+    }
+}

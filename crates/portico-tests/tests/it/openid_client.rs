@@ -151,7 +151,7 @@ async fn key_client_with(
             body["requirePushedAuthorizationRequests"] = has("par").into();
             body["requireSignedRequestObject"] = has("jar").into();
             body["dpopBoundAccessTokens"] = has("dpop").into();
-            body["tlsClientCertificateBoundAccessTokens"] = has("mtls").into();
+            body["tlsClientCertificateBoundAccessTokens"] = (has("mtls") || has("tls")).into();
         }
     }
     if method == "private_key_jwt" {
@@ -159,7 +159,7 @@ async fn key_client_with(
     }
     // The client's certificate, for binding (`+mtls`) or authentication
     // (registered in its key set's `x5c`).
-    let certificate = (has("mtls") || method == "self_signed_tls_client_auth")
+    let certificate = (has("mtls") || has("tls") || method == "self_signed_tls_client_auth")
         .then(|| portico_tests::certificates::TestCertificate::new("rp.example"));
     if let Some(certificate) = certificate.as_ref().filter(|_| method == "self_signed_tls_client_auth") {
         body["jwks"] = serde_json::json!({ "keys": [certificate.jwk("rp-certificate")] });
@@ -168,8 +168,14 @@ async fn key_client_with(
     assert_eq!(created.status(), 201, "{method}: {}", created.text().await.unwrap());
     let created: Value = created.json().await.unwrap();
     let secret = if method == "client_secret_jwt" { created["clientSecret"].clone() } else { Value::Null };
-    let certificate = certificate.map(|certificate| certificate.escaped);
-    let line = serde_json::json!({ "secret": secret, "certificate": certificate });
+    // Over Portico's own listener (`+tls`) the certificate goes in the
+    // handshake; else in the terminator's header.
+    let tls = certificate.as_ref().filter(|_| has("tls")).map(|certificate| {
+        let (_, server) = app.mtls.as_ref().expect("an mtls.listen");
+        json!({ "cert": certificate.pem, "key": certificate.key_pem, "ca": server.pem })
+    });
+    let certificate = certificate.filter(|_| !has("tls")).map(|certificate| certificate.escaped);
+    let line = serde_json::json!({ "secret": secret, "certificate": certificate, "tls": tls });
     stdin.write_all(format!("{line}\n").as_bytes()).await.unwrap();
     finish(app, node, lines, stdin, &script, client_id).await
 }
@@ -285,6 +291,8 @@ async fn openid_client_pushes_signs_binds_with_dpop_or_certificates_and_reads_si
             // certificates in a header.
             c.mtls.certificate_header = Some("x-client-cert".into());
             c.mtls.trusted_proxies = vec!["127.0.0.1/32".parse().unwrap()];
+            // And Portico's own mutual-TLS listener, for `+tls`.
+            c.mtls.listen = Some("127.0.0.1:0".parse().unwrap());
         })
         .await;
         let ivan = app.store.find_user_by_login("ivan").await.unwrap().unwrap().id.to_string();
@@ -307,6 +315,10 @@ async fn openid_client_pushes_signs_binds_with_dpop_or_certificates_and_reads_si
             ("fapi2+par+mtls", "self_signed_tls_client_auth", "-"),
             ("fapi-ru+jar+jarm+mtls", KEY, "ES256"),
             ("fapi-ru+par+jar+jarm+mtls", KEY, "ES256"),
+            // Over Portico's own mutual-TLS listener.
+            ("par+dpop+tls", KEY, "ES256"),
+            ("par+jarm+tls", "self_signed_tls_client_auth", "-"),
+            ("fapi-ru+par+jar+jarm+tls", KEY, "ES256"),
         ] {
             let outcome = key_client_with(&app, &library, method, key_alg, "ES256", None, requests).await;
             let case = format!("{backend:?} {requests} {method} {key_alg}: {outcome}");
@@ -324,7 +336,8 @@ async fn openid_client_pushes_signs_binds_with_dpop_or_certificates_and_reads_si
             // FAPI 2.0 keeps the refresh token; everyone else rotates it.
             assert_eq!(outcome["refreshRotated"], !requests.contains("fapi2"), "{case}");
             assert_eq!(outcome["introspectedCnf"]["jkt"].is_string(), requests.contains("dpop"), "{case}");
-            assert_eq!(outcome["introspectedCnf"]["x5t#S256"].is_string(), requests.contains("mtls"), "{case}");
+            let over_tls = requests.split('+').any(|m| m == "mtls" || m == "tls");
+            assert_eq!(outcome["introspectedCnf"]["x5t#S256"].is_string(), over_tls, "{case}");
             // JARM: the code came only inside the signed `response`.
             let callback =
                 if requests.contains("jarm") { json!(["response"]) } else { json!(["code", "state", "iss"]) };
