@@ -12,7 +12,7 @@ use axum::response::Response;
 use portico_admin::ServiceError;
 use portico_admin::service::{AdminService, ClientChanges, NewClient, SecurityChanges};
 use portico_api::Problem;
-use portico_model::client::{AuthMethod, Client, ClientSecurity};
+use portico_model::client::{AuthMethod, Client, ClientSecurity, SecurityProfile};
 use portico_model::key::Algorithm;
 
 use serde::Deserialize;
@@ -50,10 +50,25 @@ pub struct SecurityForm {
     supported: Vec<&'static str>,
     /// The server's default algorithm.
     default_alg: &'static str,
+    /// `request_object_signing_alg` (blank: any asymmetric one).
+    request_object_alg: &'static str,
+    /// The security profile chosen.
+    profile: &'static str,
+    /// `refresh_token_rotation`: blank (the profile's), `on` or `off`.
+    rotation: &'static str,
+    /// The request and binding rules, each: the field, its label, ticked.
+    rules: Vec<(&'static str, &'static str, bool)>,
+    /// The `tls_client_auth` subject: which field (blank: none) and its value.
+    subject_kind: &'static str,
+    subject: String,
 }
 
 impl SecurityForm {
     fn new(security: &ClientSecurity, admin: &AdminService) -> Self {
+        let (subject_kind, subject) = security
+            .tls_client_auth_subject()
+            .next()
+            .map_or(("", String::new()), |(kind, value)| (kind, value.to_owned()));
         let name = |alg: Option<Algorithm>| alg.map_or("", Algorithm::as_str);
         // A choice the server no longer keeps a key of is still shown (so
         // that saving the form does not quietly change it; the service
@@ -81,10 +96,71 @@ impl SecurityForm {
                     "client.introspection_alg",
                     name(security.introspection_signed_response_alg),
                 ),
+                (
+                    "authorization_signed_response_alg",
+                    "client.authorization_alg",
+                    name(security.authorization_signed_response_alg),
+                ),
             ],
             supported,
             default_alg: admin.signing_algorithm.as_str(),
+            request_object_alg: name(security.request_object_signing_alg),
+            profile: security.security_profile.as_str(),
+            rotation: match security.refresh_token_rotation {
+                None => "",
+                Some(true) => "on",
+                Some(false) => "off",
+            },
+            rules: vec![
+                (
+                    "require_pushed_authorization_requests",
+                    "client.require_par",
+                    security.require_pushed_authorization_requests,
+                ),
+                ("require_signed_request_object", "client.require_jar", security.require_signed_request_object),
+                ("dpop_bound_access_tokens", "client.dpop_bound", security.dpop_bound_access_tokens),
+                (
+                    "tls_client_certificate_bound_access_tokens",
+                    "client.certificate_bound",
+                    security.tls_client_certificate_bound_access_tokens,
+                ),
+            ],
+            subject_kind,
+            subject,
         }
+    }
+
+    /// The profiles, with their labels.
+    fn profiles(&self) -> impl Iterator<Item = (&'static str, &'static str)> {
+        SecurityProfile::ALL.into_iter().map(|profile| {
+            let label = match profile {
+                SecurityProfile::Standard => "client.profile_standard",
+                SecurityProfile::Fapi2 => "client.profile_fapi2",
+                SecurityProfile::FapiRu => "client.profile_fapi_ru",
+            };
+            (profile.as_str(), label)
+        })
+    }
+
+    /// The algorithms of request objects Portico verifies.
+    fn request_object_algs(&self) -> impl Iterator<Item = &'static str> {
+        [Algorithm::Ps256, Algorithm::Es256, Algorithm::EdDsa, Algorithm::Rs256].into_iter().map(Algorithm::as_str)
+    }
+
+    /// The choices of refresh-token rotation, with their labels.
+    fn rotations(&self) -> [(&'static str, &'static str); 3] {
+        [("", "client.rotation_default"), ("on", "client.rotation_on"), ("off", "client.rotation_off")]
+    }
+
+    /// The `tls_client_auth` subject fields (RFC 8705 §2.1.2), with their labels.
+    fn subject_kinds(&self) -> [(&'static str, &'static str); 5] {
+        [
+            ("tls_client_auth_subject_dn", "DN (RFC 4514)"),
+            ("tls_client_auth_san_dns", "SAN DNS"),
+            ("tls_client_auth_san_uri", "SAN URI"),
+            ("tls_client_auth_san_ip", "SAN IP"),
+            ("tls_client_auth_san_email", "SAN e-mail"),
+        ]
     }
 
     /// Every method a client authenticates with, as the form offers them.
@@ -164,7 +240,9 @@ pub async fn new_form(
     AdminOperator(operator): AdminOperator,
 ) -> Response {
     let l = Layout::new(&headers, &operator, "clients", "/console/clients/new");
-    render(StatusCode::OK, &NewClientPage { l, sf: SecurityForm::new(&ClientSecurity::default(), &console.admin) })
+    let fresh =
+        ClientSecurity { security_profile: console.admin.default_security_profile, ..ClientSecurity::default() };
+    render(StatusCode::OK, &NewClientPage { l, sf: SecurityForm::new(&fresh, &console.admin) })
 }
 
 /// The page that shows a client's secret, this once.
@@ -218,6 +296,29 @@ pub struct ClientFields {
     pub userinfo_signed_response_alg: Option<String>,
     #[serde(deserialize_with = "forms::trimmed")]
     pub introspection_signed_response_alg: Option<String>,
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub authorization_signed_response_alg: Option<String>,
+    /// Blank: any asymmetric algorithm.
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub request_object_signing_alg: Option<String>,
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub security_profile: Option<String>,
+    /// Blank: the profile's default; `on` or `off`.
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub refresh_token_rotation: Option<String>,
+    #[serde(deserialize_with = "forms::ticked")]
+    pub require_pushed_authorization_requests: bool,
+    #[serde(deserialize_with = "forms::ticked")]
+    pub require_signed_request_object: bool,
+    #[serde(deserialize_with = "forms::ticked")]
+    pub dpop_bound_access_tokens: bool,
+    #[serde(deserialize_with = "forms::ticked")]
+    pub tls_client_certificate_bound_access_tokens: bool,
+    /// Which `tls_client_auth` subject field the value is (blank: none).
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub tls_client_auth_subject_kind: Option<String>,
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub tls_client_auth_subject: Option<String>,
 }
 
 impl ClientFields {
@@ -261,9 +362,46 @@ impl ClientFields {
                 "introspectionSignedResponseAlg",
                 &self.introspection_signed_response_alg,
             ),
-            // Not on the form (the admin API and registration set them).
+            authorization_signed_response_alg: alg(
+                "authorizationSignedResponseAlg",
+                &self.authorization_signed_response_alg,
+            ),
+            request_object_signing_alg: alg("requestObjectSigningAlg", &self.request_object_signing_alg),
+            require_pushed_authorization_requests: self.require_pushed_authorization_requests,
+            require_signed_request_object: self.require_signed_request_object,
+            dpop_bound_access_tokens: self.dpop_bound_access_tokens,
+            tls_client_certificate_bound_access_tokens: self.tls_client_certificate_bound_access_tokens,
+            // Not on the form (registration sets it).
+            logo_uri: None,
             ..ClientSecurity::default()
         };
+        let mut security = security;
+        match self.security_profile.as_deref().map(|name| (name, SecurityProfile::parse(name))) {
+            None => {}
+            Some((_, Some(profile))) => security.security_profile = profile,
+            Some((name, None)) => {
+                problems.push(Problem::new("securityProfile", format!("{name}: one of standard, fapi2, fapi-ru")));
+            }
+        }
+        security.refresh_token_rotation = match self.refresh_token_rotation.as_deref() {
+            None => None,
+            Some("on") => Some(true),
+            Some("off") => Some(false),
+            Some(other) => {
+                problems.push(Problem::new("refreshTokenRotation", format!("{other}: blank, on or off")));
+                None
+            }
+        };
+        let value = self.tls_client_auth_subject.clone();
+        match self.tls_client_auth_subject_kind.as_deref() {
+            None => {}
+            Some("tls_client_auth_subject_dn") => security.tls_client_auth_subject_dn = value,
+            Some("tls_client_auth_san_dns") => security.tls_client_auth_san_dns = value,
+            Some("tls_client_auth_san_uri") => security.tls_client_auth_san_uri = value,
+            Some("tls_client_auth_san_ip") => security.tls_client_auth_san_ip = value,
+            Some("tls_client_auth_san_email") => security.tls_client_auth_san_email = value,
+            Some(other) => problems.push(Problem::new("tlsClientAuthSubject", format!("{other}: not a subject field"))),
+        }
         if problems.is_empty() { Ok(Some(security)) } else { Err(ServiceError::Invalid(problems)) }
     }
 }
@@ -289,8 +427,8 @@ pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, bod
         post_logout_redirect_uris: form.post_logout_redirect_uris,
         logout_revokes_grants: form.logout_revokes_grants,
         backchannel_logout_uri: form.backchannel_logout_uri,
+        security_profile: form.token_endpoint_auth_method.is_some().then_some(security.security_profile),
         security,
-        security_profile: None,
         registration_token_hash: None,
         awaiting_approval: false,
     };
@@ -317,17 +455,12 @@ pub async fn update(
     let (form, _, operator): (ClientFields, _, _) = console.read_form(&headers, body, &here, true, MAX_FORM).await?;
     let l = Layout::new(&headers, &operator, "clients", &here);
     let security = match form.security() {
-        // Each choice replaces the stored one; the logo and the
-        // authorization request rules are not on the form.
+        // Each choice replaces the stored one; the logo (registration's)
+        // is not on the form, and a form without the profile keeps it.
         Ok(security) => security
             .map(|chosen| SecurityChanges {
                 logo_uri: None,
-                require_pushed_authorization_requests: None,
-                require_signed_request_object: None,
-                request_object_signing_alg: None,
-                dpop_bound_access_tokens: None,
-                security_profile: None,
-                refresh_token_rotation: None,
+                security_profile: form.security_profile.is_some().then_some(chosen.security_profile),
                 ..chosen.into()
             })
             .unwrap_or_default(),

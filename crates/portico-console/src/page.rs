@@ -119,6 +119,17 @@ impl Layout {
             "accessTokenSignedResponseAlg" => "client.access_token_alg",
             "userinfoSignedResponseAlg" => "client.userinfo_alg",
             "introspectionSignedResponseAlg" => "client.introspection_alg",
+            "authorizationSignedResponseAlg" => "client.authorization_alg",
+            "requestObjectSigningAlg" => "client.request_object_alg",
+            "requireSignedRequestObject" => "client.require_jar",
+            "securityProfile" => "client.profile",
+            "refreshTokenRotation" => "client.rotation",
+            "tlsClientAuthSubject"
+            | "tlsClientAuthSubjectDn"
+            | "tlsClientAuthSanDns"
+            | "tlsClientAuthSanUri"
+            | "tlsClientAuthSanIp"
+            | "tlsClientAuthSanEmail" => "client.tls_subject",
             "alg" => "keys.algorithm",
             _ => return place.to_owned(),
         };

@@ -141,7 +141,20 @@ const parameters = {
   nonce,
   state,
 };
+// A refusal Portico answers (a rule of the client's security profile
+// broken on purpose): printed as {"refused": {stage, error, description}},
+// and the run ends.
+const refusedAt = async (stage, step) => {
+  try {
+    return await step();
+  } catch (error) {
+    const refused = { stage, error: error.error ?? error.code ?? String(error), description: error.error_description ?? error.message };
+    console.log(JSON.stringify({ refused }));
+    process.exit(0);
+  }
+};
 let authorize;
+await refusedAt('request', async () => {
 if (travel === 'plain') {
   authorize = client.buildAuthorizationUrl(config, parameters);
 } else if (travel === 'par') {
@@ -150,15 +163,22 @@ if (travel === 'plain') {
   const signed = await client.buildAuthorizationUrlWithJAR(config, parameters, { key: keys.privateKey, kid: 'rp-key-1' });
   authorize = travel === 'jar' ? signed : await client.buildAuthorizationUrlWithPAR(config, signed.searchParams, dpop);
 }
+});
 console.log(JSON.stringify({ authorize: authorize.href }));
 
 const callback = (await lines.next()).value;
-const tokens = await client.authorizationCodeGrant(config, new URL(callback), {
+const answered = new URL(callback).searchParams;
+// A signed (JARM) answer carries an error inside.
+const inside = answered.has('response')
+  ? JSON.parse(Buffer.from(answered.get('response').split('.')[1], 'base64url').toString())
+  : {};
+const stage = answered.has('error') || inside.error ? 'authorize' : 'token';
+const tokens = await refusedAt(stage, () => client.authorizationCodeGrant(config, new URL(callback), {
   pkceCodeVerifier: verifier,
   expectedNonce: nonce,
   expectedState: state,
   idTokenExpected: true,
-}, undefined, dpop);
+}, undefined, dpop));
 const alg = (jwt) => JSON.parse(Buffer.from(jwt.split('.')[0], 'base64url').toString()).alg;
 const sub = tokens.claims().sub;
 const userinfo = await client.fetchUserInfo(config, tokens.access_token, sub, dpop);

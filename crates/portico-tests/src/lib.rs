@@ -388,6 +388,21 @@ impl TestApp {
         password: &str,
     ) -> reqwest::Response {
         let response = browser.get(authorize).send().await.expect("authorize");
+        self.login_after(browser, response, login, password).await
+    }
+
+    /// [`TestApp::login_at`] after `browser` opened the authorization
+    /// request: `response` is authorize's answer to it.
+    ///
+    /// # Panics
+    /// When any step does not answer as a first login does.
+    pub async fn login_after(
+        &self,
+        browser: &reqwest::Client,
+        response: reqwest::Response,
+        login: &str,
+        password: &str,
+    ) -> reqwest::Response {
         assert_eq!(response.status(), 303, "authorize without a session goes to /login");
         assert_eq!(location(&response), "/login");
         let page = browser.get(self.url("/login")).send().await.expect("login page");

@@ -120,6 +120,33 @@ async fn an_operator_finds_a_user_by_phone_unblocks_them_ends_a_session_rotates_
 
 /// Every look of the confirmation page: it answers a form, so each look
 /// goes to the user's page and asks again.
+/// Every look of the fieldset `id` of `page`, scrolled into view (the page's
+/// own shot shows only its top).
+async fn every_look_of_a_fieldset(client: &Client, app: &TestApp, shots: &mut Shots, name: &str, page: &str, id: &str) {
+    for lang in ["ru", "en"] {
+        client.goto(&app.url(page)).await.unwrap();
+        click(client, &format!("#language button[data-locale={lang}]")).await;
+        wait_for_attribute(client, "html", "lang", lang).await;
+        for (width, height, device) in [(1280, 900, "desktop"), (390, 844, "phone")] {
+            client.set_window_size(width, height).await.unwrap();
+            for scheme in ["light", "dark"] {
+                color_scheme(client, scheme).await;
+                client.goto(&app.url(page)).await.unwrap();
+                wait_for_attribute(client, "html", "lang", lang).await;
+                let scroll = format!("document.getElementById('{id}').scrollIntoView()");
+                client.execute(&scroll, vec![]).await.unwrap();
+                let look = format!("{name}-{lang}-{scheme}-{device}");
+                shots.take(client, &look).await;
+                let violations = accessibility_violations(client).await;
+                assert!(violations.is_empty(), "{look}: axe-core found {violations:#?}");
+                assert_readable(client, &look).await;
+            }
+        }
+    }
+    color_scheme(client, "light").await;
+    client.set_window_size(1280, 900).await.unwrap();
+}
+
 async fn every_look_of_a_confirmation(client: &Client, app: &TestApp, shots: &mut Shots, user_page: &str) {
     for lang in ["ru", "en"] {
         client.goto(&app.url(user_page)).await.unwrap();
@@ -167,6 +194,17 @@ async fn every_console_page_in_both_languages_schemes_and_widths() {
     let (status, held) = app.register(Some(INITIAL_ACCESS_TOKEN), &metadata).await;
     assert_eq!(status, 201, "{held}");
     let held_page = format!("/console/clients/{}", held["client_id"].as_str().unwrap());
+    // A third party held to ФАПИ.СЕК: its authentication and signing
+    // fieldset is photographed on its own.
+    let key = portico_crypto::jwt::SigningKey::generate(portico_crypto::jwt::Algorithm::Es256).unwrap();
+    let fintech = json!({
+        "clientId": "fintech-ru", "redirectUris": ["https://fintech.example/cb"],
+        "tokenEndpointAuthMethod": "private_key_jwt", "jwks": {"keys": [key.jwk()]},
+        "securityProfile": "fapi-ru", "requirePushedAuthorizationRequests": true,
+        "tlsClientAuthSubjectDn": "CN=fintech-ru,O=Fintech,C=RU", "refreshTokenRotation": false,
+    });
+    let created = app.admin_create_client(&fintech).await;
+    assert_eq!(created.status(), 201, "{}", created.text().await.unwrap());
     let mut shots = match std::env::var_os(PAGES_DIR_ENV) {
         Some(dir) => Shots::in_dir(dir.into()),
         None => Shots::new("every_console_page"),
@@ -205,6 +243,8 @@ async fn every_console_page_in_both_languages_schemes_and_widths() {
         wait_for_text(client, "#operator", "operator").await;
         every_look(client, &mut shots, name, switch).await;
     }
+    every_look_of_a_fieldset(client, &app, &mut shots, "client-security", "/console/clients/fintech-ru", "security")
+        .await;
     every_look_of_a_confirmation(client, &app, &mut shots, &ivan_page).await;
     browser.client.clone().close().await.unwrap();
 }

@@ -665,7 +665,13 @@ async fn admins_set_a_clients_keys_and_algorithms_approve_held_registrations_and
         for alg in ["RS256", "ES256", "EdDSA"] {
             assert!(html.contains(&format!("<option value=\"{alg}\">{alg}</option>")), "{backend:?} {alg}: {html}");
         }
-        assert!(!html.contains("<option value=\"PS256\">"), "{backend:?}: only algorithms the server keeps a key of");
+        // (The request object select lists what clients sign with.)
+        let signing =
+            html.split("name=\"id_token_signed_response_alg\"").nth(1).unwrap().split("</select>").next().unwrap();
+        assert!(
+            !signing.contains("<option value=\"PS256\">"),
+            "{backend:?}: only algorithms the server keeps a key of"
+        );
         let csrf = csrf_of(&html);
         let csrf = csrf.as_str();
 
@@ -795,5 +801,79 @@ async fn admins_set_a_clients_keys_and_algorithms_approve_held_registrations_and
                 .await;
         assert_eq!(response.status(), 400, "{backend:?}");
         assert_eq!(app.store.list_signing_keys().await.unwrap(), keys, "{backend:?}: nothing made");
+    }
+}
+
+#[tokio::test]
+async fn admins_set_a_clients_profile_request_rules_and_certificate_subject_in_the_console() {
+    use portico_crypto::jwt::{Algorithm, SigningKey};
+    use portico_model::key::Algorithm as Alg;
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| {
+            c.tokens.signing_algorithms = vec!["ES256".into()];
+            c.registration.default_security_profile = portico_model::client::SecurityProfile::Fapi2;
+        })
+        .await;
+        let (browser, _) = sign_in(&app, "operator", "operator-password").await;
+        let (_, html) = page(&browser, &app, "/console/clients/new").await;
+        assert!(html.contains("<option value=\"fapi2\" selected>"), "{backend:?}: the server's default profile");
+        let csrf = csrf_of(&html);
+        let key = SigningKey::generate(Algorithm::Es256).unwrap();
+        let jwks = serde_json::json!({"keys": [key.jwk()]}).to_string();
+        let chosen = [
+            ("security_profile", "fapi-ru"),
+            ("token_endpoint_auth_method", "private_key_jwt"),
+            ("jwks", jwks.as_str()),
+            ("authorization_signed_response_alg", "ES256"),
+            ("request_object_signing_alg", "ES256"),
+            ("refresh_token_rotation", "off"),
+            ("require_pushed_authorization_requests", "yes"),
+            ("dpop_bound_access_tokens", "yes"),
+            ("tls_client_auth_subject_kind", "tls_client_auth_san_dns"),
+            ("tls_client_auth_subject", "fintech.example"),
+        ];
+        let form = client_form(&csrf, "fintech", &chosen);
+        let response = post(&browser, &app, "/console/clients", &form).await;
+        assert_eq!(location(&response), "/console/clients/fintech?done=created", "{backend:?}");
+        let stored = app.store.find_client(&"fintech".into()).await.unwrap().unwrap();
+        let security = &stored.security;
+        assert_eq!(security.security_profile.as_str(), "fapi-ru", "{backend:?}");
+        assert_eq!(security.authorization_signed_response_alg, Some(Alg::Es256));
+        assert_eq!(security.request_object_signing_alg, Some(Alg::Es256));
+        assert_eq!(security.id_token_signed_response_alg, Some(Alg::Es256), "settled by the profile");
+        assert_eq!(security.refresh_token_rotation, Some(false));
+        assert!(security.require_pushed_authorization_requests && security.dpop_bound_access_tokens);
+        assert!(!security.require_signed_request_object && !security.tls_client_certificate_bound_access_tokens);
+        assert_eq!(security.tls_client_auth_san_dns.as_deref(), Some("fintech.example"));
+
+        // The page shows every choice as stored.
+        let (_, html) = page(&browser, &app, "/console/clients/fintech").await;
+        for shown in [
+            "<option value=\"fapi-ru\" selected>",
+            "<option value=\"off\" selected>",
+            "<option value=\"tls_client_auth_san_dns\" selected>",
+            "name=\"require_pushed_authorization_requests\" value=\"yes\" checked>",
+            "name=\"dpop_bound_access_tokens\" value=\"yes\" checked>",
+            "value=\"fintech.example\"",
+        ] {
+            assert!(html.contains(shown), "{backend:?}: {shown}");
+        }
+
+        // Saving the same choices changes nothing; a profile the client's
+        // settings do not meet is refused by its label and changes nothing.
+        let same: Vec<_> = form.iter().copied().filter(|(name, _)| *name != "client_id").collect();
+        let response = post(&browser, &app, "/console/clients/fintech", &same).await;
+        assert_eq!(location(&response), "/console/clients/fintech?done=saved", "{backend:?}");
+        let saved = app.store.find_client(&"fintech".into()).await.unwrap().unwrap();
+        assert_eq!(saved.security, stored.security, "{backend:?}");
+        let mut secret = same.clone();
+        secret.retain(|(name, _)| *name != "token_endpoint_auth_method");
+        secret.push(("token_endpoint_auth_method", "client_secret_basic"));
+        let response = post(&browser, &app, "/console/clients/fintech", &secret).await;
+        assert_eq!(response.status(), 400, "{backend:?}");
+        let html = response.text().await.unwrap();
+        assert!(html.contains("<strong data-place=\"tokenEndpointAuthMethod\">"), "{backend:?}: {html}");
+        assert!(html.contains("fapi-ru profile"), "{backend:?}");
+        assert_eq!(app.store.find_client(&"fintech".into()).await.unwrap().unwrap().security, stored.security);
     }
 }

@@ -191,8 +191,21 @@ async fn finish(
     client_id: String,
 ) -> Value {
     let first: Value = serde_json::from_str(&lines.next_line().await.unwrap().expect("the authorization URL")).unwrap();
+    if !first["refused"].is_null() {
+        // Refused before the browser was sent anywhere.
+        let _ = node.wait().await;
+        let _ = std::fs::remove_file(script);
+        return first;
+    }
     let authorize = first["authorize"].as_str().expect("authorize").to_owned();
-    let response = app.login_at(&app.browser(), &authorize, "ivan", "ivan-password").await;
+    // Authorize answers the client at once (an error), or after the login.
+    let browser = app.browser();
+    let opened = browser.get(&authorize).send().await.unwrap();
+    let response = if location(&opened).starts_with(&app.redirect_uri()) {
+        opened
+    } else {
+        app.login_after(&browser, opened, "ivan", "ivan-password").await
+    };
     let callback = location(&response);
     let callback_params: Vec<String> =
         url::Url::parse(&callback).map(|url| url.query_pairs().map(|(name, _)| name.into_owned()).collect()).unwrap();
@@ -279,22 +292,55 @@ async fn openid_client_registers_itself_and_manages_its_registration() {
     }
 }
 
+/// A server for third parties: FAPI algorithms, server nonces required
+/// (openid-client takes the one offered), client certificates from a TLS
+/// terminator's header (which the tests stand in for) and on Portico's own
+/// mutual-TLS listener (`+tls`).
+async fn open_banking_server(backend: portico_tests::Backend) -> TestApp {
+    TestApp::spawn_with(backend, |c| {
+        c.tokens.signing_algorithms = ["PS256", "ES256", "EdDSA"].map(String::from).to_vec();
+        c.dpop.require_nonce = true;
+        c.mtls.certificate_header = Some("x-client-cert".into());
+        c.mtls.trusted_proxies = vec!["127.0.0.1/32".parse().unwrap()];
+        c.mtls.listen = Some("127.0.0.1:0".parse().unwrap());
+    })
+    .await
+}
+
+#[tokio::test]
+async fn openid_client_is_refused_each_rule_of_its_profile_and_told_which() {
+    let Some(library) = library() else { return };
+    for backend in backends() {
+        let app = open_banking_server(backend).await;
+        // What openid-client sends, under the profile named first, and
+        // where and how Portico refuses it.
+        for (requests, stage, broken) in [
+            ("fapi2+plain", "authorize", "pushed"),
+            ("fapi2+par", "token", "sender-constrained"),
+            ("fapi-ru+par", "request", "signed request objects"),
+            ("fapi-ru+jar+mtls", "authorize", "must be signed"),
+            ("fapi-ru+jar+jarm", "token", "TLS client certificate"),
+        ] {
+            let outcome = key_client_with(&app, &library, "private_key_jwt", "ES256", "ES256", None, requests).await;
+            let case = format!("{backend:?} {requests}: {outcome}");
+            let refused = &outcome["refused"];
+            assert_eq!(
+                (refused["stage"].as_str(), refused["error"].as_str()),
+                (Some(stage), Some("invalid_request")),
+                "{case}"
+            );
+            let profile = requests.split('+').next().unwrap();
+            let description = refused["description"].as_str().unwrap_or_default();
+            assert!(description.contains(&format!("profile {profile}")) && description.contains(broken), "{case}");
+        }
+    }
+}
+
 #[tokio::test]
 async fn openid_client_pushes_signs_binds_with_dpop_or_certificates_and_reads_signed_responses() {
     let Some(library) = library() else { return };
     for backend in backends() {
-        // Server nonces required: openid-client takes the one offered.
-        let app = TestApp::spawn_with(backend, |c| {
-            c.tokens.signing_algorithms = ["PS256", "ES256", "EdDSA"].map(String::from).to_vec();
-            c.dpop.require_nonce = true;
-            // The tests stand in for a TLS terminator that passes client
-            // certificates in a header.
-            c.mtls.certificate_header = Some("x-client-cert".into());
-            c.mtls.trusted_proxies = vec!["127.0.0.1/32".parse().unwrap()];
-            // And Portico's own mutual-TLS listener, for `+tls`.
-            c.mtls.listen = Some("127.0.0.1:0".parse().unwrap());
-        })
-        .await;
+        let app = open_banking_server(backend).await;
         let ivan = app.store.find_user_by_login("ivan").await.unwrap().unwrap().id.to_string();
         const KEY: &str = "private_key_jwt";
         for (requests, method, key_alg) in [
