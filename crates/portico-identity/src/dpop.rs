@@ -59,12 +59,49 @@ pub async fn proof_for(
     client: &Client,
     path: &str,
 ) -> Result<Option<Proof>, OAuthError> {
-    let proof = proof_at(identity, headers, client, path).await?;
+    let proof = checked(identity, headers, client, path)?;
+    required(client, proof.as_ref())?;
+    if let Some(proof) = &proof {
+        remember(identity, proof).await?;
+    }
+    Ok(proof)
+}
+
+/// [`proof_for`] without remembering the proof's `jti`: the caller
+/// remembers it with its own write ([`crate::oauth2::client_auth::PendingJti::proof`])
+/// before it acts on the proof.
+///
+/// # Errors
+/// As [`proof_for`], but a replayed proof is found only when its `jti` is
+/// remembered.
+pub fn proof_for_deferred(
+    identity: &Identity,
+    headers: &HeaderMap,
+    client: &Client,
+    path: &str,
+) -> Result<Option<Proof>, OAuthError> {
+    let proof = checked(identity, headers, client, path)?;
+    required(client, proof.as_ref())?;
+    Ok(proof)
+}
+
+/// A client whose tokens must be DPoP-bound needs a proof.
+fn required(client: &Client, proof: Option<&Proof>) -> Result<(), OAuthError> {
     if proof.is_none() && client.security.dpop_bound_access_tokens {
         let why = "the client's access tokens are DPoP-bound: send a DPoP proof";
         return Err(OAuthError::refused("invalid_dpop_proof", why));
     }
-    Ok(proof)
+    Ok(())
+}
+
+/// Remembers `proof`'s `jti` on its own.
+async fn remember(identity: &Identity, proof: &Proof) -> Result<(), OAuthError> {
+    if identity.tokens.remember_proof(proof, identity.clock.now()).await? { Ok(()) } else { Err(proof_replayed()) }
+}
+
+/// A replayed DPoP proof's answer.
+pub fn proof_replayed() -> OAuthError {
+    OAuthError::refused("invalid_dpop_proof", "the DPoP proof was used before (jti)")
 }
 
 /// The request's DPoP proof for `POST <path>` by `client`, checked (its
@@ -79,6 +116,16 @@ pub async fn proof_at(
     client: &Client,
     path: &str,
 ) -> Result<Option<Proof>, OAuthError> {
+    let proof = checked(identity, headers, client, path)?;
+    if let Some(proof) = &proof {
+        remember(identity, proof).await?;
+    }
+    Ok(proof)
+}
+
+/// The request's DPoP proof for `POST <path>` by `client`, checked but
+/// not remembered; `None` without one.
+fn checked(identity: &Identity, headers: &HeaderMap, client: &Client, path: &str) -> Result<Option<Proof>, OAuthError> {
     let refused = |why: String| OAuthError::refused("invalid_dpop_proof", why);
     let mut values = headers.get_all("dpop").iter();
     let Some(value) = values.next() else {
@@ -106,9 +153,6 @@ pub async fn proof_at(
     // with the nonce.
     if identity.settings.dpop_require_nonce && !proof.nonce.as_deref().is_some_and(|n| nonce_accepted(identity, n)) {
         return Err(OAuthError::UseDpopNonce(nonce(identity)));
-    }
-    if !identity.tokens.remember_proof(&proof, now).await? {
-        return Err(refused("the DPoP proof was used before (jti)".into()));
     }
     Ok(Some(proof))
 }

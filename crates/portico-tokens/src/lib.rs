@@ -15,5 +15,5 @@ mod verifier;
 pub use claims::{AccessClaims, Confirmation, Expiring, IdClaims, UserClaims};
 pub use keys::KeyRing;
 pub use verifier::{
-    AccessTokenError, Caller, Scheme, TokenPairError, TokenVerifier, VerifiedTokens, bearer, presented,
+    AccessTokenError, Caller, Scheme, TokenPairError, TokenVerifier, VerifiedTokens, bearer, presented, proof_jti,
 };

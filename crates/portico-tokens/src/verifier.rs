@@ -167,9 +167,8 @@ impl TokenVerifier {
     /// # Errors
     /// When the store fails.
     pub async fn remember_proof(&self, proof: &Proof, now: time::OffsetDateTime) -> Result<bool, StorageError> {
-        let owner = ClientId::new(format!("dpop:{}", proof.jkt));
-        let until = time::OffsetDateTime::from_unix_timestamp(proof.remember_until()).unwrap_or(now);
-        self.store.remember_client_assertion(&owner, &proof.jti, until, now).await
+        let jti = proof_jti(proof, now);
+        self.store.remember_client_assertion(&jti.client_id, &jti.jti, jti.expires_at, now).await
     }
 
     /// Checks the access token of a request to a protected resource,
@@ -313,4 +312,14 @@ pub fn bearer(headers: &http::HeaderMap) -> Option<&str> {
         None => value,
     };
     (!token.is_empty()).then_some(token)
+}
+
+/// A DPoP proof's `jti` as the table of client assertion ids keeps it:
+/// under `dpop:<jkt>`, until the proof is too old anyway.
+pub fn proof_jti(proof: &Proof, now: time::OffsetDateTime) -> portico_model::oauth::AssertionJti {
+    portico_model::oauth::AssertionJti {
+        client_id: ClientId::new(format!("dpop:{}", proof.jkt)),
+        jti: proof.jti.clone(),
+        expires_at: time::OffsetDateTime::from_unix_timestamp(proof.remember_until()).unwrap_or(now),
+    }
 }

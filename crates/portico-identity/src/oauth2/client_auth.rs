@@ -65,18 +65,37 @@ pub async fn authenticate(
 }
 
 /// An accepted assertion's `jti`, still to be remembered (see
-/// [`authenticate_deferred`]).
+/// [`authenticate_deferred`]); or, for a client without an assertion, its
+/// DPoP proof's, remembered the same way (one write less per token
+/// request).
 #[derive(Debug)]
 pub struct PendingJti {
     jti: AssertionJti,
     now: OffsetDateTime,
+    /// It is a DPoP proof's.
+    proof: bool,
 }
 
 impl PendingJti {
+    /// A checked DPoP proof's `jti`, still to be remembered.
+    pub fn proof(proof: &portico_crypto::dpop::Proof, now: OffsetDateTime) -> Self {
+        Self { jti: portico_tokens::proof_jti(proof, now), now, proof: true }
+    }
+
+    /// Whether it is a DPoP proof's.
+    pub fn is_proof(&self) -> bool {
+        self.proof
+    }
+
     /// The `jti` for the write that remembers it with the grant's own.
     pub fn into_jti(self) -> AssertionJti {
         self.jti
     }
+}
+
+/// The answer to a `jti` found used before: the assertion's or the proof's.
+pub fn replayed_as(proof: bool) -> OAuthError {
+    if proof { crate::dpop::proof_replayed() } else { replayed() }
 }
 
 /// A replayed assertion's answer (and its count).
@@ -92,11 +111,11 @@ pub fn replayed() -> OAuthError {
 /// 401 `invalid_client` when the assertion was used before; a storage
 /// failure.
 pub async fn remember(identity: &Identity, pending: Option<PendingJti>) -> Result<(), OAuthError> {
-    let Some(PendingJti { jti, now }) = pending else { return Ok(()) };
+    let Some(PendingJti { jti, now, proof }) = pending else { return Ok(()) };
     if identity.store.remember_client_assertion(&jti.client_id, &jti.jti, jti.expires_at, now).await? {
         return Ok(());
     }
-    Err(replayed())
+    Err(replayed_as(proof))
 }
 
 /// [`authenticate`], leaving an assertion's `jti` to the caller: the token
@@ -235,7 +254,7 @@ async fn by_assertion(
     }
     let expires_at = OffsetDateTime::from_unix_timestamp(accepted.exp + jose::LEEWAY).unwrap_or(now);
     let jti = AssertionJti { client_id: client.client_id.clone(), jti: accepted.jti, expires_at };
-    let pending = PendingJti { jti, now };
+    let pending = PendingJti { jti, now, proof: false };
     Ok((client, pending))
 }
 

@@ -26,7 +26,7 @@ use portico_model::user::User;
 use serde_json::json;
 
 use super::MAX_FORM_BODY;
-use super::client_auth::{PendingJti, authenticate_deferred, remember, replayed};
+use super::client_auth::{PendingJti, authenticate_deferred, remember, replayed_as};
 use super::error::OAuthError;
 use super::forms::{RefreshGrant, TokenRequest};
 use super::params::read_form;
@@ -86,11 +86,20 @@ async fn handle(
     let result = async {
         // The client is authenticated before the grant type is judged; an
         // assertion's jti is remembered with the grant's write.
-        let (client, pending) =
+        let (client, mut pending) =
             authenticate_deferred(identity, headers, certificate, &form.read()?, "/oauth2/token").await?;
         let read = TokenRequest::read(&form);
         let checked = match read {
             Ok(request) => match crate::mtls::binding_for(&client, certificate, headers.contains_key("dpop")) {
+                // Without an assertion to remember, the proof's jti is
+                // remembered in the grant's write instead (one write less).
+                Ok(x5t) if pending.is_none() => {
+                    let proof = crate::dpop::proof_for_deferred(identity, headers, &client, PATH);
+                    if let Ok(Some(proof)) = &proof {
+                        pending = Some(PendingJti::proof(proof, identity.clock.now()));
+                    }
+                    proof.map(|proof| (request, proof, x5t))
+                }
                 Ok(x5t) => {
                     let proof = crate::dpop::proof_for(identity, headers, &client, PATH).await;
                     proof.map(|proof| (request, proof, x5t))
@@ -218,6 +227,7 @@ async fn redeem_for(
         .user(user.id)
         .client(&client.client_id)
         .detail(json!({ "grant_id": grant.id, "scope": grant.scope }));
+    let proof = pending.as_ref().is_some_and(PendingJti::is_proof);
     let assertion = pending.map(PendingJti::into_jti);
     match identity.store.redeem_code_asserted(&code_hash, now, &grant, &refresh.row, &event, assertion.as_ref()).await?
     {
@@ -225,7 +235,7 @@ async fn redeem_for(
         Redemption::Replay { grant_id } => {
             return Err(replayed_code(identity, user.id, &client.client_id, grant_id, now).await);
         }
-        Redemption::AssertionReplayed => return Err(replayed()),
+        Redemption::AssertionReplayed => return Err(replayed_as(proof)),
     }
     Ok(identity.issue_tokens(
         &keys,
@@ -324,12 +334,13 @@ async fn refresh(
     }
     let successor = NewRefreshToken::generate(grant.id, now, identity.settings.refresh_token_ttl);
     let event = event.detail(json!({ "grant_id": grant.id }));
+    let proof = pending.as_ref().is_some_and(PendingJti::is_proof);
     let assertion = pending.map(PendingJti::into_jti);
     match identity.store.rotate_refresh_token_asserted(&hash, now, &successor.row, &event, assertion.as_ref()).await? {
         Rotation::Rotated => {}
         Rotation::Replay => return Err(replayed_refresh(identity, &grant, client, now).await),
         Rotation::GrantRevoked => return Err(OAuthError::invalid_grant("the grant was revoked")),
-        Rotation::AssertionReplayed => return Err(replayed()),
+        Rotation::AssertionReplayed => return Err(replayed_as(proof)),
     }
     Ok(identity.issue_tokens(&keys, &grant, &user, Issue { scope: &scope, nonce: None, bound }, &successor))
 }

@@ -293,6 +293,47 @@ async fn a_proof_replayed_on_a_second_node_is_refused() {
     assert_eq!(userinfo(&b, &format!("DPoP {access}"), Some(&fresh)).await.status(), 200);
 }
 
+/// A refresh at `app` as the demo client with the DPoP proofs given.
+async fn refresh(app: &TestApp, refresh_token: &str, proofs: &[&str]) -> (u16, Value) {
+    let form = [
+        ("grant_type", "refresh_token"),
+        ("refresh_token", refresh_token),
+        ("client_id", portico_tests::demo::CLIENT_ID),
+        ("client_secret", portico_tests::demo::CLIENT_SECRET),
+    ];
+    let mut request = app.http().post(app.url("/oauth2/token")).form(&form);
+    for proof in proofs {
+        request = request.header("DPoP", *proof);
+    }
+    let response = request.send().await.unwrap();
+    (response.status().as_u16(), response.json().await.unwrap_or(Value::Null))
+}
+
+/// A client without an assertion has its proof's `jti` remembered in the
+/// write that redeems the code or rotates the refresh token: a proof one
+/// token request took is refused at the next, which spends nothing.
+#[tokio::test]
+async fn a_proof_a_token_request_took_is_refused_at_the_next_which_spends_nothing() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let key = DpopKey::new();
+        let (code, pkce) = new_code(&app).await;
+        let proof = key.proof(&app, "POST", "/oauth2/token", None);
+        let (status, tokens) = exchange(&app, &code, &pkce, &[&proof]).await;
+        assert_eq!(status, 200, "{backend:?}: {tokens}");
+        let refresh_token = tokens["refresh_token"].as_str().unwrap();
+        let (status, refused) = refresh(&app, refresh_token, &[&proof]).await;
+        assert_eq!((status, refused["error"].as_str()), (400, Some("invalid_dpop_proof")), "{backend:?}: {refused}");
+        assert!(refused["error_description"].as_str().unwrap().contains("used before"), "{refused}");
+        // The refresh token was not spent: a fresh proof refreshes, once.
+        let fresh = key.proof(&app, "POST", "/oauth2/token", None);
+        let (status, refreshed) = refresh(&app, refresh_token, &[&fresh]).await;
+        assert_eq!((status, refreshed["token_type"].as_str()), (200, Some("DPoP")), "{backend:?}: {refreshed}");
+        let (status, _) = refresh(&app, refreshed["refresh_token"].as_str().unwrap(), &[&fresh]).await;
+        assert_eq!(status, 400, "{backend:?}: the fresh proof was taken too");
+    }
+}
+
 #[tokio::test]
 async fn discovery_lists_the_proof_algorithms() {
     let app = TestApp::spawn(backends()[0]).await;
