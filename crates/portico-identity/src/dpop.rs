@@ -59,8 +59,7 @@ pub async fn proof_for(
     client: &Client,
     path: &str,
 ) -> Result<Option<Proof>, OAuthError> {
-    let proof = checked(identity, headers, client, path)?;
-    required(client, proof.as_ref())?;
+    let proof = proof_for_deferred(identity, headers, client, path)?;
     if let Some(proof) = &proof {
         remember(identity, proof).await?;
     }

@@ -118,11 +118,18 @@ async fn an_operator_finds_a_user_by_phone_unblocks_them_ends_a_session_rotates_
     browser.client.clone().close().await.unwrap();
 }
 
-/// Every look of the confirmation page: it answers a form, so each look
-/// goes to the user's page and asks again.
-/// Every look of the fieldset `id` of `page`, scrolled into view (the page's
-/// own shot shows only its top).
-async fn every_look_of_a_fieldset(client: &Client, app: &TestApp, shots: &mut Shots, name: &str, page: &str, id: &str) {
+/// What a look of a page needs once the page is open.
+enum Then<'a> {
+    /// The element of this id scrolled into view (a page's own shot shows
+    /// only its top).
+    Scroll(&'a str),
+    /// This button clicked, and the confirmation it asks for shown (the
+    /// confirmation answers a form, so each look asks again).
+    Confirm(&'a str),
+}
+
+/// Every look of `page` as `then` leaves it, photographed as `name`.
+async fn every_look_after(client: &Client, app: &TestApp, shots: &mut Shots, name: &str, page: &str, then: Then<'_>) {
     for lang in ["ru", "en"] {
         client.goto(&app.url(page)).await.unwrap();
         click(client, &format!("#language button[data-locale={lang}]")).await;
@@ -132,34 +139,18 @@ async fn every_look_of_a_fieldset(client: &Client, app: &TestApp, shots: &mut Sh
             for scheme in ["light", "dark"] {
                 color_scheme(client, scheme).await;
                 client.goto(&app.url(page)).await.unwrap();
-                wait_for_attribute(client, "html", "lang", lang).await;
-                let scroll = format!("document.getElementById('{id}').scrollIntoView()");
-                client.execute(&scroll, vec![]).await.unwrap();
+                match then {
+                    Then::Scroll(id) => {
+                        wait_for_attribute(client, "html", "lang", lang).await;
+                        let scroll = format!("document.getElementById('{id}').scrollIntoView()");
+                        client.execute(&scroll, vec![]).await.unwrap();
+                    }
+                    Then::Confirm(button) => {
+                        click(client, button).await;
+                        wait_for_attribute(client, "#confirmForm", "method", "post").await;
+                    }
+                }
                 let look = format!("{name}-{lang}-{scheme}-{device}");
-                shots.take(client, &look).await;
-                let violations = accessibility_violations(client).await;
-                assert!(violations.is_empty(), "{look}: axe-core found {violations:#?}");
-                assert_readable(client, &look).await;
-            }
-        }
-    }
-    color_scheme(client, "light").await;
-    client.set_window_size(1280, 900).await.unwrap();
-}
-
-async fn every_look_of_a_confirmation(client: &Client, app: &TestApp, shots: &mut Shots, user_page: &str) {
-    for lang in ["ru", "en"] {
-        client.goto(&app.url(user_page)).await.unwrap();
-        click(client, &format!("#language button[data-locale={lang}]")).await;
-        wait_for_attribute(client, "html", "lang", lang).await;
-        for (width, height, device) in [(1280, 900, "desktop"), (390, 844, "phone")] {
-            client.set_window_size(width, height).await.unwrap();
-            for scheme in ["light", "dark"] {
-                color_scheme(client, scheme).await;
-                client.goto(&app.url(user_page)).await.unwrap();
-                click(client, "#block").await;
-                wait_for_attribute(client, "#confirmForm", "method", "post").await;
-                let look = format!("confirm-{lang}-{scheme}-{device}");
                 shots.take(client, &look).await;
                 let violations = accessibility_violations(client).await;
                 assert!(violations.is_empty(), "{look}: axe-core found {violations:#?}");
@@ -243,8 +234,8 @@ async fn every_console_page_in_both_languages_schemes_and_widths() {
         wait_for_text(client, "#operator", "operator").await;
         every_look(client, &mut shots, name, switch).await;
     }
-    every_look_of_a_fieldset(client, &app, &mut shots, "client-security", "/console/clients/fintech-ru", "security")
-        .await;
-    every_look_of_a_confirmation(client, &app, &mut shots, &ivan_page).await;
+    let fieldset = Then::Scroll("security");
+    every_look_after(client, &app, &mut shots, "client-security", "/console/clients/fintech-ru", fieldset).await;
+    every_look_after(client, &app, &mut shots, "confirm", &ivan_page, Then::Confirm("#block")).await;
     browser.client.clone().close().await.unwrap();
 }

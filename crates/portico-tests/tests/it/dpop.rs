@@ -69,9 +69,19 @@ async fn exchange(app: &TestApp, code: &str, pkce: &Pkce, proofs: &[&str]) -> (u
         ("code", code),
         ("code_verifier", &pkce.verifier),
         ("redirect_uri", &redirect_uri),
-        ("client_id", portico_tests::demo::CLIENT_ID),
-        ("client_secret", portico_tests::demo::CLIENT_SECRET),
     ];
+    token_with(app, &form, proofs).await
+}
+
+/// A refresh at `app` with the DPoP proofs given.
+async fn refresh(app: &TestApp, refresh_token: &str, proofs: &[&str]) -> (u16, Value) {
+    token_with(app, &[("grant_type", "refresh_token"), ("refresh_token", refresh_token)], proofs).await
+}
+
+/// The token endpoint with `form` as the demo client and the DPoP proofs given.
+async fn token_with(app: &TestApp, form: &[(&str, &str)], proofs: &[&str]) -> (u16, Value) {
+    let mut form = form.to_vec();
+    form.extend([("client_id", portico_tests::demo::CLIENT_ID), ("client_secret", portico_tests::demo::CLIENT_SECRET)]);
     let mut request = app.http().post(app.url("/oauth2/token")).form(&form);
     for proof in proofs {
         request = request.header("DPoP", *proof);
@@ -291,22 +301,6 @@ async fn a_proof_replayed_on_a_second_node_is_refused() {
     assert_eq!(userinfo(&b, &format!("DPoP {access}"), Some(&proof)).await.status(), 401, "the other node");
     let fresh = key.proof(&a, "GET", "/oauth2/userinfo", Some(access));
     assert_eq!(userinfo(&b, &format!("DPoP {access}"), Some(&fresh)).await.status(), 200);
-}
-
-/// A refresh at `app` as the demo client with the DPoP proofs given.
-async fn refresh(app: &TestApp, refresh_token: &str, proofs: &[&str]) -> (u16, Value) {
-    let form = [
-        ("grant_type", "refresh_token"),
-        ("refresh_token", refresh_token),
-        ("client_id", portico_tests::demo::CLIENT_ID),
-        ("client_secret", portico_tests::demo::CLIENT_SECRET),
-    ];
-    let mut request = app.http().post(app.url("/oauth2/token")).form(&form);
-    for proof in proofs {
-        request = request.header("DPoP", *proof);
-    }
-    let response = request.send().await.unwrap();
-    (response.status().as_u16(), response.json().await.unwrap_or(Value::Null))
 }
 
 /// A client without an assertion has its proof's `jti` remembered in the

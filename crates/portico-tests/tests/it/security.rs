@@ -354,3 +354,24 @@ async fn a_new_login_ends_the_session_it_replaces() {
         );
     }
 }
+
+/// Portico's own mutual-TLS listener: a connection that says nothing, or
+/// starts a handshake and stalls, is closed within
+/// `http.header_read_timeout_secs`, and holds up no other.
+#[tokio::test]
+async fn a_silent_or_stalled_tls_handshake_is_cut_off_and_holds_up_no_other() {
+    let app = TestApp::spawn_with(portico_tests::Backend::Sqlite, |c| {
+        c.http.header_read_timeout_secs = 1;
+        c.mtls.listen = Some("127.0.0.1:0".parse().unwrap());
+    })
+    .await;
+    let addr = app.mtls_url("").trim_start_matches("https://").to_owned();
+    let mut silent = TcpStream::connect(&addr).await.unwrap();
+    // A TLS record header announcing a 512-byte ClientHello, and no more.
+    let mut stalled = TcpStream::connect(&addr).await.unwrap();
+    stalled.write_all(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01]).await.unwrap();
+    let healthz = app.mtls_http(None).get(app.mtls_url("/healthz")).send().await.unwrap();
+    assert_eq!(healthz.status(), 200, "served meanwhile");
+    assert!(closed_within(&mut silent, StdDuration::from_secs(5)).await.is_some(), "silent connection closed");
+    assert!(closed_within(&mut stalled, StdDuration::from_secs(5)).await.is_some(), "stalled handshake closed");
+}
