@@ -254,6 +254,18 @@ impl TestApp {
         Some((a, b))
     }
 
+    /// Moves the test's clock up to the wall clock (never back): for a run
+    /// of a library that dates what it signs by the real time (openid-client's
+    /// assertions and DPoP proofs), which a clock left at the server's start
+    /// would see as issued in the future once a long test has run a while.
+    pub fn catch_up_with_the_wall_clock(&self) {
+        use portico_model::clock::Clock as _;
+        let behind = OffsetDateTime::now_utc() - self.clock.now();
+        if behind.is_positive() {
+            self.clock.advance(behind);
+        }
+    }
+
     /// A client of Portico's own mutual-TLS listener that trusts its
     /// certificate and presents `certificate`, if any.
     ///

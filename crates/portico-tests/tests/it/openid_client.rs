@@ -57,6 +57,7 @@ fn node(library: &Path, name: &str, text: &str, args: &[&str]) -> (PathBuf, toki
 async fn relying_party(app: &TestApp, library: &Path, alg: &str, login: &str, password: &str) -> Value {
     let redirect_uri = app.redirect_uri();
     let args = [app.base.as_str(), demo::CLIENT_ID, demo::CLIENT_SECRET, &redirect_uri, alg];
+    app.catch_up_with_the_wall_clock();
     let (script, mut node) = node(library, "relying_party", SCRIPT, &args);
     let mut lines = BufReader::new(node.stdout.take().expect("stdout")).lines();
     let first: Value = serde_json::from_str(&lines.next_line().await.unwrap().expect("the authorization URL")).unwrap();
@@ -123,6 +124,7 @@ async fn key_client_with(
     let client_id = format!("rp-{}", uuid::Uuid::new_v4().simple());
     let redirect_uri = app.redirect_uri();
     let args = [app.base.as_str(), &client_id, &redirect_uri, method, key_alg, token_alg, requests];
+    app.catch_up_with_the_wall_clock();
     let (script, mut node) = node(library, "key_client", KEY_CLIENT, &args);
     let mut lines = BufReader::new(node.stdout.take().expect("stdout")).lines();
     let mut stdin = node.stdin.take().expect("stdin");
