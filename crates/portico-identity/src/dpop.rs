@@ -59,11 +59,7 @@ pub async fn proof_for(
     client: &Client,
     path: &str,
 ) -> Result<Option<Proof>, OAuthError> {
-    let proof = proof_for_deferred(identity, headers, client, path)?;
-    if let Some(proof) = &proof {
-        remember(identity, proof).await?;
-    }
-    Ok(proof)
+    remembered(identity, proof_for_deferred(identity, headers, client, path)?).await
 }
 
 /// [`proof_for`] without remembering the proof's `jti`: the caller
@@ -93,9 +89,14 @@ fn required(client: &Client, proof: Option<&Proof>) -> Result<(), OAuthError> {
     Ok(())
 }
 
-/// Remembers `proof`'s `jti` on its own.
-async fn remember(identity: &Identity, proof: &Proof) -> Result<(), OAuthError> {
-    if identity.tokens.remember_proof(proof, identity.clock.now()).await? { Ok(()) } else { Err(proof_replayed()) }
+/// `proof`, if any, once its `jti` is remembered on its own.
+async fn remembered(identity: &Identity, proof: Option<Proof>) -> Result<Option<Proof>, OAuthError> {
+    if let Some(proof) = &proof
+        && !identity.tokens.remember_proof(proof, identity.clock.now()).await?
+    {
+        return Err(proof_replayed());
+    }
+    Ok(proof)
 }
 
 /// A replayed DPoP proof's answer.
@@ -115,11 +116,7 @@ pub async fn proof_at(
     client: &Client,
     path: &str,
 ) -> Result<Option<Proof>, OAuthError> {
-    let proof = checked(identity, headers, client, path)?;
-    if let Some(proof) = &proof {
-        remember(identity, proof).await?;
-    }
-    Ok(proof)
+    remembered(identity, checked(identity, headers, client, path)?).await
 }
 
 /// The request's DPoP proof for `POST <path>` by `client`, checked but

@@ -228,6 +228,12 @@ async fn code_for(app: &TestApp, client_id: &str) -> (String, Pkce) {
 }
 
 /// A P-256 certificate and the public JWK that carries it (`x5c`).
+/// The `authorization_code` grant form of a client that authenticates by
+/// its certificate (its id only).
+fn code_grant<'a>(code: &'a str, pkce: &'a Pkce, client_id: &'a str) -> [(&'static str, &'a str); 4] {
+    [("grant_type", "authorization_code"), ("code", code), ("code_verifier", &pkce.verifier), ("client_id", client_id)]
+}
+
 fn certificate_with_jwk(name: &str) -> (Certificate, Value) {
     let made = portico_tests::certificates::TestCertificate::new(name);
     let jwk = made.jwk(name);
@@ -260,12 +266,7 @@ async fn a_client_authenticates_with_the_certificate_it_registered() {
         assert_eq!(created.status(), 201, "{backend:?}: {}", created.text().await.unwrap());
 
         let (code, pkce) = code_for(&app, "tls-rp").await;
-        let grant = [
-            ("grant_type", "authorization_code"),
-            ("code", code.as_str()),
-            ("code_verifier", pkce.verifier.as_str()),
-            ("client_id", "tls-rp"),
-        ];
+        let grant = code_grant(&code, &pkce, "tls-rp");
         let exchange = |certificate: Option<String>| {
             let mut request = app.http().post(app.url("/oauth2/token")).form(&grant);
             if let Some(value) = certificate {
@@ -357,12 +358,7 @@ async fn a_client_authenticates_with_a_certificate_of_a_trusted_authority_naming
         assert_eq!(created.status(), 201, "{backend:?}: {}", created.text().await.unwrap());
 
         let (code, pkce) = code_for(&app, "pki-rp").await;
-        let grant = [
-            ("grant_type", "authorization_code"),
-            ("code", code.as_str()),
-            ("code_verifier", pkce.verifier.as_str()),
-            ("client_id", "pki-rp"),
-        ];
+        let grant = code_grant(&code, &pkce, "pki-rp");
         let exchange = |certificate: String| {
             let request = app.http().post(app.url("/oauth2/token")).form(&grant).header(HEADER, certificate);
             async move {
@@ -467,12 +463,7 @@ async fn a_client_authenticates_by_its_certificate_on_porticos_own_listener() {
         let created = app.admin_create_client(&body).await;
         assert_eq!(created.status(), 201, "{backend:?}: {}", created.text().await.unwrap());
         let (code, pkce) = code_for(&app, "tls-rp").await;
-        let grant = [
-            ("grant_type", "authorization_code"),
-            ("code", code.as_str()),
-            ("code_verifier", pkce.verifier.as_str()),
-            ("client_id", "tls-rp"),
-        ];
+        let grant = code_grant(&code, &pkce, "tls-rp");
         let other = portico_tests::certificates::TestCertificate::new("other.example");
         let refused =
             app.mtls_http(Some(&other)).post(app.mtls_url("/oauth2/token")).form(&grant).send().await.unwrap();
