@@ -83,6 +83,10 @@ pub enum AuditKind {
     PermissionsImported,
     BrokerageDataLoaded,
     RegistrationTokenIssued,
+    PasskeyCreated,
+    PasskeyUsed,
+    PasskeyLocked,
+    PasskeyRemoved,
 }
 
 impl AuditKind {
@@ -122,6 +126,10 @@ impl AuditKind {
             AuditKind::PermissionsImported => "permissions.imported",
             AuditKind::BrokerageDataLoaded => "brokerage.loaded",
             AuditKind::RegistrationTokenIssued => "registration_token.issued",
+            AuditKind::PasskeyCreated => "passkey.created",
+            AuditKind::PasskeyUsed => "passkey.used",
+            AuditKind::PasskeyLocked => "passkey.locked",
+            AuditKind::PasskeyRemoved => "passkey.removed",
         }
     }
 }

@@ -17,6 +17,7 @@ pub mod login_name;
 pub mod notify;
 pub mod oauth;
 pub mod otp;
+pub mod passkey;
 pub mod permissions;
 pub mod reports;
 pub mod scope;

@@ -18,6 +18,7 @@ mod login;
 mod maintenance;
 mod notify;
 mod oauth;
+mod passkeys;
 mod permissions;
 mod reports;
 mod sessions;

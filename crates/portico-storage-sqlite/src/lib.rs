@@ -22,6 +22,7 @@ mod memory;
 mod migrate;
 mod notify;
 mod oauth;
+mod passkeys;
 mod permissions;
 mod reports;
 mod sessions;

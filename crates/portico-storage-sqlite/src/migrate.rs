@@ -39,6 +39,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (22, "client assertions in one tree", include_str!("../migrations/0022_client_assertions_one_tree.sql")),
     (23, "pushed requests", include_str!("../migrations/0023_pushed_requests.sql")),
     (24, "code dpop binding", include_str!("../migrations/0024_code_dpop_binding.sql")),
+    (25, "passkeys", include_str!("../migrations/0025_passkeys.sql")),
 ];
 
 /// Applies the migrations that have not run yet.

@@ -20,6 +20,7 @@ mod maintenance;
 pub mod memory;
 mod notify;
 mod oauth;
+mod passkeys;
 mod permissions;
 mod reports;
 mod sessions;
@@ -34,6 +35,7 @@ pub use login::*;
 pub use maintenance::*;
 pub use notify::*;
 pub use oauth::*;
+pub use passkeys::*;
 pub use permissions::*;
 pub use reports::*;
 pub use sessions::*;
@@ -51,6 +53,7 @@ pub trait Storage:
     + LoginProcessRepository
     + AuditRepository
     + DeviceRepository
+    + PasskeyRepository
     + ConsentRepository
     + LoginGuardRepository
     + MerchantRepository
@@ -73,6 +76,7 @@ impl<T> Storage for T where
         + LoginProcessRepository
         + AuditRepository
         + DeviceRepository
+        + PasskeyRepository
         + ConsentRepository
         + LoginGuardRepository
         + MerchantRepository

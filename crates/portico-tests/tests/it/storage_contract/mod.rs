@@ -21,6 +21,7 @@ use uuid::Uuid;
 
 mod login;
 mod notifications;
+mod passkeys;
 mod people;
 mod permissions;
 mod reports;
