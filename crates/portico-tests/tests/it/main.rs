@@ -32,6 +32,7 @@ pub(crate) mod oidc_client;
 mod openid_client;
 mod ops;
 mod outage;
+mod passkeys;
 mod permission_views;
 mod permissions;
 mod profiles;
