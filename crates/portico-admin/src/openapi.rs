@@ -23,6 +23,8 @@ use utoipa::OpenApi;
         crate::http::users::unblock,
         crate::http::users::sessions,
         crate::http::users::end_session,
+        crate::http::users::passkeys,
+        crate::http::users::remove_passkey,
         crate::http::users::role,
         crate::http::users::set_role,
         crate::http::users::grants,

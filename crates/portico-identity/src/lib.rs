@@ -52,6 +52,8 @@ pub struct Identity {
     pub captcha: Arc<dyn captcha::CaptchaVerifier>,
     /// The keys client assertions are checked with.
     pub client_keys: client_keys::ClientKeys,
+    /// The WebAuthn relying party (off on a public URL that is an IP address).
+    pub passkeys: passkeys::Passkeys,
 }
 
 pub type IdentityState = Arc<Identity>;

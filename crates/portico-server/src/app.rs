@@ -176,7 +176,19 @@ impl App {
         if demo && config.theme.bank_name.is_none() {
             settings.branding = crate::demo::branding();
         }
+        let rp_name = settings
+            .branding
+            .bank_name
+            .en
+            .as_deref()
+            .or(settings.branding.bank_name.ru.as_deref())
+            .unwrap_or("Portico");
+        let passkeys = portico_identity::passkeys::Passkeys::new(&settings.issuer, rp_name);
+        if let Some(why) = passkeys.unavailable() {
+            tracing::info!(reason = why, "passkeys are not offered");
+        }
         let identity = Arc::new(Identity {
+            passkeys,
             store: Arc::clone(&store),
             clock: Arc::clone(&clock),
             settings,

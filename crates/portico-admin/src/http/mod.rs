@@ -62,6 +62,8 @@ pub fn router(state: AdminState) -> Router {
         .route("/admin/v1/users/{user_id}/unblock", post(users::unblock))
         .route("/admin/v1/users/{user_id}/sessions", get(users::sessions))
         .route("/admin/v1/users/{user_id}/sessions/{sid}", delete(users::end_session))
+        .route("/admin/v1/users/{user_id}/passkeys", get(users::passkeys))
+        .route("/admin/v1/users/{user_id}/passkeys/{passkey_id}", delete(users::remove_passkey))
         .route("/admin/v1/users/{user_id}/role", get(users::role).put(users::set_role))
         .route("/admin/v1/users/{user_id}/grants", get(users::grants))
         .route("/admin/v1/users/{user_id}/grants/{grant_id}", delete(users::revoke_grant))

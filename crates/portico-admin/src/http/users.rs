@@ -482,6 +482,87 @@ pub async fn end_session(
     Ok(StatusCode::NO_CONTENT)
 }
 
+/// A user's passkey (its credential stays in Portico).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PasskeyView {
+    pub id: Uuid,
+    /// What the user calls it.
+    pub name: String,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub last_used_at: Option<OffsetDateTime>,
+    /// When a signature counter that did not advance (a possible copy)
+    /// locked it: it signs nobody in; remove it.
+    #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub locked_at: Option<OffsetDateTime>,
+}
+
+#[utoipa::path(
+    get,
+    path = "/admin/v1/users/{userId}/passkeys",
+    operation_id = "listUserPasskeys",
+    tag = "users",
+    params(("userId" = Uuid, Path, description = "The user.")),
+    security(("adminToken" = [])),
+    responses(
+        (status = 200, description = "The user's passkeys, oldest first.", body = Vec<PasskeyView>),
+        (status = 404, description = "`user_not_found`.", body = ErrorBody),
+        AdminErrors
+    )
+)]
+pub async fn passkeys(
+    State(api): State<AdminState>,
+    _: Support,
+    PathParams(id): PathParams<String>,
+) -> Result<Json<Vec<PasskeyView>>, ApiError> {
+    let passkeys = api.service.passkeys(user_id(&id)?).await.map_err(answer("listing passkeys"))?;
+    let views = passkeys
+        .into_iter()
+        .map(|p| PasskeyView {
+            id: p.id,
+            name: p.name,
+            created_at: p.created_at,
+            last_used_at: p.last_used_at,
+            locked_at: p.locked_at,
+        })
+        .collect();
+    Ok(Json(views))
+}
+
+#[utoipa::path(
+    delete,
+    path = "/admin/v1/users/{userId}/passkeys/{passkeyId}",
+    operation_id = "removeUserPasskey",
+    tag = "users",
+    params(
+        ("userId" = Uuid, Path, description = "The user."),
+        ("passkeyId" = Uuid, Path, description = "The passkey.")
+    ),
+    security(("adminToken" = [])),
+    responses(
+        (status = 204, description = "Removed: it signs nobody in any more (audited as `passkey.removed`)."),
+        (status = 404, description = "`user_not_found`, `passkey_not_found`.", body = ErrorBody),
+        AdminErrors
+    )
+)]
+pub async fn remove_passkey(
+    State(api): State<AdminState>,
+    Support(admin): Support,
+    PathParams((id, passkey)): PathParams<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    let gone = || ApiError::not_found("passkey_not_found", format!("the user has no passkey {passkey:?}"));
+    let passkey = Uuid::parse_str(&passkey).map_err(|_| gone())?;
+    let id = user_id(&id)?;
+    api.service.may_act_on(admin.role, id).await.map_err(answer("removing a passkey"))?;
+    api.service.remove_passkey(&admin.actor, id, passkey).await.map_err(answer("removing a passkey"))?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
 /// A live grant: what a client holds for the user.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

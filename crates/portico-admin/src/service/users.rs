@@ -561,6 +561,32 @@ impl AdminService {
         Ok(())
     }
 
+    /// A user's passkeys, oldest first.
+    ///
+    /// # Errors
+    /// `user_not_found`; the store failed.
+    pub async fn passkeys(&self, id: UserId) -> Result<Vec<portico_model::passkey::Passkey>> {
+        let user = self.user(id).await?;
+        Ok(self.store.passkeys_of(user.id).await?)
+    }
+
+    /// Removes one of a user's passkeys (it signs nobody in from now on),
+    /// audited as `passkey.removed` with `actor`.
+    ///
+    /// # Errors
+    /// `user_not_found`, `passkey_not_found`; the store failed.
+    pub async fn remove_passkey(&self, actor: &Actor, id: UserId, passkey: uuid::Uuid) -> Result<()> {
+        let user = self.user(id).await?;
+        let event = AuditEvent::new(self.clock.now(), AuditKind::PasskeyRemoved)
+            .user(user.id)
+            .detail(serde_json::json!({ "passkey": passkey }))
+            .by(actor);
+        if !self.store.delete_passkey(user.id, passkey, &event).await? {
+            return Err(ServiceError::NotFound("passkey_not_found", format!("the user has no passkey {passkey}")));
+        }
+        Ok(())
+    }
+
     /// Ends one session of a user, as a logout would.
     ///
     /// # Errors

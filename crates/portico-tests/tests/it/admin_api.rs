@@ -637,6 +637,7 @@ async fn support_cannot_act_on_an_admin() {
             ("POST", format!("/admin/v1/users/{ada_id}/unblock")),
             ("DELETE", format!("/admin/v1/users/{ada_id}/grants/{grant}")),
             ("DELETE", format!("/admin/v1/users/{ada_id}/sessions/{sid}")),
+            ("DELETE", format!("/admin/v1/users/{ada_id}/passkeys/{}", uuid::Uuid::new_v4())),
         ] {
             let (status, body) = as_operator(&app, &sam, method, &path, None).await;
             assert_eq!(

@@ -8,9 +8,10 @@ use aws_lc_rs::signature::{ECDSA_P256_SHA256_ASN1_SIGNING, EcdsaKeyPair, KeyPair
 use portico_crypto::b64url;
 use portico_identity::passkeys::{PasskeyError, Passkeys};
 use portico_model::audit::AuditKind;
+use portico_model::clock::Clock;
 use portico_model::ids::UserId;
 use portico_storage::Storage;
-use portico_tests::{TempDir, backends};
+use portico_tests::{ADMIN_TOKEN, TempDir, TestApp, backends};
 use serde_json::{Value, json};
 
 use crate::storage_contract::{store, t0, user};
@@ -226,5 +227,55 @@ async fn bad_passkey_answers_are_refused_and_change_nothing() {
         let stored = store.find_passkey(&enrolled.credential_id).await.unwrap().unwrap();
         assert_eq!((stored.sign_count, stored.last_used_at, stored.locked_at), (0, None, None), "{backend:?}");
         assert_eq!(audited(&*store, AuditKind::PasskeyUsed).await, 0);
+    }
+}
+
+/// An admin API call with the admin token: status and JSON body.
+async fn admin(app: &TestApp, method: reqwest::Method, path: &str) -> (u16, Value) {
+    let response = app.http().request(method, app.url(path)).bearer_auth(ADMIN_TOKEN).send().await.unwrap();
+    (response.status().as_u16(), response.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn operators_list_and_remove_a_users_passkeys_and_a_removed_one_signs_nobody_in() {
+    let passkeys = Passkeys::new(ORIGIN, "Bank");
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let ivan = app.store.find_user_by_login("ivan").await.unwrap().unwrap();
+        let mut authenticator = Authenticator::new(ivan.id);
+        let started = passkeys.start_enrolment(ivan.id, "ivan", "Ivan", &[]).unwrap();
+        let answer = authenticator.create(&started.options, ORIGIN);
+        let now = app.clock.now();
+        let enrolled =
+            passkeys.finish_enrolment(&*app.store, ivan.id, &started.state, &answer, "Phone", now).await.unwrap();
+
+        let id = ivan.id;
+        let (status, listed) = admin(&app, reqwest::Method::GET, &format!("/admin/v1/users/{id}/passkeys")).await;
+        assert_eq!(status, 200, "{backend:?}: {listed}");
+        assert_eq!(listed[0]["id"], json!(enrolled.id));
+        assert_eq!((listed[0]["name"].as_str(), &listed[0]["lastUsedAt"]), (Some("Phone"), &Value::Null));
+        assert!(listed[0].get("credential").is_none(), "the credential stays in Portico: {listed}");
+        let nobody = uuid::Uuid::new_v4();
+        for (path, code) in [
+            (format!("/admin/v1/users/{id}/passkeys/{nobody}"), "passkey_not_found"),
+            (format!("/admin/v1/users/{id}/passkeys/not-a-uuid"), "passkey_not_found"),
+            (format!("/admin/v1/users/{nobody}/passkeys/{}", enrolled.id), "user_not_found"),
+        ] {
+            let (status, body) = admin(&app, reqwest::Method::DELETE, &path).await;
+            assert_eq!((status, body["code"].as_str()), (404, Some(code)), "{backend:?} {path}: {body}");
+        }
+        let path = format!("/admin/v1/users/{id}/passkeys/{}", enrolled.id);
+        assert_eq!(admin(&app, reqwest::Method::DELETE, &path).await.0, 204);
+        assert_eq!(admin(&app, reqwest::Method::DELETE, &path).await.0, 404, "removed once");
+        let event = &app.store.recent_audit(1).await.unwrap()[0];
+        assert_eq!((event.kind.as_str(), event.actor.as_deref()), ("passkey.removed", Some("token:admin")));
+        assert_eq!(event.detail["passkey"], json!(enrolled.id));
+        let (_, listed) = admin(&app, reqwest::Method::GET, &format!("/admin/v1/users/{id}/passkeys")).await;
+        assert_eq!(listed, json!([]));
+
+        let started = passkeys.start_sign_in().unwrap();
+        let answer = authenticator.get(&started.options, ORIGIN, 1);
+        let outcome = passkeys.finish_sign_in(&*app.store, &started.state, &answer, now).await;
+        assert!(matches!(outcome, Err(PasskeyError::UnknownCredential)), "{backend:?}: {outcome:?}");
     }
 }
