@@ -39,6 +39,8 @@ pub struct IdentitySettings {
     pub client_authorities: Option<std::sync::Arc<portico_crypto::certificate::ClientAuthorities>>,
     /// How long a device stays trusted after a login with a second factor.
     pub device_trust_ttl: Duration,
+    /// Whether a passkey sign-in completes the login without a code.
+    pub passkey_replaces_code: bool,
     /// The pages' language when neither the process nor the `svc.locale`
     /// cookie says; `None`: the browser's `Accept-Language`.
     pub default_locale: Option<portico_model::login::Locale>,
@@ -86,6 +88,7 @@ impl IdentitySettings {
             mtls_aliases: None,
             client_authorities: None,
             device_trust_ttl: Duration::days(180),
+            passkey_replaces_code: true,
             theme: crate::theme::Theme::default(),
             default_locale: None,
             logout_delivery: crate::backchannel::LogoutDelivery::default(),

@@ -22,6 +22,9 @@ pub enum StepType {
     SmsOtp,
     EmailOtp,
     Consent,
+    /// A passkey (WebAuthn, user verified): possession and a user
+    /// verification at once.
+    Passkey,
 }
 
 impl StepType {
@@ -33,6 +36,7 @@ impl StepType {
             StepType::SmsOtp => "sms-otp",
             StepType::EmailOtp => "email-otp",
             StepType::Consent => "consent",
+            StepType::Passkey => "passkey",
         }
     }
 }
@@ -156,6 +160,12 @@ pub mod codes {
     /// are paused for a while; the page says until when.
     pub const USERNAME_PASSWORD_PAUSED: &str = "challenge.username-password.temporarily-paused";
     pub const PASSWORD_PAUSED: &str = "challenge.password.temporarily-paused";
+    /// A passkey sign-in refused: a bad answer, an unknown, another user's
+    /// or a locked passkey, a counter that did not advance.
+    pub const PASSKEY_REFUSED: &str = "challenge.passkey.wrong-credentials";
+    /// A passkey sign-in without a live challenge (expired, or used by a
+    /// parallel answer): start it again.
+    pub const PASSKEY_EXPIRED: &str = "challenge.passkey.challenge-expired";
 }
 
 /// A login process as stored.
@@ -248,6 +258,26 @@ pub struct LoginState {
     /// started from.
     #[serde(default)]
     pub session_id: Option<SessionId>,
+    /// The passkey sign-in challenge this process offered (the WebAuthn
+    /// library's state, JSON) and when: taken out, once, by the answer
+    /// that spends it.
+    #[serde(default)]
+    pub passkey_challenge: Option<PasskeyChallenge>,
+    /// The user chose a one-time code over the passkey step.
+    #[serde(default)]
+    pub passkey_declined: bool,
+}
+
+/// A passkey ceremony's server-side state, held in the login process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PasskeyChallenge {
+    pub state: String,
+    /// The `navigator.credentials.get` options it was offered with, for the
+    /// page that shows it again.
+    #[serde(default)]
+    pub options: serde_json::Value,
+    #[serde(with = "time::serde::timestamp")]
+    pub issued_at: OffsetDateTime,
 }
 
 /// Where a login process is. Its transitions are [`LoginState::complete`]
@@ -397,6 +427,8 @@ impl LoginState {
             force_consent: false,
             error_page: None,
             session_id: None,
+            passkey_challenge: None,
+            passkey_declined: false,
         }
     }
 
@@ -471,6 +503,11 @@ impl LoginState {
     /// Authentication methods used (RFC 8176), for the id_token's `amr`.
     pub fn amr(&self) -> Vec<&'static str> {
         let mut amr = Vec::new();
+        if self.has_passed(StepType::Passkey) {
+            // Proof of possession of a key, and the authenticator's user
+            // verification (RFC 8176 `hwk`, `user`).
+            amr.extend(["hwk", "user"]);
+        }
         if self.knows_password() {
             amr.push("pwd");
         }

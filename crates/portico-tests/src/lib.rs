@@ -328,8 +328,10 @@ impl TestApp {
         loopback_client().build().expect("client")
     }
 
+    /// The demo client's redirect URI, under the server's public URL (the
+    /// base address, unless a test named the server otherwise).
     pub fn redirect_uri(&self) -> String {
-        demo::redirect_uri(&self.base)
+        demo::redirect_uri(&self.config.public_url())
     }
 
     /// Registers a client at `/oauth2/register` (RFC 7591) with `metadata`,

@@ -281,7 +281,8 @@ pub struct LoginStepRequest {
     /// The login (`username-password`) or the phone number (`phone`).
     #[schema(nullable = false)]
     pub principal: Option<String>,
-    /// The password (`username-password`, `password`) or the code (`sms-otp`, `email-otp`).
+    /// The password (`username-password`, `password`), the code (`sms-otp`,
+    /// `email-otp`), or the passkey credential's JSON (`passkey`).
     #[schema(nullable = false, format = Password)]
     pub credentials: Option<String>,
     /// `consent`: the accepted scope groups, comma-separated (or one per
@@ -299,6 +300,19 @@ pub struct LoginStepRequest {
     /// `sms-otp`, `email-otp`: any value asks for a new code instead.
     #[schema(nullable = false)]
     pub resend: Option<String>,
+}
+
+/// `POST /login/passkey`: the answer of `navigator.credentials.get`.
+#[derive(ToSchema)]
+#[schema(as = PasskeySignInRequestDTO)]
+#[allow(dead_code)]
+pub struct PasskeySignInRequest {
+    /// `pageData.authenticationFlowContext.csrf`.
+    #[schema(rename = "_csrf")]
+    csrf: String,
+    /// The credential's JSON (WebAuthn's `PublicKeyCredential` JSON form), at most 16 KiB.
+    #[schema(max_length = 16384)]
+    credential: String,
 }
 
 /// The scope groups a consent accepts, in the order given, each once.

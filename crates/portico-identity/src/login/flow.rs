@@ -9,6 +9,11 @@
 //!   number diverts to `username-password` (`phoneDuplicated`), a user with
 //!   phone login off to `password` (`phoneAuthNotAllowed`); both then go on
 //!   as `PASSWORD`.
+//! - Passkeys (when on): a user with an unlocked passkey gets the `passkey`
+//!   step (`secondFactor`) instead of the code after the password, and may
+//!   take a code instead; a passkey sign-in from the first page passes
+//!   `passkey` at once and goes to `consent` when needed → done (a code
+//!   follows when `login.passkey_replaces_code` is off).
 //!
 //! [`advance`] is called after every passed step: it works out the next step
 //! from what was passed, never from where the browser says it is.
@@ -83,6 +88,15 @@ pub(crate) async fn device_trusted(
     identity.store.is_device_trusted(user.id, device, not_before).await
 }
 
+/// Whether `user` can pass the second factor with a passkey: passkeys are
+/// on, they replace codes, and the user keeps one that is not locked.
+async fn passkey_usable(identity: &Identity, user: &User) -> Result<bool, StorageError> {
+    if identity.passkeys.unavailable().is_some() || !identity.settings.passkey_replaces_code {
+        return Ok(false);
+    }
+    Ok(identity.store.passkeys_of(user.id).await?.iter().any(|p| p.locked_at.is_none()))
+}
+
 /// The step after those passed, or `None` when the login is done.
 /// `known_trust`: whether the device is trusted for `user`, when the step
 /// found out already; otherwise it is looked up only if the next step
@@ -109,11 +123,19 @@ async fn next_step(
         _ => StepType::SmsOtp,
     };
     let next = match state.method {
+        // A passkey is possession and user verification at once; a code
+        // after it only where the bank asks for one.
+        _ if state.has_passed(StepType::Passkey) => {
+            (!identity.settings.passkey_replaces_code && !state.has_otp()).then_some((otp_step, ViewType::SecondFactor))
+        }
         AuthMethod::Phone if !state.has_otp() => Some((StepType::SmsOtp, ViewType::Default)),
         AuthMethod::Phone if !state.knows_password() => {
             Some((StepType::Password, if trusted { ViewType::Default } else { ViewType::UnknownDevice }))
         }
-        AuthMethod::Password if !state.has_otp() && !trusted => Some((otp_step, ViewType::SecondFactor)),
+        AuthMethod::Password if !state.has_otp() && !trusted => {
+            let passkey = !state.passkey_declined && passkey_usable(identity, user).await?;
+            Some((if passkey { StepType::Passkey } else { otp_step }, ViewType::SecondFactor))
+        }
         _ => None,
     };
     if next.is_some() {
@@ -125,10 +147,16 @@ async fn next_step(
     Ok(None)
 }
 
+/// How a login started, for metrics and the audit log: `PASSWORD`,
+/// `PHONE`, or `PASSKEY` for a sign-in with a passkey.
+pub fn method_label(state: &LoginState) -> &'static str {
+    if state.has_passed(StepType::Passkey) { "PASSKEY" } else { state.method.as_str() }
+}
+
 /// The user may not log in: the error page, back to the client.
 pub async fn user_blocked(identity: &Identity, process: &LoginProcess, user: &User) -> Result<Answer, StorageError> {
     let now = identity.clock.now();
-    let method = process.state.method.as_str();
+    let method = method_label(&process.state);
     metrics::counter!("portico_logins_total", "method" => method, "outcome" => "blocked_user").increment(1);
     identity.audit(AuditEvent::new(now, AuditKind::LoginBlockedUser).user(user.id)).await;
     let details = ErrorDetails {
@@ -192,10 +220,12 @@ async fn complete(
         session::new(identity, session_id, user.id, amr, now)
     });
     let device = match &state.device_id {
-        Some(device) if state.has_otp() && state.knows_password() => Some((user.id, device.as_str())),
+        Some(device) if (state.has_otp() || state.has_passed(StepType::Passkey)) && state.knows_password() => {
+            Some((user.id, device.as_str()))
+        }
         _ => None,
     };
-    let method = state.method.as_str();
+    let method = method_label(state);
     let event = AuditEvent::new(now, AuditKind::LoginSucceeded).user(user.id).client(&state.client_id);
     let audit = event.detail(json!({ "method": method, "amr": state.amr() }));
     // The outcome, its session, the trusted device and the audit entry are
@@ -212,6 +242,9 @@ async fn complete(
         return Ok(Answer::ToLogin);
     }
     metrics::counter!("portico_logins_total", "method" => method, "outcome" => "succeeded").increment(1);
+    if state.has_passed(StepType::Passkey) && !state.has_otp() {
+        metrics::counter!("portico_login_codes_spared_total").increment(1);
+    }
     let location = authorize_url(identity, &process);
     Ok(Answer::Completed { location, session_token: opened.map(|(_, token)| token) })
 }

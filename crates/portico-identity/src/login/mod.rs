@@ -25,6 +25,7 @@ pub mod guard;
 pub(crate) mod locale;
 pub(crate) mod otp_method;
 pub(crate) mod page;
+pub mod passkey;
 pub(crate) mod restart;
 pub mod session;
 pub mod steps;
@@ -56,6 +57,8 @@ pub fn router() -> Router<IdentityState> {
     Router::new()
         .route("/login", get(page::login_page).post(submit::submit_step))
         .route("/login/restart", get(restart::restart))
+        .route("/login/passkey", axum::routing::post(passkey::sign_in))
+        .route("/login/passkey/options", axum::routing::post(passkey::options))
         .route("/login/assets/login.css", get(assets::css))
         .route("/login/assets/login.js", get(assets::js))
         .route("/login/assets/form_post.js", get(assets::form_post_js))

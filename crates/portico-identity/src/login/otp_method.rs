@@ -1,7 +1,8 @@
 //! `POST /login/user-settings/otp-method` (operation
 //! `updateLoginOtpMethod`): on an SMS second factor, send the code by
 //! e-mail instead (`otpMethod=email`, the contract's switch); on the e-mail
-//! step, back to SMS (`otpMethod=sms`, Portico's way back). The code is
+//! step, back to SMS (`otpMethod=sms`, Portico's way back); on the passkey
+//! step, a code by either instead of the passkey. The code is
 //! made at the next `GET /login`. When the switch is not available (another
 //! step, no e-mail address or phone) nothing changes and the answer is
 //! still 303 to `/login`.
@@ -49,6 +50,8 @@ pub async fn update_otp_method(State(identity): State<IdentityState>, headers: H
             OtpChannel::Sms => (sms_available(&process, user.as_ref()), StepType::SmsOtp),
         };
         if available {
+            // From the passkey step: a code instead, for the rest of the process.
+            process.state.passkey_declined |= process.state.step == StepType::Passkey;
             process.state.otp_channel = channel;
             process.state.go_to(step, ViewType::SecondFactor);
             identity.store.update_login_process(&process).await?;

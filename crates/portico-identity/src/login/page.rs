@@ -47,6 +47,8 @@ struct LoginPage<'a> {
     email_available: bool,
     sms_available: bool,
     other_methods: Vec<(&'static str, &'a str, &'static str)>,
+    /// The first page offers a passkey sign-in (shown by the script).
+    passkey_offered: bool,
     consent_intro: String,
     groups: Vec<(String, String, bool)>,
     messages: Vec<&'a crate::theme::SystemMessage>,
@@ -101,6 +103,12 @@ async fn render(identity: &Identity, headers: &HeaderMap, address: Option<IpAddr
             Prepared::Answer(answer) => return Ok(answer.respond(identity)),
         };
     }
+    if process.state.step == StepType::Passkey {
+        let Some(prepared) = super::passkey::prepare(identity, process).await? else {
+            return Ok(super::answer::Answer::ToLogin.respond(identity));
+        };
+        process = prepared;
+    }
 
     // Errors are shown once: clear them from the process as they are shown.
     let errors = process.state.errors.take();
@@ -152,6 +160,10 @@ async fn step_context(
         }
         StepType::SmsOtp => context.email_delivery_available = otp::email_available(process, user),
         StepType::EmailOtp => context.sms_delivery_available = otp::sms_available(process, user),
+        StepType::Passkey => {
+            context.sms_delivery_available = otp::sms_available(process, user);
+            context.email_delivery_available = otp::email_available(process, user);
+        }
         StepType::Consent => {
             context.available_scope_groups = portico_model::consent::groups(&requested_scope(state));
         }
@@ -200,7 +212,7 @@ fn page(
         (StepType::SmsOtp | StepType::EmailOtp | StepType::Password, AuthMethod::Phone) => {
             vec![("PHONE", t.change_number, "changeNumber"), ("PASSWORD", t.use_password, "usePassword")]
         }
-        (StepType::SmsOtp | StepType::EmailOtp, AuthMethod::Password) => {
+        (StepType::SmsOtp | StepType::EmailOtp | StepType::Passkey, AuthMethod::Password) => {
             vec![("PASSWORD", t.start_over, "startOver")]
         }
         _ => Vec::new(),
@@ -234,6 +246,7 @@ fn page(
         email_available: context.email_delivery_available,
         sms_available: context.sms_delivery_available,
         other_methods,
+        passkey_offered: super::passkey::offered(identity, process),
         consent_intro: t.consent_intro.replace("{client}", client_name),
         groups: context
             .available_scope_groups

@@ -72,6 +72,7 @@ pub async fn submit_step(
         StepType::Phone => steps::phone::phone(&identity, process, &form).await,
         StepType::SmsOtp | StepType::EmailOtp => steps::otp::submit(&identity, process, &form).await,
         StepType::Consent => steps::consent::consent(&identity, process, &form).await,
+        StepType::Passkey => super::passkey::submit(&identity, process, &form).await,
     };
     // Every step's decision is answered here, the one place it becomes a response.
     let response = result.map_or_else(error_page::server_error, |answer| answer.respond(&identity));

@@ -57,6 +57,16 @@ pub struct Texts {
     pub resend_in: &'static str,
     pub use_email: &'static str,
     pub use_phone: &'static str,
+    /// The first page's passkey sign-in button.
+    pub passkey_login: &'static str,
+    /// The `passkey` step (second factor): heading, what to do, its button.
+    pub passkey_heading: &'static str,
+    pub passkey_intro: &'static str,
+    pub passkey_use: &'static str,
+    /// A passkey sign-in refused (a wrong, unknown or locked passkey).
+    pub err_passkey: &'static str,
+    /// The passkey sign-in's challenge expired or was used: try again.
+    pub err_passkey_expired: &'static str,
     pub use_password: &'static str,
     /// Back from a code or password step of the phone method to the number.
     pub change_number: &'static str,
@@ -111,6 +121,8 @@ impl Texts {
             codes::SMS_OTP_ATTEMPTS_EXCEEDED => self.error_attempts,
             codes::SMS_OTP_NO_PHONE => self.error_no_phone,
             codes::USERNAME_PASSWORD_PAUSED | codes::PASSWORD_PAUSED => self.err_paused,
+            codes::PASSKEY_REFUSED => self.err_passkey,
+            codes::PASSKEY_EXPIRED => self.err_passkey_expired,
             _ => self.error_unknown,
         }
     }
@@ -172,6 +184,13 @@ pub const RU: Texts = Texts {
     resend_in: "Новый код можно запросить через {s} с",
     use_email: "Получить код по e-mail",
     use_phone: "Войти по номеру телефона",
+    passkey_login: "Войти с ключом доступа",
+    passkey_heading: "Подтвердите вход ключом доступа",
+    passkey_intro: "Подтвердите вход ключом доступа на этом устройстве (отпечаток пальца, лицо или PIN-код) \
+                    или получите код.",
+    passkey_use: "Подтвердить ключом доступа",
+    err_passkey: "Не удалось войти с этим ключом доступа. Войдите другим способом или выберите другой ключ.",
+    err_passkey_expired: "Время на вход с ключом доступа истекло. Попробуйте ещё раз.",
     use_password: "Войти по логину и паролю",
     change_number: "Изменить номер телефона",
     start_over: "Войти заново",
@@ -248,6 +267,13 @@ pub const EN: Texts = Texts {
     resend_in: "You can ask for a new code in {s} s",
     use_email: "Get the code by e-mail",
     use_phone: "Sign in with a phone number",
+    passkey_login: "Sign in with a passkey",
+    passkey_heading: "Confirm with your passkey",
+    passkey_intro: "Confirm the sign-in with your passkey on this device (fingerprint, face or PIN), or get a code \
+                    instead.",
+    passkey_use: "Confirm with a passkey",
+    err_passkey: "This passkey could not sign you in. Sign in another way or choose another passkey.",
+    err_passkey_expired: "The passkey sign-in timed out. Please try again.",
     use_password: "Sign in with login and password",
     change_number: "Change the phone number",
     start_over: "Start over",

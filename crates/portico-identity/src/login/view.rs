@@ -85,6 +85,20 @@ pub enum StepViewData {
         view_type: ViewType,
         email_otp_process_id: Option<uuid::Uuid>,
     },
+    /// Portico's own step: a passkey as the second factor (docs/decisions.md).
+    #[serde(rename = "passkey", rename_all = "camelCase")]
+    Passkey {
+        #[schema(schema_with = views::second_factor)]
+        view_type: ViewType,
+        /// The `navigator.credentials.get` options (`publicKey` and
+        /// `mediation`, Base64url as WebAuthn's JSON forms): the answer's
+        /// credential JSON goes in `credentials`. Null when passkeys went
+        /// off meanwhile: take a code.
+        #[schema(value_type = Option<Object>)]
+        passkey_request_options: Option<serde_json::Value>,
+        sms_delivery_available: bool,
+        email_delivery_available: bool,
+    },
     #[serde(rename = "consent", rename_all = "camelCase")]
     Consent {
         #[schema(schema_with = views::default)]
@@ -169,6 +183,12 @@ impl LoginViewData {
             StepType::EmailOtp => {
                 StepViewData::EmailOtp { view_type, email_otp_process_id: state.otp.as_ref().map(|o| o.id) }
             }
+            StepType::Passkey => StepViewData::Passkey {
+                view_type,
+                passkey_request_options: state.passkey_challenge.as_ref().map(|c| c.options.clone()),
+                sms_delivery_available: context.sms_delivery_available,
+                email_delivery_available: context.email_delivery_available,
+            },
             StepType::Consent => StepViewData::Consent {
                 view_type,
                 client_name: context.client_name.clone(),

@@ -120,6 +120,8 @@ impl Modify for ClosedStepViews {
         crate::login::locale::update_locale,
         crate::login::locale::submit_locale,
         crate::login::otp_method::update_otp_method,
+        crate::login::passkey::options,
+        crate::login::passkey::sign_in,
         crate::login::error_page::error_page
     ),
     components(schemas(
@@ -209,6 +211,7 @@ mod tests {
             StepType::SmsOtp,
             StepType::EmailOtp,
             StepType::Consent,
+            StepType::Passkey,
         ] {
             let request = portico_model::login::PendingAuthorization {
                 redirect_uri: "https://app.example/cb".into(),
@@ -264,7 +267,8 @@ mod tests {
         let members = document["components"]["schemas"]["StepViewDataDTO"]["oneOf"].as_array().expect("oneOf");
         let steps: Vec<&str> =
             members.iter().map(|m| m["properties"]["stepType"]["enum"][0].as_str().expect("a step")).collect();
-        assert_eq!(steps, ["username-password", "password", "phone", "sms-otp", "email-otp", "consent"]);
+        // The seeds' six and Portico's own `passkey`.
+        assert_eq!(steps, ["username-password", "password", "phone", "sms-otp", "email-otp", "passkey", "consent"]);
         for member in members {
             assert_eq!(member["additionalProperties"], false, "{member}");
         }

@@ -622,6 +622,9 @@ pub struct LoginConfig {
     pub unreported_attempt_secs: u32,
     /// How long a device stays trusted after a login with a second factor.
     pub device_trust_days: u32,
+    /// Whether a passkey sign-in (user verified) completes the login
+    /// without a one-time code; off: a code is asked for after it.
+    pub passkey_replaces_code: bool,
     /// `ru` or `en`: the pages' language when neither the login process nor
     /// the browser's `svc.locale` cookie chose one; default: `Accept-Language`.
     pub default_locale: Option<portico_model::login::Locale>,
@@ -729,6 +732,7 @@ impl Default for LoginConfig {
             failure_memory_hours: 24,
             unreported_attempt_secs: 120,
             device_trust_days: 180,
+            passkey_replaces_code: true,
             default_locale: None,
             logout_delivery_interval_ms: 1000,
             logout_timeout_ms: 5000,
@@ -761,6 +765,10 @@ impl Config {
     pub fn public_url(&self) -> String {
         match &self.public_url {
             Some(url) => url.trim_end_matches('/').to_owned(),
+            // A loopback address is named `localhost`: a secure context
+            // for browsers on plain HTTP, and a host WebAuthn takes as its
+            // relying party (it takes no IP address).
+            None if self.listen.ip().is_loopback() => format!("http://localhost:{}", self.listen.port()),
             None => format!("http://{}", self.listen),
         }
     }
@@ -833,6 +841,7 @@ impl Config {
         // Checked when the configuration was loaded.
         settings.client_authorities = self.mtls.authorities().ok().flatten().map(std::sync::Arc::new);
         settings.device_trust_ttl = Duration::days(i64::from(login.device_trust_days));
+        settings.passkey_replaces_code = login.passkey_replaces_code;
         settings.theme = self.theme.clone();
         // Checked when the configuration was loaded.
         settings.branding = self.theme.branding().unwrap_or_default();

@@ -6,7 +6,9 @@ use super::*;
 fn defaults_are_valid_and_documented_values() {
     let config = Config::default();
     config.validate().unwrap();
-    assert_eq!(config.public_url(), "http://127.0.0.1:8080");
+    assert_eq!(config.public_url(), "http://localhost:8080", "loopback is named localhost (passkeys need a host)");
+    let open = Config { listen: "0.0.0.0:8080".parse().unwrap(), ..Config::default() };
+    assert_eq!(open.public_url(), "http://0.0.0.0:8080");
     assert_eq!(config.database().unwrap(), Database::Sqlite("sqlite://./data/portico.db".into()));
     assert!(!config.identity_settings().secure_cookies);
 }

@@ -509,14 +509,18 @@ pub(crate) async fn every_look(
 async fn every_page_in_both_languages_schemes_and_widths() {
     let Some(browser) = launch().await else { return };
     let client = &browser.client;
-    let app = TestApp::spawn(portico_tests::backends()[0]).await;
+    // On `localhost`, where passkeys are offered; ivan keeps one.
+    let (app, origin) = crate::passkeys::passkey_app(portico_tests::backends()[0], |_| {}).await;
+    crate::passkeys::enrol(&app, &origin, "ivan").await;
+    let at = |path: &str| format!("{origin}{path}");
     let mut shots = match std::env::var_os(PAGES_DIR_ENV) {
         Some(dir) => Shots::in_dir(dir.into()),
         None => Shots::new("every_page"),
     };
     let switch = |_: &'static str| None;
 
-    client.goto(&app.url("/demo/login")).await.unwrap();
+    client.goto(&at("/demo/login")).await.unwrap();
+    wait_for_attribute(client, "#passkeyLogin", "data-action", "passkey-login").await;
     step_is(client, "username-password").await;
     fill(client, "input[name=principal]", "maria").await;
     type_into(client, "input[name=credentials]", "wrong").await;
@@ -543,7 +547,7 @@ async fn every_page_in_both_languages_schemes_and_widths() {
 
     // The phone method on a new device: number, code, password (a new
     // login beside maria's session: prompt=login).
-    client.goto(&app.url("/demo")).await.unwrap();
+    client.goto(&at("/demo")).await.unwrap();
     click(client, "#signInAgain").await;
     step_is(client, "username-password").await;
     click(client, "#switchMethod").await;
@@ -556,8 +560,17 @@ async fn every_page_in_both_languages_schemes_and_widths() {
     step_is(client, "password").await;
     every_look(client, &mut shots, "password-new-device", switch).await;
 
+    // A user with a passkey confirms the password with it on a new device.
+    client.goto(&at("/demo")).await.unwrap();
+    click(client, "#signInAgain").await;
+    step_is(client, "username-password").await;
+    fill(client, "input[name=principal]", "ivan").await;
+    type_into(client, "input[name=credentials]", "ivan-password").await;
+    submit(client).await;
+    step_is(client, "passkey").await;
+    every_look(client, &mut shots, "passkey", switch).await;
+
     // Signed out (RP-initiated logout without a return address).
-    every_look(client, &mut shots, "signed-out", |lang| Some(app.url(&format!("/oauth2/logout?ui_locales={lang}"))))
-        .await;
+    every_look(client, &mut shots, "signed-out", |lang| Some(at(&format!("/oauth2/logout?ui_locales={lang}")))).await;
     browser.client.clone().close().await.unwrap();
 }

@@ -10,8 +10,9 @@ use portico_identity::passkeys::{PasskeyError, Passkeys};
 use portico_model::audit::AuditKind;
 use portico_model::clock::Clock;
 use portico_model::ids::UserId;
+use portico_server::Config;
 use portico_storage::Storage;
-use portico_tests::{ADMIN_TOKEN, TempDir, TestApp, backends};
+use portico_tests::{ADMIN_TOKEN, Pkce, TempDir, TestApp, backends, code_from, jwt_claims, location, view_data};
 use serde_json::{Value, json};
 
 use crate::storage_contract::{store, t0, user};
@@ -20,7 +21,8 @@ const ORIGIN: &str = "https://id.bank.example";
 const RP_ID: &str = "id.bank.example";
 
 /// An authenticator holding one discoverable P-256 credential.
-struct Authenticator {
+pub(crate) struct Authenticator {
+    rp_id: String,
     key: EcdsaKeyPair,
     credential_id: Vec<u8>,
     user_handle: Vec<u8>,
@@ -51,16 +53,21 @@ fn sha256(bytes: &[u8]) -> Vec<u8> {
 
 impl Authenticator {
     fn new(user: UserId) -> Self {
+        Self::for_rp(user, RP_ID)
+    }
+
+    fn for_rp(user: UserId, rp_id: &str) -> Self {
         let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, &SystemRandom::new()).unwrap();
         let key = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, pkcs8.as_ref()).unwrap();
         let credential_id = uuid::Uuid::new_v4().as_bytes().to_vec();
-        Self { key, credential_id, user_handle: uuid::Uuid::from(user).as_bytes().to_vec(), counter: 0 }
+        let user_handle = uuid::Uuid::from(user).as_bytes().to_vec();
+        Self { rp_id: rp_id.to_owned(), key, credential_id, user_handle, counter: 0 }
     }
 
     /// Authenticator data: RP ID hash, flags (user present and verified),
     /// counter, and what follows.
-    fn auth_data(&self, rp_id: &str, flags: u8, rest: &[u8]) -> Vec<u8> {
-        let mut data = sha256(rp_id.as_bytes());
+    fn auth_data(&self, flags: u8, rest: &[u8]) -> Vec<u8> {
+        let mut data = sha256(self.rp_id.as_bytes());
         data.push(flags);
         data.extend(self.counter.to_be_bytes());
         data.extend(rest);
@@ -83,7 +90,7 @@ impl Authenticator {
         attested.extend((self.credential_id.len() as u16).to_be_bytes());
         attested.extend(&self.credential_id);
         attested.extend(cose);
-        let auth_data = self.auth_data(RP_ID, 0x45, &attested);
+        let auth_data = self.auth_data(0x45, &attested);
         let mut object = vec![0xa3];
         object.extend(cbor_text("fmt"));
         object.extend(cbor_text("none"));
@@ -105,7 +112,7 @@ impl Authenticator {
     /// The browser's answer to a sign-in's options, the counter advanced by `step`.
     fn get(&mut self, options: &Value, origin: &str, step: u32) -> String {
         self.counter += step;
-        let auth_data = self.auth_data(RP_ID, 0x05, &[]);
+        let auth_data = self.auth_data(0x05, &[]);
         let client_data = Self::client_data("webauthn.get", options, origin);
         let signed = [auth_data.clone(), sha256(&client_data)].concat();
         let signature = self.key.sign(&SystemRandom::new(), &signed).unwrap();
@@ -277,5 +284,224 @@ async fn operators_list_and_remove_a_users_passkeys_and_a_removed_one_signs_nobo
         let answer = authenticator.get(&started.options, ORIGIN, 1);
         let outcome = passkeys.finish_sign_in(&*app.store, &started.state, &answer, now).await;
         assert!(matches!(outcome, Err(PasskeyError::UnknownCredential)), "{backend:?}: {outcome:?}");
+    }
+}
+
+/// A server whose public URL is `http://localhost:<port>` (WebAuthn takes
+/// no IP address), with `configure` applied; and its origin.
+pub(crate) async fn passkey_app(
+    backend: portico_tests::Backend,
+    configure: impl FnOnce(&mut Config),
+) -> (TestApp, String) {
+    let app = TestApp::spawn_with(backend, |c| {
+        c.public_url = c.public_url.as_ref().map(|u| u.replace("127.0.0.1", "localhost"));
+        configure(c);
+    })
+    .await;
+    let origin = app.config.public_url.clone().unwrap();
+    assert!(app.identity.passkeys.unavailable().is_none(), "passkeys are on at {origin}");
+    (app, origin)
+}
+
+/// Enrols a passkey for `login` straight through the relying party.
+pub(crate) async fn enrol(app: &TestApp, origin: &str, login: &str) -> Authenticator {
+    let user = app.store.find_user_by_login(login).await.unwrap().unwrap();
+    let authenticator = Authenticator::for_rp(user.id, "localhost");
+    let started = app.identity.passkeys.start_enrolment(user.id, login, login, &[]).unwrap();
+    let answer = authenticator.create(&started.options, origin);
+    let now = app.clock.now();
+    app.identity.passkeys.finish_enrolment(&*app.store, user.id, &started.state, &answer, "Phone", now).await.unwrap();
+    authenticator
+}
+
+/// A browser at the first page of a fresh login: it and the CSRF token.
+async fn first_page(app: &TestApp, pkce: &Pkce) -> (reqwest::Client, String, String) {
+    let browser = app.browser();
+    let response = browser.get(app.authorize_url(pkce, &[])).send().await.unwrap();
+    assert_eq!(location(&response), "/login");
+    let html = browser.get(app.url("/login")).send().await.unwrap().text().await.unwrap();
+    let csrf = view_data(&html)["pageData"]["authenticationFlowContext"]["csrf"].as_str().unwrap().to_owned();
+    (browser, csrf, html)
+}
+
+/// `POST /login/passkey/options`: the status and the options.
+async fn sign_in_options(app: &TestApp, browser: &reqwest::Client, csrf: &str) -> (u16, Value) {
+    let response = browser.post(app.url("/login/passkey/options")).header("x-xsrf-token", csrf).send().await.unwrap();
+    (response.status().as_u16(), response.json().await.unwrap_or(Value::Null))
+}
+
+/// `POST /login/passkey` with `credential`: where it leads.
+async fn sign_in(app: &TestApp, browser: &reqwest::Client, csrf: &str, credential: &str) -> String {
+    let form = [("_csrf", csrf), ("credential", credential)];
+    let response = browser.post(app.url("/login/passkey")).form(&form).send().await.unwrap();
+    assert_eq!(response.status(), 303, "{backend:?}", backend = app.backend);
+    location(&response)
+}
+
+/// The claims of the id_token of a completed login whose answer led to `back`.
+async fn id_token_after(app: &TestApp, browser: &reqwest::Client, pkce: &Pkce, back: &str) -> Value {
+    assert!(back.starts_with("/oauth2/authorize?"), "the login completed: {back}");
+    let response = browser.get(app.url(back)).send().await.unwrap();
+    let code = code_from(&response, &app.redirect_uri());
+    let tokens: Value = app.exchange(&code, &pkce.verifier).await.json().await.unwrap();
+    jwt_claims(tokens["id_token"].as_str().unwrap())
+}
+
+fn step_error(view: &Value) -> Option<&str> {
+    view["pageData"]["errors"]["otherError"].as_str()
+}
+
+#[tokio::test]
+async fn a_passkey_signs_in_from_the_first_page_without_a_code() {
+    for backend in backends() {
+        let (app, origin) = passkey_app(backend, |_| {}).await;
+        let mut authenticator = enrol(&app, &origin, "ivan").await;
+        let pkce = Pkce::new();
+        let (browser, csrf, html) = first_page(&app, &pkce).await;
+        assert!(html.contains(r#"data-action="passkey-login""#) && html.contains("username webauthn"), "{backend:?}");
+        let (status, options) = sign_in_options(&app, &browser, &csrf).await;
+        assert_eq!(status, 200, "{options}");
+        assert_eq!(options["publicKey"]["rpId"], "localhost");
+        assert_eq!(options["publicKey"]["userVerification"], "required");
+        let (status, _) = sign_in_options(&app, &browser, "not-the-token").await;
+        assert_eq!(status, 403, "the XSRF header is checked");
+
+        let sent = app.outbox().len();
+        let answer = authenticator.get(&options, &origin, 1);
+        let back = sign_in(&app, &browser, &csrf, &answer).await;
+        let claims = id_token_after(&app, &browser, &pkce, &back).await;
+        assert_eq!(claims["amr"], json!(["hwk", "user", "mfa"]), "{backend:?}");
+        assert_eq!(app.outbox().len(), sent, "no code was sent");
+        let audit = app.store.recent_audit(5).await.unwrap();
+        let login = audit.iter().find(|e| e.kind == "login.succeeded").unwrap();
+        assert_eq!(login.detail["method"], "PASSKEY");
+        assert!(audit.iter().any(|e| e.kind == "passkey.used"));
+
+        // The same answer in another login: its challenge is not this one's.
+        let pkce = Pkce::new();
+        let (browser, csrf, _) = first_page(&app, &pkce).await;
+        let (_, _) = sign_in_options(&app, &browser, &csrf).await;
+        assert_eq!(sign_in(&app, &browser, &csrf, &answer).await, "/login");
+        let view = app.login_view(&browser).await;
+        assert_eq!(step_error(&view), Some("challenge.passkey.wrong-credentials"), "{backend:?}: {view}");
+        assert_eq!(view["pageData"]["stepViewData"]["stepType"], "username-password");
+    }
+}
+
+#[tokio::test]
+async fn a_passkey_challenge_is_spent_once_and_bad_answers_sign_nobody_in() {
+    for backend in backends() {
+        let (app, origin) = passkey_app(backend, |_| {}).await;
+        let mut authenticator = enrol(&app, &origin, "ivan").await;
+        let pkce = Pkce::new();
+        let (browser, csrf, _) = first_page(&app, &pkce).await;
+        // No challenge asked for.
+        assert_eq!(sign_in(&app, &browser, &csrf, "{}").await, "/login");
+        let view = app.login_view(&browser).await;
+        assert_eq!(step_error(&view), Some("challenge.passkey.challenge-expired"), "{backend:?}: {view}");
+
+        // A refused answer spends the challenge: the good one after it is too late.
+        let (_, options) = sign_in_options(&app, &browser, &csrf).await;
+        let foreign = authenticator.get(&options, "http://localhost.evil.example", 1);
+        assert_eq!(sign_in(&app, &browser, &csrf, &foreign).await, "/login");
+        let view = app.login_view(&browser).await;
+        assert_eq!(step_error(&view), Some("challenge.passkey.wrong-credentials"), "{backend:?}");
+        let good = authenticator.get(&options, &origin, 1);
+        assert_eq!(sign_in(&app, &browser, &csrf, &good).await, "/login");
+        let view = app.login_view(&browser).await;
+        assert_eq!(step_error(&view), Some("challenge.passkey.challenge-expired"), "{backend:?}");
+
+        // Malformed and huge answers; a bad CSRF token ends at the error page.
+        for bad in ["not json".to_owned(), format!("{{\"id\":\"{}\"}}", "A".repeat(20_000))] {
+            let (_, options) = sign_in_options(&app, &browser, &csrf).await;
+            assert!(options["publicKey"].is_object());
+            assert_eq!(sign_in(&app, &browser, &csrf, &bad).await, "/login", "{backend:?}");
+        }
+        let (_, options) = sign_in_options(&app, &browser, &csrf).await;
+        let good = authenticator.get(&options, &origin, 1);
+        assert_eq!(sign_in(&app, &browser, &"x".repeat(43), &good).await, "/error");
+
+        // A blocked user's passkey signs nobody in.
+        app.store.set_user_blocked("ivan", true, app.clock.now()).await.unwrap();
+        let pkce = Pkce::new();
+        let (browser, csrf, _) = first_page(&app, &pkce).await;
+        let (_, options) = sign_in_options(&app, &browser, &csrf).await;
+        let answer = authenticator.get(&options, &origin, 1);
+        assert_eq!(sign_in(&app, &browser, &csrf, &answer).await, "/error", "{backend:?}");
+        let used = app.store.recent_audit(20).await.unwrap().iter().filter(|e| e.kind == "login.succeeded").count();
+        assert_eq!(used, 0, "nobody signed in");
+    }
+}
+
+#[tokio::test]
+async fn a_passkey_is_the_second_factor_after_a_password_and_a_code_may_replace_it() {
+    for backend in backends() {
+        let (app, origin) = passkey_app(backend, |_| {}).await;
+        let mut authenticator = enrol(&app, &origin, "ivan").await;
+        let maria = enrol(&app, &origin, "maria").await;
+        let password = |browser: &reqwest::Client, csrf: &str| {
+            let form =
+                [("_csrf", csrf.to_owned()), ("principal", "ivan".into()), ("credentials", "ivan-password".into())];
+            browser.post(app.url("/login")).form(&form).send()
+        };
+        let sent = app.outbox().len();
+        let pkce = Pkce::new();
+        let (browser, csrf, _) = first_page(&app, &pkce).await;
+        assert_eq!(location(&password(&browser, &csrf).await.unwrap()), "/login");
+        let view = app.login_view(&browser).await;
+        let step = &view["pageData"]["stepViewData"];
+        assert_eq!((step["stepType"].as_str(), step["viewType"].as_str()), (Some("passkey"), Some("secondFactor")));
+        assert_eq!(step["smsDeliveryAvailable"], true, "{view}");
+        assert_eq!(app.outbox().len(), sent, "{backend:?}: no code sent for the passkey step");
+        let options = step["passkeyRequestOptions"].clone();
+
+        // Maria's passkey is not Ivan's second factor.
+        let mut maria = maria;
+        let answer = maria.get(&options, &origin, 1);
+        let response = browser.post(app.url("/login")).form(&[("_csrf", &csrf), ("credentials", &answer)]).send();
+        assert_eq!(location(&response.await.unwrap()), "/login");
+        let view = app.login_view(&browser).await;
+        assert_eq!(step_error(&view), Some("challenge.passkey.wrong-credentials"), "{backend:?}: {view}");
+        let options = view["pageData"]["stepViewData"]["passkeyRequestOptions"].clone();
+        assert_ne!(options["publicKey"]["challenge"], step["passkeyRequestOptions"]["publicKey"]["challenge"]);
+
+        let answer = authenticator.get(&options, &origin, 1);
+        let response = browser.post(app.url("/login")).form(&[("_csrf", &csrf), ("credentials", &answer)]).send();
+        let back = location(&response.await.unwrap());
+        let claims = id_token_after(&app, &browser, &pkce, &back).await;
+        assert_eq!(claims["amr"], json!(["hwk", "user", "pwd", "mfa"]), "{backend:?}");
+        assert_eq!(app.outbox().len(), sent, "no code was sent");
+
+        // In another browser the user takes a code instead.
+        let pkce = Pkce::new();
+        let (browser, csrf, _) = first_page(&app, &pkce).await;
+        password(&browser, &csrf).await.unwrap();
+        let form = [("_csrf", csrf.as_str()), ("otpMethod", "sms")];
+        let response = browser.post(app.url("/login/user-settings/otp-method")).form(&form).send().await.unwrap();
+        assert_eq!(location(&response), "/login");
+        let view = app.login_view(&browser).await;
+        assert_eq!(view["pageData"]["stepViewData"]["stepType"], "sms-otp", "{backend:?}: {view}");
+        assert_eq!(app.outbox().len(), sent + 1, "the code was sent");
+    }
+}
+
+#[tokio::test]
+async fn without_passkey_replaces_code_a_code_follows_the_passkey() {
+    for backend in backends() {
+        let (app, origin) = passkey_app(backend, |c| c.login.passkey_replaces_code = false).await;
+        let mut authenticator = enrol(&app, &origin, "ivan").await;
+        let pkce = Pkce::new();
+        let (browser, csrf, _) = first_page(&app, &pkce).await;
+        let (_, options) = sign_in_options(&app, &browser, &csrf).await;
+        let answer = authenticator.get(&options, &origin, 1);
+        assert_eq!(sign_in(&app, &browser, &csrf, &answer).await, "/login");
+        let view = app.login_view(&browser).await;
+        assert_eq!(view["pageData"]["stepViewData"]["stepType"], "sms-otp", "{backend:?}: {view}");
+        let phone = app.store.find_user_by_login("ivan").await.unwrap().unwrap().phone.unwrap();
+        let code = app.last_code(&phone);
+        let response = browser.post(app.url("/login")).form(&[("_csrf", &csrf), ("credentials", &code)]).send();
+        let back = location(&response.await.unwrap());
+        let claims = id_token_after(&app, &browser, &pkce, &back).await;
+        assert_eq!(claims["amr"], json!(["hwk", "user", "sms", "mfa"]), "{backend:?}");
     }
 }

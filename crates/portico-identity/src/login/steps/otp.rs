@@ -225,14 +225,14 @@ fn answer_saved((saved, answer): (bool, Answer)) -> Result<Round, StorageError> 
 
 /// Whether the user may switch the second factor back to SMS now.
 pub fn sms_available(process: &LoginProcess, user: Option<&User>) -> bool {
-    process.state.step == StepType::EmailOtp
+    matches!(process.state.step, StepType::EmailOtp | StepType::Passkey)
         && process.state.view_type == ViewType::SecondFactor
         && user.is_some_and(|u| u.phone.is_some())
 }
 
 /// Whether the user may switch the second factor to e-mail now.
 pub fn email_available(process: &LoginProcess, user: Option<&User>) -> bool {
-    process.state.step == StepType::SmsOtp
+    matches!(process.state.step, StepType::SmsOtp | StepType::Passkey)
         && process.state.view_type == ViewType::SecondFactor
         && user.is_some_and(|u| u.email.is_some())
 }
