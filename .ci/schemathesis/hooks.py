@@ -10,7 +10,7 @@ published document, obtained the way a client obtains them.
   with `portico merchants rotate-key` and passes it on).
 - The internal and admin APIs take the tokens the runner configured.
 
-Environment: PORTICO_TEST_BASE (http://127.0.0.1:PORT), PORTICO_DATA_DIR (the demo
+Environment: PORTICO_TEST_BASE (http://localhost:PORT, the demo's public URL), PORTICO_DATA_DIR (the demo
 server's data folder, for the outbox), PORTICO_INTERNAL_TOKEN,
 PORTICO_ADMIN_TOKEN, PORTICO_TEST_MERCHANT_KEY.
 """

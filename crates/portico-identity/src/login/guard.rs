@@ -198,11 +198,39 @@ pub async fn before_check(
     Ok(gate)
 }
 
+/// Counts a passkey answer on the client address's key only: the account
+/// is unknown until the answer is checked, and a passkey cannot be guessed,
+/// so only an address sending many bad answers is paused (with its password
+/// attempts, which share the key). No CAPTCHA: a paused address waits.
+///
+/// # Errors
+/// When storage fails.
+pub async fn before_passkey(identity: &Identity, address: Option<IpAddr>) -> Result<Gate, StorageError> {
+    let policy = &identity.settings.guard;
+    let keys = address
+        .map(|address| Key {
+            name: format!("address:{address}"),
+            captcha_after: u32::MAX,
+            delay_after: policy.address_delay_after,
+            cleared_by_success: false,
+        })
+        .into_iter()
+        .collect();
+    let gate = gate_on(identity, keys, None).await?;
+    if matches!(gate, Gate::Locked(_)) {
+        metrics::counter!("portico_login_guard_refusals_total", "reason" => "paused").increment(1);
+    }
+    Ok(gate)
+}
+
 async fn gate(identity: &Identity, attempt: &Attempt<'_>, captcha_token: Option<&str>) -> Result<Gate, StorageError> {
+    gate_on(identity, keys(&identity.settings.guard, attempt), captcha_token).await
+}
+
+async fn gate_on(identity: &Identity, keys: Vec<Key>, captcha_token: Option<&str>) -> Result<Gate, StorageError> {
     let policy = &identity.settings.guard;
     let now = identity.clock.now();
     let forget_before = now - policy.memory;
-    let keys = keys(policy, attempt);
     let names: Vec<&str> = keys.iter().map(|key| key.name.as_str()).collect();
     let mut captcha_needed = false;
     for (key, state) in keys.iter().zip(identity.store.throttles(&names, forget_before, now).await?) {

@@ -72,6 +72,24 @@ pub fn router() -> Router<IdentityState> {
         .route("/logged-out", get(error_page::logged_out))
 }
 
+/// The browser's process for a form submission; `Err` with the answer when
+/// there is none (back to the client or the logged-out page), when it is
+/// complete (on to authorize), or when it cannot be read.
+pub(crate) async fn process_to_submit(
+    identity: &Identity,
+    headers: &HeaderMap,
+    now: OffsetDateTime,
+) -> Result<LoginProcess, Response> {
+    match current_process(identity, headers, now).await {
+        Ok(Some(process)) if process.state.is_complete() => {
+            Err(redirect(StatusCode::SEE_OTHER, &authorize_url(identity, &process)))
+        }
+        Ok(Some(process)) => Ok(process),
+        Ok(None) => Err(no_process(identity, headers).await),
+        Err(error) => Err(error_page::server_error(error)),
+    }
+}
+
 /// What the signed `login_client_entry` cookie remembers: where to send the
 /// browser back when its login process is gone.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -29,9 +29,12 @@ use super::answer::Answer;
 use super::flow::{advance, fatal};
 use super::steps::{Field, retry};
 use super::submit::csrf_ok;
-use super::{authorize_url, current_process, error_page, no_process};
+use super::{current_process, error_page, process_to_submit};
+use std::net::IpAddr;
+
+use super::guard::{self, Gate};
+use crate::client_address::Peer;
 use crate::edge::LoginStepRequest;
-use crate::http::redirect;
 use crate::oauth2::error::OAuth2ErrorDto;
 use crate::passkeys::{CHALLENGE_SECONDS, MAX_RESPONSE_BYTES, PasskeyError};
 use crate::{Identity, IdentityState};
@@ -116,16 +119,17 @@ pub async fn options(State(identity): State<IdentityState>, headers: HeaderMap) 
         crate::edge::BrowserUnavailable
     )
 )]
-pub async fn sign_in(State(identity): State<IdentityState>, headers: HeaderMap, body: Body) -> Response {
+pub async fn sign_in(
+    State(identity): State<IdentityState>,
+    Peer(peer): Peer,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
     let now = identity.clock.now();
-    let process = match current_process(&identity, &headers, now).await {
-        Ok(Some(process)) => process,
-        Ok(None) => return no_process(&identity, &headers).await,
-        Err(error) => return error_page::server_error(error),
+    let process = match process_to_submit(&identity, &headers, now).await {
+        Ok(process) => process,
+        Err(answer) => return answer,
     };
-    if process.state.is_complete() {
-        return redirect(StatusCode::SEE_OTHER, &authorize_url(&identity, &process));
-    }
     // The credential's JSON, form-encoded, with room for the CSRF field.
     let form = match to_bytes(body, 3 * MAX_RESPONSE_BYTES).await {
         Ok(bytes) => Form::parse(&bytes),
@@ -139,7 +143,8 @@ pub async fn sign_in(State(identity): State<IdentityState>, headers: HeaderMap, 
     if !offered(&identity, &process) {
         return Answer::ToLogin.respond(&identity);
     }
-    let answer = check(&identity, process, &credential).await;
+    let address = identity.client_address(&headers, peer);
+    let answer = check(&identity, process, &credential, address).await;
     answer.map_or_else(error_page::server_error, |answer| answer.respond(&identity))
 }
 
@@ -152,9 +157,10 @@ pub async fn submit(
     identity: &Identity,
     process: LoginProcess,
     form: &LoginStepRequest,
+    address: Option<IpAddr>,
 ) -> Result<Answer, StorageError> {
     let credential = form.credentials.as_deref().unwrap_or_default().to_owned();
-    check(identity, process, &credential).await
+    check(identity, process, &credential, address).await
 }
 
 /// The process at the `passkey` step with a challenge the page can offer:
@@ -187,7 +193,12 @@ pub async fn prepare(identity: &Identity, mut process: LoginProcess) -> Result<O
 
 /// Spends the process's challenge and checks `credential` against it. At
 /// the second factor the passkey must be the identified user's.
-async fn check(identity: &Identity, mut process: LoginProcess, credential: &str) -> Result<Answer, StorageError> {
+async fn check(
+    identity: &Identity,
+    mut process: LoginProcess,
+    credential: &str,
+    address: Option<IpAddr>,
+) -> Result<Answer, StorageError> {
     let now = identity.clock.now();
     let expected = process.state.user_id;
     let Some(challenge) = process.state.passkey_challenge.take() else {
@@ -202,23 +213,35 @@ async fn check(identity: &Identity, mut process: LoginProcess, credential: &str)
     if age.whole_seconds() > i64::try_from(CHALLENGE_SECONDS).unwrap_or(i64::MAX) || age.is_negative() {
         return retry(identity, process, Field::Other, codes::PASSKEY_EXPIRED, false).await;
     }
-    let refused = |why: &dyn std::fmt::Display| {
-        metrics::counter!("portico_logins_total", "method" => "PASSKEY", "outcome" => "failed").increment(1);
-        tracing::info!(error = %why, "a passkey sign-in was refused");
+    // Counted like a password attempt, on the address (see the guard).
+    let counted = match guard::before_passkey(identity, address).await? {
+        Gate::Open(counted) => counted,
+        Gate::Locked(until) => {
+            process.state.paused_until = Some(until);
+            return retry(identity, process, Field::Other, codes::USERNAME_PASSWORD_PAUSED, false).await;
+        }
+        // No CAPTCHA is asked of a passkey (see the guard).
+        Gate::Captcha => return retry(identity, process, Field::Other, codes::PASSKEY_REFUSED, false).await,
     };
-    let signed_in =
+    let outcome =
         match identity.passkeys.finish_sign_in(identity.store.as_ref(), &challenge.state, credential, now).await {
-            Ok(signed_in) => signed_in,
+            Ok(signed_in) => match identity.store.find_user(signed_in.user_id).await? {
+                Some(user) if expected.is_none_or(|id| id == user.id) => Ok(user),
+                _ => Err("the passkey is not the identified user's".to_owned()),
+            },
             Err(PasskeyError::Storage(error)) => return Err(error),
-            Err(error) => {
-                refused(&error);
-                return retry(identity, process, Field::Other, codes::PASSKEY_REFUSED, false).await;
-            }
+            Err(error) => Err(error.to_string()),
         };
-    let user = match identity.store.find_user(signed_in.user_id).await? {
-        Some(user) if expected.is_none_or(|id| id == user.id) => user,
-        _ => {
-            refused(&"the passkey is not the identified user's");
+    let user = match outcome {
+        Ok(user) => {
+            guard::succeeded(identity, counted).await?;
+            user
+        }
+        Err(why) => {
+            metrics::counter!("portico_logins_total", "method" => "PASSKEY", "outcome" => "failed").increment(1);
+            tracing::info!(error = %why, "a passkey sign-in was refused");
+            let after = guard::failed(identity, counted).await?;
+            process.state.paused_until = after.locked_until;
             return retry(identity, process, Field::Other, codes::PASSKEY_REFUSED, false).await;
         }
     };

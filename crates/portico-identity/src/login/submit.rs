@@ -9,18 +9,17 @@
 
 use axum::body::{Body, to_bytes};
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use axum::response::Response;
 use portico_model::login::{LoginProcess, StepType, codes};
 
 use super::flow::fatal;
 use super::steps;
-use super::{authorize_url, current_process, error_page, no_process};
+use super::{error_page, process_to_submit};
 use crate::IdentityState;
 use crate::client_address::Peer;
 use crate::cookies;
 use crate::edge::LoginStepRequest;
-use crate::http::redirect;
 use portico_model::form::Form;
 
 const MAX_BODY: usize = 16 * 1024;
@@ -50,14 +49,10 @@ pub async fn submit_step(
     body: Body,
 ) -> Response {
     let now = identity.clock.now();
-    let process = match current_process(&identity, &headers, now).await {
-        Ok(Some(process)) => process,
-        Ok(None) => return no_process(&identity, &headers).await,
-        Err(error) => return error_page::server_error(error),
+    let process = match process_to_submit(&identity, &headers, now).await {
+        Ok(process) => process,
+        Err(answer) => return answer,
     };
-    if process.state.is_complete() {
-        return redirect(StatusCode::SEE_OTHER, &authorize_url(&identity, &process));
-    }
     let form = match to_bytes(body, MAX_BODY).await {
         Ok(bytes) => LoginStepRequest::read(&Form::parse(&bytes)),
         Err(_) => return fatal(&identity, &process, codes::FATAL_ERROR).await.respond(&identity),
@@ -72,7 +67,7 @@ pub async fn submit_step(
         StepType::Phone => steps::phone::phone(&identity, process, &form).await,
         StepType::SmsOtp | StepType::EmailOtp => steps::otp::submit(&identity, process, &form).await,
         StepType::Consent => steps::consent::consent(&identity, process, &form).await,
-        StepType::Passkey => super::passkey::submit(&identity, process, &form).await,
+        StepType::Passkey => super::passkey::submit(&identity, process, &form, address).await,
     };
     // Every step's decision is answered here, the one place it becomes a response.
     let response = result.map_or_else(error_page::server_error, |answer| answer.respond(&identity));

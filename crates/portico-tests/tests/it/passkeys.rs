@@ -11,10 +11,10 @@ use portico_model::audit::AuditKind;
 use portico_model::clock::Clock;
 use portico_model::ids::UserId;
 use portico_server::Config;
-use portico_storage::Storage;
 use portico_tests::{ADMIN_TOKEN, Pkce, TempDir, TestApp, backends, code_from, jwt_claims, location, view_data};
 use serde_json::{Value, json};
 
+use crate::storage_contract::passkeys::audited;
 use crate::storage_contract::{store, t0, user};
 
 const ORIGIN: &str = "https://id.bank.example";
@@ -128,10 +128,6 @@ impl Authenticator {
         })
         .to_string()
     }
-}
-
-async fn audited(store: &dyn Storage, kind: AuditKind) -> usize {
-    store.recent_audit(1_000).await.unwrap().iter().filter(|e| e.kind == kind.as_str()).count()
 }
 
 #[tokio::test]
@@ -503,5 +499,40 @@ async fn without_passkey_replaces_code_a_code_follows_the_passkey() {
         let back = location(&response.await.unwrap());
         let claims = id_token_after(&app, &browser, &pkce, &back).await;
         assert_eq!(claims["amr"], json!(["hwk", "user", "sms", "mfa"]), "{backend:?}");
+    }
+}
+
+#[tokio::test]
+async fn bad_passkey_answers_count_like_wrong_passwords_and_pause_the_address() {
+    for backend in backends() {
+        let (app, origin) = passkey_app(backend, |c| {
+            c.login.address_captcha_after_failures = 100;
+            c.login.address_delay_after_failures = 3;
+        })
+        .await;
+        let mut authenticator = enrol(&app, &origin, "ivan").await;
+        let pkce = Pkce::new();
+        let (browser, csrf, _) = first_page(&app, &pkce).await;
+        for _ in 0..3 {
+            let (_, options) = sign_in_options(&app, &browser, &csrf).await;
+            let bad = authenticator.get(&options, "http://localhost.evil.example", 1);
+            assert_eq!(sign_in(&app, &browser, &csrf, &bad).await, "/login");
+            let view = app.login_view(&browser).await;
+            assert_eq!(step_error(&view), Some("challenge.passkey.wrong-credentials"), "{backend:?}");
+        }
+        // The address is paused: a good answer is not even checked...
+        let (_, options) = sign_in_options(&app, &browser, &csrf).await;
+        let good = authenticator.get(&options, &origin, 1);
+        assert_eq!(sign_in(&app, &browser, &csrf, &good).await, "/login");
+        let view = app.login_view(&browser).await;
+        assert_eq!(step_error(&view), Some("challenge.username-password.temporarily-paused"), "{backend:?}: {view}");
+        assert_eq!(app.store.find_passkey(&b64url(&authenticator.credential_id)).await.unwrap().unwrap().sign_count, 0);
+        // ...and neither is a password from it.
+        let form = [("_csrf", csrf.as_str()), ("principal", "ivan"), ("credentials", "ivan-password")];
+        let response = browser.post(app.url("/login")).form(&form).send().await.unwrap();
+        assert_eq!(location(&response), "/login");
+        let view = app.login_view(&browser).await;
+        let code = view["pageData"]["errors"].to_string();
+        assert!(code.contains("temporarily-paused"), "{backend:?}: {view}");
     }
 }

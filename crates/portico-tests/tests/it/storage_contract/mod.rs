@@ -21,7 +21,7 @@ use uuid::Uuid;
 
 mod login;
 mod notifications;
-mod passkeys;
+pub(crate) mod passkeys;
 mod people;
 mod permissions;
 mod reports;

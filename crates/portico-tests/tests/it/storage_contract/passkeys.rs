@@ -25,7 +25,8 @@ fn event(kind: AuditKind, user: &User) -> AuditEvent {
     AuditEvent::new(t0(), kind).user(user.id)
 }
 
-async fn audited(store: &Arc<dyn Storage>, kind: AuditKind) -> usize {
+/// How many audit events of `kind` the store holds.
+pub(crate) async fn audited(store: &dyn Storage, kind: AuditKind) -> usize {
     store.recent_audit(1_000).await.unwrap().iter().filter(|e| e.kind == kind.as_str()).count()
 }
 
@@ -51,7 +52,7 @@ async fn passkeys_are_stored_per_user_with_unique_credentials_and_a_limit() {
         assert_eq!(store.find_passkey("cred-1").await.unwrap(), Some(first.clone()));
         assert_eq!(store.find_passkey("cred-2").await.unwrap(), None);
         assert!(store.passkeys_of(maria.id).await.unwrap().is_empty());
-        assert_eq!(audited(&store, AuditKind::PasskeyCreated).await, 1, "only what was stored is audited");
+        assert_eq!(audited(&*store, AuditKind::PasskeyCreated).await, 1, "only what was stored is audited");
 
         // Parallel enrolments of one user: no more than the limit.
         let mut attempts = tokio::task::JoinSet::new();
@@ -67,7 +68,7 @@ async fn passkeys_are_stored_per_user_with_unique_credentials_and_a_limit() {
         let kept = store.passkeys_of(ivan.id).await.unwrap();
         assert_eq!(kept.len(), MAX_PER_USER);
         assert_eq!(kept[0], first, "oldest first");
-        assert_eq!(audited(&store, AuditKind::PasskeyCreated).await, MAX_PER_USER);
+        assert_eq!(audited(&*store, AuditKind::PasskeyCreated).await, MAX_PER_USER);
 
         // A removed user's passkeys go with them.
         store.delete_user(ivan.id).await.unwrap();
@@ -106,7 +107,7 @@ async fn a_use_must_advance_the_counter_and_of_parallel_uses_exactly_one_does() 
             (stored.sign_count, stored.credential.as_str(), stored.last_used_at),
             (6, r#"{"n":6}"#, Some(later))
         );
-        assert_eq!(audited(&store, AuditKind::PasskeyUsed).await, 1);
+        assert_eq!(audited(&*store, AuditKind::PasskeyUsed).await, 1);
 
         // A passkey without a counter is used again and again.
         let counterless = passkey(&ivan, "cred-0", 0);
@@ -121,7 +122,7 @@ async fn a_use_must_advance_the_counter_and_of_parallel_uses_exactly_one_does() 
         assert!(!store.lock_passkey(key.id, later, &locked).await.unwrap(), "locked once");
         assert_eq!(store.find_passkey("cred-1").await.unwrap().unwrap().locked_at, Some(later));
         assert!(!store.record_passkey_use(key.id, "{}", 99, later, &used).await.unwrap(), "{backend:?}");
-        assert_eq!(audited(&store, AuditKind::PasskeyLocked).await, 1);
+        assert_eq!(audited(&*store, AuditKind::PasskeyLocked).await, 1);
     }
 }
 
@@ -149,6 +150,6 @@ async fn only_the_owner_renames_or_removes_a_passkey_and_a_removal_happens_once(
         let done = removals.join_all().await.into_iter().filter(|r| *r).count();
         assert_eq!(done, 1, "{backend:?}");
         assert_eq!(store.find_passkey("cred-1").await.unwrap(), None);
-        assert_eq!(audited(&store, AuditKind::PasskeyRemoved).await, 1);
+        assert_eq!(audited(&*store, AuditKind::PasskeyRemoved).await, 1);
     }
 }
