@@ -102,6 +102,7 @@ pub fn router(state: ConsoleState) -> Router {
         .route("/console/users/{id}/delete", post(users::delete))
         .route("/console/users/{id}/sessions/{sid}/end", post(users::end_session))
         .route("/console/users/{id}/grants/{grant}/revoke", post(users::revoke_grant))
+        .route("/console/users/{id}/passkeys/{passkey}/remove", post(users::remove_passkey))
         .route("/console/clients", get(clients::list).post(clients::create))
         .route("/console/clients/new", get(clients::new_form))
         .route("/console/clients/{id}", get(clients::read).post(clients::update))

@@ -119,6 +119,7 @@ struct UserPage {
     user: User,
     role: String,
     sessions: Vec<SessionRow>,
+    passkeys: Vec<PasskeyRow>,
     grants: Vec<GrantRow>,
 }
 
@@ -139,6 +140,15 @@ struct SessionRow {
     expires_at: String,
     amr: String,
     clients: String,
+}
+
+struct PasskeyRow {
+    id: String,
+    name: String,
+    created_at: String,
+    /// `None`: not used yet.
+    last_used_at: Option<String>,
+    locked: bool,
 }
 
 struct GrantRow {
@@ -171,11 +181,12 @@ pub async fn read(
         let user = console.admin.user(id).await?;
         let role = console.admin.operator_role(id).await?;
         let sessions = console.admin.sessions(id).await?;
+        let passkeys = console.admin.passkeys(id).await?;
         let grants = console.admin.grants(id).await?;
-        Ok::<_, portico_admin::ServiceError>((user, role, sessions, grants))
+        Ok::<_, portico_admin::ServiceError>((user, role, sessions, passkeys, grants))
     }
     .await;
-    let (user, role, sessions, grants) = match loaded {
+    let (user, role, sessions, passkeys, grants) = match loaded {
         Ok(loaded) => loaded,
         Err(error) => return page::service_error(l, error, "/console/users"),
     };
@@ -189,6 +200,16 @@ pub async fn read(
             clients: clients.join(", "),
         })
         .collect();
+    let passkeys = passkeys
+        .into_iter()
+        .map(|p| PasskeyRow {
+            id: p.id.to_string(),
+            name: p.name,
+            created_at: l.time(p.created_at),
+            last_used_at: p.last_used_at.map(|at| l.time(at)),
+            locked: p.locked_at.is_some(),
+        })
+        .collect();
     let grants = grants
         .into_iter()
         .map(|g| GrantRow {
@@ -199,7 +220,7 @@ pub async fn read(
         })
         .collect();
     let role = role.map(OperatorRole::as_str).unwrap_or_default().to_owned();
-    render(StatusCode::OK, &UserPage { l, user, role, sessions: rows, grants })
+    render(StatusCode::OK, &UserPage { l, user, role, sessions: rows, passkeys, grants })
 }
 
 #[derive(Template)]
@@ -452,6 +473,27 @@ pub async fn end_session(
             .map(SessionId::from)
             .map_err(|_| ServiceError::NotFound("session_not_found", "there is no such session".into()))?;
         console.admin.end_session(&operator.admin.actor, user, sid).await.map(|()| "session_ended")
+    })
+    .await
+}
+
+/// `POST /console/users/{id}/passkeys/{passkey}/remove` (support).
+pub async fn remove_passkey(
+    State(console): State<ConsoleState>,
+    headers: HeaderMap,
+    Segments((id, passkey)): Segments<(String, String)>,
+    body: Body,
+) -> Result<Response, Refusal> {
+    let what = Ask {
+        admin: false,
+        question: "confirm.remove_passkey",
+        button: "passkey.remove",
+        path: format!("/console/users/{id}/passkeys/{passkey}/remove"),
+    };
+    user_action(&console, &headers, &id, body, what, async |operator, user, _| {
+        let passkey = Uuid::parse_str(&passkey)
+            .map_err(|_| ServiceError::NotFound("passkey_not_found", "there is no such passkey".into()))?;
+        console.admin.remove_passkey(&operator.admin.actor, user, passkey).await.map(|()| "passkey_removed")
     })
     .await
 }

@@ -58,7 +58,7 @@ pub fn offered(identity: &Identity, process: &LoginProcess) -> bool {
         (status = 200, description = "The `navigator.credentials.get` options of a new challenge, which the \
                                       process keeps (replacing an earlier one) for 5 minutes.",
          content_type = "application/json", body = Object),
-        (status = 403, description = "`invalid_csrf`: the `X-XSRF-TOKEN` header is not the login's.", body = OAuth2ErrorDto),
+        (status = 403, description = "`invalid_csrf`: the `X-XSRF-TOKEN` header is missing or not the login's.", body = OAuth2ErrorDto),
         (status = 404, description = "`no_login`: no login in progress in this browser.", body = OAuth2ErrorDto),
         (status = 409, description = "`not_offered`: passkeys are off, or the login is past its first step; \
                                       or `conflict`: the login changed meanwhile.", body = OAuth2ErrorDto),
@@ -71,6 +71,11 @@ pub async fn options(State(identity): State<IdentityState>, headers: HeaderMap) 
         let body = serde_json::json!({ "error": error, "error_description": why });
         (status, Json(body)).into_response()
     };
+    // A call without the header is refused before anything is looked up.
+    if !headers.contains_key("x-xsrf-token") {
+        let why = "the X-XSRF-TOKEN header (the login's CSRF token) is required";
+        return refused(StatusCode::FORBIDDEN, "invalid_csrf", why);
+    }
     let mut process = match current_process(&identity, &headers, now).await {
         Ok(Some(process)) => process,
         Ok(None) => {

@@ -574,3 +574,119 @@ async fn every_page_in_both_languages_schemes_and_widths() {
     every_look(client, &mut shots, "signed-out", |lang| Some(at(&format!("/oauth2/logout?ui_locales={lang}")))).await;
     browser.client.clone().close().await.unwrap();
 }
+
+/// A command of WebDriver's virtual authenticator extension (WebAuthn
+/// Level 3 §11): `method` on `/session/{id}/webauthn/{path}` with `body`.
+#[derive(Debug)]
+struct VirtualAuthenticator {
+    method: http::Method,
+    path: String,
+    body: Option<serde_json::Value>,
+}
+
+impl fantoccini::wd::WebDriverCompatibleCommand for VirtualAuthenticator {
+    fn endpoint(&self, base_url: &url::Url, session_id: Option<&str>) -> Result<url::Url, url::ParseError> {
+        base_url.join(&format!("session/{}/webauthn/{}", session_id.unwrap_or_default(), self.path))
+    }
+
+    fn method_and_body(&self, _: &url::Url) -> (http::Method, Option<String>) {
+        (self.method.clone(), self.body.as_ref().map(ToString::to_string))
+    }
+}
+
+/// Gives Chromium a platform authenticator (user verification on): its id.
+async fn platform_authenticator(client: &Client) -> String {
+    let body = serde_json::json!({
+        "protocol": "ctap2", "transport": "internal", "hasResidentKey": true,
+        "hasUserVerification": true, "isUserConsenting": true, "isUserVerified": true,
+    });
+    let command = VirtualAuthenticator { method: http::Method::POST, path: "authenticator".into(), body: Some(body) };
+    let added = client.issue_cmd(command).await.unwrap();
+    added.as_str().or_else(|| added["authenticatorId"].as_str()).expect("an authenticator id").to_owned()
+}
+
+/// Puts the passkey `key` was enrolled with into the authenticator `id`,
+/// its counter at `sign_count`.
+async fn hold_passkey(client: &Client, id: &str, key: &crate::passkeys::Authenticator, sign_count: u32) {
+    let credential = serde_json::json!({
+        "credentialId": portico_crypto::b64url(&key.credential_id), "isResidentCredential": true,
+        "rpId": "localhost", "privateKey": portico_crypto::b64url(&key.pkcs8),
+        "userHandle": portico_crypto::b64url(&key.user_handle), "signCount": sign_count,
+    });
+    let path = format!("authenticator/{id}/credential");
+    client.issue_cmd(VirtualAuthenticator { method: http::Method::POST, path, body: Some(credential) }).await.unwrap();
+}
+
+/// Takes every passkey out of the authenticator `id`.
+async fn drop_passkeys(client: &Client, id: &str) {
+    let path = format!("authenticator/{id}/credentials");
+    client.issue_cmd(VirtualAuthenticator { method: http::Method::DELETE, path, body: None }).await.unwrap();
+}
+
+/// ivan's id.
+async fn key_owner(app: &TestApp) -> portico_model::ids::UserId {
+    app.store.find_user_by_login("ivan").await.unwrap().unwrap().id
+}
+
+/// The login page's script drives WebAuthn in Chromium: a passkey signs in
+/// from the first page with no code, and confirms a password as the second
+/// factor on the next login.
+#[tokio::test]
+async fn chromium_signs_in_with_a_passkey_from_the_first_page_and_as_the_second_factor() {
+    let Some(browser) = launch().await else { return };
+    let client = &browser.client;
+    let (app, origin) = crate::passkeys::passkey_app(portico_tests::backends()[0], |_| {}).await;
+    let key = crate::passkeys::enrol(&app, &origin, "ivan").await;
+    let authenticator = platform_authenticator(client).await;
+    hold_passkey(client, &authenticator, &key, 0).await;
+    let mut shots = Shots::new("passkey_first_page_and_second_factor");
+    let sent = app.outbox().len();
+
+    // The first page: the browser's autofill (conditional mediation)
+    // answers with the passkey as soon as the page asks; the button, should
+    // it not, asks again.
+    client.goto(&format!("{origin}/demo/login")).await.unwrap();
+    let started = std::time::Instant::now();
+    let mut clicked = false;
+    loop {
+        let claims = match client.find(Locator::Css("#idClaims")).await {
+            Ok(element) => element.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        };
+        if claims.contains("\"hwk\"") {
+            break;
+        }
+        if !clicked
+            && started.elapsed() > std::time::Duration::from_secs(3)
+            && let Ok(button) = client.find(Locator::Css("#passkeyLogin")).await
+        {
+            clicked = button.click().await.is_ok();
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "the passkey never signed in");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    shots.take(client, "signed-in-with-the-passkey").await;
+    tokens_for(client, "ivan").await;
+
+    // A password first (the passkey out of the authenticator, so that the
+    // autofill does not answer), then the passkey as the second factor.
+    drop_passkeys(client, &authenticator).await;
+    client.goto(&format!("{origin}/demo")).await.unwrap();
+    click(client, "#signInAgain").await;
+    step_is(client, "username-password").await;
+    fill(client, "input[name=principal]", "ivan").await;
+    type_into(client, "input[name=credentials]", "ivan-password").await;
+    submit(client).await;
+    step_is(client, "passkey").await;
+    shots.take(client, "passkey-step").await;
+    let used_once = app.store.passkeys_of(key_owner(&app).await).await.unwrap()[0].sign_count;
+    hold_passkey(client, &authenticator, &key, used_once).await;
+    click(client, "#passkeyLogin").await;
+    wait_for_text(client, "#idClaims", "\"pwd\"").await;
+    tokens_for(client, "ivan").await;
+
+    assert_eq!(app.outbox().len(), sent, "no code was sent");
+    let used = app.store.recent_audit(50).await.unwrap().iter().filter(|e| e.kind == "passkey.used").count();
+    assert_eq!(used, 2);
+    browser.client.clone().close().await.unwrap();
+}

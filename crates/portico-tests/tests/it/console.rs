@@ -877,3 +877,37 @@ async fn admins_set_a_clients_profile_request_rules_and_certificate_subject_in_t
         assert_eq!(app.store.find_client(&"fintech".into()).await.unwrap().unwrap().security, stored.security);
     }
 }
+
+/// The user page lists the passkeys; removing one asks first, then it signs
+/// nobody in, and the audit log names the operator.
+#[tokio::test]
+async fn an_operator_sees_a_users_passkeys_and_removes_one_after_confirming() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let ivan = app.store.find_user_by_login("ivan").await.unwrap().unwrap();
+        let passkey = crate::passkeys::enrolled_elsewhere(&app, ivan.id).await;
+        let (browser, _) = sign_in(&app, "operator", "operator-password").await;
+        let path = format!("/console/users/{}", ivan.id.as_uuid());
+        let (status, html) = page(&browser, &app, &path).await;
+        assert_eq!(status, 200);
+        assert!(html.contains("id=\"passkeys\"") && html.contains(">Phone</td>"), "{backend:?}: {html}");
+        let csrf = csrf_of(&html);
+
+        let remove = format!("{path}/passkeys/{}/remove", passkey.id);
+        let response = post(&browser, &app, &remove, &[("_csrf", &csrf)]).await;
+        assert_eq!(response.status(), 200, "asks first");
+        assert!(response.text().await.unwrap().contains("name=\"confirm\" value=\"yes\""));
+        assert_eq!(app.store.passkeys_of(ivan.id).await.unwrap().len(), 1, "nothing before confirming");
+        let response = post(&browser, &app, &remove, &[("_csrf", "forged"), ("confirm", "yes")]).await;
+        assert_eq!(response.status(), 403);
+        let response = post(&browser, &app, &remove, &[("_csrf", &csrf), ("confirm", "yes")]).await;
+        assert_eq!((response.status().as_u16(), location(&response)), (303, format!("{path}?done=passkey_removed")));
+        assert!(app.store.passkeys_of(ivan.id).await.unwrap().is_empty(), "{backend:?}");
+        let event = &app.store.recent_audit(1).await.unwrap()[0];
+        assert_eq!((event.kind.as_str(), event.actor.as_deref()), ("passkey.removed", Some("operator:operator")));
+        let (_, html) = page(&browser, &app, &format!("{path}?done=passkey_removed")).await;
+        assert!(html.contains("id=\"noPasskeys\"") && html.contains("id=\"notice\""), "{html}");
+        let response = post(&browser, &app, &remove, &[("_csrf", &csrf), ("confirm", "yes")]).await;
+        assert_eq!(response.status(), 404, "{backend:?}: removed once");
+    }
+}

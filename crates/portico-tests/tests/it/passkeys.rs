@@ -23,9 +23,11 @@ const RP_ID: &str = "id.bank.example";
 /// An authenticator holding one discoverable P-256 credential.
 pub(crate) struct Authenticator {
     rp_id: String,
+    /// The private key, PKCS#8 (what a virtual authenticator is given).
+    pub(crate) pkcs8: Vec<u8>,
     key: EcdsaKeyPair,
-    credential_id: Vec<u8>,
-    user_handle: Vec<u8>,
+    pub(crate) credential_id: Vec<u8>,
+    pub(crate) user_handle: Vec<u8>,
     counter: u32,
 }
 
@@ -61,7 +63,8 @@ impl Authenticator {
         let key = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, pkcs8.as_ref()).unwrap();
         let credential_id = uuid::Uuid::new_v4().as_bytes().to_vec();
         let user_handle = uuid::Uuid::from(user).as_bytes().to_vec();
-        Self { rp_id: rp_id.to_owned(), key, credential_id, user_handle, counter: 0 }
+        let pkcs8 = pkcs8.as_ref().to_vec();
+        Self { rp_id: rp_id.to_owned(), pkcs8, key, credential_id, user_handle, counter: 0 }
     }
 
     /// Authenticator data: RP ID hash, flags (user present and verified),
@@ -361,6 +364,8 @@ async fn a_passkey_signs_in_from_the_first_page_without_a_code() {
         assert_eq!(options["publicKey"]["userVerification"], "required");
         let (status, _) = sign_in_options(&app, &browser, "not-the-token").await;
         assert_eq!(status, 403, "the XSRF header is checked");
+        let bare = browser.post(app.url("/login/passkey/options")).send().await.unwrap();
+        assert_eq!(bare.status(), 403, "and required");
 
         let sent = app.outbox().len();
         let answer = authenticator.get(&options, &origin, 1);
@@ -535,4 +540,15 @@ async fn bad_passkey_answers_count_like_wrong_passwords_and_pause_the_address() 
         let code = view["pageData"]["errors"].to_string();
         assert!(code.contains("temporarily-paused"), "{backend:?}: {view}");
     }
+}
+
+/// A passkey of `user` named "Phone", enrolled through a relying party of
+/// another host (for servers on an IP address, where the login offers none).
+pub(crate) async fn enrolled_elsewhere(app: &TestApp, user: UserId) -> portico_model::passkey::Passkey {
+    let passkeys = Passkeys::new(ORIGIN, "Bank");
+    let authenticator = Authenticator::new(user);
+    let started = passkeys.start_enrolment(user, "user", "User", &[]).unwrap();
+    let answer = authenticator.create(&started.options, ORIGIN);
+    let now = app.clock.now();
+    passkeys.finish_enrolment(&*app.store, user, &started.state, &answer, "Phone", now).await.unwrap()
 }
