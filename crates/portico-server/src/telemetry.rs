@@ -169,7 +169,12 @@ fn describe() {
     );
     metrics::describe_counter!(
         "portico_logins_total",
-        "Browser login outcomes by method: succeeded, failed (a wrong password), blocked_user."
+        "Browser login outcomes by method (PASSWORD, PHONE, PASSKEY): succeeded, failed (a wrong password or \
+         a refused passkey), blocked_user."
+    );
+    metrics::describe_counter!(
+        "portico_login_codes_spared_total",
+        "Logins a passkey completed without a one-time code (an SMS or e-mail not sent)."
     );
     metrics::describe_counter!(
         "portico_login_codes_total",
