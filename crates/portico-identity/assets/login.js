@@ -39,18 +39,52 @@
   // Passkeys: the first page's sign-in (its button, and the browser's
   // autofill on the login field) and the passkey step. The credential goes
   // back as JSON in a plain form submission.
+  var b64 = function (buffer) {
+    var text = "";
+    new Uint8Array(buffer).forEach(function (b) { text += String.fromCharCode(b); });
+    return btoa(text).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  };
+  var bytes = function (text) {
+    var raw = atob(text.replace(/-/g, "+").replace(/_/g, "/") + "===".slice((text.length + 3) % 4));
+    return Uint8Array.from(raw, function (c) { return c.charCodeAt(0); });
+  };
+  var webauthn = context && window.PublicKeyCredential && navigator.credentials;
+
+  // The offer to create a passkey after the login: the new credential goes
+  // back as JSON in the step's form; "Not now" is a plain submission.
+  var createButton = document.getElementById("passkeyCreate");
+  var newField = document.getElementById("passkeyNewCredential");
+  var creation = view && view.pageData.stepViewData && view.pageData.stepViewData.passkeyCreationOptions;
+  if (createButton && newField && webauthn && creation) {
+    createButton.disabled = false;
+    createButton.addEventListener("click", function () {
+      var key = Object.assign({}, creation.publicKey);
+      key.challenge = bytes(key.challenge);
+      key.user = Object.assign({}, key.user, { id: bytes(key.user.id) });
+      key.excludeCredentials = (key.excludeCredentials || []).map(function (c) {
+        return Object.assign({}, c, { id: bytes(c.id) });
+      });
+      navigator.credentials.create({ publicKey: key }).then(function (credential) {
+        var r = credential.response;
+        newField.value = JSON.stringify({
+          id: credential.id, rawId: b64(credential.rawId), type: credential.type,
+          response: {
+            attestationObject: b64(r.attestationObject), clientDataJSON: b64(r.clientDataJSON),
+            transports: r.getTransports ? r.getTransports() : undefined
+          },
+          extensions: credential.getClientExtensionResults ? credential.getClientExtensionResults() : {}
+        });
+        newField.form.submit();
+      }).catch(function () {
+        var failed = document.getElementById("enrolFailed");
+        if (failed) failed.hidden = false;
+      });
+    });
+  }
+
   var passkeyButton = document.getElementById("passkeyLogin");
   var passkeyField = document.getElementById("passkeyCredential");
-  if (passkeyButton && passkeyField && context && window.PublicKeyCredential && navigator.credentials) {
-    var b64 = function (buffer) {
-      var text = "";
-      new Uint8Array(buffer).forEach(function (b) { text += String.fromCharCode(b); });
-      return btoa(text).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-    };
-    var bytes = function (text) {
-      var raw = atob(text.replace(/-/g, "+").replace(/_/g, "/") + "===".slice((text.length + 3) % 4));
-      return Uint8Array.from(raw, function (c) { return c.charCodeAt(0); });
-    };
+  if (passkeyButton && passkeyField && webauthn) {
     var publicKey = function (options) {
       var key = Object.assign({}, options.publicKey);
       key.challenge = bytes(key.challenge);

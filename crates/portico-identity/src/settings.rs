@@ -41,6 +41,10 @@ pub struct IdentitySettings {
     pub device_trust_ttl: Duration,
     /// Whether a passkey sign-in completes the login without a code.
     pub passkey_replaces_code: bool,
+    /// After a login with a password and a code, a user without a passkey
+    /// is offered to create one, and once declined not again for this
+    /// long; `None`: never offered.
+    pub passkey_offer_pause: Option<Duration>,
     /// The pages' language when neither the process nor the `svc.locale`
     /// cookie says; `None`: the browser's `Accept-Language`.
     pub default_locale: Option<portico_model::login::Locale>,
@@ -89,6 +93,7 @@ impl IdentitySettings {
             client_authorities: None,
             device_trust_ttl: Duration::days(180),
             passkey_replaces_code: true,
+            passkey_offer_pause: Some(Duration::days(30)),
             theme: crate::theme::Theme::default(),
             default_locale: None,
             logout_delivery: crate::backchannel::LogoutDelivery::default(),

@@ -24,6 +24,7 @@ pub mod scope;
 pub mod session;
 pub mod text;
 pub mod user;
+pub mod user_agent;
 
 pub use time::{Duration, OffsetDateTime};
 pub use uuid::Uuid;

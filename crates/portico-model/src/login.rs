@@ -25,6 +25,9 @@ pub enum StepType {
     /// A passkey (WebAuthn, user verified): possession and a user
     /// verification at once.
     Passkey,
+    /// After a login with a password and a code: the offer to create a
+    /// passkey (created, or declined). Not an authentication.
+    PasskeyEnrolment,
 }
 
 impl StepType {
@@ -37,6 +40,7 @@ impl StepType {
             StepType::EmailOtp => "email-otp",
             StepType::Consent => "consent",
             StepType::Passkey => "passkey",
+            StepType::PasskeyEnrolment => "passkey-enrolment",
         }
     }
 }
@@ -166,6 +170,12 @@ pub mod codes {
     /// A passkey sign-in without a live challenge (expired, or used by a
     /// parallel answer): start it again.
     pub const PASSKEY_EXPIRED: &str = "challenge.passkey.challenge-expired";
+    /// The passkey the browser created was refused (another origin, a
+    /// malformed answer, one registered already): create it again, or
+    /// decline.
+    pub const PASSKEY_ENROLMENT_REFUSED: &str = "challenge.passkey-enrolment.refused";
+    /// The offer's challenge expired or was spent: create it again.
+    pub const PASSKEY_ENROLMENT_EXPIRED: &str = "challenge.passkey-enrolment.challenge-expired";
 }
 
 /// A login process as stored.
@@ -523,11 +533,13 @@ impl LoginState {
         amr
     }
 
-    /// Moves to `step` shown as `view`, forgetting the previous step's code.
+    /// Moves to `step` shown as `view`, forgetting the previous step's code
+    /// and passkey challenge (a challenge belongs to the step that asked).
     pub fn go_to(&mut self, step: StepType, view: ViewType) {
         self.step = step;
         self.view_type = view;
         self.otp = None;
+        self.passkey_challenge = None;
     }
 }
 

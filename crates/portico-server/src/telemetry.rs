@@ -177,6 +177,11 @@ fn describe() {
         "Logins a passkey completed without a one-time code (an SMS or e-mail not sent)."
     );
     metrics::describe_counter!(
+        "portico_passkey_offers_total",
+        "Answers to the offer to create a passkey after a login with a password and a code, by outcome \
+         (created, declined)."
+    );
+    metrics::describe_counter!(
         "portico_login_codes_total",
         "One-time login codes by channel (sms, email) and outcome (sent, failed)."
     );

@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use portico_model::audit::AuditEvent;
 use portico_model::ids::UserId;
 use portico_model::passkey::{MAX_PER_USER, Passkey};
-use portico_storage::{PasskeyRepository, PasskeyStored};
+use portico_storage::{PasskeyRepository, PasskeyStored, PasskeySummary};
 use sqlx::postgres::PgRow;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -153,5 +153,36 @@ impl PasskeyRepository for PgStore {
     async fn delete_passkey(&self, user_id: UserId, id: Uuid, audit: &AuditEvent) -> Result<bool> {
         let sql = audited("DELETE FROM passkeys WHERE id = $7 AND user_id = $8 RETURNING id");
         Ok(self.run_audited(audited_query(&sql, audit).bind(id).bind(user_id.as_uuid())).await? == 1)
+    }
+
+    async fn passkey_summary(&self, user_id: UserId) -> Result<PasskeySummary> {
+        let row = sqlx::query(
+            "SELECT (SELECT count(*) FROM passkeys WHERE user_id = $1) AS kept, \
+             (SELECT count(*) FROM passkeys WHERE user_id = $1 AND locked_at IS NULL) AS usable, \
+             (SELECT declined_at FROM passkey_offers WHERE user_id = $1) AS declined_at",
+        )
+        .bind(user_id.as_uuid())
+        .fetch_one(&mut *self.conn().await?)
+        .await
+        .map_err(storage_error("passkey"))?;
+        Ok(PasskeySummary {
+            kept: usize::try_from(get::<i64>(&row, "kept")?).unwrap_or_default(),
+            usable: usize::try_from(get::<i64>(&row, "usable")?).unwrap_or_default(),
+            offer_declined_at: get(&row, "declined_at")?,
+        })
+    }
+
+    async fn decline_passkey_offer(&self, user_id: UserId, declined_at: OffsetDateTime) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO passkey_offers (user_id, declined_at) SELECT $1, $2 \
+             WHERE EXISTS (SELECT 1 FROM users WHERE id = $1) \
+             ON CONFLICT (user_id) DO UPDATE SET declined_at = excluded.declined_at",
+        )
+        .bind(user_id.as_uuid())
+        .bind(at(declined_at))
+        .execute(&mut *self.conn().await?)
+        .await
+        .map_err(storage_error("passkey offer"))?;
+        Ok(())
     }
 }

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use portico_model::audit::AuditEvent;
 use portico_model::ids::UserId;
 use portico_model::passkey::{MAX_PER_USER, Passkey};
-use portico_storage::{PasskeyRepository, PasskeyStored};
+use portico_storage::{PasskeyRepository, PasskeyStored, PasskeySummary};
 use rusqlite::{Row, params};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -138,6 +138,36 @@ impl PasskeyRepository for SqliteStore {
                     insert_audit(tx, &audit)?;
                 }
                 Ok(deleted)
+            })
+            .await
+    }
+
+    async fn passkey_summary(&self, user_id: UserId) -> Result<PasskeySummary> {
+        self.db
+            .read(move |c| {
+                let sql = "SELECT (SELECT count(*) FROM passkeys WHERE user_id = ?1) AS kept, \
+                           (SELECT count(*) FROM passkeys WHERE user_id = ?1 AND locked_at IS NULL) AS usable, \
+                           (SELECT declined_at FROM passkey_offers WHERE user_id = ?1) AS declined_at";
+                let summary = one(c, sql, [user_id.to_string()], |row| {
+                    Ok(PasskeySummary {
+                        kept: usize::try_from(row.get::<_, i64>("kept")?).unwrap_or_default(),
+                        usable: usize::try_from(row.get::<_, i64>("usable")?).unwrap_or_default(),
+                        offer_declined_at: row.time_opt("declined_at")?,
+                    })
+                })?;
+                Ok(summary.unwrap_or_default())
+            })
+            .await
+    }
+
+    async fn decline_passkey_offer(&self, user_id: UserId, at: OffsetDateTime) -> Result<()> {
+        self.db
+            .write("passkey offer", move |tx| {
+                let sql = "INSERT INTO passkey_offers (user_id, declined_at) \
+                           SELECT ?1, ?2 WHERE EXISTS (SELECT 1 FROM users WHERE id = ?1) \
+                           ON CONFLICT (user_id) DO UPDATE SET declined_at = excluded.declined_at";
+                run(tx, sql, params![user_id.to_string(), secs(at)])?;
+                Ok(())
             })
             .await
     }

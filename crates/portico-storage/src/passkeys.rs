@@ -20,6 +20,17 @@ pub enum PasskeyStored {
     NoUser,
 }
 
+/// What the login needs to know of a user's passkeys, in one read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PasskeySummary {
+    /// Passkeys the user keeps, locked ones included.
+    pub kept: usize,
+    /// Of those, the ones not locked (that can sign in).
+    pub usable: usize,
+    /// When the user last declined the offer to create one after a login.
+    pub offer_declined_at: Option<OffsetDateTime>,
+}
+
 #[async_trait]
 pub trait PasskeyRepository: Send + Sync {
     /// Stores a new passkey and records `audit`, in one write, unless
@@ -72,4 +83,16 @@ pub trait PasskeyRepository: Send + Sync {
     /// # Errors
     /// Only when the store fails.
     async fn delete_passkey(&self, user_id: UserId, id: Uuid, audit: &AuditEvent) -> Result<bool>;
+    /// How many passkeys `user_id` keeps and can use, and when they last
+    /// declined the offer to create one.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn passkey_summary(&self, user_id: UserId) -> Result<PasskeySummary>;
+    /// Records that `user_id` declined the offer to create a passkey at
+    /// `at` (the latest decline is kept).
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn decline_passkey_offer(&self, user_id: UserId, at: OffsetDateTime) -> Result<()>;
 }

@@ -282,7 +282,8 @@ pub struct LoginStepRequest {
     #[schema(nullable = false)]
     pub principal: Option<String>,
     /// The password (`username-password`, `password`), the code (`sms-otp`,
-    /// `email-otp`), or the passkey credential's JSON (`passkey`).
+    /// `email-otp`), the passkey credential's JSON (`passkey`), or the new
+    /// passkey's credential JSON (`passkey-enrolment`).
     #[schema(nullable = false, format = Password)]
     pub credentials: Option<String>,
     /// `consent`: the accepted scope groups, comma-separated (or one per
@@ -300,6 +301,9 @@ pub struct LoginStepRequest {
     /// `sms-otp`, `email-otp`: any value asks for a new code instead.
     #[schema(nullable = false)]
     pub resend: Option<String>,
+    /// `passkey-enrolment`: any value declines the offer to create a passkey.
+    #[schema(nullable = false)]
+    pub decline: Option<String>,
 }
 
 /// `POST /login/passkey`: the answer of `navigator.credentials.get`.

@@ -14,6 +14,9 @@
 //!   take a code instead; a passkey sign-in from the first page passes
 //!   `passkey` at once and goes to `consent` when needed → done (a code
 //!   follows when `login.passkey_replaces_code` is off).
+//! - After a password and a code (either method), a user who keeps no
+//!   usable passkey is offered to create one (`passkey-enrolment`, before
+//!   `consent`), unless they declined within `login.passkey_offer_pause_days`.
 //!
 //! [`advance`] is called after every passed step: it works out the next step
 //! from what was passed, never from where the browser says it is.
@@ -94,7 +97,24 @@ async fn passkey_usable(identity: &Identity, user: &User) -> Result<bool, Storag
     if identity.passkeys.unavailable().is_some() || !identity.settings.passkey_replaces_code {
         return Ok(false);
     }
-    Ok(identity.store.passkeys_of(user.id).await?.iter().any(|p| p.locked_at.is_none()))
+    Ok(identity.store.passkey_summary(user.id).await?.usable > 0)
+}
+
+/// Whether `user`, having just proven this device with a password and a
+/// code, is offered to create a passkey: the offer is on, passkeys are on,
+/// the user keeps none that signs in (and has room for one), and has not
+/// declined the offer within its pause.
+async fn enrolment_offered(identity: &Identity, state: &LoginState, user: &User) -> Result<bool, StorageError> {
+    let Some(pause) = identity.settings.passkey_offer_pause else { return Ok(false) };
+    let proven = state.has_otp() && state.knows_password() && !state.has_passed(StepType::Passkey);
+    if !proven || state.has_passed(StepType::PasskeyEnrolment) || identity.passkeys.unavailable().is_some() {
+        return Ok(false);
+    }
+    let summary = identity.store.passkey_summary(user.id).await?;
+    let now = identity.clock.now();
+    Ok(summary.usable == 0
+        && summary.kept < portico_model::passkey::MAX_PER_USER
+        && summary.offer_declined_at.is_none_or(|declined| now - declined >= pause))
 }
 
 /// The step after those passed, or `None` when the login is done.
@@ -140,6 +160,9 @@ async fn next_step(
     };
     if next.is_some() {
         return Ok(next);
+    }
+    if enrolment_offered(identity, state, user).await? {
+        return Ok(Some((StepType::PasskeyEnrolment, ViewType::Default)));
     }
     if !state.has_passed(StepType::Consent) && consent_needed(identity, process, user).await? {
         return Ok(Some((StepType::Consent, ViewType::Default)));

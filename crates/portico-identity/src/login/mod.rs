@@ -26,6 +26,7 @@ pub(crate) mod locale;
 pub(crate) mod otp_method;
 pub(crate) mod page;
 pub mod passkey;
+pub mod passkey_enrolment;
 pub(crate) mod restart;
 pub mod session;
 pub mod steps;

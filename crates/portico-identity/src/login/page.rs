@@ -103,12 +103,15 @@ async fn render(identity: &Identity, headers: &HeaderMap, address: Option<IpAddr
             Prepared::Answer(answer) => return Ok(answer.respond(identity)),
         };
     }
-    if process.state.step == StepType::Passkey {
-        let Some(prepared) = super::passkey::prepare(identity, process).await? else {
-            return Ok(super::answer::Answer::ToLogin.respond(identity));
-        };
-        process = prepared;
-    }
+    let prepared = match (process.state.step, &user) {
+        (StepType::Passkey, _) => super::passkey::prepare(identity, process).await?,
+        (StepType::PasskeyEnrolment, Some(user)) => super::passkey_enrolment::prepare(identity, process, user).await?,
+        _ => Some(process),
+    };
+    let Some(prepared) = prepared else {
+        return Ok(super::answer::Answer::ToLogin.respond(identity));
+    };
+    process = prepared;
 
     // Errors are shown once: clear them from the process as they are shown.
     let errors = process.state.errors.take();
@@ -164,6 +167,7 @@ async fn step_context(
             context.sms_delivery_available = otp::sms_available(process, user);
             context.email_delivery_available = otp::email_available(process, user);
         }
+        StepType::PasskeyEnrolment => {}
         StepType::Consent => {
             context.available_scope_groups = portico_model::consent::groups(&requested_scope(state));
         }

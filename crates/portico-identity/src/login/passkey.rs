@@ -36,7 +36,7 @@ use super::guard::{self, Gate};
 use crate::client_address::Peer;
 use crate::edge::LoginStepRequest;
 use crate::oauth2::error::OAuth2ErrorDto;
-use crate::passkeys::{CHALLENGE_SECONDS, MAX_RESPONSE_BYTES, PasskeyError};
+use crate::passkeys::{CHALLENGE_SECONDS, MAX_RESPONSE_BYTES, PasskeyError, Started};
 use crate::{Identity, IdentityState};
 
 /// Whether `process` may offer a passkey sign-in now: passkeys are on and
@@ -174,7 +174,21 @@ pub async fn submit(
 ///
 /// # Errors
 /// When storage fails.
-pub async fn prepare(identity: &Identity, mut process: LoginProcess) -> Result<Option<LoginProcess>, StorageError> {
+pub async fn prepare(identity: &Identity, process: LoginProcess) -> Result<Option<LoginProcess>, StorageError> {
+    prepare_with(identity, process, || identity.passkeys.start_sign_in()).await
+}
+
+/// The process with a challenge its page can offer: the one it holds
+/// while it has at least a minute left, else a new one from `start`
+/// (saved). `None` when a parallel request changed the process first.
+///
+/// # Errors
+/// When storage fails.
+pub(crate) async fn prepare_with(
+    identity: &Identity,
+    mut process: LoginProcess,
+    start: impl FnOnce() -> Result<Started, PasskeyError>,
+) -> Result<Option<LoginProcess>, StorageError> {
     let now = identity.clock.now();
     let fresh = process.state.passkey_challenge.as_ref().is_some_and(|c| {
         let age = (now - c.issued_at).whole_seconds();
@@ -183,8 +197,8 @@ pub async fn prepare(identity: &Identity, mut process: LoginProcess) -> Result<O
     if fresh {
         return Ok(Some(process));
     }
-    let Ok(started) = identity.passkeys.start_sign_in() else {
-        // Passkeys went off: the page offers the codes only.
+    let Ok(started) = start() else {
+        // Passkeys went off: the page offers the other ways only.
         return Ok(Some(process));
     };
     process.state.passkey_challenge =
@@ -196,28 +210,48 @@ pub async fn prepare(identity: &Identity, mut process: LoginProcess) -> Result<O
     Ok(Some(process))
 }
 
+/// Takes the process's challenge out in a write of its own, so that it is
+/// spent once whatever the answer: `Ok(Err(answer))` when there is none,
+/// it is too old (the step again with `expired`), or a parallel request
+/// changed the process first.
+///
+/// # Errors
+/// When storage fails.
+pub(crate) async fn spend_challenge(
+    identity: &Identity,
+    mut process: LoginProcess,
+    expired: &str,
+) -> Result<Result<(LoginProcess, PasskeyChallenge), Answer>, StorageError> {
+    let now = identity.clock.now();
+    let Some(challenge) = process.state.passkey_challenge.take() else {
+        return Ok(Err(retry(identity, process, Field::Other, expired, false).await?));
+    };
+    if !identity.store.update_login_process(&process).await? {
+        return Ok(Err(Answer::ToLogin));
+    }
+    process.version += 1;
+    let age = now - challenge.issued_at;
+    if age.whole_seconds() > i64::try_from(CHALLENGE_SECONDS).unwrap_or(i64::MAX) || age.is_negative() {
+        return Ok(Err(retry(identity, process, Field::Other, expired, false).await?));
+    }
+    Ok(Ok((process, challenge)))
+}
+
 /// Spends the process's challenge and checks `credential` against it. At
 /// the second factor the passkey must be the identified user's.
 async fn check(
     identity: &Identity,
-    mut process: LoginProcess,
+    process: LoginProcess,
     credential: &str,
     address: Option<IpAddr>,
 ) -> Result<Answer, StorageError> {
     let now = identity.clock.now();
     let expected = process.state.user_id;
-    let Some(challenge) = process.state.passkey_challenge.take() else {
-        return retry(identity, process, Field::Other, codes::PASSKEY_EXPIRED, false).await;
-    };
     // Spent before it is checked: a parallel answer finds it gone.
-    if !identity.store.update_login_process(&process).await? {
-        return Ok(Answer::ToLogin);
-    }
-    process.version += 1;
-    let age = now - challenge.issued_at;
-    if age.whole_seconds() > i64::try_from(CHALLENGE_SECONDS).unwrap_or(i64::MAX) || age.is_negative() {
-        return retry(identity, process, Field::Other, codes::PASSKEY_EXPIRED, false).await;
-    }
+    let (mut process, challenge) = match spend_challenge(identity, process, codes::PASSKEY_EXPIRED).await? {
+        Ok(spent) => spent,
+        Err(answer) => return Ok(answer),
+    };
     // Counted like a password attempt, on the address (see the guard).
     let counted = match guard::before_passkey(identity, address).await? {
         Gate::Open(counted) => counted,

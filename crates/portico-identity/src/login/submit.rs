@@ -68,6 +68,14 @@ pub async fn submit_step(
         StepType::SmsOtp | StepType::EmailOtp => steps::otp::submit(&identity, process, &form).await,
         StepType::Consent => steps::consent::consent(&identity, process, &form).await,
         StepType::Passkey => super::passkey::submit(&identity, process, &form, address).await,
+        StepType::PasskeyEnrolment => {
+            let locale = process
+                .state
+                .locale
+                .unwrap_or_else(|| super::texts::negotiate(&headers, identity.settings.default_locale));
+            let t = super::texts::for_locale(locale);
+            super::passkey_enrolment::submit(&identity, process, &form, &headers, t).await
+        }
     };
     // Every step's decision is answered here, the one place it becomes a response.
     let response = result.map_or_else(error_page::server_error, |answer| answer.respond(&identity));

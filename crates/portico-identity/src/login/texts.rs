@@ -67,6 +67,19 @@ pub struct Texts {
     pub err_passkey: &'static str,
     /// The passkey sign-in's challenge expired or was used: try again.
     pub err_passkey_expired: &'static str,
+    /// The offer to create a passkey (`passkey-enrolment`): heading, why,
+    /// its two buttons.
+    pub enrol_heading: &'static str,
+    pub enrol_intro: &'static str,
+    pub enrol_create: &'static str,
+    pub enrol_decline: &'static str,
+    /// The browser could not create a passkey (cancelled, none possible).
+    pub enrol_failed: &'static str,
+    /// A new passkey's name when the browser says nothing of itself.
+    pub passkey_default_name: &'static str,
+    /// The new passkey was refused, or its challenge ran out.
+    pub err_enrol: &'static str,
+    pub err_enrol_expired: &'static str,
     pub use_password: &'static str,
     /// Back from a code or password step of the phone method to the number.
     pub change_number: &'static str,
@@ -123,6 +136,8 @@ impl Texts {
             codes::USERNAME_PASSWORD_PAUSED | codes::PASSWORD_PAUSED => self.err_paused,
             codes::PASSKEY_REFUSED => self.err_passkey,
             codes::PASSKEY_EXPIRED => self.err_passkey_expired,
+            codes::PASSKEY_ENROLMENT_REFUSED => self.err_enrol,
+            codes::PASSKEY_ENROLMENT_EXPIRED => self.err_enrol_expired,
             _ => self.error_unknown,
         }
     }
@@ -191,6 +206,16 @@ pub const RU: Texts = Texts {
     passkey_use: "Подтвердить ключом доступа",
     err_passkey: "Не удалось войти с этим ключом доступа. Войдите другим способом или выберите другой ключ.",
     err_passkey_expired: "Время на вход с ключом доступа истекло. Попробуйте ещё раз.",
+    enrol_heading: "Входите без SMS-кода",
+    enrol_intro: "Создайте ключ доступа на этом устройстве: в следующий раз вы войдёте отпечатком пальца, лицом \
+                  или PIN-кодом устройства, без пароля и кода из SMS. Ключ работает только на нашем сайте, \
+                  поэтому его нельзя выманить на поддельной странице.",
+    enrol_create: "Создать ключ доступа",
+    enrol_decline: "Не сейчас",
+    enrol_failed: "Ключ доступа не создан. Попробуйте ещё раз или нажмите «Не сейчас».",
+    passkey_default_name: "Ключ доступа",
+    err_enrol: "Не удалось сохранить ключ доступа. Попробуйте ещё раз или нажмите «Не сейчас».",
+    err_enrol_expired: "Время на создание ключа доступа истекло. Попробуйте ещё раз.",
     use_password: "Войти по логину и паролю",
     change_number: "Изменить номер телефона",
     start_over: "Войти заново",
@@ -274,6 +299,16 @@ pub const EN: Texts = Texts {
     passkey_use: "Confirm with a passkey",
     err_passkey: "This passkey could not sign you in. Sign in another way or choose another passkey.",
     err_passkey_expired: "The passkey sign-in timed out. Please try again.",
+    enrol_heading: "Sign in without an SMS code",
+    enrol_intro: "Create a passkey on this device: next time you sign in with your fingerprint, face or the \
+                  device's PIN, without a password or a code. A passkey works only on our site, so a fake page \
+                  cannot trick you out of it.",
+    enrol_create: "Create a passkey",
+    enrol_decline: "Not now",
+    enrol_failed: "No passkey was created. Try again or choose \u{201c}Not now\u{201d}.",
+    passkey_default_name: "Passkey",
+    err_enrol: "The passkey could not be saved. Try again or choose \u{201c}Not now\u{201d}.",
+    err_enrol_expired: "Creating the passkey timed out. Please try again.",
     use_password: "Sign in with login and password",
     change_number: "Change the phone number",
     start_over: "Start over",

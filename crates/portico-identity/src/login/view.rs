@@ -99,6 +99,19 @@ pub enum StepViewData {
         sms_delivery_available: bool,
         email_delivery_available: bool,
     },
+    /// Portico's own step: the offer to create a passkey after a login with
+    /// a password and a code (docs/decisions.md).
+    #[serde(rename = "passkey-enrolment", rename_all = "camelCase")]
+    PasskeyEnrolment {
+        #[schema(schema_with = views::default)]
+        view_type: ViewType,
+        /// The `navigator.credentials.create` options (`publicKey`,
+        /// Base64url as WebAuthn's JSON forms): the new credential's JSON
+        /// goes in `credentials`; `decline` declines. Null when passkeys
+        /// went off meanwhile: decline.
+        #[schema(value_type = Option<Object>)]
+        passkey_creation_options: Option<serde_json::Value>,
+    },
     #[serde(rename = "consent", rename_all = "camelCase")]
     Consent {
         #[schema(schema_with = views::default)]
@@ -188,6 +201,10 @@ impl LoginViewData {
                 passkey_request_options: state.passkey_challenge.as_ref().map(|c| c.options.clone()),
                 sms_delivery_available: context.sms_delivery_available,
                 email_delivery_available: context.email_delivery_available,
+            },
+            StepType::PasskeyEnrolment => StepViewData::PasskeyEnrolment {
+                view_type,
+                passkey_creation_options: state.passkey_challenge.as_ref().map(|c| c.options.clone()),
             },
             StepType::Consent => StepViewData::Consent {
                 view_type,

@@ -212,6 +212,7 @@ mod tests {
             StepType::EmailOtp,
             StepType::Consent,
             StepType::Passkey,
+            StepType::PasskeyEnrolment,
         ] {
             let request = portico_model::login::PendingAuthorization {
                 redirect_uri: "https://app.example/cb".into(),
@@ -267,8 +268,18 @@ mod tests {
         let members = document["components"]["schemas"]["StepViewDataDTO"]["oneOf"].as_array().expect("oneOf");
         let steps: Vec<&str> =
             members.iter().map(|m| m["properties"]["stepType"]["enum"][0].as_str().expect("a step")).collect();
-        // The seeds' six and Portico's own `passkey`.
-        assert_eq!(steps, ["username-password", "password", "phone", "sms-otp", "email-otp", "passkey", "consent"]);
+        // The seeds' six and Portico's own `passkey` and `passkey-enrolment`.
+        let expected = [
+            "username-password",
+            "password",
+            "phone",
+            "sms-otp",
+            "email-otp",
+            "passkey",
+            "passkey-enrolment",
+            "consent",
+        ];
+        assert_eq!(steps, expected);
         for member in members {
             assert_eq!(member["additionalProperties"], false, "{member}");
         }

@@ -625,6 +625,11 @@ pub struct LoginConfig {
     /// Whether a passkey sign-in (user verified) completes the login
     /// without a one-time code; off: a code is asked for after it.
     pub passkey_replaces_code: bool,
+    /// Whether a user without a passkey is offered to create one after a
+    /// login with a password and a one-time code.
+    pub offer_passkey: bool,
+    /// Days after a declined offer before it is made again.
+    pub passkey_offer_pause_days: u32,
     /// `ru` or `en`: the pages' language when neither the login process nor
     /// the browser's `svc.locale` cookie chose one; default: `Accept-Language`.
     pub default_locale: Option<portico_model::login::Locale>,
@@ -733,6 +738,8 @@ impl Default for LoginConfig {
             unreported_attempt_secs: 120,
             device_trust_days: 180,
             passkey_replaces_code: true,
+            offer_passkey: true,
+            passkey_offer_pause_days: 30,
             default_locale: None,
             logout_delivery_interval_ms: 1000,
             logout_timeout_ms: 5000,
@@ -842,6 +849,8 @@ impl Config {
         settings.client_authorities = self.mtls.authorities().ok().flatten().map(std::sync::Arc::new);
         settings.device_trust_ttl = Duration::days(i64::from(login.device_trust_days));
         settings.passkey_replaces_code = login.passkey_replaces_code;
+        settings.passkey_offer_pause =
+            login.offer_passkey.then(|| Duration::days(i64::from(login.passkey_offer_pause_days)));
         settings.theme = self.theme.clone();
         // Checked when the configuration was loaded.
         settings.branding = self.theme.branding().unwrap_or_default();

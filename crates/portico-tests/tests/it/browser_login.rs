@@ -535,6 +535,11 @@ async fn every_page_in_both_languages_schemes_and_widths() {
     step_is(client, "email-otp").await;
     every_look(client, &mut shots, "e-mail-code", switch).await;
     enter_code(client, &app, "maria@example.com").await;
+    // Maria keeps no passkey: the offer to create one, declined.
+    step_is(client, "passkey-enrolment").await;
+    wait_for_attribute(client, "#passkeyCreate", "data-action", "passkey-create").await;
+    every_look(client, &mut shots, "passkey-offer", switch).await;
+    click(client, "#passkeySkip").await;
     tokens_for(client, "maria").await;
 
     // The partner application asks for consent; declining ends on the error page.
@@ -628,23 +633,10 @@ async fn key_owner(app: &TestApp) -> portico_model::ids::UserId {
     app.store.find_user_by_login("ivan").await.unwrap().unwrap().id
 }
 
-/// The login page's script drives WebAuthn in Chromium: a passkey signs in
-/// from the first page with no code, and confirms a password as the second
-/// factor on the next login.
-#[tokio::test]
-async fn chromium_signs_in_with_a_passkey_from_the_first_page_and_as_the_second_factor() {
-    let Some(browser) = launch().await else { return };
-    let client = &browser.client;
-    let (app, origin) = crate::passkeys::passkey_app(portico_tests::backends()[0], |_| {}).await;
-    let key = crate::passkeys::enrol(&app, &origin, "ivan").await;
-    let authenticator = platform_authenticator(client).await;
-    hold_passkey(client, &authenticator, &key, 0).await;
-    let mut shots = Shots::new("passkey_first_page_and_second_factor");
-    let sent = app.outbox().len();
-
-    // The first page: the browser's autofill (conditional mediation)
-    // answers with the passkey as soon as the page asks; the button, should
-    // it not, asks again.
+/// Opens the demo's login and waits until the passkey in the browser's
+/// authenticator signed in: the autofill (conditional mediation) answers as
+/// soon as the page asks; the button, should it not, asks again.
+async fn signed_in_by_passkey(client: &Client, origin: &str) {
     client.goto(&format!("{origin}/demo/login")).await.unwrap();
     let started = std::time::Instant::now();
     let mut clicked = false;
@@ -665,6 +657,26 @@ async fn chromium_signs_in_with_a_passkey_from_the_first_page_and_as_the_second_
         assert!(started.elapsed() < std::time::Duration::from_secs(20), "the passkey never signed in");
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
+}
+
+/// The login page's script drives WebAuthn in Chromium: a passkey signs in
+/// from the first page with no code, and confirms a password as the second
+/// factor on the next login.
+#[tokio::test]
+async fn chromium_signs_in_with_a_passkey_from_the_first_page_and_as_the_second_factor() {
+    let Some(browser) = launch().await else { return };
+    let client = &browser.client;
+    let (app, origin) = crate::passkeys::passkey_app(portico_tests::backends()[0], |_| {}).await;
+    let key = crate::passkeys::enrol(&app, &origin, "ivan").await;
+    let authenticator = platform_authenticator(client).await;
+    hold_passkey(client, &authenticator, &key, 0).await;
+    let mut shots = Shots::new("passkey_first_page_and_second_factor");
+    let sent = app.outbox().len();
+
+    // The first page: the browser's autofill (conditional mediation)
+    // answers with the passkey as soon as the page asks; the button, should
+    // it not, asks again.
+    signed_in_by_passkey(client, &origin).await;
     shots.take(client, "signed-in-with-the-passkey").await;
     tokens_for(client, "ivan").await;
 
@@ -688,5 +700,46 @@ async fn chromium_signs_in_with_a_passkey_from_the_first_page_and_as_the_second_
     assert_eq!(app.outbox().len(), sent, "no code was sent");
     let used = app.store.recent_audit(50).await.unwrap().iter().filter(|e| e.kind == "passkey.used").count();
     assert_eq!(used, 2);
+    browser.client.clone().close().await.unwrap();
+}
+
+/// A customer creates a passkey at the offer after a password and an SMS
+/// code, in Chromium with a platform authenticator; after signing out, the
+/// passkey alone signs them in and no code is sent.
+#[tokio::test]
+async fn chromium_creates_a_passkey_at_the_offer_and_signs_in_with_it_alone() {
+    let Some(browser) = launch().await else { return };
+    let client = &browser.client;
+    let (app, origin) = crate::passkeys::passkey_app(portico_tests::backends()[0], |_| {}).await;
+    platform_authenticator(client).await;
+    let mut shots = Shots::new("passkey_created_at_the_offer");
+    let maria = app.store.find_user_by_login("maria").await.unwrap().unwrap();
+
+    client.goto(&format!("{origin}/demo/login")).await.unwrap();
+    step_is(client, "username-password").await;
+    fill(client, "input[name=principal]", "maria").await;
+    type_into(client, "input[name=credentials]", "maria-password").await;
+    submit(client).await;
+    step_is(client, "sms-otp").await;
+    enter_code(client, &app, "+79007654321").await;
+    step_is(client, "passkey-enrolment").await;
+    shots.take(client, "offer").await;
+    click(client, "#passkeyCreate").await;
+    tokens_for(client, "maria").await;
+    let kept = app.store.passkeys_of(maria.id).await.unwrap();
+    assert_eq!(kept.len(), 1, "the passkey was created");
+    assert!(kept[0].name.starts_with("Chrome"), "named after the browser: {}", kept[0].name);
+
+    // Signed out, the passkey alone signs maria in: no code is sent.
+    client.goto(&format!("{origin}/oauth2/logout")).await.unwrap();
+    let now = portico_model::clock::Clock::now(app.clock.as_ref());
+    assert!(app.store.list_sessions(maria.id, now).await.unwrap().is_empty(), "signed out");
+    let sent = app.outbox().len();
+    signed_in_by_passkey(client, &origin).await;
+    shots.take(client, "signed-in-with-the-new-passkey").await;
+    tokens_for(client, "maria").await;
+    assert_eq!(app.outbox().len(), sent, "no code was sent");
+    let used = app.store.passkeys_of(maria.id).await.unwrap()[0].last_used_at;
+    assert!(used.is_some(), "the new passkey was used");
     browser.client.clone().close().await.unwrap();
 }

@@ -552,3 +552,163 @@ pub(crate) async fn enrolled_elsewhere(app: &TestApp, user: UserId) -> portico_m
     let now = app.clock.now();
     passkeys.finish_enrolment(&*app.store, user, &started.state, &answer, "Phone", now).await.unwrap()
 }
+
+/// A password and the SMS code for `login` in `browser`: where the code's
+/// answer leads.
+async fn password_and_code(app: &TestApp, browser: &reqwest::Client, csrf: &str, login: &str) -> String {
+    let password = format!("{login}-password");
+    let form = [("_csrf", csrf), ("principal", login), ("credentials", password.as_str())];
+    let response = browser.post(app.url("/login")).form(&form).send().await.unwrap();
+    assert_eq!(location(&response), "/login");
+    let view = app.login_view(browser).await;
+    assert_eq!(view["pageData"]["stepViewData"]["stepType"], "sms-otp", "{view}");
+    let phone = app.store.find_user_by_login(login).await.unwrap().unwrap().phone.unwrap();
+    let code = app.last_code(&phone);
+    let response = browser.post(app.url("/login")).form(&[("_csrf", csrf), ("credentials", &code)]).send();
+    location(&response.await.unwrap())
+}
+
+/// `POST /login` on the offer with the new credential, from Chrome on Linux.
+async fn create_at_offer(app: &TestApp, browser: &reqwest::Client, csrf: &str, credential: &str) -> String {
+    let agent = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
+    let form = [("_csrf", csrf), ("credentials", credential)];
+    let response = browser.post(app.url("/login")).header("user-agent", agent).form(&form).send().await.unwrap();
+    location(&response)
+}
+
+async fn decline_offer(app: &TestApp, browser: &reqwest::Client, csrf: &str) -> String {
+    let response = browser.post(app.url("/login")).form(&[("_csrf", csrf), ("decline", "1")]).send().await.unwrap();
+    location(&response)
+}
+
+#[tokio::test]
+async fn after_a_password_and_a_code_a_passkey_is_offered_created_once_and_signs_in_next_time() {
+    for backend in backends() {
+        let (app, origin) = passkey_app(backend, |_| {}).await;
+        let ivan = app.store.find_user_by_login("ivan").await.unwrap().unwrap();
+        let pkce = Pkce::new();
+        let (browser, csrf, _) = first_page(&app, &pkce).await;
+        assert_eq!(password_and_code(&app, &browser, &csrf, "ivan").await, "/login");
+        let html = browser.get(app.url("/login")).send().await.unwrap().text().await.unwrap();
+        assert!(html.contains(r#"data-action="passkey-create""#) && html.contains(r#"data-action="passkey-skip""#));
+        let view = view_data(&html);
+        let step = &view["pageData"]["stepViewData"];
+        assert_eq!(
+            (step["stepType"].as_str(), step["viewType"].as_str()),
+            (Some("passkey-enrolment"), Some("default"))
+        );
+        let options = step["passkeyCreationOptions"].clone();
+        assert_eq!(options["publicKey"]["rp"]["id"], "localhost", "{backend:?}: {view}");
+        assert_eq!(options["publicKey"]["user"]["name"], "ivan");
+        assert_eq!(options["publicKey"]["authenticatorSelection"]["residentKey"], "required");
+
+        // Another origin's answer: refused, nothing stored, a new challenge.
+        let authenticator = Authenticator::for_rp(ivan.id, "localhost");
+        let foreign = authenticator.create(&options, "http://localhost.evil.example");
+        assert_eq!(create_at_offer(&app, &browser, &csrf, &foreign).await, "/login");
+        let view = app.login_view(&browser).await;
+        assert_eq!(step_error(&view), Some("challenge.passkey-enrolment.refused"), "{backend:?}: {view}");
+        assert!(app.store.passkeys_of(ivan.id).await.unwrap().is_empty(), "{backend:?}: nothing stored");
+        let fresh = view["pageData"]["stepViewData"]["passkeyCreationOptions"].clone();
+        assert_ne!(fresh["publicKey"]["challenge"], options["publicKey"]["challenge"]);
+        // The old challenge was spent by the refused answer.
+        let stale = authenticator.create(&options, &origin);
+        assert_eq!(create_at_offer(&app, &browser, &csrf, &stale).await, "/login");
+        let view = app.login_view(&browser).await;
+        assert_eq!(step_error(&view), Some("challenge.passkey-enrolment.refused"), "{backend:?}: {view}");
+        let options = view["pageData"]["stepViewData"]["passkeyCreationOptions"].clone();
+
+        let back = create_at_offer(&app, &browser, &csrf, &authenticator.create(&options, &origin)).await;
+        let claims = id_token_after(&app, &browser, &pkce, &back).await;
+        assert_eq!(claims["amr"], json!(["pwd", "sms", "mfa"]), "{backend:?}: creating a passkey proves nothing more");
+        let kept = app.store.passkeys_of(ivan.id).await.unwrap();
+        assert_eq!(kept.len(), 1, "{backend:?}");
+        assert_eq!(kept[0].name, "Chrome, Linux", "named after the browser");
+        assert_eq!(kept[0].credential_id, b64url(&authenticator.credential_id));
+        assert_eq!(audited(&*app.store, AuditKind::PasskeyCreated).await, 1);
+
+        // Next time, in a new browser: the passkey alone, no code sent.
+        let mut authenticator = authenticator;
+        let sent = app.outbox().len();
+        let pkce = Pkce::new();
+        let (browser, csrf, _) = first_page(&app, &pkce).await;
+        let (_, options) = sign_in_options(&app, &browser, &csrf).await;
+        let back = sign_in(&app, &browser, &csrf, &authenticator.get(&options, &origin, 1)).await;
+        let claims = id_token_after(&app, &browser, &pkce, &back).await;
+        assert_eq!(claims["amr"], json!(["hwk", "user", "mfa"]), "{backend:?}");
+        assert_eq!(app.outbox().len(), sent, "no code was sent");
+    }
+}
+
+#[tokio::test]
+async fn a_declined_offer_waits_its_pause_and_no_offer_goes_to_a_blocked_user() {
+    for backend in backends() {
+        let (app, origin) = passkey_app(backend, |_| {}).await;
+        let ivan = app.store.find_user_by_login("ivan").await.unwrap().unwrap();
+        let pkce = Pkce::new();
+        let (browser, csrf, _) = first_page(&app, &pkce).await;
+        password_and_code(&app, &browser, &csrf, "ivan").await;
+        let back = decline_offer(&app, &browser, &csrf).await;
+        let claims = id_token_after(&app, &browser, &pkce, &back).await;
+        assert_eq!(claims["amr"], json!(["pwd", "sms", "mfa"]), "{backend:?}");
+        let declined = app.store.passkey_summary(ivan.id).await.unwrap().offer_declined_at;
+        assert_eq!(declined, Some(app.clock.now()), "{backend:?}");
+
+        // Within the pause (30 days), a new device's login is not offered one.
+        app.clock.advance(time::Duration::days(29));
+        let pkce = Pkce::new();
+        let (browser, csrf, _) = first_page(&app, &pkce).await;
+        let back = password_and_code(&app, &browser, &csrf, "ivan").await;
+        assert!(back.starts_with("/oauth2/authorize?"), "{backend:?}: {back}");
+
+        // After it, the offer is made again; a user blocked meanwhile
+        // creates nothing and signs in no further, whichever button.
+        app.clock.advance(time::Duration::days(2));
+        for create in [true, false] {
+            let pkce = Pkce::new();
+            let (browser, csrf, _) = first_page(&app, &pkce).await;
+            assert_eq!(password_and_code(&app, &browser, &csrf, "ivan").await, "/login");
+            let view = app.login_view(&browser).await;
+            assert_eq!(view["pageData"]["stepViewData"]["stepType"], "passkey-enrolment", "{backend:?}");
+            let options = view["pageData"]["stepViewData"]["passkeyCreationOptions"].clone();
+            app.store.set_user_blocked("ivan", true, app.clock.now()).await.unwrap();
+            let back = if create {
+                let answer = Authenticator::for_rp(ivan.id, "localhost").create(&options, &origin);
+                create_at_offer(&app, &browser, &csrf, &answer).await
+            } else {
+                decline_offer(&app, &browser, &csrf).await
+            };
+            assert_eq!(back, "/error", "{backend:?}");
+            assert!(app.store.passkeys_of(ivan.id).await.unwrap().is_empty());
+            app.store.set_user_blocked("ivan", false, app.clock.now()).await.unwrap();
+        }
+
+        // A blocked user never reaches the offer at all.
+        app.store.set_user_blocked("maria", true, app.clock.now()).await.unwrap();
+        let pkce = Pkce::new();
+        let (browser, csrf, _) = first_page(&app, &pkce).await;
+        let form = [("_csrf", csrf.as_str()), ("principal", "maria"), ("credentials", "maria-password")];
+        let response = browser.post(app.url("/login")).form(&form).send().await.unwrap();
+        assert_eq!(location(&response), "/error", "{backend:?}");
+    }
+}
+
+#[tokio::test]
+async fn the_offer_is_not_made_when_it_is_off_or_the_user_keeps_a_passkey() {
+    for backend in backends() {
+        let (app, _) = passkey_app(backend, |c| c.login.offer_passkey = false).await;
+        let pkce = Pkce::new();
+        let (browser, csrf, _) = first_page(&app, &pkce).await;
+        let back = password_and_code(&app, &browser, &csrf, "ivan").await;
+        assert!(back.starts_with("/oauth2/authorize?"), "{backend:?}: off, {back}");
+
+        // With passkeys not replacing codes, a user who keeps one still
+        // passes a code, and is not offered another.
+        let (app, origin) = passkey_app(backend, |c| c.login.passkey_replaces_code = false).await;
+        enrol(&app, &origin, "ivan").await;
+        let pkce = Pkce::new();
+        let (browser, csrf, _) = first_page(&app, &pkce).await;
+        let back = password_and_code(&app, &browser, &csrf, "ivan").await;
+        assert!(back.starts_with("/oauth2/authorize?"), "{backend:?}: ivan keeps one, {back}");
+    }
+}

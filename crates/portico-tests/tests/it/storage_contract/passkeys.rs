@@ -153,3 +153,32 @@ async fn only_the_owner_renames_or_removes_a_passkey_and_a_removal_happens_once(
         assert_eq!(audited(&*store, AuditKind::PasskeyRemoved).await, 1);
     }
 }
+
+#[tokio::test]
+async fn a_summary_counts_usable_passkeys_and_keeps_the_latest_declined_offer() {
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let (ivan, maria) = (user("ivan"), user("maria"));
+        store.create_user(&ivan).await.unwrap();
+        store.create_user(&maria).await.unwrap();
+        assert_eq!(store.passkey_summary(ivan.id).await.unwrap(), portico_storage::PasskeySummary::default());
+
+        let created = event(AuditKind::PasskeyCreated, &ivan);
+        let (first, second) = (passkey(&ivan, "cred-1", 0), passkey(&ivan, "cred-2", 0));
+        store.insert_passkey(&first, &created).await.unwrap();
+        store.insert_passkey(&second, &created).await.unwrap();
+        store.lock_passkey(second.id, t0(), &event(AuditKind::PasskeyLocked, &ivan)).await.unwrap();
+        store.decline_passkey_offer(ivan.id, t0()).await.unwrap();
+        store.decline_passkey_offer(ivan.id, t0() + Duration::days(3)).await.unwrap();
+        let summary = store.passkey_summary(ivan.id).await.unwrap();
+        assert_eq!((summary.kept, summary.usable), (2, 1), "{backend:?}: the locked one is kept, not usable");
+        assert_eq!(summary.offer_declined_at, Some(t0() + Duration::days(3)), "{backend:?}: the latest decline");
+        assert_eq!(store.passkey_summary(maria.id).await.unwrap().offer_declined_at, None, "per user");
+
+        // A user who is gone leaves nothing behind, and is not recorded.
+        let ghost = user("ghost");
+        store.decline_passkey_offer(ghost.id, t0()).await.unwrap();
+        assert_eq!(store.passkey_summary(ghost.id).await.unwrap(), portico_storage::PasskeySummary::default());
+    }
+}
