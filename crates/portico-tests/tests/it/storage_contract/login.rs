@@ -54,9 +54,7 @@ async fn devices_and_consents_are_remembered_per_user() {
     for backend in backends() {
         let dir = TempDir::new();
         let store = store(backend, &dir).await;
-        let (ivan, maria) = (user("ivan"), user("maria"));
-        store.create_user(&ivan).await.unwrap();
-        store.create_user(&maria).await.unwrap();
+        let (ivan, maria) = two_users(&*store).await;
         store.create_client(&client("crm")).await.unwrap();
 
         assert_eq!(store.find_users_by_phone("+79000000000").await.unwrap().len(), 2, "{backend:?}");

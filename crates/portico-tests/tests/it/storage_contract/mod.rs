@@ -84,6 +84,14 @@ pub(crate) fn client(id: &str) -> Client {
     }
 }
 
+/// Ivan and Maria, stored.
+pub(crate) async fn two_users(store: &dyn Storage) -> (User, User) {
+    let (ivan, maria) = (user("ivan"), user("maria"));
+    store.create_user(&ivan).await.unwrap();
+    store.create_user(&maria).await.unwrap();
+    (ivan, maria)
+}
+
 pub(crate) fn user(login: &str) -> User {
     User {
         id: UserId::random(),

@@ -35,9 +35,7 @@ async fn passkeys_are_stored_per_user_with_unique_credentials_and_a_limit() {
     for backend in backends() {
         let dir = TempDir::new();
         let store = store(backend, &dir).await;
-        let (ivan, maria) = (user("ivan"), user("maria"));
-        store.create_user(&ivan).await.unwrap();
-        store.create_user(&maria).await.unwrap();
+        let (ivan, maria) = two_users(&*store).await;
         let created = event(AuditKind::PasskeyCreated, &ivan);
         let first = Passkey { created_at: t0() - Duration::minutes(1), ..passkey(&ivan, "cred-1", 0) };
         assert_eq!(store.insert_passkey(&first, &created).await.unwrap(), PasskeyStored::Stored);
@@ -131,9 +129,7 @@ async fn only_the_owner_renames_or_removes_a_passkey_and_a_removal_happens_once(
     for backend in backends() {
         let dir = TempDir::new();
         let store = store(backend, &dir).await;
-        let (ivan, maria) = (user("ivan"), user("maria"));
-        store.create_user(&ivan).await.unwrap();
-        store.create_user(&maria).await.unwrap();
+        let (ivan, maria) = two_users(&*store).await;
         let key = passkey(&ivan, "cred-1", 0);
         store.insert_passkey(&key, &event(AuditKind::PasskeyCreated, &ivan)).await.unwrap();
         assert!(!store.rename_passkey(maria.id, key.id, "mine").await.unwrap(), "{backend:?}");
@@ -159,9 +155,7 @@ async fn a_summary_counts_usable_passkeys_and_keeps_the_latest_declined_offer() 
     for backend in backends() {
         let dir = TempDir::new();
         let store = store(backend, &dir).await;
-        let (ivan, maria) = (user("ivan"), user("maria"));
-        store.create_user(&ivan).await.unwrap();
-        store.create_user(&maria).await.unwrap();
+        let (ivan, maria) = two_users(&*store).await;
         assert_eq!(store.passkey_summary(ivan.id).await.unwrap(), portico_storage::PasskeySummary::default());
 
         let created = event(AuditKind::PasskeyCreated, &ivan);
