@@ -204,6 +204,21 @@ impl Scim {
         resource::render(user, &self.location(user))
     }
 
+    /// The user as `shown` asks, with the passkeys extension unless it is
+    /// left out (one read per user; a page of users should read them in
+    /// one query).
+    async fn rendered(&self, user: &User, shown: &Shown) -> Result<Value, ScimError> {
+        let mut resource = self.render(user);
+        if shown.asks_for_passkeys() {
+            let passkeys = self.service.store.passkeys_of(user.id).await.map_err(ServiceError::from)?;
+            resource[schema::PASSKEYS] = schema::passkeys_value(&passkeys);
+            if let Some(schemas) = resource["schemas"].as_array_mut() {
+                schemas.push(Value::from(schema::PASSKEYS));
+            }
+        }
+        Ok(resource)
+    }
+
     async fn user(&self, id: &str) -> Result<User, ScimError> {
         let uuid = Uuid::parse_str(id).map_err(|_| ScimError::not_found(id))?;
         match self.service.user(UserId::from(uuid)).await {
@@ -255,8 +270,12 @@ async fn resource_type(State(scim): State<ScimState>, headers: HeaderMap, ScimPa
 
 async fn schemas(State(scim): State<ScimState>, headers: HeaderMap) -> Answer {
     scim.authorize(&headers)?;
-    let all = vec![schema::core_user_schema(&scim.base), schema::enterprise_user_schema(&scim.base)];
-    Ok(scim_json(StatusCode::OK, &schema::list(all, 2, 1)))
+    let all = vec![
+        schema::core_user_schema(&scim.base),
+        schema::enterprise_user_schema(&scim.base),
+        schema::passkeys_schema(&scim.base),
+    ];
+    Ok(scim_json(StatusCode::OK, &schema::list(all, 3, 1)))
 }
 
 async fn schema_by_id(State(scim): State<ScimState>, headers: HeaderMap, ScimPath(urn): ScimPath) -> Answer {
@@ -264,6 +283,7 @@ async fn schema_by_id(State(scim): State<ScimState>, headers: HeaderMap, ScimPat
     let found = match urn.as_str() {
         schema::CORE_USER => schema::core_user_schema(&scim.base),
         ENTERPRISE_USER => schema::enterprise_user_schema(&scim.base),
+        schema::PASSKEYS => schema::passkeys_schema(&scim.base),
         _ => return Err(ScimError::NotFound(format!("there is no schema {urn}"))),
     };
     Ok(scim_json(StatusCode::OK, &found))
@@ -357,7 +377,10 @@ async fn answer_list(scim: &Scim, request: ListRequest) -> Answer {
     let total = scim.service.store.count_users(&query).await.map_err(ServiceError::from)?;
     let users = if count == 0 { Vec::new() } else { scim.service.search_users(&query).await? };
     let shown = Shown::new(request.attributes.as_deref(), request.excluded.as_deref())?;
-    let resources = users.iter().map(|user| shown.apply(scim.render(user))).collect();
+    let mut resources = Vec::with_capacity(users.len());
+    for user in &users {
+        resources.push(shown.apply(scim.rendered(user, &shown).await?));
+    }
     Ok(scim_json(StatusCode::OK, &schema::list(resources, total, start_index)))
 }
 
@@ -392,14 +415,25 @@ impl Shown {
         Ok(Self { only, excluded: names("excludedAttributes", excluded)? })
     }
 
+    /// Whether the response shows the passkeys extension (`returned:
+    /// default`): unless `attributes` leaves it out or
+    /// `excludedAttributes` names it.
+    fn asks_for_passkeys(&self) -> bool {
+        let urn = schema::PASSKEYS.to_ascii_lowercase();
+        self.only.as_ref().is_none_or(|only| only.iter().any(|name| name.starts_with(&urn)))
+            && !self.excluded.iter().any(|name| name.starts_with(&urn))
+    }
+
     fn apply(&self, resource: Value) -> Value {
         let Value::Object(mut fields) = resource else { return resource };
         let enterprise = ENTERPRISE_USER.to_ascii_lowercase();
+        let passkeys = schema::PASSKEYS.to_ascii_lowercase();
         let named = |list: &[String], key: &str| {
             let key = key.to_ascii_lowercase();
             list.iter().any(|name| {
                 name == &key || name.starts_with(&format!("{key}.")) || name.starts_with(&format!("{key}:"))
             }) || (key == enterprise && list.iter().any(|name| name.starts_with(&enterprise)))
+                || (key == passkeys && list.iter().any(|name| name.starts_with(&passkeys)))
         };
         fields.retain(|key, _| {
             if key == "id" || key == "schemas" {
@@ -423,7 +457,7 @@ async fn read(
     let user = scim.user(&id).await?;
     let showing: Showing = read_query(query.as_deref())?;
     let shown = Shown::new(showing.attributes.as_deref(), showing.excluded.as_deref())?;
-    Ok(scim_json(StatusCode::OK, &shown.apply(scim.render(&user))))
+    Ok(scim_json(StatusCode::OK, &shown.apply(scim.rendered(&user, &shown).await?)))
 }
 
 fn created(scim: &Scim, user: &User) -> Response {
@@ -467,8 +501,76 @@ async fn modify(
 ) -> Answer {
     scim.authorize(&headers)?;
     let user = scim.user(&id).await?;
-    let patched = patch::apply(scim.render(&user), &body_json(&headers, body)?)?;
-    replaced(&scim, &user, &patched).await
+    let mut body = body_json(&headers, body)?;
+    if sets_passkeys(&body) {
+        let detail = format!("{} is read only: remove a passkey through the admin API", schema::PASSKEYS);
+        return Err(ScimError::BadRequest("mutability", detail));
+    }
+    // A PATCH that named the extension gets it back, as a request for it.
+    let named = drop_passkey_noops(&mut body);
+    let patched = patch::apply(scim.render(&user), &body)?;
+    let provisioned = resource::parse(&patched)?;
+    let user = scim.service.replace_provisioned_user(&Actor::Scim, user.id, provisioned).await?;
+    let shown = Shown { only: named.then(|| vec![schema::PASSKEYS.to_ascii_lowercase()]), excluded: Vec::new() };
+    let mut resource = scim.rendered(&user, &shown).await?;
+    if !named {
+        return Ok(scim_json(StatusCode::OK, &resource));
+    }
+    let extension = resource[schema::PASSKEYS].take();
+    resource = scim.render(&user);
+    resource[schema::PASSKEYS] = extension;
+    if let Some(schemas) = resource["schemas"].as_array_mut() {
+        schemas.push(Value::from(schema::PASSKEYS));
+    }
+    Ok(scim_json(StatusCode::OK, &resource))
+}
+
+/// Whether `name` (a path or a value's key) is the passkeys extension or
+/// within it.
+fn in_passkeys(name: &str) -> bool {
+    name.to_ascii_lowercase().starts_with(&schema::PASSKEYS.to_ascii_lowercase())
+}
+
+/// Whether an operation's value says anything of the extension's one
+/// attribute (`passkeys`).
+fn names_passkeys(value: Option<&Value>) -> bool {
+    value.and_then(Value::as_object).is_some_and(|object| {
+        object.iter().any(|(key, inner)| {
+            key.eq_ignore_ascii_case("passkeys")
+                || (in_passkeys(key) && inner.as_object().is_some_and(|inner| !inner.is_empty()))
+        })
+    })
+}
+
+/// Whether a PATCH would change the read-only passkeys: a path into the
+/// extension's attribute, or a value for it (RFC 7644 §3.5.2: `mutability`).
+fn sets_passkeys(body: &Value) -> bool {
+    let operations = body.get("Operations").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+    operations.iter().any(|operation| match operation.get("path").and_then(Value::as_str) {
+        Some(path) if in_passkeys(path) => {
+            path.len() > schema::PASSKEYS.len() || names_passkeys(operation.get("value"))
+        }
+        Some(_) => false,
+        None => names_passkeys(operation.get("value")),
+    })
+}
+
+/// Operations on the extension that change nothing (an empty value) are
+/// dropped, as a PUT's copy of a read-only attribute is ignored; whether
+/// there were any.
+fn drop_passkey_noops(body: &mut Value) -> bool {
+    let Some(operations) = body.get_mut("Operations").and_then(Value::as_array_mut) else { return false };
+    let before = operations.len();
+    operations.retain(|operation| !operation.get("path").and_then(Value::as_str).is_some_and(in_passkeys));
+    let mut named = operations.len() != before;
+    for operation in operations.iter_mut() {
+        if let Some(value) = operation.get_mut("value").and_then(Value::as_object_mut) {
+            let keys = value.len();
+            value.retain(|key, _| !in_passkeys(key));
+            named |= value.len() != keys;
+        }
+    }
+    named
 }
 
 async fn remove(

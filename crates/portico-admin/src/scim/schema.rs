@@ -6,6 +6,8 @@ use serde_json::{Value, json};
 
 pub const CORE_USER: &str = "urn:ietf:params:scim:schemas:core:2.0:User";
 pub const ENTERPRISE_USER: &str = "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User";
+/// Portico's read-only extension: a user's passkeys.
+pub const PASSKEYS: &str = "urn:portico:params:scim:schemas:extension:passkeys:1.0:User";
 pub const LIST_RESPONSE: &str = "urn:ietf:params:scim:api:messages:2.0:ListResponse";
 pub const PATCH_OP: &str = "urn:ietf:params:scim:api:messages:2.0:PatchOp";
 pub const SEARCH_REQUEST: &str = "urn:ietf:params:scim:api:messages:2.0:SearchRequest";
@@ -52,7 +54,7 @@ pub fn user_resource_type(base: &str) -> Value {
         "endpoint": "/Users",
         "description": "A Portico user: userName is the login, active is not blocked.",
         "schema": CORE_USER,
-        "schemaExtensions": [{"schema": ENTERPRISE_USER, "required": false}],
+        "schemaExtensions": [{"schema": ENTERPRISE_USER, "required": false}, {"schema": PASSKEYS, "required": false}],
         "meta": {"resourceType": "ResourceType", "location": format!("{base}/ResourceTypes/User")}
     })
 }
@@ -143,6 +145,54 @@ pub fn enterprise_user_schema(base: &str) -> Value {
         ],
         "meta": {"resourceType": "Schema", "location": format!("{base}/Schemas/{ENTERPRISE_USER}")}
     })
+}
+
+fn read_only(name: &str, kind: &str, description: &str) -> Value {
+    json!({
+        "name": name, "type": kind, "multiValued": false, "description": description,
+        "required": false, "caseExact": true, "mutability": "readOnly", "returned": "default",
+        "uniqueness": "none"
+    })
+}
+
+/// Portico's extension: the user's passkeys, read only (an operator removes
+/// one through the admin API or the console), returned by default.
+pub fn passkeys_schema(base: &str) -> Value {
+    json!({
+        "schemas": ["urn:ietf:params:scim:schemas:core:2.0:Schema"],
+        "id": PASSKEYS,
+        "name": "Passkeys",
+        "description": "The user's passkeys (WebAuthn credentials); read only.",
+        "attributes": [{
+            "name": "passkeys", "type": "complex", "multiValued": true,
+            "description": "The user's passkeys, oldest first.",
+            "required": false, "mutability": "readOnly", "returned": "default", "uniqueness": "none",
+            "subAttributes": [
+                read_only("value", "string", "Portico's id of the passkey (as the admin API names it)."),
+                read_only("display", "string", "The passkey's name."),
+                read_only("created", "dateTime", "When it was created."),
+                read_only("lastUsed", "dateTime", "When it last signed the user in."),
+                read_only("locked", "boolean", "Locked after a signature counter that did not advance: it signs nobody in.")
+            ]
+        }],
+        "meta": {"resourceType": "Schema", "location": format!("{base}/Schemas/{PASSKEYS}")}
+    })
+}
+
+/// The extension's value for `passkeys`.
+pub fn passkeys_value(passkeys: &[portico_model::passkey::Passkey]) -> Value {
+    let time = |at: time::OffsetDateTime| at.format(&time::format_description::well_known::Rfc3339).ok();
+    let values: Vec<Value> = passkeys
+        .iter()
+        .map(|p| {
+            json!({
+                "value": p.id.to_string(), "display": p.name, "created": time(p.created_at),
+                "lastUsed": p.last_used_at.and_then(time), "locked": p.locked_at.is_some()
+            })
+        })
+        .collect();
+    // An unassigned attribute is left out (RFC 7643 §2.5).
+    if values.is_empty() { json!({}) } else { json!({ "passkeys": values }) }
 }
 
 /// The attributes of the enterprise extension Portico keeps.

@@ -459,3 +459,57 @@ async fn an_operators_block_and_scims_active_are_apart() {
         assert_eq!(login_error(&app, "olya", "olya-password-1").await, None, "the provisioning system lifted it");
     }
 }
+
+/// A user's passkeys are Portico's read-only extension: shown unless left
+/// out by `attributes`/`excludedAttributes`, named in the resource's
+/// schemas, published in `/Schemas` and the resource type, and never
+/// changed through SCIM.
+#[tokio::test]
+async fn passkeys_are_a_read_only_extension() {
+    const PASSKEYS: &str = "urn:portico:params:scim:schemas:extension:passkeys:1.0:User";
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let id = user_id(&app, "ivan").await;
+        let ivan = app.store.find_user_by_login("ivan").await.unwrap().unwrap();
+        let passkey = crate::passkeys::enrolled_elsewhere(&app, ivan.id).await;
+
+        let (status, plain) = scim(&app, "GET", &format!("/Users/{id}?excludedAttributes={PASSKEYS}"), None).await;
+        assert_eq!(status, 200);
+        assert!(plain.get(PASSKEYS).is_none(), "{backend:?}: left out when excluded: {plain}");
+        let (_, asked) = scim(&app, "GET", &format!("/Users/{id}"), None).await;
+        let listed = &asked[PASSKEYS]["passkeys"];
+        assert_eq!(listed.as_array().map(Vec::len), Some(1), "{backend:?}: {asked}");
+        assert_eq!(listed[0]["value"], passkey.id.to_string());
+        assert_eq!((listed[0]["display"].as_str(), listed[0]["locked"].as_bool()), (Some("Phone"), Some(false)));
+        assert!(listed[0]["created"].as_str().is_some_and(|t| t.contains('T')), "RFC 3339: {asked}");
+        assert!(asked["schemas"].as_array().unwrap().contains(&json!(PASSKEYS)), "{asked}");
+        let filter = "filter=userName%20eq%20%22ivan%22";
+        let (_, found) = scim(&app, "GET", &format!("/Users?{filter}&attributes=userName,{PASSKEYS}"), None).await;
+        assert_eq!(found["Resources"][0][PASSKEYS]["passkeys"][0]["value"], passkey.id.to_string(), "{found}");
+        let (_, found) = scim(&app, "GET", &format!("/Users?{filter}&attributes=userName"), None).await;
+        assert!(found["Resources"][0].get(PASSKEYS).is_none(), "{backend:?}: {found}");
+
+        let (_, schemas) = scim(&app, "GET", "/Schemas", None).await;
+        assert!(schemas["Resources"].as_array().unwrap().iter().any(|s| s["id"] == PASSKEYS), "{schemas}");
+        let (status, schema) = scim(&app, "GET", &format!("/Schemas/{PASSKEYS}"), None).await;
+        assert_eq!(status, 200);
+        assert_eq!(schema["attributes"][0]["mutability"], "readOnly");
+        assert_eq!(schema["attributes"][0]["returned"], "default");
+        let (_, kind) = scim(&app, "GET", "/ResourceTypes/User", None).await;
+        assert!(kind["schemaExtensions"].as_array().unwrap().iter().any(|e| e["schema"] == PASSKEYS), "{kind}");
+
+        // A PATCH of the extension is refused; a PUT's copy of it is ignored.
+        let patch = json!({
+            "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+            "Operations": [{"op": "replace", "path": PASSKEYS, "value": {"passkeys": []}}]
+        });
+        let (status, body) = scim(&app, "PATCH", &format!("/Users/{id}"), Some(patch)).await;
+        assert_eq!(status, 400, "{backend:?}: {body}");
+        assert_scim_error(&body, 400, Some("mutability"));
+        let mut resource = plain.clone();
+        resource[PASSKEYS] = json!({"passkeys": []});
+        let (status, _) = scim(&app, "PUT", &format!("/Users/{id}"), Some(resource)).await;
+        assert_eq!(status, 200, "{backend:?}");
+        assert_eq!(app.store.passkeys_of(ivan.id).await.unwrap().len(), 1, "{backend:?}: nothing removed");
+    }
+}
