@@ -105,6 +105,19 @@ impl PasskeyRepository for PgStore {
         rows.iter().map(passkey_from).collect()
     }
 
+    async fn passkeys_of_users(&self, user_ids: &[UserId]) -> Result<Vec<Passkey>> {
+        if user_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<Uuid> = user_ids.iter().map(UserId::as_uuid).collect();
+        let rows = sqlx::query("SELECT * FROM passkeys WHERE user_id = ANY($1) ORDER BY created_at, id")
+            .bind(ids)
+            .fetch_all(&mut *self.conn().await?)
+            .await
+            .map_err(storage_error("passkey"))?;
+        rows.iter().map(passkey_from).collect()
+    }
+
     async fn find_passkey(&self, credential_id: &str) -> Result<Option<Passkey>> {
         sqlx::query("SELECT * FROM passkeys WHERE credential_id = $1")
             .bind(credential_id)

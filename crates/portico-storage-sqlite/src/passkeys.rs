@@ -5,7 +5,7 @@ use portico_model::audit::AuditEvent;
 use portico_model::ids::UserId;
 use portico_model::passkey::{MAX_PER_USER, Passkey};
 use portico_storage::{PasskeyRepository, PasskeyStored, PasskeySummary};
-use rusqlite::{Row, params};
+use rusqlite::{Row, params, params_from_iter};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -72,6 +72,18 @@ impl PasskeyRepository for SqliteStore {
                 all(c, sql, [user_id.to_string()], passkey_from)
             })
             .await
+    }
+
+    async fn passkeys_of_users(&self, user_ids: &[UserId]) -> Result<Vec<Passkey>> {
+        if user_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<String> = user_ids.iter().map(ToString::to_string).collect();
+        let sql = format!(
+            "SELECT * FROM passkeys WHERE user_id IN ({}) ORDER BY created_at, id",
+            vec!["?"; ids.len()].join(", ")
+        );
+        self.db.read(move |c| all(c, &sql, params_from_iter(ids), passkey_from)).await
     }
 
     async fn find_passkey(&self, credential_id: &str) -> Result<Option<Passkey>> {

@@ -45,6 +45,12 @@ pub trait PasskeyRepository: Send + Sync {
     /// # Errors
     /// Only when the store fails.
     async fn passkeys_of(&self, user_id: UserId) -> Result<Vec<Passkey>>;
+    /// The passkeys of several users (a page of a list), in one read,
+    /// oldest first; each carries its `user_id`.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn passkeys_of_users(&self, user_ids: &[UserId]) -> Result<Vec<Passkey>>;
     /// The passkey of a credential id (Base64url), of whichever user.
     ///
     /// # Errors

@@ -33,6 +33,7 @@ use portico_crypto::hash::BearerSecret;
 use portico_model::audit::Actor;
 use portico_model::form::Problem;
 use portico_model::ids::UserId;
+use portico_model::passkey::Passkey;
 use portico_model::user::User;
 use portico_storage::UserQuery;
 use serde_json::{Value, json};
@@ -205,18 +206,39 @@ impl Scim {
     }
 
     /// The user as `shown` asks, with the passkeys extension unless it is
-    /// left out (one read per user; a page of users should read them in
-    /// one query).
+    /// left out.
     async fn rendered(&self, user: &User, shown: &Shown) -> Result<Value, ScimError> {
-        let mut resource = self.render(user);
-        if shown.asks_for_passkeys() {
-            let passkeys = self.service.store.passkeys_of(user.id).await.map_err(ServiceError::from)?;
-            resource[schema::PASSKEYS] = schema::passkeys_value(&passkeys);
-            if let Some(schemas) = resource["schemas"].as_array_mut() {
-                schemas.push(Value::from(schema::PASSKEYS));
-            }
+        if !shown.asks_for_passkeys() {
+            return Ok(self.render(user));
         }
-        Ok(resource)
+        let passkeys = self.service.store.passkeys_of(user.id).await.map_err(ServiceError::from)?;
+        Ok(self.with_passkeys(user, &passkeys))
+    }
+
+    /// A page of users as `shown` asks, their passkeys read in one query.
+    async fn rendered_page(&self, users: &[User], shown: &Shown) -> Result<Vec<Value>, ScimError> {
+        if !shown.asks_for_passkeys() {
+            return Ok(users.iter().map(|user| shown.apply(self.render(user))).collect());
+        }
+        let ids: Vec<UserId> = users.iter().map(|user| user.id).collect();
+        let passkeys = self.service.store.passkeys_of_users(&ids).await.map_err(ServiceError::from)?;
+        Ok(users
+            .iter()
+            .map(|user| {
+                let own: Vec<Passkey> = passkeys.iter().filter(|passkey| passkey.user_id == user.id).cloned().collect();
+                shown.apply(self.with_passkeys(user, &own))
+            })
+            .collect())
+    }
+
+    /// The user with the passkeys extension.
+    fn with_passkeys(&self, user: &User, passkeys: &[Passkey]) -> Value {
+        let mut resource = self.render(user);
+        resource[schema::PASSKEYS] = schema::passkeys_value(passkeys);
+        if let Some(schemas) = resource["schemas"].as_array_mut() {
+            schemas.push(Value::from(schema::PASSKEYS));
+        }
+        resource
     }
 
     async fn user(&self, id: &str) -> Result<User, ScimError> {
@@ -377,10 +399,7 @@ async fn answer_list(scim: &Scim, request: ListRequest) -> Answer {
     let total = scim.service.store.count_users(&query).await.map_err(ServiceError::from)?;
     let users = if count == 0 { Vec::new() } else { scim.service.search_users(&query).await? };
     let shown = Shown::new(request.attributes.as_deref(), request.excluded.as_deref())?;
-    let mut resources = Vec::with_capacity(users.len());
-    for user in &users {
-        resources.push(shown.apply(scim.rendered(user, &shown).await?));
-    }
+    let resources = scim.rendered_page(&users, &shown).await?;
     Ok(scim_json(StatusCode::OK, &schema::list(resources, total, start_index)))
 }
 
@@ -461,7 +480,8 @@ async fn read(
 }
 
 fn created(scim: &Scim, user: &User) -> Response {
-    let mut response = scim_json(StatusCode::CREATED, &scim.render(user));
+    // A new user keeps no passkeys yet.
+    let mut response = scim_json(StatusCode::CREATED, &scim.with_passkeys(user, &[]));
     if let Ok(location) = HeaderValue::from_str(&scim.location(user)) {
         response.headers_mut().insert(header::LOCATION, location);
     }
@@ -490,7 +510,8 @@ async fn replace(
 async fn replaced(scim: &Scim, user: &User, resource: &Value) -> Answer {
     let provisioned = resource::parse(resource)?;
     let user = scim.service.replace_provisioned_user(&Actor::Scim, user.id, provisioned).await?;
-    Ok(scim_json(StatusCode::OK, &scim.render(&user)))
+    let passkeys = scim.service.store.passkeys_of(user.id).await.map_err(ServiceError::from)?;
+    Ok(scim_json(StatusCode::OK, &scim.with_passkeys(&user, &passkeys)))
 }
 
 async fn modify(
@@ -506,23 +527,9 @@ async fn modify(
         let detail = format!("{} is read only: remove a passkey through the admin API", schema::PASSKEYS);
         return Err(ScimError::BadRequest("mutability", detail));
     }
-    // A PATCH that named the extension gets it back, as a request for it.
-    let named = drop_passkey_noops(&mut body);
+    drop_passkey_noops(&mut body);
     let patched = patch::apply(scim.render(&user), &body)?;
-    let provisioned = resource::parse(&patched)?;
-    let user = scim.service.replace_provisioned_user(&Actor::Scim, user.id, provisioned).await?;
-    let shown = Shown { only: named.then(|| vec![schema::PASSKEYS.to_ascii_lowercase()]), excluded: Vec::new() };
-    let mut resource = scim.rendered(&user, &shown).await?;
-    if !named {
-        return Ok(scim_json(StatusCode::OK, &resource));
-    }
-    let extension = resource[schema::PASSKEYS].take();
-    resource = scim.render(&user);
-    resource[schema::PASSKEYS] = extension;
-    if let Some(schemas) = resource["schemas"].as_array_mut() {
-        schemas.push(Value::from(schema::PASSKEYS));
-    }
-    Ok(scim_json(StatusCode::OK, &resource))
+    replaced(&scim, &user, &patched).await
 }
 
 /// Whether `name` (a path or a value's key) is the passkeys extension or
@@ -556,21 +563,15 @@ fn sets_passkeys(body: &Value) -> bool {
 }
 
 /// Operations on the extension that change nothing (an empty value) are
-/// dropped, as a PUT's copy of a read-only attribute is ignored; whether
-/// there were any.
-fn drop_passkey_noops(body: &mut Value) -> bool {
-    let Some(operations) = body.get_mut("Operations").and_then(Value::as_array_mut) else { return false };
-    let before = operations.len();
+/// dropped, as a PUT's copy of a read-only attribute is ignored.
+fn drop_passkey_noops(body: &mut Value) {
+    let Some(operations) = body.get_mut("Operations").and_then(Value::as_array_mut) else { return };
     operations.retain(|operation| !operation.get("path").and_then(Value::as_str).is_some_and(in_passkeys));
-    let mut named = operations.len() != before;
     for operation in operations.iter_mut() {
         if let Some(value) = operation.get_mut("value").and_then(Value::as_object_mut) {
-            let keys = value.len();
             value.retain(|key, _| !in_passkeys(key));
-            named |= value.len() != keys;
         }
     }
-    named
 }
 
 async fn remove(

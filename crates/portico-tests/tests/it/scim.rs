@@ -488,6 +488,14 @@ async fn passkeys_are_a_read_only_extension() {
         assert_eq!(found["Resources"][0][PASSKEYS]["passkeys"][0]["value"], passkey.id.to_string(), "{found}");
         let (_, found) = scim(&app, "GET", &format!("/Users?{filter}&attributes=userName"), None).await;
         assert!(found["Resources"][0].get(PASSKEYS).is_none(), "{backend:?}: {found}");
+        // A page of several users: each shows its own passkeys.
+        let (_, page) = scim(&app, "GET", "/Users?count=50", None).await;
+        let resources = page["Resources"].as_array().unwrap();
+        assert!(resources.len() > 1, "{page}");
+        for resource in resources {
+            let own = resource[PASSKEYS]["passkeys"].as_array().map_or(0, Vec::len);
+            assert_eq!(own, usize::from(resource["id"] == id.as_str()), "{backend:?}: {resource}");
+        }
 
         let (_, schemas) = scim(&app, "GET", "/Schemas", None).await;
         assert!(schemas["Resources"].as_array().unwrap().iter().any(|s| s["id"] == PASSKEYS), "{schemas}");
@@ -508,8 +516,9 @@ async fn passkeys_are_a_read_only_extension() {
         assert_scim_error(&body, 400, Some("mutability"));
         let mut resource = plain.clone();
         resource[PASSKEYS] = json!({"passkeys": []});
-        let (status, _) = scim(&app, "PUT", &format!("/Users/{id}"), Some(resource)).await;
+        let (status, replaced) = scim(&app, "PUT", &format!("/Users/{id}"), Some(resource)).await;
         assert_eq!(status, 200, "{backend:?}");
+        assert_eq!(replaced[PASSKEYS]["passkeys"][0]["value"], passkey.id.to_string(), "{replaced}");
         assert_eq!(app.store.passkeys_of(ivan.id).await.unwrap().len(), 1, "{backend:?}: nothing removed");
     }
 }

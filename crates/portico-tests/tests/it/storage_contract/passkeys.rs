@@ -68,6 +68,16 @@ async fn passkeys_are_stored_per_user_with_unique_credentials_and_a_limit() {
         assert_eq!(kept[0], first, "oldest first");
         assert_eq!(audited(&*store, AuditKind::PasskeyCreated).await, MAX_PER_USER);
 
+        // A page of users' passkeys in one read: each carries its owner.
+        let marias = passkey(&maria, "cred-maria", 0);
+        store.insert_passkey(&marias, &event(AuditKind::PasskeyCreated, &maria)).await.unwrap();
+        let page = store.passkeys_of_users(&[ivan.id, maria.id, UserId::random()]).await.unwrap();
+        assert_eq!(page.len(), MAX_PER_USER + 1, "{backend:?}");
+        assert_eq!(page.iter().filter(|p| p.user_id == maria.id).collect::<Vec<_>>(), vec![&marias]);
+        assert_eq!(page.iter().filter(|p| p.user_id == ivan.id).cloned().collect::<Vec<_>>(), kept, "oldest first");
+        assert_eq!(store.passkeys_of_users(&[maria.id]).await.unwrap(), vec![marias]);
+        assert!(store.passkeys_of_users(&[]).await.unwrap().is_empty());
+
         // A removed user's passkeys go with them.
         store.delete_user(ivan.id).await.unwrap();
         assert_eq!(store.find_passkey("cred-1").await.unwrap(), None, "{backend:?}");
