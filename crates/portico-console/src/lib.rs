@@ -4,10 +4,11 @@
 //! entries, named `operator:<login>`.
 //!
 //! - [`auth`]: the console is an OpenID Connect client of Portico itself
-//!   (`operator_client_id`, registered at start): authorization code with
-//!   PKCE and `nonce` through Portico's own login, the code redeemed in
-//!   process by the token endpoint's own code, and a short session of its
-//!   own (a sealed `svc.console` cookie holding the access token).
+//!   (`operator_client_id`, registered at start;
+//!   [`portico_identity::own_client`]): authorization code with PKCE and
+//!   `nonce` through Portico's own login, the code redeemed in process by
+//!   the token endpoint's own code, and a short session of its own (a
+//!   sealed `svc.console` cookie holding the access token).
 //! - [`session`]: the operator behind a request, checked on every request
 //!   exactly as the admin API checks an operator's token (signature,
 //!   expiry, revocation, the user not blocked, the role read afresh), and
@@ -49,6 +50,8 @@ use portico_admin::AdminService;
 use portico_api::auth::OperatorAuthority;
 use portico_crypto::seal::Sealer;
 use portico_identity::Identity;
+use portico_identity::own_client::OwnClient;
+use portico_model::client::LocalizedText;
 use portico_model::ids::ClientId;
 
 /// What the console's handlers share.
@@ -61,9 +64,7 @@ pub struct Console {
     /// Who is an operator (the admin API's own check).
     pub operators: Arc<dyn OperatorAuthority>,
     /// The console's client at Portico (`operator_client_id`).
-    pub client_id: ClientId,
-    /// `public_url`, without a trailing slash.
-    pub public_url: String,
+    pub client: OwnClient,
     /// Seals the console's cookies (the instance secret's).
     pub sealer: Sealer,
 }
@@ -71,14 +72,17 @@ pub struct Console {
 pub type ConsoleState = Arc<Console>;
 
 impl Console {
-    /// Where Portico returns the browser after the operator signed in.
-    pub fn redirect_uri(&self) -> String {
-        format!("{}/console/callback", self.public_url)
-    }
-
-    /// Where Portico returns the browser after the operator signed out.
-    pub fn post_logout_redirect_uri(&self) -> String {
-        format!("{}/console/", self.public_url)
+    /// The console's client at Portico: `client_id` (`operator_client_id`)
+    /// under `public_url`.
+    pub fn own_client(client_id: ClientId, public_url: &str) -> OwnClient {
+        OwnClient {
+            client_id,
+            base: "/console",
+            name: LocalizedText {
+                ru: "Консоль операторов".to_owned(), en: "Operator console".to_owned()
+            },
+            public_url: public_url.trim_end_matches('/').to_owned(),
+        }
     }
 }
 

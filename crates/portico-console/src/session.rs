@@ -49,16 +49,6 @@ pub(crate) struct SessionCookie {
     pub(crate) csrf: String,
 }
 
-/// A sign-in under way.
-#[derive(Serialize, Deserialize)]
-pub(crate) struct LoginCookie {
-    pub(crate) state: String,
-    pub(crate) nonce: String,
-    pub(crate) verifier: String,
-    /// The console page to show afterwards.
-    pub(crate) back: String,
-}
-
 /// An operator signed in to the console.
 pub struct Operator {
     /// Who (for the audit log) and with which role.

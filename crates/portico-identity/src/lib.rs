@@ -22,6 +22,7 @@ pub mod login;
 pub mod mtls;
 pub mod oauth2;
 pub mod openapi;
+pub mod own_client;
 pub mod passkeys;
 pub mod passwords;
 pub mod settings;

@@ -32,6 +32,8 @@ pub enum Actor {
     /// A third party over dynamic client registration (RFC 7591, 7592):
     /// `registration`.
     Registration,
+    /// The user on their own account page (`/account`): `account`.
+    Account,
 }
 
 impl std::fmt::Display for Actor {
@@ -42,6 +44,7 @@ impl std::fmt::Display for Actor {
             Actor::Cli => f.write_str("cli"),
             Actor::Scim => f.write_str("scim"),
             Actor::Registration => f.write_str("registration"),
+            Actor::Account => f.write_str("account"),
         }
     }
 }
@@ -87,6 +90,7 @@ pub enum AuditKind {
     PasskeyUsed,
     PasskeyLocked,
     PasskeyRemoved,
+    DeviceForgotten,
 }
 
 impl AuditKind {
@@ -130,6 +134,7 @@ impl AuditKind {
             AuditKind::PasskeyUsed => "passkey.used",
             AuditKind::PasskeyLocked => "passkey.locked",
             AuditKind::PasskeyRemoved => "passkey.removed",
+            AuditKind::DeviceForgotten => "device.forgotten",
         }
     }
 }

@@ -276,6 +276,11 @@ pub struct LoginState {
     /// The user chose a one-time code over the passkey step.
     #[serde(default)]
     pub passkey_declined: bool,
+    /// The browser of the login (its `User-Agent`, cut to
+    /// [`crate::user_agent::MAX_KEPT`]): the session and the trusted device
+    /// are named after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_agent: Option<String>,
 }
 
 /// A passkey ceremony's server-side state, held in the login process.
@@ -439,6 +444,7 @@ impl LoginState {
             session_id: None,
             passkey_challenge: None,
             passkey_declined: false,
+            user_agent: None,
         }
     }
 
@@ -449,6 +455,7 @@ impl LoginState {
     pub fn restarted(&self, method: AuthMethod) -> Self {
         let mut state = Self::fresh(self.client_id.clone(), self.request.clone(), self.csrf.clone(), method);
         state.device_id.clone_from(&self.device_id);
+        state.user_agent.clone_from(&self.user_agent);
         state.locale = self.locale;
         state.force_consent = self.force_consent;
         state.password_failures = self.password_failures;

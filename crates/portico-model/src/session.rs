@@ -18,6 +18,21 @@ pub struct SsoSession {
     pub expires_at: OffsetDateTime,
     /// How the user authenticated (RFC 8176).
     pub amr: Vec<String>,
+    /// The browser the session was opened in (its `User-Agent`, cut to
+    /// [`crate::user_agent::MAX_KEPT`]), to name it to the user.
+    pub user_agent: Option<String>,
+}
+
+/// A device on which a user completed a login with a second factor: its
+/// next logins ask no code while the trust lasts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrustedDevice {
+    /// The device cookie's value. Never shown: a page names the device by
+    /// a digest of it.
+    pub device_id: String,
+    pub trusted_at: OffsetDateTime,
+    /// The browser it was trusted from, as for a session.
+    pub user_agent: Option<String>,
 }
 
 /// What ending a session did, in the one transaction that ended it.

@@ -2,6 +2,22 @@
 //! passkey is named when it is created, so that a user with several tells
 //! them apart. Deliberately coarse: a name, never a decision.
 
+/// The longest `User-Agent` kept with a session or a device, in bytes.
+pub const MAX_KEPT: usize = 256;
+
+/// `user_agent` as kept: cut to [`MAX_KEPT`] bytes (at a character's
+/// boundary), control characters dropped; `None` when nothing is left.
+pub fn kept(user_agent: &str) -> Option<String> {
+    let mut kept = String::with_capacity(user_agent.len().min(MAX_KEPT));
+    for c in user_agent.trim().chars().filter(|c| !c.is_control()) {
+        if kept.len() + c.len_utf8() > MAX_KEPT {
+            break;
+        }
+        kept.push(c);
+    }
+    (!kept.is_empty()).then_some(kept)
+}
+
 /// The browser and the system of `user_agent`, as "Browser, System", or
 /// whichever of the two is known; `None` when neither is.
 pub fn describe(user_agent: &str) -> Option<String> {
@@ -48,7 +64,17 @@ pub fn describe(user_agent: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::describe;
+    use super::{MAX_KEPT, describe, kept};
+
+    #[test]
+    fn what_is_kept_is_bounded_and_printable() {
+        assert_eq!(kept("  Mozilla/5.0 (X11)\r\n "), Some("Mozilla/5.0 (X11)".to_owned()));
+        assert_eq!(kept("\u{7}\t"), None);
+        // 2-byte letters: 128 of them fill the 256 bytes exactly.
+        assert_eq!(kept(&"ж".repeat(200)).unwrap().len(), MAX_KEPT);
+        assert_eq!(kept(&format!("a{}", "ж".repeat(200))).unwrap().len(), MAX_KEPT - 1, "never half a letter");
+        assert_eq!(kept(&"a".repeat(300)).unwrap().len(), MAX_KEPT);
+    }
 
     #[test]
     fn browsers_and_systems_are_named_the_way_users_know_them() {

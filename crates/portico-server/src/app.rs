@@ -91,6 +91,8 @@ pub struct App {
     pub admin: Arc<portico_admin::AdminService>,
     /// The operator console, unless `console = false`.
     pub console: Option<Arc<portico_console::Console>>,
+    /// The customer's account page, unless `account = false`.
+    pub account: Option<Arc<portico_account::Account>>,
     /// Who may call the admin and internal APIs: the tokens, and operators.
     pub api_tokens: portico_api::ApiTokens,
     /// Dynamic client registration's settings.
@@ -282,15 +284,45 @@ impl App {
                 reports: Arc::clone(&reports),
                 permissions: Arc::clone(&permissions),
                 operators,
-                client_id: config.operator_client_id.as_str().into(),
-                public_url: config.public_url().trim_end_matches('/').to_owned(),
+                client: portico_console::Console::own_client(
+                    config.operator_client_id.as_str().into(),
+                    &config.public_url(),
+                ),
                 sealer: secret.console_sealer(),
             });
             // After the demo data: the demo seeds only an empty database.
-            portico_console::auth::register_client(&console)
+            console
+                .client
+                .register(&identity)
                 .await
                 .context("cannot register the operator console's client (operator_client_id)")?;
             Some(console)
+        } else {
+            None
+        };
+        let account = if config.account {
+            // The console's client makes operators: the account page's
+            // tokens must never be theirs.
+            anyhow::ensure!(
+                config.account_client_id != config.operator_client_id,
+                "account_client_id and operator_client_id are both `{}`: give the account page a client of its own \
+                 (default portico-account)",
+                config.account_client_id
+            );
+            let account = Arc::new(portico_account::Account {
+                identity: Arc::clone(&identity),
+                client: portico_account::Account::own_client(
+                    config.account_client_id.as_str().into(),
+                    &config.public_url(),
+                ),
+                sealer: secret.account_sealer(),
+            });
+            account
+                .client
+                .register(&identity)
+                .await
+                .context("cannot register the account page's client (account_client_id)")?;
+            Some(account)
         } else {
             None
         };
@@ -310,6 +342,7 @@ impl App {
             reports,
             admin,
             console,
+            account,
             api_tokens,
             registration,
             demo,
@@ -349,6 +382,7 @@ impl App {
             })))
             .merge(portico_reports::router(Arc::clone(&self.reports)))
             .merge(self.console.clone().map(portico_console::router).unwrap_or_default())
+            .merge(self.account.clone().map(portico_account::router).unwrap_or_default())
             .merge(crate::openapi::router());
         if self.demo {
             router = router.merge(demo::router(state)).merge(demo::merchant::router(Arc::clone(&self.notify)));

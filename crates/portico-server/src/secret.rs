@@ -62,6 +62,12 @@ impl InstanceSecret {
         Sealer::new(&derive_key(&self.0, "portico console cookies v1"))
     }
 
+    /// Seals the account page's cookies: a key of its own, so that no
+    /// console cookie opens there or the other way round.
+    pub fn account_sealer(&self) -> Sealer {
+        Sealer::new(&derive_key(&self.0, "portico account cookies v1"))
+    }
+
     pub fn sealer(&self) -> Sealer {
         Sealer::new(&derive_key(&self.0, "portico sealed secrets v1"))
     }

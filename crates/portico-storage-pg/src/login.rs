@@ -3,8 +3,10 @@
 //! attempts.
 
 use async_trait::async_trait;
+use portico_model::audit::AuditEvent;
 use portico_model::ids::{ClientId, LoginProcessId, UserId};
 use portico_model::login::{LoginProcess, LoginState};
+use portico_model::session::TrustedDevice;
 use portico_storage::{
     ConsentRepository, CountAttempt, DeviceRepository, LoginCompletion, LoginGuardRepository, LoginProcessRepository,
     Throttle,
@@ -81,15 +83,16 @@ impl LoginProcessRepository for PgStore {
                  UPDATE login_processes SET state = $3, expires_at = $4, version = version + 1
                  WHERE id = $1 AND version = $2 RETURNING 1
              ), session AS (
-                 INSERT INTO sso_sessions (id, token_hash, user_id, auth_time, created_at, expires_at, amr)
-                 SELECT $5, $6, $7, $8, $9, $10, $11 FROM saved WHERE $5::uuid IS NOT NULL
+                 INSERT INTO sso_sessions (id, token_hash, user_id, auth_time, created_at, expires_at, amr, user_agent)
+                 SELECT $5, $6, $7, $8, $9, $10, $11, $12 FROM saved WHERE $5::uuid IS NOT NULL
              ), device AS (
-                 INSERT INTO trusted_devices (user_id, device_id, trusted_at)
-                 SELECT $12, $13, $14 FROM saved WHERE $13::text IS NOT NULL
-                 ON CONFLICT (user_id, device_id) DO UPDATE SET trusted_at = excluded.trusted_at
+                 INSERT INTO trusted_devices (user_id, device_id, trusted_at, user_agent)
+                 SELECT $13, $14, $15, $16 FROM saved WHERE $14::text IS NOT NULL
+                 ON CONFLICT (user_id, device_id)
+                 DO UPDATE SET trusted_at = excluded.trusted_at, user_agent = excluded.user_agent
              ), audit AS (
                  INSERT INTO audit_log (at, kind, user_id, client_id, detail, actor)
-                 SELECT $15, $16, $17, $18, $19, $20 FROM saved
+                 SELECT $17, $18, $19, $20, $21, $22 FROM saved
              )
              SELECT count(*) AS saved FROM saved",
         )
@@ -104,9 +107,11 @@ impl LoginProcessRepository for PgStore {
         .bind(session.map(|s| at(s.created_at)))
         .bind(session.map(|s| at(s.expires_at)))
         .bind(session.map(|s| &s.amr))
+        .bind(session.and_then(|s| s.user_agent.as_deref()))
         .bind(completion.trusted_device.map(|(user, _)| user.as_uuid()))
         .bind(completion.trusted_device.map(|(_, device)| device))
-        .bind(at(completion.now));
+        .bind(at(completion.now))
+        .bind(completion.user_agent);
         let row = crate::audit::bind_audit(query, completion.audit)
             .bind(completion.audit.actor.as_deref())
             .fetch_one(&mut *self.conn().await?)
@@ -152,6 +157,43 @@ impl DeviceRepository for PgStore {
         .fetch_one(&mut *self.conn().await?)
         .await
         .map_err(storage_error("trusted device"))
+    }
+    async fn trusted_devices(&self, user_id: UserId, not_before: OffsetDateTime) -> Result<Vec<TrustedDevice>> {
+        let rows = sqlx::query(
+            "SELECT device_id, trusted_at, user_agent FROM trusted_devices \
+             WHERE user_id = $1 AND trusted_at >= $2 ORDER BY trusted_at DESC, device_id",
+        )
+        .bind(user_id.as_uuid())
+        .bind(at(not_before))
+        .fetch_all(&mut *self.conn().await?)
+        .await
+        .map_err(storage_error("trusted device"))?;
+        rows.iter()
+            .map(|row| {
+                Ok(TrustedDevice {
+                    device_id: get(row, "device_id")?,
+                    trusted_at: get(row, "trusted_at")?,
+                    user_agent: get(row, "user_agent")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn forget_device(&self, user_id: UserId, device_id: &str, audit: &AuditEvent) -> Result<bool> {
+        let query = sqlx::query(
+            "WITH gone AS (DELETE FROM trusted_devices WHERE user_id = $1 AND device_id = $2 RETURNING 1), \
+             audit AS (INSERT INTO audit_log (at, kind, user_id, client_id, detail, actor) \
+                       SELECT $3, $4, $5, $6, $7, $8 FROM gone) \
+             SELECT count(*) AS gone FROM gone",
+        )
+        .bind(user_id.as_uuid())
+        .bind(device_id);
+        let row = crate::audit::bind_audit(query, audit)
+            .bind(audit.actor.as_deref())
+            .fetch_one(&mut *self.conn().await?)
+            .await
+            .map_err(storage_error("trusted device"))?;
+        Ok(get::<i64>(&row, "gone")? > 0)
     }
 }
 

@@ -23,6 +23,7 @@ fn session_from(row: &PgRow) -> Result<SsoSession> {
         created_at: get(row, "created_at")?,
         expires_at: get(row, "expires_at")?,
         amr: get(row, "amr")?,
+        user_agent: get(row, "user_agent")?,
     })
 }
 
@@ -30,8 +31,8 @@ fn session_from(row: &PgRow) -> Result<SsoSession> {
 impl SessionRepository for PgStore {
     async fn create_session(&self, session: &SsoSession) -> Result<()> {
         sqlx::query(
-            "INSERT INTO sso_sessions (id, token_hash, user_id, auth_time, created_at, expires_at, amr) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            "INSERT INTO sso_sessions (id, token_hash, user_id, auth_time, created_at, expires_at, amr, user_agent) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
         )
         .bind(session.id.as_uuid())
         .bind(session.token_hash.as_str())
@@ -40,6 +41,7 @@ impl SessionRepository for PgStore {
         .bind(at(session.created_at))
         .bind(at(session.expires_at))
         .bind(&session.amr)
+        .bind(session.user_agent.as_deref())
         .execute(&mut *self.conn().await?)
         .await
         .map_err(storage_error("session"))?;

@@ -2,8 +2,10 @@
 //! devices, consents, and the throttle counters of password attempts.
 
 use async_trait::async_trait;
+use portico_model::audit::AuditEvent;
 use portico_model::ids::{ClientId, LoginProcessId, UserId};
 use portico_model::login::LoginProcess;
+use portico_model::session::TrustedDevice;
 use portico_storage::{
     ConsentRepository, CountAttempt, DeviceRepository, LoginCompletion, LoginGuardRepository, LoginProcessRepository,
     Throttle,
@@ -12,7 +14,7 @@ use rusqlite::{Row, params};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::db::{Columns, Res, one, run, secs, secs_opt, to_json, words};
+use crate::db::{Columns, Res, all, one, run, secs, secs_opt, to_json, words};
 use crate::{Result, SqliteStore};
 
 fn process_from(row: &Row<'_>) -> Res<LoginProcess> {
@@ -39,12 +41,18 @@ fn update_process(tx: &rusqlite::Connection, p: &LoginProcess) -> Res<bool> {
     Ok(updated > 0)
 }
 
-fn trust(tx: &rusqlite::Connection, user_id: UserId, device_id: &str, now: OffsetDateTime) -> Res<()> {
+fn trust(
+    tx: &rusqlite::Connection,
+    user_id: UserId,
+    device_id: &str,
+    user_agent: Option<&str>,
+    now: OffsetDateTime,
+) -> Res<()> {
     run(
         tx,
-        "INSERT INTO trusted_devices (user_id, device_id, trusted_at) VALUES (?1, ?2, ?3) \
-         ON CONFLICT (user_id, device_id) DO UPDATE SET trusted_at = excluded.trusted_at",
-        params![user_id.to_string(), device_id, secs(now)],
+        "INSERT INTO trusted_devices (user_id, device_id, trusted_at, user_agent) VALUES (?1, ?2, ?3, ?4) \
+         ON CONFLICT (user_id, device_id) DO UPDATE SET trusted_at = excluded.trusted_at, user_agent = excluded.user_agent",
+        params![user_id.to_string(), device_id, secs(now), user_agent],
     )?;
     Ok(())
 }
@@ -108,6 +116,7 @@ impl LoginProcessRepository for SqliteStore {
         let process = completion.process.clone();
         let session = completion.session.cloned();
         let device = completion.trusted_device.map(|(user, device)| (user, device.to_owned()));
+        let user_agent = completion.user_agent.map(str::to_owned);
         let (now, audit) = (completion.now, completion.audit.clone());
         self.db
             .write("login process", move |tx| {
@@ -118,7 +127,7 @@ impl LoginProcessRepository for SqliteStore {
                     crate::sessions::insert_session(tx, session)?;
                 }
                 if let Some((user, device)) = &device {
-                    trust(tx, *user, device, now)?;
+                    trust(tx, *user, device, user_agent.as_deref(), now)?;
                 }
                 crate::audit::insert_audit(tx, &audit)?;
                 Ok(true)
@@ -140,7 +149,7 @@ impl LoginProcessRepository for SqliteStore {
 impl DeviceRepository for SqliteStore {
     async fn trust_device(&self, user_id: UserId, device_id: &str, now: OffsetDateTime) -> Result<()> {
         let device_id = device_id.to_owned();
-        self.db.write("trusted device", move |tx| trust(tx, user_id, &device_id, now)).await
+        self.db.write("trusted device", move |tx| trust(tx, user_id, &device_id, None, now)).await
     }
 
     async fn is_device_trusted(&self, user_id: UserId, device_id: &str, not_before: OffsetDateTime) -> Result<bool> {
@@ -149,6 +158,35 @@ impl DeviceRepository for SqliteStore {
             .read(move |c| {
                 let sql = "SELECT 1 FROM trusted_devices WHERE user_id = ?1 AND device_id = ?2 AND trusted_at >= ?3";
                 Ok(one(c, sql, params![user_id.to_string(), device_id, secs(not_before)], |_| Ok(()))?.is_some())
+            })
+            .await
+    }
+    async fn trusted_devices(&self, user_id: UserId, not_before: OffsetDateTime) -> Result<Vec<TrustedDevice>> {
+        self.db
+            .read(move |c| {
+                let sql = "SELECT device_id, trusted_at, user_agent FROM trusted_devices \
+                           WHERE user_id = ?1 AND trusted_at >= ?2 ORDER BY trusted_at DESC, device_id";
+                all(c, sql, params![user_id.to_string(), secs(not_before)], |row| {
+                    Ok(TrustedDevice {
+                        device_id: row.get("device_id")?,
+                        trusted_at: row.time("trusted_at")?,
+                        user_agent: row.get("user_agent")?,
+                    })
+                })
+            })
+            .await
+    }
+
+    async fn forget_device(&self, user_id: UserId, device_id: &str, audit: &AuditEvent) -> Result<bool> {
+        let (device_id, audit) = (device_id.to_owned(), audit.clone());
+        self.db
+            .write("trusted device", move |tx| {
+                let sql = "DELETE FROM trusted_devices WHERE user_id = ?1 AND device_id = ?2";
+                let gone = run(tx, sql, params![user_id.to_string(), device_id])? > 0;
+                if gone {
+                    crate::audit::insert_audit(tx, &audit)?;
+                }
+                Ok(gone)
             })
             .await
     }

@@ -41,6 +41,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (24, "code dpop binding", include_str!("../migrations/0024_code_dpop_binding.sql")),
     (25, "passkeys", include_str!("../migrations/0025_passkeys.sql")),
     (26, "passkey offers", include_str!("../migrations/0026_passkey_offers.sql")),
+    (27, "browsers", include_str!("../migrations/0027_browsers.sql")),
 ];
 
 /// Applies the migrations that have not run yet.

@@ -23,14 +23,15 @@ fn session_from(row: &Row<'_>) -> Res<SsoSession> {
         created_at: row.time("created_at")?,
         expires_at: row.time("expires_at")?,
         amr: row.words("amr")?,
+        user_agent: row.get("user_agent")?,
     })
 }
 
 pub(crate) fn insert_session(tx: &rusqlite::Connection, s: &SsoSession) -> Res<()> {
     run(
         tx,
-        "INSERT INTO sso_sessions (id, token_hash, user_id, auth_time, created_at, expires_at, amr) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        "INSERT INTO sso_sessions (id, token_hash, user_id, auth_time, created_at, expires_at, amr, user_agent) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         params![
             s.id.to_string(),
             s.token_hash.as_str(),
@@ -38,7 +39,8 @@ pub(crate) fn insert_session(tx: &rusqlite::Connection, s: &SsoSession) -> Res<(
             secs(s.auth_time),
             secs(s.created_at),
             secs(s.expires_at),
-            words(&s.amr)
+            words(&s.amr),
+            s.user_agent
         ],
     )?;
     Ok(())

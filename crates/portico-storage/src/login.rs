@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use portico_model::audit::AuditEvent;
 use portico_model::ids::{ClientId, LoginProcessId, UserId};
 use portico_model::login::LoginProcess;
-use portico_model::session::SsoSession;
+use portico_model::session::{SsoSession, TrustedDevice};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -49,6 +49,8 @@ pub struct LoginCompletion<'a> {
     pub session: Option<&'a SsoSession>,
     /// A device to trust for a user from `now` on (after a second factor).
     pub trusted_device: Option<(UserId, &'a str)>,
+    /// The login's browser, kept with the trusted device.
+    pub user_agent: Option<&'a str>,
     pub now: OffsetDateTime,
     pub audit: &'a AuditEvent,
 }
@@ -61,6 +63,19 @@ pub trait DeviceRepository: Send + Sync {
     /// # Errors
     /// Only when the store fails.
     async fn trust_device(&self, user_id: UserId, device_id: &str, now: OffsetDateTime) -> Result<()>;
+    /// The devices trusted for `user_id` at or after `not_before`, the
+    /// most recently trusted first.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn trusted_devices(&self, user_id: UserId, not_before: OffsetDateTime) -> Result<Vec<TrustedDevice>>;
+    /// Forgets the trust of `device_id` for `user_id` and records `audit`,
+    /// in one write: its next login asks a code again. Whether it was
+    /// trusted.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn forget_device(&self, user_id: UserId, device_id: &str, audit: &AuditEvent) -> Result<bool>;
     /// Whether `device_id` was trusted for `user_id` at or after `not_before`.
     ///
     /// # Errors

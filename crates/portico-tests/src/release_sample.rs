@@ -187,6 +187,7 @@ pub fn sample() -> Sample {
         created_at: t0 + Duration::minutes(1),
         expires_at: t0 + Duration::hours(8),
         amr: grant.amr.clone(),
+        user_agent: None,
     };
     let state: LoginState = serde_json::from_value(serde_json::json!({
         "client_id": client.client_id,

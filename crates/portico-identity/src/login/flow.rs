@@ -240,7 +240,7 @@ async fn complete(
     let state = &process.state;
     let opened = opens.then(|| {
         let amr = state.amr().into_iter().map(str::to_owned).collect();
-        session::new(identity, session_id, user.id, amr, now)
+        session::new(identity, session_id, user.id, amr, state.user_agent.clone(), now)
     });
     let device = match &state.device_id {
         Some(device) if (state.has_otp() || state.has_passed(StepType::Passkey)) && state.knows_password() => {
@@ -258,6 +258,7 @@ async fn complete(
         process: &process,
         session: opened.as_ref().map(|(session, _)| session),
         trusted_device: device,
+        user_agent: state.user_agent.as_deref(),
         now,
         audit: &audit,
     };

@@ -195,6 +195,10 @@ pub async fn start_at(
         AuthMethod::Password,
     );
     state.device_id = Some(device_id.clone());
+    state.user_agent = headers
+        .get(axum::http::header::USER_AGENT)
+        .and_then(|agent| agent.to_str().ok())
+        .and_then(portico_model::user_agent::kept);
     state.force_consent = request.prompt == Some(portico_model::oauth::Prompt::Consent);
     state.locale = request.ui_locale;
     state.principal.clone_from(&request.login_hint);

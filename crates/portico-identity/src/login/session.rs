@@ -46,13 +46,15 @@ pub async fn from_cookie(
     identity.store.find_session(&SessionHash::new(portico_crypto::hash::token_hash(token)), now).await
 }
 
-/// A new session `id` for `user_id`, to be stored, and the token its
-/// cookie carries ([`set_cookie`] once it is stored).
+/// A new session `id` for `user_id`, opened in the browser `user_agent`,
+/// to be stored, and the token its cookie carries ([`set_cookie`] once it
+/// is stored).
 pub fn new(
     identity: &Identity,
     id: SessionId,
     user_id: UserId,
     amr: Vec<String>,
+    user_agent: Option<String>,
     now: OffsetDateTime,
 ) -> (SsoSession, String) {
     let token = portico_crypto::random::token();
@@ -64,6 +66,7 @@ pub fn new(
         created_at: now,
         expires_at: now + identity.settings.session_ttl,
         amr,
+        user_agent,
     };
     (session, token)
 }

@@ -61,6 +61,11 @@ pub struct Config {
     /// The operator console at `/console` (operators sign in through
     /// Portico's login; anyone else is refused).
     pub console: bool,
+    /// The client the customer's account page at `/account` signs in as.
+    pub account_client_id: String,
+    /// The customer's account page at `/account` (passkeys, sessions,
+    /// trusted devices).
+    pub account: bool,
     /// Bearer token of the internal APIs other bank systems call
     /// (`/internal/v1/...`); they are off without one.
     pub internal_token: Option<String>,
@@ -658,6 +663,8 @@ impl Default for Config {
             scim_token: None,
             operator_client_id: "portico-console".into(),
             console: true,
+            account_client_id: "portico-account".into(),
+            account: true,
             internal_token: None,
             log: "info".to_owned(),
             log_format: LogFormat::Text,

@@ -66,7 +66,7 @@ pub(crate) async fn wait_for_attribute(client: &Client, css: &str, attribute: &s
 
 /// Waits up to 15 s for an element matching `css` (the page may still be
 /// on its way: the previous one can show the same text meanwhile).
-async fn wait_for_element(client: &Client, css: &str, what: &str) {
+pub(crate) async fn wait_for_element(client: &Client, css: &str, what: &str) {
     let started = std::time::Instant::now();
     while client.find(Locator::Css(css)).await.is_err() {
         assert!(started.elapsed() < std::time::Duration::from_secs(15), "{what}: no {css}");
@@ -575,6 +575,17 @@ async fn every_page_in_both_languages_schemes_and_widths() {
     step_is(client, "passkey").await;
     every_look(client, &mut shots, "passkey", switch).await;
 
+    // maria's account page (her single sign-on session answers its
+    // sign-in), with a passkey, and the confirmation before removing it.
+    crate::passkeys::enrol(&app, &origin, "maria").await;
+    client.goto(&at("/account/")).await.unwrap();
+    wait_for_path(client, "/account/").await;
+    wait_for_element(client, "[data-passkey]", "maria's passkey").await;
+    every_look(client, &mut shots, "account", switch).await;
+    click(client, "[data-action=passkey-remove]").await;
+    wait_for_element(client, "#lastWarning", "the warning of the last passkey").await;
+    every_look(client, &mut shots, "account-remove-passkey", switch).await;
+
     // Signed out (RP-initiated logout without a return address).
     every_look(client, &mut shots, "signed-out", |lang| Some(at(&format!("/oauth2/logout?ui_locales={lang}")))).await;
     browser.client.clone().close().await.unwrap();
@@ -600,7 +611,7 @@ impl fantoccini::wd::WebDriverCompatibleCommand for VirtualAuthenticator {
 }
 
 /// Gives Chromium a platform authenticator (user verification on): its id.
-async fn platform_authenticator(client: &Client) -> String {
+pub(crate) async fn platform_authenticator(client: &Client) -> String {
     let body = serde_json::json!({
         "protocol": "ctap2", "transport": "internal", "hasResidentKey": true,
         "hasUserVerification": true, "isUserConsenting": true, "isUserVerified": true,
@@ -623,7 +634,7 @@ async fn hold_passkey(client: &Client, id: &str, key: &crate::passkeys::Authenti
 }
 
 /// Takes every passkey out of the authenticator `id`.
-async fn drop_passkeys(client: &Client, id: &str) {
+pub(crate) async fn drop_passkeys(client: &Client, id: &str) {
     let path = format!("authenticator/{id}/credentials");
     client.issue_cmd(VirtualAuthenticator { method: http::Method::DELETE, path, body: None }).await.unwrap();
 }

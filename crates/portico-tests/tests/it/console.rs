@@ -244,26 +244,8 @@ async fn the_consoles_client_is_registered_once_and_keeps_an_operators_own_setti
         assert_eq!(client.post_logout_redirect_uris, vec![app.url("/console/")]);
         assert!(client.logout_revokes_grants && !client.require_consent);
         // Another start (another node) changes nothing.
-        let console = portico_console::Console {
-            identity: app.identity.clone(),
-            admin: std::sync::Arc::new(portico_admin::AdminService::new(
-                app.store.clone(),
-                app.clock.clone(),
-                portico_crypto::seal::Sealer::new(&[7; 32]),
-            )),
-            notify: app.notify.clone(),
-            reports: app.reports.clone(),
-            permissions: std::sync::Arc::new(portico_permissions::service::PermissionService::new(app.store.clone())),
-            operators: std::sync::Arc::new(portico_admin::operators::Operators {
-                tokens: app.identity.tokens.clone(),
-                store: app.store.clone(),
-                client_id: "portico-console".into(),
-            }),
-            client_id: "portico-console".into(),
-            public_url: "https://console.bank.example".into(),
-            sealer: portico_crypto::seal::Sealer::new(&[7; 32]),
-        };
-        portico_console::auth::register_client(&console).await.unwrap();
+        let elsewhere = portico_console::Console::own_client("portico-console".into(), "https://console.bank.example/");
+        elsewhere.register(&app.identity).await.unwrap();
         let again = app.store.find_client(&"portico-console".into()).await.unwrap().unwrap();
         assert_eq!(
             again.redirect_uris,

@@ -2,12 +2,14 @@
 //! ports and talks HTTP to them, on SQLite and, when
 //! `PORTICO_TEST_POSTGRES_URL` is set, PostgreSQL.
 
+mod account;
 mod admin_api;
 mod authorize;
 mod backchannel;
 mod bad_input;
 mod brokerage_intake;
 mod browser;
+mod browser_account;
 mod browser_console;
 mod browser_login;
 mod browser_logout;

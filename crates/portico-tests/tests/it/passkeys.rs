@@ -58,7 +58,7 @@ impl Authenticator {
         Self::for_rp(user, RP_ID)
     }
 
-    fn for_rp(user: UserId, rp_id: &str) -> Self {
+    pub(crate) fn for_rp(user: UserId, rp_id: &str) -> Self {
         let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, &SystemRandom::new()).unwrap();
         let key = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, pkcs8.as_ref()).unwrap();
         let credential_id = uuid::Uuid::new_v4().as_bytes().to_vec();
@@ -83,7 +83,7 @@ impl Authenticator {
     }
 
     /// The browser's answer to an enrolment's options.
-    fn create(&self, options: &Value, origin: &str) -> String {
+    pub(crate) fn create(&self, options: &Value, origin: &str) -> String {
         let point = self.key.public_key().as_ref();
         let mut cose = vec![0xa5, 0x01, 0x02, 0x03, 0x26, 0x20, 0x01, 0x21];
         cose.extend(cbor_bytes(&point[1..33]));

@@ -66,6 +66,22 @@ async fn devices_and_consents_are_remembered_per_user() {
         assert!(!store.is_device_trusted(ivan.id, "d1", t0() + Duration::seconds(1)).await.unwrap(), "too old");
         assert!(!store.is_device_trusted(maria.id, "d1", t0()).await.unwrap(), "per user");
 
+        // Listed newest first while trusted; forgotten once, audited once.
+        store.trust_device(ivan.id, "d2", t0() + Duration::minutes(1)).await.unwrap();
+        let listed = store.trusted_devices(ivan.id, t0()).await.unwrap();
+        assert_eq!(listed.iter().map(|d| d.device_id.as_str()).collect::<Vec<_>>(), ["d2", "d1"], "{backend:?}");
+        assert_eq!((listed[1].trusted_at, listed[1].user_agent.as_deref()), (t0(), None));
+        assert_eq!(store.trusted_devices(ivan.id, t0() + Duration::seconds(1)).await.unwrap().len(), 1, "too old");
+        assert!(store.trusted_devices(maria.id, t0()).await.unwrap().is_empty());
+        let forgotten = AuditEvent::new(t0(), AuditKind::DeviceForgotten).user(ivan.id);
+        assert!(!store.forget_device(maria.id, "d2", &forgotten).await.unwrap(), "{backend:?}: not hers");
+        assert!(store.forget_device(ivan.id, "d2", &forgotten).await.unwrap(), "{backend:?}");
+        assert!(!store.forget_device(ivan.id, "d2", &forgotten).await.unwrap(), "once");
+        assert!(!store.is_device_trusted(ivan.id, "d2", t0()).await.unwrap());
+        assert!(store.is_device_trusted(ivan.id, "d1", t0()).await.unwrap(), "the other stays");
+        let kinds: Vec<String> = store.recent_audit(10).await.unwrap().into_iter().map(|e| e.kind).collect();
+        assert_eq!(kinds, ["device.forgotten"], "{backend:?}");
+
         assert_eq!(store.find_consent(ivan.id, &client_id("crm")).await.unwrap(), None);
         store.grant_consent(ivan.id, &client_id("crm"), &["profile".into(), "email".into()], t0()).await.unwrap();
         store.grant_consent(ivan.id, &client_id("crm"), &["profile".into(), "phone".into()], t0()).await.unwrap();
@@ -260,6 +276,7 @@ async fn a_login_completes_all_at_once_or_not_at_all() {
             process,
             session,
             trusted_device: Some((ivan.id, "d1")),
+            user_agent: Some("Mozilla/5.0 (Android 14) Chrome/131.0"),
             now: t0(),
             audit: &audit,
         };
@@ -275,14 +292,27 @@ async fn a_login_completes_all_at_once_or_not_at_all() {
         assert_eq!(store.find_login_process(process.id, t0()).await.unwrap().unwrap().version, 2);
         assert_eq!(store.find_session_by_id(opened.id, t0()).await.unwrap(), Some(opened.clone()), "{backend:?}");
         assert!(store.is_device_trusted(ivan.id, "d1", t0()).await.unwrap(), "{backend:?}");
+        let devices = store.trusted_devices(ivan.id, t0()).await.unwrap();
+        assert_eq!(devices.len(), 1, "{backend:?}");
+        assert_eq!(
+            devices[0].user_agent.as_deref(),
+            Some("Mozilla/5.0 (Android 14) Chrome/131.0"),
+            "named by its browser"
+        );
         let recorded = store.recent_audit(10).await.unwrap();
         assert_eq!(recorded.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>(), ["login.succeeded"], "{backend:?}");
 
         // A completion that continues a session opens none and trusts no device.
         let mut continued = process.clone();
         continued.version += 1;
-        let continued =
-            LoginCompletion { process: &continued, session: None, trusted_device: None, now: t0(), audit: &audit };
+        let continued = LoginCompletion {
+            process: &continued,
+            session: None,
+            trusted_device: None,
+            user_agent: None,
+            now: t0(),
+            audit: &audit,
+        };
         assert!(store.complete_login_process(&continued).await.unwrap(), "{backend:?}");
         assert_eq!(store.recent_audit(10).await.unwrap().len(), 2);
     }

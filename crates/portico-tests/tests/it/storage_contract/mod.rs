@@ -156,6 +156,7 @@ pub(crate) fn session(hash: &str, user_id: UserId) -> SsoSession {
         created_at: t0(),
         expires_at: t0() + Duration::hours(12),
         amr: vec!["sms".into(), "pwd".into(), "mfa".into()],
+        user_agent: Some("Mozilla/5.0 (X11; Linux x86_64) Firefox/133.0".into()),
     }
 }
 
