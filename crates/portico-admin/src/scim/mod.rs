@@ -231,7 +231,8 @@ impl Scim {
             .collect())
     }
 
-    /// The user with the passkeys extension.
+    /// The user with the passkeys extension (`{}` for a user who keeps
+    /// none: the extension is there, its attribute unassigned).
     fn with_passkeys(&self, user: &User, passkeys: &[Passkey]) -> Value {
         let mut resource = self.render(user);
         resource[schema::PASSKEYS] = schema::passkeys_value(passkeys);
@@ -480,8 +481,9 @@ async fn read(
 }
 
 fn created(scim: &Scim, user: &User) -> Response {
-    // A new user keeps no passkeys yet.
-    let mut response = scim_json(StatusCode::CREATED, &scim.with_passkeys(user, &[]));
+    // A new user keeps no passkeys: the answer to its creation leaves the
+    // extension out.
+    let mut response = scim_json(StatusCode::CREATED, &scim.render(user));
     if let Ok(location) = HeaderValue::from_str(&scim.location(user)) {
         response.headers_mut().insert(header::LOCATION, location);
     }
