@@ -16,7 +16,7 @@
 
 use axum::extract::{FromRequestParts, RawQuery, State};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use portico_identity::cookies::SetCookies;
 use portico_identity::own_client::{Callback, SignInFailed, SignInStarted};
@@ -59,14 +59,11 @@ pub struct Customer {
 
 impl Account {
     pub(crate) fn seal_cookie<T: Serialize>(&self, label: &str, value: &T) -> String {
-        let json = serde_json::to_vec(value).unwrap_or_default();
-        portico_crypto::b64url(self.sealer.seal(label, &json))
+        portico_identity::cookies::seal_with(&self.sealer, label, value)
     }
 
     pub(crate) fn open_cookie<T: DeserializeOwned>(&self, headers: &HeaderMap, name: &str, label: &str) -> Option<T> {
-        let sealed = portico_crypto::b64url_decode(portico_identity::cookies::get(headers, name)?).ok()?;
-        let json = self.sealer.open(label, &sealed).ok()?;
-        serde_json::from_slice(&json).ok()
+        portico_identity::cookies::open_with(&self.sealer, headers, name, label)
     }
 
     /// The page's cookies, under `/account` with `same_site`.
@@ -135,21 +132,12 @@ impl FromRequestParts<AccountState> for Customer {
 /// An account page address to return to: a path under `/account`, else
 /// the page itself.
 pub fn safe_back(back: &str) -> String {
-    let fine = back.len() <= 1024
-        && (back == "/account" || back.starts_with("/account/") || back.starts_with("/account?"))
-        && back.bytes().all(|b| b.is_ascii_graphic())
-        && !back.contains('\\')
-        && !back.contains("//");
-    if fine { back.to_owned() } else { "/account/".to_owned() }
+    portico_identity::own_client::safe_back("/account", back)
 }
 
 /// A 303 to `location` (a path on this server), never cached.
 pub fn see_other(location: &str) -> Response {
-    let mut response = StatusCode::SEE_OTHER.into_response();
-    let value = HeaderValue::from_str(location).unwrap_or_else(|_| HeaderValue::from_static("/account/"));
-    response.headers_mut().insert(header::LOCATION, value);
-    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
+    portico_identity::own_client::see_other(location, "/account/")
 }
 
 /// Off to Portico's login, through the page's own start.

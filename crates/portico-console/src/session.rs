@@ -21,8 +21,8 @@
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
 use portico_api::Admin;
 use portico_api::auth::Role;
 use portico_identity::cookies::SetCookies;
@@ -77,14 +77,11 @@ impl Operator {
 
 impl Console {
     pub(crate) fn seal_cookie<T: Serialize>(&self, label: &str, value: &T) -> String {
-        let json = serde_json::to_vec(value).unwrap_or_default();
-        portico_crypto::b64url(self.sealer.seal(label, &json))
+        portico_identity::cookies::seal_with(&self.sealer, label, value)
     }
 
     pub(crate) fn open_cookie<T: DeserializeOwned>(&self, headers: &HeaderMap, name: &str, label: &str) -> Option<T> {
-        let sealed = portico_crypto::b64url_decode(portico_identity::cookies::get(headers, name)?).ok()?;
-        let json = self.sealer.open(label, &sealed).ok()?;
-        serde_json::from_slice(&json).ok()
+        portico_identity::cookies::open_with(&self.sealer, headers, name, label)
     }
 
     /// The console's cookies, under `/console` with `same_site`.
@@ -213,14 +210,7 @@ pub fn require_admin(headers: &HeaderMap, operator: Operator) -> Result<Operator
 /// A console address to return to: a path under `/console`, else the
 /// console's first page.
 pub fn safe_back(back: &str) -> String {
-    let fine = back.len() <= 1024
-        && (back == "/console" || back.starts_with("/console/") || back.starts_with("/console?"))
-        // Visible ASCII only: what a `Location` header can carry as it is
-        // (NUL and other control characters, spaces and raw non-ASCII not).
-        && back.bytes().all(|b| b.is_ascii_graphic())
-        && !back.contains('\\')
-        && !back.contains("//");
-    if fine { back.to_owned() } else { "/console/".to_owned() }
+    portico_identity::own_client::safe_back("/console", back)
 }
 
 /// Off to Portico's login, through the console's own start.
@@ -229,15 +219,10 @@ pub(crate) fn sign_in(back: &str) -> Response {
     see_other(&format!("/console/login?back={back}"))
 }
 
-/// A 303 to `location` (a path on this server); to the console's first
-/// page should `location` be nothing a header can carry, so that no 303
-/// goes out without a `Location`.
+/// A 303 to `location` (a path on this server), never cached; to the
+/// console's first page should `location` be nothing a header can carry.
 pub fn see_other(location: &str) -> Response {
-    let mut response = StatusCode::SEE_OTHER.into_response();
-    let value = HeaderValue::from_str(location).unwrap_or_else(|_| HeaderValue::from_static("/console/"));
-    response.headers_mut().insert(header::LOCATION, value);
-    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
+    portico_identity::own_client::see_other(location, "/console/")
 }
 
 #[cfg(test)]

@@ -134,6 +134,25 @@ pub fn open_json<T: DeserializeOwned>(
     serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).ok()?).ok()
 }
 
+/// `value` as JSON sealed (AES-256-GCM) under `label`: cookie-safe text
+/// that only `sealer` opens, and only under the same label.
+pub fn seal_with<T: Serialize>(sealer: &portico_crypto::seal::Sealer, label: &str, value: &T) -> String {
+    let json = serde_json::to_vec(value).unwrap_or_default();
+    portico_crypto::b64url(sealer.seal(label, &json))
+}
+
+/// Cookie `name` of the request as [`seal_with`] wrote it; `None` when
+/// absent, forged, damaged or sealed under another label.
+pub fn open_with<T: DeserializeOwned>(
+    sealer: &portico_crypto::seal::Sealer,
+    headers: &HeaderMap,
+    name: &str,
+    label: &str,
+) -> Option<T> {
+    let sealed = portico_crypto::b64url_decode(get(headers, name)?).ok()?;
+    serde_json::from_slice(&sealer.open(label, &sealed).ok()?).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -86,6 +86,33 @@ pub enum SignInFailed {
     Unavailable,
 }
 
+/// An address of the application under `base` to return to: a path under
+/// `base` (visible ASCII, no `//` or backslash, at most 1 KiB), else `base/`.
+pub fn safe_back(base: &str, back: &str) -> String {
+    let under = back.strip_prefix(base).is_some_and(|rest| rest.is_empty() || rest.starts_with(['/', '?']));
+    let fine = back.len() <= 1024
+        && under
+        // Visible ASCII only: what a `Location` header can carry as it is
+        // (NUL and other control characters, spaces and raw non-ASCII not).
+        && back.bytes().all(|b| b.is_ascii_graphic())
+        && !back.contains('\\')
+        && !back.contains("//");
+    if fine { back.to_owned() } else { format!("{base}/") }
+}
+
+/// A 303 to `location` (a path on this server), never cached; to
+/// `fallback` should `location` be nothing a header can carry, so that no
+/// 303 goes out without a `Location`.
+pub fn see_other(location: &str, fallback: &'static str) -> axum::response::Response {
+    use axum::http::{HeaderValue, StatusCode, header};
+    use axum::response::IntoResponse as _;
+    let mut response = StatusCode::SEE_OTHER.into_response();
+    let value = HeaderValue::from_str(location).unwrap_or_else(|_| HeaderValue::from_static(fallback));
+    response.headers_mut().insert(header::LOCATION, value);
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
 fn encode(value: &str) -> String {
     form_urlencoded::byte_serialize(value.as_bytes()).collect()
 }
@@ -244,5 +271,21 @@ impl OwnClient {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::safe_back;
+
+    #[test]
+    fn only_paths_under_the_base_are_returned_to() {
+        assert_eq!(safe_back("/account", "/account"), "/account");
+        assert_eq!(safe_back("/account", "/account?done=x"), "/account?done=x");
+        assert_eq!(safe_back("/account", "/account/passkeys/1/remove"), "/account/passkeys/1/remove");
+        for hostile in ["/accounts", "/console/", "//evil.example", "/account//evil", "/account/\\x", "/account/a b"] {
+            assert_eq!(safe_back("/account", hostile), "/account/", "{hostile}");
+        }
+        assert_eq!(safe_back("/account", &format!("/account/{}", "a".repeat(1100))), "/account/", "too long");
     }
 }
