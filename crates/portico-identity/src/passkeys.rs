@@ -26,8 +26,8 @@ use time::OffsetDateTime;
 use url::Url;
 use uuid::Uuid;
 use webauthn_rs::prelude::{
-    Credential, DiscoverableAuthentication, Passkey, PasskeyRegistration, PublicKeyCredential,
-    RegisterPublicKeyCredential, WebauthnError,
+    AttestationCaList, AttestationCaListBuilder, AttestedPasskeyRegistration, Credential, DiscoverableAuthentication,
+    Passkey, PasskeyRegistration, PublicKeyCredential, RegisterPublicKeyCredential, WebauthnError,
 };
 use webauthn_rs::{Webauthn, WebauthnBuilder};
 
@@ -65,6 +65,11 @@ pub enum PasskeyError {
 /// The relying party: Portico's WebAuthn, or why there is none.
 pub struct Passkeys {
     webauthn: Result<Webauthn, String>,
+    /// The authenticator models accepted at enrolment, when the bank
+    /// limits them: their attestation must chain to one of these CAs and
+    /// name one of the allowed AAGUIDs. `None`: any authenticator,
+    /// attestation `none`.
+    attestation: Option<AttestationCaList>,
 }
 
 impl std::fmt::Debug for Passkeys {
@@ -95,7 +100,34 @@ impl Passkeys {
     /// The relying party of `public_url` (Portico's issuer), named
     /// `rp_name` to the user's authenticator.
     pub fn new(public_url: &str, rp_name: &str) -> Self {
-        Self { webauthn: relying_party(public_url, rp_name) }
+        Self { webauthn: relying_party(public_url, rp_name), attestation: None }
+    }
+
+    /// Accepts at enrolment only the authenticator models `aaguids`, whose
+    /// attestation (asked for as `direct`) chains to one of the CA
+    /// certificates in `ca_pem` (one PEM file, several certificates). A
+    /// passkey enrolled before keeps working.
+    ///
+    /// # Errors
+    /// No AAGUID, or a PEM without a certificate WebAuthn takes.
+    pub fn allowing_only(mut self, aaguids: &[Uuid], ca_pem: &[u8]) -> Result<Self, String> {
+        if aaguids.is_empty() {
+            return Err("no AAGUID listed".to_owned());
+        }
+        let certificates = pem_certificates(ca_pem);
+        if certificates.is_empty() {
+            return Err("the attestation CA file holds no PEM certificate".to_owned());
+        }
+        let mut builder = AttestationCaListBuilder::new();
+        for certificate in &certificates {
+            for aaguid in aaguids {
+                builder
+                    .insert_device_pem(certificate.as_bytes(), *aaguid, aaguid.to_string(), Default::default())
+                    .map_err(|e| format!("an attestation CA certificate does not read: {e:?}"))?;
+            }
+        }
+        self.attestation = Some(builder.build());
+        Ok(self)
     }
 
     /// Why passkeys are off (`None`: they are on).
@@ -122,8 +154,20 @@ impl Passkeys {
     ) -> Result<Started, PasskeyError> {
         let exclude =
             existing.iter().filter_map(|p| portico_crypto::b64url_decode(&p.credential_id).ok()).collect::<Vec<_>>();
-        let (options, state) =
-            self.webauthn()?.start_passkey_registration(user_id.into(), login, name, Some(exclude)).map_err(refused)?;
+        let webauthn = self.webauthn()?;
+        let (options, state) = match &self.attestation {
+            None => {
+                let (options, state) =
+                    webauthn.start_passkey_registration(user_id.into(), login, name, Some(exclude)).map_err(refused)?;
+                (options, to_text(&Registration::Any(state))?)
+            }
+            Some(cas) => {
+                let (options, state) = webauthn
+                    .start_attested_passkey_registration(user_id.into(), login, name, Some(exclude), cas.clone(), None)
+                    .map_err(refused)?;
+                (options, to_text(&Registration::Attested(state))?)
+            }
+        };
         let mut options = to_json(&options)?;
         // Discoverable, so that the passkey signs in without a login typed
         // (the state does not depend on it).
@@ -131,7 +175,7 @@ impl Passkeys {
             selection["residentKey"] = "required".into();
             selection["requireResidentKey"] = true.into();
         }
-        Ok(Started { options, state: to_text(&state)? })
+        Ok(Started { options, state })
     }
 
     /// Finishes an enrolment: checks the browser's `response` against
@@ -151,9 +195,14 @@ impl Passkeys {
         now: OffsetDateTime,
     ) -> Result<StoredPasskey, PasskeyError> {
         let webauthn = self.webauthn()?;
-        let state: PasskeyRegistration = from_text(state)?;
+        let state: Registration = from_text(state)?;
         let response: RegisterPublicKeyCredential = from_response(response)?;
-        let passkey = webauthn.finish_passkey_registration(&response, &state).map_err(refused)?;
+        let passkey = match state {
+            Registration::Any(state) => webauthn.finish_passkey_registration(&response, &state).map_err(refused)?,
+            Registration::Attested(state) => {
+                Passkey::from(webauthn.finish_attested_passkey_registration(&response, &state).map_err(refused)?)
+            }
+        };
         let credential: Credential = passkey.clone().into();
         let stored = StoredPasskey {
             id: Uuid::new_v4(),
@@ -252,6 +301,27 @@ impl Passkeys {
         tracing::warn!(user = %stored.user_id, passkey = %stored.id, "a passkey's signature counter did not advance: locked");
         Ok(PasskeyError::PossibleClone)
     }
+}
+
+/// An enrolment's state: of any authenticator, or of an allowed model.
+#[derive(serde::Serialize, serde::Deserialize)]
+enum Registration {
+    Any(PasskeyRegistration),
+    Attested(AttestedPasskeyRegistration),
+}
+
+/// The PEM certificates in `pem`, each with its armour.
+fn pem_certificates(pem: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(pem);
+    let (begin, end) = ("-----BEGIN CERTIFICATE-----", "-----END CERTIFICATE-----");
+    let mut found = Vec::new();
+    let mut rest = text.as_ref();
+    while let Some(start) = rest.find(begin) {
+        let Some(stop) = rest[start..].find(end) else { break };
+        found.push(rest[start..start + stop + end.len()].to_owned());
+        rest = &rest[start + stop + end.len()..];
+    }
+    found
 }
 
 /// The relying party of `public_url`, or why there is none.

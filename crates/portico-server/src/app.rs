@@ -185,7 +185,10 @@ impl App {
             .as_deref()
             .or(settings.branding.bank_name.ru.as_deref())
             .unwrap_or("Portico");
-        let passkeys = portico_identity::passkeys::Passkeys::new(&settings.issuer, rp_name);
+        let mut passkeys = portico_identity::passkeys::Passkeys::new(&settings.issuer, rp_name);
+        if !config.login.passkey_allowed_aaguids.is_empty() {
+            passkeys = allowed_authenticators(passkeys, &config.login)?;
+        }
         if let Some(why) = passkeys.unavailable() {
             tracing::info!(reason = why, "passkeys are not offered");
         }
@@ -584,4 +587,31 @@ pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
 /// (the demo).
 fn public_only_resolver(allow_insecure: bool) -> Option<Arc<dyn reqwest::dns::Resolve>> {
     (!allow_insecure).then(|| Arc::new(portico_notify::delivery::PublicOnly) as Arc<dyn reqwest::dns::Resolve>)
+}
+
+/// The relying party accepting only the models of
+/// `login.passkey_allowed_aaguids`, attested by the CAs of
+/// `login.passkey_attestation_ca_file`.
+fn allowed_authenticators(
+    passkeys: portico_identity::passkeys::Passkeys,
+    login: &crate::config::LoginConfig,
+) -> anyhow::Result<portico_identity::passkeys::Passkeys> {
+    let aaguids = login
+        .passkey_allowed_aaguids
+        .iter()
+        .map(|text| {
+            uuid::Uuid::parse_str(text.trim()).map_err(|_| {
+                anyhow::anyhow!("login.passkey_allowed_aaguids: `{text}` is not an AAGUID (a UUID, e.g. cb69481e-8ff7-4039-93ec-0a2729a154a8)")
+            })
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let Some(file) = &login.passkey_attestation_ca_file else {
+        anyhow::bail!(
+            "login.passkey_allowed_aaguids is set but login.passkey_attestation_ca_file is not: name the PEM file of \
+             the allowed authenticators' attestation CAs (an AAGUID an authenticator merely claims proves nothing)"
+        );
+    };
+    let pem = std::fs::read(file)
+        .with_context(|| format!("login.passkey_attestation_ca_file: cannot read {}", file.display()))?;
+    passkeys.allowing_only(&aaguids, &pem).map_err(|why| anyhow::anyhow!("login.passkey_attestation_ca_file: {why}"))
 }

@@ -2,6 +2,7 @@
 //! on SQLite (always) or PostgreSQL (when `PORTICO_TEST_POSTGRES_URL` is
 //! set), with a clock the test moves.
 
+pub mod authenticator;
 pub mod certificates;
 pub mod permission_models;
 pub mod release_sample;

@@ -635,6 +635,12 @@ pub struct LoginConfig {
     pub offer_passkey: bool,
     /// Days after a declined offer before it is made again.
     pub passkey_offer_pause_days: u32,
+    /// The authenticator models (AAGUIDs) accepted for new passkeys; empty:
+    /// any. When set, attestation is asked for and must chain to a CA of
+    /// `passkey_attestation_ca_file`.
+    pub passkey_allowed_aaguids: Vec<String>,
+    /// PEM file of the attestation CA certificates of the allowed models.
+    pub passkey_attestation_ca_file: Option<std::path::PathBuf>,
     /// `ru` or `en`: the pages' language when neither the login process nor
     /// the browser's `svc.locale` cookie chose one; default: `Accept-Language`.
     pub default_locale: Option<portico_model::login::Locale>,
@@ -747,6 +753,8 @@ impl Default for LoginConfig {
             passkey_replaces_code: true,
             offer_passkey: true,
             passkey_offer_pause_days: 30,
+            passkey_allowed_aaguids: Vec::new(),
+            passkey_attestation_ca_file: None,
             default_locale: None,
             logout_delivery_interval_ms: 1000,
             logout_timeout_ms: 5000,

@@ -3,14 +3,13 @@
 //! that does not advance locking the passkey, and the bad input a browser
 //! or an attacker may send, none of which changes anything.
 
-use aws_lc_rs::rand::SystemRandom;
-use aws_lc_rs::signature::{ECDSA_P256_SHA256_ASN1_SIGNING, EcdsaKeyPair, KeyPair};
 use portico_crypto::b64url;
 use portico_identity::passkeys::{PasskeyError, Passkeys};
 use portico_model::audit::AuditKind;
 use portico_model::clock::Clock;
 use portico_model::ids::UserId;
 use portico_server::Config;
+pub(crate) use portico_tests::authenticator::Authenticator;
 use portico_tests::{ADMIN_TOKEN, Pkce, TempDir, TestApp, backends, code_from, jwt_claims, location, view_data};
 use serde_json::{Value, json};
 
@@ -20,119 +19,6 @@ use crate::storage_contract::{store, t0, user};
 const ORIGIN: &str = "https://id.bank.example";
 const RP_ID: &str = "id.bank.example";
 
-/// An authenticator holding one discoverable P-256 credential.
-pub(crate) struct Authenticator {
-    rp_id: String,
-    /// The private key, PKCS#8 (what a virtual authenticator is given).
-    pub(crate) pkcs8: Vec<u8>,
-    key: EcdsaKeyPair,
-    pub(crate) credential_id: Vec<u8>,
-    pub(crate) user_handle: Vec<u8>,
-    counter: u32,
-}
-
-/// CBOR of a byte string.
-fn cbor_bytes(bytes: &[u8]) -> Vec<u8> {
-    let mut out = match bytes.len() {
-        n @ 0..=23 => vec![0x40 | n as u8],
-        n @ 24..=255 => vec![0x58, n as u8],
-        n => vec![0x59, (n >> 8) as u8, n as u8],
-    };
-    out.extend(bytes);
-    out
-}
-
-/// CBOR of a short text string.
-fn cbor_text(text: &str) -> Vec<u8> {
-    let mut out = vec![0x60 | text.len() as u8];
-    out.extend(text.as_bytes());
-    out
-}
-
-fn sha256(bytes: &[u8]) -> Vec<u8> {
-    portico_crypto::hash::sha256(bytes).to_vec()
-}
-
-impl Authenticator {
-    fn new(user: UserId) -> Self {
-        Self::for_rp(user, RP_ID)
-    }
-
-    pub(crate) fn for_rp(user: UserId, rp_id: &str) -> Self {
-        let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, &SystemRandom::new()).unwrap();
-        let key = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, pkcs8.as_ref()).unwrap();
-        let credential_id = uuid::Uuid::new_v4().as_bytes().to_vec();
-        let user_handle = uuid::Uuid::from(user).as_bytes().to_vec();
-        let pkcs8 = pkcs8.as_ref().to_vec();
-        Self { rp_id: rp_id.to_owned(), pkcs8, key, credential_id, user_handle, counter: 0 }
-    }
-
-    /// Authenticator data: RP ID hash, flags (user present and verified),
-    /// counter, and what follows.
-    fn auth_data(&self, flags: u8, rest: &[u8]) -> Vec<u8> {
-        let mut data = sha256(self.rp_id.as_bytes());
-        data.push(flags);
-        data.extend(self.counter.to_be_bytes());
-        data.extend(rest);
-        data
-    }
-
-    fn client_data(kind: &str, options: &Value, origin: &str) -> Vec<u8> {
-        let challenge = options["publicKey"]["challenge"].as_str().unwrap();
-        json!({ "type": kind, "challenge": challenge, "origin": origin, "crossOrigin": false }).to_string().into_bytes()
-    }
-
-    /// The browser's answer to an enrolment's options.
-    pub(crate) fn create(&self, options: &Value, origin: &str) -> String {
-        let point = self.key.public_key().as_ref();
-        let mut cose = vec![0xa5, 0x01, 0x02, 0x03, 0x26, 0x20, 0x01, 0x21];
-        cose.extend(cbor_bytes(&point[1..33]));
-        cose.push(0x22);
-        cose.extend(cbor_bytes(&point[33..65]));
-        let mut attested = vec![0; 16];
-        attested.extend((self.credential_id.len() as u16).to_be_bytes());
-        attested.extend(&self.credential_id);
-        attested.extend(cose);
-        let auth_data = self.auth_data(0x45, &attested);
-        let mut object = vec![0xa3];
-        object.extend(cbor_text("fmt"));
-        object.extend(cbor_text("none"));
-        object.extend(cbor_text("attStmt"));
-        object.push(0xa0);
-        object.extend(cbor_text("authData"));
-        object.extend(cbor_bytes(&auth_data));
-        let id = b64url(&self.credential_id);
-        json!({
-            "id": id, "rawId": id, "type": "public-key", "extensions": {},
-            "response": {
-                "attestationObject": b64url(object),
-                "clientDataJSON": b64url(Self::client_data("webauthn.create", options, origin)),
-            },
-        })
-        .to_string()
-    }
-
-    /// The browser's answer to a sign-in's options, the counter advanced by `step`.
-    fn get(&mut self, options: &Value, origin: &str, step: u32) -> String {
-        self.counter += step;
-        let auth_data = self.auth_data(0x05, &[]);
-        let client_data = Self::client_data("webauthn.get", options, origin);
-        let signed = [auth_data.clone(), sha256(&client_data)].concat();
-        let signature = self.key.sign(&SystemRandom::new(), &signed).unwrap();
-        let id = b64url(&self.credential_id);
-        json!({
-            "id": id, "rawId": id, "type": "public-key", "extensions": {},
-            "response": {
-                "authenticatorData": b64url(auth_data),
-                "clientDataJSON": b64url(client_data),
-                "signature": b64url(signature.as_ref()),
-                "userHandle": b64url(&self.user_handle),
-            },
-        })
-        .to_string()
-    }
-}
-
 #[tokio::test]
 async fn a_passkey_is_enrolled_signs_in_and_is_locked_when_its_counter_goes_back() {
     let passkeys = Passkeys::new(ORIGIN, "Bank");
@@ -141,7 +27,7 @@ async fn a_passkey_is_enrolled_signs_in_and_is_locked_when_its_counter_goes_back
         let store = store(backend, &dir).await;
         let ivan = user("ivan");
         store.create_user(&ivan).await.unwrap();
-        let mut authenticator = Authenticator::new(ivan.id);
+        let mut authenticator = Authenticator::for_rp(ivan.id, RP_ID);
 
         let started = passkeys.start_enrolment(ivan.id, "ivan", "Ivan", &[]).unwrap();
         let answer = authenticator.create(&started.options, ORIGIN);
@@ -194,7 +80,7 @@ async fn bad_passkey_answers_are_refused_and_change_nothing() {
         let (ivan, maria) = (user("ivan"), user("maria"));
         store.create_user(&ivan).await.unwrap();
         store.create_user(&maria).await.unwrap();
-        let mut authenticator = Authenticator::new(ivan.id);
+        let mut authenticator = Authenticator::for_rp(ivan.id, RP_ID);
 
         // An enrolment answered for another origin stores nothing.
         let started = passkeys.start_enrolment(ivan.id, "ivan", "Ivan", &[]).unwrap();
@@ -219,13 +105,13 @@ async fn bad_passkey_answers_are_refused_and_change_nothing() {
             assert!(format!("{outcome:?}").contains(expected), "{backend:?}, {case}: {outcome:?}");
         }
         // Ivan's credential presented as Maria's.
-        let mut impostor =
-            Authenticator { user_handle: uuid::Uuid::from(maria.id).as_bytes().to_vec(), ..authenticator };
+        let mut impostor = authenticator;
+        impostor.user_handle = uuid::Uuid::from(maria.id).as_bytes().to_vec();
         let answer = impostor.get(&started.options, ORIGIN, 1);
         let outcome = passkeys.finish_sign_in(&*store, &started.state, &answer, t0()).await;
         assert!(matches!(outcome, Err(PasskeyError::UnknownCredential)), "{backend:?}: {outcome:?}");
         // An unknown credential.
-        let mut stranger = Authenticator::new(ivan.id);
+        let mut stranger = Authenticator::for_rp(ivan.id, RP_ID);
         let answer = stranger.get(&started.options, ORIGIN, 1);
         let outcome = passkeys.finish_sign_in(&*store, &started.state, &answer, t0()).await;
         assert!(matches!(outcome, Err(PasskeyError::UnknownCredential)), "{backend:?}: {outcome:?}");
@@ -248,7 +134,7 @@ async fn operators_list_and_remove_a_users_passkeys_and_a_removed_one_signs_nobo
     for backend in backends() {
         let app = TestApp::spawn(backend).await;
         let ivan = app.store.find_user_by_login("ivan").await.unwrap().unwrap();
-        let mut authenticator = Authenticator::new(ivan.id);
+        let mut authenticator = Authenticator::for_rp(ivan.id, RP_ID);
         let started = passkeys.start_enrolment(ivan.id, "ivan", "Ivan", &[]).unwrap();
         let answer = authenticator.create(&started.options, ORIGIN);
         let now = app.clock.now();
@@ -546,7 +432,7 @@ async fn bad_passkey_answers_count_like_wrong_passwords_and_pause_the_address() 
 /// another host (for servers on an IP address, where the login offers none).
 pub(crate) async fn enrolled_elsewhere(app: &TestApp, user: UserId) -> portico_model::passkey::Passkey {
     let passkeys = Passkeys::new(ORIGIN, "Bank");
-    let authenticator = Authenticator::new(user);
+    let authenticator = Authenticator::for_rp(user, RP_ID);
     let started = passkeys.start_enrolment(user, "user", "User", &[]).unwrap();
     let answer = authenticator.create(&started.options, ORIGIN);
     let now = app.clock.now();
@@ -710,5 +596,84 @@ async fn the_offer_is_not_made_when_it_is_off_or_the_user_keeps_a_passkey() {
         let (browser, csrf, _) = first_page(&app, &pkce).await;
         let back = password_and_code(&app, &browser, &csrf, "ivan").await;
         assert!(back.starts_with("/oauth2/authorize?"), "{backend:?}: ivan keeps one, {back}");
+    }
+}
+
+/// With `login.passkey_allowed_aaguids`, a new passkey must come from a
+/// listed authenticator model whose attestation chains to a listed CA: an
+/// unattested passkey, another model of the same maker and a model of
+/// another maker are refused, storing nothing; passkeys kept from before
+/// still sign in.
+#[tokio::test]
+async fn only_listed_authenticator_models_enrol_when_the_bank_lists_them() {
+    use portico_tests::authenticator::{AttestationCa, Model};
+    let maker = AttestationCa::new("Maker Root CA");
+    let allowed = Model::new(&maker, uuid::Uuid::new_v4());
+    let sibling = Model::new(&maker, uuid::Uuid::new_v4());
+    let stranger = Model::new(&AttestationCa::new("Other Root CA"), allowed.aaguid);
+    for backend in backends() {
+        let dir = TempDir::new();
+        let ca_file = dir.0.join("attestation-cas.pem");
+        std::fs::write(&ca_file, &maker.pem).unwrap();
+        let (app, origin) = passkey_app(backend, |c| {
+            c.login.passkey_allowed_aaguids = vec![allowed.aaguid.to_string()];
+            c.login.passkey_attestation_ca_file = Some(ca_file.clone());
+        })
+        .await;
+        let maria = app.store.find_user_by_login("maria").await.unwrap().unwrap();
+        let passkeys = &app.identity.passkeys;
+        let now = app.clock.now();
+        let answer = |make: &dyn Fn(&Authenticator, &Value) -> String| {
+            let started = passkeys.start_enrolment(maria.id, "maria", "Maria", &[]).unwrap();
+            assert_eq!(started.options["publicKey"]["attestation"], "direct", "{backend:?}: {}", started.options);
+            let authenticator = Authenticator::for_rp(maria.id, "localhost");
+            (started.state, make(&authenticator, &started.options))
+        };
+        for (what, make) in [
+            (
+                "no attestation",
+                &(|a: &Authenticator, o: &Value| a.create(o, &origin)) as &dyn Fn(&Authenticator, &Value) -> String,
+            ),
+            ("another model of the maker", &|a: &Authenticator, o: &Value| a.create_attested(o, &origin, &sibling)),
+            ("the model's AAGUID under another CA", &|a: &Authenticator, o: &Value| {
+                a.create_attested(o, &origin, &stranger)
+            }),
+        ] {
+            let (state, response) = answer(make);
+            let refused = passkeys.finish_enrolment(&*app.store, maria.id, &state, &response, "Key", now).await;
+            assert!(matches!(refused, Err(PasskeyError::Refused(_))), "{backend:?}: {what}: {refused:?}");
+        }
+        assert!(app.store.passkeys_of(maria.id).await.unwrap().is_empty(), "{backend:?}: nothing stored");
+        let (state, response) = answer(&|a: &Authenticator, o: &Value| a.create_attested(o, &origin, &allowed));
+        let kept = passkeys.finish_enrolment(&*app.store, maria.id, &state, &response, "Key", now).await;
+        assert!(kept.is_ok(), "{backend:?}: the listed model: {kept:?}");
+
+        // A passkey kept from before the list signs in still.
+        let ivan = app.store.find_user_by_login("ivan").await.unwrap().unwrap();
+        let open = Passkeys::new(&origin, "Bank");
+        let mut ivans = Authenticator::for_rp(ivan.id, "localhost");
+        let started = open.start_enrolment(ivan.id, "ivan", "Ivan", &[]).unwrap();
+        let answer = ivans.create(&started.options, &origin);
+        open.finish_enrolment(&*app.store, ivan.id, &started.state, &answer, "Old", now).await.unwrap();
+        let started = passkeys.start_sign_in().unwrap();
+        let answer = ivans.get(&started.options, &origin, 1);
+        let signed = passkeys.finish_sign_in(&*app.store, &started.state, &answer, now).await;
+        assert!(signed.is_ok_and(|s| s.user_id == ivan.id), "{backend:?}");
+
+        // Without the CA file the server does not start.
+        let config = portico_server::Config {
+            data_dir: dir.0.join("other"),
+            login: portico_server::config::LoginConfig {
+                passkey_allowed_aaguids: vec![allowed.aaguid.to_string()],
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let clock = std::sync::Arc::new(portico_model::clock::SystemClock);
+        let error = match portico_server::app::App::build(config, clock, true).await {
+            Ok(_) => panic!("started without the attestation CAs"),
+            Err(error) => format!("{error:#}"),
+        };
+        assert!(error.contains("login.passkey_attestation_ca_file"), "{error}");
     }
 }
