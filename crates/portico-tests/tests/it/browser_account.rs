@@ -1,14 +1,15 @@
 //! The account page in real Chromium with WebDriver's virtual platform
 //! authenticator, on both backends: a customer signs in through Portico's
 //! login, sees this browser's session, creates a passkey, renames it,
-//! removes it after the confirmation that it is the last, and signs out.
+//! removes it after the confirmation that it is the last, and signs out;
+//! and a passkey an operator removed in the console signs nobody in.
 
 use fantoccini::{Client, Locator};
 use portico_model::clock::Clock as _;
 
 use super::browser::{click, launch, wait_for_path, wait_for_text};
 use super::browser_login::{
-    Shots, drop_passkeys, enter_code, fill, platform_authenticator, step_is, submit, wait_for_element,
+    Shots, drop_passkeys, enter_code, fill, hold_passkey, platform_authenticator, step_is, submit, wait_for_element,
 };
 
 /// How many elements match `css` now.
@@ -79,6 +80,66 @@ async fn chromium_manages_passkeys_and_sessions_on_the_account_page() {
             assert!(started.elapsed() < std::time::Duration::from_secs(15), "{backend:?}: never signed out");
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         }
+    }
+    browser.client.clone().close().await.unwrap();
+}
+
+/// An operator removes ivan's passkey in the console (in Chromium, after
+/// confirming); the passkey still in ivan's authenticator then signs
+/// nobody in: the login page says so and no tokens are issued.
+#[tokio::test]
+async fn chromium_a_passkey_an_operator_removed_in_the_console_signs_nobody_in() {
+    let Some(browser) = launch().await else { return };
+    let client = &browser.client;
+    let authenticator = platform_authenticator(client).await;
+    let mut shots = Shots::new("passkey_removed_in_the_console");
+    for backend in portico_tests::backends() {
+        let (app, origin) = crate::passkeys::passkey_app(backend, |_| {}).await;
+        let key = crate::passkeys::enrol(&app, &origin, "ivan").await;
+        let ivan = app.store.find_user_by_login("ivan").await.unwrap().unwrap();
+        drop_passkeys(client, &authenticator).await;
+
+        // The operator signs in to the console and removes the passkey.
+        client.goto(&format!("{origin}/console/users/{}", ivan.id.as_uuid())).await.unwrap();
+        step_is(client, "username-password").await;
+        fill(client, "input[name=principal]", "operator").await;
+        fill(client, "input[name=credentials]", "operator-password").await;
+        submit(client).await;
+        step_is(client, "sms-otp").await;
+        enter_code(client, &app, "+79009990000").await;
+        step_is(client, "passkey-enrolment").await;
+        click(client, "#passkeySkip").await;
+        wait_for_element(client, "#passkeys .removePasskey", "ivan's passkey in the console").await;
+        click(client, "#passkeys .removePasskey").await;
+        wait_for_element(client, "#confirm", "the confirmation").await;
+        click(client, "#confirm").await;
+        wait_for_element(client, "#noPasskeys", "the passkey removed").await;
+        assert!(app.store.passkeys_of(ivan.id).await.unwrap().is_empty(), "{backend:?}");
+        click(client, "#signOut").await;
+        step_is(client, "username-password").await;
+
+        // ivan's authenticator still offers it: refused, no tokens.
+        hold_passkey(client, &authenticator, &key, 1).await;
+        client.goto(&format!("{origin}/demo/login")).await.unwrap();
+        // The autofill answers as soon as the page asks; the button, should
+        // it not, asks again.
+        let started = std::time::Instant::now();
+        let mut clicked = false;
+        while client.find(Locator::Css("#otherError")).await.is_err() {
+            if !clicked
+                && started.elapsed() > std::time::Duration::from_secs(3)
+                && let Ok(button) = client.find(Locator::Css("#passkeyLogin")).await
+            {
+                clicked = button.click().await.is_ok();
+            }
+            assert!(started.elapsed() < std::time::Duration::from_secs(20), "{backend:?}: never refused");
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        shots.take(client, &format!("{backend:?}-refused")).await;
+        assert_eq!(count(client, "#idClaims").await, 0, "{backend:?}: no tokens");
+        let used = app.store.recent_audit(50).await.unwrap().iter().filter(|e| e.kind == "passkey.used").count();
+        assert_eq!(used, 0, "{backend:?}");
+        drop_passkeys(client, &authenticator).await;
     }
     browser.client.clone().close().await.unwrap();
 }

@@ -623,7 +623,7 @@ pub(crate) async fn platform_authenticator(client: &Client) -> String {
 
 /// Puts the passkey `key` was enrolled with into the authenticator `id`,
 /// its counter at `sign_count`.
-async fn hold_passkey(client: &Client, id: &str, key: &crate::passkeys::Authenticator, sign_count: u32) {
+pub(crate) async fn hold_passkey(client: &Client, id: &str, key: &crate::passkeys::Authenticator, sign_count: u32) {
     let credential = serde_json::json!({
         "credentialId": portico_crypto::b64url(&key.credential_id), "isResidentCredential": true,
         "rpId": "localhost", "privateKey": portico_crypto::b64url(&key.pkcs8),
