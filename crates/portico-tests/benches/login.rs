@@ -10,7 +10,16 @@
 //!    the HTTP gateway, here a local receiver) → code → authorize → token.
 //!    Every login is a new browser (a new device), so every one takes the
 //!    SMS step. The server checks at most `password_hash_concurrency` (=
-//!    cores) passwords at once, which bounds its memory.
+//!    cores) passwords at once, which bounds its memory. (The offer to
+//!    create a passkey is off here: it would be a step more.)
+//! 3. as many complete passkey logins of the same users on the same server:
+//!    authorize → `GET /login` → `POST /login/passkey/options` → the
+//!    software authenticator signs → `POST /login/passkey` → authorize →
+//!    token, no code sent.
+//!
+//! For 2 and 3 the process's CPU time (server and browsers; PostgreSQL's
+//! own not counted) per login is compared: the goal is a passkey login at
+//! least 5× cheaper than a password and a code.
 
 #[path = "common/allocator.rs"]
 mod allocator;
@@ -24,6 +33,7 @@ use axum::extract::State;
 use axum::routing::post;
 use portico_model::user::User;
 use portico_server::config::SmsDelivery;
+use portico_tests::authenticator::Authenticator;
 use portico_tests::{Pkce, TestApp, backends, code_from, location, view_data};
 
 const USERS: usize = 64;
@@ -85,6 +95,9 @@ async fn logins(backend: portico_tests::Backend, cores: usize, hashes: f64) {
     let (url, codes) = gateway().await;
     let app = Arc::new(
         TestApp::spawn_with(backend, |c| {
+            // On `localhost`: WebAuthn takes no IP address.
+            c.public_url = c.public_url.as_ref().map(|u| u.replace("127.0.0.1", "localhost"));
+            c.login.offer_passkey = false;
             c.delivery.sms = Some(SmsDelivery::Http);
             c.delivery.sms_gateway_url = Some(url);
             c.delivery.sms_gateway_body = r#"{"to": "{to}", "code": "{code}"}"#.into();
@@ -94,10 +107,13 @@ async fn logins(backend: portico_tests::Backend, cores: usize, hashes: f64) {
         .await,
     );
     let hash = portico_crypto::password::hash("bench-password");
+    let mut ids = Vec::new();
     for i in 0..USERS {
+        let id = portico_model::ids::UserId::random();
+        ids.push(id);
         app.store
             .create_user(&User {
-                id: portico_model::ids::UserId::random(),
+                id,
                 login: format!("bench{i}"),
                 password_hash: hash.clone(),
                 phone: Some(format!("+7901{i:07}")),
@@ -112,18 +128,69 @@ async fn logins(backend: portico_tests::Backend, cores: usize, hashes: f64) {
             .await
             .expect("user");
     }
-    let next = Arc::new(AtomicUsize::new(0));
+    let cpu = cpu_time();
     let started = Instant::now();
+    let (shared, sent) = (Arc::clone(&app), Arc::clone(&codes));
+    run(move |n| {
+        let (app, codes) = (Arc::clone(&shared), Arc::clone(&sent));
+        async move { login(&app, &codes, n % USERS).await }
+    })
+    .await;
+    let rate = LOGINS as f64 / started.elapsed().as_secs_f64();
+    let password_cpu = (cpu_time() - cpu).as_secs_f64() * 1000.0 / LOGINS as f64;
+    println!("{backend:?}  complete logins  {rate:>7.1} /s  = {:>3.0}% of the Argon2id limit", 100.0 * rate / hashes);
+
+    // Every user keeps a passkey, enrolled straight through the relying party.
+    let origin = app.config.public_url.clone().expect("public URL");
+    let mut keys = Vec::new();
+    for (i, id) in ids.iter().enumerate() {
+        let login = format!("bench{i}");
+        let started = app.identity.passkeys.start_enrolment(*id, &login, &login, &[]).expect("options");
+        let authenticator = Authenticator::for_rp(*id, "localhost");
+        let answer = authenticator.create(&started.options, &origin);
+        let now = time::OffsetDateTime::now_utc();
+        app.identity
+            .passkeys
+            .finish_enrolment(&*app.store, *id, &started.state, &answer, "Bench", now)
+            .await
+            .expect("enrol");
+        keys.push(tokio::sync::Mutex::new(authenticator));
+    }
+    let keys = Arc::new(keys);
+    let cpu = cpu_time();
+    let started = Instant::now();
+    let (shared, at) = (Arc::clone(&app), origin.clone());
+    run(move |n| {
+        let (app, keys, origin) = (Arc::clone(&shared), Arc::clone(&keys), at.clone());
+        async move { passkey_login(&app, &keys[n % USERS], &origin).await }
+    })
+    .await;
+    let passkey_rate = LOGINS as f64 / started.elapsed().as_secs_f64();
+    let passkey_cpu = (cpu_time() - cpu).as_secs_f64() * 1000.0 / LOGINS as f64;
+    println!("{backend:?}  passkey logins   {passkey_rate:>7.1} /s");
+    println!(
+        "{backend:?}  CPU per login: password + code {password_cpu:>6.2} ms, passkey {passkey_cpu:>6.2} ms: {:.1}x cheaper (goal 5x)",
+        password_cpu / passkey_cpu
+    );
+}
+
+/// Runs `LOGINS` logins, `CONCURRENCY` at once: `one(n)` is the `n`th.
+async fn run<F, Fut>(one: F)
+where
+    F: Fn(usize) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (next, one) = (Arc::new(AtomicUsize::new(0)), Arc::new(one));
     let tasks: Vec<_> = (0..CONCURRENCY)
         .map(|_| {
-            let (app, codes, next) = (Arc::clone(&app), Arc::clone(&codes), Arc::clone(&next));
+            let (next, one) = (Arc::clone(&next), Arc::clone(&one));
             tokio::spawn(async move {
                 loop {
                     let n = next.fetch_add(1, Ordering::Relaxed);
                     if n >= LOGINS {
                         break;
                     }
-                    login(&app, &codes, n % USERS).await;
+                    one(n).await;
                 }
             })
         })
@@ -131,8 +198,45 @@ async fn logins(backend: portico_tests::Backend, cores: usize, hashes: f64) {
     for task in tasks {
         task.await.expect("login task");
     }
-    let rate = LOGINS as f64 / started.elapsed().as_secs_f64();
-    println!("{backend:?}  complete logins  {rate:>7.1} /s  = {:>3.0}% of the Argon2id limit", 100.0 * rate / hashes);
+}
+
+/// The process's CPU time so far (user and system), from
+/// `/proc/self/stat` (in the kernel's USER_HZ, 100 per second).
+fn cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
+    let fields: Vec<&str> = stat[stat.rfind(')').expect("comm") + 2..].split(' ').collect();
+    let ticks = |i: usize| fields[i].parse::<u64>().expect("ticks");
+    // After the command: state is field 3, utime 14, stime 15.
+    Duration::from_millis((ticks(11) + ticks(12)) * 10)
+}
+
+/// One complete passkey login with `key` in a new browser, up to the
+/// tokens. The user's authenticator is held for the whole login: its
+/// counter must reach the server in order.
+async fn passkey_login(app: &TestApp, key: &tokio::sync::Mutex<Authenticator>, origin: &str) {
+    let mut key = key.lock().await;
+    let browser = app.browser();
+    let pkce = Pkce::new();
+    let response = browser.get(app.authorize_url(&pkce, &[])).send().await.expect("authorize");
+    assert_eq!(response.status(), 303);
+    let page = browser.get(app.url("/login")).send().await.expect("login page").text().await.expect("html");
+    let csrf = view_data(&page)["pageData"]["authenticationFlowContext"]["csrf"].as_str().expect("csrf").to_owned();
+    let response =
+        browser.post(app.url("/login/passkey/options")).header("x-xsrf-token", &csrf).send().await.expect("options");
+    let options: serde_json::Value = response.json().await.expect("options JSON");
+    let credential = key.get(&options, origin, 1);
+    let response = browser
+        .post(app.url("/login/passkey"))
+        .form(&[("_csrf", csrf.as_str()), ("credential", credential.as_str())])
+        .send()
+        .await
+        .expect("passkey");
+    let back = location(&response);
+    assert!(back.starts_with("/oauth2/authorize?"), "{back}");
+    let response = browser.get(app.url(&back)).send().await.expect("authorize");
+    let code = code_from(&response, &app.redirect_uri());
+    let response = app.exchange(&code, &pkce.verifier).await;
+    assert_eq!(response.status(), 200);
 }
 
 /// One complete login of user `i` in a new browser, up to the tokens.
