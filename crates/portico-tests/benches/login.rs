@@ -215,12 +215,7 @@ fn cpu_time() -> Duration {
 /// counter must reach the server in order.
 async fn passkey_login(app: &TestApp, key: &tokio::sync::Mutex<Authenticator>, origin: &str) {
     let mut key = key.lock().await;
-    let browser = app.browser();
-    let pkce = Pkce::new();
-    let response = browser.get(app.authorize_url(&pkce, &[])).send().await.expect("authorize");
-    assert_eq!(response.status(), 303);
-    let page = browser.get(app.url("/login")).send().await.expect("login page").text().await.expect("html");
-    let csrf = view_data(&page)["pageData"]["authenticationFlowContext"]["csrf"].as_str().expect("csrf").to_owned();
+    let (browser, pkce, csrf) = first_page(app).await;
     let response =
         browser.post(app.url("/login/passkey/options")).header("x-xsrf-token", &csrf).send().await.expect("options");
     let options: serde_json::Value = response.json().await.expect("options JSON");
@@ -231,22 +226,12 @@ async fn passkey_login(app: &TestApp, key: &tokio::sync::Mutex<Authenticator>, o
         .send()
         .await
         .expect("passkey");
-    let back = location(&response);
-    assert!(back.starts_with("/oauth2/authorize?"), "{back}");
-    let response = browser.get(app.url(&back)).send().await.expect("authorize");
-    let code = code_from(&response, &app.redirect_uri());
-    let response = app.exchange(&code, &pkce.verifier).await;
-    assert_eq!(response.status(), 200);
+    tokens(app, &browser, &pkce, &location(&response)).await;
 }
 
 /// One complete login of user `i` in a new browser, up to the tokens.
 async fn login(app: &TestApp, codes: &Codes, i: usize) {
-    let browser = app.browser();
-    let pkce = Pkce::new();
-    let response = browser.get(app.authorize_url(&pkce, &[])).send().await.expect("authorize");
-    assert_eq!(response.status(), 303);
-    let page = browser.get(app.url("/login")).send().await.expect("login page").text().await.expect("html");
-    let csrf = view_data(&page)["pageData"]["authenticationFlowContext"]["csrf"].as_str().expect("csrf").to_owned();
+    let (browser, pkce, csrf) = first_page(app).await;
     let login = format!("bench{i}");
     let response = browser
         .post(app.url("/login"))
@@ -264,9 +249,25 @@ async fn login(app: &TestApp, codes: &Codes, i: usize) {
         .send()
         .await
         .expect("code");
-    let back = location(&response);
+    tokens(app, &browser, &pkce, &location(&response)).await;
+}
+
+/// A new browser at the first page of a login: it, its PKCE and the CSRF token.
+async fn first_page(app: &TestApp) -> (reqwest::Client, Pkce, String) {
+    let browser = app.browser();
+    let pkce = Pkce::new();
+    let response = browser.get(app.authorize_url(&pkce, &[])).send().await.expect("authorize");
+    assert_eq!(response.status(), 303);
+    let page = browser.get(app.url("/login")).send().await.expect("login page").text().await.expect("html");
+    let csrf = view_data(&page)["pageData"]["authenticationFlowContext"]["csrf"].as_str().expect("csrf").to_owned();
+    (browser, pkce, csrf)
+}
+
+/// The end of a completed login whose last answer led to `back`: the code
+/// and the tokens.
+async fn tokens(app: &TestApp, browser: &reqwest::Client, pkce: &Pkce, back: &str) {
     assert!(back.starts_with("/oauth2/authorize?"), "{back}");
-    let response = browser.get(app.url(&back)).send().await.expect("authorize");
+    let response = browser.get(app.url(back)).send().await.expect("authorize");
     let code = code_from(&response, &app.redirect_uri());
     let response = app.exchange(&code, &pkce.verifier).await;
     assert_eq!(response.status(), 200);
