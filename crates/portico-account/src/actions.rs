@@ -40,27 +40,6 @@ struct Ceremony {
     issued_at: i64,
 }
 
-/// A passkey as the page lists it.
-pub struct PasskeyRow {
-    pub id: Uuid,
-    pub name: String,
-    pub created_at: OffsetDateTime,
-    pub last_used_at: Option<OffsetDateTime>,
-    pub locked: bool,
-}
-
-impl From<&Passkey> for PasskeyRow {
-    fn from(passkey: &Passkey) -> Self {
-        Self {
-            id: passkey.id,
-            name: passkey.name.clone(),
-            created_at: passkey.created_at,
-            last_used_at: passkey.last_used_at,
-            locked: passkey.locked_at.is_some(),
-        }
-    }
-}
-
 /// A session or a device as the page lists it.
 pub struct BrowserRow {
     /// What its forms name it by: the session's `sid`, the device's handle.
@@ -78,7 +57,7 @@ struct AccountPage {
     l: Layout,
     login: String,
     name: Option<String>,
-    passkeys: Vec<PasskeyRow>,
+    passkeys: Vec<Passkey>,
     /// Why no passkey can be added now (a text key), if none can.
     cannot_add: Option<&'static str>,
     /// The WebAuthn creation options, for the script (JSON).
@@ -197,7 +176,7 @@ pub async fn home(
         l,
         login: user.login.clone(),
         name: user.name.clone(),
-        passkeys: passkeys.iter().map(PasskeyRow::from).collect(),
+        passkeys,
         cannot_add,
         creation_options,
         sessions,
