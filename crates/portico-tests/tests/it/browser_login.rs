@@ -677,40 +677,43 @@ async fn signed_in_by_passkey(client: &Client, origin: &str) {
 async fn chromium_signs_in_with_a_passkey_from_the_first_page_and_as_the_second_factor() {
     let Some(browser) = launch().await else { return };
     let client = &browser.client;
-    let (app, origin) = crate::passkeys::passkey_app(portico_tests::backends()[0], |_| {}).await;
-    let key = crate::passkeys::enrol(&app, &origin, "ivan").await;
     let authenticator = platform_authenticator(client).await;
-    hold_passkey(client, &authenticator, &key, 0).await;
     let mut shots = Shots::new("passkey_first_page_and_second_factor");
-    let sent = app.outbox().len();
+    for backend in portico_tests::backends() {
+        let (app, origin) = crate::passkeys::passkey_app(backend, |_| {}).await;
+        let key = crate::passkeys::enrol(&app, &origin, "ivan").await;
+        drop_passkeys(client, &authenticator).await;
+        hold_passkey(client, &authenticator, &key, 0).await;
+        let sent = app.outbox().len();
 
-    // The first page: the browser's autofill (conditional mediation)
-    // answers with the passkey as soon as the page asks; the button, should
-    // it not, asks again.
-    signed_in_by_passkey(client, &origin).await;
-    shots.take(client, "signed-in-with-the-passkey").await;
-    tokens_for(client, "ivan").await;
+        // The first page: the browser's autofill (conditional mediation)
+        // answers with the passkey as soon as the page asks; the button,
+        // should it not, asks again.
+        signed_in_by_passkey(client, &origin).await;
+        shots.take(client, &format!("{backend:?}-signed-in-with-the-passkey")).await;
+        tokens_for(client, "ivan").await;
 
-    // A password first (the passkey out of the authenticator, so that the
-    // autofill does not answer), then the passkey as the second factor.
-    drop_passkeys(client, &authenticator).await;
-    client.goto(&format!("{origin}/demo")).await.unwrap();
-    click(client, "#signInAgain").await;
-    step_is(client, "username-password").await;
-    fill(client, "input[name=principal]", "ivan").await;
-    type_into(client, "input[name=credentials]", "ivan-password").await;
-    submit(client).await;
-    step_is(client, "passkey").await;
-    shots.take(client, "passkey-step").await;
-    let used_once = app.store.passkeys_of(key_owner(&app).await).await.unwrap()[0].sign_count;
-    hold_passkey(client, &authenticator, &key, used_once).await;
-    click(client, "#passkeyLogin").await;
-    wait_for_text(client, "#idClaims", "\"pwd\"").await;
-    tokens_for(client, "ivan").await;
+        // A password first (the passkey out of the authenticator, so that
+        // the autofill does not answer), then the passkey as the second factor.
+        drop_passkeys(client, &authenticator).await;
+        client.goto(&format!("{origin}/demo")).await.unwrap();
+        click(client, "#signInAgain").await;
+        step_is(client, "username-password").await;
+        fill(client, "input[name=principal]", "ivan").await;
+        type_into(client, "input[name=credentials]", "ivan-password").await;
+        submit(client).await;
+        step_is(client, "passkey").await;
+        shots.take(client, &format!("{backend:?}-passkey-step")).await;
+        let used_once = app.store.passkeys_of(key_owner(&app).await).await.unwrap()[0].sign_count;
+        hold_passkey(client, &authenticator, &key, used_once).await;
+        click(client, "#passkeyLogin").await;
+        wait_for_text(client, "#idClaims", "\"pwd\"").await;
+        tokens_for(client, "ivan").await;
 
-    assert_eq!(app.outbox().len(), sent, "no code was sent");
-    let used = app.store.recent_audit(50).await.unwrap().iter().filter(|e| e.kind == "passkey.used").count();
-    assert_eq!(used, 2);
+        assert_eq!(app.outbox().len(), sent, "{backend:?}: no code was sent");
+        let used = app.store.recent_audit(50).await.unwrap().iter().filter(|e| e.kind == "passkey.used").count();
+        assert_eq!(used, 2, "{backend:?}");
+    }
     browser.client.clone().close().await.unwrap();
 }
 
@@ -721,36 +724,39 @@ async fn chromium_signs_in_with_a_passkey_from_the_first_page_and_as_the_second_
 async fn chromium_creates_a_passkey_at_the_offer_and_signs_in_with_it_alone() {
     let Some(browser) = launch().await else { return };
     let client = &browser.client;
-    let (app, origin) = crate::passkeys::passkey_app(portico_tests::backends()[0], |_| {}).await;
-    platform_authenticator(client).await;
+    let authenticator = platform_authenticator(client).await;
     let mut shots = Shots::new("passkey_created_at_the_offer");
-    let maria = app.store.find_user_by_login("maria").await.unwrap().unwrap();
+    for backend in portico_tests::backends() {
+        let (app, origin) = crate::passkeys::passkey_app(backend, |_| {}).await;
+        drop_passkeys(client, &authenticator).await;
+        let maria = app.store.find_user_by_login("maria").await.unwrap().unwrap();
 
-    client.goto(&format!("{origin}/demo/login")).await.unwrap();
-    step_is(client, "username-password").await;
-    fill(client, "input[name=principal]", "maria").await;
-    type_into(client, "input[name=credentials]", "maria-password").await;
-    submit(client).await;
-    step_is(client, "sms-otp").await;
-    enter_code(client, &app, "+79007654321").await;
-    step_is(client, "passkey-enrolment").await;
-    shots.take(client, "offer").await;
-    click(client, "#passkeyCreate").await;
-    tokens_for(client, "maria").await;
-    let kept = app.store.passkeys_of(maria.id).await.unwrap();
-    assert_eq!(kept.len(), 1, "the passkey was created");
-    assert!(kept[0].name.starts_with("Chrome"), "named after the browser: {}", kept[0].name);
+        client.goto(&format!("{origin}/demo/login")).await.unwrap();
+        step_is(client, "username-password").await;
+        fill(client, "input[name=principal]", "maria").await;
+        type_into(client, "input[name=credentials]", "maria-password").await;
+        submit(client).await;
+        step_is(client, "sms-otp").await;
+        enter_code(client, &app, "+79007654321").await;
+        step_is(client, "passkey-enrolment").await;
+        shots.take(client, &format!("{backend:?}-offer")).await;
+        click(client, "#passkeyCreate").await;
+        tokens_for(client, "maria").await;
+        let kept = app.store.passkeys_of(maria.id).await.unwrap();
+        assert_eq!(kept.len(), 1, "{backend:?}: the passkey was created");
+        assert!(kept[0].name.starts_with("Chrome"), "named after the browser: {}", kept[0].name);
 
-    // Signed out, the passkey alone signs maria in: no code is sent.
-    client.goto(&format!("{origin}/oauth2/logout")).await.unwrap();
-    let now = portico_model::clock::Clock::now(app.clock.as_ref());
-    assert!(app.store.list_sessions(maria.id, now).await.unwrap().is_empty(), "signed out");
-    let sent = app.outbox().len();
-    signed_in_by_passkey(client, &origin).await;
-    shots.take(client, "signed-in-with-the-new-passkey").await;
-    tokens_for(client, "maria").await;
-    assert_eq!(app.outbox().len(), sent, "no code was sent");
-    let used = app.store.passkeys_of(maria.id).await.unwrap()[0].last_used_at;
-    assert!(used.is_some(), "the new passkey was used");
+        // Signed out, the passkey alone signs maria in: no code is sent.
+        client.goto(&format!("{origin}/oauth2/logout")).await.unwrap();
+        let now = portico_model::clock::Clock::now(app.clock.as_ref());
+        assert!(app.store.list_sessions(maria.id, now).await.unwrap().is_empty(), "{backend:?}: signed out");
+        let sent = app.outbox().len();
+        signed_in_by_passkey(client, &origin).await;
+        shots.take(client, &format!("{backend:?}-signed-in-with-the-new-passkey")).await;
+        tokens_for(client, "maria").await;
+        assert_eq!(app.outbox().len(), sent, "{backend:?}: no code was sent");
+        let used = app.store.passkeys_of(maria.id).await.unwrap()[0].last_used_at;
+        assert!(used.is_some(), "{backend:?}: the new passkey was used");
+    }
     browser.client.clone().close().await.unwrap();
 }

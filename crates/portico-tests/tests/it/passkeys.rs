@@ -88,6 +88,13 @@ async fn bad_passkey_answers_are_refused_and_change_nothing() {
         let refused = passkeys.finish_enrolment(&*store, ivan.id, &started.state, &foreign, "Phone", t0()).await;
         assert!(matches!(refused, Err(PasskeyError::Refused(_))), "{backend:?}: {refused:?}");
         assert!(store.passkeys_of(ivan.id).await.unwrap().is_empty());
+        // Malformed CBOR in place of the attestation object: refused, nothing stored.
+        let mut garbled: Value = serde_json::from_str(&authenticator.create(&started.options, ORIGIN)).unwrap();
+        garbled["response"]["attestationObject"] = b64url([0xa3, 0x63, 0x66, 0x6d, 0xff, 0x00, 0x1f]).into();
+        let refused =
+            passkeys.finish_enrolment(&*store, ivan.id, &started.state, &garbled.to_string(), "Phone", t0()).await;
+        assert!(matches!(refused, Err(PasskeyError::Refused(_) | PasskeyError::Malformed)), "{backend:?}: {refused:?}");
+        assert!(store.passkeys_of(ivan.id).await.unwrap().is_empty(), "{backend:?}");
         let answer = authenticator.create(&started.options, ORIGIN);
         let enrolled =
             passkeys.finish_enrolment(&*store, ivan.id, &started.state, &answer, "Phone", t0()).await.unwrap();
