@@ -526,21 +526,55 @@ impl App {
     }
 }
 
-/// The `QES` signing certificate and key: the configured pair, or a
-/// self-signed pair made once in the data folder.
+/// The `QES` signer: the configured certificate with its key or external
+/// command, or a self-signed pair made once in the data folder (marked as
+/// a demonstration on the forms).
 fn report_signer(config: &Config) -> anyhow::Result<portico_reports::generate::qes::Signer> {
+    use portico_reports::generate::qes::{self, Algorithm, Signer};
     let read = |path: &std::path::Path, setting: &str| {
         std::fs::read_to_string(path).with_context(|| format!("{setting}: cannot read {}", path.display()))
     };
-    let (cert, key) = match (&config.reports.signing_cert, &config.reports.signing_key) {
-        (Some(cert), Some(key)) => (read(cert, "reports.signing_cert")?, read(key, "reports.signing_key")?),
+    let reports = &config.reports;
+    let settings = &reports.signature;
+    let chain = settings.chain.as_deref().map(|path| read(path, "reports.signature.chain")).transpose()?;
+    let timeout = Duration::from_secs(settings.timeout_secs);
+    let command = |argv: &[String], setting: &str| {
+        qes::command::Command::new(argv.to_vec(), timeout, settings.concurrency)
+            .map_err(|e| anyhow::anyhow!("{setting}: {e}"))
+    };
+    let verify = (!settings.verify_command.is_empty())
+        .then(|| command(&settings.verify_command, "reports.signature.verify_command"))
+        .transpose()?;
+    if !settings.command.is_empty() {
+        let signing = command(&settings.command, "reports.signature.command")?;
+        if reports.signing_key.is_some() {
+            anyhow::bail!(
+                "reports.signing_key and reports.signature.command exclude each other: the command holds the key"
+            );
+        }
+        let Some(cert) = &reports.signing_cert else {
+            anyhow::bail!("reports.signature.command needs reports.signing_cert: the certificate of the command's key");
+        };
+        let cert = read(cert, "reports.signing_cert")?;
+        return Signer::external(settings.algorithm, signing, settings.output, &cert, chain.as_deref(), verify)
+            .map_err(|e| anyhow::anyhow!("reports.signing_cert / reports.signature: {e}"));
+    }
+    if settings.algorithm != Algorithm::EcdsaP256 {
+        anyhow::bail!(
+            "reports.signature.algorithm {}: such signatures are made by an external command \
+             (reports.signature.command); Portico's built-in key is ECDSA P-256",
+            settings.algorithm
+        );
+    }
+    let (cert, key, demonstration) = match (&reports.signing_cert, &reports.signing_key) {
+        (Some(cert), Some(key)) => (read(cert, "reports.signing_cert")?, read(key, "reports.signing_key")?, false),
         (None, None) => {
             let cert_path = config.data_dir.join("reports-signing-cert.pem");
             let key_path = config.data_dir.join("reports-signing-key.pem");
             if !cert_path.exists() || !key_path.exists() {
-                let organization = &config.reports.broker.name;
+                let organization = &reports.broker.name;
                 let now = time::OffsetDateTime::now_utc();
-                let (cert, key) = portico_reports::generate::qes::Signer::generate_self_signed(organization, now)
+                let (cert, key) = Signer::generate_self_signed(organization, now)
                     .map_err(|e| anyhow::anyhow!("cannot make a report signing certificate: {e}"))?;
                 std::fs::create_dir_all(&config.data_dir)?;
                 let _ = std::fs::remove_file(&key_path);
@@ -548,12 +582,14 @@ fn report_signer(config: &Config) -> anyhow::Result<portico_reports::generate::q
                 std::fs::write(&cert_path, &cert)?;
                 tracing::info!(certificate = %cert_path.display(), "made a self-signed report signing certificate");
             }
-            (read(&cert_path, "the report signing certificate")?, read(&key_path, "the report signing key")?)
+            let cert = read(&cert_path, "the report signing certificate")?;
+            (cert, read(&key_path, "the report signing key")?, true)
         }
         _ => anyhow::bail!("reports.signing_cert and reports.signing_key go together: set both or neither"),
     };
-    portico_reports::generate::qes::Signer::from_pem(&cert, &key)
-        .map_err(|e| anyhow::anyhow!("reports.signing_cert / reports.signing_key: {e}"))
+    let signer = Signer::builtin(&cert, &key, chain.as_deref())
+        .map_err(|e| anyhow::anyhow!("reports.signing_cert / reports.signing_key: {e}"))?;
+    Ok(if demonstration { signer.demonstration() } else { signer })
 }
 
 /// Completes on SIGTERM or Ctrl-C. The SIGTERM handler is installed by

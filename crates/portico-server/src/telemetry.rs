@@ -235,6 +235,16 @@ fn describe() {
         metrics::Unit::Seconds,
         "Time to produce and store a report task's files, by outcome."
     );
+    metrics::describe_histogram!(
+        "portico_report_signing_seconds",
+        metrics::Unit::Seconds,
+        "Time to make and check a QES signature, by key: builtin, command."
+    );
+    metrics::describe_counter!(
+        "portico_report_signing_failures_total",
+        "QES signatures that failed, by reason: failed (the signer exited with an error or could not start), \
+         timeout, output (empty, oversized or unreadable output), mismatch (the signature did not check out)."
+    );
 }
 
 /// The process's Prometheus recorder, installed on first use.

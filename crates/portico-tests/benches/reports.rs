@@ -36,7 +36,7 @@ fn main() {
     let (cert, key) =
         portico_reports::generate::qes::Signer::generate_self_signed("Портико", OffsetDateTime::now_utc())
             .expect("certificate");
-    let signer = portico_reports::generate::qes::Signer::from_pem(&cert, &key).expect("signer");
+    let signer = portico_reports::generate::qes::Signer::builtin(&cert, &key, None).expect("signer");
     let assets = Assets { signer: Some(std::sync::Arc::new(signer)), ..Assets::default() };
     for (report_type, file_type, account) in [
         (ReportType::StatementFor1c, FileType::SimpleDocumentary, Some(ACCOUNT_RUB)),

@@ -35,6 +35,11 @@ impl Default for Assets {
     }
 }
 
+/// The title block's line on a `QES` form signed with the demo's
+/// self-signed certificate.
+pub const DEMONSTRATION_NOTICE: &str = "Демонстрационная подпись: сертификат самоподписанный, \
+     выдан не аккредитованным удостоверяющим центром; юридической силы не имеет";
+
 /// One produced file.
 #[derive(Debug)]
 pub struct Produced {
@@ -108,7 +113,8 @@ pub fn produce(
             let signer = assets.signer.as_ref().ok_or_else(|| {
                 GenerateError::Data("no signing certificate is configured (reports.signing_cert)".into())
             })?;
-            let form = pdf::render(&period, now, None)?;
+            let notice = signer.is_demonstration().then_some(DEMONSTRATION_NOTICE);
+            let form = pdf::render_with_notice(&period, now, None, notice)?;
             let signature = signer.sign_detached(&form, now)?;
             let name = pdf_name.replace(".pdf", "_КЭП.pdf");
             vec![

@@ -410,12 +410,31 @@ pub fn render(
     created: OffsetDateTime,
     stamp: Option<&Stamp<'_>>,
 ) -> Result<Vec<u8>, GenerateError> {
+    render_with_notice(period, created, stamp, None)
+}
+
+/// The printed form with `notice` as the title block's last line (the
+/// demo signature's warning).
+///
+/// # Errors
+/// As [`render`].
+pub fn render_with_notice(
+    period: &Period<'_>,
+    created: OffsetDateTime,
+    stamp: Option<&Stamp<'_>>,
+    notice: Option<&str>,
+) -> Result<Vec<u8>, GenerateError> {
     let fonts = FONTS.as_ref().ok_or_else(|| GenerateError::Data("the embedded fonts cannot be read".into()))?;
-    let (pages, spot) = layout(fonts, period, created);
+    let (pages, spot) = layout(fonts, period, created, notice);
     draw(fonts, period, &pages, spot, stamp)
 }
 
-fn layout(fonts: &Fonts, period: &Period<'_>, created: OffsetDateTime) -> (Vec<Vec<Mark>>, SignatureSpot) {
+fn layout(
+    fonts: &Fonts,
+    period: &Period<'_>,
+    created: OffsetDateTime,
+    notice: Option<&str>,
+) -> (Vec<Vec<Mark>>, SignatureSpot) {
     let agreement = period.agreement;
     let mut l = Layout::new(fonts);
     l.text(LEFT, 15.0, true, "Брокерский отчёт");
@@ -432,6 +451,10 @@ fn layout(fonts: &Fonts, period: &Period<'_>, created: OffsetDateTime) -> (Vec<V
             l.text(LEFT, 8.5, false, &part);
             l.y += ROW;
         }
+    }
+    for part in notice.map(|notice| l.wrap(notice, 8.5, true, RIGHT - LEFT)).unwrap_or_default() {
+        l.text(LEFT, 8.5, true, &part);
+        l.y += ROW;
     }
 
     let position_columns = [

@@ -118,8 +118,10 @@ pub struct ReportConfig {
     /// The broker's signing certificate (PEM) for `QES` files; with
     /// `signing_key`. Default: a self-signed one made once in the data folder.
     pub signing_cert: Option<std::path::PathBuf>,
-    /// Its PKCS#8 ECDSA P-256 key (PEM).
+    /// Its PKCS#8 ECDSA P-256 key (PEM), unless `signature.command` signs.
     pub signing_key: Option<std::path::PathBuf>,
+    /// The signature's algorithm, certificate chain and external signer.
+    pub signature: portico_reports::generate::qes::Settings,
     /// Days a finished task (`DONE` or `FAILED`) and its files are kept;
     /// `0` keeps them for ever.
     pub retention_days: u32,
@@ -142,6 +144,7 @@ impl Default for ReportConfig {
             facsimile_png: None,
             signing_cert: None,
             signing_key: None,
+            signature: portico_reports::generate::qes::Settings::default(),
             retention_days: 365,
             max_unfinished_per_company: 20,
             broker: portico_reports::generate::broker::Broker::default(),

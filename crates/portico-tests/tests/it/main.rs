@@ -43,6 +43,7 @@ mod registration;
 mod report_bank;
 mod report_store;
 mod reports;
+mod reports_signature;
 mod revoke;
 mod scim;
 mod security;

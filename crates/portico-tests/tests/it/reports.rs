@@ -7,7 +7,7 @@ use portico_reports::sample::{ACCOUNT_RUB, Shape};
 use portico_tests::{TestApp, TokenPair, backends};
 use serde_json::{Value, json};
 
-const AGREEMENT: &str = "БД-0001";
+pub(crate) const AGREEMENT: &str = "БД-0001";
 
 pub(crate) async fn call(
     app: &TestApp,
@@ -538,7 +538,7 @@ fn cash_at(data: &portico_model::reports::brokerage::Agreement, account: &str, d
 /// Keeps a copy of a produced file under `<target tmp>/report-samples/`
 /// (or `PORTICO_REPORT_SAMPLES_DIR`, where `scripts/report-pages` wants
 /// them), for people to look at.
-fn keep(name: &str, content: &[u8]) {
+pub(crate) fn keep(name: &str, content: &[u8]) {
     let dir = std::env::var_os("PORTICO_REPORT_SAMPLES_DIR").map_or_else(
         || std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-samples"),
         std::path::PathBuf::from,
@@ -548,7 +548,7 @@ fn keep(name: &str, content: &[u8]) {
 }
 
 /// `pdftotext` (poppler-utils), named by `PORTICO_TEST_PDFTOTEXT`.
-fn pdftotext() -> Option<String> {
+pub(crate) fn pdftotext() -> Option<String> {
     let found = std::env::var("PORTICO_TEST_PDFTOTEXT").ok();
     if found.is_none() {
         portico_tests::skipped("PORTICO_TEST_PDFTOTEXT is not set; the PDF checks need pdftotext (poppler-utils)");
@@ -557,7 +557,7 @@ fn pdftotext() -> Option<String> {
 }
 
 /// The text of a PDF, as pdftotext reads it.
-fn pdf_text(tool: &str, pdf: &[u8]) -> String {
+pub(crate) fn pdf_text(tool: &str, pdf: &[u8]) -> String {
     let dir = portico_tests::TempDir::new();
     let path = dir.0.join("report.pdf");
     std::fs::write(&path, pdf).unwrap();
@@ -696,72 +696,6 @@ async fn the_facsimile_form_carries_the_stamp_image_on_its_last_page_only() {
     assert!(found.iter().any(|image| image[3] == "320" && image[4] == "150"), "the stamp's pixels: {found:?}");
     let (_, plain) = download(&app, &ivan, &done["files"][1]).await;
     assert!(images(&plain).is_empty(), "the printed form carries no stamp");
-}
-
-#[tokio::test]
-async fn the_qes_form_comes_with_a_detached_cms_signature_that_openssl_verifies() {
-    let Ok(openssl) = std::env::var("PORTICO_TEST_OPENSSL") else {
-        portico_tests::skipped("PORTICO_TEST_OPENSSL is not set; the signature check needs the openssl command");
-        return;
-    };
-    let app = TestApp::spawn(backends()[0]).await;
-    let ivan = app.token_pair("ivan").await;
-    let body = json!({
-        "reportType": "BROKERAGE_REPORT", "agreementNumber": AGREEMENT,
-        "fromDate": "2026-03-01", "toDate": "2026-03-31", "fileTypes": ["QES"]
-    });
-    let (_, task) = call(&app, Some(&ivan), "POST", "/v1/reports/tasks", Some(body)).await;
-    let done = finished(&app, &ivan, task["id"].as_str().unwrap()).await;
-    assert_eq!(done["status"], "DONE", "{done}");
-    let files = done["files"].as_array().unwrap();
-    assert_eq!(files.len(), 2, "the form and its signature: {done}");
-    assert!(files.iter().all(|f| f["fileType"] == "QES" && f["signatureType"]["code"] == "QES"));
-    assert_eq!(files[0]["fileName"], "Брокерский_отчёт_БД-0001_2026-03-01_2026-03-31_КЭП.pdf");
-    assert_eq!(files[1]["fileName"], "Брокерский_отчёт_БД-0001_2026-03-01_2026-03-31_КЭП.pdf.sig");
-    let (_, pdf) = download(&app, &ivan, &files[0]).await;
-    let (headers, signature) = download(&app, &ivan, &files[1]).await;
-    assert_eq!(headers["content-type"], "application/octet-stream", "the contract's media type");
-    keep("qes.pdf", &pdf);
-    keep("qes.pdf.sig", &signature);
-
-    let dir = portico_tests::TempDir::new();
-    let (pdf_path, sig_path) = (dir.0.join("form.pdf"), dir.0.join("form.pdf.sig"));
-    std::fs::write(&sig_path, &signature).unwrap();
-    let cert = app.config.data_dir.join("reports-signing-cert.pem");
-    let verify = |content: &[u8]| {
-        std::fs::write(&pdf_path, content).unwrap();
-        let out = std::process::Command::new(&openssl)
-            .args(["cms", "-verify", "-binary", "-inform", "DER", "-purpose", "any", "-out", "/dev/null"])
-            .arg("-in")
-            .arg(&sig_path)
-            .arg("-content")
-            .arg(&pdf_path)
-            .arg("-CAfile")
-            .arg(&cert)
-            .output()
-            .expect("run openssl");
-        (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
-    };
-    let (ok, said) = verify(&pdf);
-    assert!(ok, "openssl refused the signature: {said}");
-    // The certificate's validity starts when it was made (this run), not
-    // at some fixed date long ago.
-    let dates = std::process::Command::new(&openssl)
-        .args(["x509", "-noout", "-startdate", "-enddate", "-in"])
-        .arg(&cert)
-        .output()
-        .expect("run openssl");
-    let dates = String::from_utf8_lossy(&dates.stdout).into_owned();
-    let year = time::OffsetDateTime::now_utc().year();
-    let start = dates.lines().find_map(|l| l.strip_prefix("notBefore=")).expect("notBefore");
-    assert!(start.contains(&format!(" {year} ")), "valid from this year: {dates}");
-    let end = dates.lines().find_map(|l| l.strip_prefix("notAfter=")).expect("notAfter");
-    assert!(end.contains(&format!(" {} ", year + 10)), "for ten years: {dates}");
-    let mut changed = pdf.clone();
-    let middle = changed.len() / 2;
-    changed[middle] ^= 0x01;
-    let (ok, _) = verify(&changed);
-    assert!(!ok, "a changed PDF must not verify");
 }
 
 /// Retention (`reports.retention_days`, 365 by default): a finished task
