@@ -104,6 +104,38 @@ enum Pair {
     Rsa(RsaKeyPair),
     Ec(EcdsaKeyPair),
     Ed(Ed25519KeyPair),
+    /// Held elsewhere (an HSM): signs through the holder.
+    Remote(std::sync::Arc<dyn RemoteSigner>),
+}
+
+/// A private key that never leaves its holder (a PKCS#11 module): it
+/// signs the JWS signing input and answers the signature in JWS form
+/// (RSA: the raw signature; ES256: `r || s`, 64 bytes).
+pub trait RemoteSigner: Send + Sync {
+    /// # Errors
+    /// [`SignError::Unavailable`] when the holder cannot sign now.
+    fn sign(&self, message: &[u8]) -> Result<Vec<u8>, SignError>;
+}
+
+/// The public half of a remotely held key, as its holder reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RemotePublic {
+    /// RSA: modulus and public exponent, big-endian.
+    Rsa { n: Vec<u8>, e: Vec<u8> },
+    /// P-256: the point's coordinates, 32 bytes each.
+    P256 { x: Vec<u8>, y: Vec<u8> },
+}
+
+/// Why a key could not sign.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SignError {
+    /// The key's holder cannot sign now (an HSM down, logged out, busy):
+    /// answer 503 and try again later.
+    #[error("the signing key's module cannot sign now: {0}")]
+    Unavailable(String),
+    /// The holder answered a signature the public key does not verify.
+    #[error("the signing key's module answered a signature that does not verify: {0}")]
+    Mismatch(String),
 }
 
 /// A key pair of one algorithm, parsed once, with its `kid`.
@@ -145,8 +177,33 @@ impl SigningKey {
         Self::from_pair(alg, pair)
     }
 
+    /// A key whose private half is held by `signer` (an HSM), with the
+    /// public half it reported. RS256, PS256 and ES256 only.
+    ///
+    /// # Errors
+    /// [`KeyError::Parse`] when the public half is not a key of `alg`.
+    pub fn from_remote(
+        alg: Algorithm,
+        public: &RemotePublic,
+        signer: std::sync::Arc<dyn RemoteSigner>,
+    ) -> Result<Self, KeyError> {
+        let jwk = match (alg, public) {
+            (Algorithm::Rs256 | Algorithm::Ps256, RemotePublic::Rsa { n, e }) => Jwk::rsa(alg, n, e),
+            (Algorithm::Es256, RemotePublic::P256 { x, y }) if x.len() == 32 && y.len() == 32 => Jwk::ec_p256(x, y),
+            _ => return Err(KeyError::Parse(alg, "the module's public key is not a key of this algorithm".to_owned())),
+        };
+        let verifying = VerifyingKey::from_jwk(&jwk)?;
+        Ok(Self { alg, pair: Pair::Remote(signer), jwk, verifying })
+    }
+
+    /// Whether the private half is held elsewhere (an HSM).
+    pub fn is_remote(&self) -> bool {
+        matches!(self.pair, Pair::Remote(_))
+    }
+
     fn from_pair(alg: Algorithm, pair: Pair) -> Result<Self, KeyError> {
         let jwk = match &pair {
+            Pair::Remote(_) => unreachable!("remote keys are made by from_remote"),
             Pair::Rsa(pair) => {
                 let public = pair.public_key();
                 Jwk::rsa(
@@ -179,6 +236,7 @@ impl SigningKey {
             Pair::Rsa(pair) => pair.as_der().map_err(failed)?.as_ref().to_vec(),
             Pair::Ec(pair) => pair.to_pkcs8v1().map_err(failed)?.as_ref().to_vec(),
             Pair::Ed(pair) => pair.to_pkcs8().map_err(failed)?.as_ref().to_vec(),
+            Pair::Remote(_) => return Err(KeyError::Parse(self.alg, "the key is held by its module".to_owned())),
         })
     }
 
@@ -199,12 +257,27 @@ impl SigningKey {
         &self.verifying
     }
 
-    /// A compact JWS of `claims` with header `{alg, kid, typ}`.
+    /// A compact JWS of `claims` with header `{alg, kid, typ}`, by a key
+    /// Portico holds itself.
     ///
     /// # Panics
-    /// Only if the claims do not serialize or signing fails, both of which
-    /// are programming errors for Portico's claim types and keys.
+    /// Only if the claims do not serialize, signing fails, or the key is
+    /// held remotely: programming errors for Portico's claim types and its
+    /// own keys. Keys that may be remote sign with [`SigningKey::try_sign`].
     pub fn sign<C: Serialize>(&self, typ: &str, claims: &C) -> String {
+        self.try_sign(typ, claims).expect("a key Portico holds signs")
+    }
+
+    /// A compact JWS of `claims` with header `{alg, kid, typ}`. A remotely
+    /// held key's signature is verified with the public key before it is
+    /// used.
+    ///
+    /// # Errors
+    /// [`SignError`] when a remote holder cannot sign, or signs wrongly.
+    ///
+    /// # Panics
+    /// Only if the claims do not serialize or a local key fails to sign.
+    pub fn try_sign<C: Serialize>(&self, typ: &str, claims: &C) -> Result<String, SignError> {
         let header =
             Header { alg: self.alg.as_str().to_owned(), kid: Some(self.jwk.kid.clone()), typ: Some(typ.to_owned()) };
         let header = serde_json::to_vec(&header).expect("header serializes");
@@ -222,10 +295,17 @@ impl SigningKey {
             }
             Pair::Ec(pair) => pair.sign(&rng, token.as_bytes()).expect("ECDSA signing").as_ref().to_vec(),
             Pair::Ed(pair) => pair.sign(token.as_bytes()).as_ref().to_vec(),
+            Pair::Remote(signer) => {
+                let signature = signer.sign(token.as_bytes())?;
+                if !self.verifying.verify_signature(token.as_bytes(), &signature) {
+                    return Err(SignError::Mismatch(format!("key {}", self.jwk.kid)));
+                }
+                signature
+            }
         };
         token.push('.');
         token.push_str(&crate::b64url(signature));
-        token
+        Ok(token)
     }
 }
 

@@ -171,7 +171,7 @@ impl BackChannel {
             sid: notice.session_id,
             events: json!({ EVENT: {} }),
         };
-        let token = key.sign(TYP_LOGOUT_TOKEN, &claims);
+        let token = key.try_sign(TYP_LOGOUT_TOKEN, &claims).map_err(|e| format!("not signed: {e}"))?;
         let body = form_urlencoded::Serializer::new(String::new()).append_pair("logout_token", &token).finish();
         let response = self
             .http

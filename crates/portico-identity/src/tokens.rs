@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use portico_crypto::jwt::{Algorithm, SigningKey, TYP_ACCESS_TOKEN, TYP_ID_TOKEN};
+use portico_crypto::jwt::{Algorithm, SignError, SigningKey, TYP_ACCESS_TOKEN, TYP_ID_TOKEN};
 use portico_model::client::Client;
 use portico_model::ids::{GrantId, RefreshTokenHash};
 use portico_model::oauth::{Grant, RefreshToken};
@@ -136,9 +136,14 @@ impl Identity {
     /// Signs the access token (and the id_token when the scope has
     /// `openid`) for `grant`, as `what` says, with the client's `keys`.
     ///
-    /// Nothing here can fail: the key is read (from storage, the one step
-    /// that can) before the code is redeemed or the refresh token rotated,
-    /// so that a response that cannot be made spends nothing.
+    /// Called before the code is redeemed or the refresh token rotated:
+    /// the keys are read from storage and the tokens signed (by an HSM,
+    /// which may be down) first, so that a response that cannot be made
+    /// spends nothing. [`count_issued`] counts the response once it is
+    /// final.
+    ///
+    /// # Errors
+    /// [`SignError`] when a key held by an HSM cannot sign now.
     pub fn issue_tokens(
         &self,
         keys: &IssueKeys,
@@ -146,7 +151,7 @@ impl Identity {
         user: &User,
         what: Issue<'_>,
         refresh: &NewRefreshToken,
-    ) -> TokenResponse {
+    ) -> Result<TokenResponse, SignError> {
         let Issue { scope, nonce, bound } = what;
         let now = self.clock.now();
         let ttl = self.settings.access_token_ttl;
@@ -162,7 +167,7 @@ impl Identity {
             gid: grant.id,
             cnf: bound.confirmation(),
         };
-        let access_token = keys.access.sign(TYP_ACCESS_TOKEN, &access);
+        let access_token = keys.access.try_sign(TYP_ACCESS_TOKEN, &access)?;
         let id_token = scope.split(' ').any(|s| s == "openid").then(|| {
             let claims = IdClaims {
                 iss: access.iss.clone(),
@@ -179,10 +184,10 @@ impl Identity {
                 amr: grant.amr.clone(),
                 profile: UserClaims::for_scope(user, scope),
             };
-            keys.id.sign(TYP_ID_TOKEN, &claims)
+            keys.id.try_sign(TYP_ID_TOKEN, &claims)
         });
-        metrics::counter!("portico_tokens_issued_total").increment(1);
-        TokenResponse {
+        let id_token = id_token.transpose()?;
+        Ok(TokenResponse {
             access_token,
             token_type: if bound.jkt.is_some() { "DPoP" } else { "Bearer" }.to_owned(),
             expires_in: ttl.whole_seconds(),
@@ -190,8 +195,13 @@ impl Identity {
             refresh_token: Some(refresh.value.clone()),
             id_token,
             refresh_expires_at: Some(refresh.row.expires_at.unix_timestamp()),
-        }
+        })
     }
+}
+
+/// Counts a token response that was answered.
+pub fn count_issued() {
+    metrics::counter!("portico_tokens_issued_total").increment(1);
 }
 
 /// 401 without a body, with the RFC 6750 `invalid_token` challenge.

@@ -163,7 +163,9 @@ impl App {
         let store = open_store_for(&config, true).await?;
         let secret = InstanceSecret::load(&config)?;
         let (default, algorithms) = config.tokens.algorithms()?;
-        let keys = KeyRing::load(Arc::clone(&store), secret.sealer(), clock.now(), default, &algorithms).await?;
+        let hsm = config.tokens.hsm.open()?;
+        let keys =
+            KeyRing::load_with(Arc::clone(&store), secret.sealer(), hsm, clock.now(), default, &algorithms).await?;
         let mut settings = config.identity_settings();
         let tokens = Arc::new(TokenVerifier {
             mtls_alias: settings.mtls_aliases.clone(),
@@ -277,7 +279,8 @@ impl App {
             portico_admin::AdminService::new(Arc::clone(&store), Arc::clone(&identity.clock), secret.sealer())
                 .allowing_insecure_addresses(config.notifications.allow_insecure_callbacks.unwrap_or(demo))
                 .signing_with(identity.tokens.keys.default_algorithm(), identity.tokens.keys.algorithms())
-                .with_default_profile(config.registration.default_security_profile),
+                .with_default_profile(config.registration.default_security_profile)
+                .with_hsm(identity.tokens.keys.hsm().cloned()),
         );
         let console = if config.console {
             let console = Arc::new(portico_console::Console {

@@ -9,7 +9,13 @@
 //!    process's high-water mark (`VmHWM`, reset through
 //!    `/proc/self/clear_refs` before each file), so it includes the
 //!    process's baseline (reported too).
-//! 2. Two workers of a real server generate 20 tasks (XLSX + PDF of one
+//! 2. With `PORTICO_TEST_OPENSSL` set: the `QES` signature of the year's
+//!    printed form by the built-in key against the external signing
+//!    command (`openssl dgst -sign`, ECDSA P-256, and with the GOST engine
+//!    installed `openssl dgst -engine gost`, GOST R 34.10-2012), each
+//!    signature made and checked 20 times in alternating rounds: the median
+//!    time per signature. GOST's check runs `openssl cms -verify` too.
+//! 3. Two workers of a real server generate 20 tasks (XLSX + PDF of one
 //!    month of the same agreement, about 830 trades each): tasks per second
 //!    from the first create to the last `DONE`.
 
@@ -69,9 +75,116 @@ fn main() {
             peak / 1024
         );
     }
+    if let Ok(openssl) = std::env::var("PORTICO_TEST_OPENSSL") {
+        let task = task(ReportType::BrokerageReport, FileType::PrintedForm, None, &shape);
+        let form = produce(&task, &agreement, FileType::PrintedForm, &assets, OffsetDateTime::now_utc())
+            .expect("the printed form")
+            .remove(0)
+            .content;
+        signers(&openssl, &cert, &key, &form);
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     for backend in backends() {
         runtime.block_on(workers(backend, &shape));
+    }
+}
+
+/// The built-in key against external signing commands, on `form`.
+fn signers(openssl: &str, cert: &str, key: &str, form: &[u8]) {
+    use portico_reports::generate::qes::{Algorithm, Output, Signer, command::Command};
+    let dir = portico_tests::TempDir::new();
+    let key_path = dir.0.join("key.pem");
+    std::fs::write(&key_path, key).expect("write the key");
+    let run = |argv: Vec<String>| Command::new(argv, Duration::from_secs(30), 2).expect("the command");
+    let argv = |args: &[&str]| -> Vec<String> {
+        std::iter::once(openssl).chain(args.iter().copied()).map(str::to_owned).collect()
+    };
+    let key_arg = key_path.display().to_string();
+    let mut signers = vec![
+        ("built-in ECDSA P-256", Signer::builtin(cert, key, None).expect("built-in")),
+        (
+            "command, openssl dgst ECDSA P-256",
+            Signer::external(
+                Algorithm::EcdsaP256,
+                run(argv(&["dgst", "-sha256", "-sign", &key_arg])),
+                Output::Signature,
+                cert,
+                None,
+                None,
+            )
+            .expect("external"),
+        ),
+    ];
+    let gost = std::process::Command::new(openssl).args(["engine", "gost"]).output();
+    if gost.is_ok_and(|out| out.status.success()) {
+        let pem = |args: &[&str]| {
+            let out = std::process::Command::new(openssl)
+                .args(args)
+                .args(["-engine", "gost"])
+                .current_dir(&dir.0)
+                .output()
+                .expect("openssl");
+            assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        };
+        pem(&["genpkey", "-algorithm", "gost2012_256", "-pkeyopt", "paramset:A", "-out", "gost.key"]);
+        pem(&["req", "-new", "-x509", "-key", "gost.key", "-out", "gost.pem", "-days", "30", "-subj", "/CN=bench"]);
+        let gost_cert = std::fs::read_to_string(dir.0.join("gost.pem")).expect("the GOST certificate");
+        let gost_key = dir.0.join("gost.key").display().to_string();
+        let gost_pem = dir.0.join("gost.pem").display().to_string();
+        let verify = run(argv(&[
+            "cms",
+            "-verify",
+            "-engine",
+            "gost",
+            "-binary",
+            "-inform",
+            "DER",
+            "-in",
+            "{signature}",
+            "-content",
+            "{content}",
+            "-CAfile",
+            &gost_pem,
+            "-purpose",
+            "any",
+            "-out",
+            "/dev/null",
+        ]));
+        signers.push((
+            "command, openssl GOST 2012-256",
+            Signer::external(
+                Algorithm::Gost2012_256,
+                run(argv(&["dgst", "-engine", "gost", "-md_gost12_256", "-sign", &gost_key])),
+                Output::Signature,
+                &gost_cert,
+                None,
+                Some(verify),
+            )
+            .expect("GOST"),
+        ));
+    }
+    let mut times: Vec<Vec<Duration>> = vec![Vec::new(); signers.len()];
+    for _ in 0..20 {
+        for ((_, signer), times) in signers.iter().zip(&mut times) {
+            let started = Instant::now();
+            signer.sign_detached(form, OffsetDateTime::now_utc()).expect("a signature");
+            times.push(started.elapsed());
+        }
+    }
+    let builtin = {
+        let mut first = times[0].clone();
+        first.sort();
+        first[first.len() / 2]
+    };
+    for ((name, _), mut times) in signers.iter().zip(times) {
+        times.sort();
+        let median = times[times.len() / 2];
+        println!(
+            "QES signature of the year's form ({} KiB), {name:<34}: median {:>7.2} ms ({:.1}× the built-in key)",
+            form.len() / 1024,
+            ms(median),
+            median.as_secs_f64() / builtin.as_secs_f64()
+        );
     }
 }
 

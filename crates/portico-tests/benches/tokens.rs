@@ -37,6 +37,13 @@
 //! one of them; the figures stated in docs/benchmarks.md come from the
 //! whole run).
 //!
+//! `PORTICO_BENCH_ONLY=hsm` (with `PORTICO_TEST_SOFTHSM` naming SoftHSM2's
+//! module and `SOFTHSM2_CONF` its configuration) runs only this: refreshes
+//! against a server whose ES256 key is in SoftHSM2 and against one whose
+//! ES256 key is its own, in alternating rounds: the time per refresh of
+//! each, their ratio, and the CPU per refresh of the whole process (the
+//! module signs in this process too).
+//!
 //! Codes are put straight into storage (as the authorize endpoint would) so
 //! that the measurement is the token endpoint's, not the login's Argon2.
 
@@ -75,6 +82,13 @@ fn main() {
     println!("machine: {cores} cores; concurrency {CONCURRENCY}; {}", std::env::consts::ARCH);
 
     let only = std::env::var("PORTICO_BENCH_ONLY").ok();
+    if only.as_deref() == Some("hsm") {
+        let token = portico_tests::softhsm::token("keys").expect("PORTICO_TEST_SOFTHSM names SoftHSM2's module");
+        for backend in backends() {
+            runtime.block_on(hsm_refreshes(backend, &token));
+        }
+        return;
+    }
     if let Some(only @ ("client-auth" | "dpop")) = only.as_deref() {
         for backend in backends() {
             runtime.block_on(async {
@@ -517,6 +531,75 @@ async fn assertion_refreshes(backend: Backend, app: &Arc<TestApp>) {
         key / secret,
         key * 1e6,
         secret * 1e6
+    );
+}
+
+/// Refreshes against a server signing ES256 in SoftHSM2 and one signing
+/// ES256 itself, in alternating rounds.
+async fn hsm_refreshes(backend: Backend, token: &portico_tests::softhsm::Token) {
+    use base64::Engine as _;
+    let software = Arc::new(spawn(backend, Algorithm::Es256).await);
+    let hsm = Arc::new(
+        TestApp::spawn_with(backend, |c| {
+            c.database_max_connections = 16;
+            c.database_cache_staleness_ms = common::staleness_ms();
+            c.tokens.signing_algorithm = "ES256".to_owned();
+            c.tokens.hsm = portico_server::config::HsmConfig {
+                module: Some(token.module.clone()),
+                token_label: token.label.clone(),
+                pin: Some(portico_tests::softhsm::PIN.to_owned()),
+                pin_file: None,
+                algorithms: vec!["ES256".to_owned()],
+            };
+        })
+        .await,
+    );
+    let basic = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{}:{}", demo::CLIENT_ID, demo::CLIENT_SECRET))
+    );
+    let http = Http::new();
+    let (mut software_each, mut hsm_each, mut software_cpu, mut hsm_cpu) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for round in 0..AUTH_ROUNDS {
+        for (name, app, each, cpu_each) in [
+            ("refresh, ES256 key in SoftHSM2", &hsm, &mut hsm_each, &mut hsm_cpu),
+            ("refresh, ES256 key of its own", &software, &mut software_each, &mut software_cpu),
+        ] {
+            let mut refresh_tokens = Vec::with_capacity(PER_AUTH_ROUND);
+            for _ in 0..PER_AUTH_ROUND {
+                refresh_tokens.push(app.token_pair_for("ivan", demo::CLIENT_ID).await.refresh_token);
+            }
+            let (c, u, b) = (http.clone(), app.url("/oauth2/token"), basic.clone());
+            let cpu = Cpu::now();
+            let (rate, ok) = drive(refresh_tokens, move |refresh| {
+                let (client, url, basic) = (c.clone(), u.clone(), b.clone());
+                async move {
+                    let request = hyper::Request::post(url.as_str())
+                        .header("content-type", "application/x-www-form-urlencoded")
+                        .header("authorization", basic)
+                        .body(format!("grant_type=refresh_token&refresh_token={refresh}"))
+                        .expect("request");
+                    !field(&client.send(request).await, "access_token").is_empty()
+                }
+            })
+            .await;
+            assert!(ok.iter().all(|ok| *ok), "every refresh succeeds");
+            let used = cpu.since();
+            report(backend, name, round, rate, PER_AUTH_ROUND, used, None);
+            each.push(1.0 / rate);
+            cpu_each.push(used.process / PER_AUTH_ROUND as f64);
+        }
+    }
+    let (soft, in_hsm) = (median(&mut software_each), median(&mut hsm_each));
+    println!(
+        "{backend:?}  refresh time, ES256 in SoftHSM2 / ES256 of its own: {:.2}× (medians {:.0} vs {:.0} µs of wall \
+         time per refresh at concurrency {CONCURRENCY}; CPU per refresh {:.0} vs {:.0} µs)",
+        in_hsm / soft,
+        in_hsm * 1e6,
+        soft * 1e6,
+        median(&mut hsm_cpu) * 1e6,
+        median(&mut software_cpu) * 1e6
     );
 }
 

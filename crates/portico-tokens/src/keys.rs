@@ -11,6 +11,10 @@
 //!   a miss, at most once a second, so forged `kid`s cannot flood the database.
 //! - The JWKS lists the active key and every retired key that may still have
 //!   live tokens (the identity service's `key_retention`).
+//! - With an HSM ([`HsmKeys`]), new keys of the algorithms it is named for
+//!   are generated inside it; storage then keeps only the key's label
+//!   (sealed, `PKCS11:<label>`) and the public half is read back from the
+//!   module. Keys made before stay where they are until rotated.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
@@ -24,6 +28,39 @@ use time::{Duration, OffsetDateTime};
 
 /// Label binding sealed private keys to their use.
 const SEAL_LABEL: &str = "portico signing key v1";
+/// What a sealed key of an HSM holds before its label; a PKCS#8 key
+/// starts with a DER `SEQUENCE` (0x30), never with this.
+const HSM_PREFIX: &[u8] = b"PKCS11:";
+
+/// An HSM and the algorithms whose new keys are made inside it.
+#[derive(Clone, Debug)]
+pub struct HsmKeys {
+    pub hsm: Arc<portico_hsm::Hsm>,
+    pub algorithms: Vec<Algorithm>,
+}
+
+/// Where a stored key's private half is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyLocation {
+    /// Sealed PKCS#8 in storage.
+    Sealed,
+    /// Inside the HSM, under this label.
+    Hsm(String),
+}
+
+/// Where `record`'s private half is (opening its sealed part).
+///
+/// # Errors
+/// When the sealed part does not open with `sealer`.
+pub fn key_location(sealer: &Sealer, record: &SigningKeyRecord) -> Result<KeyLocation, StorageError> {
+    let opened = sealer
+        .open(SEAL_LABEL, &record.private_sealed)
+        .map_err(|e| StorageError::Other(format!("signing key {}: {e}", record.kid)))?;
+    Ok(match opened.strip_prefix(HSM_PREFIX) {
+        Some(label) => KeyLocation::Hsm(String::from_utf8_lossy(label).into_owned()),
+        None => KeyLocation::Sealed,
+    })
+}
 const MISS_RELOAD_INTERVAL: StdDuration = StdDuration::from_secs(1);
 
 #[derive(Default)]
@@ -41,6 +78,7 @@ pub struct KeyRing {
     /// others in [`Algorithm::ALL`] order.
     algorithms: Vec<Algorithm>,
     sealer: Sealer,
+    hsm: Option<HsmKeys>,
     set: RwLock<Arc<KeySet>>,
     last_miss_reload: Mutex<Option<Instant>>,
 }
@@ -60,10 +98,25 @@ impl KeyRing {
         default: Algorithm,
         algorithms: &[Algorithm],
     ) -> Result<Self, StorageError> {
+        Self::load_with(store, sealer, None, now, default, algorithms).await
+    }
+
+    /// [`KeyRing::load`] with an HSM for the keys it is named for.
+    ///
+    /// # Errors
+    /// As [`KeyRing::load`], and when the HSM cannot make or show a key.
+    pub async fn load_with(
+        store: Arc<dyn Storage>,
+        sealer: Sealer,
+        hsm: Option<HsmKeys>,
+        now: OffsetDateTime,
+        default: Algorithm,
+        algorithms: &[Algorithm],
+    ) -> Result<Self, StorageError> {
         let missing_default = (!algorithms.contains(&default)).then_some(&default);
         for alg in algorithms.iter().chain(missing_default) {
             if store.active_signing_kid(alg.as_str()).await?.is_none() {
-                let record = new_key_record(&sealer, *alg, now)?;
+                let record = new_key_record(&sealer, hsm.as_ref(), *alg, now)?;
                 if store.insert_first_signing_key(&record).await? {
                     tracing::info!(kid = %record.kid, alg = %alg, "generated the first token signing key");
                 }
@@ -76,6 +129,7 @@ impl KeyRing {
             default,
             algorithms,
             sealer,
+            hsm,
             set: RwLock::new(Arc::default()),
             last_miss_reload: Mutex::new(None),
         };
@@ -94,7 +148,22 @@ impl KeyRing {
         alg: Algorithm,
         now: OffsetDateTime,
     ) -> Result<String, StorageError> {
-        let record = new_key_record(sealer, alg, now)?;
+        Self::rotate_with(store, sealer, None, alg, now).await
+    }
+
+    /// [`KeyRing::rotate`], the new key made inside `hsm` when it is named
+    /// for `alg`.
+    ///
+    /// # Errors
+    /// When storage fails or the HSM cannot make the key.
+    pub async fn rotate_with(
+        store: &dyn Storage,
+        sealer: &Sealer,
+        hsm: Option<&HsmKeys>,
+        alg: Algorithm,
+        now: OffsetDateTime,
+    ) -> Result<String, StorageError> {
+        let record = new_key_record(sealer, hsm, alg, now)?;
         store.rotate_signing_key(&record, now).await?;
         Ok(record.kid)
     }
@@ -119,6 +188,11 @@ impl KeyRing {
         Ok(set)
     }
 
+    /// The HSM this ring makes keys in, if any.
+    pub fn hsm(&self) -> Option<&HsmKeys> {
+        self.hsm.as_ref()
+    }
+
     fn open(&self, record: &SigningKeyRecord) -> Result<SigningKey, StorageError> {
         let der = self.sealer.open(SEAL_LABEL, &record.private_sealed).map_err(|e| {
             StorageError::Other(format!(
@@ -132,7 +206,20 @@ impl KeyRing {
                 record.kid, record.alg
             ))
         })?;
-        SigningKey::from_pkcs8(alg, &der).map_err(|e| StorageError::Other(format!("signing key {}: {e}", record.kid)))
+        let failed = |e: &dyn std::fmt::Display| StorageError::Other(format!("signing key {}: {e}", record.kid));
+        let Some(label) = der.strip_prefix(HSM_PREFIX) else {
+            return SigningKey::from_pkcs8(alg, &der).map_err(|e| failed(&e));
+        };
+        let label = String::from_utf8_lossy(label);
+        let hsm = self.hsm.as_ref().ok_or_else(|| {
+            failed(&format!("it is kept in an HSM (label {label:?}): configure tokens.hsm on this node"))
+        })?;
+        let public = hsm.hsm.public_key(alg, &label).map_err(|e| failed(&e))?;
+        let key = SigningKey::from_remote(alg, &public, hsm.hsm.signer(alg, &label)).map_err(|e| failed(&e))?;
+        if key.kid() != record.kid {
+            return Err(failed(&format!("the HSM's key labelled {label:?} is another key")));
+        }
+        Ok(key)
     }
 
     fn snapshot(&self) -> Arc<KeySet> {
@@ -214,13 +301,29 @@ impl KeyRing {
     }
 }
 
-fn new_key_record(sealer: &Sealer, alg: Algorithm, now: OffsetDateTime) -> Result<SigningKeyRecord, StorageError> {
-    let key = SigningKey::generate(alg).map_err(|e| StorageError::Other(e.to_string()))?;
-    let der = key.to_pkcs8().map_err(|e| StorageError::Other(e.to_string()))?;
+fn new_key_record(
+    sealer: &Sealer,
+    hsm: Option<&HsmKeys>,
+    alg: Algorithm,
+    now: OffsetDateTime,
+) -> Result<SigningKeyRecord, StorageError> {
+    let (kid, private) = match hsm.filter(|hsm| hsm.algorithms.contains(&alg)) {
+        Some(hsm) => {
+            let label = portico_hsm::new_label(alg);
+            let public = hsm.hsm.generate(alg, &label).map_err(|e| StorageError::Other(e.to_string()))?;
+            let key = SigningKey::from_remote(alg, &public, hsm.hsm.signer(alg, &label))
+                .map_err(|e| StorageError::Other(e.to_string()))?;
+            (key.kid().to_owned(), [HSM_PREFIX, label.as_bytes()].concat())
+        }
+        None => {
+            let key = SigningKey::generate(alg).map_err(|e| StorageError::Other(e.to_string()))?;
+            (key.kid().to_owned(), key.to_pkcs8().map_err(|e| StorageError::Other(e.to_string()))?)
+        }
+    };
     Ok(SigningKeyRecord {
-        kid: key.kid().to_owned(),
+        kid,
         alg: alg.as_str().to_owned(),
-        private_sealed: sealer.seal(SEAL_LABEL, &der),
+        private_sealed: sealer.seal(SEAL_LABEL, &private),
         created_at: now,
         retired_at: None,
     })

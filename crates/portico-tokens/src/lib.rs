@@ -13,7 +13,7 @@ pub mod verified;
 mod verifier;
 
 pub use claims::{AccessClaims, Confirmation, Expiring, IdClaims, UserClaims};
-pub use keys::KeyRing;
+pub use keys::{HsmKeys, KeyLocation, KeyRing, key_location};
 pub use verifier::{
     AccessTokenError, Caller, Scheme, TokenPairError, TokenVerifier, VerifiedTokens, bearer, presented, proof_jti,
 };

@@ -212,7 +212,8 @@ async fn service(config: &Config) -> anyhow::Result<AdminService> {
     Ok(AdminService::new(store, Arc::new(SystemClock), secret.sealer())
         .allowing_insecure_addresses(config.notifications.allow_insecure_callbacks.unwrap_or(false))
         .signing_with(signing, &algorithms)
-        .with_default_profile(config.registration.default_security_profile))
+        .with_default_profile(config.registration.default_security_profile)
+        .with_hsm(config.tokens.hsm.open()?))
 }
 
 pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<()> {

@@ -89,6 +89,8 @@ pub struct AdminService {
     /// The profile of a client registered without naming one
     /// (`registration.default_security_profile`).
     pub default_security_profile: SecurityProfile,
+    /// The HSM new keys of its algorithms are made in (`tokens.hsm`).
+    pub hsm: Option<portico_tokens::HsmKeys>,
 }
 
 impl AdminService {
@@ -101,7 +103,15 @@ impl AdminService {
             signing_algorithm: Algorithm::Rs256,
             signing_algorithms: vec![Algorithm::Rs256],
             default_security_profile: SecurityProfile::Standard,
+            hsm: None,
         }
+    }
+
+    /// The same service, making new keys of `hsm`'s algorithms inside it.
+    #[must_use]
+    pub fn with_hsm(mut self, hsm: Option<portico_tokens::HsmKeys>) -> Self {
+        self.hsm = hsm;
+        self
     }
 
     /// The same service, with `alg` the algorithm tokens are signed with
@@ -153,7 +163,8 @@ impl AdminService {
     pub async fn rotate_key(&self, actor: &Actor, alg: Option<Algorithm>) -> Result<String> {
         let now = self.clock.now();
         let alg = alg.unwrap_or(self.signing_algorithm);
-        let kid = portico_tokens::KeyRing::rotate(self.store.as_ref(), &self.sealer, alg, now).await?;
+        let kid = portico_tokens::KeyRing::rotate_with(self.store.as_ref(), &self.sealer, self.hsm.as_ref(), alg, now)
+            .await?;
         tracing::info!(%kid, %alg, %actor, "signing key rotated");
         let event =
             AuditEvent::new(now, AuditKind::KeyRotated).detail(serde_json::json!({ "kid": kid, "alg": alg.as_str() }));

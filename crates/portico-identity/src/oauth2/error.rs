@@ -112,6 +112,13 @@ impl OAuthError {
     }
 }
 
+impl From<portico_crypto::jwt::SignError> for OAuthError {
+    fn from(error: portico_crypto::jwt::SignError) -> Self {
+        tracing::warn!(%error, "a token could not be signed");
+        Self::Unavailable
+    }
+}
+
 impl From<StorageError> for OAuthError {
     fn from(error: StorageError) -> Self {
         Self::storage(error)

@@ -167,7 +167,7 @@ pub async fn introspect(
             iat: identity.clock.now().unix_timestamp(),
             token_introspection: &answer,
         };
-        ([(header::CONTENT_TYPE, JWT_MEDIA_TYPE)], key.sign(JWT_TYP, &claims)).into_response()
+        ([(header::CONTENT_TYPE, JWT_MEDIA_TYPE)], key.try_sign(JWT_TYP, &claims)?).into_response()
     } else {
         axum::Json(answer).into_response()
     };

@@ -23,6 +23,7 @@ use axum::response::{Html, IntoResponse, Response};
 use portico_model::ids::ClientId;
 use portico_model::key::Algorithm;
 use portico_model::oauth::ResponseMode;
+use portico_storage::StorageError;
 use serde::Serialize;
 
 use crate::Identity;
@@ -84,7 +85,10 @@ pub async fn to_client(identity: &Identity, headers: &HeaderMap, to: &Recipient,
         let exp = (identity.clock.now() + identity.settings.authorization_code_ttl).unix_timestamp();
         let claims =
             JwtResponse { iss: issuer, aud: to.client_id.as_str(), exp, pairs: pairs.iter().copied().collect() };
-        jwt = key.sign("JWT", &claims);
+        jwt = match key.try_sign("JWT", &claims) {
+            Ok(jwt) => jwt,
+            Err(error) => return crate::login::error_page::server_error(StorageError::Unavailable(error.to_string())),
+        };
         fields = vec![("response", jwt.as_str())];
     } else {
         fields.push(("iss", issuer));

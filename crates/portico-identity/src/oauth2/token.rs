@@ -227,6 +227,16 @@ async fn redeem_for(
         .user(user.id)
         .client(&client.client_id)
         .detail(json!({ "grant_id": grant.id, "scope": grant.scope }));
+    // Signed before the code is spent: a key that cannot sign (an HSM
+    // down) leaves the code good for the client's retry.
+    let issue = Issue { scope: &grant.scope, nonce: code.nonce.as_deref(), bound };
+    let response = match identity.issue_tokens(&keys, &grant, &user, issue, &refresh) {
+        Ok(response) => response,
+        Err(error) => {
+            remember(identity, pending).await?;
+            return Err(error.into());
+        }
+    };
     let proof = pending.as_ref().is_some_and(PendingJti::is_proof);
     let assertion = pending.map(PendingJti::into_jti);
     match identity.store.redeem_code_asserted(&code_hash, now, &grant, &refresh.row, &event, assertion.as_ref()).await?
@@ -237,13 +247,8 @@ async fn redeem_for(
         }
         Redemption::AssertionReplayed => return Err(replayed_as(proof)),
     }
-    Ok(identity.issue_tokens(
-        &keys,
-        &grant,
-        &user,
-        Issue { scope: &grant.scope, nonce: code.nonce.as_deref(), bound },
-        &refresh,
-    ))
+    crate::tokens::count_issued();
+    Ok(response)
 }
 
 /// A code presented again: revoke the grant its first use created.
@@ -324,15 +329,29 @@ async fn refresh(
         }
     };
     let event = AuditEvent::new(now, AuditKind::TokenRefreshed).user(user.id).client(&client.client_id);
-    if !client.security.rotates_refresh_tokens() {
+    let rotates = client.security.rotates_refresh_tokens();
+    let successor = if rotates {
+        NewRefreshToken::generate(grant.id, now, identity.settings.refresh_token_ttl)
+    } else {
         // The refresh token stays good (the client's setting, or its
         // profile's: FAPI 2.0 §5.3.2.1): it is answered again as it is.
+        NewRefreshToken { value: presented.to_owned(), row: stored.token }
+    };
+    // Signed before the token is rotated, as for codes.
+    let response =
+        match identity.issue_tokens(&keys, &grant, &user, Issue { scope: &scope, nonce: None, bound }, &successor) {
+            Ok(response) => response,
+            Err(error) => {
+                remember(identity, pending).await?;
+                return Err(error.into());
+            }
+        };
+    if !rotates {
         remember(identity, pending).await?;
         identity.audit(event.detail(json!({ "grant_id": grant.id, "rotated": false }))).await;
-        let kept = NewRefreshToken { value: presented.to_owned(), row: stored.token };
-        return Ok(identity.issue_tokens(&keys, &grant, &user, Issue { scope: &scope, nonce: None, bound }, &kept));
+        crate::tokens::count_issued();
+        return Ok(response);
     }
-    let successor = NewRefreshToken::generate(grant.id, now, identity.settings.refresh_token_ttl);
     let event = event.detail(json!({ "grant_id": grant.id }));
     let proof = pending.as_ref().is_some_and(PendingJti::is_proof);
     let assertion = pending.map(PendingJti::into_jti);
@@ -342,7 +361,8 @@ async fn refresh(
         Rotation::GrantRevoked => return Err(OAuthError::invalid_grant("the grant was revoked")),
         Rotation::AssertionReplayed => return Err(replayed_as(proof)),
     }
-    Ok(identity.issue_tokens(&keys, &grant, &user, Issue { scope: &scope, nonce: None, bound }, &successor))
+    crate::tokens::count_issued();
+    Ok(response)
 }
 
 /// A spent refresh token presented again: revoke its whole grant.

@@ -137,5 +137,11 @@ async fn answer(
         iat: identity.clock.now().unix_timestamp(),
         info: &info,
     };
-    ([(header::CONTENT_TYPE, JWT_MEDIA_TYPE)], key.sign("JWT", &signed)).into_response()
+    match key.try_sign("JWT", &signed) {
+        Ok(jwt) => ([(header::CONTENT_TYPE, JWT_MEDIA_TYPE)], jwt).into_response(),
+        Err(error) => {
+            tracing::warn!(%error, "a userinfo answer could not be signed");
+            (StatusCode::SERVICE_UNAVAILABLE, [(header::RETRY_AFTER, "5")]).into_response()
+        }
+    }
 }

@@ -584,6 +584,83 @@ pub struct TokenConfig {
     /// Further algorithms Portico keeps a signing key of (each with its own
     /// rotation, all in the JWKS); the signing algorithm always has one.
     pub signing_algorithms: Vec<String>,
+    /// A PKCS#11 module (an HSM) new keys of some algorithms are made in.
+    pub hsm: HsmConfig,
+}
+
+/// `tokens.hsm`: the PKCS#11 module, token and PIN, and the algorithms
+/// whose new keys are generated inside it.
+#[derive(Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HsmConfig {
+    /// The module's shared library (`/usr/lib/softhsm/libsofthsm2.so`).
+    pub module: Option<std::path::PathBuf>,
+    /// The label of the token (slot) keys are kept in.
+    pub token_label: String,
+    /// The user PIN; prefer `pin_file` or the environment.
+    pub pin: Option<String>,
+    /// A file whose first line is the user PIN.
+    pub pin_file: Option<std::path::PathBuf>,
+    /// The algorithms (`RS256`, `PS256`, `ES256`) whose new keys are made
+    /// inside the module; empty: the module is opened only for keys
+    /// already kept there.
+    pub algorithms: Vec<String>,
+}
+
+impl std::fmt::Debug for HsmConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HsmConfig")
+            .field("module", &self.module)
+            .field("token_label", &self.token_label)
+            .field("pin", &self.pin.as_ref().map(|_| "…"))
+            .field("pin_file", &self.pin_file)
+            .field("algorithms", &self.algorithms)
+            .finish()
+    }
+}
+
+impl HsmConfig {
+    /// The opened token and its algorithms; `None` without a module.
+    ///
+    /// # Errors
+    /// A PIN missing or unreadable, an algorithm the HSM does not keep, a
+    /// module, token or PIN the module refuses.
+    pub fn open(&self) -> Result<Option<portico_tokens::HsmKeys>, ConfigError> {
+        let Some(module) = &self.module else {
+            if !self.algorithms.is_empty() {
+                return Err(ConfigError("tokens.hsm.algorithms needs tokens.hsm.module".into()));
+            }
+            return Ok(None);
+        };
+        let pin = match (&self.pin, &self.pin_file) {
+            (Some(pin), None) => pin.clone(),
+            (None, Some(path)) => std::fs::read_to_string(path)
+                .map_err(|e| ConfigError(format!("tokens.hsm.pin_file: cannot read {}: {e}", path.display())))?
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_owned(),
+            _ => {
+                return Err(ConfigError(
+                    "tokens.hsm: set exactly one of pin (PORTICO_TOKENS__HSM__PIN) and pin_file".into(),
+                ));
+            }
+        };
+        let mut algorithms = Vec::new();
+        for name in &self.algorithms {
+            match Algorithm::parse(name) {
+                Some(alg @ (Algorithm::Rs256 | Algorithm::Ps256 | Algorithm::Es256)) => algorithms.push(alg),
+                _ => {
+                    return Err(ConfigError(format!(
+                        "tokens.hsm.algorithms: {name:?} is not one of RS256, PS256, ES256 (the algorithms kept in an HSM)"
+                    )));
+                }
+            }
+        }
+        let hsm = portico_hsm::Hsm::open(module, &self.token_label, &pin)
+            .map_err(|e| ConfigError(format!("tokens.hsm: {e}")))?;
+        Ok(Some(portico_tokens::HsmKeys { hsm, algorithms }))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -729,6 +806,7 @@ impl Default for TokenConfig {
             refresh_token_ttl_secs: 30 * 24 * 3600,
             signing_algorithm: Algorithm::Rs256.as_str().to_owned(),
             signing_algorithms: Vec::new(),
+            hsm: HsmConfig::default(),
         }
     }
 }

@@ -20,6 +20,7 @@ mod documented_rules;
 mod dpop;
 mod flow;
 mod form_post;
+mod hsm;
 mod introspect;
 mod jarm;
 mod keys;

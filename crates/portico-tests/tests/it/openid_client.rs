@@ -22,7 +22,7 @@ const SCRIPT: &str = include_str!("../../node/relying_party.mjs");
 const KEY_CLIENT: &str = include_str!("../../node/key_client.mjs");
 
 /// The folder holding `node_modules/openid-client`, or `None` (said once).
-fn library() -> Option<PathBuf> {
+pub(crate) fn library() -> Option<PathBuf> {
     let dir = std::env::var_os("PORTICO_TEST_OPENID_CLIENT").map(PathBuf::from);
     if dir.is_none() {
         portico_tests::skipped(
@@ -54,7 +54,7 @@ fn node(library: &Path, name: &str, text: &str, args: &[&str]) -> (PathBuf, toki
 /// Runs the relying party against `app` as the demo client expecting ID
 /// tokens signed with `alg`, logging `login` in when it sends the browser
 /// to authorize; the outcome it prints.
-async fn relying_party(app: &TestApp, library: &Path, alg: &str, login: &str, password: &str) -> Value {
+pub(crate) async fn relying_party(app: &TestApp, library: &Path, alg: &str, login: &str, password: &str) -> Value {
     let redirect_uri = app.redirect_uri();
     let args = [app.base.as_str(), demo::CLIENT_ID, demo::CLIENT_SECRET, &redirect_uri, alg];
     app.catch_up_with_the_wall_clock();
