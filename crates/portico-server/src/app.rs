@@ -267,7 +267,7 @@ impl App {
             api_tokens: api_tokens.clone(),
             lease: Duration::from_secs(config.reports.lease_secs),
             assets: Arc::new(portico_reports::generate::Assets {
-                signer: Some(Arc::new(report_signer(&config)?)),
+                signer: Some(Arc::new(report_signer(&config, identity.tokens.keys.hsm())?)),
                 ..assets
             }),
             queued: tokio::sync::Notify::new(),
@@ -532,7 +532,10 @@ impl App {
 /// The `QES` signer: the configured certificate with its key or external
 /// command, or a self-signed pair made once in the data folder (marked as
 /// a demonstration on the forms).
-fn report_signer(config: &Config) -> anyhow::Result<portico_reports::generate::qes::Signer> {
+fn report_signer(
+    config: &Config,
+    hsm: Option<&portico_tokens::HsmKeys>,
+) -> anyhow::Result<portico_reports::generate::qes::Signer> {
     use portico_reports::generate::qes::{self, Algorithm, Signer};
     let read = |path: &std::path::Path, setting: &str| {
         std::fs::read_to_string(path).with_context(|| format!("{setting}: cannot read {}", path.display()))
@@ -548,6 +551,37 @@ fn report_signer(config: &Config) -> anyhow::Result<portico_reports::generate::q
     let verify = (!settings.verify_command.is_empty())
         .then(|| command(&settings.verify_command, "reports.signature.verify_command"))
         .transpose()?;
+    if let Some(label) = &settings.hsm_key_label {
+        let hsm = hsm.ok_or_else(|| {
+            anyhow::anyhow!("reports.signature.hsm_key_label needs tokens.hsm (the module, token and PIN)")
+        })?;
+        if reports.signing_key.is_some() || !settings.command.is_empty() || settings.algorithm != Algorithm::EcdsaP256 {
+            anyhow::bail!(
+                "reports.signature.hsm_key_label signs ECDSA P-256 alone: leave reports.signing_key and reports.signature.command unset"
+            );
+        }
+        let Some(cert) = &reports.signing_cert else {
+            anyhow::bail!(
+                "reports.signature.hsm_key_label needs reports.signing_cert: the certificate of the HSM's key"
+            );
+        };
+        let cert = read(cert, "reports.signing_cert")?;
+        let es256 = portico_crypto::jwt::Algorithm::Es256;
+        let public =
+            hsm.hsm.public_key(es256, label).map_err(|e| anyhow::anyhow!("reports.signature.hsm_key_label: {e}"))?;
+        let signer = Signer::hsm(hsm.hsm.signer(es256, label), &cert, chain.as_deref())
+            .map_err(|e| anyhow::anyhow!("reports.signing_cert: {e}"))?;
+        let matches = match (&public, signer.p256_coordinates()) {
+            (portico_crypto::jwt::RemotePublic::P256 { x, y }, Some((cx, cy))) => x == cx && y == cy,
+            _ => false,
+        };
+        if !matches {
+            anyhow::bail!(
+                "reports.signature.hsm_key_label: the HSM's key {label:?} is not the key of reports.signing_cert"
+            );
+        }
+        return Ok(signer);
+    }
     if !settings.command.is_empty() {
         let signing = command(&settings.command, "reports.signature.command")?;
         if reports.signing_key.is_some() {

@@ -115,48 +115,16 @@ fn signers(openssl: &str, cert: &str, key: &str, form: &[u8]) {
             .expect("external"),
         ),
     ];
-    let gost = std::process::Command::new(openssl).args(["engine", "gost"]).output();
-    if gost.is_ok_and(|out| out.status.success()) {
-        let pem = |args: &[&str]| {
-            let out = std::process::Command::new(openssl)
-                .args(args)
-                .args(["-engine", "gost"])
-                .current_dir(&dir.0)
-                .output()
-                .expect("openssl");
-            assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        };
-        pem(&["genpkey", "-algorithm", "gost2012_256", "-pkeyopt", "paramset:A", "-out", "gost.key"]);
-        pem(&["req", "-new", "-x509", "-key", "gost.key", "-out", "gost.pem", "-days", "30", "-subj", "/CN=bench"]);
-        let gost_cert = std::fs::read_to_string(dir.0.join("gost.pem")).expect("the GOST certificate");
-        let gost_key = dir.0.join("gost.key").display().to_string();
-        let gost_pem = dir.0.join("gost.pem").display().to_string();
-        let verify = run(argv(&[
-            "cms",
-            "-verify",
-            "-engine",
-            "gost",
-            "-binary",
-            "-inform",
-            "DER",
-            "-in",
-            "{signature}",
-            "-content",
-            "{content}",
-            "-CAfile",
-            &gost_pem,
-            "-purpose",
-            "any",
-            "-out",
-            "/dev/null",
-        ]));
+    if let Some(pki) = portico_tests::gost::GostPki::new() {
+        let broker = std::fs::read_to_string(pki.path("broker.pem")).expect("the GOST certificate");
+        let verify = run(pki.verify_command());
         signers.push((
             "command, openssl GOST 2012-256",
             Signer::external(
                 Algorithm::Gost2012_256,
-                run(argv(&["dgst", "-engine", "gost", "-md_gost12_256", "-sign", &gost_key])),
+                run(pki.signature_command("broker.key")),
                 Output::Signature,
-                &gost_cert,
+                &broker,
                 None,
                 Some(verify),
             )

@@ -496,21 +496,8 @@ async fn assertion_refreshes(backend: Backend, app: &Arc<TestApp>) {
                 )
             })
             .collect();
-        let (c, u, b) = (http.clone(), url.clone(), basic.clone());
         let cpu = Cpu::now();
-        let (rate, ok) = drive(secret_refresh, move |refresh| {
-            let (client, url, basic) = (c.clone(), u.clone(), b.clone());
-            async move {
-                let request = hyper::Request::post(url.as_str())
-                    .header("content-type", "application/x-www-form-urlencoded")
-                    .header("authorization", basic)
-                    .body(format!("grant_type=refresh_token&refresh_token={refresh}"))
-                    .expect("request");
-                !field(&client.send(request).await, "access_token").is_empty()
-            }
-        })
-        .await;
-        assert!(ok.iter().all(|ok| *ok), "every client_secret_basic refresh succeeds");
+        let rate = basic_refreshes(&http, &url, &basic, secret_refresh).await;
         report(backend, "refresh, client_secret_basic", round, rate, PER_AUTH_ROUND, cpu.since(), None);
         secret_each.push(1.0 / rate);
         let (c, u) = (http.clone(), url.clone());
@@ -532,6 +519,26 @@ async fn assertion_refreshes(backend: Backend, app: &Arc<TestApp>) {
         key * 1e6,
         secret * 1e6
     );
+}
+
+/// Refreshes `refresh_tokens` with `client_secret_basic` (`basic` is the
+/// header's value), each checked to answer an access token: per second.
+async fn basic_refreshes(http: &Http, url: &str, basic: &str, refresh_tokens: Vec<String>) -> f64 {
+    let (c, u, b) = (http.clone(), url.to_owned(), basic.to_owned());
+    let (rate, ok) = drive(refresh_tokens, move |refresh| {
+        let (client, url, basic) = (c.clone(), u.clone(), b.clone());
+        async move {
+            let request = hyper::Request::post(url.as_str())
+                .header("content-type", "application/x-www-form-urlencoded")
+                .header("authorization", basic)
+                .body(format!("grant_type=refresh_token&refresh_token={refresh}"))
+                .expect("request");
+            !field(&client.send(request).await, "access_token").is_empty()
+        }
+    })
+    .await;
+    assert!(ok.iter().all(|ok| *ok), "every client_secret_basic refresh succeeds");
+    rate
 }
 
 /// Refreshes against a server signing ES256 in SoftHSM2 and one signing
@@ -570,21 +577,8 @@ async fn hsm_refreshes(backend: Backend, token: &portico_tests::softhsm::Token) 
             for _ in 0..PER_AUTH_ROUND {
                 refresh_tokens.push(app.token_pair_for("ivan", demo::CLIENT_ID).await.refresh_token);
             }
-            let (c, u, b) = (http.clone(), app.url("/oauth2/token"), basic.clone());
             let cpu = Cpu::now();
-            let (rate, ok) = drive(refresh_tokens, move |refresh| {
-                let (client, url, basic) = (c.clone(), u.clone(), b.clone());
-                async move {
-                    let request = hyper::Request::post(url.as_str())
-                        .header("content-type", "application/x-www-form-urlencoded")
-                        .header("authorization", basic)
-                        .body(format!("grant_type=refresh_token&refresh_token={refresh}"))
-                        .expect("request");
-                    !field(&client.send(request).await, "access_token").is_empty()
-                }
-            })
-            .await;
-            assert!(ok.iter().all(|ok| *ok), "every refresh succeeds");
+            let rate = basic_refreshes(&http, &app.url("/oauth2/token"), &basic, refresh_tokens).await;
             let used = cpu.since();
             report(backend, name, round, rate, PER_AUTH_ROUND, used, None);
             each.push(1.0 / rate);

@@ -2,7 +2,8 @@
 //! in the token and never extractable, storage keeping only their label;
 //! tokens they sign verify with openid-client against the JWKS; rotation;
 //! an HSM that cannot sign answers 503 with `Retry-After`, spends nothing,
-//! and the service recovers without a restart.
+//! and the service recovers without a restart; a report's `QES` signature
+//! made by a key in the HSM.
 
 use cryptoki::session::UserType;
 use cryptoki::types::AuthPin;
@@ -120,7 +121,8 @@ async fn an_hsm_that_cannot_sign_answers_503_spends_nothing_and_recovers_without
 
 #[tokio::test]
 async fn an_hsm_configuration_that_cannot_work_stops_the_start_with_the_reason() {
-    let Some(token) = softhsm::token("keys") else { return };
+    // A token no other test logs in to: a login is the whole process's.
+    let Some(token) = softhsm::token("setup") else { return };
     type Change = Box<dyn Fn(&mut portico_server::Config)>;
     let cases: [(&str, Change); 5] = [
         ("refuses the PIN", Box::new(|c| c.tokens.hsm.pin = Some("000000".into()))),
@@ -134,11 +136,82 @@ async fn an_hsm_configuration_that_cannot_work_stops_the_start_with_the_reason()
         let mut config = portico_server::Config { data_dir: dir.0.clone(), ..Default::default() };
         with_hsm(&mut config, &token, "ES256", &["ES256"]);
         change(&mut config);
-        let clock = std::sync::Arc::new(portico_model::clock::SystemClock);
-        let error = match portico_server::app::App::build(config, clock, true).await {
-            Ok(_) => panic!("started with an HSM configuration that cannot work ({expected})"),
-            Err(error) => format!("{error:#}"),
-        };
+        let error = portico_tests::start_error(config).await;
         assert!(error.contains(expected), "{expected}: {error}");
     }
+}
+
+/// An HSM's P-256 public key, for a certificate to be issued to it.
+struct HsmPublic(Vec<u8>);
+
+impl rcgen::PublicKeyData for HsmPublic {
+    fn der_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    fn algorithm(&self) -> &'static rcgen::SignatureAlgorithm {
+        &rcgen::PKCS_ECDSA_P256_SHA256
+    }
+}
+
+#[tokio::test]
+async fn a_qes_signature_is_made_by_a_report_key_inside_the_hsm() {
+    let Some(token) = softhsm::token("keys") else { return };
+    let Ok(openssl) = std::env::var("PORTICO_TEST_OPENSSL") else {
+        portico_tests::skipped("PORTICO_TEST_OPENSSL is not set; the HSM report test checks with openssl");
+        return;
+    };
+    let hsm = portico_hsm::Hsm::open(&token.module, &token.label, PIN).unwrap();
+    let label = portico_hsm::new_label(Algorithm::Es256).replace("es256", "reports");
+    let portico_crypto::jwt::RemotePublic::P256 { x, y } = hsm.generate(Algorithm::Es256, &label).unwrap() else {
+        panic!("a P-256 key")
+    };
+    // The broker's certificate for the HSM's key, from a test CA.
+    let ca_key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.distinguished_name.push(rcgen::DnType::CommonName, "Test CA");
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = rcgen::Issuer::new(ca_params, ca_key);
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.distinguished_name.push(rcgen::DnType::CommonName, "Broker reports (HSM)");
+    let point = [&[0x04][..], &x, &y].concat();
+    let cert = params.signed_by(&HsmPublic(point), &issuer).unwrap();
+    let dir = portico_tests::TempDir::new();
+    let (cert_path, ca_path) = (dir.0.join("broker.pem"), dir.0.join("ca.pem"));
+    std::fs::write(&cert_path, cert.pem()).unwrap();
+    std::fs::write(&ca_path, ca_cert.pem()).unwrap();
+
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |config| {
+            with_hsm(config, &token, "RS256", &[]);
+            config.reports.signing_cert = Some(cert_path.clone());
+            config.reports.signature.chain = Some(ca_path.clone());
+            config.reports.signature.hsm_key_label = Some(label.clone());
+        })
+        .await;
+        let ivan = app.token_pair("ivan").await;
+        let done = crate::reports_signature::qes_task(&app, &ivan).await;
+        assert_eq!(done["status"], "DONE", "{}", crate::reports_signature::stored_error(&app, &done).await);
+        let (_, pdf) = crate::reports::download(&app, &ivan, &done["files"][0]).await;
+        let (_, signature) = crate::reports::download(&app, &ivan, &done["files"][1]).await;
+        let (ok, said) = crate::reports_signature::openssl_verify(&openssl, false, &signature, &pdf, &ca_path);
+        assert!(ok, "{backend:?}: openssl refused the HSM's signature: {said}");
+        let mut changed = pdf.clone();
+        changed[pdf.len() / 3] ^= 0x01;
+        let (ok, _) = crate::reports_signature::openssl_verify(&openssl, false, &signature, &changed, &ca_path);
+        assert!(!ok, "a changed report must not verify");
+    }
+
+    // A certificate of another key than the labelled one stops the start.
+    let (other, _) =
+        portico_reports::generate::qes::Signer::generate_self_signed("Другой", time::OffsetDateTime::now_utc())
+            .unwrap();
+    std::fs::write(&cert_path, other).unwrap();
+    let mut config = portico_server::Config { data_dir: dir.0.join("data"), ..Default::default() };
+    with_hsm(&mut config, &token, "RS256", &[]);
+    config.reports.signing_cert = Some(cert_path.clone());
+    config.reports.signature.hsm_key_label = Some(label.clone());
+    let error = portico_tests::start_error(config).await;
+    assert!(error.contains("is not the key of reports.signing_cert"), "{error}");
 }

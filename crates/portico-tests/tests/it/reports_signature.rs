@@ -4,16 +4,17 @@
 //! checked by `openssl cms -verify`; commands that fail, hang or lie fail
 //! the task with the reason.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use portico_reports::generate::qes::{self, Algorithm, Output};
+use portico_reports::generate::qes::{self, Output};
+use portico_tests::gost::GostPki;
 use portico_tests::{TestApp, TokenPair, backends};
 use serde_json::{Value, json};
 
 use crate::reports::{AGREEMENT, call, download, finished, keep, pdf_text, pdftotext};
 
 /// A `QES` task for March, finished.
-async fn qes_task(app: &TestApp, ivan: &TokenPair) -> Value {
+pub(crate) async fn qes_task(app: &TestApp, ivan: &TokenPair) -> Value {
     let body = json!({
         "reportType": "BROKERAGE_REPORT", "agreementNumber": AGREEMENT,
         "fromDate": "2026-03-01", "toDate": "2026-03-31", "fileTypes": ["QES"]
@@ -24,14 +25,14 @@ async fn qes_task(app: &TestApp, ivan: &TokenPair) -> Value {
 }
 
 /// Why the task failed, as recorded (the API does not show it).
-async fn stored_error(app: &TestApp, task: &Value) -> String {
+pub(crate) async fn stored_error(app: &TestApp, task: &Value) -> String {
     let id: uuid::Uuid = task["id"].as_str().unwrap().parse().unwrap();
     let stored = app.store.find_report_task(id.into()).await.unwrap().expect("the task");
     stored.error.unwrap_or_default()
 }
 
 /// `openssl cms -verify` of `signature` over `content`, trusting `ca`.
-fn openssl_verify(openssl: &str, gost: bool, signature: &[u8], content: &[u8], ca: &Path) -> (bool, String) {
+pub(crate) fn openssl_verify(openssl: &str, gost: bool, signature: &[u8], content: &[u8], ca: &Path) -> (bool, String) {
     let dir = portico_tests::TempDir::new();
     let (content_path, signature_path) = (dir.0.join("form.pdf"), dir.0.join("form.pdf.sig"));
     std::fs::write(&signature_path, signature).unwrap();
@@ -106,153 +107,6 @@ async fn the_qes_form_comes_with_a_detached_cms_signature_that_openssl_verifies(
     if let Some(tool) = pdftotext() {
         let text = pdf_text(&tool, &pdf);
         assert!(text.contains("Демонстрационная подпись"), "the title block marks the demo signature: {text}");
-    }
-}
-
-/// A test CA and a broker's certificate under it, with GOST R 34.10-2012
-/// (256-bit) keys, made by OpenSSL's GOST engine.
-struct GostPki {
-    dir: portico_tests::TempDir,
-    openssl: String,
-}
-
-impl GostPki {
-    /// `None` (and a skip notice) without openssl or its GOST engine.
-    fn new() -> Option<Self> {
-        let Ok(openssl) = std::env::var("PORTICO_TEST_OPENSSL") else {
-            portico_tests::skipped("PORTICO_TEST_OPENSSL is not set; the GOST signature tests need openssl");
-            return None;
-        };
-        let engine = std::process::Command::new(&openssl).args(["engine", "gost"]).output();
-        if !engine.is_ok_and(|out| out.status.success()) {
-            portico_tests::skipped("OpenSSL's GOST engine is missing (Debian package libengine-gost-openssl)");
-            return None;
-        }
-        let pki = Self { dir: portico_tests::TempDir::new(), openssl };
-        pki.run(&["genpkey", "-algorithm", "gost2012_256", "-pkeyopt", "paramset:A", "-out", "ca.key"]);
-        pki.run(&[
-            "req",
-            "-new",
-            "-x509",
-            "-key",
-            "ca.key",
-            "-out",
-            "ca.pem",
-            "-days",
-            "3650",
-            "-md_gost12_256",
-            "-subj",
-            "/O=Test CA/CN=Test GOST CA",
-        ]);
-        for name in ["broker", "stranger"] {
-            let key = format!("{name}.key");
-            pki.run(&["genpkey", "-algorithm", "gost2012_256", "-pkeyopt", "paramset:A", "-out", &key]);
-            let csr = format!("{name}.csr");
-            let subject = format!("/O=Broker/CN={name}");
-            pki.run(&["req", "-new", "-key", &key, "-out", &csr, "-md_gost12_256", "-subj", &subject]);
-            std::fs::write(pki.path("ext.cnf"), "keyUsage=digitalSignature,nonRepudiation\n").unwrap();
-            pki.run(&[
-                "x509",
-                "-req",
-                "-in",
-                &csr,
-                "-CA",
-                "ca.pem",
-                "-CAkey",
-                "ca.key",
-                "-CAcreateserial",
-                "-out",
-                &format!("{name}.pem"),
-                "-days",
-                "3650",
-                "-md_gost12_256",
-                "-extfile",
-                "ext.cnf",
-            ]);
-        }
-        Some(pki)
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.0.join(name)
-    }
-
-    fn run(&self, args: &[&str]) {
-        let out = std::process::Command::new(&self.openssl)
-            .args(args)
-            .args(["-engine", "gost"])
-            .current_dir(&self.dir.0)
-            .output()
-            .expect("run openssl");
-        assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    }
-
-    fn argv(&self, args: &[&str]) -> Vec<String> {
-        std::iter::once(self.openssl.as_str()).chain(args.iter().copied()).map(str::to_owned).collect()
-    }
-
-    /// `openssl cms -sign` with the broker's key: a whole detached CMS.
-    fn cms_command(&self) -> Vec<String> {
-        let (cert, key) = (self.path("broker.pem"), self.path("broker.key"));
-        self.argv(&[
-            "cms",
-            "-sign",
-            "-engine",
-            "gost",
-            "-md",
-            "md_gost12_256",
-            "-binary",
-            "-outform",
-            "DER",
-            "-cades",
-            "-signer",
-            &cert.display().to_string(),
-            "-inkey",
-            &key.display().to_string(),
-        ])
-    }
-
-    /// `openssl dgst -sign` with `key`: the signature of standard input.
-    fn signature_command(&self, key: &str) -> Vec<String> {
-        let key = self.path(key).display().to_string();
-        self.argv(&["dgst", "-engine", "gost", "-md_gost12_256", "-sign", &key])
-    }
-
-    /// `openssl cms -verify` against the test CA.
-    fn verify_command(&self) -> Vec<String> {
-        let ca = self.path("ca.pem").display().to_string();
-        self.argv(&[
-            "cms",
-            "-verify",
-            "-engine",
-            "gost",
-            "-binary",
-            "-inform",
-            "DER",
-            "-in",
-            "{signature}",
-            "-content",
-            "{content}",
-            "-CAfile",
-            &ca,
-            "-purpose",
-            "any",
-            "-out",
-            "/dev/null",
-        ])
-    }
-
-    fn configure(&self, config: &mut portico_server::Config, command: Vec<String>, output: Output) {
-        config.reports.signing_cert = Some(self.path("broker.pem"));
-        config.reports.signature = qes::Settings {
-            algorithm: Algorithm::Gost2012_256,
-            chain: Some(self.path("ca.pem")),
-            command,
-            output,
-            timeout_secs: 10,
-            concurrency: 2,
-            verify_command: self.verify_command(),
-        };
     }
 }
 
@@ -351,11 +205,7 @@ async fn a_signature_configuration_that_cannot_work_stops_the_start_with_the_rea
         let (cert, _) = qes::Signer::generate_self_signed("Брокер", time::OffsetDateTime::now_utc()).unwrap();
         std::fs::write(dir.0.join("ecdsa.pem"), cert).unwrap();
         change(&mut config);
-        let clock = std::sync::Arc::new(portico_model::clock::SystemClock);
-        let error = match portico_server::app::App::build(config, clock, true).await {
-            Ok(_) => panic!("started with a signature configuration that cannot work ({expected})"),
-            Err(error) => format!("{error:#}"),
-        };
+        let error = portico_tests::start_error(config).await;
         assert!(error.contains(expected), "{expected}: {error}");
     }
 }

@@ -156,6 +156,9 @@ pub struct Settings {
     /// `{content}` in its arguments become the paths of the CMS and the
     /// form; exit status 0 accepts. Required for GOST.
     pub verify_command: Vec<String>,
+    /// The label of an ECDSA P-256 private key in the HSM of `tokens.hsm`
+    /// that signs instead of `reports.signing_key`.
+    pub hsm_key_label: Option<String>,
 }
 
 impl Default for Settings {
@@ -168,6 +171,7 @@ impl Default for Settings {
             timeout_secs: 30,
             concurrency: 2,
             verify_command: Vec::new(),
+            hsm_key_label: None,
         }
     }
 }
@@ -176,6 +180,8 @@ impl Default for Settings {
 enum Key {
     /// A PKCS#8 ECDSA P-256 key read from a file.
     Builtin(EcdsaKeyPair),
+    /// An ECDSA P-256 key in an HSM (`r || s` signatures of the data).
+    Hsm(std::sync::Arc<dyn portico_crypto::jwt::RemoteSigner>),
     /// An external command.
     Command { command: command::Command, output: Output },
 }
@@ -254,6 +260,26 @@ impl Signer {
         Ok(signer)
     }
 
+    /// ECDSA P-256 with the key in an HSM: `signer` signs with SHA-256
+    /// and answers `r || s`, as PKCS#11's `CKM_ECDSA` over a digest does.
+    ///
+    /// # Errors
+    /// When the certificate cannot be read or is not a P-256 one.
+    pub fn hsm(
+        signer: std::sync::Arc<dyn portico_crypto::jwt::RemoteSigner>,
+        certificate_pem: &str,
+        chain_pem: Option<&str>,
+    ) -> Result<Self, String> {
+        Self::with_key(Algorithm::EcdsaP256, Key::Hsm(signer), certificate_pem, chain_pem, None)
+    }
+
+    /// The certificate's P-256 public key as its coordinates (for the
+    /// operator's check that an HSM key is the certificate's).
+    pub fn p256_coordinates(&self) -> Option<(&[u8], &[u8])> {
+        let point = self.public_key();
+        point.strip_prefix(&[0x04][..]).filter(|xy| xy.len() == 64).map(|xy| xy.split_at(32))
+    }
+
     /// A key behind an external command.
     ///
     /// # Errors
@@ -324,6 +350,7 @@ impl Signer {
         let started = std::time::Instant::now();
         let key = match self.key {
             Key::Builtin(_) => "builtin",
+            Key::Hsm(_) => "hsm",
             Key::Command { .. } => "command",
         };
         let signed = match tokio::runtime::Handle::try_current() {
@@ -359,6 +386,12 @@ impl Signer {
                 let to_sign = attributes.to_der().map_err(Failure::encoding)?;
                 let signature = command.run(&to_sign, &[]).await?;
                 self.assemble(attributes, signature)?
+            }
+            Key::Hsm(signer) => {
+                let attributes = self.signed_attributes(&digest, at)?;
+                let to_sign = attributes.to_der().map_err(Failure::encoding)?;
+                let raw = signer.sign(&to_sign).map_err(|e| Failure::new("failed", e.to_string()))?;
+                self.assemble(attributes, ecdsa_der(&raw)?)?
             }
             Key::Builtin(pair) => {
                 let attributes = self.signed_attributes(&digest, at)?;
@@ -524,6 +557,27 @@ fn parse(cms: &[u8]) -> Result<(SignedData, SignerInfo), String> {
     };
     let signer = signer.clone();
     Ok((signed_data, signer))
+}
+
+/// `Ecdsa-Sig-Value ::= SEQUENCE { r INTEGER, s INTEGER }` (RFC 3279), the
+/// CMS form of an ECDSA signature.
+#[derive(Sequence)]
+struct EcdsaSignature<'a> {
+    r: der::asn1::UintRef<'a>,
+    s: der::asn1::UintRef<'a>,
+}
+
+/// The DER form of a P-256 signature answered as `r || s`.
+fn ecdsa_der(raw: &[u8]) -> Result<Vec<u8>, Failure> {
+    if raw.len() != 64 {
+        return Err(Failure::new("output", format!("the HSM answered a {}-byte ECDSA signature, not 64", raw.len())));
+    }
+    let (r, s) = raw.split_at(32);
+    let signature = EcdsaSignature {
+        r: der::asn1::UintRef::new(r).map_err(Failure::encoding)?,
+        s: der::asn1::UintRef::new(s).map_err(Failure::encoding)?,
+    };
+    signature.to_der().map_err(Failure::encoding)
 }
 
 fn algorithm(oid: ObjectIdentifier) -> AlgorithmIdentifierOwned {

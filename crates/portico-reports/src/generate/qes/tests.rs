@@ -135,3 +135,30 @@ fn streebog_256_is_the_gost_digest() {
     let hex: String = Algorithm::Gost2012_256.digest(m1).iter().map(|b| format!("{b:02x}")).collect();
     assert_eq!(hex, "9d151eefd8590b89daa6ba6cb74af9275dd051026bb149a452fd84e5e57b5500");
 }
+
+/// A key answering `r || s`, as an HSM's `CKM_ECDSA` does (the HSM itself
+/// is in the integration tests, with SoftHSM2).
+struct FixedForm(EcdsaKeyPair);
+
+impl portico_crypto::jwt::RemoteSigner for FixedForm {
+    fn sign(&self, message: &[u8]) -> Result<Vec<u8>, portico_crypto::jwt::SignError> {
+        Ok(self.0.sign(&SystemRandom::new(), message).unwrap().as_ref().to_vec())
+    }
+}
+
+#[test]
+fn a_signature_answered_as_r_and_s_is_carried_in_der_and_checked() {
+    let fixed = |key: &str| {
+        let der = pem_der(key, "PRIVATE KEY").unwrap();
+        let pair = EcdsaKeyPair::from_pkcs8(&aws_lc_rs::signature::ECDSA_P256_SHA256_FIXED_SIGNING, &der).unwrap();
+        std::sync::Arc::new(FixedForm(pair))
+    };
+    let (cert, key) = pair();
+    let signer = Signer::hsm(fixed(&key), &cert, None).unwrap();
+    let cms = signer.sign_detached(b"the printed form", now()).unwrap();
+    assert_eq!(summarize(&cms).unwrap().signature_algorithm, "1.2.840.10045.4.3.2");
+    let (other_cert, _) = Signer::generate_self_signed("Другой", now()).unwrap();
+    let wrong = Signer::hsm(fixed(&key), &other_cert, None).unwrap();
+    let said = reason(&wrong, b"the printed form");
+    assert!(said.contains("does not verify with the certificate's key"), "{said}");
+}
