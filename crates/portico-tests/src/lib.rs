@@ -929,7 +929,7 @@ pub mod softhsm {
     /// Purposes a token is made for: each its own token. A login is the
     /// process's, not the session's (PKCS#11), so a test that needs a
     /// token nobody logged in to (a wrong PIN must be refused) has its own.
-    pub const PURPOSES: [&str; 3] = ["keys", "outage", "setup"];
+    pub const PURPOSES: [&str; 4] = ["keys", "outage", "setup", "empty"];
 
     /// The token for `purpose` (one of [`PURPOSES`]), or `None` (and a skip
     /// notice) when `PORTICO_TEST_SOFTHSM` is not set.

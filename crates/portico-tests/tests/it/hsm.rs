@@ -141,6 +141,26 @@ async fn an_hsm_configuration_that_cannot_work_stops_the_start_with_the_reason()
     }
 }
 
+#[tokio::test]
+async fn a_node_without_the_hsm_or_with_a_token_lacking_the_key_refuses_to_start() {
+    let (Some(token), Some(empty)) = (softhsm::token("keys"), softhsm::token("empty")) else { return };
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |config| with_hsm(config, &token, "ES256", &["ES256"])).await;
+        let (kid, _) = active_key(&app, Algorithm::Es256).await;
+        // Another node of the same database: no HSM configured at all.
+        let mut config = app.config.clone();
+        config.tokens.hsm = portico_server::config::HsmConfig::default();
+        let error = portico_tests::start_error(config).await;
+        assert!(error.contains(&kid) && error.contains("configure tokens.hsm"), "{backend:?}: {error}");
+        // A token that does not hold the key.
+        let mut config = app.config.clone();
+        config.tokens.hsm.token_label = empty.label.clone();
+        config.tokens.hsm.algorithms.clear();
+        let error = portico_tests::start_error(config).await;
+        assert!(error.contains(&kid) && error.contains("has no public key labelled"), "{backend:?}: {error}");
+    }
+}
+
 /// An HSM's P-256 public key, for a certificate to be issued to it.
 struct HsmPublic(Vec<u8>);
 
