@@ -8,9 +8,9 @@ use fantoccini::{Client, Locator};
 use portico_tests::{INTERNAL_TOKEN, TestApp};
 use serde_json::json;
 
-use super::browser::{click, launch, type_into, wait_for_path, wait_for_text};
+use super::browser::{click, launch, wait_for_path, wait_for_text};
 use super::browser_login::{
-    Shots, accessibility_violations, assert_readable, color_scheme, enter_code, every_look, fill, step_is, submit,
+    Shots, accessibility_violations, assert_readable, color_scheme, every_look, fill, password_then_code, step_is,
     wait_for_attribute,
 };
 
@@ -25,12 +25,7 @@ const INITIAL_ACCESS_TOKEN: &str = "the-galleries-initial-access-token-0123";
 /// login pages (a new device: the SMS code too), back on `/console/users`.
 async fn sign_in_as_the_operator(client: &Client, app: &TestApp) {
     client.goto(&app.url("/console")).await.unwrap();
-    step_is(client, "username-password").await;
-    fill(client, "input[name=principal]", "operator").await;
-    type_into(client, "input[name=credentials]", "operator-password").await;
-    submit(client).await;
-    step_is(client, "sms-otp").await;
-    enter_code(client, app, "+79009990000").await;
+    password_then_code(client, app, "operator", "operator-password", "+79009990000").await;
     wait_for_path(client, "/console/users").await;
     wait_for_text(client, "#operator", "operator").await;
 }

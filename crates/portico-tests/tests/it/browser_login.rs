@@ -114,6 +114,17 @@ pub(crate) async fn enter_code(client: &Client, app: &TestApp, to: &str) {
     submit(client).await;
 }
 
+/// Signs `login` in on the first page with `password` (typed), then with
+/// the SMS code sent to `phone`.
+pub(crate) async fn password_then_code(client: &Client, app: &TestApp, login: &str, password: &str, phone: &str) {
+    step_is(client, "username-password").await;
+    fill(client, "input[name=principal]", login).await;
+    type_into(client, "input[name=credentials]", password).await;
+    submit(client).await;
+    step_is(client, "sms-otp").await;
+    enter_code(client, app, phone).await;
+}
+
 async fn tokens_for(client: &Client, login: &str) {
     wait_for_text(client, "#idClaims", &format!("\"preferred_username\": \"{login}\"")).await;
 }
@@ -254,12 +265,7 @@ async fn sso_for_a_second_client_with_consent_granted_and_remembered() {
     let mut shots = Shots::new("sso_and_consent");
 
     client.goto(&app.url("/demo/login")).await.unwrap();
-    step_is(client, "username-password").await;
-    fill(client, "input[name=principal]", "ivan").await;
-    type_into(client, "input[name=credentials]", "ivan-password").await;
-    submit(client).await;
-    step_is(client, "sms-otp").await;
-    enter_code(client, &app, "+79001234567").await;
+    password_then_code(client, &app, "ivan", "ivan-password", "+79001234567").await;
     tokens_for(client, "ivan").await;
 
     // The partner app: no password (SSO), but its consent.
@@ -732,12 +738,7 @@ async fn chromium_creates_a_passkey_at_the_offer_and_signs_in_with_it_alone() {
         let maria = app.store.find_user_by_login("maria").await.unwrap().unwrap();
 
         client.goto(&format!("{origin}/demo/login")).await.unwrap();
-        step_is(client, "username-password").await;
-        fill(client, "input[name=principal]", "maria").await;
-        type_into(client, "input[name=credentials]", "maria-password").await;
-        submit(client).await;
-        step_is(client, "sms-otp").await;
-        enter_code(client, &app, "+79007654321").await;
+        password_then_code(client, &app, "maria", "maria-password", "+79007654321").await;
         step_is(client, "passkey-enrolment").await;
         shots.take(client, &format!("{backend:?}-offer")).await;
         click(client, "#passkeyCreate").await;
