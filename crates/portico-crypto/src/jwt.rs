@@ -126,6 +126,66 @@ pub enum RemotePublic {
     P256 { x: Vec<u8>, y: Vec<u8> },
 }
 
+impl RemotePublic {
+    /// The key of a PEM `PUBLIC KEY` block (a SubjectPublicKeyInfo, as
+    /// `openssl pkey -pubout` writes it), and its DER.
+    ///
+    /// # Errors
+    /// When it is not one PEM public key of RSA or P-256.
+    pub fn from_spki_pem(pem: &[u8]) -> Result<(Self, Vec<u8>), String> {
+        let (_, block) = x509_parser::pem::parse_x509_pem(pem)
+            .map_err(|e| format!("not a PEM block ({e}): give the key as `openssl pkey -pubout` writes it"))?;
+        if block.label != "PUBLIC KEY" {
+            return Err(format!("a PEM {:?} block, not a PUBLIC KEY one", block.label));
+        }
+        let key = Self::from_spki_der(&block.contents)?;
+        Ok((key, block.contents))
+    }
+
+    /// The key of a DER SubjectPublicKeyInfo (RFC 5280 §4.1).
+    ///
+    /// # Errors
+    /// When it is not a SubjectPublicKeyInfo of RSA or of P-256 (an
+    /// uncompressed point).
+    pub fn from_spki_der(der: &[u8]) -> Result<Self, String> {
+        use x509_parser::prelude::FromDer as _;
+        use x509_parser::public_key::PublicKey;
+        let (rest, spki) = x509_parser::x509::SubjectPublicKeyInfo::from_der(der)
+            .map_err(|e| format!("not a public key (SubjectPublicKeyInfo): {e}"))?;
+        if !rest.is_empty() {
+            return Err("bytes after the public key".to_owned());
+        }
+        let unsigned = |bytes: &[u8]| {
+            let start = bytes.iter().position(|b| *b != 0).unwrap_or(bytes.len());
+            bytes[start..].to_vec()
+        };
+        match spki.parsed().map_err(|e| format!("the public key does not parse: {e}"))? {
+            PublicKey::RSA(rsa) => Ok(Self::Rsa { n: unsigned(rsa.modulus), e: unsigned(rsa.exponent) }),
+            PublicKey::EC(point) => {
+                let curve = spki.algorithm.parameters.as_ref().and_then(|p| p.as_oid().ok());
+                if curve != Some(x509_parser::oid_registry::OID_EC_P256) {
+                    return Err("an elliptic-curve key of another curve than P-256".to_owned());
+                }
+                match point.data() {
+                    [4, coordinates @ ..] if coordinates.len() == 64 => {
+                        Ok(Self::P256 { x: coordinates[..32].to_vec(), y: coordinates[32..].to_vec() })
+                    }
+                    _ => Err("a P-256 point that is not in uncompressed form".to_owned()),
+                }
+            }
+            _ => Err("neither an RSA nor a P-256 key".to_owned()),
+        }
+    }
+
+    /// The RSA modulus' size in bits; 0 for other keys.
+    pub fn rsa_bits(&self) -> usize {
+        match self {
+            Self::Rsa { n, .. } => n.len() * 8 - n.first().map_or(8, |b| b.leading_zeros() as usize),
+            Self::P256 { .. } => 0,
+        }
+    }
+}
+
 /// Why a key could not sign.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SignError {
@@ -296,8 +356,12 @@ impl SigningKey {
             Pair::Ec(pair) => pair.sign(&rng, token.as_bytes()).expect("ECDSA signing").as_ref().to_vec(),
             Pair::Ed(pair) => pair.sign(token.as_bytes()).as_ref().to_vec(),
             Pair::Remote(signer) => {
-                let signature = signer.sign(token.as_bytes())?;
+                let failed = |reason: &'static str| {
+                    metrics::counter!("portico_token_signing_failures_total", "reason" => reason).increment(1);
+                };
+                let signature = signer.sign(token.as_bytes()).inspect_err(|_| failed("unavailable"))?;
                 if !self.verifying.verify_signature(token.as_bytes(), &signature) {
+                    failed("mismatch");
                     return Err(SignError::Mismatch(format!("key {}", self.jwk.kid)));
                 }
                 signature

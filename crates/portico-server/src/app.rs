@@ -163,9 +163,9 @@ impl App {
         let store = open_store_for(&config, true).await?;
         let secret = InstanceSecret::load(&config)?;
         let (default, algorithms) = config.tokens.algorithms()?;
-        let hsm = config.tokens.hsm.open()?;
+        let holders = config.tokens.key_holders()?;
         let keys =
-            KeyRing::load_with(Arc::clone(&store), secret.sealer(), hsm, clock.now(), default, &algorithms).await?;
+            KeyRing::load_with(Arc::clone(&store), secret.sealer(), holders, clock.now(), default, &algorithms).await?;
         let mut settings = config.identity_settings();
         let tokens = Arc::new(TokenVerifier {
             mtls_alias: settings.mtls_aliases.clone(),
@@ -280,7 +280,7 @@ impl App {
                 .allowing_insecure_addresses(config.notifications.allow_insecure_callbacks.unwrap_or(demo))
                 .signing_with(identity.tokens.keys.default_algorithm(), identity.tokens.keys.algorithms())
                 .with_default_profile(config.registration.default_security_profile)
-                .with_hsm(identity.tokens.keys.hsm().cloned()),
+                .with_key_holders(identity.tokens.keys.holders().clone()),
         );
         let console = if config.console {
             let console = Arc::new(portico_console::Console {

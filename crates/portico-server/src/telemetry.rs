@@ -245,6 +245,11 @@ fn describe() {
         "QES signatures that failed, by reason: failed (the signer exited with an error or could not start), \
          timeout, output (empty, oversized or unreadable output), mismatch (the signature did not check out)."
     );
+    metrics::describe_counter!(
+        "portico_token_signing_failures_total",
+        "JWT signatures an HSM or signing program did not make, by reason: unavailable (it could not sign now; \
+         the request was answered 503), mismatch (its signature did not verify with the key's public half)."
+    );
 }
 
 /// The process's Prometheus recorder, installed on first use.

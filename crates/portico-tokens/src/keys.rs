@@ -15,12 +15,16 @@
 //!   are generated inside it; storage then keeps only the key's label
 //!   (sealed, `PKCS11:<label>`) and the public half is read back from the
 //!   module. Keys made before stay where they are until rotated.
+//! - A key made elsewhere — by the HSM vendor's tools, or held by a signing
+//!   program ([`crate::command`]) — is registered with [`KeyRing::import`]:
+//!   storage keeps its label (and, for a program's key, its public half),
+//!   and it becomes its algorithm's active key as a rotation would make it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration as StdDuration, Instant};
 
-use portico_crypto::jwt::{Algorithm, Jwk, SigningKey};
+use portico_crypto::jwt::{Algorithm, Jwk, RemotePublic, SigningKey};
 use portico_crypto::seal::Sealer;
 use portico_model::key::SigningKeyRecord;
 use portico_storage::{Storage, StorageError};
@@ -31,12 +35,22 @@ const SEAL_LABEL: &str = "portico signing key v1";
 /// What a sealed key of an HSM holds before its label; a PKCS#8 key
 /// starts with a DER `SEQUENCE` (0x30), never with this.
 const HSM_PREFIX: &[u8] = b"PKCS11:";
+/// What a sealed key of a signing program holds: the prefix, its label, a
+/// NUL, and its public half (a DER SubjectPublicKeyInfo).
+const COMMAND_PREFIX: &[u8] = b"COMMAND:";
 
 /// An HSM and the algorithms whose new keys are made inside it.
 #[derive(Clone, Debug)]
 pub struct HsmKeys {
     pub hsm: Arc<portico_hsm::Hsm>,
     pub algorithms: Vec<Algorithm>,
+}
+
+/// Whatever holds keys outside storage: an HSM, a signing program.
+#[derive(Clone, Debug, Default)]
+pub struct KeyHolders {
+    pub hsm: Option<HsmKeys>,
+    pub command: Option<crate::CommandKeys>,
 }
 
 /// Where a stored key's private half is.
@@ -46,7 +60,22 @@ pub enum KeyLocation {
     Sealed,
     /// Inside the HSM, under this label.
     Hsm(String),
+    /// Held by the signing program, under this label.
+    Command(String),
 }
+
+/// A key made outside Portico, to register with [`KeyRing::import`].
+#[derive(Debug, Clone)]
+pub enum ImportedKey {
+    /// A key pair in the HSM of `tokens.hsm` with this label.
+    Hsm { label: String },
+    /// A key the signing program of `tokens.command` signs with under this
+    /// label, and its public half (PEM `PUBLIC KEY`).
+    Command { label: String, public_key_pem: Vec<u8> },
+}
+
+/// The most a label may hold: it is passed to a program or a module.
+const MAX_LABEL: usize = 128;
 
 /// Where `record`'s private half is (opening its sealed part).
 ///
@@ -56,10 +85,32 @@ pub fn key_location(sealer: &Sealer, record: &SigningKeyRecord) -> Result<KeyLoc
     let opened = sealer
         .open(SEAL_LABEL, &record.private_sealed)
         .map_err(|e| StorageError::Other(format!("signing key {}: {e}", record.kid)))?;
-    Ok(match opened.strip_prefix(HSM_PREFIX) {
-        Some(label) => KeyLocation::Hsm(String::from_utf8_lossy(label).into_owned()),
-        None => KeyLocation::Sealed,
+    Ok(match Held::of(&opened) {
+        Held::Sealed(_) => KeyLocation::Sealed,
+        Held::Hsm(label) => KeyLocation::Hsm(label),
+        Held::Command(label, _) => KeyLocation::Command(label),
     })
+}
+
+/// A sealed key's content, by where the private half is.
+enum Held<'a> {
+    Sealed(&'a [u8]),
+    Hsm(String),
+    Command(String, &'a [u8]),
+}
+
+impl<'a> Held<'a> {
+    fn of(opened: &'a [u8]) -> Self {
+        if let Some(label) = opened.strip_prefix(HSM_PREFIX) {
+            return Self::Hsm(String::from_utf8_lossy(label).into_owned());
+        }
+        if let Some(rest) = opened.strip_prefix(COMMAND_PREFIX) {
+            let split = rest.iter().position(|b| *b == 0).unwrap_or(rest.len());
+            let (label, public) = rest.split_at(split);
+            return Self::Command(String::from_utf8_lossy(label).into_owned(), public.get(1..).unwrap_or_default());
+        }
+        Self::Sealed(opened)
+    }
 }
 const MISS_RELOAD_INTERVAL: StdDuration = StdDuration::from_secs(1);
 
@@ -78,7 +129,7 @@ pub struct KeyRing {
     /// others in [`Algorithm::ALL`] order.
     algorithms: Vec<Algorithm>,
     sealer: Sealer,
-    hsm: Option<HsmKeys>,
+    holders: KeyHolders,
     set: RwLock<Arc<KeySet>>,
     last_miss_reload: Mutex<Option<Instant>>,
 }
@@ -98,17 +149,19 @@ impl KeyRing {
         default: Algorithm,
         algorithms: &[Algorithm],
     ) -> Result<Self, StorageError> {
-        Self::load_with(store, sealer, None, now, default, algorithms).await
+        Self::load_with(store, sealer, KeyHolders::default(), now, default, algorithms).await
     }
 
-    /// [`KeyRing::load`] with an HSM for the keys it is named for.
+    /// [`KeyRing::load`] with the HSM (which makes the keys of the
+    /// algorithms it is named for) and the signing program of this node.
     ///
     /// # Errors
-    /// As [`KeyRing::load`], and when the HSM cannot make or show a key.
+    /// As [`KeyRing::load`], when the HSM cannot make or show a key, and
+    /// when a stored key's holder is not configured on this node.
     pub async fn load_with(
         store: Arc<dyn Storage>,
         sealer: Sealer,
-        hsm: Option<HsmKeys>,
+        holders: KeyHolders,
         now: OffsetDateTime,
         default: Algorithm,
         algorithms: &[Algorithm],
@@ -116,7 +169,7 @@ impl KeyRing {
         let missing_default = (!algorithms.contains(&default)).then_some(&default);
         for alg in algorithms.iter().chain(missing_default) {
             if store.active_signing_kid(alg.as_str()).await?.is_none() {
-                let record = new_key_record(&sealer, hsm.as_ref(), *alg, now)?;
+                let record = new_key_record(&sealer, holders.hsm.as_ref(), *alg, now)?;
                 if store.insert_first_signing_key(&record).await? {
                     tracing::info!(kid = %record.kid, alg = %alg, "generated the first token signing key");
                 }
@@ -129,7 +182,7 @@ impl KeyRing {
             default,
             algorithms,
             sealer,
-            hsm,
+            holders,
             set: RwLock::new(Arc::default()),
             last_miss_reload: Mutex::new(None),
         };
@@ -148,7 +201,7 @@ impl KeyRing {
         alg: Algorithm,
         now: OffsetDateTime,
     ) -> Result<String, StorageError> {
-        Self::rotate_with(store, sealer, None, alg, now).await
+        Self::rotate_with(store, sealer, &KeyHolders::default(), alg, now).await
     }
 
     /// [`KeyRing::rotate`], the new key made inside `hsm` when it is named
@@ -159,11 +212,85 @@ impl KeyRing {
     pub async fn rotate_with(
         store: &dyn Storage,
         sealer: &Sealer,
-        hsm: Option<&HsmKeys>,
+        holders: &KeyHolders,
         alg: Algorithm,
         now: OffsetDateTime,
     ) -> Result<String, StorageError> {
-        let record = new_key_record(sealer, hsm, alg, now)?;
+        let record = new_key_record(sealer, holders.hsm.as_ref(), alg, now)?;
+        store.rotate_signing_key(&record, now).await?;
+        Ok(record.kid)
+    }
+
+    /// Registers a key made outside Portico as `alg`'s active key (the
+    /// old one retired and still published, as by a rotation), once a
+    /// signature it makes verifies with its public half. Returns its `kid`.
+    ///
+    /// # Errors
+    /// A refusal (`StorageError::Other`, saying why): the holder not configured, no such key, a key of another type or
+    /// size, an HSM key that could be extracted, a signature that does not
+    /// verify, a key already registered; and storage failures.
+    pub async fn import(
+        store: &dyn Storage,
+        sealer: &Sealer,
+        holders: &KeyHolders,
+        alg: Algorithm,
+        imported: &ImportedKey,
+        now: OffsetDateTime,
+    ) -> Result<String, StorageError> {
+        let refused = |why: String| StorageError::Other(why);
+        let label = match imported {
+            ImportedKey::Hsm { label } | ImportedKey::Command { label, .. } => label,
+        };
+        if label.is_empty() || label.len() > MAX_LABEL || label.chars().any(char::is_control) {
+            return Err(refused(format!("the label must be 1 to {MAX_LABEL} bytes without control characters")));
+        }
+        if alg == Algorithm::EdDsa {
+            return Err(refused("EdDSA keys are kept by Portico only; import an RS256, PS256 or ES256 key".into()));
+        }
+        let (public, signer, private) = match imported {
+            ImportedKey::Hsm { label } => {
+                let hsm = holders
+                    .hsm
+                    .as_ref()
+                    .ok_or_else(|| refused("configure tokens.hsm to import a key of an HSM".into()))?;
+                let public = hsm.hsm.public_key(alg, label).map_err(|e| refused(e.to_string()))?;
+                if !hsm.hsm.private_key_is_protected(label).map_err(|e| refused(e.to_string()))? {
+                    return Err(refused(format!(
+                        "the HSM holds no private key {label:?} that is sensitive and not extractable \
+                         (CKA_SENSITIVE true, CKA_EXTRACTABLE false): Portico signs only with keys that cannot be read out"
+                    )));
+                }
+                (public, hsm.hsm.signer(alg, label), [HSM_PREFIX, label.as_bytes()].concat())
+            }
+            ImportedKey::Command { label, public_key_pem } => {
+                let command = holders
+                    .command
+                    .as_ref()
+                    .ok_or_else(|| refused("configure tokens.command to import a key of a signing program".into()))?;
+                let (public, spki) = RemotePublic::from_spki_pem(public_key_pem).map_err(refused)?;
+                (public, command.signer(alg, label), [COMMAND_PREFIX, label.as_bytes(), b"\0", &spki].concat())
+            }
+        };
+        if matches!(public, RemotePublic::Rsa { .. }) && public.rsa_bits() < 2048 {
+            return Err(refused(format!(
+                "an RSA key of {} bits: Portico signs with 2048 bits or more",
+                public.rsa_bits()
+            )));
+        }
+        let key = SigningKey::from_remote(alg, &public, signer).map_err(|e| refused(e.to_string()))?;
+        key.try_sign("JWT", &serde_json::json!({ "probe": "portico keys import" })).map_err(|e| {
+            refused(format!("the key {label:?} did not make a signature its public half verifies: {e}"))
+        })?;
+        if store.list_signing_keys().await?.iter().any(|record| record.kid == key.kid()) {
+            return Err(refused(format!("the key {label:?} is registered already (kid {})", key.kid())));
+        }
+        let record = SigningKeyRecord {
+            kid: key.kid().to_owned(),
+            alg: alg.as_str().to_owned(),
+            private_sealed: sealer.seal(SEAL_LABEL, &private),
+            created_at: now,
+            retired_at: None,
+        };
         store.rotate_signing_key(&record, now).await?;
         Ok(record.kid)
     }
@@ -190,7 +317,12 @@ impl KeyRing {
 
     /// The HSM this ring makes keys in, if any.
     pub fn hsm(&self) -> Option<&HsmKeys> {
-        self.hsm.as_ref()
+        self.holders.hsm.as_ref()
+    }
+
+    /// What holds keys outside storage on this node.
+    pub fn holders(&self) -> &KeyHolders {
+        &self.holders
     }
 
     fn open(&self, record: &SigningKeyRecord) -> Result<SigningKey, StorageError> {
@@ -207,18 +339,33 @@ impl KeyRing {
             ))
         })?;
         let failed = |e: &dyn std::fmt::Display| StorageError::Other(format!("signing key {}: {e}", record.kid));
-        let Some(label) = der.strip_prefix(HSM_PREFIX) else {
-            return SigningKey::from_pkcs8(alg, &der).map_err(|e| failed(&e));
+        let key = match Held::of(&der) {
+            Held::Sealed(der) => return SigningKey::from_pkcs8(alg, der).map_err(|e| failed(&e)),
+            Held::Hsm(label) => {
+                let hsm = self.holders.hsm.as_ref().ok_or_else(|| {
+                    failed(&format!("it is kept in an HSM (label {label:?}): configure tokens.hsm on this node"))
+                })?;
+                let public = hsm.hsm.public_key(alg, &label).map_err(|e| failed(&e))?;
+                let key = SigningKey::from_remote(alg, &public, hsm.hsm.signer(alg, &label)).map_err(|e| failed(&e))?;
+                if key.kid() != record.kid {
+                    return Err(failed(&format!("the HSM's key labelled {label:?} is another key")));
+                }
+                key
+            }
+            Held::Command(label, spki) => {
+                let command = self.holders.command.as_ref().ok_or_else(|| {
+                    failed(&format!(
+                        "a signing program holds it (label {label:?}): configure tokens.command on this node"
+                    ))
+                })?;
+                let public = RemotePublic::from_spki_der(spki).map_err(|e| failed(&e))?;
+                let key = SigningKey::from_remote(alg, &public, command.signer(alg, &label)).map_err(|e| failed(&e))?;
+                if key.kid() != record.kid {
+                    return Err(failed(&"its stored public half is another key's"));
+                }
+                key
+            }
         };
-        let label = String::from_utf8_lossy(label);
-        let hsm = self.hsm.as_ref().ok_or_else(|| {
-            failed(&format!("it is kept in an HSM (label {label:?}): configure tokens.hsm on this node"))
-        })?;
-        let public = hsm.hsm.public_key(alg, &label).map_err(|e| failed(&e))?;
-        let key = SigningKey::from_remote(alg, &public, hsm.hsm.signer(alg, &label)).map_err(|e| failed(&e))?;
-        if key.kid() != record.kid {
-            return Err(failed(&format!("the HSM's key labelled {label:?} is another key")));
-        }
         Ok(key)
     }
 

@@ -8,12 +8,14 @@
 //! its delivery channels.
 
 pub mod claims;
+mod command;
 pub mod keys;
 pub mod verified;
 mod verifier;
 
 pub use claims::{AccessClaims, Confirmation, Expiring, IdClaims, UserClaims};
-pub use keys::{HsmKeys, KeyLocation, KeyRing, key_location};
+pub use command::CommandKeys;
+pub use keys::{HsmKeys, ImportedKey, KeyHolders, KeyLocation, KeyRing, key_location};
 pub use verifier::{
     AccessTokenError, Caller, Scheme, TokenPairError, TokenVerifier, VerifiedTokens, bearer, presented, proof_jti,
 };

@@ -17,6 +17,7 @@ use portico_model::clock::SystemClock;
 use portico_model::user::OperatorRole;
 use portico_server::Config;
 use portico_server::secret::InstanceSecret;
+use portico_tokens::{ImportedKey, KeyLocation};
 
 #[derive(Subcommand)]
 pub enum ClientCommand {
@@ -190,6 +191,27 @@ pub enum KeyCommand {
         #[arg(long, value_parser = parse_algorithm)]
         alg: Algorithm,
     },
+    /// Register a key made outside Portico as the algorithm's signing key:
+    /// a key pair the HSM vendor's tools made in the token of
+    /// `tokens.hsm`, or a key the signing program of `tokens.command`
+    /// holds. It must sign verifiably first; the previous key stays
+    /// published until its tokens expire.
+    Import {
+        /// RS256, PS256 or ES256.
+        #[arg(long, value_parser = parse_algorithm)]
+        alg: Algorithm,
+        /// The label of the key pair in the HSM.
+        #[arg(long, conflicts_with_all = ["command_key", "public_key"], required_unless_present = "command_key")]
+        hsm_label: Option<String>,
+        /// The label the signing program knows the key by (`{key}` in its
+        /// arguments).
+        #[arg(long, requires = "public_key")]
+        command_key: Option<String>,
+        /// The key's public half, a PEM `PUBLIC KEY` file (`openssl pkey
+        /// -pubout`).
+        #[arg(long, requires = "command_key")]
+        public_key: Option<std::path::PathBuf>,
+    },
     /// List signing keys.
     List,
 }
@@ -213,7 +235,7 @@ async fn service(config: &Config) -> anyhow::Result<AdminService> {
         .allowing_insecure_addresses(config.notifications.allow_insecure_callbacks.unwrap_or(false))
         .signing_with(signing, &algorithms)
         .with_default_profile(config.registration.default_security_profile)
-        .with_hsm(config.tokens.hsm.open()?))
+        .with_key_holders(config.tokens.key_holders()?))
 }
 
 pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<()> {
@@ -405,6 +427,22 @@ pub async fn keys(config: &Config, command: KeyCommand) -> anyhow::Result<()> {
                 "key {kid} now signs new tokens ({alg}); the previous key stays published until its tokens expire"
             );
         }
+        KeyCommand::Import { alg, hsm_label, command_key, public_key } => {
+            let key = match (hsm_label, command_key, public_key) {
+                (Some(label), _, _) => ImportedKey::Hsm { label },
+                (None, Some(label), Some(path)) => ImportedKey::Command {
+                    label,
+                    public_key_pem: std::fs::read(&path)
+                        .with_context(|| format!("--public-key: cannot read {}", path.display()))?,
+                },
+                _ => anyhow::bail!("name the key: --hsm-label, or --command-key with --public-key"),
+            };
+            println!("checking that the key signs verifiably…");
+            let kid = admin.import_key(&Actor::Cli, alg, &key).await?;
+            println!(
+                "key {kid} now signs new tokens ({alg}); the previous key stays published until its tokens expire"
+            );
+        }
         KeyCommand::Retire { alg } => {
             let kid = admin.retire_key(&Actor::Cli, alg).await.map_err(refusal)?;
             println!(
@@ -412,12 +450,18 @@ pub async fn keys(config: &Config, command: KeyCommand) -> anyhow::Result<()> {
             );
         }
         KeyCommand::List => {
+            let sealer = InstanceSecret::load(config)?.sealer();
             for key in admin.list_keys().await? {
                 let state = match key.retired_at {
                     None => "active".to_owned(),
                     Some(at) => format!("retired {at}"),
                 };
-                println!("{}\t{}\tcreated {}\t{state}", key.kid, key.alg, key.created_at);
+                let held = match portico_tokens::key_location(&sealer, &key)? {
+                    KeyLocation::Sealed => "database".to_owned(),
+                    KeyLocation::Hsm(label) => format!("hsm {label}"),
+                    KeyLocation::Command(label) => format!("command {label}"),
+                };
+                println!("{}\t{}\tcreated {}\t{state}\t{held}", key.kid, key.alg, key.created_at);
             }
         }
     }

@@ -89,8 +89,10 @@ pub struct AdminService {
     /// The profile of a client registered without naming one
     /// (`registration.default_security_profile`).
     pub default_security_profile: SecurityProfile,
-    /// The HSM new keys of its algorithms are made in (`tokens.hsm`).
-    pub hsm: Option<portico_tokens::HsmKeys>,
+    /// What holds keys outside storage: the HSM new keys of its
+    /// algorithms are made in (`tokens.hsm`), the signing program
+    /// (`tokens.command`).
+    pub key_holders: portico_tokens::KeyHolders,
 }
 
 impl AdminService {
@@ -103,14 +105,15 @@ impl AdminService {
             signing_algorithm: Algorithm::Rs256,
             signing_algorithms: vec![Algorithm::Rs256],
             default_security_profile: SecurityProfile::Standard,
-            hsm: None,
+            key_holders: portico_tokens::KeyHolders::default(),
         }
     }
 
-    /// The same service, making new keys of `hsm`'s algorithms inside it.
+    /// The same service, making new keys of the HSM's algorithms inside
+    /// it and registering keys the HSM or the signing program hold.
     #[must_use]
-    pub fn with_hsm(mut self, hsm: Option<portico_tokens::HsmKeys>) -> Self {
-        self.hsm = hsm;
+    pub fn with_key_holders(mut self, holders: portico_tokens::KeyHolders) -> Self {
+        self.key_holders = holders;
         self
     }
 
@@ -163,12 +166,32 @@ impl AdminService {
     pub async fn rotate_key(&self, actor: &Actor, alg: Option<Algorithm>) -> Result<String> {
         let now = self.clock.now();
         let alg = alg.unwrap_or(self.signing_algorithm);
-        let kid = portico_tokens::KeyRing::rotate_with(self.store.as_ref(), &self.sealer, self.hsm.as_ref(), alg, now)
+        let kid = portico_tokens::KeyRing::rotate_with(self.store.as_ref(), &self.sealer, &self.key_holders, alg, now)
             .await?;
         tracing::info!(%kid, %alg, %actor, "signing key rotated");
         let event =
             AuditEvent::new(now, AuditKind::KeyRotated).detail(serde_json::json!({ "kid": kid, "alg": alg.as_str() }));
         self.audit(actor, event).await;
+        Ok(kid)
+    }
+
+    /// Registers a key made outside Portico (by the HSM vendor's tools, or
+    /// held by the signing program) as `alg`'s active key; the old one
+    /// stays published until its tokens expire. Returns its `kid`.
+    ///
+    /// # Errors
+    /// The key refused (the reason said) or the store failed.
+    pub async fn import_key(&self, actor: &Actor, alg: Algorithm, key: &portico_tokens::ImportedKey) -> Result<String> {
+        let now = self.clock.now();
+        let kid = portico_tokens::KeyRing::import(self.store.as_ref(), &self.sealer, &self.key_holders, alg, key, now)
+            .await?;
+        let (holder, label) = match key {
+            portico_tokens::ImportedKey::Hsm { label } => ("hsm", label),
+            portico_tokens::ImportedKey::Command { label, .. } => ("command", label),
+        };
+        tracing::info!(%kid, %alg, holder, label = %label, %actor, "signing key imported");
+        let detail = serde_json::json!({ "kid": kid, "alg": alg.as_str(), "imported": holder, "label": label });
+        self.audit(actor, AuditEvent::new(now, AuditKind::KeyRotated).detail(detail)).await;
         Ok(kid)
     }
 

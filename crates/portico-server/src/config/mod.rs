@@ -586,6 +586,44 @@ pub struct TokenConfig {
     pub signing_algorithms: Vec<String>,
     /// A PKCS#11 module (an HSM) new keys of some algorithms are made in.
     pub hsm: HsmConfig,
+    /// A program that signs with keys it holds (registered with `portico
+    /// keys import --command-key`).
+    pub command: TokenCommandConfig,
+}
+
+/// `tokens.command`: the signing program of keys Portico does not hold.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TokenCommandConfig {
+    /// The program and its arguments; `{key}` becomes the key's label and
+    /// `{alg}` the JWS algorithm. Empty: no key is held by a program.
+    pub program: Vec<String>,
+    /// Seconds a signature may take, waiting for a free run included.
+    pub timeout_secs: u64,
+    /// Runs of the program at once (per process).
+    pub concurrency: u32,
+}
+
+impl Default for TokenCommandConfig {
+    fn default() -> Self {
+        Self { program: Vec::new(), timeout_secs: 5, concurrency: 8 }
+    }
+}
+
+impl TokenCommandConfig {
+    /// The signing program; `None` when none is named.
+    ///
+    /// # Errors
+    /// A program that is not found, a zero timeout or concurrency.
+    pub fn open(&self) -> Result<Option<portico_tokens::CommandKeys>, ConfigError> {
+        if self.program.is_empty() {
+            return Ok(None);
+        }
+        let timeout = std::time::Duration::from_secs(self.timeout_secs);
+        let command = portico_command::Command::new(self.program.clone(), timeout, self.concurrency)
+            .map_err(|e| ConfigError(format!("tokens.command: {e}")))?;
+        Ok(Some(portico_tokens::CommandKeys { command: std::sync::Arc::new(command) }))
+    }
 }
 
 /// `tokens.hsm`: the PKCS#11 module, token and PIN, and the algorithms
@@ -616,6 +654,17 @@ impl std::fmt::Debug for HsmConfig {
             .field("pin_file", &self.pin_file)
             .field("algorithms", &self.algorithms)
             .finish()
+    }
+}
+
+impl TokenConfig {
+    /// What holds keys outside storage on this node: the HSM and the
+    /// signing program.
+    ///
+    /// # Errors
+    /// As [`HsmConfig::open`] and [`TokenCommandConfig::open`].
+    pub fn key_holders(&self) -> Result<portico_tokens::KeyHolders, ConfigError> {
+        Ok(portico_tokens::KeyHolders { hsm: self.hsm.open()?, command: self.command.open()? })
     }
 }
 
@@ -807,6 +856,7 @@ impl Default for TokenConfig {
             signing_algorithm: Algorithm::Rs256.as_str().to_owned(),
             signing_algorithms: Vec::new(),
             hsm: HsmConfig::default(),
+            command: TokenCommandConfig::default(),
         }
     }
 }

@@ -235,3 +235,68 @@ async fn a_qes_signature_is_made_by_a_report_key_inside_the_hsm() {
     let error = portico_tests::start_error(config).await;
     assert!(error.contains("is not the key of reports.signing_cert"), "{error}");
 }
+
+/// Makes an ES256 key pair in `token` as a vendor's tools would (not
+/// through Portico), protected or readable.
+fn vendor_key(token: &softhsm::Token, label: &str, protected: bool) {
+    use cryptoki::mechanism::Mechanism;
+    use cryptoki::object::Attribute;
+    let module = portico_hsm::module(&token.module).unwrap();
+    let slot = module
+        .get_slots_with_token()
+        .unwrap()
+        .into_iter()
+        .find(|slot| module.get_token_info(*slot).unwrap().label().trim_end() == token.label)
+        .unwrap();
+    let session = module.open_rw_session(slot).unwrap();
+    let _ = session.login(UserType::User, Some(&AuthPin::from(PIN.to_owned())));
+    // prime256v1's OID, DER.
+    let p256 = vec![0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07];
+    let name = || Attribute::Label(label.as_bytes().to_vec());
+    let public = [Attribute::Token(true), Attribute::Verify(true), Attribute::EcParams(p256), name()];
+    let private = [
+        Attribute::Token(true),
+        Attribute::Private(true),
+        Attribute::Sign(true),
+        Attribute::Sensitive(protected),
+        Attribute::Extractable(!protected),
+        name(),
+    ];
+    session.generate_key_pair(&Mechanism::EccKeyPairGen, &public, &private).unwrap();
+}
+
+#[tokio::test]
+async fn a_key_the_vendors_tools_made_in_the_hsm_is_imported_and_signs_and_a_readable_one_is_refused() {
+    let Some(token) = softhsm::token("keys") else { return };
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |config| with_hsm(config, &token, "ES256", &[])).await;
+        let (before, location) = active_key(&app, Algorithm::Es256).await;
+        assert_eq!(location, portico_tokens::KeyLocation::Sealed, "no algorithm is made in the HSM");
+        let secret = portico_server::secret::InstanceSecret::load(&app.config).unwrap();
+        let admin =
+            portico_admin::AdminService::new(std::sync::Arc::clone(&app.store), app.clock.clone(), secret.sealer())
+                .with_key_holders(app.config.tokens.key_holders().unwrap());
+        let import = |label: &str| portico_tokens::ImportedKey::Hsm { label: label.to_owned() };
+        let actor = portico_model::audit::Actor::Cli;
+
+        let readable = portico_hsm::new_label(Algorithm::Es256).replace("portico", "readable");
+        vendor_key(&token, &readable, false);
+        let refused = admin.import_key(&actor, Algorithm::Es256, &import(&readable)).await.unwrap_err();
+        assert!(refused.to_string().contains("sensitive and not extractable"), "{backend:?}: {refused}");
+        let missing = admin.import_key(&actor, Algorithm::Es256, &import("no-such-key")).await.unwrap_err();
+        assert!(missing.to_string().contains("has no public key labelled \"no-such-key\""), "{missing}");
+        let wrong_alg = portico_hsm::new_label(Algorithm::Es256).replace("portico", "vendor");
+        vendor_key(&token, &wrong_alg, true);
+        let refused = admin.import_key(&actor, Algorithm::Rs256, &import(&wrong_alg)).await.unwrap_err();
+        assert!(refused.to_string().contains("is not a RS256 key"), "{backend:?}: {refused}");
+        assert_eq!(active_key(&app, Algorithm::Es256).await.0, before, "{backend:?}: nothing was registered");
+
+        let label = portico_hsm::new_label(Algorithm::Es256).replace("portico", "vendor");
+        vendor_key(&token, &label, true);
+        let kid = admin.import_key(&actor, Algorithm::Es256, &import(&label)).await.unwrap();
+        assert_eq!(active_key(&app, Algorithm::Es256).await, (kid.clone(), portico_tokens::KeyLocation::Hsm(label)));
+        let tokens = app.tokens_for("maria", "maria-password").await;
+        assert_eq!(jwt_header(&tokens.access_token)["kid"], kid.as_str(), "{backend:?}: signed by the vendor's key");
+        assert_eq!(app.liveness(&tokens.access_token).await, 200);
+    }
+}

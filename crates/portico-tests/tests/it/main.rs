@@ -49,6 +49,7 @@ mod revoke;
 mod scim;
 mod security;
 mod session_store;
+mod signing_command;
 pub(crate) mod storage_contract;
 mod token;
 mod upgrade;

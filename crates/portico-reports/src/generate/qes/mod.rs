@@ -22,7 +22,7 @@
 //! certificate's public key for ECDSA, with the configured verification
 //! command for GOST.
 
-pub mod command;
+pub use portico_command as command;
 
 use aws_lc_rs::rand::SystemRandom;
 use aws_lc_rs::signature::{ECDSA_P256_SHA256_ASN1, ECDSA_P256_SHA256_ASN1_SIGNING, EcdsaKeyPair, KeyPair as _};
@@ -533,6 +533,7 @@ impl Signer {
             let scratch = command::Scratch::new().map_err(failed)?;
             let signature = scratch.write("signature.p7s", cms).map_err(failed)?;
             let form = scratch.write("content", content).map_err(failed)?;
+            let (signature, form) = (signature.to_string_lossy(), form.to_string_lossy());
             verify.check(&[("signature", &signature), ("content", &form)]).await.map_err(|e| match e {
                 command::CommandError::Failed { said, .. } => {
                     mismatch(format!("the verification command refused the signature{said}"))

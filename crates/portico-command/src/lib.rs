@@ -1,14 +1,15 @@
-//! The external signing command: a program the operator names (CryptoPro's
-//! `cryptcp`, a wrapper around a GOST token, OpenSSL with the GOST engine)
-//! that signs what Portico gives it on standard input and writes the
-//! signature, or a whole detached CMS, on standard output.
+//! External signing commands: a program the operator names (CryptoPro's
+//! `cryptcp`, a wrapper around a GOST token or a vendor's key service,
+//! OpenSSL) that signs what Portico gives it on standard input and writes
+//! the signature, or a whole detached CMS, on standard output. Reports
+//! (`reports.signature.command`) and token keys (`tokens.command`) use it.
 //!
 //! Each run has a deadline (the program is killed when it passes) and the
 //! runs of one command are limited in number, so that a hung or slow
-//! signer holds report workers, never the server. A failure says what went
-//! wrong (exit status and the first line of standard error, a timeout,
-//! output that is empty or too large) and is counted in
-//! `portico_report_signing_failures_total` by reason.
+//! signer holds its callers for at most the deadline, never the server. A
+//! failure says what went wrong (exit status and the first line of standard
+//! error, a timeout, output that is empty or too large); its
+//! [`CommandError::reason`] is the label its callers count it by.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -37,7 +38,8 @@ pub enum CommandError {
 }
 
 impl CommandError {
-    /// The `reason` label of `portico_report_signing_failures_total`.
+    /// The `reason` label a failure is counted by: `failed`, `timeout` or
+    /// `output`.
     pub fn reason(&self) -> &'static str {
         match self {
             Self::Start { .. } | Self::Failed { .. } => "failed",
@@ -77,15 +79,16 @@ impl Command {
     }
 
     /// Runs the command with `input` on standard input and `{name}` in its
-    /// arguments replaced by the paths in `files`; returns standard output,
+    /// arguments replaced by the values in `fields` (file paths, a key's
+    /// label, an algorithm); returns standard output,
     /// which must not be empty. Waiting for a free run counts against the
     /// deadline.
     ///
     /// # Errors
     /// [`CommandError`] for a start failure, a timeout, a non-zero exit or
     /// empty or oversized output.
-    pub async fn run(&self, input: &[u8], files: &[(&str, &std::path::Path)]) -> Result<Vec<u8>, CommandError> {
-        let (out, said) = self.execute(input, files).await?;
+    pub async fn run(&self, input: &[u8], fields: &[(&str, &str)]) -> Result<Vec<u8>, CommandError> {
+        let (out, said) = self.execute(input, fields).await?;
         if out.is_empty() {
             return Err(CommandError::Output {
                 program: self.program().to_owned(),
@@ -101,17 +104,13 @@ impl Command {
     ///
     /// # Errors
     /// [`CommandError`] for a start failure, a timeout or a non-zero exit.
-    pub async fn check(&self, files: &[(&str, &std::path::Path)]) -> Result<(), CommandError> {
-        self.execute(b"", files).await.map(drop)
+    pub async fn check(&self, fields: &[(&str, &str)]) -> Result<(), CommandError> {
+        self.execute(b"", fields).await.map(drop)
     }
 
     /// Standard output and the first line of standard error of a run that
     /// exited with status 0.
-    async fn execute(
-        &self,
-        input: &[u8],
-        files: &[(&str, &std::path::Path)],
-    ) -> Result<(Vec<u8>, String), CommandError> {
+    async fn execute(&self, input: &[u8], fields: &[(&str, &str)]) -> Result<(Vec<u8>, String), CommandError> {
         let program = self.program().to_owned();
         let timeout = || CommandError::Timeout { program: program.clone(), seconds: self.timeout.as_secs() };
         let deadline = tokio::time::Instant::now() + self.timeout;
@@ -120,9 +119,7 @@ impl Command {
             .map_err(|_| timeout())?
             .map_err(|_| timeout())?;
         let args = self.argv[1..].iter().map(|arg| {
-            files
-                .iter()
-                .fold(arg.clone(), |arg, (name, path)| arg.replace(&format!("{{{name}}}"), &path.to_string_lossy()))
+            fields.iter().fold(arg.clone(), |arg, (name, value)| arg.replace(&format!("{{{name}}}"), value))
         });
         let mut child = tokio::process::Command::new(&program)
             .args(args)
@@ -265,7 +262,8 @@ mod tests {
     async fn file_placeholders_are_replaced_by_paths() {
         let scratch = Scratch::new().unwrap();
         let path = scratch.write("data", b"from a file").unwrap();
-        let out = sh("cat {data}", Duration::from_secs(5)).run(b"", &[("data", &path)]).await.unwrap();
+        let out =
+            sh("cat {data}", Duration::from_secs(5)).run(b"", &[("data", &path.to_string_lossy())]).await.unwrap();
         assert_eq!(out, b"from a file");
         let folder = path.parent().unwrap().to_owned();
         drop(scratch);
@@ -279,7 +277,8 @@ mod tests {
         let script = "echo started >> {log}; while [ ! -e {flag} ]; do sleep 0.02; done; echo done";
         let command =
             Command::new(vec!["/bin/sh".into(), "-c".into(), script.into()], Duration::from_secs(20), 2).unwrap();
-        let files = [("log", log.as_path()), ("flag", flag.as_path())];
+        let (log_path, flag_path) = (log.to_string_lossy(), flag.to_string_lossy());
+        let files = [("log", log_path.as_ref()), ("flag", flag_path.as_ref())];
         let runs = futures_util::future::join_all((0..3).map(|_| command.run(b"", &files)));
         let watch = async {
             // Two start at once; the third waits while both are held.
