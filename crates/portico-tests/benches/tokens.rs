@@ -44,6 +44,11 @@
 //! each, their ratio, and the CPU per refresh of the whole process (the
 //! module signs in this process too).
 //!
+//! `PORTICO_BENCH_ONLY=command` (with `PORTICO_TEST_OPENSSL` naming
+//! OpenSSL) runs the same comparison with a server whose ES256 key a
+//! signing program holds (`tokens.command`: OpenSSL over a key file, a
+//! process per signature), 300 refreshes of each kind per round.
+//!
 //! Codes are put straight into storage (as the authorize endpoint would) so
 //! that the measurement is the token endpoint's, not the login's Argon2.
 
@@ -82,6 +87,14 @@ fn main() {
     println!("machine: {cores} cores; concurrency {CONCURRENCY}; {}", std::env::consts::ARCH);
 
     let only = std::env::var("PORTICO_BENCH_ONLY").ok();
+    if only.as_deref() == Some("command") {
+        let openssl = std::env::var("PORTICO_TEST_OPENSSL").expect("PORTICO_TEST_OPENSSL names OpenSSL");
+        let program = portico_tests::signing_program::SigningProgram::new(&openssl);
+        for backend in backends() {
+            runtime.block_on(command_refreshes(backend, &program));
+        }
+        return;
+    }
     if only.as_deref() == Some("hsm") {
         let token = portico_tests::softhsm::token("keys").expect("PORTICO_TEST_SOFTHSM names SoftHSM2's module");
         for backend in backends() {
@@ -544,55 +557,94 @@ async fn basic_refreshes(http: &Http, url: &str, basic: &str, refresh_tokens: Ve
 /// Refreshes against a server signing ES256 in SoftHSM2 and one signing
 /// ES256 itself, in alternating rounds.
 async fn hsm_refreshes(backend: Backend, token: &portico_tests::softhsm::Token) {
+    let hsm = TestApp::spawn_with(backend, |c| {
+        c.database_max_connections = 16;
+        c.database_cache_staleness_ms = common::staleness_ms();
+        c.tokens.signing_algorithm = "ES256".to_owned();
+        c.tokens.hsm = portico_server::config::HsmConfig {
+            module: Some(token.module.clone()),
+            token_label: token.label.clone(),
+            pin: Some(portico_tests::softhsm::PIN.to_owned()),
+            pin_file: None,
+            algorithms: vec!["ES256".to_owned()],
+        };
+    })
+    .await;
+    held_refreshes(backend, "in SoftHSM2", hsm, PER_AUTH_ROUND).await;
+}
+
+/// Refreshes against a server whose ES256 key a signing program holds
+/// (OpenSSL over a key file, a process per signature) and one signing
+/// ES256 itself, in alternating rounds.
+async fn command_refreshes(backend: Backend, program: &portico_tests::signing_program::SigningProgram) {
+    let app = TestApp::spawn_with(backend, |c| {
+        c.database_max_connections = 16;
+        c.database_cache_staleness_ms = common::staleness_ms();
+        c.tokens.signing_algorithm = "ES256".to_owned();
+        c.tokens.command.program = program.program();
+        c.tokens.command.concurrency = 8;
+    })
+    .await;
+    let label = format!("bench-{backend:?}");
+    let public = program.make_key(&label, true, 0);
+    let secret = portico_server::secret::InstanceSecret::load(&app.config).expect("the instance secret");
+    portico_admin::AdminService::new(Arc::clone(&app.store), app.clock.clone(), secret.sealer())
+        .with_key_holders(app.config.tokens.key_holders().expect("the signing program"))
+        .import_key(
+            &portico_model::audit::Actor::Cli,
+            Algorithm::Es256,
+            &portico_tokens::ImportedKey::Command { label, public_key_pem: public },
+        )
+        .await
+        .expect("the program's key is imported");
+    held_refreshes(backend, "held by a signing program", app, PER_COMMAND_ROUND).await;
+}
+
+/// Refreshes per kind in each round of the signing-program comparison (a
+/// process per signature is slow).
+const PER_COMMAND_ROUND: usize = 300;
+
+/// Refreshes against `held` (a server whose ES256 key is held `where`)
+/// and a server signing ES256 itself, `per_round` of each in alternating
+/// rounds: the time per refresh of each, their ratio, and the CPU per
+/// refresh of the whole process (the module or the programs included).
+async fn held_refreshes(backend: Backend, place: &str, held: TestApp, per_round: usize) {
     use base64::Engine as _;
     let software = Arc::new(spawn(backend, Algorithm::Es256).await);
-    let hsm = Arc::new(
-        TestApp::spawn_with(backend, |c| {
-            c.database_max_connections = 16;
-            c.database_cache_staleness_ms = common::staleness_ms();
-            c.tokens.signing_algorithm = "ES256".to_owned();
-            c.tokens.hsm = portico_server::config::HsmConfig {
-                module: Some(token.module.clone()),
-                token_label: token.label.clone(),
-                pin: Some(portico_tests::softhsm::PIN.to_owned()),
-                pin_file: None,
-                algorithms: vec!["ES256".to_owned()],
-            };
-        })
-        .await,
-    );
+    let held = Arc::new(held);
     let basic = format!(
         "Basic {}",
         base64::engine::general_purpose::STANDARD.encode(format!("{}:{}", demo::CLIENT_ID, demo::CLIENT_SECRET))
     );
     let http = Http::new();
-    let (mut software_each, mut hsm_each, mut software_cpu, mut hsm_cpu) =
+    let held_name = format!("refresh, ES256 key {place}");
+    let (mut software_each, mut held_each, mut software_cpu, mut held_cpu) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for round in 0..AUTH_ROUNDS {
         for (name, app, each, cpu_each) in [
-            ("refresh, ES256 key in SoftHSM2", &hsm, &mut hsm_each, &mut hsm_cpu),
+            (held_name.as_str(), &held, &mut held_each, &mut held_cpu),
             ("refresh, ES256 key of its own", &software, &mut software_each, &mut software_cpu),
         ] {
-            let mut refresh_tokens = Vec::with_capacity(PER_AUTH_ROUND);
-            for _ in 0..PER_AUTH_ROUND {
+            let mut refresh_tokens = Vec::with_capacity(per_round);
+            for _ in 0..per_round {
                 refresh_tokens.push(app.token_pair_for("ivan", demo::CLIENT_ID).await.refresh_token);
             }
             let cpu = Cpu::now();
             let rate = basic_refreshes(&http, &app.url("/oauth2/token"), &basic, refresh_tokens).await;
             let used = cpu.since();
-            report(backend, name, round, rate, PER_AUTH_ROUND, used, None);
+            report(backend, name, round, rate, per_round, used, None);
             each.push(1.0 / rate);
-            cpu_each.push(used.process / PER_AUTH_ROUND as f64);
+            cpu_each.push(used.process / per_round as f64);
         }
     }
-    let (soft, in_hsm) = (median(&mut software_each), median(&mut hsm_each));
+    let (soft, outside) = (median(&mut software_each), median(&mut held_each));
     println!(
-        "{backend:?}  refresh time, ES256 in SoftHSM2 / ES256 of its own: {:.2}× (medians {:.0} vs {:.0} µs of wall \
+        "{backend:?}  refresh time, ES256 {place} / ES256 of its own: {:.2}× (medians {:.0} vs {:.0} µs of wall \
          time per refresh at concurrency {CONCURRENCY}; CPU per refresh {:.0} vs {:.0} µs)",
-        in_hsm / soft,
-        in_hsm * 1e6,
+        outside / soft,
+        outside * 1e6,
         soft * 1e6,
-        median(&mut hsm_cpu) * 1e6,
+        median(&mut held_cpu) * 1e6,
         median(&mut software_cpu) * 1e6
     );
 }

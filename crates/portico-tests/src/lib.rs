@@ -6,6 +6,7 @@ pub mod authenticator;
 pub mod certificates;
 pub mod permission_models;
 pub mod release_sample;
+pub mod signing_program;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Once};

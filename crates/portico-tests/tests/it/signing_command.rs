@@ -6,12 +6,12 @@
 //! do not sign verifiably are refused at import; a program that fails
 //! answers 503, spends nothing, and the same code works once it is back.
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use portico_admin::AdminService;
 use portico_model::audit::Actor;
 use portico_model::key::Algorithm;
+use portico_tests::signing_program::{SigningProgram, write_program};
 use portico_tests::{Pkce, TestApp, backends, jwt_header};
 use portico_tokens::{ImportedKey, KeyLocation};
 
@@ -26,57 +26,7 @@ fn openssl() -> Option<String> {
     openssl
 }
 
-/// A folder of key files and the program that signs with them: `sign
-/// {key} {alg}` signs standard input with `<folder>/{key}.pem`.
-struct Signer {
-    dir: portico_tests::TempDir,
-    openssl: String,
-}
-
-impl Signer {
-    fn new(openssl: &str) -> Self {
-        let dir = portico_tests::TempDir::new();
-        let script = format!(
-            "#!/bin/sh\nkey=\"{keys}/$1.pem\"\ncase \"$2\" in\n  PS256) exec {openssl} dgst -sha256 -sigopt rsa_padding_mode:pss \
-             -sigopt rsa_pss_saltlen:32 -sign \"$key\" ;;\n  *) exec {openssl} dgst -sha256 -sign \"$key\" ;;\nesac\n",
-            keys = dir.0.display()
-        );
-        write_program(&dir.0.join("sign"), &script);
-        Self { dir, openssl: openssl.to_owned() }
-    }
-
-    fn program(&self) -> Vec<String> {
-        vec![self.dir.0.join("sign").display().to_string(), "{key}".into(), "{alg}".into()]
-    }
-
-    fn key_path(&self, label: &str) -> PathBuf {
-        self.dir.0.join(format!("{label}.pem"))
-    }
-
-    /// Makes the key `label` (`ec` for P-256, else RSA of `rsa_bits`) and
-    /// answers its public half, PEM.
-    fn make_key(&self, label: &str, ec: bool, rsa_bits: u32) -> Vec<u8> {
-        let key = self.key_path(label);
-        let options: Vec<String> = if ec {
-            vec!["-algorithm".into(), "EC".into(), "-pkeyopt".into(), "ec_paramgen_curve:P-256".into()]
-        } else {
-            vec!["-algorithm".into(), "RSA".into(), "-pkeyopt".into(), format!("rsa_keygen_bits:{rsa_bits}")]
-        };
-        run(
-            &self.openssl,
-            &[&["genpkey".to_owned()][..], &options, &["-out".into(), key.display().to_string()]].concat(),
-        );
-        run(&self.openssl, &["pkey".into(), "-in".into(), key.display().to_string(), "-pubout".into()])
-    }
-}
-
-fn run(program: &str, args: &[String]) -> Vec<u8> {
-    let out = std::process::Command::new(program).args(args).output().unwrap();
-    assert!(out.status.success(), "{program} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    out.stdout
-}
-
-fn with_program(config: &mut portico_server::Config, signer: &Signer, default: &str) {
+fn with_program(config: &mut portico_server::Config, signer: &SigningProgram, default: &str) {
     config.tokens.signing_algorithm = default.into();
     config.tokens.signing_algorithms = vec!["ES256".into(), "PS256".into(), "RS256".into()];
     config.tokens.command.program = signer.program();
@@ -105,7 +55,7 @@ fn command_key(label: &str, public_key_pem: &[u8]) -> ImportedKey {
 async fn tokens_signed_by_a_signing_program_verify_with_openid_client_and_its_keys_stay_outside() {
     let Some(openssl) = openssl() else { return };
     let Some(library) = library() else { return };
-    let signer = Signer::new(&openssl);
+    let signer = SigningProgram::new(&openssl);
     for (backend, alg) in backends().into_iter().cycle().zip(["ES256", "PS256", "RS256"]) {
         let app = TestApp::spawn_with(backend, |config| with_program(config, &signer, alg)).await;
         let algorithm = Algorithm::parse(alg).unwrap();
@@ -145,7 +95,7 @@ async fn tokens_signed_by_a_signing_program_verify_with_openid_client_and_its_ke
 #[tokio::test]
 async fn keys_that_do_not_sign_verifiably_are_refused_and_nothing_is_registered() {
     let Some(openssl) = openssl() else { return };
-    let signer = Signer::new(&openssl);
+    let signer = SigningProgram::new(&openssl);
     let es = signer.make_key("es", true, 0);
     let other = signer.make_key("other", true, 0);
     let small = signer.make_key("small", false, 1024);
@@ -200,7 +150,7 @@ async fn keys_that_do_not_sign_verifiably_are_refused_and_nothing_is_registered(
 #[tokio::test]
 async fn a_program_that_cannot_sign_answers_503_spends_nothing_and_recovers_without_restart() {
     let Some(openssl) = openssl() else { return };
-    let signer = Signer::new(&openssl);
+    let signer = SigningProgram::new(&openssl);
     for backend in backends() {
         let app = TestApp::spawn_with(backend, |config| with_program(config, &signer, "ES256")).await;
         let label = format!("outage-{backend:?}");
@@ -236,7 +186,7 @@ async fn a_program_that_cannot_sign_answers_503_spends_nothing_and_recovers_with
 #[tokio::test]
 async fn a_program_that_hangs_is_stopped_at_its_deadline() {
     let Some(openssl) = openssl() else { return };
-    let signer = Signer::new(&openssl);
+    let signer = SigningProgram::new(&openssl);
     let public = signer.make_key("hang", true, 0);
     let hang = signer.dir.0.join("hang.sh");
     write_program(&hang, "#!/bin/sh\nexec sleep 30\n");
@@ -262,10 +212,4 @@ async fn a_program_that_hangs_is_stopped_at_its_deadline() {
     let refused = app.exchange(&code, &pkce.verifier).await;
     assert_eq!(refused.status(), 503);
     assert_eq!(refused.headers()["retry-after"], "5");
-}
-
-fn write_program(path: &Path, script: &str) {
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::write(path, script).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
