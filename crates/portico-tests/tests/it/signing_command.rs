@@ -141,7 +141,8 @@ async fn keys_that_do_not_sign_verifiably_are_refused_and_nothing_is_registered(
         let error = portico_tests::start_error(config).await;
         assert!(error.contains(&kid) && error.contains("configure tokens.command"), "{backend:?}: {error}");
     }
-    let mut config = portico_server::Config::default();
+    let dir = portico_tests::TempDir::new();
+    let mut config = portico_server::Config { data_dir: dir.0.clone(), ..Default::default() };
     config.tokens.command.program = vec!["/nonexistent/signer".into()];
     let error = portico_tests::start_error(config).await;
     assert!(error.contains("tokens.command") && error.contains("not found"), "{error}");
