@@ -39,9 +39,10 @@ pub(crate) fn statement(from: &str, to: &str) -> Value {
     })
 }
 
-/// Polls the task until it leaves `NEW` / `IN_PROGRESS`.
+/// Polls the task until it leaves `NEW` / `IN_PROGRESS` (at most a minute:
+/// a debug build generating beside other tests can take seconds).
 pub(crate) async fn finished(app: &TestApp, pair: &TokenPair, id: &str) -> Value {
-    for _ in 0..200 {
+    for _ in 0..2_400 {
         let (status, task) = call(app, Some(pair), "GET", &format!("/v1/reports/tasks/{id}"), None).await;
         assert_eq!(status, 200, "{task}");
         if task["status"] == "DONE" || task["status"] == "FAILED" {
