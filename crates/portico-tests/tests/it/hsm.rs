@@ -25,6 +25,21 @@ fn with_hsm(config: &mut portico_server::Config, token: &softhsm::Token, default
     };
 }
 
+/// A read-write session of `token`'s user, opened beside Portico's (a
+/// login is the whole process's, so it may be logged in already).
+fn user_session(token: &softhsm::Token) -> cryptoki::session::Session {
+    let module = portico_hsm::module(&token.module).unwrap();
+    let slot = module
+        .get_slots_with_token()
+        .unwrap()
+        .into_iter()
+        .find(|slot| module.get_token_info(*slot).unwrap().label().trim_end() == token.label)
+        .unwrap();
+    let session = module.open_rw_session(slot).unwrap();
+    let _ = session.login(UserType::User, Some(&AuthPin::from(PIN.to_owned())));
+    session
+}
+
 /// Where the active key of `alg` lives, and its `kid`.
 async fn active_key(app: &TestApp, alg: Algorithm) -> (String, portico_tokens::KeyLocation) {
     let secret = portico_server::secret::InstanceSecret::load(&app.config).unwrap();
@@ -87,15 +102,7 @@ async fn an_hsm_that_cannot_sign_answers_503_spends_nothing_and_recovers_without
 
         // The operator's mistake in the HSM: the user PIN changed and every
         // session logged out (C_Logout ends the login of all of them).
-        let module = portico_hsm::module(&token.module).unwrap();
-        let slot = module
-            .get_slots_with_token()
-            .unwrap()
-            .into_iter()
-            .find(|slot| module.get_token_info(*slot).unwrap().label().trim_end() == token.label)
-            .unwrap();
-        let session = module.open_rw_session(slot).unwrap();
-        let _ = session.login(UserType::User, Some(&AuthPin::from(PIN.to_owned())));
+        let session = user_session(&token);
         session.set_pin(&AuthPin::from(PIN.to_owned()), &AuthPin::from("999999".to_owned())).unwrap();
         session.logout().unwrap();
 
@@ -241,15 +248,7 @@ async fn a_qes_signature_is_made_by_a_report_key_inside_the_hsm() {
 fn vendor_key(token: &softhsm::Token, label: &str, protected: bool) {
     use cryptoki::mechanism::Mechanism;
     use cryptoki::object::Attribute;
-    let module = portico_hsm::module(&token.module).unwrap();
-    let slot = module
-        .get_slots_with_token()
-        .unwrap()
-        .into_iter()
-        .find(|slot| module.get_token_info(*slot).unwrap().label().trim_end() == token.label)
-        .unwrap();
-    let session = module.open_rw_session(slot).unwrap();
-    let _ = session.login(UserType::User, Some(&AuthPin::from(PIN.to_owned())));
+    let session = user_session(token);
     // prime256v1's OID, DER.
     let p256 = vec![0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07];
     let name = || Attribute::Label(label.as_bytes().to_vec());
