@@ -238,6 +238,7 @@ impl OwnClient {
                         registration_token_hash: None,
                         awaiting_approval: false,
                         created_at: identity.clock.now(),
+                        revision: 0,
                     };
                     match store.create_client(&client).await {
                         Ok(()) => {
@@ -263,7 +264,10 @@ impl OwnClient {
                         changed = true;
                     }
                     if changed {
-                        store.update_client(&client).await?;
+                        // Another node (or an operator) changed it meanwhile: read it again.
+                        if store.update_client(&client).await? != portico_storage::ClientUpdate::Updated {
+                            continue;
+                        }
                         tracing::info!(client_id = %self.client_id, app = self.base, "added the addresses of Portico's own pages to their client");
                     }
                     return Ok(());

@@ -41,6 +41,10 @@ pub struct Client {
     /// or start a login until an operator approves it.
     pub awaiting_approval: bool,
     pub created_at: OffsetDateTime,
+    /// The stored row's revision: each update adds one, and an update made
+    /// from an older read is refused, so two changes at once never undo
+    /// each other. `0` for a client not stored yet.
+    pub revision: u64,
 }
 
 impl Client {

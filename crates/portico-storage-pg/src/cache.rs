@@ -260,6 +260,7 @@ mod tests {
             registration_token_hash: None,
             awaiting_approval: false,
             created_at: time::OffsetDateTime::UNIX_EPOCH,
+            revision: 0,
         };
         let asked = cache.memory.client(&id).expect_err("unknown");
         cache.memory.client_found(&app, asked);

@@ -3,8 +3,8 @@
 use async_trait::async_trait;
 use portico_model::client::{Client, ClientSecurity, LocalizedText};
 use portico_model::ids::ClientId;
-use portico_storage::ClientRepository;
 use portico_storage::memory::NodeMemory;
+use portico_storage::{ClientRepository, ClientUpdate};
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
 use time::OffsetDateTime;
@@ -29,6 +29,7 @@ pub(crate) fn client_from(row: &PgRow) -> Result<Client> {
         registration_token_hash: get(row, "registration_token_hash")?,
         awaiting_approval: get(row, "awaiting_approval")?,
         created_at: get(row, "created_at")?,
+        revision: get::<i64>(row, "revision")?.try_into().unwrap_or_default(),
     })
 }
 
@@ -97,12 +98,14 @@ impl ClientRepository for PgStore {
         Ok(done.map_err(storage_error("client"))?.rows_affected() > 0)
     }
 
-    async fn update_client(&self, client: &Client) -> Result<bool> {
-        let done = sqlx::query(
-            "UPDATE clients SET secret_hash = $2, name_ru = $3, name_en = $4, redirect_uris = $5, scopes = $6, \
-             require_consent = $7, post_logout_redirect_uris = $8, logout_revokes_grants = $9, \
+    async fn update_client(&self, client: &Client) -> Result<ClientUpdate> {
+        let done: std::result::Result<(bool, bool), _> = sqlx::query_as(
+            "WITH u AS (UPDATE clients SET secret_hash = $2, name_ru = $3, name_en = $4, redirect_uris = $5, \
+             scopes = $6, require_consent = $7, post_logout_redirect_uris = $8, logout_revokes_grants = $9, \
              backchannel_logout_uri = $10, security = $11, secret_sealed = $12, \
-             registration_token_hash = $13, awaiting_approval = $14 WHERE client_id = $1",
+             registration_token_hash = $13, awaiting_approval = $14, revision = revision + 1 \
+             WHERE client_id = $1 AND revision = $15 RETURNING 1) \
+             SELECT EXISTS (SELECT 1 FROM u), EXISTS (SELECT 1 FROM clients WHERE client_id = $1)",
         )
         .bind(client.client_id.as_str())
         .bind(&client.secret_hash)
@@ -118,10 +121,15 @@ impl ClientRepository for PgStore {
         .bind(&client.secret_sealed)
         .bind(&client.registration_token_hash)
         .bind(client.awaiting_approval)
-        .execute(&mut *self.conn().await?)
+        .bind(i64::try_from(client.revision).unwrap_or(i64::MAX))
+        .fetch_one(&mut *self.conn().await?)
         .await;
         self.client_changed(&client.client_id);
-        Ok(done.map_err(storage_error("client"))?.rows_affected() > 0)
+        Ok(match done.map_err(storage_error("client"))? {
+            (true, _) => ClientUpdate::Updated,
+            (false, true) => ClientUpdate::Outdated,
+            (false, false) => ClientUpdate::Missing,
+        })
     }
 
     async fn remember_client_assertion(

@@ -3,8 +3,8 @@
 use async_trait::async_trait;
 use portico_model::client::{Client, LocalizedText};
 use portico_model::ids::ClientId;
-use portico_storage::ClientRepository;
 use portico_storage::memory::NodeMemory;
+use portico_storage::{ClientRepository, ClientUpdate};
 use rusqlite::{Row, params};
 use time::OffsetDateTime;
 
@@ -27,6 +27,7 @@ fn client_from(row: &Row<'_>) -> Res<Client> {
         registration_token_hash: row.get("registration_token_hash")?,
         awaiting_approval: row.get("awaiting_approval")?,
         created_at: row.time("created_at")?,
+        revision: row.get::<_, i64>("revision")?.try_into().unwrap_or_default(),
     })
 }
 
@@ -83,7 +84,7 @@ impl ClientRepository for SqliteStore {
         deleted
     }
 
-    async fn update_client(&self, client: &Client) -> Result<bool> {
+    async fn update_client(&self, client: &Client) -> Result<ClientUpdate> {
         let client_id = client.client_id.clone();
         let client = client.clone();
         let updated = self
@@ -92,8 +93,8 @@ impl ClientRepository for SqliteStore {
                 let sql = "UPDATE clients SET secret_hash = ?2, name_ru = ?3, name_en = ?4, redirect_uris = ?5, \
                            scopes = ?6, require_consent = ?7, post_logout_redirect_uris = ?8, \
                            logout_revokes_grants = ?9, backchannel_logout_uri = ?10, security = ?11, \
-                           secret_sealed = ?12, registration_token_hash = ?13, awaiting_approval = ?14 \
-                           WHERE client_id = ?1";
+                           secret_sealed = ?12, registration_token_hash = ?13, awaiting_approval = ?14, \
+                           revision = revision + 1 WHERE client_id = ?1 AND revision = ?15";
                 let values = params![
                     client.client_id.as_str(),
                     client.secret_hash,
@@ -109,8 +110,15 @@ impl ClientRepository for SqliteStore {
                     client.secret_sealed,
                     client.registration_token_hash,
                     client.awaiting_approval,
+                    i64::try_from(client.revision).unwrap_or(i64::MAX),
                 ];
-                Ok(run(tx, sql, values)? > 0)
+                if run(tx, sql, values)? > 0 {
+                    return Ok(ClientUpdate::Updated);
+                }
+                let id = client.client_id.as_str();
+                let stored =
+                    one(tx, "SELECT 1 FROM clients WHERE client_id = ?1", [id], |row| Ok(row.get::<_, i64>(0)?))?;
+                Ok(if stored.is_some() { ClientUpdate::Outdated } else { ClientUpdate::Missing })
             })
             .await;
         self.client_changed(&client_id);

@@ -42,6 +42,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (25, "passkeys", include_str!("../migrations/0025_passkeys.sql")),
     (26, "passkey offers", include_str!("../migrations/0026_passkey_offers.sql")),
     (27, "browsers", include_str!("../migrations/0027_browsers.sql")),
+    (28, "client revision", include_str!("../migrations/0028_client_revision.sql")),
 ];
 
 /// Applies the migrations that have not run yet.

@@ -6,6 +6,19 @@ use portico_model::client::Client;
 use portico_model::ids::ClientId;
 use time::OffsetDateTime;
 
+/// What [`ClientRepository::update_client`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientUpdate {
+    /// Written; the stored revision is one higher.
+    Updated,
+    /// There is no client with this id.
+    Missing,
+    /// The client was changed since it was read (another revision is
+    /// stored), and nothing was written: read it again and make the change
+    /// on what is stored now.
+    Outdated,
+}
+
 #[async_trait]
 pub trait ClientRepository: Send + Sync {
     /// # Errors
@@ -23,11 +36,12 @@ pub trait ClientRepository: Send + Sync {
     /// Only when the store fails.
     async fn delete_client(&self, client_id: &ClientId) -> Result<bool>;
     /// Replaces everything of the client but its id and creation time (the
-    /// secret hash included). Returns whether it exists.
+    /// secret hash included), if the stored client is still at
+    /// `client.revision`; the stored revision then goes one up.
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn update_client(&self, client: &Client) -> Result<bool>;
+    async fn update_client(&self, client: &Client) -> Result<ClientUpdate>;
     /// Remembers that an assertion of `client_id` with `jti` was accepted,
     /// until `expires_at`. Returns `false`, remembering nothing, when that
     /// `jti` of the client is remembered already and has not expired at

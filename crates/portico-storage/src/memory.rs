@@ -475,6 +475,7 @@ mod tests {
             registration_token_hash: None,
             awaiting_approval: false,
             created_at: time::OffsetDateTime::UNIX_EPOCH,
+            revision: 0,
         }
     }
 

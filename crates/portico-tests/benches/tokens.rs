@@ -474,6 +474,7 @@ async fn assertion_refreshes(backend: Backend, app: &Arc<TestApp>) {
         registration_token_hash: None,
         awaiting_approval: false,
         created_at: app.clock.now(),
+        revision: 0,
     };
     app.store.create_client(&client).await.expect("create the key client");
     let url = app.url("/oauth2/token");

@@ -581,6 +581,7 @@ impl TestApp {
                 registration_token_hash: None,
                 awaiting_approval: false,
                 created_at: self.clock.now(),
+                revision: 0,
             })
             .await
             .expect("create a client");

@@ -86,6 +86,7 @@ pub fn sample() -> Sample {
         registration_token_hash: None,
         awaiting_approval: false,
         created_at: t0,
+        revision: 0,
     };
     let user = User {
         id: id(1).into(),

@@ -16,7 +16,7 @@ use portico_model::audit::{Actor, AuditEvent, AuditKind};
 use portico_model::client::{AuthMethod, Client, ClientSecurity, LocalizedText, SecurityProfile};
 use portico_model::ids::ClientId;
 use portico_model::scope::{OIDC_SCOPES, ScopeSet};
-use portico_storage::StorageError;
+use portico_storage::{ClientUpdate, StorageError};
 
 use super::{AdminService, Result, ServiceError};
 
@@ -476,6 +476,8 @@ const MAX_INITIAL_TOKEN_TTL: time::Duration = time::Duration::days(30);
 /// Shortest secret of a `client_secret_jwt` client: 256 bits for HS256
 /// (RFC 7518 §3.2) as 43 Base64url characters, the length Portico generates.
 const MIN_JWT_SECRET_LEN: usize = 43;
+/// Times a client's change is made again after others wrote it meanwhile.
+const UPDATE_ATTEMPTS: usize = 20;
 
 fn not_found(client_id: &str) -> ServiceError {
     ServiceError::NotFound("client_not_found", format!("there is no client {client_id}"))
@@ -559,6 +561,7 @@ impl AdminService {
             registration_token_hash: new.registration_token_hash,
             awaiting_approval: new.awaiting_approval,
             created_at: now,
+            revision: 0,
         };
         match self.store.create_client(&client).await {
             Ok(()) => {}
@@ -575,11 +578,22 @@ impl AdminService {
     /// Changes a client.
     ///
     /// # Errors
-    /// `Invalid` naming every problem; `client_not_found`; the store failed.
+    /// `Invalid` naming every problem; `client_not_found`; `client_changed`
+    /// when others kept changing it meanwhile; the store failed.
     pub async fn update_client(&self, actor: &Actor, client_id: &str, changes: ClientChanges) -> Result<Client> {
-        let mut client = self.client(client_id).await?;
+        let (client, changed) =
+            self.modify_client(client_id, |client| self.apply_changes(client, changes.clone())).await?;
+        let event = AuditEvent::new(self.clock.now(), AuditKind::ClientUpdated)
+            .client(&client.client_id)
+            .detail(serde_json::json!({ "changed": changed }));
+        self.audit(actor, event).await;
+        Ok(client)
+    }
+
+    /// Makes `changes` on `client`; answers the names of the fields changed.
+    fn apply_changes(&self, client: &mut Client, changes: ClientChanges) -> Result<Vec<&'static str>> {
         let mut problems = Vec::new();
-        let mut changed: Vec<&str> = Vec::new();
+        let mut changed: Vec<&'static str> = Vec::new();
         if let Some(uris) = changes.redirect_uris {
             if uris.is_empty() {
                 problems.push(Problem::new("redirectUris", "at least one redirect URI"));
@@ -633,14 +647,36 @@ impl AdminService {
         if !problems.is_empty() {
             return Err(ServiceError::Invalid(problems));
         }
-        if !self.store.update_client(&client).await? {
-            return Err(not_found(client_id));
+        Ok(changed)
+    }
+
+    /// Reads the client, makes `change` on it and writes it back if nobody
+    /// wrote it in between (its revision); a change that lost that race (to
+    /// another node: this node's changes wait for each other) is made again
+    /// on what is stored now, up to [`UPDATE_ATTEMPTS`] times. Two changes
+    /// at once thus never undo each other.
+    async fn modify_client<T>(
+        &self,
+        client_id: &str,
+        mut change: impl FnMut(&mut Client) -> Result<T>,
+    ) -> Result<(Client, T)> {
+        let _one_at_a_time = self.client_writes.lock().await;
+        for _ in 0..UPDATE_ATTEMPTS {
+            let mut client = self.client(client_id).await?;
+            let made = change(&mut client)?;
+            match self.store.update_client(&client).await? {
+                ClientUpdate::Updated => {
+                    client.revision += 1;
+                    return Ok((client, made));
+                }
+                ClientUpdate::Missing => return Err(not_found(client_id)),
+                ClientUpdate::Outdated => {}
+            }
         }
-        let event = AuditEvent::new(self.clock.now(), AuditKind::ClientUpdated)
-            .client(&client.client_id)
-            .detail(serde_json::json!({ "changed": changed }));
-        self.audit(actor, event).await;
-        Ok(client)
+        Err(ServiceError::Conflict(
+            "client_changed",
+            format!("the client {client_id} kept being changed by others meanwhile: read it again and retry"),
+        ))
     }
 
     /// Gives a client a new secret (the given one, or a generated one); the
@@ -656,18 +692,20 @@ impl AdminService {
                 return Err(ServiceError::Invalid(problems));
             }
         }
-        let mut client = self.client(client_id).await?;
-        let jwt_secret = client.security.token_endpoint_auth_method == AuthMethod::ClientSecretJwt;
-        if jwt_secret && secret.as_ref().is_some_and(|s| s.len() < MIN_JWT_SECRET_LEN) {
-            let message = format!("a client_secret_jwt secret has at least {MIN_JWT_SECRET_LEN} characters");
-            return Err(ServiceError::Invalid(vec![Problem::new("secret", message)]));
-        }
-        let secret = secret.unwrap_or_else(portico_crypto::random::token);
-        client.secret_hash = portico_crypto::hash::client_secret_hash(&secret);
-        client.secret_sealed = jwt_secret.then(|| portico_crypto::jose::seal_client_secret(&self.sealer, &secret));
-        if !self.store.update_client(&client).await? {
-            return Err(not_found(client_id));
-        }
+        let (client, secret) = self
+            .modify_client(client_id, |client| {
+                let jwt_secret = client.security.token_endpoint_auth_method == AuthMethod::ClientSecretJwt;
+                if jwt_secret && secret.as_ref().is_some_and(|s| s.len() < MIN_JWT_SECRET_LEN) {
+                    let message = format!("a client_secret_jwt secret has at least {MIN_JWT_SECRET_LEN} characters");
+                    return Err(ServiceError::Invalid(vec![Problem::new("secret", message)]));
+                }
+                let secret = secret.clone().unwrap_or_else(portico_crypto::random::token);
+                client.secret_hash = portico_crypto::hash::client_secret_hash(&secret);
+                client.secret_sealed =
+                    jwt_secret.then(|| portico_crypto::jose::seal_client_secret(&self.sealer, &secret));
+                Ok(secret)
+            })
+            .await?;
         let event = AuditEvent::new(self.clock.now(), AuditKind::ClientSecretRotated).client(&client.client_id);
         self.audit(actor, event).await;
         Ok(secret)
@@ -707,17 +745,18 @@ impl AdminService {
     /// `client_not_found`; `not_awaiting_approval` for a client that is
     /// not held; the store failed.
     pub async fn approve_client(&self, actor: &Actor, client_id: &str) -> Result<Client> {
-        let mut client = self.client(client_id).await?;
-        if !client.awaiting_approval {
-            return Err(ServiceError::Conflict(
-                "not_awaiting_approval",
-                format!("the client {client_id} is not awaiting approval"),
-            ));
-        }
-        client.awaiting_approval = false;
-        if !self.store.update_client(&client).await? {
-            return Err(not_found(client_id));
-        }
+        let (client, ()) = self
+            .modify_client(client_id, |client| {
+                if !client.awaiting_approval {
+                    return Err(ServiceError::Conflict(
+                        "not_awaiting_approval",
+                        format!("the client {client_id} is not awaiting approval"),
+                    ));
+                }
+                client.awaiting_approval = false;
+                Ok(())
+            })
+            .await?;
         tracing::info!(client_id, %actor, "client registration approved");
         self.audit(actor, AuditEvent::new(self.clock.now(), AuditKind::ClientApproved).client(&client.client_id)).await;
         Ok(client)

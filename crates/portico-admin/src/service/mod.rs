@@ -93,6 +93,9 @@ pub struct AdminService {
     /// algorithms are made in (`tokens.hsm`), the signing program
     /// (`tokens.command`).
     pub key_holders: portico_tokens::KeyHolders,
+    /// Client changes on this node are made one at a time (another node's
+    /// are kept apart by the client's revision).
+    pub(crate) client_writes: tokio::sync::Mutex<()>,
 }
 
 impl AdminService {
@@ -106,6 +109,7 @@ impl AdminService {
             signing_algorithms: vec![Algorithm::Rs256],
             default_security_profile: SecurityProfile::Standard,
             key_holders: portico_tokens::KeyHolders::default(),
+            client_writes: tokio::sync::Mutex::new(()),
         }
     }
 

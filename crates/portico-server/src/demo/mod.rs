@@ -190,6 +190,7 @@ pub async fn seed(
             registration_token_hash: None,
             awaiting_approval: false,
             created_at: now,
+            revision: 0,
         })
         .await?;
     store
@@ -210,6 +211,7 @@ pub async fn seed(
             registration_token_hash: None,
             awaiting_approval: false,
             created_at: now,
+            revision: 0,
         })
         .await?;
     for user in USERS.iter().chain([&OPERATOR]) {

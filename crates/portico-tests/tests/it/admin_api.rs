@@ -417,6 +417,82 @@ async fn thirty_operators_creating_one_login_and_one_client_at_once_make_one_of_
 }
 
 #[tokio::test]
+async fn thirty_two_changes_to_one_client_at_once_are_all_kept() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let new = json!({"clientId": "busy", "redirectUris": ["https://busy.example/cb"], "nameRu": "Занятой"});
+        assert_eq!(admin(&app, "POST", "/admin/v1/clients", Some(new)).await.0, 201);
+        let before = app.store.find_client(&"busy".into()).await.unwrap().unwrap().revision;
+        // Four fields, eight operators changing each, all at once: each
+        // change reads the client and writes it back.
+        let mut requests = tokio::task::JoinSet::new();
+        for i in 0..32 {
+            let body = match i % 4 {
+                0 => json!({"nameRu": format!("ru-{i}")}),
+                1 => json!({"nameEn": format!("en-{i}")}),
+                2 => json!({"postLogoutRedirectUris": [format!("https://busy.example/out-{i}")]}),
+                _ => json!({"requireConsent": true}),
+            };
+            let request = app.http().patch(app.url("/admin/v1/clients/busy")).bearer_auth(ADMIN_TOKEN).json(&body);
+            requests.spawn(async move { request.send().await.unwrap().status().as_u16() });
+        }
+        let statuses = requests.join_all().await;
+        assert!(statuses.iter().all(|s| *s == 200), "{backend:?}: {statuses:?}");
+        let (_, read) = admin(&app, "GET", "/admin/v1/clients/busy", None).await;
+        assert!(read["nameRu"].as_str().unwrap().starts_with("ru-"), "{backend:?}: a change was undone: {read}");
+        assert!(read["nameEn"].as_str().unwrap().starts_with("en-"), "{backend:?}: a change was undone: {read}");
+        assert!(read["postLogoutRedirectUris"][0].as_str().unwrap().contains("/out-"), "{backend:?}: {read}");
+        assert_eq!(read["requireConsent"], true, "{backend:?}: a change was undone: {read}");
+        let after = app.store.find_client(&"busy".into()).await.unwrap().unwrap().revision;
+        assert_eq!(after - before, 32, "{backend:?}: each change written once");
+        let query = portico_storage::AuditQuery { kind: Some("client.updated".into()), ..Default::default() };
+        assert_eq!(app.store.query_audit(&query).await.unwrap().len(), 32, "{backend:?}");
+    }
+}
+
+#[tokio::test]
+async fn changes_to_one_client_from_two_nodes_at_once_are_all_kept() {
+    use portico_admin::service::ClientChanges;
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let new = json!({"clientId": "shared", "redirectUris": ["https://shared.example/cb"]});
+        assert_eq!(admin(&app, "POST", "/admin/v1/clients", Some(new)).await.0, 201);
+        let before = app.store.find_client(&"shared".into()).await.unwrap().unwrap().revision;
+        // Two admin services over one database, as two nodes have: each
+        // makes its own changes one at a time, and they race each other.
+        let secret = portico_server::secret::InstanceSecret::load(&app.config).unwrap();
+        let nodes = [(); 2].map(|()| {
+            std::sync::Arc::new(portico_admin::AdminService::new(
+                std::sync::Arc::clone(&app.store),
+                app.clock.clone(),
+                secret.sealer(),
+            ))
+        });
+        let mut changes = tokio::task::JoinSet::new();
+        for i in 0..32 {
+            let node = std::sync::Arc::clone(&nodes[i % 2]);
+            let change = if i % 4 < 2 {
+                ClientChanges { name_ru: Some(format!("ru-{i}")), ..Default::default() }
+            } else {
+                ClientChanges { name_en: Some(format!("en-{i}")), ..Default::default() }
+            };
+            changes.spawn(async move {
+                node.update_client(&portico_model::audit::Actor::Cli, "shared", change).await.map(|_| ())
+            });
+        }
+        let results = changes.join_all().await;
+        assert!(results.iter().all(Result::is_ok), "{backend:?}: {results:?}");
+        let client = app.store.find_client(&"shared".into()).await.unwrap().unwrap();
+        assert!(
+            client.name.ru.starts_with("ru-") && client.name.en.starts_with("en-"),
+            "{backend:?}: {:?}",
+            client.name
+        );
+        assert_eq!(client.revision - before, 32, "{backend:?}: each change written once");
+    }
+}
+
+#[tokio::test]
 async fn operators_list_and_revoke_a_users_grants() {
     for backend in backends() {
         let app = TestApp::spawn(backend).await;

@@ -81,6 +81,7 @@ async fn signed_in_to_both(app: &TestApp, uri: &str) -> (reqwest::Client, String
             registration_token_hash: None,
             awaiting_approval: false,
             created_at: app.clock.now(),
+            revision: 0,
         })
         .await
         .unwrap();

@@ -81,6 +81,7 @@ pub(crate) fn client(id: &str) -> Client {
         registration_token_hash: None,
         awaiting_approval: false,
         created_at: t0(),
+        revision: 0,
     }
 }
 

@@ -2,6 +2,7 @@
 
 use super::permissions::generated_model;
 use super::*;
+use portico_storage::ClientUpdate;
 
 #[tokio::test]
 async fn clients_and_users_round_trip_with_unique_keys() {
@@ -64,9 +65,21 @@ async fn clients_and_users_change_in_place_and_users_are_found_a_page_at_a_time(
         c.secret_hash = "sha256:11".into();
         c.backchannel_logout_uri = None;
         c.scopes = vec!["openid".into()];
-        assert!(store.update_client(&c).await.unwrap());
+        let read = c.clone();
+        assert_eq!(store.update_client(&c).await.unwrap(), ClientUpdate::Updated);
+        c.revision = 1;
         assert_eq!(store.find_client(&client_id("app")).await.unwrap(), Some(c.clone()), "{backend:?}");
-        assert!(!store.update_client(&client("nobody")).await.unwrap());
+        assert_eq!(store.update_client(&client("nobody")).await.unwrap(), ClientUpdate::Missing);
+        // A change made from the read before the update is refused, and
+        // changes nothing; made again from what is stored, it is written.
+        let mut late = read.clone();
+        late.scopes = vec!["profile".into()];
+        assert_eq!(store.update_client(&late).await.unwrap(), ClientUpdate::Outdated, "{backend:?}");
+        assert_eq!(store.find_client(&client_id("app")).await.unwrap(), Some(c.clone()), "{backend:?}: unchanged");
+        let mut again = store.find_client(&client_id("app")).await.unwrap().unwrap();
+        again.scopes = vec!["profile".into()];
+        assert_eq!(store.update_client(&again).await.unwrap(), ClientUpdate::Updated);
+        assert_eq!(store.find_client(&client_id("app")).await.unwrap().unwrap().revision, 2);
 
         let mut anna = user("anna");
         anna.email = Some("anna@example.com".into());
