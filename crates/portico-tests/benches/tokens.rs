@@ -588,9 +588,7 @@ async fn command_refreshes(backend: Backend, program: &portico_tests::signing_pr
     .await;
     let label = format!("bench-{backend:?}");
     let public = program.make_key(&label, true, 0);
-    let secret = portico_server::secret::InstanceSecret::load(&app.config).expect("the instance secret");
-    portico_admin::AdminService::new(Arc::clone(&app.store), app.clock.clone(), secret.sealer())
-        .with_key_holders(app.config.tokens.key_holders().expect("the signing program"))
+    app.admin_service()
         .import_key(
             &portico_model::audit::Actor::Cli,
             Algorithm::Es256,

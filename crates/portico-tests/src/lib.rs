@@ -540,6 +540,26 @@ impl TestApp {
     ///
     /// # Panics
     /// When any step fails.
+    /// The admin service the `portico` command line uses, over this app's
+    /// store, with the key holders (HSM, signing program) of its settings.
+    pub fn admin_service(&self) -> portico_admin::AdminService {
+        let secret = portico_server::secret::InstanceSecret::load(&self.config).expect("the instance secret");
+        portico_admin::AdminService::new(Arc::clone(&self.store), self.clock.clone(), secret.sealer())
+            .with_key_holders(self.config.tokens.key_holders().expect("the key holders of the settings"))
+    }
+
+    /// The active signing key of `alg`: its `kid` and where it is held.
+    pub async fn active_signing_key(
+        &self,
+        alg: portico_model::key::Algorithm,
+    ) -> (String, portico_tokens::KeyLocation) {
+        let secret = portico_server::secret::InstanceSecret::load(&self.config).expect("the instance secret");
+        let records = self.store.list_signing_keys().await.expect("the signing keys");
+        let record =
+            records.iter().find(|r| r.alg == alg.as_str() && r.retired_at.is_none()).expect("an active key");
+        (record.kid.clone(), portico_tokens::key_location(&secret.sealer(), record).expect("a readable key"))
+    }
+
     pub async fn tokens_for(&self, login: &str, password: &str) -> TokenResponse {
         let pkce = Pkce::new();
         let code = self.login_for_code(&self.browser(), &pkce, login, password).await;
@@ -683,6 +703,7 @@ impl TestApp {
                 deactivated: false,
                 created_at: self.clock.now(),
                 provisioned: None,
+                revision: 0,
             })
             .await
             .expect("create a user");

@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration as StdDuration, Instant};
 
-use portico_crypto::jwt::{Algorithm, Jwk, RemotePublic, SigningKey};
+use portico_crypto::jwt::{Algorithm, Jwk, RemotePublic, RemoteSigner, SigningKey};
 use portico_crypto::seal::Sealer;
 use portico_model::key::SigningKeyRecord;
 use portico_storage::{Storage, StorageError};
@@ -51,6 +51,30 @@ pub struct HsmKeys {
 pub struct KeyHolders {
     pub hsm: Option<HsmKeys>,
     pub command: Option<crate::CommandKeys>,
+}
+
+impl KeyHolders {
+    /// The public half of a key held outside storage, and what signs with
+    /// it; says which setting is missing when this node has no such holder.
+    fn remote(&self, alg: Algorithm, held: &Held<'_>) -> Result<(RemotePublic, Arc<dyn RemoteSigner>), String> {
+        match held {
+            Held::Sealed(_) => Err("the key is sealed in storage, not held outside".to_owned()),
+            Held::Hsm(label) => {
+                let hsm = self.hsm.as_ref().ok_or_else(|| {
+                    format!("it is kept in an HSM (label {label:?}): configure tokens.hsm on this node")
+                })?;
+                let public = hsm.hsm.public_key(alg, label).map_err(|e| e.to_string())?;
+                Ok((public, hsm.hsm.signer(alg, label)))
+            }
+            Held::Command(label, spki) => {
+                let command = self.command.as_ref().ok_or_else(|| {
+                    format!("a signing program holds it (label {label:?}): configure tokens.command on this node")
+                })?;
+                let public = RemotePublic::from_spki_der(spki)?;
+                Ok((public, command.signer(alg, label)))
+            }
+        }
+    }
 }
 
 /// Where a stored key's private half is.
@@ -247,30 +271,23 @@ impl KeyRing {
         if alg == Algorithm::EdDsa {
             return Err(refused("EdDSA keys are kept by Portico only; import an RS256, PS256 or ES256 key".into()));
         }
-        let (public, signer, private) = match imported {
-            ImportedKey::Hsm { label } => {
-                let hsm = holders
-                    .hsm
-                    .as_ref()
-                    .ok_or_else(|| refused("configure tokens.hsm to import a key of an HSM".into()))?;
-                let public = hsm.hsm.public_key(alg, label).map_err(|e| refused(e.to_string()))?;
-                if !hsm.hsm.private_key_is_protected(label).map_err(|e| refused(e.to_string()))? {
-                    return Err(refused(format!(
-                        "the HSM holds no private key {label:?} that is sensitive and not extractable \
-                         (CKA_SENSITIVE true, CKA_EXTRACTABLE false): Portico signs only with keys that cannot be read out"
-                    )));
-                }
-                (public, hsm.hsm.signer(alg, label), [HSM_PREFIX, label.as_bytes()].concat())
-            }
+        let private = match imported {
+            ImportedKey::Hsm { label } => [HSM_PREFIX, label.as_bytes()].concat(),
             ImportedKey::Command { label, public_key_pem } => {
-                let command = holders
-                    .command
-                    .as_ref()
-                    .ok_or_else(|| refused("configure tokens.command to import a key of a signing program".into()))?;
-                let (public, spki) = RemotePublic::from_spki_pem(public_key_pem).map_err(refused)?;
-                (public, command.signer(alg, label), [COMMAND_PREFIX, label.as_bytes(), b"\0", &spki].concat())
+                let (_, spki) = RemotePublic::from_spki_pem(public_key_pem).map_err(refused)?;
+                [COMMAND_PREFIX, label.as_bytes(), b"\0", &spki].concat()
             }
         };
+        let held = Held::of(&private);
+        let (public, signer) = holders.remote(alg, &held).map_err(refused)?;
+        if let (Held::Hsm(label), Some(hsm)) = (&held, &holders.hsm)
+            && !hsm.hsm.private_key_is_protected(label).map_err(|e| refused(e.to_string()))?
+        {
+            return Err(refused(format!(
+                "the HSM holds no private key {label:?} that is sensitive and not extractable \
+                 (CKA_SENSITIVE true, CKA_EXTRACTABLE false): Portico signs only with keys that cannot be read out"
+            )));
+        }
         if matches!(public, RemotePublic::Rsa { .. }) && public.rsa_bits() < 2048 {
             return Err(refused(format!(
                 "an RSA key of {} bits: Portico signs with 2048 bits or more",
@@ -339,33 +356,18 @@ impl KeyRing {
             ))
         })?;
         let failed = |e: &dyn std::fmt::Display| StorageError::Other(format!("signing key {}: {e}", record.kid));
-        let key = match Held::of(&der) {
-            Held::Sealed(der) => return SigningKey::from_pkcs8(alg, der).map_err(|e| failed(&e)),
-            Held::Hsm(label) => {
-                let hsm = self.holders.hsm.as_ref().ok_or_else(|| {
-                    failed(&format!("it is kept in an HSM (label {label:?}): configure tokens.hsm on this node"))
-                })?;
-                let public = hsm.hsm.public_key(alg, &label).map_err(|e| failed(&e))?;
-                let key = SigningKey::from_remote(alg, &public, hsm.hsm.signer(alg, &label)).map_err(|e| failed(&e))?;
-                if key.kid() != record.kid {
-                    return Err(failed(&format!("the HSM's key labelled {label:?} is another key")));
-                }
-                key
-            }
-            Held::Command(label, spki) => {
-                let command = self.holders.command.as_ref().ok_or_else(|| {
-                    failed(&format!(
-                        "a signing program holds it (label {label:?}): configure tokens.command on this node"
-                    ))
-                })?;
-                let public = RemotePublic::from_spki_der(spki).map_err(|e| failed(&e))?;
-                let key = SigningKey::from_remote(alg, &public, command.signer(alg, &label)).map_err(|e| failed(&e))?;
-                if key.kid() != record.kid {
-                    return Err(failed(&"its stored public half is another key's"));
-                }
-                key
-            }
-        };
+        let held = Held::of(&der);
+        if let Held::Sealed(der) = held {
+            return SigningKey::from_pkcs8(alg, der).map_err(|e| failed(&e));
+        }
+        let (public, signer) = self.holders.remote(alg, &held).map_err(|e| failed(&e))?;
+        let key = SigningKey::from_remote(alg, &public, signer).map_err(|e| failed(&e))?;
+        if key.kid() != record.kid {
+            return Err(failed(&match held {
+                Held::Hsm(label) => format!("the HSM's key labelled {label:?} is another key"),
+                _ => "its stored public half is another key's".to_owned(),
+            }));
+        }
         Ok(key)
     }
 

@@ -40,14 +40,6 @@ fn user_session(token: &softhsm::Token) -> cryptoki::session::Session {
     session
 }
 
-/// Where the active key of `alg` lives, and its `kid`.
-async fn active_key(app: &TestApp, alg: Algorithm) -> (String, portico_tokens::KeyLocation) {
-    let secret = portico_server::secret::InstanceSecret::load(&app.config).unwrap();
-    let records = app.store.list_signing_keys().await.unwrap();
-    let record = records.iter().find(|r| r.alg == alg.as_str() && r.retired_at.is_none()).expect("an active key");
-    (record.kid.clone(), portico_tokens::key_location(&secret.sealer(), record).unwrap())
-}
-
 #[tokio::test]
 async fn tokens_signed_inside_the_hsm_verify_with_openid_client_and_the_keys_never_leave_it() {
     let Some(token) = softhsm::token("keys") else { return };
@@ -56,7 +48,7 @@ async fn tokens_signed_inside_the_hsm_verify_with_openid_client_and_the_keys_nev
         let app =
             TestApp::spawn_with(backend, |config| with_hsm(config, &token, alg, &["ES256", "PS256", "RS256"])).await;
         let algorithm = Algorithm::parse(alg).unwrap();
-        let (kid, location) = active_key(&app, algorithm).await;
+        let (kid, location) = app.active_signing_key(algorithm).await;
         let portico_tokens::KeyLocation::Hsm(label) = location else {
             panic!("{backend:?} {alg}: the key is kept in storage, not in the HSM")
         };
@@ -79,7 +71,7 @@ async fn tokens_signed_inside_the_hsm_verify_with_openid_client_and_the_keys_nev
             .await
             .unwrap();
         assert_eq!(rotate.status(), 200, "{alg}: {}", rotate.text().await.unwrap_or_default());
-        let (new_kid, location) = active_key(&app, algorithm).await;
+        let (new_kid, location) = app.active_signing_key(algorithm).await;
         assert_ne!(new_kid, kid);
         assert!(matches!(location, portico_tokens::KeyLocation::Hsm(_)), "{alg}: the new key is in the HSM too");
         let jwks: serde_json::Value =
@@ -122,7 +114,7 @@ async fn an_hsm_that_cannot_sign_answers_503_spends_nothing_and_recovers_without
         assert_eq!(answered.status(), 200, "{backend:?}: the code was not spent by the failures");
         let tokens: serde_json::Value = answered.json().await.unwrap();
         let kid = jwt_header(tokens["access_token"].as_str().unwrap())["kid"].as_str().unwrap().to_owned();
-        assert_eq!(kid, active_key(&app, Algorithm::Es256).await.0);
+        assert_eq!(kid, app.active_signing_key(Algorithm::Es256).await.0);
     }
 }
 
@@ -153,7 +145,7 @@ async fn a_node_without_the_hsm_or_with_a_token_lacking_the_key_refuses_to_start
     let (Some(token), Some(empty)) = (softhsm::token("keys"), softhsm::token("empty")) else { return };
     for backend in backends() {
         let app = TestApp::spawn_with(backend, |config| with_hsm(config, &token, "ES256", &["ES256"])).await;
-        let (kid, _) = active_key(&app, Algorithm::Es256).await;
+        let (kid, _) = app.active_signing_key(Algorithm::Es256).await;
         // Another node of the same database: no HSM configured at all.
         let mut config = app.config.clone();
         config.tokens.hsm = portico_server::config::HsmConfig::default();
@@ -269,12 +261,9 @@ async fn a_key_the_vendors_tools_made_in_the_hsm_is_imported_and_signs_and_a_rea
     let Some(token) = softhsm::token("keys") else { return };
     for backend in backends() {
         let app = TestApp::spawn_with(backend, |config| with_hsm(config, &token, "ES256", &[])).await;
-        let (before, location) = active_key(&app, Algorithm::Es256).await;
+        let (before, location) = app.active_signing_key(Algorithm::Es256).await;
         assert_eq!(location, portico_tokens::KeyLocation::Sealed, "no algorithm is made in the HSM");
-        let secret = portico_server::secret::InstanceSecret::load(&app.config).unwrap();
-        let admin =
-            portico_admin::AdminService::new(std::sync::Arc::clone(&app.store), app.clock.clone(), secret.sealer())
-                .with_key_holders(app.config.tokens.key_holders().unwrap());
+        let admin = app.admin_service();
         let import = |label: &str| portico_tokens::ImportedKey::Hsm { label: label.to_owned() };
         let actor = portico_model::audit::Actor::Cli;
 
@@ -288,12 +277,12 @@ async fn a_key_the_vendors_tools_made_in_the_hsm_is_imported_and_signs_and_a_rea
         vendor_key(&token, &wrong_alg, true);
         let refused = admin.import_key(&actor, Algorithm::Rs256, &import(&wrong_alg)).await.unwrap_err();
         assert!(refused.to_string().contains("is not a RS256 key"), "{backend:?}: {refused}");
-        assert_eq!(active_key(&app, Algorithm::Es256).await.0, before, "{backend:?}: nothing was registered");
+        assert_eq!(app.active_signing_key(Algorithm::Es256).await.0, before, "{backend:?}: nothing was registered");
 
         let label = portico_hsm::new_label(Algorithm::Es256).replace("portico", "vendor");
         vendor_key(&token, &label, true);
         let kid = admin.import_key(&actor, Algorithm::Es256, &import(&label)).await.unwrap();
-        assert_eq!(active_key(&app, Algorithm::Es256).await, (kid.clone(), portico_tokens::KeyLocation::Hsm(label)));
+        assert_eq!(app.active_signing_key(Algorithm::Es256).await, (kid.clone(), portico_tokens::KeyLocation::Hsm(label)));
         let tokens = app.tokens_for("maria", "maria-password").await;
         assert_eq!(jwt_header(&tokens.access_token)["kid"], kid.as_str(), "{backend:?}: signed by the vendor's key");
         assert_eq!(app.liveness(&tokens.access_token).await, 200);

@@ -32,21 +32,6 @@ fn with_program(config: &mut portico_server::Config, signer: &SigningProgram, de
     config.tokens.command.program = signer.program();
 }
 
-/// The admin service the `portico keys` command uses, over the app's store.
-fn admin(app: &TestApp) -> AdminService {
-    let secret = portico_server::secret::InstanceSecret::load(&app.config).unwrap();
-    AdminService::new(Arc::clone(&app.store), app.clock.clone(), secret.sealer())
-        .with_key_holders(app.config.tokens.key_holders().unwrap())
-}
-
-/// The active key of `alg`: its `kid` and where it is held.
-async fn active_key(app: &TestApp, alg: Algorithm) -> (String, KeyLocation) {
-    let secret = portico_server::secret::InstanceSecret::load(&app.config).unwrap();
-    let records = app.store.list_signing_keys().await.unwrap();
-    let record = records.iter().find(|r| r.alg == alg.as_str() && r.retired_at.is_none()).expect("an active key");
-    (record.kid.clone(), portico_tokens::key_location(&secret.sealer(), record).unwrap())
-}
-
 fn command_key(label: &str, public_key_pem: &[u8]) -> ImportedKey {
     ImportedKey::Command { label: label.to_owned(), public_key_pem: public_key_pem.to_vec() }
 }
@@ -59,14 +44,14 @@ async fn tokens_signed_by_a_signing_program_verify_with_openid_client_and_its_ke
     for (backend, alg) in backends().into_iter().cycle().zip(["ES256", "PS256", "RS256"]) {
         let app = TestApp::spawn_with(backend, |config| with_program(config, &signer, alg)).await;
         let algorithm = Algorithm::parse(alg).unwrap();
-        let (before, location) = active_key(&app, algorithm).await;
+        let (before, location) = app.active_signing_key(algorithm).await;
         assert_eq!(location, KeyLocation::Sealed, "the first key is Portico's own");
         let old_tokens = app.tokens_for("maria", "maria-password").await;
 
         let label = format!("{}-{backend:?}", alg.to_ascii_lowercase());
         let public = signer.make_key(&label, alg == "ES256", 2048);
-        let kid = admin(&app).import_key(&Actor::Cli, algorithm, &command_key(&label, &public)).await.unwrap();
-        let (active, location) = active_key(&app, algorithm).await;
+        let kid = app.admin_service().import_key(&Actor::Cli, algorithm, &command_key(&label, &public)).await.unwrap();
+        let (active, location) = app.active_signing_key(algorithm).await;
         assert_eq!((active.as_str(), location), (kid.as_str(), KeyLocation::Command(label.clone())));
 
         let outcome = relying_party(&app, &library, alg, "ivan", "ivan-password").await;
@@ -102,7 +87,7 @@ async fn keys_that_do_not_sign_verifiably_are_refused_and_nothing_is_registered(
     let rsa = signer.make_key("rsa", false, 2048);
     for backend in backends() {
         let app = TestApp::spawn_with(backend, |config| with_program(config, &signer, "ES256")).await;
-        let (active, _) = active_key(&app, Algorithm::Es256).await;
+        let (active, _) = app.active_signing_key(Algorithm::Es256).await;
         let cases: [(Algorithm, ImportedKey, &str); 7] = [
             (Algorithm::Es256, command_key("es", &other), "did not make a signature its public half verifies"),
             (Algorithm::Es256, command_key("missing", &es), "did not make a signature"),
@@ -117,13 +102,13 @@ async fn keys_that_do_not_sign_verifiably_are_refused_and_nothing_is_registered(
             (Algorithm::EdDsa, command_key("es", &es), "EdDSA keys are kept by Portico only"),
         ];
         for (alg, key, expected) in cases {
-            let error = admin(&app).import_key(&Actor::Cli, alg, &key).await.unwrap_err().to_string();
+            let error = app.admin_service().import_key(&Actor::Cli, alg, &key).await.unwrap_err().to_string();
             assert!(error.contains(expected), "{backend:?} {key:?}: {error}");
         }
-        assert_eq!(active_key(&app, Algorithm::Es256).await.0, active, "{backend:?}: nothing was registered");
+        assert_eq!(app.active_signing_key(Algorithm::Es256).await.0, active, "{backend:?}: nothing was registered");
 
-        let kid = admin(&app).import_key(&Actor::Cli, Algorithm::Es256, &command_key("es", &es)).await.unwrap();
-        let twice = admin(&app).import_key(&Actor::Cli, Algorithm::Es256, &command_key("es", &es)).await.unwrap_err();
+        let kid = app.admin_service().import_key(&Actor::Cli, Algorithm::Es256, &command_key("es", &es)).await.unwrap();
+        let twice = app.admin_service().import_key(&Actor::Cli, Algorithm::Es256, &command_key("es", &es)).await.unwrap_err();
         assert!(twice.to_string().contains(&format!("registered already (kid {kid})")), "{twice}");
 
         // Without a signing program, a key of one cannot be imported, and
@@ -156,7 +141,7 @@ async fn a_program_that_cannot_sign_answers_503_spends_nothing_and_recovers_with
         let app = TestApp::spawn_with(backend, |config| with_program(config, &signer, "ES256")).await;
         let label = format!("outage-{backend:?}");
         let public = signer.make_key(&label, true, 0);
-        let kid = admin(&app).import_key(&Actor::Cli, Algorithm::Es256, &command_key(&label, &public)).await.unwrap();
+        let kid = app.admin_service().import_key(&Actor::Cli, Algorithm::Es256, &command_key(&label, &public)).await.unwrap();
         let pkce = Pkce::new();
         let code = app.login_for_code(&app.browser(), &pkce, "ivan", "ivan-password").await;
 
