@@ -265,7 +265,7 @@ impl OwnClient {
                     }
                     if changed {
                         // Another node (or an operator) changed it meanwhile: read it again.
-                        if store.update_client(&client).await? != portico_storage::ClientUpdate::Updated {
+                        if store.update_client(&client).await? != portico_storage::Update::Updated {
                             continue;
                         }
                         tracing::info!(client_id = %self.client_id, app = self.base, "added the addresses of Portico's own pages to their client");

@@ -106,11 +106,12 @@ impl IdentitySettings {
         }
     }
 
-    /// How long an authorization code for a client of `security` lives:
-    /// `authorization_code_ttl`, at most its profile's limit (60 s under `fapi2`).
-    pub fn code_ttl(&self, security: &portico_model::client::ClientSecurity) -> Duration {
+    /// How long an authorization code for a client of `profile` lives (and
+    /// a signed authorization response, JARM, which carries it):
+    /// `authorization_code_ttl`, at most the profile's limit (60 s under `fapi2`).
+    pub fn code_ttl(&self, profile: portico_model::client::SecurityProfile) -> Duration {
         let ttl = self.authorization_code_ttl;
-        security.security_profile.max_code_ttl().map_or(ttl, |max| ttl.min(max))
+        profile.max_code_ttl().map_or(ttl, |max| ttl.min(max))
     }
 
     /// How long a retired signing key stays published: long enough for every

@@ -380,6 +380,7 @@ mod tests {
             deactivated: false,
             created_at: OffsetDateTime::UNIX_EPOCH,
             provisioned: None,
+            revision: 0,
         };
         let address = Some(IpAddr::from([192, 0, 2, 7]));
         let trusted =

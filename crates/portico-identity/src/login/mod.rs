@@ -38,6 +38,7 @@ use axum::Router;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::routing::get;
+use portico_model::client::SecurityProfile;
 use portico_model::ids::{ClientId, LoginProcessId};
 use portico_model::login::{AuthMethod, LoginProcess, LoginState};
 use portico_model::oauth::ResponseMode;
@@ -106,6 +107,13 @@ pub struct ClientEntry {
     /// The client's `authorization_signed_response_alg` (JARM).
     #[serde(rename = "a", default, skip_serializing_if = "Option::is_none")]
     pub jwt_alg: Option<portico_model::key::Algorithm>,
+    /// The client's profile (a signed answer lives as long as its code).
+    #[serde(rename = "p", default, skip_serializing_if = "is_standard")]
+    pub profile: SecurityProfile,
+}
+
+fn is_standard(profile: &SecurityProfile) -> bool {
+    *profile == SecurityProfile::Standard
 }
 
 fn is_query(mode: &ResponseMode) -> bool {
@@ -145,6 +153,7 @@ impl ClientEntry {
             redirect_uri: self.redirect_uri.clone(),
             mode: self.response_mode,
             jwt_alg: self.jwt_alg,
+            profile: self.profile,
         };
         crate::oauth2::response::to_client(identity, headers, &to, &pairs).await
     }
@@ -280,6 +289,7 @@ pub fn return_url_of(identity: &Identity, process: &LoginProcess) -> String {
         response_mode: request.response_mode,
         // Only the link is made of it, and a JARM link is `/login/return`.
         jwt_alg: None,
+        profile: SecurityProfile::Standard,
     });
     entry.map_or_else(|| identity.settings.logged_out_url.clone(), |e| e.return_link(&identity.settings.issuer))
 }

@@ -510,7 +510,7 @@ fn new_code(
         nonce: request.nonce.clone(),
         auth_time: session.auth_time,
         created_at: now,
-        expires_at: now + identity.settings.code_ttl(&request.client.security),
+        expires_at: now + identity.settings.code_ttl(request.client.security.security_profile),
         grant_id: None,
         amr: session.amr.clone(),
         session_id: Some(session.id),
@@ -566,6 +566,7 @@ impl AuthorizeRequest {
             state: self.state.clone(),
             response_mode: self.response_mode,
             jwt_alg: self.client.security.authorization_signed_response_alg,
+            profile: self.client.security.security_profile,
         }
     }
 }

@@ -20,6 +20,7 @@
 use askama::Template;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
+use portico_model::client::SecurityProfile;
 use portico_model::ids::ClientId;
 use portico_model::key::Algorithm;
 use portico_model::oauth::ResponseMode;
@@ -46,6 +47,8 @@ pub struct Recipient {
     pub mode: ResponseMode,
     /// The client's `authorization_signed_response_alg` (JARM modes).
     pub jwt_alg: Option<Algorithm>,
+    /// The client's profile: a signed answer lives as long as its code.
+    pub profile: SecurityProfile,
 }
 
 impl Recipient {
@@ -56,6 +59,7 @@ impl Recipient {
             redirect_uri: redirect_uri.to_owned(),
             mode,
             jwt_alg: client.security.authorization_signed_response_alg,
+            profile: client.security.security_profile,
         }
     }
 }
@@ -82,7 +86,7 @@ pub async fn to_client(identity: &Identity, headers: &HeaderMap, to: &Recipient,
             Ok(key) => key,
             Err(error) => return crate::login::error_page::server_error(error),
         };
-        let exp = (identity.clock.now() + identity.settings.authorization_code_ttl).unix_timestamp();
+        let exp = (identity.clock.now() + identity.settings.code_ttl(to.profile)).unix_timestamp();
         let claims =
             JwtResponse { iss: issuer, aud: to.client_id.as_str(), exp, pairs: pairs.iter().copied().collect() };
         jwt = match key.try_sign("JWT", &claims) {

@@ -364,13 +364,16 @@ async fn a_fapi2_client_pushes_binds_its_tokens_and_redeems_its_codes_within_a_m
             assert_eq!(refreshed["refresh_token"].as_str(), Some(refresh_token), "{backend:?} round {round}");
         }
 
-        // Codes live 60 s under FAPI 2.0, though the server gives others 5 min.
+        // Codes live 60 s under FAPI 2.0, though the server gives others 5
+        // min; a signed answer (JARM) that carries one lives as long.
         let pkce = Pkce::new();
-        let params = party.params(&pkce, &[]);
+        let params = party.params(&pkce, &[("response_mode", "jwt")]);
         let (_, pushed) = party.post(&app, "/oauth2/par", Algorithm::Es256, &params, &[]).await;
         let done =
             party.login(&app, &party.authorize(&app, "request_uri", pushed["request_uri"].as_str().unwrap())).await;
-        let code = location_param(&done, "code").expect("a code");
+        let signed = jwt_claims(&location_param(&done, "response").expect("a signed answer"));
+        assert_eq!(signed["exp"], app.clock.now().unix_timestamp() + 60, "{backend:?}: {signed}");
+        let code = signed["code"].as_str().expect("a code").to_owned();
         app.clock.advance(time::Duration::seconds(61));
         let headers = with_proof("/oauth2/token");
         let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
