@@ -30,6 +30,10 @@ pub struct User {
     /// name, contact values as typed, the enterprise extension. `None` for
     /// users made otherwise.
     pub provisioned: Option<serde_json::Value>,
+    /// Goes one up with each change of the fields above; a change made
+    /// from an older read is refused by the store (two changes at once
+    /// never undo each other).
+    pub revision: u64,
 }
 
 impl User {

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use portico_model::client::{Client, ClientSecurity, LocalizedText};
 use portico_model::ids::ClientId;
 use portico_storage::memory::NodeMemory;
-use portico_storage::{ClientRepository, ClientUpdate};
+use portico_storage::{ClientRepository, Update};
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
 use time::OffsetDateTime;
@@ -98,7 +98,7 @@ impl ClientRepository for PgStore {
         Ok(done.map_err(storage_error("client"))?.rows_affected() > 0)
     }
 
-    async fn update_client(&self, client: &Client) -> Result<ClientUpdate> {
+    async fn update_client(&self, client: &Client) -> Result<Update> {
         let done: std::result::Result<(bool, bool), _> = sqlx::query_as(
             "WITH u AS (UPDATE clients SET secret_hash = $2, name_ru = $3, name_en = $4, redirect_uris = $5, \
              scopes = $6, require_consent = $7, post_logout_redirect_uris = $8, logout_revokes_grants = $9, \
@@ -126,9 +126,9 @@ impl ClientRepository for PgStore {
         .await;
         self.client_changed(&client.client_id);
         Ok(match done.map_err(storage_error("client"))? {
-            (true, _) => ClientUpdate::Updated,
-            (false, true) => ClientUpdate::Outdated,
-            (false, false) => ClientUpdate::Missing,
+            (true, _) => Update::Updated,
+            (false, true) => Update::Outdated,
+            (false, false) => Update::Missing,
         })
     }
 

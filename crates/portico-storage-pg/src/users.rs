@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use portico_model::ids::{GrantId, UserId};
 use portico_model::user::{OperatorRole, User};
-use portico_storage::{LoginKeyPlan, UserQuery, UserRepository};
+use portico_storage::{LoginKeyPlan, Update, UserQuery, UserRepository};
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
 use time::OffsetDateTime;
@@ -13,7 +13,7 @@ use crate::error::storage_error;
 use crate::{PgStore, Result, at, get};
 
 /// A user's columns, in the order of [`user_named`].
-const COLUMNS: [&str; 11] = [
+const COLUMNS: [&str; 12] = [
     "id",
     "login",
     "password_hash",
@@ -25,6 +25,7 @@ const COLUMNS: [&str; 11] = [
     "deactivated",
     "created_at",
     "provisioned",
+    "revision",
 ];
 
 /// The same columns of a user joined as `u` to another table's row (a code's,
@@ -32,8 +33,9 @@ const COLUMNS: [&str; 11] = [
 pub(crate) const OWNER_COLUMNS: &str = "u.id AS owner_id, u.login AS owner_login, \
      u.password_hash AS owner_password_hash, u.phone AS owner_phone, u.email AS owner_email, u.name AS owner_name, \
      u.phone_login_enabled AS owner_phone_login_enabled, u.blocked AS owner_blocked, \
-     u.deactivated AS owner_deactivated, u.created_at AS owner_created_at, u.provisioned AS owner_provisioned";
-const OWNER: [&str; 11] = [
+     u.deactivated AS owner_deactivated, u.created_at AS owner_created_at, u.provisioned AS owner_provisioned, \
+     u.revision AS owner_revision";
+const OWNER: [&str; 12] = [
     "owner_id",
     "owner_login",
     "owner_password_hash",
@@ -45,6 +47,7 @@ const OWNER: [&str; 11] = [
     "owner_deactivated",
     "owner_created_at",
     "owner_provisioned",
+    "owner_revision",
 ];
 
 fn user_from(row: &PgRow) -> Result<User> {
@@ -61,8 +64,10 @@ pub(crate) fn owner_from(row: &PgRow) -> Result<Option<User>> {
 
 fn user_named(
     row: &PgRow,
-    [id, login, password_hash, phone, email, name, phone_login, blocked, deactivated, created_at, provisioned]: &[&str;
-         11],
+    [id, login, password_hash, phone, email, name, phone_login, blocked, deactivated, created_at, provisioned, revision]: &[
+        &str;
+        12
+    ],
 ) -> Result<User> {
     Ok(User {
         id: get::<Uuid>(row, id)?.into(),
@@ -76,6 +81,7 @@ fn user_named(
         deactivated: get(row, deactivated)?,
         created_at: get(row, created_at)?,
         provisioned: get::<Option<Json<serde_json::Value>>>(row, provisioned)?.map(|json| json.0),
+        revision: get::<i64>(row, revision)?.try_into().unwrap_or_default(),
     })
 }
 
@@ -224,11 +230,13 @@ impl UserRepository for PgStore {
         self.set_user_flag(sql, &id.to_string(), deactivated, now).await
     }
 
-    async fn update_user(&self, user: &User) -> Result<bool> {
-        let done = sqlx::query(
-            "UPDATE users SET login = $2, password_hash = $3, phone = $4, email = $5, name = $6, \
+    async fn update_user(&self, user: &User) -> Result<Update> {
+        let (updated, stored): (bool, bool) = sqlx::query_as(
+            "WITH u AS (UPDATE users SET login = $2, password_hash = $3, phone = $4, email = $5, name = $6, \
              phone_login_enabled = $7, provisioned = $8, \
-             login_key = CASE WHEN login = $2 THEN login_key ELSE $9 END WHERE id = $1",
+             login_key = CASE WHEN login = $2 THEN login_key ELSE $9 END, revision = revision + 1 \
+             WHERE id = $1 AND revision = $10 RETURNING 1) \
+             SELECT EXISTS (SELECT 1 FROM u), EXISTS (SELECT 1 FROM users WHERE id = $1)",
         )
         .bind(user.id.as_uuid())
         .bind(&user.login)
@@ -239,10 +247,15 @@ impl UserRepository for PgStore {
         .bind(user.phone_login_enabled)
         .bind(user.provisioned.as_ref().map(Json))
         .bind(portico_model::login_name::key(&user.login).ok())
-        .execute(&mut *self.conn().await?)
+        .bind(i64::try_from(user.revision).unwrap_or(i64::MAX))
+        .fetch_one(&mut *self.conn().await?)
         .await
         .map_err(storage_error("user login"))?;
-        Ok(done.rows_affected() > 0)
+        Ok(match (updated, stored) {
+            (true, _) => Update::Updated,
+            (false, true) => Update::Outdated,
+            (false, false) => Update::Missing,
+        })
     }
 
     async fn delete_user(&self, id: UserId) -> Result<bool> {

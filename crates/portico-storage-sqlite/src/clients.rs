@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use portico_model::client::{Client, LocalizedText};
 use portico_model::ids::ClientId;
 use portico_storage::memory::NodeMemory;
-use portico_storage::{ClientRepository, ClientUpdate};
+use portico_storage::{ClientRepository, Update};
 use rusqlite::{Row, params};
 use time::OffsetDateTime;
 
@@ -84,7 +84,7 @@ impl ClientRepository for SqliteStore {
         deleted
     }
 
-    async fn update_client(&self, client: &Client) -> Result<ClientUpdate> {
+    async fn update_client(&self, client: &Client) -> Result<Update> {
         let client_id = client.client_id.clone();
         let client = client.clone();
         let updated = self
@@ -113,12 +113,12 @@ impl ClientRepository for SqliteStore {
                     i64::try_from(client.revision).unwrap_or(i64::MAX),
                 ];
                 if run(tx, sql, values)? > 0 {
-                    return Ok(ClientUpdate::Updated);
+                    return Ok(Update::Updated);
                 }
                 let id = client.client_id.as_str();
                 let stored =
                     one(tx, "SELECT 1 FROM clients WHERE client_id = ?1", [id], |row| Ok(row.get::<_, i64>(0)?))?;
-                Ok(if stored.is_some() { ClientUpdate::Outdated } else { ClientUpdate::Missing })
+                Ok(if stored.is_some() { Update::Outdated } else { Update::Missing })
             })
             .await;
         self.client_changed(&client_id);

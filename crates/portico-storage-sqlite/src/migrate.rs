@@ -43,6 +43,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (26, "passkey offers", include_str!("../migrations/0026_passkey_offers.sql")),
     (27, "browsers", include_str!("../migrations/0027_browsers.sql")),
     (28, "client revision", include_str!("../migrations/0028_client_revision.sql")),
+    (29, "user revision", include_str!("../migrations/0029_user_revision.sql")),
 ];
 
 /// Applies the migrations that have not run yet.

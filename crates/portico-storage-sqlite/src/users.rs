@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use portico_model::ids::UserId;
 use portico_model::user::{OperatorRole, User};
-use portico_storage::{UserQuery, UserRepository};
+use portico_storage::{Update, UserQuery, UserRepository};
 use rusqlite::types::Value;
 use rusqlite::{Row, params, params_from_iter};
 use time::OffsetDateTime;
@@ -13,7 +13,7 @@ use crate::db::{Columns, Res, all, one, run, secs, to_json};
 use crate::{Result, SqliteStore};
 
 /// A user's columns, in the order of [`user_named`].
-const COLUMNS: [&str; 11] = [
+const COLUMNS: [&str; 12] = [
     "id",
     "login",
     "password_hash",
@@ -25,6 +25,7 @@ const COLUMNS: [&str; 11] = [
     "deactivated",
     "created_at",
     "provisioned",
+    "revision",
 ];
 
 /// The same columns of a user joined as `u` to another table's row (a code's,
@@ -32,8 +33,9 @@ const COLUMNS: [&str; 11] = [
 pub(crate) const OWNER_COLUMNS: &str = "u.id AS owner_id, u.login AS owner_login, \
      u.password_hash AS owner_password_hash, u.phone AS owner_phone, u.email AS owner_email, u.name AS owner_name, \
      u.phone_login_enabled AS owner_phone_login_enabled, u.blocked AS owner_blocked, \
-     u.deactivated AS owner_deactivated, u.created_at AS owner_created_at, u.provisioned AS owner_provisioned";
-const OWNER: [&str; 11] = [
+     u.deactivated AS owner_deactivated, u.created_at AS owner_created_at, u.provisioned AS owner_provisioned, \
+     u.revision AS owner_revision";
+const OWNER: [&str; 12] = [
     "owner_id",
     "owner_login",
     "owner_password_hash",
@@ -45,6 +47,7 @@ const OWNER: [&str; 11] = [
     "owner_deactivated",
     "owner_created_at",
     "owner_provisioned",
+    "owner_revision",
 ];
 
 fn user_from(row: &Row<'_>) -> Res<User> {
@@ -61,8 +64,10 @@ pub(crate) fn owner_from(row: &Row<'_>) -> Res<Option<User>> {
 
 fn user_named(
     row: &Row<'_>,
-    [id, login, password_hash, phone, email, name, phone_login, blocked, deactivated, created_at, provisioned]: &[&str;
-         11],
+    [id, login, password_hash, phone, email, name, phone_login, blocked, deactivated, created_at, provisioned, revision]: &[
+        &str;
+        12
+    ],
 ) -> Res<User> {
     Ok(User {
         id: row.uuid(id)?.into(),
@@ -76,6 +81,7 @@ fn user_named(
         deactivated: row.get(*deactivated)?,
         created_at: row.time(created_at)?,
         provisioned: row.json_opt(provisioned)?,
+        revision: row.get::<_, i64>(*revision)?.try_into().unwrap_or_default(),
     })
 }
 
@@ -168,13 +174,14 @@ impl UserRepository for SqliteStore {
         self.set_user_flag(sql, id.to_string(), deactivated, now).await
     }
 
-    async fn update_user(&self, user: &User) -> Result<bool> {
+    async fn update_user(&self, user: &User) -> Result<Update> {
         let user = user.clone();
         self.db
             .write("user login", move |tx| {
                 let sql = "UPDATE users SET login = ?2, password_hash = ?3, phone = ?4, email = ?5, name = ?6, \
                            phone_login_enabled = ?7, provisioned = ?8, \
-                           login_key = CASE WHEN login = ?2 THEN login_key ELSE ?9 END WHERE id = ?1";
+                           login_key = CASE WHEN login = ?2 THEN login_key ELSE ?9 END, revision = revision + 1 \
+                           WHERE id = ?1 AND revision = ?10";
                 let key = portico_model::login_name::key(&user.login).ok();
                 let values = params![
                     user.id.to_string(),
@@ -185,9 +192,15 @@ impl UserRepository for SqliteStore {
                     user.name,
                     user.phone_login_enabled,
                     user.provisioned.as_ref().map(to_json).transpose()?,
-                    key
+                    key,
+                    i64::try_from(user.revision).unwrap_or(i64::MAX)
                 ];
-                Ok(run(tx, sql, values)? > 0)
+                if run(tx, sql, values)? > 0 {
+                    return Ok(Update::Updated);
+                }
+                let id = user.id.to_string();
+                let stored = one(tx, "SELECT 1 FROM users WHERE id = ?1", [id], |row| Ok(row.get::<_, i64>(0)?))?;
+                Ok(if stored.is_some() { Update::Outdated } else { Update::Missing })
             })
             .await
     }

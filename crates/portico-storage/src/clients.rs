@@ -1,23 +1,10 @@
 //! OAuth clients.
 
-use crate::Result;
+use crate::{Result, Update};
 use async_trait::async_trait;
 use portico_model::client::Client;
 use portico_model::ids::ClientId;
 use time::OffsetDateTime;
-
-/// What [`ClientRepository::update_client`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClientUpdate {
-    /// Written; the stored revision is one higher.
-    Updated,
-    /// There is no client with this id.
-    Missing,
-    /// The client was changed since it was read (another revision is
-    /// stored), and nothing was written: read it again and make the change
-    /// on what is stored now.
-    Outdated,
-}
 
 #[async_trait]
 pub trait ClientRepository: Send + Sync {
@@ -41,7 +28,7 @@ pub trait ClientRepository: Send + Sync {
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn update_client(&self, client: &Client) -> Result<ClientUpdate>;
+    async fn update_client(&self, client: &Client) -> Result<Update>;
     /// Remembers that an assertion of `client_id` with `jti` was accepted,
     /// until `expires_at`. Returns `false`, remembering nothing, when that
     /// `jti` of the client is remembered already and has not expired at

@@ -41,6 +41,20 @@ pub use reports::*;
 pub use sessions::*;
 pub use users::*;
 
+/// What an update made at a read revision did (a client's, a user's): two
+/// changes made at once from the same read never undo each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Update {
+    /// Written; the stored revision is one higher.
+    Updated,
+    /// There is no such row.
+    Missing,
+    /// The row was changed since it was read (another revision is stored),
+    /// and nothing was written: read it again and make the change on what
+    /// is stored now.
+    Outdated,
+}
+
 /// Everything Portico stores.
 pub trait Storage:
     ClientRepository

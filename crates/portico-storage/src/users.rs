@@ -1,6 +1,6 @@
 //! End users and their credentials.
 
-use crate::Result;
+use crate::{Result, Update};
 use async_trait::async_trait;
 use portico_model::ids::UserId;
 use portico_model::user::{OperatorRole, User};
@@ -42,12 +42,14 @@ pub trait UserRepository: Send + Sync {
     /// Only when the store fails.
     async fn set_user_deactivated(&self, id: UserId, deactivated: bool, now: OffsetDateTime) -> Result<Option<User>>;
     /// Replaces what an operator may change of a user: login, password
-    /// hash, phone, e-mail, name and whether phone login is on (never the
-    /// id, the block or the creation time). Returns whether the user exists.
+    /// hash, phone, e-mail, name, whether phone login is on and the
+    /// provisioning system's attributes (never the id, the block, the
+    /// deactivation or the creation time), if the stored user is still at
+    /// `user.revision`; the stored revision then goes one up.
     ///
     /// # Errors
     /// [`StorageError::Conflict`] when the new login is another user's.
-    async fn update_user(&self, user: &User) -> Result<bool>;
+    async fn update_user(&self, user: &User) -> Result<Update>;
     /// Removes a user with everything of theirs: grants (and so their
     /// tokens), sessions, consents, remembered devices, employee records.
     /// The audit log keeps their events. Returns whether the user existed.

@@ -124,6 +124,7 @@ async fn logins(backend: portico_tests::Backend, cores: usize, hashes: f64) {
                 deactivated: false,
                 created_at: time::OffsetDateTime::now_utc(),
                 provisioned: None,
+                revision: 0,
             })
             .await
             .expect("user");

@@ -100,6 +100,7 @@ pub fn sample() -> Sample {
         deactivated: false,
         created_at: t0 + Duration::seconds(1),
         provisioned: None,
+        revision: 0,
     };
     let blocked_user = User {
         id: id(2).into(),

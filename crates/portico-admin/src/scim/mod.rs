@@ -85,8 +85,10 @@ pub enum ScimError {
     Forbidden(String),
     /// 404: no such user, schema, resource type or endpoint (or SCIM is off).
     NotFound(String),
-    /// 409 `uniqueness`.
+    /// 409 `uniqueness`: the login is another user's.
     Conflict(String),
+    /// 409 without a `scimType`: others kept changing the user meanwhile.
+    Changed(String),
     /// 413: the body is over the size limit, or 400: it could not be read.
     Unread(StatusCode, String),
     /// 415 `invalidSyntax`: not JSON's media type.
@@ -109,6 +111,7 @@ impl ScimError {
             Self::Forbidden(detail) => (StatusCode::FORBIDDEN, None, detail),
             Self::NotFound(detail) => (StatusCode::NOT_FOUND, None, detail),
             Self::Conflict(detail) => (StatusCode::CONFLICT, Some("uniqueness"), detail),
+            Self::Changed(detail) => (StatusCode::CONFLICT, None, detail),
             Self::Unread(status, detail) => (status, None, detail),
             Self::UnsupportedMediaType => (
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -131,6 +134,7 @@ impl From<ServiceError> for ScimError {
         match error {
             ServiceError::Invalid(_) => Self::Invalid(error.to_string()),
             ServiceError::NotFound(_, detail) => Self::NotFound(detail),
+            ServiceError::Conflict("user_changed", detail) => Self::Changed(detail),
             ServiceError::Conflict(_, detail) => Self::Conflict(detail),
             ServiceError::Forbidden(detail) => Self::Forbidden(detail),
             ServiceError::Storage(e) => {
@@ -512,8 +516,13 @@ async fn replace(
 async fn replaced(scim: &Scim, user: &User, resource: &Value) -> Answer {
     let provisioned = resource::parse(resource)?;
     let user = scim.service.replace_provisioned_user(&Actor::Scim, user.id, provisioned).await?;
+    answer_user(scim, &user).await
+}
+
+/// `user` as a SCIM resource with their passkeys, `200 OK`.
+async fn answer_user(scim: &Scim, user: &User) -> Answer {
     let passkeys = scim.service.store.passkeys_of(user.id).await.map_err(ServiceError::from)?;
-    Ok(scim_json(StatusCode::OK, &scim.with_passkeys(&user, &passkeys)))
+    Ok(scim_json(StatusCode::OK, &scim.with_passkeys(user, &passkeys)))
 }
 
 async fn modify(
@@ -530,8 +539,16 @@ async fn modify(
         return Err(ScimError::BadRequest("mutability", detail));
     }
     drop_passkey_noops(&mut body);
-    let patched = patch::apply(scim.render(&user), &body)?;
-    replaced(&scim, &user, &patched).await
+    // The operations apply to the user as stored when the change is
+    // written: made again should another change come in between, so that
+    // neither undoes the other.
+    let user = scim
+        .service
+        .replace_provisioned_user_with(&Actor::Scim, user.id, |stored| {
+            Ok::<_, ScimError>(resource::parse(&patch::apply(scim.render(stored), &body)?)?)
+        })
+        .await?;
+    answer_user(&scim, &user).await
 }
 
 /// Whether `name` (a path or a value's key) is the passkeys extension or

@@ -258,6 +258,7 @@ mod tests {
             deactivated: false,
             created_at: time::OffsetDateTime::UNIX_EPOCH,
             provisioned,
+            revision: 0,
         }
     }
 

@@ -16,9 +16,9 @@ use portico_model::audit::{Actor, AuditEvent, AuditKind};
 use portico_model::client::{AuthMethod, Client, ClientSecurity, LocalizedText, SecurityProfile};
 use portico_model::ids::ClientId;
 use portico_model::scope::{OIDC_SCOPES, ScopeSet};
-use portico_storage::{ClientUpdate, StorageError};
+use portico_storage::{Update, StorageError};
 
-use super::{AdminService, Result, ServiceError};
+use super::{AdminService, Result, ServiceError, UPDATE_ATTEMPTS};
 
 /// Shortest client secret accepted.
 const MIN_SECRET_LEN: usize = 16;
@@ -476,8 +476,6 @@ const MAX_INITIAL_TOKEN_TTL: time::Duration = time::Duration::days(30);
 /// Shortest secret of a `client_secret_jwt` client: 256 bits for HS256
 /// (RFC 7518 §3.2) as 43 Base64url characters, the length Portico generates.
 const MIN_JWT_SECRET_LEN: usize = 43;
-/// Times a client's change is made again after others wrote it meanwhile.
-const UPDATE_ATTEMPTS: usize = 20;
 
 fn not_found(client_id: &str) -> ServiceError {
     ServiceError::NotFound("client_not_found", format!("there is no client {client_id}"))
@@ -665,12 +663,12 @@ impl AdminService {
             let mut client = self.client(client_id).await?;
             let made = change(&mut client)?;
             match self.store.update_client(&client).await? {
-                ClientUpdate::Updated => {
+                Update::Updated => {
                     client.revision += 1;
                     return Ok((client, made));
                 }
-                ClientUpdate::Missing => return Err(not_found(client_id)),
-                ClientUpdate::Outdated => {}
+                Update::Missing => return Err(not_found(client_id)),
+                Update::Outdated => {}
             }
         }
         Err(ServiceError::Conflict(

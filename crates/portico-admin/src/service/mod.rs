@@ -96,7 +96,13 @@ pub struct AdminService {
     /// Client changes on this node are made one at a time (another node's
     /// are kept apart by the client's revision).
     pub(crate) client_writes: tokio::sync::Mutex<()>,
+    /// User changes on this node are made one at a time, as clients'.
+    pub(crate) user_writes: tokio::sync::Mutex<()>,
 }
+
+/// Times a change of a client or a user is made again after others wrote
+/// it meanwhile (on other nodes: this node's wait for each other).
+pub(crate) const UPDATE_ATTEMPTS: usize = 20;
 
 impl AdminService {
     pub fn new(store: Arc<dyn Storage>, clock: Arc<dyn Clock>, sealer: Sealer) -> Self {
@@ -110,6 +116,7 @@ impl AdminService {
             default_security_profile: SecurityProfile::Standard,
             key_holders: portico_tokens::KeyHolders::default(),
             client_writes: tokio::sync::Mutex::new(()),
+            user_writes: tokio::sync::Mutex::new(()),
         }
     }
 

@@ -14,9 +14,9 @@ use portico_model::oauth::Grant;
 use portico_model::otp::normalize_phone;
 use portico_model::session::SsoSession;
 use portico_model::user::{OperatorRole, User};
-use portico_storage::{StorageError, UserQuery};
+use portico_storage::{StorageError, Update, UserQuery};
 
-use super::{AdminService, Result, ServiceError};
+use super::{AdminService, Result, ServiceError, UPDATE_ATTEMPTS};
 
 /// Shortest password accepted.
 pub const PASSWORD_MIN: usize = 10;
@@ -121,6 +121,50 @@ fn not_found(id: UserId) -> ServiceError {
     ServiceError::NotFound("user_not_found", format!("there is no user {id}"))
 }
 
+fn changed_meanwhile(id: UserId) -> ServiceError {
+    ServiceError::Conflict(
+        "user_changed",
+        format!("the user {id} kept being changed by others meanwhile: read it again and retry"),
+    )
+}
+
+/// Makes an operator's `changes` on `user`; answers the names of the
+/// fields changed.
+fn apply_changes(user: &mut User, changes: UserChanges) -> Result<Vec<&'static str>> {
+    let mut problems = Vec::new();
+    let mut changed: Vec<&'static str> = Vec::new();
+    if let Some(login) = changes.login {
+        check_login(&login, &mut problems);
+        user.login = login;
+        changed.push("login");
+    }
+    if let Some(phone) = changes.phone {
+        user.phone = match phone {
+            Some(phone) => check_phone(Some(&phone), &mut problems),
+            None => None,
+        };
+        changed.push("phone");
+    }
+    if let Some(email) = changes.email {
+        check_email(email.as_deref(), &mut problems);
+        user.email = email;
+        changed.push("email");
+    }
+    if let Some(name) = changes.name {
+        check_name(name.as_deref(), &mut problems);
+        user.name = name;
+        changed.push("name");
+    }
+    if let Some(enabled) = changes.phone_login_enabled {
+        user.phone_login_enabled = enabled;
+        changed.push("phoneLoginEnabled");
+    }
+    if !problems.is_empty() {
+        return Err(ServiceError::Invalid(problems));
+    }
+    Ok(changed)
+}
+
 fn login_taken(login: &str) -> ServiceError {
     ServiceError::Conflict("login_taken", format!("a user with the login {login} already exists"))
 }
@@ -193,6 +237,7 @@ impl AdminService {
             deactivated: false,
             created_at: now,
             provisioned,
+            revision: 0,
         };
         match self.store.create_user(&user).await {
             Ok(()) => {}
@@ -235,52 +280,82 @@ impl AdminService {
     ///
     /// # Errors
     /// `Invalid` naming every problem; `user_not_found`; `login_taken`;
-    /// the store failed.
+    /// `user_changed`; the store failed.
     pub async fn replace_provisioned_user(&self, actor: &Actor, id: UserId, p: ProvisionedUser) -> Result<User> {
-        let mut user = self.user(id).await?;
+        self.replace_provisioned_user_with(actor, id, |_| Ok(p.clone())).await
+    }
+
+    /// Replaces a user whole with what `state` makes of the stored user (a
+    /// SCIM `PATCH` applied to it); made again on what is stored when
+    /// another change was written in between, so that neither undoes the
+    /// other.
+    ///
+    /// # Errors
+    /// As [`AdminService::replace_provisioned_user`], and what `state`
+    /// answers.
+    pub async fn replace_provisioned_user_with<E: From<ServiceError>>(
+        &self,
+        actor: &Actor,
+        id: UserId,
+        mut state: impl FnMut(&User) -> std::result::Result<ProvisionedUser, E>,
+    ) -> std::result::Result<User, E> {
+        let stated = state(&self.user(id).await?)?;
         self.refuse_operator(id).await?;
-        let mut problems = Vec::new();
-        // A login kept as it is stays valid, whatever today's rules say of it.
-        if p.login != user.login {
-            check_login(&p.login, &mut problems);
+        // A new password is hashed once, before the change is made (hashing
+        // takes a while); a provisioning system states no password from
+        // what is stored, so the change made again states the same one.
+        let mut hashed = None;
+        if let Some(password) = stated.password
+            && check_password(&password, &stated.login).is_ok()
+        {
+            hashed = Some((password.clone(), hash_password(password).await?));
         }
-        if let Some(Err(message)) = p.password.as_deref().map(|password| check_password(password, &p.login)) {
-            problems.push(Problem::new("password", message));
-        }
-        let phone = check_phone(p.phone.as_deref(), &mut problems);
-        check_email(p.email.as_deref(), &mut problems);
-        check_name(p.name.as_deref(), &mut problems);
-        if !problems.is_empty() {
-            return Err(ServiceError::Invalid(problems));
-        }
-        // What changed, named as the admin API names it in the audit log.
-        let mut changed: Vec<&str> = Vec::new();
-        for (name, differs) in [
-            ("login", user.login != p.login),
-            ("phone", user.phone != phone),
-            ("email", user.email != p.email),
-            ("name", user.name != p.name),
-            ("attributes", user.provisioned.as_ref() != Some(&p.attributes)),
-        ] {
-            if differs {
-                changed.push(name);
-            }
-        }
-        user.login = p.login;
-        user.phone = phone;
-        user.email = p.email;
-        user.name = p.name;
-        user.provisioned = Some(p.attributes);
-        let password_set = p.password.is_some();
-        if let Some(password) = p.password {
-            user.password_hash = hash_password(password).await?;
-        }
-        match self.store.update_user(&user).await {
-            Ok(true) => {}
-            Ok(false) => return Err(not_found(id)),
-            Err(StorageError::Conflict(_)) => return Err(login_taken(&user.login)),
-            Err(e) => return Err(e.into()),
-        }
+        let (mut user, (changed, active, password_set)) = self
+            .modify_user(id, |user| {
+                let p = state(user)?;
+                let mut problems = Vec::new();
+                // A login kept as it is stays valid, whatever today's rules say of it.
+                if p.login != user.login {
+                    check_login(&p.login, &mut problems);
+                }
+                if let Some(Err(message)) = p.password.as_deref().map(|password| check_password(password, &p.login)) {
+                    problems.push(Problem::new("password", message));
+                }
+                let phone = check_phone(p.phone.as_deref(), &mut problems);
+                check_email(p.email.as_deref(), &mut problems);
+                check_name(p.name.as_deref(), &mut problems);
+                if !problems.is_empty() {
+                    return Err(ServiceError::Invalid(problems).into());
+                }
+                // What changed, named as the admin API names it in the audit log.
+                let mut changed: Vec<&'static str> = Vec::new();
+                for (name, differs) in [
+                    ("login", user.login != p.login),
+                    ("phone", user.phone != phone),
+                    ("email", user.email != p.email),
+                    ("name", user.name != p.name),
+                    ("attributes", user.provisioned.as_ref() != Some(&p.attributes)),
+                ] {
+                    if differs {
+                        changed.push(name);
+                    }
+                }
+                let password_set = match (&p.password, &hashed) {
+                    (None, _) => false,
+                    (Some(password), Some((from, hash))) if password == from => {
+                        user.password_hash.clone_from(hash);
+                        true
+                    }
+                    (Some(_), _) => return Err(changed_meanwhile(id).into()),
+                };
+                user.login = p.login;
+                user.phone = phone;
+                user.email = p.email;
+                user.name = p.name;
+                user.provisioned = Some(p.attributes);
+                Ok((changed, p.active, password_set))
+            })
+            .await?;
         let now = self.clock.now();
         let event = AuditEvent::new(now, AuditKind::UserUpdated).user(id);
         self.audit(actor, event.detail(serde_json::json!({ "changed": changed }))).await;
@@ -289,8 +364,8 @@ impl AdminService {
         }
         // `active` moves only the provisioning system's own state: an
         // operator's block stands until an operator lifts it.
-        if user.deactivated == p.active {
-            user = self.set_deactivated(actor, id, !p.active).await?;
+        if user.deactivated == active {
+            user = self.set_deactivated(actor, id, !active).await?;
         }
         Ok(user)
     }
@@ -301,49 +376,41 @@ impl AdminService {
     /// `Invalid` naming every problem; `user_not_found`; `login_taken`;
     /// the store failed.
     pub async fn update_user(&self, actor: &Actor, id: UserId, changes: UserChanges) -> Result<User> {
-        let mut user = self.user(id).await?;
-        let mut problems = Vec::new();
-        let mut changed: Vec<&str> = Vec::new();
-        if let Some(login) = changes.login {
-            check_login(&login, &mut problems);
-            user.login = login;
-            changed.push("login");
-        }
-        if let Some(phone) = changes.phone {
-            user.phone = match phone {
-                Some(phone) => check_phone(Some(&phone), &mut problems),
-                None => None,
-            };
-            changed.push("phone");
-        }
-        if let Some(email) = changes.email {
-            check_email(email.as_deref(), &mut problems);
-            user.email = email;
-            changed.push("email");
-        }
-        if let Some(name) = changes.name {
-            check_name(name.as_deref(), &mut problems);
-            user.name = name;
-            changed.push("name");
-        }
-        if let Some(enabled) = changes.phone_login_enabled {
-            user.phone_login_enabled = enabled;
-            changed.push("phoneLoginEnabled");
-        }
-        if !problems.is_empty() {
-            return Err(ServiceError::Invalid(problems));
-        }
-        match self.store.update_user(&user).await {
-            Ok(true) => {}
-            Ok(false) => return Err(not_found(id)),
-            Err(StorageError::Conflict(_)) => return Err(login_taken(&user.login)),
-            Err(e) => return Err(e.into()),
-        }
+        let (user, changed) = self.modify_user(id, |user| apply_changes(user, changes.clone())).await?;
         let event = AuditEvent::new(self.clock.now(), AuditKind::UserUpdated)
             .user(id)
             .detail(serde_json::json!({ "changed": changed }));
         self.audit(actor, event).await;
         Ok(user)
+    }
+
+    /// Reads the user, makes `change` on it and writes it back if nobody
+    /// wrote it in between (its revision); a change that lost that race (to
+    /// another node: this node's changes wait for each other) is made again
+    /// on what is stored now, up to [`UPDATE_ATTEMPTS`] times. Two changes
+    /// at once (an operator's, the provisioning system's, a new password)
+    /// thus never undo each other.
+    async fn modify_user<T, E: From<ServiceError>>(
+        &self,
+        id: UserId,
+        mut change: impl FnMut(&mut User) -> std::result::Result<T, E>,
+    ) -> std::result::Result<(User, T), E> {
+        let _one_at_a_time = self.user_writes.lock().await;
+        for _ in 0..UPDATE_ATTEMPTS {
+            let mut user = self.user(id).await?;
+            let made = change(&mut user)?;
+            match self.store.update_user(&user).await {
+                Ok(Update::Updated) => {
+                    user.revision += 1;
+                    return Ok((user, made));
+                }
+                Ok(Update::Missing) => return Err(not_found(id).into()),
+                Ok(Update::Outdated) => {}
+                Err(StorageError::Conflict(_)) => return Err(login_taken(&user.login).into()),
+                Err(e) => return Err(ServiceError::from(e).into()),
+            }
+        }
+        Err(changed_meanwhile(id).into())
     }
 
     /// Sets a user's password.
@@ -352,12 +419,16 @@ impl AdminService {
     /// `Invalid` for a password the policy refuses; `user_not_found`; the
     /// store failed.
     pub async fn set_password(&self, actor: &Actor, id: UserId, password: String) -> Result<()> {
-        let mut user = self.user(id).await?;
+        let user = self.user(id).await?;
         check_password(&password, &user.login).map_err(|message| ServiceError::invalid("password", message))?;
-        user.password_hash = hash_password(password).await?;
-        if !self.store.update_user(&user).await? {
-            return Err(not_found(id));
-        }
+        let hash = hash_password(password.clone()).await?;
+        self.modify_user(id, |user| {
+            // The policy again, should the login have changed meanwhile.
+            check_password(&password, &user.login).map_err(|message| ServiceError::invalid("password", message))?;
+            user.password_hash.clone_from(&hash);
+            Ok::<_, ServiceError>(())
+        })
+        .await?;
         self.audit(actor, AuditEvent::new(self.clock.now(), AuditKind::UserPasswordSet).user(id)).await;
         Ok(())
     }

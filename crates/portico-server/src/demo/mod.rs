@@ -230,6 +230,7 @@ pub async fn seed(
                 deactivated: false,
                 created_at: now,
                 provisioned: None,
+                revision: 0,
             })
             .await?;
     }

@@ -493,6 +493,90 @@ async fn changes_to_one_client_from_two_nodes_at_once_are_all_kept() {
 }
 
 #[tokio::test]
+async fn thirty_two_changes_to_one_user_at_once_are_all_kept() {
+    const PATCH_OP: &str = "urn:ietf:params:scim:api:messages:2.0:PatchOp";
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let new = json!({"login": "busy", "password": "busy-password-0"});
+        let (status, created) = admin(&app, "POST", "/admin/v1/users", Some(new)).await;
+        assert_eq!(status, 201, "{backend:?}: {created}");
+        let path = format!("/admin/v1/users/{}", created["id"].as_str().unwrap());
+        let stored = || async { app.store.find_user_by_login("busy").await.unwrap().unwrap() };
+        let before = stored().await.revision;
+        // Operators change the name and the e-mail, operators set new
+        // passwords and the provisioning system changes an attribute of its
+        // own, all at once: each change reads the user and writes it back.
+        let mut requests = tokio::task::JoinSet::new();
+        for i in 0..32 {
+            let request = match i % 4 {
+                0 => app.http().patch(app.url(&path)).json(&json!({"name": format!("name-{i}")})),
+                1 => app.http().patch(app.url(&path)).json(&json!({"email": format!("e{i}@example.com")})),
+                2 => app.http().put(app.url(&format!("{path}/password"))).json(&json!({"password": format!("busy-password-{i}")})),
+                _ => {
+                    let scim_path = path.replace("/admin/v1/users/", "/scim/v2/Users/");
+                    let body = json!({"schemas": [PATCH_OP],
+                                      "Operations": [{"op": "replace", "path": "displayName", "value": format!("display-{i}")}]});
+                    let request = app.http().patch(app.url(&scim_path)).header("content-type", "application/scim+json");
+                    requests.spawn(async move {
+                        request.bearer_auth(portico_tests::SCIM_TOKEN).body(body.to_string()).send().await.unwrap().status().as_u16()
+                    });
+                    continue;
+                }
+            };
+            requests.spawn(async move { request.bearer_auth(ADMIN_TOKEN).send().await.unwrap().status().as_u16() });
+        }
+        let statuses = requests.join_all().await;
+        assert!(statuses.iter().all(|s| (200..300).contains(s)), "{backend:?}: {statuses:?}");
+        let user = stored().await;
+        assert!(user.name.as_deref().is_some_and(|n| n.starts_with("name-")), "{backend:?}: a change was undone: {user:?}");
+        assert!(user.email.as_deref().is_some_and(|e| e.ends_with("@example.com")), "{backend:?}: a change was undone");
+        let display = user.provisioned.as_ref().and_then(|p| p["displayName"].as_str());
+        assert!(display.is_some_and(|d| d.starts_with("display-")), "{backend:?}: a change was undone: {user:?}");
+        assert!(!portico_crypto::password::verify(&user.password_hash, "busy-password-0"), "{backend:?}: the old password came back");
+        let set: Vec<usize> = (0..32)
+            .filter(|i| i % 4 == 2 && portico_crypto::password::verify(&user.password_hash, &format!("busy-password-{i}")))
+            .collect();
+        assert_eq!(set.len(), 1, "{backend:?}: one of the new passwords is the user's");
+        assert_eq!(user.revision - before, 32, "{backend:?}: each change written once");
+        let count = |kind: &str| {
+            let query = portico_storage::AuditQuery { kind: Some(kind.into()), ..Default::default() };
+            let store = std::sync::Arc::clone(&app.store);
+            async move { store.query_audit(&query).await.unwrap().len() }
+        };
+        assert_eq!(count("user.updated").await, 24, "{backend:?}");
+        assert_eq!(count("user.password_set").await, 8, "{backend:?}");
+    }
+}
+
+#[tokio::test]
+async fn changes_to_one_user_from_two_nodes_at_once_are_all_kept() {
+    use portico_admin::service::UserChanges;
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let id = app.store.find_user_by_login("maria").await.unwrap().unwrap().id;
+        let before = app.store.find_user(id).await.unwrap().unwrap().revision;
+        // Two admin services over one database, as two nodes have.
+        let nodes = [(); 2].map(|()| std::sync::Arc::new(app.admin_service()));
+        let mut changes = tokio::task::JoinSet::new();
+        for i in 0..32 {
+            let node = std::sync::Arc::clone(&nodes[i % 2]);
+            let change = if i % 4 < 2 {
+                UserChanges { name: Some(Some(format!("name-{i}"))), ..Default::default() }
+            } else {
+                UserChanges { email: Some(Some(format!("e{i}@example.com"))), ..Default::default() }
+            };
+            changes.spawn(async move { node.update_user(&portico_model::audit::Actor::Cli, id, change).await.map(|_| ()) });
+        }
+        let results = changes.join_all().await;
+        assert!(results.iter().all(Result::is_ok), "{backend:?}: {results:?}");
+        let user = app.store.find_user(id).await.unwrap().unwrap();
+        assert!(user.name.as_deref().is_some_and(|n| n.starts_with("name-")), "{backend:?}: {user:?}");
+        assert!(user.email.as_deref().is_some_and(|e| e.starts_with('e') && e.ends_with("@example.com")), "{user:?}");
+        assert_eq!(user.revision - before, 32, "{backend:?}: each change written once");
+    }
+}
+
+#[tokio::test]
 async fn operators_list_and_revoke_a_users_grants() {
     for backend in backends() {
         let app = TestApp::spawn(backend).await;

@@ -208,7 +208,7 @@ async fn a_client_change_and_a_key_rotation_reach_the_other_node_within_the_stal
     // A new secret, set on node A.
     let mut crm = a.store.find_client(&"crm".into()).await.unwrap().unwrap();
     crm.secret_hash = portico_crypto::hash::client_secret_hash("new-secret");
-    assert_eq!(a.store.update_client(&crm).await.unwrap(), portico_storage::ClientUpdate::Updated);
+    assert_eq!(a.store.update_client(&crm).await.unwrap(), portico_storage::Update::Updated);
     assert_eq!(client_answer(&a, "crm", "old-secret").await, 401, "the changing node knows at once");
     assert_eq!(client_answer(&a, "crm", "new-secret").await, 400);
     tokio::time::sleep(Duration::from_millis(STALENESS_MS.into())).await;

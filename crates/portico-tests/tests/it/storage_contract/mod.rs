@@ -106,6 +106,7 @@ pub(crate) fn user(login: &str) -> User {
         deactivated: false,
         created_at: t0(),
         provisioned: None,
+        revision: 0,
     }
 }
 

@@ -2,7 +2,7 @@
 
 use super::permissions::generated_model;
 use super::*;
-use portico_storage::ClientUpdate;
+use portico_storage::Update;
 
 #[tokio::test]
 async fn clients_and_users_round_trip_with_unique_keys() {
@@ -66,19 +66,19 @@ async fn clients_and_users_change_in_place_and_users_are_found_a_page_at_a_time(
         c.backchannel_logout_uri = None;
         c.scopes = vec!["openid".into()];
         let read = c.clone();
-        assert_eq!(store.update_client(&c).await.unwrap(), ClientUpdate::Updated);
+        assert_eq!(store.update_client(&c).await.unwrap(), Update::Updated);
         c.revision = 1;
         assert_eq!(store.find_client(&client_id("app")).await.unwrap(), Some(c.clone()), "{backend:?}");
-        assert_eq!(store.update_client(&client("nobody")).await.unwrap(), ClientUpdate::Missing);
+        assert_eq!(store.update_client(&client("nobody")).await.unwrap(), Update::Missing);
         // A change made from the read before the update is refused, and
         // changes nothing; made again from what is stored, it is written.
         let mut late = read.clone();
         late.scopes = vec!["profile".into()];
-        assert_eq!(store.update_client(&late).await.unwrap(), ClientUpdate::Outdated, "{backend:?}");
+        assert_eq!(store.update_client(&late).await.unwrap(), Update::Outdated, "{backend:?}");
         assert_eq!(store.find_client(&client_id("app")).await.unwrap(), Some(c.clone()), "{backend:?}: unchanged");
         let mut again = store.find_client(&client_id("app")).await.unwrap().unwrap();
         again.scopes = vec!["profile".into()];
-        assert_eq!(store.update_client(&again).await.unwrap(), ClientUpdate::Updated);
+        assert_eq!(store.update_client(&again).await.unwrap(), Update::Updated);
         assert_eq!(store.find_client(&client_id("app")).await.unwrap().unwrap().revision, 2);
 
         let mut anna = user("anna");
@@ -112,12 +112,25 @@ async fn clients_and_users_change_in_place_and_users_are_found_a_page_at_a_time(
         anna.login = "anna.k".into();
         anna.name = None;
         anna.password_hash = "$argon2id$y".into();
-        assert!(store.update_user(&anna).await.unwrap());
+        let read = anna.clone();
+        assert_eq!(store.update_user(&anna).await.unwrap(), Update::Updated);
+        anna.revision = 1;
         assert_eq!(store.find_user(anna.id).await.unwrap(), Some(anna.clone()));
         assert_eq!(store.find_user_by_login("anna").await.unwrap(), None);
+        // A change made from the read before the update (the old password
+        // hash with it) is refused and changes nothing; made again from
+        // what is stored, it is written.
+        let mut late = read.clone();
+        late.email = Some("late@example.com".into());
+        assert_eq!(store.update_user(&late).await.unwrap(), Update::Outdated, "{backend:?}");
+        assert_eq!(store.find_user(anna.id).await.unwrap(), Some(anna.clone()), "{backend:?}: unchanged");
+        anna.email = Some("late@example.com".into());
+        assert_eq!(store.update_user(&anna).await.unwrap(), Update::Updated);
+        anna.revision = 2;
+        assert_eq!(store.find_user(anna.id).await.unwrap(), Some(anna.clone()), "{backend:?}");
         anna.login = "andrei".into();
         assert!(matches!(store.update_user(&anna).await, Err(StorageError::Conflict(_))), "a taken login");
-        assert!(!store.update_user(&user("nobody")).await.unwrap());
+        assert_eq!(store.update_user(&user("nobody")).await.unwrap(), Update::Missing);
     }
 }
 
