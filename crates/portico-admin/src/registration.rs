@@ -699,6 +699,8 @@ pub async fn replace(
             logout_revokes_grants: None,
             backchannel_logout_uri: Some(metadata.backchannel_logout_uri),
             security: SecurityChanges { security_profile: profile, ..SecurityChanges::from(security) },
+            // RFC 7592 §2.2: the client's whole registration, as it states it now.
+            if_match: None,
         };
         let client = registration
             .service

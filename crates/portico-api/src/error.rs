@@ -13,7 +13,8 @@
 //! | 403 | `forbidden` | the caller's role does not allow the operation |
 //! | 404 | `admin_api_disabled`, `internal_api_disabled` | the API's token is not configured |
 //! | 404 | `not_found`, `<thing>_not_found` | what the path names does not exist |
-//! | 409 | `<thing>_exists`, `conflict` | it exists already, or changed meanwhile |
+//! | 409 | `<thing>_exists`, `conflict`, `<thing>_changed` | it exists already, or others kept changing it meanwhile |
+//! | 412 | `precondition_failed` | `If-Match` names a revision that is no longer the stored one |
 //! | 413 | `too_large` | the body is over the route's size limit |
 //! | 503 | `temporarily_unavailable` | the database is unreachable; `Retry-After` says when to try again |
 //! | 500 | `internal_error` | anything else; details only in the log |
@@ -85,6 +86,9 @@ pub enum ApiError {
     NotFound(&'static str, String),
     /// 409 with its code: `<thing>_exists`, `conflict`.
     Conflict(&'static str, String),
+    /// 412 `precondition_failed`: `If-Match` names another revision than
+    /// the stored one.
+    PreconditionFailed(String),
     /// 413 `too_large`.
     TooLarge(String),
     /// 415 `bad_request`: the body is not of a type the route reads.
@@ -157,6 +161,7 @@ impl ApiError {
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::NotFound(..) => StatusCode::NOT_FOUND,
             Self::Conflict(..) => StatusCode::CONFLICT,
+            Self::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
@@ -173,6 +178,7 @@ impl ApiError {
             Self::Unauthorized(message) => ("unauthorized", message, Vec::new()),
             Self::Forbidden(message) => ("forbidden", message, Vec::new()),
             Self::NotFound(code, message) | Self::Conflict(code, message) => (code, message, Vec::new()),
+            Self::PreconditionFailed(message) => ("precondition_failed", message, Vec::new()),
             Self::TooLarge(message) => ("too_large", message, Vec::new()),
             Self::Unavailable => (
                 "temporarily_unavailable",

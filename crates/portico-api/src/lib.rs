@@ -10,6 +10,7 @@
 //! - [`openapi`]: their security schemes and shared error responses.
 //! - [`request`]: the id of the request being answered, for error bodies
 //!   that name it.
+//! - [`revision`]: revisions as `ETag`s, and `If-Match` ([`revision::IfMatch`]).
 //!
 //! The public APIs keep the bodies their contracts give (the report API's
 //! `UNAUTHORIZED`, the permission API's `{"error": ...}`); the report
@@ -21,10 +22,12 @@ pub mod error;
 pub mod openapi;
 pub mod pair;
 pub mod request;
+pub mod revision;
 
 pub use auth::{Admin, ApiTokens, HasApiTokens, Internal, Support};
 pub use error::{ApiError, Body, Params, PathParams, Problem, page_size};
 pub use pair::{HasTokenVerifier, PairRefusal, TokenPair};
+pub use revision::{IfMatch, etag};
 
 /// Records an administrative change in the audit log. A failure to record
 /// is logged, not raised: the change is made and answered for.

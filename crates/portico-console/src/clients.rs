@@ -319,6 +319,9 @@ pub struct ClientFields {
     pub tls_client_auth_subject_kind: Option<String>,
     #[serde(deserialize_with = "forms::trimmed")]
     pub tls_client_auth_subject: Option<String>,
+    /// The client's revision the page was made of (its edit form).
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub revision: Option<String>,
 }
 
 impl ClientFields {
@@ -476,6 +479,9 @@ pub async fn update(
         logout_revokes_grants: Some(form.logout_revokes_grants),
         backchannel_logout_uri: Some(form.backchannel_logout_uri),
         security,
+        // Every field of the form replaces the stored one: only on what the
+        // form was made of, never over a change made since.
+        if_match: forms::revision(form.revision.as_deref()),
     };
     Ok(match console.admin.update_client(&operator.admin.actor, &id, changes).await {
         Ok(_) => see_other(&done(&here, "saved")),

@@ -83,6 +83,13 @@ fn not_a_form(headers: &HeaderMap) -> Refusal {
 #[derive(Debug, Default, Deserialize)]
 pub struct NoFields {}
 
+/// What a form's `revision` field asks of the stored revision: `None`
+/// without the field (the change is made on what is stored); else only
+/// that revision (one that is not a number matches none).
+pub fn revision(field: Option<&str>) -> Option<Vec<u64>> {
+    field.map(|revision| revision.parse().ok().into_iter().collect())
+}
+
 /// A text field: trimmed; blank is absent.
 ///
 /// # Errors

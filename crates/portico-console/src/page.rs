@@ -348,6 +348,7 @@ pub fn service_error(l: Layout, error: portico_admin::ServiceError, back: &str) 
         ServiceError::NotFound(_, message) => (StatusCode::NOT_FOUND, message, Vec::new()),
         ServiceError::Conflict(_, message) => (StatusCode::CONFLICT, message, Vec::new()),
         ServiceError::Forbidden(message) => (StatusCode::FORBIDDEN, message, Vec::new()),
+        ServiceError::Stale(_) => (StatusCode::CONFLICT, l.s("error.changed_meanwhile").to_owned(), Vec::new()),
         ServiceError::Storage(error) => {
             tracing::warn!(%error, "a console action failed in the store");
             (StatusCode::SERVICE_UNAVAILABLE, l.s("error.unavailable").to_owned(), Vec::new())

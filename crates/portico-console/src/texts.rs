@@ -413,6 +413,13 @@ pub const TEXTS: &[(&str, &str, &str)] = &[
         "The store is unavailable. Try again in a few seconds.",
     ),
     (
+        "error.changed_meanwhile",
+        "Пока вы редактировали, это изменил кто-то другой, и ваши изменения не сохранены. Откройте страницу снова, \
+         проверьте текущие значения и внесите изменения ещё раз.",
+        "Someone else changed this while you were editing, so your changes were not saved. Open the page again, \
+         check what it holds now and make your changes there.",
+    ),
+    (
         "error.sign_in_lost",
         "Вход прерван или устарел. Войдите заново.",
         "The sign-in was interrupted or has expired. Sign in again.",

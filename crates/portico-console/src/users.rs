@@ -256,6 +256,9 @@ pub struct UserFields {
     pub reason: Option<String>,
     /// An operator role: `support`, `admin`, or blank (none).
     pub role: Option<String>,
+    /// The user's revision the page was made of (its edit form).
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub revision: Option<String>,
 }
 
 /// `POST /console/users` (admin): a new user.
@@ -300,6 +303,9 @@ pub async fn update(
         email: Some(form.email),
         name: Some(form.name),
         phone_login_enabled: Some(form.phone_login),
+        // Every field of the form replaces the stored one: only on what the
+        // form was made of, never over a change made since.
+        if_match: forms::revision(form.revision.as_deref()),
     };
     Ok(match console.admin.update_user(&operator.admin.actor, user, changes).await {
         Ok(_) => see_other(&done(&here, "saved")),

@@ -64,10 +64,20 @@ pub(crate) fn owner_from(row: &PgRow) -> Result<Option<User>> {
 
 fn user_named(
     row: &PgRow,
-    [id, login, password_hash, phone, email, name, phone_login, blocked, deactivated, created_at, provisioned, revision]: &[
-        &str;
-        12
-    ],
+    [
+        id,
+        login,
+        password_hash,
+        phone,
+        email,
+        name,
+        phone_login,
+        blocked,
+        deactivated,
+        created_at,
+        provisioned,
+        revision,
+    ]: &[&str; 12],
 ) -> Result<User> {
     Ok(User {
         id: get::<Uuid>(row, id)?.into(),

@@ -64,10 +64,20 @@ pub(crate) fn owner_from(row: &Row<'_>) -> Res<Option<User>> {
 
 fn user_named(
     row: &Row<'_>,
-    [id, login, password_hash, phone, email, name, phone_login, blocked, deactivated, created_at, provisioned, revision]: &[
-        &str;
-        12
-    ],
+    [
+        id,
+        login,
+        password_hash,
+        phone,
+        email,
+        name,
+        phone_login,
+        blocked,
+        deactivated,
+        created_at,
+        provisioned,
+        revision,
+    ]: &[&str; 12],
 ) -> Res<User> {
     Ok(User {
         id: row.uuid(id)?.into(),

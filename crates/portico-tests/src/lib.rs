@@ -555,8 +555,7 @@ impl TestApp {
     ) -> (String, portico_tokens::KeyLocation) {
         let secret = portico_server::secret::InstanceSecret::load(&self.config).expect("the instance secret");
         let records = self.store.list_signing_keys().await.expect("the signing keys");
-        let record =
-            records.iter().find(|r| r.alg == alg.as_str() && r.retired_at.is_none()).expect("an active key");
+        let record = records.iter().find(|r| r.alg == alg.as_str() && r.retired_at.is_none()).expect("an active key");
         (record.kid.clone(), portico_tokens::key_location(&secret.sealer(), record).expect("a readable key"))
     }
 

@@ -2,11 +2,11 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use portico_api::error::ErrorBody;
 use portico_api::openapi::AdminErrors;
-use portico_api::{Admin, ApiError, PathParams};
+use portico_api::{Admin, ApiError, IfMatch, PathParams, etag};
 use portico_crypto::jwt::Algorithm;
 use portico_model::client::{AuthMethod, Client, ClientSecurity, SecurityProfile};
 use serde::{Deserialize, Serialize};
@@ -390,7 +390,7 @@ pub async fn create(
     params(("clientId" = String, Path, description = "The client.")),
     security(("adminToken" = [])),
     responses(
-        (status = 200, description = "The client.", body = ClientView),
+        (status = 200, description = "The client.", body = ClientView, headers(("ETag" = String, description = "The client's revision, for `If-Match`."))),
         (status = 404, description = "`client_not_found`.", body = ErrorBody),
         AdminErrors
     )
@@ -399,9 +399,14 @@ pub async fn read(
     State(api): State<AdminState>,
     _: Admin,
     PathParams(client_id): PathParams<String>,
-) -> Result<Json<ClientView>, ApiError> {
+) -> Result<Response, ApiError> {
     let client = api.service.client(&client_id).await.map_err(|e| e.into_api("reading a client"))?;
-    Ok(Json(client.into()))
+    Ok(with_etag(client))
+}
+
+/// The client as the admin API shows it, with its revision as the `ETag`.
+fn with_etag(client: Client) -> Response {
+    ([(header::ETAG, etag(client.revision))], Json(ClientView::from(client))).into_response()
 }
 
 #[utoipa::path(
@@ -409,14 +414,19 @@ pub async fn read(
     path = "/admin/v1/clients/{clientId}",
     operation_id = "updateClient",
     tag = "clients",
-    params(("clientId" = String, Path, description = "The client.")),
+    params(
+        ("clientId" = String, Path, description = "The client."),
+        ("If-Match" = Option<String>, Header, description = "Make the change only if the stored client is still at this revision: the `ETag` a read answered (`\"3\"`); else 412 `precondition_failed`, and nothing is changed. Without it the change is made on the client as stored now.", pattern = r#"^[ \t]*(\*|(W/)?"[!#-~]*"([ \t]*,[ \t]*(W/)?"[!#-~]*")*)[ \t]*$"#)
+    ),
     request_body = ClientPatch,
     security(("adminToken" = [])),
     responses(
-        (status = 200, description = "Changed; the client as it is now.", body = ClientView),
+        (status = 200, description = "Changed; the client as it is now.", body = ClientView, headers(("ETag" = String, description = "The client's revision, for `If-Match`."))),
         (status = 400, description = "`bad_request`, or `invalid_document` naming every problem.", body = ErrorBody),
         (status = 415, description = "`bad_request`: the body is not `application/json`.", body = ErrorBody),
         (status = 404, description = "`client_not_found`.", body = ErrorBody),
+        (status = 409, description = "`client_changed`: others kept changing the client meanwhile; read it again and retry.", body = ErrorBody),
+        (status = 412, description = "`precondition_failed`: the client is no longer at the revision `If-Match` names.", body = ErrorBody),
         AdminErrors
     )
 )]
@@ -424,8 +434,9 @@ pub async fn update(
     State(api): State<AdminState>,
     admin: Admin,
     PathParams(client_id): PathParams<String>,
+    IfMatch(if_match): IfMatch,
     Body(patch): Body<ClientPatch>,
-) -> Result<Json<ClientView>, ApiError> {
+) -> Result<Response, ApiError> {
     let changes = ClientChanges {
         redirect_uris: patch.redirect_uris,
         scope: patch.scope,
@@ -458,13 +469,14 @@ pub async fn update(
             security_profile: patch.security_profile,
             refresh_token_rotation: patch.refresh_token_rotation,
         },
+        if_match,
     };
     let client = api
         .service
         .update_client(&admin.actor, &client_id, changes)
         .await
         .map_err(|e| e.into_api("changing a client"))?;
-    Ok(Json(client.into()))
+    Ok(with_etag(client))
 }
 
 #[utoipa::path(

@@ -2,12 +2,12 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use portico_api::auth::Role;
 use portico_api::error::ErrorBody;
 use portico_api::openapi::AdminErrors;
-use portico_api::{Admin, ApiError, PathParams, Support};
+use portico_api::{Admin, ApiError, IfMatch, PathParams, Support, etag};
 use portico_model::ids::{GrantId, SessionId, UserId};
 use portico_model::user::User;
 use portico_storage::{TextMatch, UserQuery};
@@ -268,7 +268,7 @@ pub async fn create(
     params(("userId" = Uuid, Path, description = "The user.")),
     security(("adminToken" = [])),
     responses(
-        (status = 200, description = "The user.", body = UserView),
+        (status = 200, description = "The user.", body = UserView, headers(("ETag" = String, description = "The user's revision, for `If-Match`."))),
         (status = 404, description = "`user_not_found`.", body = ErrorBody),
         AdminErrors
     )
@@ -277,9 +277,14 @@ pub async fn read(
     State(api): State<AdminState>,
     _: Support,
     PathParams(id): PathParams<String>,
-) -> Result<Json<UserView>, ApiError> {
+) -> Result<Response, ApiError> {
     let user = api.service.user(user_id(&id)?).await.map_err(answer("reading a user"))?;
-    Ok(Json(user.into()))
+    Ok(with_etag(user))
+}
+
+/// The user as the admin API shows them, with their revision as the `ETag`.
+fn with_etag(user: User) -> Response {
+    ([(header::ETAG, etag(user.revision))], Json(UserView::from(user))).into_response()
 }
 
 #[utoipa::path(
@@ -287,15 +292,19 @@ pub async fn read(
     path = "/admin/v1/users/{userId}",
     operation_id = "updateUser",
     tag = "users",
-    params(("userId" = Uuid, Path, description = "The user.")),
+    params(
+        ("userId" = Uuid, Path, description = "The user."),
+        ("If-Match" = Option<String>, Header, description = "Make the change only if the stored user is still at this revision: the `ETag` a read answered (`\"3\"`); else 412 `precondition_failed`, and nothing is changed. Without it the change is made on the user as stored now.", pattern = r#"^[ \t]*(\*|(W/)?"[!#-~]*"([ \t]*,[ \t]*(W/)?"[!#-~]*")*)[ \t]*$"#)
+    ),
     request_body = UserPatch,
     security(("adminToken" = [])),
     responses(
-        (status = 200, description = "Changed; the user as they are now.", body = UserView),
+        (status = 200, description = "Changed; the user as they are now.", body = UserView, headers(("ETag" = String, description = "The user's revision, for `If-Match`."))),
         (status = 400, description = "`bad_request`, or `invalid_document` naming every problem.", body = ErrorBody),
         (status = 415, description = "`bad_request`: the body is not `application/json`.", body = ErrorBody),
         (status = 404, description = "`user_not_found`.", body = ErrorBody),
-        (status = 409, description = "`login_taken`.", body = ErrorBody),
+        (status = 409, description = "`login_taken`, or `user_changed`: others kept changing the user meanwhile; read it again and retry.", body = ErrorBody),
+        (status = 412, description = "`precondition_failed`: the user is no longer at the revision `If-Match` names.", body = ErrorBody),
         AdminErrors
     )
 )]
@@ -303,18 +312,20 @@ pub async fn update(
     State(api): State<AdminState>,
     admin: Admin,
     PathParams(id): PathParams<String>,
+    IfMatch(if_match): IfMatch,
     Body(patch): Body<UserPatch>,
-) -> Result<Json<UserView>, ApiError> {
+) -> Result<Response, ApiError> {
     let changes = UserChanges {
         login: patch.login,
         phone: patch.phone,
         email: patch.email,
         name: patch.name,
         phone_login_enabled: patch.phone_login_enabled,
+        if_match,
     };
     let user =
         api.service.update_user(&admin.actor, user_id(&id)?, changes).await.map_err(answer("changing a user"))?;
-    Ok(Json(user.into()))
+    Ok(with_etag(user))
 }
 
 #[utoipa::path(

@@ -137,6 +137,7 @@ impl From<ServiceError> for ScimError {
             ServiceError::Conflict("user_changed", detail) => Self::Changed(detail),
             ServiceError::Conflict(_, detail) => Self::Conflict(detail),
             ServiceError::Forbidden(detail) => Self::Forbidden(detail),
+            ServiceError::Stale(detail) => Self::Changed(detail),
             ServiceError::Storage(e) => {
                 let answer = portico_api::ApiError::storage("a SCIM request", &e);
                 Self::Store(answer.status(), answer.body().message)

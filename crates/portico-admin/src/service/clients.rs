@@ -16,9 +16,9 @@ use portico_model::audit::{Actor, AuditEvent, AuditKind};
 use portico_model::client::{AuthMethod, Client, ClientSecurity, LocalizedText, SecurityProfile};
 use portico_model::ids::ClientId;
 use portico_model::scope::{OIDC_SCOPES, ScopeSet};
-use portico_storage::{Update, StorageError};
+use portico_storage::{StorageError, Update};
 
-use super::{AdminService, Result, ServiceError, UPDATE_ATTEMPTS};
+use super::{AdminService, Result, ServiceError, UPDATE_ATTEMPTS, check_revision};
 
 /// Shortest client secret accepted.
 const MIN_SECRET_LEN: usize = 16;
@@ -222,6 +222,10 @@ pub struct ClientChanges {
     /// `Some(None)` removes it.
     pub backchannel_logout_uri: Option<Option<String>>,
     pub security: SecurityChanges,
+    /// Make the changes only if the stored client is at one of these
+    /// revisions (`If-Match`, the revision a console form was read at);
+    /// `None`: on whatever is stored.
+    pub if_match: Option<Vec<u64>>,
 }
 
 /// Longest client address stored.
@@ -579,8 +583,10 @@ impl AdminService {
     /// `Invalid` naming every problem; `client_not_found`; `client_changed`
     /// when others kept changing it meanwhile; the store failed.
     pub async fn update_client(&self, actor: &Actor, client_id: &str, changes: ClientChanges) -> Result<Client> {
-        let (client, changed) =
-            self.modify_client(client_id, |client| self.apply_changes(client, changes.clone())).await?;
+        let if_match = changes.if_match.clone();
+        let (client, changed) = self
+            .modify_client(client_id, if_match.as_deref(), |client| self.apply_changes(client, changes.clone()))
+            .await?;
         let event = AuditEvent::new(self.clock.now(), AuditKind::ClientUpdated)
             .client(&client.client_id)
             .detail(serde_json::json!({ "changed": changed }));
@@ -653,14 +659,19 @@ impl AdminService {
     /// another node: this node's changes wait for each other) is made again
     /// on what is stored now, up to [`UPDATE_ATTEMPTS`] times. Two changes
     /// at once thus never undo each other.
+    ///
+    /// With `if_match`, a change is made only on one of those revisions,
+    /// never again on another.
     async fn modify_client<T>(
         &self,
         client_id: &str,
+        if_match: Option<&[u64]>,
         mut change: impl FnMut(&mut Client) -> Result<T>,
     ) -> Result<(Client, T)> {
         let _one_at_a_time = self.client_writes.lock().await;
         for _ in 0..UPDATE_ATTEMPTS {
             let mut client = self.client(client_id).await?;
+            check_revision(&format!("the client {client_id}"), if_match, client.revision)?;
             let made = change(&mut client)?;
             match self.store.update_client(&client).await? {
                 Update::Updated => {
@@ -691,7 +702,7 @@ impl AdminService {
             }
         }
         let (client, secret) = self
-            .modify_client(client_id, |client| {
+            .modify_client(client_id, None, |client| {
                 let jwt_secret = client.security.token_endpoint_auth_method == AuthMethod::ClientSecretJwt;
                 if jwt_secret && secret.as_ref().is_some_and(|s| s.len() < MIN_JWT_SECRET_LEN) {
                     let message = format!("a client_secret_jwt secret has at least {MIN_JWT_SECRET_LEN} characters");
@@ -744,7 +755,7 @@ impl AdminService {
     /// not held; the store failed.
     pub async fn approve_client(&self, actor: &Actor, client_id: &str) -> Result<Client> {
         let (client, ()) = self
-            .modify_client(client_id, |client| {
+            .modify_client(client_id, None, |client| {
                 if !client.awaiting_approval {
                     return Err(ServiceError::Conflict(
                         "not_awaiting_approval",

@@ -36,6 +36,11 @@ pub enum ServiceError {
     /// The caller may not do this to what was named: what to say.
     #[error("{0}")]
     Forbidden(String),
+    /// The change was made from a revision that is no longer the stored
+    /// one (`If-Match`, a console form read before another change): what
+    /// to say. Nothing was changed.
+    #[error("{0}")]
+    Stale(String),
     #[error(transparent)]
     Storage(#[from] StorageError),
 }
@@ -63,6 +68,7 @@ impl ServiceError {
             ServiceError::NotFound(code, message) => ApiError::not_found(code, message),
             ServiceError::Conflict(code, message) => ApiError::conflict(code, message),
             ServiceError::Forbidden(message) => ApiError::forbidden(message),
+            ServiceError::Stale(message) => ApiError::PreconditionFailed(message),
             ServiceError::Storage(e) => ApiError::storage(what, &e),
         }
     }
@@ -98,6 +104,21 @@ pub struct AdminService {
     pub(crate) client_writes: tokio::sync::Mutex<()>,
     /// User changes on this node are made one at a time, as clients'.
     pub(crate) user_writes: tokio::sync::Mutex<()>,
+}
+
+/// Whether a change made from `revisions` (an `If-Match`; `None`: from
+/// whatever is stored) may be made on what is stored at `stored`.
+///
+/// # Errors
+/// `Stale`, saying that `what` changed since it was read.
+pub(crate) fn check_revision(what: &str, revisions: Option<&[u64]>, stored: u64) -> Result<()> {
+    match revisions {
+        Some(revisions) if !revisions.contains(&stored) => Err(ServiceError::Stale(format!(
+            "{what} was changed since it was read (it is at revision {stored} now): \
+             read it again and make the change on what it is now; nothing was changed"
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Times a change of a client or a user is made again after others wrote

@@ -16,7 +16,7 @@ use portico_model::session::SsoSession;
 use portico_model::user::{OperatorRole, User};
 use portico_storage::{StorageError, Update, UserQuery};
 
-use super::{AdminService, Result, ServiceError, UPDATE_ATTEMPTS};
+use super::{AdminService, Result, ServiceError, UPDATE_ATTEMPTS, check_revision};
 
 /// Shortest password accepted.
 pub const PASSWORD_MIN: usize = 10;
@@ -60,6 +60,10 @@ pub struct UserChanges {
     pub email: Option<Option<String>>,
     pub name: Option<Option<String>>,
     pub phone_login_enabled: Option<bool>,
+    /// Make the changes only if the stored user is at one of these
+    /// revisions (`If-Match`, the revision a console form was read at);
+    /// `None`: on whatever is stored.
+    pub if_match: Option<Vec<u64>>,
 }
 
 /// The password policy.
@@ -311,7 +315,7 @@ impl AdminService {
             hashed = Some((password.clone(), hash_password(password).await?));
         }
         let (mut user, (changed, active, password_set)) = self
-            .modify_user(id, |user| {
+            .modify_user::<_, E>(id, None, |user| {
                 let p = state(user)?;
                 let mut problems = Vec::new();
                 // A login kept as it is stays valid, whatever today's rules say of it.
@@ -376,7 +380,9 @@ impl AdminService {
     /// `Invalid` naming every problem; `user_not_found`; `login_taken`;
     /// the store failed.
     pub async fn update_user(&self, actor: &Actor, id: UserId, changes: UserChanges) -> Result<User> {
-        let (user, changed) = self.modify_user(id, |user| apply_changes(user, changes.clone())).await?;
+        let if_match = changes.if_match.clone();
+        let (user, changed) =
+            self.modify_user(id, if_match.as_deref(), |user| apply_changes(user, changes.clone())).await?;
         let event = AuditEvent::new(self.clock.now(), AuditKind::UserUpdated)
             .user(id)
             .detail(serde_json::json!({ "changed": changed }));
@@ -390,14 +396,19 @@ impl AdminService {
     /// on what is stored now, up to [`UPDATE_ATTEMPTS`] times. Two changes
     /// at once (an operator's, the provisioning system's, a new password)
     /// thus never undo each other.
+    ///
+    /// With `if_match`, a change is made only on one of those revisions,
+    /// never again on another.
     async fn modify_user<T, E: From<ServiceError>>(
         &self,
         id: UserId,
+        if_match: Option<&[u64]>,
         mut change: impl FnMut(&mut User) -> std::result::Result<T, E>,
     ) -> std::result::Result<(User, T), E> {
         let _one_at_a_time = self.user_writes.lock().await;
         for _ in 0..UPDATE_ATTEMPTS {
             let mut user = self.user(id).await?;
+            check_revision(&format!("the user {id}"), if_match, user.revision)?;
             let made = change(&mut user)?;
             match self.store.update_user(&user).await {
                 Ok(Update::Updated) => {
@@ -422,7 +433,7 @@ impl AdminService {
         let user = self.user(id).await?;
         check_password(&password, &user.login).map_err(|message| ServiceError::invalid("password", message))?;
         let hash = hash_password(password.clone()).await?;
-        self.modify_user(id, |user| {
+        self.modify_user(id, None, |user| {
             // The policy again, should the login have changed meanwhile.
             check_password(&password, &user.login).map_err(|message| ServiceError::invalid("password", message))?;
             user.password_hash.clone_from(&hash);

@@ -511,14 +511,24 @@ async fn thirty_two_changes_to_one_user_at_once_are_all_kept() {
             let request = match i % 4 {
                 0 => app.http().patch(app.url(&path)).json(&json!({"name": format!("name-{i}")})),
                 1 => app.http().patch(app.url(&path)).json(&json!({"email": format!("e{i}@example.com")})),
-                2 => app.http().put(app.url(&format!("{path}/password"))).json(&json!({"password": format!("busy-password-{i}")})),
+                2 => app
+                    .http()
+                    .put(app.url(&format!("{path}/password")))
+                    .json(&json!({"password": format!("busy-password-{i}")})),
                 _ => {
                     let scim_path = path.replace("/admin/v1/users/", "/scim/v2/Users/");
                     let body = json!({"schemas": [PATCH_OP],
                                       "Operations": [{"op": "replace", "path": "displayName", "value": format!("display-{i}")}]});
                     let request = app.http().patch(app.url(&scim_path)).header("content-type", "application/scim+json");
                     requests.spawn(async move {
-                        request.bearer_auth(portico_tests::SCIM_TOKEN).body(body.to_string()).send().await.unwrap().status().as_u16()
+                        request
+                            .bearer_auth(portico_tests::SCIM_TOKEN)
+                            .body(body.to_string())
+                            .send()
+                            .await
+                            .unwrap()
+                            .status()
+                            .as_u16()
                     });
                     continue;
                 }
@@ -528,13 +538,21 @@ async fn thirty_two_changes_to_one_user_at_once_are_all_kept() {
         let statuses = requests.join_all().await;
         assert!(statuses.iter().all(|s| (200..300).contains(s)), "{backend:?}: {statuses:?}");
         let user = stored().await;
-        assert!(user.name.as_deref().is_some_and(|n| n.starts_with("name-")), "{backend:?}: a change was undone: {user:?}");
+        assert!(
+            user.name.as_deref().is_some_and(|n| n.starts_with("name-")),
+            "{backend:?}: a change was undone: {user:?}"
+        );
         assert!(user.email.as_deref().is_some_and(|e| e.ends_with("@example.com")), "{backend:?}: a change was undone");
         let display = user.provisioned.as_ref().and_then(|p| p["displayName"].as_str());
         assert!(display.is_some_and(|d| d.starts_with("display-")), "{backend:?}: a change was undone: {user:?}");
-        assert!(!portico_crypto::password::verify(&user.password_hash, "busy-password-0"), "{backend:?}: the old password came back");
+        assert!(
+            !portico_crypto::password::verify(&user.password_hash, "busy-password-0"),
+            "{backend:?}: the old password came back"
+        );
         let set: Vec<usize> = (0..32)
-            .filter(|i| i % 4 == 2 && portico_crypto::password::verify(&user.password_hash, &format!("busy-password-{i}")))
+            .filter(|i| {
+                i % 4 == 2 && portico_crypto::password::verify(&user.password_hash, &format!("busy-password-{i}"))
+            })
             .collect();
         assert_eq!(set.len(), 1, "{backend:?}: one of the new passwords is the user's");
         assert_eq!(user.revision - before, 32, "{backend:?}: each change written once");
@@ -565,7 +583,9 @@ async fn changes_to_one_user_from_two_nodes_at_once_are_all_kept() {
             } else {
                 UserChanges { email: Some(Some(format!("e{i}@example.com"))), ..Default::default() }
             };
-            changes.spawn(async move { node.update_user(&portico_model::audit::Actor::Cli, id, change).await.map(|_| ()) });
+            changes.spawn(
+                async move { node.update_user(&portico_model::audit::Actor::Cli, id, change).await.map(|_| ()) },
+            );
         }
         let results = changes.join_all().await;
         assert!(results.iter().all(Result::is_ok), "{backend:?}: {results:?}");
@@ -573,6 +593,65 @@ async fn changes_to_one_user_from_two_nodes_at_once_are_all_kept() {
         assert!(user.name.as_deref().is_some_and(|n| n.starts_with("name-")), "{backend:?}: {user:?}");
         assert!(user.email.as_deref().is_some_and(|e| e.starts_with('e') && e.ends_with("@example.com")), "{user:?}");
         assert_eq!(user.revision - before, 32, "{backend:?}: each change written once");
+    }
+}
+
+/// A PATCH with `If-Match` is made only on the revision it names: a
+/// program that read a user or a client, then changes it, never undoes a
+/// change made since (412, nothing changed); `*` and a list naming the
+/// stored revision are made; a weak tag never matches; a malformed one is
+/// a 400.
+#[tokio::test]
+async fn a_change_sent_with_an_older_etag_is_refused_and_changes_nothing() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let maria = app.store.find_user_by_login("maria").await.unwrap().unwrap();
+        let user_path = format!("/admin/v1/users/{}", maria.id.as_uuid());
+        let client_path = format!("/admin/v1/clients/{}", portico_server::demo::CLIENT_ID);
+        for (path, field, other) in [(user_path.as_str(), "name", "email"), (client_path.as_str(), "nameEn", "nameRu")]
+        {
+            let read = app.http().get(app.url(path)).bearer_auth(ADMIN_TOKEN).send().await.unwrap();
+            assert_eq!(read.status(), 200);
+            let read_tag = read.headers()["etag"].to_str().unwrap().to_owned();
+            let patch = |if_match: Option<&str>, name: &str, value: &str| {
+                let mut request =
+                    app.http().patch(app.url(path)).bearer_auth(ADMIN_TOKEN).json(&json!({ name: value }));
+                if let Some(if_match) = if_match {
+                    request = request.header("if-match", if_match);
+                }
+                async move {
+                    let response = request.send().await.unwrap();
+                    let tag = response.headers().get("etag").map(|t| t.to_str().unwrap().to_owned());
+                    (response.status().as_u16(), tag, response.json::<Value>().await.unwrap())
+                }
+            };
+            // Another change since the read.
+            let (status, since_tag, since) = patch(None, other, "changed meanwhile").await;
+            assert_eq!(status, 200, "{backend:?} {path}: {since}");
+            let since_tag = since_tag.expect("an ETag");
+            assert_ne!(since_tag, read_tag, "{backend:?}: a change is a new revision");
+
+            let (status, _, refused) = patch(Some(&read_tag), field, "from the old read").await;
+            assert_eq!(
+                (status, refused["code"].as_str()),
+                (412, Some("precondition_failed")),
+                "{backend:?}: {refused}"
+            );
+            assert!(refused["message"].as_str().unwrap().contains("read it again"), "{refused}");
+            let (_, _, now) = patch(Some("W/\"0\""), field, "weak").await;
+            assert_eq!(now["code"], "precondition_failed", "{backend:?}: a weak tag never matches");
+            let (status, _, malformed) = patch(Some("3"), field, "malformed").await;
+            assert_eq!((status, malformed["code"].as_str()), (400, Some("bad_request")), "{malformed}");
+            let after = app.http().get(app.url(path)).bearer_auth(ADMIN_TOKEN).send().await.unwrap();
+            assert_eq!(after.headers()["etag"].to_str().unwrap(), since_tag, "{backend:?}: nothing was changed");
+            assert_eq!(after.json::<Value>().await.unwrap(), since, "{backend:?}: nothing was changed");
+
+            let (status, tag, changed) = patch(Some(&since_tag), field, "from the latest read").await;
+            assert_eq!((status, changed[field].as_str()), (200, Some("from the latest read")), "{backend:?}");
+            let list = format!("\"999999\", {}", tag.expect("an ETag"));
+            assert_eq!(patch(Some(&list), field, "named in a list").await.0, 200, "{backend:?}");
+            assert_eq!(patch(Some("*"), field, "whatever is stored").await.0, 200, "{backend:?}");
+        }
     }
 }
 

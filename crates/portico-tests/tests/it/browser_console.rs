@@ -121,6 +121,9 @@ enum Then<'a> {
     /// This button clicked, and the confirmation it asks for shown (the
     /// confirmation answers a form, so each look asks again).
     Confirm(&'a str),
+    /// This edit form sent as if it had been read before another change
+    /// (its revision made an old one), and the refusal shown.
+    Stale(&'a str),
 }
 
 /// Every look of `page` as `then` leaves it, photographed as `name`.
@@ -143,6 +146,15 @@ async fn every_look_after(client: &Client, app: &TestApp, shots: &mut Shots, nam
                     Then::Confirm(button) => {
                         click(client, button).await;
                         wait_for_attribute(client, "#confirmForm", "method", "post").await;
+                    }
+                    Then::Stale(form) => {
+                        wait_for_attribute(client, "html", "lang", lang).await;
+                        let stale =
+                            format!("document.querySelector('{form} input[name=revision]').value = '4294967295'");
+                        client.execute(&stale, vec![]).await.unwrap();
+                        click(client, &format!("{form} button[type=submit]")).await;
+                        let refused = if lang == "ru" { "кто-то другой" } else { "Someone else changed" };
+                        wait_for_text(client, "#message", refused).await;
                     }
                 }
                 let look = format!("{name}-{lang}-{scheme}-{device}");
@@ -232,5 +244,8 @@ async fn every_console_page_in_both_languages_schemes_and_widths() {
     let fieldset = Then::Scroll("security");
     every_look_after(client, &app, &mut shots, "client-security", "/console/clients/fintech-ru", fieldset).await;
     every_look_after(client, &app, &mut shots, "confirm", &ivan_page, Then::Confirm("#block")).await;
+    every_look_after(client, &app, &mut shots, "changed-meanwhile", &ivan_page, Then::Stale("#editForm")).await;
+    let unchanged = app.store.find_user_by_login("ivan").await.unwrap().unwrap();
+    assert_eq!(unchanged, ivan, "a refused form changed nothing");
     browser.client.clone().close().await.unwrap();
 }

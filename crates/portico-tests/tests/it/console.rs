@@ -605,6 +605,81 @@ async fn a_return_address_no_header_can_carry_leads_to_the_first_page() {
     }
 }
 
+/// The `value` of the hidden input `name` of a console page.
+fn hidden(html: &str, name: &str) -> String {
+    let marker = format!("name=\"{name}\" value=\"");
+    let at = html.find(&marker).unwrap_or_else(|| panic!("no {name} in the page")) + marker.len();
+    html[at..at + html[at..].find('"').unwrap()].to_owned()
+}
+
+#[tokio::test]
+async fn a_form_read_before_another_change_is_refused_and_changes_nothing() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let (browser, _) = sign_in(&app, "operator", "operator-password").await;
+        let maria = app.store.find_user_by_login("maria").await.unwrap().unwrap();
+        let maria_page = format!("/console/users/{}", maria.id.as_uuid());
+        let client_page = format!("/console/clients/{}", portico_server::demo::CLIENT_ID);
+        let (_, user_html) = page(&browser, &app, &maria_page).await;
+        let (_, client_html) = page(&browser, &app, &client_page).await;
+        let csrf = csrf_of(&user_html);
+        let (user_revision, client_revision) = (hidden(&user_html, "revision"), hidden(&client_html, "revision"));
+
+        // Another operator changes both after the pages were read.
+        let admin = app.admin_service();
+        let actor = portico_model::audit::Actor::Cli;
+        let email =
+            portico_admin::service::UserChanges { email: Some(Some("new@bank.example".into())), ..Default::default() };
+        admin.update_user(&actor, maria.id, email).await.unwrap();
+        let name =
+            portico_admin::service::ClientChanges { name_en: Some("Renamed meanwhile".into()), ..Default::default() };
+        admin.update_client(&actor, portico_server::demo::CLIENT_ID, name).await.unwrap();
+        let user_before = app.store.find_user(maria.id).await.unwrap().unwrap();
+        let client_before = app.store.find_client(&portico_server::demo::CLIENT_ID.into()).await.unwrap().unwrap();
+
+        // The forms as read: every field is sent back, the old e-mail and name with them.
+        let old_email = maria.email.clone().unwrap_or_default();
+        let user_form = [
+            ("_csrf", csrf.as_str()),
+            ("revision", user_revision.as_str()),
+            ("login", "maria"),
+            ("email", old_email.as_str()),
+            ("name", "Мария from the old form"),
+        ];
+        let refused = post(&browser, &app, &maria_page, &user_form).await;
+        assert_eq!(refused.status(), 409, "{backend:?}");
+        assert!(refused.text().await.unwrap().contains("changed this while you were editing"), "{backend:?}");
+        let client_form = [
+            ("_csrf", csrf.as_str()),
+            ("revision", client_revision.as_str()),
+            ("redirect_uris", "https://old-form.example/cb"),
+            ("name_ru", "Из старой формы"),
+            ("name_en", "From the old form"),
+        ];
+        let refused = post(&browser, &app, &client_page, &client_form).await;
+        assert_eq!(refused.status(), 409, "{backend:?}");
+        assert_eq!(app.store.find_user(maria.id).await.unwrap().unwrap(), user_before, "{backend:?}: nothing changed");
+        let client_after = app.store.find_client(&portico_server::demo::CLIENT_ID.into()).await.unwrap().unwrap();
+        assert_eq!(client_after, client_before, "{backend:?}: nothing changed");
+
+        // Read again, the form saves.
+        let (_, user_html) = page(&browser, &app, &maria_page).await;
+        assert!(user_html.contains("new@bank.example"), "the page shows the change made meanwhile");
+        let fresh = hidden(&user_html, "revision");
+        let user_form = [
+            ("_csrf", csrf.as_str()),
+            ("revision", fresh.as_str()),
+            ("login", "maria"),
+            ("email", "new@bank.example"),
+            ("name", "Мария"),
+        ];
+        let saved = post(&browser, &app, &maria_page, &user_form).await;
+        assert_eq!(saved.status(), 303, "{backend:?}");
+        let user = app.store.find_user(maria.id).await.unwrap().unwrap();
+        assert_eq!((user.email.as_deref(), user.name.as_deref()), (Some("new@bank.example"), Some("Мария")));
+    }
+}
+
 /// A console form of a client with its authentication and signing
 /// fieldset.
 fn client_form<'a>(csrf: &'a str, id: &'a str, security: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {

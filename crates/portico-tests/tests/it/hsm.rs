@@ -282,7 +282,10 @@ async fn a_key_the_vendors_tools_made_in_the_hsm_is_imported_and_signs_and_a_rea
         let label = portico_hsm::new_label(Algorithm::Es256).replace("portico", "vendor");
         vendor_key(&token, &label, true);
         let kid = admin.import_key(&actor, Algorithm::Es256, &import(&label)).await.unwrap();
-        assert_eq!(app.active_signing_key(Algorithm::Es256).await, (kid.clone(), portico_tokens::KeyLocation::Hsm(label)));
+        assert_eq!(
+            app.active_signing_key(Algorithm::Es256).await,
+            (kid.clone(), portico_tokens::KeyLocation::Hsm(label))
+        );
         let tokens = app.tokens_for("maria", "maria-password").await;
         assert_eq!(jwt_header(&tokens.access_token)["kid"], kid.as_str(), "{backend:?}: signed by the vendor's key");
         assert_eq!(app.liveness(&tokens.access_token).await, 200);

@@ -108,7 +108,8 @@ async fn keys_that_do_not_sign_verifiably_are_refused_and_nothing_is_registered(
         assert_eq!(app.active_signing_key(Algorithm::Es256).await.0, active, "{backend:?}: nothing was registered");
 
         let kid = app.admin_service().import_key(&Actor::Cli, Algorithm::Es256, &command_key("es", &es)).await.unwrap();
-        let twice = app.admin_service().import_key(&Actor::Cli, Algorithm::Es256, &command_key("es", &es)).await.unwrap_err();
+        let twice =
+            app.admin_service().import_key(&Actor::Cli, Algorithm::Es256, &command_key("es", &es)).await.unwrap_err();
         assert!(twice.to_string().contains(&format!("registered already (kid {kid})")), "{twice}");
 
         // Without a signing program, a key of one cannot be imported, and
@@ -141,7 +142,8 @@ async fn a_program_that_cannot_sign_answers_503_spends_nothing_and_recovers_with
         let app = TestApp::spawn_with(backend, |config| with_program(config, &signer, "ES256")).await;
         let label = format!("outage-{backend:?}");
         let public = signer.make_key(&label, true, 0);
-        let kid = app.admin_service().import_key(&Actor::Cli, Algorithm::Es256, &command_key(&label, &public)).await.unwrap();
+        let kid =
+            app.admin_service().import_key(&Actor::Cli, Algorithm::Es256, &command_key(&label, &public)).await.unwrap();
         let pkce = Pkce::new();
         let code = app.login_for_code(&app.browser(), &pkce, "ivan", "ivan-password").await;
 
