@@ -608,8 +608,11 @@ async fn a_change_sent_with_an_older_etag_is_refused_and_changes_nothing() {
         let maria = app.store.find_user_by_login("maria").await.unwrap().unwrap();
         let user_path = format!("/admin/v1/users/{}", maria.id.as_uuid());
         let client_path = format!("/admin/v1/clients/{}", portico_server::demo::CLIENT_ID);
-        for (path, field, other) in [(user_path.as_str(), "name", "email"), (client_path.as_str(), "nameEn", "nameRu")]
-        {
+        let others = [
+            (user_path.as_str(), "name", "email", "maria.meanwhile@example.com"),
+            (client_path.as_str(), "nameEn", "nameRu", "Изменено тем временем"),
+        ];
+        for (path, field, other, other_value) in others {
             let read = app.http().get(app.url(path)).bearer_auth(ADMIN_TOKEN).send().await.unwrap();
             assert_eq!(read.status(), 200);
             let read_tag = read.headers()["etag"].to_str().unwrap().to_owned();
@@ -626,7 +629,7 @@ async fn a_change_sent_with_an_older_etag_is_refused_and_changes_nothing() {
                 }
             };
             // Another change since the read.
-            let (status, since_tag, since) = patch(None, other, "changed meanwhile").await;
+            let (status, since_tag, since) = patch(None, other, other_value).await;
             assert_eq!(status, 200, "{backend:?} {path}: {since}");
             let since_tag = since_tag.expect("an ETag");
             assert_ne!(since_tag, read_tag, "{backend:?}: a change is a new revision");
