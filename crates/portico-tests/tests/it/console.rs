@@ -648,7 +648,10 @@ async fn a_form_read_before_another_change_is_refused_and_changes_nothing() {
         ];
         let refused = post(&browser, &app, &maria_page, &user_form).await;
         assert_eq!(refused.status(), 409, "{backend:?}");
-        assert!(refused.text().await.unwrap().contains("Пока вы редактировали, это изменил кто-то другой"), "{backend:?}");
+        assert!(
+            refused.text().await.unwrap().contains("Пока вы редактировали, это изменил кто-то другой"),
+            "{backend:?}"
+        );
         let client_form = [
             ("_csrf", csrf.as_str()),
             ("revision", client_revision.as_str()),
