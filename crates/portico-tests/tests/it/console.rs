@@ -612,6 +612,12 @@ fn hidden(html: &str, name: &str) -> String {
     html[at..at + html[at..].find('"').unwrap()].to_owned()
 }
 
+/// The console's form of maria's profile as sent from a page of
+/// `revision`.
+fn maria_form<'a>(csrf: &'a str, revision: &'a str, email: &'a str, name: &'a str) -> [(&'a str, &'a str); 5] {
+    [("_csrf", csrf), ("revision", revision), ("login", "maria"), ("email", email), ("name", name)]
+}
+
 #[tokio::test]
 async fn a_form_read_before_another_change_is_refused_and_changes_nothing() {
     for backend in backends() {
@@ -639,14 +645,8 @@ async fn a_form_read_before_another_change_is_refused_and_changes_nothing() {
 
         // The forms as read: every field is sent back, the old e-mail and name with them.
         let old_email = maria.email.clone().unwrap_or_default();
-        let user_form = [
-            ("_csrf", csrf.as_str()),
-            ("revision", user_revision.as_str()),
-            ("login", "maria"),
-            ("email", old_email.as_str()),
-            ("name", "Мария from the old form"),
-        ];
-        let refused = post(&browser, &app, &maria_page, &user_form).await;
+        let form = maria_form(&csrf, &user_revision, &old_email, "Мария from the old form");
+        let refused = post(&browser, &app, &maria_page, &form).await;
         assert_eq!(refused.status(), 409, "{backend:?}");
         assert!(
             refused.text().await.unwrap().contains("Пока вы редактировали, это изменил кто-то другой"),
@@ -669,14 +669,7 @@ async fn a_form_read_before_another_change_is_refused_and_changes_nothing() {
         let (_, user_html) = page(&browser, &app, &maria_page).await;
         assert!(user_html.contains("new@bank.example"), "the page shows the change made meanwhile");
         let fresh = hidden(&user_html, "revision");
-        let user_form = [
-            ("_csrf", csrf.as_str()),
-            ("revision", fresh.as_str()),
-            ("login", "maria"),
-            ("email", "new@bank.example"),
-            ("name", "Мария"),
-        ];
-        let saved = post(&browser, &app, &maria_page, &user_form).await;
+        let saved = post(&browser, &app, &maria_page, &maria_form(&csrf, &fresh, "new@bank.example", "Мария")).await;
         assert_eq!(saved.status(), 303, "{backend:?}");
         let user = app.store.find_user(maria.id).await.unwrap().unwrap();
         assert_eq!((user.email.as_deref(), user.name.as_deref()), (Some("new@bank.example"), Some("Мария")));
