@@ -5,7 +5,7 @@
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use axum::http::{HeaderValue, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
 
 use crate::ApiError;
 
@@ -20,33 +20,72 @@ impl<S: Send + Sync> FromRequestParts<S> for IfMatch {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
-        let mut values = parts.headers.get_all(header::IF_MATCH).iter().peekable();
-        if values.peek().is_none() {
-            return Ok(Self(None));
-        }
-        let refused = || {
-            ApiError::bad_request(
+        match named(&parts.headers, &header::IF_MATCH) {
+            Ok(None | Some(Named::Any)) => Ok(Self(None)),
+            Ok(Some(Named::Revisions(revisions))) => Ok(Self(Some(revisions))),
+            Err(Malformed) => Err(ApiError::bad_request(
                 "If-Match: give the ETag a read of it answered (as \"3\", quotes included), several separated \
                  by commas, or *",
-            )
-        };
-        let mut revisions = Vec::new();
-        for value in values {
-            let text = value.to_str().map_err(|_| refused())?;
-            if text.trim() == "*" {
-                return Ok(Self(None));
-            }
-            revisions.extend(strong_tags(text).ok_or_else(refused)?.filter_map(|tag| tag.parse::<u64>().ok()));
+            )),
         }
-        Ok(Self(Some(revisions)))
     }
 }
 
-/// The opaque parts of the strong tags of an `If-Match` list (RFC 9110
-/// §8.8.3: `W/"x"` or `"x"`, separated by commas, empty elements allowed);
-/// weak tags never match (§13.1.1: strong comparison), so they are left
-/// out. `None` when the list is malformed.
-fn strong_tags(text: &str) -> Option<impl Iterator<Item = &str>> {
+/// What a conditional header (`If-Match`, `If-None-Match`) names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Named {
+    /// `*`: whatever is stored.
+    Any,
+    /// The revisions its entity tags name; tags that are no revision (of
+    /// another server) are left out.
+    Revisions(Vec<u64>),
+}
+
+impl Named {
+    /// Whether `revision` is named.
+    #[must_use]
+    pub fn names(&self, revision: u64) -> bool {
+        match self {
+            Self::Any => true,
+            Self::Revisions(revisions) => revisions.contains(&revision),
+        }
+    }
+}
+
+/// A conditional header that is no list of entity tags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Malformed;
+
+/// What the conditional header `name` of `headers` names, `None` without
+/// it. `If-Match` compares strongly (RFC 9110 §13.1.1: a weak tag matches
+/// nothing, so it is left out); `If-None-Match` weakly (§13.1.2: `W/"3"`
+/// names revision 3).
+///
+/// # Errors
+/// [`Malformed`] for a value that is no list of entity tags.
+pub fn named(headers: &HeaderMap, name: &HeaderName) -> Result<Option<Named>, Malformed> {
+    let weak_counts = name != header::IF_MATCH;
+    let mut values = headers.get_all(name).iter().peekable();
+    if values.peek().is_none() {
+        return Ok(None);
+    }
+    let mut revisions = Vec::new();
+    for value in values {
+        let text = value.to_str().map_err(|_| Malformed)?;
+        if text.trim() == "*" {
+            return Ok(Some(Named::Any));
+        }
+        let tags = entity_tags(text).ok_or(Malformed)?;
+        let counted = tags.filter(|(weak, _)| weak_counts || !weak);
+        revisions.extend(counted.filter_map(|(_, tag)| tag.parse::<u64>().ok()));
+    }
+    Ok(Some(Named::Revisions(revisions)))
+}
+
+/// The entity tags of a list (RFC 9110 §8.8.3: `W/"x"` or `"x"`,
+/// separated by commas, empty elements allowed), each with whether it is
+/// weak and its opaque part. `None` when the list is malformed.
+fn entity_tags(text: &str) -> Option<impl Iterator<Item = (bool, &str)>> {
     let mut tags = Vec::new();
     let mut rest = text;
     loop {
@@ -60,9 +99,7 @@ fn strong_tags(text: &str) -> Option<impl Iterator<Item = &str>> {
         };
         let tag = tag.strip_prefix('"')?;
         let end = tag.find('"')?;
-        if !weak {
-            tags.push(&tag[..end]);
-        }
+        tags.push((weak, &tag[..end]));
         rest = tag[end + 1..].trim_start_matches([' ', '\t']);
         if !rest.is_empty() && !rest.starts_with(',') {
             return None;
@@ -101,5 +138,20 @@ mod tests {
             assert_eq!(parsed(&[malformed]).await, Err(400), "{malformed}");
         }
         assert_eq!(etag(12), "\"12\"");
+    }
+
+    #[test]
+    fn if_none_match_compares_weakly() {
+        let headers = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::IF_NONE_MATCH, HeaderValue::from_str(value).unwrap());
+            headers
+        };
+        let none_match = |value: &str| named(&headers(value), &header::IF_NONE_MATCH);
+        assert_eq!(none_match("W/\"3\", \"4\""), Ok(Some(Named::Revisions(vec![3, 4]))));
+        assert_eq!(none_match("*"), Ok(Some(Named::Any)));
+        assert_eq!(none_match("3"), Err(Malformed));
+        assert_eq!(named(&HeaderMap::new(), &header::IF_NONE_MATCH), Ok(None));
+        assert!(Named::Any.names(7) && Named::Revisions(vec![7]).names(7) && !Named::Revisions(vec![]).names(7));
     }
 }

@@ -29,6 +29,8 @@ use axum::extract::{FromRequestParts, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use portico_api::etag;
+use portico_api::revision::{Malformed, Named, named};
 use portico_crypto::hash::BearerSecret;
 use portico_model::audit::Actor;
 use portico_model::form::Problem;
@@ -89,6 +91,8 @@ pub enum ScimError {
     Conflict(String),
     /// 409 without a `scimType`: others kept changing the user meanwhile.
     Changed(String),
+    /// 412: the user is no longer at the version `If-Match` names.
+    PreconditionFailed(String),
     /// 413: the body is over the size limit, or 400: it could not be read.
     Unread(StatusCode, String),
     /// 415 `invalidSyntax`: not JSON's media type.
@@ -112,6 +116,7 @@ impl ScimError {
             Self::NotFound(detail) => (StatusCode::NOT_FOUND, None, detail),
             Self::Conflict(detail) => (StatusCode::CONFLICT, Some("uniqueness"), detail),
             Self::Changed(detail) => (StatusCode::CONFLICT, None, detail),
+            Self::PreconditionFailed(detail) => (StatusCode::PRECONDITION_FAILED, None, detail),
             Self::Unread(status, detail) => (status, None, detail),
             Self::UnsupportedMediaType => (
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -137,7 +142,7 @@ impl From<ServiceError> for ScimError {
             ServiceError::Conflict("user_changed", detail) => Self::Changed(detail),
             ServiceError::Conflict(_, detail) => Self::Conflict(detail),
             ServiceError::Forbidden(detail) => Self::Forbidden(detail),
-            ServiceError::Stale(detail) => Self::Changed(detail),
+            ServiceError::Stale(detail) => Self::PreconditionFailed(detail),
             ServiceError::Storage(e) => {
                 let answer = portico_api::ApiError::storage("a SCIM request", &e);
                 Self::Store(answer.status(), answer.body().message)
@@ -482,13 +487,44 @@ async fn read(
     let user = scim.user(&id).await?;
     let showing: Showing = read_query(query.as_deref())?;
     let shown = Shown::new(showing.attributes.as_deref(), showing.excluded.as_deref())?;
-    Ok(scim_json(StatusCode::OK, &shown.apply(scim.rendered(&user, &shown).await?)))
+    // RFC 7644 §3.14: a version the client holds already is not sent again.
+    if conditional(&headers, &header::IF_NONE_MATCH)?.is_some_and(|named| named.names(user.revision)) {
+        return Ok(versioned(StatusCode::NOT_MODIFIED.into_response(), &user));
+    }
+    Ok(versioned(scim_json(StatusCode::OK, &shown.apply(scim.rendered(&user, &shown).await?)), &user))
+}
+
+/// What the conditional header `name` names (RFC 7644 §3.14), `None`
+/// without it.
+fn conditional(headers: &HeaderMap, name: &header::HeaderName) -> Result<Option<Named>, ScimError> {
+    named(headers, name).map_err(|Malformed| {
+        let detail = format!(
+            "{name}: give the meta.version a read answered (as \"3\", quotes included), several separated by \
+             commas, or *"
+        );
+        ScimError::BadRequest("invalidSyntax", detail)
+    })
+}
+
+/// The revisions a change's `If-Match` names: `None` without it or with
+/// `*`.
+fn if_match(headers: &HeaderMap) -> Result<Option<Vec<u64>>, ScimError> {
+    Ok(match conditional(headers, &header::IF_MATCH)? {
+        None | Some(Named::Any) => None,
+        Some(Named::Revisions(revisions)) => Some(revisions),
+    })
+}
+
+/// `response` with the user's version as its `ETag`.
+fn versioned(mut response: Response, user: &User) -> Response {
+    response.headers_mut().insert(header::ETAG, etag(user.revision));
+    response
 }
 
 fn created(scim: &Scim, user: &User) -> Response {
     // A new user keeps no passkeys: the answer to its creation leaves the
     // extension out.
-    let mut response = scim_json(StatusCode::CREATED, &scim.render(user));
+    let mut response = versioned(scim_json(StatusCode::CREATED, &scim.render(user)), user);
     if let Ok(location) = HeaderValue::from_str(&scim.location(user)) {
         response.headers_mut().insert(header::LOCATION, location);
     }
@@ -510,20 +546,16 @@ async fn replace(
 ) -> Answer {
     scim.authorize(&headers)?;
     let user = scim.user(&id).await?;
-    replaced(&scim, &user, &body_json(&headers, body)?).await
-}
-
-/// Replaces `user` with what `resource` states, and answers the result.
-async fn replaced(scim: &Scim, user: &User, resource: &Value) -> Answer {
-    let provisioned = resource::parse(resource)?;
-    let user = scim.service.replace_provisioned_user(&Actor::Scim, user.id, provisioned).await?;
-    answer_user(scim, &user).await
+    let provisioned = resource::parse(&body_json(&headers, body)?)?;
+    let if_match = if_match(&headers)?;
+    let user = scim.service.replace_provisioned_user(&Actor::Scim, user.id, if_match.as_deref(), provisioned).await?;
+    answer_user(&scim, &user).await
 }
 
 /// `user` as a SCIM resource with their passkeys, `200 OK`.
 async fn answer_user(scim: &Scim, user: &User) -> Answer {
     let passkeys = scim.service.store.passkeys_of(user.id).await.map_err(ServiceError::from)?;
-    Ok(scim_json(StatusCode::OK, &scim.with_passkeys(user, &passkeys)))
+    Ok(versioned(scim_json(StatusCode::OK, &scim.with_passkeys(user, &passkeys)), user))
 }
 
 async fn modify(
@@ -540,12 +572,13 @@ async fn modify(
         return Err(ScimError::BadRequest("mutability", detail));
     }
     drop_passkey_noops(&mut body);
+    let if_match = if_match(&headers)?;
     // The operations apply to the user as stored when the change is
     // written: made again should another change come in between, so that
     // neither undoes the other.
     let user = scim
         .service
-        .replace_provisioned_user_with(&Actor::Scim, user.id, |stored| {
+        .replace_provisioned_user_with(&Actor::Scim, user.id, if_match.as_deref(), |stored| {
             Ok::<_, ScimError>(resource::parse(&patch::apply(scim.render(stored), &body)?)?)
         })
         .await?;
@@ -601,6 +634,6 @@ async fn remove(
 ) -> Result<StatusCode, ScimError> {
     scim.authorize(&headers)?;
     let user = scim.user(&id).await?;
-    scim.service.deprovision_user(&Actor::Scim, user.id).await?;
+    scim.service.deprovision_user(&Actor::Scim, user.id, if_match(&headers)?.as_deref()).await?;
     Ok(StatusCode::NO_CONTENT)
 }

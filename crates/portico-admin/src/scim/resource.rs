@@ -105,7 +105,10 @@ pub fn render(user: &User, location: &str) -> Value {
         resource.insert(ENTERPRISE_USER.into(), enterprise.clone());
     }
     let created = user.created_at.format(&time::format_description::well_known::Rfc3339).unwrap_or_default();
-    resource.insert("meta".into(), json!({"resourceType": "User", "created": created, "location": location}));
+    // The version is the user's revision, as the `ETag` answers it.
+    let version = format!("\"{}\"", user.revision);
+    let meta = json!({"resourceType": "User", "created": created, "location": location, "version": version});
+    resource.insert("meta".into(), meta);
     Value::Object(resource)
 }
 

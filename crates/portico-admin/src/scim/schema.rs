@@ -35,7 +35,7 @@ pub fn service_provider_config(base: &str) -> Value {
         "filter": {"supported": true, "maxResults": MAX_RESULTS},
         "changePassword": {"supported": true},
         "sort": {"supported": false},
-        "etag": {"supported": false},
+        "etag": {"supported": true},
         "authenticationSchemes": [{
             "type": "oauthbearertoken",
             "name": "Bearer token",

@@ -282,11 +282,20 @@ impl AdminService {
     /// deactivation blocks them (their sessions end, their grants are
     /// revoked), activation unblocks them.
     ///
+    /// With `if_match`, only when the user is still at a revision it names.
+    ///
     /// # Errors
     /// `Invalid` naming every problem; `user_not_found`; `login_taken`;
-    /// `user_changed`; the store failed.
-    pub async fn replace_provisioned_user(&self, actor: &Actor, id: UserId, p: ProvisionedUser) -> Result<User> {
-        self.replace_provisioned_user_with(actor, id, |_| Ok(p.clone())).await
+    /// `user_changed`; `Stale` when the user is at a revision `if_match`
+    /// does not name; the store failed.
+    pub async fn replace_provisioned_user(
+        &self,
+        actor: &Actor,
+        id: UserId,
+        if_match: Option<&[u64]>,
+        p: ProvisionedUser,
+    ) -> Result<User> {
+        self.replace_provisioned_user_with(actor, id, if_match, |_| Ok(p.clone())).await
     }
 
     /// Replaces a user whole with what `state` makes of the stored user (a
@@ -301,9 +310,12 @@ impl AdminService {
         &self,
         actor: &Actor,
         id: UserId,
+        if_match: Option<&[u64]>,
         mut state: impl FnMut(&User) -> std::result::Result<ProvisionedUser, E>,
     ) -> std::result::Result<User, E> {
-        let stated = state(&self.user(id).await?)?;
+        let stored = self.user(id).await?;
+        check_revision(&format!("the user {id}"), if_match, stored.revision)?;
+        let stated = state(&stored)?;
         self.refuse_operator(id).await?;
         // A new password is hashed once, before the change is made (hashing
         // takes a while); a provisioning system states no password from
@@ -315,7 +327,7 @@ impl AdminService {
             hashed = Some((password.clone(), hash_password(password).await?));
         }
         let (mut user, (changed, active, password_set)) = self
-            .modify_user::<_, E>(id, None, |user| {
+            .modify_user::<_, E>(id, if_match, |user| {
                 let p = state(user)?;
                 let mut problems = Vec::new();
                 // A login kept as it is stays valid, whatever today's rules say of it.
@@ -559,12 +571,16 @@ impl AdminService {
         Ok(())
     }
 
-    /// Removes a user on the provisioning system's word: never an operator.
+    /// Removes a user on the provisioning system's word: never an operator;
+    /// with `if_match`, only when the user is at a revision it names when
+    /// the removal starts.
     ///
     /// # Errors
-    /// `Forbidden` for an operator; as [`AdminService::delete_user`].
-    pub async fn deprovision_user(&self, actor: &Actor, id: UserId) -> Result<()> {
+    /// `Forbidden` for an operator; `Stale` for a revision `if_match` does
+    /// not name; as [`AdminService::delete_user`].
+    pub async fn deprovision_user(&self, actor: &Actor, id: UserId, if_match: Option<&[u64]>) -> Result<()> {
         self.refuse_operator(id).await?;
+        check_revision(&format!("the user {id}"), if_match, self.user(id).await?.revision)?;
         self.delete_user(actor, id).await
     }
 

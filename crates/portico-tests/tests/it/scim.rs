@@ -522,3 +522,86 @@ async fn passkeys_are_a_read_only_extension() {
         assert_eq!(app.store.passkeys_of(ivan.id).await.unwrap().len(), 1, "{backend:?}: nothing removed");
     }
 }
+
+/// A SCIM request with conditional headers, answering the status, the
+/// `ETag` and the body.
+async fn conditional(
+    app: &TestApp,
+    method: reqwest::Method,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<Value>,
+) -> (u16, Option<String>, Value) {
+    let mut request = app.http().request(method, app.url(&format!("/scim/v2{path}"))).bearer_auth(SCIM_TOKEN);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    if let Some(body) = body {
+        request = request.header("content-type", "application/scim+json").body(body.to_string());
+    }
+    let response = request.send().await.unwrap();
+    let tag = response.headers().get("etag").map(|tag| tag.to_str().unwrap().to_owned());
+    (response.status().as_u16(), tag, response.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn a_change_made_from_an_older_version_is_refused_and_changes_nothing() {
+    use reqwest::Method;
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let (_, config) = scim(&app, "GET", "/ServiceProviderConfig", None).await;
+        assert_eq!(config["etag"]["supported"], true, "{config}");
+        let id = user_id(&app, "ivan").await;
+        let path = format!("/Users/{id}");
+        let (status, read_tag, read) = conditional(&app, Method::GET, &path, &[], None).await;
+        assert_eq!(status, 200, "{backend:?}: {read}");
+        let read_tag = read_tag.expect("an ETag");
+        assert_eq!(read["meta"]["version"].as_str(), Some(read_tag.as_str()), "the version is the ETag");
+
+        // Not modified while it stands; weakly compared.
+        for held in [read_tag.clone(), format!("W/{read_tag}"), "*".to_owned()] {
+            let (status, tag, _) = conditional(&app, Method::GET, &path, &[("if-none-match", &held)], None).await;
+            assert_eq!((status, tag.as_deref()), (304, Some(read_tag.as_str())), "{backend:?}: {held}");
+        }
+
+        // A change since the read.
+        let rename = |name: &str| {
+            json!({"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+                   "Operations": [{"op": "replace", "path": "displayName", "value": name}]})
+        };
+        let (status, since_tag, since) =
+            conditional(&app, Method::PATCH, &path, &[("if-match", &read_tag)], Some(rename("Иван Первый"))).await;
+        assert_eq!(status, 200, "{backend:?}: {since}");
+        let since_tag = since_tag.expect("an ETag");
+        assert_ne!(since_tag, read_tag, "{backend:?}: a change is a new version");
+        assert_eq!(since["meta"]["version"].as_str(), Some(since_tag.as_str()));
+
+        // PATCH, PUT and DELETE from the older read are refused.
+        let older = [("if-match", read_tag.as_str())];
+        let (status, _, refused) = conditional(&app, Method::PATCH, &path, &older, Some(rename("Иван Второй"))).await;
+        assert_eq!(status, 412, "{backend:?}: {refused}");
+        assert_scim_error(&refused, 412, None);
+        let mut replacement = since.clone();
+        replacement["displayName"] = json!("Иван Третий");
+        let (status, _, refused) = conditional(&app, Method::PUT, &path, &older, Some(replacement.clone())).await;
+        assert_eq!(status, 412, "{backend:?}: {refused}");
+        let (status, _, refused) = conditional(&app, Method::DELETE, &path, &older, None).await;
+        assert_eq!(status, 412, "{backend:?}: {refused}");
+        let (status, _, refused) =
+            conditional(&app, Method::PATCH, &path, &[("if-match", "3")], Some(rename("x"))).await;
+        assert_scim_error(&refused, 400, Some("invalidSyntax"));
+        assert_eq!(status, 400);
+        let (_, now_tag, now) = conditional(&app, Method::GET, &path, &[], None).await;
+        assert_eq!((now_tag, now), (Some(since_tag.clone()), since), "{backend:?}: nothing was changed");
+
+        // From the latest read they are made; an older version is then sent in full again.
+        let latest = [("if-match", since_tag.as_str())];
+        let (status, put_tag, put) = conditional(&app, Method::PUT, &path, &latest, Some(replacement)).await;
+        assert_eq!((status, put["displayName"].as_str()), (200, Some("Иван Третий")), "{backend:?}: {put}");
+        let put_tag = put_tag.expect("an ETag");
+        let (status, _, _) = conditional(&app, Method::GET, &path, &[("if-none-match", &since_tag)], None).await;
+        assert_eq!(status, 200, "{backend:?}: a changed user is sent again");
+        let (status, _, _) = conditional(&app, Method::DELETE, &path, &[("if-match", &put_tag)], None).await;
+        assert_eq!(status, 204, "{backend:?}");
+    }
+}
