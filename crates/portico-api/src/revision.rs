@@ -84,14 +84,17 @@ pub fn named(headers: &HeaderMap, name: &HeaderName) -> Result<Option<Named>, Ma
 
 /// The entity tags of a list (RFC 9110 §8.8.3: `W/"x"` or `"x"`,
 /// separated by commas, empty elements allowed), each with whether it is
-/// weak and its opaque part. `None` when the list is malformed.
+/// weak and its opaque part. `None` when the list is malformed or names
+/// no tag at all.
 fn entity_tags(text: &str) -> Option<impl Iterator<Item = (bool, &str)>> {
     let mut tags = Vec::new();
     let mut rest = text;
     loop {
         rest = rest.trim_start_matches([' ', '\t', ',']);
         if rest.is_empty() {
-            return Some(tags.into_iter());
+            // A list without a tag (an empty header) is a client's mistake,
+            // not a condition that nothing could meet.
+            return (!tags.is_empty()).then(|| tags.into_iter());
         }
         let (weak, tag) = match rest.strip_prefix("W/") {
             Some(tag) => (true, tag),
@@ -134,7 +137,7 @@ mod tests {
         assert_eq!(parsed(&["\"3\"", "\"7\""]).await, Ok(IfMatch(Some(vec![3, 7]))));
         assert_eq!(parsed(&["W/\"3\""]).await, Ok(IfMatch(Some(vec![]))), "a weak tag matches nothing");
         assert_eq!(parsed(&["\"a,b\", \"4\""]).await, Ok(IfMatch(Some(vec![4]))), "a comma inside a tag");
-        for malformed in ["3", "\"3", "\"3\"\"", "W/3", "\"3\" \"4\""] {
+        for malformed in ["3", "\"3", "\"3\"\"", "W/3", "\"3\" \"4\"", "", " , "] {
             assert_eq!(parsed(&[malformed]).await, Err(400), "{malformed}");
         }
         assert_eq!(etag(12), "\"12\"");
