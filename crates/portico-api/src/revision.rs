@@ -20,9 +20,8 @@ impl<S: Send + Sync> FromRequestParts<S> for IfMatch {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
-        match named(&parts.headers, &header::IF_MATCH) {
-            Ok(None | Some(Named::Any)) => Ok(Self(None)),
-            Ok(Some(Named::Revisions(revisions))) => Ok(Self(Some(revisions))),
+        match if_match(&parts.headers) {
+            Ok(revisions) => Ok(Self(revisions)),
             Err(Malformed) => Err(ApiError::bad_request(
                 "If-Match: give the ETag a read of it answered (as \"3\", quotes included), several separated \
                  by commas, or *",
@@ -55,6 +54,18 @@ impl Named {
 /// A conditional header that is no list of entity tags.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Malformed;
+
+/// The revisions the `If-Match` of `headers` names: `None` without it or
+/// with `*` (whatever is stored).
+///
+/// # Errors
+/// [`Malformed`] for a value that is no list of entity tags.
+pub fn if_match(headers: &HeaderMap) -> Result<Option<Vec<u64>>, Malformed> {
+    Ok(match named(headers, &header::IF_MATCH)? {
+        None | Some(Named::Any) => None,
+        Some(Named::Revisions(revisions)) => Some(revisions),
+    })
+}
 
 /// What the conditional header `name` of `headers` names, `None` without
 /// it. `If-Match` compares strongly (RFC 9110 §13.1.1: a weak tag matches

@@ -30,7 +30,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use portico_api::etag;
-use portico_api::revision::{Malformed, Named, named};
+use portico_api::revision::{self, Malformed};
 use portico_crypto::hash::BearerSecret;
 use portico_model::audit::Actor;
 use portico_model::form::Problem;
@@ -488,31 +488,27 @@ async fn read(
     let showing: Showing = read_query(query.as_deref())?;
     let shown = Shown::new(showing.attributes.as_deref(), showing.excluded.as_deref())?;
     // RFC 7644 §3.14: a version the client holds already is not sent again.
-    if conditional(&headers, &header::IF_NONE_MATCH)?.is_some_and(|named| named.names(user.revision)) {
+    let none_match =
+        revision::named(&headers, &header::IF_NONE_MATCH).map_err(|Malformed| malformed(&header::IF_NONE_MATCH))?;
+    if none_match.is_some_and(|named| named.names(user.revision)) {
         return Ok(versioned(StatusCode::NOT_MODIFIED.into_response(), &user));
     }
     Ok(versioned(scim_json(StatusCode::OK, &shown.apply(scim.rendered(&user, &shown).await?)), &user))
 }
 
-/// What the conditional header `name` names (RFC 7644 §3.14), `None`
-/// without it.
-fn conditional(headers: &HeaderMap, name: &header::HeaderName) -> Result<Option<Named>, ScimError> {
-    named(headers, name).map_err(|Malformed| {
-        let detail = format!(
-            "{name}: give the meta.version a read answered (as \"3\", quotes included), several separated by \
-             commas, or *"
-        );
-        ScimError::BadRequest("invalidSyntax", detail)
-    })
+/// A conditional header that is no list of entity tags (RFC 7644 §3.14).
+fn malformed(name: &header::HeaderName) -> ScimError {
+    let detail = format!(
+        "{name}: give the meta.version a read answered (as \"3\", quotes included), several separated by commas, \
+         or *"
+    );
+    ScimError::BadRequest("invalidSyntax", detail)
 }
 
 /// The revisions a change's `If-Match` names: `None` without it or with
 /// `*`.
 fn if_match(headers: &HeaderMap) -> Result<Option<Vec<u64>>, ScimError> {
-    Ok(match conditional(headers, &header::IF_MATCH)? {
-        None | Some(Named::Any) => None,
-        Some(Named::Revisions(revisions)) => Some(revisions),
-    })
+    revision::if_match(headers).map_err(|Malformed| malformed(&header::IF_MATCH))
 }
 
 /// `response` with the user's version as its `ETag`.
