@@ -164,6 +164,11 @@ pub mod codes {
     /// are paused for a while; the page says until when.
     pub const USERNAME_PASSWORD_PAUSED: &str = "challenge.username-password.temporarily-paused";
     pub const PASSWORD_PAUSED: &str = "challenge.password.temporarily-paused";
+    /// Too many wrong codes for the user (from devices not trusted for
+    /// them, or from this trusted one): code entry is paused for a while,
+    /// across login processes; the page says until when.
+    pub const SMS_OTP_PAUSED: &str = "challenge.sms-otp.temporarily-paused";
+    pub const EMAIL_OTP_PAUSED: &str = "challenge.email-otp.temporarily-paused";
     /// A passkey sign-in refused: a bad answer, an unknown, another user's
     /// or a locked passkey, a counter that did not advance.
     pub const PASSKEY_REFUSED: &str = "challenge.passkey.wrong-credentials";
@@ -238,7 +243,7 @@ pub struct LoginState {
     /// or the last failure reached the threshold): the page shows it.
     #[serde(default)]
     pub captcha: bool,
-    /// Password attempts are paused until then (shown on the page).
+    /// Password (or code) attempts are paused until then (shown on the page).
     #[serde(with = "time::serde::timestamp::option", default)]
     pub paused_until: Option<OffsetDateTime>,
     /// Failures left before a pause, when the page should warn.

@@ -196,12 +196,13 @@ fn describe() {
     );
     metrics::describe_counter!(
         "portico_login_guard_refusals_total",
-        "Password attempts refused before the check, by reason: paused (a pause after repeated failures), \
+        "Password, code and passkey attempts refused before the check, by reason: paused (a pause after repeated failures), \
          captcha (a CAPTCHA is due and was missing or not valid)."
     );
     metrics::describe_counter!(
         "portico_login_pauses_total",
-        "Pauses set on a login key after repeated wrong passwords, by key: account, device, address."
+        "Pauses set on a login key after repeated wrong passwords, codes or passkey answers, by key: \
+         account, device, address, code."
     );
     metrics::describe_counter!(
         "portico_revocations_total",

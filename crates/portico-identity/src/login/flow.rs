@@ -86,9 +86,18 @@ pub(crate) async fn device_trusted(
     process: &LoginProcess,
     user: &User,
 ) -> Result<bool, StorageError> {
+    device_trusted_for(identity, process, user.id).await
+}
+
+/// Whether the process's device is trusted for the user `user`.
+pub(crate) async fn device_trusted_for(
+    identity: &Identity,
+    process: &LoginProcess,
+    user: UserId,
+) -> Result<bool, StorageError> {
     let Some(device) = &process.state.device_id else { return Ok(false) };
     let not_before = identity.clock.now() - identity.settings.device_trust_ttl;
-    identity.store.is_device_trusted(user.id, device, not_before).await
+    identity.store.is_device_trusted(user, device, not_before).await
 }
 
 /// Whether `user` can pass the second factor with a passkey: passkeys are

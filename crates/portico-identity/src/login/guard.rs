@@ -24,9 +24,18 @@
 //! database failed in between) counts no more: only failures that happened
 //! pause anyone. An operator's block
 //! (`user-is-blocked`) is another thing: it is not a count.
+//!
+//! One-time codes are guessed on keys of their own ([`before_code`]):
+//! `code:<user>` from devices not trusted for the user, `code:<user>:<device>`
+//! from a trusted one, and the address's key. A right password clears the
+//! account's key, so a wrong code must not count there: whoever knows the
+//! password would clear it before each new process. Only a right code
+//! clears a code key. The code form has no CAPTCHA: a key past
+//! `delay_after` pauses code entry, as a passkey's address is paused.
 
 use std::net::IpAddr;
 
+use portico_model::ids::UserId;
 use portico_model::user::User;
 use portico_storage::{CountAttempt, StorageError};
 use time::{Duration, OffsetDateTime};
@@ -111,12 +120,23 @@ struct Key {
 
 impl Key {
     /// What the key counts, for the metrics: `account` (a user's, or an
-    /// unknown login's), `device` or `address`.
+    /// unknown login's), `device`, `address` or `code`.
     fn kind(&self) -> &'static str {
         match self.name.split_once(':').map(|(kind, _)| kind) {
             Some("device") => "device",
             Some("address") => "address",
+            Some("code") => "code",
             _ => "account",
+        }
+    }
+
+    /// The client address's key: its failures of every kind count together.
+    fn address(policy: &GuardPolicy, address: IpAddr, captcha_after: u32) -> Self {
+        Self {
+            name: format!("address:{address}"),
+            captcha_after,
+            delay_after: policy.address_delay_after,
+            cleared_by_success: false,
         }
     }
 }
@@ -136,10 +156,27 @@ fn keys(policy: &GuardPolicy, attempt: &Attempt<'_>) -> Vec<Key> {
         None => format!("login:{}", attempt.principal.to_lowercase()),
     };
     let mut keys = vec![key(account, policy.captcha_after, policy.delay_after, true)];
-    if let Some(address) = attempt.address {
-        keys.push(key(format!("address:{address}"), policy.address_captcha_after, policy.address_delay_after, false));
-    }
+    keys.extend(attempt.address.map(|address| Key::address(policy, address, policy.address_captcha_after)));
     keys
+}
+
+/// The keys a one-time code is guessed on (see the module's summary).
+fn code_keys(
+    policy: &GuardPolicy,
+    user: Option<UserId>,
+    trusted_device: Option<&str>,
+    address: Option<IpAddr>,
+) -> Vec<Key> {
+    let code =
+        |name: String| Key { name, captcha_after: u32::MAX, delay_after: policy.delay_after, cleared_by_success: true };
+    match (user, trusted_device) {
+        (Some(user), Some(device)) => vec![code(format!("code:{user}:{device}"))],
+        (user, _) => user
+            .map(|user| code(format!("code:{user}")))
+            .into_iter()
+            .chain(address.map(|address| Key::address(policy, address, u32::MAX)))
+            .collect(),
+    }
 }
 
 /// Whether an attempt may check its password.
@@ -153,12 +190,14 @@ pub enum Gate {
     Captcha,
 }
 
-/// The keys an open attempt was counted on, with its count on each, and
-/// the attempt's id (its outcome is reported under it).
+/// The keys an open attempt was counted on, with its count on each, the
+/// attempt's id (its outcome is reported under it) and the end of the hold
+/// it set on a key it brought to `delay_after`.
 #[derive(Debug)]
 pub struct Counted {
     attempt: uuid::Uuid,
     keys: Vec<(Key, u32)>,
+    hold_until: OffsetDateTime,
 }
 
 /// What a failed attempt leaves for the next one.
@@ -207,15 +246,26 @@ pub async fn before_check(
 /// When storage fails.
 pub async fn before_passkey(identity: &Identity, address: Option<IpAddr>) -> Result<Gate, StorageError> {
     let policy = &identity.settings.guard;
-    let keys = address
-        .map(|address| Key {
-            name: format!("address:{address}"),
-            captcha_after: u32::MAX,
-            delay_after: policy.address_delay_after,
-            cleared_by_success: false,
-        })
-        .into_iter()
-        .collect();
+    let keys = address.map(|address| Key::address(policy, address, u32::MAX)).into_iter().collect();
+    paused_only(identity, keys).await
+}
+
+/// Counts a guess of a one-time code by the process's `user` on the code's
+/// keys (see the module's summary). No CAPTCHA: a paused key waits.
+///
+/// # Errors
+/// When storage fails.
+pub async fn before_code(
+    identity: &Identity,
+    user: Option<UserId>,
+    trusted_device: Option<&str>,
+    address: Option<IpAddr>,
+) -> Result<Gate, StorageError> {
+    paused_only(identity, code_keys(&identity.settings.guard, user, trusted_device, address)).await
+}
+
+/// Counts an attempt on `keys`, none of which asks for a CAPTCHA.
+async fn paused_only(identity: &Identity, keys: Vec<Key>) -> Result<Gate, StorageError> {
     let gate = gate_on(identity, keys, None).await?;
     if matches!(gate, Gate::Locked(_)) {
         metrics::counter!("portico_login_guard_refusals_total", "reason" => "paused").increment(1);
@@ -247,7 +297,7 @@ async fn gate_on(identity: &Identity, keys: Vec<Key>, captcha_token: Option<&str
         captcha_passed = true;
     }
     let hold_until = now + policy.first_delay;
-    let mut counted = Counted { attempt: uuid::Uuid::new_v4(), keys: Vec::with_capacity(keys.len()) };
+    let mut counted = Counted { attempt: uuid::Uuid::new_v4(), keys: Vec::with_capacity(keys.len()), hold_until };
     for key in keys {
         let count = identity
             .store
@@ -266,14 +316,14 @@ async fn gate_on(identity: &Identity, keys: Vec<Key>, captcha_token: Option<&str
             None => {
                 // A parallel attempt holds the key: this one waits its turn.
                 let until = identity.store.throttle(&key.name, forget_before, now).await?.locked_until;
-                uncount(identity, &counted, hold_until).await?;
+                not_checked(identity, counted).await?;
                 return Ok(Gate::Locked(until.unwrap_or(now + policy.first_delay)));
             }
         }
     }
     let over = counted.keys.iter().any(|(key, count)| *count > key.captcha_after);
     if over && !captcha_passed && !captcha_valid(identity, captcha_token).await {
-        uncount(identity, &counted, hold_until).await?;
+        not_checked(identity, counted).await?;
         return Ok(Gate::Captcha);
     }
     Ok(Gate::Open(counted))
@@ -284,11 +334,14 @@ async fn captcha_valid(identity: &Identity, token: Option<&str>) -> bool {
     !token.is_empty() && identity.captcha.verify(token, None).await
 }
 
-/// Takes back attempts that were counted but not checked, with the holds
-/// they set: an attempt that never reached its check must not pause anyone.
-async fn uncount(identity: &Identity, counted: &Counted, hold_until: OffsetDateTime) -> Result<(), StorageError> {
+/// Takes back an attempt that was counted but not checked, with the holds
+/// it set: an attempt that never reached its check must not pause anyone.
+///
+/// # Errors
+/// When storage fails.
+pub async fn not_checked(identity: &Identity, counted: Counted) -> Result<(), StorageError> {
     for (key, count) in &counted.keys {
-        let held = (*count >= key.delay_after).then_some(hold_until);
+        let held = (*count >= key.delay_after).then_some(counted.hold_until);
         identity.store.uncount_attempt(&key.name, counted.attempt, held).await?;
     }
     Ok(())
@@ -392,5 +445,24 @@ mod tests {
         assert_eq!(names, [format!("account:{}", user.id).as_str(), "address:192.0.2.7"]);
         let unknown = keys(&policy, &Attempt { user: None, principal: "Nobody", trusted_device: None, address: None });
         assert_eq!(unknown[0].name, "login:nobody");
+    }
+
+    #[test]
+    fn codes_are_guessed_on_keys_a_right_password_does_not_clear() {
+        let policy = GuardPolicy::default();
+        let user = portico_model::ids::UserId::random();
+        let address = Some(IpAddr::from([192, 0, 2, 7]));
+        let names = |keys: Vec<Key>| keys.into_iter().map(|k| k.name).collect::<Vec<_>>();
+        assert_eq!(
+            names(code_keys(&policy, Some(user), None, address)),
+            [format!("code:{user}"), "address:192.0.2.7".into()]
+        );
+        assert_eq!(names(code_keys(&policy, Some(user), Some("d1"), address)), [format!("code:{user}:d1")]);
+        assert_eq!(names(code_keys(&policy, None, None, address)), ["address:192.0.2.7"]);
+        for key in code_keys(&policy, Some(user), None, address) {
+            assert_eq!(key.captcha_after, u32::MAX, "the code form has no CAPTCHA: {}", key.name);
+        }
+        let code = &code_keys(&policy, Some(user), None, None)[0];
+        assert_eq!((code.delay_after, code.kind()), (policy.delay_after, "code"));
     }
 }

@@ -281,31 +281,33 @@ fn explain(
     use portico_model::login::codes;
     let mut text = t.for_code(code).to_owned();
     let paused = state.paused_until.filter(|until| *until > now);
-    match code {
-        codes::USERNAME_PASSWORD_PAUSED | codes::PASSWORD_PAUSED => {
-            let until = paused.unwrap_or(now);
-            let minutes = ((until - now).whole_seconds() + 59) / 60;
-            let hhmm = format!("{:02}:{:02}", until.hour(), until.minute());
-            text = text.replace("{until}", &hhmm).replace("{minutes}", &minutes.max(1).to_string());
-        }
-        codes::USERNAME_PASSWORD_WRONG | codes::PASSWORD_WRONG => {
-            if let Some(until) = paused {
-                let minutes = ((until - now).whole_seconds() + 59) / 60;
-                let hhmm = format!("{:02}:{:02}", until.hour(), until.minute());
-                text.push(' ');
-                text.push_str(
-                    &t.err_paused.replace("{until}", &hhmm).replace("{minutes}", &minutes.max(1).to_string()),
-                );
-            } else if let Some(n) = state.tries_before_pause {
-                text.push(' ');
-                text.push_str(&t.warn_tries_before_pause.replace("{n}", &n.to_string()));
-            }
-        }
-        codes::SMS_OTP_WRONG | codes::EMAIL_OTP_WRONG
-            if state.otp.as_ref().is_some_and(|otp| otp.failures + 1 == policy.max_failures) =>
-        {
+    // A pause's text with its end filled in.
+    let until_text = |text: &str, until: OffsetDateTime| {
+        let minutes = ((until - now).whole_seconds() + 59) / 60;
+        let hhmm = format!("{:02}:{:02}", until.hour(), until.minute());
+        text.replace("{until}", &hhmm).replace("{minutes}", &minutes.max(1).to_string())
+    };
+    // What a failure left: a pause, or few failures before one.
+    let after_failure = |text: &mut String, paused_text: &str| {
+        if let Some(until) = paused {
             text.push(' ');
-            text.push_str(t.warn_last_code_try);
+            text.push_str(&until_text(paused_text, until));
+        } else if let Some(n) = state.tries_before_pause {
+            text.push(' ');
+            text.push_str(&t.warn_tries_before_pause.replace("{n}", &n.to_string()));
+        }
+    };
+    match code {
+        codes::USERNAME_PASSWORD_PAUSED | codes::PASSWORD_PAUSED | codes::SMS_OTP_PAUSED | codes::EMAIL_OTP_PAUSED => {
+            text = until_text(&text, paused.unwrap_or(now))
+        }
+        codes::USERNAME_PASSWORD_WRONG | codes::PASSWORD_WRONG => after_failure(&mut text, t.err_paused),
+        codes::SMS_OTP_WRONG | codes::EMAIL_OTP_WRONG => {
+            if paused.is_none() && state.otp.as_ref().is_some_and(|otp| otp.failures + 1 == policy.max_failures) {
+                text.push(' ');
+                text.push_str(t.warn_last_code_try);
+            }
+            after_failure(&mut text, t.err_code_paused);
         }
         _ => {}
     }

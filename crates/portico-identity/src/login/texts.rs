@@ -109,6 +109,8 @@ pub struct Texts {
     pub error_no_phone: &'static str,
     /// `{until}` is replaced by the time (UTC) and `{minutes}` by the minutes left.
     pub err_paused: &'static str,
+    /// As `err_paused`, for code entry.
+    pub err_code_paused: &'static str,
     /// `{n}` is replaced by the failures left before a pause.
     pub warn_tries_before_pause: &'static str,
     pub warn_last_code_try: &'static str,
@@ -134,6 +136,7 @@ impl Texts {
             codes::SMS_OTP_ATTEMPTS_EXCEEDED => self.error_attempts,
             codes::SMS_OTP_NO_PHONE => self.error_no_phone,
             codes::USERNAME_PASSWORD_PAUSED | codes::PASSWORD_PAUSED => self.err_paused,
+            codes::SMS_OTP_PAUSED | codes::EMAIL_OTP_PAUSED => self.err_code_paused,
             codes::PASSKEY_REFUSED => self.err_passkey,
             codes::PASSKEY_EXPIRED => self.err_passkey_expired,
             codes::PASSKEY_ENROLMENT_REFUSED => self.err_enrol,
@@ -241,6 +244,8 @@ pub const RU: Texts = Texts {
     error_no_phone: "Для входа нужен номер телефона или e-mail. Обратитесь в банк.",
     err_paused: "Слишком много неудачных попыток. Вход по паролю с этого устройства приостановлен до {until} UTC \
                  (около {minutes} мин). Если вы уже входили с другого устройства, войдите с него.",
+    err_code_paused: "Слишком много неверных кодов. Ввод кода с этого устройства приостановлен до {until} UTC \
+                      (около {minutes} мин). Если вы уже входили с другого устройства, войдите с него.",
     warn_tries_before_pause: "Осталось попыток до паузы: {n}.",
     warn_last_code_try: "Осталась последняя попытка для этого кода.",
 };
@@ -334,6 +339,8 @@ pub const EN: Texts = Texts {
     error_no_phone: "Signing in needs a phone number or e-mail. Please contact the bank.",
     err_paused: "Too many failed attempts. Password sign-in from this device is paused until {until} UTC \
                  (about {minutes} min). If you have signed in from another device before, use that one.",
+    err_code_paused: "Too many wrong codes. Code entry from this device is paused until {until} UTC \
+                      (about {minutes} min). If you have signed in from another device before, use that one.",
     warn_tries_before_pause: "Attempts left before a pause: {n}.",
     warn_last_code_try: "This is the last try for this code.",
 };

@@ -4,7 +4,7 @@
 
 use portico_model::clock::Clock as _;
 use portico_tests::{Pkce, TestApp, backends, code_from, demo, location, location_param, view_data};
-use serde_json::Value;
+use serde_json::{Value, json};
 use time::Duration;
 
 /// One browser walking one login.
@@ -267,8 +267,10 @@ async fn the_phone_method_on_an_unknown_device_asks_sms_then_password() {
         let again = Flow::start_in(&app, flow.browser.clone(), &[("prompt", Some("login"))]).await;
         again.post_to("/login/user-settings/auth-method", &[("authMethod", "PHONE")]).await;
         again.post_ok(&[("principal", "+79001234567")]).await;
+        assert_eq!(again.step().await["stepType"], "sms-otp", "a code sent");
         assert_eq!(again.enter_code("+79001234567").await, "/login");
-        assert_eq!(again.step().await["viewType"], "default");
+        let step = again.step().await;
+        assert_eq!((&step["stepType"], &step["viewType"]), (&json!("password"), &json!("default")), "{backend:?}");
 
         // A bad method: the error page.
         let response = again.post_to("/login/user-settings/auth-method", &[("authMethod", "TELEPATHY")]).await;
@@ -351,16 +353,98 @@ async fn one_time_codes_expire_run_out_of_tries_and_are_limited_per_process() {
         }
         flow.post_ok(&[("resend", "1")]).await;
         assert_eq!(flow.errors().await["otherError"], "authentication.sms-otp.process-limit-exceeded");
-        // Wrong tries on the last code end the process.
+        // Wrong tries on the last code end the process. (They are the
+        // user's fourth and fifth wrong codes: the fifth pauses code entry,
+        // across processes, for 30 s; see the next test.)
         for _ in 0..2 {
             flow.post_ok(&[("credentials", wrong)]).await;
         }
+        app.clock.advance(Duration::seconds(31));
         let response = flow.post(&[("credentials", wrong)]).await;
         assert_eq!(location(&response), "/error");
         let page = flow.browser.get(app.url("/error")).send().await.unwrap().text().await.unwrap();
         let error = view_data(&page);
         assert_eq!(error["pageData"]["errorDetails"]["errorCode"], "challenge.sms-otp.attempts-exceeded");
         assert_eq!(error["pageData"]["errorDetails"]["actions"][0]["action"], "RETRY_LOGIN");
+    }
+}
+
+/// Wrong codes count across login processes: whoever knows the password
+/// cannot start process after process to guess the second factor.
+#[tokio::test]
+async fn wrong_codes_pause_code_entry_across_login_processes_but_not_on_the_owners_trusted_device() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let phone = "+79007654321";
+        let wrong_for = |right: &str| if right == "000000" { "111111" } else { "000000" }.to_owned();
+        // The owner trusts this browser: a login with the second factor.
+        let owner = app.browser();
+        app.login_for_code(&owner, &Pkce::new(), "maria", "maria-password").await;
+
+        // A stranger with the password: three wrong codes spend the first
+        // process's code...
+        let first = Flow::start(&app, &[]).await;
+        first.post_ok(&[("principal", "maria"), ("credentials", "maria-password")]).await;
+        assert_eq!(first.step().await["stepType"], "sms-otp", "{backend:?}");
+        let wrong = wrong_for(&app.last_code(phone));
+        for _ in 0..3 {
+            first.post_ok(&[("credentials", &wrong)]).await;
+        }
+        assert_eq!(first.errors().await["credentialsError"], "challenge.sms-otp.code-expired", "{backend:?}");
+        // ...and a new process does not start the count again.
+        let second = Flow::start(&app, &[]).await;
+        second.post_ok(&[("principal", "maria"), ("credentials", "maria-password")]).await;
+        assert_eq!(second.step().await["stepType"], "sms-otp");
+        let right = app.last_code(phone);
+        let wrong = wrong_for(&right);
+        second.post_ok(&[("credentials", &wrong)]).await;
+        let html = page_html(&second).await;
+        assert!(html.contains("Осталось попыток до паузы: 1."), "warned: {backend:?}");
+        second.post_ok(&[("credentials", &wrong)]).await;
+        let html = page_html(&second).await;
+        assert_eq!(view_data(&html)["pageData"]["errors"]["credentialsError"], "challenge.sms-otp.wrong-credentials");
+        assert!(html.contains("Ввод кода с этого устройства приостановлен до"), "{backend:?}");
+
+        // The fifth wrong code paused code entry: even the right code is
+        // not checked, and it spends no try of the code.
+        second.post_ok(&[("credentials", &right)]).await;
+        assert_eq!(second.errors().await["otherError"], "challenge.sms-otp.temporarily-paused", "{backend:?}");
+        let third = Flow::start(&app, &[]).await;
+        third.post_ok(&[("principal", "maria"), ("credentials", "maria-password")]).await;
+        third.step().await;
+        let response = third.post(&[("credentials", &app.last_code(phone))]).await;
+        assert_eq!(location(&response), "/login", "{backend:?}: paused in every process");
+        assert_eq!(third.errors().await["otherError"], "challenge.sms-otp.temporarily-paused");
+        let failed: Vec<_> = app
+            .store
+            .recent_audit(100)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.kind == "login.failed" && e.detail["step"] == "sms-otp")
+            .collect();
+        assert_eq!(failed.len(), 5, "{backend:?}: every wrong code audited once");
+        assert_eq!(failed.iter().filter(|e| e.detail.get("pausedUntil").is_some()).count(), 1);
+
+        // The owner's trusted browser is not paused by the stranger's codes.
+        let trusted = Flow::start_in(&app, owner, &[("prompt", Some("login"))]).await;
+        trusted.post_to("/login/user-settings/auth-method", &[("authMethod", "PHONE")]).await;
+        trusted.post_ok(&[("principal", phone)]).await;
+        assert_eq!(trusted.step().await["stepType"], "sms-otp", "{backend:?}: a code sent");
+        assert_eq!(trusted.enter_code(phone).await, "/login", "{backend:?}");
+        let view = trusted.view().await;
+        assert_eq!(view["pageData"]["stepViewData"]["stepType"], "password", "{backend:?}: the code passed: {view}");
+
+        // After the pause, the second process's last try is still there.
+        app.clock.advance(Duration::seconds(31));
+        let response = second.post(&[("credentials", &right)]).await;
+        let tokens = second.finish(&location(&response)).await;
+        assert_eq!(claims(tokens["id_token"].as_str().unwrap())["preferred_username"], "maria", "{backend:?}");
+        // The right code started the user's count again.
+        let user = app.store.find_user_by_login("maria").await.unwrap().unwrap();
+        let now = app.clock.now();
+        let key = app.store.throttle(&format!("code:{}", user.id), now - Duration::hours(24), now).await.unwrap();
+        assert_eq!((key.failures, key.locked_until), (0, None), "{backend:?}");
     }
 }
 

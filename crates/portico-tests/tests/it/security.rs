@@ -82,6 +82,53 @@ async fn parallel_wrong_passwords_from_fresh_processes_never_skip_the_captcha() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn parallel_wrong_codes_from_fresh_processes_stop_at_the_pause() {
+    for backend in backends() {
+        let app = Arc::new(TestApp::spawn(backend).await);
+        let phone = "+79001234567";
+        // Thirty processes at the code step (the phone login: no password
+        // to check), each with a code of its own.
+        let mut browsers = Vec::new();
+        for _ in 0..AT_ONCE {
+            let (browser, csrf) = fresh_process(&app).await;
+            let method = [("_csrf", csrf.as_str()), ("authMethod", "PHONE")];
+            browser.post(app.url("/login/user-settings/auth-method")).form(&method).send().await.unwrap();
+            let form = [("_csrf", csrf.as_str()), ("principal", phone)];
+            browser.post(app.url("/login")).form(&form).send().await.unwrap();
+            assert_eq!(view(&app, &browser).await["pageData"]["stepViewData"]["stepType"], "sms-otp", "{backend:?}");
+            browsers.push((browser, csrf));
+        }
+        // A guess that is none of the codes sent.
+        let sent: Vec<String> = app.outbox().iter().filter_map(|m| m["code"].as_str().map(str::to_owned)).collect();
+        let wrong = (0..).map(|n| format!("{n:06}")).find(|guess| !sent.contains(guess)).unwrap();
+
+        let barrier = Arc::new(Barrier::new(AT_ONCE));
+        let mut guesses = tokio::task::JoinSet::new();
+        for (browser, csrf) in browsers {
+            let (app, barrier, wrong) = (Arc::clone(&app), Arc::clone(&barrier), wrong.clone());
+            guesses.spawn(async move {
+                let form = [("_csrf", csrf.as_str()), ("credentials", wrong.as_str())];
+                barrier.wait().await;
+                let response = browser.post(app.url("/login")).form(&form).send().await.unwrap();
+                assert_eq!(location(&response), "/login");
+                view(&app, &browser).await["pageData"]["errors"].clone()
+            });
+        }
+        let errors = guesses.join_all().await;
+        let checked = errors.iter().filter(|e| e["credentialsError"] == "challenge.sms-otp.wrong-credentials").count();
+        let paused = errors.iter().filter(|e| e["otherError"] == "challenge.sms-otp.temporarily-paused").count();
+        let limit = app.identity.settings.guard.delay_after as usize;
+        assert_eq!(checked, limit, "{backend:?}: checked before the pause");
+        assert_eq!(paused, AT_ONCE - limit, "{backend:?}: the rest were not checked");
+        let user = app.store.find_user_by_login("ivan").await.unwrap().unwrap();
+        let now = app.clock.now();
+        let key = app.store.throttle(&format!("code:{}", user.id), now - time::Duration::hours(24), now).await.unwrap();
+        assert_eq!(key.failures, limit as u32, "{backend:?}: only checked guesses count");
+        assert!(key.locked_until.is_some_and(|until| until > now), "{backend:?}: paused");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn parallel_wrong_codes_each_use_up_a_try() {
     for backend in backends() {
         let app = Arc::new(TestApp::spawn(backend).await);

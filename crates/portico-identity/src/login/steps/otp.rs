@@ -7,7 +7,15 @@
 //! with `POST /login` carrying `resend` (once `otp.resend_after` has
 //! passed), at most `otp.max_codes` per process. Every change goes through
 //! the process's version check, so parallel requests cannot exceed a limit.
+//!
+//! Beyond one process, every guess is counted by the guard before it is
+//! checked ([`guard::before_code`]): wrong codes on the user's code key
+//! pause code entry for that user (from untrusted devices) however many
+//! processes the guesser starts.
 
+use std::net::IpAddr;
+
+use portico_model::audit::{AuditEvent, AuditKind};
 use portico_model::login::{LoginProcess, StepType, ViewType, codes};
 use portico_model::otp::{OtpChallenge, OtpChannel, OtpCheck};
 use portico_model::user::User;
@@ -19,8 +27,8 @@ use crate::Identity;
 use crate::delivery::OtpMessage;
 use crate::edge::LoginStepRequest;
 use crate::login::answer::Answer;
-use crate::login::flow::advance;
-use crate::login::flow::fatal_with;
+use crate::login::flow::{self, advance, fatal_with};
+use crate::login::guard::{self, AfterFailure, Counted, Gate};
 use crate::login::texts::Texts;
 use crate::login::view::ActionKind;
 
@@ -114,10 +122,59 @@ enum Round {
     Lost,
 }
 
-/// `POST /login` on an OTP step. Every wrong try is counted exactly: when a
-/// parallel submission changed the process first, this one reads it again
-/// and checks against what it left, so N parallel wrong guesses use up N
-/// tries, never fewer.
+/// A guess's count on the guard's keys, reported once however many rounds
+/// the submission takes.
+#[derive(Default)]
+struct Guess {
+    counted: Option<Counted>,
+    /// What the wrong guess left, once reported.
+    after: Option<AfterFailure>,
+}
+
+impl Guess {
+    /// The guess was checked against a live code and was wrong: reported
+    /// (and audited) the first time; what it left for the next guess.
+    async fn failed(&mut self, identity: &Identity, process: &LoginProcess) -> Result<AfterFailure, StorageError> {
+        if let Some(counted) = self.counted.take() {
+            let after = guard::failed(identity, counted).await?;
+            let step = process.state.step.as_str();
+            let mut event =
+                AuditEvent::new(identity.clock.now(), AuditKind::LoginFailed).client(&process.state.client_id);
+            if let Some(user) = process.state.user_id {
+                event = event.user(user);
+            }
+            let detail = match after.locked_until {
+                Some(until) => serde_json::json!({ "step": step, "pausedUntil": until.unix_timestamp() }),
+                None => serde_json::json!({ "step": step }),
+            };
+            identity.audit(event.detail(detail)).await;
+            self.after = Some(after);
+        }
+        Ok(self.after.unwrap_or_default())
+    }
+
+    /// The guess was right: the user's code key starts again.
+    async fn succeeded(&mut self, identity: &Identity) -> Result<(), StorageError> {
+        match self.counted.take() {
+            Some(counted) => guard::succeeded(identity, counted).await,
+            None => Ok(()),
+        }
+    }
+
+    /// The guess was never checked (the code was spent or gone): taken back.
+    async fn not_checked(self, identity: &Identity) -> Result<(), StorageError> {
+        match self.counted {
+            Some(counted) => guard::not_checked(identity, counted).await,
+            None => Ok(()),
+        }
+    }
+}
+
+/// `POST /login` on an OTP step. A guess is first counted by the guard (a
+/// pause running refuses it unchecked, no try of the code spent). Every
+/// wrong try is counted exactly: when a parallel submission changed the
+/// process first, this one reads it again and checks against what it
+/// left, so N parallel wrong guesses use up N tries, never fewer.
 ///
 /// # Errors
 /// When storage fails, or the process stays contended for every round.
@@ -125,10 +182,59 @@ pub async fn submit(
     identity: &Identity,
     mut process: LoginProcess,
     form: &LoginStepRequest,
+    address: Option<IpAddr>,
+) -> Result<Answer, StorageError> {
+    let mut guess = Guess::default();
+    let (now, policy) = (identity.clock.now(), identity.settings.otp);
+    // Only a guess at a live code is counted: one at a spent or expired
+    // code is answered as such, unchecked.
+    if form.resend.is_none() && process.state.otp.as_ref().is_some_and(|otp| otp.usable(now, &policy)) {
+        let paused_until = match gate(identity, &process, address).await? {
+            Gate::Open(counted) => {
+                guess.counted = Some(counted);
+                None
+            }
+            Gate::Locked(until) => Some(Some(until)),
+            // No code key asks for a CAPTCHA (see the guard).
+            Gate::Captcha => Some(None),
+        };
+        if let Some(until) = paused_until {
+            process.state.paused_until = until;
+            process.state.tries_before_pause = None;
+            let paused =
+                if process.state.step == StepType::EmailOtp { codes::EMAIL_OTP_PAUSED } else { codes::SMS_OTP_PAUSED };
+            return retry(identity, process, Field::Other, paused, false).await;
+        }
+    }
+    let answer = rounds(identity, process, form, &mut guess).await?;
+    guess.not_checked(identity).await?;
+    Ok(answer)
+}
+
+/// Counts a guess on the process's code keys: its user's, from its device
+/// when that is trusted for them, else from any untrusted one and from
+/// the client's address.
+async fn gate(identity: &Identity, process: &LoginProcess, address: Option<IpAddr>) -> Result<Gate, StorageError> {
+    let user = process.state.user_id;
+    let trusted = match user {
+        Some(user) => flow::device_trusted_for(identity, process, user).await?,
+        None => false,
+    };
+    let device = process.state.device_id.as_deref().filter(|_| trusted);
+    guard::before_code(identity, user, device, address).await
+}
+
+/// Reads the process again and checks the guess against what it holds,
+/// until one round's answer is saved.
+async fn rounds(
+    identity: &Identity,
+    mut process: LoginProcess,
+    form: &LoginStepRequest,
+    guess: &mut Guess,
 ) -> Result<Answer, StorageError> {
     let (id, step) = (process.id, process.state.step);
     for _ in 0..MAX_ROUNDS {
-        match submit_once(identity, process, form).await? {
+        match submit_once(identity, process, form, guess).await? {
             Round::Answer(response) => return Ok(response),
             Round::Lost => {
                 tokio::task::yield_now().await;
@@ -149,6 +255,7 @@ async fn submit_once(
     identity: &Identity,
     mut process: LoginProcess,
     form: &LoginStepRequest,
+    guess: &mut Guess,
 ) -> Result<Round, StorageError> {
     let now = identity.clock.now();
     let policy = identity.settings.otp;
@@ -186,8 +293,17 @@ async fn submit_once(
     let code = form.credentials.as_deref().map(str::trim).unwrap_or("");
     let matches = code.len() == policy.length
         && portico_crypto::constant_time_eq(hash(identity, otp.id, code).as_bytes(), otp.code_hash.as_bytes());
-    match otp.check(matches, now, &policy) {
+    let check = otp.check(matches, now, &policy);
+    if matches!(check, OtpCheck::Wrong { .. }) {
+        let after = guess.failed(identity, &process).await?;
+        process.state.paused_until = after.locked_until;
+        process.state.tries_before_pause = after.tries_before_pause;
+    }
+    match check {
         OtpCheck::Accepted => {
+            guess.succeeded(identity).await?;
+            process.state.paused_until = None;
+            process.state.tries_before_pause = None;
             let Some(user) = (match process.state.user_id {
                 Some(id) => identity.store.find_user(id).await?,
                 None => None,
