@@ -169,6 +169,11 @@ pub mod codes {
     /// across login processes; the page says until when.
     pub const SMS_OTP_PAUSED: &str = "challenge.sms-otp.temporarily-paused";
     pub const EMAIL_OTP_PAUSED: &str = "challenge.email-otp.temporarily-paused";
+    /// Too many codes sent to the user (from devices not trusted for them,
+    /// or to this trusted one), across login processes: no code is sent
+    /// for a while; the page says until when.
+    pub const SMS_OTP_SEND_PAUSED: &str = "authentication.sms-otp.send-paused";
+    pub const EMAIL_OTP_SEND_PAUSED: &str = "authentication.email-otp.send-paused";
     /// A passkey sign-in refused: a bad answer, an unknown, another user's
     /// or a locked passkey, a counter that did not advance.
     pub const PASSKEY_REFUSED: &str = "challenge.passkey.wrong-credentials";

@@ -201,8 +201,8 @@ fn describe() {
     );
     metrics::describe_counter!(
         "portico_login_pauses_total",
-        "Pauses set on a login key after repeated wrong passwords, codes or passkey answers, by key: \
-         account, device, address, code."
+        "Pauses set on a login key after repeated wrong passwords, codes or passkey answers, or many \
+         codes sent to one user, by key: account, device, address, code, send."
     );
     metrics::describe_counter!(
         "portico_revocations_total",

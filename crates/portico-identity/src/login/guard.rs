@@ -32,6 +32,12 @@
 //! password would clear it before each new process. Only a right code
 //! clears a code key. The code form has no CAPTCHA: a key past
 //! `delay_after` pauses code entry, as a passkey's address is paused.
+//!
+//! Codes sent are counted the same way ([`before_send`]), on `send:<user>`
+//! (`send:<user>:<device>` from a trusted device): from `send_delay_after`
+//! codes on, each code sent pauses sending, so that nobody who knows a
+//! user's phone number can have Portico send them code after code. A right
+//! code clears the user's send key with the code key.
 
 use std::net::IpAddr;
 
@@ -62,6 +68,9 @@ pub struct GuardPolicy {
     pub address_captcha_after: u32,
     /// Failures from one client address from which each failure pauses it.
     pub address_delay_after: u32,
+    /// Codes sent to one user (untrusted devices) or trusted device from
+    /// which each code sent pauses sending.
+    pub send_delay_after: u32,
     /// A count that has not moved for this long starts again from zero.
     pub memory: Duration,
     /// How long a counted attempt may take to report its outcome; one
@@ -78,6 +87,7 @@ impl Default for GuardPolicy {
             max_delay: Duration::hours(1),
             address_captcha_after: 10,
             address_delay_after: 30,
+            send_delay_after: 10,
             memory: Duration::hours(24),
             report_within: REPORT_WITHIN,
         }
@@ -126,6 +136,7 @@ impl Key {
             Some("device") => "device",
             Some("address") => "address",
             Some("code") => "code",
+            Some("send") => "send",
             _ => "account",
         }
     }
@@ -177,6 +188,15 @@ fn code_keys(
             .chain(address.map(|address| Key::address(policy, address, u32::MAX)))
             .collect(),
     }
+}
+
+/// The key a code sent to `user` is counted on (see the module's summary).
+fn send_key(policy: &GuardPolicy, user: UserId, trusted_device: Option<&str>) -> Key {
+    let name = match trusted_device {
+        Some(device) => format!("send:{user}:{device}"),
+        None => format!("send:{user}"),
+    };
+    Key { name, captcha_after: u32::MAX, delay_after: policy.send_delay_after, cleared_by_success: true }
 }
 
 /// Whether an attempt may check its password.
@@ -262,6 +282,42 @@ pub async fn before_code(
     address: Option<IpAddr>,
 ) -> Result<Gate, StorageError> {
     paused_only(identity, code_keys(&identity.settings.guard, user, trusted_device, address)).await
+}
+
+/// Counts a code about to be sent to `user` (see the module's summary):
+/// `Locked` when sending is paused, nothing counted. An open gate is
+/// reported with [`sent`] once the code went out, or [`not_checked`] when
+/// it could not be delivered.
+///
+/// # Errors
+/// When storage fails.
+pub async fn before_send(
+    identity: &Identity,
+    user: UserId,
+    trusted_device: Option<&str>,
+) -> Result<Gate, StorageError> {
+    paused_only(identity, vec![send_key(&identity.settings.guard, user, trusted_device)]).await
+}
+
+/// A code counted by [`before_send`] went out: it stays counted, and
+/// pauses sending from `send_delay_after` on.
+///
+/// # Errors
+/// When storage fails.
+pub async fn sent(identity: &Identity, counted: Counted) -> Result<(), StorageError> {
+    failed(identity, counted).await.map(|_| ())
+}
+
+/// A right code: `user`'s sends start counting again.
+///
+/// # Errors
+/// When storage fails.
+pub async fn sends_forgotten(
+    identity: &Identity,
+    user: UserId,
+    trusted_device: Option<&str>,
+) -> Result<(), StorageError> {
+    identity.store.clear_throttle(&send_key(&identity.settings.guard, user, trusted_device).name).await
 }
 
 /// Counts an attempt on `keys`, none of which asks for a CAPTCHA.
@@ -464,5 +520,11 @@ mod tests {
         }
         let code = &code_keys(&policy, Some(user), None, None)[0];
         assert_eq!((code.delay_after, code.kind()), (policy.delay_after, "code"));
+        let send = send_key(&policy, user, None);
+        assert_eq!(
+            (send.name.as_str(), send.delay_after, send.kind()),
+            (format!("send:{user}").as_str(), policy.send_delay_after, "send")
+        );
+        assert_eq!(send_key(&policy, user, Some("d1")).name, format!("send:{user}:d1"));
     }
 }

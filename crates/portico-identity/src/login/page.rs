@@ -298,9 +298,12 @@ fn explain(
         }
     };
     match code {
-        codes::USERNAME_PASSWORD_PAUSED | codes::PASSWORD_PAUSED | codes::SMS_OTP_PAUSED | codes::EMAIL_OTP_PAUSED => {
-            text = until_text(&text, paused.unwrap_or(now))
-        }
+        codes::USERNAME_PASSWORD_PAUSED
+        | codes::PASSWORD_PAUSED
+        | codes::SMS_OTP_PAUSED
+        | codes::EMAIL_OTP_PAUSED
+        | codes::SMS_OTP_SEND_PAUSED
+        | codes::EMAIL_OTP_SEND_PAUSED => text = until_text(&text, paused.unwrap_or(now)),
         codes::USERNAME_PASSWORD_WRONG | codes::PASSWORD_WRONG => after_failure(&mut text, t.err_paused),
         codes::SMS_OTP_WRONG | codes::EMAIL_OTP_WRONG => {
             if paused.is_none() && state.otp.as_ref().is_some_and(|otp| otp.failures + 1 == policy.max_failures) {

@@ -111,6 +111,8 @@ pub struct Texts {
     pub err_paused: &'static str,
     /// As `err_paused`, for code entry.
     pub err_code_paused: &'static str,
+    /// As `err_paused`, for sending codes.
+    pub err_send_paused: &'static str,
     /// `{n}` is replaced by the failures left before a pause.
     pub warn_tries_before_pause: &'static str,
     pub warn_last_code_try: &'static str,
@@ -137,6 +139,7 @@ impl Texts {
             codes::SMS_OTP_NO_PHONE => self.error_no_phone,
             codes::USERNAME_PASSWORD_PAUSED | codes::PASSWORD_PAUSED => self.err_paused,
             codes::SMS_OTP_PAUSED | codes::EMAIL_OTP_PAUSED => self.err_code_paused,
+            codes::SMS_OTP_SEND_PAUSED | codes::EMAIL_OTP_SEND_PAUSED => self.err_send_paused,
             codes::PASSKEY_REFUSED => self.err_passkey,
             codes::PASSKEY_EXPIRED => self.err_passkey_expired,
             codes::PASSKEY_ENROLMENT_REFUSED => self.err_enrol,
@@ -246,6 +249,8 @@ pub const RU: Texts = Texts {
                  (около {minutes} мин). Если вы уже входили с другого устройства, войдите с него.",
     err_code_paused: "Слишком много неверных кодов. Ввод кода с этого устройства приостановлен до {until} UTC \
                       (около {minutes} мин). Если вы уже входили с другого устройства, войдите с него.",
+    err_send_paused: "Слишком много кодов отправлено. Новый код можно будет получить после {until} UTC \
+                      (около {minutes} мин).",
     warn_tries_before_pause: "Осталось попыток до паузы: {n}.",
     warn_last_code_try: "Осталась последняя попытка для этого кода.",
 };
@@ -341,6 +346,7 @@ pub const EN: Texts = Texts {
                  (about {minutes} min). If you have signed in from another device before, use that one.",
     err_code_paused: "Too many wrong codes. Code entry from this device is paused until {until} UTC \
                       (about {minutes} min). If you have signed in from another device before, use that one.",
+    err_send_paused: "Too many codes were sent. A new code can be sent after {until} UTC (about {minutes} min).",
     warn_tries_before_pause: "Attempts left before a pause: {n}.",
     warn_last_code_try: "This is the last try for this code.",
 };

@@ -117,6 +117,7 @@ impl Config {
             ("login.otp_ttl_secs", u64::from(self.login.otp_ttl_secs)),
             ("login.otp_max_failures", u64::from(self.login.otp_max_failures)),
             ("login.otp_max_codes", u64::from(self.login.otp_max_codes)),
+            ("login.otp_sends_before_pause", u64::from(self.login.otp_sends_before_pause)),
             ("login.captcha_after_failures", u64::from(self.login.captcha_after_failures)),
             ("login.delay_after_failures", u64::from(self.login.delay_after_failures)),
             ("login.first_delay_secs", u64::from(self.login.first_delay_secs)),

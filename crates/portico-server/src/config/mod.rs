@@ -731,6 +731,10 @@ pub struct LoginConfig {
     pub otp_max_codes: u32,
     /// Wait before another code may be sent.
     pub otp_resend_secs: u32,
+    /// Codes sent to one user (from devices not trusted for them, or to
+    /// one trusted device), across login processes, from which each code
+    /// sent pauses sending; a right code starts the count again.
+    pub otp_sends_before_pause: u32,
     /// Failed passwords on an account (from devices not trusted for it), or
     /// on one trusted device, after which a CAPTCHA is required; also wrong
     /// phone numbers in one login process on the `phone` step.
@@ -872,6 +876,7 @@ impl Default for LoginConfig {
             otp_max_failures: 3,
             otp_max_codes: 5,
             otp_resend_secs: 60,
+            otp_sends_before_pause: 10,
             captcha_after_failures: 3,
             delay_after_failures: 5,
             first_delay_secs: 30,
@@ -983,6 +988,7 @@ impl Config {
             max_delay: secs(login.max_delay_secs),
             address_captcha_after: login.address_captcha_after_failures,
             address_delay_after: login.address_delay_after_failures,
+            send_delay_after: login.otp_sends_before_pause,
             memory: Duration::hours(i64::from(login.failure_memory_hours)),
             report_within: secs(login.unreported_attempt_secs),
         };

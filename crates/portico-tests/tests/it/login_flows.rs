@@ -448,6 +448,60 @@ async fn wrong_codes_pause_code_entry_across_login_processes_but_not_on_the_owne
     }
 }
 
+/// Codes sent to one user count across login processes: nobody who knows a
+/// user's phone number can have Portico send them code after code.
+#[tokio::test]
+async fn codes_sent_to_a_user_pause_across_processes_until_a_right_code_but_not_to_the_owners_trusted_device() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let phone = "+79001234567";
+        let limit = app.identity.settings.guard.send_delay_after as usize;
+        // The owner trusts this browser (its code was sent and entered).
+        let owner = app.browser();
+        app.login_for_code(&owner, &Pkce::new(), "ivan", "ivan-password").await;
+        let sent = app.outbox().len();
+        let phone_login = async |browser: reqwest::Client| {
+            let flow = Flow::start_in(&app, browser, &[("prompt", Some("login"))]).await;
+            flow.post_to("/login/user-settings/auth-method", &[("authMethod", "PHONE")]).await;
+            flow.post_ok(&[("principal", phone)]).await;
+            flow
+        };
+        for n in 1..=limit {
+            let flow = phone_login(app.browser()).await;
+            assert!(flow.step().await["smsOtpProcessId"].is_string(), "{backend:?}: code {n}");
+            assert_eq!(app.outbox().len(), sent + n, "{backend:?}");
+        }
+        // The tenth code paused sending for 30 s: a new process gets no
+        // code, and its page says until when.
+        let flow = phone_login(app.browser()).await;
+        let html = page_html(&flow).await;
+        let view = view_data(&html);
+        assert_eq!(view["pageData"]["errors"]["otherError"], "authentication.sms-otp.send-paused", "{backend:?}");
+        assert!(view["pageData"]["stepViewData"]["smsOtpProcessId"].is_null());
+        assert!(html.contains("Новый код можно будет получить после"), "{backend:?}");
+        // Asking again sends nothing either.
+        flow.post_ok(&[("resend", "1")]).await;
+        assert_eq!(flow.errors().await["otherError"], "authentication.sms-otp.send-paused");
+        assert_eq!(app.outbox().len(), sent + limit, "{backend:?}");
+        // The owner's trusted browser still gets its code.
+        let trusted = phone_login(owner).await;
+        assert!(trusted.step().await["smsOtpProcessId"].is_string(), "{backend:?}: the owner is not paused");
+        assert_eq!(app.outbox().len(), sent + limit + 1);
+
+        // After the pause a code goes out, and pauses sending again, longer.
+        app.clock.advance(Duration::seconds(31));
+        assert!(flow.step().await["smsOtpProcessId"].is_string(), "{backend:?}");
+        assert_eq!(app.outbox().len(), sent + limit + 2);
+        let other = phone_login(app.browser()).await;
+        assert_eq!(other.errors().await["otherError"], "authentication.sms-otp.send-paused", "{backend:?}");
+        // A right code starts the count again: the next login gets its code.
+        assert_eq!(flow.enter_code(phone).await, "/login");
+        assert_eq!(flow.step().await["stepType"], "password", "{backend:?}");
+        let next = phone_login(app.browser()).await;
+        assert!(next.step().await["smsOtpProcessId"].is_string(), "{backend:?}: sending again");
+    }
+}
+
 /// The HTML of the current login page.
 async fn page_html(flow: &Flow<'_>) -> String {
     flow.browser.get(flow.app.url("/login")).send().await.unwrap().text().await.unwrap()

@@ -84,7 +84,8 @@ async fn parallel_wrong_passwords_from_fresh_processes_never_skip_the_captcha() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn parallel_wrong_codes_from_fresh_processes_stop_at_the_pause() {
     for backend in backends() {
-        let app = Arc::new(TestApp::spawn(backend).await);
+        // Thirty codes to one user: beyond the pause of sending (the next test).
+        let app = Arc::new(TestApp::spawn_with(backend, |c| c.login.otp_sends_before_pause = 100).await);
         let phone = "+79001234567";
         // Thirty processes at the code step (the phone login: no password
         // to check), each with a code of its own.
@@ -125,6 +126,42 @@ async fn parallel_wrong_codes_from_fresh_processes_stop_at_the_pause() {
         let key = app.store.throttle(&format!("code:{}", user.id), now - time::Duration::hours(24), now).await.unwrap();
         assert_eq!(key.failures, limit as u32, "{backend:?}: only checked guesses count");
         assert!(key.locked_until.is_some_and(|until| until > now), "{backend:?}: paused");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn parallel_code_pages_of_fresh_processes_send_no_more_codes_than_the_pause_allows() {
+    for backend in backends() {
+        let app = Arc::new(TestApp::spawn(backend).await);
+        let phone = "+79001234567";
+        // Thirty phone logins of one user, each about to show its code page
+        // (the page sends the code).
+        let mut browsers = Vec::new();
+        for _ in 0..AT_ONCE {
+            let (browser, csrf) = fresh_process(&app).await;
+            let method = [("_csrf", csrf.as_str()), ("authMethod", "PHONE")];
+            browser.post(app.url("/login/user-settings/auth-method")).form(&method).send().await.unwrap();
+            let form = [("_csrf", csrf.as_str()), ("principal", phone)];
+            let response = browser.post(app.url("/login")).form(&form).send().await.unwrap();
+            assert_eq!(location(&response), "/login", "{backend:?}");
+            browsers.push(browser);
+        }
+        assert!(app.outbox().is_empty(), "{backend:?}: no code before the page");
+        let barrier = Arc::new(Barrier::new(AT_ONCE));
+        let mut pages = tokio::task::JoinSet::new();
+        for browser in browsers {
+            let (app, barrier) = (Arc::clone(&app), Arc::clone(&barrier));
+            pages.spawn(async move {
+                barrier.wait().await;
+                view(&app, &browser).await["pageData"].clone()
+            });
+        }
+        let pages = pages.join_all().await;
+        let limit = app.identity.settings.guard.send_delay_after as usize;
+        assert_eq!(app.outbox().len(), limit, "{backend:?}: codes sent");
+        let with_code = pages.iter().filter(|p| p["stepViewData"]["smsOtpProcessId"].is_string()).count();
+        let paused = pages.iter().filter(|p| p["errors"]["otherError"] == "authentication.sms-otp.send-paused").count();
+        assert_eq!((with_code, paused), (limit, AT_ONCE - limit), "{backend:?}");
     }
 }
 

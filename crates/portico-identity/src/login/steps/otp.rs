@@ -16,10 +16,12 @@
 use std::net::IpAddr;
 
 use portico_model::audit::{AuditEvent, AuditKind};
-use portico_model::login::{LoginProcess, StepType, ViewType, codes};
+use portico_model::ids::UserId;
+use portico_model::login::{LoginFormErrors, LoginProcess, StepType, ViewType, codes};
 use portico_model::otp::{OtpChallenge, OtpChannel, OtpCheck};
 use portico_model::user::User;
 use portico_storage::StorageError;
+use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::{Field, retry, retry_saved};
@@ -79,6 +81,14 @@ pub async fn prepare(
             fatal_with(identity, &process, codes::SMS_OTP_NO_PHONE, ActionKind::RetryLogin).await,
         ));
     };
+    // Codes sent to the user across processes are counted (see the guard).
+    let device = trusted_device(identity, &process, user.id).await?;
+    let counted = match guard::before_send(identity, user.id, device.as_deref()).await? {
+        Gate::Open(counted) => counted,
+        Gate::Locked(until) => return Ok(Prepared::Ready(Box::new(send_paused(process, Some(until))))),
+        // No send key asks for a CAPTCHA (see the guard).
+        Gate::Captcha => return Ok(Prepared::Ready(Box::new(send_paused(process, None)))),
+    };
     let code = portico_crypto::random::digits(policy.length);
     let id = Uuid::new_v4();
     process.state.otp = Some(OtpChallenge {
@@ -93,6 +103,7 @@ pub async fn prepare(
     process.state.codes_sent += 1;
     if !identity.store.update_login_process(&process).await? {
         // A parallel request is sending; show the page it leaves.
+        guard::not_checked(identity, counted).await?;
         return Ok(Prepared::Answer(Answer::ToLogin));
     }
     process.version += 1;
@@ -102,13 +113,38 @@ pub async fn prepare(
     metrics::counter!("portico_login_codes_total", "channel" => channel.as_str(), "outcome" => outcome).increment(1);
     if let Err(error) = sent {
         tracing::warn!(%error, channel = channel.as_str(), "one-time code not delivered");
+        guard::not_checked(identity, counted).await?;
         process.state.otp = None;
         identity.store.update_login_process(&process).await?;
         return Ok(Prepared::Answer(
             fatal_with(identity, &process, codes::SMS_OTP_DELIVERY_FAILED, ActionKind::Reload).await,
         ));
     }
+    guard::sent(identity, counted).await?;
     Ok(Prepared::Ready(Box::new(process)))
+}
+
+/// The process's device id when that device is trusted for `user`.
+async fn trusted_device(
+    identity: &Identity,
+    process: &LoginProcess,
+    user: UserId,
+) -> Result<Option<String>, StorageError> {
+    let trusted = flow::device_trusted_for(identity, process, user).await?;
+    Ok(process.state.device_id.clone().filter(|_| trusted))
+}
+
+/// The process at its code step without a code: sending is paused until
+/// `until`, which the page says. Nothing is saved: the next page asks again.
+fn send_paused(mut process: LoginProcess, until: Option<OffsetDateTime>) -> LoginProcess {
+    let code = if process.state.step == StepType::EmailOtp {
+        codes::EMAIL_OTP_SEND_PAUSED
+    } else {
+        codes::SMS_OTP_SEND_PAUSED
+    };
+    process.state.paused_until = until;
+    process.state.errors = Some(LoginFormErrors { other_error: Some(code.to_owned()), ..LoginFormErrors::default() });
+    process
 }
 
 /// Rounds of "read the process, check the code, save" before a submission
@@ -129,6 +165,9 @@ struct Guess {
     counted: Option<Counted>,
     /// What the wrong guess left, once reported.
     after: Option<AfterFailure>,
+    /// The user and the trusted device the guess was counted for.
+    user: Option<UserId>,
+    device: Option<String>,
 }
 
 impl Guess {
@@ -153,12 +192,15 @@ impl Guess {
         Ok(self.after.unwrap_or_default())
     }
 
-    /// The guess was right: the user's code key starts again.
+    /// The guess was right: the user's code and send keys start again.
     async fn succeeded(&mut self, identity: &Identity) -> Result<(), StorageError> {
-        match self.counted.take() {
-            Some(counted) => guard::succeeded(identity, counted).await,
-            None => Ok(()),
+        if let Some(counted) = self.counted.take() {
+            guard::succeeded(identity, counted).await?;
+            if let Some(user) = self.user {
+                guard::sends_forgotten(identity, user, self.device.as_deref()).await?;
+            }
         }
+        Ok(())
     }
 
     /// The guess was never checked (the code was spent or gone): taken back.
@@ -189,7 +231,13 @@ pub async fn submit(
     // Only a guess at a live code is counted: one at a spent or expired
     // code is answered as such, unchecked.
     if form.resend.is_none() && process.state.otp.as_ref().is_some_and(|otp| otp.usable(now, &policy)) {
-        let paused_until = match gate(identity, &process, address).await? {
+        guess.user = process.state.user_id;
+        guess.device = match guess.user {
+            Some(user) => trusted_device(identity, &process, user).await?,
+            None => None,
+        };
+        let gate = guard::before_code(identity, guess.user, guess.device.as_deref(), address).await?;
+        let paused_until = match gate {
             Gate::Open(counted) => {
                 guess.counted = Some(counted);
                 None
@@ -209,19 +257,6 @@ pub async fn submit(
     let answer = rounds(identity, process, form, &mut guess).await?;
     guess.not_checked(identity).await?;
     Ok(answer)
-}
-
-/// Counts a guess on the process's code keys: its user's, from its device
-/// when that is trusted for them, else from any untrusted one and from
-/// the client's address.
-async fn gate(identity: &Identity, process: &LoginProcess, address: Option<IpAddr>) -> Result<Gate, StorageError> {
-    let user = process.state.user_id;
-    let trusted = match user {
-        Some(user) => flow::device_trusted_for(identity, process, user).await?,
-        None => false,
-    };
-    let device = process.state.device_id.as_deref().filter(|_| trusted);
-    guard::before_code(identity, user, device, address).await
 }
 
 /// Reads the process again and checks the guess against what it holds,
