@@ -571,15 +571,9 @@ async fn every_page_in_both_languages_schemes_and_widths() {
 
     // The phone method on a new device: number, code, password (a new
     // login beside maria's session: prompt=login).
-    client.goto(&at("/demo")).await.unwrap();
-    click(client, "#signInAgain").await;
-    step_is(client, "username-password").await;
-    click(client, "#switchMethod").await;
-    step_is(client, "phone").await;
+    again_by_phone(client, &at("/demo")).await;
     every_look(client, &mut shots, "phone", switch).await;
-    fill(client, "input[name=principal]", "+79001234567").await;
-    submit(client).await;
-    step_is(client, "sms-otp").await;
+    phone_number(client, "+79001234567").await;
     enter_code(client, &app, "+79001234567").await;
     step_is(client, "password").await;
     every_look(client, &mut shots, "password-new-device", switch).await;
@@ -611,14 +605,8 @@ async fn every_page_in_both_languages_schemes_and_widths() {
     // Code entry paused after wrong codes (five reported to the guard
     // here; the login tests guess them): ivan's phone login on this
     // browser, which is not trusted for him.
-    client.goto(&at("/demo")).await.unwrap();
-    click(client, "#signInAgain").await;
-    step_is(client, "username-password").await;
-    click(client, "#switchMethod").await;
-    step_is(client, "phone").await;
-    fill(client, "input[name=principal]", "+79001234567").await;
-    submit(client).await;
-    step_is(client, "sms-otp").await;
+    again_by_phone(client, &at("/demo")).await;
+    phone_number(client, "+79001234567").await;
     let ivan = app.store.find_user_by_login("ivan").await.unwrap().unwrap();
     for _ in 0..app.identity.settings.guard.delay_after {
         use portico_identity::login::guard;
@@ -643,17 +631,28 @@ async fn every_page_in_both_languages_schemes_and_widths() {
             guard::sent(&app.identity, counted).await.unwrap();
         }
     }
-    client.goto(&at("/demo")).await.unwrap();
+    again_by_phone(client, &at("/demo")).await;
+    phone_number(client, "+79001234567").await;
+    wait_for_element(client, "#otherError", "the pause of sending").await;
+    every_look(client, &mut shots, "sms-code-not-sent", switch).await;
+    browser.client.clone().close().await.unwrap();
+}
+
+/// From the demo page at `demo`, a new login (`prompt=login`) switched to
+/// the phone method.
+async fn again_by_phone(client: &Client, demo: &str) {
+    client.goto(demo).await.unwrap();
     click(client, "#signInAgain").await;
     step_is(client, "username-password").await;
     click(client, "#switchMethod").await;
     step_is(client, "phone").await;
-    fill(client, "input[name=principal]", "+79001234567").await;
+}
+
+/// On the `phone` step: `phone` typed and sent, up to the code step.
+async fn phone_number(client: &Client, phone: &str) {
+    fill(client, "input[name=principal]", phone).await;
     submit(client).await;
     step_is(client, "sms-otp").await;
-    wait_for_element(client, "#otherError", "the pause of sending").await;
-    every_look(client, &mut shots, "sms-code-not-sent", switch).await;
-    browser.client.clone().close().await.unwrap();
 }
 
 /// A command of WebDriver's virtual authenticator extension (WebAuthn

@@ -26,6 +26,18 @@ async fn fresh_process(app: &TestApp) -> (reqwest::Client, String) {
     (browser, csrf)
 }
 
+/// A browser with a fresh phone login that named `phone`, before the page
+/// of its code step (which sends the code), and its CSRF token.
+async fn phone_process(app: &TestApp, phone: &str) -> (reqwest::Client, String) {
+    let (browser, csrf) = fresh_process(app).await;
+    let method = [("_csrf", csrf.as_str()), ("authMethod", "PHONE")];
+    browser.post(app.url("/login/user-settings/auth-method")).form(&method).send().await.unwrap();
+    let form = [("_csrf", csrf.as_str()), ("principal", phone)];
+    let response = browser.post(app.url("/login")).form(&form).send().await.unwrap();
+    assert_eq!(location(&response), "/login");
+    (browser, csrf)
+}
+
 async fn view(app: &TestApp, browser: &reqwest::Client) -> Value {
     let page = browser.get(app.url("/login")).send().await.unwrap();
     view_data(&page.text().await.unwrap())
@@ -91,11 +103,7 @@ async fn parallel_wrong_codes_from_fresh_processes_stop_at_the_pause() {
         // to check), each with a code of its own.
         let mut browsers = Vec::new();
         for _ in 0..AT_ONCE {
-            let (browser, csrf) = fresh_process(&app).await;
-            let method = [("_csrf", csrf.as_str()), ("authMethod", "PHONE")];
-            browser.post(app.url("/login/user-settings/auth-method")).form(&method).send().await.unwrap();
-            let form = [("_csrf", csrf.as_str()), ("principal", phone)];
-            browser.post(app.url("/login")).form(&form).send().await.unwrap();
+            let (browser, csrf) = phone_process(&app, phone).await;
             assert_eq!(view(&app, &browser).await["pageData"]["stepViewData"]["stepType"], "sms-otp", "{backend:?}");
             browsers.push((browser, csrf));
         }
@@ -138,13 +146,7 @@ async fn parallel_code_pages_of_fresh_processes_send_no_more_codes_than_the_paus
         // (the page sends the code).
         let mut browsers = Vec::new();
         for _ in 0..AT_ONCE {
-            let (browser, csrf) = fresh_process(&app).await;
-            let method = [("_csrf", csrf.as_str()), ("authMethod", "PHONE")];
-            browser.post(app.url("/login/user-settings/auth-method")).form(&method).send().await.unwrap();
-            let form = [("_csrf", csrf.as_str()), ("principal", phone)];
-            let response = browser.post(app.url("/login")).form(&form).send().await.unwrap();
-            assert_eq!(location(&response), "/login", "{backend:?}");
-            browsers.push(browser);
+            browsers.push(phone_process(&app, phone).await.0);
         }
         assert!(app.outbox().is_empty(), "{backend:?}: no code before the page");
         let barrier = Arc::new(Barrier::new(AT_ONCE));
