@@ -196,7 +196,7 @@ fn describe() {
     );
     metrics::describe_counter!(
         "portico_login_guard_refusals_total",
-        "Password, code and passkey attempts refused before the check, by reason: paused (a pause after repeated failures), \
+        "Password, code, passkey and phone-number attempts refused before the check, by reason: paused (a pause after repeated failures), \
          captcha (a CAPTCHA is due and was missing or not valid)."
     );
     metrics::describe_counter!(

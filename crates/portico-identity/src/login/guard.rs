@@ -38,6 +38,14 @@
 //! codes on, each code sent pauses sending, so that nobody who knows a
 //! user's phone number can have Portico send them code after code. A right
 //! code clears the user's send key with the code key.
+//!
+//! Phone numbers typed on the `phone` step are counted on the address's
+//! own key `phone:<ip>` ([`before_phone`]): a number nobody has is a
+//! failure, a customer's number is taken back. From `address_captcha_after`
+//! failures on, the step asks for a CAPTCHA in every process from the
+//! address, so that nobody can learn which numbers are customers' by
+//! starting process after process. It never pauses: the step has a
+//! CAPTCHA, and many customers may share one address.
 
 use std::net::IpAddr;
 
@@ -137,6 +145,7 @@ impl Key {
             Some("address") => "address",
             Some("code") => "code",
             Some("send") => "send",
+            Some("phone") => "phone",
             _ => "account",
         }
     }
@@ -199,6 +208,18 @@ fn send_key(policy: &GuardPolicy, user: UserId, trusted_device: Option<&str>) ->
     Key { name, captcha_after: u32::MAX, delay_after: policy.send_delay_after, cleared_by_success: true }
 }
 
+/// The key phone numbers typed from `address` are counted on (see the
+/// module's summary): a CAPTCHA from `address_captcha_after` failures on,
+/// never a pause.
+fn phone_key(policy: &GuardPolicy, address: IpAddr) -> Key {
+    Key {
+        name: format!("phone:{address}"),
+        captcha_after: policy.address_captcha_after,
+        delay_after: u32::MAX,
+        cleared_by_success: false,
+    }
+}
+
 /// Whether an attempt may check its password.
 #[derive(Debug)]
 pub enum Gate {
@@ -255,6 +276,38 @@ pub async fn before_check(
         metrics::counter!("portico_login_guard_refusals_total", "reason" => reason).increment(1);
     }
     Ok(gate)
+}
+
+/// Counts a phone number typed from `address` on the address's phone key
+/// (see the module's summary), checking the CAPTCHA (`captcha_token`, the
+/// form's `smart-token`) when the key needs one, unless the step checked
+/// one already (`captcha_passed`). An open gate is reported with [`failed`]
+/// when nobody has the number, else with [`succeeded`] (taken back).
+///
+/// # Errors
+/// When storage fails.
+pub async fn before_phone(
+    identity: &Identity,
+    address: Option<IpAddr>,
+    captcha_token: Option<&str>,
+    captcha_passed: bool,
+) -> Result<Gate, StorageError> {
+    let keys = address.map(|address| phone_key(&identity.settings.guard, address)).into_iter().collect();
+    let gate = gate_on(identity, keys, captcha_token, captcha_passed).await?;
+    if matches!(gate, Gate::Captcha) {
+        metrics::counter!("portico_login_guard_refusals_total", "reason" => "captcha").increment(1);
+    }
+    Ok(gate)
+}
+
+/// Whether the `phone` step's next submission from `address` will need a
+/// CAPTCHA because of the address's phone key (for the page).
+///
+/// # Errors
+/// When storage fails.
+pub async fn phone_captcha_due(identity: &Identity, address: Option<IpAddr>) -> Result<bool, StorageError> {
+    let keys: Vec<Key> = address.map(|address| phone_key(&identity.settings.guard, address)).into_iter().collect();
+    captcha_due_on(identity, &keys).await
 }
 
 /// Counts a passkey answer on the client address's key only: the account
@@ -322,7 +375,7 @@ pub async fn sends_forgotten(
 
 /// Counts an attempt on `keys`, none of which asks for a CAPTCHA.
 async fn paused_only(identity: &Identity, keys: Vec<Key>) -> Result<Gate, StorageError> {
-    let gate = gate_on(identity, keys, None).await?;
+    let gate = gate_on(identity, keys, None, false).await?;
     if matches!(gate, Gate::Locked(_)) {
         metrics::counter!("portico_login_guard_refusals_total", "reason" => "paused").increment(1);
     }
@@ -330,10 +383,17 @@ async fn paused_only(identity: &Identity, keys: Vec<Key>) -> Result<Gate, Storag
 }
 
 async fn gate(identity: &Identity, attempt: &Attempt<'_>, captcha_token: Option<&str>) -> Result<Gate, StorageError> {
-    gate_on(identity, keys(&identity.settings.guard, attempt), captcha_token).await
+    gate_on(identity, keys(&identity.settings.guard, attempt), captcha_token, false).await
 }
 
-async fn gate_on(identity: &Identity, keys: Vec<Key>, captcha_token: Option<&str>) -> Result<Gate, StorageError> {
+/// Counts an attempt on `keys`; `captcha_passed` when the caller checked a
+/// CAPTCHA of this request already (a token is good for one check).
+async fn gate_on(
+    identity: &Identity,
+    keys: Vec<Key>,
+    captcha_token: Option<&str>,
+    captcha_passed: bool,
+) -> Result<Gate, StorageError> {
     let policy = &identity.settings.guard;
     let now = identity.clock.now();
     let forget_before = now - policy.memory;
@@ -345,8 +405,8 @@ async fn gate_on(identity: &Identity, keys: Vec<Key>, captcha_token: Option<&str
         }
         captcha_needed |= state.failures >= key.captcha_after;
     }
-    let mut captcha_passed = false;
-    if captcha_needed {
+    let mut captcha_passed = captcha_passed;
+    if captcha_needed && !captcha_passed {
         if !captcha_valid(identity, captcha_token).await {
             return Ok(Gate::Captcha);
         }
@@ -450,10 +510,15 @@ pub async fn succeeded(identity: &Identity, counted: Counted) -> Result<(), Stor
 /// # Errors
 /// When storage fails.
 pub async fn captcha_due(identity: &Identity, attempt: &Attempt<'_>) -> Result<bool, StorageError> {
-    let policy = &identity.settings.guard;
+    captcha_due_on(identity, &keys(&identity.settings.guard, attempt)).await
+}
+
+async fn captcha_due_on(identity: &Identity, keys: &[Key]) -> Result<bool, StorageError> {
+    if keys.is_empty() {
+        return Ok(false);
+    }
     let now = identity.clock.now();
-    let forget_before = now - policy.memory;
-    let keys = keys(policy, attempt);
+    let forget_before = now - identity.settings.guard.memory;
     let names: Vec<&str> = keys.iter().map(|key| key.name.as_str()).collect();
     let states = identity.store.throttles(&names, forget_before, now).await?;
     Ok(keys.iter().zip(states).any(|(key, state)| state.failures >= key.captcha_after))
@@ -526,5 +591,15 @@ mod tests {
             (format!("send:{user}").as_str(), policy.send_delay_after, "send")
         );
         assert_eq!(send_key(&policy, user, Some("d1")).name, format!("send:{user}:d1"));
+    }
+
+    #[test]
+    fn phone_numbers_count_per_address_towards_a_captcha_and_never_pause() {
+        let policy = GuardPolicy::default();
+        let key = phone_key(&policy, "192.0.2.7".parse().unwrap());
+        assert_eq!((key.name.as_str(), key.kind()), ("phone:192.0.2.7", "phone"));
+        assert_eq!(key.captcha_after, policy.address_captcha_after);
+        assert!(!key.cleared_by_success, "a customer's number does not excuse the address's failures");
+        assert_eq!(policy.delay(key.delay_after, 10_000), None, "never a pause");
     }
 }

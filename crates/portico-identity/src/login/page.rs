@@ -159,7 +159,8 @@ async fn step_context(
             context.captcha_required = captcha_required(identity, process, user, address).await?;
         }
         StepType::Phone => {
-            context.captcha_required = state.password_failures >= identity.settings.phone_captcha_after_failures;
+            context.captcha_required = state.password_failures >= identity.settings.phone_captcha_after_failures
+                || super::guard::phone_captcha_due(identity, address).await?;
         }
         StepType::SmsOtp => context.email_delivery_available = otp::email_available(process, user),
         StepType::EmailOtp => context.sms_delivery_available = otp::sms_available(process, user),

@@ -64,7 +64,7 @@ pub async fn submit_step(
     let result = match process.state.step {
         StepType::UsernamePassword => steps::password::username_password(&identity, process, &form, address).await,
         StepType::Password => steps::password::password(&identity, process, &form, address).await,
-        StepType::Phone => steps::phone::phone(&identity, process, &form).await,
+        StepType::Phone => steps::phone::phone(&identity, process, &form, address).await,
         StepType::SmsOtp | StepType::EmailOtp => steps::otp::submit(&identity, process, &form, address).await,
         StepType::Consent => steps::consent::consent(&identity, process, &form).await,
         StepType::Passkey => super::passkey::submit(&identity, process, &form, address).await,

@@ -403,6 +403,40 @@ async fn a_fresh_browser_is_shown_the_captcha_the_server_demands_after_failures_
     browser.client.clone().close().await.unwrap();
 }
 
+/// Unknown phone numbers typed from this address in other processes put
+/// the `phone` step behind a CAPTCHA: a new browser's page shows it at once
+/// and passes with it.
+#[tokio::test]
+async fn a_fresh_browser_is_shown_the_captcha_the_phone_step_demands_after_unknown_numbers_elsewhere() {
+    let Some(browser) = launch().await else { return };
+    let client = &browser.client;
+    let app = TestApp::spawn(portico_tests::backends()[0]).await;
+    let mut shots = Shots::new("phone_captcha_after_unknown_numbers");
+    for n in 0..app.identity.settings.guard.address_captcha_after {
+        let other = app.browser();
+        other.get(app.authorize_url(&portico_tests::Pkce::new(), &[])).send().await.unwrap();
+        let view = app.login_view(&other).await;
+        let csrf = view["pageData"]["authenticationFlowContext"]["csrf"].as_str().unwrap().to_owned();
+        let method = [("_csrf", csrf.as_str()), ("authMethod", "PHONE")];
+        other.post(app.url("/login/user-settings/auth-method")).form(&method).send().await.unwrap();
+        let number = format!("+7999{n:07}");
+        let form = [("_csrf", csrf.as_str()), ("principal", number.as_str())];
+        other.post(app.url("/login")).form(&form).send().await.unwrap();
+    }
+    client.goto(&app.url("/demo/login")).await.unwrap();
+    step_is(client, "username-password").await;
+    click(client, "#switchMethod").await;
+    step_is(client, "phone").await;
+    client.find(Locator::Css("#captcha")).await.expect("the CAPTCHA the phone step demands is shown");
+    shots.take(client, "captcha-shown").await;
+    fill(client, "input[name=principal]", "+79001234567").await;
+    click(client, "#captcha input").await;
+    submit(client).await;
+    step_is(client, "sms-otp").await;
+    shots.take(client, "passed").await;
+    browser.client.clone().close().await.unwrap();
+}
+
 /// The error page keeps its message and its way on through a language
 /// switch and a reload, whichever error led there: a blocked user (whose
 /// process ended at once) and an interrupted sign-in (a form whose CSRF

@@ -31,6 +31,13 @@ impl<'a> Flow<'a> {
         flow
     }
 
+    /// A new login in a new browser, switched to the `phone` step.
+    async fn by_phone(app: &'a TestApp) -> Flow<'a> {
+        let flow = Self::start(app, &[]).await;
+        flow.post_to("/login/user-settings/auth-method", &[("authMethod", "PHONE")]).await;
+        flow
+    }
+
     async fn view(&self) -> Value {
         let page = self.browser.get(self.app.url("/login")).send().await.unwrap();
         assert_eq!(page.status(), 200);
@@ -275,6 +282,58 @@ async fn the_phone_method_on_an_unknown_device_asks_sms_then_password() {
         // A bad method: the error page.
         let response = again.post_to("/login/user-settings/auth-method", &[("authMethod", "TELEPATHY")]).await;
         assert_eq!(location(&response), "/error");
+    }
+}
+
+#[tokio::test]
+async fn unknown_phone_numbers_from_one_address_put_the_phone_step_behind_a_captcha_across_processes() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let limit = app.identity.settings.guard.address_captcha_after;
+        assert!(
+            limit > app.identity.settings.phone_captcha_after_failures,
+            "one number per process stays below its own"
+        );
+        // One unknown number in each new process: no process reaches its own
+        // CAPTCHA, but the address counts them all.
+        for n in 1..limit {
+            let flow = Flow::by_phone(&app).await;
+            assert_eq!(flow.step().await["captchaRequired"], false, "{backend:?}: number {n}");
+            flow.post_ok(&[("principal", &format!("+7999{n:07}"))]).await;
+            let view = flow.view().await["pageData"].clone();
+            assert_eq!(view["errors"]["principalError"], "challenge.phone.wrong-credentials", "{backend:?}");
+            assert_eq!(view["stepViewData"]["captchaRequired"], false, "{backend:?}: number {n}");
+        }
+        // A customer's number is no failure: it goes on to the code and is
+        // taken back from the count.
+        let flow = Flow::by_phone(&app).await;
+        flow.post_ok(&[("principal", "+79001234567")]).await;
+        assert_eq!(flow.step().await["stepType"], "sms-otp", "{backend:?}");
+        let flow = Flow::by_phone(&app).await;
+        assert_eq!(flow.step().await["captchaRequired"], false, "{backend:?}: still below");
+        flow.post_ok(&[("principal", "+79990000000")]).await;
+        assert_eq!(flow.step().await["captchaRequired"], true, "{backend:?}: the last number before the CAPTCHA");
+
+        // Every new process from the address now shows the CAPTCHA, and the
+        // step checks no number without one, not even a customer's.
+        let flow = Flow::by_phone(&app).await;
+        assert_eq!(flow.step().await["captchaRequired"], true, "{backend:?}: a new process sees it");
+        let sent = app.outbox().len();
+        flow.post_ok(&[("principal", "+79001234567")]).await;
+        let view = flow.view().await["pageData"].clone();
+        assert_eq!(view["errors"]["otherError"], "challenge.captcha.required", "{backend:?}");
+        assert_eq!(view["stepViewData"]["stepType"], "phone");
+        assert_eq!(app.outbox().len(), sent, "{backend:?}: no code without the CAPTCHA");
+        flow.post_ok(&[("principal", "+79001234567"), ("smart-token", "forged")]).await;
+        assert_eq!(flow.errors().await["otherError"], "challenge.captcha.required", "{backend:?}");
+        let captcha = portico_identity::captcha::DEV_TOKEN;
+        flow.post_ok(&[("principal", "+79001234567"), ("smart-token", captcha)]).await;
+        assert_eq!(flow.step().await["stepType"], "sms-otp", "{backend:?}: with the CAPTCHA");
+
+        // The count is forgotten a day after its last failure.
+        app.clock.advance(Duration::hours(24) + Duration::seconds(1));
+        let flow = Flow::by_phone(&app).await;
+        assert_eq!(flow.step().await["captchaRequired"], false, "{backend:?}: forgotten");
     }
 }
 

@@ -26,12 +26,18 @@ async fn fresh_process(app: &TestApp) -> (reqwest::Client, String) {
     (browser, csrf)
 }
 
-/// A browser with a fresh phone login that named `phone`, before the page
-/// of its code step (which sends the code), and its CSRF token.
-async fn phone_process(app: &TestApp, phone: &str) -> (reqwest::Client, String) {
+/// A browser with a fresh login process at the `phone` step, and its CSRF token.
+async fn phone_step(app: &TestApp) -> (reqwest::Client, String) {
     let (browser, csrf) = fresh_process(app).await;
     let method = [("_csrf", csrf.as_str()), ("authMethod", "PHONE")];
     browser.post(app.url("/login/user-settings/auth-method")).form(&method).send().await.unwrap();
+    (browser, csrf)
+}
+
+/// A browser with a fresh phone login that named `phone`, before the page
+/// of its code step (which sends the code), and its CSRF token.
+async fn phone_process(app: &TestApp, phone: &str) -> (reqwest::Client, String) {
+    let (browser, csrf) = phone_step(app).await;
     let form = [("_csrf", csrf.as_str()), ("principal", phone)];
     let response = browser.post(app.url("/login")).form(&form).send().await.unwrap();
     assert_eq!(location(&response), "/login");
@@ -164,6 +170,35 @@ async fn parallel_code_pages_of_fresh_processes_send_no_more_codes_than_the_paus
         let with_code = pages.iter().filter(|p| p["stepViewData"]["smsOtpProcessId"].is_string()).count();
         let paused = pages.iter().filter(|p| p["errors"]["otherError"] == "authentication.sms-otp.send-paused").count();
         assert_eq!((with_code, paused), (limit, AT_ONCE - limit), "{backend:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn parallel_unknown_phone_numbers_from_fresh_processes_never_skip_the_captcha() {
+    for backend in backends() {
+        let app = Arc::new(TestApp::spawn(backend).await);
+        let mut browsers = Vec::new();
+        for _ in 0..AT_ONCE {
+            browsers.push(phone_step(&app).await);
+        }
+        let barrier = Arc::new(Barrier::new(AT_ONCE));
+        let mut attempts = tokio::task::JoinSet::new();
+        for (n, (browser, csrf)) in browsers.into_iter().enumerate() {
+            let (app, barrier) = (Arc::clone(&app), Arc::clone(&barrier));
+            attempts.spawn(async move {
+                let number = format!("+7999{n:07}");
+                let form = [("_csrf", csrf.as_str()), ("principal", number.as_str())];
+                barrier.wait().await;
+                let response = browser.post(app.url("/login")).form(&form).send().await.unwrap();
+                assert_eq!(location(&response), "/login");
+                view(&app, &browser).await["pageData"]["errors"].clone()
+            });
+        }
+        let errors = attempts.join_all().await;
+        let wrong = errors.iter().filter(|e| e["principalError"] == "challenge.phone.wrong-credentials").count();
+        let captcha = errors.iter().filter(|e| e["otherError"] == "challenge.captcha.required").count();
+        let limit = app.identity.settings.guard.address_captcha_after as usize;
+        assert_eq!((wrong, captcha), (limit, AT_ONCE - limit), "{backend:?}: looked up without a CAPTCHA");
     }
 }
 
