@@ -376,11 +376,7 @@ async fn a_fresh_browser_is_shown_the_captcha_the_server_demands_after_failures_
     let mut shots = Shots::new("captcha_after_failures_elsewhere");
     // Three wrong passwords for maria from another browser.
     for _ in 0..3 {
-        let other = app.browser();
-        let pkce = portico_tests::Pkce::new();
-        other.get(app.authorize_url(&pkce, &[])).send().await.unwrap();
-        let view = app.login_view(&other).await;
-        let csrf = view["pageData"]["authenticationFlowContext"]["csrf"].as_str().unwrap().to_owned();
+        let (other, csrf) = other_browser(&app).await;
         let form = [("_csrf", csrf.as_str()), ("principal", "maria"), ("credentials", "wrong")];
         other.post(app.url("/login")).form(&form).send().await.unwrap();
     }
@@ -403,6 +399,16 @@ async fn a_fresh_browser_is_shown_the_captcha_the_server_demands_after_failures_
     browser.client.clone().close().await.unwrap();
 }
 
+/// Another browser (over plain HTTP) at the first step of a new login, and
+/// its CSRF token.
+async fn other_browser(app: &TestApp) -> (reqwest::Client, String) {
+    let other = app.browser();
+    other.get(app.authorize_url(&portico_tests::Pkce::new(), &[])).send().await.unwrap();
+    let view = app.login_view(&other).await;
+    let csrf = view["pageData"]["authenticationFlowContext"]["csrf"].as_str().unwrap().to_owned();
+    (other, csrf)
+}
+
 /// Unknown phone numbers typed from this address in other processes put
 /// the `phone` step behind a CAPTCHA: a new browser's page shows it at once
 /// and passes with it.
@@ -413,10 +419,7 @@ async fn a_fresh_browser_is_shown_the_captcha_the_phone_step_demands_after_unkno
     let app = TestApp::spawn(portico_tests::backends()[0]).await;
     let mut shots = Shots::new("phone_captcha_after_unknown_numbers");
     for n in 0..app.identity.settings.guard.address_captcha_after {
-        let other = app.browser();
-        other.get(app.authorize_url(&portico_tests::Pkce::new(), &[])).send().await.unwrap();
-        let view = app.login_view(&other).await;
-        let csrf = view["pageData"]["authenticationFlowContext"]["csrf"].as_str().unwrap().to_owned();
+        let (other, csrf) = other_browser(&app).await;
         let method = [("_csrf", csrf.as_str()), ("authMethod", "PHONE")];
         other.post(app.url("/login/user-settings/auth-method")).form(&method).send().await.unwrap();
         let number = format!("+7999{n:07}");
