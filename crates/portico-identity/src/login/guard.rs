@@ -445,7 +445,8 @@ async fn gate_on(
     Ok(Gate::Open(counted))
 }
 
-async fn captcha_valid(identity: &Identity, token: Option<&str>) -> bool {
+/// Whether `token` (a form's `smart-token`) is a valid CAPTCHA.
+pub(crate) async fn captcha_valid(identity: &Identity, token: Option<&str>) -> bool {
     let token = token.unwrap_or("");
     !token.is_empty() && identity.captcha.verify(token, None).await
 }

@@ -28,15 +28,12 @@ pub async fn phone(
     let typed = form.principal.as_deref().map(str::trim).unwrap_or("");
     let required = process.state.password_failures >= identity.settings.phone_captcha_after_failures;
     let token = form.smart_token.as_deref();
-    if required {
-        let token = token.unwrap_or("");
-        if token.is_empty() || !identity.captcha.verify(token, None).await {
-            return retry(identity, process, Field::Other, codes::CAPTCHA_REQUIRED, true).await;
-        }
+    if required && !guard::captcha_valid(identity, token).await {
+        return retry(identity, process, Field::Other, codes::CAPTCHA_REQUIRED, true).await;
     }
     let counted = match guard::before_phone(identity, address, token, required).await? {
         Gate::Open(counted) => counted,
-        // The phone key never pauses; a hold could only be another key's.
+        // The phone key never pauses or holds: `Locked` cannot come of it.
         Gate::Captcha | Gate::Locked(_) => {
             return retry(identity, process, Field::Other, codes::CAPTCHA_REQUIRED, true).await;
         }
