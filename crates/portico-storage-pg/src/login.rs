@@ -231,6 +231,24 @@ impl ConsentRepository for PgStore {
     }
 }
 
+/// How many keys one throttle statement names. They are passed as that
+/// many parameters (the unused ones empty, which no key is) rather than as
+/// one array: PostgreSQL estimates an array parameter at ten elements, so
+/// a plan made for any keys looked dearer than one made for the keys at
+/// hand, and it planned every call anew (which cost as much as running
+/// it). With fixed parameters it plans a statement once per connection.
+const KEYS_AT_ONCE: usize = 4;
+
+/// `keys` (at most [`KEYS_AT_ONCE`]) padded with empty names.
+fn padded<'a>(keys: &[&'a str]) -> [&'a str; KEYS_AT_ONCE] {
+    debug_assert!(keys.len() <= KEYS_AT_ONCE);
+    let mut all = [""; KEYS_AT_ONCE];
+    for (slot, key) in all.iter_mut().zip(keys) {
+        *slot = key;
+    }
+    all
+}
+
 #[async_trait]
 impl LoginGuardRepository for PgStore {
     async fn throttles(
@@ -239,21 +257,27 @@ impl LoginGuardRepository for PgStore {
         forget_before: OffsetDateTime,
         now: OffsetDateTime,
     ) -> Result<Vec<Throttle>> {
-        let rows = sqlx::query(
-            "SELECT key, CASE WHEN updated_at < $2 THEN 0 ELSE greatest(failures - \
-             (SELECT count(*) FROM login_attempts_pending p WHERE p.key = t.key AND p.expires_at <= $3), 0)::int \
-             END AS failures, locked_until FROM login_throttles t WHERE key = ANY($1)",
-        )
-        .bind(keys)
-        .bind(at(forget_before))
-        .bind(at(now))
-        .fetch_all(&mut *self.conn().await?)
-        .await
-        .map_err(storage_error("throttle"))?;
-        let mut found = std::collections::HashMap::with_capacity(rows.len());
-        for row in &rows {
-            let throttle = Throttle { failures: count(row, "failures")?, locked_until: get(row, "locked_until")? };
-            found.insert(get::<String>(row, "key")?, throttle);
+        let mut found = std::collections::HashMap::with_capacity(keys.len());
+        for some in keys.chunks(KEYS_AT_ONCE) {
+            let [k1, k2, k3, k4] = padded(some);
+            let rows = sqlx::query(
+                "SELECT key, CASE WHEN updated_at < $5 THEN 0 ELSE greatest(failures - \
+                 (SELECT count(*) FROM login_attempts_pending p WHERE p.key = t.key AND p.expires_at <= $6), 0)::int \
+                 END AS failures, locked_until FROM login_throttles t WHERE key IN ($1, $2, $3, $4)",
+            )
+            .bind(k1)
+            .bind(k2)
+            .bind(k3)
+            .bind(k4)
+            .bind(at(forget_before))
+            .bind(at(now))
+            .fetch_all(&mut *self.conn().await?)
+            .await
+            .map_err(storage_error("throttle"))?;
+            for row in &rows {
+                let throttle = Throttle { failures: count(row, "failures")?, locked_until: get(row, "locked_until")? };
+                found.insert(get::<String>(row, "key")?, throttle);
+            }
         }
         Ok(keys.iter().map(|&key| found.get(key).copied().unwrap_or_default()).collect())
     }
@@ -349,24 +373,41 @@ impl LoginGuardRepository for PgStore {
     async fn attempt_succeeded(&self, attempt: Uuid, clear: &[&str], take_back: &[&str]) -> Result<()> {
         // One statement: the cleared keys go with their pending attempts;
         // on the others only this attempt, if still pending, is taken back
-        // (the two lists share no key, so no row is changed twice).
-        sqlx::query(
-            "WITH cleared_pending AS (
-                 DELETE FROM login_attempts_pending WHERE key = ANY($1)
-             ), cleared AS (
-                 DELETE FROM login_throttles WHERE key = ANY($1)
-             ), reported AS (
-                 DELETE FROM login_attempts_pending WHERE key = ANY($2) AND attempt = $3 RETURNING key
-             )
-             UPDATE login_throttles t SET failures = t.failures - (SELECT count(*) FROM reported r WHERE r.key = t.key)
-             WHERE t.key = ANY($2) AND t.failures > 0",
-        )
-        .bind(clear)
-        .bind(take_back)
-        .bind(attempt)
-        .execute(&mut *self.conn().await?)
-        .await
-        .map_err(storage_error("throttle"))?;
+        // (the two lists share no key, so no row is changed twice). An
+        // attempt is counted on two keys at most, so more than
+        // `KEYS_AT_ONCE` of either (never asked for) go in further
+        // statements, each key's change whole in one of them.
+        let (mut clear, mut take_back) = (clear, take_back);
+        while !clear.is_empty() || !take_back.is_empty() {
+            let (clear_now, clear_later) = clear.split_at(clear.len().min(KEYS_AT_ONCE));
+            let (back_now, back_later) = take_back.split_at(take_back.len().min(KEYS_AT_ONCE));
+            let [c1, c2, c3, c4] = padded(clear_now);
+            let [b1, b2, b3, b4] = padded(back_now);
+            sqlx::query(
+                "WITH cleared_pending AS (
+                     DELETE FROM login_attempts_pending WHERE key IN ($1, $2, $3, $4)
+                 ), cleared AS (
+                     DELETE FROM login_throttles WHERE key IN ($1, $2, $3, $4)
+                 ), reported AS (
+                     DELETE FROM login_attempts_pending WHERE key IN ($5, $6, $7, $8) AND attempt = $9 RETURNING key
+                 )
+                 UPDATE login_throttles t SET failures = t.failures - (SELECT count(*) FROM reported r WHERE r.key = t.key)
+                 WHERE t.key IN ($5, $6, $7, $8) AND t.failures > 0",
+            )
+            .bind(c1)
+            .bind(c2)
+            .bind(c3)
+            .bind(c4)
+            .bind(b1)
+            .bind(b2)
+            .bind(b3)
+            .bind(b4)
+            .bind(attempt)
+            .execute(&mut *self.conn().await?)
+            .await
+            .map_err(storage_error("throttle"))?;
+            (clear, take_back) = (clear_later, back_later);
+        }
         Ok(())
     }
 

@@ -360,6 +360,55 @@ async fn throttles_are_read_together_and_a_success_settles_every_key() {
     }
 }
 
+/// However many keys are asked at once (more than one PostgreSQL statement
+/// names), each is read in the order asked, and a success settles each:
+/// the cleared ones forgotten, this attempt taken back from the others.
+#[tokio::test]
+async fn any_number_of_keys_are_read_and_settled() {
+    use portico_storage::{CountAttempt, Throttle};
+    const KEYS: [&str; 11] = ["k:0", "k:1", "k:2", "k:3", "k:4", "k:5", "k:6", "k:7", "k:8", "k:9", "k:10"];
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let now = t0();
+        let forget_before = now - Duration::hours(24);
+        let count = |key: &'static str, attempt| CountAttempt {
+            key,
+            attempt,
+            report_by: now + Duration::minutes(2),
+            now,
+            forget_before,
+            hold_from: 1000,
+            hold_until: now + Duration::seconds(30),
+        };
+        // Key i has i + 1 failures, this attempt's the last of them.
+        let attempt = Uuid::new_v4();
+        for (i, key) in KEYS.into_iter().enumerate() {
+            for _ in 0..i {
+                let failed = Uuid::new_v4();
+                store.count_attempt(count(key, failed)).await.unwrap();
+                store.report_attempt(key, failed).await.unwrap();
+            }
+            assert_eq!(store.count_attempt(count(key, attempt)).await.unwrap(), Some(i as u32 + 1), "{backend:?}");
+        }
+        let asked: Vec<&str> = KEYS.iter().rev().copied().chain(["k:none"]).collect();
+        let failures = |throttles: Vec<Throttle>| throttles.iter().map(|t| t.failures).collect::<Vec<u32>>();
+        let read = store.throttles(&asked, forget_before, now).await.unwrap();
+        assert_eq!(failures(read), [11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0], "{backend:?}: in the order asked");
+
+        // Even keys cleared, odd ones get this attempt back.
+        let (cleared, taken_back): (Vec<&str>, Vec<&str>) =
+            KEYS.iter().partition(|key| key[2..].parse::<u32>().unwrap() % 2 == 0);
+        store.attempt_succeeded(attempt, &cleared, &taken_back).await.unwrap();
+        let read = store.throttles(&KEYS, forget_before, now).await.unwrap();
+        assert_eq!(failures(read), [0, 1, 0, 3, 0, 5, 0, 7, 0, 9, 0], "{backend:?}");
+        // Settling again takes nothing more back.
+        store.attempt_succeeded(attempt, &[], &taken_back).await.unwrap();
+        let read = store.throttles(&KEYS, forget_before, now).await.unwrap();
+        assert_eq!(failures(read), [0, 1, 0, 3, 0, 5, 0, 7, 0, 9, 0], "{backend:?}: once only");
+    }
+}
+
 /// The code a completed login earns is stored as its process ends, in one write.
 #[tokio::test]
 async fn a_code_ending_a_login_replaces_its_process() {
