@@ -31,6 +31,20 @@ fn pending_request() -> PendingAuthorization {
     }
 }
 
+/// `attempt` counted on `key` at [`t0`], to be reported within two minutes
+/// and far from any hold.
+fn count_at_t0(key: &str, attempt: Uuid) -> portico_storage::CountAttempt<'_> {
+    portico_storage::CountAttempt {
+        key,
+        attempt,
+        report_by: t0() + Duration::minutes(2),
+        now: t0(),
+        forget_before: t0() - Duration::hours(24),
+        hold_from: 1000,
+        hold_until: t0() + Duration::seconds(30),
+    }
+}
+
 #[tokio::test]
 async fn login_processes_update_optimistically_and_expire() {
     for backend in backends() {
@@ -322,29 +336,20 @@ async fn a_login_completes_all_at_once_or_not_at_all() {
 /// clears some keys and takes the attempt back from the others in one write.
 #[tokio::test]
 async fn throttles_are_read_together_and_a_success_settles_every_key() {
-    use portico_storage::{CountAttempt, Throttle};
+    use portico_storage::Throttle;
     for backend in backends() {
         let dir = TempDir::new();
         let store = store(backend, &dir).await;
         let now = t0();
         let forget_before = now - Duration::hours(24);
-        let count = |key: &'static str, attempt| CountAttempt {
-            key,
-            attempt,
-            report_by: now + Duration::minutes(2),
-            now,
-            forget_before,
-            hold_from: 1000,
-            hold_until: now + Duration::seconds(30),
-        };
         let failed = Uuid::new_v4();
         for key in ["account:a", "address:192.0.2.7"] {
-            store.count_attempt(count(key, failed)).await.unwrap();
+            store.count_attempt(count_at_t0(key, failed)).await.unwrap();
             store.report_attempt(key, failed).await.unwrap();
         }
         let attempt = Uuid::new_v4();
         for key in ["account:a", "address:192.0.2.7"] {
-            assert_eq!(store.count_attempt(count(key, attempt)).await.unwrap(), Some(2), "{backend:?}");
+            assert_eq!(store.count_attempt(count_at_t0(key, attempt)).await.unwrap(), Some(2), "{backend:?}");
         }
         store.lock_throttle("account:z", now + Duration::minutes(1)).await.unwrap();
         let read = || store.throttles(&["address:192.0.2.7", "account:none", "account:a"], forget_before, now);
@@ -365,31 +370,26 @@ async fn throttles_are_read_together_and_a_success_settles_every_key() {
 /// the cleared ones forgotten, this attempt taken back from the others.
 #[tokio::test]
 async fn any_number_of_keys_are_read_and_settled() {
-    use portico_storage::{CountAttempt, Throttle};
+    use portico_storage::Throttle;
     const KEYS: [&str; 11] = ["k:0", "k:1", "k:2", "k:3", "k:4", "k:5", "k:6", "k:7", "k:8", "k:9", "k:10"];
     for backend in backends() {
         let dir = TempDir::new();
         let store = store(backend, &dir).await;
         let now = t0();
         let forget_before = now - Duration::hours(24);
-        let count = |key: &'static str, attempt| CountAttempt {
-            key,
-            attempt,
-            report_by: now + Duration::minutes(2),
-            now,
-            forget_before,
-            hold_from: 1000,
-            hold_until: now + Duration::seconds(30),
-        };
         // Key i has i + 1 failures, this attempt's the last of them.
         let attempt = Uuid::new_v4();
         for (i, key) in KEYS.into_iter().enumerate() {
             for _ in 0..i {
                 let failed = Uuid::new_v4();
-                store.count_attempt(count(key, failed)).await.unwrap();
+                store.count_attempt(count_at_t0(key, failed)).await.unwrap();
                 store.report_attempt(key, failed).await.unwrap();
             }
-            assert_eq!(store.count_attempt(count(key, attempt)).await.unwrap(), Some(i as u32 + 1), "{backend:?}");
+            assert_eq!(
+                store.count_attempt(count_at_t0(key, attempt)).await.unwrap(),
+                Some(i as u32 + 1),
+                "{backend:?}"
+            );
         }
         let asked: Vec<&str> = KEYS.iter().rev().copied().chain(["k:none"]).collect();
         let failures = |throttles: Vec<Throttle>| throttles.iter().map(|t| t.failures).collect::<Vec<u32>>();
