@@ -361,16 +361,20 @@ pub async fn sent(identity: &Identity, counted: Counted) -> Result<(), StorageEr
     failed(identity, counted).await.map(|_| ())
 }
 
-/// A right code: `user`'s sends start counting again.
+/// A right code, counted by [`before_code`]: as [`succeeded`], and the
+/// sends to `user` (from `trusted_device`, when the code was asked for
+/// there) start counting again, in the same write.
 ///
 /// # Errors
 /// When storage fails.
-pub async fn sends_forgotten(
+pub async fn code_succeeded(
     identity: &Identity,
-    user: UserId,
+    counted: Counted,
+    user: Option<UserId>,
     trusted_device: Option<&str>,
 ) -> Result<(), StorageError> {
-    identity.store.clear_throttle(&send_key(&identity.settings.guard, user, trusted_device).name).await
+    let send = user.map(|user| send_key(&identity.settings.guard, user, trusted_device));
+    settle_success(identity, counted, send.as_ref()).await
 }
 
 /// Counts an attempt on `keys`, none of which asks for a CAPTCHA.
@@ -397,13 +401,20 @@ async fn gate_on(
     let policy = &identity.settings.guard;
     let now = identity.clock.now();
     let forget_before = now - policy.memory;
-    let names: Vec<&str> = keys.iter().map(|key| key.name.as_str()).collect();
+    // The keys are read first only when one of them may ask for a CAPTCHA,
+    // so that an attempt without one is refused before anything is
+    // counted. Otherwise the count itself refuses a paused or held key (and
+    // the keys counted before it are taken back below): a read would only
+    // add a round trip to every attempt.
     let mut captcha_needed = false;
-    for (key, state) in keys.iter().zip(identity.store.throttles(&names, forget_before, now).await?) {
-        if let Some(until) = state.locked_until.filter(|until| *until > now) {
-            return Ok(Gate::Locked(until));
+    if keys.iter().any(|key| key.captcha_after != u32::MAX) {
+        let names: Vec<&str> = keys.iter().map(|key| key.name.as_str()).collect();
+        for (key, state) in keys.iter().zip(identity.store.throttles(&names, forget_before, now).await?) {
+            if let Some(until) = state.locked_until.filter(|until| *until > now) {
+                return Ok(Gate::Locked(until));
+            }
+            captcha_needed |= state.failures >= key.captcha_after;
         }
-        captcha_needed |= state.failures >= key.captcha_after;
     }
     let mut captcha_passed = captcha_passed;
     if captcha_needed && !captcha_passed {
@@ -498,8 +509,13 @@ pub async fn failed(identity: &Identity, counted: Counted) -> Result<AfterFailur
 /// # Errors
 /// When storage fails.
 pub async fn succeeded(identity: &Identity, counted: Counted) -> Result<(), StorageError> {
+    settle_success(identity, counted, None).await
+}
+
+/// A success of `counted`, clearing `also` with its own cleared keys.
+async fn settle_success(identity: &Identity, counted: Counted, also: Option<&Key>) -> Result<(), StorageError> {
     let (cleared, taken_back): (Vec<&Key>, Vec<&Key>) =
-        counted.keys.iter().map(|(key, _)| key).partition(|key| key.cleared_by_success);
+        counted.keys.iter().map(|(key, _)| key).chain(also).partition(|key| key.cleared_by_success);
     let cleared: Vec<&str> = cleared.iter().map(|key| key.name.as_str()).collect();
     let taken_back: Vec<&str> = taken_back.iter().map(|key| key.name.as_str()).collect();
     identity.store.attempt_succeeded(counted.attempt, &cleared, &taken_back).await

@@ -1087,3 +1087,51 @@ async fn attempts_whose_node_died_before_the_check_stop_counting() {
         assert_eq!(state.failures, 1, "{backend:?}");
     }
 }
+
+/// A code guess meets a paused key: whichever of its keys is paused (the
+/// user's code key or the address's), the guess is refused with that
+/// pause's end and counts on no key, the other included.
+#[tokio::test]
+async fn a_code_guess_on_a_paused_key_counts_on_no_key() {
+    use portico_identity::login::guard::{self, Gate};
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let ivan = app.store.find_user_by_login("ivan").await.unwrap().unwrap();
+        let policy = app.identity.settings.guard;
+        let failures = |key: String| {
+            let app = &app;
+            async move {
+                let now = app.clock.now();
+                app.store.throttle(&key, now - Duration::hours(24), now).await.unwrap().failures
+            }
+        };
+
+        // The address is paused by wrong passkey answers.
+        let paused: std::net::IpAddr = "198.51.100.30".parse().unwrap();
+        for _ in 0..policy.address_delay_after {
+            let Gate::Open(counted) = guard::before_passkey(&app.identity, Some(paused)).await.unwrap() else {
+                panic!("{backend:?}: counted")
+            };
+            guard::failed(&app.identity, counted).await.unwrap();
+        }
+        let gate = guard::before_code(&app.identity, Some(ivan.id), None, Some(paused)).await.unwrap();
+        let Gate::Locked(until) = gate else { panic!("{backend:?}: {gate:?}") };
+        assert_eq!(until, app.clock.now() + policy.first_delay, "{backend:?}: the address's pause");
+        assert_eq!(failures(format!("code:{}", ivan.id)).await, 0, "{backend:?}: the code key was taken back");
+        assert_eq!(failures(format!("address:{paused}")).await, policy.address_delay_after, "{backend:?}");
+
+        // Ivan's code key is paused by wrong codes from elsewhere.
+        for _ in 0..policy.delay_after {
+            let Gate::Open(counted) = guard::before_code(&app.identity, Some(ivan.id), None, None).await.unwrap()
+            else {
+                panic!("{backend:?}: counted")
+            };
+            guard::failed(&app.identity, counted).await.unwrap();
+        }
+        let fresh: std::net::IpAddr = "198.51.100.31".parse().unwrap();
+        let gate = guard::before_code(&app.identity, Some(ivan.id), None, Some(fresh)).await.unwrap();
+        assert!(matches!(gate, Gate::Locked(_)), "{backend:?}: {gate:?}");
+        assert_eq!(failures(format!("code:{}", ivan.id)).await, policy.delay_after, "{backend:?}: not counted again");
+        assert_eq!(failures(format!("address:{fresh}")).await, 0, "{backend:?}: the address was never counted");
+    }
+}

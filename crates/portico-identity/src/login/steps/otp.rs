@@ -195,10 +195,7 @@ impl Guess {
     /// The guess was right: the user's code and send keys start again.
     async fn succeeded(&mut self, identity: &Identity) -> Result<(), StorageError> {
         if let Some(counted) = self.counted.take() {
-            guard::succeeded(identity, counted).await?;
-            if let Some(user) = self.user {
-                guard::sends_forgotten(identity, user, self.device.as_deref()).await?;
-            }
+            guard::code_succeeded(identity, counted, self.user, self.device.as_deref()).await?;
         }
         Ok(())
     }
