@@ -144,7 +144,9 @@ async fn logins(backend: portico_tests::Backend, cores: usize) {
     let password_cpu = (cpu_time() - cpu).as_secs_f64() * 1000.0 / LOGINS as f64;
     let after = tokio::task::block_in_place(|| baseline(cores));
     let hashes = f64::midpoint(before, after);
-    println!("{backend:?}  baseline  Argon2id verify  {hashes:>7.1} /s (all cores; {before:.1} before, {after:.1} after)");
+    println!(
+        "{backend:?}  baseline  Argon2id verify  {hashes:>7.1} /s (all cores; {before:.1} before, {after:.1} after)"
+    );
     println!("{backend:?}  complete logins  {rate:>7.1} /s  = {:>3.0}% of the Argon2id limit", 100.0 * rate / hashes);
 
     // Every user keeps a passkey, enrolled straight through the relying party.
