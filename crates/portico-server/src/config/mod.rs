@@ -7,18 +7,21 @@
 //! This module says what the settings are and what they select; `load`
 //! reads and checks them.
 
+mod keys;
 mod load;
+mod openbanking;
 #[cfg(test)]
 mod tests;
 
-use portico_crypto::jwt::Algorithm;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use portico_identity::IdentitySettings;
 use serde::{Deserialize, Serialize};
 use time::Duration;
+
+pub use keys::{HsmConfig, TokenCommandConfig, TokenConfig};
+pub use openbanking::{DpopConfig, MtlsConfig, ParConfig, RegistrationConfig, StatementIssuerConfig};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -359,359 +362,6 @@ impl Default for HttpConfig {
     }
 }
 
-/// Dynamic client registration (RFC 7591, 7592).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct RegistrationConfig {
-    /// The bearer token a third party registers with at
-    /// `/oauth2/register` (at least 24 characters); unset, registration is off.
-    pub initial_access_token: Option<String>,
-    /// Issuers whose software statements (RFC 7591 §2.3) are trusted, each
-    /// with the file of its public keys (a JWK Set).
-    pub software_statement_issuers: Vec<StatementIssuerConfig>,
-    /// Whether a registration must carry a software statement of one of
-    /// them.
-    pub require_software_statement: bool,
-    /// Whether a new registration waits for an operator's approval (in the
-    /// console or the admin API) before the client can authenticate or
-    /// start a login.
-    pub require_approval: bool,
-    /// The security profile of a client registered without naming one, by
-    /// a third party or an operator: `standard`, `fapi2` or `fapi-ru`. A
-    /// third party may name a stricter profile, never `standard` when
-    /// this is stricter.
-    pub default_security_profile: portico_model::client::SecurityProfile,
-}
-
-/// Pushed authorization requests (RFC 9126).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ParConfig {
-    /// Seconds a pushed request's `request_uri` may be used (1 to 599).
-    pub request_uri_ttl_secs: u32,
-    /// Every client must push its authorization requests.
-    pub required: bool,
-}
-
-impl Default for ParConfig {
-    fn default() -> Self {
-        Self { request_uri_ttl_secs: 60, required: false }
-    }
-}
-
-/// DPoP (RFC 9449).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct DpopConfig {
-    /// Proofs at the token and PAR endpoints must carry a server nonce.
-    pub require_nonce: bool,
-}
-
-/// Mutual TLS (RFC 8705): where client certificates are believed from.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct MtlsConfig {
-    /// The header in which the TLS terminator in front passes the client
-    /// certificate (URL-encoded PEM, as nginx's `$ssl_client_escaped_cert`);
-    /// unset: no header is read.
-    pub certificate_header: Option<String>,
-    /// Addresses or blocks of the terminators whose header is believed (one
-    /// value, or a list); from anywhere else the header is dropped unread.
-    #[serde(deserialize_with = "one_or_many")]
-    pub trusted_proxies: Vec<portico_identity::client_address::Cidr>,
-    /// A PEM bundle of the certificate authorities whose client
-    /// certificates `tls_client_auth` accepts; unset: that method is not
-    /// offered.
-    pub client_ca_file: Option<PathBuf>,
-    /// Portico's own TLS listener, which asks every client for a
-    /// certificate (and takes connections without one); unset: none. Needs
-    /// `server_certificate_file` and `server_key_file`.
-    pub listen: Option<SocketAddr>,
-    /// The listener's certificate chain, PEM, the server's certificate first.
-    pub server_certificate_file: Option<PathBuf>,
-    /// The listener's private key, PEM (PKCS#8, PKCS#1 or SEC1).
-    pub server_key_file: Option<PathBuf>,
-    /// Where clients reach the mutual-TLS endpoints (`https://…`, no
-    /// path): published in discovery as `mtls_endpoint_aliases` (RFC 8705
-    /// §5). Portico's own listener's public address, or a terminator's
-    /// host name that asks for client certificates; unset: no aliases.
-    pub public_url: Option<String>,
-}
-
-impl MtlsConfig {
-    /// The edge that reads the header.
-    ///
-    /// # Errors
-    /// A header name that is not one, or a header without a proxy to
-    /// believe it from.
-    pub fn edge(&self) -> Result<portico_identity::mtls::CertificateEdge, String> {
-        let Some(name) = &self.certificate_header else {
-            return Ok(portico_identity::mtls::CertificateEdge::default());
-        };
-        let header = axum::http::HeaderName::from_bytes(name.trim().to_ascii_lowercase().as_bytes())
-            .map_err(|_| format!("mtls.certificate_header: `{name}` is not an HTTP header name"))?;
-        if self.trusted_proxies.is_empty() {
-            return Err(format!(
-                "mtls.certificate_header is `{name}` but mtls.trusted_proxies is empty: name the address (or block) \
-                 of the TLS terminator whose header Portico may believe, e.g. PORTICO_MTLS__TRUSTED_PROXIES=10.0.0.5/32"
-            ));
-        }
-        Ok(portico_identity::mtls::CertificateEdge {
-            header: Some(header),
-            trusted_proxies: self.trusted_proxies.clone(),
-        })
-    }
-
-    /// The TLS configuration of Portico's own listener, when `listen` is set.
-    ///
-    /// # Errors
-    /// A listener without its certificate or key, files that cannot be
-    /// read, or a key that does not fit.
-    pub fn server_tls(&self) -> Result<Option<Arc<rustls::ServerConfig>>, String> {
-        let Some(listen) = self.listen else { return Ok(None) };
-        let (Some(chain), Some(key)) = (&self.server_certificate_file, &self.server_key_file) else {
-            return Err(format!(
-                "mtls.listen is {listen} but mtls.server_certificate_file or mtls.server_key_file is unset: name the \
-                 PEM files of the listener's certificate chain and private key"
-            ));
-        };
-        crate::tls::server_config(chain, key).map(Some)
-    }
-
-    /// The base of the mutual-TLS endpoint aliases, checked.
-    ///
-    /// # Errors
-    /// One that is not an `https` URL without a path, query or fragment.
-    pub fn alias_base(&self) -> Result<Option<String>, String> {
-        let Some(text) = &self.public_url else { return Ok(None) };
-        let url = url::Url::parse(text).map_err(|e| format!("mtls.public_url: {e}"))?;
-        if url.scheme() != "https" || url.host().is_none() || url.path() != "/" || url.query().is_some() {
-            return Err(format!("mtls.public_url: `{text}` must be https://host[:port], without a path"));
-        }
-        Ok(Some(text.trim_end_matches('/').to_owned()))
-    }
-
-    /// The authorities of `client_ca_file`, read.
-    ///
-    /// # Errors
-    /// A file that cannot be read or holds no certificate to trust.
-    pub fn authorities(&self) -> Result<Option<portico_crypto::certificate::ClientAuthorities>, String> {
-        let Some(path) = &self.client_ca_file else { return Ok(None) };
-        let pem = std::fs::read(path).map_err(|e| format!("mtls.client_ca_file {}: {e}", path.display()))?;
-        portico_crypto::certificate::ClientAuthorities::from_pem(&pem)
-            .map(Some)
-            .map_err(|e| format!("mtls.client_ca_file {}: {e}", path.display()))
-    }
-}
-
-/// A list that may also be given as one value (as an environment variable
-/// most often is).
-fn one_or_many<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum OneOrMany<T> {
-        One(T),
-        Many(Vec<T>),
-    }
-    Ok(match OneOrMany::deserialize(deserializer)? {
-        OneOrMany::One(value) => vec![value],
-        OneOrMany::Many(values) => values,
-    })
-}
-
-/// One trusted issuer of software statements.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StatementIssuerConfig {
-    /// The statements' `iss`.
-    pub issuer: String,
-    /// A JWK Set file with the issuer's public signing keys.
-    pub jwks_file: PathBuf,
-}
-
-impl RegistrationConfig {
-    /// The software statement rules, with each issuer's keys read and
-    /// checked.
-    ///
-    /// # Errors
-    /// A key file that cannot be read or is not a set of public signing
-    /// keys, an empty or repeated issuer, or a required statement without
-    /// any trusted issuer.
-    pub fn software_statements(&self) -> Result<portico_admin::registration::SoftwareStatements, ConfigError> {
-        let mut issuers: Vec<portico_admin::registration::TrustedIssuer> = Vec::new();
-        for configured in &self.software_statement_issuers {
-            let name = &configured.issuer;
-            if name.is_empty() || issuers.iter().any(|known| &known.issuer == name) {
-                return Err(ConfigError(format!(
-                    "registration.software_statement_issuers: the issuer {name:?} is empty or named twice"
-                )));
-            }
-            let file = configured.jwks_file.display();
-            let text = std::fs::read_to_string(&configured.jwks_file).map_err(|e| {
-                ConfigError(format!("registration.software_statement_issuers: cannot read {file} ({name}): {e}"))
-            })?;
-            let keys = serde_json::from_str(&text)
-                .map_err(|e| e.to_string())
-                .and_then(|set| portico_crypto::jose::KeySet::parse(&set))
-                .map_err(|e| {
-                    ConfigError(format!("registration.software_statement_issuers: {file} ({name}) is not a JWK Set of public signing keys: {e}"))
-                })?;
-            issuers.push(portico_admin::registration::TrustedIssuer { issuer: name.clone(), keys });
-        }
-        if self.require_software_statement && issuers.is_empty() {
-            return Err(ConfigError(
-                "registration.require_software_statement needs at least one registration.software_statement_issuers entry"
-                    .into(),
-            ));
-        }
-        Ok(portico_admin::registration::SoftwareStatements { issuers, required: self.require_software_statement })
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct TokenConfig {
-    pub authorization_code_ttl_secs: u32,
-    pub access_token_ttl_secs: u32,
-    pub refresh_token_ttl_secs: u32,
-    /// The JWS algorithm tokens are signed with: `RS256` (what every client
-    /// reads), `PS256`, `ES256` or `EdDSA`.
-    pub signing_algorithm: String,
-    /// Further algorithms Portico keeps a signing key of (each with its own
-    /// rotation, all in the JWKS); the signing algorithm always has one.
-    pub signing_algorithms: Vec<String>,
-    /// A PKCS#11 module (an HSM) new keys of some algorithms are made in.
-    pub hsm: HsmConfig,
-    /// A program that signs with keys it holds (registered with `portico
-    /// keys import --command-key`).
-    pub command: TokenCommandConfig,
-}
-
-/// `tokens.command`: the signing program of keys Portico does not hold.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct TokenCommandConfig {
-    /// The program and its arguments; `{key}` becomes the key's label and
-    /// `{alg}` the JWS algorithm. Empty: no key is held by a program.
-    pub program: Vec<String>,
-    /// Seconds a signature may take, waiting for a free run included.
-    pub timeout_secs: u64,
-    /// Runs of the program at once (per process).
-    pub concurrency: u32,
-}
-
-impl Default for TokenCommandConfig {
-    fn default() -> Self {
-        Self { program: Vec::new(), timeout_secs: 5, concurrency: 8 }
-    }
-}
-
-impl TokenCommandConfig {
-    /// The signing program; `None` when none is named.
-    ///
-    /// # Errors
-    /// A program that is not found, a zero timeout or concurrency.
-    pub fn open(&self) -> Result<Option<portico_tokens::CommandKeys>, ConfigError> {
-        if self.program.is_empty() {
-            return Ok(None);
-        }
-        let timeout = std::time::Duration::from_secs(self.timeout_secs);
-        let command = portico_command::Command::new(self.program.clone(), timeout, self.concurrency)
-            .map_err(|e| ConfigError(format!("tokens.command: {e}")))?;
-        Ok(Some(portico_tokens::CommandKeys { command: std::sync::Arc::new(command) }))
-    }
-}
-
-/// `tokens.hsm`: the PKCS#11 module, token and PIN, and the algorithms
-/// whose new keys are generated inside it.
-#[derive(Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct HsmConfig {
-    /// The module's shared library (`/usr/lib/softhsm/libsofthsm2.so`).
-    pub module: Option<std::path::PathBuf>,
-    /// The label of the token (slot) keys are kept in.
-    pub token_label: String,
-    /// The user PIN; prefer `pin_file` or the environment.
-    pub pin: Option<String>,
-    /// A file whose first line is the user PIN.
-    pub pin_file: Option<std::path::PathBuf>,
-    /// The algorithms (`RS256`, `PS256`, `ES256`) whose new keys are made
-    /// inside the module; empty: the module is opened only for keys
-    /// already kept there.
-    pub algorithms: Vec<String>,
-}
-
-impl std::fmt::Debug for HsmConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HsmConfig")
-            .field("module", &self.module)
-            .field("token_label", &self.token_label)
-            .field("pin", &self.pin.as_ref().map(|_| "…"))
-            .field("pin_file", &self.pin_file)
-            .field("algorithms", &self.algorithms)
-            .finish()
-    }
-}
-
-impl TokenConfig {
-    /// What holds keys outside storage on this node: the HSM and the
-    /// signing program.
-    ///
-    /// # Errors
-    /// As [`HsmConfig::open`] and [`TokenCommandConfig::open`].
-    pub fn key_holders(&self) -> Result<portico_tokens::KeyHolders, ConfigError> {
-        Ok(portico_tokens::KeyHolders { hsm: self.hsm.open()?, command: self.command.open()? })
-    }
-}
-
-impl HsmConfig {
-    /// The opened token and its algorithms; `None` without a module.
-    ///
-    /// # Errors
-    /// A PIN missing or unreadable, an algorithm the HSM does not keep, a
-    /// module, token or PIN the module refuses.
-    pub fn open(&self) -> Result<Option<portico_tokens::HsmKeys>, ConfigError> {
-        let Some(module) = &self.module else {
-            if !self.algorithms.is_empty() {
-                return Err(ConfigError("tokens.hsm.algorithms needs tokens.hsm.module".into()));
-            }
-            return Ok(None);
-        };
-        let pin = match (&self.pin, &self.pin_file) {
-            (Some(pin), None) => pin.clone(),
-            (None, Some(path)) => std::fs::read_to_string(path)
-                .map_err(|e| ConfigError(format!("tokens.hsm.pin_file: cannot read {}: {e}", path.display())))?
-                .lines()
-                .next()
-                .unwrap_or_default()
-                .to_owned(),
-            _ => {
-                return Err(ConfigError(
-                    "tokens.hsm: set exactly one of pin (PORTICO_TOKENS__HSM__PIN) and pin_file".into(),
-                ));
-            }
-        };
-        let mut algorithms = Vec::new();
-        for name in &self.algorithms {
-            match Algorithm::parse(name) {
-                Some(alg @ (Algorithm::Rs256 | Algorithm::Ps256 | Algorithm::Es256)) => algorithms.push(alg),
-                _ => {
-                    return Err(ConfigError(format!(
-                        "tokens.hsm.algorithms: {name:?} is not one of RS256, PS256, ES256 (the algorithms kept in an HSM)"
-                    )));
-                }
-            }
-        }
-        let hsm = portico_hsm::Hsm::open(module, &self.token_label, &pin)
-            .map_err(|e| ConfigError(format!("tokens.hsm: {e}")))?;
-        Ok(Some(portico_tokens::HsmKeys { hsm, algorithms }))
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LoginConfig {
@@ -826,45 +476,6 @@ impl Default for Config {
     }
 }
 
-impl TokenConfig {
-    /// The signing algorithm, and every algorithm to keep a key of.
-    ///
-    /// # Errors
-    /// A name that is no algorithm Portico signs with.
-    pub fn algorithms(&self) -> Result<(Algorithm, Vec<Algorithm>), ConfigError> {
-        let parse = |setting: &str, name: &str| {
-            Algorithm::parse(name).ok_or_else(|| {
-                ConfigError(format!(
-                    "{setting}: {name:?} is not one of RS256, PS256, ES256, EdDSA (JWA names, as written)"
-                ))
-            })
-        };
-        let default = parse("tokens.signing_algorithm (PORTICO_TOKENS__SIGNING_ALGORITHM)", &self.signing_algorithm)?;
-        let mut all = vec![default];
-        for name in &self.signing_algorithms {
-            let alg = parse("tokens.signing_algorithms (PORTICO_TOKENS__SIGNING_ALGORITHMS)", name)?;
-            if !all.contains(&alg) {
-                all.push(alg);
-            }
-        }
-        Ok((default, all))
-    }
-}
-
-impl Default for TokenConfig {
-    fn default() -> Self {
-        Self {
-            authorization_code_ttl_secs: 300,
-            access_token_ttl_secs: 900,
-            refresh_token_ttl_secs: 30 * 24 * 3600,
-            signing_algorithm: Algorithm::Rs256.as_str().to_owned(),
-            signing_algorithms: Vec::new(),
-            hsm: HsmConfig::default(),
-            command: TokenCommandConfig::default(),
-        }
-    }
-}
-
 impl Default for LoginConfig {
     fn default() -> Self {
         Self {
@@ -949,7 +560,6 @@ impl Config {
         }
     }
 
-    /// Identity settings derived from this configuration.
     /// The admin tokens with their names, and the internal token.
     pub fn api_tokens(&self) -> portico_api::ApiTokens {
         let admin = self.admin_token.iter().map(|token| ("admin", token.as_str()));
@@ -957,6 +567,7 @@ impl Config {
         portico_api::ApiTokens::new(admin.chain(named), self.internal_token.as_deref())
     }
 
+    /// Identity settings derived from this configuration.
     pub fn identity_settings(&self) -> IdentitySettings {
         let mut settings = IdentitySettings::with_issuer(self.public_url());
         let secs = |s: u32| Duration::seconds(i64::from(s));
