@@ -3,6 +3,7 @@
 use async_trait::async_trait;
 use portico_model::ids::{GrantId, UserId};
 use portico_model::user::{OperatorRole, User};
+use portico_storage::columns::{OWNER, USER};
 use portico_storage::{LoginKeyPlan, Update, UserQuery, UserRepository};
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
@@ -12,49 +13,11 @@ use uuid::Uuid;
 use crate::error::storage_error;
 use crate::{PgStore, Result, at, get};
 
-/// A user's columns, in the order of [`user_named`].
-const COLUMNS: [&str; 12] = [
-    "id",
-    "login",
-    "password_hash",
-    "phone",
-    "email",
-    "name",
-    "phone_login_enabled",
-    "blocked",
-    "deactivated",
-    "created_at",
-    "provisioned",
-    "revision",
-];
-
-/// The same columns of a user joined as `u` to another table's row (a code's,
-/// a refresh token's), named so that they cannot collide with its own.
-pub(crate) const OWNER_COLUMNS: &str = "u.id AS owner_id, u.login AS owner_login, \
-     u.password_hash AS owner_password_hash, u.phone AS owner_phone, u.email AS owner_email, u.name AS owner_name, \
-     u.phone_login_enabled AS owner_phone_login_enabled, u.blocked AS owner_blocked, \
-     u.deactivated AS owner_deactivated, u.created_at AS owner_created_at, u.provisioned AS owner_provisioned, \
-     u.revision AS owner_revision";
-const OWNER: [&str; 12] = [
-    "owner_id",
-    "owner_login",
-    "owner_password_hash",
-    "owner_phone",
-    "owner_email",
-    "owner_name",
-    "owner_phone_login_enabled",
-    "owner_blocked",
-    "owner_deactivated",
-    "owner_created_at",
-    "owner_provisioned",
-    "owner_revision",
-];
-
 fn user_from(row: &PgRow) -> Result<User> {
-    user_named(row, &COLUMNS)
+    user_named(row, &USER)
 }
 
-/// The user joined by [`OWNER_COLUMNS`]; `None` when there was none.
+/// The user joined by [`OWNER_SELECT`]; `None` when there was none.
 pub(crate) fn owner_from(row: &PgRow) -> Result<Option<User>> {
     match get::<Option<Uuid>>(row, OWNER[0])? {
         Some(_) => user_named(row, &OWNER).map(Some),

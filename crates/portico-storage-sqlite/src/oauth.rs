@@ -19,16 +19,17 @@ use time::OffsetDateTime;
 
 use crate::audit::insert_audit;
 use crate::db::{Columns, Res, all, damaged, one, run, secs, secs_opt, to_json, words};
-use crate::users::{OWNER_COLUMNS, owner_from};
+use crate::users::owner_from;
 use crate::{Result, SqliteStore};
 use portico_model::login::PendingAuthorization;
+use portico_storage::columns::{CODE as CODE_COLUMNS, OWNER_SELECT};
 
 /// A presented code with its user, in one read.
 static FIND_CODE: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT c.code_hash, c.client_id, c.user_id, c.redirect_uri, c.scope, c.code_challenge, c.nonce, \
          c.auth_time, c.created_at, c.expires_at, c.grant_id, c.amr, c.session_id, c.dpop_jkt, \
-         c.consumed_at IS NOT NULL AS spent, {OWNER_COLUMNS} \
+         c.consumed_at IS NOT NULL AS spent, {OWNER_SELECT} \
          FROM authorization_codes c LEFT JOIN users u ON u.id = c.user_id WHERE c.code_hash = ?1"
     )
 });
@@ -38,14 +39,11 @@ static FIND_CODE: LazyLock<String> = LazyLock::new(|| {
 static FIND_REFRESH_TOKEN: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT r.token_hash, r.created_at AS token_created_at, r.expires_at AS token_expires_at, \
-         r.used_at IS NOT NULL AS token_spent, g.*, {OWNER_COLUMNS} \
+         r.used_at IS NOT NULL AS token_spent, g.*, {OWNER_SELECT} \
          FROM refresh_tokens r JOIN grants g ON g.id = r.grant_id LEFT JOIN users u ON u.id = g.user_id \
          WHERE r.token_hash = ?1"
     )
 });
-
-const CODE_COLUMNS: &str = "code_hash, client_id, user_id, redirect_uri, scope, code_challenge, nonce, auth_time, \
-                            created_at, expires_at, grant_id, amr, session_id, dpop_jkt";
 
 fn code_from(row: &Row<'_>) -> Res<AuthorizationCode> {
     Ok(AuthorizationCode {

@@ -13,6 +13,7 @@
 
 mod audit;
 mod clients;
+pub mod columns;
 mod error;
 mod keys;
 mod login;

@@ -22,15 +22,13 @@ use uuid::Uuid;
 
 use crate::batch::Batcher;
 use crate::error::storage_error;
-use crate::users::{OWNER_COLUMNS, owner_from};
+use crate::users::owner_from;
 use crate::{PgStore, Result, at, get};
 pub(crate) use batches::Batches;
 use batches::{FindCode, FindRefreshToken, Redeem, Rotate};
 use portico_model::login::PendingAuthorization;
+use portico_storage::columns::{CODE as CODE_COLUMNS, OWNER_SELECT};
 use portico_storage::memory::NodeMemory;
-
-const CODE_COLUMNS: &str = "code_hash, client_id, user_id, redirect_uri, scope, code_challenge, nonce, auth_time, \
-                            created_at, expires_at, grant_id, amr, session_id, dpop_jkt";
 
 fn code_from(row: &PgRow) -> Result<AuthorizationCode> {
     Ok(AuthorizationCode {
@@ -94,7 +92,7 @@ static FIND_CODES: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT c.code_hash, c.client_id, c.user_id, c.redirect_uri, c.scope, c.code_challenge, c.nonce, \
          c.auth_time, c.created_at, c.expires_at, c.grant_id, c.amr, c.session_id, c.dpop_jkt, \
-         c.consumed_at IS NOT NULL AS spent, {OWNER_COLUMNS} \
+         c.consumed_at IS NOT NULL AS spent, {OWNER_SELECT} \
          FROM authorization_codes c LEFT JOIN users u ON u.id = c.user_id \
          WHERE c.code_hash = ANY(ARRAY(SELECT unnest($1::text[])))"
     )
@@ -105,7 +103,7 @@ static FIND_CODES: LazyLock<String> = LazyLock::new(|| {
 static FIND_REFRESH_TOKENS: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT r.token_hash, r.created_at AS token_created_at, r.expires_at AS token_expires_at, \
-         r.used_at IS NOT NULL AS token_spent, g.*, {OWNER_COLUMNS} \
+         r.used_at IS NOT NULL AS token_spent, g.*, {OWNER_SELECT} \
          FROM refresh_tokens r JOIN grants g ON g.id = r.grant_id LEFT JOIN users u ON u.id = g.user_id \
          WHERE r.token_hash = ANY(ARRAY(SELECT unnest($1::text[])))"
     )
