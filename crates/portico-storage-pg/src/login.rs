@@ -259,21 +259,19 @@ impl LoginGuardRepository for PgStore {
     ) -> Result<Vec<Throttle>> {
         let mut found = std::collections::HashMap::with_capacity(keys.len());
         for some in keys.chunks(KEYS_AT_ONCE) {
-            let [k1, k2, k3, k4] = padded(some);
-            let rows = sqlx::query(
+            let read = sqlx::query(
                 "SELECT key, CASE WHEN updated_at < $5 THEN 0 ELSE greatest(failures - \
                  (SELECT count(*) FROM login_attempts_pending p WHERE p.key = t.key AND p.expires_at <= $6), 0)::int \
                  END AS failures, locked_until FROM login_throttles t WHERE key IN ($1, $2, $3, $4)",
-            )
-            .bind(k1)
-            .bind(k2)
-            .bind(k3)
-            .bind(k4)
-            .bind(at(forget_before))
-            .bind(at(now))
-            .fetch_all(&mut *self.conn().await?)
-            .await
-            .map_err(storage_error("throttle"))?;
+            );
+            let rows = padded(some)
+                .into_iter()
+                .fold(read, |query, key| query.bind(key))
+                .bind(at(forget_before))
+                .bind(at(now))
+                .fetch_all(&mut *self.conn().await?)
+                .await
+                .map_err(storage_error("throttle"))?;
             for row in &rows {
                 let throttle = Throttle { failures: count(row, "failures")?, locked_until: get(row, "locked_until")? };
                 found.insert(get::<String>(row, "key")?, throttle);
@@ -381,9 +379,7 @@ impl LoginGuardRepository for PgStore {
         while !clear.is_empty() || !take_back.is_empty() {
             let (clear_now, clear_later) = clear.split_at(clear.len().min(KEYS_AT_ONCE));
             let (back_now, back_later) = take_back.split_at(take_back.len().min(KEYS_AT_ONCE));
-            let [c1, c2, c3, c4] = padded(clear_now);
-            let [b1, b2, b3, b4] = padded(back_now);
-            sqlx::query(
+            let settle = sqlx::query(
                 "WITH cleared_pending AS (
                      DELETE FROM login_attempts_pending WHERE key IN ($1, $2, $3, $4)
                  ), cleared AS (
@@ -393,19 +389,15 @@ impl LoginGuardRepository for PgStore {
                  )
                  UPDATE login_throttles t SET failures = t.failures - (SELECT count(*) FROM reported r WHERE r.key = t.key)
                  WHERE t.key IN ($5, $6, $7, $8) AND t.failures > 0",
-            )
-            .bind(c1)
-            .bind(c2)
-            .bind(c3)
-            .bind(c4)
-            .bind(b1)
-            .bind(b2)
-            .bind(b3)
-            .bind(b4)
-            .bind(attempt)
-            .execute(&mut *self.conn().await?)
-            .await
-            .map_err(storage_error("throttle"))?;
+            );
+            padded(clear_now)
+                .into_iter()
+                .chain(padded(back_now))
+                .fold(settle, |query, key| query.bind(key))
+                .bind(attempt)
+                .execute(&mut *self.conn().await?)
+                .await
+                .map_err(storage_error("throttle"))?;
             (clear, take_back) = (clear_later, back_later);
         }
         Ok(())

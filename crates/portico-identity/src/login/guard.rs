@@ -150,6 +150,12 @@ impl Key {
         }
     }
 
+    /// Whether the key can ask for a CAPTCHA (`captcha_after` is
+    /// `u32::MAX` on the keys of forms that have none).
+    fn may_ask_for_captcha(&self) -> bool {
+        self.captcha_after != u32::MAX
+    }
+
     /// The client address's key: its failures of every kind count together.
     fn address(policy: &GuardPolicy, address: IpAddr, captcha_after: u32) -> Self {
         Self {
@@ -407,7 +413,7 @@ async fn gate_on(
     // the keys counted before it are taken back below): a read would only
     // add a round trip to every attempt.
     let mut captcha_needed = false;
-    if keys.iter().any(|key| key.captcha_after != u32::MAX) {
+    if keys.iter().any(Key::may_ask_for_captcha) {
         let names: Vec<&str> = keys.iter().map(|key| key.name.as_str()).collect();
         for (key, state) in keys.iter().zip(identity.store.throttles(&names, forget_before, now).await?) {
             if let Some(until) = state.locked_until.filter(|until| *until > now) {
