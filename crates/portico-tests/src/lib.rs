@@ -6,6 +6,7 @@ pub mod authenticator;
 pub mod certificates;
 mod database;
 pub mod gost;
+pub mod jws;
 mod login;
 pub mod permission_models;
 pub mod release_sample;

@@ -15,14 +15,11 @@ use serde_json::{Value, json};
 /// A client's DPoP key.
 struct DpopKey {
     key: SigningKey,
-    encoding: jsonwebtoken::EncodingKey,
 }
 
 impl DpopKey {
     fn new() -> Self {
-        let key = SigningKey::generate(Algorithm::Es256).unwrap();
-        let encoding = jsonwebtoken::EncodingKey::from_ec_der(&key.to_pkcs8().unwrap());
-        Self { key, encoding }
+        Self { key: SigningKey::generate(Algorithm::Es256).unwrap() }
     }
 
     fn thumbprint(&self) -> String {
@@ -31,9 +28,7 @@ impl DpopKey {
 
     /// A proof for `method` on `path` of `app`, with `claims` changed.
     fn proof_with(&self, app: &TestApp, method: &str, path: &str, token: Option<&str>, changes: Value) -> String {
-        let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
-        header.typ = Some("dpop+jwt".into());
-        header.jwk = Some(serde_json::from_value(serde_json::to_value(self.key.jwk()).unwrap()).unwrap());
+        let header = json!({ "typ": "dpop+jwt", "alg": "ES256", "jwk": self.key.jwk() });
         let mut claims = json!({
             "jti": uuid::Uuid::new_v4().to_string(),
             "htm": method,
@@ -46,7 +41,7 @@ impl DpopKey {
         for (name, value) in changes.as_object().unwrap() {
             claims[name] = value.clone();
         }
-        jsonwebtoken::encode(&header, &claims, &self.encoding).unwrap()
+        portico_tests::jws::sign(&self.key, &header, &claims)
     }
 
     fn proof(&self, app: &TestApp, method: &str, path: &str, token: Option<&str>) -> String {
@@ -335,6 +330,44 @@ async fn discovery_lists_the_proof_algorithms() {
         app.http().get(app.url("/.well-known/openid-configuration")).send().await.unwrap().json().await.unwrap();
     let algs = document["dpop_signing_alg_values_supported"].as_array().unwrap();
     assert!(algs.contains(&json!("ES256")) && !algs.iter().any(|a| a == "none" || a == "HS256"), "{algs:?}");
+}
+
+#[tokio::test]
+async fn every_listed_proof_algorithm_binds_a_token_and_proves_it() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let document: Value =
+            app.http().get(app.url("/.well-known/openid-configuration")).send().await.unwrap().json().await.unwrap();
+        let listed: Vec<String> =
+            serde_json::from_value(document["dpop_signing_alg_values_supported"].clone()).unwrap();
+        assert_eq!(listed.len(), 5, "{listed:?}");
+        let (token_url, liveness_url) = (app.url("/oauth2/token"), app.url("/oauth2/token/liveness"));
+        for name in &listed {
+            // `Ed25519` (RFC 9864's fully specified name) is an Ed25519 key too.
+            let alg = if name == "Ed25519" { Algorithm::EdDsa } else { Algorithm::parse(name).unwrap() };
+            let key = SigningKey::generate(alg).unwrap();
+            let jkt = portico_crypto::dpop::thumbprint(&serde_json::to_value(key.jwk()).unwrap()).unwrap();
+            let proof = portico_tests::jws::dpop_proof(&key, name, &app, "POST", &token_url, None);
+            let pair = app.token_pair("ivan").await;
+            let (status, tokens) = refresh(&app, &pair.refresh_token, &[&proof]).await;
+            assert_eq!((status, tokens["token_type"].as_str()), (200, Some("DPoP")), "{backend:?} {name}: {tokens}");
+            let access = tokens["access_token"].as_str().unwrap();
+            assert_eq!(jwt_claims(access)["cnf"], json!({ "jkt": jkt }), "{backend:?} {name}");
+            let check = |proof: String| {
+                app.http()
+                    .get(&liveness_url)
+                    .header("Authorization", format!("DPoP {access}"))
+                    .header("DPoP", proof)
+                    .send()
+            };
+            let proof = portico_tests::jws::dpop_proof(&key, name, &app, "GET", &liveness_url, Some(access));
+            assert_eq!(check(proof).await.unwrap().status(), 200, "{backend:?} {name}: a proof of the bound key");
+            // A proof of another key of the same algorithm does not prove it.
+            let other = SigningKey::generate(alg).unwrap();
+            let proof = portico_tests::jws::dpop_proof(&other, name, &app, "GET", &liveness_url, Some(access));
+            assert_eq!(check(proof).await.unwrap().status(), 401, "{backend:?} {name}: another key");
+        }
+    }
 }
 
 /// Pushes a request of the demo client with `proof` (and `dpop_jkt` when

@@ -157,43 +157,9 @@ fn grant(code: &str, pkce: &Pkce) -> Vec<(String, String)> {
     ])
 }
 
-/// A DPoP proof for `POST <path>` signed with `key` (`alg` its JWS name).
+/// A DPoP proof for `POST <path>` signed with `key`.
 fn proof(app: &TestApp, key: &SigningKey, path: &str) -> String {
-    let der = key.to_pkcs8().unwrap();
-    let (alg, encoding) = match key.algorithm() {
-        Algorithm::Es256 => (jsonwebtoken::Algorithm::ES256, jsonwebtoken::EncodingKey::from_ec_der(&der)),
-        Algorithm::Rs256 => (jsonwebtoken::Algorithm::RS256, jsonwebtoken::EncodingKey::from_rsa_der(pkcs1(&der))),
-        other => panic!("no DPoP proofs of {other} here"),
-    };
-    let mut header = jsonwebtoken::Header::new(alg);
-    header.typ = Some("dpop+jwt".into());
-    header.jwk = Some(serde_json::from_value(serde_json::to_value(key.jwk()).unwrap()).unwrap());
-    let claims = json!({
-        "jti": uuid::Uuid::new_v4().to_string(), "htm": "POST", "htu": app.url(path),
-        "iat": app.clock.now().unix_timestamp(),
-    });
-    jsonwebtoken::encode(&header, &claims, &encoding).unwrap()
-}
-
-/// The PKCS#1 key inside an RSA PKCS#8 one (jsonwebtoken reads RSA DER
-/// as PKCS#1): the content of the octet string after the version and the
-/// algorithm identifier.
-fn pkcs1(pkcs8: &[u8]) -> &[u8] {
-    // One DER element at `at`: where its content starts and its length.
-    let element = |at: usize| -> (usize, usize) {
-        let first = pkcs8[at + 1] as usize;
-        if first < 0x80 {
-            return (at + 2, first);
-        }
-        let count = first & 0x7f;
-        let length = pkcs8[at + 2..at + 2 + count].iter().fold(0, |n, b| n << 8 | *b as usize);
-        (at + 2 + count, length)
-    };
-    let (inside, _) = element(0);
-    let (start, length) = element(inside); // the version
-    let (start, length) = element(start + length); // the algorithm
-    let (start, length) = element(start + length); // the octet string
-    &pkcs8[start..start + length]
+    portico_tests::jws::dpop_proof(key, key.algorithm().as_str(), app, "POST", &app.url(path), None)
 }
 
 /// A refusal's description, which must name the profile.
