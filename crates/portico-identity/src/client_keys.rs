@@ -34,10 +34,37 @@ pub const REFRESH_INTERVAL: time::Duration = time::Duration::minutes(1);
 /// Oldest fetched set used when fetching again fails.
 pub const STALE_LIMIT: time::Duration = time::Duration::days(1);
 
-#[derive(Clone, PartialEq)]
+/// Where a cached set came from: the client's `jwks` or its `jwks_uri`.
 enum Source {
     Value(Value),
     Uri(String),
+}
+
+/// Where a client's set comes from now, borrowed from the client (the
+/// cache is compared with it before anything is copied).
+#[derive(Clone, Copy)]
+enum SourceOf<'a> {
+    Value(&'a Value),
+    Uri(&'a str),
+}
+
+impl Source {
+    fn is(&self, now: SourceOf<'_>) -> bool {
+        match (self, now) {
+            (Self::Value(cached), SourceOf::Value(now)) => cached == now,
+            (Self::Uri(cached), SourceOf::Uri(now)) => cached == now,
+            _ => false,
+        }
+    }
+}
+
+impl SourceOf<'_> {
+    fn to_source(self) -> Source {
+        match self {
+            Self::Value(jwks) => Source::Value(jwks.clone()),
+            Self::Uri(uri) => Source::Uri(uri.to_owned()),
+        }
+    }
 }
 
 struct Cached {
@@ -104,8 +131,8 @@ impl ClientKeys {
     /// Why there are no keys, in words for the client's developer.
     pub async fn keys(&self, client: &Client, refresh: bool) -> Result<Arc<KeySet>, String> {
         let source = match (&client.security.jwks, &client.security.jwks_uri) {
-            (Some(jwks), _) => Source::Value(jwks.clone()),
-            (None, Some(uri)) => Source::Uri(uri.clone()),
+            (Some(jwks), _) => SourceOf::Value(jwks),
+            (None, Some(uri)) => SourceOf::Uri(uri),
             (None, None) => return Err("the client has no registered keys (jwks or jwks_uri)".into()),
         };
         let now = self.clock.now();
@@ -113,14 +140,14 @@ impl ClientKeys {
         let cached = self
             .lock_cache()
             .get(&client.client_id)
-            .filter(|c| c.source == source)
+            .filter(|c| c.source.is(source))
             .map(|c| (Arc::clone(&c.keys), c.fetched));
-        let keys = match &source {
-            Source::Value(jwks) => match cached {
+        let keys = match source {
+            SourceOf::Value(jwks) => match cached {
                 Some((keys, _)) => return Ok(keys),
                 None => KeySet::parse(jwks).map_err(|e| format!("the client's jwks: {e}"))?,
             },
-            Source::Uri(uri) => {
+            SourceOf::Uri(uri) => {
                 let due = cached.as_ref().is_none_or(|(_, fetched)| refresh || age(*fetched) >= CACHE_TTL);
                 match (cached, due && self.may_fetch(uri, now)) {
                     (Some((keys, _)), false) => return Ok(keys),
@@ -144,7 +171,7 @@ impl ClientKeys {
             }
         };
         let keys = Arc::new(keys);
-        let entry = Cached { source, keys: Arc::clone(&keys), fetched: now };
+        let entry = Cached { source: source.to_source(), keys: Arc::clone(&keys), fetched: now };
         self.lock_cache().insert(client.client_id.clone(), entry);
         Ok(keys)
     }

@@ -182,6 +182,37 @@ async fn assertions_authenticate_at_revocation_and_introspection_with_each_key_t
 }
 
 #[tokio::test]
+async fn a_key_set_replaced_by_value_counts_from_the_next_request() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let (old, new) =
+            (SigningKey::generate(Algorithm::Es256).unwrap(), SigningKey::generate(Algorithm::Es256).unwrap());
+        key_client(&app, "rp-rotating", &old).await;
+        let pair = app.token_pair_for("ivan", "rp-rotating").await;
+        let (status, tokens) =
+            refresh_with(&app, &pair.refresh_token, &old.sign("JWT", &claims(&app, "rp-rotating", 60))).await;
+        assert_eq!(status, 200, "{backend:?}: {tokens}");
+        // The client's set is cached now; the operator replaces its key.
+        let patched = app
+            .http()
+            .patch(app.url("/admin/v1/clients/rp-rotating"))
+            .bearer_auth(portico_tests::ADMIN_TOKEN)
+            .json(&json!({ "jwks": { "keys": [new.jwk()] } }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(patched.status(), 200, "{backend:?}: {}", patched.text().await.unwrap());
+        let refresh_token = tokens["refresh_token"].as_str().unwrap();
+        let (status, refused) =
+            refresh_with(&app, refresh_token, &old.sign("JWT", &claims(&app, "rp-rotating", 60))).await;
+        assert_eq!((status, refused["error"].as_str()), (401, Some("invalid_client")), "{backend:?}: the old key");
+        let (status, tokens) =
+            refresh_with(&app, refresh_token, &new.sign("JWT", &claims(&app, "rp-rotating", 60))).await;
+        assert_eq!(status, 200, "{backend:?}: the new key, and the refused request spent nothing: {tokens}");
+    }
+}
+
+#[tokio::test]
 async fn client_secret_jwt_takes_hs256_under_the_clients_secret_only() {
     for backend in backends() {
         let app = TestApp::spawn(backend).await;
