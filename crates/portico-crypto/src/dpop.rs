@@ -13,7 +13,7 @@
 //! thumbprint (`jkt`) is what a token is bound to. Replay (the same `jti`
 //! twice) is the caller's to refuse, in storage shared by every node.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::jose::{Assertion, KeySet, LEEWAY, MAX_JTI_LEN};
 
@@ -70,7 +70,7 @@ pub fn verify(proof: &str, expected: &Expected<'_>) -> Result<Proof, String> {
         return Err(format!("the DPoP proof's typ must be {TYP}"));
     }
     let jwk = parsed.header_jwk().ok_or("the DPoP proof's header has no jwk")?;
-    let keys = KeySet::parse(&json!({ "keys": [jwk] })).map_err(|e| format!("the DPoP proof's jwk: {e}"))?;
+    let keys = KeySet::one(jwk).map_err(|e| format!("the DPoP proof's jwk: {e}"))?;
     parsed.verify_signature(&keys).map_err(|e| match e {
         crate::jose::AssertionError::Algorithm(alg, _) => {
             format!("the DPoP proof is signed with {alg}; Portico takes PS256, ES256, EdDSA (or Ed25519) or RS256")
@@ -148,6 +148,7 @@ fn normalize(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn thumbprint_of_the_rfc_7638_example() {

@@ -85,6 +85,15 @@ impl KeySet {
         Ok(Self { keys })
     }
 
+    /// Checks and parses one JWK (a DPoP proof's header carries one): a set
+    /// of that key alone, under the same rules as [`KeySet::parse`].
+    ///
+    /// # Errors
+    /// What is wrong with the key, in words for the client's developer.
+    pub fn one(jwk: &Value) -> Result<Self, String> {
+        Ok(Self { keys: vec![public_key(jwk)?] })
+    }
+
     /// Whether a key's certificate (`x5c`'s first) is `der`, byte for byte.
     pub fn holds_certificate(&self, der: &[u8]) -> bool {
         self.keys.iter().filter_map(|k| k.certificate.as_deref()).any(|c| crate::constant_time_eq(c, der))
@@ -137,7 +146,7 @@ fn public_key(key: &Value) -> Result<PublicKey, String> {
             vec![alg]
         }
     };
-    let parsed: Jwk = serde_json::from_value(key.clone()).map_err(|e| format!("not a valid {kty} JWK: {e}"))?;
+    let parsed = Jwk::deserialize(key).map_err(|e| format!("not a valid {kty} JWK: {e}"))?;
     match &parsed.algorithm {
         AlgorithmParameters::RSA(rsa) => {
             let bits = crate::b64url_decode(&rsa.n).map_err(|_| "\"n\" is not Base64url")?.len() * 8;
@@ -260,11 +269,11 @@ impl<'a> Assertion<'a> {
             let bytes = crate::b64url_decode(part).map_err(|_| AssertionError::Malformed)?;
             serde_json::from_slice::<Value>(&bytes).ok().filter(Value::is_object).ok_or(AssertionError::Malformed)
         };
-        let header = json(header)?;
+        let mut header = json(header)?;
         let alg = header.get("alg").and_then(Value::as_str).ok_or(AssertionError::Malformed)?.to_owned();
         let kid = header.get("kid").and_then(Value::as_str).map(str::to_owned);
         let typ = header.get("typ").and_then(Value::as_str).map(str::to_owned);
-        let jwk = header.get("jwk").cloned();
+        let jwk = header.as_object_mut().and_then(|header| header.remove("jwk"));
         Ok(Self { signed, signature, alg, kid, typ, jwk, claims: json(claims)? })
     }
 
