@@ -340,7 +340,26 @@ impl SigningKey {
     pub fn try_sign<C: Serialize>(&self, typ: &str, claims: &C) -> Result<String, SignError> {
         let header =
             Header { alg: self.alg.as_str().to_owned(), kid: Some(self.jwk.kid.clone()), typ: Some(typ.to_owned()) };
-        let header = serde_json::to_vec(&header).expect("header serializes");
+        self.try_sign_with_header(&header, claims)
+    }
+
+    /// A compact JWS of `claims` under `header` taken as given, signed
+    /// with this key's algorithm: for JWTs whose header carries more than
+    /// `{alg, kid, typ}` (a DPoP proof's `jwk`, say). The caller answers
+    /// for the header's `alg` naming this key's algorithm.
+    ///
+    /// # Errors
+    /// As [`SigningKey::try_sign`].
+    ///
+    /// # Panics
+    /// Only if the header or claims do not serialize or a local key fails
+    /// to sign.
+    pub fn try_sign_with_header<H: Serialize, C: Serialize>(
+        &self,
+        header: &H,
+        claims: &C,
+    ) -> Result<String, SignError> {
+        let header = serde_json::to_vec(header).expect("header serializes");
         let payload = serde_json::to_vec(claims).expect("claims serialize");
         let mut token = crate::b64url(header);
         token.push('.');
@@ -572,6 +591,21 @@ mod tests {
         assert!(SigningKey::from_pkcs8(Algorithm::EdDsa, &der).is_err());
         assert!(SigningKey::from_pkcs8(Algorithm::Rs256, &der).is_err());
         assert!(SigningKey::from_pkcs8(Algorithm::Es256, &ed.to_pkcs8().unwrap()).is_err());
+    }
+
+    #[test]
+    fn a_header_given_whole_is_signed_as_given_under_the_keys_algorithm() {
+        for key in keys() {
+            let alg = key.algorithm();
+            let header = json!({"typ": "dpop+jwt", "alg": alg.as_str(), "kid": key.kid(), "jwk": key.jwk()});
+            let token = key.try_sign_with_header(&header, &json!({"htm": "POST"})).unwrap();
+            let written: Value =
+                serde_json::from_slice(&crate::b64url_decode(token.split('.').next().unwrap()).unwrap()).unwrap();
+            assert_eq!(written, header, "{alg}: no member added, none dropped");
+            let published = VerifyingKey::from_jwk(key.jwk()).unwrap();
+            let (_, claims): (Header, Value) = verify(&token, |_| Some(&published)).unwrap();
+            assert_eq!(claims["htm"], "POST", "{alg}: the published key verifies");
+        }
     }
 
     #[test]

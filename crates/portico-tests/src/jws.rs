@@ -1,11 +1,7 @@
 //! Signed JWTs as a client makes them: any header (DPoP proofs carry their
 //! key in it), signed by a [`SigningKey`] of any algorithm Portico takes.
 
-use aws_lc_rs::rand::SystemRandom;
-use aws_lc_rs::signature::{
-    ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, Ed25519KeyPair, RSA_PKCS1_SHA256, RSA_PSS_SHA256, RsaKeyPair,
-};
-use portico_crypto::jwt::{Algorithm, SigningKey};
+use portico_crypto::jwt::SigningKey;
 use portico_model::clock::Clock as _;
 use serde_json::{Value, json};
 
@@ -15,34 +11,9 @@ use crate::TestApp;
 /// included), signed by `key` under the key's own algorithm.
 ///
 /// # Panics
-/// When `key` is held remotely or the library fails.
+/// When the key's holder cannot sign.
 pub fn sign(key: &SigningKey, header: &Value, claims: &Value) -> String {
-    let der = key.to_pkcs8().expect("a key of this process");
-    let mut token = portico_crypto::b64url(header.to_string());
-    token.push('.');
-    token.push_str(&portico_crypto::b64url(claims.to_string()));
-    let rng = SystemRandom::new();
-    let signature = match key.algorithm() {
-        Algorithm::Rs256 | Algorithm::Ps256 => {
-            let pair = RsaKeyPair::from_pkcs8(&der).expect("an RSA key");
-            let padding = if key.algorithm() == Algorithm::Ps256 { &RSA_PSS_SHA256 } else { &RSA_PKCS1_SHA256 };
-            let mut signature = vec![0; pair.public_modulus_len()];
-            pair.sign(padding, &rng, token.as_bytes(), &mut signature).expect("RSA signing");
-            signature
-        }
-        Algorithm::Es256 => EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &der)
-            .expect("a P-256 key")
-            .sign(&rng, token.as_bytes())
-            .expect("ECDSA signing")
-            .as_ref()
-            .to_vec(),
-        Algorithm::EdDsa => {
-            Ed25519KeyPair::from_pkcs8(&der).expect("an Ed25519 key").sign(token.as_bytes()).as_ref().to_vec()
-        }
-    };
-    token.push('.');
-    token.push_str(&portico_crypto::b64url(signature));
-    token
+    key.try_sign_with_header(header, claims).expect("a key of this process signs")
 }
 
 /// A DPoP proof (RFC 9449) by `key` for `method` on `url`, bound to
