@@ -11,13 +11,19 @@
 //!   and logs in a new one, so the service recovers without a restart.
 //!   While the module cannot sign, signing answers
 //!   [`SignError::Unavailable`] and the caller answers 503.
+//! - A key is generated while nothing else in the process uses a token:
+//!   SoftHSM2's file object store fails a creation that meets another
+//!   session's reads (`CKR_GENERAL_ERROR`, now and then). Everything else
+//!   (signing above all) runs concurrently; a generation waits for the
+//!   calls in flight and holds new ones for its own duration, which is
+//!   rare (a key's rotation) and short.
 //! - RS256 (`CKM_SHA256_RSA_PKCS`), PS256 (`CKM_SHA256_RSA_PKCS_PSS`,
 //!   MGF1-SHA-256, salt 32) and ES256 (`CKM_ECDSA` over the SHA-256 digest,
 //!   answered as `r || s`).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 use cryptoki::context::{CInitializeArgs, CInitializeFlags, Pkcs11};
 use cryptoki::error::{Error as CkError, RvError};
@@ -43,7 +49,7 @@ pub enum HsmError {
     Setup(String),
     /// The module cannot serve now (device error, token removed, session
     /// lost); another attempt may succeed.
-    #[error("the HSM cannot sign now: {0}")]
+    #[error("the HSM cannot serve now: {0}")]
     Unavailable(String),
 }
 
@@ -52,6 +58,10 @@ impl From<HsmError> for SignError {
         Self::Unavailable(error.to_string())
     }
 }
+
+/// Taken shared by every call on a token, exclusively by a key's
+/// generation (see the module's notes).
+static TOKENS: RwLock<()> = RwLock::new(());
 
 /// The loaded modules of this process, by path.
 static MODULES: Mutex<Vec<(PathBuf, Pkcs11)>> = Mutex::new(Vec::new());
@@ -115,7 +125,11 @@ impl Hsm {
             idle: Mutex::new(Vec::new()),
             handles: Mutex::new(HashMap::new()),
         });
-        let session = hsm.open_session().map_err(|e| match e {
+        let opened = {
+            let _shared = TOKENS.read().unwrap_or_else(|e| e.into_inner());
+            hsm.open_session()
+        };
+        let session = opened.map_err(|e| match e {
             HsmError::Unavailable(why) => HsmError::Setup(why),
             setup @ HsmError::Setup(_) => setup,
         })?;
@@ -144,9 +158,25 @@ impl Hsm {
         }
     }
 
-    /// Runs `work` on a pooled session; a session the module lost is
-    /// dropped and `work` tried once more on a new one.
-    fn with_session<T>(&self, work: impl Fn(&Session) -> Result<T, CkError>) -> Result<T, HsmError> {
+    /// Runs `work` (`what` it does, for errors) on a pooled session, with
+    /// the process's other calls on tokens (see [`TOKENS`]); a session the
+    /// module lost is dropped and `work` tried once more on a new one.
+    fn with_session<T>(&self, what: &str, work: impl Fn(&Session) -> Result<T, CkError>) -> Result<T, HsmError> {
+        let _shared = TOKENS.read().unwrap_or_else(|e| e.into_inner());
+        self.with_session_unlocked(what, work)
+    }
+
+    /// [`Hsm::with_session`] for a call that creates objects: alone.
+    fn with_session_alone<T>(&self, what: &str, work: impl Fn(&Session) -> Result<T, CkError>) -> Result<T, HsmError> {
+        let _alone = TOKENS.write().unwrap_or_else(|e| e.into_inner());
+        self.with_session_unlocked(what, work)
+    }
+
+    fn with_session_unlocked<T>(
+        &self,
+        what: &str,
+        work: impl Fn(&Session) -> Result<T, CkError>,
+    ) -> Result<T, HsmError> {
         for attempt in 0..2 {
             let pooled = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
             let session = match pooled {
@@ -163,10 +193,10 @@ impl Hsm {
                     self.idle.lock().unwrap_or_else(|e| e.into_inner()).clear();
                     self.handles.lock().unwrap_or_else(|e| e.into_inner()).clear();
                 }
-                Err(error) if session_lost(&error) => return Err(unavailable("sign", &error)),
+                Err(error) if session_lost(&error) => return Err(unavailable(what, &error)),
                 Err(error) => {
                     self.put_back(session);
-                    return Err(unavailable("sign", &error));
+                    return Err(unavailable(what, &error));
                 }
             }
         }
@@ -211,7 +241,7 @@ impl Hsm {
         };
         public.extend(common(false));
         let private = common(true);
-        self.with_session(|session| session.generate_key_pair(&mechanism, &public, &private))?;
+        self.with_session_alone("generate a key", |session| session.generate_key_pair(&mechanism, &public, &private))?;
         tracing::info!(token = %self.token, %label, %alg, "generated a signing key inside the HSM");
         self.public_key(alg, label)
     }
@@ -227,7 +257,7 @@ impl Hsm {
             Algorithm::Es256 => vec![AttributeType::EcParams, AttributeType::EcPoint],
             Algorithm::EdDsa => return Err(missing()),
         };
-        let attributes = self.with_session(|session| {
+        let attributes = self.with_session("read a public key", |session| {
             let found = session.find_objects(&[
                 Attribute::Class(ObjectClass::PUBLIC_KEY),
                 Attribute::Label(label.as_bytes().to_vec()),
@@ -282,7 +312,7 @@ impl Hsm {
     /// # Errors
     /// [`HsmError`] when the key is not there.
     pub fn private_key_is_protected(&self, label: &str) -> Result<bool, HsmError> {
-        self.with_session(|session| {
+        self.with_session("read a private key's flags", |session| {
             let found = session.find_objects(&[
                 Attribute::Class(ObjectClass::PRIVATE_KEY),
                 Attribute::Label(label.as_bytes().to_vec()),
@@ -338,7 +368,7 @@ impl Hsm {
             }
             Algorithm::EdDsa => return Err(HsmError::Setup("EdDSA keys are not kept in the HSM".to_owned())),
         };
-        let signed = self.with_session(|session| match self.private_handle(session, label)? {
+        let signed = self.with_session("sign", |session| match self.private_handle(session, label)? {
             Some(handle) => session.sign(&mechanism, handle, &input).map(Some),
             None => Ok(None),
         });

@@ -18,10 +18,14 @@ pub struct Token {
     pub label: String,
 }
 
-/// Purposes a token is made for: each its own token. A login is the
-/// process's, not the session's (PKCS#11), so a test that needs a
-/// token nobody logged in to (a wrong PIN must be refused) has its own.
-pub const PURPOSES: [&str; 4] = ["keys", "outage", "setup", "empty"];
+/// Purposes a token is made for: each its own token, each test its own
+/// purpose. A login is the process's, not the session's (PKCS#11), so a
+/// test that needs a token nobody logged in to (a wrong PIN must be
+/// refused) has its own; and SoftHSM2's file store fails, now and then, an
+/// object made in a token while other sessions of the process read it
+/// (Portico generates its keys alone among its own calls, but a test's
+/// vendor tools are not held by that), so tests never share a token.
+pub const PURPOSES: [&str; 8] = ["keys", "outage", "setup", "empty", "node", "reports", "vendor", "many"];
 
 /// The token for `purpose` (one of [`PURPOSES`]), or `None` (and a skip
 /// notice) when `PORTICO_TEST_SOFTHSM` is not set.
