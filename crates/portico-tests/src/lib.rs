@@ -66,13 +66,18 @@ pub fn skipped(why: &str) {
     let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }
 
-/// A scratch folder removed on drop.
+/// A scratch folder removed on drop, its user's only (as Portico makes
+/// its data folder), so that a server started on it has nothing to warn of.
 pub struct TempDir(pub PathBuf);
 
 impl TempDir {
     pub fn new() -> Self {
         let path = std::env::temp_dir().join(format!("portico-test-{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir_all(&path).expect("create a temp dir");
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder.create(&path).expect("create a temp dir");
         Self(path)
     }
 }

@@ -1,7 +1,8 @@
 //! The files `portico serve` creates are its own user's only: the data
 //! folder, the SQLite database with its `-wal` and `-shm`, the report
 //! signing key and certificate, the report folder, whatever umask the
-//! process was started with.
+//! process was started with; and a data folder that others may read,
+//! made before (or by hand), is named in a warning that says the fix.
 
 #![cfg(unix)]
 
@@ -58,4 +59,52 @@ async fn the_server_creates_its_files_for_its_own_user_only() {
     for ((path, want), (_, got)) in checks.iter().zip(&modes) {
         assert_eq!(*got, *want, "{path}: {got:o}, want {want:o}");
     }
+}
+
+/// The lines `portico serve --demo` logs on `data` until it serves.
+fn start_lines(data: &std::path::Path) -> Vec<String> {
+    use std::io::{BufRead as _, BufReader};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_portico"))
+        .args(["serve", "--demo"])
+        .env_clear()
+        .env("PORTICO_DATA_DIR", data)
+        .env("PORTICO_LISTEN", "127.0.0.1:0")
+        .env("PORTICO_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start portico serve");
+    let mut lines = Vec::new();
+    for line in BufReader::new(child.stderr.take().unwrap()).lines().map_while(Result::ok) {
+        let serving = line.contains("Portico is serving");
+        lines.push(line);
+        if serving {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(lines.iter().any(|l| l.contains("Portico is serving")), "the server started: {lines:?}");
+    lines
+}
+
+#[test]
+fn a_data_folder_others_may_read_is_named_in_a_warning_with_the_fix() {
+    let dir = TempDir::new();
+    let open = dir.0.join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let lines = start_lines(&open);
+    let warning = lines.iter().find(|l| l.contains("data folder is open to other users"));
+    let warning = warning.unwrap_or_else(|| panic!("a warning for a 755 folder: {lines:?}"));
+    assert!(warning.contains("WARN") && warning.contains("chmod 700"), "{warning}");
+    assert!(warning.contains(&open.display().to_string()) && warning.contains("755"), "{warning}");
+    assert_eq!(mode(&open), 0o755, "the operator's folder is left as it is");
+
+    let own = dir.0.join("own");
+    std::fs::create_dir(&own).unwrap();
+    std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let lines = start_lines(&own);
+    assert!(!lines.iter().any(|l| l.contains("open to other users")), "no warning for a 700 folder: {lines:?}");
 }
