@@ -16,14 +16,16 @@
 //!   session's reads (`CKR_GENERAL_ERROR`, now and then). Everything else
 //!   (signing above all) runs concurrently; a generation waits for the
 //!   calls in flight and holds new ones for its own duration, which is
-//!   rare (a key's rotation) and short.
+//!   rare (a key's rotation) and short. A call held so on a worker of a
+//!   multi-threaded runtime leaves the worker's other tasks to another
+//!   thread, so requests that do not sign are not held with it.
 //! - RS256 (`CKM_SHA256_RSA_PKCS`), PS256 (`CKM_SHA256_RSA_PKCS_PSS`,
 //!   MGF1-SHA-256, salt 32) and ES256 (`CKM_ECDSA` over the SHA-256 digest,
 //!   answered as `r || s`).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
 
 use cryptoki::context::{CInitializeArgs, CInitializeFlags, Pkcs11};
 use cryptoki::error::{Error as CkError, RvError};
@@ -62,6 +64,34 @@ impl From<HsmError> for SignError {
 /// Taken shared by every call on a token, exclusively by a key's
 /// generation (see the module's notes).
 static TOKENS: RwLock<()> = RwLock::new(());
+
+/// A call's share of [`TOKENS`].
+fn shared() -> RwLockReadGuard<'static, ()> {
+    match TOKENS.try_read() {
+        Ok(guard) => guard,
+        Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+        Err(TryLockError::WouldBlock) => waiting(|| TOKENS.read().unwrap_or_else(|e| e.into_inner())),
+    }
+}
+
+/// [`TOKENS`] alone, for a generation.
+fn alone() -> RwLockWriteGuard<'static, ()> {
+    match TOKENS.try_write() {
+        Ok(guard) => guard,
+        Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+        Err(TryLockError::WouldBlock) => waiting(|| TOKENS.write().unwrap_or_else(|e| e.into_inner())),
+    }
+}
+
+/// Runs `wait`, which blocks, with the worker's other tasks moved to
+/// another thread when called on a worker of a multi-threaded runtime.
+fn waiting<T>(wait: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(wait),
+        _ => wait(),
+    }
+}
 
 /// The loaded modules of this process, by path.
 static MODULES: Mutex<Vec<(PathBuf, Pkcs11)>> = Mutex::new(Vec::new());
@@ -126,7 +156,7 @@ impl Hsm {
             handles: Mutex::new(HashMap::new()),
         });
         let opened = {
-            let _shared = TOKENS.read().unwrap_or_else(|e| e.into_inner());
+            let _shared = shared();
             hsm.open_session()
         };
         let session = opened.map_err(|e| match e {
@@ -162,13 +192,13 @@ impl Hsm {
     /// the process's other calls on tokens (see [`TOKENS`]); a session the
     /// module lost is dropped and `work` tried once more on a new one.
     fn with_session<T>(&self, what: &str, work: impl Fn(&Session) -> Result<T, CkError>) -> Result<T, HsmError> {
-        let _shared = TOKENS.read().unwrap_or_else(|e| e.into_inner());
+        let _shared = shared();
         self.with_session_unlocked(what, work)
     }
 
     /// [`Hsm::with_session`] for a call that creates objects: alone.
     fn with_session_alone<T>(&self, what: &str, work: impl Fn(&Session) -> Result<T, CkError>) -> Result<T, HsmError> {
-        let _alone = TOKENS.write().unwrap_or_else(|e| e.into_inner());
+        let _alone = alone();
         self.with_session_unlocked(what, work)
     }
 
@@ -432,4 +462,43 @@ pub fn new_label(alg: Algorithm) -> String {
     aws_lc_rs::rand::fill(&mut random).expect("randomness");
     let random: String = random.iter().map(|b| format!("{b:02x}")).collect();
     format!("portico-{}-{random}", alg.as_str().to_ascii_lowercase())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    /// The bound on a wait that only a failure makes long.
+    const BOUND: Duration = Duration::from_secs(10);
+
+    #[test]
+    fn calls_held_by_a_generation_leave_their_workers_to_other_tasks() {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
+        let generation = TOKENS.write().unwrap();
+        // Both workers run a call that waits for the generation.
+        let (started, calls_started) = mpsc::channel();
+        let calls: Vec<_> = (0..2)
+            .map(|_| {
+                let started = started.clone();
+                runtime.spawn(async move {
+                    started.send(()).unwrap();
+                    drop(shared());
+                })
+            })
+            .collect();
+        for _ in 0..2 {
+            calls_started.recv_timeout(BOUND).expect("the calls start");
+        }
+        // A task that does not sign is still served meanwhile.
+        let (served, answer) = mpsc::channel();
+        runtime.spawn(async move { served.send(()).unwrap() });
+        let other_task_served = answer.recv_timeout(BOUND).is_ok();
+        drop(generation);
+        for call in calls {
+            runtime.block_on(call).expect("the held call ends once the generation does");
+        }
+        assert!(other_task_served, "both workers were held by calls waiting for the generation");
+    }
 }
