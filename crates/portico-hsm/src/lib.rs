@@ -25,7 +25,9 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
+use std::sync::{
+    Arc, LockResult, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError, TryLockResult,
+};
 
 use cryptoki::context::{CInitializeArgs, CInitializeFlags, Pkcs11};
 use cryptoki::error::{Error as CkError, RvError};
@@ -67,29 +69,27 @@ static TOKENS: RwLock<()> = RwLock::new(());
 
 /// A call's share of [`TOKENS`].
 fn shared() -> RwLockReadGuard<'static, ()> {
-    match TOKENS.try_read() {
-        Ok(guard) => guard,
-        Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
-        Err(TryLockError::WouldBlock) => waiting(|| TOKENS.read().unwrap_or_else(|e| e.into_inner())),
-    }
+    held(TOKENS.try_read(), || TOKENS.read())
 }
 
 /// [`TOKENS`] alone, for a generation.
 fn alone() -> RwLockWriteGuard<'static, ()> {
-    match TOKENS.try_write() {
-        Ok(guard) => guard,
-        Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
-        Err(TryLockError::WouldBlock) => waiting(|| TOKENS.write().unwrap_or_else(|e| e.into_inner())),
-    }
+    held(TOKENS.try_write(), || TOKENS.write())
 }
 
-/// Runs `wait`, which blocks, with the worker's other tasks moved to
-/// another thread when called on a worker of a multi-threaded runtime.
-fn waiting<T>(wait: impl FnOnce() -> T) -> T {
+/// The guard `tried` got, or else the one `lock` waits for, with the
+/// worker's other tasks moved to another thread while it waits when called
+/// on a worker of a multi-threaded runtime.
+fn held<G>(tried: TryLockResult<G>, lock: impl FnOnce() -> LockResult<G>) -> G {
     use tokio::runtime::{Handle, RuntimeFlavor};
-    match Handle::try_current() {
-        Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(wait),
-        _ => wait(),
+    let wait = || lock().unwrap_or_else(PoisonError::into_inner);
+    match tried {
+        Ok(guard) => guard,
+        Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+        Err(TryLockError::WouldBlock) => match Handle::try_current() {
+            Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(wait),
+            _ => wait(),
+        },
     }
 }
 

@@ -16,19 +16,28 @@ fn mode(path: &std::path::Path) -> u32 {
     std::fs::metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())).permissions().mode() & 0o777
 }
 
+/// `portico serve --demo` on `data`, listening on `listen`, logging at
+/// `log`, with nothing else from the environment; standard error is the
+/// caller's to direct.
+fn serve(data: &std::path::Path, listen: &str, log: &str) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_portico"));
+    command
+        .args(["serve", "--demo"])
+        .env_clear()
+        .env("PORTICO_DATA_DIR", data)
+        .env("PORTICO_LISTEN", listen)
+        .env("PORTICO_LOG", log)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    command
+}
+
 #[tokio::test]
 async fn the_server_creates_its_files_for_its_own_user_only() {
     let dir = TempDir::new();
     let data = dir.0.join("data");
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_portico"))
-        .args(["serve", "--demo"])
-        .env_clear()
-        .env("PORTICO_DATA_DIR", &data)
-        .env("PORTICO_LISTEN", format!("127.0.0.1:{port}"))
-        .env("PORTICO_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
+    let mut child = serve(&data, &format!("127.0.0.1:{port}"), "warn")
         .stderr(Stdio::inherit())
         .spawn()
         .expect("start portico serve");
@@ -64,17 +73,7 @@ async fn the_server_creates_its_files_for_its_own_user_only() {
 /// The lines `portico serve --demo` logs on `data` until it serves.
 fn start_lines(data: &std::path::Path) -> Vec<String> {
     use std::io::{BufRead as _, BufReader};
-    let mut child = Command::new(env!("CARGO_BIN_EXE_portico"))
-        .args(["serve", "--demo"])
-        .env_clear()
-        .env("PORTICO_DATA_DIR", data)
-        .env("PORTICO_LISTEN", "127.0.0.1:0")
-        .env("PORTICO_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start portico serve");
+    let mut child = serve(data, "127.0.0.1:0", "info").stderr(Stdio::piped()).spawn().expect("start portico serve");
     let mut lines = Vec::new();
     for line in BufReader::new(child.stderr.take().unwrap()).lines().map_while(Result::ok) {
         let serving = line.contains("Portico is serving");
