@@ -17,8 +17,9 @@
 //! conditions per row as a statement of one item. When PostgreSQL rejects a
 //! whole statement (a constraint one item breaks, a deadlock), nothing of it
 //! committed, and its items run again one by one, so that one bad item
-//! fails alone. Any other failure (a lost connection) is every item's
-//! answer, as it would have been for each of them alone.
+//! fails alone. Any other failure (a lost connection, the server going
+//! away) is every item's answer, as it would have been for each of them
+//! alone.
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -28,7 +29,7 @@ use portico_storage::StorageError;
 use tokio::sync::oneshot;
 
 use crate::PgStore;
-use crate::error::storage_error;
+use crate::error::{connection_lost, storage_error};
 
 /// The most items one statement carries.
 pub(crate) const MAX_BATCH: usize = 64;
@@ -151,8 +152,11 @@ async fn answer<B: Batch>(store: &PgStore, batch: Vec<Waiting<B>>) {
             }
         }
         // PostgreSQL rejected the statement, so none of it committed: each
-        // item again, alone, so that only the one at fault fails.
-        Err(sqlx::Error::Database(_)) if items.len() > 1 => {
+        // item again, alone, so that only the one at fault fails. (A server
+        // going away is no rejection: whether the statement committed is
+        // unknown, and a write run again could take its own first run for
+        // someone else's.)
+        Err(error @ sqlx::Error::Database(_)) if items.len() > 1 && !connection_lost(&error) => {
             for (item, answer) in items.into_iter().zip(answers) {
                 let alone = std::slice::from_ref(&item);
                 let output = B::run(store, alone).await.map_err(storage_error(B::WHAT)).and_then(|mut outputs| {

@@ -12,25 +12,34 @@ use portico_storage::StorageError;
 pub(crate) fn storage_error(what: &'static str) -> impl Fn(sqlx::Error) -> StorageError {
     move |error| match &error {
         sqlx::Error::Database(db) if db.is_unique_violation() => StorageError::Conflict(what.to_owned()),
-        sqlx::Error::Database(db) if db.code().is_some_and(|code| outage_code(&code)) => {
-            connection_failures::record();
-            StorageError::Unavailable(error.to_string())
-        }
         sqlx::Error::PoolTimedOut => {
             metrics::counter!("portico_database_wait_timeouts_total", "backend" => "postgres").increment(1);
             connection_failures::record();
             StorageError::Unavailable(error.to_string())
         }
-        sqlx::Error::Io(_)
-        | sqlx::Error::Tls(_)
-        | sqlx::Error::Protocol(_)
-        | sqlx::Error::PoolClosed
-        | sqlx::Error::WorkerCrashed => {
+        sqlx::Error::PoolClosed => {
             connection_failures::record();
             StorageError::Unavailable(error.to_string())
         }
+        _ if connection_lost(&error) => StorageError::Unavailable(error.to_string()),
         _ => StorageError::Other(error.to_string()),
     }
+}
+
+/// Whether `error` is a lost connection (an I/O, TLS or protocol error, the
+/// driver's worker gone, or the server going away), recorded for
+/// [`idle_through_a_failure`] when it is. Met by a statement already sent,
+/// it leaves unknown whether the statement committed.
+pub(crate) fn connection_lost(error: &sqlx::Error) -> bool {
+    let lost = match error {
+        sqlx::Error::Database(db) => db.code().is_some_and(|code| outage_code(&code)),
+        sqlx::Error::Io(_) | sqlx::Error::Tls(_) | sqlx::Error::Protocol(_) | sqlx::Error::WorkerCrashed => true,
+        _ => false,
+    };
+    if lost {
+        connection_failures::record();
+    }
+    lost
 }
 
 /// The error of a damaged row: a value the code never writes.

@@ -76,10 +76,18 @@ impl TestApp {
     }
 }
 
-/// A TCP proxy the test can cut and restore, to simulate a database outage.
+/// A TCP proxy the test can cut and restore, to simulate a database outage,
+/// or set to lose the answer to one statement.
 pub struct TcpProxy {
     pub addr: std::net::SocketAddr,
     up: Arc<tokio::sync::watch::Sender<bool>>,
+    trap: Arc<std::sync::Mutex<Option<Trap>>>,
+}
+
+/// What [`TcpProxy::lose_the_answer_to`] waits for.
+struct Trap {
+    marker: Vec<u8>,
+    sprung: tokio::sync::oneshot::Sender<()>,
 }
 
 impl TcpProxy {
@@ -92,24 +100,22 @@ impl TcpProxy {
         let addr = listener.local_addr().expect("proxy address");
         let (up, _) = tokio::sync::watch::channel(true);
         let up = Arc::new(up);
-        let state = Arc::clone(&up);
+        let trap = Arc::default();
+        let (state, traps) = (Arc::clone(&up), Arc::clone(&trap));
         tokio::spawn(async move {
-            while let Ok((mut inbound, _)) = listener.accept().await {
+            while let Ok((inbound, _)) = listener.accept().await {
                 if !*state.borrow() {
                     continue; // dropped: the client sees the connection close
                 }
                 let upstream = upstream.clone();
-                let mut cut = state.subscribe();
+                let (state, traps) = (Arc::clone(&state), Arc::clone(&traps));
                 tokio::spawn(async move {
-                    let Ok(mut outbound) = tokio::net::TcpStream::connect(&upstream).await else { return };
-                    tokio::select! {
-                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
-                        _ = cut.wait_for(|up| !*up) => {}
-                    }
+                    let Ok(outbound) = tokio::net::TcpStream::connect(&upstream).await else { return };
+                    forward(inbound, outbound, &state, &traps).await;
                 });
             }
         });
-        Self { addr, up }
+        Self { addr, up, trap }
     }
 
     /// Closes every forwarded connection and refuses new ones.
@@ -122,6 +128,17 @@ impl TcpProxy {
         self.up.send_replace(true);
     }
 
+    /// Sets the proxy to forward the next piece of a client's traffic that
+    /// holds `marker` (a statement's text or an argument), then, as its
+    /// answer begins to come back, to drop that answer and [`cut`](Self::cut):
+    /// the database did the work, the client never learns it. The receiver
+    /// is told when that happened.
+    pub fn lose_the_answer_to(&self, marker: &[u8]) -> tokio::sync::oneshot::Receiver<()> {
+        let (sprung, told) = tokio::sync::oneshot::channel();
+        *self.trap.lock().expect("the trap") = Some(Trap { marker: marker.to_vec(), sprung });
+        told
+    }
+
     /// `database_url` (a `postgres://` URL) through this proxy.
     ///
     /// # Panics
@@ -132,4 +149,52 @@ impl TcpProxy {
         url.set_port(Some(self.addr.port())).expect("a port");
         url.to_string()
     }
+}
+
+/// Forwards bytes both ways between `inbound` and `outbound` until either
+/// closes or the proxy is cut; a piece of `inbound`'s traffic matching the
+/// trap springs it (see [`TcpProxy::lose_the_answer_to`]).
+async fn forward(
+    mut inbound: tokio::net::TcpStream,
+    mut outbound: tokio::net::TcpStream,
+    up: &tokio::sync::watch::Sender<bool>,
+    trap: &std::sync::Mutex<Option<Trap>>,
+) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut cut = up.subscribe();
+    let (mut asked, mut answered) = (vec![0_u8; 16 * 1024], vec![0_u8; 16 * 1024]);
+    let mut sprung: Option<tokio::sync::oneshot::Sender<()>> = None;
+    loop {
+        tokio::select! {
+            read = inbound.read(&mut asked) => {
+                let Ok(n @ 1..) = read else { return };
+                let piece = &asked[..n];
+                if let Some(told) = spring(trap, piece) {
+                    sprung = Some(told);
+                }
+                if outbound.write_all(piece).await.is_err() {
+                    return;
+                }
+            }
+            read = outbound.read(&mut answered) => {
+                let Ok(n @ 1..) = read else { return };
+                if let Some(told) = sprung.take() {
+                    up.send_replace(false);
+                    let _ = told.send(());
+                    return;
+                }
+                if inbound.write_all(&answered[..n]).await.is_err() {
+                    return;
+                }
+            }
+            () = async { let _ = cut.wait_for(|up| !*up).await; } => return,
+        }
+    }
+}
+
+/// The trap's sender, taken, when `piece` holds its marker.
+fn spring(trap: &std::sync::Mutex<Option<Trap>>, piece: &[u8]) -> Option<tokio::sync::oneshot::Sender<()>> {
+    let mut armed = trap.lock().expect("the trap");
+    let hit = armed.as_ref().is_some_and(|t| piece.windows(t.marker.len()).any(|w| w == t.marker));
+    if hit { armed.take().map(|t| t.sprung) } else { None }
 }

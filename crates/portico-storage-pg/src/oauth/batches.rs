@@ -17,6 +17,7 @@ use time::OffsetDateTime;
 use super::{FIND_CODES, FIND_REFRESH_TOKENS, stored_code_from, stored_refresh_token_from};
 use crate::PgStore;
 use crate::batch::{Batch, Batcher};
+use crate::error::connection_lost;
 
 /// The batchers of one store.
 pub(crate) struct Batches {
@@ -210,16 +211,26 @@ pub(crate) struct Written {
 
 /// Runs a combined write of `items`' records (`$1`) and answers, for each,
 /// what it did (the statement returns every key with whether it changed
-/// its row and whether its assertion was new).
-async fn write(store: &PgStore, sql: &'static str, items: &[&Record]) -> Result<Vec<Written>, sqlx::Error> {
+/// its row and whether its assertion was new); `None` for each when the
+/// connection was lost once the statement was sent, so that it may or may
+/// not have committed. A connection that cannot be had is an error: then
+/// nothing was sent.
+async fn write(store: &PgStore, sql: &'static str, items: &[&Record]) -> Result<Vec<Option<Written>>, sqlx::Error> {
     let records: Vec<&Value> = items.iter().map(|item| &item.record).collect();
-    let rows: Vec<(String, bool, bool)> =
-        sqlx::query_as(sql).bind(Json(records)).fetch_all(&mut *store.acquire().await?).await?;
+    let mut conn = store.acquire().await?;
+    let rows: Vec<(String, bool, bool)> = match sqlx::query_as(sql).bind(Json(records)).fetch_all(&mut *conn).await {
+        Ok(rows) => rows,
+        Err(error) if connection_lost(&error) => {
+            tracing::warn!(%error, items = items.len(), "the database connection was lost after a token write was sent");
+            return Ok(vec![None; items.len()]);
+        }
+        Err(error) => return Err(error),
+    };
     let by_key: HashMap<String, Written> =
         rows.into_iter().map(|(key, changed, assertion_fresh)| (key, Written { changed, assertion_fresh })).collect();
     Ok(items
         .iter()
-        .map(|item| by_key.get(&item.key).copied().unwrap_or(Written { changed: false, assertion_fresh: false }))
+        .map(|item| Some(by_key.get(&item.key).copied().unwrap_or(Written { changed: false, assertion_fresh: false })))
         .collect())
 }
 
@@ -267,7 +278,8 @@ impl Redeem {
 }
 
 impl Batch for Redeem {
-    type Output = Written;
+    /// `None`: unknown (see [`write`]).
+    type Output = Option<Written>;
     const WHAT: &'static str = "token";
     const STATEMENT: &'static str = "code_redemption";
 
@@ -275,7 +287,7 @@ impl Batch for Redeem {
         &self.0.key
     }
 
-    async fn run(store: &PgStore, items: &[Self]) -> Result<Vec<Written>, sqlx::Error> {
+    async fn run(store: &PgStore, items: &[Self]) -> Result<Vec<Self::Output>, sqlx::Error> {
         write(store, REDEEM_CODES, &items.iter().map(|item| &item.0).collect::<Vec<_>>()).await
     }
 
@@ -310,7 +322,8 @@ impl Rotate {
 }
 
 impl Batch for Rotate {
-    type Output = Written;
+    /// `None`: unknown (see [`write`]).
+    type Output = Option<Written>;
     const WHAT: &'static str = "token";
     const STATEMENT: &'static str = "refresh_rotation";
 
@@ -318,7 +331,7 @@ impl Batch for Rotate {
         &self.0.key
     }
 
-    async fn run(store: &PgStore, items: &[Self]) -> Result<Vec<Written>, sqlx::Error> {
+    async fn run(store: &PgStore, items: &[Self]) -> Result<Vec<Self::Output>, sqlx::Error> {
         write(store, ROTATE_REFRESH_TOKENS, &items.iter().map(|item| &item.0).collect::<Vec<_>>()).await
     }
 

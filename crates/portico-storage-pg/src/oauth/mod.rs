@@ -7,6 +7,7 @@
 mod batches;
 
 use std::sync::LazyLock;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use portico_model::audit::AuditEvent;
@@ -15,20 +16,70 @@ use portico_model::oauth::{
     AccessTokenState, AssertionJti, AuthorizationCode, Grant, PushedRequest, Redemption, RefreshToken, Rotation,
     StoredCode, StoredRefreshToken,
 };
-use portico_storage::{AuthorizationCodeRepository, GrantRepository, RefreshTokenRepository};
+use portico_storage::{AuthorizationCodeRepository, GrantRepository, RefreshTokenRepository, StorageError};
 use sqlx::postgres::PgRow;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::batch::Batcher;
+use crate::batch::{Batch, Batcher};
 use crate::error::storage_error;
 use crate::users::owner_from;
 use crate::{PgStore, Result, at, get};
 pub(crate) use batches::Batches;
-use batches::{FindCode, FindRefreshToken, Redeem, Rotate};
+use batches::{FindCode, FindRefreshToken, Redeem, Rotate, Written};
 use portico_model::login::PendingAuthorization;
 use portico_storage::columns::{CODE as CODE_COLUMNS, OWNER_SELECT};
 use portico_storage::memory::NodeMemory;
+
+/// How long a redemption or rotation whose answer a lost connection took
+/// is sent again while the database cannot be reached, before the request
+/// is answered 503 with its outcome unknown (docs/decisions.md, "A write
+/// whose answer was lost").
+const IN_DOUBT_FOR: Duration = Duration::from_secs(15);
+
+/// The first pause before a write in doubt is sent again; each next one
+/// doubles, up to a second.
+const FIRST_PAUSE: Duration = Duration::from_millis(50);
+
+/// Sends the write `make` makes, and whether it was sent more than once.
+///
+/// A write whose connection was lost once it was sent may or may not have
+/// committed; answering 503 then would tell the client to try again when
+/// its code or refresh token may be spent already, and its retry would be
+/// taken for a replay. So the same write (the same grant or successor) is
+/// sent again until the database answers, for at most [`IN_DOUBT_FOR`]: it
+/// changes nothing if the first sending committed, which the caller then
+/// finds by that grant or successor. A first sending that found no
+/// connection sent nothing and fails at once.
+async fn settle<B>(store: &PgStore, make: impl Fn() -> B) -> Result<(Written, bool)>
+where
+    B: Batch<Output = Option<Written>>,
+{
+    let mut pause = FIRST_PAUSE;
+    let mut in_doubt_since: Option<Instant> = None;
+    loop {
+        match (Batcher::submit(store, make()).await, in_doubt_since) {
+            (Ok(Some(written)), since) => {
+                if let Some(since) = since {
+                    tracing::info!(took_ms = since.elapsed().as_millis(), "a token write in doubt was settled");
+                }
+                return Ok((written, since.is_some()));
+            }
+            (Ok(None), None) => in_doubt_since = Some(Instant::now()),
+            (Ok(None) | Err(StorageError::Unavailable(_)), Some(since)) if since.elapsed() < IN_DOUBT_FOR => {}
+            (Ok(None), Some(_)) => {
+                return Err(StorageError::Unavailable(format!(
+                    "the database could not be reached for {} s after a token write's answer was lost; \
+                     whether it took effect is unknown",
+                    IN_DOUBT_FOR.as_secs()
+                )));
+            }
+            (Err(error), _) => return Err(error),
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(1));
+    }
+}
 
 fn code_from(row: &PgRow) -> Result<AuthorizationCode> {
     Ok(AuthorizationCode {
@@ -174,8 +225,13 @@ impl AuthorizationCodeRepository for PgStore {
         assertion: Option<&AssertionJti>,
     ) -> Result<Redemption> {
         let generation = self.memory().and_then(NodeMemory::generation_for_new_grant);
-        let redemption = Redeem::new(code_hash.as_str(), now, grant, refresh, audit, assertion);
-        let written = Batcher::submit(self, redemption).await?;
+        let redemption = || Redeem::new(code_hash.as_str(), now, grant, refresh, audit, assertion);
+        let (written, sent_again) = settle(self, redemption).await?;
+        if sent_again && !written.changed && self.code_spent_for(code_hash, grant.id).await? {
+            // The first sending had committed: the code is this grant's.
+            self.made_live(grant.id, generation);
+            return Ok(Redemption::Redeemed);
+        }
         if !written.assertion_fresh {
             return Ok(Redemption::AssertionReplayed);
         }
@@ -333,7 +389,13 @@ impl RefreshTokenRepository for PgStore {
         assertion: Option<&AssertionJti>,
     ) -> Result<Rotation> {
         let generation = self.memory().and_then(NodeMemory::generation_for_new_grant);
-        let written = Batcher::submit(self, Rotate::new(old_hash.as_str(), now, successor, audit, assertion)).await?;
+        let rotation = || Rotate::new(old_hash.as_str(), now, successor, audit, assertion);
+        let (written, sent_again) = settle(self, rotation).await?;
+        if sent_again && !written.changed && self.refresh_token_stored(&successor.token_hash).await? {
+            // The first sending had committed: the successor is stored.
+            self.made_live(successor.grant_id, generation);
+            return Ok(Rotation::Rotated);
+        }
         if !written.assertion_fresh {
             return Ok(Rotation::AssertionReplayed);
         }
@@ -371,5 +433,26 @@ impl PgStore {
         if let (Some(memory), Some(generation)) = (self.memory(), generation) {
             memory.grant_live(grant, generation);
         }
+    }
+
+    /// Whether the code `code_hash` is spent for `grant` (a redemption of
+    /// it committed).
+    async fn code_spent_for(&self, code_hash: &CodeHash, grant: GrantId) -> Result<bool> {
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM authorization_codes WHERE code_hash = $1 AND grant_id = $2)")
+            .bind(code_hash.as_str())
+            .bind(grant.as_uuid())
+            .fetch_one(&mut *self.conn().await?)
+            .await
+            .map_err(storage_error("authorization code"))
+    }
+
+    /// Whether the refresh token `token_hash` is stored (a rotation that
+    /// made it committed).
+    async fn refresh_token_stored(&self, token_hash: &RefreshTokenHash) -> Result<bool> {
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM refresh_tokens WHERE token_hash = $1)")
+            .bind(token_hash.as_str())
+            .fetch_one(&mut *self.conn().await?)
+            .await
+            .map_err(storage_error("refresh token"))
     }
 }

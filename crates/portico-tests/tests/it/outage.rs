@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use portico_tests::{Backend, POSTGRES_ENV, TcpProxy, TestApp};
+use portico_tests::{Backend, POSTGRES_ENV, Pkce, TcpProxy, TestApp};
 
 /// A PostgreSQL server behind a proxy that can cut it off, and Portico on
 /// it with `acquire_timeout_secs`; `None` (said as skipped) without one.
@@ -77,6 +77,50 @@ async fn a_database_outage_is_503_and_the_server_recovers() {
         .token_request(&[("grant_type", "refresh_token"), ("refresh_token", tokens.refresh_token.as_deref().unwrap())])
         .await;
     assert_eq!(response.status(), 200, "the refresh token survived the outage unspent");
+}
+
+/// A code's redemption and a refresh token's rotation that PostgreSQL
+/// committed while their answers were lost on the way back (the path to
+/// it broke) are answered with their tokens once it can be reached again:
+/// a 503 there would send the client to try again with a code or token
+/// already spent, and its retry would be refused as a replay.
+#[tokio::test]
+async fn a_token_write_whose_answer_was_lost_is_settled_and_answered_with_its_tokens() {
+    let Some((proxy, app)) = behind_a_proxy("the lost-answer test", 2).await else { return };
+    let pkce = Pkce::new();
+    let code = app.login_for_code(&app.browser(), &pkce, "ivan", "ivan-password").await;
+
+    // Only a redemption's record has this key (its statement's text names
+    // the column without quotes).
+    let sprung = proxy.lose_the_answer_to(br#""token_created_at":"#);
+    let back_after_a_second = async {
+        sprung.await.expect("the redemption's answer was lost");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        proxy.restore();
+    };
+    let (response, ()) = tokio::join!(app.exchange(&code, &pkce.verifier), back_after_a_second);
+    assert_eq!(response.status(), 200, "{}", response.text().await.unwrap_or_default());
+    let tokens: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(app.liveness(tokens["access_token"].as_str().unwrap()).await, 200);
+
+    let sprung = proxy.lose_the_answer_to(br#""old_hash":"#);
+    let back_after_a_second = async {
+        sprung.await.expect("the rotation's answer was lost");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        proxy.restore();
+    };
+    let refresh = [("grant_type", "refresh_token"), ("refresh_token", tokens["refresh_token"].as_str().unwrap())];
+    let (response, ()) = tokio::join!(app.token_request(&refresh), back_after_a_second);
+    assert_eq!(response.status(), 200, "{}", response.text().await.unwrap_or_default());
+    let rotated: serde_json::Value = response.json().await.unwrap();
+    // The successor answered is the one stored: it rotates in turn.
+    let next = [("grant_type", "refresh_token"), ("refresh_token", rotated["refresh_token"].as_str().unwrap())];
+    assert_eq!(app.token_request(&next).await.status(), 200);
+    // And the first sendings did commit: the code is spent.
+    let replay = app.exchange(&code, &pkce.verifier).await;
+    assert_eq!(replay.status(), 400);
+    let body: serde_json::Value = replay.json().await.unwrap();
+    assert_eq!(body["error_description"], "the authorization code was already used", "{body}");
 }
 
 #[tokio::test]

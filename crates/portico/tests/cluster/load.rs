@@ -407,9 +407,10 @@ impl Load {
     }
 
     /// One refresh chain: each refresh token is used once, the next one
-    /// taken from the answer. A token whose answer was lost is presented
-    /// again: if its rotation had committed, that is a replay and the
-    /// grant ends, by design.
+    /// taken from the answer. A token whose answer a broken connection
+    /// lost is presented again: if its rotation had committed, that is a
+    /// replay and the grant ends, by design. After a 503 it is presented
+    /// again too, and must still be good.
     pub async fn refresh_chain(&self, mut refresh: String) {
         let http = Self::client(false);
         // How the last answer was lost, if it was.
@@ -439,7 +440,10 @@ impl Load {
                     }
                     return;
                 }
-                Answer::Unavailable => lost_answer = Some("a 503: the rotation had committed"),
+                // A 503 changed nothing (a rotation whose answer a lost
+                // database connection took is settled before the node
+                // answers): the same token again.
+                Answer::Unavailable => {}
                 Answer::Broken => lost_answer = Some("a broken connection"),
             }
             tokio::time::sleep(Duration::from_millis(50)).await;

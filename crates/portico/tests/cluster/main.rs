@@ -7,8 +7,8 @@
 //! started again, one node is cut off from PostgreSQL, PostgreSQL crashes
 //! and restarts, and the worker is killed. Asserted: every acknowledged
 //! event is delivered, every accepted report task finishes, no refresh
-//! chain breaks except by design (a replay after a lost answer), no login
-//! is lost unless a failure hit it, nothing is answered with a server error
+//! chain breaks except by design (a replay after a broken connection), no
+//! login is lost unless a failure hit it, nothing is answered with a server error
 //! other than 503, and every node is ready again within a bound. At the
 //! end, a node killed while it checks 16 passwords leaves their counts
 //! unreported: they put the address behind a CAPTCHA only until
