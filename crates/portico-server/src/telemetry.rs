@@ -223,6 +223,12 @@ fn describe() {
         "portico_database_wait_timeouts_total",
         "Operations that gave up waiting for a pooled connection (database_acquire_timeout_secs); answered 503."
     );
+    metrics::describe_counter!(
+        "portico_database_writes_in_doubt_total",
+        "Token writes (statement: code_redemption, refresh_rotation) whose answer a lost PostgreSQL connection \
+         took, by outcome: settled (sent again until the database answered; the request got its tokens or its \
+         refusal), unknown (the database stayed out of reach for 15 s; answered 503)."
+    );
     metrics::describe_histogram!(
         "portico_database_batch_items",
         "Items per combined PostgreSQL statement of the token endpoint, by statement: code_read, \

@@ -61,6 +61,7 @@ where
         match (Batcher::submit(store, make()).await, in_doubt_since) {
             (Ok(Some(written)), since) => {
                 if let Some(since) = since {
+                    in_doubt::<B>("settled");
                     tracing::info!(took_ms = since.elapsed().as_millis(), "a token write in doubt was settled");
                 }
                 return Ok((written, since.is_some()));
@@ -68,6 +69,7 @@ where
             (Ok(None), None) => in_doubt_since = Some(Instant::now()),
             (Ok(None) | Err(StorageError::Unavailable(_)), Some(since)) if since.elapsed() < IN_DOUBT_FOR => {}
             (Ok(None), Some(_)) => {
+                in_doubt::<B>("unknown");
                 return Err(StorageError::Unavailable(format!(
                     "the database could not be reached for {} s after a token write's answer was lost; \
                      whether it took effect is unknown",
@@ -79,6 +81,14 @@ where
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(Duration::from_secs(1));
     }
+}
+
+/// Counts a write in doubt by its statement and `outcome`: `settled` (the
+/// database answered again) or `unknown` (it did not within
+/// [`IN_DOUBT_FOR`]).
+fn in_doubt<B: Batch>(outcome: &'static str) {
+    metrics::counter!("portico_database_writes_in_doubt_total", "statement" => B::STATEMENT, "outcome" => outcome)
+        .increment(1);
 }
 
 fn code_from(row: &PgRow) -> Result<AuthorizationCode> {

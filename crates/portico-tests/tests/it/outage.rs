@@ -86,7 +86,9 @@ async fn a_database_outage_is_503_and_the_server_recovers() {
 /// already spent, and its retry would be refused as a replay.
 #[tokio::test]
 async fn a_token_write_whose_answer_was_lost_is_settled_and_answered_with_its_tokens() {
+    use super::ops::{scrape, sum};
     let Some((proxy, app)) = behind_a_proxy("the lost-answer test", 2).await else { return };
+    let before = scrape(&app.url("/metrics")).await;
     let pkce = Pkce::new();
     let code = app.login_for_code(&app.browser(), &pkce, "ivan", "ivan-password").await;
 
@@ -121,6 +123,13 @@ async fn a_token_write_whose_answer_was_lost_is_settled_and_answered_with_its_to
     assert_eq!(replay.status(), 400);
     let body: serde_json::Value = replay.json().await.unwrap();
     assert_eq!(body["error_description"], "the authorization code was already used", "{body}");
+
+    let after = scrape(&app.url("/metrics")).await;
+    for statement in ["code_redemption", "refresh_rotation"] {
+        let labels = [("statement", statement), ("outcome", "settled")];
+        let name = "portico_database_writes_in_doubt_total";
+        assert_eq!(sum(&after, name, &labels) - sum(&before, name, &labels), 1.0, "{statement}: {after}");
+    }
 }
 
 #[tokio::test]
