@@ -68,7 +68,7 @@ where
             }
             (Ok(None), None) => in_doubt_since = Some(Instant::now()),
             (Ok(None) | Err(StorageError::Unavailable(_)), Some(since)) if since.elapsed() < IN_DOUBT_FOR => {}
-            (Ok(None), Some(_)) => {
+            (Ok(None) | Err(StorageError::Unavailable(_)), Some(_)) => {
                 in_doubt::<B>("unknown");
                 return Err(StorageError::Unavailable(format!(
                     "the database could not be reached for {} s after a token write's answer was lost; \

@@ -132,6 +132,35 @@ async fn a_token_write_whose_answer_was_lost_is_settled_and_answered_with_its_to
     }
 }
 
+/// A redemption whose answer was lost while PostgreSQL stays out of reach
+/// is answered 503 once 15 s have passed, not held open for ever, and
+/// counted as unknown; its outcome was a commit, so the client's retry
+/// meets a spent code (the one case docs/decisions.md leaves).
+#[tokio::test]
+async fn a_token_write_still_in_doubt_after_15_s_is_answered_503_and_counted_unknown() {
+    use super::ops::{scrape, sum};
+    let Some((proxy, app)) = behind_a_proxy("the in-doubt give-up test", 1).await else { return };
+    let name = "portico_database_writes_in_doubt_total";
+    let labels = [("statement", "code_redemption"), ("outcome", "unknown")];
+    let before = sum(&scrape(&app.url("/metrics")).await, name, &labels);
+    let pkce = Pkce::new();
+    let code = app.login_for_code(&app.browser(), &pkce, "ivan", "ivan-password").await;
+
+    let _sprung = proxy.lose_the_answer_to(br#""token_created_at":"#);
+    let started = std::time::Instant::now();
+    let response = app.exchange(&code, &pkce.verifier).await;
+    let took = started.elapsed();
+    assert_eq!(response.status(), 503);
+    assert!(response.headers().contains_key("retry-after"));
+    assert!(took >= Duration::from_secs(15) && took < Duration::from_secs(25), "answered after {took:?}");
+    let after = sum(&scrape(&app.url("/metrics")).await, name, &labels);
+    assert_eq!(after - before, 1.0);
+
+    proxy.restore();
+    let retry = app.exchange(&code, &pkce.verifier).await;
+    assert_eq!(retry.status(), 400, "the first sending had committed");
+}
+
 #[tokio::test]
 async fn readiness_answers_within_a_second_when_the_database_is_cut_off() {
     let Some((proxy, app)) = behind_a_proxy("the readiness test", 5).await else { return };
