@@ -47,7 +47,8 @@ const FIRST_PAUSE: Duration = Duration::from_millis(50);
 /// committed; answering 503 then would tell the client to try again when
 /// its code or refresh token may be spent already, and its retry would be
 /// taken for a replay. So the same write (the same grant or successor) is
-/// sent again until the database answers, for at most [`IN_DOUBT_FOR`]: it
+/// sent again until the database answers, until [`IN_DOUBT_FOR`] has passed
+/// (a try under way then may still wait out the pool's acquire timeout): it
 /// changes nothing if the first sending committed, which the caller then
 /// finds by that grant or successor. A first sending that found no
 /// connection sent nothing and fails at once.
