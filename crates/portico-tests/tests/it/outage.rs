@@ -79,6 +79,22 @@ async fn a_database_outage_is_503_and_the_server_recovers() {
     assert_eq!(response.status(), 200, "the refresh token survived the outage unspent");
 }
 
+/// Sets `proxy` to lose the answer to the statement holding `marker`
+/// (`what`), then, a second after that happened, to forward again: to be
+/// joined with the request that sends it.
+fn answer_lost_then_back<'a>(
+    proxy: &'a TcpProxy,
+    marker: &[u8],
+    what: &'static str,
+) -> impl std::future::Future<Output = ()> + 'a {
+    let sprung = proxy.lose_the_answer_to(marker);
+    async move {
+        sprung.await.unwrap_or_else(|_| panic!("{what}'s answer was lost"));
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        proxy.restore();
+    }
+}
+
 /// A code's redemption and a refresh token's rotation that PostgreSQL
 /// committed while their answers were lost on the way back (the path to
 /// it broke) are answered with their tokens once it can be reached again:
@@ -94,25 +110,15 @@ async fn a_token_write_whose_answer_was_lost_is_settled_and_answered_with_its_to
 
     // Only a redemption's record has this key (its statement's text names
     // the column without quotes).
-    let sprung = proxy.lose_the_answer_to(br#""token_created_at":"#);
-    let back_after_a_second = async {
-        sprung.await.expect("the redemption's answer was lost");
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        proxy.restore();
-    };
-    let (response, ()) = tokio::join!(app.exchange(&code, &pkce.verifier), back_after_a_second);
+    let lost = answer_lost_then_back(&proxy, br#""token_created_at":"#, "the redemption");
+    let (response, ()) = tokio::join!(app.exchange(&code, &pkce.verifier), lost);
     assert_eq!(response.status(), 200, "{}", response.text().await.unwrap_or_default());
     let tokens: serde_json::Value = response.json().await.unwrap();
     assert_eq!(app.liveness(tokens["access_token"].as_str().unwrap()).await, 200);
 
-    let sprung = proxy.lose_the_answer_to(br#""old_hash":"#);
-    let back_after_a_second = async {
-        sprung.await.expect("the rotation's answer was lost");
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        proxy.restore();
-    };
+    let lost = answer_lost_then_back(&proxy, br#""old_hash":"#, "the rotation");
     let refresh = [("grant_type", "refresh_token"), ("refresh_token", tokens["refresh_token"].as_str().unwrap())];
-    let (response, ()) = tokio::join!(app.token_request(&refresh), back_after_a_second);
+    let (response, ()) = tokio::join!(app.token_request(&refresh), lost);
     assert_eq!(response.status(), 200, "{}", response.text().await.unwrap_or_default());
     let rotated: serde_json::Value = response.json().await.unwrap();
     // The successor answered is the one stored: it rotates in turn.
