@@ -81,19 +81,31 @@ fn clear(tx: &rusqlite::Connection, key: &str) -> Res<()> {
     Ok(())
 }
 
+fn insert_process(tx: &rusqlite::Connection, p: &LoginProcess) -> Res<()> {
+    run(
+        tx,
+        "INSERT INTO login_processes (id, version, state, created_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![p.id.to_string(), p.version, to_json(&p.state)?, secs(p.created_at), secs(p.expires_at)],
+    )?;
+    Ok(())
+}
+
 #[async_trait]
 impl LoginProcessRepository for SqliteStore {
     async fn create_login_process(&self, process: &LoginProcess) -> Result<()> {
         let p = process.clone();
+        self.db.write("login process", move |tx| insert_process(tx, &p)).await
+    }
+
+    async fn create_login_process_taking(&self, process: &LoginProcess, request_hash: &str) -> Result<bool> {
+        let (p, hash) = (process.clone(), request_hash.to_owned());
         self.db
             .write("login process", move |tx| {
-                run(
-                    tx,
-                    "INSERT INTO login_processes (id, version, state, created_at, expires_at) \
-                     VALUES (?1, ?2, ?3, ?4, ?5)",
-                    params![p.id.to_string(), p.version, to_json(&p.state)?, secs(p.created_at), secs(p.expires_at)],
-                )?;
-                Ok(())
+                if !crate::oauth::take_pushed(tx, &hash, &p.state.client_id, p.created_at)? {
+                    return Ok(false);
+                }
+                insert_process(tx, &p)?;
+                Ok(true)
             })
             .await
     }

@@ -141,6 +141,19 @@ impl AuthorizationCodeRepository for SqliteStore {
         self.db.write("authorization code", move |tx| insert_code(tx, &code)).await
     }
 
+    async fn insert_code_taking(&self, code: &AuthorizationCode, request_hash: &str) -> Result<bool> {
+        let (code, hash) = (code.clone(), request_hash.to_owned());
+        self.db
+            .write("authorization code", move |tx| {
+                if !take_pushed(tx, &hash, &code.client_id, code.created_at)? {
+                    return Ok(false);
+                }
+                insert_code(tx, &code)?;
+                Ok(true)
+            })
+            .await
+    }
+
     async fn insert_code_ending_login(
         &self,
         code: &AuthorizationCode,
@@ -237,6 +250,22 @@ impl AuthorizationCodeRepository for SqliteStore {
             .await
     }
 
+    async fn find_pushed_request(
+        &self,
+        request_hash: &str,
+        client_id: &ClientId,
+        now: OffsetDateTime,
+    ) -> Result<Option<PendingAuthorization>> {
+        let (hash, client_id) = (request_hash.to_owned(), client_id.as_str().to_owned());
+        self.db
+            .read(move |c| {
+                let sql = "SELECT request FROM pushed_requests \
+                           WHERE request_hash = ?1 AND client_id = ?2 AND expires_at > ?3";
+                one(c, sql, params![hash, client_id, secs(now)], |row| row.json("request"))
+            })
+            .await
+    }
+
     async fn take_pushed_request(
         &self,
         request_hash: &str,
@@ -252,6 +281,13 @@ impl AuthorizationCodeRepository for SqliteStore {
             })
             .await
     }
+}
+
+/// Deletes the pushed request `request_hash` of `client_id` unless it has
+/// expired at `now`: whether there was one to take.
+pub(crate) fn take_pushed(tx: &Connection, request_hash: &str, client_id: &ClientId, now: OffsetDateTime) -> Res<bool> {
+    let sql = "DELETE FROM pushed_requests WHERE request_hash = ?1 AND client_id = ?2 AND expires_at > ?3";
+    Ok(run(tx, sql, params![request_hash, client_id.as_str(), secs(now)])? == 1)
 }
 
 #[async_trait]

@@ -14,6 +14,17 @@ pub trait LoginProcessRepository: Send + Sync {
     /// # Errors
     /// Only when the store fails.
     async fn create_login_process(&self, process: &LoginProcess) -> Result<()>;
+    /// Stores `process` and, in the same atomic write, takes the pushed
+    /// authorization request (RFC 9126) with the hash `request_hash` that
+    /// the process serves: the process's client pushed it and it has not
+    /// expired at the process's `created_at`. Returns `false`, and stores
+    /// nothing, when that request is no longer there (a parallel request
+    /// took it, or it expired): of parallel calls exactly one stores its
+    /// process. A write that fails leaves the request for a retry.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn create_login_process_taking(&self, process: &LoginProcess, request_hash: &str) -> Result<bool>;
     /// A process that has not expired at `now`.
     ///
     /// # Errors

@@ -16,6 +16,15 @@ pub trait AuthorizationCodeRepository: Send + Sync {
     /// # Errors
     /// Only when the store fails.
     async fn insert_code(&self, code: &AuthorizationCode) -> Result<()>;
+    /// Stores `code` and, in the same atomic write, takes the pushed
+    /// authorization request with the hash `request_hash` that the code
+    /// answers, as [`crate::LoginProcessRepository::create_login_process_taking`]
+    /// does (the code's client, not expired at its `created_at`): `false`,
+    /// and nothing stored, when the request is no longer there.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn insert_code_taking(&self, code: &AuthorizationCode, request_hash: &str) -> Result<bool>;
     /// Stores `code` and deletes the login process `ends` (the one whose
     /// outcome the code carries), in one atomic write.
     ///
@@ -78,6 +87,19 @@ pub trait AuthorizationCodeRepository: Send + Sync {
     /// # Errors
     /// Only when the store fails.
     async fn insert_pushed_request(&self, pushed: &PushedRequest) -> Result<()>;
+    /// The pushed request with this hash when `client_id` pushed it and it
+    /// has not expired at `now`, left where it is: the write that starts
+    /// serving it takes it ([`Self::insert_code_taking`],
+    /// [`crate::LoginProcessRepository::create_login_process_taking`]).
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn find_pushed_request(
+        &self,
+        request_hash: &str,
+        client_id: &ClientId,
+        now: OffsetDateTime,
+    ) -> Result<Option<PendingAuthorization>>;
     /// Takes (removes and returns) the pushed request with this hash when
     /// `client_id` pushed it and it has not expired at `now`: of parallel
     /// calls exactly one gets it. Another client's or an expired request

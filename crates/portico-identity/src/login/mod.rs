@@ -168,7 +168,9 @@ impl ClientEntry {
 }
 
 /// Starts a login process for a valid authorize request: stores it and
-/// answers 303 to `/login` with the process cookies.
+/// answers 303 to `/login` with the process cookies. A request read from a
+/// pushed one takes it in the same write; `None` (nothing stored) when a
+/// parallel request took it first or it expired.
 ///
 /// # Errors
 /// When the process cannot be stored.
@@ -177,7 +179,7 @@ pub async fn start(
     headers: &HeaderMap,
     request: &AuthorizeRequest,
     now: OffsetDateTime,
-) -> Result<Response, StorageError> {
+) -> Result<Option<Response>, StorageError> {
     start_at(identity, headers, request, now, None).await
 }
 
@@ -192,7 +194,7 @@ pub async fn start_at(
     request: &AuthorizeRequest,
     now: OffsetDateTime,
     consent_of: Option<&SsoSession>,
-) -> Result<Response, StorageError> {
+) -> Result<Option<Response>, StorageError> {
     let ttl = identity.settings.login_process_ttl;
     let existing_device = cookies::get(headers, cookies::DEVICE_ID)
         .filter(|d| !d.is_empty() && d.len() <= 64 && d.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
@@ -218,7 +220,14 @@ pub async fn start_at(
     }
     let process =
         LoginProcess { id: LoginProcessId::random(), version: 0, created_at: now, expires_at: now + ttl, state };
-    identity.store.create_login_process(&process).await?;
+    match &request.pushed_to_take {
+        Some(hash) => {
+            if !identity.store.create_login_process_taking(&process, hash).await? {
+                return Ok(None);
+            }
+        }
+        None => identity.store.create_login_process(&process).await?,
+    }
 
     let mut response = redirect(StatusCode::SEE_OTHER, "/login");
     let mut set = SetCookies::new(identity.settings.secure_cookies);
@@ -234,7 +243,7 @@ pub async fn start_at(
         set.set(cookies::DEVICE_ID, &device_id, Some(cookies::DEVICE_MAX_AGE));
     }
     set.apply(response.headers_mut());
-    Ok(response)
+    Ok(Some(response))
 }
 
 /// The live process named by the `authentication_flow` cookie; one that

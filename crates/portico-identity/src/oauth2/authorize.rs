@@ -42,7 +42,9 @@
 //! (`request_uri` from `POST /oauth2/par`, RFC 9126, [`super::par`]);
 //! then only `client_id` is read beside it, and the other parameters come
 //! from the object or the pushed request alone. A pushed request is taken
-//! (used once) when authorize first reads it; an object that does not
+//! (used once) by the write that starts serving it, the login process's
+//! or the code's, so that a write that fails leaves it for the browser's
+//! retry (an error answered to the client takes it too); an object that does not
 //! verify, or a `request_uri` that is unknown, used, expired or another
 //! client's, gets the 400 page naming `request` or `request_uri` (there is
 //! no address to answer to yet). A client registered with
@@ -102,6 +104,10 @@ pub struct AuthorizeRequest {
     pub request_uri: Option<String>,
     /// The DPoP key the code is bound to.
     pub dpop_jkt: Option<String>,
+    /// The hash of the pushed request this one was read from, still to be
+    /// taken (used once) by the write that starts serving it: the login
+    /// process's or the code's. `None` once a login process holds it.
+    pub pushed_to_take: Option<String>,
 }
 
 /// Where a request's parameters came from, for the client's rules.
@@ -199,7 +205,7 @@ async fn handle(identity: &Identity, headers: &HeaderMap, query: &str) -> Result
         // logout or an operator: the user logs in again.
         let Some(session) = session.filter(|s| s.user_id == outcome.user_id) else {
             identity.store.delete_login_process(process.id).await?;
-            return Ok(login::start(identity, headers, &request, now).await?);
+            return login::start(identity, headers, &request, now).await?.ok_or_else(used_request_uri);
         };
         // The code and the end of the process in one write: when it fails,
         // the completed process is still there for the browser's retry.
@@ -223,23 +229,35 @@ async fn handle(identity: &Identity, headers: &HeaderMap, query: &str) -> Result
         let forced = request.prompt == Some(Prompt::Consent);
         if !login::flow::consent_due(identity, &request.client, &request.scope, forced, session.user_id).await? {
             let scope = request.scope.to_string();
-            return Ok(issue_code_redirect(identity, headers, &request, &scope, &session).await?);
+            return issue_code_redirect(identity, headers, &request, &scope, &session).await;
         }
         if request.prompt == Some(Prompt::None) {
+            take_pushed(identity, &request, now).await?;
             let to = request.recipient();
             let why = "the user must consent";
             return Ok(error_to_client(identity, headers, &to, "consent_required", why, Some(&request.state)).await);
         }
-        return Ok(login::start_at(identity, headers, &request, now, Some(&session)).await?);
+        return login::start_at(identity, headers, &request, now, Some(&session)).await?.ok_or_else(used_request_uri);
     }
 
     if request.prompt == Some(Prompt::None) {
+        take_pushed(identity, &request, now).await?;
         let to = request.recipient();
         let why = "the user must log in";
         return Ok(error_to_client(identity, headers, &to, "login_required", why, Some(&request.state)).await);
     }
 
-    Ok(login::start(identity, headers, &request, now).await?)
+    login::start(identity, headers, &request, now).await?.ok_or_else(used_request_uri)
+}
+
+/// Takes the pushed request that `request` was read from, if it was, for
+/// an answer that stores nothing else (an error to the client): used once
+/// all the same.
+async fn take_pushed(identity: &Identity, request: &AuthorizeRequest, now: OffsetDateTime) -> Result<(), Rejection> {
+    if let Some(hash) = &request.pushed_to_take {
+        identity.store.take_pushed_request(hash, &request.client.client_id, now).await?.ok_or_else(used_request_uri)?;
+    }
+    Ok(())
 }
 
 /// The login process, named by the `authentication_flow` cookie, that
@@ -317,16 +335,19 @@ async fn pushed(
             .filter(|request| request.request_uri.as_deref() == Some(uri)),
         None => None,
     };
-    let pending = match resumed {
-        Some(pending) => pending,
+    let (pending, pushed_to_take) = match resumed {
+        Some(pending) => (pending, None),
         None => {
+            // Read, not taken yet: the write that starts serving it takes
+            // it, so that a write that fails leaves it for the retry.
             let hash = portico_crypto::hash::token_hash(uri);
-            let mut pending =
-                identity.store.take_pushed_request(&hash, &client.client_id, now).await?.ok_or_else(|| {
-                    Rejection::plain_because("request_uri", "unknown, used, expired or another client's")
-                })?;
+            let mut pending = identity
+                .store
+                .find_pushed_request(&hash, &client.client_id, now)
+                .await?
+                .ok_or_else(used_request_uri)?;
             pending.request_uri = Some(uri.to_owned());
-            pending
+            (pending, Some(hash))
         }
     };
     // The client's registration may have changed since.
@@ -348,7 +369,13 @@ async fn pushed(
         response_mode: pending.response_mode,
         request_uri: pending.request_uri,
         dpop_jkt: pending.dpop_jkt,
+        pushed_to_take,
     })
+}
+
+/// The refusal of a `request_uri` that names no pushed request to serve.
+fn used_request_uri() -> Rejection {
+    Rejection::plain_because("request_uri", "unknown, used, expired or another client's")
 }
 
 /// Checks the parameters of a request of `client` in the contract's order
@@ -469,6 +496,7 @@ pub(crate) fn check(
         response_mode,
         request_uri: None,
         dpop_jkt,
+        pushed_to_take: None,
     })
 }
 
@@ -478,15 +506,22 @@ pub(crate) fn check(
 ///
 /// # Errors
 /// When the code cannot be stored.
-pub async fn issue_code_redirect(
+async fn issue_code_redirect(
     identity: &Identity,
     headers: &HeaderMap,
     request: &AuthorizeRequest,
     scope: &str,
     session: &SsoSession,
-) -> Result<Response, StorageError> {
+) -> Result<Response, Rejection> {
     let (code, stored) = new_code(identity, request, scope, session);
-    identity.store.insert_code(&stored).await?;
+    match &request.pushed_to_take {
+        Some(hash) => {
+            if !identity.store.insert_code_taking(&stored, hash).await? {
+                return Err(used_request_uri());
+            }
+        }
+        None => identity.store.insert_code(&stored).await?,
+    }
     Ok(code_redirect(identity, headers, request, &code).await)
 }
 

@@ -171,9 +171,27 @@ static FIND_REFRESH_TOKENS: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-const INSERT_CODE: &str = "INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, \
-     code_challenge, nonce, auth_time, created_at, expires_at, amr, session_id, dpop_jkt) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
+/// The head of a code's insert: its table and columns, `$1` to `$13` in
+/// [`bind_code`]'s order.
+macro_rules! insert_code_into {
+    () => {
+        "INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, code_challenge, nonce, \
+         auth_time, created_at, expires_at, amr, session_id, dpop_jkt) "
+    };
+}
+
+const INSERT_CODE: &str =
+    concat!(insert_code_into!(), "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)");
+
+/// Deletes the pushed request `$14` of the code's client (`$2`) unless it
+/// has expired at the code's `created_at` (`$9`), and inserts the code
+/// only when it did: one row, or none.
+const INSERT_CODE_TAKING_PUSHED: &str = concat!(
+    "WITH taken AS (DELETE FROM pushed_requests WHERE request_hash = $14 AND client_id = $2 AND expires_at > $9 \
+     RETURNING 1) ",
+    insert_code_into!(),
+    "SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13 WHERE EXISTS (SELECT 1 FROM taken)"
+);
 
 /// [`INSERT_CODE`] that also deletes the login process `$14`.
 static INSERT_CODE_ENDING_LOGIN: LazyLock<String> =
@@ -207,6 +225,15 @@ impl AuthorizationCodeRepository for PgStore {
             .await
             .map_err(storage_error("authorization code"))?;
         Ok(())
+    }
+
+    async fn insert_code_taking(&self, code: &AuthorizationCode, request_hash: &str) -> Result<bool> {
+        let done = bind_code(sqlx::query(INSERT_CODE_TAKING_PUSHED), code)
+            .bind(request_hash)
+            .execute(&mut *self.conn().await?)
+            .await
+            .map_err(storage_error("authorization code"))?;
+        Ok(done.rows_affected() == 1)
     }
 
     async fn insert_code_ending_login(
@@ -281,6 +308,24 @@ impl AuthorizationCodeRepository for PgStore {
         .await
         .map_err(storage_error("pushed request"))?;
         Ok(())
+    }
+
+    async fn find_pushed_request(
+        &self,
+        request_hash: &str,
+        client_id: &ClientId,
+        now: OffsetDateTime,
+    ) -> Result<Option<PendingAuthorization>> {
+        let row = sqlx::query(
+            "SELECT request FROM pushed_requests WHERE request_hash = $1 AND client_id = $2 AND expires_at > $3",
+        )
+        .bind(request_hash)
+        .bind(client_id.as_str())
+        .bind(at(now))
+        .fetch_optional(&mut *self.conn().await?)
+        .await
+        .map_err(storage_error("pushed request"))?;
+        row.map(|row| get::<sqlx::types::Json<PendingAuthorization>>(&row, "request").map(|json| json.0)).transpose()
     }
 
     async fn take_pushed_request(

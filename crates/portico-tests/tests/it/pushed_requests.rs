@@ -109,6 +109,65 @@ async fn a_pushed_request_is_taken_once_and_carried_through_the_login() {
     }
 }
 
+/// The write that starts serving a pushed request takes it: when that
+/// write fails (here its table is renamed away; in production the
+/// database unreachable or the node stopped on the way), the request is
+/// still there for the browser's retry, as RFC 9126 allows for a reload.
+/// Taken before the write, the retry would meet a used `request_uri`.
+/// The same for a code a single sign-on session answers with at once; and
+/// an error answered to the client (`prompt=none`) uses it up too.
+#[tokio::test]
+async fn a_pushed_request_whose_login_or_code_cannot_be_stored_is_left_for_the_retry() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let pkce = Pkce::new();
+        let (_, pushed) = push(&app, &request_params(&app, demo::CLIENT_ID, &pkce, "st-login")).await;
+        let url = authorize_with(&app, demo::CLIENT_ID, &[("request_uri", pushed["request_uri"].as_str().unwrap())]);
+        let browser = app.browser();
+
+        app.run_sql("ALTER TABLE login_processes RENAME TO login_processes_away").await;
+        let failed = browser.get(&url).send().await.unwrap();
+        assert!(failed.status().is_server_error(), "{backend:?}: no login without its process: {}", failed.status());
+        app.run_sql("ALTER TABLE login_processes_away RENAME TO login_processes").await;
+
+        let done = app.login_at(&browser, &url, "ivan", "ivan-password").await;
+        assert!(
+            location(&done).starts_with(&app.redirect_uri()),
+            "{backend:?}: the retry logs in: {}",
+            location(&done)
+        );
+        assert_eq!(location_param(&done, "state").as_deref(), Some("st-login"));
+        let code = location_param(&done, "code").unwrap();
+        assert_eq!(app.exchange(&code, &pkce.verifier).await.status(), 200, "{backend:?}");
+        assert_eq!(app.http().get(&url).send().await.unwrap().status(), 400, "{backend:?}: then used");
+
+        // The browser now has a single sign-on session: a pushed request
+        // gets its code at once, in the write that takes the request.
+        let pkce = Pkce::new();
+        let (_, pushed) = push(&app, &request_params(&app, demo::CLIENT_ID, &pkce, "st-code")).await;
+        let url = authorize_with(&app, demo::CLIENT_ID, &[("request_uri", pushed["request_uri"].as_str().unwrap())]);
+        app.run_sql("ALTER TABLE authorization_codes RENAME TO authorization_codes_away").await;
+        let failed = browser.get(&url).send().await.unwrap();
+        assert!(failed.status().is_server_error(), "{backend:?}: no code without its row: {}", failed.status());
+        app.run_sql("ALTER TABLE authorization_codes_away RENAME TO authorization_codes").await;
+        let retried = browser.get(&url).send().await.unwrap();
+        assert_eq!(retried.status(), 302, "{backend:?}: the retry gets the code");
+        assert_eq!(location_param(&retried, "state").as_deref(), Some("st-code"));
+        let code = location_param(&retried, "code").unwrap();
+        assert_eq!(app.exchange(&code, &pkce.verifier).await.status(), 200, "{backend:?}");
+        assert_eq!(browser.get(&url).send().await.unwrap().status(), 400, "{backend:?}: then used");
+
+        // An error answered to the client uses the request up as well.
+        let mut params = request_params(&app, demo::CLIENT_ID, &Pkce::new(), "st-none");
+        params.push(("prompt".into(), "none".into()));
+        let (_, pushed) = push(&app, &params).await;
+        let url = authorize_with(&app, demo::CLIENT_ID, &[("request_uri", pushed["request_uri"].as_str().unwrap())]);
+        let refused = app.browser().get(&url).send().await.unwrap();
+        assert_eq!(location_param(&refused, "error").as_deref(), Some("login_required"), "{backend:?}");
+        assert_eq!(app.browser().get(&url).send().await.unwrap().status(), 400, "{backend:?}: used by the error");
+    }
+}
+
 #[tokio::test]
 async fn a_pushed_request_serves_only_its_client_and_expires() {
     for backend in backends() {

@@ -63,6 +63,81 @@ async fn login_processes_update_optimistically_and_expire() {
     }
 }
 
+/// A login process or a code that serves a pushed request takes the
+/// request in the same write: of 30 at once exactly one is stored, and the
+/// request is gone; reading it leaves it; another client's or an expired
+/// request is neither taken nor served.
+#[tokio::test]
+async fn a_pushed_request_is_taken_by_the_write_that_serves_it() {
+    use portico_model::oauth::PushedRequest;
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        store.create_client(&client("app")).await.unwrap();
+        let anna = user("anna");
+        store.create_user(&anna).await.unwrap();
+        let push = |hash: &str, client: &str| PushedRequest {
+            request_hash: hash.into(),
+            client_id: client.into(),
+            request: pending_request(),
+            created_at: t0(),
+            expires_at: t0() + Duration::seconds(60),
+        };
+        let find = |hash: &'static str, client: &'static str, at: OffsetDateTime| {
+            let store = Arc::clone(&store);
+            async move { store.find_pushed_request(hash, &client_id(client), at).await.unwrap() }
+        };
+        store.insert_pushed_request(&push("p-process", "app")).await.unwrap();
+        store.insert_pushed_request(&push("p-code", "app")).await.unwrap();
+        assert_eq!(find("p-process", "app", t0()).await, Some(pending_request()), "{backend:?}");
+        assert_eq!(find("p-process", "app", t0()).await, Some(pending_request()), "{backend:?}: reading leaves it");
+        assert_eq!(find("p-process", "other", t0()).await, None, "{backend:?}: only its client's");
+        assert_eq!(find("p-process", "app", t0() + Duration::seconds(60)).await, None, "{backend:?}: expired");
+
+        let mut racing = tokio::task::JoinSet::new();
+        for i in 0..30 {
+            let store = Arc::clone(&store);
+            let process = login_process();
+            let code = code(&format!("h-pushed-{i}"), "app", anna.id);
+            racing.spawn(async move {
+                let stored_process = store.create_login_process_taking(&process, "p-process").await.unwrap();
+                let stored_code = store.insert_code_taking(&code, "p-code").await.unwrap();
+                (process.id, stored_process, code.code_hash, stored_code)
+            });
+        }
+        let raced = racing.join_all().await;
+        assert_eq!(raced.iter().filter(|r| r.1).count(), 1, "{backend:?}: one process takes the request");
+        assert_eq!(raced.iter().filter(|r| r.3).count(), 1, "{backend:?}: one code takes the request");
+        for (process, stored_process, code, stored_code) in &raced {
+            assert_eq!(
+                store.find_login_process(*process, t0()).await.unwrap().is_some(),
+                *stored_process,
+                "{backend:?}"
+            );
+            assert_eq!(store.find_code(code).await.unwrap().is_some(), *stored_code, "{backend:?}");
+        }
+        assert_eq!(find("p-process", "app", t0()).await, None, "{backend:?}: taken");
+        assert_eq!(find("p-code", "app", t0()).await, None, "{backend:?}: taken");
+
+        // Another client's request, and an expired one: nothing stored,
+        // the requests left as they were.
+        store.insert_pushed_request(&push("p-other", "other")).await.unwrap();
+        store.insert_pushed_request(&push("p-late", "app")).await.unwrap();
+        let process = login_process();
+        assert!(!store.create_login_process_taking(&process, "p-other").await.unwrap(), "{backend:?}");
+        let late = LoginProcess { created_at: t0() + Duration::seconds(60), ..login_process() };
+        assert!(!store.create_login_process_taking(&late, "p-late").await.unwrap(), "{backend:?}");
+        let late_code =
+            AuthorizationCode { created_at: t0() + Duration::seconds(60), ..code("h-late", "app", anna.id) };
+        assert!(!store.insert_code_taking(&late_code, "p-late").await.unwrap(), "{backend:?}");
+        assert_eq!(store.find_login_process(process.id, t0()).await.unwrap(), None, "{backend:?}");
+        assert_eq!(store.find_login_process(late.id, t0()).await.unwrap(), None, "{backend:?}");
+        assert!(store.find_code(&late_code.code_hash).await.unwrap().is_none(), "{backend:?}");
+        assert_eq!(find("p-other", "other", t0()).await, Some(pending_request()), "{backend:?}");
+        assert_eq!(find("p-late", "app", t0()).await, Some(pending_request()), "{backend:?}");
+    }
+}
+
 #[tokio::test]
 async fn devices_and_consents_are_remembered_per_user() {
     for backend in backends() {
