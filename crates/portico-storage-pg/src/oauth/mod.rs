@@ -316,16 +316,8 @@ impl AuthorizationCodeRepository for PgStore {
         client_id: &ClientId,
         now: OffsetDateTime,
     ) -> Result<Option<PendingAuthorization>> {
-        let row = sqlx::query(
-            "SELECT request FROM pushed_requests WHERE request_hash = $1 AND client_id = $2 AND expires_at > $3",
-        )
-        .bind(request_hash)
-        .bind(client_id.as_str())
-        .bind(at(now))
-        .fetch_optional(&mut *self.conn().await?)
-        .await
-        .map_err(storage_error("pushed request"))?;
-        row.map(|row| get::<sqlx::types::Json<PendingAuthorization>>(&row, "request").map(|json| json.0)).transpose()
+        let sql = "SELECT request FROM pushed_requests WHERE request_hash = $1 AND client_id = $2 AND expires_at > $3";
+        self.pushed_request(sql, request_hash, client_id, now).await
     }
 
     async fn take_pushed_request(
@@ -334,17 +326,9 @@ impl AuthorizationCodeRepository for PgStore {
         client_id: &ClientId,
         now: OffsetDateTime,
     ) -> Result<Option<PendingAuthorization>> {
-        let row = sqlx::query(
-            "DELETE FROM pushed_requests WHERE request_hash = $1 AND client_id = $2 AND expires_at > $3 \
-             RETURNING request",
-        )
-        .bind(request_hash)
-        .bind(client_id.as_str())
-        .bind(at(now))
-        .fetch_optional(&mut *self.conn().await?)
-        .await
-        .map_err(storage_error("pushed request"))?;
-        row.map(|row| get::<sqlx::types::Json<PendingAuthorization>>(&row, "request").map(|json| json.0)).transpose()
+        let sql = "DELETE FROM pushed_requests WHERE request_hash = $1 AND client_id = $2 AND expires_at > $3 \
+                   RETURNING request";
+        self.pushed_request(sql, request_hash, client_id, now).await
     }
 }
 
@@ -483,6 +467,25 @@ impl RefreshTokenRepository for PgStore {
 }
 
 impl PgStore {
+    /// The pushed request `request_hash` of `client_id`, live at `now`,
+    /// by `sql`: a read, or a delete returning it.
+    async fn pushed_request(
+        &self,
+        sql: &'static str,
+        request_hash: &str,
+        client_id: &ClientId,
+        now: OffsetDateTime,
+    ) -> Result<Option<PendingAuthorization>> {
+        let row = sqlx::query(sql)
+            .bind(request_hash)
+            .bind(client_id.as_str())
+            .bind(at(now))
+            .fetch_optional(&mut *self.conn().await?)
+            .await
+            .map_err(storage_error("pushed request"))?;
+        row.map(|row| get::<sqlx::types::Json<PendingAuthorization>>(&row, "request").map(|json| json.0)).transpose()
+    }
+
     /// A write that made `grant` live (a redemption, a rotation) committed:
     /// this node answers its tokens from memory from now on.
     fn made_live(&self, grant: GrantId, generation: Option<u64>) {
