@@ -563,16 +563,10 @@ async fn register_client(
     let metadata = read_metadata(registration, headers, body).await?;
     let checked = metadata.check()?;
     let security_profile = checked.profile_over(registration.service.default_security_profile)?;
-    // A one-time token is spent only by a registration that passed the
-    // checks, so a mistaken body does not cost the third party its token.
-    if !configured {
-        let hash = portico_crypto::hash::token_hash(given);
-        let now = registration.service.clock.now();
-        let spent = registration.service.store.spend_initial_access_token(&hash, now).await;
-        if !spent.map_err(|e| RegistrationError::from_service(ServiceError::Storage(e)))? {
-            return Err(RegistrationError::token("the initial access token is not valid (or was used, or expired)"));
-        }
-    }
+    // A one-time token is spent by the write that stores the client, so
+    // that a mistaken body, or a write that fails, does not cost the third
+    // party its token.
+    let spends_initial_access_token = (!configured).then(|| portico_crypto::hash::token_hash(given));
     let registration_token = portico_crypto::random::token();
     let client_id = format!("dcr-{}", portico_crypto::random::token().chars().take(22).collect::<String>());
     let new = NewClient {
@@ -590,9 +584,13 @@ async fn register_client(
         security_profile,
         registration_token_hash: Some(portico_crypto::hash::token_hash(&registration_token)),
         awaiting_approval: registration.hold_for_approval,
+        spends_initial_access_token,
     };
     let (client, secret) =
-        registration.service.create_client(&Actor::Registration, new).await.map_err(RegistrationError::from_service)?;
+        registration.service.create_client(&Actor::Registration, new).await.map_err(|error| match error {
+            ServiceError::Forbidden(why) => RegistrationError::token(why),
+            error => RegistrationError::from_service(error),
+        })?;
     let mut body = answer(registration, &client);
     body["registration_access_token"] = registration_token.into();
     if let Some(statement) = metadata.software_statement {

@@ -434,6 +434,7 @@ pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, bod
         security,
         registration_token_hash: None,
         awaiting_approval: false,
+        spends_initial_access_token: None,
     };
     Ok(match console.admin.create_client(&operator.admin.actor, new).await {
         // A private_key_jwt client authenticates with its keys: its

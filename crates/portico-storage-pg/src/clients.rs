@@ -33,15 +33,34 @@ pub(crate) fn client_from(row: &PgRow) -> Result<Client> {
     })
 }
 
-#[async_trait]
-impl ClientRepository for PgStore {
-    async fn create_client(&self, client: &Client) -> Result<()> {
-        sqlx::query(
-            "INSERT INTO clients (client_id, secret_hash, name_ru, name_en, redirect_uris, scopes, \
-             require_consent, created_at, post_logout_redirect_uris, logout_revokes_grants, backchannel_logout_uri, \
-             security, secret_sealed, registration_token_hash, awaiting_approval) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
-        )
+/// The head of a client's insert: its table and columns, `$1` to `$15` in
+/// [`bind_client`]'s order.
+macro_rules! insert_client_into {
+    () => {
+        "INSERT INTO clients (client_id, secret_hash, name_ru, name_en, redirect_uris, scopes, require_consent, \
+         created_at, post_logout_redirect_uris, logout_revokes_grants, backchannel_logout_uri, security, \
+         secret_sealed, registration_token_hash, awaiting_approval) "
+    };
+}
+
+const INSERT_CLIENT: &str =
+    concat!(insert_client_into!(), "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)");
+
+/// Spends the one-time initial access token `$16` unless it was spent or
+/// has expired at the client's `created_at` (`$8`), and inserts the client
+/// only when it did: one row, or none.
+const INSERT_CLIENT_SPENDING: &str = concat!(
+    "WITH spent AS (UPDATE initial_access_tokens SET used_at = $8 \
+     WHERE token_hash = $16 AND used_at IS NULL AND expires_at > $8 RETURNING 1) ",
+    insert_client_into!(),
+    "SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15 WHERE EXISTS (SELECT 1 FROM spent)"
+);
+
+fn bind_client<'q>(
+    query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    client: &'q Client,
+) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    query
         .bind(client.client_id.as_str())
         .bind(&client.secret_hash)
         .bind(&client.name.ru)
@@ -57,9 +76,15 @@ impl ClientRepository for PgStore {
         .bind(&client.secret_sealed)
         .bind(&client.registration_token_hash)
         .bind(client.awaiting_approval)
-        .execute(&mut *self.conn().await?)
-        .await
-        .map_err(storage_error("client id"))?;
+}
+
+#[async_trait]
+impl ClientRepository for PgStore {
+    async fn create_client(&self, client: &Client) -> Result<()> {
+        bind_client(sqlx::query(INSERT_CLIENT), client)
+            .execute(&mut *self.conn().await?)
+            .await
+            .map_err(storage_error("client id"))?;
         Ok(())
     }
 
@@ -158,15 +183,12 @@ impl ClientRepository for PgStore {
         Ok(())
     }
 
-    async fn spend_initial_access_token(&self, token_hash: &str, now: OffsetDateTime) -> Result<bool> {
-        let done = sqlx::query(
-            "UPDATE initial_access_tokens SET used_at = $2 WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2",
-        )
-        .bind(token_hash)
-        .bind(at(now))
-        .execute(&mut *self.conn().await?)
-        .await
-        .map_err(storage_error("initial access token"))?;
+    async fn create_client_spending(&self, client: &Client, token_hash: &str) -> Result<bool> {
+        let done = bind_client(sqlx::query(INSERT_CLIENT_SPENDING), client)
+            .bind(token_hash)
+            .execute(&mut *self.conn().await?)
+            .await
+            .map_err(storage_error("client id"))?;
         Ok(done.rows_affected() == 1)
     }
 }

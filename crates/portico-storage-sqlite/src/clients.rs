@@ -31,39 +31,39 @@ fn client_from(row: &Row<'_>) -> Res<Client> {
     })
 }
 
+fn insert_client(tx: &rusqlite::Connection, client: &Client) -> Res<()> {
+    run(
+        tx,
+        "INSERT INTO clients (client_id, secret_hash, name_ru, name_en, redirect_uris, scopes, \
+         require_consent, created_at, post_logout_redirect_uris, logout_revokes_grants, \
+         backchannel_logout_uri, security, secret_sealed, registration_token_hash, awaiting_approval) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+        params![
+            client.client_id.as_str(),
+            client.secret_hash,
+            client.name.ru,
+            client.name.en,
+            to_json(&client.redirect_uris)?,
+            client.scopes.join(" "),
+            client.require_consent,
+            secs(client.created_at),
+            to_json(&client.post_logout_redirect_uris)?,
+            client.logout_revokes_grants,
+            client.backchannel_logout_uri,
+            to_json(&client.security)?,
+            client.secret_sealed,
+            client.registration_token_hash,
+            client.awaiting_approval,
+        ],
+    )?;
+    Ok(())
+}
+
 #[async_trait]
 impl ClientRepository for SqliteStore {
     async fn create_client(&self, client: &Client) -> Result<()> {
         let client = client.clone();
-        self.db
-            .write("client id", move |tx| {
-                run(
-                    tx,
-                    "INSERT INTO clients (client_id, secret_hash, name_ru, name_en, redirect_uris, scopes, \
-                     require_consent, created_at, post_logout_redirect_uris, logout_revokes_grants, \
-                     backchannel_logout_uri, security, secret_sealed, registration_token_hash, awaiting_approval) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
-                    params![
-                        client.client_id.as_str(),
-                        client.secret_hash,
-                        client.name.ru,
-                        client.name.en,
-                        to_json(&client.redirect_uris)?,
-                        client.scopes.join(" "),
-                        client.require_consent,
-                        secs(client.created_at),
-                        to_json(&client.post_logout_redirect_uris)?,
-                        client.logout_revokes_grants,
-                        client.backchannel_logout_uri,
-                        to_json(&client.security)?,
-                        client.secret_sealed,
-                        client.registration_token_hash,
-                        client.awaiting_approval,
-                    ],
-                )?;
-                Ok(())
-            })
-            .await
+        self.db.write("client id", move |tx| insert_client(tx, &client)).await
     }
 
     async fn find_client(&self, client_id: &ClientId) -> Result<Option<Client>> {
@@ -156,13 +156,17 @@ impl ClientRepository for SqliteStore {
             .await
     }
 
-    async fn spend_initial_access_token(&self, token_hash: &str, now: OffsetDateTime) -> Result<bool> {
-        let hash = token_hash.to_owned();
+    async fn create_client_spending(&self, client: &Client, token_hash: &str) -> Result<bool> {
+        let (client, hash) = (client.clone(), token_hash.to_owned());
         self.db
-            .write("initial access token", move |tx| {
+            .write("client id", move |tx| {
                 let sql = "UPDATE initial_access_tokens SET used_at = ?2 \
                            WHERE token_hash = ?1 AND used_at IS NULL AND expires_at > ?2";
-                Ok(run(tx, sql, params![hash, secs(now)])? == 1)
+                if run(tx, sql, params![hash, secs(client.created_at)])? != 1 {
+                    return Ok(false);
+                }
+                insert_client(tx, &client)?;
+                Ok(true)
             })
             .await
     }

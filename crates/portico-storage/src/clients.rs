@@ -54,11 +54,16 @@ pub trait ClientRepository: Send + Sync {
         created_at: OffsetDateTime,
         expires_at: OffsetDateTime,
     ) -> Result<()>;
-    /// Spends the one-time initial access token with `token_hash`: `true`
-    /// once, when it exists, is unspent and has not expired at `now`.
-    /// Atomic across every node sharing the store.
+    /// Stores `client` (as [`Self::create_client`]) and, in the same
+    /// atomic write, spends the one-time initial access token with
+    /// `token_hash` that registered it: `false`, and nothing stored, unless
+    /// the token exists, is unspent and has not expired at the client's
+    /// `created_at`. Of parallel calls with one token exactly one stores its
+    /// client, on every node sharing the store; a write that fails (the
+    /// client id taken, the store unreachable) leaves the token unspent.
     ///
     /// # Errors
-    /// Only when the store fails.
-    async fn spend_initial_access_token(&self, token_hash: &str, now: OffsetDateTime) -> Result<bool>;
+    /// [`StorageError::Conflict`] when the client id is taken; the store
+    /// failed.
+    async fn create_client_spending(&self, client: &Client, token_hash: &str) -> Result<bool>;
 }

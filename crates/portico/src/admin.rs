@@ -313,6 +313,7 @@ pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<
                 security_profile,
                 registration_token_hash: None,
                 awaiting_approval: false,
+                spends_initial_access_token: None,
             };
             let (_, generated) = admin.create_client(&Actor::Cli, new).await.map_err(refusal)?;
             println!("client {client_id} added");

@@ -376,6 +376,7 @@ pub async fn create(
         security_profile: body.security_profile,
         registration_token_hash: None,
         awaiting_approval: false,
+        spends_initial_access_token: None,
     };
     let (client, client_secret) =
         api.service.create_client(&admin.actor, new).await.map_err(|e| e.into_api("registering a client"))?;

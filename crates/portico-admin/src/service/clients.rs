@@ -54,6 +54,10 @@ pub struct NewClient {
     pub registration_token_hash: Option<String>,
     /// Held for an operator's approval (`registration.require_approval`).
     pub awaiting_approval: bool,
+    /// The hash of the one-time initial access token a registration
+    /// presented: spent in the write that stores the client, so that a
+    /// registration refused or failing on the way leaves it unspent.
+    pub spends_initial_access_token: Option<String>,
 }
 
 /// Changes to a client's authentication and signing; `None` leaves a
@@ -503,7 +507,9 @@ impl AdminService {
     /// Registers a client. Returns it, and the secret when it was generated.
     ///
     /// # Errors
-    /// `Invalid` naming every problem; `client_exists`; the store failed.
+    /// `Invalid` naming every problem; `client_exists`; `Forbidden` when
+    /// the initial access token it spends is no longer good; the store
+    /// failed.
     pub async fn create_client(&self, actor: &Actor, new: NewClient) -> Result<(Client, Option<String>)> {
         let mut problems = Vec::new();
         let id_ok = !new.client_id.is_empty()
@@ -565,8 +571,17 @@ impl AdminService {
             created_at: now,
             revision: 0,
         };
-        match self.store.create_client(&client).await {
-            Ok(()) => {}
+        let stored = match &new.spends_initial_access_token {
+            Some(token_hash) => self.store.create_client_spending(&client, token_hash).await,
+            None => self.store.create_client(&client).await.map(|()| true),
+        };
+        match stored {
+            Ok(true) => {}
+            Ok(false) => {
+                return Err(ServiceError::Forbidden(
+                    "the initial access token is not valid (or was used, or expired)".into(),
+                ));
+            }
             Err(StorageError::Conflict(_)) => {
                 let message = format!("a client with the id {} already exists", client.client_id);
                 return Err(ServiceError::Conflict("client_exists", message));

@@ -270,6 +270,20 @@ async fn a_one_time_initial_access_token_registers_one_client_before_it_expires(
         // A refused registration does not spend it.
         let (status, _) = app.register(Some(&token), &json!({"redirect_uris": ["http://f.example/cb"]})).await;
         assert_eq!(status, 400, "{backend:?}");
+        // Nor one refused by the rules every client is held to (a scope
+        // Portico does not serve, a key method without keys), nor one whose
+        // write fails: the write that stores the client spends the token.
+        for refused in [
+            json!({"redirect_uris": ["https://f.example/cb"], "scope": "openid payments"}),
+            json!({"redirect_uris": ["https://f.example/cb"], "token_endpoint_auth_method": "private_key_jwt"}),
+        ] {
+            let (status, body) = app.register(Some(&token), &refused).await;
+            assert_eq!((status, body["error"].as_str()), (400, Some("invalid_client_metadata")), "{backend:?}: {body}");
+        }
+        app.run_sql("ALTER TABLE clients RENAME TO clients_away").await;
+        let (status, body) = app.register(Some(&token), &good).await;
+        assert_eq!((status, body["error"].as_str()), (503, Some("temporarily_unavailable")), "{backend:?}: {body}");
+        app.run_sql("ALTER TABLE clients_away RENAME TO clients").await;
         let (status, body) = app.register(Some(&token), &good).await;
         assert_eq!(status, 201, "{backend:?}: {body}");
         let (status, body) = app.register(Some(&token), &good).await;

@@ -27,6 +27,29 @@ async fn clients_and_users_round_trip_with_unique_keys() {
     }
 }
 
+/// A registered client and the one-time initial access token it spends
+/// are one write: a client whose id is taken stores nothing and leaves
+/// the token; a spent or expired token stores nothing.
+#[tokio::test]
+async fn a_client_registered_with_a_one_time_token_spends_it_in_the_same_write() {
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        store.insert_initial_access_token("iat", t0(), t0() + Duration::minutes(10)).await.unwrap();
+        store.create_client(&client("taken")).await.unwrap();
+        let taken = store.create_client_spending(&client("taken"), "iat").await;
+        assert!(matches!(taken, Err(StorageError::Conflict(_))), "{backend:?}: {taken:?}");
+        assert!(store.create_client_spending(&client("first"), "iat").await.unwrap(), "{backend:?}: still unspent");
+        assert!(!store.create_client_spending(&client("second"), "iat").await.unwrap(), "{backend:?}: spent");
+        assert!(!store.create_client_spending(&client("second"), "unknown").await.unwrap(), "{backend:?}");
+        store.insert_initial_access_token("late", t0(), t0() + Duration::minutes(10)).await.unwrap();
+        let late = Client { created_at: t0() + Duration::minutes(10), ..client("second") };
+        assert!(!store.create_client_spending(&late, "late").await.unwrap(), "{backend:?}: expired");
+        assert_eq!(store.find_client(&client_id("second")).await.unwrap(), None, "{backend:?}");
+        assert_eq!(store.list_clients().await.unwrap().len(), 2, "{backend:?}: taken and first");
+    }
+}
+
 #[tokio::test]
 async fn blocking_revokes_grants_and_sessions_and_cleanup_removes_what_expired() {
     for backend in backends() {
