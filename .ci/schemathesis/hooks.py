@@ -1,8 +1,12 @@
 """Schemathesis hooks for Portico's demo server: valid credentials for every
 published document, obtained the way a client obtains them.
 
-- The client's own endpoints (token, revoke) take the demo client's Basic
-  credentials; liveness and userinfo the access token.
+- The client's own endpoints (token, revoke, pushed requests,
+  introspection) take the demo client's Basic credentials; liveness and
+  userinfo the access token.
+- Dynamic client registration takes the initial access token the runner
+  configured; the management of a registration (RFC 7592) a client
+  registered for the case, by its id and registration access token.
 - The report and permission APIs take `Authorization` + `Id-Token` from a
   real browser login of the demo user `ivan` (password, then the SMS code
   from the demo's dev outbox), exchanged at /oauth2/token with PKCE.
@@ -12,7 +16,8 @@ published document, obtained the way a client obtains them.
 
 Environment: PORTICO_TEST_BASE (http://localhost:PORT, the demo's public URL), PORTICO_DATA_DIR (the demo
 server's data folder, for the outbox), PORTICO_INTERNAL_TOKEN,
-PORTICO_ADMIN_TOKEN, PORTICO_TEST_MERCHANT_KEY.
+PORTICO_ADMIN_TOKEN, PORTICO_TEST_MERCHANT_KEY,
+PORTICO_REGISTRATION__INITIAL_ACCESS_TOKEN.
 """
 
 import base64
@@ -95,6 +100,18 @@ def login(user, password, phone):
     return tokens.json()
 
 
+def registered():
+    """A client registered anew (RFC 7591): its id and registration access token."""
+    response = requests.post(
+        BASE + "/oauth2/register",
+        json={"redirect_uris": ["https://rp.example/cb"], "client_name": "Schemathesis"},
+        headers={"Authorization": "Bearer " + os.environ["PORTICO_REGISTRATION__INITIAL_ACCESS_TOKEN"]},
+    )
+    response.raise_for_status()
+    client = response.json()
+    return client["client_id"], client["registration_access_token"]
+
+
 @schemathesis.auth(refresh_interval=240, retry_on=[])
 class Credentials:
     """Each operation gets the credentials of its interface."""
@@ -111,9 +128,16 @@ class Credentials:
             case.headers["Authorization"] = "Bearer " + os.environ["PORTICO_ADMIN_TOKEN"]
         elif path.startswith("/v1/notifications/"):
             case.headers["Authorization"] = "Bearer " + os.environ["PORTICO_TEST_MERCHANT_KEY"]
-        elif path in ("/oauth2/token", "/oauth2/revoke"):
+        elif path in ("/oauth2/token", "/oauth2/revoke", "/oauth2/par", "/oauth2/introspect"):
             basic = base64.b64encode(f"{CLIENT_ID}:{CLIENT_SECRET}".encode()).decode()
             case.headers["Authorization"] = "Basic " + basic
+        elif path == "/oauth2/register":
+            case.headers["Authorization"] = "Bearer " + os.environ["PORTICO_REGISTRATION__INITIAL_ACCESS_TOKEN"]
+        elif path.startswith("/oauth2/register/"):
+            # Each case manages a registration of its own (a DELETE ends it).
+            client_id, token = registered()
+            case.path_parameters = {**(case.path_parameters or {}), "client_id": client_id}
+            case.headers["Authorization"] = "Bearer " + token
         elif path in ("/oauth2/token/liveness", "/oauth2/userinfo"):
             case.headers["Authorization"] = "Bearer " + data["access_token"]
         elif path.startswith(("/api/", "/v1/reports/")):

@@ -454,6 +454,10 @@ async fn read_metadata(
         .map_err(|_| RegistrationError::metadata(format!("the body is larger than {MAX_BODY} bytes")))?;
     let not_metadata = |e: serde_json::Error| RegistrationError::metadata(format!("not valid client metadata: {e}"));
     let mut metadata: serde_json::Map<String, Value> = serde_json::from_slice(&bytes).map_err(not_metadata)?;
+    // `null` is no statement, as it is no value for every other member.
+    if metadata.get("software_statement").is_some_and(Value::is_null) {
+        metadata.remove("software_statement");
+    }
     match metadata.get("software_statement") {
         Some(Value::String(statement)) => {
             let now = registration.service.clock.now().unix_timestamp();

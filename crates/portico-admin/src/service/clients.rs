@@ -246,6 +246,9 @@ pub use portico_model::address::MAX_URL_LEN as MAX_URI_LEN;
 /// # Errors
 /// What is wrong with it.
 pub fn check_uri(uri: &str) -> Result<(), String> {
+    if uri.is_empty() {
+        return Err("an empty address: give an absolute URL".into());
+    }
     let shown = shown(uri);
     if uri.len() > MAX_URI_LEN {
         return Err(format!("{shown}: longer than {MAX_URI_LEN} bytes"));
