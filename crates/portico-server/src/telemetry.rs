@@ -225,9 +225,10 @@ fn describe() {
     );
     metrics::describe_counter!(
         "portico_database_writes_in_doubt_total",
-        "Token writes (statement: code_redemption, refresh_rotation) whose answer a lost PostgreSQL connection \
-         took, by outcome: settled (sent again until the database answered; the request got its tokens or its \
-         refusal), unknown (the database stayed out of reach for 15 s; answered 503)."
+        "Once-only writes (statement: code_redemption, refresh_rotation, and pushed_login_process, pushed_code: \
+         the writes taking a pushed authorization request) whose answer a lost PostgreSQL connection took, by \
+         outcome: settled (sent again until the database answered; the request got its answer), unknown (the \
+         database stayed out of reach for 15 s; answered 503)."
     );
     metrics::describe_histogram!(
         "portico_database_batch_items",

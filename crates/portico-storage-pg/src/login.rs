@@ -49,23 +49,23 @@ impl LoginProcessRepository for PgStore {
     async fn create_login_process_taking(&self, process: &LoginProcess, request_hash: &str) -> Result<bool> {
         // The process is inserted only when the pushed request it serves
         // was there to take: one row, or none.
-        let done = sqlx::query(
-            "WITH taken AS (DELETE FROM pushed_requests WHERE request_hash = $6 AND client_id = $7 \
-             AND expires_at > $4 RETURNING 1) \
-             INSERT INTO login_processes (id, version, state, created_at, expires_at) \
-             SELECT $1, $2, $3, $4, $5 WHERE EXISTS (SELECT 1 FROM taken)",
-        )
-        .bind(process.id.as_uuid())
-        .bind(process.version)
-        .bind(Json(&process.state))
-        .bind(at(process.created_at))
-        .bind(at(process.expires_at))
-        .bind(request_hash)
-        .bind(process.state.client_id.as_str())
-        .execute(&mut *self.conn().await?)
-        .await
-        .map_err(storage_error("login process"))?;
-        Ok(done.rows_affected() == 1)
+        let make = || {
+            sqlx::query(
+                "WITH taken AS (DELETE FROM pushed_requests WHERE request_hash = $6 AND client_id = $7 \
+                 AND expires_at > $4 RETURNING 1) \
+                 INSERT INTO login_processes (id, version, state, created_at, expires_at) \
+                 SELECT $1, $2, $3, $4, $5 WHERE EXISTS (SELECT 1 FROM taken)",
+            )
+            .bind(process.id.as_uuid())
+            .bind(process.version)
+            .bind(Json(&process.state))
+            .bind(at(process.created_at))
+            .bind(at(process.expires_at))
+            .bind(request_hash)
+            .bind(process.state.client_id.as_str())
+        };
+        let stored = async { Ok(self.find_login_process(process.id, process.created_at).await?.is_some()) };
+        crate::oauth::take_pushed_settled(self, "login process", "pushed_login_process", make, stored).await
     }
 
     async fn find_login_process(&self, id: LoginProcessId, now: OffsetDateTime) -> Result<Option<LoginProcess>> {

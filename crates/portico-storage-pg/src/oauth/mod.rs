@@ -84,11 +84,72 @@ where
     }
 }
 
+/// Sends the write `make` makes that takes a pushed request (the statement
+/// storing a login process or a code, named `statement` in the metrics):
+/// whether it took it.
+///
+/// Settled as [`settle`] settles the token writes: when the connection is
+/// lost once the write was sent, it is sent again until the database
+/// answers, for at most [`IN_DOUBT_FOR`]; a second sending takes nothing if
+/// the first committed, and `stored` (this very process or code found;
+/// awaited only then) tells whether the first took the request. Answered 503 instead,
+/// the browser would retry with a `request_uri` already used.
+pub(crate) async fn take_pushed_settled<'q>(
+    store: &PgStore,
+    what: &'static str,
+    statement: &'static str,
+    make: impl Fn() -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    stored: impl std::future::Future<Output = Result<bool>>,
+) -> Result<bool> {
+    let mut pause = FIRST_PAUSE;
+    let mut in_doubt_since: Option<Instant> = None;
+    loop {
+        let sent = match store.acquire().await {
+            Ok(mut conn) => Some(make().execute(&mut *conn).await),
+            // Nothing was sent: a first try fails at once.
+            Err(error) if in_doubt_since.is_none() => return Err(storage_error(what)(error)),
+            Err(_) => None,
+        };
+        match sent {
+            Some(Ok(done)) => {
+                let taken = done.rows_affected() == 1;
+                let Some(since) = in_doubt_since else { return Ok(taken) };
+                let taken = taken || stored.await?;
+                counted(statement, "settled");
+                tracing::info!(statement, took_ms = since.elapsed().as_millis(), "a write in doubt was settled");
+                return Ok(taken);
+            }
+            Some(Err(error)) if in_doubt_since.is_none() && crate::error::connection_lost(&error) => {
+                tracing::warn!(%error, statement, "the database connection was lost after a write was sent");
+                in_doubt_since = Some(Instant::now());
+            }
+            // Lost again while in doubt: sent again after the pause.
+            Some(Err(error)) if crate::error::connection_lost(&error) => {}
+            Some(Err(error)) => return Err(storage_error(what)(error)),
+            None => {}
+        }
+        if in_doubt_since.is_some_and(|since| since.elapsed() >= IN_DOUBT_FOR) {
+            counted(statement, "unknown");
+            return Err(StorageError::Unavailable(format!(
+                "the database could not be reached for {} s after the answer to a {what}'s write was lost; \
+                 whether it took effect is unknown",
+                IN_DOUBT_FOR.as_secs()
+            )));
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(1));
+    }
+}
+
 /// Counts a write in doubt by its statement and `outcome`: `settled` (the
 /// database answered again) or `unknown` (it did not within
 /// [`IN_DOUBT_FOR`]).
 fn in_doubt<B: Batch>(outcome: &'static str) {
-    metrics::counter!("portico_database_writes_in_doubt_total", "statement" => B::STATEMENT, "outcome" => outcome)
+    counted(B::STATEMENT, outcome);
+}
+
+fn counted(statement: &'static str, outcome: &'static str) {
+    metrics::counter!("portico_database_writes_in_doubt_total", "statement" => statement, "outcome" => outcome)
         .increment(1);
 }
 
@@ -228,12 +289,9 @@ impl AuthorizationCodeRepository for PgStore {
     }
 
     async fn insert_code_taking(&self, code: &AuthorizationCode, request_hash: &str) -> Result<bool> {
-        let done = bind_code(sqlx::query(INSERT_CODE_TAKING_PUSHED), code)
-            .bind(request_hash)
-            .execute(&mut *self.conn().await?)
-            .await
-            .map_err(storage_error("authorization code"))?;
-        Ok(done.rows_affected() == 1)
+        let make = || bind_code(sqlx::query(INSERT_CODE_TAKING_PUSHED), code).bind(request_hash);
+        let stored = async { Ok(self.find_code(&code.code_hash).await?.is_some()) };
+        take_pushed_settled(self, "authorization code", "pushed_code", make, stored).await
     }
 
     async fn insert_code_ending_login(

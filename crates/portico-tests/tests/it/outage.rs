@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use portico_tests::{Backend, POSTGRES_ENV, Pkce, TcpProxy, TestApp};
+use portico_tests::{Backend, POSTGRES_ENV, Pkce, TcpProxy, TestApp, location_param};
 
 /// A PostgreSQL server behind a proxy that can cut it off, and Portico on
 /// it with `acquire_timeout_secs`; `None` (said as skipped) without one.
@@ -132,6 +132,73 @@ async fn a_token_write_whose_answer_was_lost_is_settled_and_answered_with_its_to
 
     let after = scrape(&app.url("/metrics")).await;
     for statement in ["code_redemption", "refresh_rotation"] {
+        let labels = [("statement", statement), ("outcome", "settled")];
+        let name = "portico_database_writes_in_doubt_total";
+        assert_eq!(sum(&after, name, &labels) - sum(&before, name, &labels), 1.0, "{statement}: {after}");
+    }
+}
+
+/// Pushes a good authorization request of the demo client (RFC 9126) and
+/// answers the authorize URL that presents its `request_uri`, and the
+/// `request_uri`.
+async fn pushed_authorize_url(app: &TestApp, pkce: &Pkce, state: &str) -> (String, String) {
+    use portico_tests::demo;
+    let redirect_uri = app.redirect_uri();
+    let params = [
+        ("response_type", "code"),
+        ("client_id", demo::CLIENT_ID),
+        ("redirect_uri", redirect_uri.as_str()),
+        ("scope", "openid profile"),
+        ("state", state),
+        ("code_challenge", pkce.challenge.as_str()),
+        ("code_challenge_method", "S256"),
+    ];
+    let pushed = app.http().post(app.url("/oauth2/par")).basic_auth(demo::CLIENT_ID, Some(demo::CLIENT_SECRET));
+    let pushed: serde_json::Value = pushed.form(&params).send().await.unwrap().json().await.unwrap();
+    let request_uri = pushed["request_uri"].as_str().expect("a request_uri").to_owned();
+    let mut url = url::Url::parse(&app.url("/oauth2/authorize")).unwrap();
+    url.query_pairs_mut().append_pair("client_id", demo::CLIENT_ID).append_pair("request_uri", &request_uri);
+    (url.into(), request_uri)
+}
+
+/// The write that takes a pushed request — storing its login process, or
+/// the code a single sign-on session answers with — settles a lost answer
+/// as the token writes do: the browser gets its login and its code, not a
+/// 503 whose retry would meet a `request_uri` used by the first sending.
+#[tokio::test]
+async fn a_write_taking_a_pushed_request_whose_answer_was_lost_still_serves_the_browser() {
+    use super::ops::{scrape, sum};
+    let Some((proxy, app)) = behind_a_proxy("the pushed-request lost-answer test", 2).await else { return };
+    let before = scrape(&app.url("/metrics")).await;
+    let browser = app.browser();
+
+    // Only the login process's write carries the request_uri itself (in
+    // the state it stores; the reads before it carry its hash).
+    let pkce = Pkce::new();
+    let (url, request_uri) = pushed_authorize_url(&app, &pkce, "st-process").await;
+    let lost = answer_lost_then_back(&proxy, request_uri.as_bytes(), "the login process's write");
+    let (started, ()) = tokio::join!(async { browser.get(&url).send().await.unwrap() }, lost);
+    assert_eq!(started.status(), 303, "the login starts");
+    let done = app.login_after(&browser, started, "ivan", "ivan-password").await;
+    assert_eq!(location_param(&done, "state").as_deref(), Some("st-process"));
+    let code = location_param(&done, "code").unwrap();
+    assert_eq!(app.exchange(&code, &pkce.verifier).await.status(), 200);
+
+    // With a session, the code's write takes the request: only it carries
+    // the PKCE challenge on the way to the database.
+    let pkce = Pkce::new();
+    let (url, _) = pushed_authorize_url(&app, &pkce, "st-code").await;
+    let lost = answer_lost_then_back(&proxy, pkce.challenge.as_bytes(), "the code's write");
+    let (issued, ()) = tokio::join!(async { browser.get(&url).send().await.unwrap() }, lost);
+    assert_eq!(issued.status(), 302, "the code, at once");
+    assert_eq!(location_param(&issued, "state").as_deref(), Some("st-code"));
+    let code = location_param(&issued, "code").unwrap();
+    assert_eq!(app.exchange(&code, &pkce.verifier).await.status(), 200);
+    // Taken once all the same.
+    assert_eq!(app.browser().get(&url).send().await.unwrap().status(), 400);
+
+    let after = scrape(&app.url("/metrics")).await;
+    for statement in ["pushed_login_process", "pushed_code"] {
         let labels = [("statement", statement), ("outcome", "settled")];
         let name = "portico_database_writes_in_doubt_total";
         assert_eq!(sum(&after, name, &labels) - sum(&before, name, &labels), 1.0, "{statement}: {after}");
