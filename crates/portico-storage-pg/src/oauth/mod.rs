@@ -41,38 +41,43 @@ const IN_DOUBT_FOR: Duration = Duration::from_secs(15);
 /// doubles, up to a second.
 const FIRST_PAUSE: Duration = Duration::from_millis(50);
 
-/// Sends the write `make` makes, and whether it was sent more than once.
+/// Sends a write, again until the database answers it, and whether it
+/// was sent more than once; `send` makes one sending: `Ok(Some(answer))`
+/// answered, `Ok(None)` the connection lost once it was sent,
+/// `Err(StorageError::Unavailable)` no connection to send it on, any other
+/// error a refusal.
 ///
 /// A write whose connection was lost once it was sent may or may not have
-/// committed; answering 503 then would tell the client to try again when
-/// its code or refresh token may be spent already, and its retry would be
-/// taken for a replay. So the same write (the same grant or successor) is
+/// committed; answering 503 then would tell the client to try again with
+/// something the write may have spent already (a code, a refresh token, a
+/// pushed request), and its retry would be refused. So the same write is
 /// sent again until the database answers, until [`IN_DOUBT_FOR`] has passed
-/// (a try under way then may still wait out the pool's acquire timeout): it
-/// changes nothing if the first sending committed, which the caller then
-/// finds by that grant or successor. A first sending that found no
-/// connection sent nothing and fails at once.
-async fn settle<B>(store: &PgStore, make: impl Fn() -> B) -> Result<(Written, bool)>
+/// (a try under way then may still wait out the pool's acquire timeout),
+/// pausing [`FIRST_PAUSE`], then twice as long each time up to a second:
+/// made to change nothing if the first sending committed, which the caller
+/// then finds by what that sending wrote. A first sending that found no
+/// connection sent nothing and fails at once. Counted by `statement`.
+async fn until_answered<T, Sent>(statement: &'static str, mut send: impl FnMut() -> Sent) -> Result<(T, bool)>
 where
-    B: Batch<Output = Option<Written>>,
+    Sent: std::future::Future<Output = Result<Option<T>>>,
 {
     let mut pause = FIRST_PAUSE;
     let mut in_doubt_since: Option<Instant> = None;
     loop {
-        match (Batcher::submit(store, make()).await, in_doubt_since) {
-            (Ok(Some(written)), since) => {
+        match (send().await, in_doubt_since) {
+            (Ok(Some(answer)), since) => {
                 if let Some(since) = since {
-                    in_doubt::<B>("settled");
-                    tracing::info!(took_ms = since.elapsed().as_millis(), "a token write in doubt was settled");
+                    counted(statement, "settled");
+                    tracing::info!(statement, took_ms = since.elapsed().as_millis(), "a write in doubt was settled");
                 }
-                return Ok((written, since.is_some()));
+                return Ok((answer, since.is_some()));
             }
             (Ok(None), None) => in_doubt_since = Some(Instant::now()),
             (Ok(None) | Err(StorageError::Unavailable(_)), Some(since)) if since.elapsed() < IN_DOUBT_FOR => {}
             (Ok(None) | Err(StorageError::Unavailable(_)), Some(_)) => {
-                in_doubt::<B>("unknown");
+                counted(statement, "unknown");
                 return Err(StorageError::Unavailable(format!(
-                    "the database could not be reached for {} s after a token write's answer was lost; \
+                    "the database could not be reached for {} s after a write's answer was lost; \
                      whether it took effect is unknown",
                     IN_DOUBT_FOR.as_secs()
                 )));
@@ -84,16 +89,25 @@ where
     }
 }
 
+/// A token write (a redemption, a rotation) sent until answered
+/// ([`until_answered`]); the caller finds a first sending that committed by
+/// its grant or successor.
+async fn settle<B>(store: &PgStore, make: impl Fn() -> B) -> Result<(Written, bool)>
+where
+    B: Batch<Output = Option<Written>>,
+{
+    until_answered(B::STATEMENT, || Batcher::submit(store, make())).await
+}
+
 /// Sends the write `make` makes that takes a pushed request (the statement
 /// storing a login process or a code, named `statement` in the metrics):
 /// whether it took it.
 ///
-/// Settled as [`settle`] settles the token writes: when the connection is
-/// lost once the write was sent, it is sent again until the database
-/// answers, for at most [`IN_DOUBT_FOR`]; a second sending takes nothing if
-/// the first committed, and `stored` (this very process or code found;
-/// awaited only then) tells whether the first took the request. Answered 503 instead,
-/// the browser would retry with a `request_uri` already used.
+/// Sent until answered ([`until_answered`]): a second sending takes
+/// nothing if the first committed, and `stored` (this very process or
+/// code found; awaited only then) tells whether the first took the
+/// request. Answered 503 instead, the browser would retry with a
+/// `request_uri` already used.
 pub(crate) async fn take_pushed_settled<'q>(
     store: &PgStore,
     what: &'static str,
@@ -101,53 +115,25 @@ pub(crate) async fn take_pushed_settled<'q>(
     make: impl Fn() -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
     stored: impl std::future::Future<Output = Result<bool>>,
 ) -> Result<bool> {
-    let mut pause = FIRST_PAUSE;
-    let mut in_doubt_since: Option<Instant> = None;
-    loop {
-        let sent = match store.acquire().await {
-            Ok(mut conn) => Some(make().execute(&mut *conn).await),
-            // Nothing was sent: a first try fails at once.
-            Err(error) if in_doubt_since.is_none() => return Err(storage_error(what)(error)),
-            Err(_) => None,
-        };
-        match sent {
-            Some(Ok(done)) => {
-                let taken = done.rows_affected() == 1;
-                let Some(since) = in_doubt_since else { return Ok(taken) };
-                let taken = taken || stored.await?;
-                counted(statement, "settled");
-                tracing::info!(statement, took_ms = since.elapsed().as_millis(), "a write in doubt was settled");
-                return Ok(taken);
-            }
-            Some(Err(error)) if in_doubt_since.is_none() && crate::error::connection_lost(&error) => {
+    let make = &make;
+    let send = || async move {
+        let mut conn = store.conn().await?;
+        match make().execute(&mut *conn).await {
+            Ok(done) => Ok(Some(done.rows_affected() == 1)),
+            Err(error) if crate::error::connection_lost(&error) => {
                 tracing::warn!(%error, statement, "the database connection was lost after a write was sent");
-                in_doubt_since = Some(Instant::now());
+                Ok(None)
             }
-            // Lost again while in doubt: sent again after the pause.
-            Some(Err(error)) if crate::error::connection_lost(&error) => {}
-            Some(Err(error)) => return Err(storage_error(what)(error)),
-            None => {}
+            Err(error) => Err(storage_error(what)(error)),
         }
-        if in_doubt_since.is_some_and(|since| since.elapsed() >= IN_DOUBT_FOR) {
-            counted(statement, "unknown");
-            return Err(StorageError::Unavailable(format!(
-                "the database could not be reached for {} s after the answer to a {what}'s write was lost; \
-                 whether it took effect is unknown",
-                IN_DOUBT_FOR.as_secs()
-            )));
-        }
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_secs(1));
-    }
+    };
+    let (taken, sent_again) = until_answered(statement, send).await?;
+    if sent_again && !taken { stored.await } else { Ok(taken) }
 }
 
 /// Counts a write in doubt by its statement and `outcome`: `settled` (the
 /// database answered again) or `unknown` (it did not within
 /// [`IN_DOUBT_FOR`]).
-fn in_doubt<B: Batch>(outcome: &'static str) {
-    counted(B::STATEMENT, outcome);
-}
-
 fn counted(statement: &'static str, outcome: &'static str) {
     metrics::counter!("portico_database_writes_in_doubt_total", "statement" => statement, "outcome" => outcome)
         .increment(1);
