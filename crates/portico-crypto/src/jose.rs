@@ -189,6 +189,10 @@ pub struct Expected<'a> {
     pub client_id: &'a str,
     /// Acceptable audiences: the issuer and the endpoint's address.
     pub audiences: &'a [String],
+    /// Only a single string is an acceptable `aud`, not an array (FAPI 2.0
+    /// §5.3.2.1: the issuer alone, as a string); `audiences` then names the
+    /// issuer only.
+    pub single_audience: bool,
     /// Now, Unix seconds.
     pub now: i64,
 }
@@ -214,6 +218,8 @@ pub enum AssertionError {
     Signature,
     #[error("the client assertion {0}")]
     Claims(String),
+    #[error("the client assertion must have the issuer alone as aud, a string and not an array")]
+    SingleAudience,
 }
 
 /// The names an assertion's `alg` may carry under `private_key_jwt`, and
@@ -387,8 +393,12 @@ impl Claims {
         let names_us = |aud: &String| expected.audiences.contains(aud);
         let aud_ok = match &aud {
             Audience::One(aud) => names_us(aud),
+            Audience::Many(_) if expected.single_audience => false,
             Audience::Many(auds) => auds.iter().any(names_us),
         };
+        if !aud_ok && expected.single_audience {
+            return Err(AssertionError::SingleAudience);
+        }
         if !aud_ok {
             return Err(claim("must have the issuer as aud"));
         }
@@ -583,7 +593,7 @@ mod tests {
     }
 
     fn expected(audiences: &[String]) -> Expected<'_> {
-        Expected { client_id: "rp", audiences, now: 1_000_000 }
+        Expected { client_id: "rp", audiences, single_audience: false, now: 1_000_000 }
     }
 
     fn parsed(token: &str) -> Assertion<'_> {
@@ -684,6 +694,28 @@ mod tests {
             verify_key_assertion(&parsed(&none), &keys, &expected(&audiences)),
             Err(AssertionError::Algorithm(..))
         ));
+    }
+
+    #[test]
+    fn a_single_audience_is_the_issuer_as_a_string_and_nothing_else() {
+        let audiences = ["https://id.bank.example".to_owned()];
+        let key = SigningKey::generate(Algorithm::Es256).unwrap();
+        let keys = set(&key);
+        let single = Expected { single_audience: true, ..expected(&audiences) };
+        let with = |aud: Value| {
+            let mut claims = claims(1_000_060);
+            claims["aud"] = aud;
+            verify_key_assertion(&parsed(&key.sign("JWT", &claims)), &keys, &single)
+        };
+        assert!(with(json!("https://id.bank.example")).is_ok());
+        let refused = Err(AssertionError::SingleAudience);
+        assert_eq!(with(json!(["https://id.bank.example"])), refused, "the issuer in an array");
+        assert_eq!(with(json!(["https://id.bank.example", "https://other.example"])), refused);
+        assert_eq!(with(json!("https://id.bank.example/oauth2/token")), refused, "the token endpoint");
+        // The same array is good where a list may name the issuer.
+        let mut claims = claims(1_000_060);
+        claims["aud"] = json!(["https://other.example", "https://id.bank.example"]);
+        assert!(verify_key_assertion(&parsed(&key.sign("JWT", &claims)), &keys, &expected(&audiences)).is_ok());
     }
 
     #[test]

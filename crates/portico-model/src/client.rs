@@ -271,6 +271,13 @@ impl SecurityProfile {
         self.auth_methods().is_none_or(|allowed| allowed.contains(&method))
     }
 
+    /// Whether a client assertion's `aud` must be the issuer alone, as a
+    /// string (FAPI 2.0 §5.3.2.1), where other clients may also name the
+    /// endpoint's address or give a list (RFC 7523, RFC 9126 §2).
+    pub const fn takes_issuer_alone_as_audience(self) -> bool {
+        matches!(self, Self::Fapi2)
+    }
+
     /// The longest an authorization code lives under the profile.
     pub const fn max_code_ttl(self) -> Option<time::Duration> {
         match self {

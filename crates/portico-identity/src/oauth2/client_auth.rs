@@ -214,14 +214,23 @@ async fn by_assertion(
         .await?
         .ok_or_else(|| OAuthError::invalid_client("unknown client"))?;
     let issuer_url = &identity.settings.issuer;
-    let mut audiences = vec![issuer_url.clone(), format!("{issuer_url}/oauth2/token"), format!("{issuer_url}{path}")];
-    // The same endpoints under their mutual-TLS aliases (RFC 8705 §5).
-    if let Some(base) = &identity.settings.mtls_aliases {
-        audiences.extend([format!("{base}/oauth2/token"), format!("{base}{path}")]);
+    let profile = client.security.security_profile;
+    let single_audience = profile.takes_issuer_alone_as_audience();
+    let mut audiences = vec![issuer_url.clone()];
+    if !single_audience {
+        audiences.extend([format!("{issuer_url}/oauth2/token"), format!("{issuer_url}{path}")]);
+        // The same endpoints under their mutual-TLS aliases (RFC 8705 §5).
+        if let Some(base) = &identity.settings.mtls_aliases {
+            audiences.extend([format!("{base}/oauth2/token"), format!("{base}{path}")]);
+        }
     }
     let now = identity.clock.now();
-    let expected =
-        jose::Expected { client_id: client.client_id.as_str(), audiences: &audiences, now: now.unix_timestamp() };
+    let expected = jose::Expected {
+        client_id: client.client_id.as_str(),
+        audiences: &audiences,
+        single_audience,
+        now: now.unix_timestamp(),
+    };
     let accepted = match client.security.token_endpoint_auth_method {
         AuthMethod::PrivateKeyJwt => {
             let keys = identity.client_keys.keys(&client, false).await.map_err(OAuthError::invalid_client)?;
@@ -244,8 +253,12 @@ async fn by_assertion(
             )));
         }
     };
-    let accepted = accepted.map_err(|e| OAuthError::invalid_client(e.to_string()))?;
-    let profile = client.security.security_profile;
+    let accepted = accepted.map_err(|e| match e {
+        AssertionError::SingleAudience => {
+            OAuthError::invalid_client(format!("{e} (the client's security profile {profile})"))
+        }
+        e => OAuthError::invalid_client(e.to_string()),
+    })?;
     if let Some(alg) = assertion.algorithm().filter(|alg| !profile.allows_algorithm(*alg)) {
         return Err(OAuthError::invalid_client(format!(
             "the client's security profile {profile} takes client assertions signed with {}, not {alg}",

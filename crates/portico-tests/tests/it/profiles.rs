@@ -64,11 +64,16 @@ impl Party {
         response.json::<Value>().await.unwrap()["client"].clone()
     }
 
-    /// A client assertion signed with its `alg` key.
+    /// A client assertion signed with its `alg` key, for the issuer.
     fn assertion(&self, app: &TestApp, alg: Algorithm) -> String {
+        self.assertion_for(app, alg, json!(app.base))
+    }
+
+    /// A client assertion signed with its `alg` key, with `aud`.
+    fn assertion_for(&self, app: &TestApp, alg: Algorithm, aud: Value) -> String {
         let now = app.clock.now().unix_timestamp();
         let claims = json!({
-            "iss": self.client_id, "sub": self.client_id, "aud": app.base, "iat": now, "exp": now + 60,
+            "iss": self.client_id, "sub": self.client_id, "aud": aud, "iat": now, "exp": now + 60,
             "jti": uuid::Uuid::new_v4().to_string(),
         });
         self.key(alg).sign("JWT", &claims)
@@ -114,13 +119,26 @@ impl Party {
         form: &[(String, String)],
         headers: &[(&str, &str)],
     ) -> (u16, Value) {
+        self.post_asserted(app, path, self.assertion(app, alg), form, headers).await
+    }
+
+    /// Posts `form` to `path`, authenticated by `assertion`, with
+    /// `headers`: the status and the answer.
+    async fn post_asserted(
+        &self,
+        app: &TestApp,
+        path: &str,
+        assertion: String,
+        form: &[(String, String)],
+        headers: &[(&str, &str)],
+    ) -> (u16, Value) {
         let mut form = form.to_vec();
         if !form.iter().any(|(name, _)| name == "client_id") {
             form.push(("client_id".into(), self.client_id.clone()));
         }
         form.extend([
             ("client_assertion_type".into(), "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".into()),
-            ("client_assertion".into(), self.assertion(app, alg)),
+            ("client_assertion".into(), assertion),
         ]);
         let mut request = app.http().post(app.url(path)).form(&form);
         for (name, value) in headers {
@@ -290,6 +308,20 @@ async fn a_fapi2_client_pushes_binds_its_tokens_and_redeems_its_codes_within_a_m
         assert_eq!((status, answer["error"].as_str()), (401, Some("invalid_client")), "{backend:?}: {answer}");
         assert!(names_profile(&answer, "fapi2"), "{answer}");
 
+        // The issuer alone, as a string, is a FAPI 2.0 assertion's aud: not
+        // the endpoint's address, nor a list, though other clients may
+        // send those.
+        for aud in [json!(app.url("/oauth2/par")), json!(app.url("/oauth2/token")), json!([app.base])] {
+            let assertion = party.assertion_for(&app, Algorithm::Es256, aud.clone());
+            let (status, answer) = party.post_asserted(&app, "/oauth2/par", assertion, &params, &[]).await;
+            assert_eq!(
+                (status, answer["error"].as_str()),
+                (401, Some("invalid_client")),
+                "{backend:?} {aud}: {answer}"
+            );
+            assert!(names_profile(&answer, "fapi2") && answer["error_description"].as_str().unwrap().contains("aud"));
+        }
+
         let (status, pushed) = party.post(&app, "/oauth2/par", Algorithm::Es256, &params, &[]).await;
         assert_eq!(status, 201, "{backend:?}: {pushed}");
         let done =
@@ -297,6 +329,12 @@ async fn a_fapi2_client_pushes_binds_its_tokens_and_redeems_its_codes_within_a_m
         let code = location_param(&done, "code").expect("a code");
         assert_eq!(location_param(&done, "iss").as_deref(), Some(app.base.as_str()), "RFC 9207 iss");
         let form = grant(&code, &pkce);
+
+        // An assertion for the token endpoint's address: refused there too,
+        // the code not spent.
+        let assertion = party.assertion_for(&app, Algorithm::Es256, json!(app.url("/oauth2/token")));
+        let (status, answer) = party.post_asserted(&app, "/oauth2/token", assertion, &form, &[]).await;
+        assert_eq!((status, answer["error"].as_str()), (401, Some("invalid_client")), "{backend:?}: {answer}");
 
         // Neither a proof nor a certificate: refused, the code not spent.
         let (status, answer) = party.post(&app, "/oauth2/token", Algorithm::Es256, &form, &[]).await;
