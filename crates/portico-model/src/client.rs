@@ -278,6 +278,13 @@ impl SecurityProfile {
         matches!(self, Self::Fapi2)
     }
 
+    /// Whether a request object must carry `nbf` (FAPI 1.0 Advanced
+    /// §5.2.2-17, which ФАПИ.СЕК's advanced profile builds on); other
+    /// clients' objects may leave it out (RFC 9101).
+    pub const fn requires_request_object_nbf(self) -> bool {
+        matches!(self, Self::FapiRu)
+    }
+
     /// The longest an authorization code lives under the profile.
     pub const fn max_code_ttl(self) -> Option<time::Duration> {
         match self {

@@ -48,6 +48,9 @@ pub(crate) async fn read(identity: &Identity, client: &Client, object: &str) -> 
             profile.algorithms_text()
         ));
     }
+    if profile.requires_request_object_nbf() && !claims.contains_key("nbf") {
+        return Err(format!("the request object has no nbf, which the client's security profile {profile} requires"));
+    }
     let pairs = claims
         .into_iter()
         .filter(|(name, _)| !jose::REQUEST_OBJECT_JWT_CLAIMS.contains(&name.as_str()))

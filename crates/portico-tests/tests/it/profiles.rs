@@ -101,11 +101,23 @@ impl Party {
 
     /// The same parameters as a request object signed with its `alg` key.
     fn request_object(&self, app: &TestApp, alg: Algorithm, params: &[(String, String)]) -> String {
+        self.request_object_with(app, alg, params, |_| {})
+    }
+
+    /// The same, its claims changed by `change` before signing.
+    fn request_object_with(
+        &self,
+        app: &TestApp,
+        alg: Algorithm,
+        params: &[(String, String)],
+        change: impl FnOnce(&mut serde_json::Map<String, Value>),
+    ) -> String {
         let now = app.clock.now().unix_timestamp();
         let mut claims = json!({ "iss": self.client_id, "aud": app.base, "nbf": now, "iat": now, "exp": now + 300 });
         for (name, value) in params {
             claims[name] = value.clone().into();
         }
+        change(claims.as_object_mut().unwrap());
         self.key(alg).sign("oauth-authz-req+jwt", &claims)
     }
 
@@ -411,6 +423,25 @@ async fn a_fapi_ru_client_signs_its_requests_reads_signed_answers_and_binds_to_i
         assert_eq!(refused.status(), 400, "{backend:?}: an object that cannot be trusted names no redirect");
         assert!(refused.text().await.unwrap().contains("profile fapi-ru"));
 
+        // Without nbf (FAPI 1.0 Advanced §5.2.2-17): refused at authorize
+        // and at /oauth2/par.
+        let object = party.request_object_with(&app, Algorithm::Es256, &jarm, |claims| drop(claims.remove("nbf")));
+        let refused = app.browser().get(party.authorize(&app, "request", &object)).send().await.unwrap();
+        assert_eq!(refused.status(), 400, "{backend:?}");
+        let page = refused.text().await.unwrap();
+        assert!(page.contains("no nbf") && page.contains("profile fapi-ru"), "{backend:?}");
+        let certificate = TestCertificate::new("fapi-ru-rp.example");
+        let headers = [(CERTIFICATE_HEADER, certificate.escaped.as_str())];
+        let (status, answer) =
+            party.post(&app, "/oauth2/par", Algorithm::Es256, &pairs(&[("request", &object)]), &headers).await;
+        assert_eq!((status, answer["error"].as_str()), (400, Some("invalid_request_object")), "{backend:?}: {answer}");
+        assert!(names_profile(&answer, "fapi-ru") && answer["error_description"].as_str().unwrap().contains("nbf"));
+        // The same object with nbf is pushed.
+        let object = party.request_object(&app, Algorithm::Es256, &jarm);
+        let (status, answer) =
+            party.post(&app, "/oauth2/par", Algorithm::Es256, &pairs(&[("request", &object)]), &headers).await;
+        assert_eq!(status, 201, "{backend:?}: {answer}");
+
         // Signed, but asking for a plain response: refused.
         let plain = party.params(&pkce, &[]);
         let object = party.request_object(&app, Algorithm::Es256, &plain);
@@ -437,8 +468,6 @@ async fn a_fapi_ru_client_signs_its_requests_reads_signed_answers_and_binds_to_i
             names_profile(&refused, "fapi-ru") && refused["error_description"].as_str().unwrap().contains("mutual TLS")
         );
 
-        let certificate = TestCertificate::new("fapi-ru-rp.example");
-        let headers = [(CERTIFICATE_HEADER, certificate.escaped.as_str())];
         let (status, tokens) = party.post(&app, "/oauth2/token", Algorithm::Es256, &form, &headers).await;
         assert_eq!(status, 200, "{backend:?}: {tokens}");
         let claims = jwt_claims(tokens["access_token"].as_str().unwrap());
