@@ -255,6 +255,40 @@ pub struct PushedRequestDto {
     client: crate::oauth2::forms::ClientCredentials,
 }
 
+/// The form of `POST /oauth2/authorize` (OpenID Connect Core §3.1.2.1):
+/// the parameters of `GET /oauth2/authorize` ([`AuthorizeQuery`], read
+/// by the same reader), each at most once.
+#[derive(ToSchema)]
+#[schema(as = AuthorizationRequestFormDTO)]
+#[allow(dead_code)]
+pub struct AuthorizeFormDto {
+    /// Only `code`.
+    #[schema(example = "code")]
+    response_type: String,
+    /// A registered client.
+    #[schema(example = "demo-app")]
+    client_id: String,
+    /// One of the client's registered addresses, exactly.
+    redirect_uri: String,
+    /// Scopes separated by a space.
+    #[schema(example = "openid profile")]
+    scope: String,
+    /// Returned unchanged; at most 2048 characters.
+    #[schema(min_length = 1, max_length = 2048)]
+    state: String,
+    /// BASE64URL(SHA256(ASCII(code_verifier))): 43 characters.
+    #[schema(pattern = "^[A-Za-z0-9_-]{43}$")]
+    code_challenge: String,
+    /// Only `S256`.
+    #[schema(example = "S256")]
+    code_challenge_method: String,
+    /// As in `GET /oauth2/authorize`: `nonce`, `prompt`, `response_mode`,
+    /// `max_age`, `ui_locales`, `login_hint`, `request`, `request_uri` and
+    /// `dpop_jkt` too.
+    #[schema(min_length = 1, max_length = 512)]
+    nonce: Option<String>,
+}
+
 /// The form of `POST /oauth2/introspect` (RFC 7662), assembled from the
 /// types the handler reads.
 #[derive(ToSchema)]

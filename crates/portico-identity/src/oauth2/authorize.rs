@@ -54,7 +54,17 @@
 //! came otherwise. The way back from the login steps names such a request
 //! by its `request_uri` (a fresh one for an object by value), which the
 //! login process holds: the parameters never travel again.
+//!
+//! `POST /oauth2/authorize` (OpenID Connect Core §3.1.2.1: an OpenID
+//! Provider takes both methods) reads the same parameters from an
+//! `application/x-www-form-urlencoded` body of at most
+//! [`MAX_POST_BODY`] bytes and answers as `GET` does; a POST whose address
+//! carries parameters too, or whose body is of another type or larger, is
+//! the plain 400. A cross-site POST carries no `SameSite=Lax` cookie: the
+//! user meets the login steps even with a single sign-on session, and the
+//! way back from them is the `GET` of the checked request.
 
+use axum::body::{Body, to_bytes};
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -74,6 +84,8 @@ use crate::login::{self, ClientEntry};
 use crate::{Identity, IdentityState};
 use portico_model::form::{Form, Param};
 
+/// Largest body `POST /oauth2/authorize` reads.
+pub const MAX_POST_BODY: usize = 64 * 1024;
 const MAX_NONCE: usize = 512;
 const MAX_STATE: usize = 2048;
 /// The longest `login_hint` taken (a login or a phone number is far shorter).
@@ -183,19 +195,67 @@ pub async fn authorize(
     RawQuery(query): RawQuery,
 ) -> Response {
     let query = query.unwrap_or_default();
-    match handle(&identity, &headers, &query).await {
+    answer(&identity, &headers, query.as_bytes()).await
+}
+
+#[utoipa::path(
+    post,
+    path = "/oauth2/authorize",
+    operation_id = "authorizeForm",
+    tag = "oauth2",
+    request_body(content = crate::edge::AuthorizeFormDto, content_type = "application/x-www-form-urlencoded",
+                 description = "The parameters of `GET /oauth2/authorize`, as a form (OpenID Connect Core §3.1.2.1)."),
+    params(crate::edge::AuthorizeCookies),
+    responses(
+        (status = 200, description = "As `GET /oauth2/authorize`: a `form_post` answer.", content_type = "text/html",
+         body = String),
+        (status = 302, description = "As `GET /oauth2/authorize`: the answer to `redirect_uri`.",
+         headers(("Location" = String, description = "`redirect_uri` with its query."))),
+        (status = 303, description = "As `GET /oauth2/authorize`: a login process has started.",
+         headers(("Location" = String, description = "`/login`"))),
+        (status = 400, description = "As `GET /oauth2/authorize`; also a body that is not a form, is larger than \
+                                      64 KiB, or parameters in the address beside the body.",
+         content_type = "text/plain", body = String),
+        crate::edge::BrowserUnavailable
+    )
+)]
+pub async fn authorize_form(
+    State(identity): State<IdentityState>,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+    body: Body,
+) -> Response {
+    if query.is_some_and(|query| !query.is_empty()) {
+        return plain_400(
+            "a POST to /oauth2/authorize carries its parameters in its body only, not in its address".into(),
+        );
+    }
+    if !super::params::is_form(&headers) {
+        return plain_400(
+            "a POST to /oauth2/authorize carries its parameters as application/x-www-form-urlencoded".into(),
+        );
+    }
+    let Ok(body) = to_bytes(body, MAX_POST_BODY).await else {
+        return plain_400(format!("the body of a POST to /oauth2/authorize must be at most {MAX_POST_BODY} bytes"));
+    };
+    answer(&identity, &headers, &body).await
+}
+
+/// The answer to the authorization request whose parameters `form` holds.
+async fn answer(identity: &Identity, headers: &HeaderMap, form: &[u8]) -> Response {
+    match handle(identity, headers, form).await {
         Ok(response) => response,
         Err(Rejection::Plain(description)) => plain_400(description),
         Err(Rejection::Redirect { to, error, description, state }) => {
-            error_to_client(&identity, &headers, &to, error, &description, state.as_deref()).await
+            error_to_client(identity, headers, &to, error, &description, state.as_deref()).await
         }
         Err(Rejection::Storage(error)) => login::error_page::server_error(error),
     }
 }
 
-async fn handle(identity: &Identity, headers: &HeaderMap, query: &str) -> Result<Response, Rejection> {
+async fn handle(identity: &Identity, headers: &HeaderMap, form: &[u8]) -> Result<Response, Rejection> {
     // Every field is a `Param`, which holds any reading: this cannot fail.
-    let query: AuthorizeQuery = Form::parse(query.as_bytes()).read_each().unwrap_or_default();
+    let query: AuthorizeQuery = Form::parse(form).read_each().unwrap_or_default();
     let request = validate(identity, headers, query).await?;
     let now = identity.clock.now();
 

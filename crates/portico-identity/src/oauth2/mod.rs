@@ -27,7 +27,7 @@ pub const MAX_FORM_BODY: usize = 16 * 1024;
 
 pub fn router() -> Router<IdentityState> {
     Router::new()
-        .route("/oauth2/authorize", get(authorize::authorize))
+        .route("/oauth2/authorize", get(authorize::authorize).post(authorize::authorize_form))
         .route("/oauth2/token", post(token::token))
         .route(par::PATH, post(par::par))
         .route("/oauth2/revoke", post(revoke::revoke))

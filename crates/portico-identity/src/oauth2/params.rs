@@ -14,16 +14,20 @@ use super::error::OAuthError;
 /// # Errors
 /// `invalid_request` for another content type, an oversized or unreadable body.
 pub async fn read_form(headers: &HeaderMap, body: Body, limit: usize) -> Result<Form, OAuthError> {
-    let is_form = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/x-www-form-urlencoded"));
-    if !is_form {
+    if !is_form(headers) {
         return Err(OAuthError::bad_request("the body must be application/x-www-form-urlencoded"));
     }
     let bytes = to_bytes(body, limit)
         .await
         .map_err(|_| OAuthError::bad_request(format!("the body must be at most {limit} bytes")))?;
     Ok(Form::parse(&bytes))
+}
+
+/// Whether the request's body is declared `application/x-www-form-urlencoded`.
+pub fn is_form(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/x-www-form-urlencoded"))
 }

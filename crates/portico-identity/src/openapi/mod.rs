@@ -13,8 +13,8 @@ use crate::oauth2::userinfo::UserInfo;
 use crate::tokens::TokenResponse;
 
 use crate::edge::{
-    AuthMethodRequest, IntrospectionRequestDto, LocaleForm, LoginStepRequest, LogoutForm, OtpMethodRequest,
-    PushedRequestDto, RevokeRequestDto, TokenRequestDto,
+    AuthMethodRequest, AuthorizeFormDto, IntrospectionRequestDto, LocaleForm, LoginStepRequest, LogoutForm,
+    OtpMethodRequest, PushedRequestDto, RevokeRequestDto, TokenRequestDto,
 };
 
 /// The identity document's schemes: the client's Basic credentials on the
@@ -102,6 +102,7 @@ impl Modify for ClosedStepViews {
     ),
     paths(
         crate::oauth2::authorize::authorize,
+        crate::oauth2::authorize::authorize_form,
         crate::oauth2::token::token,
         crate::oauth2::par::par,
         crate::oauth2::revoke::revoke,
@@ -137,6 +138,7 @@ impl Modify for ClosedStepViews {
         TokenRequestDto,
         RevokeRequestDto,
         PushedRequestDto,
+        AuthorizeFormDto,
         crate::oauth2::par::PushedAuthorizationResponse,
         IntrospectionRequestDto,
         crate::oauth2::introspect::Introspection,

@@ -192,3 +192,69 @@ async fn a_last_step_whose_session_cannot_be_stored_completes_when_sent_again() 
         assert_eq!(app.exchange(&code, &pkce.verifier).await.status(), 200);
     }
 }
+
+/// The query of `url` as form pairs.
+fn query_pairs(url: &str) -> Vec<(String, String)> {
+    url::Url::parse(url).unwrap().query_pairs().into_owned().collect()
+}
+
+#[tokio::test]
+async fn a_posted_request_is_answered_as_the_same_request_by_get() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let pkce = Pkce::new();
+        let endpoint = app.url("/oauth2/authorize");
+
+        // OpenID Connect Core §3.1.2.1: the form of a POST is the request;
+        // the login ends with the code, which redeems.
+        let browser = app.browser();
+        let form = query_pairs(&app.authorize_url(&pkce, &[]));
+        let started = browser.post(&endpoint).form(&form).send().await.unwrap();
+        let done = app.login_after(&browser, started, "ivan", "ivan-password").await;
+        assert_eq!(done.status(), 302, "{backend:?}");
+        let code = code_from(&done, &app.redirect_uri());
+        let tokens = app.exchange(&code, &pkce.verifier).await;
+        assert_eq!(tokens.status(), 200, "{backend:?}");
+
+        // With that browser's session, the next POST gets its code at once.
+        let form = query_pairs(&app.authorize_url(&Pkce::new(), &[("prompt", Some("none"))]));
+        let again = browser.post(&endpoint).form(&form).send().await.unwrap();
+        assert!(location_param(&again, "code").is_some(), "{backend:?}: {}", location(&again));
+
+        // Its errors are GET's: to the client, or the plain 400.
+        let form = query_pairs(&app.authorize_url(&pkce, &[("scope", Some("openid payments"))]));
+        let refused = app.browser().post(&endpoint).form(&form).send().await.unwrap();
+        assert_eq!(refused.status(), 302, "{backend:?}");
+        assert_eq!(location_param(&refused, "error").as_deref(), Some("invalid_scope"));
+        assert_eq!(location_param(&refused, "iss").as_deref(), Some(app.base.as_str()));
+        let form = query_pairs(&app.authorize_url(&pkce, &[("client_id", Some("nobody"))]));
+        let refused = app.browser().post(&endpoint).form(&form).send().await.unwrap();
+        assert_eq!(refused.status(), 400, "{backend:?}");
+        assert_eq!(refused.text().await.unwrap(), "OAuth 2.0 Parameter: client_id");
+    }
+}
+
+#[tokio::test]
+async fn a_post_with_parameters_in_its_address_another_body_type_or_a_huge_body_is_the_plain_400() {
+    let app = TestApp::spawn(backends()[0]).await;
+    let pkce = Pkce::new();
+    let url = app.authorize_url(&pkce, &[]);
+    let form = query_pairs(&url);
+    let endpoint = app.url("/oauth2/authorize");
+    let both = app.browser().post(&url).form(&form).send().await.unwrap();
+    let json = app.browser().post(&endpoint).json(&serde_json::json!({"client_id": "demo-app"})).send().await.unwrap();
+    let mut huge = form.clone();
+    huge.push(("login_hint".into(), "x".repeat(70_000)));
+    let huge = app.browser().post(&endpoint).form(&huge).send().await.unwrap();
+    for (case, response, says) in [
+        ("address and body", both, "in its body only"),
+        ("JSON", json, "x-www-form-urlencoded"),
+        ("huge", huge, "at most"),
+    ] {
+        assert_eq!(response.status(), 400, "{case}");
+        assert!(response.headers().get("location").is_none(), "{case}");
+        assert!(response.headers().get("set-cookie").is_none(), "{case}: no login started");
+        let text = response.text().await.unwrap();
+        assert!(text.contains(says), "{case}: {text}");
+    }
+}
