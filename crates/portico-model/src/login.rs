@@ -396,6 +396,11 @@ pub struct PendingAuthorization {
     /// request's proof's, or authorize's `dpop_jkt`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dpop_jkt: Option<String>,
+    /// `id_token_hint` (OpenID Connect Core §3.1.2.1): an ID token Portico
+    /// issued, naming the user the client expects; a code goes to that
+    /// user only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id_token_hint: Option<String>,
 }
 
 /// How a completed login process ends: the authorize endpoint issues a code
@@ -579,6 +584,7 @@ mod tests {
             response_mode: crate::oauth::ResponseMode::FormPost,
             request_uri: None,
             dpop_jkt: None,
+            id_token_hint: None,
         };
         let mut state = LoginState::start("c".into(), request, "x".into(), AuthMethod::Password);
         let in_progress = serde_json::to_string(&state).unwrap();
@@ -633,6 +639,7 @@ mod tests {
             response_mode: crate::oauth::ResponseMode::Query,
             request_uri: None,
             dpop_jkt: None,
+            id_token_hint: None,
         }
     }
 }

@@ -146,6 +146,12 @@ pub struct AuthorizeQuery {
     /// carry a proof of that key.
     #[param(value_type = String, required = false, pattern = "^[A-Za-z0-9_-]{43}$")]
     pub dpop_jkt: Param<String>,
+    /// An ID token Portico issued (expired ones count) naming the user the
+    /// client expects: a browser signed in as another user logs in again
+    /// (`prompt=none`: `login_required`), and a login as another user is
+    /// answered `login_required`.
+    #[param(value_type = String, required = false, max_length = 8192)]
+    pub id_token_hint: Param<String>,
 }
 
 /// The parameters of RP-initiated logout: the query of `GET
@@ -283,8 +289,8 @@ pub struct AuthorizeFormDto {
     #[schema(example = "S256")]
     code_challenge_method: String,
     /// As in `GET /oauth2/authorize`: `nonce`, `prompt`, `response_mode`,
-    /// `max_age`, `ui_locales`, `login_hint`, `request`, `request_uri` and
-    /// `dpop_jkt` too.
+    /// `max_age`, `ui_locales`, `login_hint`, `id_token_hint`, `request`,
+    /// `request_uri` and `dpop_jkt` too.
     #[schema(min_length = 1, max_length = 512)]
     nonce: Option<String>,
 }

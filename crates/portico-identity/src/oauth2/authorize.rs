@@ -16,7 +16,9 @@
 //!    (over 512 characters), `prompt` (not `none`, `login`, `consent` or
 //!    `select_account`, which is answered as `login`), `max_age` (not a
 //!    whole number of seconds), `login_hint` (over 256 characters or with a
-//!    control character), all `invalid_request`. A repeated parameter, or
+//!    control character), `dpop_jkt` (not a thumbprint), `id_token_hint`
+//!    (over 8 KiB, or not an ID token Portico issued — expired ones
+//!    count), all `invalid_request`. A repeated parameter, or
 //!    one with a NUL character, is `invalid_request` for it (or the 400
 //!    above for `client_id` and `redirect_uri`). `ui_locales` names
 //!    languages in order; those Portico does not speak are passed over.
@@ -24,8 +26,11 @@
 //! Then: a login process that has just completed for this very request (the
 //! checked request equals the one the process kept), or
 //! else a live SSO session (unless `prompt=login`, or the session is older
-//! than `max_age`), gets a code at once (302), or the consent step when it
-//! is due. `prompt=none` without either gets `login_required`. Otherwise a
+//! than `max_age` or another user's than `id_token_hint` names), gets a
+//! code at once (302), or the consent step when it is due. `prompt=none`
+//! without either gets `login_required`, and so does a login that ends
+//! as another user than `id_token_hint` names (OpenID Connect Core
+//! §3.1.2.1). Otherwise a
 //! login process starts, in the `ui_locales` language with the
 //! `login_hint` filled in: 303 to `/login` with its cookies. Every
 //! answer to the client carries `iss` (RFC 9207).
@@ -68,6 +73,7 @@ use axum::body::{Body, to_bytes};
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use portico_crypto::jwt::TYP_ID_TOKEN;
 use portico_model::client::Client;
 use portico_model::ids::{ClientId, CodeHash};
 use portico_model::login::{Locale, LoginOutcome, LoginProcess, PendingAuthorization};
@@ -75,6 +81,7 @@ use portico_model::oauth::{AuthorizationCode, Prompt, ResponseMode, is_s256_chal
 use portico_model::scope::ScopeSet;
 use portico_model::session::SsoSession;
 use portico_storage::StorageError;
+use portico_tokens::{AccessTokenError, IdClaims};
 use time::OffsetDateTime;
 
 use super::response::{Recipient, error_to_client, to_client};
@@ -90,6 +97,8 @@ const MAX_NONCE: usize = 512;
 const MAX_STATE: usize = 2048;
 /// The longest `login_hint` taken (a login or a phone number is far shorter).
 const MAX_LOGIN_HINT: usize = 256;
+/// The longest `id_token_hint` taken (Portico's ID tokens are far shorter).
+const MAX_ID_TOKEN_HINT: usize = 8192;
 
 /// A request that passed every check.
 #[derive(Debug)]
@@ -116,6 +125,9 @@ pub struct AuthorizeRequest {
     pub request_uri: Option<String>,
     /// The DPoP key the code is bound to.
     pub dpop_jkt: Option<String>,
+    /// `id_token_hint`, as given (checked by authorize before any session
+    /// or login is looked at).
+    pub id_token_hint: Option<String>,
     /// The hash of the pushed request this one was read from, still to be
     /// taken (used once) by the write that starts serving it: the login
     /// process's or the code's. `None` once a login process holds it.
@@ -258,8 +270,28 @@ async fn handle(identity: &Identity, headers: &HeaderMap, form: &[u8]) -> Result
     let query: AuthorizeQuery = Form::parse(form).read_each().unwrap_or_default();
     let request = validate(identity, headers, query).await?;
     let now = identity.clock.now();
+    let hinted = match hinted_user(identity, &request).await {
+        Ok(hinted) => hinted,
+        Err(Rejection::Redirect { to, error, description, state }) => {
+            take_pushed(identity, &request, now).await?;
+            return Ok(error_to_client(identity, headers, &to, error, &description, state.as_deref()).await);
+        }
+        Err(rejection) => return Err(rejection),
+    };
 
     if let Some((process, outcome)) = completed_login(identity, headers, &request, now).await? {
+        if hinted.as_ref().is_some_and(|sub| *sub != outcome.user_id.to_string()) {
+            // Logged in as another user than the hint names.
+            identity.store.delete_login_process(process.id).await?;
+            let why = "the user who logged in is not the one id_token_hint names";
+            let mut response =
+                error_to_client(identity, headers, &request.recipient(), "login_required", why, Some(&request.state))
+                    .await;
+            let mut set = SetCookies::new(identity.settings.secure_cookies);
+            set.clear(cookies::AUTHENTICATION_FLOW).clear(cookies::LOGIN_CLIENT_ENTRY);
+            set.apply(response.headers_mut());
+            return Ok(response);
+        }
         let session = identity.store.find_session_by_id(outcome.session_id, now).await?;
         // The session the login opened (or continued) ended meanwhile, by a
         // logout or an operator: the user logs in again.
@@ -282,9 +314,11 @@ async fn handle(identity: &Identity, headers: &HeaderMap, form: &[u8]) -> Result
         Some(Prompt::Login) => None,
         _ => login::session::current(identity, headers, now).await?,
     };
-    // A session older than `max_age` is as good as none: log in again.
+    // A session older than `max_age`, or another user's than the hint
+    // names, is as good as none: log in again.
     let session = session
-        .filter(|s| request.max_age.is_none_or(|max_age| now - s.auth_time <= time::Duration::seconds(max_age.into())));
+        .filter(|s| request.max_age.is_none_or(|max_age| now - s.auth_time <= time::Duration::seconds(max_age.into())))
+        .filter(|s| hinted.as_ref().is_none_or(|sub| *sub == s.user_id.to_string()));
     if let Some(session) = session {
         let forced = request.prompt == Some(Prompt::Consent);
         if !login::flow::consent_due(identity, &request.client, &request.scope, forced, session.user_id).await? {
@@ -308,6 +342,28 @@ async fn handle(identity: &Identity, headers: &HeaderMap, form: &[u8]) -> Result
     }
 
     login::start(identity, headers, &request, now).await?.ok_or_else(used_request_uri)
+}
+
+/// The user `id_token_hint` names (its `sub`), if the request has one: an
+/// ID token Portico issued, expired or not.
+///
+/// # Errors
+/// `invalid_request` to the client for a hint that is not such a token;
+/// storage errors (the signing keys could not be read).
+async fn hinted_user(identity: &Identity, request: &AuthorizeRequest) -> Result<Option<String>, Rejection> {
+    let Some(hint) = &request.id_token_hint else {
+        return Ok(None);
+    };
+    match identity.tokens.verify_issued::<IdClaims>(hint, TYP_ID_TOKEN).await {
+        Ok(claims) => Ok(Some(claims.sub)),
+        Err(AccessTokenError::Unavailable(error)) => Err(error.into()),
+        Err(_) => Err(Rejection::Redirect {
+            to: request.recipient(),
+            error: "invalid_request",
+            description: "OAuth 2.0 Parameter: id_token_hint: not an ID token Portico issued".into(),
+            state: Some(request.state.clone()),
+        }),
+    }
 }
 
 /// Takes the pushed request that `request` was read from, if it was, for
@@ -429,6 +485,7 @@ async fn pushed(
         response_mode: pending.response_mode,
         request_uri: pending.request_uri,
         dpop_jkt: pending.dpop_jkt,
+        id_token_hint: pending.id_token_hint,
         pushed_to_take,
     })
 }
@@ -542,6 +599,10 @@ pub(crate) fn check(
     if dpop_jkt.as_ref().is_some_and(|jkt| !is_thumbprint(jkt)) {
         return Err(fail("invalid_request", "dpop_jkt"));
     }
+    let id_token_hint = get(query.id_token_hint, "id_token_hint")?;
+    if id_token_hint.as_ref().is_some_and(|hint| hint.len() > MAX_ID_TOKEN_HINT) {
+        return Err(fail("invalid_request", "id_token_hint"));
+    }
     Ok(AuthorizeRequest {
         client,
         redirect_uri,
@@ -556,6 +617,7 @@ pub(crate) fn check(
         response_mode,
         request_uri: None,
         dpop_jkt,
+        id_token_hint,
         pushed_to_take: None,
     })
 }
@@ -650,6 +712,7 @@ impl AuthorizeRequest {
             response_mode: self.response_mode,
             request_uri: self.request_uri.clone(),
             dpop_jkt: self.dpop_jkt.clone(),
+            id_token_hint: self.id_token_hint.clone(),
         }
     }
 
@@ -697,6 +760,7 @@ pub fn location(client_id: &ClientId, request: &PendingAuthorization) -> String 
         ("login_hint", request.login_hint.as_deref()),
         ("response_mode", (request.response_mode != ResponseMode::Query).then(|| request.response_mode.as_str())),
         ("dpop_jkt", request.dpop_jkt.as_deref()),
+        ("id_token_hint", request.id_token_hint.as_deref()),
     ];
     for (name, value) in optional {
         if let Some(value) = value {

@@ -229,6 +229,7 @@ mod tests {
                 response_mode: portico_model::oauth::ResponseMode::Query,
                 request_uri: None,
                 dpop_jkt: None,
+                id_token_hint: None,
             };
             let mut state = LoginState::start("demo-app".into(), request, "csrf".into(), AuthMethod::Password);
             state.go_to(step, ViewType::Default);

@@ -258,3 +258,62 @@ async fn a_post_with_parameters_in_its_address_another_body_type_or_a_huge_body_
         assert!(text.contains(says), "{case}: {text}");
     }
 }
+
+#[tokio::test]
+async fn an_id_token_hint_names_the_user_a_code_may_go_to() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        // Ivan's browser, signed in; an ID token of his and one of Maria's.
+        let browser = app.browser();
+        let pkce = Pkce::new();
+        let code = app.login_for_code(&browser, &pkce, "ivan", "ivan-password").await;
+        let exchanged = app.exchange(&code, &pkce.verifier).await;
+        let ivan = exchanged.json::<serde_json::Value>().await.unwrap()["id_token"].as_str().unwrap().to_owned();
+        let maria = app.tokens_for("maria", "maria-password").await.id_token.expect("an id_token");
+
+        // His own hint, even expired: a code at once.
+        app.clock.advance(time::Duration::hours(2));
+        let own = app.authorize_url(&Pkce::new(), &[("prompt", Some("none")), ("id_token_hint", Some(&ivan))]);
+        let answer = browser.get(&own).send().await.unwrap();
+        assert!(location_param(&answer, "code").is_some(), "{backend:?}: {}", location(&answer));
+
+        // Maria's hint in his browser: not without a login.
+        let hers = app.authorize_url(&Pkce::new(), &[("prompt", Some("none")), ("id_token_hint", Some(&maria))]);
+        let answer = browser.get(&hers).send().await.unwrap();
+        assert_eq!(location_param(&answer, "error").as_deref(), Some("login_required"), "{backend:?}");
+        assert_eq!(location_param(&answer, "state").as_deref(), Some("st-123"));
+
+        // Without prompt=none the login steps come; Ivan logging in again
+        // is answered login_required, the browser still his.
+        let hers = app.authorize_url(&Pkce::new(), &[("id_token_hint", Some(&maria))]);
+        let done = app.login_at(&browser, &hers, "ivan", "ivan-password").await;
+        assert_eq!(location_param(&done, "error").as_deref(), Some("login_required"), "{backend:?}");
+        let description = location_param(&done, "error_description").unwrap();
+        assert!(description.contains("id_token_hint"), "{description}");
+        let answer = browser.get(&own).send().await.unwrap();
+        assert!(location_param(&answer, "code").is_some(), "{backend:?}: still signed in");
+
+        // Maria logging in there gets her code.
+        let pkce = Pkce::new();
+        let hers = app.authorize_url(&pkce, &[("id_token_hint", Some(&maria))]);
+        let done = app.login_at(&app.browser(), &hers, "maria", "maria-password").await;
+        let code = code_from(&done, &app.redirect_uri());
+        let tokens = app.exchange(&code, &pkce.verifier).await;
+        assert_eq!(tokens.status(), 200, "{backend:?}");
+
+        // A hint Portico did not issue: invalid_request, to the client.
+        let (head, _) = maria.rsplit_once('.').unwrap();
+        let forged = format!("{head}.{}", "A".repeat(86));
+        for hint in [forged.as_str(), "not-a-jwt"] {
+            let url = app.authorize_url(&Pkce::new(), &[("id_token_hint", Some(hint))]);
+            assert_error_redirect(
+                &app,
+                &url,
+                "invalid_request",
+                "id_token_hint: not an ID token Portico issued",
+                Some("st-123"),
+            )
+            .await;
+        }
+    }
+}

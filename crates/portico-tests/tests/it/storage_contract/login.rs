@@ -28,6 +28,7 @@ fn pending_request() -> PendingAuthorization {
         response_mode: portico_model::oauth::ResponseMode::FormPost,
         request_uri: None,
         dpop_jkt: None,
+        id_token_hint: None,
     }
 }
 
