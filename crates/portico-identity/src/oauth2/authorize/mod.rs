@@ -68,6 +68,9 @@
 //! the plain 400. A cross-site POST carries no `SameSite=Lax` cookie: the
 //! user meets the login steps even with a single sign-on session, and the
 //! way back from them is the `GET` of the checked request.
+//!
+//! The parameters are checked in `check`; the checked request, what a
+//! login process keeps of it and the way back to it are `request`'s.
 
 use axum::body::{Body, to_bytes};
 use axum::extract::{RawQuery, State};
@@ -76,8 +79,8 @@ use axum::response::{IntoResponse, Response};
 use portico_crypto::jwt::TYP_ID_TOKEN;
 use portico_model::client::Client;
 use portico_model::ids::{ClientId, CodeHash};
-use portico_model::login::{Locale, LoginOutcome, LoginProcess, PendingAuthorization};
-use portico_model::oauth::{AuthorizationCode, Prompt, ResponseMode, is_s256_challenge};
+use portico_model::login::{LoginOutcome, LoginProcess};
+use portico_model::oauth::{AuthorizationCode, Prompt};
 use portico_model::scope::ScopeSet;
 use portico_model::session::SsoSession;
 use portico_storage::StorageError;
@@ -87,61 +90,19 @@ use time::OffsetDateTime;
 use super::response::{Recipient, error_to_client, to_client};
 use crate::cookies::{self, SetCookies};
 use crate::edge::AuthorizeQuery;
-use crate::login::{self, ClientEntry};
+use crate::login;
 use crate::{Identity, IdentityState};
-use portico_model::form::{Form, Param};
+use portico_model::form::Form;
+
+mod check;
+mod request;
+
+pub(crate) use check::check;
+pub(crate) use request::Origin;
+pub use request::{AuthorizeRequest, location};
 
 /// Largest body `POST /oauth2/authorize` reads.
 pub const MAX_POST_BODY: usize = 64 * 1024;
-const MAX_NONCE: usize = 512;
-const MAX_STATE: usize = 2048;
-/// The longest `login_hint` taken (a login or a phone number is far shorter).
-const MAX_LOGIN_HINT: usize = 256;
-/// The longest `id_token_hint` taken (Portico's ID tokens are far shorter).
-const MAX_ID_TOKEN_HINT: usize = 8192;
-
-/// A request that passed every check.
-#[derive(Debug)]
-pub struct AuthorizeRequest {
-    pub client: Client,
-    pub redirect_uri: String,
-    pub scope: ScopeSet,
-    pub state: String,
-    pub code_challenge: String,
-    pub nonce: Option<String>,
-    pub prompt: Option<Prompt>,
-    /// `max_age`: an SSO session authenticated longer ago than this many
-    /// seconds does not count; the user logs in again.
-    pub max_age: Option<u32>,
-    /// The first language of `ui_locales` that Portico speaks.
-    pub ui_locale: Option<Locale>,
-    /// `login_hint`: the login (or phone number) the first step shows.
-    pub login_hint: Option<String>,
-    /// `response_mode`: `query` (the default), `form_post`, or either
-    /// signed (JARM).
-    pub response_mode: ResponseMode,
-    /// The `request_uri` of a pushed request or a request object: what
-    /// the way back from the login steps names.
-    pub request_uri: Option<String>,
-    /// The DPoP key the code is bound to.
-    pub dpop_jkt: Option<String>,
-    /// `id_token_hint`, as given (checked by authorize before any session
-    /// or login is looked at).
-    pub id_token_hint: Option<String>,
-    /// The hash of the pushed request this one was read from, still to be
-    /// taken (used once) by the write that starts serving it: the login
-    /// process's or the code's. `None` once a login process holds it.
-    pub pushed_to_take: Option<String>,
-}
-
-/// Where a request's parameters came from, for the client's rules.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Origin {
-    /// Pushed to `/oauth2/par` (RFC 9126).
-    pub pushed: bool,
-    /// In a signed request object (RFC 9101).
-    pub signed: bool,
-}
 
 /// Why a request is refused, and how the refusal is answered.
 pub(crate) enum Rejection {
@@ -495,133 +456,6 @@ fn used_request_uri() -> Rejection {
     Rejection::plain_because("request_uri", "unknown, used, expired or another client's")
 }
 
-/// Checks the parameters of a request of `client` in the contract's order
-/// (the module's docs) and answers the first problem.
-pub(crate) fn check(
-    identity: &Identity,
-    client: Client,
-    query: AuthorizeQuery,
-    origin: Origin,
-) -> Result<AuthorizeRequest, Rejection> {
-    let redirect_uri = query
-        .redirect_uri
-        .ok()
-        .filter(|uri| client.has_redirect_uri(uri))
-        .ok_or_else(|| Rejection::plain("redirect_uri"))?;
-
-    // The state to answer errors with: a good one, else none.
-    let state = query.state.clone().ok().filter(|s| s.len() <= MAX_STATE);
-    // The response mode first: every later error is answered in it.
-    let response_mode = query.response_mode.value().map(Option::unwrap_or_default);
-    let mode = response_mode.as_ref().copied().unwrap_or_default();
-    let to = Recipient::new(&client, &redirect_uri, mode);
-    let refuse = |error: &'static str, description: String| Rejection::Redirect {
-        to: to.clone(),
-        error,
-        description,
-        state: state.clone(),
-    };
-    let fail =
-        |error: &'static str, parameter: &'static str| refuse(error, format!("OAuth 2.0 Parameter: {parameter}"));
-    let response_mode = response_mode.map_err(|_| fail("invalid_request", "response_mode"))?;
-    if let Some(alg) = to.jwt_alg.filter(|alg| response_mode.is_jwt() && !identity.tokens.keys.supports(*alg)) {
-        // A signed answer cannot be made: say so in the plain query.
-        let why = format!(
-            "OAuth 2.0 Parameter: response_mode: Portico holds no {alg} key to sign the client's responses \
-             (its authorization_signed_response_alg)"
-        );
-        let to = Recipient { mode: ResponseMode::Query, ..to.clone() };
-        return Err(Rejection::Redirect { to, error: "invalid_request", description: why, state });
-    }
-    let security = &client.security;
-    // A rule of the client's profile, not of its own settings, says so.
-    let profile = security.security_profile;
-    let by = |own: bool| if own { String::new() } else { format!(" (its security profile {profile})") };
-    if !origin.pushed && (identity.settings.require_pushed_requests || security.requires_pushed_requests()) {
-        let own = identity.settings.require_pushed_requests || security.require_pushed_authorization_requests;
-        let why = format!(
-            "OAuth 2.0 Parameter: request_uri: the client's authorization requests must be pushed to /oauth2/par{}",
-            by(own)
-        );
-        return Err(refuse("invalid_request", why));
-    }
-    if !origin.signed && security.requires_signed_request_object() {
-        let why = format!(
-            "OAuth 2.0 Parameter: request: the client's authorization requests must be signed request objects{}",
-            by(security.require_signed_request_object)
-        );
-        return Err(refuse("invalid_request", why));
-    }
-    if security.requires_signed_response() && !response_mode.is_jwt() {
-        let why = format!(
-            "OAuth 2.0 Parameter: response_mode: the client's authorization responses must be signed: jwt, \
-             query.jwt or form_post.jwt{}",
-            by(false)
-        );
-        return Err(refuse("invalid_request", why));
-    }
-    // A parameter given once (or not at all) and of its type; otherwise
-    // `invalid_request` naming it.
-    let get = |param: Param<_>, name: &'static str| param.value().map_err(|_| fail("invalid_request", name));
-
-    match get(query.response_type, "response_type")?.as_deref() {
-        None => return Err(fail("invalid_request", "response_type")),
-        Some("code") => {}
-        Some(_) => return Err(fail("unsupported_response_type", "response_type")),
-    }
-    let scope = get(query.scope, "scope")?.ok_or_else(|| fail("invalid_request", "scope"))?;
-    let scope = ScopeSet::parse(&scope)
-        .ok()
-        .filter(|set| set.iter().all(|s| client.allows_scope(s)))
-        .ok_or_else(|| fail("invalid_scope", "scope"))?;
-    get(query.state, "state")?;
-    let Some(state) = state.clone() else {
-        return Err(fail("invalid_request", "state"));
-    };
-    let code_challenge = get(query.code_challenge, "code_challenge")?
-        .filter(|c| is_s256_challenge(c))
-        .ok_or_else(|| fail("invalid_request", "code_challenge"))?;
-    get(query.code_challenge_method, "code_challenge_method")?
-        .filter(|m| m == "S256")
-        .ok_or_else(|| fail("invalid_request", "code_challenge_method"))?;
-    let nonce = get(query.nonce, "nonce")?;
-    if nonce.as_ref().is_some_and(|n| n.len() > MAX_NONCE) {
-        return Err(fail("invalid_request", "nonce"));
-    }
-    let prompt = query.prompt.value().map_err(|_| fail("invalid_request", "prompt"))?;
-    let max_age = query.max_age.value().map_err(|_| fail("invalid_request", "max_age"))?;
-    let ui_locale = get(query.ui_locales, "ui_locales")?.as_deref().and_then(Locale::from_ui_locales);
-    let login_hint = get(query.login_hint, "login_hint")?;
-    if login_hint.as_ref().is_some_and(|hint| hint.len() > MAX_LOGIN_HINT || hint.chars().any(char::is_control)) {
-        return Err(fail("invalid_request", "login_hint"));
-    }
-    let dpop_jkt = get(query.dpop_jkt, "dpop_jkt")?;
-    if dpop_jkt.as_ref().is_some_and(|jkt| !is_thumbprint(jkt)) {
-        return Err(fail("invalid_request", "dpop_jkt"));
-    }
-    let id_token_hint = get(query.id_token_hint, "id_token_hint")?;
-    if id_token_hint.as_ref().is_some_and(|hint| hint.len() > MAX_ID_TOKEN_HINT) {
-        return Err(fail("invalid_request", "id_token_hint"));
-    }
-    Ok(AuthorizeRequest {
-        client,
-        redirect_uri,
-        scope,
-        state,
-        code_challenge,
-        nonce,
-        prompt,
-        max_age,
-        ui_locale,
-        login_hint,
-        response_mode,
-        request_uri: None,
-        dpop_jkt,
-        id_token_hint,
-        pushed_to_take: None,
-    })
-}
-
 /// Issues an authorization code under `session` (its user, `auth_time`
 /// and `amr`) and answers the client's `redirect_uri` with `code`, `state`
 /// and `iss`, in the request's response mode.
@@ -682,90 +516,6 @@ async fn code_redirect(identity: &Identity, headers: &HeaderMap, request: &Autho
     to_client(identity, headers, &request.recipient(), &pairs).await
 }
 
-/// An RFC 7638 SHA-256 thumbprint: 43 Base64url characters.
-fn is_thumbprint(text: &str) -> bool {
-    text.len() == 43 && text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-}
-
 fn plain_400(description: String) -> Response {
     (StatusCode::BAD_REQUEST, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], description).into_response()
-}
-
-impl AuthorizeRequest {
-    /// Where and how the answer to this request goes.
-    pub fn recipient(&self) -> Recipient {
-        Recipient::new(&self.client, &self.redirect_uri, self.response_mode)
-    }
-
-    /// What a login process keeps of this request.
-    pub fn pending(&self) -> PendingAuthorization {
-        PendingAuthorization {
-            redirect_uri: self.redirect_uri.clone(),
-            scope: self.scope.iter().map(str::to_owned).collect(),
-            state: self.state.clone(),
-            code_challenge: self.code_challenge.clone(),
-            nonce: self.nonce.clone(),
-            prompt: self.prompt,
-            max_age: self.max_age,
-            ui_locale: self.ui_locale,
-            login_hint: self.login_hint.clone(),
-            response_mode: self.response_mode,
-            request_uri: self.request_uri.clone(),
-            dpop_jkt: self.dpop_jkt.clone(),
-            id_token_hint: self.id_token_hint.clone(),
-        }
-    }
-
-    /// What the `login_client_entry` cookie remembers of this request.
-    pub fn client_entry(&self) -> ClientEntry {
-        ClientEntry {
-            client_id: self.client.client_id.clone(),
-            redirect_uri: self.redirect_uri.clone(),
-            state: self.state.clone(),
-            response_mode: self.response_mode,
-            jwt_alg: self.client.security.authorization_signed_response_alg,
-            profile: self.client.security.security_profile,
-        }
-    }
-}
-
-/// The local address of the authorization request a login process serves,
-/// built from what authorize checked: the way back once the steps are done
-/// (the contract's "303 to the original `/oauth2/authorize`"). Checking it
-/// again gives a request equal to `request`; parameters Portico does not
-/// use are not repeated, and `select_account` reads `login`. A pushed
-/// request or a request object is named by its `request_uri` alone.
-pub fn location(client_id: &ClientId, request: &PendingAuthorization) -> String {
-    if let Some(request_uri) = &request.request_uri {
-        let mut query = form_urlencoded::Serializer::new(String::new());
-        query.append_pair("client_id", client_id.as_str()).append_pair("request_uri", request_uri);
-        return format!("/oauth2/authorize?{}", query.finish());
-    }
-    let scope = request.scope.join(" ");
-    let max_age = request.max_age.map(|seconds| seconds.to_string());
-    let mut query = form_urlencoded::Serializer::new(String::new());
-    query
-        .append_pair("response_type", "code")
-        .append_pair("client_id", client_id.as_str())
-        .append_pair("redirect_uri", &request.redirect_uri)
-        .append_pair("scope", &scope)
-        .append_pair("state", &request.state)
-        .append_pair("code_challenge", &request.code_challenge)
-        .append_pair("code_challenge_method", "S256");
-    let optional = [
-        ("nonce", request.nonce.as_deref()),
-        ("prompt", request.prompt.map(Prompt::as_str)),
-        ("max_age", max_age.as_deref()),
-        ("ui_locales", request.ui_locale.map(Locale::as_str)),
-        ("login_hint", request.login_hint.as_deref()),
-        ("response_mode", (request.response_mode != ResponseMode::Query).then(|| request.response_mode.as_str())),
-        ("dpop_jkt", request.dpop_jkt.as_deref()),
-        ("id_token_hint", request.id_token_hint.as_deref()),
-    ];
-    for (name, value) in optional {
-        if let Some(value) = value {
-            query.append_pair(name, value);
-        }
-    }
-    format!("/oauth2/authorize?{}", query.finish())
 }
