@@ -5,6 +5,7 @@ use portico_model::client::{Client, ClientSecurity, LocalizedText};
 use portico_model::ids::ClientId;
 use portico_storage::memory::NodeMemory;
 use portico_storage::{ClientRepository, Update};
+use sqlx::Row as _;
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
 use time::OffsetDateTime;
@@ -33,13 +34,13 @@ pub(crate) fn client_from(row: &PgRow) -> Result<Client> {
     })
 }
 
-/// The head of a client's insert: its table and columns, `$1` to `$15` in
-/// [`bind_client`]'s order.
+/// The head of a client's insert: its table and columns, `$1` to `$14` in
+/// [`bind_client`]'s order, then `created_at` (`$15`).
 macro_rules! insert_client_into {
     () => {
         "INSERT INTO clients (client_id, secret_hash, name_ru, name_en, redirect_uris, scopes, require_consent, \
-         created_at, post_logout_redirect_uris, logout_revokes_grants, backchannel_logout_uri, security, \
-         secret_sealed, registration_token_hash, awaiting_approval) "
+         post_logout_redirect_uris, logout_revokes_grants, backchannel_logout_uri, security, secret_sealed, \
+         registration_token_hash, awaiting_approval, created_at) "
     };
 }
 
@@ -47,15 +48,17 @@ const INSERT_CLIENT: &str =
     concat!(insert_client_into!(), "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)");
 
 /// Spends the one-time initial access token `$16` unless it was spent or
-/// has expired at the client's `created_at` (`$8`), and inserts the client
+/// has expired at the client's `created_at` (`$15`), and inserts the client
 /// only when it did: one row, or none.
 const INSERT_CLIENT_SPENDING: &str = concat!(
-    "WITH spent AS (UPDATE initial_access_tokens SET used_at = $8 \
-     WHERE token_hash = $16 AND used_at IS NULL AND expires_at > $8 RETURNING 1) ",
+    "WITH spent AS (UPDATE initial_access_tokens SET used_at = $15 \
+     WHERE token_hash = $16 AND used_at IS NULL AND expires_at > $15 RETURNING 1) ",
     insert_client_into!(),
     "SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15 WHERE EXISTS (SELECT 1 FROM spent)"
 );
 
+/// Binds what an insert and an update both write of `client`, `$1` to
+/// `$14`: its id, then the columns in [`insert_client_into`]'s order.
 fn bind_client<'q>(
     query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
     client: &'q Client,
@@ -68,7 +71,6 @@ fn bind_client<'q>(
         .bind(&client.redirect_uris)
         .bind(&client.scopes)
         .bind(client.require_consent)
-        .bind(at(client.created_at))
         .bind(&client.post_logout_redirect_uris)
         .bind(client.logout_revokes_grants)
         .bind(&client.backchannel_logout_uri)
@@ -82,6 +84,7 @@ fn bind_client<'q>(
 impl ClientRepository for PgStore {
     async fn create_client(&self, client: &Client) -> Result<()> {
         bind_client(sqlx::query(INSERT_CLIENT), client)
+            .bind(at(client.created_at))
             .execute(&mut *self.conn().await?)
             .await
             .map_err(storage_error("client id"))?;
@@ -124,31 +127,19 @@ impl ClientRepository for PgStore {
     }
 
     async fn update_client(&self, client: &Client) -> Result<Update> {
-        let done: std::result::Result<(bool, bool), _> = sqlx::query_as(
+        let query = sqlx::query(
             "WITH u AS (UPDATE clients SET secret_hash = $2, name_ru = $3, name_en = $4, redirect_uris = $5, \
              scopes = $6, require_consent = $7, post_logout_redirect_uris = $8, logout_revokes_grants = $9, \
              backchannel_logout_uri = $10, security = $11, secret_sealed = $12, \
              registration_token_hash = $13, awaiting_approval = $14, revision = revision + 1 \
              WHERE client_id = $1 AND revision = $15 RETURNING 1) \
              SELECT EXISTS (SELECT 1 FROM u), EXISTS (SELECT 1 FROM clients WHERE client_id = $1)",
-        )
-        .bind(client.client_id.as_str())
-        .bind(&client.secret_hash)
-        .bind(&client.name.ru)
-        .bind(&client.name.en)
-        .bind(&client.redirect_uris)
-        .bind(&client.scopes)
-        .bind(client.require_consent)
-        .bind(&client.post_logout_redirect_uris)
-        .bind(client.logout_revokes_grants)
-        .bind(&client.backchannel_logout_uri)
-        .bind(Json(&client.security))
-        .bind(&client.secret_sealed)
-        .bind(&client.registration_token_hash)
-        .bind(client.awaiting_approval)
-        .bind(i64::try_from(client.revision).unwrap_or(i64::MAX))
-        .fetch_one(&mut *self.conn().await?)
-        .await;
+        );
+        let done = bind_client(query, client)
+            .bind(i64::try_from(client.revision).unwrap_or(i64::MAX))
+            .fetch_one(&mut *self.conn().await?)
+            .await
+            .and_then(|row| Ok((row.try_get::<bool, _>(0)?, row.try_get::<bool, _>(1)?)));
         self.client_changed(&client.client_id);
         Ok(match done.map_err(storage_error("client"))? {
             (true, _) => Update::Updated,
@@ -185,6 +176,7 @@ impl ClientRepository for PgStore {
 
     async fn create_client_spending(&self, client: &Client, token_hash: &str) -> Result<bool> {
         let done = bind_client(sqlx::query(INSERT_CLIENT_SPENDING), client)
+            .bind(at(client.created_at))
             .bind(token_hash)
             .execute(&mut *self.conn().await?)
             .await

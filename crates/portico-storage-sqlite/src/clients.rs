@@ -31,31 +31,41 @@ fn client_from(row: &Row<'_>) -> Res<Client> {
     })
 }
 
-fn insert_client(tx: &rusqlite::Connection, client: &Client) -> Res<()> {
+/// Runs `sql` with what an insert and an update both write of `client` as
+/// `?1` to `?14` (its id, then the columns in the insert's order) and
+/// `last` as `?15`: the number of rows changed.
+fn run_with_client(tx: &rusqlite::Connection, sql: &str, client: &Client, last: i64) -> Res<usize> {
+    let (redirect_uris, scopes) = (to_json(&client.redirect_uris)?, client.scopes.join(" "));
+    let (post_logout, security) = (to_json(&client.post_logout_redirect_uris)?, to_json(&client.security)?);
     run(
         tx,
-        "INSERT INTO clients (client_id, secret_hash, name_ru, name_en, redirect_uris, scopes, \
-         require_consent, created_at, post_logout_redirect_uris, logout_revokes_grants, \
-         backchannel_logout_uri, security, secret_sealed, registration_token_hash, awaiting_approval) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+        sql,
         params![
             client.client_id.as_str(),
             client.secret_hash,
             client.name.ru,
             client.name.en,
-            to_json(&client.redirect_uris)?,
-            client.scopes.join(" "),
+            redirect_uris,
+            scopes,
             client.require_consent,
-            secs(client.created_at),
-            to_json(&client.post_logout_redirect_uris)?,
+            post_logout,
             client.logout_revokes_grants,
             client.backchannel_logout_uri,
-            to_json(&client.security)?,
+            security,
             client.secret_sealed,
             client.registration_token_hash,
             client.awaiting_approval,
+            last,
         ],
-    )?;
+    )
+}
+
+fn insert_client(tx: &rusqlite::Connection, client: &Client) -> Res<()> {
+    let sql = "INSERT INTO clients (client_id, secret_hash, name_ru, name_en, redirect_uris, scopes, \
+               require_consent, post_logout_redirect_uris, logout_revokes_grants, backchannel_logout_uri, \
+               security, secret_sealed, registration_token_hash, awaiting_approval, created_at) \
+               VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)";
+    run_with_client(tx, sql, client, secs(client.created_at))?;
     Ok(())
 }
 
@@ -95,24 +105,8 @@ impl ClientRepository for SqliteStore {
                            logout_revokes_grants = ?9, backchannel_logout_uri = ?10, security = ?11, \
                            secret_sealed = ?12, registration_token_hash = ?13, awaiting_approval = ?14, \
                            revision = revision + 1 WHERE client_id = ?1 AND revision = ?15";
-                let values = params![
-                    client.client_id.as_str(),
-                    client.secret_hash,
-                    client.name.ru,
-                    client.name.en,
-                    to_json(&client.redirect_uris)?,
-                    client.scopes.join(" "),
-                    client.require_consent,
-                    to_json(&client.post_logout_redirect_uris)?,
-                    client.logout_revokes_grants,
-                    client.backchannel_logout_uri,
-                    to_json(&client.security)?,
-                    client.secret_sealed,
-                    client.registration_token_hash,
-                    client.awaiting_approval,
-                    i64::try_from(client.revision).unwrap_or(i64::MAX),
-                ];
-                if run(tx, sql, values)? > 0 {
+                let revision = i64::try_from(client.revision).unwrap_or(i64::MAX);
+                if run_with_client(tx, sql, &client, revision)? > 0 {
                     return Ok(Update::Updated);
                 }
                 let id = client.client_id.as_str();

@@ -267,10 +267,16 @@ async fn current_process(
 /// The answer when there is no process: 302 to the client address from a
 /// valid `login_client_entry`, or else to the logged-out page.
 async fn no_process(identity: &Identity, headers: &HeaderMap) -> Response {
-    let mut response = match ClientEntry::from_cookie(identity, headers) {
+    let response = match ClientEntry::from_cookie(identity, headers) {
         Some(entry) => entry.respond(identity, headers).await,
         None => redirect(StatusCode::FOUND, &identity.settings.logged_out_url),
     };
+    ended(identity, response)
+}
+
+/// `response`, an answer after which the browser has no login process:
+/// its cookies of one (`authentication_flow`, `login_client_entry`) cleared.
+pub(crate) fn ended(identity: &Identity, mut response: Response) -> Response {
     let mut set = SetCookies::new(identity.settings.secure_cookies);
     set.clear(cookies::AUTHENTICATION_FLOW).clear(cookies::LOGIN_CLIENT_ENTRY);
     set.apply(response.headers_mut());

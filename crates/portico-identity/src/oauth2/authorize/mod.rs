@@ -88,7 +88,7 @@ use portico_tokens::{AccessTokenError, IdClaims};
 use time::OffsetDateTime;
 
 use super::response::{Recipient, error_to_client, to_client};
-use crate::cookies::{self, SetCookies};
+use crate::cookies;
 use crate::edge::AuthorizeQuery;
 use crate::login;
 use crate::{Identity, IdentityState};
@@ -232,12 +232,12 @@ async fn handle(identity: &Identity, headers: &HeaderMap, form: &[u8]) -> Result
     let request = validate(identity, headers, query).await?;
     let now = identity.clock.now();
     let hinted = match hinted_user(identity, &request).await {
-        Ok(hinted) => hinted,
-        Err(Rejection::Redirect { to, error, description, state }) => {
+        // An answer to the client uses up a pushed request, as any does.
+        Err(refusal @ Rejection::Redirect { .. }) => {
             take_pushed(identity, &request, now).await?;
-            return Ok(error_to_client(identity, headers, &to, error, &description, state.as_deref()).await);
+            return Err(refusal);
         }
-        Err(rejection) => return Err(rejection),
+        read => read?,
     };
 
     if let Some((process, outcome)) = completed_login(identity, headers, &request, now).await? {
@@ -245,13 +245,9 @@ async fn handle(identity: &Identity, headers: &HeaderMap, form: &[u8]) -> Result
             // Logged in as another user than the hint names.
             identity.store.delete_login_process(process.id).await?;
             let why = "the user who logged in is not the one id_token_hint names";
-            let mut response =
-                error_to_client(identity, headers, &request.recipient(), "login_required", why, Some(&request.state))
-                    .await;
-            let mut set = SetCookies::new(identity.settings.secure_cookies);
-            set.clear(cookies::AUTHENTICATION_FLOW).clear(cookies::LOGIN_CLIENT_ENTRY);
-            set.apply(response.headers_mut());
-            return Ok(response);
+            let to = request.recipient();
+            let response = error_to_client(identity, headers, &to, "login_required", why, Some(&request.state)).await;
+            return Ok(login::ended(identity, response));
         }
         let session = identity.store.find_session_by_id(outcome.session_id, now).await?;
         // The session the login opened (or continued) ended meanwhile, by a
@@ -264,11 +260,8 @@ async fn handle(identity: &Identity, headers: &HeaderMap, form: &[u8]) -> Result
         // the completed process is still there for the browser's retry.
         let (code, stored) = new_code(identity, &request, &outcome.scope, &session);
         identity.store.insert_code_ending_login(&stored, process.id).await?;
-        let mut response = code_redirect(identity, headers, &request, &code).await;
-        let mut set = SetCookies::new(identity.settings.secure_cookies);
-        set.clear(cookies::AUTHENTICATION_FLOW).clear(cookies::LOGIN_CLIENT_ENTRY);
-        set.apply(response.headers_mut());
-        return Ok(response);
+        let response = code_redirect(identity, headers, &request, &code).await;
+        return Ok(login::ended(identity, response));
     }
 
     let session = match request.prompt {
