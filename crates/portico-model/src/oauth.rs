@@ -186,26 +186,81 @@ impl ResponseMode {
     }
 }
 
-/// The `prompt` parameter of an authorization request (OIDC Core §3.1.2.1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
+/// The `prompt` parameter of an authorization request (OIDC Core §3.1.2.1):
+/// a space-delimited set of `none`, `login`, `consent` and
+/// `select_account`, in any order, where `none` stands alone. Portico has
+/// one account per browser session: choosing an account
+/// (`select_account`) is logging in again, so four sets remain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Prompt {
+    /// No page at all: a code from the single sign-on session, or an error.
     None,
-    /// Portico has one account per browser session: choosing an account
-    /// (`select_account`) is logging in again.
-    #[serde(alias = "select_account")]
+    /// Log in again, whatever session the browser has.
     Login,
+    /// Ask for consent again, whatever was granted.
     Consent,
+    /// Both (`login consent`).
+    LoginConsent,
 }
 
 impl Prompt {
+    /// The set `value` names, or `None` when it names no set Portico takes:
+    /// an unknown value, an empty item (two spaces, a leading or trailing
+    /// one), or `none` beside another value.
+    pub fn parse(value: &str) -> Option<Prompt> {
+        let (mut none, mut login, mut consent) = (false, false, false);
+        for item in value.split(' ') {
+            match item {
+                "none" => none = true,
+                "login" | "select_account" => login = true,
+                "consent" => consent = true,
+                _ => return None,
+            }
+        }
+        match (none, login, consent) {
+            (true, false, false) => Some(Prompt::None),
+            (false, true, false) => Some(Prompt::Login),
+            (false, false, true) => Some(Prompt::Consent),
+            (false, true, true) => Some(Prompt::LoginConsent),
+            _ => None,
+        }
+    }
+
     /// The parameter's value (`select_account` was read as `login`).
     pub fn as_str(self) -> &'static str {
         match self {
             Prompt::None => "none",
             Prompt::Login => "login",
             Prompt::Consent => "consent",
+            Prompt::LoginConsent => "login consent",
         }
+    }
+
+    /// Whether the single sign-on session is passed over: the user logs in.
+    pub fn forces_login(self) -> bool {
+        matches!(self, Prompt::Login | Prompt::LoginConsent)
+    }
+
+    /// Whether the consent step comes even for what was granted before.
+    pub fn forces_consent(self) -> bool {
+        matches!(self, Prompt::Consent | Prompt::LoginConsent)
+    }
+}
+
+impl serde::Serialize for Prompt {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Prompt {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = std::borrow::Cow::<str>::deserialize(deserializer)?;
+        Prompt::parse(&value).ok_or_else(|| {
+            serde::de::Error::custom(
+                "prompt is none alone, or login, consent and select_account separated by single spaces",
+            )
+        })
     }
 }
 
@@ -234,5 +289,25 @@ mod tests {
         assert!(!is_code_verifier("short"));
         assert!(!is_code_verifier(&"a".repeat(129)));
         assert!(!is_code_verifier(&format!("{}!", "a".repeat(50))));
+    }
+
+    #[test]
+    fn prompt_is_a_set_where_none_stands_alone() {
+        assert_eq!(Prompt::parse("none"), Some(Prompt::None));
+        assert_eq!(Prompt::parse("select_account"), Some(Prompt::Login));
+        assert_eq!(Prompt::parse("consent login"), Some(Prompt::LoginConsent));
+        assert_eq!(Prompt::parse("select_account consent login"), Some(Prompt::LoginConsent));
+        assert_eq!(Prompt::parse("consent consent"), Some(Prompt::Consent));
+        for refused in ["", "none login", "consent none", "login  consent", " login", "login ", "Login", "always"] {
+            assert_eq!(Prompt::parse(refused), None, "{refused:?}");
+        }
+        // Stored login processes keep the value as the request said it.
+        for prompt in [Prompt::None, Prompt::Login, Prompt::Consent, Prompt::LoginConsent] {
+            let json = serde_json::to_string(&prompt).unwrap();
+            assert_eq!(serde_json::from_str::<Prompt>(&json).unwrap(), prompt);
+        }
+        assert_eq!(serde_json::to_string(&Prompt::LoginConsent).unwrap(), "\"login consent\"");
+        assert!(!Prompt::None.forces_login() && !Prompt::None.forces_consent());
+        assert!(Prompt::LoginConsent.forces_login() && Prompt::LoginConsent.forces_consent());
     }
 }

@@ -32,16 +32,6 @@ mod values {
     #[derive(ToSchema)]
     #[schema(rename_all = "snake_case")]
     #[allow(dead_code)]
-    pub enum Prompt {
-        None,
-        Login,
-        Consent,
-        SelectAccount,
-    }
-
-    #[derive(ToSchema)]
-    #[schema(rename_all = "snake_case")]
-    #[allow(dead_code)]
     pub enum ResponseMode {
         Query,
         FormPost,
@@ -115,8 +105,14 @@ pub struct AuthorizeQuery {
     /// Carried into the id_token; at most 512 characters.
     #[param(value_type = String, required = false, min_length = 1, max_length = 512)]
     pub nonce: Param<String>,
-    /// `none`, `login`, `consent`, or `select_account` (answered as `login`).
-    #[param(inline, value_type = values::Prompt, required = false)]
+    /// `none` alone, or `login`, `consent` and `select_account` (answered
+    /// as `login`) separated by single spaces, in any order.
+    #[param(
+        value_type = String,
+        required = false,
+        example = "login consent",
+        pattern = "^(none|(login|consent|select_account)( (login|consent|select_account))*)$"
+    )]
     pub prompt: Param<Prompt>,
     /// `query` (the default: a 302 to `redirect_uri`) or `form_post` (a page
     /// that posts the response to `redirect_uri`).

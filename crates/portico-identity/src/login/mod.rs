@@ -210,7 +210,7 @@ pub async fn start_at(
         .get(axum::http::header::USER_AGENT)
         .and_then(|agent| agent.to_str().ok())
         .and_then(portico_model::user_agent::kept);
-    state.force_consent = request.prompt == Some(portico_model::oauth::Prompt::Consent);
+    state.force_consent = request.prompt.is_some_and(portico_model::oauth::Prompt::forces_consent);
     state.locale = request.ui_locale;
     state.principal.clone_from(&request.login_hint);
     if let Some(session) = consent_of {

@@ -66,6 +66,10 @@ async fn parameter_errors_redirect_with_error_description_and_state() {
             (vec![("code_challenge_method", None)], "invalid_request", "code_challenge_method"),
             (vec![("code_challenge_method", Some("plain"))], "invalid_request", "code_challenge_method"),
             (vec![("prompt", Some("always"))], "invalid_request", "prompt"),
+            // A set where `none` stands alone (OpenID Connect Core §3.1.2.1).
+            (vec![("prompt", Some("none login"))], "invalid_request", "prompt"),
+            (vec![("prompt", Some("consent none"))], "invalid_request", "prompt"),
+            (vec![("prompt", Some("login  consent"))], "invalid_request", "prompt"),
         ];
         for (changes, error, parameter) in cases {
             assert_error_redirect(&app, &app.authorize_url(&p, &changes), error, parameter, st).await;

@@ -776,6 +776,42 @@ async fn consent_is_asked_remembered_narrowed_forced_and_declinable() {
     }
 }
 
+/// `prompt` is a set (OpenID Connect Core §3.1.2.1): `login consent`, in
+/// either order and with `select_account` for `login`, passes over the
+/// single sign-on session and asks for consent again after the login.
+#[tokio::test]
+async fn prompt_login_consent_asks_for_a_login_then_for_consent() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let partner = ("client_id", Some(demo::CONSENT_CLIENT_ID));
+        let flow = Flow::start(&app, &[partner]).await;
+        flow.post_ok(&[("principal", "ivan"), ("credentials", "ivan-password")]).await;
+        assert_eq!(flow.step().await["stepType"], "sms-otp");
+        assert_eq!(flow.enter_code("+79001234567").await, "/login");
+        assert_eq!(flow.step().await["stepType"], "consent");
+        let response = flow.post(&[("selected_scope_groups", "profile,email,phone")]).await;
+        let response = flow.browser.get(app.url(&location(&response))).send().await.unwrap();
+        code_from(&response, &app.redirect_uri());
+        // Granted and signed in: the next request gets a code at once.
+        let response = flow.browser.get(app.authorize_url(&Pkce::new(), &[partner])).send().await.unwrap();
+        assert_eq!(response.status(), 302, "{backend:?}: {}", location(&response));
+
+        for prompt in ["login consent", "consent select_account"] {
+            let again = Flow::start_in(&app, flow.browser.clone(), &[partner, ("prompt", Some(prompt))]).await;
+            assert_eq!(again.step().await["stepType"], "username-password", "{backend:?} {prompt}: a login first");
+            // The browser is trusted since the first login: no SMS code.
+            let response = again.post(&[("principal", "ivan"), ("credentials", "ivan-password")]).await;
+            assert_eq!(location(&response), "/login", "{backend:?} {prompt}");
+            let step = again.step().await;
+            assert_eq!(step["stepType"], "consent", "{backend:?} {prompt}: then consent, granted before or not");
+            assert_eq!(step["availableScopeGroups"], "profile,email,phone");
+            let response = again.post(&[("selected_scope_groups", "profile")]).await;
+            let response = again.browser.get(app.url(&location(&response))).send().await.unwrap();
+            code_from(&response, &app.redirect_uri());
+        }
+    }
+}
+
 #[tokio::test]
 async fn parallel_requests_cannot_exceed_the_code_limits() {
     use portico_model::clock::Clock as _;

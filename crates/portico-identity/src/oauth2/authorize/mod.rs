@@ -264,9 +264,10 @@ async fn handle(identity: &Identity, headers: &HeaderMap, form: &[u8]) -> Result
         return Ok(login::ended(identity, response));
     }
 
-    let session = match request.prompt {
-        Some(Prompt::Login) => None,
-        _ => login::session::current(identity, headers, now).await?,
+    let session = if request.prompt.is_some_and(Prompt::forces_login) {
+        None
+    } else {
+        login::session::current(identity, headers, now).await?
     };
     // A session older than `max_age`, or another user's than the hint
     // names, is as good as none: log in again.
@@ -274,7 +275,7 @@ async fn handle(identity: &Identity, headers: &HeaderMap, form: &[u8]) -> Result
         .filter(|s| request.max_age.is_none_or(|max_age| now - s.auth_time <= time::Duration::seconds(max_age.into())))
         .filter(|s| hinted.as_ref().is_none_or(|sub| *sub == s.user_id.to_string()));
     if let Some(session) = session {
-        let forced = request.prompt == Some(Prompt::Consent);
+        let forced = request.prompt.is_some_and(Prompt::forces_consent);
         if !login::flow::consent_due(identity, &request.client, &request.scope, forced, session.user_id).await? {
             let scope = request.scope.to_string();
             return issue_code_redirect(identity, headers, &request, &scope, &session).await;
