@@ -48,8 +48,12 @@ pub struct Client {
 }
 
 impl Client {
+    /// Whether `uri` is one of the client's redirect URIs: the same string
+    /// (RFC 9700 §4.1.1), except that a registered `http` address on a
+    /// loopback IP literal matches at any port (RFC 8252 §7.3: a native
+    /// app listens on whatever port its system gives it).
     pub fn has_redirect_uri(&self, uri: &str) -> bool {
-        self.redirect_uris.iter().any(|u| u == uri)
+        self.redirect_uris.iter().any(|registered| registered == uri || same_but_loopback_port(registered, uri))
     }
 
     pub fn has_post_logout_redirect_uri(&self, uri: &str) -> bool {
@@ -59,6 +63,29 @@ impl Client {
     pub fn allows_scope(&self, scope: &str) -> bool {
         self.scopes.iter().any(|s| s == scope)
     }
+}
+
+/// Whether two addresses are the same `http` address on the same loopback
+/// IP literal (`127.0.0.1`, `[::1]`; not `localhost`, which a name server
+/// may answer, RFC 8252 §8.3) but for the port: the rest is compared as
+/// written, never normalized.
+fn same_but_loopback_port(registered: &str, requested: &str) -> bool {
+    /// The host and what follows the port.
+    fn split(uri: &str) -> Option<(&str, &str)> {
+        let rest = uri.strip_prefix("http://")?;
+        let host = ["127.0.0.1", "[::1]"].into_iter().find(|host| rest.starts_with(host))?;
+        let rest = &rest[host.len()..];
+        let rest = match rest.strip_prefix(':') {
+            Some(port) => {
+                let digits = port.bytes().take_while(u8::is_ascii_digit).count();
+                port[..digits].parse::<u16>().ok().filter(|port| *port > 0)?;
+                &port[digits..]
+            }
+            None => rest,
+        };
+        (rest.is_empty() || rest.starts_with(['/', '?'])).then_some((host, rest))
+    }
+    matches!((split(registered), split(requested)), (Some(a), Some(b)) if a == b)
 }
 
 /// How a client authenticates at the token, revocation and introspection
@@ -427,6 +454,32 @@ impl LocalizedText {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_loopback_redirect_uri_matches_at_any_port_and_nothing_else_varies() {
+        let same = |registered, requested| same_but_loopback_port(registered, requested);
+        assert!(same("http://127.0.0.1/cb", "http://127.0.0.1:53124/cb"));
+        assert!(same("http://127.0.0.1:8080/cb?x=1", "http://127.0.0.1:9/cb?x=1"));
+        assert!(same("http://[::1]:1/", "http://[::1]/"));
+        assert!(same("http://127.0.0.1:7", "http://127.0.0.1:8"));
+        for (registered, requested) in [
+            ("http://127.0.0.1/cb", "http://127.0.0.1:53124/cb/"),
+            ("http://127.0.0.1/cb", "http://127.0.0.1:53124/CB"),
+            ("http://127.0.0.1/cb", "http://127.0.0.1:53124/./cb"),
+            ("http://127.0.0.1/cb", "http://[::1]:53124/cb"),
+            ("http://127.0.0.1/cb", "http://127.0.0.2:53124/cb"),
+            ("http://127.0.0.1/cb", "http://127.0.0.1.evil.example/cb"),
+            ("http://127.0.0.1/cb", "http://127.0.0.1:53124@evil.example/cb"),
+            ("http://127.0.0.1/cb", "http://127.0.0.1:65536/cb"),
+            ("http://127.0.0.1/cb", "http://127.0.0.1:/cb"),
+            ("http://127.0.0.1/cb", "https://127.0.0.1:53124/cb"),
+            ("http://localhost/cb", "http://localhost:53124/cb"),
+            ("https://127.0.0.1/cb", "https://127.0.0.1:53124/cb"),
+            ("https://bank.example/cb", "https://bank.example:8443/cb"),
+        ] {
+            assert!(!same(registered, requested), "{registered} {requested}");
+        }
+    }
 
     #[test]
     fn profiles_are_named_as_registration_names_them() {

@@ -93,7 +93,8 @@ pub struct AuthorizeQuery {
     /// A registered client.
     #[param(value_type = String, required = true, example = "demo-app")]
     pub client_id: Param<String>,
-    /// One of the client's registered addresses, exactly.
+    /// One of the client's registered addresses, exactly (a registered `http`
+    /// address on a loopback IP literal at any port, RFC 8252 §7.3).
     #[param(value_type = String, required = true, example = "http://127.0.0.1:8080/demo/callback")]
     pub redirect_uri: Param<String>,
     /// Scopes separated by a space.
@@ -236,7 +237,8 @@ pub struct RevokeRequestDto {
 pub struct PushedRequestDto {
     /// Only `code`.
     response_type: Option<String>,
-    /// One of the client's registered addresses, exactly.
+    /// One of the client's registered addresses, exactly (a registered `http`
+    /// address on a loopback IP literal at any port, RFC 8252 §7.3).
     redirect_uri: Option<String>,
     /// Scopes separated by a space.
     #[schema(example = "openid profile")]
@@ -270,7 +272,8 @@ pub struct AuthorizeFormDto {
     /// A registered client.
     #[schema(example = "demo-app")]
     client_id: String,
-    /// One of the client's registered addresses, exactly.
+    /// One of the client's registered addresses, exactly (a registered `http`
+    /// address on a loopback IP literal at any port, RFC 8252 §7.3).
     redirect_uri: String,
     /// Scopes separated by a space.
     #[schema(example = "openid profile")]

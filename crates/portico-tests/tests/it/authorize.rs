@@ -321,3 +321,58 @@ async fn an_id_token_hint_names_the_user_a_code_may_go_to() {
         }
     }
 }
+
+/// RFC 8252 §7.3: a redirect URI registered on a loopback IP literal (the
+/// demo client's `http://127.0.0.1:<port>/demo/callback`) matches at any
+/// port, since a native app listens where its system lets it; nothing else
+/// in it varies. The code goes to the port asked for and is redeemed with
+/// that address only (RFC 6749 §4.1.3).
+#[tokio::test]
+async fn a_loopback_redirect_uri_may_name_any_port_and_nothing_else() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let registered = app.redirect_uri();
+        let mut url = url::Url::parse(&registered).unwrap();
+        assert_eq!(url.host_str(), Some("127.0.0.1"));
+        let port = if url.port() == Some(53124) { 53125 } else { 53124 };
+        url.set_port(Some(port)).unwrap();
+        let elsewhere = url.to_string();
+
+        let pkce = Pkce::new();
+        let authorize = app.authorize_url(&pkce, &[("redirect_uri", Some(&elsewhere))]);
+        let response = app.login_at(&app.browser(), &authorize, "ivan", "ivan-password").await;
+        let code = code_from(&response, &elsewhere);
+        let redeem = |code: String, verifier: String, redirect_uri: String| {
+            let app = &app;
+            async move {
+                let form = [
+                    ("grant_type", "authorization_code"),
+                    ("code", code.as_str()),
+                    ("code_verifier", verifier.as_str()),
+                    ("redirect_uri", redirect_uri.as_str()),
+                ];
+                app.token_request(&form).await.status().as_u16()
+            }
+        };
+        assert_eq!(redeem(code, pkce.verifier.clone(), elsewhere.clone()).await, 200, "{backend:?}");
+
+        // A code sent to the registered address is not redeemed with
+        // another port's.
+        let browser = app.browser();
+        let code = app.login_for_code(&browser, &pkce, "ivan", "ivan-password").await;
+        assert_eq!(redeem(code, pkce.verifier.clone(), elsewhere.clone()).await, 400, "{backend:?}: exactly");
+
+        // Only the port: another host spelling, path, scheme or an empty port is not the client's.
+        let others = [
+            registered.replace("127.0.0.1", "localhost"),
+            registered.replace("127.0.0.1", "[::1]"),
+            format!("{elsewhere}/"),
+            elsewhere.replace("/demo/callback", "/demo/Callback"),
+            elsewhere.replace("http:", "https:"),
+            format!("http://127.0.0.1:/{}", url.path().trim_start_matches('/')),
+        ];
+        for other in others {
+            assert_plain_400(&app, &app.authorize_url(&pkce, &[("redirect_uri", Some(&other))]), "redirect_uri").await;
+        }
+    }
+}
