@@ -5,6 +5,7 @@
 
 use axum::Extension;
 use axum::Json;
+use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -68,9 +69,7 @@ async fn respond(
     certificate: Option<&Presented>,
     method: &str,
 ) -> Response {
-    let mut response = answer(identity, headers, certificate, method).await;
-    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
+    no_store(answer(identity, headers, certificate, method).await)
 }
 
 #[utoipa::path(
@@ -79,8 +78,10 @@ async fn respond(
     operation_id = "postUserInfo",
     tag = "oauth2",
     description = "OIDC Core §5.3, the POST form: the same answer as GET. The access token travels in the \
-                   `Authorization` header (a token in the form body, RFC 6750 §2.2, is not accepted).",
-    security(("bearerAuth" = [])),
+                   `Authorization` header, or as a bearer token in the form body (`access_token`, RFC 6750 \
+                   §2.2); never both.",
+    security(("bearerAuth" = []), ()),
+    request_body(content = UserInfoRequestDto, content_type = "application/x-www-form-urlencoded"),
     responses(
         (status = 200, description = "The user's claims; a JWT (`application/jwt`) signed with the client's \
                                       `userinfo_signed_response_alg` when it has one.",
@@ -89,6 +90,9 @@ async fn respond(
         (status = 401, description = "The token is missing or not valid (also: the user is blocked).",
          headers(("WWW-Authenticate" = String, description = "`Bearer error=\"invalid_token\"`; `DPoP error=\"invalid_token\"` \
                                                               (`invalid_dpop_proof` for a bad proof) for a request made with the `DPoP` scheme"))),
+        (status = 400, description = "The token came twice (in the body and in the `Authorization` header, \
+                                      or twice in the body), or the form could not be read.",
+         headers(("WWW-Authenticate" = String, description = "`Bearer error=\"invalid_request\"` and a description"))),
         (status = 503, description = "The check is temporarily unavailable.")
     )
 )]
@@ -96,8 +100,79 @@ pub async fn userinfo_post(
     State(identity): State<IdentityState>,
     certificate: Option<Extension<Presented>>,
     headers: HeaderMap,
+    body: Body,
 ) -> Response {
-    respond(&identity, &headers, certificate.as_deref(), "POST").await
+    match body_token(&headers, body).await {
+        Ok(None) => respond(&identity, &headers, certificate.as_deref(), "POST").await,
+        Ok(Some(token)) => {
+            // As if it came in the header: one check for every way in.
+            let mut headers = headers;
+            match HeaderValue::try_from(format!("Bearer {token}")) {
+                Ok(value) => {
+                    headers.insert(header::AUTHORIZATION, value);
+                    respond(&identity, &headers, certificate.as_deref(), "POST").await
+                }
+                Err(_) => no_store(crate::tokens::invalid_token()),
+            }
+        }
+        Err(why) => no_store(invalid_request(&why)),
+    }
+}
+
+/// `UserInfoRequestDTO`: the form `POST /oauth2/userinfo` may carry.
+#[derive(utoipa::ToSchema)]
+#[schema(as = UserInfoRequestDTO)]
+#[allow(dead_code)]
+pub struct UserInfoRequestDto {
+    /// A bearer access token (RFC 6750 §2.2), when the `Authorization`
+    /// header does not carry one.
+    #[schema(nullable = false)]
+    access_token: Option<String>,
+}
+
+/// The bearer token a form body carries (RFC 6750 §2.2): `None` when the
+/// body is no form or has no `access_token`.
+///
+/// # Errors
+/// What is wrong: the token given twice (in the header too, or twice in
+/// the form), or a form that cannot be read.
+async fn body_token(headers: &HeaderMap, body: Body) -> Result<Option<String>, String> {
+    if !super::params::is_form(headers) {
+        return Ok(None);
+    }
+    let form = super::params::read_form(headers, body, super::MAX_FORM_BODY)
+        .await
+        .map_err(|error| error.parts().2.to_owned())?;
+    let mut tokens = form.all("access_token");
+    let Some(token) = tokens.next() else {
+        return Ok(None);
+    };
+    if tokens.next().is_some() {
+        return Err("access_token is given more than once".into());
+    }
+    if headers.contains_key(header::AUTHORIZATION) {
+        return Err(
+            "the access token is given both in the Authorization header and in the body; send it one way".into()
+        );
+    }
+    Ok(Some(token.to_owned()))
+}
+
+/// 400 with RFC 6750 §3.1's `invalid_request` challenge.
+fn invalid_request(why: &str) -> Response {
+    let mut response = StatusCode::BAD_REQUEST.into_response();
+    let quoted = why.replace(['"', '\\'], "'");
+    if let Ok(value) =
+        HeaderValue::try_from(format!("Bearer error=\"invalid_request\", error_description=\"{quoted}\""))
+    {
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+    }
+    response
+}
+
+fn no_store(mut response: Response) -> Response {
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
 }
 
 async fn answer(

@@ -72,6 +72,24 @@ impl Modify for OneClientAuthentication {
     }
 }
 
+/// `POST /oauth2/userinfo` takes its form (a bearer token in the body, RFC
+/// 6750 §2.2) only when the header does not carry the token: the body is
+/// optional, which `utoipa`'s `request_body` cannot say of a plain type.
+struct OptionalUserInfoBody;
+
+impl Modify for OptionalUserInfoBody {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let body = openapi
+            .paths
+            .paths
+            .get_mut("/oauth2/userinfo")
+            .and_then(|item| item.post.as_mut())
+            .and_then(|operation| operation.request_body.as_mut())
+            .expect("POST /oauth2/userinfo has a request body");
+        body.required = Some(utoipa::openapi::Required::False);
+    }
+}
+
 /// Each step's view data allows no other properties (the spec's table):
 /// every member of `StepViewDataDTO` gets `additionalProperties: false`.
 struct ClosedStepViews;
@@ -151,7 +169,7 @@ impl Modify for ClosedStepViews {
         crate::theme::DrawerSection,
         crate::theme::DrawerItem
     )),
-    modifiers(&IdentitySecurity, &ClosedStepViews, &OneClientAuthentication),
+    modifiers(&IdentitySecurity, &ClosedStepViews, &OneClientAuthentication, &OptionalUserInfoBody),
     tags(
         (name = "oauth2", description = "Authorization, tokens, keys"),
         (name = "login", description = "The browser login and its error page")

@@ -61,6 +61,48 @@ async fn userinfo_answers_by_scope() {
     assert_eq!(response.status(), 401);
 }
 
+/// RFC 6750 §2.2 (OpenID Connect Core §5.3.1): a POST to userinfo may
+/// carry the bearer token in its form body instead of the header, once;
+/// never in the query (§2.3, which FAPI 2.0 forbids).
+#[tokio::test]
+async fn userinfo_takes_a_bearer_token_from_a_form_body_once() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let tokens = app.tokens_for("ivan", "ivan-password").await;
+        let token = tokens.access_token.as_str();
+        let userinfo = || app.http().post(app.url("/oauth2/userinfo"));
+
+        let response = userinfo().form(&[("access_token", token)]).send().await.unwrap();
+        assert_eq!(response.status(), 200, "{backend:?}");
+        assert_eq!(response.headers()["cache-control"], "no-store");
+        let info: serde_json::Value = response.json().await.unwrap();
+        assert_eq!(info["preferred_username"], "ivan");
+
+        // Two ways at once, or twice in the body: invalid_request (RFC 6750 §3.1).
+        for response in [
+            userinfo().bearer_auth(token).form(&[("access_token", token)]).send().await.unwrap(),
+            userinfo().form(&[("access_token", token), ("access_token", token)]).send().await.unwrap(),
+        ] {
+            assert_eq!(response.status(), 400, "{backend:?}");
+            let challenge = response.headers()["www-authenticate"].to_str().unwrap();
+            assert!(challenge.starts_with("Bearer error=\"invalid_request\", error_description="), "{challenge}");
+            assert_eq!(response.headers()["cache-control"], "no-store");
+        }
+
+        // A token that is not Portico's, from the body as from the header.
+        let response = userinfo().form(&[("access_token", "nope")]).send().await.unwrap();
+        assert_eq!(response.status(), 401);
+        assert_eq!(response.headers()["www-authenticate"], "Bearer error=\"invalid_token\"");
+        // A body that is no form, and the query, carry no token.
+        let response = userinfo().body(format!("access_token={token}")).send().await.unwrap();
+        assert_eq!(response.status(), 401, "no form without its content type");
+        let query = format!("/oauth2/userinfo?access_token={token}");
+        assert_eq!(app.http().get(app.url(&query)).send().await.unwrap().status(), 401, "never in the query");
+        // The header alone, as before.
+        assert_eq!(userinfo().bearer_auth(token).send().await.unwrap().status(), 200);
+    }
+}
+
 #[tokio::test]
 async fn demo_client_page_is_served() {
     let app = TestApp::spawn(backends()[0]).await;
