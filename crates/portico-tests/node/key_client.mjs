@@ -27,7 +27,8 @@
 //   mutual-TLS listener, the certificate in the handshake and the requests
 //   sent to discovery's `mtls_endpoint_aliases`; `fapi2` or `fapi-ru` among the modifiers
 //   registers the client under that security profile instead of its own
-//   rules (the test's side).
+//   rules (the test's side); a `fapi2` client discovers Portico through
+//   the RFC 8414 document (`/.well-known/oauth-authorization-server`).
 // Prints {"jwk": <public JWK or null>}; reads one line of JSON:
 // {"secret": <the client_secret_jwt secret or null>, "certificate": <the
 // escaped PEM or null>, "tls": <{cert, key, ca} PEMs or null>} for a client the test
@@ -107,7 +108,10 @@ if (initialAccessToken) {
     client_secret_jwt: () => client.ClientSecretJwt(secret),
     self_signed_tls_client_auth: () => client.TlsClientAuth(),
   }[method]();
-  config = await client.discovery(new URL(issuer), clientId, algs, auth, { execute: [client.allowInsecureRequests] });
+  // A FAPI 2.0 client reads the RFC 8414 document; the others OpenID
+  // Connect Discovery's.
+  const algorithm = modifiers.includes('fapi2') ? 'oauth2' : 'oidc';
+  config = await client.discovery(new URL(issuer), clientId, algs, auth, { algorithm, execute: [client.allowInsecureRequests] });
 }
 if (tls) {
   // Portico's own mutual-TLS listener: the client certificate in the TLS

@@ -1,4 +1,6 @@
-//! `GET /.well-known/openid-configuration` (OIDC Discovery 1.0).
+//! `GET /.well-known/openid-configuration` (OIDC Discovery 1.0) and the
+//! same document at `GET /.well-known/oauth-authorization-server` (RFC
+//! 8414), where OAuth clients, FAPI 2.0's among them, look for it.
 
 use axum::Json;
 use axum::extract::State;
@@ -22,6 +24,27 @@ use portico_crypto::jose::{ASSERTION_ALGORITHMS, REQUEST_OBJECT_ALGORITHMS};
                        ("Access-Control-Allow-Origin" = String, description = "`*`: public, for browser clients"))))
 )]
 pub async fn openid_configuration(State(identity): State<IdentityState>) -> Response {
+    metadata(&identity)
+}
+
+#[utoipa::path(
+    get,
+    path = "/.well-known/oauth-authorization-server",
+    operation_id = "getAuthorizationServerMetadata",
+    tag = "oauth2",
+    description = "RFC 8414 §3: the same document as `/.well-known/openid-configuration` (its OpenID Connect \
+                   members are registered authorization server metadata too). For an issuer with a path, RFC 8414 \
+                   §3.1 puts this address before the path: the proxy in front maps it here.",
+    responses((status = 200, description = "RFC 8414 authorization server metadata.", body = Object,
+               headers(("Cache-Control" = String, description = "`public, max-age=3600`"),
+                       ("Access-Control-Allow-Origin" = String, description = "`*`: public, for browser clients"))))
+)]
+pub async fn authorization_server_metadata(State(identity): State<IdentityState>) -> Response {
+    metadata(&identity)
+}
+
+/// The one metadata document, under both names.
+fn metadata(identity: &IdentityState) -> Response {
     let issuer = &identity.settings.issuer;
     // Certificate authentication only when certificates can reach Portico.
     let methods: Vec<&str> = AuthMethod::ALL

@@ -37,6 +37,7 @@ pub fn router() -> Router<IdentityState> {
         .route("/oauth2/logout", get(logout::logout).post(logout::logout_form))
         .route("/oauth2/userinfo", get(userinfo::userinfo).post(userinfo::userinfo_post))
         .route("/.well-known/openid-configuration", get(discovery::openid_configuration))
+        .route("/.well-known/oauth-authorization-server", get(discovery::authorization_server_metadata))
 }
 
 pub use authorize::AuthorizeRequest;

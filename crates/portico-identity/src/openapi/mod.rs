@@ -132,6 +132,7 @@ impl Modify for ClosedStepViews {
         crate::oauth2::logout::logout,
         crate::oauth2::logout::logout_form,
         crate::oauth2::discovery::openid_configuration,
+        crate::oauth2::discovery::authorization_server_metadata,
         crate::login::page::login_page,
         crate::login::submit::submit_step,
         crate::login::restart::restart,

@@ -46,6 +46,15 @@ async fn discovery_names_every_endpoint() {
     assert_eq!(doc["userinfo_endpoint"], app.url("/oauth2/userinfo"));
     assert_eq!(doc["code_challenge_methods_supported"], serde_json::json!(["S256"]));
     assert_eq!(doc["response_types_supported"], serde_json::json!(["code"]));
+
+    // RFC 8414 §3 (which FAPI 2.0 names beside OpenID Connect Discovery):
+    // the same document where OAuth clients look for it.
+    let response = app.http().get(app.url("/.well-known/oauth-authorization-server")).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["access-control-allow-origin"], "*");
+    assert_eq!(response.headers()["cache-control"], "public, max-age=3600");
+    let oauth: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(oauth, doc, "one document under both names");
 }
 
 #[tokio::test]
