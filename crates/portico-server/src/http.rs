@@ -3,7 +3,7 @@
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::{Method, StatusCode};
+use axum::http::{HeaderName, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -17,11 +17,33 @@ use crate::app::AppState;
 
 pub use portico_api::request::REQUEST_ID;
 
+/// The FAPI interaction id (FAPI 1.0 Part 1 §6.2.1, which ФАПИ.СЕК's
+/// resource servers follow): a client's correlation id for one request,
+/// played back in the answer and logged.
+pub const FAPI_INTERACTION_ID: HeaderName = HeaderName::from_static("x-fapi-interaction-id");
+
+/// The request's interaction id: the client's, when it is a UUID (RFC
+/// 4122, as the profile has clients send), else a new one.
+fn interaction_id(request: &Request) -> HeaderValue {
+    request
+        .headers()
+        .get(&FAPI_INTERACTION_ID)
+        .filter(|value| value.to_str().is_ok_and(|id| uuid::Uuid::try_parse(id).is_ok()))
+        .cloned()
+        .unwrap_or_else(|| {
+            HeaderValue::try_from(uuid::Uuid::new_v4().hyphenated().to_string()).expect("a UUID is a header value")
+        })
+}
+
 /// Counts and times every request by route and status; logs server errors.
 /// Each request runs in a span (a server span of the caller's trace when
-/// it sent a W3C `traceparent`, exported when traces are on).
-pub async fn observe(request: Request, next: Next) -> Response {
+/// it sent a W3C `traceparent`, exported when traces are on), which names
+/// its FAPI interaction id ([`FAPI_INTERACTION_ID`]); every answer plays
+/// that id back.
+pub async fn observe(mut request: Request, next: Next) -> Response {
     let started = Instant::now();
+    let interaction = interaction_id(&request);
+    request.headers_mut().insert(FAPI_INTERACTION_ID, interaction.clone());
     let method = request.method().clone();
     let method_label = method_label(&method);
     let route =
@@ -35,12 +57,13 @@ pub async fn observe(request: Request, next: Next) -> Response {
         http.request.method = %method,
         http.route = %route,
         http.response.status_code = tracing::field::Empty,
+        fapi_interaction_id = interaction.to_str().unwrap_or_default(),
     );
     if !span.is_disabled() && request.headers().contains_key("traceparent") {
         let parent = TraceContextPropagator::new().extract(&HeaderExtractor(request.headers()));
         let _ = span.set_parent(parent);
     }
-    let response = next.run(request).instrument(span.clone()).await;
+    let mut response = next.run(request).instrument(span.clone()).await;
     let status = response.status();
     span.record("http.response.status_code", status.as_u16());
     let elapsed = started.elapsed();
@@ -48,10 +71,11 @@ pub async fn observe(request: Request, next: Next) -> Response {
     metrics::counter!("portico_http_requests_total", &labels).increment(1);
     metrics::histogram!("portico_http_request_duration_seconds", &labels).record(elapsed.as_secs_f64());
     if status.is_server_error() {
-        tracing::warn!(%method, %route, status = status.as_u16(), request_id = ?request_id, "request failed");
+        tracing::warn!(%method, %route, status = status.as_u16(), request_id = ?request_id, fapi_interaction_id = ?interaction, "request failed");
     } else {
-        tracing::debug!(%method, %route, status = status.as_u16(), ms = elapsed.as_millis() as u64, request_id = ?request_id, "request");
+        tracing::debug!(%method, %route, status = status.as_u16(), ms = elapsed.as_millis() as u64, request_id = ?request_id, fapi_interaction_id = ?interaction, "request");
     }
+    response.headers_mut().insert(FAPI_INTERACTION_ID, interaction);
     response
 }
 

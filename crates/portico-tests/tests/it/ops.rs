@@ -24,6 +24,39 @@ async fn health_readiness_and_metrics() {
     }
 }
 
+/// FAPI 1.0 Part 1 §6.2.1 (ФАПИ.СЕК's resource servers): every answer
+/// plays back the client's `x-fapi-interaction-id`, or gives a new UUID
+/// when the request had none (or no UUID), refusals too.
+#[tokio::test]
+async fn every_answer_plays_back_the_fapi_interaction_id() {
+    let app = TestApp::spawn(backends()[0]).await;
+    let tokens = app.tokens_for("ivan", "ivan-password").await;
+    let id = |response: &reqwest::Response| response.headers()["x-fapi-interaction-id"].to_str().unwrap().to_owned();
+    let userinfo = || app.http().get(app.url("/oauth2/userinfo"));
+
+    let given = "c770aef3-6784-41f7-8e0e-ff5f97bddb3a";
+    let response = userinfo().bearer_auth(&tokens.access_token).header("x-fapi-interaction-id", given).send().await;
+    let response = response.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(id(&response), given, "played back as given");
+    let response = userinfo().header("x-fapi-interaction-id", given).send().await.unwrap();
+    assert_eq!((response.status().as_u16(), id(&response)), (401, given.to_owned()), "refusals too");
+
+    let mut seen = std::collections::HashSet::new();
+    for sent in [None, Some("not-a-uuid"), None] {
+        let mut request = userinfo().bearer_auth(&tokens.access_token);
+        if let Some(sent) = sent {
+            request = request.header("x-fapi-interaction-id", sent);
+        }
+        let response = request.send().await.unwrap();
+        let made = id(&response);
+        assert!(uuid::Uuid::try_parse(&made).is_ok(), "a new UUID: {made}");
+        assert!(seen.insert(made), "one per request");
+    }
+    let response = app.http().get(app.url("/healthz")).send().await.unwrap();
+    assert!(uuid::Uuid::try_parse(&id(&response)).is_ok(), "every endpoint");
+}
+
 #[tokio::test]
 async fn discovery_names_every_endpoint() {
     let app = TestApp::spawn(backends()[0]).await;
