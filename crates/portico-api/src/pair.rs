@@ -4,7 +4,8 @@
 //!
 //! Each API answers a refusal in its own contract's words (the permission
 //! API's `{"error": …}`, with the deprecation headers on its v1 reads), so
-//! the extractor takes the API's [`PairRefusal`] as a type parameter.
+//! the extractor takes the API's [`PairRefusal`] as a type parameter; a
+//! 401 carries the challenge of [`portico_tokens::Challenge`].
 
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -50,9 +51,22 @@ where
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Response> {
         let certificate = parts.extensions.get::<portico_crypto::certificate::Presented>();
         let verifier = state.token_verifier();
-        match verifier.check_token_pair(&parts.headers, certificate, parts.method.as_str(), parts.uri.path()).await {
+        // The address the client called (a DPoP proof's `htu`), also
+        // under a nested router.
+        let original = parts.extensions.get::<axum::extract::OriginalUri>();
+        let path = original.map_or(parts.uri.path(), |uri| uri.0.path());
+        match verifier.check_token_pair(&parts.headers, certificate, parts.method.as_str(), path).await {
             Ok(caller) => Ok(TokenPair(caller, PhantomData)),
-            Err(error) => Err(R::refusal(error)),
+            Err(error) => {
+                // The API's words, under the one challenge every protected
+                // resource answers with.
+                let challenge = portico_tokens::Challenge::for_pair(&parts.headers, &error);
+                let mut response = R::refusal(error);
+                if response.status() == axum::http::StatusCode::UNAUTHORIZED {
+                    response.headers_mut().insert(axum::http::header::WWW_AUTHENTICATE, challenge.header());
+                }
+                Err(response)
+            }
         }
     }
 }

@@ -215,30 +215,23 @@ pub fn invalid_token() -> axum::response::Response {
     response
 }
 
-/// [`invalid_token`], or its `DPoP` challenge (RFC 9449 §7.1) for a
-/// request that presented its token with the `DPoP` scheme.
+/// [`invalid_token`], or the challenge of how the request presented its
+/// token ([`portico_tokens::Challenge`]).
 pub fn invalid_token_for(headers: &axum::http::HeaderMap) -> axum::response::Response {
     refused_for(headers, &portico_tokens::AccessTokenError::Invalid)
 }
 
-/// [`invalid_token_for`], or for a bad DPoP proof the `DPoP` challenge with
-/// `invalid_dpop_proof` (RFC 9449 §7.1).
+/// 401 without a body, with the challenge of how the request presented
+/// its token and why it was refused ([`portico_tokens::Challenge`]):
+/// `Bearer` alone without a token, `invalid_dpop_proof` for a bad proof.
 pub fn refused_for(
     headers: &axum::http::HeaderMap,
     error: &portico_tokens::AccessTokenError,
 ) -> axum::response::Response {
-    let mut response = invalid_token();
-    if portico_tokens::presented(headers).is_some_and(|(scheme, _)| scheme == portico_tokens::Scheme::Dpop) {
-        let algs = portico_crypto::dpop::ALGORITHMS.join(" ");
-        let code = match error {
-            portico_tokens::AccessTokenError::InvalidProof => "invalid_dpop_proof",
-            _ => "invalid_token",
-        };
-        let challenge = format!("DPoP error=\"{code}\", algs=\"{algs}\"");
-        if let Ok(value) = axum::http::HeaderValue::from_str(&challenge) {
-            response.headers_mut().insert(axum::http::header::WWW_AUTHENTICATE, value);
-        }
-    }
+    use axum::response::IntoResponse as _;
+    let mut response = axum::http::StatusCode::UNAUTHORIZED.into_response();
+    let challenge = portico_tokens::Challenge::for_access(headers, error);
+    response.headers_mut().insert(axum::http::header::WWW_AUTHENTICATE, challenge.header());
     response
 }
 

@@ -91,7 +91,9 @@ pub enum LookupErrors {
     #[response(status = 400)]
     BadRequest(ErrorResponseDto),
     /// `Authorization` or `Id-Token` is missing or not valid.
-    #[response(status = 401, headers(("WWW-Authenticate" = String, description = "`Bearer error=\"invalid_token\"`")))]
+    #[response(status = 401, headers(("WWW-Authenticate" = String, description = "`Bearer` when no token came; `Bearer error=\"invalid_token\"` for a bad one; \
+                `DPoP error=\"invalid_dpop_proof\"` (or `\"invalid_token\"`) with `algs` for a token sent with \
+                the `DPoP` scheme (RFC 6750 §3.1, RFC 9449 §7.1)")))]
     Unauthorized(UnauthorizedError),
     /// The permission store failed; details only in the log. When the
     /// database is unavailable, with `Retry-After` and the message "the
@@ -105,7 +107,9 @@ pub enum LookupErrors {
 #[allow(dead_code)]
 pub enum Unauthorized {
     /// `Authorization` or `Id-Token` is missing or not valid.
-    #[response(status = 401, headers(("WWW-Authenticate" = String, description = "`Bearer error=\"invalid_token\"`")))]
+    #[response(status = 401, headers(("WWW-Authenticate" = String, description = "`Bearer` when no token came; `Bearer error=\"invalid_token\"` for a bad one; \
+                `DPoP error=\"invalid_dpop_proof\"` (or `\"invalid_token\"`) with `algs` for a token sent with \
+                the `DPoP` scheme (RFC 6750 §3.1, RFC 9449 §7.1)")))]
     Unauthorized(UnauthorizedError),
 }
 

@@ -149,13 +149,10 @@ impl IntoResponse for PermissionError {
             Self::NotEio(_) => dto(StatusCode::FORBIDDEN, "executive_not_eio", message, Value::Null),
             Self::UnavailableRole(_) => dto(StatusCode::FORBIDDEN, "unavailable_role", message, Value::Null),
             Self::NotEmployee(_) => dto(StatusCode::FORBIDDEN, "not_employee", message, Value::Null),
+            // The challenge (`WWW-Authenticate`) is the token-pair extractor's,
+            // which knows how the token came (portico_api::pair).
             Self::Unauthorized(_) => {
-                let mut response =
-                    (StatusCode::UNAUTHORIZED, Json(UnauthorizedError { error: message })).into_response();
-                response
-                    .headers_mut()
-                    .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer error=\"invalid_token\""));
-                response
+                (StatusCode::UNAUTHORIZED, Json(UnauthorizedError { error: message })).into_response()
             }
             // The spec lists only 500 as a server error: an outage is one
             // too, told apart by its message and `Retry-After`.

@@ -117,12 +117,23 @@ impl Reports {
         match channel {
             Channel::Public => {
                 let certificate = parts.extensions.get::<portico_crypto::certificate::Presented>();
-                let (method, path) = (parts.method.as_str(), parts.uri.path());
-                let pair = self.tokens.check_token_pair(headers, certificate, method, path).await?;
+                // The address the client called (a DPoP proof's `htu`), not
+                // the one inside the nested router.
+                let original = parts.extensions.get::<axum::extract::OriginalUri>();
+                let path = original.map_or(parts.uri.path(), |uri| uri.0.path());
+                let method = parts.method.as_str();
+                let pair = self
+                    .tokens
+                    .check_token_pair(headers, certificate, method, path)
+                    .await
+                    .map_err(|error| ReportError::refused_pair(headers, error))?;
                 Ok(Caller::User(pair.user_id.as_uuid()))
             }
             Channel::Bank if self.api_tokens.is_internal(headers) => Ok(Caller::Bank),
-            Channel::Bank => Err(ReportError::Unauthorized("the internal token is missing or wrong".into())),
+            Channel::Bank => Err(ReportError::Unauthorized(
+                "the internal token is missing or wrong".into(),
+                portico_tokens::Challenge::for_request(headers, false),
+            )),
         }
     }
 

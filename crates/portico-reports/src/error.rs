@@ -39,9 +39,9 @@ pub enum ReportError {
     /// Field name → what is wrong with it.
     #[error("the request is not valid")]
     Validation(BTreeMap<String, String>),
-    /// What failed, for the caller.
+    /// What failed, for the caller, and the challenge that says so.
     #[error("{0}")]
-    Unauthorized(String),
+    Unauthorized(String, portico_tokens::Challenge),
     #[error("{0}")]
     Forbidden(String),
     #[error("{0}")]
@@ -79,7 +79,7 @@ impl IntoResponse for ReportError {
         let trace_id = trace_id.as_str();
         let (status, code) = match &self {
             Self::Validation(_) => (StatusCode::BAD_REQUEST, "VALIDATION_ERROR"),
-            Self::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "UNAUTHORIZED"),
+            Self::Unauthorized(..) => (StatusCode::UNAUTHORIZED, "UNAUTHORIZED"),
             Self::Forbidden(_) => (StatusCode::FORBIDDEN, "FORBIDDEN"),
             Self::NotFound(_) => (StatusCode::NOT_FOUND, "NOT_FOUND"),
             Self::TooManyTasks(_) => (StatusCode::TOO_MANY_REQUESTS, "TOO_MANY_TASKS"),
@@ -105,14 +105,18 @@ impl IntoResponse for ReportError {
             Self::TooManyTasks(_) => Some(TASKS_RETRY_AFTER_SECS),
             _ => None,
         };
+        let challenge = match &self {
+            Self::Unauthorized(_, challenge) => Some(challenge.header()),
+            _ => None,
+        };
         let errors = match self {
             Self::Validation(errors) => Some(errors),
             _ => None,
         };
         let body = ErrorResponse { code, message, trace_id: trace_id.to_owned(), errors };
         let mut response = (status, Json(body)).into_response();
-        if status == StatusCode::UNAUTHORIZED {
-            response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        if let Some(challenge) = challenge {
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, challenge);
         }
         if let Some(seconds) = retry_after {
             response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
@@ -121,11 +125,13 @@ impl IntoResponse for ReportError {
     }
 }
 
-impl From<TokenPairError> for ReportError {
-    fn from(error: TokenPairError) -> Self {
+impl ReportError {
+    /// A request with `headers` whose token pair was refused with `error`.
+    pub fn refused_pair(headers: &axum::http::HeaderMap, error: TokenPairError) -> Self {
+        let challenge = portico_tokens::Challenge::for_pair(headers, &error);
         match error {
             TokenPairError::Unavailable(e) => e.into(),
-            other => Self::Unauthorized(format!("authentication failed: {other}")),
+            other => Self::Unauthorized(format!("authentication failed: {other}"), challenge),
         }
     }
 }
@@ -147,7 +153,9 @@ pub enum Errors {
     #[response(status = 400)]
     Validation(ErrorResponse),
     /// `UNAUTHORIZED`: `Authorization` or `Id-Token` is missing or not valid.
-    #[response(status = 401, headers(("WWW-Authenticate" = String, description = "`Bearer`")))]
+    #[response(status = 401, headers(("WWW-Authenticate" = String, description = "`Bearer` when no token came; `Bearer error=\"invalid_token\"` for a bad one; \
+                `DPoP error=\"invalid_dpop_proof\"` (or `\"invalid_token\"`) with `algs` for a token sent with \
+                the `DPoP` scheme (RFC 6750 §3.1, RFC 9449 §7.1)")))]
     Unauthorized(ErrorResponse),
     /// `FORBIDDEN`: the user holds no report right for this in the company.
     #[response(status = 403)]

@@ -7,12 +7,14 @@
 //! that only check them depend on this crate alone, not on the login and
 //! its delivery channels.
 
+pub mod challenge;
 pub mod claims;
 mod command;
 pub mod keys;
 pub mod verified;
 mod verifier;
 
+pub use challenge::Challenge;
 pub use claims::{AccessClaims, Confirmation, Expiring, IdClaims, UserClaims};
 pub use command::CommandKeys;
 pub use keys::{HsmKeys, ImportedKey, KeyHolders, KeyLocation, KeyRing, key_location};

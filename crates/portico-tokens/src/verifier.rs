@@ -61,6 +61,10 @@ pub enum TokenPairError {
     Missing(&'static str),
     #[error("the access token is not valid (malformed, not signed by this issuer, expired or revoked)")]
     InvalidAccessToken,
+    /// The access token is DPoP-bound and its proof is missing or bad
+    /// (RFC 9449 §7.1's `invalid_dpop_proof`).
+    #[error("the DPoP proof is missing or not valid (one fresh proof of the token's key for this request)")]
+    InvalidProof,
     #[error("the id_token is not valid (malformed, not signed by this issuer or expired)")]
     InvalidIdToken,
     #[error("the access token and the id_token do not belong to the same login")]
@@ -259,9 +263,8 @@ impl TokenVerifier {
         let id_token = id_token.strip_prefix("Bearer ").unwrap_or(id_token);
         let access = match self.check_request(headers, certificate, method, path).await {
             Ok(claims) => claims,
-            Err(AccessTokenError::Invalid | AccessTokenError::InvalidProof) => {
-                return Err(TokenPairError::InvalidAccessToken);
-            }
+            Err(AccessTokenError::Invalid) => return Err(TokenPairError::InvalidAccessToken),
+            Err(AccessTokenError::InvalidProof) => return Err(TokenPairError::InvalidProof),
             Err(AccessTokenError::Unavailable(e)) => return Err(TokenPairError::Unavailable(e)),
         };
         let id = match self.verify_cached(id_token, TYP_ID_TOKEN, &self.verified.id).await {

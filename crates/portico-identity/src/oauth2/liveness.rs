@@ -22,7 +22,9 @@ use portico_tokens::AccessTokenError;
     responses(
         (status = 200, description = "The token is active."),
         (status = 401, description = "The header is missing or malformed, or the token is not valid.",
-         headers(("WWW-Authenticate" = String, description = "`Bearer error=\"invalid_token\"`"))),
+         headers(("WWW-Authenticate" = String, description = "`Bearer` when no token came; `Bearer error=\"invalid_token\"` for a bad one; \
+                `DPoP error=\"invalid_dpop_proof\"` (or `\"invalid_token\"`) with `algs` for a token sent with \
+                the `DPoP` scheme (RFC 6750 §3.1, RFC 9449 §7.1)"))),
         (status = 503, description = "The check is temporarily unavailable.")
     )
 )]

@@ -50,8 +50,9 @@ const JWT_MEDIA_TYPE: &str = "application/jwt";
          headers(("Cache-Control" = String, description = "`no-store`: personal data is never cached.")),
          content((UserInfo = "application/json"), (String = "application/jwt"))),
         (status = 401, description = "The token is missing or not valid (also: the user is blocked).",
-         headers(("WWW-Authenticate" = String, description = "`Bearer error=\"invalid_token\"`; `DPoP error=\"invalid_token\"` \
-                                                              (`invalid_dpop_proof` for a bad proof) for a request made with the `DPoP` scheme"))),
+         headers(("WWW-Authenticate" = String, description = "`Bearer` when no token came; `Bearer error=\"invalid_token\"` for a bad one; \
+                `DPoP error=\"invalid_dpop_proof\"` (or `\"invalid_token\"`) with `algs` for a token sent with \
+                the `DPoP` scheme (RFC 6750 §3.1, RFC 9449 §7.1)"))),
         (status = 503, description = "The check is temporarily unavailable.")
     )
 )]
@@ -88,8 +89,9 @@ async fn respond(
          headers(("Cache-Control" = String, description = "`no-store`: personal data is never cached.")),
          content((UserInfo = "application/json"), (String = "application/jwt"))),
         (status = 401, description = "The token is missing or not valid (also: the user is blocked).",
-         headers(("WWW-Authenticate" = String, description = "`Bearer error=\"invalid_token\"`; `DPoP error=\"invalid_token\"` \
-                                                              (`invalid_dpop_proof` for a bad proof) for a request made with the `DPoP` scheme"))),
+         headers(("WWW-Authenticate" = String, description = "`Bearer` when no token came; `Bearer error=\"invalid_token\"` for a bad one; \
+                `DPoP error=\"invalid_dpop_proof\"` (or `\"invalid_token\"`) with `algs` for a token sent with \
+                the `DPoP` scheme (RFC 6750 §3.1, RFC 9449 §7.1)"))),
         (status = 400, description = "The token came twice (in the body and in the `Authorization` header, \
                                       or twice in the body), or the form could not be read.",
          headers(("WWW-Authenticate" = String, description = "`Bearer error=\"invalid_request\"` and a description"))),

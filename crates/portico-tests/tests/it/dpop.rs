@@ -155,25 +155,53 @@ async fn a_proof_binds_the_tokens_and_resources_take_them_only_with_a_fresh_proo
         assert_eq!(live.status(), 200, "{backend:?}");
         assert_eq!(app.liveness(&access).await, 401, "{backend:?}: as a bearer token");
 
-        // The business APIs: the token pair's access token by the same rule.
+        // The business APIs: the token pair's access token by the same
+        // rule, and refused with the same challenges (RFC 9449 §7.1).
         let id_token = tokens["id_token"].as_str().unwrap();
-        let api = |scheme: String, proof: Option<String>| {
-            let mut request = app
-                .http()
-                .get(app.url("/api/v1/permissions"))
-                .header("Authorization", scheme)
-                .header("id-token", id_token);
-            if let Some(proof) = proof {
-                request = request.header("DPoP", proof);
-            }
-            request.send()
-        };
-        let proof = key.proof(&app, "GET", "/api/v1/permissions", Some(&access));
-        assert_eq!(api(scheme.clone(), Some(proof)).await.unwrap().status(), 200, "{backend:?}");
-        let proof = key.proof(&app, "GET", "/api/v1/permissions", Some(&access));
-        assert_eq!(api(format!("Bearer {access}"), Some(proof)).await.unwrap().status(), 401, "{backend:?}");
-        let elsewhere = key.proof(&app, "GET", "/api/v2/permissions", Some(&access));
-        assert_eq!(api(scheme.clone(), Some(elsewhere)).await.unwrap().status(), 401, "{backend:?}: another address");
+        for path in ["/api/v1/permissions", "/v1/reports/types"] {
+            let api = |scheme: Option<String>, proof: Option<String>| {
+                let mut request = app.http().get(app.url(path)).header("id-token", id_token);
+                if let Some(scheme) = scheme {
+                    request = request.header("Authorization", scheme);
+                }
+                if let Some(proof) = proof {
+                    request = request.header("DPoP", proof);
+                }
+                async move {
+                    let response = request.send().await.unwrap();
+                    let challenge = response.headers().get("www-authenticate").map(|v| v.to_str().unwrap().to_owned());
+                    (response.status().as_u16(), challenge.unwrap_or_default())
+                }
+            };
+            let dpop =
+                |code: &str| format!("DPoP error=\"{code}\", algs=\"{}\"", portico_crypto::dpop::ALGORITHMS.join(" "));
+            let proof = || key.proof(&app, "GET", path, Some(&access));
+            assert_eq!(api(Some(scheme.clone()), Some(proof())).await.0, 200, "{backend:?} {path}");
+            let bearer = api(Some(format!("Bearer {access}")), Some(proof())).await;
+            assert_eq!(
+                bearer,
+                (401, "Bearer error=\"invalid_token\"".to_owned()),
+                "{backend:?} {path}: as a bearer token"
+            );
+            let elsewhere = key.proof(&app, "GET", "/api/v2/permissions", Some(&access));
+            let elsewhere = api(Some(scheme.clone()), Some(elsewhere)).await;
+            assert_eq!(elsewhere, (401, dpop("invalid_dpop_proof")), "{backend:?} {path}: a proof for another address");
+            assert_eq!(
+                api(Some(scheme.clone()), None).await,
+                (401, dpop("invalid_dpop_proof")),
+                "{backend:?} {path}: none"
+            );
+            let foreign = DpopKey::new().proof(&app, "GET", path, Some(&access));
+            let foreign = api(Some(scheme.clone()), Some(foreign)).await;
+            assert_eq!(foreign, (401, dpop("invalid_token")), "{backend:?} {path}: another key's good proof");
+            // RFC 6750 §3.1: no token, no error code.
+            assert_eq!(api(None, None).await, (401, "Bearer".to_owned()), "{backend:?} {path}: no token");
+        }
+        for path in ["/oauth2/userinfo", "/oauth2/token/liveness"] {
+            let response = app.http().get(app.url(path)).send().await.unwrap();
+            assert_eq!(response.status(), 401);
+            assert_eq!(response.headers()["www-authenticate"], "Bearer", "{backend:?} {path}: no token, no error code");
+        }
 
         // A refresh with a proof binds the new access token; a plain token
         // of an unbound exchange stays a bearer token.
