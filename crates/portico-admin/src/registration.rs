@@ -144,27 +144,36 @@ pub struct RegistrationError {
     status: StatusCode,
     error: &'static str,
     description: String,
+    /// A 401's challenge (RFC 6750 §3): `Bearer` alone when no token came.
+    challenge: portico_tokens::Challenge,
 }
 
 impl RegistrationError {
+    fn new(status: StatusCode, error: &'static str, description: impl Into<String>) -> Self {
+        let challenge = portico_tokens::Challenge::InvalidToken;
+        Self { status, error, description: description.into(), challenge }
+    }
+
     fn metadata(description: impl Into<String>) -> Self {
-        Self { status: StatusCode::BAD_REQUEST, error: "invalid_client_metadata", description: description.into() }
+        Self::new(StatusCode::BAD_REQUEST, "invalid_client_metadata", description)
     }
 
     fn redirect(description: impl Into<String>) -> Self {
-        Self { status: StatusCode::BAD_REQUEST, error: "invalid_redirect_uri", description: description.into() }
+        Self::new(StatusCode::BAD_REQUEST, "invalid_redirect_uri", description)
     }
 
     fn statement(error: &'static str, description: impl Into<String>) -> Self {
-        Self {
-            status: StatusCode::BAD_REQUEST,
-            error,
-            description: format!("software_statement: {}", description.into()),
-        }
+        Self::new(StatusCode::BAD_REQUEST, error, format!("software_statement: {}", description.into()))
     }
 
     fn token(description: impl Into<String>) -> Self {
-        Self { status: StatusCode::UNAUTHORIZED, error: "invalid_token", description: description.into() }
+        Self::new(StatusCode::UNAUTHORIZED, "invalid_token", description)
+    }
+
+    /// A request that carried no token (RFC 6750 §3.1: no error code in
+    /// the challenge).
+    fn no_token(description: impl Into<String>) -> Self {
+        Self { challenge: portico_tokens::Challenge::Credentials, ..Self::token(description) }
     }
 
     fn from_service(error: ServiceError) -> Self {
@@ -177,11 +186,11 @@ impl RegistrationError {
             }
             ServiceError::Storage(e) => {
                 tracing::warn!(error = %e, "client registration failed in storage");
-                Self {
-                    status: StatusCode::SERVICE_UNAVAILABLE,
-                    error: "temporarily_unavailable",
-                    description: "the registration could not be stored; try again".into(),
-                }
+                Self::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "temporarily_unavailable",
+                    "the registration could not be stored; try again",
+                )
             }
             other => Self::metadata(other.to_string()),
         }
@@ -217,8 +226,7 @@ impl IntoResponse for RegistrationError {
             (self.status, Json(json!({ "error": self.error, "error_description": self.description }))).into_response(),
         );
         if self.status == StatusCode::UNAUTHORIZED {
-            let challenge = HeaderValue::from_static("Bearer error=\"invalid_token\"");
-            response.headers_mut().insert(header::WWW_AUTHENTICATE, challenge);
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, self.challenge.header());
         }
         response
     }
@@ -560,9 +568,11 @@ async fn register_client(
     body: Body,
 ) -> Result<Value, RegistrationError> {
     let Some(expected) = registration.initial_access_token.as_deref() else {
-        return Err(RegistrationError::token("dynamic registration is off at this bank"));
+        let off = RegistrationError::token("dynamic registration is off at this bank");
+        let challenge = portico_tokens::Challenge::for_request(headers, false);
+        return Err(RegistrationError { challenge, ..off });
     };
-    let given = bearer(headers).ok_or_else(|| RegistrationError::token("the initial access token is missing"))?;
+    let given = bearer(headers).ok_or_else(|| RegistrationError::no_token("the initial access token is missing"))?;
     let configured = portico_crypto::constant_time_eq(given.as_bytes(), expected.as_bytes());
     let metadata = read_metadata(registration, headers, body).await?;
     let checked = metadata.check()?;
@@ -613,7 +623,8 @@ async fn managed(
     headers: &HeaderMap,
     client_id: &str,
 ) -> Result<Client, RegistrationError> {
-    let given = bearer(headers).ok_or_else(|| RegistrationError::token("the registration access token is missing"))?;
+    let given =
+        bearer(headers).ok_or_else(|| RegistrationError::no_token("the registration access token is missing"))?;
     let client = registration
         .service
         .store

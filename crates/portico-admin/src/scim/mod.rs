@@ -81,8 +81,9 @@ pub enum ScimError {
     BadRequest(&'static str, String),
     /// 400 `invalidValue`: the user the document describes breaks a rule.
     Invalid(String),
-    /// 401, with a `Bearer` challenge.
-    Unauthorized(&'static str),
+    /// 401, with RFC 6750 §3's challenge: `Bearer` alone when no token
+    /// came, `Bearer error="invalid_token"` for a wrong one.
+    Unauthorized(&'static str, portico_tokens::Challenge),
     /// 403.
     Forbidden(String),
     /// 404: no such user, schema, resource type or endpoint (or SCIM is off).
@@ -111,7 +112,7 @@ impl ScimError {
         match self {
             Self::BadRequest(scim_type, detail) => (StatusCode::BAD_REQUEST, Some(scim_type), detail),
             Self::Invalid(detail) => (StatusCode::BAD_REQUEST, Some("invalidValue"), detail),
-            Self::Unauthorized(detail) => (StatusCode::UNAUTHORIZED, None, detail.to_owned()),
+            Self::Unauthorized(detail, _) => (StatusCode::UNAUTHORIZED, None, detail.to_owned()),
             Self::Forbidden(detail) => (StatusCode::FORBIDDEN, None, detail),
             Self::NotFound(detail) => (StatusCode::NOT_FOUND, None, detail),
             Self::Conflict(detail) => (StatusCode::CONFLICT, Some("uniqueness"), detail),
@@ -153,6 +154,10 @@ impl From<ServiceError> for ScimError {
 
 impl IntoResponse for ScimError {
     fn into_response(self) -> Response {
+        let challenge = match &self {
+            Self::Unauthorized(_, challenge) => Some(challenge.header()),
+            _ => None,
+        };
         let (status, scim_type, detail) = self.parts();
         let mut body = json!({"schemas": [schema::ERROR], "status": status.as_u16().to_string(), "detail": detail});
         if let Some(scim_type) = scim_type {
@@ -162,8 +167,8 @@ impl IntoResponse for ScimError {
         if status == StatusCode::SERVICE_UNAVAILABLE {
             response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
         }
-        if status == StatusCode::UNAUTHORIZED {
-            response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        if let Some(challenge) = challenge {
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, challenge);
         }
         response
     }
@@ -203,7 +208,8 @@ impl Scim {
         if token.authorizes(authorization) {
             Ok(())
         } else {
-            Err(ScimError::Unauthorized("send the SCIM token as Authorization: Bearer <token>"))
+            let challenge = portico_tokens::Challenge::for_request(headers, false);
+            Err(ScimError::Unauthorized("send the SCIM token as Authorization: Bearer <token>", challenge))
         }
     }
 

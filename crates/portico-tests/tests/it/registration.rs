@@ -44,6 +44,16 @@ async fn a_client_registers_with_the_initial_access_token_and_manages_its_regist
             let (status, body) = app.register(token, &metadata).await;
             assert_eq!((status, body["error"].as_str()), (401, Some("invalid_token")), "{backend:?}: {body}");
         }
+        // RFC 6750 §3.1: the challenge has no error code when no token came.
+        for (token, challenge) in [(None, "Bearer"), (Some("wrong-token-0123456789"), "Bearer error=\"invalid_token\"")]
+        {
+            let mut request = app.http().post(app.url("/oauth2/register")).json(&metadata);
+            if let Some(token) = token {
+                request = request.bearer_auth(token);
+            }
+            let response = request.send().await.unwrap();
+            assert_eq!(response.headers()["www-authenticate"], challenge, "{backend:?}: {token:?}");
+        }
         assert_eq!(client_count(&app).await, before, "{backend:?}: nothing registered without the token");
 
         let (status, registered) = app.register(Some(INITIAL), &metadata).await;

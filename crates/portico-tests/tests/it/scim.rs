@@ -167,7 +167,10 @@ async fn refusals_are_rfc_7644_errors_and_change_nothing() {
         let app = TestApp::spawn(backend).await;
         let response = app.http().get(app.url("/scim/v2/Users")).bearer_auth(ADMIN_TOKEN).send().await.unwrap();
         assert_eq!(response.status(), 401, "the admin token is not the SCIM token");
+        assert_eq!(response.headers()["www-authenticate"], "Bearer error=\"invalid_token\"", "a wrong token");
         assert_scim_error(&response.json().await.unwrap(), 401, None);
+        let response = app.http().get(app.url("/scim/v2/Users")).send().await.unwrap();
+        assert_eq!(response.headers()["www-authenticate"], "Bearer", "RFC 6750 §3.1: no token, no error code");
 
         let anna = json!({"schemas": [CORE], "userName": "anna-scim", "password": "anna-password-1"});
         let (_, created) = scim(&app, "POST", "/Users", Some(anna.clone())).await;
