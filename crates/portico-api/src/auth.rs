@@ -134,7 +134,7 @@ impl ApiTokens {
         }
         match found {
             Some(token) => Ok(Admin { actor: Actor::AdminToken(token.name.clone()), role: Role::Admin }),
-            None => Err(unauthorized("admin")),
+            None => Err(unauthorized("admin", headers)),
         }
     }
 
@@ -150,7 +150,7 @@ impl ApiTokens {
                 "the internal API is off; set internal_token (PORTICO_INTERNAL_TOKEN) to turn it on",
             ));
         };
-        if secret.authorizes(authorization(headers)) { Ok(Internal) } else { Err(unauthorized("internal")) }
+        if secret.authorizes(authorization(headers)) { Ok(Internal) } else { Err(unauthorized("internal", headers)) }
     }
 
     /// Whether the request carries the internal token (for routes that
@@ -164,8 +164,11 @@ fn authorization(headers: &HeaderMap) -> Option<&str> {
     headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok())
 }
 
-fn unauthorized(which: &str) -> ApiError {
-    ApiError::Unauthorized(format!("the {which} token is missing or wrong; send it as Authorization: Bearer <token>"))
+fn unauthorized(which: &str, headers: &HeaderMap) -> ApiError {
+    ApiError::Unauthorized(
+        format!("the {which} token is missing or wrong; send it as Authorization: Bearer <token>"),
+        portico_tokens::Challenge::for_request(headers, false),
+    )
 }
 
 /// An API state that holds the tokens.

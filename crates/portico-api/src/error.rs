@@ -78,8 +78,9 @@ pub enum ApiError {
     BadRequest(String),
     /// 400 `invalid_document`: the content breaks a rule; every problem and its place.
     Invalid { message: String, problems: Vec<Problem> },
-    /// 401 `unauthorized`.
-    Unauthorized(String),
+    /// 401 `unauthorized`, with RFC 6750 §3's challenge (`Bearer` alone
+    /// when no token came).
+    Unauthorized(String, portico_tokens::Challenge),
     /// 403 `forbidden`.
     Forbidden(String),
     /// 404 with its code: `not_found`, `<thing>_not_found`, `admin_api_disabled`, `internal_api_disabled`.
@@ -157,7 +158,7 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             Self::BadRequest(_) | Self::Invalid { .. } => StatusCode::BAD_REQUEST,
-            Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            Self::Unauthorized(..) => StatusCode::UNAUTHORIZED,
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::NotFound(..) => StatusCode::NOT_FOUND,
             Self::Conflict(..) => StatusCode::CONFLICT,
@@ -175,7 +176,7 @@ impl ApiError {
         let (code, message, problems) = match self {
             Self::BadRequest(message) | Self::UnsupportedMediaType(message) => ("bad_request", message, Vec::new()),
             Self::Invalid { message, problems } => ("invalid_document", message, problems),
-            Self::Unauthorized(message) => ("unauthorized", message, Vec::new()),
+            Self::Unauthorized(message, _) => ("unauthorized", message, Vec::new()),
             Self::Forbidden(message) => ("forbidden", message, Vec::new()),
             Self::NotFound(code, message) | Self::Conflict(code, message) => (code, message, Vec::new()),
             Self::PreconditionFailed(message) => ("precondition_failed", message, Vec::new()),
@@ -195,9 +196,17 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
         let retry = matches!(self, Self::Unavailable);
+        let challenge = match &self {
+            Self::Unauthorized(_, challenge) => Some(challenge.header()),
+            _ => None,
+        };
         let mut response = (status, Json(self.body())).into_response();
         if retry {
             response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER_SECS));
+        }
+        // RFC 9110 §15.5.2: a 401 names how to authenticate.
+        if let Some(challenge) = challenge {
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, challenge);
         }
         response
     }

@@ -54,7 +54,7 @@ pub fn add_security(document: &mut utoipa::openapi::OpenApi) {
 #[allow(dead_code)]
 pub enum AdminErrors {
     /// `unauthorized`: the admin token is missing or wrong.
-    #[response(status = 401)]
+    #[response(status = 401, headers(("WWW-Authenticate" = String, description = "`Bearer` when no token came; `Bearer error=\"invalid_token\"` for a wrong one (RFC 6750 §3)")))]
     Unauthorized(ErrorBody),
     /// `admin_api_disabled`: no admin token is configured.
     #[response(status = 404)]
@@ -73,7 +73,7 @@ pub enum AdminErrors {
 #[allow(dead_code)]
 pub enum InternalErrors {
     /// `unauthorized`: the internal token is missing or wrong.
-    #[response(status = 401)]
+    #[response(status = 401, headers(("WWW-Authenticate" = String, description = "`Bearer` when no token came; `Bearer error=\"invalid_token\"` for a wrong one (RFC 6750 §3)")))]
     Unauthorized(ErrorBody),
     /// `internal_api_disabled`: no internal token is configured.
     #[response(status = 404)]

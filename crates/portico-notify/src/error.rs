@@ -25,7 +25,7 @@ pub struct ErrorBody {
 #[derive(Debug)]
 pub enum NotifyError {
     /// 401 `unauthorized`: what is wrong with the key.
-    Unauthorized(&'static str),
+    Unauthorized(&'static str, portico_api::Challenge),
     /// 400 `bad_request`: what is wrong with the request.
     BadRequest(String),
     /// 404 with its code (`settings_not_found`, `delivery_not_found`) and message.
@@ -44,13 +44,22 @@ impl NotifyError {
 
 impl IntoResponse for NotifyError {
     fn into_response(self) -> Response {
+        let challenge = match &self {
+            Self::Unauthorized(_, challenge) => Some(challenge.header()),
+            _ => None,
+        };
         let (status, code, message) = match self {
-            Self::Unauthorized(message) => (StatusCode::UNAUTHORIZED, "unauthorized", message.to_owned()),
+            Self::Unauthorized(message, _) => (StatusCode::UNAUTHORIZED, "unauthorized", message.to_owned()),
             Self::BadRequest(message) => (StatusCode::BAD_REQUEST, "bad_request", message),
             Self::NotFound(code, message) => (StatusCode::NOT_FOUND, code, message.to_owned()),
             Self::Internal => (StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "internal error".to_owned()),
         };
-        (status, Json(ErrorBody { code, message })).into_response()
+        let mut response = (status, Json(ErrorBody { code, message })).into_response();
+        // RFC 9110 §15.5.2: a 401 names how to authenticate.
+        if let Some(challenge) = challenge {
+            response.headers_mut().insert(axum::http::header::WWW_AUTHENTICATE, challenge);
+        }
+        response
     }
 }
 
@@ -59,7 +68,7 @@ impl IntoResponse for NotifyError {
 #[allow(dead_code)]
 pub enum Unauthorized {
     /// `unauthorized`: the merchant API key is missing or not valid.
-    #[response(status = 401)]
+    #[response(status = 401, headers(("WWW-Authenticate" = String, description = "`Bearer` when no key came; `Bearer error=\"invalid_token\"` for a wrong one (RFC 6750 §3)")))]
     Unauthorized(ErrorBody),
 }
 

@@ -40,11 +40,14 @@ async fn merchant(api: &NotifyState, headers: &HeaderMap) -> Result<Merchant, No
         .map(|v| v.strip_prefix("Bearer ").unwrap_or(v).trim())
         .filter(|v| !v.is_empty() && v.len() <= 256);
     let Some(key) = key else {
-        return Err(NotifyError::Unauthorized("send the merchant API key in Authorization"));
+        let missing = "send the merchant API key in Authorization";
+        return Err(NotifyError::Unauthorized(missing, portico_api::Challenge::Credentials));
     };
     match api.store.find_merchant_by_key(&key_hash(key)).await {
         Ok(Some(merchant)) => Ok(merchant),
-        Ok(None) => Err(NotifyError::Unauthorized("the merchant API key is not valid")),
+        Ok(None) => {
+            Err(NotifyError::Unauthorized("the merchant API key is not valid", portico_api::Challenge::InvalidToken))
+        }
         Err(e) => Err(NotifyError::storage("merchant look-up", &e)),
     }
 }

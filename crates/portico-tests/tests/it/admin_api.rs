@@ -56,6 +56,24 @@ async fn every_admin_and_internal_route_refuses_in_one_body() {
                 assert_error(&body, status, (401, "unauthorized"), &format!("{backend:?} {method} {path} {token:?}"));
             }
         }
+        // RFC 9110 §15.5.2: a 401 names how to authenticate; RFC 6750
+        // §3.1: without a token, no error code.
+        for (method, path) in [("GET", "/admin/v1/clients"), ("POST", "/internal/v1/notifications/events/payment")] {
+            for (token, challenge) in
+                [(None, "Bearer"), (Some("wrong-token-0123456789"), "Bearer error=\"invalid_token\"")]
+            {
+                let mut request = match method {
+                    "GET" => app.http().get(app.url(path)),
+                    _ => app.http().post(app.url(path)).json(&json!({})),
+                };
+                if let Some(token) = token {
+                    request = request.bearer_auth(token);
+                }
+                let response = request.send().await.unwrap();
+                assert_eq!(response.status(), 401, "{backend:?} {path}");
+                assert_eq!(response.headers()["www-authenticate"], challenge, "{backend:?} {path} {token:?}");
+            }
+        }
     }
 }
 

@@ -33,6 +33,16 @@ async fn merchants_read_and_replace_their_settings_with_their_key() {
         let key = merchant(&app, "m1").await;
         assert_eq!(settings(&app, None, None).await.0, 401, "{backend:?}");
         assert_eq!(settings(&app, Some("not-a-key"), None).await.0, 401);
+        // RFC 9110 §15.5.2: a 401 names how to authenticate; RFC 6750
+        // §3.1: without a key, no error code.
+        for (key, challenge) in [(None, "Bearer"), (Some("not-a-key"), "Bearer error=\"invalid_token\"")] {
+            let mut request = app.http().get(app.url("/v1/notifications/settings"));
+            if let Some(key) = key {
+                request = request.header("authorization", key);
+            }
+            let response = request.send().await.unwrap();
+            assert_eq!(response.headers()["www-authenticate"], challenge, "{backend:?} {key:?}");
+        }
         let (status, body) = settings(&app, Some(&key), None).await;
         assert_eq!((status, body["code"].as_str()), (404, Some("settings_not_found")));
 
