@@ -41,6 +41,13 @@ impl<R> TokenPair<R> {
     }
 }
 
+/// The path the client called — what a DPoP proof's `htu` names — also
+/// under a nested router, which sees only the rest of it.
+pub fn called_path(parts: &Parts) -> &str {
+    let original = parts.extensions.get::<axum::extract::OriginalUri>();
+    original.map_or(parts.uri.path(), |uri| uri.0.path())
+}
+
 impl<S, R> FromRequestParts<S> for TokenPair<R>
 where
     S: HasTokenVerifier + Send + Sync,
@@ -51,11 +58,7 @@ where
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Response> {
         let certificate = parts.extensions.get::<portico_crypto::certificate::Presented>();
         let verifier = state.token_verifier();
-        // The address the client called (a DPoP proof's `htu`), also
-        // under a nested router.
-        let original = parts.extensions.get::<axum::extract::OriginalUri>();
-        let path = original.map_or(parts.uri.path(), |uri| uri.0.path());
-        match verifier.check_token_pair(&parts.headers, certificate, parts.method.as_str(), path).await {
+        match verifier.check_token_pair(&parts.headers, certificate, parts.method.as_str(), called_path(parts)).await {
             Ok(caller) => Ok(TokenPair(caller, PhantomData)),
             Err(error) => {
                 // The API's words, under the one challenge every protected

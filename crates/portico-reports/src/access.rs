@@ -117,11 +117,7 @@ impl Reports {
         match channel {
             Channel::Public => {
                 let certificate = parts.extensions.get::<portico_crypto::certificate::Presented>();
-                // The address the client called (a DPoP proof's `htu`), not
-                // the one inside the nested router.
-                let original = parts.extensions.get::<axum::extract::OriginalUri>();
-                let path = original.map_or(parts.uri.path(), |uri| uri.0.path());
-                let method = parts.method.as_str();
+                let (method, path) = (parts.method.as_str(), portico_api::called_path(parts));
                 let pair = self
                     .tokens
                     .check_token_pair(headers, certificate, method, path)

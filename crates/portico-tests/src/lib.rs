@@ -28,7 +28,10 @@ use tokio::sync::oneshot;
 
 pub use database::{TcpProxy, fresh_database};
 pub use portico_server::demo;
-pub use responses::{code_from, jwt_claims, jwt_header, location, location_param, location_params, view_data};
+pub use responses::{
+    Answer, answer, assert_bearer_challenges, code_from, jwt_claims, jwt_header, location, location_param,
+    location_params, view_data,
+};
 pub use tokens::{TokenPair, TokenResponse};
 
 /// The environment variable naming a PostgreSQL server for the tests; each

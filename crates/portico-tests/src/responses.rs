@@ -51,3 +51,47 @@ pub fn jwt_header(token: &str) -> serde_json::Value {
     let header = token.split('.').next().expect("JWT header");
     serde_json::from_slice(&portico_crypto::b64url_decode(header).expect("base64url")).expect("JSON header")
 }
+
+/// What a route answered: its status, its `WWW-Authenticate` challenge and
+/// its body (JSON, or null when it was not).
+pub struct Answer {
+    pub status: u16,
+    pub challenge: Option<String>,
+    pub body: serde_json::Value,
+}
+
+/// Sends `request` and reads its [`Answer`].
+pub async fn answer(request: reqwest::RequestBuilder) -> Answer {
+    let response = request.send().await.expect("the request reaches Portico");
+    let challenge = response.headers().get("www-authenticate").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let status = response.status().as_u16();
+    Answer { status, challenge, body: response.json().await.unwrap_or(serde_json::Value::Null) }
+}
+
+/// RFC 9110 §15.5.2 and RFC 6750 §3: the request `request` makes answers
+/// 401 with the challenge `Bearer` alone when it carries no credential, and
+/// `Bearer error="invalid_token"` when it carries `wrong` as its
+/// `Authorization` header. Returns both answers, in that order, for the
+/// caller to read their bodies.
+pub async fn assert_bearer_challenges(
+    request: impl Fn() -> reqwest::RequestBuilder,
+    wrong: &str,
+    place: &str,
+) -> [Answer; 2] {
+    let mut answers = Vec::with_capacity(2);
+    for (authorization, expected) in [(None, "Bearer"), (Some(wrong), "Bearer error=\"invalid_token\"")] {
+        let request = match authorization {
+            Some(value) => request().header("authorization", value),
+            None => request(),
+        };
+        let answer = answer(request).await;
+        assert_eq!(
+            (answer.status, answer.challenge.as_deref()),
+            (401, Some(expected)),
+            "{place}, authorization {authorization:?}: {}",
+            answer.body
+        );
+        answers.push(answer);
+    }
+    answers.try_into().unwrap_or_else(|_| unreachable!("two answers"))
+}

@@ -1,7 +1,7 @@
 //! What every admin and internal route shares (one error body, the same
 //! refusals, named admin tokens recorded as the actor), on both backends.
 
-use portico_tests::{ADMIN_TOKEN, INTERNAL_TOKEN, TestApp, backends};
+use portico_tests::{ADMIN_TOKEN, INTERNAL_TOKEN, TestApp, answer, assert_bearer_challenges, backends};
 use serde_json::{Value, json};
 
 /// Every admin route, with a body that would be valid where one is needed.
@@ -22,16 +22,21 @@ const INTERNAL_ROUTES: [(&str, &str); 3] = [
     ("POST", "/internal/v1/brokerage/agreements"),
 ];
 
-async fn call(app: &TestApp, method: &str, path: &str, token: Option<&str>) -> (u16, Value) {
-    let mut request = match method {
+/// `method` at `path`, with an empty JSON body where it takes one.
+fn request(app: &TestApp, method: &str, path: &str) -> reqwest::RequestBuilder {
+    match method {
         "GET" => app.http().get(app.url(path)),
         _ => app.http().post(app.url(path)).json(&json!({})),
-    };
+    }
+}
+
+async fn call(app: &TestApp, method: &str, path: &str, token: Option<&str>) -> (u16, Value) {
+    let mut request = request(app, method, path);
     if let Some(token) = token {
         request = request.bearer_auth(token);
     }
-    let response = request.send().await.unwrap();
-    (response.status().as_u16(), response.json().await.unwrap_or(Value::Null))
+    let answer = answer(request).await;
+    (answer.status, answer.body)
 }
 
 /// `body` is the shared error body with `code`, and a message that says something.
@@ -59,20 +64,8 @@ async fn every_admin_and_internal_route_refuses_in_one_body() {
         // RFC 9110 §15.5.2: a 401 names how to authenticate; RFC 6750
         // §3.1: without a token, no error code.
         for (method, path) in [("GET", "/admin/v1/clients"), ("POST", "/internal/v1/notifications/events/payment")] {
-            for (token, challenge) in
-                [(None, "Bearer"), (Some("wrong-token-0123456789"), "Bearer error=\"invalid_token\"")]
-            {
-                let mut request = match method {
-                    "GET" => app.http().get(app.url(path)),
-                    _ => app.http().post(app.url(path)).json(&json!({})),
-                };
-                if let Some(token) = token {
-                    request = request.bearer_auth(token);
-                }
-                let response = request.send().await.unwrap();
-                assert_eq!(response.status(), 401, "{backend:?} {path}");
-                assert_eq!(response.headers()["www-authenticate"], challenge, "{backend:?} {path} {token:?}");
-            }
+            let place = format!("{backend:?} {method} {path}");
+            assert_bearer_challenges(|| request(&app, method, path), "Bearer wrong-token-0123456789", &place).await;
         }
     }
 }
