@@ -51,9 +51,13 @@ impl Client {
     /// Whether `uri` is one of the client's redirect URIs: the same string
     /// (RFC 9700 §4.1.1), except that a registered `http` address on a
     /// loopback IP literal matches at any port (RFC 8252 §7.3: a native
-    /// app listens on whatever port its system gives it).
+    /// app listens on whatever port its system gives it) unless the
+    /// client's profile asks for exact matching.
     pub fn has_redirect_uri(&self, uri: &str) -> bool {
-        self.redirect_uris.iter().any(|registered| registered == uri || same_but_loopback_port(registered, uri))
+        let any_port = !self.security.security_profile.takes_exact_https_redirects();
+        self.redirect_uris
+            .iter()
+            .any(|registered| registered == uri || (any_port && same_but_loopback_port(registered, uri)))
     }
 
     pub fn has_post_logout_redirect_uri(&self, uri: &str) -> bool {
@@ -63,6 +67,11 @@ impl Client {
     pub fn allows_scope(&self, scope: &str) -> bool {
         self.scopes.iter().any(|s| s == scope)
     }
+}
+
+/// Whether `uri` is an `https` address (its scheme in any case).
+pub fn is_https(uri: &str) -> bool {
+    uri.get(..8).is_some_and(|start| start.eq_ignore_ascii_case("https://"))
 }
 
 /// Whether two addresses are the same `http` address on the same loopback
@@ -312,6 +321,23 @@ impl SecurityProfile {
         matches!(self, Self::FapiRu)
     }
 
+    /// Whether a request that asks for `openid` must carry a `nonce` (FAPI
+    /// 1.0 Baseline §5.2.2.2, which FAPI 1.0 Advanced §5.2.2 and so
+    /// ФАПИ.СЕК's advanced profile take); other clients' code-flow requests
+    /// may leave it out (OpenID Connect Core §3.1.2.1), and FAPI 2.0 binds
+    /// the code with PKCE instead.
+    pub const fn requires_nonce_with_openid(self) -> bool {
+        matches!(self, Self::FapiRu)
+    }
+
+    /// Whether the client's redirect URIs are `https` only (FAPI 1.0
+    /// Baseline §5.2.2-20, where the demo and local development do not
+    /// allow insecure addresses) and a request's must match one exactly
+    /// (§5.2.2-10: RFC 8252's loopback port rule does not apply).
+    pub const fn takes_exact_https_redirects(self) -> bool {
+        matches!(self, Self::FapiRu)
+    }
+
     /// The longest an authorization code lives under the profile.
     pub const fn max_code_ttl(self) -> Option<time::Duration> {
         match self {
@@ -478,6 +504,14 @@ mod tests {
             ("https://bank.example/cb", "https://bank.example:8443/cb"),
         ] {
             assert!(!same(registered, requested), "{registered} {requested}");
+        }
+    }
+
+    #[test]
+    fn https_is_the_scheme_in_any_case() {
+        assert!(is_https("https://bank.example/cb") && is_https("HTTPS://bank.example/cb"));
+        for uri in ["http://127.0.0.1/cb", "https:/bank.example", "https", "com.bank.app:/cb", "httpsx://a", ""] {
+            assert!(!is_https(uri), "{uri}");
         }
     }
 

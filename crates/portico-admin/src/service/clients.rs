@@ -310,6 +310,27 @@ fn check_uris(place: &str, uris: &[String], problems: &mut Vec<Problem>) {
     }
 }
 
+/// The redirect URIs a client's profile forbids: any but `https` under
+/// `fapi-ru` (FAPI 1.0 Baseline §5.2.2-20), unless insecure addresses are
+/// allowed (the demo and local development).
+fn check_profile_redirects(
+    security: &ClientSecurity,
+    uris: &[String],
+    allow_insecure: bool,
+    problems: &mut Vec<Problem>,
+) {
+    let profile = security.security_profile;
+    if allow_insecure || !profile.takes_exact_https_redirects() {
+        return;
+    }
+    for (i, uri) in uris.iter().enumerate().filter(|(_, uri)| !portico_model::client::is_https(uri)) {
+        problems.push(Problem::new(
+            format!("redirectUris[{i}]"),
+            format!("{}: the {profile} profile takes https redirect URIs only (FAPI 1.0 Baseline §5.2.2)", shown(uri)),
+        ));
+    }
+}
+
 fn check_name(place: &str, name: Option<&String>, problems: &mut Vec<Problem>) {
     if let Some(name) = name
         && (name.trim().is_empty() || name.chars().count() > MAX_NAME_LEN)
@@ -540,6 +561,7 @@ impl AdminService {
         new.security.security_profile = new.security_profile.unwrap_or(self.default_security_profile);
         settle_profile(&mut new.security, self.signing_algorithm, &self.signing_algorithms);
         check_security(&new.security, &self.signing_algorithms, insecure, &mut problems);
+        check_profile_redirects(&new.security, &new.redirect_uris, insecure, &mut problems);
         let jwt_secret = new.security.token_endpoint_auth_method == AuthMethod::ClientSecretJwt;
         if jwt_secret && new.secret.as_ref().is_some_and(|s| s.len() < MIN_JWT_SECRET_LEN) {
             problems.push(Problem::new(
@@ -662,6 +684,8 @@ impl AdminService {
         changed.extend(changes.security.apply(&mut client.security));
         settle_profile(&mut client.security, self.signing_algorithm, &self.signing_algorithms);
         check_security(&client.security, &self.signing_algorithms, self.allow_insecure_addresses, &mut problems);
+        let insecure = self.allow_insecure_addresses;
+        check_profile_redirects(&client.security, &client.redirect_uris, insecure, &mut problems);
         if client.security.token_endpoint_auth_method != AuthMethod::ClientSecretJwt {
             // Only a client_secret_jwt client's secret is kept readable.
             client.secret_sealed = None;

@@ -59,7 +59,12 @@ impl Party {
     }
 
     async fn register(&self, app: &TestApp, profile: &str) -> Value {
-        let response = app.admin_create_client(&self.body(profile, json!({}))).await;
+        self.register_with(app, profile, json!({})).await
+    }
+
+    /// The same, with `extra` in the admin API's body.
+    async fn register_with(&self, app: &TestApp, profile: &str, extra: Value) -> Value {
+        let response = app.admin_create_client(&self.body(profile, extra)).await;
         assert_eq!(response.status(), 201, "{}", response.text().await.unwrap());
         response.json::<Value>().await.unwrap()["client"].clone()
     }
@@ -246,6 +251,66 @@ async fn registration_settles_a_profiles_algorithms_and_refuses_what_it_forbids(
         assert_eq!(response.status(), 400, "{backend:?}");
         let demo_client = app.store.find_client(&ClientId::new(demo::CLIENT_ID)).await.unwrap().unwrap();
         assert!(demo_client.security.security_profile.is_standard(), "{backend:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_fapi_ru_client_redirects_to_https_addresses_matched_exactly() {
+    const LOOPBACK: &str = "http://127.0.0.1/cb";
+    const INITIAL: &str = "initial-access-token-of-the-bank-0123";
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| {
+            c.tokens.signing_algorithms = vec!["ES256".into()];
+            c.registration.initial_access_token = Some(INITIAL.into());
+            // Outside the demo and local development.
+            c.notifications.allow_insecure_callbacks = Some(false);
+        })
+        .await;
+        let count = || async { app.store.list_clients().await.unwrap().len() };
+        let before = count().await;
+
+        // FAPI 1.0 Baseline §5.2.2-20: https only — at registration, in
+        // the admin API and when an operator moves a client to the profile.
+        let key = SigningKey::generate(Algorithm::Es256).unwrap();
+        let metadata = json!({
+            "redirect_uris": [RP, LOOPBACK],
+            "token_endpoint_auth_method": "private_key_jwt",
+            "jwks": { "keys": [key.jwk()] },
+            "security_profile": "fapi-ru",
+        });
+        let (status, answer) = app.register(Some(INITIAL), &metadata).await;
+        assert_eq!((status, answer["error"].as_str()), (400, Some("invalid_redirect_uri")), "{backend:?}: {answer}");
+        assert!(answer["error_description"].as_str().unwrap().contains("fapi-ru profile"), "{answer}");
+        let party = Party::new("loopback-rp", &[Algorithm::Es256]);
+        let response = app.admin_create_client(&party.body("fapi-ru", json!({ "redirectUris": [RP, LOOPBACK] }))).await;
+        assert_eq!(response.status(), 400, "{backend:?}");
+        let answer: Value = response.json().await.unwrap();
+        assert_eq!(answer["problems"][0]["place"], "redirectUris[1]", "{backend:?}: {answer}");
+        assert_eq!(count().await, before, "{backend:?}: nothing registered");
+
+        let view = party.register_with(&app, "standard", json!({ "redirectUris": [RP, LOOPBACK] })).await;
+        assert_eq!(view["redirectUris"][1], LOOPBACK, "{backend:?}: a standard client may use the loopback");
+        let url = app.url("/admin/v1/clients/loopback-rp");
+        let admin = app.http().patch(&url).bearer_auth(portico_tests::ADMIN_TOKEN);
+        let response = admin.json(&json!({ "securityProfile": "fapi-ru" })).send().await.unwrap();
+        assert_eq!(response.status(), 400, "{backend:?}");
+        let answer: Value = response.json().await.unwrap();
+        assert_eq!(answer["problems"][0]["place"], "redirectUris[1]", "{backend:?}: {answer}");
+
+        // FAPI 1.0 Baseline §5.2.2-10: a fapi-ru client's address matches
+        // exactly, also one stored before the rule (RFC 8252's loopback
+        // port rule is for the other profiles).
+        let mut stored = app.store.find_client(&ClientId::new("loopback-rp")).await.unwrap().unwrap();
+        stored.security.security_profile = portico_model::client::SecurityProfile::FapiRu;
+        let written = app.store.update_client(&stored).await.unwrap();
+        assert!(matches!(written, portico_storage::Update::Updated), "{backend:?}");
+        let pkce = Pkce::new();
+        for (redirect_uri, expected) in [("http://127.0.0.1:49152/cb", 400), (LOOPBACK, 303)] {
+            let params = party.params(&pkce, &[("response_mode", "jwt"), ("redirect_uri", redirect_uri)]);
+            let object = party.request_object(&app, Algorithm::Es256, &params);
+            let answer = app.browser().get(party.authorize(&app, "request", &object)).send().await.unwrap();
+            assert_eq!(answer.status(), expected, "{backend:?} {redirect_uri}: {}", location(&answer));
+        }
     }
 }
 
@@ -438,6 +503,28 @@ async fn a_fapi_ru_client_signs_its_requests_reads_signed_answers_and_binds_to_i
         assert!(names_profile(&answer, "fapi-ru") && answer["error_description"].as_str().unwrap().contains("nbf"));
         // The same object with nbf is pushed.
         let object = party.request_object(&app, Algorithm::Es256, &jarm);
+        let (status, answer) =
+            party.post(&app, "/oauth2/par", Algorithm::Es256, &pairs(&[("request", &object)]), &headers).await;
+        assert_eq!(status, 201, "{backend:?}: {answer}");
+
+        // Asking for openid without a nonce (FAPI 1.0 Baseline §5.2.2.2):
+        // refused at authorize, in the signed answer, and at /oauth2/par.
+        let mut no_nonce = jarm.clone();
+        no_nonce.retain(|(name, _)| name != "nonce");
+        let object = party.request_object(&app, Algorithm::Es256, &no_nonce);
+        let refused = app.browser().get(party.authorize(&app, "request", &object)).send().await.unwrap();
+        let refusal = location_param(&refused, "response").map(|jwt| jwt_claims(&jwt)).unwrap_or_default();
+        assert_eq!(refusal["error"], "invalid_request", "{backend:?}: {}", location(&refused));
+        let description = refusal["error_description"].as_str().unwrap();
+        assert!(description.contains("nonce") && description.contains("profile fapi-ru"), "{description}");
+        let (status, answer) =
+            party.post(&app, "/oauth2/par", Algorithm::Es256, &pairs(&[("request", &object)]), &headers).await;
+        assert_eq!((status, answer["error"].as_str()), (400, Some("invalid_request")), "{backend:?}: {answer}");
+        assert!(names_profile(&answer, "fapi-ru") && answer["error_description"].as_str().unwrap().contains("nonce"));
+        // Without openid, state binds the answer: no nonce is needed.
+        let mut oauth_only = no_nonce.clone();
+        oauth_only.iter_mut().filter(|(name, _)| name == "scope").for_each(|(_, scope)| *scope = "profile".into());
+        let object = party.request_object(&app, Algorithm::Es256, &oauth_only);
         let (status, answer) =
             party.post(&app, "/oauth2/par", Algorithm::Es256, &pairs(&[("request", &object)]), &headers).await;
         assert_eq!(status, 201, "{backend:?}: {answer}");

@@ -112,6 +112,11 @@ pub(crate) fn check(
     if nonce.as_ref().is_some_and(|n| n.len() > MAX_NONCE) {
         return Err(fail("invalid_request", "nonce"));
     }
+    if nonce.is_none() && scope.contains("openid") && profile.requires_nonce_with_openid() {
+        let why =
+            format!("OAuth 2.0 Parameter: nonce: the client's requests for openid must carry a nonce{}", by(false));
+        return Err(refuse("invalid_request", why));
+    }
     let prompt = query.prompt.value().map_err(|_| fail("invalid_request", "prompt"))?;
     let max_age = query.max_age.value().map_err(|_| fail("invalid_request", "max_age"))?;
     let ui_locale = get(query.ui_locales, "ui_locales")?.as_deref().and_then(Locale::from_ui_locales);

@@ -56,7 +56,9 @@
 //! `require_pushed_authorization_requests` (or every client, under
 //! `par.required`) or `require_signed_request_object` gets
 //! `invalid_request` naming `request_uri` or `request` for a request that
-//! came otherwise. The way back from the login steps names such a request
+//! came otherwise; a client's security profile may add rules (a `fapi-ru`
+//! client's request for `openid` without a `nonce` is `invalid_request`
+//! naming `nonce`). The way back from the login steps names such a request
 //! by its `request_uri` (a fresh one for an object by value), which the
 //! login process holds: the parameters never travel again.
 //!
