@@ -22,6 +22,7 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use portico_crypto::hash::BearerSecret;
 use portico_model::audit::Actor;
+use portico_tokens::Challenge;
 
 use crate::error::ApiError;
 
@@ -33,13 +34,24 @@ pub use portico_model::user::OperatorRole as Role;
 /// an access token Portico issued them.
 #[async_trait::async_trait]
 pub trait OperatorAuthority: Send + Sync {
-    /// The operator an access token belongs to; `None` when it is not an
-    /// operator's (not valid, not issued for operating Portico, or its user
-    /// holds no operator role).
+    /// The operator a bearer access token belongs to (the console's own
+    /// use); `None` when it is not an operator's (not valid, bound to a key
+    /// or certificate, not issued for operating Portico, or its user holds
+    /// no operator role).
     ///
     /// # Errors
     /// 503 when the store cannot say.
     async fn operator(&self, access_token: &str) -> Result<Option<Admin>, ApiError>;
+
+    /// The operator behind a call of the admin API, whose access token is
+    /// taken as every protected resource takes one: a bearer token, or a
+    /// token bound to a DPoP key or a client certificate with its proof or
+    /// certificate (RFC 9449, RFC 8705). Otherwise the challenge the call is
+    /// refused with.
+    ///
+    /// # Errors
+    /// 503 when the store cannot say.
+    async fn operator_of(&self, request: &Parts) -> Result<Result<Admin, Challenge>, ApiError>;
 }
 
 /// A named admin token.
@@ -84,12 +96,15 @@ impl ApiTokens {
         self
     }
 
-    /// The caller of an admin operation: an admin token, else an
-    /// operator's access token.
+    /// The caller of an admin operation (`request`): an admin token, else
+    /// an operator's access token, as [`OperatorAuthority::operator_of`]
+    /// takes it.
     ///
     /// # Errors
-    /// As [`ApiTokens::admin`]; 503 when an operator cannot be looked up.
-    pub async fn admin_or_operator(&self, headers: &HeaderMap) -> Result<Admin, ApiError> {
+    /// As [`ApiTokens::admin`], with the challenge of a refused operator's
+    /// token; 503 when an operator cannot be looked up.
+    pub async fn admin_or_operator(&self, request: &Parts) -> Result<Admin, ApiError> {
+        let headers = &request.headers;
         let refused = match self.admin(headers) {
             Ok(admin) => return Ok(admin),
             Err(refused) => refused,
@@ -97,14 +112,15 @@ impl ApiTokens {
         let (Some(operators), StatusCode::UNAUTHORIZED) = (&self.operators, refused.status()) else {
             return Err(refused);
         };
-        let token = authorization(headers)
-            .and_then(|value| value.trim().split_once(' '))
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .map(|(_, token)| token.trim())
-            .filter(|token| token.split('.').count() == 3);
-        match token {
-            Some(token) => operators.operator(token).await?.ok_or(refused),
-            None => Err(refused),
+        // Only a JWT, in the Bearer or DPoP scheme, can be an operator's.
+        let jwt = portico_tokens::presented(headers).is_some_and(|(_, token)| token.split('.').count() == 3)
+            && authorization(headers).is_some_and(|value| value.trim().contains(' '));
+        if !jwt {
+            return Err(refused);
+        }
+        match operators.operator_of(request).await? {
+            Ok(admin) => Ok(admin),
+            Err(challenge) => Err(unauthorized_with("admin", challenge)),
         }
     }
 
@@ -165,9 +181,13 @@ fn authorization(headers: &HeaderMap) -> Option<&str> {
 }
 
 fn unauthorized(which: &str, headers: &HeaderMap) -> ApiError {
+    unauthorized_with(which, Challenge::for_request(headers, false))
+}
+
+fn unauthorized_with(which: &str, challenge: Challenge) -> ApiError {
     ApiError::Unauthorized(
         format!("the {which} token is missing or wrong; send it as Authorization: Bearer <token>"),
-        portico_tokens::Challenge::for_request(headers, false),
+        challenge,
     )
 }
 
@@ -214,7 +234,7 @@ impl<S: HasApiTokens + Send + Sync> FromRequestParts<S> for Admin {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        let caller = state.api_tokens().admin_or_operator(&parts.headers).await?;
+        let caller = state.api_tokens().admin_or_operator(parts).await?;
         caller.require(Role::Admin)?;
         Ok(caller)
     }
@@ -229,7 +249,7 @@ impl<S: HasApiTokens + Send + Sync> FromRequestParts<S> for Support {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        Ok(Self(state.api_tokens().admin_or_operator(&parts.headers).await?))
+        Ok(Self(state.api_tokens().admin_or_operator(parts).await?))
     }
 }
 

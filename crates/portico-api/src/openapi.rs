@@ -40,7 +40,10 @@ pub fn add_security(document: &mut utoipa::openapi::OpenApi) {
         ("internalToken", "The internal token (`internal_token`, `PORTICO_INTERNAL_TOKEN`)."),
         (
             "adminToken",
-            "An admin token (`admin_tokens`, or `admin_token` / `PORTICO_ADMIN_TOKEN`); the audit log names it.",
+            "An admin token (`admin_tokens`, or `admin_token` / `PORTICO_ADMIN_TOKEN`); the audit log names it. \
+             Or an operator's access token of the operators' client (`operator_client_id`); one bound to a DPoP \
+             key comes as `Authorization: DPoP` with a proof for the call (RFC 9449), one bound to a client \
+             certificate over that certificate (RFC 8705).",
         ),
     ] {
         let mut scheme = Http::new(HttpAuthScheme::Bearer);
@@ -54,7 +57,7 @@ pub fn add_security(document: &mut utoipa::openapi::OpenApi) {
 #[allow(dead_code)]
 pub enum AdminErrors {
     /// `unauthorized`: the admin token is missing or wrong.
-    #[response(status = 401, headers(("WWW-Authenticate" = String, description = "`Bearer` when no token came; `Bearer error=\"invalid_token\"` for a wrong one (RFC 6750 §3)")))]
+    #[response(status = 401, headers(("WWW-Authenticate" = String, description = "`Bearer` when no token came; `Bearer error=\"invalid_token\"` for a wrong one (RFC 6750 §3); for an operator's token in the `DPoP` scheme, `DPoP error=\"invalid_dpop_proof\"` (its proof missing or bad) or `DPoP error=\"invalid_token\"` (RFC 9449 §7.1)")))]
     Unauthorized(ErrorBody),
     /// `admin_api_disabled`: no admin token is configured.
     #[response(status = 404)]

@@ -137,6 +137,20 @@ impl TestApp {
     /// # Panics
     /// When the user is unknown or storage fails.
     pub async fn token_pair_for(&self, login: &str, client_id: &str) -> TokenPair {
+        self.token_pair_bound(login, client_id, portico_identity::tokens::Binding::default()).await
+    }
+
+    /// As [`TestApp::token_pair_for`], its access token bound as `bound`
+    /// says (to a DPoP key or a client certificate).
+    ///
+    /// # Panics
+    /// When the user is unknown or storage fails.
+    pub async fn token_pair_bound(
+        &self,
+        login: &str,
+        client_id: &str,
+        bound: portico_identity::tokens::Binding<'_>,
+    ) -> TokenPair {
         use portico_model::audit::{AuditEvent, AuditKind};
         use portico_model::clock::Clock as _;
         let user = self.store.find_user_by_login(login).await.expect("store").expect("the user exists");
@@ -184,7 +198,7 @@ impl TestApp {
                 &keys,
                 &grant,
                 &user,
-                portico_identity::tokens::Issue { scope: demo::SCOPE, nonce: None, bound: Default::default() },
+                portico_identity::tokens::Issue { scope: demo::SCOPE, nonce: None, bound },
                 &refresh,
             )
             .expect("the tokens are signed");

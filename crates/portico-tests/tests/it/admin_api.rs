@@ -1,7 +1,10 @@
 //! What every admin and internal route shares (one error body, the same
 //! refusals, named admin tokens recorded as the actor), on both backends.
 
-use portico_tests::{ADMIN_TOKEN, INTERNAL_TOKEN, TestApp, answer, assert_bearer_challenges, backends};
+use portico_crypto::jwt::{Algorithm, SigningKey};
+use portico_identity::tokens::Binding;
+use portico_tests::certificates::TestCertificate;
+use portico_tests::{ADMIN_TOKEN, INTERNAL_TOKEN, TestApp, answer, assert_bearer_challenges, backends, jws};
 use serde_json::{Value, json};
 
 /// Every admin route, with a body that would be valid where one is needed.
@@ -858,6 +861,84 @@ async fn operators_act_by_their_role_and_support_cannot_do_what_needs_admin() {
         let (status, body) =
             admin(&app, "PUT", &format!("/admin/v1/users/{}/role", ids["nina"]), Some(json!({"role": "root"}))).await;
         assert_eq!((status, body["code"].as_str()), (400, Some("bad_request")));
+    }
+}
+
+/// RFC 9449 and RFC 8705 at the admin API: an operator's token bound to
+/// a DPoP key acts only with a fresh proof of that key for the call, one
+/// bound to a client certificate only with that certificate; refusals
+/// carry the challenge of how the token came.
+#[tokio::test]
+async fn an_operators_bound_token_acts_with_its_proof_or_its_certificate() {
+    const HEADER: &str = "x-client-cert";
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| {
+            c.mtls.certificate_header = Some(HEADER.into());
+            c.mtls.trusted_proxies = vec!["127.0.0.1/32".parse().unwrap()];
+        })
+        .await;
+        let user = json!({"login": "ada", "password": "a-long-password", "phone": "+79001230000"});
+        let (_, created) = admin(&app, "POST", "/admin/v1/users", Some(user)).await;
+        let ada = created["id"].as_str().unwrap().to_owned();
+        let (status, _) =
+            admin(&app, "PUT", &format!("/admin/v1/users/{ada}/role"), Some(json!({"role": "admin"}))).await;
+        assert_eq!(status, 200, "{backend:?}");
+
+        // Bound to a DPoP key.
+        let key = SigningKey::generate(Algorithm::Es256).unwrap();
+        let jkt = portico_crypto::dpop::thumbprint(&serde_json::to_value(key.jwk()).unwrap()).unwrap();
+        let bound = Binding { jkt: Some(&jkt), x5t: None };
+        let token = app.token_pair_bound("ada", "portico-console", bound).await.access_token;
+        let url = app.url("/admin/v1/keys/rotate");
+        let proof = |url: &str| jws::dpop_proof(&key, "ES256", &app, "POST", url, Some(&token));
+        let call = |scheme: &str, proof: Option<String>| {
+            let mut request = app.http().post(&url).header("authorization", format!("{scheme} {token}"));
+            if let Some(proof) = proof {
+                request = request.header("dpop", proof);
+            }
+            answer(request)
+        };
+        let good = proof(&url);
+        let done = call("DPoP", Some(good.clone())).await;
+        assert_eq!(done.status, 200, "{backend:?}: {}", done.body);
+        let event = &app.store.recent_audit(1).await.unwrap()[0];
+        assert_eq!((event.kind.as_str(), event.actor.as_deref()), ("key.rotated", Some("operator:ada")));
+        let dpop =
+            |code: &str| format!("DPoP error=\"{code}\", algs=\"{}\"", portico_crypto::dpop::ALGORITHMS.join(" "));
+        for (scheme, proof, challenge, why) in [
+            ("DPoP", Some(good), dpop("invalid_dpop_proof"), "a replayed proof"),
+            ("DPoP", None, dpop("invalid_dpop_proof"), "no proof"),
+            (
+                "DPoP",
+                Some(proof(&app.url("/admin/v1/users"))),
+                dpop("invalid_dpop_proof"),
+                "a proof for another address",
+            ),
+            ("Bearer", Some(proof(&url)), "Bearer error=\"invalid_token\"".to_owned(), "as a bearer token"),
+        ] {
+            let refused = call(scheme, proof).await;
+            assert_eq!(
+                (refused.status, refused.body["code"].as_str(), refused.challenge.as_deref()),
+                (401, Some("unauthorized"), Some(challenge.as_str())),
+                "{backend:?}: {why}"
+            );
+        }
+        let rotations = app.store.recent_audit(10).await.unwrap();
+        assert_eq!(rotations.iter().filter(|e| e.kind.as_str() == "key.rotated").count(), 1, "{backend:?}");
+
+        // Bound to a client certificate.
+        let mine = TestCertificate::new("ops.bank.example");
+        let other = TestCertificate::new("other.example");
+        let bound = Binding { jkt: None, x5t: Some(&mine.thumbprint) };
+        let token = app.token_pair_bound("ada", "portico-console", bound).await.access_token;
+        for (certificate, expected) in [(Some(&mine), 200), (None, 401), (Some(&other), 401)] {
+            let mut request = app.http().get(app.url("/admin/v1/users")).bearer_auth(&token);
+            if let Some(certificate) = certificate {
+                request = request.header(HEADER, &certificate.escaped);
+            }
+            let answered = answer(request).await;
+            assert_eq!(answered.status, expected, "{backend:?}: {}", answered.body);
+        }
     }
 }
 
