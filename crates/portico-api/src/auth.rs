@@ -185,10 +185,13 @@ fn unauthorized(which: &str, headers: &HeaderMap) -> ApiError {
 }
 
 fn unauthorized_with(which: &str, challenge: Challenge) -> ApiError {
-    ApiError::Unauthorized(
-        format!("the {which} token is missing or wrong; send it as Authorization: Bearer <token>"),
-        challenge,
-    )
+    let message = match challenge {
+        Challenge::DpopInvalidProof => "the access token is bound to a DPoP key: send it as Authorization: DPoP \
+                                        <token> with one fresh DPoP proof of that key for this method and address"
+            .to_owned(),
+        _ => format!("the {which} token is missing or wrong; send it as Authorization: Bearer <token>"),
+    };
+    ApiError::Unauthorized(message, challenge)
 }
 
 /// An API state that holds the tokens.

@@ -922,6 +922,8 @@ async fn an_operators_bound_token_acts_with_its_proof_or_its_certificate() {
                 (401, Some("unauthorized"), Some(challenge.as_str())),
                 "{backend:?}: {why}"
             );
+            let message = refused.body["message"].as_str().unwrap();
+            assert_eq!(message.contains("fresh DPoP proof"), challenge.contains("invalid_dpop_proof"), "{message}");
         }
         let rotations = app.store.recent_audit(10).await.unwrap();
         assert_eq!(rotations.iter().filter(|e| e.kind.as_str() == "key.rotated").count(), 1, "{backend:?}");
