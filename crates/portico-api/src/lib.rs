@@ -29,6 +29,9 @@ pub use error::{ApiError, Body, Params, PathParams, Problem, page_size};
 pub use pair::{HasTokenVerifier, PairRefusal, TokenPair, called_path};
 /// The challenge of every 401 (RFC 6750 §3, RFC 9449 §7.1).
 pub use portico_tokens::Challenge;
+/// The token of an `Authorization` header, `Bearer` in any case or no
+/// scheme at all (RFC 9110 §11.1: schemes are case-insensitive).
+pub use portico_tokens::bearer;
 pub use revision::{IfMatch, etag};
 
 /// Records an administrative change in the audit log. A failure to record

@@ -33,12 +33,7 @@ impl axum::extract::FromRequestParts<NotifyState> for MerchantCaller {
 
 /// The merchant whose key the request carries.
 async fn merchant(api: &NotifyState, headers: &HeaderMap) -> Result<Merchant, NotifyError> {
-    let key = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
-        .map(|v| v.strip_prefix("Bearer ").unwrap_or(v).trim())
-        .filter(|v| !v.is_empty() && v.len() <= 256);
+    let key = portico_api::bearer(headers).filter(|v| v.len() <= 256);
     let Some(key) = key else {
         let missing = "send the merchant API key in Authorization";
         return Err(NotifyError::Unauthorized(missing, portico_api::Challenge::Credentials));

@@ -58,6 +58,14 @@ async fn merchants_read_and_replace_their_settings_with_their_key() {
             })
         );
         assert_eq!(settings(&app, Some(&key), None).await, (200, saved.clone()), "read back");
+        // RFC 9110 §11.1: the scheme is case-insensitive, and may be
+        // followed by more than one space.
+        for authorization in [format!("bearer {key}"), format!("BEARER  {key}")] {
+            assert_eq!(settings(&app, Some(&authorization), None).await, (200, saved.clone()), "{authorization}");
+        }
+        // Another scheme is no key at all.
+        let (status, body) = settings(&app, Some(&format!("Basic {key}")), None).await;
+        assert_eq!((status, body["code"].as_str()), (401, Some("unauthorized")), "{body}");
 
         for bad in [
             r#"{"callbackUrl": "ftp://shop.example/x"}"#,
