@@ -490,6 +490,16 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim()).filter(|t| !t.is_empty())
 }
 
+/// The registration as RFC 7592 §3 answers a read or a replacement: with
+/// the registration access token the client called with, which stays its
+/// token (Portico keeps only its hash, and never rotates it unasked: an
+/// answer lost on the way would leave the client without one).
+fn managed_answer(registration: &Registration, client: &Client, token: &str) -> Value {
+    let mut body = answer(registration, client);
+    body["registration_access_token"] = token.into();
+    body
+}
+
 /// The registration as RFC 7591 §3.2.1 answers it (without the secrets).
 fn answer(registration: &Registration, client: &Client) -> Value {
     let security = &client.security;
@@ -546,7 +556,7 @@ fn answer(registration: &Registration, client: &Client) -> Value {
     security(("initialAccessToken" = [])),
     responses(
         (status = 201, description = "Registered: the metadata, `client_id`, `client_secret` (for the secret \
-                                      methods, shown once), `registration_access_token` (shown once) and \
+                                      methods, shown once), `registration_access_token` (kept only as its hash) and \
                                       `registration_client_uri`.", body = Object),
         (status = 400, description = "`invalid_redirect_uri`, `invalid_client_metadata`, \
                                       `invalid_software_statement` or `unapproved_software_statement`; nothing \
@@ -617,12 +627,13 @@ async fn register_client(
     Ok(body)
 }
 
-/// The client whose registration access token the request carries.
-async fn managed(
+/// The client whose registration access token the request carries, and
+/// that token.
+async fn managed<'h>(
     registration: &Registration,
-    headers: &HeaderMap,
+    headers: &'h HeaderMap,
     client_id: &str,
-) -> Result<Client, RegistrationError> {
+) -> Result<(Client, &'h str), RegistrationError> {
     let given =
         bearer(headers).ok_or_else(|| RegistrationError::no_token("the registration access token is missing"))?;
     let client = registration
@@ -635,7 +646,7 @@ async fn managed(
     // Compared even for an unknown client, so both answers take as long.
     let stored = client.as_ref().and_then(|c| c.registration_token_hash.as_deref()).unwrap_or_default();
     match client {
-        Some(client) if portico_crypto::constant_time_eq(stored.as_bytes(), hash.as_bytes()) => Ok(client),
+        Some(client) if portico_crypto::constant_time_eq(stored.as_bytes(), hash.as_bytes()) => Ok((client, given)),
         _ => Err(RegistrationError::token("the registration access token is not valid for this client")),
     }
 }
@@ -649,7 +660,9 @@ async fn managed(
     params(("client_id" = String, Path, description = "The registered client.")),
     security(("registrationAccessToken" = [])),
     responses(
-        (status = 200, description = "The registered metadata.", body = Object),
+        (status = 200, description = "The registered metadata, with `registration_client_uri` and \
+                                      `registration_access_token` (the token the request presented; RFC 7592 \
+                                      §3).", body = Object),
         (status = 401, description = "`invalid_token`.", body = Object)
     )
 )]
@@ -659,7 +672,7 @@ pub async fn read(
     PathParams(client_id): PathParams<String>,
 ) -> Response {
     match managed(&registration, &headers, &client_id).await {
-        Ok(client) => no_store(Json(answer(&registration, &client)).into_response()),
+        Ok((client, token)) => no_store(Json(managed_answer(&registration, &client, token)).into_response()),
         Err(error) => error.into_response(),
     }
 }
@@ -674,7 +687,8 @@ pub async fn read(
     request_body = ClientMetadata,
     security(("registrationAccessToken" = [])),
     responses(
-        (status = 200, description = "The registered metadata now.", body = Object),
+        (status = 200, description = "The registered metadata now, with `registration_client_uri` and \
+                                      `registration_access_token` (unchanged; RFC 7592 §3).", body = Object),
         (status = 400, description = "`invalid_redirect_uri`, `invalid_client_metadata`, \
                                       `invalid_software_statement` or `unapproved_software_statement`; nothing \
                                       was changed.", body = Object),
@@ -688,7 +702,7 @@ pub async fn replace(
     body: Body,
 ) -> Response {
     let outcome = async {
-        let client = managed(&registration, &headers, &client_id).await?;
+        let (client, token) = managed(&registration, &headers, &client_id).await?;
         let metadata = read_metadata(&registration, &headers, body).await?;
         if metadata.client_id.as_deref() != Some(client_id.as_str()) {
             return Err(RegistrationError::metadata("client_id: the body names the client it replaces"));
@@ -720,7 +734,7 @@ pub async fn replace(
             .update_client(&Actor::Registration, &client_id, changes)
             .await
             .map_err(RegistrationError::from_service)?;
-        let mut body = answer(&registration, &client);
+        let mut body = managed_answer(&registration, &client, token);
         // A client that moves to a method whose secret it was never given
         // (to client_secret_jwt without a sealed secret, or from
         // private_key_jwt to a secret method) gets a new one, answered

@@ -93,13 +93,20 @@ if (initialAccessToken) {
   });
   const read = await manage({ method: 'GET' });
   const current = await read.json();
+  // The read answer as it came (RFC 7592 §3 members included) is the
+  // replacement's body, as certification suites send it.
   const updated = await manage({ method: 'PUT', body: JSON.stringify({ ...current, client_name: 'Relying party, renamed' }) });
+  const replaced = await updated.json();
+  const held = (answer) => answer.registration_access_token === metadata.registration_access_token
+    && answer.registration_client_uri === metadata.registration_client_uri;
   registration = {
     clientId: metadata.client_id,
     readStatus: read.status,
     readName: current.client_name,
+    readHolds: held(current),
     updateStatus: updated.status,
-    updatedName: (await updated.json()).client_name,
+    updatedName: replaced.client_name,
+    updateHolds: held(replaced),
     manage,
   };
 } else {

@@ -279,6 +279,13 @@ async fn openid_client_registers_itself_and_manages_its_registration() {
         );
         assert_eq!(registered["updateStatus"], 200, "{backend:?}: {outcome}");
         assert_eq!(registered["updatedName"], "Relying party, renamed");
+        // RFC 7592 §3: both answers carry the configuration address and
+        // the registration access token the client holds.
+        assert_eq!(
+            (registered["readHolds"].as_bool(), registered["updateHolds"].as_bool()),
+            (Some(true), Some(true)),
+            "{backend:?}: {outcome}"
+        );
         assert_eq!(
             (registered["deleteStatus"].as_u64(), registered["readAfterDeleteStatus"].as_u64()),
             (Some(204), Some(401))

@@ -90,6 +90,14 @@ async fn a_client_registers_with_the_initial_access_token_and_manages_its_regist
         assert_eq!(read.status(), 200, "{backend:?}");
         let read: Value = read.json().await.unwrap();
         assert_eq!(read["client_name"], "Fintech");
+        // RFC 7592 §3: the client information response carries the
+        // configuration address and the registration access token (the
+        // one the client holds: Portico does not rotate it).
+        assert_eq!(
+            (read["registration_client_uri"].as_str(), read["registration_access_token"].as_str()),
+            (Some(uri.as_str()), Some(token.as_str())),
+            "{backend:?}: {read}"
+        );
         for wrong in [INITIAL, "another-token"] {
             let answer = app.http().get(&uri).bearer_auth(wrong).send().await.unwrap();
             assert_eq!(answer.status(), 401, "{backend:?}");
@@ -106,6 +114,11 @@ async fn a_client_registers_with_the_initial_access_token_and_manages_its_regist
         assert_eq!(
             (answer["client_name"].as_str(), answer["id_token_signed_response_alg"].as_str()),
             (Some("Fintech Pro"), Some("RS256"))
+        );
+        assert_eq!(
+            (answer["registration_client_uri"].as_str(), answer["registration_access_token"].as_str()),
+            (Some(uri.as_str()), Some(token.as_str())),
+            "{backend:?}: RFC 7592 §3 in the replacement's answer too: {answer}"
         );
         let mut bad = replaced.clone();
         bad["redirect_uris"] = json!(["http://fintech.example/cb"]);
