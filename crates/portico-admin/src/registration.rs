@@ -481,7 +481,66 @@ async fn read_metadata(
         }
         None => {}
     }
+    refuse_what_is_not_offered(&metadata)?;
     serde_json::from_value(Value::Object(metadata)).map_err(not_metadata)
+}
+
+/// Members of OpenID Connect Dynamic Client Registration 1.0 (and of the
+/// specifications beside it) that ask for what Portico does not do, with
+/// what to do instead. Ignored, they would leave the client believing its
+/// tokens encrypted, its logouts announced or its users re-authenticated;
+/// RFC 7591 §2 lets a server refuse a value it does not support, so a
+/// registration naming one is refused.
+const NOT_OFFERED: [(&str, &str); 12] = [
+    ("id_token_encrypted_response_alg", "Portico signs ID tokens and does not encrypt them"),
+    ("id_token_encrypted_response_enc", "Portico signs ID tokens and does not encrypt them"),
+    (
+        "userinfo_encrypted_response_alg",
+        "Portico signs userinfo answers (userinfo_signed_response_alg) and does not encrypt them",
+    ),
+    (
+        "userinfo_encrypted_response_enc",
+        "Portico signs userinfo answers (userinfo_signed_response_alg) and does not encrypt them",
+    ),
+    ("request_object_encryption_alg", "Portico takes signed request objects, not encrypted ones"),
+    ("request_object_encryption_enc", "Portico takes signed request objects, not encrypted ones"),
+    (
+        "authorization_encrypted_response_alg",
+        "Portico signs authorization responses (authorization_signed_response_alg) and does not encrypt them",
+    ),
+    (
+        "authorization_encrypted_response_enc",
+        "Portico signs authorization responses (authorization_signed_response_alg) and does not encrypt them",
+    ),
+    (
+        "introspection_encrypted_response_alg",
+        "Portico signs introspection answers (introspection_signed_response_alg) and does not encrypt them",
+    ),
+    (
+        "introspection_encrypted_response_enc",
+        "Portico signs introspection answers (introspection_signed_response_alg) and does not encrypt them",
+    ),
+    (
+        "frontchannel_logout_uri",
+        "Portico tells clients of a logout over the back channel; register backchannel_logout_uri",
+    ),
+    ("default_max_age", "send max_age with each authorization request that needs a recent login"),
+];
+
+/// Refuses metadata asking for what Portico does not do ([`NOT_OFFERED`],
+/// and subject identifiers other than `public`); `null` asks for nothing.
+fn refuse_what_is_not_offered(metadata: &serde_json::Map<String, Value>) -> Result<(), RegistrationError> {
+    let given = |name: &str| metadata.get(name).filter(|value| !value.is_null());
+    if let Some((name, instead)) = NOT_OFFERED.iter().find(|(name, _)| given(name).is_some()) {
+        return Err(RegistrationError::metadata(format!("{name}: not offered; {instead}")));
+    }
+    match given("subject_type") {
+        None => Ok(()),
+        Some(Value::String(kind)) if kind == "public" => Ok(()),
+        Some(_) => Err(RegistrationError::metadata(
+            "subject_type: Portico issues public subject identifiers only (subject_types_supported)",
+        )),
+    }
 }
 
 fn bearer(headers: &HeaderMap) -> Option<&str> {

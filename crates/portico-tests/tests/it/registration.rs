@@ -477,6 +477,65 @@ async fn members_given_as_null_are_left_out() {
     }
 }
 
+/// OpenID Connect registration metadata asking for what Portico does not
+/// do (encrypted answers, pairwise subjects, front-channel logout, a
+/// default `max_age`) is refused naming the member, on registration and on
+/// replacement, rather than ignored while the client believes it has it;
+/// `null`, `public` subjects and what Portico always does are taken.
+#[tokio::test]
+async fn metadata_asking_for_what_portico_does_not_do_is_refused_naming_it() {
+    let refused = [
+        ("id_token_encrypted_response_alg", json!("RSA-OAEP-256")),
+        ("id_token_encrypted_response_enc", json!("A128CBC-HS256")),
+        ("userinfo_encrypted_response_alg", json!("ECDH-ES")),
+        ("userinfo_encrypted_response_enc", json!("A256GCM")),
+        ("request_object_encryption_alg", json!("RSA-OAEP")),
+        ("request_object_encryption_enc", json!("A128GCM")),
+        ("authorization_encrypted_response_alg", json!("RSA-OAEP-256")),
+        ("authorization_encrypted_response_enc", json!("A256GCM")),
+        ("introspection_encrypted_response_alg", json!("RSA-OAEP-256")),
+        ("introspection_encrypted_response_enc", json!("A256GCM")),
+        ("frontchannel_logout_uri", json!("https://f.example/logout")),
+        ("default_max_age", json!(300)),
+        ("subject_type", json!("pairwise")),
+    ];
+    for backend in backends() {
+        let app = spawn(backend).await;
+        let before = client_count(&app).await;
+        for (member, value) in &refused {
+            let mut body = json!({"redirect_uris": ["https://f.example/cb"]});
+            body[*member] = value.clone();
+            let (status, answer) = app.register(Some(INITIAL), &body).await;
+            assert_eq!(
+                (status, answer["error"].as_str()),
+                (400, Some("invalid_client_metadata")),
+                "{backend:?} {member}: {answer}"
+            );
+            let said = answer["error_description"].as_str().unwrap_or_default();
+            assert!(said.starts_with(&format!("{member}: ")), "{backend:?}: names {member}: {said}");
+        }
+        assert_eq!(client_count(&app).await, before, "{backend:?}: nothing was registered");
+
+        let taken = json!({
+            "redirect_uris": ["https://f.example/cb"], "subject_type": "public", "require_auth_time": true,
+            "backchannel_logout_session_required": true, "default_max_age": null, "id_token_encrypted_response_alg": null,
+        });
+        let (status, registered) = app.register(Some(INITIAL), &taken).await;
+        assert_eq!(status, 201, "{backend:?}: {registered}");
+        let uri = registered["registration_client_uri"].as_str().unwrap();
+        let token = registered["registration_access_token"].as_str().unwrap();
+        let mut replacement = registered.clone();
+        replacement["userinfo_encrypted_response_alg"] = json!("RSA-OAEP-256");
+        let answer = app.http().put(uri).bearer_auth(token).json(&replacement).send().await.unwrap();
+        assert_eq!(answer.status(), 400, "{backend:?}: refused on replacement too");
+        let answer: Value = answer.json().await.unwrap();
+        assert_eq!(answer["error"], "invalid_client_metadata", "{backend:?}: {answer}");
+        // The registration's own answer, sent back whole, is a good replacement.
+        let answer = app.http().put(uri).bearer_auth(token).json(&registered).send().await.unwrap();
+        assert_eq!(answer.status(), 200, "{backend:?}: {}", answer.text().await.unwrap());
+    }
+}
+
 #[tokio::test]
 async fn a_bank_may_require_a_software_statement() {
     let directory = SigningKey::generate(Algorithm::EdDsa).unwrap();
