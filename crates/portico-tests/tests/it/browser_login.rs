@@ -39,9 +39,24 @@ impl Shots {
         self
     }
 
+    /// Saves a screenshot of the page as it is. Chromium's renderer may
+    /// miss chromedriver's 10 s for a capture when the two cores are busy
+    /// with the other browser tests: the capture (evidence, not the
+    /// behaviour under test) is then asked for again, twice at most.
     pub(crate) async fn take(&mut self, client: &Client, name: &str) {
         self.n += 1;
-        let png = client.screenshot().await.expect("screenshot");
+        let mut attempt = 1;
+        let png = loop {
+            match client.screenshot().await {
+                Ok(png) => break png,
+                Err(error)
+                    if attempt < 3 && format!("{error:?}").contains("Timed out receiving message from renderer") =>
+                {
+                    attempt += 1;
+                }
+                Err(error) => panic!("screenshot {name}: {error:?}"),
+            }
+        };
         let file = format!("{:0width$}-{name}.png", self.n, width = self.digits);
         std::fs::write(self.dir.join(file), png).expect("save screenshot");
     }
