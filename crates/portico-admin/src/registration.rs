@@ -583,9 +583,21 @@ fn answer(registration: &Registration, client: &Client) -> Value {
     put("jwks_uri", security.jwks_uri.clone().map(Value::from));
     put("logo_uri", security.logo_uri.clone().map(Value::from));
     put("backchannel_logout_uri", client.backchannel_logout_uri.clone().map(Value::from));
-    for (name, alg) in security.algorithms() {
-        put(name, Some(alg.as_str().into()));
+    // RFC 7591 §3.2.1: the answer names what the server provisioned too.
+    // An algorithm the client left unset is the server's default, which
+    // the specifications' own default (RS256 for ID tokens, JARM and
+    // introspection answers) need not be: the answer says which signs.
+    // Userinfo left unset stays plain JSON, so it is named only when set.
+    let default = registration.service.signing_algorithm;
+    for (name, alg) in [
+        ("id_token_signed_response_alg", security.id_token_signed_response_alg),
+        ("access_token_signed_response_alg", security.access_token_signed_response_alg),
+        ("introspection_signed_response_alg", security.introspection_signed_response_alg),
+        ("authorization_signed_response_alg", security.authorization_signed_response_alg),
+    ] {
+        put(name, Some(alg.unwrap_or(default).as_str().into()));
     }
+    put("userinfo_signed_response_alg", security.userinfo_signed_response_alg.map(|alg| alg.as_str().into()));
     put("request_object_signing_alg", security.request_object_signing_alg.map(|alg| alg.as_str().into()));
     put("require_pushed_authorization_requests", security.require_pushed_authorization_requests.then_some(true.into()));
     put("require_signed_request_object", security.require_signed_request_object.then_some(true.into()));

@@ -477,6 +477,47 @@ async fn members_given_as_null_are_left_out() {
     }
 }
 
+/// RFC 7591 §3.2.1: the answer names what the server provisioned. On a
+/// server that signs with ES256 by default, a client that named no
+/// algorithm is told ES256 for its ID tokens, access tokens, JARM and
+/// introspection answers (the specifications' own default, RS256, would
+/// mislead it), and nothing for userinfo, which stays plain JSON.
+#[tokio::test]
+async fn the_answer_names_the_algorithms_that_sign_for_the_client() {
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| {
+            c.registration.initial_access_token = Some(INITIAL.to_owned());
+            c.tokens.signing_algorithm = "ES256".into();
+        })
+        .await;
+        let signing = |answer: &Value| {
+            [
+                "id_token_signed_response_alg",
+                "access_token_signed_response_alg",
+                "introspection_signed_response_alg",
+                "authorization_signed_response_alg",
+                "userinfo_signed_response_alg",
+            ]
+            .map(|name| answer[name].as_str().map(str::to_owned))
+        };
+        let es256 = Some("ES256".to_owned());
+        let (status, registered) =
+            app.register(Some(INITIAL), &json!({"redirect_uris": ["https://f.example/cb"]})).await;
+        assert_eq!(status, 201, "{backend:?}: {registered}");
+        let provisioned = [es256.clone(), es256.clone(), es256.clone(), es256.clone(), None];
+        assert_eq!(signing(&registered), provisioned, "{backend:?}: {registered}");
+        let uri = registered["registration_client_uri"].as_str().unwrap();
+        let token = registered["registration_access_token"].as_str().unwrap();
+        let read: Value = app.http().get(uri).bearer_auth(token).send().await.unwrap().json().await.unwrap();
+        assert_eq!(signing(&read), provisioned, "{backend:?}: the read answer names them too: {read}");
+
+        let chosen = json!({"redirect_uris": ["https://f.example/cb"], "userinfo_signed_response_alg": "ES256"});
+        let (status, registered) = app.register(Some(INITIAL), &chosen).await;
+        assert_eq!(status, 201, "{backend:?}: {registered}");
+        assert_eq!(signing(&registered)[4], es256, "{backend:?}: a chosen userinfo algorithm is named");
+    }
+}
+
 /// OpenID Connect registration metadata asking for what Portico does not
 /// do (encrypted answers, pairwise subjects, front-channel logout, a
 /// default `max_age`) is refused naming the member, on registration and on
