@@ -240,6 +240,15 @@ pub struct ClientMetadata {
     /// `https`, or `http` on a loopback address; no fragment. At least one.
     pub redirect_uris: Vec<String>,
     pub client_name: Option<String>,
+    /// The name in Russian (OpenID Connect Registration §2.1: `client_name`
+    /// with a language tag; `client_name#ru-RU` is taken as this too), for
+    /// pages shown in Russian; left out, `client_name`.
+    #[serde(rename = "client_name#ru")]
+    pub client_name_ru: Option<String>,
+    /// The name in English (`client_name#en`, `#en-GB`, …); left out,
+    /// `client_name`.
+    #[serde(rename = "client_name#en")]
+    pub client_name_en: Option<String>,
     /// An `https` address of the client's logo.
     pub logo_uri: Option<String>,
     /// Space-separated, among `openid profile email phone`; default all four.
@@ -302,7 +311,9 @@ pub struct ClientMetadata {
 
 /// The metadata read and checked: what the admin service takes.
 struct Checked {
-    name: Option<String>,
+    /// The name for Russian pages and for English ones.
+    name_ru: Option<String>,
+    name_en: Option<String>,
     security: ClientSecurity,
     /// The profile the metadata names, if any.
     profile: Option<SecurityProfile>,
@@ -427,7 +438,11 @@ impl ClientMetadata {
                 })
             })
             .transpose()?;
-        Ok(Checked { name: self.client_name.clone(), security, profile })
+        // A name in one language only serves the other too.
+        let plain = self.client_name.as_ref();
+        let name_ru = self.client_name_ru.as_ref().or(plain).or(self.client_name_en.as_ref()).cloned();
+        let name_en = self.client_name_en.as_ref().or(plain).or(self.client_name_ru.as_ref()).cloned();
+        Ok(Checked { name_ru, name_en, security, profile })
     }
 }
 
@@ -482,7 +497,31 @@ async fn read_metadata(
         None => {}
     }
     refuse_what_is_not_offered(&metadata)?;
+    take_regional_names(&mut metadata);
     serde_json::from_value(Value::Object(metadata)).map_err(not_metadata)
+}
+
+/// `client_name` tagged with a regional variant of Russian or English
+/// (`client_name#ru-RU`, `client_name#en-GB`; tags are case-insensitive,
+/// BCP 47) as the language's own name, unless that is given too; names in
+/// other languages are not kept (the pages speak Russian and English).
+fn take_regional_names(metadata: &mut serde_json::Map<String, Value>) {
+    for language in ["ru", "en"] {
+        let exact = format!("client_name#{language}");
+        if metadata.get(&exact).is_some_and(|value| !value.is_null()) {
+            continue;
+        }
+        let regional = metadata.keys().find(|key| {
+            key.strip_prefix("client_name#")
+                .and_then(|tag| tag.split('-').next())
+                .is_some_and(|primary| primary.eq_ignore_ascii_case(language))
+        });
+        if let Some(key) = regional.cloned()
+            && let Some(value) = metadata.remove(&key)
+        {
+            metadata.insert(exact, value);
+        }
+    }
 }
 
 /// Members of OpenID Connect Dynamic Client Registration 1.0 (and of the
@@ -581,6 +620,10 @@ fn answer(registration: &Registration, client: &Client) -> Value {
     };
     put("jwks", security.jwks.clone());
     put("jwks_uri", security.jwks_uri.clone().map(Value::from));
+    // The Russian name only where it is not the plain one, so that a
+    // replacement renaming the client by `client_name` alone (sending the
+    // rest of this answer back) renames it in both languages.
+    put("client_name#ru", (client.name.ru != client.name.en).then(|| client.name.ru.clone().into()));
     put("logo_uri", security.logo_uri.clone().map(Value::from));
     put("backchannel_logout_uri", client.backchannel_logout_uri.clone().map(Value::from));
     // RFC 7591 §3.2.1: the answer names what the server provisioned too.
@@ -669,8 +712,8 @@ async fn register_client(
         secret: None,
         redirect_uris: metadata.redirect_uris,
         scope: metadata.scope,
-        name_ru: checked.name.clone(),
-        name_en: checked.name,
+        name_ru: checked.name_ru,
+        name_en: checked.name_en,
         require_consent: true,
         post_logout_redirect_uris: metadata.post_logout_redirect_uris,
         logout_revokes_grants: false,
@@ -790,8 +833,8 @@ pub async fn replace(
         let changes = ClientChanges {
             redirect_uris: Some(metadata.redirect_uris),
             scope: Some(metadata.scope.unwrap_or_else(|| "openid profile email phone".into())),
-            name_ru: Some(checked.name.clone().unwrap_or_else(|| client_id.clone())),
-            name_en: Some(checked.name.unwrap_or_else(|| client_id.clone())),
+            name_ru: Some(checked.name_ru.unwrap_or_else(|| client_id.clone())),
+            name_en: Some(checked.name_en.unwrap_or_else(|| client_id.clone())),
             require_consent: None,
             post_logout_redirect_uris: Some(metadata.post_logout_redirect_uris),
             logout_revokes_grants: None,

@@ -477,6 +477,69 @@ async fn members_given_as_null_are_left_out() {
     }
 }
 
+/// OpenID Connect Registration §2.1: `client_name` with a language tag
+/// names the client on the pages of that language (Russian and English,
+/// the pages' two; a regional tag counts as its language); a name in one
+/// language serves the other when only it is given.
+#[tokio::test]
+async fn a_client_names_itself_in_russian_and_english() {
+    for backend in backends() {
+        let app = spawn(backend).await;
+        let names = |client_id: &str| {
+            let app = &app;
+            let client_id = client_id.to_owned();
+            async move {
+                let client = app.store.find_client(&client_id.as_str().into()).await.unwrap().unwrap();
+                (client.name.ru, client.name.en)
+            }
+        };
+        let body =
+            json!({"redirect_uris": ["https://f.example/cb"], "client_name": "Fintech", "client_name#ru": "Финтех"});
+        let (status, registered) = app.register(Some(INITIAL), &body).await;
+        assert_eq!(status, 201, "{backend:?}: {registered}");
+        let id = registered["client_id"].as_str().unwrap().to_owned();
+        assert_eq!(names(&id).await, ("Финтех".to_owned(), "Fintech".to_owned()), "{backend:?}");
+        assert_eq!(
+            (
+                registered["client_name"].as_str(),
+                registered["client_name#ru"].as_str(),
+                registered["client_name#en"].as_str()
+            ),
+            (Some("Fintech"), Some("Финтех"), None),
+            "{backend:?}: {registered}"
+        );
+
+        let regional = json!({"redirect_uris": ["https://f.example/cb"], "client_name#RU-ru": "Банк", "client_name#en-GB": "Bank"});
+        let (status, registered) = app.register(Some(INITIAL), &regional).await;
+        assert_eq!(status, 201, "{backend:?}: {registered}");
+        let id = registered["client_id"].as_str().unwrap().to_owned();
+        assert_eq!(names(&id).await, ("Банк".to_owned(), "Bank".to_owned()), "{backend:?}: regional tags");
+
+        let russian_only = json!({"redirect_uris": ["https://f.example/cb"], "client_name#ru": "Брокер"});
+        let (status, registered) = app.register(Some(INITIAL), &russian_only).await;
+        assert_eq!(status, 201, "{backend:?}: {registered}");
+        let id = registered["client_id"].as_str().unwrap().to_owned();
+        assert_eq!(names(&id).await, ("Брокер".to_owned(), "Брокер".to_owned()), "{backend:?}: one name serves both");
+
+        // A replacement names it anew, per language; the answer sent back
+        // with only `client_name` changed renames it where the answer had
+        // no other name.
+        let uri = registered["registration_client_uri"].as_str().unwrap();
+        let token = registered["registration_access_token"].as_str().unwrap();
+        let mut replacement = registered.clone();
+        replacement["client_name#en"] = "Broker".into();
+        let answer = app.http().put(uri).bearer_auth(token).json(&replacement).send().await.unwrap();
+        assert_eq!(answer.status(), 200, "{backend:?}: {}", answer.text().await.unwrap());
+        assert_eq!(names(&id).await, ("Брокер".to_owned(), "Broker".to_owned()), "{backend:?}: replaced");
+        let mut renamed: Value = answer.json().await.unwrap();
+        assert_eq!(renamed["client_name#ru"], "Брокер", "{backend:?}: the Russian name differs now: {renamed}");
+        renamed["client_name"] = "Broker Pro".into();
+        let answer = app.http().put(uri).bearer_auth(token).json(&renamed).send().await.unwrap();
+        assert_eq!(answer.status(), 200, "{backend:?}: {}", answer.text().await.unwrap());
+        assert_eq!(names(&id).await, ("Брокер".to_owned(), "Broker Pro".to_owned()), "{backend:?}: renamed");
+    }
+}
+
 /// RFC 7591 §3.2.1: the answer names what the server provisioned. On a
 /// server that signs with ES256 by default, a client that named no
 /// algorithm is told ES256 for its ID tokens, access tokens, JARM and
