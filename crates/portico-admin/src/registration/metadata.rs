@@ -1,0 +1,362 @@
+//! The registration body: client metadata as RFC 7591 §2 and OpenID
+//! Connect Registration name it, read (with what a software statement
+//! asserts put over it) and checked into what the admin service takes.
+
+use axum::body::Body;
+use axum::http::{HeaderMap, header};
+use portico_crypto::jwt::Algorithm;
+use portico_model::client::{AuthMethod, ClientSecurity, SecurityProfile};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{GRANT_TYPES, MAX_BODY, Registration, RegistrationError};
+
+/// Client metadata as RFC 7591 §2 (and OpenID Connect Dynamic Client
+/// Registration 1.0) name it. Unknown members are ignored.
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(default)]
+pub struct ClientMetadata {
+    /// `https`, or `http` on a loopback address; no fragment. At least one.
+    pub redirect_uris: Vec<String>,
+    pub client_name: Option<String>,
+    /// The name in Russian (OpenID Connect Registration §2.1: `client_name`
+    /// with a language tag; `client_name#ru-RU` is taken as this too), for
+    /// pages shown in Russian; left out, `client_name`.
+    #[serde(rename = "client_name#ru")]
+    pub client_name_ru: Option<String>,
+    /// The name in English (`client_name#en`, `#en-GB`, …); left out,
+    /// `client_name`.
+    #[serde(rename = "client_name#en")]
+    pub client_name_en: Option<String>,
+    /// An `https` address of the client's logo.
+    pub logo_uri: Option<String>,
+    /// Space-separated, among `openid profile email phone`; default all four.
+    pub scope: Option<String>,
+    /// Among `authorization_code` and `refresh_token`; default both.
+    pub grant_types: Option<Vec<String>>,
+    /// `["code"]`, the only one.
+    pub response_types: Option<Vec<String>>,
+    /// `client_secret_basic` (default), `client_secret_post`, `client_secret_jwt`, `private_key_jwt`.
+    pub token_endpoint_auth_method: Option<String>,
+    /// The client's public keys (a JWK Set), for `private_key_jwt`.
+    #[schema(value_type = Option<Object>)]
+    pub jwks: Option<Value>,
+    /// Where the client publishes its public keys, for `private_key_jwt`.
+    pub jwks_uri: Option<String>,
+    pub id_token_signed_response_alg: Option<String>,
+    pub userinfo_signed_response_alg: Option<String>,
+    pub access_token_signed_response_alg: Option<String>,
+    pub introspection_signed_response_alg: Option<String>,
+    /// JARM: the algorithm of the client's signed authorization responses.
+    pub authorization_signed_response_alg: Option<String>,
+    /// RFC 9126: authorization requests only pushed to `/oauth2/par`.
+    pub require_pushed_authorization_requests: bool,
+    /// RFC 9101: authorization requests only as signed request objects
+    /// (needs `jwks` or `jwks_uri`).
+    pub require_signed_request_object: bool,
+    /// RFC 9101: the one algorithm of the client's request objects.
+    pub request_object_signing_alg: Option<String>,
+    /// RFC 9449: every token request must carry a DPoP proof.
+    pub dpop_bound_access_tokens: bool,
+    /// RFC 8705: every token request over mutual TLS, the access tokens
+    /// bound to the client's certificate.
+    pub tls_client_certificate_bound_access_tokens: bool,
+    /// RFC 8705 §2.1.2, for `tls_client_auth`: exactly one of the subject
+    /// DN (RFC 4514) and the four alternative names.
+    pub tls_client_auth_subject_dn: Option<String>,
+    pub tls_client_auth_san_dns: Option<String>,
+    pub tls_client_auth_san_uri: Option<String>,
+    pub tls_client_auth_san_ip: Option<String>,
+    pub tls_client_auth_san_email: Option<String>,
+    /// Portico's own: the rules the client is held to, `standard`, `fapi2`
+    /// or `fapi-ru`; left out, the bank's default
+    /// (`registration.default_security_profile`) on registration, the
+    /// current one on a `PUT`. Never `standard` when that default, or the
+    /// client's current profile, is stricter.
+    pub security_profile: Option<String>,
+    /// Portico's own: whether each refresh hands out a new refresh token;
+    /// left out, the profile's default (on, except under `fapi2`).
+    pub refresh_token_rotation: Option<bool>,
+    pub post_logout_redirect_uris: Vec<String>,
+    pub backchannel_logout_uri: Option<String>,
+    /// A JWT of an issuer the bank trusts, asserting metadata that takes
+    /// precedence over the body's (RFC 7591 §2.3).
+    pub software_statement: Option<String>,
+    /// On `PUT` (RFC 7592): the client's id, which must match.
+    pub client_id: Option<String>,
+    /// On `PUT`: ignored unless given, and then it must be the current one.
+    pub client_secret: Option<String>,
+}
+
+/// The metadata read and checked: what the admin service takes.
+pub(super) struct Checked {
+    /// The name for Russian pages and for English ones.
+    pub(super) name_ru: Option<String>,
+    pub(super) name_en: Option<String>,
+    pub(super) security: ClientSecurity,
+    /// The profile the metadata names, if any.
+    pub(super) profile: Option<SecurityProfile>,
+}
+
+impl Checked {
+    /// The profile named, unless it is `standard` under a stricter `floor`
+    /// (the bank's default, or the client's current profile).
+    pub(super) fn profile_over(&self, floor: SecurityProfile) -> Result<Option<SecurityProfile>, RegistrationError> {
+        if self.profile == Some(SecurityProfile::Standard) && floor != SecurityProfile::Standard {
+            return Err(RegistrationError::metadata(format!(
+                "security_profile: standard is below this client's {floor} profile; only an operator can lower it"
+            )));
+        }
+        Ok(self.profile)
+    }
+}
+
+fn algorithm(name: &str, value: Option<&str>) -> Result<Option<Algorithm>, RegistrationError> {
+    value
+        .map(|v| {
+            Algorithm::parse(v).ok_or_else(|| {
+                RegistrationError::metadata(format!("{name}: {v:?} is not one of RS256, PS256, ES256, EdDSA"))
+            })
+        })
+        .transpose()
+}
+
+/// A request object's algorithm: one Portico verifies, never `none` or a
+/// symmetric one.
+fn request_object_algorithm(value: Option<&str>) -> Result<Option<Algorithm>, RegistrationError> {
+    value
+        .map(|v| {
+            Algorithm::parse(v).ok_or_else(|| {
+                RegistrationError::metadata(format!(
+                    "request_object_signing_alg: {v:?} is not one of PS256, ES256, EdDSA, RS256"
+                ))
+            })
+        })
+        .transpose()
+}
+
+impl ClientMetadata {
+    pub(super) fn check(&self) -> Result<Checked, RegistrationError> {
+        if self.redirect_uris.is_empty() {
+            return Err(RegistrationError::redirect("redirect_uris: at least one redirect URI"));
+        }
+        for uri in self.redirect_uris.iter().chain(&self.post_logout_redirect_uris) {
+            check_redirect(uri).map_err(RegistrationError::redirect)?;
+        }
+        if let Some(types) = &self.grant_types
+            && (types.iter().any(|t| !GRANT_TYPES.contains(&t.as_str()))
+                || !types.iter().any(|t| t == "authorization_code"))
+        {
+            return Err(RegistrationError::metadata(
+                "grant_types: authorization_code, and refresh_token if wanted; no other grant is served",
+            ));
+        }
+        if self.response_types.as_ref().is_some_and(|types| types.iter().any(|t| t != "code")) {
+            return Err(RegistrationError::metadata("response_types: only code is served"));
+        }
+        if let Some(logo) = &self.logo_uri
+            && !url::Url::parse(logo).is_ok_and(|u| u.scheme() == "https" && u.host().is_some())
+        {
+            return Err(RegistrationError::metadata("logo_uri: an absolute https address"));
+        }
+        let method = match self.token_endpoint_auth_method.as_deref() {
+            None => AuthMethod::ClientSecretBasic,
+            Some(name) => AuthMethod::parse(name).ok_or_else(|| {
+                RegistrationError::metadata(format!(
+                    "token_endpoint_auth_method: {name:?} is not one of client_secret_basic, client_secret_post, \
+                     client_secret_jwt, private_key_jwt, tls_client_auth, self_signed_tls_client_auth"
+                ))
+            })?,
+        };
+        let security = ClientSecurity {
+            token_endpoint_auth_method: method,
+            jwks: self.jwks.clone(),
+            jwks_uri: self.jwks_uri.clone(),
+            id_token_signed_response_alg: algorithm(
+                "id_token_signed_response_alg",
+                self.id_token_signed_response_alg.as_deref(),
+            )?,
+            userinfo_signed_response_alg: algorithm(
+                "userinfo_signed_response_alg",
+                self.userinfo_signed_response_alg.as_deref(),
+            )?,
+            access_token_signed_response_alg: algorithm(
+                "access_token_signed_response_alg",
+                self.access_token_signed_response_alg.as_deref(),
+            )?,
+            introspection_signed_response_alg: algorithm(
+                "introspection_signed_response_alg",
+                self.introspection_signed_response_alg.as_deref(),
+            )?,
+            authorization_signed_response_alg: algorithm(
+                "authorization_signed_response_alg",
+                self.authorization_signed_response_alg.as_deref(),
+            )?,
+            logo_uri: self.logo_uri.clone(),
+            require_pushed_authorization_requests: self.require_pushed_authorization_requests,
+            require_signed_request_object: self.require_signed_request_object,
+            request_object_signing_alg: request_object_algorithm(self.request_object_signing_alg.as_deref())?,
+            dpop_bound_access_tokens: self.dpop_bound_access_tokens,
+            tls_client_certificate_bound_access_tokens: self.tls_client_certificate_bound_access_tokens,
+            tls_client_auth_subject_dn: self.tls_client_auth_subject_dn.clone(),
+            tls_client_auth_san_dns: self.tls_client_auth_san_dns.clone(),
+            tls_client_auth_san_uri: self.tls_client_auth_san_uri.clone(),
+            tls_client_auth_san_ip: self.tls_client_auth_san_ip.clone(),
+            tls_client_auth_san_email: self.tls_client_auth_san_email.clone(),
+            security_profile: SecurityProfile::Standard,
+            refresh_token_rotation: self.refresh_token_rotation,
+        };
+        let profile = self
+            .security_profile
+            .as_deref()
+            .map(|name| {
+                SecurityProfile::parse(name).ok_or_else(|| {
+                    RegistrationError::metadata(format!(
+                        "security_profile: {name:?} is not one of standard, fapi2, fapi-ru"
+                    ))
+                })
+            })
+            .transpose()?;
+        // A name in one language only serves the other too.
+        let plain = self.client_name.as_ref();
+        let name_ru = self.client_name_ru.as_ref().or(plain).or(self.client_name_en.as_ref()).cloned();
+        let name_en = self.client_name_en.as_ref().or(plain).or(self.client_name_ru.as_ref()).cloned();
+        Ok(Checked { name_ru, name_en, security, profile })
+    }
+}
+
+/// A redirect address a third party may register: absolute, without a
+/// fragment or user information, `https`, or `http` on a loopback address.
+fn check_redirect(uri: &str) -> Result<(), String> {
+    crate::service::check_uri(uri)?;
+    let scheme = uri.split(':').next().unwrap_or_default().to_ascii_lowercase();
+    if scheme == "https" || scheme == "http" {
+        Ok(())
+    } else {
+        Err(format!("{uri}: a registered client's addresses are https (or http on a loopback address)"))
+    }
+}
+
+/// The JSON body, as RFC 7591 asks: `application/json`, at most
+/// [`MAX_BODY`], with what its software statement asserts put over it.
+pub(super) async fn read_metadata(
+    registration: &Registration,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<ClientMetadata, RegistrationError> {
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json")));
+    if !json {
+        return Err(RegistrationError::metadata("the body must be application/json"));
+    }
+    let bytes = axum::body::to_bytes(body, MAX_BODY)
+        .await
+        .map_err(|_| RegistrationError::metadata(format!("the body is larger than {MAX_BODY} bytes")))?;
+    let not_metadata = |e: serde_json::Error| RegistrationError::metadata(format!("not valid client metadata: {e}"));
+    let mut metadata: serde_json::Map<String, Value> = serde_json::from_slice(&bytes).map_err(not_metadata)?;
+    // `null` is no statement, as it is no value for every other member.
+    if metadata.get("software_statement").is_some_and(Value::is_null) {
+        metadata.remove("software_statement");
+    }
+    match metadata.get("software_statement") {
+        Some(Value::String(statement)) => {
+            let now = registration.service.clock.now().unix_timestamp();
+            let asserted = registration.statements.verify(statement, now)?;
+            metadata.extend(asserted);
+        }
+        Some(_) => return Err(RegistrationError::statement("invalid_software_statement", "a JWT, as a string")),
+        None if registration.statements.required => {
+            return Err(RegistrationError::statement(
+                "invalid_software_statement",
+                "this bank registers only clients with a software statement of an issuer it trusts",
+            ));
+        }
+        None => {}
+    }
+    refuse_what_is_not_offered(&metadata)?;
+    take_regional_names(&mut metadata);
+    serde_json::from_value(Value::Object(metadata)).map_err(not_metadata)
+}
+
+/// `client_name` tagged with a regional variant of Russian or English
+/// (`client_name#ru-RU`, `client_name#en-GB`; tags are case-insensitive,
+/// BCP 47) as the language's own name, unless that is given too; names in
+/// other languages are not kept (the pages speak Russian and English).
+fn take_regional_names(metadata: &mut serde_json::Map<String, Value>) {
+    for language in ["ru", "en"] {
+        let exact = format!("client_name#{language}");
+        if metadata.get(&exact).is_some_and(|value| !value.is_null()) {
+            continue;
+        }
+        let regional = metadata.keys().find(|key| {
+            key.strip_prefix("client_name#")
+                .and_then(|tag| tag.split('-').next())
+                .is_some_and(|primary| primary.eq_ignore_ascii_case(language))
+        });
+        if let Some(key) = regional.cloned()
+            && let Some(value) = metadata.remove(&key)
+        {
+            metadata.insert(exact, value);
+        }
+    }
+}
+
+/// Members of OpenID Connect Dynamic Client Registration 1.0 (and of the
+/// specifications beside it) that ask for what Portico does not do, with
+/// what to do instead. Ignored, they would leave the client believing its
+/// tokens encrypted, its logouts announced or its users re-authenticated;
+/// RFC 7591 §2 lets a server refuse a value it does not support, so a
+/// registration naming one is refused.
+const NOT_OFFERED: [(&str, &str); 12] = [
+    ("id_token_encrypted_response_alg", "Portico signs ID tokens and does not encrypt them"),
+    ("id_token_encrypted_response_enc", "Portico signs ID tokens and does not encrypt them"),
+    (
+        "userinfo_encrypted_response_alg",
+        "Portico signs userinfo answers (userinfo_signed_response_alg) and does not encrypt them",
+    ),
+    (
+        "userinfo_encrypted_response_enc",
+        "Portico signs userinfo answers (userinfo_signed_response_alg) and does not encrypt them",
+    ),
+    ("request_object_encryption_alg", "Portico takes signed request objects, not encrypted ones"),
+    ("request_object_encryption_enc", "Portico takes signed request objects, not encrypted ones"),
+    (
+        "authorization_encrypted_response_alg",
+        "Portico signs authorization responses (authorization_signed_response_alg) and does not encrypt them",
+    ),
+    (
+        "authorization_encrypted_response_enc",
+        "Portico signs authorization responses (authorization_signed_response_alg) and does not encrypt them",
+    ),
+    (
+        "introspection_encrypted_response_alg",
+        "Portico signs introspection answers (introspection_signed_response_alg) and does not encrypt them",
+    ),
+    (
+        "introspection_encrypted_response_enc",
+        "Portico signs introspection answers (introspection_signed_response_alg) and does not encrypt them",
+    ),
+    (
+        "frontchannel_logout_uri",
+        "Portico tells clients of a logout over the back channel; register backchannel_logout_uri",
+    ),
+    ("default_max_age", "send max_age with each authorization request that needs a recent login"),
+];
+
+/// Refuses metadata asking for what Portico does not do ([`NOT_OFFERED`],
+/// and subject identifiers other than `public`); `null` asks for nothing.
+fn refuse_what_is_not_offered(metadata: &serde_json::Map<String, Value>) -> Result<(), RegistrationError> {
+    let given = |name: &str| metadata.get(name).filter(|value| !value.is_null());
+    if let Some((name, instead)) = NOT_OFFERED.iter().find(|(name, _)| given(name).is_some()) {
+        return Err(RegistrationError::metadata(format!("{name}: not offered; {instead}")));
+    }
+    match given("subject_type") {
+        None => Ok(()),
+        Some(Value::String(kind)) if kind == "public" => Ok(()),
+        Some(_) => Err(RegistrationError::metadata(
+            "subject_type: Portico issues public subject identifiers only (subject_types_supported)",
+        )),
+    }
+}
