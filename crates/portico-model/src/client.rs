@@ -448,9 +448,10 @@ impl ClientSecurity {
         .filter_map(|(name, value)| value.as_deref().map(|value| (name, value)))
     }
 
-    /// Every algorithm named here, for checking that the server has a key
-    /// of each.
-    pub fn algorithms(&self) -> impl Iterator<Item = (&'static str, Algorithm)> + '_ {
+    /// Each algorithm Portico signs with for the client, by RFC 7591 name,
+    /// set or not (unset: the server's default, and for userinfo no
+    /// signature at all).
+    pub fn signing_choices(&self) -> [(&'static str, Option<Algorithm>); 5] {
         [
             ("id_token_signed_response_alg", self.id_token_signed_response_alg),
             ("userinfo_signed_response_alg", self.userinfo_signed_response_alg),
@@ -458,8 +459,12 @@ impl ClientSecurity {
             ("introspection_signed_response_alg", self.introspection_signed_response_alg),
             ("authorization_signed_response_alg", self.authorization_signed_response_alg),
         ]
-        .into_iter()
-        .filter_map(|(name, alg)| alg.map(|alg| (name, alg)))
+    }
+
+    /// Every algorithm named here, for checking that the server has a key
+    /// of each.
+    pub fn algorithms(&self) -> impl Iterator<Item = (&'static str, Algorithm)> + '_ {
+        self.signing_choices().into_iter().filter_map(|(name, alg)| alg.map(|alg| (name, alg)))
     }
 }
 

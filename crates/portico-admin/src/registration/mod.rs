@@ -218,15 +218,10 @@ fn answer(registration: &Registration, client: &Client) -> Value {
     // introspection answers) need not be: the answer says which signs.
     // Userinfo left unset stays plain JSON, so it is named only when set.
     let default = registration.service.signing_algorithm;
-    for (name, alg) in [
-        ("id_token_signed_response_alg", security.id_token_signed_response_alg),
-        ("access_token_signed_response_alg", security.access_token_signed_response_alg),
-        ("introspection_signed_response_alg", security.introspection_signed_response_alg),
-        ("authorization_signed_response_alg", security.authorization_signed_response_alg),
-    ] {
-        put(name, Some(alg.unwrap_or(default).as_str().into()));
+    for (name, alg) in security.signing_choices() {
+        let signs = if name == "userinfo_signed_response_alg" { alg } else { Some(alg.unwrap_or(default)) };
+        put(name, signs.map(|alg| alg.as_str().into()));
     }
-    put("userinfo_signed_response_alg", security.userinfo_signed_response_alg.map(|alg| alg.as_str().into()));
     put("request_object_signing_alg", security.request_object_signing_alg.map(|alg| alg.as_str().into()));
     put("require_pushed_authorization_requests", security.require_pushed_authorization_requests.then_some(true.into()));
     put("require_signed_request_object", security.require_signed_request_object.then_some(true.into()));
