@@ -1,5 +1,8 @@
 //! Text from a request, as an error message may repeat it.
 
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
 /// Characters of a caller's value an error message repeats at most.
 pub const ECHO_CHARS: usize = 64;
 
@@ -24,6 +27,53 @@ pub fn capped(mut message: String, max: usize) -> String {
     message
 }
 
+/// Characters an OAuth error description holds at most.
+pub const MAX_DESCRIPTION_CHARS: usize = 512;
+
+/// Whether `c` may stand in an OAuth `error_description`: RFC 6749 §5.2
+/// (and §4.1.2.1, RFC 6750 §3) allow `%x20-21 / %x23-5B / %x5D-7E`, printable
+/// ASCII without `"` and `\`.
+pub fn is_description_char(c: char) -> bool {
+    matches!(c, '\x20'..='\x21' | '\x23'..='\x5b' | '\x5d'..='\x7e')
+}
+
+/// `text` as an OAuth `error_description` may carry it (see
+/// [`is_description_char`]), whatever a message came to hold — a client's
+/// `alg`, an address it registered, a section sign: `"` and typographic
+/// quotes become `'`, `§` "section ", `…` "...", dashes `-`, and every other
+/// character outside the set is percent-encoded byte by byte (UTF-8), so a
+/// Cyrillic address stays readable as a browser would send it. Cut after
+/// [`MAX_DESCRIPTION_CHARS`] with "...". Text already within the rule comes
+/// back as it is.
+pub fn oauth_description(text: &str) -> Cow<'_, str> {
+    if text.len() <= MAX_DESCRIPTION_CHARS && text.chars().all(is_description_char) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len().min(MAX_DESCRIPTION_CHARS + 3));
+    for c in text.chars() {
+        match c {
+            c if is_description_char(c) => out.push(c),
+            '"' | '«' | '»' | '“' | '”' | '„' | '‘' | '’' => out.push('\''),
+            '§' => out.push_str("section "),
+            '…' => out.push_str("..."),
+            '–' | '—' => out.push('-'),
+            c => {
+                let mut buf = [0; 4];
+                for byte in c.encode_utf8(&mut buf).bytes() {
+                    let _ = write!(out, "%{byte:02X}");
+                }
+            }
+        }
+        if out.len() > MAX_DESCRIPTION_CHARS {
+            // ASCII only by now: any byte is a character boundary.
+            out.truncate(MAX_DESCRIPTION_CHARS);
+            out.push_str("...");
+            break;
+        }
+    }
+    Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -39,5 +89,20 @@ mod tests {
         assert_eq!(echo(&"x".repeat(ECHO_CHARS)), format!("\"{}\"", "x".repeat(ECHO_CHARS)));
         assert_eq!(capped("abcdef".into(), 3), "abc…");
         assert_eq!(capped("abc".into(), 3), "abc");
+    }
+
+    #[test]
+    fn oauth_descriptions_keep_to_rfc_6749s_characters() {
+        assert!(matches!(oauth_description("OAuth 2.0 Parameter: scope"), Cow::Borrowed(_)));
+        assert_eq!(
+            oauth_description("\"ftp\": not allowed (FAPI 1.0 Baseline §5.2.2) — use https…"),
+            "'ftp': not allowed (FAPI 1.0 Baseline section 5.2.2) - use https..."
+        );
+        assert_eq!(oauth_description("https://пр.рф/a\\b\n"), "https://%D0%BF%D1%80.%D1%80%D1%84/a%5Cb%0A");
+        let long = oauth_description(&"\u{202e}".repeat(10_000)).into_owned();
+        assert_eq!(long.len(), MAX_DESCRIPTION_CHARS + 3, "cut: {long}");
+        assert!(long.ends_with("...") && long.chars().all(is_description_char), "{long}");
+        let exact = "x".repeat(MAX_DESCRIPTION_CHARS);
+        assert_eq!(oauth_description(&exact), exact.as_str());
     }
 }

@@ -158,8 +158,11 @@ fn snake(place: &str) -> String {
 
 impl IntoResponse for RegistrationError {
     fn into_response(self) -> Response {
+        // RFC 7591 §3.2.2: ASCII; held to RFC 6749 §5.2's characters as
+        // every OAuth error of Portico's is.
+        let description = portico_model::text::oauth_description(&self.description);
         let mut response = no_store(
-            (self.status, Json(json!({ "error": self.error, "error_description": self.description }))).into_response(),
+            (self.status, Json(json!({ "error": self.error, "error_description": description }))).into_response(),
         );
         if self.status == StatusCode::UNAUTHORIZED {
             response.headers_mut().insert(header::WWW_AUTHENTICATE, self.challenge.header());

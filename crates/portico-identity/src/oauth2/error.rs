@@ -127,7 +127,8 @@ impl From<StorageError> for OAuthError {
 
 impl IntoResponse for OAuthError {
     fn into_response(self) -> Response {
-        let (status, error, error_description) = self.parts();
+        let (status, error, description) = self.parts();
+        let error_description = &portico_model::text::oauth_description(description);
         let mut response = (status, Json(OAuth2ErrorDto { error, error_description })).into_response();
         let headers = response.headers_mut();
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));

@@ -119,7 +119,8 @@ pub async fn error_to_client(
     description: &str,
     state: Option<&str>,
 ) -> Response {
-    let mut pairs = vec![("error", error), ("error_description", description)];
+    let description = portico_model::text::oauth_description(description);
+    let mut pairs = vec![("error", error), ("error_description", &*description)];
     if let Some(state) = state {
         pairs.push(("state", state));
     }

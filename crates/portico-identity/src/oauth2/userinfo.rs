@@ -163,7 +163,7 @@ async fn body_token(headers: &HeaderMap, body: Body) -> Result<Option<String>, S
 /// 400 with RFC 6750 §3.1's `invalid_request` challenge.
 fn invalid_request(why: &str) -> Response {
     let mut response = StatusCode::BAD_REQUEST.into_response();
-    let quoted = why.replace(['"', '\\'], "'");
+    let quoted = portico_model::text::oauth_description(why);
     if let Ok(value) =
         HeaderValue::try_from(format!("Bearer error=\"invalid_request\", error_description=\"{quoted}\""))
     {

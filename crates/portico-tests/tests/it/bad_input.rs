@@ -174,3 +174,104 @@ async fn a_nul_character_is_malformed_input_everywhere() {
         assert_eq!(portico_tests::location(&response), "/login", "a failed login, not a server error");
     }
 }
+
+/// RFC 6749 §5.2 (and §4.1.2.1, RFC 6750 §3): an `error_description`
+/// holds only `%x20-21 / %x23-5B / %x5D-7E`. Portico's messages repeat
+/// what a client sent (an assertion's or a proof's `alg`, a registered
+/// address) and cite sections with `§`; every OAuth error answer keeps to
+/// the set, short, and still says what was wrong.
+#[tokio::test]
+async fn oauth_error_descriptions_keep_to_the_characters_rfc_6749_allows() {
+    use portico_crypto::jwt::{Algorithm, SigningKey};
+    use portico_tests::{demo, jws};
+    use serde_json::{Value, json};
+
+    const INITIAL: &str = "the-initial-access-token-0123456789";
+    let hostile = format!("Ø\"\\\u{202e}{}", "x".repeat(5_000));
+    let check = |case: &str, body: &Value, says: &str| {
+        let description = body["error_description"].as_str().unwrap_or_else(|| panic!("{case}: {body}"));
+        let outside: Vec<char> =
+            description.chars().filter(|c| !portico_model::text::is_description_char(*c)).collect();
+        let shown: String = description.chars().take(200).collect();
+        assert!(outside.is_empty(), "{case}: {outside:?} in {shown}");
+        assert!(description.len() <= portico_model::text::MAX_DESCRIPTION_CHARS + 3, "{case}: {description}");
+        assert!(description.contains(says), "{case}: {description}");
+    };
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| {
+            c.registration.initial_access_token = Some(INITIAL.to_owned());
+            c.notifications.allow_insecure_callbacks = Some(false);
+        })
+        .await;
+        let now = {
+            use portico_model::clock::Clock as _;
+            app.clock.now().unix_timestamp()
+        };
+        let http = app.http();
+
+        // A client assertion whose alg is hostile text.
+        let key = SigningKey::generate(Algorithm::Es256).unwrap();
+        let created = app
+            .admin_create_client(&json!({
+                "clientId": "fintech", "redirectUris": ["https://rp.example/cb"],
+                "tokenEndpointAuthMethod": "private_key_jwt", "jwks": {"keys": [key.jwk()]},
+            }))
+            .await;
+        assert_eq!(created.status(), 201, "{backend:?}");
+        let pair = app.token_pair_for("ivan", "fintech").await;
+        let claims = json!({"iss": "fintech", "sub": "fintech", "aud": app.base, "exp": now + 60,
+                            "jti": uuid::Uuid::new_v4().to_string()});
+        let assertion = jws::sign(&key, &json!({"alg": hostile, "typ": "JWT"}), &claims);
+        let response = http
+            .post(app.url("/oauth2/token"))
+            .form(&[
+                ("grant_type", "refresh_token"),
+                ("refresh_token", pair.refresh_token.as_str()),
+                ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"),
+                ("client_assertion", assertion.as_str()),
+            ])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 401, "{backend:?}");
+        check(
+            &format!("{backend:?} assertion"),
+            &response.json().await.unwrap(),
+            "the client assertion is signed with",
+        );
+
+        // A DPoP proof whose alg is hostile text.
+        let demo_pair = app.token_pair("ivan").await;
+        let proof = jws::dpop_proof(&key, &hostile, &app, "POST", &app.url("/oauth2/token"), None);
+        let response = http
+            .post(app.url("/oauth2/token"))
+            .basic_auth(demo::CLIENT_ID, Some(demo::CLIENT_SECRET))
+            .header("dpop", proof)
+            .form(&[("grant_type", "refresh_token"), ("refresh_token", demo_pair.refresh_token.as_str())])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 400, "{backend:?}");
+        check(&format!("{backend:?} proof"), &response.json().await.unwrap(), "the DPoP proof is signed with");
+
+        // Registration (RFC 7591 §3.2.2: ASCII): an address in Cyrillic
+        // with quotes, another scheme, and a profile's rule citing FAPI.
+        let before = app.store.list_clients().await.unwrap().len();
+        for (case, uris, profile, says) in [
+            ("idn", json!(["https://банк.рф/cb#\"x\""]), "standard", "must not have a fragment"),
+            ("scheme", json!(["ftp://rp.example/cb"]), "standard", "is not allowed"),
+            ("profile", json!(["http://127.0.0.1/cb"]), "fapi-ru", "Baseline section 5.2.2"),
+        ] {
+            let metadata = json!({"redirect_uris": uris, "security_profile": profile,
+                                  "token_endpoint_auth_method": "private_key_jwt", "jwks": {"keys": [key.jwk()]}});
+            let (status, body) = app.register(Some(INITIAL), &metadata).await;
+            assert_eq!(
+                (status, body["error"].as_str()),
+                (400, Some("invalid_redirect_uri")),
+                "{backend:?} {case}: {body}"
+            );
+            check(&format!("{backend:?} registration {case}"), &body, says);
+        }
+        assert_eq!(app.store.list_clients().await.unwrap().len(), before, "{backend:?}: nothing registered");
+    }
+}
