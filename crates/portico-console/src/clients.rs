@@ -460,10 +460,12 @@ pub async fn update(
     let l = Layout::new(&headers, &operator, "clients", &here);
     let security = match form.security() {
         // Each choice replaces the stored one; the logo (registration's)
-        // is not on the form, and a form without the profile keeps it.
+        // and the assertion algorithm (the admin API's and registration's)
+        // are not on the form, and a form without the profile keeps it.
         Ok(security) => security
             .map(|chosen| SecurityChanges {
                 logo_uri: None,
+                token_endpoint_auth_signing_alg: None,
                 security_profile: form.security_profile.is_some().then_some(chosen.security_profile),
                 ..chosen.into()
             })

@@ -293,6 +293,11 @@ impl<'a> Assertion<'a> {
         &self.claims
     }
 
+    /// Its header's `alg`, as written.
+    pub fn alg(&self) -> &str {
+        &self.alg
+    }
+
     /// Its header's `alg`, when it is one Portico verifies.
     pub fn algorithm(&self) -> Option<Algorithm> {
         key_algorithm(&self.alg)

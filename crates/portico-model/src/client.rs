@@ -163,6 +163,77 @@ impl std::fmt::Display for AuthMethod {
     }
 }
 
+/// `token_endpoint_auth_signing_alg` (OpenID Connect Dynamic Client
+/// Registration 1.0 §2): the one algorithm the client's assertions may be
+/// signed with — a key algorithm under `private_key_jwt`, HS256 under
+/// `client_secret_jwt`. Serialized as its JWA name; `Ed25519` (RFC 9864's
+/// name for the same signatures) is read as `EdDSA`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub enum AssertionAlgorithm {
+    #[serde(rename = "RS256")]
+    Rs256,
+    #[serde(rename = "PS256")]
+    Ps256,
+    #[serde(rename = "ES256")]
+    Es256,
+    #[serde(rename = "EdDSA", alias = "Ed25519")]
+    EdDsa,
+    /// HMAC with SHA-256 under the client's secret (`client_secret_jwt`).
+    #[serde(rename = "HS256")]
+    Hs256,
+}
+
+impl AssertionAlgorithm {
+    pub const ALL: [Self; 5] = [Self::Ps256, Self::Es256, Self::EdDsa, Self::Rs256, Self::Hs256];
+
+    /// The JWA name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Rs256 => "RS256",
+            Self::Ps256 => "PS256",
+            Self::Es256 => "ES256",
+            Self::EdDsa => "EdDSA",
+            Self::Hs256 => "HS256",
+        }
+    }
+
+    /// The algorithm named exactly `name` (`Ed25519` included).
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "Ed25519" => Some(Self::EdDsa),
+            name => Self::ALL.into_iter().find(|alg| alg.as_str() == name),
+        }
+    }
+
+    /// The key algorithm it is; `None` for HS256.
+    pub const fn key(self) -> Option<Algorithm> {
+        match self {
+            Self::Rs256 => Some(Algorithm::Rs256),
+            Self::Ps256 => Some(Algorithm::Ps256),
+            Self::Es256 => Some(Algorithm::Es256),
+            Self::EdDsa => Some(Algorithm::EdDsa),
+            Self::Hs256 => None,
+        }
+    }
+
+    /// Whether assertions of `method` can be signed with it: a key
+    /// algorithm for `private_key_jwt`, HS256 for `client_secret_jwt`,
+    /// nothing for a method without assertions.
+    pub const fn fits(self, method: AuthMethod) -> bool {
+        match method {
+            AuthMethod::PrivateKeyJwt => self.key().is_some(),
+            AuthMethod::ClientSecretJwt => matches!(self, Self::Hs256),
+            _ => false,
+        }
+    }
+}
+
+impl std::fmt::Display for AssertionAlgorithm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A client's authentication and signing choices, named as in RFC 7591 and
 /// OpenID Connect Dynamic Client Registration 1.0. An algorithm left unset
 /// is the server's default (`tokens.signing_algorithm`).
@@ -176,6 +247,11 @@ pub struct ClientSecurity {
     /// Where the client publishes its public keys (`private_key_jwt`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub jwks_uri: Option<String>,
+    /// The one algorithm the client's assertions may be signed with; unset,
+    /// any its method takes. A member nodes of releases before it cannot
+    /// read: a client that sets it is served by the new release only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_endpoint_auth_signing_alg: Option<AssertionAlgorithm>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id_token_signed_response_alg: Option<Algorithm>,
     /// When set, userinfo answers a JWT signed with it.
@@ -425,7 +501,12 @@ impl ClientSecurity {
                 ),
             ));
         }
-        let named = self.algorithms().chain(self.request_object_signing_alg.map(|a| ("request_object_signing_alg", a)));
+        let named =
+            self.algorithms().chain(self.request_object_signing_alg.map(|a| ("request_object_signing_alg", a))).chain(
+                self.token_endpoint_auth_signing_alg
+                    .and_then(AssertionAlgorithm::key)
+                    .map(|a| ("token_endpoint_auth_signing_alg", a)),
+            );
         for (name, alg) in named {
             if !profile.allows_algorithm(alg) {
                 conflicts
@@ -554,5 +635,26 @@ mod tests {
         assert!(security.requires_signed_request_object() && security.binds_to_certificate());
         assert!(security.requires_signed_response() && !security.requires_pushed_requests());
         assert_eq!(SecurityProfile::Fapi2.algorithms_text(), "ES256, PS256 or EdDSA");
+
+        security.token_endpoint_auth_signing_alg = Some(AssertionAlgorithm::Rs256);
+        let named: Vec<&str> = security.profile_conflicts().iter().map(|(name, _)| *name).collect();
+        assert_eq!(named.last(), Some(&"token_endpoint_auth_signing_alg"), "{named:?}");
+    }
+
+    #[test]
+    fn an_assertion_algorithm_fits_its_method_and_reads_ed25519_as_eddsa() {
+        assert_eq!(AssertionAlgorithm::parse("Ed25519"), Some(AssertionAlgorithm::EdDsa));
+        assert_eq!(serde_json::from_value::<AssertionAlgorithm>("Ed25519".into()).unwrap(), AssertionAlgorithm::EdDsa);
+        for alg in AssertionAlgorithm::ALL {
+            assert_eq!(AssertionAlgorithm::parse(alg.as_str()), Some(alg));
+            assert_eq!(serde_json::to_value(alg).unwrap(), alg.as_str());
+        }
+        assert_eq!(AssertionAlgorithm::parse("none"), None);
+        assert_eq!(AssertionAlgorithm::parse("es256"), None, "names are exact");
+        assert!(AssertionAlgorithm::Es256.fits(AuthMethod::PrivateKeyJwt));
+        assert!(!AssertionAlgorithm::Hs256.fits(AuthMethod::PrivateKeyJwt));
+        assert!(AssertionAlgorithm::Hs256.fits(AuthMethod::ClientSecretJwt));
+        assert!(!AssertionAlgorithm::Ps256.fits(AuthMethod::ClientSecretJwt));
+        assert!(!AssertionAlgorithm::Ps256.fits(AuthMethod::TlsClientAuth));
     }
 }

@@ -79,6 +79,8 @@ if (initialAccessToken) {
       redirect_uris: [redirectUri],
       client_name: 'Relying party',
       token_endpoint_auth_method: method,
+      // OpenID Connect Registration §2: every assertion in this one algorithm.
+      token_endpoint_auth_signing_alg: keyAlg,
       jwks: { keys: [publicJwk] },
       access_token_signed_response_alg: tokenAlg,
       ...algs,
@@ -101,6 +103,7 @@ if (initialAccessToken) {
     && answer.registration_client_uri === metadata.registration_client_uri;
   registration = {
     clientId: metadata.client_id,
+    assertionAlg: metadata.token_endpoint_auth_signing_alg,
     readStatus: read.status,
     readName: current.client_name,
     readHolds: held(current),

@@ -12,7 +12,7 @@ use clap::Subcommand;
 use portico_admin::service::{NewClient, NewUser};
 use portico_admin::{AdminService, ServiceError};
 use portico_model::audit::Actor;
-use portico_model::client::{AuthMethod, ClientSecurity, SecurityProfile};
+use portico_model::client::{AssertionAlgorithm, AuthMethod, ClientSecurity, SecurityProfile};
 use portico_model::clock::SystemClock;
 use portico_model::user::OperatorRole;
 use portico_server::Config;
@@ -81,6 +81,10 @@ pub struct AddClient {
     /// Where the client publishes its public keys, a public https address (private_key_jwt).
     #[arg(long)]
     jwks_uri: Option<String>,
+    /// The one algorithm the client's assertions may be signed with: PS256, ES256, EdDSA or RS256
+    /// (private_key_jwt), HS256 (client_secret_jwt); default: any its method takes.
+    #[arg(long, value_parser = parse_assertion_algorithm)]
+    assertion_alg: Option<AssertionAlgorithm>,
     /// The algorithm of the client's id_tokens: RS256, PS256, ES256 or EdDSA; default: the server's.
     #[arg(long, value_parser = parse_algorithm)]
     id_token_alg: Option<Algorithm>,
@@ -122,6 +126,10 @@ pub struct AddClient {
     /// (true, except under fapi2).
     #[arg(long)]
     refresh_token_rotation: Option<bool>,
+}
+
+fn parse_assertion_algorithm(name: &str) -> Result<AssertionAlgorithm, String> {
+    AssertionAlgorithm::parse(name).ok_or_else(|| format!("{name:?} is not one of PS256, ES256, EdDSA, RS256, HS256"))
 }
 
 fn parse_profile(name: &str) -> Result<SecurityProfile, String> {
@@ -256,6 +264,7 @@ pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<
                 token_endpoint_auth_method,
                 jwks_file,
                 jwks_uri,
+                assertion_alg,
                 id_token_alg,
                 userinfo_alg,
                 access_token_alg,
@@ -282,6 +291,7 @@ pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<
                 token_endpoint_auth_method,
                 jwks,
                 jwks_uri,
+                token_endpoint_auth_signing_alg: assertion_alg,
                 id_token_signed_response_alg: id_token_alg,
                 userinfo_signed_response_alg: userinfo_alg,
                 access_token_signed_response_alg: access_token_alg,

@@ -8,7 +8,7 @@ use portico_api::error::ErrorBody;
 use portico_api::openapi::AdminErrors;
 use portico_api::{Admin, ApiError, IfMatch, PathParams, etag};
 use portico_crypto::jwt::Algorithm;
-use portico_model::client::{AuthMethod, Client, ClientSecurity, SecurityProfile};
+use portico_model::client::{AssertionAlgorithm, AuthMethod, Client, ClientSecurity, SecurityProfile};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
@@ -55,6 +55,9 @@ pub struct SecurityView {
     pub jwks: Option<serde_json::Value>,
     /// Where the client publishes its public keys, for `private_key_jwt`.
     pub jwks_uri: Option<String>,
+    /// The one algorithm the client's assertions may be signed with
+    /// (`null`: any its method takes).
+    pub token_endpoint_auth_signing_alg: Option<AssertionAlgorithm>,
     pub id_token_signed_response_alg: Option<Algorithm>,
     /// When set, userinfo answers a JWT signed with it.
     pub userinfo_signed_response_alg: Option<Algorithm>,
@@ -96,6 +99,7 @@ impl From<ClientSecurity> for SecurityView {
             token_endpoint_auth_method: security.token_endpoint_auth_method,
             jwks: security.jwks,
             jwks_uri: security.jwks_uri,
+            token_endpoint_auth_signing_alg: security.token_endpoint_auth_signing_alg,
             id_token_signed_response_alg: security.id_token_signed_response_alg,
             userinfo_signed_response_alg: security.userinfo_signed_response_alg,
             access_token_signed_response_alg: security.access_token_signed_response_alg,
@@ -176,6 +180,10 @@ pub struct NewClientBody {
     /// A public `https` address of the client's JWK Set.
     #[schema(format = "uri")]
     pub jwks_uri: Option<String>,
+    /// The one algorithm the client's assertions may be signed with: a key
+    /// algorithm under `private_key_jwt`, `HS256` under `client_secret_jwt`
+    /// (OpenID Connect Registration §2). Left out: any its method takes.
+    pub token_endpoint_auth_signing_alg: Option<AssertionAlgorithm>,
     pub id_token_signed_response_alg: Option<Algorithm>,
     pub userinfo_signed_response_alg: Option<Algorithm>,
     pub access_token_signed_response_alg: Option<Algorithm>,
@@ -238,6 +246,9 @@ pub struct ClientPatch {
     #[serde(default, deserialize_with = "nullable")]
     #[schema(nullable, format = "uri")]
     pub jwks_uri: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
+    pub token_endpoint_auth_signing_alg: Option<Option<AssertionAlgorithm>>,
     #[serde(default, deserialize_with = "nullable")]
     #[schema(nullable)]
     pub id_token_signed_response_alg: Option<Option<Algorithm>>,
@@ -354,6 +365,7 @@ pub async fn create(
             token_endpoint_auth_method: body.token_endpoint_auth_method,
             jwks: body.jwks,
             jwks_uri: body.jwks_uri,
+            token_endpoint_auth_signing_alg: body.token_endpoint_auth_signing_alg,
             id_token_signed_response_alg: body.id_token_signed_response_alg,
             userinfo_signed_response_alg: body.userinfo_signed_response_alg,
             access_token_signed_response_alg: body.access_token_signed_response_alg,
@@ -451,6 +463,7 @@ pub async fn update(
             token_endpoint_auth_method: patch.token_endpoint_auth_method,
             jwks: patch.jwks,
             jwks_uri: patch.jwks_uri,
+            token_endpoint_auth_signing_alg: patch.token_endpoint_auth_signing_alg,
             id_token_signed_response_alg: patch.id_token_signed_response_alg,
             userinfo_signed_response_alg: patch.userinfo_signed_response_alg,
             access_token_signed_response_alg: patch.access_token_signed_response_alg,

@@ -5,7 +5,7 @@
 use axum::body::Body;
 use axum::http::{HeaderMap, header};
 use portico_crypto::jwt::Algorithm;
-use portico_model::client::{AuthMethod, ClientSecurity, SecurityProfile};
+use portico_model::client::{AssertionAlgorithm, AuthMethod, ClientSecurity, SecurityProfile};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -43,6 +43,11 @@ pub struct ClientMetadata {
     pub jwks: Option<Value>,
     /// Where the client publishes its public keys, for `private_key_jwt`.
     pub jwks_uri: Option<String>,
+    /// The one algorithm the client's assertions may be signed with (OpenID
+    /// Connect Registration §2): PS256, ES256, EdDSA (or Ed25519) or RS256
+    /// under `private_key_jwt`, HS256 under `client_secret_jwt`. With a
+    /// method that sends no assertion it has no use and is not kept.
+    pub token_endpoint_auth_signing_alg: Option<String>,
     pub id_token_signed_response_alg: Option<String>,
     pub userinfo_signed_response_alg: Option<String>,
     pub access_token_signed_response_alg: Option<String>,
@@ -168,10 +173,25 @@ impl ClientMetadata {
                 ))
             })?,
         };
+        let assertion_alg = self
+            .token_endpoint_auth_signing_alg
+            .as_deref()
+            .map(|name| {
+                AssertionAlgorithm::parse(name).ok_or_else(|| {
+                    RegistrationError::metadata(format!(
+                        "token_endpoint_auth_signing_alg: {name:?} is not one of PS256, ES256, EdDSA, RS256, HS256"
+                    ))
+                })
+            })
+            .transpose()?
+            // Only the assertion methods read it (a method's own mismatch
+            // is the admin service's to refuse).
+            .filter(|_| matches!(method, AuthMethod::PrivateKeyJwt | AuthMethod::ClientSecretJwt));
         let security = ClientSecurity {
             token_endpoint_auth_method: method,
             jwks: self.jwks.clone(),
             jwks_uri: self.jwks_uri.clone(),
+            token_endpoint_auth_signing_alg: assertion_alg,
             id_token_signed_response_alg: algorithm(
                 "id_token_signed_response_alg",
                 self.id_token_signed_response_alg.as_deref(),

@@ -225,6 +225,7 @@ fn answer(registration: &Registration, client: &Client) -> Value {
         let signs = if name == "userinfo_signed_response_alg" { alg } else { Some(alg.unwrap_or(default)) };
         put(name, signs.map(|alg| alg.as_str().into()));
     }
+    put("token_endpoint_auth_signing_alg", security.token_endpoint_auth_signing_alg.map(|alg| alg.as_str().into()));
     put("request_object_signing_alg", security.request_object_signing_alg.map(|alg| alg.as_str().into()));
     put("require_pushed_authorization_requests", security.require_pushed_authorization_requests.then_some(true.into()));
     put("require_signed_request_object", security.require_signed_request_object.then_some(true.into()));

@@ -213,6 +213,20 @@ async fn by_assertion(
         .find_client(&ClientId::new(issuer))
         .await?
         .ok_or_else(|| OAuthError::invalid_client("unknown client"))?;
+    // OpenID Connect Registration §2: an assertion not signed with the
+    // algorithm the client registered is refused, before any key is read.
+    if let Some(pinned) = client.security.token_endpoint_auth_signing_alg {
+        let signed_with = match pinned.key() {
+            Some(alg) => assertion.algorithm() == Some(alg),
+            None => assertion.alg() == pinned.as_str(),
+        };
+        if !signed_with {
+            return Err(OAuthError::invalid_client(format!(
+                "the client registered token_endpoint_auth_signing_alg {pinned}; the client assertion is signed with {}",
+                portico_model::text::echo(assertion.alg())
+            )));
+        }
+    }
     let issuer_url = &identity.settings.issuer;
     let profile = client.security.security_profile;
     let single_audience = profile.takes_issuer_alone_as_audience();

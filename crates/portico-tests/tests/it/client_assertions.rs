@@ -282,6 +282,16 @@ async fn bad_client_keys_are_refused_at_registration_and_nothing_is_stored() {
                 "jwks",
             ),
             (
+                "HS256 as the assertion algorithm of private_key_jwt",
+                json!({"jwks": {"keys": [key.jwk()]}, "tokenEndpointAuthSigningAlg": "HS256"}),
+                "tokenEndpointAuthSigningAlg",
+            ),
+            (
+                "an assertion algorithm for a method without assertions",
+                json!({"tokenEndpointAuthMethod": "client_secret_basic", "tokenEndpointAuthSigningAlg": "ES256"}),
+                "tokenEndpointAuthSigningAlg",
+            ),
+            (
                 "an algorithm without a server key",
                 json!({"jwks": {"keys": [key.jwk()]}, "idTokenSignedResponseAlg": "ES256"}),
                 "idTokenSignedResponseAlg",
@@ -537,5 +547,72 @@ async fn an_assertion_is_spent_even_by_a_request_its_grant_refuses() {
         let (status, body) =
             refresh_with(&app, &pair.refresh_token, &key.sign("JWT", &claims(&app, "fintech", 60))).await;
         assert_eq!(status, 200, "{backend:?}: the refresh token still works: {body}");
+    }
+}
+
+/// OpenID Connect Registration §2: a client registered with
+/// `token_endpoint_auth_signing_alg` has every assertion signed with that
+/// algorithm or refused, whichever of its keys signed it; `Ed25519` in a
+/// header is `EdDSA`.
+#[tokio::test]
+async fn a_client_held_to_one_assertion_algorithm_is_refused_any_other() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let es256 = SigningKey::generate(Algorithm::Es256).unwrap();
+        let ps256 = SigningKey::generate(Algorithm::Ps256).unwrap();
+        let created = app
+            .admin_create_client(&json!({
+                "clientId": "pinned", "redirectUris": ["https://rp.example/cb"],
+                "tokenEndpointAuthMethod": "private_key_jwt", "tokenEndpointAuthSigningAlg": "ES256",
+                "jwks": {"keys": [es256.jwk(), ps256.jwk()]},
+            }))
+            .await;
+        assert_eq!(created.status(), 201, "{backend:?}");
+        let view: Value = created.json().await.unwrap();
+        assert_eq!(view["client"]["tokenEndpointAuthSigningAlg"], "ES256", "{backend:?}: {view}");
+        let pair = app.token_pair_for("ivan", "pinned").await;
+
+        let (status, body) =
+            refresh_with(&app, &pair.refresh_token, &ps256.sign("JWT", &claims(&app, "pinned", 60))).await;
+        assert_eq!((status, body["error"].as_str()), (401, Some("invalid_client")), "{backend:?}: {body}");
+        let description = body["error_description"].as_str().unwrap();
+        assert!(
+            description.contains("token_endpoint_auth_signing_alg ES256") && description.contains("PS256"),
+            "{description}"
+        );
+        let (status, body) =
+            refresh_with(&app, &pair.refresh_token, &es256.sign("JWT", &claims(&app, "pinned", 60))).await;
+        assert_eq!(status, 200, "{backend:?}: the refused assertion spent nothing: {body}");
+
+        // Unpinned, the PS256 key serves again.
+        let refresh = body["refresh_token"].as_str().unwrap().to_owned();
+        let patched = app
+            .http()
+            .patch(app.url("/admin/v1/clients/pinned"))
+            .bearer_auth(portico_tests::ADMIN_TOKEN)
+            .json(&json!({"tokenEndpointAuthSigningAlg": null}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(patched.status(), 200, "{backend:?}");
+        let (status, body) = refresh_with(&app, &refresh, &ps256.sign("JWT", &claims(&app, "pinned", 60))).await;
+        assert_eq!(status, 200, "{backend:?}: {body}");
+
+        // EdDSA pinned: an assertion naming its algorithm Ed25519 is one.
+        let ed = SigningKey::generate(Algorithm::EdDsa).unwrap();
+        let created = app
+            .admin_create_client(&json!({
+                "clientId": "pinned-ed", "redirectUris": ["https://rp.example/cb"],
+                "tokenEndpointAuthMethod": "private_key_jwt", "tokenEndpointAuthSigningAlg": "Ed25519",
+                "jwks": {"keys": [ed.jwk()]},
+            }))
+            .await;
+        assert_eq!(created.status(), 201, "{backend:?}");
+        assert_eq!(created.json::<Value>().await.unwrap()["client"]["tokenEndpointAuthSigningAlg"], "EdDSA");
+        let pair = app.token_pair_for("ivan", "pinned-ed").await;
+        let header = json!({"alg": "Ed25519", "typ": "JWT", "kid": ed.kid()});
+        let assertion = portico_tests::jws::sign(&ed, &header, &claims(&app, "pinned-ed", 60));
+        let (status, body) = refresh_with(&app, &pair.refresh_token, &assertion).await;
+        assert_eq!(status, 200, "{backend:?}: {body}");
     }
 }

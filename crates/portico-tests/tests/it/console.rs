@@ -738,6 +738,16 @@ async fn admins_set_a_clients_keys_and_algorithms_approve_held_registrations_and
         ];
         let response = post(&browser, &app, "/console/clients", &client_form(csrf, "fintech", &chosen)).await;
         assert_eq!(location(&response), "/console/clients/fintech?done=created", "{backend:?}");
+        // Held to ES256 assertions through the admin API (not on the form).
+        let pinned = app
+            .http()
+            .patch(app.url("/admin/v1/clients/fintech"))
+            .bearer_auth(portico_tests::ADMIN_TOKEN)
+            .json(&serde_json::json!({"tokenEndpointAuthSigningAlg": "ES256"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(pinned.status(), 200, "{backend:?}");
         let stored = app.store.find_client(&"fintech".into()).await.unwrap().unwrap();
         assert_eq!(stored.security.token_endpoint_auth_method, AuthMethod::PrivateKeyJwt);
         assert_eq!(stored.security.id_token_signed_response_alg, Some(Alg::Es256));
@@ -778,6 +788,11 @@ async fn admins_set_a_clients_keys_and_algorithms_approve_held_registrations_and
         let changed = app.store.find_client(&"fintech".into()).await.unwrap().unwrap();
         assert_eq!(changed.security.access_token_signed_response_alg, Some(Alg::EdDsa));
         assert_eq!(changed.security.jwks, stored.security.jwks);
+        assert_eq!(
+            changed.security.token_endpoint_auth_signing_alg,
+            Some(portico_model::client::AssertionAlgorithm::Es256),
+            "{backend:?}: a save of the form keeps what the form does not show"
+        );
 
         // A choice of an algorithm the server no longer keeps a key of is
         // shown as it is, not quietly replaced by a save.

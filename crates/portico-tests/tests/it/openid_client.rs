@@ -273,6 +273,9 @@ async fn openid_client_registers_itself_and_manages_its_registration() {
             key_client_with(&app, &library, "private_key_jwt", "ES256", "EdDSA", Some(INITIAL), "plain").await;
         let registered = &outcome["registered"];
         assert!(registered["clientId"].as_str().is_some_and(|id| id.starts_with("dcr-")), "{backend:?}: {outcome}");
+        // Its assertions are held to the algorithm it registered, and its
+        // whole flow (every assertion ES256) passes.
+        assert_eq!(registered["assertionAlg"], "ES256", "{backend:?}: {outcome}");
         assert_eq!(
             (registered["readStatus"].as_u64(), registered["readName"].as_str()),
             (Some(200), Some("Relying party"))

@@ -834,3 +834,60 @@ async fn registrations_are_not_held_unless_the_bank_says_so() {
     let (status, answer) = token_request(&app, client_id, secret).await;
     assert_eq!((status, answer["error"].as_str()), (400, Some("invalid_grant")), "{answer}");
 }
+
+/// OpenID Connect Registration §2's `token_endpoint_auth_signing_alg`:
+/// kept and answered for the assertion methods, refused where the method
+/// does not sign with it, ignored for a method that sends no assertion.
+#[tokio::test]
+async fn a_client_registers_the_one_algorithm_of_its_assertions() {
+    for backend in backends() {
+        let app = spawn(backend).await;
+        let key = SigningKey::generate(Algorithm::Es256).unwrap();
+        let with = |method: &str, alg: &str| {
+            let mut metadata = json!({"redirect_uris": ["https://fintech.example/cb"],
+                                      "token_endpoint_auth_method": method, "token_endpoint_auth_signing_alg": alg});
+            if method == "private_key_jwt" {
+                metadata["jwks"] = json!({"keys": [key.jwk()]});
+            }
+            metadata
+        };
+        for (method, alg, answered) in [
+            ("private_key_jwt", "ES256", Some("ES256")),
+            ("private_key_jwt", "Ed25519", Some("EdDSA")),
+            ("client_secret_jwt", "HS256", Some("HS256")),
+            ("client_secret_basic", "ES256", None),
+        ] {
+            let (status, body) = app.register(Some(INITIAL), &with(method, alg)).await;
+            assert_eq!(status, 201, "{backend:?} {method} {alg}: {body}");
+            assert_eq!(
+                body["token_endpoint_auth_signing_alg"].as_str(),
+                answered,
+                "{backend:?} {method} {alg}: {body}"
+            );
+            let client_id = body["client_id"].as_str().unwrap();
+            let stored = app.store.find_client(&client_id.into()).await.unwrap().unwrap();
+            let kept = stored.security.token_endpoint_auth_signing_alg.map(|alg| alg.as_str());
+            assert_eq!(kept, answered, "{backend:?} {method} {alg}");
+        }
+        let before = client_count(&app).await;
+        for (method, alg) in [
+            ("private_key_jwt", "HS256"),
+            ("client_secret_jwt", "ES256"),
+            ("private_key_jwt", "none"),
+            ("private_key_jwt", "es256"),
+        ] {
+            let (status, body) = app.register(Some(INITIAL), &with(method, alg)).await;
+            assert_eq!(
+                (status, body["error"].as_str()),
+                (400, Some("invalid_client_metadata")),
+                "{backend:?} {method} {alg}: {body}"
+            );
+            let description = body["error_description"].as_str().unwrap();
+            assert!(
+                description.contains("token_endpoint_auth_signing_alg"),
+                "{backend:?} {method} {alg}: {description}"
+            );
+        }
+        assert_eq!(client_count(&app).await, before, "{backend:?}: nothing registered");
+    }
+}

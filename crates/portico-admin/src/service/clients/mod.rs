@@ -15,7 +15,7 @@ mod rules;
 use portico_api::Problem;
 use portico_crypto::jwt::Algorithm;
 use portico_model::audit::{Actor, AuditEvent, AuditKind};
-use portico_model::client::{AuthMethod, Client, ClientSecurity, LocalizedText, SecurityProfile};
+use portico_model::client::{AssertionAlgorithm, AuthMethod, Client, ClientSecurity, LocalizedText, SecurityProfile};
 use portico_model::ids::ClientId;
 use portico_storage::{StorageError, Update};
 use rules::{
@@ -66,6 +66,7 @@ pub struct SecurityChanges {
     pub token_endpoint_auth_method: Option<AuthMethod>,
     pub jwks: Option<Option<serde_json::Value>>,
     pub jwks_uri: Option<Option<String>>,
+    pub token_endpoint_auth_signing_alg: Option<Option<AssertionAlgorithm>>,
     pub id_token_signed_response_alg: Option<Option<Algorithm>>,
     pub userinfo_signed_response_alg: Option<Option<Algorithm>>,
     pub access_token_signed_response_alg: Option<Option<Algorithm>>,
@@ -94,6 +95,7 @@ impl From<ClientSecurity> for SecurityChanges {
             token_endpoint_auth_method: Some(security.token_endpoint_auth_method),
             jwks: Some(security.jwks),
             jwks_uri: Some(security.jwks_uri),
+            token_endpoint_auth_signing_alg: Some(security.token_endpoint_auth_signing_alg),
             id_token_signed_response_alg: Some(security.id_token_signed_response_alg),
             userinfo_signed_response_alg: Some(security.userinfo_signed_response_alg),
             access_token_signed_response_alg: Some(security.access_token_signed_response_alg),
@@ -131,6 +133,10 @@ impl SecurityChanges {
         if let Some(uri) = self.jwks_uri {
             security.jwks_uri = uri;
             changed.push("jwksUri");
+        }
+        if let Some(alg) = self.token_endpoint_auth_signing_alg {
+            security.token_endpoint_auth_signing_alg = alg;
+            changed.push("tokenEndpointAuthSigningAlg");
         }
         if let Some(uri) = self.logo_uri {
             security.logo_uri = uri;

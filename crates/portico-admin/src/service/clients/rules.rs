@@ -214,6 +214,23 @@ pub fn check_security(
             ));
         }
     }
+    if let Some(alg) = security.token_endpoint_auth_signing_alg
+        && !alg.fits(security.token_endpoint_auth_method)
+    {
+        let method = security.token_endpoint_auth_method;
+        problems.push(Problem::new(
+            "tokenEndpointAuthSigningAlg",
+            match method {
+                AuthMethod::PrivateKeyJwt => {
+                    format!("{method} assertions are signed with a key: PS256, ES256, EdDSA or RS256, not {alg}")
+                }
+                AuthMethod::ClientSecretJwt => format!("{method} assertions are signed with HS256, not {alg}"),
+                method => format!(
+                    "{method} sends no assertion: leave it out, or authenticate by private_key_jwt or client_secret_jwt"
+                ),
+            },
+        ));
+    }
     if security.jwks.is_some() && security.jwks_uri.is_some() {
         problems.push(Problem::new("jwks", "give the keys by value (jwks) or by address (jwksUri), not both"));
     }
