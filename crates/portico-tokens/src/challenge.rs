@@ -49,6 +49,22 @@ impl Challenge {
         Self::for_request(headers, matches!(error, TokenPairError::InvalidProof))
     }
 
+    /// RFC 6750 §3.1's `insufficient_scope` challenge (with a 403) for a
+    /// token that was taken but lacks `scope`, under the scheme the token
+    /// came with: `DPoP` (with `algs`, RFC 9449 §7.1), else `Bearer` (a
+    /// token in a form body is a bearer token). `scope` is Portico's own
+    /// word, never a caller's.
+    pub fn insufficient_scope(headers: &HeaderMap, scope: &'static str) -> HeaderValue {
+        let value = match presented(headers) {
+            Some((Scheme::Dpop, _)) => format!(
+                "DPoP error=\"insufficient_scope\", scope=\"{scope}\", algs=\"{}\"",
+                portico_crypto::dpop::ALGORITHMS.join(" ")
+            ),
+            _ => format!("Bearer error=\"insufficient_scope\", scope=\"{scope}\""),
+        };
+        HeaderValue::try_from(value).expect("a challenge is ASCII")
+    }
+
     /// The header's value.
     pub fn header(self) -> HeaderValue {
         let dpop = |code: &str| {
@@ -74,6 +90,16 @@ mod tests {
             headers.insert(http::header::AUTHORIZATION, HeaderValue::from_str(value).unwrap());
         }
         headers
+    }
+
+    #[test]
+    fn insufficient_scope_is_answered_under_the_tokens_scheme() {
+        let bearer = Challenge::insufficient_scope(&headers(Some("Bearer abc")), "openid");
+        assert_eq!(bearer, "Bearer error=\"insufficient_scope\", scope=\"openid\"");
+        let body = Challenge::insufficient_scope(&headers(None), "openid");
+        assert_eq!(body, bearer, "a token from a form body is a bearer token");
+        let dpop = Challenge::insufficient_scope(&headers(Some("DPoP abc")), "openid");
+        assert!(dpop.to_str().unwrap().starts_with("DPoP error=\"insufficient_scope\", scope=\"openid\", algs=\""));
     }
 
     #[test]

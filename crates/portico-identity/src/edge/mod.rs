@@ -24,6 +24,25 @@ pub enum BrowserUnavailable {
     Unavailable(String),
 }
 
+/// The refusals of userinfo, `GET` and `POST` alike (no body).
+#[derive(IntoResponses)]
+#[allow(dead_code)]
+pub enum UserinfoRefusals {
+    /// The token is missing or not valid (also: the user is blocked).
+    #[response(status = 401, headers(("WWW-Authenticate" = String, description = "`Bearer` when no token came; \
+        `Bearer error=\"invalid_token\"` for a bad one; `DPoP error=\"invalid_dpop_proof\"` (or \
+        `\"invalid_token\"`) with `algs` for a token sent with the `DPoP` scheme (RFC 6750 §3.1, RFC 9449 §7.1)")))]
+    Unauthorized,
+    /// The token was not issued for OpenID Connect: its scope lacks `openid`.
+    #[response(status = 403, headers(("WWW-Authenticate" = String, description = "`Bearer \
+        error=\"insufficient_scope\", scope=\"openid\"` (under `DPoP`, with `algs`, for a token sent with that \
+        scheme; RFC 6750 §3.1)")))]
+    InsufficientScope,
+    /// The check is temporarily unavailable.
+    #[response(status = 503)]
+    Unavailable,
+}
+
 /// The errors of the token and revoke endpoints.
 #[derive(IntoResponses)]
 #[allow(dead_code)]

@@ -49,11 +49,7 @@ const JWT_MEDIA_TYPE: &str = "application/jwt";
                                       `userinfo_signed_response_alg` when it has one.",
          headers(("Cache-Control" = String, description = "`no-store`: personal data is never cached.")),
          content((UserInfo = "application/json"), (String = "application/jwt"))),
-        (status = 401, description = "The token is missing or not valid (also: the user is blocked).",
-         headers(("WWW-Authenticate" = String, description = "`Bearer` when no token came; `Bearer error=\"invalid_token\"` for a bad one; \
-                `DPoP error=\"invalid_dpop_proof\"` (or `\"invalid_token\"`) with `algs` for a token sent with \
-                the `DPoP` scheme (RFC 6750 §3.1, RFC 9449 §7.1)"))),
-        (status = 503, description = "The check is temporarily unavailable.")
+        crate::edge::UserinfoRefusals
     )
 )]
 pub async fn userinfo(
@@ -88,14 +84,10 @@ async fn respond(
                                       `userinfo_signed_response_alg` when it has one.",
          headers(("Cache-Control" = String, description = "`no-store`: personal data is never cached.")),
          content((UserInfo = "application/json"), (String = "application/jwt"))),
-        (status = 401, description = "The token is missing or not valid (also: the user is blocked).",
-         headers(("WWW-Authenticate" = String, description = "`Bearer` when no token came; `Bearer error=\"invalid_token\"` for a bad one; \
-                `DPoP error=\"invalid_dpop_proof\"` (or `\"invalid_token\"`) with `algs` for a token sent with \
-                the `DPoP` scheme (RFC 6750 §3.1, RFC 9449 §7.1)"))),
         (status = 400, description = "The token came twice (in the body and in the `Authorization` header, \
                                       or twice in the body), or the form could not be read.",
          headers(("WWW-Authenticate" = String, description = "`Bearer error=\"invalid_request\"` and a description"))),
-        (status = 503, description = "The check is temporarily unavailable.")
+        crate::edge::UserinfoRefusals
     )
 )]
 pub async fn userinfo_post(
@@ -188,6 +180,15 @@ async fn answer(
         Err(AccessTokenError::Unavailable(_)) => return StatusCode::SERVICE_UNAVAILABLE.into_response(),
         Err(error) => return crate::tokens::refused_for(headers, &error),
     };
+    // OpenID Connect Core §5.3: userinfo answers tokens of OpenID Connect
+    // requests; a token of a plain OAuth request (no `openid`) reads
+    // nothing of the user here, whatever else its scope names.
+    if !claims.scope.split(' ').any(|scope| scope == "openid") {
+        let mut response = StatusCode::FORBIDDEN.into_response();
+        let challenge = portico_tokens::Challenge::insufficient_scope(headers, "openid");
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, challenge);
+        return response;
+    }
     let Ok(user_id) = uuid::Uuid::parse_str(&claims.sub) else {
         return invalid_token_for(headers);
     };

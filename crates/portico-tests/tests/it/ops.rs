@@ -103,6 +103,39 @@ async fn userinfo_answers_by_scope() {
     assert_eq!(response.status(), 401);
 }
 
+/// OpenID Connect Core §5.3: userinfo serves tokens of OpenID Connect
+/// requests. A token of a plain OAuth request (`profile email`, no
+/// `openid`) is good elsewhere but reads nothing here: 403 with RFC 6750
+/// §3.1's `insufficient_scope`, from the header or a form body alike.
+#[tokio::test]
+async fn userinfo_refuses_a_token_issued_without_openid() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let pkce = portico_tests::Pkce::new();
+        let browser = app.browser();
+        let authorize = app.authorize_url(&pkce, &[("scope", Some("profile email"))]);
+        let response = app.login_at(&browser, &authorize, "ivan", "ivan-password").await;
+        let code = portico_tests::code_from(&response, &app.redirect_uri());
+        let tokens: serde_json::Value = app.exchange(&code, &pkce.verifier).await.json().await.unwrap();
+        assert!(tokens.get("id_token").is_none(), "{backend:?}: not an OpenID Connect request: {tokens}");
+        let token = tokens["access_token"].as_str().unwrap();
+        assert_eq!(app.liveness(token).await, 200, "{backend:?}: the token itself is good");
+
+        let by_header = app.http().get(app.url("/oauth2/userinfo")).bearer_auth(token).send().await.unwrap();
+        let by_body =
+            app.http().post(app.url("/oauth2/userinfo")).form(&[("access_token", token)]).send().await.unwrap();
+        for (how, response) in [("header", by_header), ("body", by_body)] {
+            assert_eq!(response.status(), 403, "{backend:?} {how}");
+            assert_eq!(
+                response.headers()["www-authenticate"],
+                "Bearer error=\"insufficient_scope\", scope=\"openid\"",
+                "{backend:?} {how}"
+            );
+            assert!(response.text().await.unwrap().is_empty(), "{backend:?} {how}: nothing of the user");
+        }
+    }
+}
+
 /// RFC 6750 §2.2 (OpenID Connect Core §5.3.1): a POST to userinfo may
 /// carry the bearer token in its form body instead of the header, once;
 /// never in the query (§2.3, which FAPI 2.0 forbids).
