@@ -34,6 +34,21 @@ impl TestApp {
         request.send().await.expect("create a client")
     }
 
+    /// A refresh at the token endpoint authenticated by a client assertion
+    /// alone (`private_key_jwt`, `client_secret_jwt`; RFC 7523 §2.2).
+    ///
+    /// # Panics
+    /// When the request cannot be sent.
+    pub async fn refresh_by_assertion(&self, refresh_token: &str, assertion: &str) -> reqwest::Response {
+        let form = [
+            ("grant_type", "refresh_token"),
+            ("refresh_token", refresh_token),
+            ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"),
+            ("client_assertion", assertion),
+        ];
+        self.http().post(self.url("/oauth2/token")).form(&form).send().await.expect("token request")
+    }
+
     /// The demo client's introspection (RFC 7662) of `token`, as JSON.
     ///
     /// # Panics

@@ -222,17 +222,7 @@ async fn oauth_error_descriptions_keep_to_the_characters_rfc_6749_allows() {
         let claims = json!({"iss": "fintech", "sub": "fintech", "aud": app.base, "exp": now + 60,
                             "jti": uuid::Uuid::new_v4().to_string()});
         let assertion = jws::sign(&key, &json!({"alg": hostile, "typ": "JWT"}), &claims);
-        let response = http
-            .post(app.url("/oauth2/token"))
-            .form(&[
-                ("grant_type", "refresh_token"),
-                ("refresh_token", pair.refresh_token.as_str()),
-                ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"),
-                ("client_assertion", assertion.as_str()),
-            ])
-            .send()
-            .await
-            .unwrap();
+        let response = app.refresh_by_assertion(&pair.refresh_token, &assertion).await;
         assert_eq!(response.status(), 401, "{backend:?}");
         check(
             &format!("{backend:?} assertion"),

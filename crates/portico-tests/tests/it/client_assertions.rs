@@ -36,18 +36,7 @@ async fn key_client(app: &TestApp, client_id: &str, key: &SigningKey) {
 
 /// A refresh at `app` authenticated by `assertion`: the status and body.
 async fn refresh_with(app: &TestApp, refresh_token: &str, assertion: &str) -> (u16, Value) {
-    let response = app
-        .http()
-        .post(app.url("/oauth2/token"))
-        .form(&[
-            ("grant_type", "refresh_token"),
-            ("refresh_token", refresh_token),
-            ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"),
-            ("client_assertion", assertion),
-        ])
-        .send()
-        .await
-        .unwrap();
+    let response = app.refresh_by_assertion(refresh_token, assertion).await;
     (response.status().as_u16(), response.json().await.unwrap_or(Value::Null))
 }
 
