@@ -27,6 +27,41 @@ pub fn capped(mut message: String, max: usize) -> String {
     message
 }
 
+/// What is wrong with `name` as a name shown to people who act on what it
+/// says (a client's name on the login and consent pages, which a third
+/// party registers itself): no control character, no invisible format
+/// character — direction changes (U+202E, U+2066, …), zero-width spaces,
+/// byte-order marks; the two joiners, which emoji sequences and some
+/// scripts need, aside —, no separator of lines or paragraphs, nothing
+/// unassigned or private. Letters of any script, digits, punctuation,
+/// symbols (emoji too) and spaces are fine.
+///
+/// # Errors
+/// The first character not allowed, by code point and position.
+pub fn check_shown_name(name: &str) -> Result<(), String> {
+    use unicode_properties::{GeneralCategory, UnicodeGeneralCategory as _};
+    for (position, c) in name.chars().enumerate() {
+        let refused = match c.general_category() {
+            GeneralCategory::Control
+            | GeneralCategory::Unassigned
+            | GeneralCategory::PrivateUse
+            | GeneralCategory::Surrogate
+            | GeneralCategory::LineSeparator
+            | GeneralCategory::ParagraphSeparator => true,
+            GeneralCategory::Format => !matches!(c, '\u{200c}' | '\u{200d}'),
+            _ => false,
+        };
+        if refused {
+            return Err(format!(
+                "character U+{:04X} at {position} is not allowed in a name people read (control, invisible and \
+                 direction-changing characters are not)",
+                u32::from(c)
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Characters an OAuth error description holds at most.
 pub const MAX_DESCRIPTION_CHARS: usize = 512;
 
@@ -89,6 +124,26 @@ mod tests {
         assert_eq!(echo(&"x".repeat(ECHO_CHARS)), format!("\"{}\"", "x".repeat(ECHO_CHARS)));
         assert_eq!(capped("abcdef".into(), 3), "abc…");
         assert_eq!(capped("abc".into(), 3), "abc");
+    }
+
+    #[test]
+    fn shown_names_hold_no_control_invisible_or_direction_changing_character() {
+        for name in ["Fintech", "Финтех Pay", "ООО «Ромашка» — онлайн", "Shop 🛒", "Café"]
+        {
+            assert_eq!(check_shown_name(name), Ok(()), "{name}");
+        }
+        for name in [
+            "Bank\u{202e}lave",
+            "Bank\u{200b}",
+            "Bank\u{7}",
+            "Ba\u{2066}nk",
+            "Bank\u{feff}",
+            "Bank\u{2028}",
+            "Bank\u{e000}",
+        ] {
+            let problem = check_shown_name(name).unwrap_err();
+            assert!(problem.starts_with("character U+"), "{name:?}: {problem}");
+        }
     }
 
     #[test]

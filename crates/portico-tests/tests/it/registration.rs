@@ -70,18 +70,7 @@ async fn a_client_registers_with_the_initial_access_token_and_manages_its_regist
             &json!({"iss": client_id, "sub": client_id, "aud": app.base,
             "exp": now + 60, "jti": uuid::Uuid::new_v4().to_string()}),
         );
-        let refreshed = app
-            .http()
-            .post(app.url("/oauth2/token"))
-            .form(&[
-                ("grant_type", "refresh_token"),
-                ("refresh_token", pair.refresh_token.as_str()),
-                ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"),
-                ("client_assertion", assertion.as_str()),
-            ])
-            .send()
-            .await
-            .unwrap();
+        let refreshed = app.refresh_by_assertion(&pair.refresh_token, &assertion).await;
         assert_eq!(refreshed.status(), 200, "{backend:?}");
 
         // RFC 7592: read, replace, remove — with its own token only.
@@ -889,5 +878,45 @@ async fn a_client_registers_the_one_algorithm_of_its_assertions() {
             );
         }
         assert_eq!(client_count(&app).await, before, "{backend:?}: nothing registered");
+    }
+}
+
+/// A client's name is what the login and consent pages tell the user they
+/// are signing in to, and a third party registers it itself: a name with
+/// a direction-changing, invisible or control character (`Bank` + U+202E +
+/// `lave`, shown as «Bankeval») is refused, by registration and the admin
+/// API alike, and nothing is registered.
+#[tokio::test]
+async fn a_client_name_that_hides_or_turns_its_text_is_refused() {
+    for backend in backends() {
+        let app = spawn(backend).await;
+        let before = client_count(&app).await;
+        for (member, name) in
+            [("client_name", "Bank\u{202e}lave"), ("client_name#ru", "Банк\u{200b}"), ("client_name#en", "Bank\u{7}")]
+        {
+            let metadata = json!({"redirect_uris": ["https://fintech.example/cb"], member: name});
+            let (status, body) = app.register(Some(INITIAL), &metadata).await;
+            assert_eq!(
+                (status, body["error"].as_str()),
+                (400, Some("invalid_client_metadata")),
+                "{backend:?} {member}: {body}"
+            );
+            let description = body["error_description"].as_str().unwrap();
+            assert!(description.starts_with("client_name: character U+"), "{backend:?} {member}: {description}");
+        }
+        let response = app
+            .admin_create_client(&json!({"clientId": "spoof", "redirectUris": ["https://rp.example/cb"],
+                                         "nameEn": "Bank\u{2066}"}))
+            .await;
+        assert_eq!(response.status(), 400, "{backend:?}");
+        let problem: Value = response.json().await.unwrap();
+        assert_eq!(problem["problems"][0]["place"], "nameEn", "{backend:?}: {problem}");
+        assert_eq!(client_count(&app).await, before, "{backend:?}: nothing registered");
+
+        // Names of any script, with punctuation and symbols, are names.
+        let metadata = json!({"redirect_uris": ["https://fintech.example/cb"],
+                              "client_name": "Fintech Pay 🛒", "client_name#ru": "ООО «Финтех» — онлайн"});
+        let (status, body) = app.register(Some(INITIAL), &metadata).await;
+        assert_eq!(status, 201, "{backend:?}: {body}");
     }
 }

@@ -113,11 +113,14 @@ pub(super) fn check_profile_redirects(
     }
 }
 
+/// A client's name: shown on the login and consent pages, so held to
+/// [`portico_model::text::check_shown_name`] besides its length.
 pub(super) fn check_name(place: &str, name: Option<&String>, problems: &mut Vec<Problem>) {
-    if let Some(name) = name
-        && (name.trim().is_empty() || name.chars().count() > MAX_NAME_LEN)
-    {
+    let Some(name) = name else { return };
+    if name.trim().is_empty() || name.chars().count() > MAX_NAME_LEN {
         problems.push(Problem::new(place, format!("1 to {MAX_NAME_LEN} characters")));
+    } else if let Err(problem) = portico_model::text::check_shown_name(name) {
+        problems.push(Problem::new(place, problem));
     }
 }
 
