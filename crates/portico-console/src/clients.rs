@@ -12,7 +12,7 @@ use axum::response::Response;
 use portico_admin::ServiceError;
 use portico_admin::service::{AdminService, ClientChanges, NewClient, SecurityChanges};
 use portico_api::Problem;
-use portico_model::client::{AuthMethod, Client, ClientSecurity, SecurityProfile};
+use portico_model::client::{AssertionAlgorithm, AuthMethod, Client, ClientSecurity, SecurityProfile};
 use portico_model::key::Algorithm;
 
 use serde::Deserialize;
@@ -43,6 +43,8 @@ pub struct SecurityForm {
     /// The key set by value, pretty-printed; blank for none.
     jwks: String,
     jwks_uri: String,
+    /// `token_endpoint_auth_signing_alg` (blank: any its method takes).
+    assertion_alg: &'static str,
     /// Each algorithm a client chooses: the field, its label, the choice
     /// (blank: the server's default).
     algs: Vec<(&'static str, &'static str, &'static str)>,
@@ -83,6 +85,7 @@ impl SecurityForm {
             method: security.token_endpoint_auth_method.as_str(),
             jwks: security.jwks.as_ref().and_then(|jwks| serde_json::to_string_pretty(jwks).ok()).unwrap_or_default(),
             jwks_uri: security.jwks_uri.clone().unwrap_or_default(),
+            assertion_alg: security.token_endpoint_auth_signing_alg.map_or("", AssertionAlgorithm::as_str),
             algs: vec![
                 ("id_token_signed_response_alg", "client.id_token_alg", name(security.id_token_signed_response_alg)),
                 (
@@ -128,6 +131,11 @@ impl SecurityForm {
             subject_kind,
             subject,
         }
+    }
+
+    /// The algorithms a client's assertions may be pinned to.
+    fn assertion_algs(&self) -> impl Iterator<Item = &'static str> {
+        AssertionAlgorithm::ALL.into_iter().map(AssertionAlgorithm::as_str)
     }
 
     /// The profiles, with their labels.
@@ -301,6 +309,9 @@ pub struct ClientFields {
     /// Blank: any asymmetric algorithm.
     #[serde(deserialize_with = "forms::trimmed")]
     pub request_object_signing_alg: Option<String>,
+    /// Blank: any algorithm the client's method takes.
+    #[serde(deserialize_with = "forms::trimmed")]
+    pub token_endpoint_auth_signing_alg: Option<String>,
     #[serde(deserialize_with = "forms::trimmed")]
     pub security_profile: Option<String>,
     /// Blank: the profile's default; `on` or `off`.
@@ -343,6 +354,16 @@ impl ClientFields {
                 .map_err(|e| problems.push(Problem::new("jwks", format!("not a JSON JWK Set: {e}"))))
                 .ok()
         });
+        let assertion_alg = self.token_endpoint_auth_signing_alg.as_deref().and_then(|name| {
+            let alg = AssertionAlgorithm::parse(name);
+            if alg.is_none() {
+                problems.push(Problem::new(
+                    "tokenEndpointAuthSigningAlg",
+                    format!("{name}: one of PS256, ES256, EdDSA, RS256, HS256"),
+                ));
+            }
+            alg
+        });
         let mut alg = |place: &str, name: &Option<String>| {
             let name = name.as_deref()?;
             let alg = Algorithm::parse(name);
@@ -370,6 +391,7 @@ impl ClientFields {
                 &self.authorization_signed_response_alg,
             ),
             request_object_signing_alg: alg("requestObjectSigningAlg", &self.request_object_signing_alg),
+            token_endpoint_auth_signing_alg: assertion_alg,
             require_pushed_authorization_requests: self.require_pushed_authorization_requests,
             require_signed_request_object: self.require_signed_request_object,
             dpop_bound_access_tokens: self.dpop_bound_access_tokens,
@@ -460,12 +482,10 @@ pub async fn update(
     let l = Layout::new(&headers, &operator, "clients", &here);
     let security = match form.security() {
         // Each choice replaces the stored one; the logo (registration's)
-        // and the assertion algorithm (the admin API's and registration's)
-        // are not on the form, and a form without the profile keeps it.
+        // is not on the form, and a form without the profile keeps it.
         Ok(security) => security
             .map(|chosen| SecurityChanges {
                 logo_uri: None,
-                token_endpoint_auth_signing_alg: None,
                 security_profile: form.security_profile.is_some().then_some(chosen.security_profile),
                 ..chosen.into()
             })

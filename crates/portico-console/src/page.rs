@@ -115,6 +115,7 @@ impl Layout {
             "tokenEndpointAuthMethod" => "client.auth_method",
             "jwks" => "client.jwks",
             "jwksUri" => "client.jwks_uri",
+            "tokenEndpointAuthSigningAlg" => "client.assertion_alg",
             "idTokenSignedResponseAlg" => "client.id_token_alg",
             "accessTokenSignedResponseAlg" => "client.access_token_alg",
             "userinfoSignedResponseAlg" => "client.userinfo_alg",

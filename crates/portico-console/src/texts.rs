@@ -168,6 +168,8 @@ pub const TEXTS: &[(&str, &str, &str)] = &[
         "for private_key_jwt: JSON, or blank when the keys are at an address",
     ),
     ("client.jwks_uri", "Адрес открытых ключей (jwks_uri)", "Address of the public keys (jwks_uri)"),
+    ("client.assertion_alg", "Подпись утверждений клиента", "Client assertion signing"),
+    ("client.assertion_any", "любая, которой подписывает его способ", "any its method signs with"),
     ("client.id_token_alg", "Подпись ID-токенов", "ID token signing"),
     ("client.access_token_alg", "Подпись токенов доступа", "Access token signing"),
     ("client.userinfo_alg", "Подпись ответов userinfo", "Userinfo signing"),

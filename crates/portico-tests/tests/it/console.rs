@@ -687,6 +687,7 @@ fn client_form<'a>(csrf: &'a str, id: &'a str, security: &[(&'a str, &'a str)]) 
         ("token_endpoint_auth_method", "client_secret_basic"),
         ("jwks", ""),
         ("jwks_uri", ""),
+        ("token_endpoint_auth_signing_alg", ""),
         ("id_token_signed_response_alg", ""),
         ("access_token_signed_response_alg", ""),
         ("userinfo_signed_response_alg", ""),
@@ -738,16 +739,6 @@ async fn admins_set_a_clients_keys_and_algorithms_approve_held_registrations_and
         ];
         let response = post(&browser, &app, "/console/clients", &client_form(csrf, "fintech", &chosen)).await;
         assert_eq!(location(&response), "/console/clients/fintech?done=created", "{backend:?}");
-        // Held to ES256 assertions through the admin API (not on the form).
-        let pinned = app
-            .http()
-            .patch(app.url("/admin/v1/clients/fintech"))
-            .bearer_auth(portico_tests::ADMIN_TOKEN)
-            .json(&serde_json::json!({"tokenEndpointAuthSigningAlg": "ES256"}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(pinned.status(), 200, "{backend:?}");
         let stored = app.store.find_client(&"fintech".into()).await.unwrap().unwrap();
         assert_eq!(stored.security.token_endpoint_auth_method, AuthMethod::PrivateKeyJwt);
         assert_eq!(stored.security.id_token_signed_response_alg, Some(Alg::Es256));
@@ -763,6 +754,8 @@ async fn admins_set_a_clients_keys_and_algorithms_approve_held_registrations_and
             (("id_token_signed_response_alg", "PS256"), "idTokenSignedResponseAlg"),
             (("access_token_signed_response_alg", "HS256"), "accessTokenSignedResponseAlg"),
             (("token_endpoint_auth_method", "none"), "tokenEndpointAuthMethod"),
+            (("token_endpoint_auth_signing_alg", "HS256"), "tokenEndpointAuthSigningAlg"),
+            (("token_endpoint_auth_signing_alg", "none"), "tokenEndpointAuthSigningAlg"),
         ] {
             let form = client_form(csrf, "fintech", &[("token_endpoint_auth_method", "private_key_jwt"), bad]);
             let form: Vec<_> = form.into_iter().filter(|(name, _)| *name != "client_id").collect();
@@ -772,13 +765,15 @@ async fn admins_set_a_clients_keys_and_algorithms_approve_held_registrations_and
             assert!(html.contains(&format!("<strong data-place=\"{place}\">")), "{backend:?} {bad:?}: {html}");
         }
         assert_eq!(app.store.find_client(&"fintech".into()).await.unwrap().unwrap(), stored, "{backend:?}");
-        // A change: the access tokens by EdDSA; the keys stay.
+        // A change: the access tokens by EdDSA, assertions by ES256 only;
+        // the keys stay.
         let change = client_form(
             csrf,
             "fintech",
             &[
                 ("token_endpoint_auth_method", "private_key_jwt"),
                 ("jwks", jwks.as_str()),
+                ("token_endpoint_auth_signing_alg", "ES256"),
                 ("id_token_signed_response_alg", "ES256"),
                 ("access_token_signed_response_alg", "EdDSA"),
             ],
@@ -791,8 +786,12 @@ async fn admins_set_a_clients_keys_and_algorithms_approve_held_registrations_and
         assert_eq!(
             changed.security.token_endpoint_auth_signing_alg,
             Some(portico_model::client::AssertionAlgorithm::Es256),
-            "{backend:?}: a save of the form keeps what the form does not show"
+            "{backend:?}"
         );
+        let (_, html) = page(&browser, &app, "/console/clients/fintech").await;
+        let pinned =
+            html.split("name=\"token_endpoint_auth_signing_alg\"").nth(1).unwrap().split("</select>").next().unwrap();
+        assert!(pinned.contains("<option value=\"ES256\" selected>"), "{backend:?}: {pinned}");
 
         // A choice of an algorithm the server no longer keeps a key of is
         // shown as it is, not quietly replaced by a save.
