@@ -355,14 +355,9 @@ impl ClientFields {
                 .ok()
         });
         let assertion_alg = self.token_endpoint_auth_signing_alg.as_deref().and_then(|name| {
-            let alg = AssertionAlgorithm::parse(name);
-            if alg.is_none() {
-                problems.push(Problem::new(
-                    "tokenEndpointAuthSigningAlg",
-                    format!("{name}: one of PS256, ES256, EdDSA, RS256, HS256"),
-                ));
-            }
-            alg
+            name.parse::<AssertionAlgorithm>()
+                .map_err(|problem| problems.push(Problem::new("tokenEndpointAuthSigningAlg", problem)))
+                .ok()
         });
         let mut alg = |place: &str, name: &Option<String>| {
             let name = name.as_deref()?;

@@ -151,6 +151,11 @@ impl AuthMethod {
         matches!(self, Self::ClientSecretBasic | Self::ClientSecretPost)
     }
 
+    /// Whether the client proves itself with a signed assertion (RFC 7523).
+    pub const fn sends_assertion(self) -> bool {
+        matches!(self, Self::ClientSecretJwt | Self::PrivateKeyJwt)
+    }
+
     /// Whether the client proves itself by its TLS client certificate.
     pub const fn uses_certificate(self) -> bool {
         matches!(self, Self::TlsClientAuth | Self::SelfSignedTlsClientAuth)
@@ -225,6 +230,18 @@ impl AssertionAlgorithm {
             AuthMethod::ClientSecretJwt => matches!(self, Self::Hs256),
             _ => false,
         }
+    }
+}
+
+impl std::str::FromStr for AssertionAlgorithm {
+    type Err = String;
+
+    /// As [`AssertionAlgorithm::parse`]; the error names every algorithm.
+    fn from_str(name: &str) -> Result<Self, String> {
+        Self::parse(name).ok_or_else(|| {
+            let names: Vec<&str> = Self::ALL.into_iter().map(Self::as_str).collect();
+            format!("{name:?} is not one of {}", names.join(", "))
+        })
     }
 }
 
@@ -650,6 +667,11 @@ mod tests {
             assert_eq!(serde_json::to_value(alg).unwrap(), alg.as_str());
         }
         assert_eq!(AssertionAlgorithm::parse("none"), None);
+        assert_eq!(
+            "none".parse::<AssertionAlgorithm>(),
+            Err("\"none\" is not one of PS256, ES256, EdDSA, RS256, HS256".into())
+        );
+        assert!(AuthMethod::PrivateKeyJwt.sends_assertion() && !AuthMethod::TlsClientAuth.sends_assertion());
         assert_eq!(AssertionAlgorithm::parse("es256"), None, "names are exact");
         assert!(AssertionAlgorithm::Es256.fits(AuthMethod::PrivateKeyJwt));
         assert!(!AssertionAlgorithm::Hs256.fits(AuthMethod::PrivateKeyJwt));

@@ -83,7 +83,7 @@ pub struct AddClient {
     jwks_uri: Option<String>,
     /// The one algorithm the client's assertions may be signed with: PS256, ES256, EdDSA or RS256
     /// (private_key_jwt), HS256 (client_secret_jwt); default: any its method takes.
-    #[arg(long, value_parser = parse_assertion_algorithm)]
+    #[arg(long, value_parser = str::parse::<AssertionAlgorithm>)]
     assertion_alg: Option<AssertionAlgorithm>,
     /// The algorithm of the client's id_tokens: RS256, PS256, ES256 or EdDSA; default: the server's.
     #[arg(long, value_parser = parse_algorithm)]
@@ -126,10 +126,6 @@ pub struct AddClient {
     /// (true, except under fapi2).
     #[arg(long)]
     refresh_token_rotation: Option<bool>,
-}
-
-fn parse_assertion_algorithm(name: &str) -> Result<AssertionAlgorithm, String> {
-    AssertionAlgorithm::parse(name).ok_or_else(|| format!("{name:?} is not one of PS256, ES256, EdDSA, RS256, HS256"))
 }
 
 fn parse_profile(name: &str) -> Result<SecurityProfile, String> {

@@ -177,16 +177,13 @@ impl ClientMetadata {
             .token_endpoint_auth_signing_alg
             .as_deref()
             .map(|name| {
-                AssertionAlgorithm::parse(name).ok_or_else(|| {
-                    RegistrationError::metadata(format!(
-                        "token_endpoint_auth_signing_alg: {name:?} is not one of PS256, ES256, EdDSA, RS256, HS256"
-                    ))
-                })
+                name.parse::<AssertionAlgorithm>()
+                    .map_err(|e| RegistrationError::metadata(format!("token_endpoint_auth_signing_alg: {e}")))
             })
             .transpose()?
             // Only the assertion methods read it (a method's own mismatch
             // is the admin service's to refuse).
-            .filter(|_| matches!(method, AuthMethod::PrivateKeyJwt | AuthMethod::ClientSecretJwt));
+            .filter(|_| method.sends_assertion());
         let security = ClientSecurity {
             token_endpoint_auth_method: method,
             jwks: self.jwks.clone(),

@@ -38,6 +38,7 @@ use portico_api::{PathParams, Problem};
 use portico_model::audit::Actor;
 use portico_model::client::{AuthMethod, Client};
 use portico_model::ids::ClientId;
+use portico_model::scope::OIDC_SCOPES;
 use serde_json::{Value, json};
 
 pub use metadata::ClientMetadata;
@@ -417,7 +418,7 @@ pub async fn replace(
         let before = client.security.token_endpoint_auth_method;
         let changes = ClientChanges {
             redirect_uris: Some(metadata.redirect_uris),
-            scope: Some(metadata.scope.unwrap_or_else(|| "openid profile email phone".into())),
+            scope: Some(metadata.scope.unwrap_or_else(|| OIDC_SCOPES.join(" "))),
             name_ru: Some(checked.name_ru.unwrap_or_else(|| client_id.clone())),
             name_en: Some(checked.name_en.unwrap_or_else(|| client_id.clone())),
             require_consent: None,

@@ -17,6 +17,7 @@ use portico_crypto::jwt::Algorithm;
 use portico_model::audit::{Actor, AuditEvent, AuditKind};
 use portico_model::client::{AssertionAlgorithm, AuthMethod, Client, ClientSecurity, LocalizedText, SecurityProfile};
 use portico_model::ids::ClientId;
+use portico_model::scope::OIDC_SCOPES;
 use portico_storage::{StorageError, Update};
 use rules::{
     check_backchannel_uri, check_name, check_profile_redirects, check_secret, check_uris, parse_scope, settle_profile,
@@ -292,7 +293,8 @@ impl AdminService {
         }
         check_name("nameRu", new.name_ru.as_ref(), &mut problems);
         check_name("nameEn", new.name_en.as_ref(), &mut problems);
-        let scopes = parse_scope(new.scope.as_deref().unwrap_or("openid profile email phone"), &mut problems);
+        let all = OIDC_SCOPES.join(" ");
+        let scopes = parse_scope(new.scope.as_deref().unwrap_or(&all), &mut problems);
         let mut new = new;
         new.security.security_profile = new.security_profile.unwrap_or(self.default_security_profile);
         settle_profile(&mut new.security, self.signing_algorithm, &self.signing_algorithms);
