@@ -454,11 +454,8 @@ pub async fn create(State(console): State<ConsoleState>, headers: HeaderMap, bod
         spends_initial_access_token: None,
     };
     Ok(match console.admin.create_client(&operator.admin.actor, new).await {
-        // A private_key_jwt client authenticates with its keys: its
-        // generated secret is never used, so not shown.
-        Ok((client, Some(secret))) if client.security.token_endpoint_auth_method != AuthMethod::PrivateKeyJwt => {
-            secret_page(l, client.client_id.to_string(), secret)
-        }
+        // A key or certificate client is given no secret to show.
+        Ok((client, Some(secret))) => secret_page(l, client.client_id.to_string(), secret),
         Ok((client, _)) => see_other(&done(&format!("/console/clients/{}", client.client_id), "created")),
         Err(error) => page::service_error(l, error, "/console/clients/new"),
     })

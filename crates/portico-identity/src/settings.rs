@@ -1,5 +1,6 @@
 //! Identity settings, resolved from the server configuration.
 
+use portico_model::client::{AuthMethod, ClientSecurity, SecurityProfile};
 use portico_model::otp::OtpPolicy;
 use time::Duration;
 
@@ -118,5 +119,63 @@ impl IdentitySettings {
     /// token it signed to expire.
     pub fn key_retention(&self) -> Duration {
         self.access_token_ttl.max(self.authorization_code_ttl) + Duration::minutes(5)
+    }
+
+    /// What of mutual TLS this server can do.
+    pub fn certificates(&self) -> CertificateSupport {
+        CertificateSupport { presented: self.client_certificates, authorities: self.client_authorities.is_some() }
+    }
+}
+
+/// What of mutual TLS (RFC 8705) a server can do: discovery offers, and
+/// registration takes, only what a client can then use.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CertificateSupport {
+    /// Client certificates reach Portico (a terminator's header is
+    /// configured, or Portico's own mutual-TLS listener).
+    pub presented: bool,
+    /// Authorities are configured to check `tls_client_auth` certificates
+    /// against.
+    pub authorities: bool,
+}
+
+impl CertificateSupport {
+    /// Whether a client can authenticate with `method` here.
+    pub fn takes(self, method: AuthMethod) -> bool {
+        match method {
+            AuthMethod::TlsClientAuth => self.presented && self.authorities,
+            method => self.presented || !method.uses_certificate(),
+        }
+    }
+
+    /// What in `security` under `profile` no client could meet here, named
+    /// by its registration metadata, with what to use instead; `None` when
+    /// all of it can work.
+    pub fn unmet(self, security: &ClientSecurity, profile: SecurityProfile) -> Option<String> {
+        const NO_CERTIFICATES: &str = "client certificates do not reach this server (it has no mutual TLS)";
+        let method = security.token_endpoint_auth_method;
+        if !self.takes(method) {
+            return Some(if self.presented {
+                format!(
+                    "token_endpoint_auth_method: {method} is not offered, as this server trusts no certificate \
+                     authority for it; use self_signed_tls_client_auth or private_key_jwt"
+                )
+            } else {
+                format!(
+                    "token_endpoint_auth_method: {method} is not offered, as {NO_CERTIFICATES}; use private_key_jwt"
+                )
+            });
+        }
+        if self.presented {
+            return None;
+        }
+        if security.tls_client_certificate_bound_access_tokens {
+            return Some(format!(
+                "tls_client_certificate_bound_access_tokens: {NO_CERTIFICATES}; use dpop_bound_access_tokens"
+            ));
+        }
+        (profile == SecurityProfile::FapiRu).then(|| {
+            format!("security_profile: fapi-ru binds access tokens to the client's certificate, but {NO_CERTIFICATES}")
+        })
     }
 }

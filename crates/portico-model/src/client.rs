@@ -151,6 +151,12 @@ impl AuthMethod {
         matches!(self, Self::ClientSecretBasic | Self::ClientSecretPost)
     }
 
+    /// Whether the client proves itself with its secret, as it is or as
+    /// the key of its assertions: only such a client is given one.
+    pub const fn uses_secret(self) -> bool {
+        self.sends_secret() || matches!(self, Self::ClientSecretJwt)
+    }
+
     /// Whether the client proves itself with a signed assertion (RFC 7523).
     pub const fn sends_assertion(self) -> bool {
         matches!(self, Self::ClientSecretJwt | Self::PrivateKeyJwt)

@@ -338,6 +338,7 @@ impl App {
             issuer: identity.settings.issuer.clone(),
             statements: config.registration.software_statements()?,
             hold_for_approval: config.registration.require_approval,
+            certificates: identity.settings.certificates(),
         });
         Ok(Self {
             config,

@@ -301,7 +301,8 @@ pub struct SecretBody {
     pub secret: Option<String>,
 }
 
-/// A registered client, with its secret when Portico generated it (shown this once).
+/// A registered client, with its secret when Portico generated it for a
+/// method that uses one (shown this once; a key or certificate client has none).
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CreatedClient {

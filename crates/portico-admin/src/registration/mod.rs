@@ -36,7 +36,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use portico_api::{PathParams, Problem};
 use portico_model::audit::Actor;
-use portico_model::client::{AuthMethod, Client};
+use portico_model::client::{AuthMethod, Client, ClientSecurity, SecurityProfile};
 use portico_model::ids::ClientId;
 use portico_model::scope::OIDC_SCOPES;
 use serde_json::{Value, json};
@@ -63,6 +63,17 @@ pub struct Registration {
     pub statements: SoftwareStatements,
     /// `registration.require_approval`: new clients wait for an operator.
     pub hold_for_approval: bool,
+    /// What of mutual TLS this server can do: a registration that needs
+    /// more is refused, as discovery does not offer it.
+    pub certificates: portico_identity::settings::CertificateSupport,
+}
+
+impl Registration {
+    /// Refuses `security` under `profile` when this server cannot serve it
+    /// (RFC 7591 §2: metadata values the server does not support).
+    fn check_supported(&self, security: &ClientSecurity, profile: SecurityProfile) -> Result<(), RegistrationError> {
+        self.certificates.unmet(security, profile).map_or(Ok(()), |why| Err(RegistrationError::metadata(why)))
+    }
 }
 
 pub type RegistrationState = Arc<Registration>;
@@ -256,7 +267,7 @@ fn answer(registration: &Registration, client: &Client) -> Value {
     security(("initialAccessToken" = [])),
     responses(
         (status = 201, description = "Registered: the metadata, `client_id`, `client_secret` (for the secret \
-                                      methods, shown once), `registration_access_token` (kept only as its hash) and \
+                                      methods only, shown once), `registration_access_token` (kept only as its hash) and \
                                       `registration_client_uri`.", body = Object),
         (status = 400, description = "`invalid_redirect_uri`, `invalid_client_metadata`, \
                                       `invalid_software_statement` or `unapproved_software_statement`; nothing \
@@ -287,6 +298,8 @@ async fn register_client(
     let metadata = read_metadata(registration, headers, body).await?;
     let checked = metadata.check()?;
     let security_profile = checked.profile_over(registration.service.default_security_profile)?;
+    let profile = security_profile.unwrap_or(registration.service.default_security_profile);
+    registration.check_supported(&checked.security, profile)?;
     // A one-time token is spent by the write that stores the client, so
     // that a mistaken body, or a write that fails, does not cost the third
     // party its token.
@@ -321,7 +334,7 @@ async fn register_client(
         // Returned unmodified (RFC 7591 §3.2.1).
         body["software_statement"] = statement.into();
     }
-    if client.security.token_endpoint_auth_method != AuthMethod::PrivateKeyJwt {
+    if let Some(secret) = secret {
         body["client_secret"] = secret.into();
     }
     Ok(body)
@@ -415,6 +428,7 @@ pub async fn replace(
         let checked = metadata.check()?;
         let profile = checked.profile_over(client.security.security_profile)?;
         let security = checked.security;
+        registration.check_supported(&security, profile.unwrap_or(client.security.security_profile))?;
         let before = client.security.token_endpoint_auth_method;
         let changes = ClientChanges {
             redirect_uris: Some(metadata.redirect_uris),
@@ -436,12 +450,12 @@ pub async fn replace(
             .map_err(RegistrationError::from_service)?;
         let mut body = managed_answer(&registration, &client, token);
         // A client that moves to a method whose secret it was never given
-        // (to client_secret_jwt without a sealed secret, or from
-        // private_key_jwt to a secret method) gets a new one, answered
+        // (to client_secret_jwt without a sealed secret, or from a key or
+        // certificate method to a secret one) gets a new one, answered
         // once (RFC 7592 §2.2).
         let method = client.security.token_endpoint_auth_method;
         if (method == AuthMethod::ClientSecretJwt && client.secret_sealed.is_none())
-            || (method.sends_secret() && before == AuthMethod::PrivateKeyJwt)
+            || (method.sends_secret() && !before.uses_secret())
         {
             let secret = registration
                 .service

@@ -46,17 +46,11 @@ pub async fn authorization_server_metadata(State(identity): State<IdentityState>
 /// The one metadata document, under both names.
 fn metadata(identity: &IdentityState) -> Response {
     let issuer = &identity.settings.issuer;
-    // Certificate authentication only when certificates can reach Portico.
-    let methods: Vec<&str> = AuthMethod::ALL
-        .iter()
-        .filter(|method| match method {
-            AuthMethod::TlsClientAuth => {
-                identity.settings.client_certificates && identity.settings.client_authorities.is_some()
-            }
-            method => identity.settings.client_certificates || !method.uses_certificate(),
-        })
-        .map(|method| method.as_str())
-        .collect();
+    // Certificate authentication and binding only when certificates can
+    // reach Portico.
+    let certificates = identity.settings.certificates();
+    let methods: Vec<&str> =
+        AuthMethod::ALL.into_iter().filter(|method| certificates.takes(*method)).map(AuthMethod::as_str).collect();
     let signing: Vec<&str> = identity.tokens.keys.algorithms().iter().map(|alg| alg.as_str()).collect();
     let mut document = json!({
         "issuer": issuer,
@@ -101,7 +95,7 @@ fn metadata(identity: &IdentityState) -> Response {
     // Beside the literal above, which is at the macro's limit: JARM, and
     // certificate-bound tokens (RFC 8705).
     document["authorization_signing_alg_values_supported"] = json!(signing);
-    document["tls_client_certificate_bound_access_tokens"] = json!(true);
+    document["tls_client_certificate_bound_access_tokens"] = json!(certificates.presented);
     if let Some(base) = &identity.settings.mtls_aliases {
         // RFC 8705 §5: where clients reach the endpoints over mutual TLS.
         document["mtls_endpoint_aliases"] = json!({

@@ -106,6 +106,16 @@ impl Config {
             return Err(ConfigError("internal_token (PORTICO_INTERNAL_TOKEN) must be at least 24 characters".into()));
         }
         self.registration.software_statements()?;
+        if self.registration.default_security_profile == portico_model::client::SecurityProfile::FapiRu
+            && !self.mtls.presents_certificates()
+        {
+            return Err(ConfigError(
+                "registration.default_security_profile = fapi-ru binds every new client's access tokens to its TLS \
+                 certificate, which needs mutual TLS: set mtls.certificate_header (with mtls.trusted_proxies) or \
+                 mtls.listen, or choose fapi2 or standard"
+                    .into(),
+            ));
+        }
         let t = &self.tokens;
         for (name, value) in [
             ("tokens.authorization_code_ttl_secs", u64::from(t.authorization_code_ttl_secs)),

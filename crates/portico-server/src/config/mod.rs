@@ -605,7 +605,7 @@ impl Config {
         };
         settings.phone_captcha_after_failures = login.captcha_after_failures;
         settings.trusted_proxies = self.http.trusted_proxies.clone();
-        settings.client_certificates = self.mtls.certificate_header.is_some() || self.mtls.listen.is_some();
+        settings.client_certificates = self.mtls.presents_certificates();
         // Checked when the configuration was loaded.
         settings.mtls_aliases = self.mtls.alias_base().ok().flatten();
         // Checked when the configuration was loaded.

@@ -89,6 +89,12 @@ pub struct MtlsConfig {
 }
 
 impl MtlsConfig {
+    /// Whether client certificates can reach Portico at all: through a
+    /// terminator's header or Portico's own listener.
+    pub fn presents_certificates(&self) -> bool {
+        self.certificate_header.is_some() || self.listen.is_some()
+    }
+
     /// The edge that reads the header.
     ///
     /// # Errors

@@ -299,3 +299,18 @@ fn the_mutual_tls_listener_needs_its_certificate_and_key_and_the_aliases_an_http
         Ok(())
     });
 }
+
+#[test]
+#[allow(clippy::result_large_err, reason = "figment::Jail fixes the closure's error type")]
+fn a_default_fapi_ru_profile_needs_certificates_to_reach_portico() {
+    figment::Jail::expect_with(|jail| {
+        jail.set_env("PORTICO_REGISTRATION__DEFAULT_SECURITY_PROFILE", "fapi-ru");
+        let error = Config::load(None).unwrap_err().to_string();
+        assert!(error.contains("registration.default_security_profile = fapi-ru") && error.contains("mtls"), "{error}");
+        jail.set_env("PORTICO_MTLS__CERTIFICATE_HEADER", "X-Client-Cert");
+        jail.set_env("PORTICO_MTLS__TRUSTED_PROXIES", "127.0.0.1/32");
+        let config = Config::load(None).unwrap();
+        assert_eq!(config.registration.default_security_profile, portico_model::client::SecurityProfile::FapiRu);
+        Ok(())
+    });
+}

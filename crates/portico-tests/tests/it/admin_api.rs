@@ -160,6 +160,39 @@ fn problems(body: &Value) -> Vec<String> {
     body["problems"].as_array().unwrap_or(&Vec::new()).iter().map(|p| p["place"].as_str().unwrap().to_owned()).collect()
 }
 
+/// A generated secret is answered only to a client that uses one: a key
+/// or certificate client authenticates without it (RFC 7591 §3.2.1, RFC
+/// 8705 §2), and a secret it was shown would only be one more to keep.
+#[tokio::test]
+async fn only_a_client_that_uses_a_secret_is_given_one() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let key = SigningKey::generate(Algorithm::Es256).unwrap();
+        let certificate = TestCertificate::new("rp.example");
+        for (method, given) in [
+            ("client_secret_basic", true),
+            ("client_secret_post", true),
+            ("client_secret_jwt", true),
+            ("private_key_jwt", false),
+            ("self_signed_tls_client_auth", false),
+            ("tls_client_auth", false),
+        ] {
+            let client_id = format!("c-{}", method.replace('_', "-"));
+            let mut body = json!({"clientId": client_id, "redirectUris": ["https://rp.example/cb"],
+                                  "tokenEndpointAuthMethod": method});
+            match method {
+                "private_key_jwt" => body["jwks"] = json!({"keys": [key.jwk()]}),
+                "self_signed_tls_client_auth" => body["jwks"] = json!({"keys": [certificate.jwk("rp")]}),
+                "tls_client_auth" => body["tlsClientAuthSubjectDn"] = json!("CN=rp.example"),
+                _ => {}
+            }
+            let (status, created) = admin(&app, "POST", "/admin/v1/clients", Some(body)).await;
+            assert_eq!(status, 201, "{backend:?} {method}: {created}");
+            assert_eq!(created["clientSecret"].is_string(), given, "{backend:?} {method}: {created}");
+        }
+    }
+}
+
 #[tokio::test]
 async fn operators_register_change_rotate_and_remove_clients() {
     for backend in backends() {

@@ -201,6 +201,9 @@ async fn oauth_error_descriptions_keep_to_the_characters_rfc_6749_allows() {
         let app = TestApp::spawn_with(backend, |c| {
             c.registration.initial_access_token = Some(INITIAL.to_owned());
             c.notifications.allow_insecure_callbacks = Some(false);
+            // Certificates reach it, as a fapi-ru client's must.
+            c.mtls.certificate_header = Some("x-client-cert".into());
+            c.mtls.trusted_proxies = vec!["127.0.0.1/32".parse().unwrap()];
         })
         .await;
         let now = {

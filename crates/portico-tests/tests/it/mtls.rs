@@ -183,27 +183,93 @@ async fn the_header_is_believed_only_from_a_trusted_proxy() {
     }
 }
 
+/// Discovery offers certificate authentication and certificate-bound
+/// tokens only where certificates reach Portico, and registration takes
+/// only what discovery offers (RFC 7591 §2): on a server without mutual
+/// TLS a client registering them could never get a token. Where they do
+/// reach it, a certificate client is registered without a secret (RFC 8705
+/// §2: it has no use for one).
 #[tokio::test]
-async fn discovery_and_registration_speak_of_certificate_bound_tokens() {
-    let app = TestApp::spawn_with(backends()[0], |c| {
-        c.registration.initial_access_token = Some("the-initial-access-token-0123456789".to_owned());
-    })
-    .await;
-    let metadata: Value =
-        app.http().get(app.url("/.well-known/openid-configuration")).send().await.unwrap().json().await.unwrap();
-    assert_eq!(metadata["tls_client_certificate_bound_access_tokens"], true);
-    let methods = metadata["token_endpoint_auth_methods_supported"].as_array().unwrap();
-    assert!(!methods.contains(&json!("self_signed_tls_client_auth")), "no certificates reach this server: {methods:?}");
-    let (status, answer) = app
-        .register(
-            Some("the-initial-access-token-0123456789"),
-            &json!({"redirect_uris": ["https://f.example/cb"], "tls_client_certificate_bound_access_tokens": true}),
-        )
-        .await;
-    assert_eq!(status, 201, "{answer}");
-    assert_eq!(answer["tls_client_certificate_bound_access_tokens"], true);
-    let client = app.store.find_client(&answer["client_id"].as_str().unwrap().into()).await.unwrap().unwrap();
-    assert!(client.security.tls_client_certificate_bound_access_tokens);
+async fn discovery_and_registration_offer_certificates_only_where_they_reach_portico() {
+    const INITIAL: &str = "the-initial-access-token-0123456789";
+    for backend in backends() {
+        let plain =
+            TestApp::spawn_with(backend, |c| c.registration.initial_access_token = Some(INITIAL.to_owned())).await;
+        let metadata: Value = plain
+            .http()
+            .get(plain.url("/.well-known/openid-configuration"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(metadata["tls_client_certificate_bound_access_tokens"], false, "{backend:?}");
+        let methods = metadata["token_endpoint_auth_methods_supported"].as_array().unwrap();
+        assert!(
+            !methods.iter().any(|m| m.as_str().unwrap().contains("tls")),
+            "{backend:?}: no certificates reach this server: {methods:?}"
+        );
+        let before = plain.store.list_clients().await.unwrap().len();
+        for (member, value, instead) in [
+            ("tls_client_certificate_bound_access_tokens", json!(true), "dpop_bound_access_tokens"),
+            ("token_endpoint_auth_method", json!("self_signed_tls_client_auth"), "private_key_jwt"),
+            ("token_endpoint_auth_method", json!("tls_client_auth"), "private_key_jwt"),
+            ("security_profile", json!("fapi-ru"), "mutual TLS"),
+        ] {
+            let mut body = json!({"redirect_uris": ["https://f.example/cb"], "tls_client_auth_subject_dn": "CN=f"});
+            body[member] = value.clone();
+            let (status, answer) = plain.register(Some(INITIAL), &body).await;
+            let case = format!("{backend:?} {member}={value}: {answer}");
+            assert_eq!((status, answer["error"].as_str()), (400, Some("invalid_client_metadata")), "{case}");
+            let said = answer["error_description"].as_str().unwrap();
+            assert!(said.starts_with(&format!("{member}: ")) && said.contains(instead), "{case}");
+        }
+        assert_eq!(plain.store.list_clients().await.unwrap().len(), before, "{backend:?}: nothing registered");
+        // Nor does a replacement (RFC 7592) bring them in.
+        let (status, registered) =
+            plain.register(Some(INITIAL), &json!({"redirect_uris": ["https://f.example/cb"]})).await;
+        assert_eq!(status, 201, "{backend:?}: {registered}");
+        let mut replacement = registered.clone();
+        replacement["tls_client_certificate_bound_access_tokens"] = json!(true);
+        let uri = registered["registration_client_uri"].as_str().unwrap();
+        let token = registered["registration_access_token"].as_str().unwrap();
+        let answer = plain.http().put(uri).bearer_auth(token).json(&replacement).send().await.unwrap();
+        assert_eq!(answer.status(), 400, "{backend:?}");
+        let client = plain.store.find_client(&registered["client_id"].as_str().unwrap().into()).await.unwrap().unwrap();
+        assert!(!client.security.tls_client_certificate_bound_access_tokens, "{backend:?}: unchanged");
+
+        let app =
+            spawn_with(backend, "127.0.0.1/32", |c| c.registration.initial_access_token = Some(INITIAL.to_owned()))
+                .await;
+        let metadata: Value =
+            app.http().get(app.url("/.well-known/openid-configuration")).send().await.unwrap().json().await.unwrap();
+        assert_eq!(metadata["tls_client_certificate_bound_access_tokens"], true, "{backend:?}");
+        let methods = metadata["token_endpoint_auth_methods_supported"].as_array().unwrap();
+        assert!(methods.contains(&json!("self_signed_tls_client_auth")), "{backend:?}: {methods:?}");
+        assert!(!methods.contains(&json!("tls_client_auth")), "{backend:?}: no authority is trusted: {methods:?}");
+        let (status, answer) = app
+            .register(
+                Some(INITIAL),
+                &json!({"redirect_uris": ["https://f.example/cb"], "tls_client_certificate_bound_access_tokens": true}),
+            )
+            .await;
+        assert_eq!(status, 201, "{backend:?}: {answer}");
+        assert_eq!(answer["tls_client_certificate_bound_access_tokens"], true);
+        let client = app.store.find_client(&answer["client_id"].as_str().unwrap().into()).await.unwrap().unwrap();
+        assert!(client.security.tls_client_certificate_bound_access_tokens);
+        let pki = json!({"redirect_uris": ["https://f.example/cb"], "token_endpoint_auth_method": "tls_client_auth",
+                         "tls_client_auth_subject_dn": "CN=f"});
+        let (status, answer) = app.register(Some(INITIAL), &pki).await;
+        assert_eq!((status, answer["error"].as_str()), (400, Some("invalid_client_metadata")), "{backend:?}: {answer}");
+        assert!(answer["error_description"].as_str().unwrap().contains("no certificate authority"), "{answer}");
+        let (_, jwk) = certificate_with_jwk("f.example");
+        let own = json!({"redirect_uris": ["https://f.example/cb"], "jwks": {"keys": [jwk]},
+                         "token_endpoint_auth_method": "self_signed_tls_client_auth"});
+        let (status, answer) = app.register(Some(INITIAL), &own).await;
+        assert_eq!(status, 201, "{backend:?}: {answer}");
+        assert!(answer.get("client_secret").is_none(), "{backend:?}: a certificate client has no secret: {answer}");
+    }
 }
 
 /// The redirect address of the clients registered here.

@@ -264,6 +264,9 @@ async fn a_fapi_ru_client_redirects_to_https_addresses_matched_exactly() {
             c.registration.initial_access_token = Some(INITIAL.into());
             // Outside the demo and local development.
             c.notifications.allow_insecure_callbacks = Some(false);
+            // Certificates reach it, as a fapi-ru client's must.
+            c.mtls.certificate_header = Some("x-client-cert".into());
+            c.mtls.trusted_proxies = vec!["127.0.0.1/32".parse().unwrap()];
         })
         .await;
         let count = || async { app.store.list_clients().await.unwrap().len() };

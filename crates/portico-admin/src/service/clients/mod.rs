@@ -265,7 +265,9 @@ impl AdminService {
         self.store.find_client(&ClientId::new(client_id)).await?.ok_or_else(|| not_found(client_id))
     }
 
-    /// Registers a client. Returns it, and the secret when it was generated.
+    /// Registers a client. Returns it, and the secret when it was generated
+    /// for a method that uses one (a key or certificate client is given
+    /// none: RFC 7591 §3.2.1, RFC 8705 §2).
     ///
     /// # Errors
     /// `Invalid` naming every problem; `client_exists`; `Forbidden` when
@@ -352,7 +354,8 @@ impl AdminService {
             Err(e) => return Err(e.into()),
         }
         self.audit(actor, AuditEvent::new(now, AuditKind::ClientCreated).client(&client.client_id)).await;
-        Ok((client, generated.then_some(secret)))
+        let answered = generated && client.security.token_endpoint_auth_method.uses_secret();
+        Ok((client, answered.then_some(secret)))
     }
 
     /// Changes a client.
