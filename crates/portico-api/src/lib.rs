@@ -34,6 +34,16 @@ pub use portico_tokens::Challenge;
 pub use portico_tokens::bearer;
 pub use revision::{IfMatch, etag};
 
+/// `response`, which no cache may store (`Cache-Control: no-store`): an
+/// answer that carries tokens, secrets, one user's data or one login's
+/// page (RFC 6749 §5.1, RFC 9110 §5.2.2).
+pub fn no_store(response: impl axum::response::IntoResponse) -> axum::response::Response {
+    use axum::http::{HeaderValue, header};
+    let mut response = response.into_response();
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
 /// Records an administrative change in the audit log. A failure to record
 /// is logged, not raised: the change is made and answered for.
 pub async fn audit(store: &dyn portico_storage::AuditRepository, event: portico_model::audit::AuditEvent) {

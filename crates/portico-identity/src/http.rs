@@ -3,7 +3,7 @@
 //! pages and back to `/oauth2/authorize`) and logout's.
 
 use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 
 /// `uri` with `pairs` appended to its query.
 pub fn with_query(uri: &str, pairs: &[(&str, &str)]) -> String {
@@ -22,10 +22,9 @@ pub fn with_query(uri: &str, pairs: &[(&str, &str)]) -> String {
 
 /// A redirect with `status` to `location`, never cached.
 pub fn redirect(status: StatusCode, location: &str) -> Response {
-    let mut response = status.into_response();
+    let mut response = portico_api::no_store(status);
     if let Ok(value) = HeaderValue::from_str(location) {
         response.headers_mut().insert(header::LOCATION, value);
     }
-    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
 }

@@ -105,12 +105,8 @@ pub fn safe_back(base: &str, back: &str) -> String {
 /// 303 goes out without a `Location`.
 pub fn see_other(location: &str, fallback: &'static str) -> axum::response::Response {
     use axum::http::{HeaderValue, StatusCode, header};
-    use axum::response::IntoResponse as _;
-    let mut response = StatusCode::SEE_OTHER.into_response();
     let value = HeaderValue::from_str(location).unwrap_or_else(|_| HeaderValue::from_static(fallback));
-    response.headers_mut().insert(header::LOCATION, value);
-    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
+    portico_api::no_store((StatusCode::SEE_OTHER, [(header::LOCATION, value)]))
 }
 
 fn encode(value: &str) -> String {

@@ -27,12 +27,13 @@
 mod metadata;
 mod statements;
 
+use portico_api::no_store;
 use std::sync::Arc;
 
 use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use portico_api::{PathParams, Problem};
 use portico_model::audit::Actor;
@@ -504,9 +505,4 @@ pub async fn remove(
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
         Err(error) => error.into_response(),
     }
-}
-
-fn no_store(mut response: Response) -> Response {
-    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
 }

@@ -3,7 +3,7 @@
 
 use askama::Template;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use portico_model::login::LoginProcess;
 use portico_storage::StorageError;
@@ -44,11 +44,7 @@ impl<'a> LoggedOutPage<'a> {
     /// The page as a response with `status`.
     pub(crate) fn respond(&self, status: StatusCode) -> Response {
         match self.render() {
-            Ok(html) => {
-                let mut response = (status, Html(html)).into_response();
-                response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-                super::assets::secure(response)
-            }
+            Ok(html) => super::assets::secure(portico_api::no_store((status, Html(html)))),
             Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
         }
     }
@@ -176,8 +172,7 @@ pub async fn error_page(State(identity): State<IdentityState>, headers: HeaderMa
     let Ok(html) = page.render() else {
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
     };
-    let mut response = Html(html).into_response();
-    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    let mut response = portico_api::no_store(Html(html));
     let mut set = SetCookies::new(identity.settings.secure_cookies);
     set.clear(cookies::ERROR_PAGE_DETAILS).set(cookies::XSRF_TOKEN, &csrf, None);
     set.apply(response.headers_mut());

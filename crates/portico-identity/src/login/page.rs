@@ -6,7 +6,7 @@ use std::net::IpAddr;
 
 use askama::Template;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use portico_model::login::{AuthMethod, LoginFormErrors, LoginProcess, StepType, ViewType};
 use portico_model::otp::{OtpPolicy, mask_email, mask_phone};
@@ -123,8 +123,7 @@ async fn render(identity: &Identity, headers: &HeaderMap, address: Option<IpAddr
     let Some(html) = html else {
         return Ok(StatusCode::INTERNAL_SERVER_ERROR.into_response());
     };
-    let mut response = Html(html).into_response();
-    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    let mut response = portico_api::no_store(Html(html));
     let mut set = SetCookies::new(identity.settings.secure_cookies);
     if cookies::get(headers, cookies::STEP_ERROR_DETAILS).is_some() {
         set.clear(cookies::STEP_ERROR_DETAILS);

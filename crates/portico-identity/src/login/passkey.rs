@@ -19,7 +19,7 @@
 use axum::Json;
 use axum::body::{Body, to_bytes};
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use portico_model::form::Form;
 use portico_model::login::{LoginProcess, PasskeyChallenge, StepType, codes};
@@ -102,9 +102,7 @@ pub async fn options(State(identity): State<IdentityState>, headers: HeaderMap) 
         Ok(false) => return refused(StatusCode::CONFLICT, "conflict", "the login changed meanwhile: ask again"),
         Err(error) => return error_page::server_error(error),
     }
-    let mut response = Json(started.options).into_response();
-    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
+    portico_api::no_store(Json(started.options))
 }
 
 #[utoipa::path(

@@ -25,7 +25,7 @@
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use portico_crypto::certificate::Presented;
 use portico_model::client::Client;
@@ -159,7 +159,7 @@ pub async fn introspect(
     let answer = look_up(identity, own_client, &request.token).await?;
     metrics::counter!("portico_introspections_total", "active" => if answer.active { "true" } else { "false" })
         .increment(1);
-    let mut response = if wants_jwt(&headers) {
+    let response = if wants_jwt(&headers) {
         let key = identity.signing_key_for(signing_alg).await?;
         let claims = SignedIntrospection {
             iss: &identity.settings.issuer,
@@ -171,8 +171,7 @@ pub async fn introspect(
     } else {
         axum::Json(answer).into_response()
     };
-    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    Ok(response)
+    Ok(portico_api::no_store(response))
 }
 
 /// Whether the caller asked for the signed answer.
@@ -242,6 +241,7 @@ async fn look_up(identity: &Identity, own_client: Option<&ClientId>, token: &str
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::http::HeaderValue;
 
     #[test]
     fn the_signed_answer_is_asked_for_by_its_media_type() {

@@ -17,7 +17,7 @@
 use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use portico_crypto::certificate::Presented;
 use portico_model::form::Param;
@@ -77,8 +77,7 @@ pub async fn par(
 ) -> Response {
     match push(&identity, &headers, certificate.as_deref(), body).await {
         Ok(pushed) => {
-            let mut response = (StatusCode::CREATED, Json(pushed)).into_response();
-            response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            let mut response = portico_api::no_store((StatusCode::CREATED, Json(pushed)));
             crate::dpop::offer_nonce(&identity, &mut response);
             response
         }

@@ -18,7 +18,7 @@
 //! longer).
 
 use askama::Template;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use portico_model::client::SecurityProfile;
 use portico_model::ids::ClientId;
@@ -104,9 +104,7 @@ pub async fn to_client(identity: &Identity, headers: &HeaderMap, to: &Recipient,
     let Ok(html) = (FormPostPage { t, action: &to.redirect_uri, fields: &fields }).render() else {
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
     };
-    let mut response = Html(html).into_response();
-    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    crate::login::assets::secure(response)
+    crate::login::assets::secure(portico_api::no_store(Html(html)))
 }
 
 /// An OAuth error response to the client: `error`, `error_description`,

@@ -9,6 +9,7 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use portico_api::no_store;
 use portico_crypto::certificate::Presented;
 use serde::Serialize;
 
@@ -161,11 +162,6 @@ fn invalid_request(why: &str) -> Response {
     {
         response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
     }
-    response
-}
-
-fn no_store(mut response: Response) -> Response {
-    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
 }
 
