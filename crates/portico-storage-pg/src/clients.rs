@@ -121,8 +121,12 @@ impl ClientRepository for PgStore {
             .execute(&mut *self.conn().await?)
             .await;
         // Forgotten even when the answer was lost: the change may have
-        // committed.
+        // committed. The client's grants went with it (ON DELETE CASCADE):
+        // every node hears of each (the grants' trigger), this one at once.
         self.client_changed(client_id);
+        if let Some(memory) = self.memory() {
+            memory.forget_live_grants();
+        }
         Ok(done.map_err(storage_error("client"))?.rows_affected() > 0)
     }
 

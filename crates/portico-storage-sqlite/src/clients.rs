@@ -87,10 +87,15 @@ impl ClientRepository for SqliteStore {
     }
 
     async fn delete_client(&self, client_id: &ClientId) -> Result<bool> {
+        // The client's grants go with it (ON DELETE CASCADE): the memory
+        // must not answer for them as live any more.
         let id = client_id.as_str().to_owned();
         let deleted =
             self.db.write("client", move |tx| Ok(run(tx, "DELETE FROM clients WHERE client_id = ?1", [id])? > 0)).await;
         self.client_changed(client_id);
+        if let Some(memory) = self.memory() {
+            memory.forget_live_grants();
+        }
         deleted
     }
 

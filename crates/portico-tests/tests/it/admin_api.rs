@@ -270,6 +270,37 @@ async fn operators_register_change_rotate_and_remove_clients() {
     }
 }
 
+/// RFC 7592 §2.3 (and an operator's removal, the same service): once a
+/// client is removed, no token it was issued works — its access tokens at
+/// once, at every protected resource and in introspection, on both
+/// backends.
+#[tokio::test]
+async fn a_removed_clients_tokens_stop_working_at_once() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        app.add_client("leaving", "leaving-secret-0123456789").await;
+        let pair = app.token_pair_for("ivan", "leaving").await;
+        let userinfo = || app.http().get(app.url("/oauth2/userinfo")).bearer_auth(&pair.access_token).send();
+        assert_eq!(app.liveness(&pair.access_token).await, 200, "{backend:?}");
+        assert_eq!(userinfo().await.unwrap().status(), 200, "{backend:?}");
+        assert_eq!(app.introspect_as_demo(&pair.access_token).await["active"], true, "{backend:?}");
+
+        assert_eq!(admin(&app, "DELETE", "/admin/v1/clients/leaving", None).await.0, 204);
+        assert_eq!(app.liveness(&pair.access_token).await, 401, "{backend:?}: liveness");
+        assert_eq!(userinfo().await.unwrap().status(), 401, "{backend:?}: userinfo");
+        assert_eq!(app.introspect_as_demo(&pair.access_token).await, json!({"active": false}), "{backend:?}");
+        let refreshed = app
+            .http()
+            .post(app.url("/oauth2/token"))
+            .basic_auth("leaving", Some("leaving-secret-0123456789"))
+            .form(&[("grant_type", "refresh_token"), ("refresh_token", pair.refresh_token.as_str())])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refreshed.status(), 401, "{backend:?}: the client is gone");
+    }
+}
+
 #[tokio::test]
 async fn operators_create_find_change_and_remove_users() {
     for backend in backends() {
