@@ -9,6 +9,15 @@ use serde::Deserialize;
 use crate::{ADMIN_TOKEN, Pkce, TestApp, demo};
 
 impl TestApp {
+    /// The discovery document (`/.well-known/openid-configuration`).
+    ///
+    /// # Panics
+    /// When it cannot be read as JSON.
+    pub async fn discovery(&self) -> serde_json::Value {
+        let response = self.http().get(self.url("/.well-known/openid-configuration")).send().await;
+        response.expect("discovery").json().await.expect("a JSON document")
+    }
+
     /// Registers a client at `/oauth2/register` (RFC 7591) with `metadata`,
     /// bearing `token` (an initial access token) when given: the status
     /// and the answer (`null` when it is not JSON).

@@ -354,8 +354,7 @@ async fn a_proof_a_token_request_took_is_refused_at_the_next_which_spends_nothin
 #[tokio::test]
 async fn discovery_lists_the_proof_algorithms() {
     let app = TestApp::spawn(backends()[0]).await;
-    let document: Value =
-        app.http().get(app.url("/.well-known/openid-configuration")).send().await.unwrap().json().await.unwrap();
+    let document: Value = app.discovery().await;
     let algs = document["dpop_signing_alg_values_supported"].as_array().unwrap();
     assert!(algs.contains(&json!("ES256")) && !algs.iter().any(|a| a == "none" || a == "HS256"), "{algs:?}");
 }
@@ -364,8 +363,7 @@ async fn discovery_lists_the_proof_algorithms() {
 async fn every_listed_proof_algorithm_binds_a_token_and_proves_it() {
     for backend in backends() {
         let app = TestApp::spawn(backend).await;
-        let document: Value =
-            app.http().get(app.url("/.well-known/openid-configuration")).send().await.unwrap().json().await.unwrap();
+        let document: Value = app.discovery().await;
         let listed: Vec<String> =
             serde_json::from_value(document["dpop_signing_alg_values_supported"].clone()).unwrap();
         assert_eq!(listed.len(), 5, "{listed:?}");

@@ -183,8 +183,7 @@ async fn discovery_and_registration_speak_of_jarm() {
         c.registration.initial_access_token = Some("the-initial-access-token-0123456789".to_owned());
     })
     .await;
-    let metadata: Value =
-        app.http().get(app.url("/.well-known/openid-configuration")).send().await.unwrap().json().await.unwrap();
+    let metadata: Value = app.discovery().await;
     assert_eq!(
         metadata["response_modes_supported"],
         json!(["query", "form_post", "jwt", "query.jwt", "form_post.jwt"])

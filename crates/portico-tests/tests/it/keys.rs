@@ -87,8 +87,7 @@ async fn a_server_signing_with_another_algorithm_publishes_a_key_of_each_configu
         assert_eq!(jwt_header(&id_token)["alg"], "ES256");
         let claims = portico_tests::jwt_claims(&id_token);
         assert_eq!(claims["at_hash"], portico_crypto::jwt::token_hash(Algorithm::Es256, &tokens.access_token));
-        let discovery: serde_json::Value =
-            app.http().get(app.url("/.well-known/openid-configuration")).send().await.unwrap().json().await.unwrap();
+        let discovery: serde_json::Value = app.discovery().await;
         // Discovery lists every algorithm a client may choose, the default first.
         let supported = serde_json::json!(["ES256", "PS256", "EdDSA"]);
         assert_eq!(discovery["id_token_signing_alg_values_supported"], supported);

@@ -195,15 +195,7 @@ async fn discovery_and_registration_offer_certificates_only_where_they_reach_por
     for backend in backends() {
         let plain =
             TestApp::spawn_with(backend, |c| c.registration.initial_access_token = Some(INITIAL.to_owned())).await;
-        let metadata: Value = plain
-            .http()
-            .get(plain.url("/.well-known/openid-configuration"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let metadata: Value = plain.discovery().await;
         assert_eq!(metadata["tls_client_certificate_bound_access_tokens"], false, "{backend:?}");
         let methods = metadata["token_endpoint_auth_methods_supported"].as_array().unwrap();
         assert!(
@@ -242,8 +234,7 @@ async fn discovery_and_registration_offer_certificates_only_where_they_reach_por
         let app =
             spawn_with(backend, "127.0.0.1/32", |c| c.registration.initial_access_token = Some(INITIAL.to_owned()))
                 .await;
-        let metadata: Value =
-            app.http().get(app.url("/.well-known/openid-configuration")).send().await.unwrap().json().await.unwrap();
+        let metadata: Value = app.discovery().await;
         assert_eq!(metadata["tls_client_certificate_bound_access_tokens"], true, "{backend:?}");
         let methods = metadata["token_endpoint_auth_methods_supported"].as_array().unwrap();
         assert!(methods.contains(&json!("self_signed_tls_client_auth")), "{backend:?}: {methods:?}");
@@ -321,8 +312,7 @@ async fn a_client_authenticates_with_the_certificate_it_registered() {
                 "jwks": { "keys": [jwk] },
             })
         };
-        let metadata: Value =
-            app.http().get(app.url("/.well-known/openid-configuration")).send().await.unwrap().json().await.unwrap();
+        let metadata: Value = app.discovery().await;
         let methods = &metadata["token_endpoint_auth_methods_supported"];
         assert!(methods.as_array().unwrap().contains(&json!("self_signed_tls_client_auth")), "{methods}");
         let refused = app.admin_create_client(&body(&without_x5c)).await;
@@ -405,8 +395,7 @@ async fn a_client_authenticates_with_a_certificate_of_a_trusted_authority_naming
         let ca_file = std::env::temp_dir().join(format!("portico-client-ca-{}.pem", uuid::Uuid::new_v4()));
         std::fs::write(&ca_file, &authority.pem).unwrap();
         let app = spawn_with(backend, "127.0.0.1/32", |c| c.mtls.client_ca_file = Some(ca_file.clone())).await;
-        let metadata: Value =
-            app.http().get(app.url("/.well-known/openid-configuration")).send().await.unwrap().json().await.unwrap();
+        let metadata: Value = app.discovery().await;
         let methods = metadata["token_endpoint_auth_methods_supported"].as_array().unwrap();
         assert!(methods.contains(&json!("tls_client_auth")), "{backend:?}: {methods:?}");
 
@@ -460,8 +449,7 @@ async fn porticos_own_listener_binds_tokens_to_the_connections_certificate() {
         let other = portico_tests::certificates::TestCertificate::new("other.example");
 
         // Discovery names the endpoints under the listener (RFC 8705 §5).
-        let metadata: Value =
-            app.http().get(app.url("/.well-known/openid-configuration")).send().await.unwrap().json().await.unwrap();
+        let metadata: Value = app.discovery().await;
         let aliases = &metadata["mtls_endpoint_aliases"];
         for (name, path) in [
             ("token_endpoint", "/oauth2/token"),

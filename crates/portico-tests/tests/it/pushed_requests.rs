@@ -378,8 +378,7 @@ async fn bad_request_objects_are_refused_and_issue_nothing() {
 async fn discovery_names_the_pushed_request_endpoint_and_request_objects() {
     for required in [false, true] {
         let app = TestApp::spawn_with(backends()[0], |c| c.par.required = required).await;
-        let document: Value =
-            app.http().get(app.url("/.well-known/openid-configuration")).send().await.unwrap().json().await.unwrap();
+        let document: Value = app.discovery().await;
         assert_eq!(document["pushed_authorization_request_endpoint"], app.url("/oauth2/par"));
         assert_eq!(document["require_pushed_authorization_requests"], required);
         assert_eq!(document["request_parameter_supported"], true);

@@ -26,8 +26,7 @@ async fn client_count(app: &TestApp) -> usize {
 async fn a_client_registers_with_the_initial_access_token_and_manages_its_registration() {
     for backend in backends() {
         let app = spawn(backend).await;
-        let discovery: Value =
-            app.http().get(app.url("/.well-known/openid-configuration")).send().await.unwrap().json().await.unwrap();
+        let discovery: Value = app.discovery().await;
         assert_eq!(discovery["registration_endpoint"], app.url("/oauth2/register"), "{backend:?}");
         let key = SigningKey::generate(Algorithm::Es256).unwrap();
         let metadata = json!({
@@ -225,8 +224,7 @@ async fn bad_registrations_get_the_rfc_errors_and_register_nothing() {
 #[tokio::test]
 async fn registration_is_off_without_an_initial_access_token() {
     let app = TestApp::spawn(portico_tests::Backend::Sqlite).await;
-    let discovery: Value =
-        app.http().get(app.url("/.well-known/openid-configuration")).send().await.unwrap().json().await.unwrap();
+    let discovery: Value = app.discovery().await;
     assert!(discovery.get("registration_endpoint").is_none());
     let (status, body) = app.register(Some(INITIAL), &json!({"redirect_uris": ["https://f.example/cb"]})).await;
     assert_eq!((status, body["error"].as_str()), (401, Some("invalid_token")), "{body}");
