@@ -252,7 +252,9 @@ fn answer(registration: &Registration, client: &Client) -> Value {
     );
     put("security_profile", Some(security.security_profile.as_str().into()));
     put("refresh_token_rotation", security.refresh_token_rotation.map(Value::from));
-    if security.token_endpoint_auth_method != AuthMethod::PrivateKeyJwt {
+    // RFC 7591 §3.2.1: with a secret, when it expires (never); a key or
+    // certificate client has none.
+    if security.token_endpoint_auth_method.uses_secret() {
         body["client_secret_expires_at"] = 0.into();
     }
     body

@@ -259,7 +259,10 @@ async fn discovery_and_registration_offer_certificates_only_where_they_reach_por
                          "token_endpoint_auth_method": "self_signed_tls_client_auth"});
         let (status, answer) = app.register(Some(INITIAL), &own).await;
         assert_eq!(status, 201, "{backend:?}: {answer}");
-        assert!(answer.get("client_secret").is_none(), "{backend:?}: a certificate client has no secret: {answer}");
+        assert!(
+            answer.get("client_secret").is_none() && answer.get("client_secret_expires_at").is_none(),
+            "{backend:?}: a certificate client has no secret: {answer}"
+        );
     }
 }
 
