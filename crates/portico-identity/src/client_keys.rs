@@ -6,10 +6,13 @@
 //! requests to on someone else's word ([`portico_model::address`]: public
 //! `https` only, checked again where the host name leads), with a timeout
 //! of [`FETCH_TIMEOUT`], no redirects and an answer of at most
-//! [`MAX_JWKS_BYTES`]. The parsed set is cached per client for
-//! [`CACHE_TTL`], and fetched again when an assertion names a key the set
-//! lacks, at most once per [`REFRESH_INTERVAL`]; when a fetch fails, the
-//! set fetched before serves until it is [`STALE_LIMIT`] old.
+//! [`MAX_JWKS_BYTES`]. The parsed set is kept per address (clients that
+//! share one share it) for [`CACHE_TTL`], and fetched again when an
+//! assertion names a key the set lacks, at most once per
+//! [`REFRESH_INTERVAL`]; when a fetch fails, the set fetched before serves
+//! until it is [`STALE_LIMIT`] old. One fetch of an address runs at a
+//! time: requests that need it meanwhile wait for its outcome (the burst
+//! after a node starts makes one request, and none is refused for it).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -29,48 +32,24 @@ pub const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 pub const MAX_JWKS_BYTES: usize = 64 * 1024;
 /// How long a fetched key set is used before it is fetched again.
 pub const CACHE_TTL: time::Duration = time::Duration::minutes(10);
-/// Least time between two fetches for one client.
+/// Least time between two fetches of one address.
 pub const REFRESH_INTERVAL: time::Duration = time::Duration::minutes(1);
 /// Oldest fetched set used when fetching again fails.
 pub const STALE_LIMIT: time::Duration = time::Duration::days(1);
 
-/// Where a cached set came from: the client's `jwks` or its `jwks_uri`.
-enum Source {
-    Value(Value),
-    Uri(String),
-}
-
-/// Where a client's set comes from now, borrowed from the client (the
-/// cache is compared with it before anything is copied).
-#[derive(Clone, Copy)]
-enum SourceOf<'a> {
-    Value(&'a Value),
-    Uri(&'a str),
-}
-
-impl Source {
-    fn is(&self, now: SourceOf<'_>) -> bool {
-        match (self, now) {
-            (Self::Value(cached), SourceOf::Value(now)) => cached == now,
-            (Self::Uri(cached), SourceOf::Uri(now)) => cached == now,
-            _ => false,
-        }
-    }
-}
-
-impl SourceOf<'_> {
-    fn to_source(self) -> Source {
-        match self {
-            Self::Value(jwks) => Source::Value(jwks.clone()),
-            Self::Uri(uri) => Source::Uri(uri.to_owned()),
-        }
-    }
-}
-
-struct Cached {
-    source: Source,
+/// A client's `jwks`, as registered, and the set read from it.
+struct ByValue {
+    jwks: Value,
     keys: Arc<KeySet>,
-    fetched: OffsetDateTime,
+}
+
+/// What is known of one `jwks_uri`.
+#[derive(Default)]
+struct Fetched {
+    /// The set last fetched, and when.
+    keys: Option<(Arc<KeySet>, OffsetDateTime)>,
+    /// The last fetch, and why it failed if it did.
+    attempt: Option<(OffsetDateTime, Option<String>)>,
 }
 
 /// The clients' assertion keys, shared by the endpoints that authenticate
@@ -82,9 +61,11 @@ pub struct ClientKeys {
     sealer: Sealer,
     /// Judges the cache's ages (an injected one in tests).
     clock: Arc<dyn Clock>,
-    cache: Mutex<HashMap<ClientId, Cached>>,
-    /// When each `jwks_uri` was last fetched, successfully or not.
-    attempts: Mutex<HashMap<String, OffsetDateTime>>,
+    /// Sets given by value, read once per client and registration.
+    by_value: Mutex<HashMap<ClientId, ByValue>>,
+    /// Sets fetched, per address; each behind its own lock, held while it
+    /// is fetched.
+    fetched: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Fetched>>>>,
 }
 
 impl ClientKeys {
@@ -113,8 +94,8 @@ impl ClientKeys {
             public_only,
             sealer,
             clock,
-            cache: Mutex::default(),
-            attempts: Mutex::default(),
+            by_value: Mutex::default(),
+            fetched: Mutex::default(),
         })
     }
 
@@ -130,67 +111,75 @@ impl ClientKeys {
     /// # Errors
     /// Why there are no keys, in words for the client's developer.
     pub async fn keys(&self, client: &Client, refresh: bool) -> Result<Arc<KeySet>, String> {
-        let source = match (&client.security.jwks, &client.security.jwks_uri) {
-            (Some(jwks), _) => SourceOf::Value(jwks),
-            (None, Some(uri)) => SourceOf::Uri(uri),
-            (None, None) => return Err("the client has no registered keys (jwks or jwks_uri)".into()),
-        };
-        let now = self.clock.now();
-        let age = |fetched: OffsetDateTime| now - fetched;
-        let cached = self
-            .lock_cache()
-            .get(&client.client_id)
-            .filter(|c| c.source.is(source))
-            .map(|c| (Arc::clone(&c.keys), c.fetched));
-        let keys = match source {
-            SourceOf::Value(jwks) => match cached {
-                Some((keys, _)) => return Ok(keys),
-                None => KeySet::parse(jwks).map_err(|e| format!("the client's jwks: {e}"))?,
-            },
-            SourceOf::Uri(uri) => {
-                let due = cached.as_ref().is_none_or(|(_, fetched)| refresh || age(*fetched) >= CACHE_TTL);
-                match (cached, due && self.may_fetch(uri, now)) {
-                    (Some((keys, _)), false) => return Ok(keys),
-                    (None, false) => {
-                        return Err("the client's jwks_uri was fetched less than a minute ago and failed; \
-                                    try again later"
-                            .into());
-                    }
-                    (cached, true) => match self.fetch(uri).await {
-                        Ok(keys) => keys,
-                        Err(error) => match cached.filter(|(_, fetched)| age(*fetched) < STALE_LIMIT) {
-                            Some((keys, _)) => {
-                                tracing::warn!(client_id = %client.client_id, %error,
-                                    "fetching the client's jwks_uri failed; the keys fetched before serve");
-                                return Ok(keys);
-                            }
-                            None => return Err(error),
-                        },
-                    },
-                }
-            }
-        };
-        let keys = Arc::new(keys);
-        let entry = Cached { source: source.to_source(), keys: Arc::clone(&keys), fetched: now };
-        self.lock_cache().insert(client.client_id.clone(), entry);
+        match (&client.security.jwks, &client.security.jwks_uri) {
+            (Some(jwks), _) => self.keys_by_value(&client.client_id, jwks),
+            (None, Some(uri)) => self.keys_at(uri, refresh, &client.client_id).await,
+            (None, None) => Err("the client has no registered keys (jwks or jwks_uri)".into()),
+        }
+    }
+
+    fn keys_by_value(&self, client_id: &ClientId, jwks: &Value) -> Result<Arc<KeySet>, String> {
+        let mut by_value = self.by_value.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(read) = by_value.get(client_id).filter(|read| read.jwks == *jwks) {
+            return Ok(Arc::clone(&read.keys));
+        }
+        let keys = Arc::new(KeySet::parse(jwks).map_err(|e| format!("the client's jwks: {e}"))?);
+        by_value.insert(client_id.clone(), ByValue { jwks: jwks.clone(), keys: Arc::clone(&keys) });
         Ok(keys)
     }
 
-    fn lock_cache(&self) -> std::sync::MutexGuard<'_, HashMap<ClientId, Cached>> {
-        self.cache.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Whether a fetch of `uri` may start now (and notes that it does): at
-    /// most one per [`REFRESH_INTERVAL`], so that no client can make
-    /// Portico a source of requests.
-    fn may_fetch(&self, uri: &str, now: OffsetDateTime) -> bool {
-        let mut attempts = self.attempts.lock().unwrap_or_else(|e| e.into_inner());
-        if attempts.get(uri).is_some_and(|at| now - *at < REFRESH_INTERVAL) {
-            return false;
+    /// The set at `uri`: the one kept while it is young enough (and, with
+    /// `refresh`, while the last fetch is under a minute old), else fetched
+    /// now, by this request or the one already fetching it.
+    async fn keys_at(&self, uri: &str, refresh: bool, client_id: &ClientId) -> Result<Arc<KeySet>, String> {
+        let slot = {
+            let mut fetched = self.fetched.lock().unwrap_or_else(|e| e.into_inner());
+            if !fetched.contains_key(uri) {
+                // Addresses last fetched over a day ago are forgotten (their
+                // clients moved or left); one being fetched stays.
+                let now = self.clock.now();
+                fetched.retain(|_, slot| {
+                    slot.try_lock()
+                        .map_or(true, |known| known.attempt.as_ref().is_none_or(|(at, _)| now - *at < STALE_LIMIT))
+                });
+            }
+            Arc::clone(fetched.entry(uri.to_owned()).or_default())
+        };
+        let mut known = slot.lock().await;
+        let now = self.clock.now();
+        let may_fetch = known.attempt.as_ref().is_none_or(|(at, _)| now - *at >= REFRESH_INTERVAL);
+        let young = known.keys.as_ref().filter(|(_, at)| now - *at < CACHE_TTL);
+        if let Some((keys, _)) = young
+            && !(refresh && may_fetch)
+        {
+            return Ok(Arc::clone(keys));
         }
-        attempts.retain(|_, at| now - *at < REFRESH_INTERVAL);
-        attempts.insert(uri.to_owned(), now);
-        true
+        let usable = |known: &Fetched| {
+            known.keys.as_ref().filter(|(_, at)| now - *at < STALE_LIMIT).map(|(keys, _)| Arc::clone(keys))
+        };
+        if !may_fetch {
+            return match (usable(&known), &known.attempt) {
+                (Some(keys), _) => Ok(keys),
+                (None, Some((_, Some(error)))) => Err(format!("{error} (less than a minute ago; try again later)")),
+                (None, _) => Err("the client's jwks_uri was fetched less than a minute ago; try again later".into()),
+            };
+        }
+        let outcome = self.fetch(uri).await;
+        known.attempt = Some((now, outcome.as_ref().err().cloned()));
+        match outcome {
+            Ok(keys) => {
+                let keys = Arc::new(keys);
+                known.keys = Some((Arc::clone(&keys), now));
+                Ok(keys)
+            }
+            Err(error) => match usable(&known) {
+                Some(keys) => {
+                    tracing::warn!(%client_id, %error, "fetching the client's jwks_uri failed; the keys fetched before serve");
+                    Ok(keys)
+                }
+                None => Err(error),
+            },
+        }
     }
 
     async fn fetch(&self, uri: &str) -> Result<KeySet, String> {

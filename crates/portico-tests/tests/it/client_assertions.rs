@@ -436,6 +436,42 @@ async fn a_jwks_uri_is_cached_and_fetched_again_for_a_new_kid_at_most_once_a_min
     }
 }
 
+/// The first assertions of clients whose keys are at one address, 32 at
+/// once (a node just started, or two registrations of one third party):
+/// the set is fetched once, every request waits for that fetch, and each
+/// is taken — none refused because another was fetching.
+#[tokio::test]
+async fn a_jwks_uri_is_fetched_once_for_32_first_assertions_at_once_of_clients_sharing_it() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let server = KeyServer::start().await;
+        let key = SigningKey::generate(Algorithm::Es256).unwrap();
+        // A slow answer: every request arrives while it is being fetched.
+        server.answer(200, key_set(&[&key]), 1);
+        for client_id in ["shared-a", "shared-b"] {
+            uri_client(&app, client_id, &server.url).await;
+        }
+        let mut requests = tokio::task::JoinSet::new();
+        for i in 0..32 {
+            let client_id = if i % 2 == 0 { "shared-a" } else { "shared-b" };
+            let form = [
+                ("token", "not-a-token".to_owned()),
+                ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".to_owned()),
+                ("client_assertion", key.sign("JWT", &claims(&app, client_id, 60))),
+            ];
+            let request = app.http().post(app.url("/oauth2/introspect")).form(&form);
+            requests.spawn(async move {
+                let response = request.send().await.unwrap();
+                (response.status().as_u16(), response.json::<Value>().await.unwrap())
+            });
+        }
+        let answers = requests.join_all().await;
+        let taken = answers.iter().filter(|(status, body)| *status == 200 && body["active"] == false).count();
+        assert_eq!(taken, 32, "{backend:?}: {answers:?}");
+        assert_eq!(server.fetches(), 1, "{backend:?}: one fetch for the address");
+    }
+}
+
 #[tokio::test]
 async fn jwks_uri_answers_that_are_huge_failing_slow_or_not_keys_are_refused() {
     let app = TestApp::spawn(Backend::Sqlite).await;
