@@ -8,7 +8,9 @@
 //!   indexed read, answered by the node's memory), so a `portico keys
 //!   rotate` from another process takes effect within the staleness bound.
 //! - Verification looks the `kid` up in the cache and reloads from storage on
-//!   a miss, at most once a second, so forged `kid`s cannot flood the database.
+//!   a miss, at most once a second, so forged `kid`s cannot flood the database;
+//!   misses that arrive while one reloads wait for it (the first tokens of a
+//!   key rotated on another node all verify).
 //! - The JWKS lists the active key and every retired key that may still have
 //!   live tokens (the identity service's `key_retention`).
 //! - With an HSM ([`HsmKeys`]), new keys of the algorithms it is named for
@@ -21,7 +23,7 @@
 //!   and it becomes its algorithm's active key as a rotation would make it.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration as StdDuration, Instant};
 
 use portico_crypto::jwt::{Algorithm, Jwk, RemotePublic, RemoteSigner, SigningKey};
@@ -155,7 +157,9 @@ pub struct KeyRing {
     sealer: Sealer,
     holders: KeyHolders,
     set: RwLock<Arc<KeySet>>,
-    last_miss_reload: Mutex<Option<Instant>>,
+    /// When a miss last reloaded; held while it does, so that the misses
+    /// meanwhile wait for its outcome rather than refuse.
+    last_miss_reload: tokio::sync::Mutex<Option<Instant>>,
 }
 
 impl KeyRing {
@@ -208,7 +212,7 @@ impl KeyRing {
             sealer,
             holders,
             set: RwLock::new(Arc::default()),
-            last_miss_reload: Mutex::new(None),
+            last_miss_reload: tokio::sync::Mutex::new(None),
         };
         ring.reload().await?;
         Ok(ring)
@@ -424,13 +428,15 @@ impl KeyRing {
         if let Some(key) = self.snapshot().by_kid.get(kid) {
             return Ok(Some(Arc::clone(key)));
         }
-        {
-            let mut last = self.last_miss_reload.lock().unwrap_or_else(|e| e.into_inner());
-            if last.is_some_and(|at| at.elapsed() < MISS_RELOAD_INTERVAL) {
-                return Ok(None);
-            }
-            *last = Some(Instant::now());
+        let mut last = self.last_miss_reload.lock().await;
+        // A reload that ran while this request waited may have brought it.
+        if let Some(key) = self.snapshot().by_kid.get(kid) {
+            return Ok(Some(Arc::clone(key)));
         }
+        if last.is_some_and(|at| at.elapsed() < MISS_RELOAD_INTERVAL) {
+            return Ok(None);
+        }
+        *last = Some(Instant::now());
         Ok(self.reload().await?.by_kid.get(kid).cloned())
     }
 

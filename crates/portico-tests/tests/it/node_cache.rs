@@ -235,3 +235,28 @@ async fn a_client_change_and_a_key_rotation_reach_the_other_node_within_the_stal
     assert_ne!(old_kid, new_kid.as_str());
     assert_eq!(a.liveness(&first.access_token).await, 200, "a token of the previous key still verifies");
 }
+
+/// A key rotated on node A signs there at once; node B, which has not yet
+/// loaded it, reads it once on the first token that names it, and every
+/// request that names it meanwhile waits for that read: 32 checks at once
+/// of a token of the new key on B are all taken, none refused because
+/// another was loading the key.
+#[tokio::test]
+async fn the_first_tokens_of_a_key_rotated_elsewhere_all_verify_at_once() {
+    let Some((a, b)) = two_nodes("the node cache test", [STALENESS_MS; 2]).await else { return };
+    let first = a.tokens_for("ivan", "ivan-password").await;
+    assert_eq!(b.liveness(&first.access_token).await, 200, "node B holds the first key");
+    let secret = portico_server::secret::InstanceSecret::load(&a.config).unwrap();
+    let new_kid = portico_tokens::KeyRing::rotate(a.store.as_ref(), &secret.sealer(), Algorithm::Rs256, a.clock.now())
+        .await
+        .unwrap();
+    let on_a = a.tokens_for("maria", "maria-password").await;
+    assert_eq!(jwt_header(&on_a.access_token)["kid"], new_kid.as_str());
+    let mut checks = tokio::task::JoinSet::new();
+    for _ in 0..32 {
+        let request = b.http().get(b.url("/oauth2/token/liveness")).bearer_auth(&on_a.access_token);
+        checks.spawn(async move { request.send().await.unwrap().status().as_u16() });
+    }
+    let statuses = checks.join_all().await;
+    assert_eq!(statuses.iter().filter(|s| **s == 200).count(), 32, "{statuses:?}");
+}
