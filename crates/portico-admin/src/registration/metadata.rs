@@ -5,6 +5,7 @@
 use axum::body::Body;
 use axum::http::{HeaderMap, header};
 use portico_crypto::jwt::Algorithm;
+use portico_identity::settings::CertificateSupport;
 use portico_model::client::{AssertionAlgorithm, AuthMethod, ClientSecurity, SecurityProfile};
 use serde::Deserialize;
 use serde_json::Value;
@@ -141,7 +142,7 @@ fn request_object_algorithm(value: Option<&str>) -> Result<Option<Algorithm>, Re
 }
 
 impl ClientMetadata {
-    pub(super) fn check(&self) -> Result<Checked, RegistrationError> {
+    pub(super) fn check(&self, certificates: CertificateSupport) -> Result<Checked, RegistrationError> {
         if self.redirect_uris.is_empty() {
             return Err(RegistrationError::redirect("redirect_uris: at least one redirect URI"));
         }
@@ -167,9 +168,13 @@ impl ClientMetadata {
         let method = match self.token_endpoint_auth_method.as_deref() {
             None => AuthMethod::ClientSecretBasic,
             Some(name) => AuthMethod::parse(name).ok_or_else(|| {
+                // The methods this server offers (discovery's list), not
+                // every one Portico knows.
+                let offered: Vec<&str> =
+                    AuthMethod::ALL.into_iter().filter(|m| certificates.takes(*m)).map(AuthMethod::as_str).collect();
                 RegistrationError::metadata(format!(
-                    "token_endpoint_auth_method: {name:?} is not one of client_secret_basic, client_secret_post, \
-                     client_secret_jwt, private_key_jwt, tls_client_auth, self_signed_tls_client_auth"
+                    "token_endpoint_auth_method: {name:?} is not one of {}",
+                    offered.join(", ")
                 ))
             })?,
         };

@@ -299,7 +299,7 @@ async fn register_client(
     let given = bearer(headers).ok_or_else(|| RegistrationError::no_token("the initial access token is missing"))?;
     let configured = portico_crypto::constant_time_eq(given.as_bytes(), expected.as_bytes());
     let metadata = read_metadata(registration, headers, body).await?;
-    let checked = metadata.check()?;
+    let checked = metadata.check(registration.certificates)?;
     let security_profile = checked.profile_over(registration.service.default_security_profile)?;
     let profile = security_profile.unwrap_or(registration.service.default_security_profile);
     registration.check_supported(&checked.security, profile)?;
@@ -428,7 +428,7 @@ pub async fn replace(
         {
             return Err(RegistrationError::metadata("client_secret: not the client's secret"));
         }
-        let checked = metadata.check()?;
+        let checked = metadata.check(registration.certificates)?;
         let profile = checked.profile_over(client.security.security_profile)?;
         let security = checked.security;
         registration.check_supported(&security, profile.unwrap_or(client.security.security_profile))?;

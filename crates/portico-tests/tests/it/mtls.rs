@@ -217,6 +217,14 @@ async fn discovery_and_registration_offer_certificates_only_where_they_reach_por
             let said = answer["error_description"].as_str().unwrap();
             assert!(said.starts_with(&format!("{member}: ")) && said.contains(instead), "{case}");
         }
+        // An unknown method is told the methods this server offers.
+        let unknown = json!({"redirect_uris": ["https://f.example/cb"], "token_endpoint_auth_method": "none"});
+        let (_, answer) = plain.register(Some(INITIAL), &unknown).await;
+        let said = answer["error_description"].as_str().unwrap();
+        assert!(
+            said.ends_with("is not one of client_secret_basic, client_secret_post, client_secret_jwt, private_key_jwt"),
+            "{backend:?}: {said}"
+        );
         assert_eq!(plain.store.list_clients().await.unwrap().len(), before, "{backend:?}: nothing registered");
         // Nor does a replacement (RFC 7592) bring them in.
         let (status, registered) =
@@ -254,6 +262,14 @@ async fn discovery_and_registration_offer_certificates_only_where_they_reach_por
         let (status, answer) = app.register(Some(INITIAL), &pki).await;
         assert_eq!((status, answer["error"].as_str()), (400, Some("invalid_client_metadata")), "{backend:?}: {answer}");
         assert!(answer["error_description"].as_str().unwrap().contains("no certificate authority"), "{answer}");
+        let (_, answer) = app
+            .register(
+                Some(INITIAL),
+                &json!({"redirect_uris": ["https://f.example/cb"], "token_endpoint_auth_method": "none"}),
+            )
+            .await;
+        let said = answer["error_description"].as_str().unwrap();
+        assert!(said.ends_with("private_key_jwt, self_signed_tls_client_auth"), "{backend:?}: {said}");
         let (_, jwk) = certificate_with_jwk("f.example");
         let own = json!({"redirect_uris": ["https://f.example/cb"], "jwks": {"keys": [jwk]},
                          "token_endpoint_auth_method": "self_signed_tls_client_auth"});
