@@ -132,7 +132,11 @@ pub const ENTRIES: &[(&str, &str, &str)] = &[
         "The passkey was not accepted. Try again, or another device.",
     ),
     ("error.passkey_taken", "Этот ключ доступа уже сохранён.", "This passkey is saved already."),
-    ("error.passkey_name", "Название: от 1 до 64 символов.", "Name: 1 to 64 characters."),
+    (
+        "error.passkey_name",
+        "Название: от 1 до 64 символов, без невидимых и управляющих символов.",
+        "Name: 1 to 64 characters, without invisible or control characters.",
+    ),
 ];
 
 fn entry(key: &str) -> Option<(&'static str, &'static str)> {

@@ -43,10 +43,13 @@ impl Passkey {
 }
 
 /// A passkey's name as given, trimmed; `None` when it is empty, too long or
-/// holds control characters.
+/// holds a character not shown as it is read
+/// ([`crate::text::check_shown_name`]: a customer names it, and support
+/// operators read it in the console before they remove it).
 pub fn name(given: &str) -> Option<String> {
     let name = given.trim();
-    let fits = !name.is_empty() && name.chars().count() <= MAX_NAME_CHARS && !name.chars().any(char::is_control);
+    let fits =
+        !name.is_empty() && name.chars().count() <= MAX_NAME_CHARS && crate::text::check_shown_name(name).is_ok();
     fits.then(|| name.to_owned())
 }
 
@@ -69,6 +72,10 @@ mod tests {
         assert_eq!(name("  Phone "), Some("Phone".into()));
         assert_eq!(name("   "), None);
         assert_eq!(name("a\u{0007}b"), None);
+        // Direction changes and invisible characters, as in a client's name.
+        assert_eq!(name("Phone\u{202e}enohP"), None);
+        assert_eq!(name("Pho\u{200b}ne"), None);
+        assert_eq!(name("Телефон 📱"), Some("Телефон 📱".into()));
         assert_eq!(name(&"я".repeat(MAX_NAME_CHARS)).map(|n| n.chars().count()), Some(MAX_NAME_CHARS));
         assert_eq!(name(&"я".repeat(MAX_NAME_CHARS + 1)), None);
     }

@@ -181,7 +181,7 @@ async fn a_customer_adds_renames_and_removes_a_passkey_on_the_account_page() {
         let rename = format!("/account/passkeys/{}/rename", kept[0].id);
         let response = browser.post(&app, &rename, &[("_csrf", &csrf), ("name", "  Work laptop ")]).await;
         assert_eq!(location(&response), "/account/?done=passkey_renamed", "{backend:?}");
-        for bad in ["   ", &"x".repeat(65), "a\u{7}b"] {
+        for bad in ["   ", &"x".repeat(65), "a\u{7}b", "Work \u{202e}potpal"] {
             let response = browser.post(&app, &rename, &[("_csrf", &csrf), ("name", bad)]).await;
             assert_eq!(response.status(), 400, "{backend:?}: {bad:?}");
         }
