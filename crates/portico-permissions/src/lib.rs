@@ -13,6 +13,7 @@ pub mod acc;
 pub mod admin;
 pub mod edge;
 pub mod error;
+mod expansion;
 pub mod openapi;
 pub mod request;
 pub mod role;

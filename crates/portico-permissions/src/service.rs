@@ -139,12 +139,16 @@ impl PermissionService {
 }
 
 /// Reads a document in JSON or YAML (YAML is a superset of JSON; `yaml`
-/// selects the parser whose messages fit the input best).
+/// selects the parser whose messages fit the input best). A YAML document
+/// may stand for no more than the largest document taken
+/// ([`crate::admin::MAX_DOCUMENT`]) once its aliases are expanded.
 ///
 /// # Errors
-/// The parser's message, with the line and column it gives.
+/// The parser's message, with the line and column it gives; or what the
+/// aliases would have grown the document to.
 pub fn parse_document(text: &str, yaml: bool) -> Result<PermissionDocument, String> {
     if yaml {
+        crate::expansion::within(text, crate::admin::MAX_DOCUMENT)?;
         serde_yaml_ng::from_str(text).map_err(|e| e.to_string())
     } else {
         serde_json::from_str(text).map_err(|e| e.to_string())
@@ -170,5 +174,28 @@ mod document_tests {
         }
         let doc = parse_document("roles:\n  - code: \"null\"\n", true).expect("a quoted word is text");
         assert_eq!(doc.roles[0].code, "null");
+    }
+
+    #[test]
+    fn a_yaml_document_its_aliases_would_grow_past_the_largest_document_is_refused() {
+        // Two gigabytes of action names from one megabyte of text.
+        let big = "v".repeat(1_000_000);
+        let bomb =
+            format!("roles:\n  - code: R\n    grants: {{payments: [&s \"{big}\", {}]}}\n", ["*s"; 2000].join(","));
+        let error = parse_document(&bomb, true).unwrap_err();
+        assert!(error.contains("YAML aliases"), "{error}");
+        // Nested collections, each repeating the one before nine times
+        // (the parser's own limit on repetitions).
+        let mut laughs = String::from("roles:\n  - code: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+        for level in 1..9 {
+            let previous = vec![format!("*a{}", level - 1); 9].join(", ");
+            laughs.push_str(&format!("  - code: &a{level} [{previous}]\n"));
+        }
+        assert!(parse_document(&laughs, true).is_err());
+        // Anchors as people use them.
+        let doc =
+            parse_document("roles:\n  - {code: A, grants: &g {payments: [view]}}\n  - {code: B, grants: *g}\n", true)
+                .expect("a shared grant list");
+        assert_eq!(doc.roles[1].grants, doc.roles[0].grants);
     }
 }

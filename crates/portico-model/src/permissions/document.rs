@@ -20,6 +20,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::{ACC_OBJECT, CatalogObject, Company, ContractStatus, EIO, Employee, PermissionModel, Role, VIEW};
+use crate::text::echo;
 
 /// A required text field: only a string. A YAML `null`, `true` or number
 /// is refused (quote it) instead of being read as the text "null", "true"
@@ -161,7 +162,7 @@ fn name_problem(value: &str) -> Option<String> {
     } else if value.len() > MAX_NAME {
         Some(format!("longer than {MAX_NAME} characters"))
     } else if !value.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
-        Some(format!("{value:?} may hold only Latin letters, digits, '-' and '_'"))
+        Some(format!("{} may hold only Latin letters, digits, '-' and '_'", echo(value)))
     } else {
         None
     }
@@ -208,7 +209,7 @@ impl PermissionModel {
             if let Some(p) = name_problem(&entry.cnum) {
                 problems.add(format!("{place}.cnum"), p);
             } else if !seen.insert(&entry.cnum) {
-                problems.add(format!("{place}.cnum"), format!("company {:?} appears twice", entry.cnum));
+                problems.add(format!("{place}.cnum"), format!("company {} appears twice", echo(&entry.cnum)));
             }
             if let Some(p) = display_problem(&entry.name) {
                 problems.add(format!("{place}.name"), p);
@@ -228,7 +229,7 @@ impl PermissionModel {
             } else if let Some(p) = segments.iter().find_map(|s| name_problem(s)) {
                 problems.add(format!("{place}.object"), p);
             } else if !seen.insert(&entry.object) {
-                problems.add(format!("{place}.object"), format!("object {:?} appears twice", entry.object));
+                problems.add(format!("{place}.object"), format!("object {} appears twice", echo(&entry.object)));
             }
             if let Some(p) = entry.name.as_deref().and_then(display_problem) {
                 problems.add(format!("{place}.name"), p);
@@ -241,7 +242,7 @@ impl PermissionModel {
                 if let Some(p) = name_problem(action) {
                     problems.add(format!("{place}.actions[{j}]"), p);
                 } else if !actions.insert(action.clone()) {
-                    problems.add(format!("{place}.actions[{j}]"), format!("action {action:?} appears twice"));
+                    problems.add(format!("{place}.actions[{j}]"), format!("action {} appears twice", echo(action)));
                 }
             }
             next.catalog.insert(
@@ -253,10 +254,10 @@ impl PermissionModel {
             let place = format!("catalog[{i}].object");
             let Some((parent, child)) = entry.object.split_once('.') else { continue };
             match next.catalog.get(parent) {
-                None => problems.add(place, format!("the parent object {parent:?} is not in the catalog")),
+                None => problems.add(place, format!("the parent object {} is not in the catalog", echo(parent))),
                 Some(p) if p.actions.contains(child) => problems.add(
                     place,
-                    format!("{child:?} is already an action of {parent:?}; a sub-object needs another name"),
+                    format!("{} is already an action of {}; a sub-object needs another name", echo(child), echo(parent)),
                 ),
                 Some(_) => {}
             }
@@ -271,7 +272,7 @@ impl PermissionModel {
             if let Some(p) = name_problem(&entry.code) {
                 problems.add(format!("{place}.code"), p);
             } else if !seen.insert(&entry.code) {
-                problems.add(format!("{place}.code"), format!("role {:?} appears twice", entry.code));
+                problems.add(format!("{place}.code"), format!("role {} appears twice", echo(&entry.code)));
             }
             if let Some(p) = entry.name.as_deref().and_then(display_problem) {
                 problems.add(format!("{place}.name"), p);
@@ -279,12 +280,12 @@ impl PermissionModel {
             let existing = next.role_by_code(&entry.code).cloned();
             let id = match (entry.id, &existing) {
                 (Some(id), Some(old)) if id != old.id => {
-                    problems.add(format!("{place}.id"), format!("role {:?} already has the id {}", entry.code, old.id));
+                    problems.add(format!("{place}.id"), format!("role {} already has the id {}", echo(&entry.code), old.id));
                     old.id
                 }
                 (Some(id), None) => {
                     if let Some(other) = next.roles.get(&id) {
-                        problems.add(format!("{place}.id"), format!("the id {id} belongs to role {:?}", other.code));
+                        problems.add(format!("{place}.id"), format!("the id {id} belongs to role {}", echo(&other.code)));
                     }
                     id
                 }
@@ -297,14 +298,14 @@ impl PermissionModel {
                 for (object, actions) in wanted {
                     let grant_place = format!("{place}.grants.{object}");
                     let Some(catalog) = next.catalog.get(object) else {
-                        problems.add(grant_place, format!("the object {object:?} is not in the catalog"));
+                        problems.add(grant_place, format!("the object {} is not in the catalog", echo(object)));
                         continue;
                     };
                     for (j, action) in actions.iter().enumerate() {
                         if !catalog.actions.contains(action) {
                             problems.add(
                                 format!("{grant_place}[{j}]"),
-                                format!("the object {object:?} has no action {action:?}"),
+                                format!("the object {} has no action {}", echo(object), echo(action)),
                             );
                         }
                     }
@@ -323,17 +324,17 @@ impl PermissionModel {
             let place = format!("employees[{i}]");
             let user = users.get(&entry.user).copied();
             if user.is_none() {
-                problems.add(format!("{place}.user"), format!("there is no user {:?}", entry.user.0));
+                problems.add(format!("{place}.user"), format!("there is no user {}", echo(&entry.user.0)));
             }
             if !next.companies.contains_key(&entry.cnum) {
-                problems.add(format!("{place}.cnum"), format!("there is no company {:?}", entry.cnum));
+                problems.add(format!("{place}.cnum"), format!("there is no company {}", echo(&entry.cnum)));
             }
             let role_id = match &entry.role {
                 None => None,
                 Some(code) => match next.role_by_code(code) {
                     Some(role) => Some(role.id),
                     None => {
-                        problems.add(format!("{place}.role"), format!("there is no role {code:?}"));
+                        problems.add(format!("{place}.role"), format!("there is no role {}", echo(code)));
                         None
                     }
                 },
@@ -342,7 +343,7 @@ impl PermissionModel {
             if !seen.insert((user_id, entry.cnum.clone())) {
                 problems.add(
                     format!("{place}.user"),
-                    format!("user {:?} appears twice in company {:?}", entry.user.0, entry.cnum),
+                    format!("user {} appears twice in company {}", echo(&entry.user.0), echo(&entry.cnum)),
                 );
             }
             next.employees.insert(
@@ -370,7 +371,7 @@ impl PermissionModel {
                     if let Some(i) = doc.catalog.iter().position(|c| &c.object == object) {
                         problems.add(
                             format!("catalog[{i}].actions"),
-                            format!("role {:?} is granted {action:?} on {object:?}; keep the action", role.code),
+                            format!("role {} is granted {} on {}; keep the action", echo(&role.code), echo(action), echo(object)),
                         );
                     }
                 }
@@ -385,7 +386,7 @@ impl PermissionModel {
                     .iter()
                     .position(|e| e.cnum == employee.cnum && e.role.as_deref() == Some(EIO))
                     .map_or_else(|| "employees".to_owned(), |i| format!("employees[{i}].role"));
-                problems.add(place, format!("company {:?} would have more than one active EIO", employee.cnum));
+                problems.add(place, format!("company {} would have more than one active EIO", echo(&employee.cnum)));
             }
         }
     }

@@ -57,6 +57,24 @@ fn v2_map_nests_sub_objects_under_their_object() {
     assert_eq!(map["100"]["acc"]["employees"]["manage"], true);
 }
 
+/// A problem repeats at most [`crate::text::ECHO_CHARS`] characters of
+/// what the document said: a 16 MiB document of unknown names is not
+/// answered with 16 MiB of problems.
+#[test]
+fn a_problem_repeats_only_the_start_of_a_long_value() {
+    let long = "x".repeat(100_000);
+    let d = doc(&format!(
+        r#"{{"roles": [{{"code": "R", "grants": {{"payments": ["{long}"], "{long}": ["view"]}}}}],
+            "employees": [{{"user": "{long}", "cnum": "{long}", "role": "{long}"}}]}}"#
+    ));
+    let errors = base().merge(&d, &users(), Uuid::new_v4).unwrap_err();
+    assert!(errors.len() >= 4, "{errors:?}");
+    for error in &errors {
+        assert!(error.message.chars().count() < 200, "{}: {}…", error.place, &error.message[..200]);
+        assert!(error.message.contains("(100000 characters)"), "{}: {}", error.place, error.message);
+    }
+}
+
 #[test]
 fn inactive_employment_is_no_employment() {
     let m = base();

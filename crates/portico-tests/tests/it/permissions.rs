@@ -470,6 +470,34 @@ async fn the_admin_api_applies_documents_all_or_nothing() {
     }
 }
 
+/// A YAML document of a megabyte whose aliases repeat a megabyte of text
+/// 2,000 times stands for two gigabytes: it is refused as the document it
+/// stands for, past the 16 MiB a document may hold, without being read
+/// into memory, and nothing changes.
+#[tokio::test]
+async fn a_yaml_document_whose_aliases_expand_past_the_largest_document_is_refused() {
+    let big = "v".repeat(1_000_000);
+    let bomb = format!("roles:\n  - code: R\n    grants: {{payments: [&s \"{big}\", {}]}}\n", ["*s"; 2000].join(","));
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let revision = app.store.permission_revision().await.unwrap();
+        let response = app
+            .http()
+            .post(app.url("/admin/v1/permissions"))
+            .bearer_auth(ADMIN_TOKEN)
+            .header("content-type", "application/yaml")
+            .body(bomb.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 400, "{backend:?}");
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["code"], "invalid_document", "{backend:?}");
+        assert!(body["message"].as_str().unwrap().contains("YAML aliases"), "{backend:?}: {body}");
+        assert_eq!(app.store.permission_revision().await.unwrap(), revision, "{backend:?}: nothing changed");
+    }
+}
+
 #[tokio::test]
 async fn generated_bad_input_gets_a_4xx_with_a_spec_body_and_changes_nothing() {
     const VALUES: [&str; 10] =
