@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use portico_admin::ServiceError;
 use portico_api::Problem;
 use portico_api::error::ErrorBody;
-use portico_permissions::service::{ApplyError, ApplySummary, parse_document};
+use portico_permissions::service::{ApplyError, ApplySummary, read_document};
 
 use serde::Deserialize;
 
@@ -112,7 +112,8 @@ pub async fn apply_permissions(
         console.read_form(&headers, body, "/console/permissions", true, MAX_DOCUMENT_FORM).await?;
     let l = Layout::new(&headers, &operator, "permissions", "/console/permissions");
     let text = fields.document.unwrap_or_default();
-    let doc = match parse_document(&text, !text.trim_start().starts_with('{')) {
+    let yaml = !text.trim_start().starts_with('{');
+    let doc = match read_document(text.clone(), yaml).await {
         Ok(doc) => doc,
         Err(message) => return Ok(permissions_page(&console, l, None, vec![(String::new(), message)], text).await),
     };

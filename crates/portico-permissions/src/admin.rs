@@ -18,7 +18,7 @@ use portico_model::audit::{AuditEvent, AuditKind};
 use portico_model::permissions::PermissionDocument;
 
 use crate::PermissionsState;
-use crate::service::{ApplyError, ApplySummary, parse_document};
+use crate::service::{ApplyError, ApplySummary, read_document};
 
 /// Largest document the admin API accepts.
 pub const MAX_DOCUMENT: usize = 16 * 1024 * 1024;
@@ -79,9 +79,9 @@ pub async fn apply(
     if !yaml && !content_type.contains("json") {
         return Err(ApiError::UnsupportedMediaType("send the document as application/json or application/yaml".into()));
     }
-    let text = std::str::from_utf8(&body).map_err(|_| ApiError::bad_request("the document is not UTF-8"))?;
+    let text = String::from_utf8(body.into()).map_err(|_| ApiError::bad_request("the document is not UTF-8"))?;
     let doc: PermissionDocument =
-        parse_document(text, yaml).map_err(|message| ApiError::invalid(message, Vec::new()))?;
+        read_document(text, yaml).await.map_err(|message| ApiError::invalid(message, Vec::new()))?;
     match apply_by(&api.service, api.store.as_ref(), api.clock.as_ref(), &admin.actor, &doc).await {
         Ok(summary) => Ok(Json(summary).into_response()),
         Err(ApplyError::Invalid(problems)) => Err(ApiError::invalid(

@@ -155,6 +155,17 @@ pub fn parse_document(text: &str, yaml: bool) -> Result<PermissionDocument, Stri
     }
 }
 
+/// [`parse_document`] on a thread of its own: a document of 16 MiB takes
+/// long enough to hold up the requests that share a runtime worker.
+///
+/// # Errors
+/// As [`parse_document`].
+pub async fn read_document(text: String, yaml: bool) -> Result<PermissionDocument, String> {
+    tokio::task::spawn_blocking(move || parse_document(&text, yaml))
+        .await
+        .unwrap_or_else(|_| Err("the document could not be read; try again".to_owned()))
+}
+
 #[cfg(test)]
 mod document_tests {
     use super::parse_document;

@@ -257,7 +257,11 @@ impl PermissionModel {
                 None => problems.add(place, format!("the parent object {} is not in the catalog", echo(parent))),
                 Some(p) if p.actions.contains(child) => problems.add(
                     place,
-                    format!("{} is already an action of {}; a sub-object needs another name", echo(child), echo(parent)),
+                    format!(
+                        "{} is already an action of {}; a sub-object needs another name",
+                        echo(child),
+                        echo(parent)
+                    ),
                 ),
                 Some(_) => {}
             }
@@ -280,12 +284,16 @@ impl PermissionModel {
             let existing = next.role_by_code(&entry.code).cloned();
             let id = match (entry.id, &existing) {
                 (Some(id), Some(old)) if id != old.id => {
-                    problems.add(format!("{place}.id"), format!("role {} already has the id {}", echo(&entry.code), old.id));
+                    problems.add(
+                        format!("{place}.id"),
+                        format!("role {} already has the id {}", echo(&entry.code), old.id),
+                    );
                     old.id
                 }
                 (Some(id), None) => {
                     if let Some(other) = next.roles.get(&id) {
-                        problems.add(format!("{place}.id"), format!("the id {id} belongs to role {}", echo(&other.code)));
+                        problems
+                            .add(format!("{place}.id"), format!("the id {id} belongs to role {}", echo(&other.code)));
                     }
                     id
                 }
@@ -371,7 +379,12 @@ impl PermissionModel {
                     if let Some(i) = doc.catalog.iter().position(|c| &c.object == object) {
                         problems.add(
                             format!("catalog[{i}].actions"),
-                            format!("role {} is granted {} on {}; keep the action", echo(&role.code), echo(action), echo(object)),
+                            format!(
+                                "role {} is granted {} on {}; keep the action",
+                                echo(&role.code),
+                                echo(action),
+                                echo(object)
+                            ),
                         );
                     }
                 }
