@@ -429,6 +429,21 @@ impl SecurityProfile {
         matches!(self, Self::FapiRu)
     }
 
+    /// Whether the client's authorization requests must carry a `state`
+    /// (`openid`: the request asks for it). The contract's clients always
+    /// send one; RFC 6749 §4.1.1 makes it optional, and FAPI 2.0 binds the
+    /// answer to its request with PKCE (its conformance tests expect a
+    /// request without one to succeed); FAPI 1.0 Baseline §5.2.2.3, which
+    /// ФАПИ.СЕК builds on, requires it of requests without `openid`, whose
+    /// `nonce` is required instead (§5.2.2.2).
+    pub const fn requires_state(self, openid: bool) -> bool {
+        match self {
+            Self::Standard => true,
+            Self::Fapi2 => false,
+            Self::FapiRu => !openid,
+        }
+    }
+
     /// Whether the client's redirect URIs are `https` only (FAPI 1.0
     /// Baseline §5.2.2-20, where the demo and local development do not
     /// allow insecure addresses) and a request's must match one exactly

@@ -369,7 +369,9 @@ pub struct PendingAuthorization {
     pub redirect_uri: String,
     /// The requested scopes, checked against the client's.
     pub scope: Vec<String>,
-    pub state: String,
+    /// `None` when the request carried none (its client's profile let it).
+    #[serde(default)]
+    pub state: Option<String>,
     /// The S256 PKCE challenge.
     pub code_challenge: String,
     #[serde(default)]
@@ -574,7 +576,7 @@ mod tests {
         let request = PendingAuthorization {
             redirect_uri: "https://rp.example/cb".into(),
             scope: vec!["openid".into()],
-            state: "s".into(),
+            state: Some("s".into()),
             code_challenge: "c".repeat(43),
             nonce: Some("n".into()),
             prompt: Some(crate::oauth::Prompt::Consent),
@@ -629,7 +631,7 @@ mod tests {
         PendingAuthorization {
             redirect_uri: "https://rp.example/cb".into(),
             scope: vec!["openid".into()],
-            state: "s".into(),
+            state: Some("s".into()),
             code_challenge: "c".repeat(43),
             nonce: None,
             prompt: None,

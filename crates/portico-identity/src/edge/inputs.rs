@@ -100,8 +100,10 @@ pub struct AuthorizeQuery {
     /// Scopes separated by a space.
     #[param(value_type = String, required = true, example = "openid profile email phone")]
     pub scope: Param<String>,
-    /// Returned unchanged; at most 2048 characters.
-    #[param(value_type = String, required = true, min_length = 1, max_length = 2048)]
+    /// Returned unchanged; at most 2048 characters. Required, but of
+    /// `fapi2` clients and of `fapi-ru` clients asking for `openid`
+    /// (docs/openbanking.md).
+    #[param(value_type = String, required = false, min_length = 1, max_length = 2048)]
     pub state: Param<String>,
     /// Carried into the id_token; at most 512 characters.
     #[param(value_type = String, required = false, min_length = 1, max_length = 512)]
@@ -243,7 +245,8 @@ pub struct PushedRequestDto {
     /// Scopes separated by a space.
     #[schema(example = "openid profile")]
     scope: Option<String>,
-    /// Returned unchanged; at most 2048 characters.
+    /// Returned unchanged; at most 2048 characters. Required, but of
+    /// `fapi2` clients and of `fapi-ru` clients asking for `openid`.
     state: Option<String>,
     /// BASE64URL(SHA256(ASCII(code_verifier))): 43 characters.
     #[schema(pattern = "^[A-Za-z0-9_-]{43}$")]
@@ -278,9 +281,10 @@ pub struct AuthorizeFormDto {
     /// Scopes separated by a space.
     #[schema(example = "openid profile")]
     scope: String,
-    /// Returned unchanged; at most 2048 characters.
+    /// Returned unchanged; at most 2048 characters. Required, but of
+    /// `fapi2` clients and of `fapi-ru` clients asking for `openid`.
     #[schema(min_length = 1, max_length = 2048)]
-    state: String,
+    state: Option<String>,
     /// BASE64URL(SHA256(ASCII(code_verifier))): 43 characters.
     #[schema(pattern = "^[A-Za-z0-9_-]{43}$")]
     code_challenge: String,

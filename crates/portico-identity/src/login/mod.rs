@@ -100,8 +100,8 @@ pub struct ClientEntry {
     pub client_id: ClientId,
     #[serde(rename = "r")]
     pub redirect_uri: String,
-    #[serde(rename = "s")]
-    pub state: String,
+    #[serde(rename = "s", default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
     #[serde(rename = "m", default, skip_serializing_if = "is_query")]
     pub response_mode: ResponseMode,
     /// The client's `authorization_signed_response_alg` (JARM).
@@ -130,7 +130,10 @@ impl ClientEntry {
     /// RFC 9207).
     pub fn return_url(&self, issuer: &str) -> String {
         let [error, description] = ACCESS_DENIED;
-        with_query(&self.redirect_uri, &[error, description, ("state", &self.state), ("iss", issuer)])
+        let mut pairs = vec![error, description];
+        pairs.extend(self.state.as_deref().map(|state| ("state", state)));
+        pairs.push(("iss", issuer));
+        with_query(&self.redirect_uri, &pairs)
     }
 
     /// Where a link back to the client leads: [`ClientEntry::return_url`],
@@ -147,7 +150,8 @@ impl ClientEntry {
     /// `access_denied`, in the client's response mode.
     pub async fn respond(&self, identity: &Identity, headers: &HeaderMap) -> Response {
         let [error, description] = ACCESS_DENIED;
-        let pairs = [error, description, ("state", self.state.as_str())];
+        let mut pairs = vec![error, description];
+        pairs.extend(self.state.as_deref().map(|state| ("state", state)));
         let to = crate::oauth2::response::Recipient {
             client_id: self.client_id.clone(),
             redirect_uri: self.redirect_uri.clone(),

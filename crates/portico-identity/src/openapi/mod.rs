@@ -238,7 +238,7 @@ mod tests {
             let request = portico_model::login::PendingAuthorization {
                 redirect_uri: "https://app.example/cb".into(),
                 scope: vec!["openid".into()],
-                state: "st".into(),
+                state: Some("st".into()),
                 code_challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM".into(),
                 nonce: None,
                 prompt: None,

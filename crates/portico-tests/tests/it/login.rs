@@ -537,8 +537,8 @@ async fn the_way_back_to_the_client_comes_from_the_kept_request_and_from_older_p
             let mut process = app.store.find_login_process(id.into(), app.clock.now()).await.unwrap().unwrap();
             let request = process.state.request.clone().expect("authorize keeps the checked request");
             assert_eq!(
-                (request.redirect_uri.as_str(), request.state.as_str()),
-                (app.redirect_uri().as_str(), "st-123")
+                (request.redirect_uri.as_str(), request.state.as_deref()),
+                (app.redirect_uri().as_str(), Some("st-123"))
             );
             assert_eq!(request.scope, ["openid", "profile", "email", "phone"]);
             let view = app.login_view(&browser).await;

@@ -607,3 +607,81 @@ async fn refresh_token_rotation_is_a_client_setting() {
         assert_eq!(again.status(), 400, "{backend:?}: the rotated token is spent");
     }
 }
+
+/// `state` is required of the contract's clients; a `fapi2` client may
+/// leave it out (RFC 6749 §4.1.1, PKCE binds the answer: the FAPI 2.0
+/// conformance tests ask for a request without one to succeed), and so may
+/// a `fapi-ru` client that asks for `openid` (and so sends a `nonce`), but
+/// not one without `openid` (FAPI 1.0 Baseline §5.2.2.3). An answer to a
+/// request without `state` carries none.
+#[tokio::test]
+async fn state_may_be_left_out_only_where_the_clients_profile_allows() {
+    for backend in backends() {
+        let app = spawn(backend).await;
+        let without_state = |params: Vec<(String, String)>| -> Vec<(String, String)> {
+            params.into_iter().filter(|(name, _)| name != "state").collect()
+        };
+
+        // The contract's client: refused, in its query, with no state.
+        let pkce = Pkce::new();
+        let mut url = url::Url::parse(&app.url("/oauth2/authorize")).unwrap();
+        url.query_pairs_mut()
+            .append_pair("response_type", "code")
+            .append_pair("client_id", demo::CLIENT_ID)
+            .append_pair("redirect_uri", &app.redirect_uri())
+            .append_pair("scope", "openid")
+            .append_pair("code_challenge", &pkce.challenge)
+            .append_pair("code_challenge_method", "S256");
+        let refused = app.browser().get(url.as_str()).send().await.unwrap();
+        assert_eq!(location_param(&refused, "error").as_deref(), Some("invalid_request"), "{backend:?}");
+        assert_eq!(location_param(&refused, "error_description").as_deref(), Some("OAuth 2.0 Parameter: state"));
+        assert_eq!(location_param(&refused, "state"), None);
+
+        // A FAPI 2.0 client: pushed without state, answered without one,
+        // in the query and in a signed answer.
+        let party = Party::new("fapi2-no-state", &[Algorithm::Es256]);
+        party.register(&app, "fapi2").await;
+        for mode in ["query", "jwt"] {
+            let pkce = Pkce::new();
+            let params = without_state(party.params(&pkce, &[("response_mode", mode)]));
+            let (status, pushed) = party.post(&app, "/oauth2/par", Algorithm::Es256, &params, &[]).await;
+            assert_eq!(status, 201, "{backend:?} {mode}: {pushed}");
+            let authorize = party.authorize(&app, "request_uri", pushed["request_uri"].as_str().unwrap());
+            let done = party.login(&app, &authorize).await;
+            let answer = match mode {
+                "query" => Value::Object(
+                    url::Url::parse(&location(&done))
+                        .unwrap()
+                        .query_pairs()
+                        .map(|(name, value)| (name.into_owned(), Value::from(value.into_owned())))
+                        .collect(),
+                ),
+                _ => jwt_claims(&location_param(&done, "response").expect("a signed answer")),
+            };
+            assert!(answer["code"].is_string(), "{backend:?} {mode}: {answer}");
+            assert!(answer.get("state").is_none(), "{backend:?} {mode}: {answer}");
+            assert_eq!(answer["iss"].as_str(), Some(app.base.as_str()));
+        }
+
+        // ФАПИ.СЕК: without openid, state is what binds the answer.
+        let party = Party::new("fapi-ru-no-state", &[Algorithm::Es256]);
+        party.register(&app, "fapi-ru").await;
+        let pkce = Pkce::new();
+        let jarm = without_state(party.params(&pkce, &[("response_mode", "jwt")]));
+        let mut oauth_only = jarm.clone();
+        oauth_only.iter_mut().filter(|(name, _)| name == "scope").for_each(|(_, scope)| *scope = "profile".into());
+        oauth_only.retain(|(name, _)| name != "nonce");
+        let object = party.request_object(&app, Algorithm::Es256, &oauth_only);
+        let refused = app.browser().get(party.authorize(&app, "request", &object)).send().await.unwrap();
+        let refusal = location_param(&refused, "response").map(|jwt| jwt_claims(&jwt)).unwrap_or_default();
+        assert_eq!(refusal["error"], "invalid_request", "{backend:?}: {}", location(&refused));
+        let description = refusal["error_description"].as_str().unwrap();
+        assert!(description.contains("state") && description.contains("profile fapi-ru"), "{description}");
+        assert!(refusal.get("state").is_none(), "{refusal}");
+        // With openid (and its nonce): answered without state.
+        let object = party.request_object(&app, Algorithm::Es256, &jarm);
+        let done = party.login(&app, &party.authorize(&app, "request", &object)).await;
+        let answer = jwt_claims(&location_param(&done, "response").expect("a signed answer"));
+        assert!(answer["code"].is_string() && answer.get("state").is_none(), "{backend:?}: {answer}");
+    }
+}

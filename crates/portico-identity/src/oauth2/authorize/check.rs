@@ -1,7 +1,7 @@
 //! The parameters of an authorization request, checked in the contract's
 //! order (the endpoint's docs, [`super`]); the first problem is the answer.
 
-use portico_model::client::Client;
+use portico_model::client::{Client, SecurityProfile};
 use portico_model::form::Param;
 use portico_model::login::Locale;
 use portico_model::oauth::{ResponseMode, is_s256_challenge};
@@ -98,10 +98,19 @@ pub(crate) fn check(
         .ok()
         .filter(|set| set.iter().all(|s| client.allows_scope(s)))
         .ok_or_else(|| fail("invalid_scope", "scope"))?;
-    get(query.state, "state")?;
-    let Some(state) = state.clone() else {
+    let given = get(query.state, "state")?;
+    if given.is_some() && state.is_none() {
         return Err(fail("invalid_request", "state"));
-    };
+    }
+    if given.is_none() && profile.requires_state(scope.contains("openid")) {
+        if profile == SecurityProfile::Standard {
+            return Err(fail("invalid_request", "state"));
+        }
+        let why =
+            format!("OAuth 2.0 Parameter: state: the client's requests without openid must carry a state{}", by(false));
+        return Err(refuse("invalid_request", why));
+    }
+    let state = state.clone();
     let code_challenge = get(query.code_challenge, "code_challenge")?
         .filter(|c| is_s256_challenge(c))
         .ok_or_else(|| fail("invalid_request", "code_challenge"))?;

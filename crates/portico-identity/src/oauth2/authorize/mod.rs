@@ -248,7 +248,8 @@ async fn handle(identity: &Identity, headers: &HeaderMap, form: &[u8]) -> Result
             identity.store.delete_login_process(process.id).await?;
             let why = "the user who logged in is not the one id_token_hint names";
             let to = request.recipient();
-            let response = error_to_client(identity, headers, &to, "login_required", why, Some(&request.state)).await;
+            let response =
+                error_to_client(identity, headers, &to, "login_required", why, request.state.as_deref()).await;
             return Ok(login::ended(identity, response));
         }
         let session = identity.store.find_session_by_id(outcome.session_id, now).await?;
@@ -286,7 +287,7 @@ async fn handle(identity: &Identity, headers: &HeaderMap, form: &[u8]) -> Result
             take_pushed(identity, &request, now).await?;
             let to = request.recipient();
             let why = "the user must consent";
-            return Ok(error_to_client(identity, headers, &to, "consent_required", why, Some(&request.state)).await);
+            return Ok(error_to_client(identity, headers, &to, "consent_required", why, request.state.as_deref()).await);
         }
         return login::start_at(identity, headers, &request, now, Some(&session)).await?.ok_or_else(used_request_uri);
     }
@@ -295,7 +296,7 @@ async fn handle(identity: &Identity, headers: &HeaderMap, form: &[u8]) -> Result
         take_pushed(identity, &request, now).await?;
         let to = request.recipient();
         let why = "the user must log in";
-        return Ok(error_to_client(identity, headers, &to, "login_required", why, Some(&request.state)).await);
+        return Ok(error_to_client(identity, headers, &to, "login_required", why, request.state.as_deref()).await);
     }
 
     login::start(identity, headers, &request, now).await?.ok_or_else(used_request_uri)
@@ -318,7 +319,7 @@ async fn hinted_user(identity: &Identity, request: &AuthorizeRequest) -> Result<
             to: request.recipient(),
             error: "invalid_request",
             description: "OAuth 2.0 Parameter: id_token_hint: not an ID token Portico issued".into(),
-            state: Some(request.state.clone()),
+            state: request.state.clone(),
         }),
     }
 }
@@ -508,7 +509,8 @@ fn new_code(
 
 /// The code's way back to the client.
 async fn code_redirect(identity: &Identity, headers: &HeaderMap, request: &AuthorizeRequest, code: &str) -> Response {
-    let pairs = [("code", code), ("state", &request.state)];
+    let mut pairs = vec![("code", code)];
+    pairs.extend(request.state.as_deref().map(|state| ("state", state)));
     to_client(identity, headers, &request.recipient(), &pairs).await
 }
 

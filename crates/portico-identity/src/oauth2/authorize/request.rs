@@ -16,7 +16,10 @@ pub struct AuthorizeRequest {
     pub client: Client,
     pub redirect_uri: String,
     pub scope: ScopeSet,
-    pub state: String,
+    /// `None` where the client's profile lets a request leave it out
+    /// ([`portico_model::client::SecurityProfile::requires_state`]); the
+    /// answer then carries none.
+    pub state: Option<String>,
     pub code_challenge: String,
     pub nonce: Option<String>,
     pub prompt: Option<Prompt>,
@@ -111,10 +114,10 @@ pub fn location(client_id: &ClientId, request: &PendingAuthorization) -> String 
         .append_pair("client_id", client_id.as_str())
         .append_pair("redirect_uri", &request.redirect_uri)
         .append_pair("scope", &scope)
-        .append_pair("state", &request.state)
         .append_pair("code_challenge", &request.code_challenge)
         .append_pair("code_challenge_method", "S256");
     let optional = [
+        ("state", request.state.as_deref()),
         ("nonce", request.nonce.as_deref()),
         ("prompt", request.prompt.map(Prompt::as_str)),
         ("max_age", max_age.as_deref()),

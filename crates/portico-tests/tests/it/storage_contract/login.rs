@@ -18,7 +18,7 @@ fn pending_request() -> PendingAuthorization {
     PendingAuthorization {
         redirect_uri: "https://app.example/cb".into(),
         scope: vec!["openid".into(), "profile".into()],
-        state: "st".into(),
+        state: Some("st".into()),
         code_challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM".into(),
         nonce: Some("n".into()),
         prompt: Some(portico_model::oauth::Prompt::Login),
