@@ -141,6 +141,9 @@ impl RegistrationError {
                     "the registration could not be stored; try again",
                 )
             }
+            // RFC 7592 §2: the client is gone (removed by a request that
+            // raced this one), and its registration access token with it.
+            ServiceError::NotFound(..) => Self::token("the registration access token is not valid for this client"),
             other => Self::metadata(other.to_string()),
         }
     }

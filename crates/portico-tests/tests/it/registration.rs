@@ -918,3 +918,59 @@ async fn a_client_name_that_hides_or_turns_its_text_is_refused() {
         assert_eq!(status, 201, "{backend:?}: {body}");
     }
 }
+
+/// RFC 7592 §2: a request for a registration that no longer exists is
+/// `401 invalid_token`, however it raced the removal. 32 removals of one
+/// registration at once remove it once and refuse 31 that way; replacements
+/// racing removals are each kept (200) or refused the same way — never
+/// `400 invalid_client_metadata` "there is no client", which requests that
+/// passed the token check before the removal committed were answered.
+#[tokio::test]
+async fn requests_racing_the_removal_of_a_registration_are_refused_as_the_rfc_says() {
+    let metadata = json!({
+        "redirect_uris": ["https://fintech.example/cb"],
+        "client_name": "Fintech",
+        "token_endpoint_auth_method": "client_secret_basic",
+    });
+    for backend in backends() {
+        let app = spawn(backend).await;
+        let before = client_count(&app).await;
+        for replacements in [0, 16] {
+            let (status, registered) = app.register(Some(INITIAL), &metadata).await;
+            assert_eq!(status, 201, "{backend:?}: {registered}");
+            let client_id = registered["client_id"].as_str().unwrap().to_owned();
+            let token = registered["registration_access_token"].as_str().unwrap().to_owned();
+            let uri = registered["registration_client_uri"].as_str().unwrap().to_owned();
+            let mut replacement = metadata.clone();
+            replacement["client_id"] = client_id.clone().into();
+            let mut requests = tokio::task::JoinSet::new();
+            for i in 0..32 {
+                let request = if i % 2 == 1 && i / 2 < replacements {
+                    app.http().put(&uri).bearer_auth(&token).json(&replacement)
+                } else {
+                    app.http().delete(&uri).bearer_auth(&token)
+                };
+                let removal = i % 2 == 0 || i / 2 >= replacements;
+                requests.spawn(async move {
+                    let response = request.send().await.unwrap();
+                    let status = response.status().as_u16();
+                    let body: Value = response.json().await.unwrap_or(Value::Null);
+                    (removal, status, body["error"].as_str().map(str::to_owned))
+                });
+            }
+            let answers = requests.join_all().await;
+            let count = |removal: bool, status: u16| answers.iter().filter(|a| a.0 == removal && a.1 == status).count();
+            let refused = answers.iter().filter(|a| a.1 == 401 && a.2.as_deref() == Some("invalid_token")).count();
+            let removals = 32 - replacements;
+            assert_eq!(
+                (count(true, 204), count(true, 401)),
+                (1, removals - 1),
+                "{backend:?}, {replacements} replacements: {answers:?}"
+            );
+            assert_eq!(count(false, 200) + count(false, 401), replacements, "{backend:?}: {answers:?}");
+            assert_eq!(refused, answers.iter().filter(|a| a.1 == 401).count(), "{backend:?}: {answers:?}");
+            assert!(app.store.find_client(&client_id.as_str().into()).await.unwrap().is_none(), "{backend:?}");
+        }
+        assert_eq!(client_count(&app).await, before, "{backend:?}");
+    }
+}
