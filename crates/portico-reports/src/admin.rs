@@ -16,7 +16,7 @@ use portico_api::{Admin, ApiError, Params, page_size};
 use portico_model::audit::{AuditEvent, AuditKind};
 use portico_model::ids::ReportTaskId;
 use portico_model::reports::{ReportTask, TaskStatus};
-use portico_storage::ReportTaskFilter;
+use portico_storage::{ReportTaskFilter, Reuse};
 use serde::Deserialize;
 use utoipa::IntoParams;
 use uuid::Uuid;
@@ -123,8 +123,10 @@ pub enum RetryError {
 }
 
 /// An operator's retry of the failed task `id`: a new task with its
-/// request, queued now and recorded in the audit log with `actor`. The
-/// admin API and the console share it.
+/// request, queued now and recorded in the audit log with `actor` — or,
+/// when a task for the same request was made since the failed one (an
+/// earlier retry, one racing this, the broker's own request), that task.
+/// The admin API and the console share it.
 ///
 /// # Errors
 /// [`RetryError`]: no such task, a task that has not failed, the store.
@@ -150,7 +152,14 @@ pub async fn retry_task(
         trace_parent: portico_storage::trace::current(),
         ..failed
     };
-    let (task, _) = api.store.create_report_task(&again, false).await.map_err(RetryError::Storage)?;
+    // Asked again once: a task for the same request made since the failed
+    // one (an earlier retry, also one racing this, or the broker's own
+    // request) is the answer.
+    let reuse = Reuse::SameRequestSince(failed.created_at);
+    let (task, new) = api.store.create_report_task(&again, reuse).await.map_err(RetryError::Storage)?;
+    if !new {
+        return Ok(task);
+    }
     api.queued.notify_one();
     tracing::info!(failed = %id, task = %task.id, %actor, "report task retried by an operator");
     let detail = serde_json::json!({ "failed": id, "task": task.id, "cnum": task.cnum });

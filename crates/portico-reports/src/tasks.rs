@@ -14,7 +14,7 @@ use axum::extract::{Path, RawQuery, State};
 use portico_model::form::{Form, Param, Problem};
 use portico_model::ids::ReportTaskId;
 use portico_model::reports::{FileType, MAX_PERIOD_DAYS, ReportTask, ReportType, Source, TaskStatus};
-use portico_storage::ReportTaskFilter;
+use portico_storage::{ReportTaskFilter, Reuse};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -198,7 +198,11 @@ pub async fn create(
     };
     let (task, created) = api
         .store
-        .create_report_task_within(&task, !task.handle_if_exists, api.max_unfinished)
+        .create_report_task_within(
+            &task,
+            if task.handle_if_exists { Reuse::Never } else { Reuse::SameRequest },
+            api.max_unfinished,
+        )
         .await?
         .ok_or(ReportError::TooManyTasks(api.max_unfinished))?;
     if created {

@@ -7,7 +7,7 @@ use portico_model::reports::brokerage::Agreement;
 use portico_model::reports::{
     FileType, ReportFile, ReportTask, ReportType, SignatureType, Source, TaskOutcome, TaskStatus,
 };
-use portico_storage::{BrokerageRepository, ReportRepository, ReportTaskFilter};
+use portico_storage::{BrokerageRepository, ReportRepository, ReportTaskFilter, Reuse};
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
 use time::OffsetDateTime;
@@ -134,7 +134,7 @@ impl ReportRepository for PgStore {
     async fn create_report_task_within(
         &self,
         task: &ReportTask,
-        reuse: bool,
+        reuse: Reuse,
         max_unfinished: u32,
     ) -> Result<Option<(ReportTask, bool)>> {
         let file_types = file_type_codes(task);
@@ -146,12 +146,13 @@ impl ReportRepository for PgStore {
             .execute(&mut *tx)
             .await
             .map_err(storage_error(WHAT))?;
-        if reuse {
+        if reuse.reuses() {
             // The same file types in any order (each is named once).
             let existing = sqlx::query(
                 "SELECT * FROM report_tasks WHERE cnum = $1 AND report_type = $2 AND agreement_number = $3 \
                  AND COALESCE(account, '') = $4 AND period_from = $5 AND period_to = $6 \
                  AND file_types @> $7 AND file_types <@ $7 AND status <> 'FAILED' \
+                 AND ($8::timestamptz IS NULL OR created_at >= $8) \
                  ORDER BY created_at DESC, id DESC LIMIT 1",
             )
             .bind(&task.cnum)
@@ -161,6 +162,7 @@ impl ReportRepository for PgStore {
             .bind(task.period_from)
             .bind(task.period_to)
             .bind(&file_types)
+            .bind(at_opt(reuse.since()))
             .fetch_optional(&mut *tx)
             .await
             .map_err(storage_error(WHAT))?;

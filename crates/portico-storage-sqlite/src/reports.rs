@@ -6,7 +6,7 @@ use portico_model::reports::brokerage::Agreement;
 use portico_model::reports::{
     FileType, ReportFile, ReportTask, ReportType, SignatureType, Source, TaskOutcome, TaskStatus,
 };
-use portico_storage::{BrokerageRepository, ReportRepository, ReportTaskFilter};
+use portico_storage::{BrokerageRepository, ReportRepository, ReportTaskFilter, Reuse};
 use rusqlite::{Connection, Row, params};
 use time::{Date, OffsetDateTime};
 
@@ -105,7 +105,7 @@ fn with_files(conn: &Connection, mut tasks: Vec<ReportTask>) -> Res<Vec<ReportTa
 /// The newest task that is not failed and asks for what `task` asks for:
 /// the same company, type, agreement, account, period and file types (in
 /// any order).
-fn same_request(conn: &Connection, task: &ReportTask) -> Res<Option<ReportTask>> {
+fn same_request(conn: &Connection, task: &ReportTask, since: Option<OffsetDateTime>) -> Res<Option<ReportTask>> {
     let candidates = all(
         conn,
         "SELECT * FROM report_tasks WHERE cnum = ?1 AND report_type = ?2 AND agreement_number = ?3 \
@@ -123,7 +123,7 @@ fn same_request(conn: &Connection, task: &ReportTask) -> Res<Option<ReportTask>>
     )?;
     let mut wanted = task.file_types.clone();
     wanted.sort_unstable_by_key(|f| f.as_str());
-    Ok(candidates.into_iter().find(|found| {
+    Ok(candidates.into_iter().filter(|found| since.is_none_or(|since| found.created_at >= since)).find(|found| {
         let mut types = found.file_types.clone();
         types.sort_unstable_by_key(|f| f.as_str());
         types == wanted
@@ -174,13 +174,15 @@ impl ReportRepository for SqliteStore {
     async fn create_report_task_within(
         &self,
         task: &ReportTask,
-        reuse: bool,
+        reuse: Reuse,
         max_unfinished: u32,
     ) -> Result<Option<(ReportTask, bool)>> {
         let task = task.clone();
         self.db
             .write("report task", move |tx| {
-                if reuse && let Some(found) = same_request(tx, &task)? {
+                if reuse.reuses()
+                    && let Some(found) = same_request(tx, &task, reuse.since())?
+                {
                     return Ok(Some((with_files(tx, vec![found])?.remove(0), false)));
                 }
                 // The one writer runs this whole: no other insert between the count and ours.

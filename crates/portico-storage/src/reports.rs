@@ -43,17 +43,46 @@ pub struct ReportTaskFilter {
     pub limit: u32,
 }
 
+/// Which earlier task asking for the same report may answer a new one
+/// instead of it ([`ReportRepository::create_report_task`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reuse {
+    /// None: the task is stored (a broker's `handleIfExists`).
+    Never,
+    /// The newest task that is not `FAILED` for the same company, type,
+    /// agreement, account, period and file types.
+    SameRequest,
+    /// The same, created at or after this time: an operator's retry of a
+    /// task that failed, which a retry made since (or the broker's own
+    /// request since) answers, so that a failed task is asked again once.
+    SameRequestSince(OffsetDateTime),
+}
+
+impl Reuse {
+    /// Whether an earlier task may answer.
+    pub const fn reuses(self) -> bool {
+        !matches!(self, Self::Never)
+    }
+
+    /// The earliest creation of a task that may answer (`None`: any).
+    pub const fn since(self) -> Option<OffsetDateTime> {
+        match self {
+            Self::SameRequestSince(since) => Some(since),
+            Self::Never | Self::SameRequest => None,
+        }
+    }
+}
+
 /// Report tasks and their files.
 #[async_trait]
 pub trait ReportRepository: Send + Sync {
-    /// Stores a new task; with `reuse`, returns instead the newest task that
-    /// is not `FAILED` for the same company, type, agreement, account,
-    /// period and file types, if there is one. Returns the task and whether
-    /// it is new.
+    /// Stores a new task, unless `reuse` names an earlier one that answers
+    /// it ([`Reuse`]): then that one. Returns the task and whether it is
+    /// new.
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn create_report_task(&self, task: &ReportTask, reuse: bool) -> Result<(ReportTask, bool)> {
+    async fn create_report_task(&self, task: &ReportTask, reuse: Reuse) -> Result<(ReportTask, bool)> {
         let created = self.create_report_task_within(task, reuse, u32::MAX).await?;
         created.ok_or_else(|| crate::StorageError::Other("no company holds u32::MAX unfinished report tasks".into()))
     }
@@ -68,7 +97,7 @@ pub trait ReportRepository: Send + Sync {
     async fn create_report_task_within(
         &self,
         task: &ReportTask,
-        reuse: bool,
+        reuse: Reuse,
         max_unfinished: u32,
     ) -> Result<Option<(ReportTask, bool)>>;
     /// # Errors

@@ -195,7 +195,7 @@ async fn workers(backend: Backend, shape: &Shape) {
         task.file_types = vec![FileType::SimpleDocumentary, FileType::PrintedForm];
         task.period_from = month;
         task.period_to = month + time::Duration::days(29);
-        let (task, _) = app.store.create_report_task(&task, false).await.expect("task");
+        let (task, _) = app.store.create_report_task(&task, portico_storage::Reuse::Never).await.expect("task");
         app.reports.queued.notify_one();
         ids.push(task.id);
     }

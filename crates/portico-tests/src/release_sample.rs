@@ -468,7 +468,7 @@ pub async fn fill(store: &dyn Storage, s: &Sample) {
         trace_parent: None,
         ..s.task.clone()
     };
-    store.create_report_task(&new, false).await.expect("task");
+    store.create_report_task(&new, portico_storage::Reuse::Never).await.expect("task");
     let lease = s.task.updated_at + Duration::minutes(5);
     let claimed = store.claim_report_task(s.task.updated_at, lease).await.expect("claim").expect("a task");
     assert_eq!(claimed.id, s.task.id);

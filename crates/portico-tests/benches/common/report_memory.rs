@@ -60,7 +60,7 @@ pub fn run(allocator: &str) {
         let mut created = 0;
         while done < TASKS {
             while created < TASKS && pending.len() < in_flight {
-                let (task, _) = app.store.create_report_task(&task(&shape), false).await.expect("task");
+                let (task, _) = app.store.create_report_task(&task(&shape), portico_storage::Reuse::Never).await.expect("task");
                 app.reports.queued.notify_one();
                 pending.push(task.id);
                 created += 1;

@@ -810,7 +810,7 @@ async fn operators_list_a_companys_report_tasks_and_retry_a_failed_one() {
         let mut failed = crate::storage_contract::report_task(1, "7700000099", (1, 31));
         failed.status = TaskStatus::Failed;
         failed.error = Some("the agreement has no data".into());
-        app.store.create_report_task(&failed, false).await.unwrap();
+        app.store.create_report_task(&failed, portico_storage::Reuse::Never).await.unwrap();
 
         let (status, tasks) = admin(&app, "GET", "/admin/v1/reports/tasks?cnum=7700000099", None).await;
         assert_eq!(status, 200, "{tasks}");
@@ -829,7 +829,7 @@ async fn operators_list_a_companys_report_tasks_and_retry_a_failed_one() {
         assert_eq!((stored.period_from, stored.file_types.clone()), (failed.period_from, failed.file_types.clone()));
         let mut done = crate::storage_contract::report_task(2, "7700000099", (1, 31));
         done.status = TaskStatus::Done;
-        app.store.create_report_task(&done, false).await.unwrap();
+        app.store.create_report_task(&done, portico_storage::Reuse::Never).await.unwrap();
         let (status, body) = admin(&app, "POST", &format!("/admin/v1/reports/tasks/{}/retry", done.id), None).await;
         assert_eq!((status, body["code"].as_str()), (409, Some("task_not_failed")), "only a FAILED task: {body}");
         let (status, _) =
@@ -846,6 +846,43 @@ async fn operators_list_a_companys_report_tasks_and_retry_a_failed_one() {
         assert_eq!(retried_events.len(), 1, "the one retry");
         assert_eq!(retried_events[0].event.actor.as_deref(), Some("token:admin"));
         assert_eq!(retried_events[0].event.detail["failed"], json!(failed.id));
+    }
+}
+
+/// A failed task is asked again once: 32 retries of it at once (an
+/// operator's double click, two operators) make one new task, which every
+/// answer names, and one audit entry; a later retry names it too while it
+/// has not failed (no report worker runs here).
+#[tokio::test]
+async fn thirty_two_retries_of_one_failed_task_at_once_ask_for_it_once() {
+    use portico_model::reports::TaskStatus;
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| c.reports.generate = false).await;
+        let mut failed = crate::storage_contract::report_task(1, "7700000099", (1, 31));
+        failed.status = TaskStatus::Failed;
+        let now = portico_model::clock::Clock::now(app.clock.as_ref());
+        (failed.created_at, failed.updated_at) = (now - time::Duration::hours(1), now);
+        app.store.create_report_task(&failed, portico_storage::Reuse::Never).await.unwrap();
+        let path = format!("/admin/v1/reports/tasks/{}/retry", failed.id);
+        let mut requests = tokio::task::JoinSet::new();
+        for _ in 0..32 {
+            let request = app.http().post(app.url(&path)).bearer_auth(portico_tests::ADMIN_TOKEN);
+            requests.spawn(async move {
+                let response = request.send().await.unwrap();
+                let status = response.status().as_u16();
+                (status, response.json::<Value>().await.unwrap()["id"].as_str().map(str::to_owned))
+            });
+        }
+        let answers = requests.join_all().await;
+        let ids: std::collections::BTreeSet<_> = answers.iter().map(|(_, id)| id.clone()).collect();
+        assert!(answers.iter().all(|(status, _)| *status == 202), "{backend:?}: {answers:?}");
+        assert_eq!(ids.len(), 1, "{backend:?}: one new task, {answers:?}");
+        let (_, tasks) = admin(&app, "GET", "/admin/v1/reports/tasks?cnum=7700000099", None).await;
+        assert_eq!(tasks.as_array().unwrap().len(), 2, "{backend:?}: the failed task and its one retry");
+        let (status, again) = admin(&app, "POST", &path, None).await;
+        assert_eq!((status, again["id"].as_str().map(str::to_owned)), (202, ids.first().cloned().flatten()));
+        let retried = portico_storage::AuditQuery { kind: Some("report_task.retried".into()), ..Default::default() };
+        assert_eq!(app.store.query_audit(&retried).await.unwrap().len(), 1, "{backend:?}: one audit entry");
     }
 }
 

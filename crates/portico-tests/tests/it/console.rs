@@ -507,7 +507,7 @@ async fn admins_manage_users_clients_and_report_tasks_and_read_the_audit_log_thr
         // Report tasks: a failed one retried as a new task; a finished one is not.
         let mut failed = crate::storage_contract::report_task(1, "7700000099", (1, 31));
         failed.status = TaskStatus::Failed;
-        app.store.create_report_task(&failed, false).await.unwrap();
+        app.store.create_report_task(&failed, portico_storage::Reuse::Never).await.unwrap();
         let (_, html) = page(&browser, &app, "/console/reports?cnum=7700000099").await;
         assert!(html.contains(&format!("/console/reports/{}/retry", failed.id)), "{html}");
         let (status, html) = page(&browser, &app, "/console/reports?cnum=77x").await;
@@ -528,7 +528,7 @@ async fn admins_manage_users_clients_and_report_tasks_and_read_the_audit_log_thr
         assert_eq!(tasks.len(), 2, "a new task beside the failed one");
         let mut done = crate::storage_contract::report_task(2, "7700000099", (1, 31));
         done.status = TaskStatus::Done;
-        app.store.create_report_task(&done, false).await.unwrap();
+        app.store.create_report_task(&done, portico_storage::Reuse::Never).await.unwrap();
         let response = post(
             &browser,
             &app,

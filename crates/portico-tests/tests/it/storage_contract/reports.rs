@@ -28,6 +28,34 @@ pub(crate) fn report_task(id: u128, cnum: &str, period: (u8, u8)) -> portico_mod
     }
 }
 
+/// An operator's retry of a failed task is answered by a task for the
+/// same request made since the failed one (an earlier retry), never by one
+/// made before it.
+#[tokio::test]
+async fn a_retry_reuses_only_a_task_made_since_the_failed_one() {
+    use portico_model::reports::TaskStatus;
+    use portico_storage::Reuse;
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let before = report_task(1, "7700000001", (1, 31));
+        store.create_report_task(&before, Reuse::Never).await.unwrap();
+        let mut failed = report_task(2, "7700000001", (1, 31));
+        failed.status = TaskStatus::Failed;
+        store.create_report_task(&failed, Reuse::Never).await.unwrap();
+        let since = Reuse::SameRequestSince(failed.created_at);
+        let retry = report_task(3, "7700000001", (1, 31));
+        let (made, created) = store.create_report_task(&retry, since).await.unwrap();
+        assert_eq!(
+            (made.id, created),
+            (retry.id, true),
+            "{backend:?}: the task made before the failed one does not answer"
+        );
+        let (found, created) = store.create_report_task(&report_task(4, "7700000001", (1, 31)), since).await.unwrap();
+        assert_eq!((found.id, created), (retry.id, false), "{backend:?}: the retry answers a second one");
+    }
+}
+
 #[tokio::test]
 async fn report_tasks_are_reused_listed_claimed_once_and_finished_under_their_lease() {
     use portico_model::reports::{FileType, ReportFile, SignatureType, TaskOutcome, TaskStatus};
@@ -36,14 +64,18 @@ async fn report_tasks_are_reused_listed_claimed_once_and_finished_under_their_le
         let dir = TempDir::new();
         let store = store(backend, &dir).await;
         let first = report_task(1, "7700000001", (1, 31));
-        assert_eq!(store.create_report_task(&first, true).await.unwrap(), (first.clone(), true), "{backend:?}");
+        assert_eq!(
+            store.create_report_task(&first, portico_storage::Reuse::SameRequest).await.unwrap(),
+            (first.clone(), true),
+            "{backend:?}"
+        );
         let again = report_task(2, "7700000001", (1, 31));
-        let (found, created) = store.create_report_task(&again, true).await.unwrap();
+        let (found, created) = store.create_report_task(&again, portico_storage::Reuse::SameRequest).await.unwrap();
         assert_eq!((found.id, created), (first.id, false), "the earlier task is returned");
-        let (_, created) = store.create_report_task(&again, false).await.unwrap();
+        let (_, created) = store.create_report_task(&again, portico_storage::Reuse::Never).await.unwrap();
         assert!(created, "handleIfExists: a new task");
-        store.create_report_task(&report_task(3, "7700000001", (2, 28)), false).await.unwrap();
-        store.create_report_task(&report_task(4, "7700000002", (1, 31)), false).await.unwrap();
+        store.create_report_task(&report_task(3, "7700000001", (2, 28)), portico_storage::Reuse::Never).await.unwrap();
+        store.create_report_task(&report_task(4, "7700000002", (1, 31)), portico_storage::Reuse::Never).await.unwrap();
 
         let list = |filter: ReportTaskFilter| {
             let store = Arc::clone(&store);
@@ -118,7 +150,10 @@ async fn finished_report_tasks_are_listed_and_removed_by_age_and_unfinished_ones
         let dir = TempDir::new();
         let store = store(backend, &dir).await;
         for id in 1..=4 {
-            store.create_report_task(&report_task(id, "7700000001", (1, 31)), false).await.unwrap();
+            store
+                .create_report_task(&report_task(id, "7700000001", (1, 31)), portico_storage::Reuse::Never)
+                .await
+                .unwrap();
         }
         // 1 and 2 finish at t0 + 1 h (done with a file, failed); 3 is in
         // progress; 4 stays new.
