@@ -8,13 +8,17 @@ use portico_model::permissions::{DocumentError, PermissionDocument, PermissionMo
 use portico_storage::{Storage, StorageError};
 use uuid::Uuid;
 
-/// Saves that lost a race with another writer are retried this many times.
-const SAVE_ATTEMPTS: usize = 5;
+/// Saves that lost a race with another node's writer are retried this many
+/// times (as changes to a client are).
+const SAVE_ATTEMPTS: usize = 20;
 
 pub struct PermissionService {
     store: Arc<dyn Storage>,
     current: RwLock<Arc<PermissionModel>>,
     reload: tokio::sync::Mutex<()>,
+    /// This node's documents are applied one at a time: only other nodes'
+    /// writers can make a save lose its race.
+    writing: tokio::sync::Mutex<()>,
 }
 
 /// Why a document was not applied.
@@ -53,7 +57,12 @@ impl ApplySummary {
 
 impl PermissionService {
     pub fn new(store: Arc<dyn Storage>) -> Self {
-        Self { store, current: RwLock::new(Arc::new(PermissionModel::default())), reload: tokio::sync::Mutex::new(()) }
+        Self {
+            store,
+            current: RwLock::new(Arc::new(PermissionModel::default())),
+            reload: tokio::sync::Mutex::new(()),
+            writing: tokio::sync::Mutex::new(()),
+        }
     }
 
     fn cached(&self) -> Arc<PermissionModel> {
@@ -127,6 +136,7 @@ impl PermissionService {
     /// winning the race.
     pub async fn apply(&self, doc: &PermissionDocument) -> Result<ApplySummary, ApplyError> {
         let users = self.resolve_users(doc).await?;
+        let _turn = self.writing.lock().await;
         for _ in 0..SAVE_ATTEMPTS {
             let current = self.store.load_permissions().await?;
             let next = current.merge(doc, &users, Uuid::new_v4).map_err(ApplyError::Invalid)?;

@@ -470,6 +470,43 @@ async fn the_admin_api_applies_documents_all_or_nothing() {
     }
 }
 
+/// 32 documents applied at once, each adding its own company, are all
+/// applied: the node takes them in turn (before, 9 of 32 were answered
+/// `503` "other writers kept changing the permission model").
+#[tokio::test]
+async fn thirty_two_documents_applied_at_once_are_all_kept() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let revision = app.store.permission_revision().await.unwrap();
+        let mut requests = tokio::task::JoinSet::new();
+        for i in 0..32 {
+            let doc = json!({"companies": [{"cnum": format!("78{i:08}"), "name": format!("Co {i}"), "contractStatus": "ACTIVE"}]});
+            let request = app.http().post(app.url("/admin/v1/permissions")).bearer_auth(ADMIN_TOKEN).json(&doc);
+            requests.spawn(async move { request.send().await.unwrap().status().as_u16() });
+        }
+        let statuses = requests.join_all().await;
+        assert!(statuses.iter().all(|s| *s == 200), "{backend:?}: {statuses:?}");
+        let model: Value = app
+            .http()
+            .get(app.url("/admin/v1/permissions"))
+            .bearer_auth(ADMIN_TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let added = model["companies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["cnum"].as_str().unwrap().starts_with("78"))
+            .count();
+        assert_eq!(added, 32, "{backend:?}");
+        assert_eq!(app.store.permission_revision().await.unwrap(), revision + 32, "{backend:?}");
+    }
+}
+
 /// A YAML document of a megabyte whose aliases repeat a megabyte of text
 /// 2,000 times stands for two gigabytes: it is refused as the document it
 /// stands for, past the 16 MiB a document may hold, without being read
