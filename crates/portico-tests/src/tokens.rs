@@ -276,6 +276,23 @@ impl TestApp {
             .expect("admin request")
     }
 
+    /// The whole permission model as the admin API exports it
+    /// (`GET /admin/v1/permissions`).
+    ///
+    /// # Panics
+    /// When the request fails or is not answered 200.
+    pub async fn permission_model(&self) -> serde_json::Value {
+        let response = self
+            .http()
+            .get(self.url("/admin/v1/permissions"))
+            .bearer_auth(ADMIN_TOKEN)
+            .send()
+            .await
+            .expect("admin request");
+        assert_eq!(response.status(), 200, "the permission model");
+        response.json().await.expect("the model as JSON")
+    }
+
     /// Liveness status of an access token.
     pub async fn liveness(&self, access_token: &str) -> u16 {
         self.http()

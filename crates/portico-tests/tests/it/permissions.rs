@@ -412,12 +412,7 @@ async fn any_bad_token_pair_is_401_with_an_error_body() {
 async fn the_admin_api_applies_documents_all_or_nothing() {
     for backend in backends() {
         let app = TestApp::spawn(backend).await;
-        let export = || async {
-            let response =
-                app.http().get(app.url("/admin/v1/permissions")).bearer_auth(ADMIN_TOKEN).send().await.unwrap();
-            assert_eq!(response.status(), 200);
-            response.json::<Value>().await.unwrap()
-        };
+        let export = || app.permission_model();
         let before = export().await;
         assert_eq!(before["companies"].as_array().unwrap().len(), 3, "{backend:?}");
 
@@ -486,16 +481,7 @@ async fn thirty_two_documents_applied_at_once_are_all_kept() {
         }
         let statuses = requests.join_all().await;
         assert!(statuses.iter().all(|s| *s == 200), "{backend:?}: {statuses:?}");
-        let model: Value = app
-            .http()
-            .get(app.url("/admin/v1/permissions"))
-            .bearer_auth(ADMIN_TOKEN)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let model = app.permission_model().await;
         let added = model["companies"]
             .as_array()
             .unwrap()
