@@ -7,7 +7,8 @@
 //! asymmetric `alg` (never `none` or HS256); `jti` is given (at most
 //! [`crate::jose::MAX_JTI_LEN`] characters); `htm` is the request's method
 //! and `htu` its address (compared without query and fragment, scheme and
-//! host case-insensitively, default ports dropped); `iat` is within
+//! host case-insensitively, default ports dropped, percent-encodings
+//! normalized as RFC 3986 §6.2.2 says); `iat` is within
 //! [`MAX_AGE`] before now (and at most the leeway ahead); and, where an
 //! access token is presented, `ath` is its SHA-256 hash. The key's RFC 7638
 //! thumbprint (`jkt`) is what a token is bound to. Replay (the same `jti`
@@ -142,7 +143,41 @@ fn normalize(url: &str) -> String {
         }
     }
     let path = if path.is_empty() { "/" } else { path };
-    format!("{scheme}://{authority}{path}")
+    format!("{scheme}://{authority}{}", normalize_escapes(path))
+}
+
+/// `path` with its percent-encodings normalized (RFC 3986 §6.2.2.1 and
+/// §6.2.2.2): an escaped unreserved character (`%7E`, `%61`) stands for
+/// itself, and every other escape is written with upper-case digits, so
+/// that `/a%2fb`, `/a%2Fb` compare equal and `/%61` equals `/a`.
+fn normalize_escapes(path: &str) -> std::borrow::Cow<'_, str> {
+    if !path.contains('%') {
+        return path.into();
+    }
+    let bytes = path.as_bytes();
+    let mut out = String::with_capacity(path.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let escaped = bytes
+            .get(i + 1..i + 3)
+            .filter(|hex| bytes[i] == b'%' && hex.iter().all(u8::is_ascii_hexdigit))
+            .and_then(|hex| std::str::from_utf8(hex).ok())
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
+        match escaped {
+            Some(byte) if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) => out.push(char::from(byte)),
+            Some(byte) => out.push_str(&format!("%{byte:02X}")),
+            None => {
+                // A character of the path as it came (a `%` without two hex
+                // digits after it stays as it is).
+                let c = path[i..].chars().next().unwrap_or_default();
+                out.push(c);
+                i += c.len_utf8();
+                continue;
+            }
+        }
+        i += 3;
+    }
+    out.into()
 }
 
 #[cfg(test)]
@@ -167,5 +202,21 @@ mod tests {
         assert_eq!(normalize("HTTPS://Id.Bank.Example:443/oauth2/token?x=1#f"), "https://id.bank.example/oauth2/token");
         assert_eq!(normalize("http://127.0.0.1:8080/a"), "http://127.0.0.1:8080/a");
         assert_ne!(normalize("https://id.bank.example/oauth2/token"), normalize("https://id.bank.example/oauth2/par"));
+    }
+
+    #[test]
+    fn addresses_compare_with_their_escapes_normalized() {
+        // RFC 9449 §4.3 compares htu after RFC 3986 §6.2.2 normalization:
+        // escapes' hex digits in either case, unreserved characters escaped
+        // or not.
+        assert_eq!(normalize("https://b.example/api/caf%c3%a9/1"), normalize("https://b.example/api/caf%C3%A9/1"));
+        assert_eq!(normalize("https://b.example/oauth2/%75serinfo"), "https://b.example/oauth2/userinfo");
+        assert_eq!(normalize("https://b.example/%7Ea%2d%2E_"), "https://b.example/~a-._");
+        // A reserved character escaped is another address than the
+        // character itself, and a stray `%` stays as it is.
+        assert_ne!(normalize("https://b.example/a%2Fb"), normalize("https://b.example/a/b"));
+        assert_eq!(normalize("https://b.example/a%2fb"), "https://b.example/a%2Fb");
+        assert_eq!(normalize("https://b.example/100%/é%4"), "https://b.example/100%/é%4");
+        assert_eq!(normalize("https://b.example/%+1"), "https://b.example/%+1");
     }
 }

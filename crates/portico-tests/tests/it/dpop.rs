@@ -142,6 +142,14 @@ async fn a_proof_binds_the_tokens_and_resources_take_them_only_with_a_fresh_proo
         let post = key.proof(&app, "POST", "/oauth2/userinfo", Some(&access));
         assert_eq!(userinfo(&app, &scheme, Some(&post)).await.status(), 401, "{backend:?}: another method");
         assert_eq!(userinfo(&app, &scheme, None).await.status(), 401, "{backend:?}: no proof");
+        // RFC 9449 §4.3: htu is compared after RFC 3986 §6.2.2
+        // normalization, so an unreserved character escaped (`%75` for
+        // `u`) names the same address, and a reserved one (`%2F`) another.
+        let escaped = |htu: &str| key.proof_with(&app, "GET", "/", Some(&access), json!({ "htu": app.url(htu) }));
+        let same = userinfo(&app, &scheme, Some(&escaped("/oauth2/%75serinfo"))).await;
+        assert_eq!(same.status(), 200, "{backend:?}: an escaped unreserved character");
+        let other_path = userinfo(&app, &scheme, Some(&escaped("/oauth2%2Fuserinfo"))).await;
+        assert_eq!(other_path.status(), 401, "{backend:?}: an escaped slash");
 
         // Liveness: the same rule.
         let live = app
