@@ -5,7 +5,10 @@
 //! - a parameter the type knows may appear once: a repeat is an error
 //!   (RFC 6749 §3.1 and §3.2), never "first wins" or "last wins";
 //! - a value holding a NUL character is an error (no Portico parameter can
-//!   hold one, and PostgreSQL text cannot store one);
+//!   hold one, and PostgreSQL text cannot store one), and so is one whose
+//!   bytes, once decoded, are not UTF-8 (`%FF`): it would otherwise be read
+//!   as U+FFFD and answered changed (a `state` that does not come back as
+//!   it was sent);
 //! - an empty value is an absent one (`Option` fields are `None`, others
 //!   missing);
 //! - parameters the type does not know are ignored, unread (a type that
@@ -45,7 +48,29 @@ use serde::forward_to_deserialize_any;
 
 /// The parameters of one form or query string, in order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Form(Vec<(String, String)>);
+pub struct Form(Vec<Field>);
+
+/// One parameter as given: its name and value decoded (a name or value
+/// that is not UTF-8 with U+FFFD in place of its bad bytes), and whether
+/// the value was UTF-8 text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Field {
+    key: String,
+    value: String,
+    text: bool,
+}
+
+impl Field {
+    /// Whether the value can be read as a parameter's text at all: UTF-8,
+    /// without a NUL character.
+    fn readable(&self) -> bool {
+        self.text && !self.value.contains('\0')
+    }
+
+    fn entry(&self, repeated: bool) -> Entry<'_> {
+        Entry { key: &self.key, value: &self.value, text: self.text, repeated }
+    }
+}
 
 /// What was wrong with a parameter.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -188,12 +213,35 @@ impl de::Error for FormError {
 impl Form {
     /// A form of these parameters, in this order.
     pub fn from_pairs(pairs: Vec<(String, String)>) -> Self {
-        Self(pairs)
+        Self(pairs.into_iter().map(|(key, value)| Field { key, value, text: true }).collect())
     }
 
-    /// The parameters of `encoded` (a request body or a query string).
+    /// The parameters of `encoded` (a request body or a query string), as
+    /// `application/x-www-form-urlencoded` parsing says (WHATWG URL §5.1:
+    /// `&`-separated, empty pieces skipped, the name up to the first `=`,
+    /// `+` a space, then percent-decoded), each value remembered as UTF-8
+    /// text or not.
     pub fn parse(encoded: &[u8]) -> Self {
-        Self(form_urlencoded::parse(encoded).map(|(k, v)| (k.into_owned(), v.into_owned())).collect())
+        let decode = |bytes: &[u8]| -> Vec<u8> {
+            let spaced: Vec<u8> = bytes.iter().map(|&b| if b == b'+' { b' ' } else { b }).collect();
+            percent_encoding::percent_decode(&spaced).collect()
+        };
+        let fields = encoded
+            .split(|&b| b == b'&')
+            .filter(|piece| !piece.is_empty())
+            .map(|piece| {
+                let (key, value) = match piece.iter().position(|&b| b == b'=') {
+                    Some(at) => (&piece[..at], &piece[at + 1..]),
+                    None => (piece, &[][..]),
+                };
+                let key = String::from_utf8_lossy(&decode(key)).into_owned();
+                match String::from_utf8(decode(value)) {
+                    Ok(value) => Field { key, value, text: true },
+                    Err(e) => Field { key, value: String::from_utf8_lossy(e.as_bytes()).into_owned(), text: false },
+                }
+            })
+            .collect();
+        Self(fields)
     }
 
     /// The form as a `T`, by the rules above.
@@ -202,11 +250,7 @@ impl Form {
     /// The first parameter (in the form's order) that is repeated, missing
     /// or not a value of its field's type.
     pub fn read<T: DeserializeOwned>(&self) -> Result<T, FormError> {
-        T::deserialize(Whole::absent_when_empty(self.0.iter().map(|(key, value)| Entry {
-            key,
-            value,
-            repeated: false,
-        })))
+        T::deserialize(Whole::absent_when_empty(self.0.iter().map(|field| field.entry(false))))
     }
 
     /// As [`Form::read`], but an empty value is given, not absent: the
@@ -218,7 +262,7 @@ impl Form {
     /// The first parameter (in the form's order) that is repeated, missing
     /// or not a value of its field's type.
     pub fn read_given<T: DeserializeOwned>(&self) -> Result<T, FormError> {
-        let entries = self.0.iter().map(|(key, value)| Entry { key, value, repeated: false }).collect();
+        let entries = self.0.iter().map(|field| field.entry(false)).collect();
         T::deserialize(Whole { entries, empty_is_absent: false })
     }
 
@@ -231,11 +275,11 @@ impl Form {
     pub fn read_each<T: DeserializeOwned>(&self) -> Result<T, FormError> {
         let counts = self.counts();
         let mut seen = HashSet::with_capacity(counts.len());
-        let entries = self.0.iter().filter(|(key, _)| seen.insert(key.as_str())).map(|(key, value)| Entry {
-            key,
-            value,
-            repeated: counts[key.as_str()] > 1,
-        });
+        let entries = self
+            .0
+            .iter()
+            .filter(|field| seen.insert(field.key.as_str()))
+            .map(|field| field.entry(counts[field.key.as_str()] > 1));
         T::deserialize(Whole::absent_when_empty(entries))
     }
 
@@ -246,7 +290,7 @@ impl Form {
         let known = fields_of::<T>();
         let (mut seen, mut named) = (HashSet::new(), HashSet::new());
         let mut strays: Vec<FormError> = Vec::new();
-        for (key, _) in &self.0 {
+        for Field { key, .. } in &self.0 {
             let first = seen.insert(key.as_str());
             let problem = if !known.contains(&key.as_str()) {
                 Problem::Unknown
@@ -262,8 +306,8 @@ impl Form {
         strays
     }
 
-    /// The form as a `T`, taking a parameter that is repeated or holds a
-    /// NUL character as absent instead of refusing the form: the rule of
+    /// The form as a `T`, taking a parameter that is repeated, holds a
+    /// NUL character or is not UTF-8 as absent instead of refusing the form: the rule of
     /// the login pages' forms, whose contract has no error for either (a
     /// repeated password is no password, and counts as a wrong one).
     ///
@@ -272,11 +316,7 @@ impl Form {
     pub fn read_lenient<T: DeserializeOwned>(&self) -> Result<T, FormError> {
         let counts = self.counts();
         let once = |name: &str| counts[name] == 1;
-        let kept = self.0.iter().filter(|(k, v)| once(k) && !v.contains('\0')).map(|(key, value)| Entry {
-            key,
-            value,
-            repeated: false,
-        });
+        let kept = self.0.iter().filter(|field| once(&field.key) && field.readable()).map(|field| field.entry(false));
         T::deserialize(Whole::absent_when_empty(kept))
     }
 
@@ -285,21 +325,41 @@ impl Form {
     /// length.
     fn counts(&self) -> HashMap<&str, usize> {
         let mut counts = HashMap::with_capacity(self.0.len());
-        for (key, _) in &self.0 {
+        for Field { key, .. } in &self.0 {
             *counts.entry(key.as_str()).or_insert(0) += 1;
         }
         counts
     }
 
-    /// Every parameter, in order, as given.
+    /// Every parameter, in order, as given (a value that is not UTF-8
+    /// with U+FFFD in place of its bad bytes: see [`Form::values`] for
+    /// values read as parameters).
     pub fn pairs(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+        self.0.iter().map(|field| (field.key.as_str(), field.value.as_str()))
     }
 
-    /// Every non-empty value of `name` without a NUL (a form's repeated
-    /// checkboxes).
+    /// Every non-empty value of `name` without a NUL, UTF-8 (a form's
+    /// repeated checkboxes).
     pub fn all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> {
-        self.0.iter().filter(move |(k, v)| k == name && !v.is_empty() && !v.contains('\0')).map(|(_, v)| v.as_str())
+        self.0
+            .iter()
+            .filter(move |field| field.key == name && !field.value.is_empty() && field.readable())
+            .map(|field| field.value.as_str())
+    }
+
+    /// Every value of `name`, in order (an array parameter given in
+    /// several places).
+    ///
+    /// # Errors
+    /// [`Problem::Invalid`] naming `name` for a value holding a NUL
+    /// character or not UTF-8.
+    pub fn values<'a>(&'a self, name: &str) -> Result<Vec<&'a str>, FormError> {
+        let mut values = Vec::new();
+        for field in self.0.iter().filter(|field| field.key == name) {
+            field.entry(false).value().text()?;
+            values.push(field.value.as_str());
+        }
+        Ok(values)
     }
 }
 
@@ -342,7 +402,16 @@ pub fn fields_of<T: DeserializeOwned>() -> &'static [&'static str] {
 struct Entry<'a> {
     key: &'a str,
     value: &'a str,
+    /// Whether the value was UTF-8.
+    text: bool,
     repeated: bool,
+}
+
+impl<'a> Entry<'a> {
+    /// The entry's value, read where empty is a value.
+    fn value(&self) -> Value<'a> {
+        Value { key: self.key, value: self.value, text: self.text, repeated: self.repeated, empty_is_absent: false }
+    }
 }
 
 /// The whole form: a map of its parameters.
@@ -389,10 +458,10 @@ impl<'de> MapAccess<'de> for Pairs<'_> {
     }
 
     fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, FormError> {
-        let Entry { key, value, repeated } =
+        let Entry { key, value, text, repeated } =
             self.current.take().ok_or_else(|| de::Error::custom("a value without its name"))?;
         let empty_is_absent = self.empty_is_absent;
-        seed.deserialize(Value { key, value, repeated, empty_is_absent }).map_err(|error| error.at(key))
+        seed.deserialize(Value { key, value, text, repeated, empty_is_absent }).map_err(|error| error.at(key))
     }
 }
 
@@ -419,17 +488,21 @@ impl<'de> MapAccess<'de> for Reading<'_> {
 struct Value<'a> {
     key: &'a str,
     value: &'a str,
+    /// Whether the value was UTF-8.
+    text: bool,
     repeated: bool,
     empty_is_absent: bool,
 }
 
 impl<'a> Value<'a> {
-    /// The value as text: given once, present, and without a NUL.
+    /// The value as text: given once, present, UTF-8 and without a NUL.
     fn text(&self) -> Result<&'a str, FormError> {
         if self.repeated {
             Err(FormError::new(self.key, Problem::Repeated))
         } else if self.value.is_empty() && self.empty_is_absent {
             Err(FormError::new(self.key, Problem::Missing))
+        } else if !self.text {
+            Err(FormError::new(self.key, Problem::Invalid("is not UTF-8 text".to_owned())))
         } else if self.value.contains('\0') {
             Err(FormError::new(self.key, Problem::Invalid("holds a NUL character".to_owned())))
         } else {
@@ -575,6 +648,37 @@ mod tests {
         assert!(matches!(failure("code=a&mode=fragment"), (field, Problem::Invalid(_)) if field == "mode"));
         assert!(matches!(failure("code=a&max_age=-1"), (field, Problem::Invalid(_)) if field == "max_age"));
         assert!(matches!(failure("code=a&remember=yes"), (field, Problem::Invalid(_)) if field == "remember"));
+    }
+
+    #[test]
+    fn a_value_that_is_not_utf8_is_refused_naming_it_never_read_as_u_fffd() {
+        let not_text = Problem::Invalid("is not UTF-8 text".to_owned());
+        assert_eq!(failure("code=a&state=%FF"), ("state".into(), not_text.clone()));
+        assert_eq!(failure("code=%C3%28"), ("code".into(), not_text.clone()), "a broken sequence");
+        // U+FFFD itself, sent as UTF-8, is text like any other.
+        assert_eq!(read("code=a&state=%EF%BF%BD").unwrap().state.as_deref(), Some("\u{FFFD}"));
+        assert_eq!(read("code=%C3%A9+x").unwrap().code, "é x");
+        let each: Ordered = Form::parse(b"state=%FF&nonce=n").read_each().unwrap();
+        assert!(matches!(each.state, Param::Refused(Problem::Invalid(why)) if why.ends_with("is not UTF-8 text")));
+        assert_eq!(each.nonce, Param::Given("n".to_owned()));
+        let lenient: Request = Form::parse(b"code=c&state=%FE").read_lenient().unwrap();
+        assert_eq!(lenient.state, None, "leniently absent, as a NUL is");
+        let form = Form::parse(b"g=a&g=%FF&g=b&cnum=1&cnum=%FF");
+        assert_eq!(form.all("g").collect::<Vec<_>>(), ["a", "b"]);
+        let error = form.values("cnum").unwrap_err();
+        assert_eq!((error.field.as_str(), error.problem), ("cnum", not_text));
+        assert_eq!(form.values("g=").unwrap(), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn parses_as_form_urlencoded_does() {
+        for encoded in ["a=1&b=2", "a+b=c+d&%2B=%2b", "a==b&&c", "=x&y=&z", "a=%zz&b=%4", "%C3%A9=%E2%82%AC", ""] {
+            let form = Form::parse(encoded.as_bytes());
+            let ours: Vec<(&str, &str)> = form.pairs().collect();
+            let theirs: Vec<(String, String)> = url::form_urlencoded::parse(encoded.as_bytes()).into_owned().collect();
+            let theirs: Vec<(&str, &str)> = theirs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            assert_eq!(ours, theirs, "{encoded}");
+        }
     }
 
     #[test]

@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use crate::PermissionsState;
 use crate::error::PermissionError;
-use crate::request::{Refusal, SystemId, value};
+use crate::request::{Refusal, SystemId, segment_error, value};
 use portico_api::TokenPair;
 
 /// The calling EIO's own flags per section of the access control center.
@@ -36,7 +36,7 @@ pub async fn by_company(
     _: SystemId,
     path: Result<Path<String>, PathRejection>,
 ) -> Result<Response, PermissionError> {
-    let Path(cnum) = path.map_err(|_| PermissionError::bad_request("cnum", "cnum is not a valid path segment"))?;
+    let Path(cnum) = path.map_err(|e| segment_error(&["cnum"], &e))?;
     let cnum = value("cnum", &cnum)?;
     let model = api.service.model().await?;
     if model.employee(caller.user_id.as_uuid(), &cnum).is_none() {
@@ -75,8 +75,7 @@ pub async fn by_user_and_company(
     _: SystemId,
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> Result<Json<Vec<AccPermission>>, PermissionError> {
-    let Path((user_id, cnum)) =
-        path.map_err(|_| PermissionError::bad_request("userId", "a path parameter is not a valid path segment"))?;
+    let Path((user_id, cnum)) = path.map_err(|e| segment_error(&["userId", "cnum"], &e))?;
     let user_id = value("userId", &user_id)?;
     let user_id = Uuid::parse_str(&user_id).map_err(|_| PermissionError::InvalidParameterFormat("userId"))?;
     let cnum = value("cnum", &cnum)?;

@@ -3,6 +3,8 @@
 //! id, and array parameters.
 
 use axum::extract::FromRequestParts;
+use axum::extract::path::ErrorKind;
+use axum::extract::rejection::PathRejection;
 use axum::http::HeaderMap;
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
@@ -86,6 +88,29 @@ pub fn value(parameter: &'static str, raw: &str) -> Result<String, PermissionErr
     Ok(raw.to_owned())
 }
 
+/// An array parameter holding an empty or invalid value.
+fn invalid_element(parameter: &'static str) -> PermissionError {
+    PermissionError::bad_request(
+        parameter,
+        format!("{parameter} holds an empty or invalid value; give a comma-separated list"),
+    )
+}
+
+/// A path the router matched whose parameters could not be read: one of
+/// them is not UTF-8 once percent-decoded (`%FF`). `bad_request` naming
+/// that one of `names` (the operation's parameters, in path order).
+pub fn segment_error(names: &[&'static str], rejection: &PathRejection) -> PermissionError {
+    let failed = match rejection {
+        PathRejection::FailedToDeserializePathParams(e) => match e.kind() {
+            ErrorKind::InvalidUtf8InPathParam { key } => names.iter().find(|name| **name == key.as_str()),
+            _ => None,
+        },
+        _ => None,
+    };
+    let parameter = failed.or(names.first()).copied().unwrap_or("path");
+    PermissionError::bad_request(parameter, format!("{parameter} is not a valid path segment"))
+}
+
 /// The values of an array parameter given as `a,b,c` in one or more places.
 ///
 /// # Errors
@@ -104,12 +129,7 @@ pub fn array<'a>(
                     format!("{parameter} holds more than {MAX_ARRAY} values"),
                 ));
             }
-            values.push(value(parameter, element).map_err(|_| {
-                PermissionError::bad_request(
-                    parameter,
-                    format!("{parameter} holds an empty or invalid value; give a comma-separated list"),
-                )
-            })?);
+            values.push(value(parameter, element).map_err(|_| invalid_element(parameter))?);
         }
     }
     if values.is_empty() {
@@ -125,7 +145,7 @@ pub fn array<'a>(
 pub fn cnum_query(query: Option<&str>) -> Result<Option<Vec<String>>, PermissionError> {
     // An array parameter: every value of `cnum`, each checked by `array`.
     let query = portico_model::form::Form::parse(query.unwrap_or_default().as_bytes());
-    let cnums: Vec<&str> = query.pairs().filter(|(k, _)| *k == "cnum").map(|(_, v)| v).collect();
+    let cnums = query.values("cnum").map_err(|_| invalid_element("cnum"))?;
     if cnums.is_empty() {
         return Ok(None);
     }

@@ -13,7 +13,7 @@ use portico_tokens::Caller;
 
 use crate::PermissionsState;
 use crate::error::PermissionError;
-use crate::request::{array, cnum_query};
+use crate::request::{array, cnum_query, segment_error};
 use portico_api::TokenPair;
 
 /// When the v1 reads were deprecated (2026-01-01T00:00:00Z), as RFC 9745 writes it.
@@ -95,8 +95,7 @@ pub async fn permissions_by_object(
     RawQuery(query): RawQuery,
 ) -> Response {
     let result = async {
-        let Path(object_path) =
-            path.map_err(|_| PermissionError::bad_request("object_path", "object_path is not a valid path segment"))?;
+        let Path(object_path) = path.map_err(|e| segment_error(&["object_path"], &e))?;
         let objects = array("object_path", [object_path.as_str()])?;
         context(&api, &caller, query.as_deref(), Some(objects)).await
     }

@@ -8,12 +8,8 @@ use axum::response::{IntoResponse, Response};
 
 use crate::PermissionsState;
 use crate::error::PermissionError;
-use crate::request::{Refusal, SystemId, value};
+use crate::request::{Refusal, SystemId, segment_error, value};
 use portico_api::TokenPair;
-
-fn segment_error(_: PathRejection) -> PermissionError {
-    PermissionError::bad_request("path", "a path parameter is not a valid path segment")
-}
 
 /// Every permission of the caller: company, object, nested groups, action flags.
 #[utoipa::path(
@@ -55,7 +51,7 @@ pub async fn by_object(
     _: SystemId,
     path: Result<Path<String>, PathRejection>,
 ) -> Result<Response, PermissionError> {
-    let Path(obj) = path.map_err(segment_error)?;
+    let Path(obj) = path.map_err(|e| segment_error(&["obj"], &e))?;
     let obj = value("obj", &obj)?;
     let model = api.service.model().await?;
     let view =
@@ -85,7 +81,7 @@ pub async fn by_object_and_company(
     _: SystemId,
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> Result<Response, PermissionError> {
-    let Path((obj, cnum)) = path.map_err(segment_error)?;
+    let Path((obj, cnum)) = path.map_err(|e| segment_error(&["obj", "cnum"], &e))?;
     let (obj, cnum) = (value("obj", &obj)?, value("cnum", &cnum)?);
     let model = api.service.model().await?;
     let view = model

@@ -102,6 +102,22 @@ async fn missing_state_redirects_without_state() {
 }
 
 #[tokio::test]
+async fn a_parameter_that_is_not_utf8_is_refused_never_answered_changed() {
+    // `state` comes back unchanged or not at all: `%FF` decodes to no text,
+    // and was answered as `%EF%BF%BD` (U+FFFD) beside a code.
+    let app = TestApp::spawn(backends()[0]).await;
+    let p = Pkce::new();
+    let url = format!("{}&state=%FF", app.authorize_url(&p, &[("state", None)]));
+    assert_error_redirect(&app, &url, "invalid_request", "state", None).await;
+    let url = format!("{}&nonce=%C3%28", app.authorize_url(&p, &[("nonce", None)]));
+    assert_error_redirect(&app, &url, "invalid_request", "nonce", Some("st-123")).await;
+    // Text that merely looks unusual is the client's to send.
+    let url = app.authorize_url(&p, &[("state", Some("é \u{FFFD}"))]);
+    let response = get(&app, &url).await;
+    assert!(location(&response).starts_with("/login"), "a login starts: {}", location(&response));
+}
+
+#[tokio::test]
 async fn a_valid_request_starts_a_login_with_the_spec_cookies() {
     let app = TestApp::spawn(backends()[0]).await;
     let response = get(&app, &app.authorize_url(&Pkce::new(), &[])).await;

@@ -352,6 +352,32 @@ async fn acc_reads_answer_for_the_eio_and_for_colleagues() {
 }
 
 #[tokio::test]
+async fn a_parameter_that_is_not_utf8_is_refused_naming_it() {
+    // `%FF` decodes to no text: refused as `bad_request` naming the very
+    // parameter, never read as U+FFFD (a company "\u{FFFD}" the caller is
+    // not an employee of).
+    let app = TestApp::spawn(portico_tests::Backend::Sqlite).await;
+    let ivan = app.token_pair("ivan").await;
+    let maria = app.token_pair("maria").await.user_id;
+    let colleague = format!("/api/v2/acc-permissions/{maria}/%FF");
+    for (path, parameter) in [
+        ("/api/v2/permissions/%FF", "obj"),
+        ("/api/v2/permissions/%FF/7700000001", "obj"),
+        ("/api/v2/permissions/payments/%FF", "cnum"),
+        ("/api/v1/acc-permissions/%FF", "cnum"),
+        ("/api/v2/acc-permissions/%FF/7700000001", "userId"),
+        (colleague.as_str(), "cnum"),
+        ("/api/v1/permissions/%FF", "object_path"),
+        ("/api/v1/permissions?cnum=%FF", "cnum"),
+        ("/api/v1/permissions/payments?cnum=7700000001&cnum=%C3%28", "cnum"),
+    ] {
+        let found = get(&app, &ivan, path).await;
+        assert_error(&found, 400, "bad_request", parameter);
+        assert_eq!(found.1["messageData"]["parameter"], parameter, "{path}: {found:?}");
+    }
+}
+
+#[tokio::test]
 async fn any_bad_token_pair_is_401_with_an_error_body() {
     for backend in backends() {
         let app = TestApp::spawn(backend).await;
