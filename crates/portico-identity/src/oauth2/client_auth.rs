@@ -361,9 +361,12 @@ fn basic_credentials(value: &str) -> Option<(String, String)> {
     (usable(&id) && usable(&secret)).then_some((id, secret))
 }
 
+/// One half of Basic credentials, form-urlencoded as RFC 6749 §2.3.1 asks
+/// (`+` a space, `%XX` a byte), decoded whole: a `&` or `=` in it is part
+/// of the value, and bytes that are not UTF-8 make it malformed.
 fn form_decode(text: &str) -> Option<String> {
-    let pair = format!("v={text}");
-    form_urlencoded::parse(pair.as_bytes()).next().map(|(_, v)| v.into_owned())
+    let spaced = text.replace('+', " ");
+    percent_encoding::percent_decode_str(&spaced).decode_utf8().ok().map(std::borrow::Cow::into_owned)
 }
 
 #[cfg(test)]
@@ -393,5 +396,18 @@ mod tests {
         assert_eq!(basic_credentials(&format!("Basic {}", general_purpose::STANDARD.encode("nocolon"))), None);
         assert_eq!(basic_credentials(&format!("Basic {}", general_purpose::STANDARD.encode(":secret"))), None);
         assert_eq!(basic_credentials(&format!("Basic {}", general_purpose::STANDARD.encode("a\0b:secret"))), None);
+    }
+
+    #[test]
+    fn each_half_is_decoded_whole_and_must_be_utf8() {
+        let basic = |raw: &str| basic_credentials(&format!("Basic {}", general_purpose::STANDARD.encode(raw)));
+        // A secret holding `&` or `=`, encoded or not, is the whole secret
+        // (it was cut at a raw `&`, as if it ended a form field).
+        assert_eq!(basic("app:a&b=c"), Some(("app".into(), "a&b=c".into())));
+        assert_eq!(basic("app:a%26b%3Dc+d"), Some(("app".into(), "a&b=c d".into())));
+        // Bytes that are not UTF-8 are malformed, never U+FFFD.
+        assert_eq!(basic("app:secret%FF"), None);
+        assert_eq!(basic("app%C3%28:secret"), None);
+        assert_eq!(basic("app:%EF%BF%BD"), Some(("app".into(), "\u{FFFD}".into())));
     }
 }
