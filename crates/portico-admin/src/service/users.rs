@@ -115,9 +115,16 @@ fn check_email(email: Option<&str>, problems: &mut Vec<Problem>) {
     }
 }
 
+/// A user's name: 1 to [`MAX_NAME_LEN`] characters, held to the rule for
+/// names people read ([`portico_model::text::check_shown_name`]): it is
+/// the `name` claim third parties show, and what the console shows
+/// support operators who act on it.
 fn check_name(name: Option<&str>, problems: &mut Vec<Problem>) {
-    if name.is_some_and(|n| n.trim().is_empty() || n.chars().count() > MAX_NAME_LEN) {
+    let Some(name) = name else { return };
+    if name.trim().is_empty() || name.chars().count() > MAX_NAME_LEN {
         problems.push(Problem::new("name", format!("1 to {MAX_NAME_LEN} characters")));
+    } else if let Err(problem) = portico_model::text::check_shown_name(name) {
+        problems.push(Problem::new("name", problem));
     }
 }
 
@@ -339,7 +346,10 @@ impl AdminService {
                 }
                 let phone = check_phone(p.phone.as_deref(), &mut problems);
                 check_email(p.email.as_deref(), &mut problems);
-                check_name(p.name.as_deref(), &mut problems);
+                // A name kept as it is stays valid too.
+                if p.name != user.name {
+                    check_name(p.name.as_deref(), &mut problems);
+                }
                 if !problems.is_empty() {
                     return Err(ServiceError::Invalid(problems).into());
                 }

@@ -607,3 +607,50 @@ async fn a_change_made_from_an_older_version_is_refused_and_changes_nothing() {
         assert_eq!(status, 204, "{backend:?}");
     }
 }
+
+#[tokio::test]
+async fn a_users_name_holds_no_invisible_or_direction_changing_character() {
+    // The name is the `name` claim third parties show and what support
+    // operators read in the console: U+202E would show "Olga" + "kcab"
+    // reversed. Refused from the provisioning system and from operators
+    // alike; a name stored before the rule stays as it is when resent.
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let reversed = "Olga \u{202E}kcab";
+        let bad = json!({"schemas": [CORE], "userName": "olga-n", "displayName": reversed});
+        let (status, body) = scim(&app, "POST", "/Users", Some(bad)).await;
+        assert_eq!(status, 400, "{backend:?}: {body}");
+        assert_scim_error(&body, 400, Some("invalidValue"));
+        assert!(body["detail"].as_str().unwrap().contains("U+202E"), "{body}");
+        assert!(app.store.find_user_by_login("olga-n").await.unwrap().is_none(), "{backend:?}: nothing created");
+
+        let good = json!({"schemas": [CORE], "userName": "olga-n", "displayName": "Olga Back"});
+        let (status, created) = scim(&app, "POST", "/Users", Some(good)).await;
+        assert_eq!(status, 201, "{backend:?}: {created}");
+        let id = created["id"].as_str().unwrap().to_owned();
+        let patch = json!({"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+                           "Operations": [{"op": "replace", "path": "displayName", "value": reversed}]});
+        let (status, body) = scim(&app, "PATCH", &format!("/Users/{id}"), Some(patch)).await;
+        assert_eq!(status, 400, "{backend:?}: {body}");
+        assert_scim_error(&body, 400, Some("invalidValue"));
+        let (status, body) = admin_patch(&app, &format!("/admin/v1/users/{id}"), json!({"name": reversed})).await;
+        assert_eq!((status, body["problems"][0]["place"].as_str()), (400, Some("name")), "{backend:?}: {body}");
+        let stored = app.store.find_user_by_login("olga-n").await.unwrap().unwrap();
+        assert_eq!(stored.name.as_deref(), Some("Olga Back"), "{backend:?}: refused changes changed nothing");
+
+        // A name from before the rule, resent unchanged with a deactivation.
+        let mut old = stored.clone();
+        old.name = Some(reversed.to_owned());
+        app.store.update_user(&old).await.unwrap();
+        let kept = json!({"schemas": [CORE], "userName": "olga-n", "displayName": reversed, "active": false});
+        let (status, body) = scim(&app, "PUT", &format!("/Users/{id}"), Some(kept)).await;
+        assert_eq!((status, body["active"].as_bool()), (200, Some(false)), "{backend:?}: {body}");
+    }
+}
+
+/// `PATCH`es `path` of the admin API with `body`.
+async fn admin_patch(app: &TestApp, path: &str, body: Value) -> (u16, Value) {
+    let response = app.http().patch(app.url(path)).bearer_auth(ADMIN_TOKEN).json(&body).send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
