@@ -174,14 +174,51 @@ pub async fn introspect(
     Ok(portico_api::no_store(response))
 }
 
-/// Whether the caller asked for the signed answer.
+/// Whether the caller asked for the signed answer: `Accept` names its
+/// media type with a weight above zero and at least that of JSON (RFC 9110
+/// §12.5.1: `application/json`, else `application/*`, else `*/*`, the
+/// most specific range that matches giving JSON's weight). JSON is the
+/// answer otherwise, as it is without `Accept`.
 fn wants_jwt(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|range| range.split(';').next().is_some_and(|media| media.trim().eq_ignore_ascii_case(JWT_MEDIA_TYPE)))
+    let mut jwt: Option<u16> = None;
+    // JSON's weight from the most specific range naming it: (specificity, weight).
+    let mut json: Option<(u8, u16)> = None;
+    let ranges = headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(','));
+    for range in ranges {
+        let mut parts = range.split(';');
+        let media = parts.next().unwrap_or_default().trim();
+        let q = parts.find_map(|p| p.trim().strip_prefix("q=").or_else(|| p.trim().strip_prefix("Q=")));
+        let Some(weight) = q.map_or(Some(1000), weight) else { continue };
+        if media.eq_ignore_ascii_case(JWT_MEDIA_TYPE) {
+            jwt = Some(jwt.map_or(weight, |w| w.max(weight)));
+        }
+        let specificity = match media.to_ascii_lowercase().as_str() {
+            "application/json" => 3,
+            "application/*" => 2,
+            "*/*" => 1,
+            _ => continue,
+        };
+        json = match json {
+            Some((s, w)) if s > specificity || (s == specificity && w >= weight) => Some((s, w)),
+            _ => Some((specificity, weight)),
+        };
+    }
+    jwt.is_some_and(|jwt| jwt > 0 && jwt >= json.map_or(0, |(_, w)| w))
+}
+
+/// An RFC 9110 §12.4.2 `qvalue` in thousandths (`0.5` is 500); `None` for
+/// anything else.
+fn weight(q: &str) -> Option<u16> {
+    let (whole, fraction) = q.split_once('.').unwrap_or((q, ""));
+    if fraction.len() > 3 || !fraction.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let thousandths: u16 = format!("{fraction:0<3}").parse().ok()?;
+    match whole {
+        "0" => Some(thousandths),
+        "1" if thousandths == 0 => Some(1000),
+        _ => None,
+    }
 }
 
 /// What `token` is, as the caller may learn it: a refresh token only by
@@ -255,6 +292,36 @@ mod tests {
         assert!(!accept("application/json"));
         assert!(!accept("application/jwt"));
         assert!(!wants_jwt(&HeaderMap::new()));
+    }
+
+    #[test]
+    fn weights_decide_between_the_signed_answer_and_json() {
+        let accept = |value: &'static str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::ACCEPT, HeaderValue::from_static(value));
+            wants_jwt(&headers)
+        };
+        // JSON preferred, or the signed answer refused: JSON.
+        assert!(!accept("application/json, application/token-introspection+jwt;q=0.5"));
+        assert!(!accept("application/token-introspection+jwt;q=0"));
+        assert!(!accept("*/*;q=0.9, application/token-introspection+jwt;q=0.8"));
+        assert!(!accept("application/token-introspection+jwt;q=0.5, application/*;q=0.7"));
+        // Named at least as high as JSON: signed.
+        assert!(accept("application/token-introspection+jwt, application/json"));
+        assert!(accept("application/json;q=0.9, application/token-introspection+jwt"));
+        assert!(accept("application/token-introspection+jwt;q=0.2, application/json;q=0.1, */*"));
+        assert!(accept("application/json;q=0, application/token-introspection+jwt;q=0.001"));
+        assert!(accept("*/*, application/token-introspection+jwt"));
+        // `*/*` alone is no request for the signed answer.
+        assert!(!accept("*/*"));
+        // A weight that is no qvalue leaves its range out.
+        assert!(!accept("application/token-introspection+jwt;q=2"));
+        assert!(accept("application/json;q=high, application/token-introspection+jwt;q=0.5"));
+        assert_eq!(
+            (weight("1"), weight("1.000"), weight("0.5"), weight("0.125")),
+            (Some(1000), Some(1000), Some(500), Some(125))
+        );
+        assert_eq!((weight("1.5"), weight("0.1234"), weight("-0"), weight("")), (None, None, None, None));
     }
 
     #[test]

@@ -118,6 +118,11 @@ async fn the_signed_answer_is_a_jwt_for_the_caller_verified_with_the_published_k
 
         let (_, _, inactive) = introspect(&app, DEMO, "garbage", "application/token-introspection+jwt").await;
         assert_eq!(jwt_claims(&inactive)["token_introspection"], json!({"active": false}));
+
+        // Weights: JSON preferred is JSON (RFC 9110 §12.5.1).
+        let preferred = "application/json, application/token-introspection+jwt;q=0.5";
+        let (status, kind, _) = introspect(&app, RESOURCE_SERVER, &tokens.access_token, preferred).await;
+        assert_eq!((status, kind.as_str()), (200, "application/json"), "{backend:?}");
     }
 }
 
