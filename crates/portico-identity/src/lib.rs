@@ -20,6 +20,7 @@ pub mod edge;
 pub mod http;
 pub mod login;
 pub mod mtls;
+pub mod negotiation;
 pub mod oauth2;
 pub mod openapi;
 pub mod own_client;

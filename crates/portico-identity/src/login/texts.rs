@@ -367,7 +367,10 @@ pub fn for_locale(locale: Locale) -> &'static Texts {
 
 /// The pages' language when the process has none chosen: the `svc.locale`
 /// cookie (the last choice in this browser), then the configured default,
-/// then the browser's `Accept-Language`, then Russian.
+/// then the browser's `Accept-Language` (RFC 9110 §12.5.4: of English and
+/// Russian, the one weighted highest above zero, the first listed on a
+/// tie; a tag counts by its primary language, `en-GB` as `en`), then
+/// Russian.
 pub fn negotiate(headers: &HeaderMap, default: Option<Locale>) -> Locale {
     if let Some(locale) = crate::cookies::get(headers, crate::cookies::LOCALE).and_then(Locale::parse) {
         return locale;
@@ -375,15 +378,44 @@ pub fn negotiate(headers: &HeaderMap, default: Option<Locale>) -> Locale {
     if let Some(locale) = default {
         return locale;
     }
-    let accept = headers.get(header::ACCEPT_LANGUAGE).and_then(|v| v.to_str().ok()).unwrap_or("");
-    for tag in accept.split(',') {
-        let lang = tag.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
-        if lang.starts_with("en") {
-            return Locale::En;
-        }
-        if lang.starts_with("ru") {
-            return Locale::Ru;
+    let mut best: Option<(Locale, u16)> = None;
+    for (tag, weight) in crate::negotiation::weighted(headers, &header::ACCEPT_LANGUAGE) {
+        let language = tag.split('-').next().unwrap_or_default();
+        let locale = if language.eq_ignore_ascii_case("en") {
+            Locale::En
+        } else if language.eq_ignore_ascii_case("ru") {
+            Locale::Ru
+        } else {
+            continue;
+        };
+        if weight > 0 && best.is_none_or(|(_, w)| weight > w) {
+            best = Some((locale, weight));
         }
     }
-    Locale::Ru
+    best.map_or(Locale::Ru, |(locale, _)| locale)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn browser(accept_language: &'static str) -> Locale {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::ACCEPT_LANGUAGE, HeaderValue::from_static(accept_language));
+        negotiate(&headers, None)
+    }
+
+    #[test]
+    fn the_browsers_languages_count_by_weight() {
+        assert_eq!(browser("en-GB,en;q=0.9"), Locale::En);
+        assert_eq!(browser("ru;q=0.1, en;q=0.9"), Locale::En, "the weight, not the order");
+        assert_eq!(browser("de, en;q=0.5, ru;q=0.4"), Locale::En);
+        assert_eq!(browser("en;q=0, ru;q=0.2"), Locale::Ru, "q=0 is not acceptable");
+        assert_eq!(browser("en;q=0"), Locale::Ru, "nothing acceptable: Russian");
+        assert_eq!(browser("ru, en"), Locale::Ru, "a tie: the first listed");
+        assert_eq!(browser("english, EN-us;q=0.3"), Locale::En, "by primary language");
+        assert_eq!(browser("de"), Locale::Ru);
+        assert_eq!(negotiate(&HeaderMap::new(), Some(Locale::En)), Locale::En, "the setting beats the browser");
+    }
 }

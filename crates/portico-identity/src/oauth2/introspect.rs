@@ -183,12 +183,7 @@ fn wants_jwt(headers: &HeaderMap) -> bool {
     let mut jwt: Option<u16> = None;
     // JSON's weight from the most specific range naming it: (specificity, weight).
     let mut json: Option<(u8, u16)> = None;
-    let ranges = headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(','));
-    for range in ranges {
-        let mut parts = range.split(';');
-        let media = parts.next().unwrap_or_default().trim();
-        let q = parts.find_map(|p| p.trim().strip_prefix("q=").or_else(|| p.trim().strip_prefix("Q=")));
-        let Some(weight) = q.map_or(Some(1000), weight) else { continue };
+    for (media, weight) in crate::negotiation::weighted(headers, &header::ACCEPT) {
         if media.eq_ignore_ascii_case(JWT_MEDIA_TYPE) {
             jwt = Some(jwt.map_or(weight, |w| w.max(weight)));
         }
@@ -204,21 +199,6 @@ fn wants_jwt(headers: &HeaderMap) -> bool {
         };
     }
     jwt.is_some_and(|jwt| jwt > 0 && jwt >= json.map_or(0, |(_, w)| w))
-}
-
-/// An RFC 9110 §12.4.2 `qvalue` in thousandths (`0.5` is 500); `None` for
-/// anything else.
-fn weight(q: &str) -> Option<u16> {
-    let (whole, fraction) = q.split_once('.').unwrap_or((q, ""));
-    if fraction.len() > 3 || !fraction.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let thousandths: u16 = format!("{fraction:0<3}").parse().ok()?;
-    match whole {
-        "0" => Some(thousandths),
-        "1" if thousandths == 0 => Some(1000),
-        _ => None,
-    }
 }
 
 /// What `token` is, as the caller may learn it: a refresh token only by
@@ -317,11 +297,6 @@ mod tests {
         // A weight that is no qvalue leaves its range out.
         assert!(!accept("application/token-introspection+jwt;q=2"));
         assert!(accept("application/json;q=high, application/token-introspection+jwt;q=0.5"));
-        assert_eq!(
-            (weight("1"), weight("1.000"), weight("0.5"), weight("0.125")),
-            (Some(1000), Some(1000), Some(500), Some(125))
-        );
-        assert_eq!((weight("1.5"), weight("0.1234"), weight("-0"), weight("")), (None, None, None, None));
     }
 
     #[test]
