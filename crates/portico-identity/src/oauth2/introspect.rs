@@ -260,13 +260,15 @@ mod tests {
     use super::*;
     use axum::http::HeaderValue;
 
+    /// Whether a request with this `Accept` gets the signed answer.
+    fn accept(value: &'static str) -> bool {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::ACCEPT, HeaderValue::from_static(value));
+        wants_jwt(&headers)
+    }
+
     #[test]
     fn the_signed_answer_is_asked_for_by_its_media_type() {
-        let accept = |value: &'static str| {
-            let mut headers = HeaderMap::new();
-            headers.insert(header::ACCEPT, HeaderValue::from_static(value));
-            wants_jwt(&headers)
-        };
         assert!(accept("application/token-introspection+jwt"));
         assert!(accept("application/json;q=0.5, Application/Token-Introspection+JWT"));
         assert!(!accept("application/json"));
@@ -276,11 +278,6 @@ mod tests {
 
     #[test]
     fn weights_decide_between_the_signed_answer_and_json() {
-        let accept = |value: &'static str| {
-            let mut headers = HeaderMap::new();
-            headers.insert(header::ACCEPT, HeaderValue::from_static(value));
-            wants_jwt(&headers)
-        };
         // JSON preferred, or the signed answer refused: JSON.
         assert!(!accept("application/json, application/token-introspection+jwt;q=0.5"));
         assert!(!accept("application/token-introspection+jwt;q=0"));
