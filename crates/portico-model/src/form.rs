@@ -222,9 +222,15 @@ impl Form {
     /// `+` a space, then percent-decoded), each value remembered as UTF-8
     /// text or not.
     pub fn parse(encoded: &[u8]) -> Self {
+        // One allocation a name or value, as before: `+` is replaced only
+        // where there is one, and a value without escapes is copied as is.
         let decode = |bytes: &[u8]| -> Vec<u8> {
-            let spaced: Vec<u8> = bytes.iter().map(|&b| if b == b'+' { b' ' } else { b }).collect();
-            percent_encoding::percent_decode(&spaced).collect()
+            let spaced: std::borrow::Cow<'_, [u8]> = if bytes.contains(&b'+') {
+                bytes.iter().map(|&b| if b == b'+' { b' ' } else { b }).collect::<Vec<u8>>().into()
+            } else {
+                bytes.into()
+            };
+            std::borrow::Cow::from(percent_encoding::percent_decode(&spaced)).into_owned()
         };
         let fields = encoded
             .split(|&b| b == b'&')
@@ -306,10 +312,11 @@ impl Form {
         strays
     }
 
-    /// The form as a `T`, taking a parameter that is repeated, holds a
-    /// NUL character or is not UTF-8 as absent instead of refusing the form: the rule of
-    /// the login pages' forms, whose contract has no error for either (a
-    /// repeated password is no password, and counts as a wrong one).
+    /// The form as a `T`, taking a parameter that is repeated, holds a NUL
+    /// character or is not UTF-8 as absent instead of refusing the form:
+    /// the rule of the login pages' forms, whose contract has no error for
+    /// any of these (a repeated password is no password, and counts as a
+    /// wrong one).
     ///
     /// # Errors
     /// A required parameter missing, or one not a value of its type.

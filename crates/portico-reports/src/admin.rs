@@ -152,9 +152,6 @@ pub async fn retry_task(
         trace_parent: portico_storage::trace::current(),
         ..failed
     };
-    // Asked again once: a task for the same request made since the failed
-    // one (an earlier retry, also one racing this, or the broker's own
-    // request) is the answer.
     let reuse = Reuse::SameRequestSince(failed.created_at);
     let (task, new) = api.store.create_report_task(&again, reuse).await.map_err(RetryError::Storage)?;
     if !new {
