@@ -10,7 +10,10 @@ use tokio::sync::watch;
 /// login throttle counters past their memory, deliveries and report tasks
 /// past their retention, every `interval`, until `shutdown`
 /// fires. Safe on any number of nodes at once: every pass is a set of
-/// idempotent deletes.
+/// idempotent deletes. The first pass comes one interval after the start,
+/// not with it: nodes started together (a deployment) do not all sweep
+/// while they are starting, and what a node's owner does right after the
+/// start (a test with its own clock) never meets a pass it did not ask for.
 pub async fn cleaner(
     identity: Arc<Identity>,
     notify: Arc<portico_notify::Notify>,
@@ -18,7 +21,7 @@ pub async fn cleaner(
     interval: Duration,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let mut ticker = tokio::time::interval(interval);
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {

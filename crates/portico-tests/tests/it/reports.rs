@@ -701,11 +701,12 @@ async fn the_facsimile_form_carries_the_stamp_image_on_its_last_page_only() {
 
 /// Retention (`reports.retention_days`, 365 by default): a finished task
 /// and its files stay for the period, then the clean-up removes the files
-/// from the file store and the task; the clock is the test's.
+/// from the file store and the task; the clock is the test's, and so are
+/// the passes (the node's own cleaner, a day away, never runs beside them).
 #[tokio::test]
 async fn finished_reports_and_their_files_are_removed_after_the_retention_period() {
     for backend in backends() {
-        let app = TestApp::spawn(backend).await;
+        let app = TestApp::spawn_with(backend, |c| c.cleanup_interval_secs = 86_400).await;
         let ivan = app.token_pair("ivan").await;
         let (status, task) =
             call(&app, Some(&ivan), "POST", "/v1/reports/tasks", Some(statement("2026-01-01", "2026-03-31"))).await;
