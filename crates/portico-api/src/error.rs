@@ -12,7 +12,8 @@
 //! | 401 | `unauthorized` | the token is missing or wrong |
 //! | 403 | `forbidden` | the caller's role does not allow the operation |
 //! | 404 | `admin_api_disabled`, `internal_api_disabled` | the API's token is not configured |
-//! | 404 | `not_found`, `<thing>_not_found` | what the path names does not exist |
+//! | 404 | `not_found`, `<thing>_not_found` | what the path names does not exist, or no operation is at the path |
+//! | 405 | `method_not_allowed` | the path's operations take other methods; `Allow` names them |
 //! | 409 | `<thing>_exists`, `conflict`, `<thing>_changed` | it exists already, or others kept changing it meanwhile |
 //! | 412 | `precondition_failed` | `If-Match` names a revision that is no longer the stored one |
 //! | 413 | `too_large` | the body is over the route's size limit |
@@ -85,6 +86,9 @@ pub enum ApiError {
     Forbidden(String),
     /// 404 with its code: `not_found`, `<thing>_not_found`, `admin_api_disabled`, `internal_api_disabled`.
     NotFound(&'static str, String),
+    /// 405 `method_not_allowed`: the path takes other methods (the
+    /// router's `Allow` header names them).
+    MethodNotAllowed(String),
     /// 409 with its code: `<thing>_exists`, `conflict`.
     Conflict(&'static str, String),
     /// 412 `precondition_failed`: `If-Match` names another revision than
@@ -161,6 +165,7 @@ impl ApiError {
             Self::Unauthorized(..) => StatusCode::UNAUTHORIZED,
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::NotFound(..) => StatusCode::NOT_FOUND,
+            Self::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             Self::Conflict(..) => StatusCode::CONFLICT,
             Self::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -178,6 +183,7 @@ impl ApiError {
             Self::Invalid { message, problems } => ("invalid_document", message, problems),
             Self::Unauthorized(message, _) => ("unauthorized", message, Vec::new()),
             Self::Forbidden(message) => ("forbidden", message, Vec::new()),
+            Self::MethodNotAllowed(message) => ("method_not_allowed", message, Vec::new()),
             Self::NotFound(code, message) | Self::Conflict(code, message) => (code, message, Vec::new()),
             Self::PreconditionFailed(message) => ("precondition_failed", message, Vec::new()),
             Self::TooLarge(message) => ("too_large", message, Vec::new()),

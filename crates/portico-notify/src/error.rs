@@ -14,6 +14,8 @@ use portico_storage::StorageError;
 #[schema(as = NotificationError)]
 pub struct ErrorBody {
     /// `unauthorized`, `bad_request`, `settings_not_found`, `delivery_not_found`, `internal_error`;
+    /// `not_found` for a path no operation serves, `method_not_allowed` (405) for a method the path
+    /// does not take;
     /// internal and admin APIs also `not_found`, `merchant_not_found`, `merchant_exists`,
     /// `event_id_reused`, `admin_api_disabled`.
     #[schema(example = "bad_request")]

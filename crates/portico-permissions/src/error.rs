@@ -40,6 +40,13 @@ pub enum PermissionError {
     UnavailableRole(String),
     #[error("{0}")]
     NotEmployee(String),
+    /// 404 `not_found`: no operation is at the path.
+    #[error("{0}")]
+    NoSuchOperation(String),
+    /// 405 `method_not_allowed`: the path takes other methods (the
+    /// router's `Allow` header names them).
+    #[error("{0}")]
+    MethodNotAllowed(String),
     #[error(transparent)]
     Unauthorized(TokenPairError),
     #[error(transparent)]
@@ -149,6 +156,10 @@ impl IntoResponse for PermissionError {
             Self::NotEio(_) => dto(StatusCode::FORBIDDEN, "executive_not_eio", message, Value::Null),
             Self::UnavailableRole(_) => dto(StatusCode::FORBIDDEN, "unavailable_role", message, Value::Null),
             Self::NotEmployee(_) => dto(StatusCode::FORBIDDEN, "not_employee", message, Value::Null),
+            Self::NoSuchOperation(_) => dto(StatusCode::NOT_FOUND, "not_found", message, Value::Null),
+            Self::MethodNotAllowed(_) => {
+                dto(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", message, Value::Null)
+            }
             // The challenge (`WWW-Authenticate`) is the token-pair extractor's,
             // which knows how the token came (portico_api::pair).
             Self::Unauthorized(_) => {

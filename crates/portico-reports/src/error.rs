@@ -3,8 +3,9 @@
 //! status, `traceId` being the request id (`x-request-id`, also in the logs).
 //!
 //! Codes: `VALIDATION_ERROR` (400, `errors` names each invalid field),
-//! `UNAUTHORIZED` (401), `FORBIDDEN` (403), `NOT_FOUND` (404),
-//! `INTERNAL_ERROR` (500). The spec lists no other server error, so a
+//! `UNAUTHORIZED` (401), `FORBIDDEN` (403), `NOT_FOUND` (404, also for a
+//! path no operation serves), `METHOD_NOT_ALLOWED` (405, with `Allow`),
+//! `TOO_MANY_TASKS` (429), `INTERNAL_ERROR` (500). The spec lists no other server error, so a
 //! database outage is a 500 too, told apart by its message and by
 //! `Retry-After` (the other 500s are faults, with no time to wait).
 
@@ -22,7 +23,8 @@ use utoipa::ToSchema;
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ErrorResponse {
-    /// `VALIDATION_ERROR`, `UNAUTHORIZED`, `FORBIDDEN`, `NOT_FOUND` or `INTERNAL_ERROR`.
+    /// `VALIDATION_ERROR`, `UNAUTHORIZED`, `FORBIDDEN`, `NOT_FOUND`, `METHOD_NOT_ALLOWED`,
+    /// `TOO_MANY_TASKS` or `INTERNAL_ERROR`.
     #[schema(example = "VALIDATION_ERROR")]
     pub code: &'static str,
     #[schema(example = "the request is not valid: toDate")]
@@ -46,6 +48,9 @@ pub enum ReportError {
     Forbidden(String),
     #[error("{0}")]
     NotFound(String),
+    /// The path takes other methods; the router's `Allow` header names them.
+    #[error("{0}")]
+    MethodNotAllowed(String),
     #[error("internal error")]
     Internal(String),
     /// The company has this many unfinished tasks, its limit.
@@ -82,6 +87,7 @@ impl IntoResponse for ReportError {
             Self::Unauthorized(..) => (StatusCode::UNAUTHORIZED, "UNAUTHORIZED"),
             Self::Forbidden(_) => (StatusCode::FORBIDDEN, "FORBIDDEN"),
             Self::NotFound(_) => (StatusCode::NOT_FOUND, "NOT_FOUND"),
+            Self::MethodNotAllowed(_) => (StatusCode::METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED"),
             Self::TooManyTasks(_) => (StatusCode::TOO_MANY_REQUESTS, "TOO_MANY_TASKS"),
             Self::Internal(_) | Self::Unavailable(_) => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL_ERROR"),
         };

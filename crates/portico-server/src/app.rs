@@ -394,6 +394,10 @@ impl App {
         if self.demo {
             router = router.merge(demo::router(state)).merge(demo::merchant::router(Arc::clone(&self.notify)));
         }
+        // After every route: the 405 answer goes to the routes there are.
+        let router = router
+            .fallback(crate::unrouted::not_found)
+            .method_not_allowed_fallback(crate::unrouted::method_not_allowed);
         let header = |name: &'static str, value: &'static str| {
             SetResponseHeaderLayer::if_not_present(HeaderName::from_static(name), HeaderValue::from_static(value))
         };

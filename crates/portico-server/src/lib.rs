@@ -15,6 +15,7 @@ pub mod secret;
 mod tasks;
 pub mod telemetry;
 mod tls;
+mod unrouted;
 
 pub use app::App;
 pub use config::Config;

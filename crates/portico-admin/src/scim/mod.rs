@@ -88,6 +88,9 @@ pub enum ScimError {
     Forbidden(String),
     /// 404: no such user, schema, resource type or endpoint (or SCIM is off).
     NotFound(String),
+    /// 405: the path takes other methods (the router's `Allow` header
+    /// names them).
+    MethodNotAllowed(String),
     /// 409 `uniqueness`: the login is another user's.
     Conflict(String),
     /// 409 without a `scimType`: others kept changing the user meanwhile.
@@ -115,6 +118,7 @@ impl ScimError {
             Self::Unauthorized(detail, _) => (StatusCode::UNAUTHORIZED, None, detail.to_owned()),
             Self::Forbidden(detail) => (StatusCode::FORBIDDEN, None, detail),
             Self::NotFound(detail) => (StatusCode::NOT_FOUND, None, detail),
+            Self::MethodNotAllowed(detail) => (StatusCode::METHOD_NOT_ALLOWED, None, detail),
             Self::Conflict(detail) => (StatusCode::CONFLICT, Some("uniqueness"), detail),
             Self::Changed(detail) => (StatusCode::CONFLICT, None, detail),
             Self::PreconditionFailed(detail) => (StatusCode::PRECONDITION_FAILED, None, detail),

@@ -52,4 +52,5 @@ mod session_store;
 mod signing_command;
 pub(crate) mod storage_contract;
 mod token;
+mod unrouted;
 mod upgrade;
