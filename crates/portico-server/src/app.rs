@@ -396,7 +396,10 @@ impl App {
         }
         // After every route: the 405 answer goes to the routes there are.
         let router = router
-            .fallback(crate::unrouted::not_found)
+            .fallback({
+                let identity = Arc::clone(&self.identity);
+                move |method, headers, uri| crate::unrouted::not_found(identity, method, headers, uri)
+            })
             .method_not_allowed_fallback(crate::unrouted::method_not_allowed);
         let header = |name: &'static str, value: &'static str| {
             SetResponseHeaderLayer::if_not_present(HeaderName::from_static(name), HeaderValue::from_static(value))

@@ -1,11 +1,15 @@
 //! Requests no operation takes: a path Portico does not serve (404), or a
 //! path served with other methods (405, with the router's `Allow` naming
 //! them). Each is answered in the error body of the API its path belongs
-//! to, so a client reads it as it reads every other refusal of that API;
-//! a path of no API gets a line of plain text.
+//! to, so a client reads it as it reads every other refusal of that API.
+//! A path of no API gets a line of plain text, or, when a browser asks
+//! for a page (`Accept` names `text/html`), the login's "page not found"
+//! page in the browser's language.
+
+use std::sync::Arc;
 
 use axum::extract::OriginalUri;
-use axum::http::{Method, StatusCode, Uri, header};
+use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 
 /// Characters of the path an answer repeats at most.
@@ -51,9 +55,17 @@ fn api(path: &str) -> Api {
 }
 
 /// 404: no operation is at the path.
-pub async fn not_found(OriginalUri(uri): OriginalUri) -> Response {
+pub async fn not_found(
+    identity: Arc<portico_identity::Identity>,
+    method: Method,
+    headers: HeaderMap,
+    OriginalUri(uri): OriginalUri,
+) -> Response {
     let path = shown(&uri);
     let api = api(uri.path());
+    if api == Api::None && (method == Method::GET || method == Method::HEAD) && wants_a_page(&headers) {
+        return portico_identity::login::error_page::not_found_page(&identity, &headers);
+    }
     let message = match api {
         Api::OAuth => format!("there is no endpoint at {path}; /.well-known/openid-configuration lists them"),
         Api::Scim => format!("there is no endpoint at {path}; see /scim/v2/ResourceTypes"),
@@ -69,6 +81,13 @@ pub async fn method_not_allowed(method: Method, OriginalUri(uri): OriginalUri) -
     let method = portico_model::text::capped(method.to_string(), 32);
     let message = format!("{path} takes no {method}; the Allow header names the methods it takes");
     answer(api(uri.path()), StatusCode::METHOD_NOT_ALLOWED, message)
+}
+
+/// Whether `Accept` names `text/html` (a browser's navigation does; an API
+/// client's `*/*` or `application/json` does not).
+fn wants_a_page(headers: &HeaderMap) -> bool {
+    portico_identity::negotiation::weighted(headers, &header::ACCEPT)
+        .any(|(range, weight)| weight > 0 && range.eq_ignore_ascii_case("text/html"))
 }
 
 fn shown(uri: &Uri) -> String {

@@ -189,3 +189,10 @@ pub async fn logged_out(State(identity): State<IdentityState>, headers: HeaderMa
     let t = texts::for_locale(texts::negotiate(&headers, identity.settings.default_locale));
     LoggedOutPage::new(&identity, t, t.signed_out_heading, t.logged_out).respond(StatusCode::OK)
 }
+
+/// A browser's page at an address Portico does not serve: "page not found"
+/// in the browser's language, with the brand, 404.
+pub fn not_found_page(identity: &Identity, headers: &HeaderMap) -> Response {
+    let t = texts::for_locale(texts::negotiate(headers, identity.settings.default_locale));
+    LoggedOutPage::new(identity, t, t.not_found_heading, t.not_found).respond(StatusCode::NOT_FOUND)
+}

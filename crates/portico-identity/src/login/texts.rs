@@ -39,6 +39,9 @@ pub struct Texts {
     pub logout_bad_hint: &'static str,
     pub logout_bad_client: &'static str,
     pub logout_bad_redirect: &'static str,
+    /// A browser's page at an address Portico does not serve (404).
+    pub not_found_heading: &'static str,
+    pub not_found: &'static str,
     /// The SMS or e-mail text; `{code}` is replaced by the code.
     pub otp_text: &'static str,
     pub phone_heading: &'static str,
@@ -183,6 +186,8 @@ pub const RU: Texts = Texts {
     signed_out_elsewhere: "Сеанс, который завершило приложение, закрыт. В этом браузере выполнен вход под другим \
                            пользователем, и он продолжается.",
     logout_refused_heading: "Выход не выполнен",
+    not_found_heading: "Страница не найдена",
+    not_found: "По этому адресу ничего нет. Проверьте адрес или вернитесь в приложение.",
     logout_bad_request: "Запрос на выход составлен неверно: параметр повторяется или пуст. \
                          Вернитесь в приложение и выйдите ещё раз.",
     logout_bad_hint: "Приложение передало чужой или повреждённый токен входа. Вы не вышли из системы. \
@@ -279,6 +284,8 @@ pub const EN: Texts = Texts {
     signed_out_elsewhere: "The session the application ended is closed. This browser is signed in as another \
                            user, and stays so.",
     logout_refused_heading: "You are still signed in",
+    not_found_heading: "Page not found",
+    not_found: "There is nothing at this address. Check the address, or return to the application.",
     logout_bad_request: "The sign-out request is malformed: a parameter is repeated or empty. \
                          Return to the application and sign out again.",
     logout_bad_hint: "The application sent a sign-in token that is damaged or not its own. You are still signed in. \

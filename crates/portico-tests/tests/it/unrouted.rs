@@ -1,6 +1,7 @@
 //! A path no operation serves (404) and a method a path does not take
 //! (405, with the router's `Allow`) are answered in the error body of the
-//! API the path belongs to; a path of no API gets a line of plain text.
+//! API the path belongs to; a path of no API gets a line of plain text, or
+//! a browser the "page not found" page.
 
 use portico_tests::{Backend, TestApp};
 use serde_json::Value;
@@ -182,4 +183,29 @@ async fn the_scim_api_asks_for_its_token_before_it_says_a_path_is_unserved() {
     assert_eq!(response.status(), 404);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["status"], "404", "{body}");
+}
+
+#[tokio::test]
+async fn a_browser_at_an_address_of_no_api_is_shown_a_page_in_its_language() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let client = reqwest::Client::new();
+    let page = |path: &'static str, language: &'static str| {
+        client
+            .get(format!("{}{path}", app.base))
+            .header("accept", "text/html,application/xhtml+xml,*/*;q=0.8")
+            .header("accept-language", language)
+            .send()
+    };
+    for (language, heading) in [("en-GB,en;q=0.9", "Page not found"), ("ru-RU,ru;q=0.9", "Страница не найдена")]
+    {
+        let response = page("/no-such-page", language).await.unwrap();
+        assert_eq!(response.status(), 404, "{language}");
+        assert!(response.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
+        let html = response.text().await.unwrap();
+        assert!(html.contains(&format!("<h1>{heading}</h1>")), "{language}: {html}");
+    }
+    // An API's path is answered in the API's words, page or not.
+    let response = page("/v1/reports/nope", "en").await.unwrap();
+    assert_eq!(response.status(), 404);
+    assert!(response.headers()["content-type"].to_str().unwrap().starts_with("application/json"));
 }
