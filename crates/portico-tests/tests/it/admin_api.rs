@@ -4,7 +4,9 @@
 use portico_crypto::jwt::{Algorithm, SigningKey};
 use portico_identity::tokens::Binding;
 use portico_tests::certificates::TestCertificate;
-use portico_tests::{ADMIN_TOKEN, INTERNAL_TOKEN, TestApp, answer, assert_bearer_challenges, backends, jws};
+use portico_tests::{
+    ADMIN_TOKEN, INTERNAL_TOKEN, SCIM_TOKEN, TestApp, answer, assert_bearer_challenges, backends, jws,
+};
 use serde_json::{Value, json};
 
 /// Every admin route, with a body that would be valid where one is needed.
@@ -298,6 +300,33 @@ async fn a_removed_clients_tokens_stop_working_at_once() {
             .await
             .unwrap();
         assert_eq!(refreshed.status(), 401, "{backend:?}: the client is gone");
+    }
+}
+
+/// A user's e-mail is one address the codes can be sent to: a display
+/// name, a second address or a second `@` is refused by the admin API and
+/// by SCIM, naming `email`, and nothing is stored (the mailer would have
+/// read `x<attacker@evil.example>` as a name and its address).
+#[tokio::test]
+async fn an_email_is_one_address_the_codes_can_be_sent_to() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        for email in ["x<attacker@evil.example>", "olga@example.com,attacker@evil.example", "olga@@example.com"] {
+            let body = json!({"login": "olga", "password": "olga-password-1", "email": email});
+            let (status, answer) = admin(&app, "POST", "/admin/v1/users", Some(body)).await;
+            assert_eq!((status, problems(&answer)), (400, vec!["email".into()]), "{backend:?} {email}: {answer}");
+            let scim = json!({"schemas": ["urn:ietf:params:scim:schemas:core:2.0:User"], "userName": "olga",
+                              "password": "olga-password-1", "emails": [{"value": email, "primary": true}]});
+            let response =
+                app.http().post(app.url("/scim/v2/Users")).bearer_auth(SCIM_TOKEN).json(&scim).send().await.unwrap();
+            assert_eq!(response.status(), 400, "{backend:?} {email}: SCIM");
+            let answer: Value = response.json().await.unwrap();
+            assert_eq!(answer["scimType"], "invalidValue", "{answer}");
+        }
+        assert!(app.store.find_user_by_login("olga").await.unwrap().is_none(), "{backend:?}: nothing stored");
+        let body = json!({"login": "petr", "password": "petr-password-1", "email": "пётр@пример.рф"});
+        let (status, created) = admin(&app, "POST", "/admin/v1/users", Some(body)).await;
+        assert_eq!((status, created["email"].as_str()), (201, Some("пётр@пример.рф")), "{backend:?}: UTF-8 (RFC 6531)");
     }
 }
 
