@@ -114,6 +114,9 @@ fn matching(query: &UserQuery) -> (String, Vec<String>) {
         for (column, value) in condition.tests {
             values.push(value);
             let n = values.len();
+            // Under "C", lower() changes ASCII letters only, as SQLite's does.
+            let column =
+                if condition.ascii_lowercase { format!("lower({column} COLLATE \"C\")") } else { column.to_owned() };
             tests.push(if condition.prefix {
                 format!("starts_with({column}, ${n})")
             } else {

@@ -67,6 +67,8 @@ fn matching(query: &UserQuery) -> (String, Vec<Value>) {
         for (column, value) in condition.tests {
             values.push(Value::Text(value));
             let n = values.len();
+            // SQLite's lower() changes ASCII letters only.
+            let column = if condition.ascii_lowercase { format!("lower({column})") } else { column.to_owned() };
             tests.push(if condition.prefix {
                 format!("substr({column}, 1, length(?{n})) = ?{n}")
             } else {

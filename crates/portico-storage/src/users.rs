@@ -100,6 +100,9 @@ pub struct UserQuery {
     pub login: Option<TextMatch>,
     /// Matched against the normalized (E.164) phone.
     pub phone: Option<TextMatch>,
+    /// Matched with ASCII letters in either case (`Anna@Example.COM` finds
+    /// `anna@example.com`, as SCIM's `emails.value`, not case-exact, and
+    /// people expect); other letters as they are, alike on both backends.
     pub email: Option<TextMatch>,
     /// Only blocked (`true`) or only unblocked (`false`) users.
     pub blocked: Option<bool>,
@@ -119,6 +122,9 @@ pub struct TextCondition {
     pub tests: Vec<(&'static str, String)>,
     /// Whether the column starts with the value, rather than equals it.
     pub prefix: bool,
+    /// Whether the column is compared with its ASCII letters in lower case
+    /// (the value is given so already).
+    pub ascii_lowercase: bool,
 }
 
 impl UserQuery {
@@ -129,13 +135,16 @@ impl UserQuery {
         for (column, matched) in [("login", &self.login), ("phone", &self.phone), ("email", &self.email)] {
             let Some(matched) = matched else { continue };
             let (TextMatch::Is(value) | TextMatch::StartsWith(value)) = matched;
+            let ascii_lowercase = column == "email";
+            let value = if ascii_lowercase { value.to_ascii_lowercase() } else { value.clone() };
             let mut tests = vec![(column, value.clone())];
             if column == "login"
-                && let Ok(key) = portico_model::login_name::key(value)
+                && let Ok(key) = portico_model::login_name::key(&value)
             {
                 tests.push(("login_key", key));
             }
-            conditions.push(TextCondition { tests, prefix: matches!(matched, TextMatch::StartsWith(_)) });
+            let prefix = matches!(matched, TextMatch::StartsWith(_));
+            conditions.push(TextCondition { tests, prefix, ascii_lowercase });
         }
         conditions
     }

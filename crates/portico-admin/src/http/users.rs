@@ -79,7 +79,7 @@ pub struct UserSearch {
     pub login_starts_with: Option<String>,
     /// This phone, in any form the login page accepts (`8 900 111-22-33`); what is no phone number finds nobody.
     pub phone: Option<String>,
-    /// Exactly this e-mail.
+    /// This e-mail address, its ASCII letters in either case (`Anna@Example.com` finds `anna@example.com`).
     pub email: Option<String>,
     /// Only blocked (`true`) or only active (`false`) users.
     pub blocked: Option<bool>,

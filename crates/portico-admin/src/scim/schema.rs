@@ -96,8 +96,10 @@ pub fn core_user_schema(base: &str) -> Value {
         "attributes": [
             {
                 "name": "userName", "type": "string", "multiValued": false,
-                "description": "The login typed on the login page: 1 to 64 characters, without spaces.",
-                "required": true, "caseExact": true, "mutability": "readWrite", "returned": "default",
+                "description": "The login typed on the login page: 1 to 64 characters, without spaces; \
+                                compared, for uniqueness, sign-in and filters, as its PRECIS UsernameCaseMapped \
+                                form (IVAN is ivan).",
+                "required": true, "caseExact": false, "mutability": "readWrite", "returned": "default",
                 "uniqueness": "server"
             },
             {

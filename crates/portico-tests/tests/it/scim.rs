@@ -158,6 +158,20 @@ async fn users_are_found_by_filter_a_page_at_a_time() {
             let expected: &[&str] = if filter.contains("sw") { &["scim-a", "scim-b", "scim-c"] } else { &["scim-b"] };
             assert_eq!(logins, expected, "{backend:?}: {filter}");
         }
+        // The published schema says so of both.
+        let (_, schema) = scim(&app, "GET", "/Schemas/urn:ietf:params:scim:schemas:core:2.0:User", None).await;
+        let case_exact = |name: &str| {
+            let attribute = schema["attributes"].as_array().unwrap().iter().find(|a| a["name"] == name).unwrap();
+            let value = attribute["subAttributes"].as_array().and_then(|s| s.iter().find(|a| a["name"] == "value"));
+            value.unwrap_or(attribute)["caseExact"].clone()
+        };
+        assert_eq!((case_exact("userName"), case_exact("emails")), (json!(false), json!(false)), "{schema}");
+        // Nor is emails.value (§4.1.2): its ASCII letters match in either case.
+        for filter in ["emails.value%20eq%20%22B@Corp.EXAMPLE%22", "emails%20sw%20%22B@CORP%22"] {
+            let (status, found) = scim(&app, "GET", &format!("/Users?filter={filter}"), None).await;
+            assert_eq!((status, found["totalResults"].as_u64()), (200, Some(1)), "{backend:?}: {filter}: {found}");
+            assert_eq!(found["Resources"][0]["userName"], "scim-b");
+        }
     }
 }
 

@@ -108,7 +108,9 @@ async fn clients_and_users_change_in_place_and_users_are_found_a_page_at_a_time(
         anna.email = Some("anna@example.com".into());
         let mut andrei = user("andrei");
         andrei.phone = Some("+79001112233".into());
-        let boris = user("boris");
+        andrei.email = Some("Андрей@пример.рф".into());
+        let mut boris = user("boris");
+        boris.email = Some("Boris@Example.COM".into());
         for u in [&anna, &andrei, &boris] {
             store.create_user(u).await.unwrap();
         }
@@ -129,6 +131,18 @@ async fn clients_and_users_change_in_place_and_users_are_found_a_page_at_a_time(
         assert_eq!(page(UserQuery { phone, ..Default::default() }).await, ["andrei"]);
         let email = Some(TextMatch::Is("anna@example.com".into()));
         assert_eq!(page(UserQuery { email, ..Default::default() }).await, ["anna"]);
+        // E-mail addresses match with ASCII letters in either case, other
+        // letters as they are, alike on both backends.
+        for (asked, found) in [
+            (TextMatch::Is("ANNA@Example.com".into()), vec!["anna"]),
+            (TextMatch::Is("boris@example.com".into()), vec!["boris"]),
+            (TextMatch::StartsWith("BOR".into()), vec!["boris"]),
+            (TextMatch::Is("Андрей@пример.рф".into()), vec!["andrei"]),
+            (TextMatch::Is("андрей@пример.рф".into()), vec![]),
+        ] {
+            let email = Some(asked.clone());
+            assert_eq!(page(UserQuery { email, ..Default::default() }).await, found, "{backend:?}: {asked:?}");
+        }
         assert_eq!(page(UserQuery { blocked: Some(true), ..Default::default() }).await, ["boris"]);
         assert_eq!(page(UserQuery { blocked: Some(false), ..Default::default() }).await, ["andrei", "anna"]);
 
