@@ -394,7 +394,8 @@ impl App {
         if self.demo {
             router = router.merge(demo::router(state)).merge(demo::merchant::router(Arc::clone(&self.notify)));
         }
-        // After every route: the 405 answer goes to the routes there are.
+        // Last of the routes: `method_not_allowed_fallback` reaches only
+        // the routes added before it.
         let router = router
             .fallback({
                 let identity = Arc::clone(&self.identity);

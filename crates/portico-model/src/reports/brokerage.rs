@@ -318,8 +318,10 @@ impl Agreement {
             need(is_currency(&account.currency), format!("accounts[{i}].currency"), "three capital letters");
             party_problems(&account.owner, &format!("accounts[{i}].owner"), &mut need);
         }
-        let has_account = |n: &str| self.accounts.iter().any(|a| a.number == n);
-        let has_instrument = |t: &str| self.instruments.iter().any(|i| i.ticker == t);
+        let accounts: std::collections::HashSet<&str> = self.accounts.iter().map(|a| a.number.as_str()).collect();
+        let tickers: std::collections::HashSet<&str> = self.instruments.iter().map(|i| i.ticker.as_str()).collect();
+        let has_account = |n: &str| accounts.contains(n);
+        let has_instrument = |t: &str| tickers.contains(t);
         for (i, instrument) in self.instruments.iter().enumerate() {
             need(is_text(&instrument.ticker, MAX_CODE), format!("instruments[{i}].ticker"), CODE_RULE);
             need(instrument.isin.len() == 12, format!("instruments[{i}].isin"), "12 characters");

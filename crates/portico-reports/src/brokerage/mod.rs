@@ -41,8 +41,9 @@ pub fn parse(text: &[u8]) -> Result<Document, Vec<String>> {
     if document.agreements.is_empty() {
         problems.push("agreements: at least one agreement".to_owned());
     }
+    let mut numbers = std::collections::HashSet::new();
     for (i, agreement) in document.agreements.iter().enumerate() {
-        if document.agreements[..i].iter().any(|a| a.number == agreement.number) {
+        if !numbers.insert(agreement.number.as_str()) {
             problems.push(format!("agreements[{i}].number: given twice"));
         }
         problems.extend(agreement.problems().into_iter().map(|p| format!("agreements[{i}].{p}")));
@@ -161,4 +162,28 @@ async fn store(api: &ReportsState, body: &[u8]) -> Result<Json<Stored>, ApiError
         .await
         .map_err(|e| ApiError::storage("brokerage data intake", &e))?;
     Ok(Json(Stored { agreements: document.agreements.into_iter().map(|a| a.number).collect() }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sample::{Shape, agreement};
+
+    #[test]
+    fn a_number_given_twice_and_each_unknown_reference_are_named_in_place() {
+        let first = agreement(&Shape { number: "БД-0001", ..Shape::demo() });
+        let mut second = first.clone();
+        second.trades[0].ticker = "NOPE".into();
+        second.trades[1].account = "40702810900000009999".into();
+        let third = agreement(&Shape { number: "БД-0002", ..Shape::demo() });
+        let text = serde_json::to_vec(&serde_json::json!({"agreements": [first, second, third]})).unwrap();
+        assert_eq!(
+            parse(&text).unwrap_err(),
+            [
+                "agreements[1].number: given twice",
+                "agreements[1].trades[0].ticker: an instrument listed in instruments",
+                "agreements[1].trades[1].account: an account of this agreement",
+            ]
+        );
+    }
 }
