@@ -92,7 +92,10 @@ impl BackChannel {
     ) -> Result<Self, reqwest::Error> {
         let mut builder = reqwest::Client::builder()
             .timeout(identity.settings.logout_delivery.timeout)
-            .redirect(reqwest::redirect::Policy::none());
+            .redirect(reqwest::redirect::Policy::none())
+            // Directly: a proxy named in the environment would resolve the
+            // host itself, out of the resolver's sight.
+            .no_proxy();
         let public_only = resolver.is_some();
         if let Some(resolver) = resolver {
             builder = builder.dns_resolver(resolver);

@@ -84,6 +84,9 @@ impl ClientKeys {
             .timeout(FETCH_TIMEOUT)
             .connect_timeout(FETCH_TIMEOUT)
             .redirect(reqwest::redirect::Policy::none())
+            // Directly: a proxy named in the environment would resolve the
+            // host itself, out of the resolver's sight.
+            .no_proxy()
             .user_agent(concat!("Portico/", env!("CARGO_PKG_VERSION")));
         let public_only = resolver.is_some();
         if let Some(resolver) = resolver {
