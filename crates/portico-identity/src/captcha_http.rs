@@ -50,11 +50,13 @@ impl CaptchaVerifier for HttpCaptcha {
             Ok(response) => match response.json::<Answer>().await {
                 Ok(answer) => answer.status == "ok",
                 Err(error) => {
+                    let error = crate::delivery::request_failure(error);
                     tracing::warn!(%error, "the CAPTCHA service gave an unreadable answer");
                     false
                 }
             },
             Err(error) => {
+                let error = crate::delivery::request_failure(error);
                 tracing::warn!(%error, "the CAPTCHA service cannot be reached");
                 false
             }

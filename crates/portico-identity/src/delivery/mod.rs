@@ -35,6 +35,22 @@ pub struct OtpMessage {
 #[error("the code could not be delivered: {0}")]
 pub struct DeliveryError(pub String);
 
+/// Why a request to a service of the bank's own (the SMS gateway, the
+/// CAPTCHA service) failed, with its causes, and without the request's
+/// address: a gateway's address may carry its key in the query
+/// (`…/send?api_id=…`), which would otherwise reach the log.
+pub(crate) fn request_failure(error: reqwest::Error) -> String {
+    let error = error.without_url();
+    let mut text = error.to_string();
+    let mut cause = std::error::Error::source(&error);
+    while let Some(error) = cause {
+        text.push_str(": ");
+        text.push_str(&error.to_string());
+        cause = error.source();
+    }
+    text
+}
+
 #[async_trait]
 pub trait OtpSender: Send + Sync {
     /// Sends `message` and returns once the channel accepted it.

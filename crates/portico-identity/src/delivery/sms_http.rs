@@ -71,7 +71,8 @@ impl OtpSender for HttpSmsGateway {
         if let Some(authorization) = &self.authorization {
             request = request.header(reqwest::header::AUTHORIZATION, authorization);
         }
-        let response = request.send().await.map_err(|e| DeliveryError(format!("SMS gateway: {e}")))?;
+        let response =
+            request.send().await.map_err(|e| DeliveryError(format!("SMS gateway: {}", super::request_failure(e))))?;
         if response.status().is_success() {
             tracing::info!(status = response.status().as_u16(), "SMS handed to the gateway");
             Ok(())
@@ -84,6 +85,25 @@ impl OtpSender for HttpSmsGateway {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_failure_says_why_without_the_gateways_address_and_its_key() {
+        // A port nothing listens on: the connection is refused.
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let url = format!("http://127.0.0.1:{port}/sms/send?api_id=key-of-the-gateway");
+        let template = r#"{"to": "{to}", "text": "{text}"}"#.to_owned();
+        let gateway = HttpSmsGateway::new(url, None, template, Duration::from_secs(5)).unwrap();
+        let message = OtpMessage {
+            channel: portico_model::otp::OtpChannel::Sms,
+            to: "+79001234567".into(),
+            code: "123456".into(),
+            text: "Код: 123456".into(),
+        };
+        let error = gateway.send(&message, OffsetDateTime::UNIX_EPOCH).await.unwrap_err().to_string();
+        assert!(!error.contains("key-of-the-gateway") && !error.contains("/sms/send"), "{error}");
+        assert!(error.starts_with("the code could not be delivered: SMS gateway: error sending request"), "{error}");
+        assert!(error.to_lowercase().contains("connect"), "the cause is named: {error}");
+    }
 
     #[test]
     fn the_template_is_filled_with_json_escaped_values() {
