@@ -413,6 +413,7 @@ impl App {
             .layer(middleware::from_fn(http::observe))
             .layer(PropagateRequestIdLayer::new(http::REQUEST_ID))
             .layer(SetRequestIdLayer::new(http::REQUEST_ID, MakeRequestUuid))
+            .layer(middleware::from_fn(http::usable_request_id))
             .layer(header("x-content-type-options", "nosniff"))
             .layer(header("x-frame-options", "DENY"))
             .layer(header("referrer-policy", "no-referrer"))

@@ -35,6 +35,29 @@ fn interaction_id(request: &Request) -> HeaderValue {
         })
 }
 
+/// The longest caller's `x-request-id` kept, in characters.
+const MAX_REQUEST_ID: usize = 128;
+
+/// Drops a caller's `x-request-id` that is not one value of 1 to
+/// [`MAX_REQUEST_ID`] visible ASCII characters, so that the server makes
+/// a new one: the id is played back, named in error bodies (the report
+/// API's `traceId`) and logged, and a caller's 100 kB would be all three.
+pub async fn usable_request_id(mut request: Request, next: Next) -> Response {
+    let mut given = request.headers().get_all(&REQUEST_ID).iter();
+    let usable = match (given.next(), given.next()) {
+        (Some(id), None) => {
+            let id = id.as_bytes();
+            (1..=MAX_REQUEST_ID).contains(&id.len()) && id.iter().all(u8::is_ascii_graphic)
+        }
+        (None, _) => true,
+        (Some(_), Some(_)) => false,
+    };
+    if !usable {
+        request.headers_mut().remove(&REQUEST_ID);
+    }
+    next.run(request).await
+}
+
 /// Counts and times every request by route and status; logs server errors.
 /// Each request runs in a span (a server span of the caller's trace when
 /// it sent a W3C `traceparent`, exported when traces are on), which names

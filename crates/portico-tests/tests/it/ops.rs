@@ -24,6 +24,46 @@ async fn health_readiness_and_metrics() {
     }
 }
 
+/// A caller's `x-request-id` is played back (and named in error bodies)
+/// when it is one short id of visible characters; anything else gets a
+/// new one, as a request without one does.
+#[tokio::test]
+async fn a_callers_request_id_is_kept_only_when_it_is_a_short_visible_id() {
+    let app = TestApp::spawn(backends()[0]).await;
+    let answer = |ids: Vec<Vec<u8>>| {
+        let mut request = app.http().get(app.url("/v1/reports/tasks"));
+        for id in ids {
+            request = request.header("x-request-id", reqwest::header::HeaderValue::from_bytes(&id).unwrap());
+        }
+        async move {
+            let response = request.send().await.unwrap();
+            assert_eq!(response.status(), 401);
+            let played_back = response.headers()["x-request-id"].to_str().unwrap().to_owned();
+            let body: serde_json::Value = response.json().await.unwrap();
+            assert_eq!(body["traceId"], played_back.as_str(), "the error names the id played back");
+            played_back
+        }
+    };
+    let longest = "r".repeat(128);
+    for kept in ["caller-7", "0f8fad5b-d9cb-469f-a165-70867728950e", longest.as_str()] {
+        assert_eq!(answer(vec![kept.as_bytes().to_vec()]).await, kept);
+    }
+    let made = answer(vec![]).await;
+    assert!(uuid::Uuid::try_parse(&made).is_ok(), "{made}");
+    for replaced in [
+        vec!["r".repeat(129).into_bytes()],
+        vec!["r".repeat(100_000).into_bytes()],
+        vec![b"with space".to_vec()],
+        vec!["ид-запроса".as_bytes().to_vec()],
+        vec![b"first".to_vec(), b"second".to_vec()],
+    ] {
+        let given: Vec<String> =
+            replaced.iter().map(|id| String::from_utf8_lossy(&id[..id.len().min(20)]).into_owned()).collect();
+        let id = answer(replaced).await;
+        assert!(uuid::Uuid::try_parse(&id).is_ok(), "{given:?} is replaced by a new id, not {id}");
+    }
+}
+
 /// FAPI 1.0 Part 1 §6.2.1 (ФАПИ.СЕК's resource servers): every answer
 /// plays back the client's `x-fapi-interaction-id`, or gives a new UUID
 /// when the request had none (or no UUID), refusals too.
