@@ -48,7 +48,7 @@ pub struct Identity {
     /// The signing keys and the checking of tokens, shared with the APIs.
     pub tokens: Arc<portico_tokens::TokenVerifier>,
     pub cookies: CookieSigner,
-    pub passwords: passwords::PasswordChecker,
+    pub passwords: Arc<passwords::PasswordChecker>,
     /// Where one-time codes go.
     pub otp_sender: Arc<dyn delivery::OtpSender>,
     pub captcha: Arc<dyn captcha::CaptchaVerifier>,

@@ -1,5 +1,7 @@
-//! Password checks, capped: each Argon2id run takes 19 MiB and tens of
-//! milliseconds, so at most a few run at once and they run off the executor.
+//! Argon2id runs, capped: each takes 19 MiB and tens of milliseconds, so at
+//! most a few run at once, off the executor, whoever asks: the login's
+//! checks and the new passwords the admin API, SCIM, the console and the
+//! CLI hash share one cap (`login.password_hash_concurrency`).
 
 use std::sync::Mutex;
 
@@ -18,6 +20,20 @@ impl PasswordChecker {
     /// At most `concurrency` hashes at once (at least one).
     pub fn new(concurrency: usize) -> Self {
         Self { permits: Semaphore::new(concurrency.max(1)), memories: Mutex::new(Vec::new()) }
+    }
+
+    /// A new hash of `password` (PHC string), made under the same cap as
+    /// the checks: many users given passwords at once (a provisioning
+    /// system's bulk run) wait their turn instead of each taking 19 MiB
+    /// and a core.
+    ///
+    /// # Errors
+    /// When the hashing task stopped (the runtime is shutting down).
+    pub async fn hash(&self, password: String) -> Result<String, String> {
+        let _permit = self.permits.acquire().await.map_err(|e| format!("password hashing stopped: {e}"))?;
+        tokio::task::spawn_blocking(move || portico_crypto::password::hash(&password))
+            .await
+            .map_err(|e| format!("password hashing stopped: {e}"))
     }
 
     /// Whether `password` matches `stored`. With `stored = None` (unknown
@@ -43,5 +59,39 @@ impl PasswordChecker {
             }
             Err(_) => false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::pin::pin;
+    use std::task::{Context, Waker};
+
+    use super::*;
+
+    /// Whether `future` finishes within a few polls, yielding to the
+    /// runtime in between (a blocking task needs its thread's turn).
+    async fn pending_while_polled<F: std::future::Future>(future: std::pin::Pin<&mut F>) -> bool {
+        let mut future = future;
+        for _ in 0..20 {
+            if future.as_mut().poll(&mut Context::from_waker(Waker::noop())).is_ready() {
+                return false;
+            }
+            tokio::task::yield_now().await;
+        }
+        true
+    }
+
+    #[tokio::test]
+    async fn new_passwords_are_hashed_under_the_checks_cap() {
+        let checker = PasswordChecker::new(1);
+        let held = checker.permits.acquire().await.unwrap();
+        let mut hashing = pin!(checker.hash("new-password".to_owned()));
+        assert!(pending_while_polled(hashing.as_mut()).await, "waits while a check holds the one permit");
+        drop(held);
+        let hash = hashing.await.unwrap();
+        assert!(portico_crypto::password::verify(&hash, "new-password"));
+        assert_eq!(checker.permits.available_permits(), 1, "the permit is given back");
+        assert!(checker.verify(Some(hash), "new-password".to_owned()).await);
     }
 }

@@ -201,7 +201,7 @@ impl App {
             settings,
             tokens: Arc::clone(&tokens),
             cookies: secret.cookie_signer(),
-            passwords: PasswordChecker::new(config.login.password_hash_concurrency as usize),
+            passwords: Arc::new(PasswordChecker::new(config.login.password_hash_concurrency as usize)),
             otp_sender: crate::delivery::otp_sender(&config)?,
             captcha: crate::delivery::captcha(&config)?,
             client_keys: portico_identity::client_keys::ClientKeys::new(
@@ -280,7 +280,8 @@ impl App {
                 .allowing_insecure_addresses(config.notifications.allow_insecure_callbacks.unwrap_or(demo))
                 .signing_with(identity.tokens.keys.default_algorithm(), identity.tokens.keys.algorithms())
                 .with_default_profile(config.registration.default_security_profile)
-                .with_key_holders(identity.tokens.keys.holders().clone()),
+                .with_key_holders(identity.tokens.keys.holders().clone())
+                .hashing_with(Arc::clone(&identity.passwords)),
         );
         let console = if config.console {
             let console = Arc::new(portico_console::Console {

@@ -200,9 +200,11 @@ async fn probe(config: &Config, path: &str) -> anyhow::Result<()> {
 }
 
 async fn serve(config: Config, demo: bool) -> anyhow::Result<()> {
-    let (listen, metrics_listen) = (config.listen, config.metrics_listen);
     let app = App::build(config, Arc::new(SystemClock), demo).await?;
     let listeners = portico_server::app::Listeners::bind(&app.config).await?;
+    // The addresses bound (a port 0 in the configuration is the one given).
+    let listen = listeners.http.local_addr().unwrap_or(app.config.listen);
+    let metrics_listen = listeners.metrics.as_ref().and_then(|metrics| metrics.local_addr().ok());
     let shutdown = portico_server::app::shutdown_signal();
     let issuer = app.identity.settings.issuer.clone();
     tracing::info!(%listen, metrics_listen = ?metrics_listen, issuer, backend = app.store.backend(), "Portico is serving");

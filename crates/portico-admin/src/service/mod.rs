@@ -99,6 +99,9 @@ pub struct AdminService {
     /// algorithms are made in (`tokens.hsm`), the signing program
     /// (`tokens.command`).
     pub key_holders: portico_tokens::KeyHolders,
+    /// Where new passwords are hashed: the server's cap on Argon2id runs,
+    /// shared with the login's checks (`login.password_hash_concurrency`).
+    pub passwords: Arc<portico_identity::passwords::PasswordChecker>,
     /// Client changes on this node are made one at a time (another node's
     /// are kept apart by the client's revision).
     pub(crate) client_writes: tokio::sync::Mutex<()>,
@@ -125,6 +128,10 @@ pub(crate) fn check_revision(what: &str, revisions: Option<&[u64]>, stored: u64)
 /// it meanwhile (on other nodes: this node's wait for each other).
 pub(crate) const UPDATE_ATTEMPTS: usize = 20;
 
+/// Argon2id runs at once of a service with no server's cap to share (the
+/// CLI's): `login.password_hash_concurrency`'s default.
+const DEFAULT_HASHES_AT_ONCE: usize = 2;
+
 impl AdminService {
     pub fn new(store: Arc<dyn Storage>, clock: Arc<dyn Clock>, sealer: Sealer) -> Self {
         Self {
@@ -136,9 +143,18 @@ impl AdminService {
             signing_algorithms: vec![Algorithm::Rs256],
             default_security_profile: SecurityProfile::Standard,
             key_holders: portico_tokens::KeyHolders::default(),
+            passwords: Arc::new(portico_identity::passwords::PasswordChecker::new(DEFAULT_HASHES_AT_ONCE)),
             client_writes: tokio::sync::Mutex::new(()),
             user_writes: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// The same service, hashing new passwords under `passwords`' cap (the
+    /// server's, which its logins share).
+    #[must_use]
+    pub fn hashing_with(mut self, passwords: Arc<portico_identity::passwords::PasswordChecker>) -> Self {
+        self.passwords = passwords;
+        self
     }
 
     /// The same service, making new keys of the HSM's algorithms inside

@@ -178,13 +178,12 @@ fn login_taken(login: &str) -> ServiceError {
     ServiceError::Conflict("login_taken", format!("a user with the login {login} already exists"))
 }
 
-async fn hash_password(password: String) -> Result<String> {
-    tokio::task::spawn_blocking(move || portico_crypto::password::hash(&password))
-        .await
-        .map_err(|e| ServiceError::Storage(StorageError::Other(format!("password hashing stopped: {e}"))))
-}
-
 impl AdminService {
+    /// A new password's hash, under the server's cap on Argon2id runs.
+    async fn hash_password(&self, password: String) -> Result<String> {
+        self.passwords.hash(password).await.map_err(|e| ServiceError::Storage(StorageError::Other(e)))
+    }
+
     /// # Errors
     /// `user_not_found`, or the store failed.
     pub async fn user(&self, id: UserId) -> Result<User> {
@@ -237,7 +236,7 @@ impl AdminService {
         let user = User {
             id: UserId::random(),
             login: new.login,
-            password_hash: hash_password(new.password).await?,
+            password_hash: self.hash_password(new.password).await?,
             phone,
             email: new.email,
             name: new.name,
@@ -329,7 +328,7 @@ impl AdminService {
         if let Some(password) = stated.password
             && check_password(&password, &stated.login).is_ok()
         {
-            hashed = Some((password.clone(), hash_password(password).await?));
+            hashed = Some((password.clone(), self.hash_password(password).await?));
         }
         let (mut user, (changed, active, password_set)) = self
             .modify_user::<_, E>(id, if_match, |user| {
@@ -454,7 +453,7 @@ impl AdminService {
     pub async fn set_password(&self, actor: &Actor, id: UserId, password: String) -> Result<()> {
         let user = self.user(id).await?;
         check_password(&password, &user.login).map_err(|message| ServiceError::invalid("password", message))?;
-        let hash = hash_password(password.clone()).await?;
+        let hash = self.hash_password(password.clone()).await?;
         self.modify_user(id, None, |user| {
             // The policy again, should the login have changed meanwhile.
             check_password(&password, &user.login).map_err(|message| ServiceError::invalid("password", message))?;
