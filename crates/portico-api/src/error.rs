@@ -2,8 +2,9 @@
 //! `{"code": "...", "message": "...", "problems": [{"place", "message"}]}`.
 //!
 //! `code` is a lowercase identifier a program can match on; `message` says
-//! in words what was wrong and what to do; `problems` lists every invalid
-//! field of a refused document with its place. The codes:
+//! in words what was wrong and what to do; `problems` lists the invalid
+//! fields of a refused document with their places (the first 100, then one
+//! entry saying how many more). The codes:
 //!
 //! | status | code | when |
 //! |---|---|---|
@@ -30,6 +31,13 @@ use portico_storage::StorageError;
 /// Characters an error message holds at most.
 pub const MAX_MESSAGE: usize = 512;
 
+/// Problems an answer lists at most: a document wrong in thousands of
+/// places is answered with the first of them and how many more there are.
+pub const MAX_PROBLEMS: usize = 100;
+
+/// Characters a problem's place holds at most.
+const MAX_PLACE: usize = 200;
+
 /// Seconds a client is told to wait after an outage answer.
 const RETRY_AFTER_SECS: &str = "5";
 
@@ -45,6 +53,23 @@ pub struct Problem {
 impl Problem {
     pub fn new(place: impl Into<String>, message: impl Into<String>) -> Self {
         Self { place: place.into(), message: message.into() }
+    }
+
+    /// `problems` as an answer lists them: the first [`MAX_PROBLEMS`], each
+    /// cut to a readable length (a place or message may repeat what was
+    /// sent), then, when there were more, one more saying how many.
+    pub fn listed(mut problems: Vec<Self>) -> Vec<Self> {
+        let more = problems.len().saturating_sub(MAX_PROBLEMS);
+        problems.truncate(MAX_PROBLEMS);
+        for problem in &mut problems {
+            problem.place = portico_model::text::capped(std::mem::take(&mut problem.place), MAX_PLACE);
+            problem.message = portico_model::text::capped(std::mem::take(&mut problem.message), MAX_MESSAGE);
+        }
+        if more > 0 {
+            let noun = if more == 1 { "problem" } else { "problems" };
+            problems.push(Self::new("", format!("and {more} more {noun}: mend these and send it again")));
+        }
+        problems
     }
 
     /// A problem written as `place: message` (the form the data checks of
@@ -66,7 +91,8 @@ pub struct ErrorBody {
     #[schema(example = "invalid_document")]
     pub code: &'static str,
     pub message: String,
-    /// With `invalid_document`: every problem and its place.
+    /// With `invalid_document`: each problem and its place (the first
+    /// 100, then one saying how many more).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub problems: Vec<Problem>,
 }
@@ -194,7 +220,11 @@ impl ApiError {
             ),
             Self::Internal => ("internal_error", "internal error; nothing was changed".to_owned(), Vec::new()),
         };
-        ErrorBody { code, message: portico_model::text::capped(message, MAX_MESSAGE), problems }
+        ErrorBody {
+            code,
+            message: portico_model::text::capped(message, MAX_MESSAGE),
+            problems: Problem::listed(problems),
+        }
     }
 }
 
@@ -293,6 +323,19 @@ pub fn page_size(limit: Option<u32>) -> Result<u32, ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_answer_lists_the_first_hundred_problems_cut_to_length_and_counts_the_rest() {
+        let many = |n: usize| (0..n).map(|i| Problem::new(format!("items[{i}]"), "wrong")).collect::<Vec<_>>();
+        assert_eq!(Problem::listed(many(100)), many(100), "a hundred are all listed");
+        let listed = Problem::listed(many(101));
+        assert_eq!(listed[..100], many(100));
+        assert_eq!(listed[100], Problem::new("", "and 1 more problem: mend these and send it again"));
+        assert_eq!(Problem::listed(many(5000))[100].message, "and 4900 more problems: mend these and send it again");
+        let long = Problem::listed(vec![Problem::new("p".repeat(10_000), "m".repeat(10_000))]);
+        assert_eq!(long[0].place.chars().count(), MAX_PLACE + 1, "cut, with an ellipsis");
+        assert_eq!(long[0].message.chars().count(), MAX_MESSAGE + 1);
+    }
 
     #[test]
     fn a_line_with_a_place_splits_at_the_first_colon() {

@@ -11,8 +11,7 @@ use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use portico_admin::ServiceError;
-use portico_api::Problem;
-use portico_api::error::ErrorBody;
+use portico_api::{ApiError, Problem};
 use portico_permissions::service::{ApplyError, ApplySummary, read_document};
 
 use serde::Deserialize;
@@ -200,12 +199,13 @@ pub async fn load_brokerage(
         Ok(_) => crate::session::see_other(&done("/console/brokerage", "loaded")),
         Err(error) => {
             let status = error.status();
-            let ErrorBody { message, problems, .. } = error.body();
-            let error = if status == StatusCode::BAD_REQUEST {
-                let problems = if problems.is_empty() { vec![Problem::new("", message)] } else { problems };
-                ServiceError::Invalid(problems)
-            } else {
-                ServiceError::Storage(portico_storage::StorageError::Unavailable(message))
+            let error = match error {
+                // Every problem: the page lists them as it lists the service's.
+                ApiError::Invalid { problems, .. } if !problems.is_empty() => ServiceError::Invalid(problems),
+                error if status == StatusCode::BAD_REQUEST => {
+                    ServiceError::Invalid(vec![Problem::new("", error.body().message)])
+                }
+                error => ServiceError::Storage(portico_storage::StorageError::Unavailable(error.body().message)),
             };
             page::service_error(l, error, "/console/brokerage")
         }

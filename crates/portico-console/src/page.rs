@@ -344,7 +344,7 @@ pub fn service_error(l: Layout, error: portico_admin::ServiceError, back: &str) 
         ServiceError::Invalid(problems) => (
             StatusCode::BAD_REQUEST,
             l.s("error.invalid").to_owned(),
-            problems.into_iter().map(|p| (p.place, p.message)).collect(),
+            portico_api::Problem::listed(problems).into_iter().map(|p| (p.place, p.message)).collect(),
         ),
         ServiceError::NotFound(_, message) => (StatusCode::NOT_FOUND, message, Vec::new()),
         ServiceError::Conflict(_, message) => (StatusCode::CONFLICT, message, Vec::new()),

@@ -153,7 +153,13 @@ pub async fn record_load(
 
 /// Stores the document all or nothing.
 async fn store(api: &ReportsState, body: &[u8]) -> Result<Json<Stored>, ApiError> {
-    let document = parse(body).map_err(|problems| {
+    // Off the runtime's threads: the console takes documents of up to 16 MiB.
+    let body = body.to_vec();
+    let parsed = tokio::task::spawn_blocking(move || parse(&body)).await.map_err(|error| {
+        tracing::error!(%error, "reading a brokerage document stopped");
+        ApiError::Internal
+    })?;
+    let document = parsed.map_err(|problems| {
         let problems = problems.iter().map(|line| Problem::from_line(line)).collect();
         ApiError::invalid("the document is not valid; nothing was stored", problems)
     })?;

@@ -70,3 +70,44 @@ async fn agreements_are_stored_whole_or_not_at_all_with_each_problem_named() {
         );
     }
 }
+
+/// A document wrong in hundreds of places is answered with the first 100
+/// problems, in order, and how many more there are, by the API and by the
+/// console's page alike; nothing is stored.
+#[tokio::test]
+async fn a_document_wrong_in_hundreds_of_places_is_answered_with_the_first_hundred() {
+    let app = TestApp::spawn(backends()[0]).await;
+    let mut wrong = agreement(&Shape { number: "БД-0200", ..Shape::demo() });
+    let trade = wrong.trades[0].clone();
+    wrong.trades = (0..250)
+        .map(|n| portico_model::reports::brokerage::Trade {
+            id: format!("T-{n}"),
+            ticker: "NOPE".into(),
+            ..trade.clone()
+        })
+        .collect();
+    let document = json!({"agreements": [wrong]});
+    let (status, body) = send(&app, "/admin/v1/brokerage/agreements", ADMIN_TOKEN, Some(&document)).await;
+    assert_eq!((status, body["code"].as_str()), (400, Some("invalid_document")), "{body}");
+    let problems = body["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 101, "{body}");
+    for (n, problem) in problems[..100].iter().enumerate() {
+        let place = format!("agreements[0].trades[{n}].ticker");
+        assert_eq!(problem["place"].as_str(), Some(place.as_str()), "in order: {problem}");
+    }
+    assert_eq!(problems[100], json!({"place": "", "message": "and 150 more problems: mend these and send it again"}));
+    assert!(app.store.find_agreement("БД-0200").await.unwrap().is_none(), "nothing stored");
+
+    // The console's page lists the same.
+    let (browser, _) = crate::console::sign_in(&app, "operator", "operator-password").await;
+    let html = browser.get(app.url("/console/brokerage")).send().await.unwrap().text().await.unwrap();
+    let csrf = crate::console::csrf_of(&html);
+    let text = serde_json::to_string(&document).unwrap();
+    let form = [("_csrf", csrf.as_str()), ("document", text.as_str()), ("confirm", "yes")];
+    let response = browser.post(app.url("/console/brokerage")).form(&form).send().await.unwrap();
+    let page = (response.status().as_u16(), response.text().await.unwrap());
+    assert_eq!(page.0, 400, "{}", page.1);
+    assert!(page.1.contains("agreements[0].trades[99].ticker"), "{}", page.1);
+    assert!(!page.1.contains("agreements[0].trades[100].ticker"), "the 101st is counted, not listed");
+    assert!(page.1.contains("and 150 more problems"), "{}", page.1);
+}

@@ -39,7 +39,7 @@ pub(crate) async fn sign_in(app: &TestApp, login: &str, password: &str) -> (reqw
 }
 
 /// The `_csrf` of the first form on a console page.
-fn csrf_of(html: &str) -> String {
+pub(crate) fn csrf_of(html: &str) -> String {
     let at = html.find("name=\"_csrf\" value=\"").expect("a form with _csrf") + 20;
     html[at..at + html[at..].find('"').unwrap()].to_owned()
 }
