@@ -137,10 +137,9 @@ impl UserQuery {
             let (TextMatch::Is(value) | TextMatch::StartsWith(value)) = matched;
             let ascii_lowercase = column == "email";
             let value = if ascii_lowercase { value.to_ascii_lowercase() } else { value.clone() };
-            let mut tests = vec![(column, value.clone())];
-            if column == "login"
-                && let Ok(key) = portico_model::login_name::key(&value)
-            {
+            let key = if column == "login" { portico_model::login_name::key(&value).ok() } else { None };
+            let mut tests = vec![(column, value)];
+            if let Some(key) = key {
                 tests.push(("login_key", key));
             }
             let prefix = matches!(matched, TextMatch::StartsWith(_));

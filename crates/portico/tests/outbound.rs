@@ -12,15 +12,14 @@ use portico_model::audit::{AuditEvent, AuditKind};
 use portico_model::client::{Client, LocalizedText};
 use portico_model::clock::Clock as _;
 use portico_model::ids::{GrantId, SessionId, UserId};
-use portico_model::notify::{
-    Delivery, EventKind, Kopecks, MerchantIds, NotificationSettings, OperationTypes, PaymentEvent, PaymentMethod,
-    StoredEvent,
-};
+use portico_model::notify::MerchantIds;
 use portico_model::oauth::{AuthorizationCode, Grant, Redemption, RefreshToken};
 use portico_model::session::SsoSession;
 use portico_model::user::User;
 use portico_tests::{TestApp, backends};
 use tokio::io::AsyncBufReadExt as _;
+
+mod common;
 
 /// A would-be proxy on a loopback port: the first line of every
 /// connection it gets (`CONNECT host:443 …` or `POST http://…`).
@@ -44,35 +43,8 @@ async fn proxy() -> (String, Arc<Mutex<Vec<String>>>) {
 async fn payment_due(app: &TestApp, url: &str, now: time::OffsetDateTime) {
     let ids =
         MerchantIds { merchant_id: "m0".into(), public_id: "pub0".into(), sbp_merchant_id: "MA0000000000".into() };
-    portico_notify::merchants::create(app.store.as_ref(), &app.notify.sealer, ids.clone(), now).await.unwrap();
-    let settings = NotificationSettings { callback_url: url.into(), operation_types: OperationTypes::default() };
-    app.store.save_notification_settings(&ids.merchant_id, &settings).await.unwrap();
-    let payment = PaymentEvent {
-        payment_id: "pay-1".into(),
-        transaction_id: 1,
-        order_id: "ord-1".into(),
-        amount: Kopecks(10_000),
-        currency: "RUB".into(),
-        status: "SUCCESS".into(),
-        status_date: now,
-        payment_method: PaymentMethod::Sbp,
-        sbp_transaction_id: None,
-        qr_id: None,
-        comment: None,
-        additional_info: None,
-        extra: serde_json::Map::new(),
-        created_at: now,
-    };
-    let event = StoredEvent {
-        event_id: "ev-1".into(),
-        merchant_id: ids.merchant_id.clone(),
-        kind: EventKind::Payment,
-        payload: serde_json::to_value(payment).unwrap(),
-        received_at: now,
-        trace_parent: None,
-    };
-    let delivery = Delivery::new(event.event_id.clone(), ids.merchant_id, now);
-    app.store.record_event(&event, &delivery).await.unwrap();
+    common::merchant(app, &ids, url.into(), now).await;
+    common::payment_due(app, "m0", "ord-1", 1, 10_000, now).await;
 }
 
 /// A session of a user signed in to client `bc`, whose back-channel

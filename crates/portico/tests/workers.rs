@@ -11,10 +11,7 @@ use std::time::Duration;
 use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, StatusCode};
 use portico_model::clock::{Clock as _, SystemClock};
-use portico_model::notify::{
-    Delivery, DeliveryStatus, EventKind, Kopecks, MerchantIds, NotificationSettings, OperationTypes, PaymentEvent,
-    PaymentMethod, StoredEvent,
-};
+use portico_model::notify::{DeliveryStatus, MerchantIds};
 use portico_tests::{TestApp, backends};
 
 mod common;
@@ -135,42 +132,11 @@ async fn seed(app: &TestApp, url: &str, merchants: usize, per_merchant: usize) -
             public_id: format!("pub{m}"),
             sbp_merchant_id: format!("MA{m:010}"),
         };
-        let key =
-            portico_notify::merchants::create(app.store.as_ref(), &app.notify.sealer, ids.clone(), now).await.unwrap();
-        let settings = NotificationSettings {
-            callback_url: format!("{url}/{}", ids.public_id),
-            operation_types: OperationTypes::default(),
-        };
-        app.store.save_notification_settings(&ids.merchant_id, &settings).await.unwrap();
+        let key = common::merchant(app, &ids, format!("{url}/{}", ids.public_id), now).await;
         keys.insert(ids.public_id, key);
         for n in 0..per_merchant {
-            let order = format!("ord-{m}-{n}");
-            let payment = PaymentEvent {
-                payment_id: format!("pay-{order}"),
-                transaction_id: i64::try_from(m * 1_000_000 + n).unwrap(),
-                order_id: order.clone(),
-                amount: Kopecks(10_000 + i64::try_from(n).unwrap()),
-                currency: "RUB".into(),
-                status: "SUCCESS".into(),
-                status_date: now,
-                payment_method: PaymentMethod::Sbp,
-                sbp_transaction_id: None,
-                qr_id: None,
-                comment: None,
-                additional_info: None,
-                extra: serde_json::Map::new(),
-                created_at: now,
-            };
-            let event = StoredEvent {
-                event_id: format!("ev-{order}"),
-                merchant_id: ids.merchant_id.clone(),
-                kind: EventKind::Payment,
-                payload: serde_json::to_value(payment).unwrap(),
-                received_at: now,
-                trace_parent: None,
-            };
-            let delivery = Delivery::new(event.event_id.clone(), ids.merchant_id.clone(), now);
-            app.store.record_event(&event, &delivery).await.unwrap();
+            let (transaction, amount) = (i64::try_from(m * 1_000_000 + n).unwrap(), 10_000 + i64::try_from(n).unwrap());
+            common::payment_due(app, &ids.merchant_id, &format!("ord-{m}-{n}"), transaction, amount, now).await;
         }
     }
     keys

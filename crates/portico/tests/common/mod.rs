@@ -4,7 +4,59 @@
 
 use std::process::{Child, Command, Stdio};
 
+use portico_model::notify::{
+    Delivery, EventKind, Kopecks, MerchantIds, NotificationSettings, OperationTypes, PaymentEvent, PaymentMethod,
+    StoredEvent,
+};
 use portico_tests::TestApp;
+use time::OffsetDateTime;
+
+/// Merchant `ids`, made at `now` with its callback at `callback_url`: its API key.
+pub async fn merchant(app: &TestApp, ids: &MerchantIds, callback_url: String, now: OffsetDateTime) -> String {
+    let key =
+        portico_notify::merchants::create(app.store.as_ref(), &app.notify.sealer, ids.clone(), now).await.unwrap();
+    let settings = NotificationSettings { callback_url, operation_types: OperationTypes::default() };
+    app.store.save_notification_settings(&ids.merchant_id, &settings).await.unwrap();
+    key
+}
+
+/// A successful payment of `amount` kopecks for `order` (event `ev-{order}`)
+/// to merchant `merchant_id`, stored with its delivery due at `now`.
+pub async fn payment_due(
+    app: &TestApp,
+    merchant_id: &str,
+    order: &str,
+    transaction_id: i64,
+    amount: i64,
+    now: OffsetDateTime,
+) {
+    let payment = PaymentEvent {
+        payment_id: format!("pay-{order}"),
+        transaction_id,
+        order_id: order.to_owned(),
+        amount: Kopecks(amount),
+        currency: "RUB".into(),
+        status: "SUCCESS".into(),
+        status_date: now,
+        payment_method: PaymentMethod::Sbp,
+        sbp_transaction_id: None,
+        qr_id: None,
+        comment: None,
+        additional_info: None,
+        extra: serde_json::Map::new(),
+        created_at: now,
+    };
+    let event = StoredEvent {
+        event_id: format!("ev-{order}"),
+        merchant_id: merchant_id.to_owned(),
+        kind: EventKind::Payment,
+        payload: serde_json::to_value(payment).unwrap(),
+        received_at: now,
+        trace_parent: None,
+    };
+    let delivery = Delivery::new(event.event_id.clone(), merchant_id.to_owned(), now);
+    app.store.record_event(&event, &delivery).await.unwrap();
+}
 
 /// A `portico worker` process, killed and reaped when dropped.
 pub struct Worker(Child);
