@@ -117,7 +117,10 @@ pub async fn apply_permissions(
         Err(message) => return Ok(permissions_page(&console, l, None, vec![(String::new(), message)], text).await),
     };
     let problems = |e: ApplyError| match e {
-        ApplyError::Invalid(problems) => Ok(problems.into_iter().map(|p| (p.place, p.message)).collect()),
+        ApplyError::Invalid(problems) => {
+            let problems = problems.into_iter().map(|p| Problem::new(p.place, p.message)).collect();
+            Ok(Problem::listed(problems).into_iter().map(|p| (p.place, p.message)).collect())
+        }
         ApplyError::Storage(error) => Err(error),
     };
     if fields.action.as_deref() == Some("check") {

@@ -320,6 +320,14 @@ async fn admins_register_a_merchant_and_load_the_permission_model_and_brokerage_
             [("_csrf", csrf.as_str()), ("document", "companies: [{cnum: x}]"), ("action", "apply"), ("confirm", "yes")];
         let response = post(&browser, &app, "/console/permissions", &broken).await;
         assert_eq!(response.status(), 400);
+        // A document wrong in hundreds of places: the first 100, then how many more.
+        // (One company 150 times: each after the first appears twice.)
+        let company = "{cnum: \"7700000099\", name: Тест, contractStatus: ACTIVE}";
+        let many = format!("companies: [{}]", [company; 150].join(", "));
+        let form = [("_csrf", csrf.as_str()), ("document", many.as_str()), ("action", "check")];
+        let html = post(&browser, &app, "/console/permissions", &form).await.text().await.unwrap();
+        assert!(html.contains("companies[100].cnum") && !html.contains("companies[101].cnum"), "{html}");
+        assert!(html.contains("and 49 more problems: mend these and send it again"), "{html}");
         assert_eq!(
             app.store.load_permissions().await.unwrap().revision,
             before + 1,
