@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use portico_tests::{Pkce, TestApp, backends, jwt_claims, jwt_header};
 
+mod common;
+
 fn portico(app: &TestApp, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_portico"))
         .args(args)
@@ -295,16 +297,7 @@ fn serve_outside_the_demo_refuses_development_delivery_unless_named() {
 fn serve_stops_gracefully_on_sigterm() {
     use std::io::{BufRead as _, BufReader};
     let dir = portico_tests::TempDir::new();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_portico"))
-        .args(["serve", "--demo"])
-        .env_clear()
-        .env("PORTICO_DATA_DIR", &dir.0)
-        .env("PORTICO_LISTEN", "127.0.0.1:0")
-        .env("PORTICO_LOG", "info")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start portico serve");
+    let mut child = common::serve_demo(&dir.0, &[]);
     let stderr = BufReader::new(child.stderr.take().unwrap());
     let mut lines = stderr.lines();
     assert!(lines.by_ref().map_while(Result::ok).any(|line| line.contains("Portico is serving")), "server started");

@@ -5,7 +5,8 @@
 //! `portico serve` by its peak resident memory (`VmHWM`).
 
 use std::io::{BufRead as _, BufReader};
-use std::process::{Command, Stdio};
+
+mod common;
 
 const ADMIN_TOKEN: &str = "admin-token-for-the-hashing-test-0123456789";
 const USERS: usize = 32;
@@ -22,18 +23,10 @@ fn peak_memory(pid: u32) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_new_passwords_at_once_are_hashed_a_few_at_a_time() {
     let dir = portico_tests::TempDir::new();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_portico"))
-        .args(["serve", "--demo"])
-        .env_clear()
-        .env("PORTICO_DATA_DIR", &dir.0)
-        .env("PORTICO_LISTEN", "127.0.0.1:0")
-        .env("PORTICO_LOG", "info")
-        .env("PORTICO_ADMIN_TOKEN", ADMIN_TOKEN)
-        .env("PORTICO_LOGIN__PASSWORD_HASH_CONCURRENCY", "1")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start portico serve");
+    let mut child = common::serve_demo(
+        &dir.0,
+        &[("PORTICO_ADMIN_TOKEN", ADMIN_TOKEN), ("PORTICO_LOGIN__PASSWORD_HASH_CONCURRENCY", "1")],
+    );
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let serving =
         lines.by_ref().map_while(Result::ok).find(|line| line.contains("Portico is serving")).expect("started");

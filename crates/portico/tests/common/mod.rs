@@ -58,6 +58,23 @@ pub async fn payment_due(
     app.store.record_event(&event, &delivery).await.unwrap();
 }
 
+/// `portico serve --demo` on a free loopback port with its data in `dir`
+/// and `settings` as environment variables: its log (`info`) on a piped
+/// stderr, its banner on a piped stdout.
+pub fn serve_demo(dir: &std::path::Path, settings: &[(&str, &str)]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_portico"))
+        .args(["serve", "--demo"])
+        .env_clear()
+        .env("PORTICO_DATA_DIR", dir)
+        .env("PORTICO_LISTEN", "127.0.0.1:0")
+        .env("PORTICO_LOG", "info")
+        .envs(settings.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start portico serve")
+}
+
 /// A `portico worker` process, killed and reaped when dropped.
 pub struct Worker(Child);
 
