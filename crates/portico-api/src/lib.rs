@@ -20,12 +20,14 @@
 pub mod auth;
 pub mod error;
 pub mod openapi;
+pub mod pagination;
 pub mod pair;
 pub mod request;
 pub mod revision;
 
 pub use auth::{Admin, ApiTokens, HasApiTokens, Internal, Support};
 pub use error::{ApiError, Body, Params, PathParams, Problem, page_size};
+pub use pagination::PageParams;
 pub use pair::{HasTokenVerifier, PairRefusal, TokenPair, called_path};
 /// The challenge of every 401 (RFC 6750 §3, RFC 9449 §7.1).
 pub use portico_tokens::Challenge;

@@ -26,14 +26,11 @@ use crate::session::{AdminOperator, see_other};
 #[template(path = "clients.html")]
 struct ClientsPage {
     l: Layout,
+    /// The registrations waiting for an operator's approval, oldest first.
+    held: Vec<Client>,
     clients: Vec<Client>,
-}
-
-impl ClientsPage {
-    /// The registrations waiting for an operator's approval.
-    fn held(&self) -> impl Iterator<Item = &Client> {
-        self.clients.iter().filter(|client| client.awaiting_approval)
-    }
+    /// The next page's address.
+    next: Option<String>,
 }
 
 /// The authentication and signing part of a client's form, as shown.
@@ -184,10 +181,18 @@ pub async fn list(
     axum::extract::RawQuery(raw): axum::extract::RawQuery,
     AdminOperator(operator): AdminOperator,
 ) -> Response {
-    let query: page::Notice = page::query(raw.as_deref());
-    let l = Layout::new(&headers, &operator, "clients", "/console/clients").with_notice(query.done.as_deref());
-    match console.admin.list_clients().await {
-        Ok(clients) => render(StatusCode::OK, &ClientsPage { l, clients }),
+    let here = page::here("/console/clients", raw.as_deref());
+    let query: page::ListQuery = page::query(raw.as_deref());
+    let l = Layout::new(&headers, &operator, "clients", &here).with_notice(query.done.as_deref());
+    let read = async {
+        let held = console.admin.held_clients(page::LIST_PAGE).await?;
+        Ok::<_, ServiceError>((held, console.admin.list_clients(query.page()).await?))
+    };
+    match read.await {
+        Ok((held, clients)) => {
+            let (clients, next) = page::list_page(clients, "/console/clients", |c| c.client_id.as_str());
+            render(StatusCode::OK, &ClientsPage { l, held, clients, next })
+        }
         Err(error) => page::service_error(l, error, "/console/"),
     }
 }

@@ -166,6 +166,8 @@ pub async fn apply_permissions(
 struct BrokeragePage {
     l: Layout,
     agreements: Vec<(String, String)>,
+    /// The next page's address.
+    next: Option<String>,
 }
 
 /// `GET /console/brokerage`: the agreements held, by number.
@@ -175,10 +177,14 @@ pub async fn brokerage(
     RawQuery(raw): RawQuery,
     AdminOperator(operator): AdminOperator,
 ) -> Response {
-    let query: page::Notice = page::query(raw.as_deref());
-    let l = Layout::new(&headers, &operator, "brokerage", "/console/brokerage").with_notice(query.done.as_deref());
-    match console.reports.store.list_agreements().await {
-        Ok(agreements) => render(StatusCode::OK, &BrokeragePage { l, agreements }),
+    let here = page::here("/console/brokerage", raw.as_deref());
+    let query: page::ListQuery = page::query(raw.as_deref());
+    let l = Layout::new(&headers, &operator, "brokerage", &here).with_notice(query.done.as_deref());
+    match console.reports.store.list_agreements(query.page()).await {
+        Ok(agreements) => {
+            let (agreements, next) = page::list_page(agreements, "/console/brokerage", |(number, _)| number.as_str());
+            render(StatusCode::OK, &BrokeragePage { l, agreements, next })
+        }
         Err(error) => page::storage_error(l, &error),
     }
 }

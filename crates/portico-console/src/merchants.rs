@@ -33,17 +33,23 @@ struct MerchantRow {
 struct MerchantsPage {
     l: Layout,
     merchants: Vec<MerchantRow>,
+    /// The next page's address.
+    next: Option<String>,
 }
 
 /// `GET /console/merchants`.
 pub async fn list(
     State(console): State<ConsoleState>,
     headers: HeaderMap,
+    RawQuery(raw): RawQuery,
     AdminOperator(operator): AdminOperator,
 ) -> Response {
-    let l = Layout::new(&headers, &operator, "merchants", "/console/merchants");
-    match console.notify.store.list_merchants().await {
+    let here = page::here("/console/merchants", raw.as_deref());
+    let query: page::ListQuery = page::query(raw.as_deref());
+    let l = Layout::new(&headers, &operator, "merchants", &here);
+    match console.notify.store.list_merchants(query.page()).await {
         Ok(merchants) => {
+            let (merchants, next) = page::list_page(merchants, "/console/merchants", |m| m.ids.merchant_id.as_str());
             let merchants = merchants
                 .into_iter()
                 .map(|m| MerchantRow {
@@ -52,7 +58,7 @@ pub async fn list(
                     callback: m.settings.map(|s| s.callback_url).unwrap_or_default(),
                 })
                 .collect();
-            render(StatusCode::OK, &MerchantsPage { l, merchants })
+            render(StatusCode::OK, &MerchantsPage { l, merchants, next })
         }
         Err(error) => page::storage_error(l, &error),
     }

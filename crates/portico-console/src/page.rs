@@ -224,6 +224,39 @@ pub fn query<T: serde::de::DeserializeOwned + Default>(raw: Option<&str>) -> T {
     portico_model::form::Form::parse(raw.unwrap_or_default().as_bytes()).read_lenient().unwrap_or_default()
 }
 
+/// Entries of a list page kept in the order of its key (clients,
+/// merchants, agreements).
+pub const LIST_PAGE: u32 = 50;
+
+/// The query of a list page kept in key order: what was just done, and
+/// the key the page begins after.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+pub struct ListQuery {
+    /// The notice's text key, after a form's 303.
+    pub done: Option<String>,
+    /// The key of the last entry of the page before.
+    pub after: Option<String>,
+}
+
+impl ListQuery {
+    /// What to read from the store: a page and one entry more, to know
+    /// whether another page follows.
+    pub fn page(&self) -> portico_storage::KeyPage<'_> {
+        portico_storage::KeyPage { after: self.after.as_deref(), limit: LIST_PAGE + 1 }
+    }
+}
+
+/// The first [`LIST_PAGE`] of `rows` (read one over), and the address of
+/// the page after them, at `path`, when more follow.
+pub fn list_page<T>(rows: Vec<T>, path: &str, key: impl Fn(&T) -> &str) -> (Vec<T>, Option<String>) {
+    let (rows, next) = portico_api::pagination::split(rows, LIST_PAGE, key);
+    let next = next.map(|after| {
+        format!("{path}?{}", form_urlencoded::Serializer::new(String::new()).append_pair("after", &after).finish())
+    });
+    (rows, next)
+}
+
 /// The query of a page that only shows what was just done (`done`).
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(default)]

@@ -23,7 +23,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use portico_api::openapi::AdminErrors;
-use portico_api::{Admin, ApiError};
+use portico_api::{Admin, ApiError, PageParams, Params, pagination};
 use portico_model::audit::{AuditEvent, AuditKind};
 use portico_model::notify::MerchantIds;
 use portico_storage::StorageError;
@@ -67,6 +67,16 @@ pub struct NewMerchant {
     pub sbp_merchant_id: String,
 }
 
+/// A page of merchants, by id.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MerchantPage {
+    pub merchants: Vec<MerchantView>,
+    /// Pass as `after` for the next page; absent on the last one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
+}
+
 /// A merchant's new API key, shown this once: the merchant authenticates
 /// with it and verifies its notifications' signatures with it.
 #[derive(Debug, Serialize, ToSchema)]
@@ -82,12 +92,19 @@ pub struct MerchantKey {
     operation_id = "listMerchants",
     tag = "merchants",
     security(("adminToken" = [])),
-    responses((status = 200, description = "Every merchant, by id.", body = Vec<MerchantView>), AdminErrors)
+    params(PageParams),
+    responses((status = 200, description = "A page of merchants, by id.", body = MerchantPage), AdminErrors)
 )]
-pub async fn list(State(api): State<NotifyState>, _: Admin) -> Result<Response, ApiError> {
-    match api.store.list_merchants().await {
+pub async fn list(
+    State(api): State<NotifyState>,
+    _: Admin,
+    Params(params): Params<PageParams>,
+) -> Result<Response, ApiError> {
+    let (page, limit) = params.read()?;
+    match api.store.list_merchants(page).await {
         Ok(merchants) => {
-            let views: Vec<MerchantView> = merchants
+            let (merchants, next) = pagination::split(merchants, limit, |m| m.ids.merchant_id.as_str());
+            let merchants: Vec<MerchantView> = merchants
                 .into_iter()
                 .map(|m| MerchantView {
                     merchant_id: m.ids.merchant_id,
@@ -97,7 +114,7 @@ pub async fn list(State(api): State<NotifyState>, _: Admin) -> Result<Response, 
                     created_at: m.created_at,
                 })
                 .collect();
-            Ok(Json(views).into_response())
+            Ok(Json(MerchantPage { merchants, next }).into_response())
         }
         Err(e) => Err(ApiError::storage("listing merchants", &e)),
     }

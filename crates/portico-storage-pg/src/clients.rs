@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use portico_model::client::{Client, ClientSecurity, LocalizedText};
 use portico_model::ids::ClientId;
 use portico_storage::memory::NodeMemory;
-use portico_storage::{ClientRepository, Update};
+use portico_storage::{ClientRepository, KeyPage, Update};
 use sqlx::Row as _;
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
@@ -105,8 +105,21 @@ impl ClientRepository for PgStore {
         .await
     }
 
-    async fn list_clients(&self) -> Result<Vec<Client>> {
-        sqlx::query("SELECT * FROM clients ORDER BY client_id")
+    async fn list_clients(&self, page: KeyPage<'_>) -> Result<Vec<Client>> {
+        sqlx::query(r#"SELECT * FROM clients WHERE $1::text IS NULL OR client_id > $1 ORDER BY client_id LIMIT $2"#)
+            .bind(page.after)
+            .bind(page.sql_limit())
+            .fetch_all(&mut *self.conn().await?)
+            .await
+            .map_err(storage_error("client"))?
+            .iter()
+            .map(client_from)
+            .collect()
+    }
+
+    async fn held_clients(&self, limit: u32) -> Result<Vec<Client>> {
+        sqlx::query("SELECT * FROM clients WHERE awaiting_approval ORDER BY created_at, client_id LIMIT $1")
+            .bind(i64::from(limit))
             .fetch_all(&mut *self.conn().await?)
             .await
             .map_err(storage_error("client"))?

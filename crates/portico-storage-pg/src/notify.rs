@@ -12,8 +12,8 @@ use portico_model::notify::{
     Attempt, Delivery, DeliveryStatus, EventKind, Merchant, MerchantIds, NotificationSettings, Outcome, StoredEvent,
 };
 use portico_storage::{
-    DeliveryClaim, FinishedAttempt, Intake, MAX_REMOVED_DELIVERIES, MerchantRepository, NotificationRepository,
-    RemovedDeliveries,
+    DeliveryClaim, FinishedAttempt, Intake, KeyPage, MAX_REMOVED_DELIVERIES, MerchantRepository,
+    NotificationRepository, RemovedDeliveries,
 };
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
@@ -183,14 +183,18 @@ impl MerchantRepository for PgStore {
         self.merchant_where("key_hash = $1", key_hash).await
     }
 
-    async fn list_merchants(&self) -> Result<Vec<Merchant>> {
-        sqlx::query("SELECT * FROM merchants ORDER BY merchant_id")
-            .fetch_all(&mut *self.conn().await?)
-            .await
-            .map_err(storage_error(WHAT))?
-            .iter()
-            .map(merchant_from)
-            .collect()
+    async fn list_merchants(&self, page: KeyPage<'_>) -> Result<Vec<Merchant>> {
+        sqlx::query(
+            r#"SELECT * FROM merchants WHERE $1::text IS NULL OR merchant_id > $1 ORDER BY merchant_id LIMIT $2"#,
+        )
+        .bind(page.after)
+        .bind(page.sql_limit())
+        .fetch_all(&mut *self.conn().await?)
+        .await
+        .map_err(storage_error(WHAT))?
+        .iter()
+        .map(merchant_from)
+        .collect()
     }
 
     async fn set_merchant_key(&self, merchant_id: &str, key_hash: &str, key_sealed: &[u8]) -> Result<bool> {

@@ -7,7 +7,7 @@ use portico_model::reports::brokerage::Agreement;
 use portico_model::reports::{
     FileType, ReportFile, ReportTask, ReportType, SignatureType, Source, TaskOutcome, TaskStatus,
 };
-use portico_storage::{BrokerageRepository, ReportRepository, ReportTaskFilter, Reuse};
+use portico_storage::{BrokerageRepository, KeyPage, ReportRepository, ReportTaskFilter, Reuse};
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
 use time::OffsetDateTime;
@@ -121,8 +121,10 @@ impl BrokerageRepository for PgStore {
         Ok(data.map(|json| json.0))
     }
 
-    async fn list_agreements(&self) -> Result<Vec<(String, String)>> {
-        sqlx::query_as("SELECT number, cnum FROM brokerage_agreements ORDER BY number")
+    async fn list_agreements(&self, page: KeyPage<'_>) -> Result<Vec<(String, String)>> {
+        sqlx::query_as(r#"SELECT number, cnum FROM brokerage_agreements WHERE $1::text IS NULL OR number > $1 ORDER BY number LIMIT $2"#)
+            .bind(page.after)
+            .bind(page.sql_limit())
             .fetch_all(&mut *self.conn().await?)
             .await
             .map_err(storage_error("agreement"))

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use portico_model::client::{Client, LocalizedText};
 use portico_model::ids::ClientId;
 use portico_storage::memory::NodeMemory;
-use portico_storage::{ClientRepository, Update};
+use portico_storage::{ClientRepository, KeyPage, Update};
 use rusqlite::{Row, params};
 use time::OffsetDateTime;
 
@@ -82,8 +82,15 @@ impl ClientRepository for SqliteStore {
         NodeMemory::client_or(self.memory(), client_id, read).await
     }
 
-    async fn list_clients(&self) -> Result<Vec<Client>> {
-        self.db.read(|c| all(c, "SELECT * FROM clients ORDER BY client_id", [], client_from)).await
+    async fn list_clients(&self, page: KeyPage<'_>) -> Result<Vec<Client>> {
+        let (after, limit) = (page.after.map(str::to_owned), page.sql_limit());
+        let sql = "SELECT * FROM clients WHERE ?1 IS NULL OR client_id > ?1 ORDER BY client_id LIMIT ?2";
+        self.db.read(move |c| all(c, sql, params![after, limit], client_from)).await
+    }
+
+    async fn held_clients(&self, limit: u32) -> Result<Vec<Client>> {
+        let sql = "SELECT * FROM clients WHERE awaiting_approval ORDER BY created_at, client_id LIMIT ?1";
+        self.db.read(move |c| all(c, sql, [limit], client_from)).await
     }
 
     async fn delete_client(&self, client_id: &ClientId) -> Result<bool> {

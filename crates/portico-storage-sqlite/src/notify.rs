@@ -12,8 +12,8 @@ use portico_model::notify::{
     Attempt, Delivery, DeliveryStatus, EventKind, Merchant, MerchantIds, NotificationSettings, Outcome, StoredEvent,
 };
 use portico_storage::{
-    DeliveryClaim, FinishedAttempt, Intake, MAX_REMOVED_DELIVERIES, MerchantRepository, NotificationRepository,
-    RemovedDeliveries,
+    DeliveryClaim, FinishedAttempt, Intake, KeyPage, MAX_REMOVED_DELIVERIES, MerchantRepository,
+    NotificationRepository, RemovedDeliveries,
 };
 use rusqlite::{Connection, Row, params};
 use time::OffsetDateTime;
@@ -164,8 +164,10 @@ impl MerchantRepository for SqliteStore {
         self.merchant_where("key_hash = ?1", key_hash).await
     }
 
-    async fn list_merchants(&self) -> Result<Vec<Merchant>> {
-        self.db.read(|c| all(c, "SELECT * FROM merchants ORDER BY merchant_id", [], merchant_from)).await
+    async fn list_merchants(&self, page: KeyPage<'_>) -> Result<Vec<Merchant>> {
+        let (after, limit) = (page.after.map(str::to_owned), page.sql_limit());
+        let sql = "SELECT * FROM merchants WHERE ?1 IS NULL OR merchant_id > ?1 ORDER BY merchant_id LIMIT ?2";
+        self.db.read(move |c| all(c, sql, params![after, limit], merchant_from)).await
     }
 
     async fn set_merchant_key(&self, merchant_id: &str, key_hash: &str, key_sealed: &[u8]) -> Result<bool> {

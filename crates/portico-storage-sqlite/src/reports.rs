@@ -6,7 +6,7 @@ use portico_model::reports::brokerage::Agreement;
 use portico_model::reports::{
     FileType, ReportFile, ReportTask, ReportType, SignatureType, Source, TaskOutcome, TaskStatus,
 };
-use portico_storage::{BrokerageRepository, ReportRepository, ReportTaskFilter, Reuse};
+use portico_storage::{BrokerageRepository, KeyPage, ReportRepository, ReportTaskFilter, Reuse};
 use rusqlite::{Connection, Row, params};
 use time::{Date, OffsetDateTime};
 
@@ -158,13 +158,12 @@ impl BrokerageRepository for SqliteStore {
             .await
     }
 
-    async fn list_agreements(&self) -> Result<Vec<(String, String)>> {
+    async fn list_agreements(&self, page: KeyPage<'_>) -> Result<Vec<(String, String)>> {
+        let (after, limit) = (page.after.map(str::to_owned), page.sql_limit());
+        let sql =
+            "SELECT number, cnum FROM brokerage_agreements WHERE ?1 IS NULL OR number > ?1 ORDER BY number LIMIT ?2";
         self.db
-            .read(|c| {
-                all(c, "SELECT number, cnum FROM brokerage_agreements ORDER BY number", [], |row| {
-                    Ok((row.get("number")?, row.get("cnum")?))
-                })
-            })
+            .read(move |c| all(c, sql, params![after, limit], |row| Ok((row.get("number")?, row.get("cnum")?))))
             .await
     }
 }

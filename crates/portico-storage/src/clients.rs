@@ -1,6 +1,6 @@
 //! OAuth clients.
 
-use crate::{Result, Update};
+use crate::{KeyPage, Result, Update};
 use async_trait::async_trait;
 use portico_model::client::Client;
 use portico_model::ids::ClientId;
@@ -14,9 +14,17 @@ pub trait ClientRepository: Send + Sync {
     /// # Errors
     /// Only when the store fails.
     async fn find_client(&self, client_id: &ClientId) -> Result<Option<Client>>;
+    /// The clients of `page`, by id.
+    ///
     /// # Errors
     /// Only when the store fails.
-    async fn list_clients(&self) -> Result<Vec<Client>>;
+    async fn list_clients(&self, page: KeyPage<'_>) -> Result<Vec<Client>>;
+    /// Registrations held for an operator's approval
+    /// (`registration.require_approval`), oldest first, at most `limit`.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn held_clients(&self, limit: u32) -> Result<Vec<Client>>;
     /// Removes the client and everything issued to it. Returns whether it existed.
     ///
     /// # Errors

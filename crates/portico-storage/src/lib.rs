@@ -56,6 +56,26 @@ pub enum Update {
     Outdated,
 }
 
+/// A stretch of a list kept in the order of its key (a client's id, a
+/// merchant's id, an agreement's number): the entries whose key sorts
+/// after `after` in the store's order of text, at most `limit` of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyPage<'a> {
+    pub after: Option<&'a str>,
+    pub limit: u32,
+}
+
+impl KeyPage<'_> {
+    /// The whole list, for the commands that print it all.
+    pub const ALL: KeyPage<'static> = KeyPage { after: None, limit: u32::MAX };
+
+    /// `limit` as SQL binds it.
+    #[must_use]
+    pub fn sql_limit(&self) -> i64 {
+        i64::from(self.limit)
+    }
+}
+
 /// Everything Portico stores.
 pub trait Storage:
     ClientRepository

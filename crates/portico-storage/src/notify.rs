@@ -1,6 +1,6 @@
 //! Merchants, their events and the deliveries of those events.
 
-use crate::{Result, StorageError};
+use crate::{KeyPage, Result, StorageError};
 use async_trait::async_trait;
 use portico_model::ids::DeliveryId;
 use portico_model::notify::{Attempt, Delivery, Merchant, NotificationSettings, Outcome, StoredEvent};
@@ -47,9 +47,11 @@ pub trait MerchantRepository: Send + Sync {
     /// # Errors
     /// Only when the store fails.
     async fn find_merchant_by_key(&self, key_hash: &str) -> Result<Option<Merchant>>;
+    /// The merchants of `page`, by id.
+    ///
     /// # Errors
     /// Only when the store fails.
-    async fn list_merchants(&self) -> Result<Vec<Merchant>>;
+    async fn list_merchants(&self, page: KeyPage<'_>) -> Result<Vec<Merchant>>;
     /// Replaces the merchant's key. Returns whether the merchant exists.
     ///
     /// # Errors

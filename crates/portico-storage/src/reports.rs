@@ -1,6 +1,6 @@
 //! Brokerage data and report tasks with their files.
 
-use crate::Result;
+use crate::{KeyPage, Result};
 use async_trait::async_trait;
 use portico_model::ids::{ReportFileId, ReportTaskId};
 use portico_model::reports::brokerage::Agreement;
@@ -19,11 +19,11 @@ pub trait BrokerageRepository: Send + Sync {
     /// # Errors
     /// Only when the store fails.
     async fn find_agreement(&self, number: &str) -> Result<Option<Agreement>>;
-    /// `(number, cnum)` of every agreement, by number.
+    /// `(number, cnum)` of the agreements of `page`, by number.
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn list_agreements(&self) -> Result<Vec<(String, String)>>;
+    async fn list_agreements(&self, page: KeyPage<'_>) -> Result<Vec<(String, String)>>;
 }
 
 /// Which report tasks a listing wants.

@@ -334,7 +334,7 @@ pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<
             println!("expires at {expires_at}");
         }
         ClientCommand::List => {
-            for client in admin.list_clients().await? {
+            for client in admin.list_clients(portico_storage::KeyPage::ALL).await? {
                 let mut line = format!(
                     "{}\t{}\tscopes: {}\tredirect: {}",
                     client.client_id,

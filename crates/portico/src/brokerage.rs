@@ -63,7 +63,7 @@ pub async fn run(config: &Config, command: BrokerageCommand) -> anyhow::Result<(
             Ok(())
         }
         BrokerageCommand::List => {
-            for (number, cnum) in store.list_agreements().await? {
+            for (number, cnum) in store.list_agreements(portico_storage::KeyPage::ALL).await? {
                 println!("{number}\t{cnum}");
             }
             Ok(())

@@ -51,7 +51,7 @@ pub async fn run(config: &Config, command: MerchantCommand) -> anyhow::Result<()
             println!("API key (shown once, hand it to the merchant): {key}");
         }
         MerchantCommand::List => {
-            for merchant in store.list_merchants().await? {
+            for merchant in store.list_merchants(portico_storage::KeyPage::ALL).await? {
                 let callback = merchant.settings.as_ref().map_or("(no settings yet)", |s| s.callback_url.as_str());
                 println!(
                     "{}\tpublic {}\tSBP {}\t{callback}",

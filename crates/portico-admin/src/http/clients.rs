@@ -6,7 +6,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use portico_api::error::ErrorBody;
 use portico_api::openapi::AdminErrors;
-use portico_api::{Admin, ApiError, IfMatch, PathParams, etag};
+use portico_api::{Admin, ApiError, IfMatch, PageParams, Params, PathParams, etag, pagination};
 use portico_crypto::jwt::Algorithm;
 use portico_model::client::{AssertionAlgorithm, AuthMethod, Client, ClientSecurity, SecurityProfile};
 use serde::{Deserialize, Serialize};
@@ -324,11 +324,28 @@ pub struct ClientSecret {
     operation_id = "listClients",
     tag = "clients",
     security(("adminToken" = [])),
-    responses((status = 200, description = "Every client, by id.", body = Vec<ClientView>), AdminErrors)
+    params(PageParams),
+    responses((status = 200, description = "A page of clients, by id.", body = ClientPage), AdminErrors)
 )]
-pub async fn list(State(api): State<AdminState>, _: Admin) -> Result<Json<Vec<ClientView>>, ApiError> {
-    let clients = api.service.list_clients().await.map_err(|e| e.into_api("listing clients"))?;
-    Ok(Json(clients.into_iter().map(ClientView::from).collect()))
+pub async fn list(
+    State(api): State<AdminState>,
+    _: Admin,
+    Params(params): Params<PageParams>,
+) -> Result<Json<ClientPage>, ApiError> {
+    let (page, limit) = params.read()?;
+    let clients = api.service.list_clients(page).await.map_err(|e| e.into_api("listing clients"))?;
+    let (clients, next) = pagination::split(clients, limit, |c| c.client_id.as_str());
+    Ok(Json(ClientPage { clients: clients.into_iter().map(ClientView::from).collect(), next }))
+}
+
+/// A page of clients, by id.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientPage {
+    pub clients: Vec<ClientView>,
+    /// Pass as `after` for the next page; absent on the last one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
 }
 
 #[utoipa::path(

@@ -18,7 +18,7 @@ use uuid::Uuid;
 
 use super::{AdminState, nullable};
 use crate::service::{NewUser, ServiceError, UserChanges};
-use portico_api::{Body, Params, page_size};
+use portico_api::{Body, Params, page_size, pagination};
 
 /// A user as the admin API shows it (never the password hash).
 #[derive(Debug, Serialize, ToSchema)]
@@ -220,11 +220,8 @@ pub async fn search(
         offset: 0,
         limit: limit + 1,
     };
-    let mut users = api.service.search_users(&query).await.map_err(answer("searching users"))?;
-    let next = (users.len() > limit as usize).then(|| {
-        users.truncate(limit as usize);
-        users.last().map(|u| u.login.clone()).unwrap_or_default()
-    });
+    let users = api.service.search_users(&query).await.map_err(answer("searching users"))?;
+    let (users, next) = pagination::split(users, limit, |u| u.login.as_str());
     Ok(Json(UserPage { users: users.into_iter().map(UserView::from).collect(), next }))
 }
 

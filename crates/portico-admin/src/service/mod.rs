@@ -16,7 +16,7 @@ use portico_model::audit::{Actor, AuditEvent, AuditKind};
 use portico_model::client::SecurityProfile;
 use portico_model::clock::Clock;
 use portico_model::key::SigningKeyRecord;
-use portico_storage::{AuditEntry, AuditQuery, Storage, StorageError};
+use portico_storage::{AuditEntry, AuditQuery, KeyPage, Storage, StorageError};
 
 pub use clients::{ClientChanges, NewClient, SecurityChanges, check_security, check_uri};
 pub use users::{NewUser, PASSWORD_MAX, PASSWORD_MIN, ProvisionedUser, UserChanges, check_password};
@@ -263,7 +263,7 @@ impl AdminService {
         }
         let users: Vec<String> = self
             .store
-            .list_clients()
+            .list_clients(KeyPage::ALL)
             .await?
             .into_iter()
             .filter(|client| client.security.algorithms().any(|(_, used)| used == alg))

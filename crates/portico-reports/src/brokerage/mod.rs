@@ -14,7 +14,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use portico_api::error::ErrorBody;
 use portico_api::openapi::{AdminErrors, InternalErrors};
-use portico_api::{Admin, ApiError, Internal, Problem};
+use portico_api::{Admin, ApiError, Internal, PageParams, Params, Problem, pagination};
 use portico_model::audit::{AuditEvent, AuditKind};
 use portico_model::reports::brokerage::Agreement;
 use serde::Deserialize;
@@ -85,12 +85,30 @@ pub enum IntakeErrors {
     operation_id = "listBrokerageAgreements",
     tag = "brokerage data",
     security(("adminToken" = [])),
-    responses((status = 200, description = "Every agreement, by number.", body = Vec<AgreementRef>), AdminErrors)
+    params(PageParams),
+    responses((status = 200, description = "A page of agreements, by number.", body = AgreementPage), AdminErrors)
 )]
-pub async fn list(State(api): State<ReportsState>, _: Admin) -> Result<Json<Vec<AgreementRef>>, ApiError> {
+pub async fn list(
+    State(api): State<ReportsState>,
+    _: Admin,
+    Params(params): Params<PageParams>,
+) -> Result<Json<AgreementPage>, ApiError> {
+    let (page, limit) = params.read()?;
     let agreements =
-        api.store.list_agreements().await.map_err(|e| ApiError::storage("listing brokerage agreements", &e))?;
-    Ok(Json(agreements.into_iter().map(|(number, cnum)| AgreementRef { number, cnum }).collect()))
+        api.store.list_agreements(page).await.map_err(|e| ApiError::storage("listing brokerage agreements", &e))?;
+    let (agreements, next) = pagination::split(agreements, limit, |(number, _)| number.as_str());
+    let agreements = agreements.into_iter().map(|(number, cnum)| AgreementRef { number, cnum }).collect();
+    Ok(Json(AgreementPage { agreements, next }))
+}
+
+/// A page of agreements, by number.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = BrokerageAgreementPage)]
+pub struct AgreementPage {
+    pub agreements: Vec<AgreementRef>,
+    /// Pass as `after` for the next page; absent on the last one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
 }
 
 #[utoipa::path(

@@ -248,10 +248,9 @@ async fn operators_register_change_rotate_and_remove_clients() {
 
         let (status, listed) = admin(&app, "GET", "/admin/v1/clients", None).await;
         assert_eq!(status, 200);
-        assert!(listed.as_array().unwrap().iter().any(|c| c["clientId"] == "shop"));
-        assert!(
-            listed.as_array().unwrap().iter().all(|c| c.get("clientSecret").is_none() && c.get("secretHash").is_none())
-        );
+        let listed = listed["clients"].as_array().unwrap();
+        assert!(listed.iter().any(|c| c["clientId"] == "shop"));
+        assert!(listed.iter().all(|c| c.get("clientSecret").is_none() && c.get("secretHash").is_none()));
 
         assert_eq!(admin(&app, "DELETE", "/admin/v1/clients/shop", None).await.0, 204);
         let (status, body) = admin(&app, "DELETE", "/admin/v1/clients/shop", None).await;
@@ -1234,5 +1233,92 @@ async fn look_alike_logins_are_refused() {
         let logins: Vec<&str> =
             found["users"].as_array().unwrap().iter().map(|u| u["login"].as_str().unwrap()).collect();
         assert_eq!(logins, ["ivan"], "{backend:?}: nothing stored");
+    }
+}
+
+/// Every page of `path` at `limit` a page, following `next`: the ids of
+/// each page (`field` of each entry of `list`).
+async fn pages(app: &TestApp, path: &str, list: &str, field: &str, limit: u32) -> Vec<Vec<String>> {
+    let mut pages = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let mut url = app.url(path);
+        url.push_str(&format!("?limit={limit}"));
+        if let Some(after) = &after {
+            url.push_str(&format!("&after={}", form_urlencoded::byte_serialize(after.as_bytes()).collect::<String>()));
+        }
+        let response = app.http().get(url).bearer_auth(ADMIN_TOKEN).send().await.unwrap();
+        assert_eq!(response.status(), 200, "{path}");
+        let body: Value = response.json().await.unwrap();
+        let ids: Vec<String> =
+            body[list].as_array().unwrap().iter().map(|e| e[field].as_str().unwrap().to_owned()).collect();
+        assert!(ids.len() <= limit as usize, "{path}: {body}");
+        pages.push(ids);
+        match body["next"].as_str() {
+            Some(next) => {
+                assert_eq!(Some(next), pages.last().unwrap().last().map(String::as_str), "{path}: next is the last id");
+                after = Some(next.to_owned());
+            }
+            None => return pages,
+        }
+        assert!(pages.len() < 100, "{path}: the pages end");
+    }
+}
+
+#[tokio::test]
+async fn clients_merchants_and_agreements_are_listed_a_page_at_a_time_in_key_order() {
+    use portico_reports::sample::{Shape, agreement};
+    use portico_storage::KeyPage;
+    const NUMBERS: [&str; 7] = ["П-01", "П-02", "П-03", "П-04", "П-05", "П-06", "П-07"];
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        for n in 0..7 {
+            let body = json!({"clientId": format!("paged-{n}"), "redirectUris": ["https://rp.example/cb"]});
+            assert_eq!(admin(&app, "POST", "/admin/v1/clients", Some(body)).await.0, 201);
+            let shop = json!({"merchantId": format!("shop-{n}"), "publicId": format!("pub-{n}"),
+                              "sbpMerchantId": format!("MA000000000{n}")});
+            assert_eq!(admin(&app, "POST", "/admin/v1/merchants", Some(shop)).await.0, 201);
+        }
+        let agreements: Vec<_> = NUMBERS.iter().map(|number| agreement(&Shape { number, ..Shape::demo() })).collect();
+        app.store.save_agreements(&agreements, portico_model::clock::Clock::now(app.clock.as_ref())).await.unwrap();
+
+        let clients: Vec<String> =
+            app.store.list_clients(KeyPage::ALL).await.unwrap().into_iter().map(|c| c.client_id.to_string()).collect();
+        let merchants: Vec<String> =
+            app.store.list_merchants(KeyPage::ALL).await.unwrap().into_iter().map(|m| m.ids.merchant_id).collect();
+        let numbers: Vec<String> =
+            app.store.list_agreements(KeyPage::ALL).await.unwrap().into_iter().map(|(n, _)| n).collect();
+        assert!(clients.len() >= 7 && merchants.len() >= 7 && numbers.len() >= 8, "{backend:?}: the demo's and ours");
+        for (path, list, field, all) in [
+            ("/admin/v1/clients", "clients", "clientId", &clients),
+            ("/admin/v1/merchants", "merchants", "merchantId", &merchants),
+            ("/admin/v1/brokerage/agreements", "agreements", "number", &numbers),
+        ] {
+            let read = pages(&app, path, list, field, 3).await;
+            assert_eq!(read.len(), all.len().div_ceil(3), "{backend:?} {path}: {read:?}");
+            assert_eq!(&read.concat(), all, "{backend:?} {path}: every entry once, in the store's order");
+            let whole = pages(&app, path, list, field, 200).await;
+            assert_eq!((whole.len(), &whole[0]), (1, all), "{backend:?} {path}");
+            // Without a limit, a page of 50.
+            let response = app.http().get(app.url(path)).bearer_auth(ADMIN_TOKEN).send().await.unwrap();
+            let body: Value = response.json().await.unwrap();
+            assert_eq!(body[list].as_array().unwrap().len(), all.len().min(50), "{backend:?} {path}");
+
+            for (query, says) in [
+                ("limit=0", "limit: 1 to 200"),
+                ("limit=201", "limit: 1 to 200"),
+                ("limit=x", "limit"),
+                ("after=a&after=b", "after"),
+                ("page=2", "page"),
+            ] {
+                let url = format!("{}?{query}", app.url(path));
+                let response = app.http().get(url).bearer_auth(ADMIN_TOKEN).send().await.unwrap();
+                let status = response.status().as_u16();
+                let body: Value = response.json().await.unwrap();
+                assert_eq!((status, body["code"].as_str()), (400, Some("bad_request")), "{backend:?} {path}?{query}");
+                let message = body["message"].as_str().unwrap();
+                assert!(message.contains(says), "{backend:?} {path}?{query}: {message}");
+            }
+        }
     }
 }

@@ -66,7 +66,7 @@ async fn agreements_are_stored_whole_or_not_at_all_with_each_problem_named() {
         assert_eq!(status, 200);
         assert_eq!(
             listed,
-            json!([{"number": "БД-0001", "cnum": "7700000001"}, {"number": "БД-0100", "cnum": "7700000001"}])
+            json!({"agreements": [{"number": "БД-0001", "cnum": "7700000001"}, {"number": "БД-0100", "cnum": "7700000001"}]})
         );
     }
 }

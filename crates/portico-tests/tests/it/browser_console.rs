@@ -5,7 +5,7 @@
 //! `scripts/console-pages` publishes the gallery in docs/console.md.
 
 use fantoccini::{Client, Locator};
-use portico_tests::{INTERNAL_TOKEN, TestApp};
+use portico_tests::{ADMIN_TOKEN, INTERNAL_TOKEN, TestApp};
 use serde_json::json;
 
 use super::browser::{click, launch, wait_for_path, wait_for_text};
@@ -247,5 +247,14 @@ async fn every_console_page_in_both_languages_schemes_and_widths() {
     every_look_after(client, &app, &mut shots, "changed-meanwhile", &ivan_page, Then::Stale("#editForm")).await;
     let unchanged = app.store.find_user_by_login("ivan").await.unwrap().unwrap();
     assert_eq!(unchanged, ivan, "a refused form changed nothing");
+    // A list longer than a page: its first page and the link to the next.
+    for n in 0..50 {
+        let shop = json!({"merchantId": format!("shop-{n:02}"), "publicId": format!("pub-shop-{n:02}"),
+                          "sbpMerchantId": format!("MB00000000{n:02}")});
+        let response = app.http().post(app.url("/admin/v1/merchants")).bearer_auth(ADMIN_TOKEN).json(&shop);
+        assert_eq!(response.send().await.unwrap().status(), 201);
+    }
+    let pager = Then::Scroll("nextPage");
+    every_look_after(client, &app, &mut shots, "long-list", "/console/merchants", pager).await;
     browser.client.clone().close().await.unwrap();
 }

@@ -351,12 +351,21 @@ async fn admins_register_a_merchant_and_load_the_permission_model_and_brokerage_
             response.text().await.unwrap().contains("agreements[0].trades[0].ticker"),
             "the problem is named with its place"
         );
-        assert!(!app.store.list_agreements().await.unwrap().iter().any(|(n, _)| n == "БД-0200"));
+        assert!(
+            !app.store
+                .list_agreements(portico_storage::KeyPage::ALL)
+                .await
+                .unwrap()
+                .iter()
+                .any(|(n, _)| n == "БД-0200")
+        );
         let text = serde_json::json!({"agreements": [good]}).to_string();
         let form = [("_csrf", csrf.as_str()), ("document", text.as_str()), ("confirm", "yes")];
         let response = post(&browser, &app, "/console/brokerage", &form).await;
         assert_eq!(location(&response), "/console/brokerage?done=loaded");
-        assert!(app.store.list_agreements().await.unwrap().iter().any(|(n, _)| n == "БД-0200"));
+        assert!(
+            app.store.list_agreements(portico_storage::KeyPage::ALL).await.unwrap().iter().any(|(n, _)| n == "БД-0200")
+        );
         let event = &app.store.recent_audit(1).await.unwrap()[0];
         assert_eq!((event.kind.as_str(), event.actor.as_deref()), ("brokerage.loaded", Some("operator:operator")));
     }
@@ -984,5 +993,94 @@ async fn an_operator_sees_a_users_passkeys_and_removes_one_after_confirming() {
         assert!(html.contains("id=\"noPasskeys\"") && html.contains("id=\"notice\""), "{html}");
         let response = post(&browser, &app, &remove, &[("_csrf", &csrf), ("confirm", "yes")]).await;
         assert_eq!(response.status(), 404, "{backend:?}: removed once");
+    }
+}
+
+/// The ids linked from a list page's table `table` under `prefix`.
+fn listed(html: &str, table: &str, prefix: &str) -> Vec<String> {
+    let Some(at) = html.find(&format!("id=\"{table}\"")) else { return Vec::new() };
+    let table = &html[at..at + html[at..].find("</table>").unwrap()];
+    table.split(&format!("href=\"{prefix}")).skip(1).map(|rest| rest[..rest.find('"').unwrap()].to_owned()).collect()
+}
+
+/// The address of a list page's next page, if it has one.
+fn next_page(html: &str) -> Option<String> {
+    let at = html.find("id=\"nextPage\"")?;
+    let before = &html[..at];
+    let href = before.rfind("href=\"")? + 6;
+    Some(before[href..href + before[href..].find('"')?].replace("&amp;", "&"))
+}
+
+#[tokio::test]
+async fn long_lists_of_clients_merchants_and_agreements_are_shown_a_page_at_a_time_held_registrations_first() {
+    use portico_reports::sample::{Shape, agreement};
+    use portico_storage::KeyPage;
+    const INITIAL: &str = "the-initial-access-token-0123456789";
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| {
+            c.registration.initial_access_token = Some(INITIAL.to_owned());
+            c.registration.require_approval = true;
+        })
+        .await;
+        let admin = |path: &'static str, body: serde_json::Value| {
+            let request = app.http().post(app.url(path)).bearer_auth(portico_tests::ADMIN_TOKEN).json(&body);
+            async move { request.send().await.unwrap().status().as_u16() }
+        };
+        let mut numbers = Vec::new();
+        for n in 0..55 {
+            let client =
+                serde_json::json!({"clientId": format!("a-{n:02}"), "redirectUris": ["https://rp.example/cb"]});
+            assert_eq!(admin("/admin/v1/clients", client).await, 201);
+            let shop = serde_json::json!({"merchantId": format!("shop-{n:02}"), "publicId": format!("pub-{n:02}"),
+                                          "sbpMerchantId": format!("MA00000000{n:02}")});
+            assert_eq!(admin("/admin/v1/merchants", shop).await, 201);
+            numbers.push(&*Box::leak(format!("П-{n:02}").into_boxed_str()));
+        }
+        let agreements: Vec<_> = numbers.iter().map(|number| agreement(&Shape { number, ..Shape::demo() })).collect();
+        app.store.save_agreements(&agreements, portico_model::clock::Clock::now(app.clock.as_ref())).await.unwrap();
+        // A registration held for approval, whose id sorts past the first page.
+        let metadata = serde_json::json!({"redirect_uris": ["https://held.example/cb"], "client_name": "Held"});
+        let (status, registered) = app.register(Some(INITIAL), &metadata).await;
+        assert_eq!(status, 201, "{backend:?}: {registered}");
+        let held = registered["client_id"].as_str().unwrap().to_owned();
+
+        let (browser, _) = sign_in(&app, "operator", "operator-password").await;
+        let clients: Vec<String> =
+            app.store.list_clients(KeyPage::ALL).await.unwrap().into_iter().map(|c| c.client_id.to_string()).collect();
+        let merchants: Vec<String> =
+            app.store.list_merchants(KeyPage::ALL).await.unwrap().into_iter().map(|m| m.ids.merchant_id).collect();
+        let numbers: Vec<String> =
+            app.store.list_agreements(KeyPage::ALL).await.unwrap().into_iter().map(|(n, _)| n).collect();
+        assert!(clients.iter().position(|id| *id == held).unwrap() >= 50, "{backend:?}: {clients:?}");
+
+        let (status, html) = page(&browser, &app, "/console/clients").await;
+        assert_eq!(status, 200, "{backend:?}");
+        let held_section = &html[html.find("id=\"held\"").expect("the held registrations")..];
+        assert!(held_section.contains(&format!("href=\"/console/clients/{held}\"")), "{backend:?}: on the first page");
+        for (path, table, prefix, all) in [
+            ("/console/clients", "clients", "/console/clients/", &clients),
+            ("/console/merchants", "merchants", "/console/merchants/", &merchants),
+            ("/console/brokerage", "agreements", "/console/reports?cnum=", &numbers),
+        ] {
+            let mut shown = Vec::new();
+            let mut at = Some(path.to_owned());
+            let mut pages = 0;
+            while let Some(here) = at {
+                let (status, html) = page(&browser, &app, &here).await;
+                assert_eq!(status, 200, "{backend:?} {here}");
+                let rows = listed(&html, table, prefix);
+                assert!(!rows.is_empty() && rows.len() <= 50, "{backend:?} {here}: {}", rows.len());
+                shown.push(rows.len());
+                at = next_page(&html);
+                pages += 1;
+                assert!(pages <= 3, "{backend:?} {path}: the pages end");
+            }
+            assert_eq!(shown, vec![50, all.len() - 50], "{backend:?} {path}");
+        }
+        // Every client once, in order.
+        let (_, first) = page(&browser, &app, "/console/clients").await;
+        let (_, second) = page(&browser, &app, &next_page(&first).unwrap()).await;
+        let both = [listed(&first, "clients", "/console/clients/"), listed(&second, "clients", "/console/clients/")];
+        assert_eq!(&both.concat(), &clients, "{backend:?}");
     }
 }

@@ -202,7 +202,7 @@ async fn discovery_and_registration_offer_certificates_only_where_they_reach_por
             !methods.iter().any(|m| m.as_str().unwrap().contains("tls")),
             "{backend:?}: no certificates reach this server: {methods:?}"
         );
-        let before = plain.store.list_clients().await.unwrap().len();
+        let before = plain.store.list_clients(portico_storage::KeyPage::ALL).await.unwrap().len();
         for (member, value, instead) in [
             ("tls_client_certificate_bound_access_tokens", json!(true), "dpop_bound_access_tokens"),
             ("token_endpoint_auth_method", json!("self_signed_tls_client_auth"), "private_key_jwt"),
@@ -225,7 +225,11 @@ async fn discovery_and_registration_offer_certificates_only_where_they_reach_por
             said.ends_with("is not one of client_secret_basic, client_secret_post, client_secret_jwt, private_key_jwt"),
             "{backend:?}: {said}"
         );
-        assert_eq!(plain.store.list_clients().await.unwrap().len(), before, "{backend:?}: nothing registered");
+        assert_eq!(
+            plain.store.list_clients(portico_storage::KeyPage::ALL).await.unwrap().len(),
+            before,
+            "{backend:?}: nothing registered"
+        );
         // Nor does a replacement (RFC 7592) bring them in.
         let (status, registered) =
             plain.register(Some(INITIAL), &json!({"redirect_uris": ["https://f.example/cb"]})).await;

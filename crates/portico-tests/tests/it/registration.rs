@@ -19,7 +19,7 @@ async fn spawn(backend: portico_tests::Backend) -> TestApp {
 }
 
 async fn client_count(app: &TestApp) -> usize {
-    app.store.list_clients().await.unwrap().len()
+    app.store.list_clients(portico_storage::KeyPage::ALL).await.unwrap().len()
 }
 
 #[tokio::test]

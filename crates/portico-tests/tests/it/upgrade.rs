@@ -72,7 +72,7 @@ async fn a_postgres_database_of_release_0_1_upgrades_in_place_keeping_every_row(
 async fn every_row_reads_back_and_keeps_working(db: &dyn Storage) {
     let s = sample();
 
-    assert_eq!(db.list_clients().await.unwrap(), vec![s.client.clone()]);
+    assert_eq!(db.list_clients(portico_storage::KeyPage::ALL).await.unwrap(), vec![s.client.clone()]);
     assert_eq!(db.list_users().await.unwrap(), vec![s.blocked_user.clone(), s.user.clone()]);
     assert_eq!(db.list_signing_keys().await.unwrap(), vec![s.active_key.clone(), s.retired_key.clone()]);
     assert_eq!(
@@ -114,7 +114,7 @@ async fn every_row_reads_back_and_keeps_working(db: &dyn Storage) {
     assert_eq!(throttle.failures, 2);
     assert_eq!(throttle.locked_until, None);
 
-    assert_eq!(db.list_merchants().await.unwrap(), vec![s.merchant.clone()]);
+    assert_eq!(db.list_merchants(portico_storage::KeyPage::ALL).await.unwrap(), vec![s.merchant.clone()]);
     assert_eq!(db.find_event(&s.event.event_id).await.unwrap(), Some(s.event.clone()));
     assert_eq!(db.deliveries_of(&s.event.event_id).await.unwrap(), vec![s.delivery.clone()]);
     assert_eq!(db.attempts_of(s.delivery.id).await.unwrap(), vec![s.attempt.clone()]);

@@ -18,7 +18,7 @@ use portico_model::audit::{Actor, AuditEvent, AuditKind};
 use portico_model::client::{AssertionAlgorithm, AuthMethod, Client, ClientSecurity, LocalizedText, SecurityProfile};
 use portico_model::ids::ClientId;
 use portico_model::scope::OIDC_SCOPES;
-use portico_storage::{StorageError, Update};
+use portico_storage::{KeyPage, StorageError, Update};
 use rules::{
     check_backchannel_uri, check_name, check_profile_redirects, check_secret, check_uris, parse_scope, settle_profile,
 };
@@ -251,12 +251,21 @@ fn not_found(client_id: &str) -> ServiceError {
 }
 
 impl AdminService {
-    /// Every client, by id.
+    /// The clients of `page`, by id.
     ///
     /// # Errors
     /// When the store fails.
-    pub async fn list_clients(&self) -> Result<Vec<Client>> {
-        Ok(self.store.list_clients().await?)
+    pub async fn list_clients(&self, page: KeyPage<'_>) -> Result<Vec<Client>> {
+        Ok(self.store.list_clients(page).await?)
+    }
+
+    /// Registrations held for an operator's approval, oldest first, at
+    /// most `limit`.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn held_clients(&self, limit: u32) -> Result<Vec<Client>> {
+        Ok(self.store.held_clients(limit).await?)
     }
 
     /// # Errors

@@ -197,7 +197,11 @@ async fn every_read_sees_every_committed_write() {
             // see a snapshot from before the write.
             assert!(store.find_client(&id).await.unwrap().is_some(), "{backend:?}: client {i} visible");
             assert!(store.find_client(&client_id("app-0")).await.unwrap().is_some());
-            assert_eq!(store.list_clients().await.unwrap().len(), i + 1, "{backend:?}: after write {i}");
+            assert_eq!(
+                store.list_clients(portico_storage::KeyPage::ALL).await.unwrap().len(),
+                i + 1,
+                "{backend:?}: after write {i}"
+            );
             store.record_audit(&AuditEvent::new(t0(), AuditKind::UserBlocked).client(&id)).await.unwrap();
             let newest = store.recent_audit(1).await.unwrap();
             assert_eq!(newest[0].client_id.as_ref(), Some(&id), "{backend:?}: newest audit after write {i}");

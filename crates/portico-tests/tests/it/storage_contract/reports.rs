@@ -219,12 +219,12 @@ async fn agreements_are_replaced_whole_and_listed_by_number() {
     for backend in backends() {
         let dir = TempDir::new();
         let store = store(backend, &dir).await;
-        assert_eq!(store.list_agreements().await.unwrap(), Vec::<(String, String)>::new());
+        assert_eq!(store.list_agreements(portico_storage::KeyPage::ALL).await.unwrap(), Vec::<(String, String)>::new());
         let first = agreement(&Shape { number: "БД-2", cnum: "7700000002", trades: 20, ..Shape::demo() });
         let second = agreement(&Shape { number: "БД-1", cnum: "7700000001", trades: 5, ..Shape::demo() });
         store.save_agreements(&[first.clone(), second.clone()], t0()).await.unwrap();
         assert_eq!(
-            store.list_agreements().await.unwrap(),
+            store.list_agreements(portico_storage::KeyPage::ALL).await.unwrap(),
             [("БД-1".to_owned(), "7700000001".to_owned()), ("БД-2".to_owned(), "7700000002".to_owned())],
             "{backend:?}: by number"
         );
@@ -238,7 +238,7 @@ async fn agreements_are_replaced_whole_and_listed_by_number() {
         store.save_agreements(&[replaced.clone()], t0() + Duration::days(1)).await.unwrap();
         assert_eq!(store.find_agreement("БД-2").await.unwrap(), Some(replaced));
         assert_eq!(store.find_agreement("БД-1").await.unwrap(), Some(second));
-        assert_eq!(store.list_agreements().await.unwrap().len(), 2);
+        assert_eq!(store.list_agreements(portico_storage::KeyPage::ALL).await.unwrap().len(), 2);
         assert_eq!(store.find_agreement("БД-3").await.unwrap(), None);
     }
 }
