@@ -93,7 +93,11 @@ pub struct MerchantKey {
     tag = "merchants",
     security(("adminToken" = [])),
     params(PageParams),
-    responses((status = 200, description = "A page of merchants, by id.", body = MerchantPage), AdminErrors)
+    responses(
+        (status = 200, description = "A page of merchants, by id.", body = MerchantPage),
+        (status = 400, description = "`bad_request`: a parameter is unknown or malformed (`limit` 1 to 200).", body = portico_api::error::ErrorBody),
+        AdminErrors
+    )
 )]
 pub async fn list(
     State(api): State<NotifyState>,

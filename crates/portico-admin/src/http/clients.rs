@@ -325,7 +325,11 @@ pub struct ClientSecret {
     tag = "clients",
     security(("adminToken" = [])),
     params(PageParams),
-    responses((status = 200, description = "A page of clients, by id.", body = ClientPage), AdminErrors)
+    responses(
+        (status = 200, description = "A page of clients, by id.", body = ClientPage),
+        (status = 400, description = "`bad_request`: a parameter is unknown or malformed (`limit` 1 to 200).", body = ErrorBody),
+        AdminErrors
+    )
 )]
 pub async fn list(
     State(api): State<AdminState>,

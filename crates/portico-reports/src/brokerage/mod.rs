@@ -86,7 +86,11 @@ pub enum IntakeErrors {
     tag = "brokerage data",
     security(("adminToken" = [])),
     params(PageParams),
-    responses((status = 200, description = "A page of agreements, by number.", body = AgreementPage), AdminErrors)
+    responses(
+        (status = 200, description = "A page of agreements, by number.", body = AgreementPage),
+        (status = 400, description = "`bad_request`: a parameter is unknown or malformed (`limit` 1 to 200).", body = ErrorBody),
+        AdminErrors
+    )
 )]
 pub async fn list(
     State(api): State<ReportsState>,
