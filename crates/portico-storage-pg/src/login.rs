@@ -81,18 +81,49 @@ impl LoginProcessRepository for PgStore {
     }
 
     async fn update_login_process(&self, process: &LoginProcess) -> Result<bool> {
-        let done = sqlx::query(
-            "UPDATE login_processes SET state = $3, expires_at = $4, version = version + 1 \
-             WHERE id = $1 AND version = $2",
-        )
-        .bind(process.id.as_uuid())
-        .bind(process.version)
-        .bind(Json(&process.state))
-        .bind(at(process.expires_at))
-        .execute(&mut *self.conn().await?)
-        .await
-        .map_err(storage_error("login process"))?;
-        Ok(done.rows_affected() > 0)
+        // Sent until answered (docs/decisions.md, "A write whose answer was
+        // lost"): answered 503, a step that stored a one-time code would
+        // leave it stored and never sent. A second sending finds the
+        // version moved if the first committed; the state stored then
+        // tells whether the first sending was this one.
+        let send = || async move {
+            let mut conn = self.conn().await?;
+            let sent = sqlx::query(
+                "UPDATE login_processes SET state = $3, expires_at = $4, version = version + 1 \
+                 WHERE id = $1 AND version = $2",
+            )
+            .bind(process.id.as_uuid())
+            .bind(process.version)
+            .bind(Json(&process.state))
+            .bind(at(process.expires_at))
+            .execute(&mut *conn)
+            .await;
+            match sent {
+                Ok(done) => Ok(Some(done.rows_affected() > 0)),
+                Err(error) if crate::error::connection_lost(&error) => {
+                    tracing::warn!(%error, statement = "login_process", "the database connection was lost after a write was sent");
+                    Ok(None)
+                }
+                Err(error) => Err(storage_error("login process")(error)),
+            }
+        };
+        let (updated, sent_again) = crate::oauth::until_answered("login_process", send).await?;
+        if !sent_again || updated {
+            return Ok(updated);
+        }
+        let stored = sqlx::query("SELECT * FROM login_processes WHERE id = $1")
+            .bind(process.id.as_uuid())
+            .fetch_optional(&mut *self.conn().await?)
+            .await
+            .map_err(storage_error("login process"))?
+            .as_ref()
+            .map(process_from)
+            .transpose()?;
+        // Compared as stored: times keep whole seconds there.
+        let as_stored = |state: &LoginState| serde_json::to_value(state).ok();
+        Ok(stored.is_some_and(|stored| {
+            stored.version == process.version + 1 && as_stored(&stored.state) == as_stored(&process.state)
+        }))
     }
 
     async fn complete_login_process(&self, completion: &LoginCompletion<'_>) -> Result<bool> {

@@ -57,7 +57,10 @@ const FIRST_PAUSE: Duration = Duration::from_millis(50);
 /// made to change nothing if the first sending committed, which the caller
 /// then finds by what that sending wrote. A first sending that found no
 /// connection sent nothing and fails at once. Counted by `statement`.
-async fn until_answered<T, Sent>(statement: &'static str, mut send: impl FnMut() -> Sent) -> Result<(T, bool)>
+pub(crate) async fn until_answered<T, Sent>(
+    statement: &'static str,
+    mut send: impl FnMut() -> Sent,
+) -> Result<(T, bool)>
 where
     Sent: std::future::Future<Output = Result<Option<T>>>,
 {

@@ -205,6 +205,49 @@ async fn a_write_taking_a_pushed_request_whose_answer_was_lost_still_serves_the_
     }
 }
 
+/// The login process's write that stores a one-time code, committed while
+/// its answer was lost on the way back, is settled once PostgreSQL
+/// answers again: the code is sent and the page asks for it. Answered 503
+/// instead, the retried page found the code stored and never sent, and
+/// the customer waited for an SMS that was not coming (found by the
+/// cluster test: "no SMS code arrived").
+#[tokio::test]
+async fn a_login_write_storing_a_code_whose_answer_was_lost_still_sends_the_code() {
+    use super::ops::{scrape, sum};
+    let Some((proxy, app)) = behind_a_proxy("the lost-answer code test", 2).await else { return };
+    let before = scrape(&app.url("/metrics")).await;
+    let browser = app.browser();
+    let pkce = Pkce::new();
+    let started = browser.get(app.authorize_url(&pkce, &[])).send().await.unwrap();
+    assert_eq!(started.status(), 303);
+    let view = app.login_view(&browser).await;
+    let csrf = view["pageData"]["authenticationFlowContext"]["csrf"].as_str().unwrap().to_owned();
+    let form = [("_csrf", csrf.as_str()), ("principal", "ivan"), ("credentials", "ivan-password")];
+    let response = browser.post(app.url("/login")).form(&form).send().await.unwrap();
+    assert_eq!((response.status().as_u16(), portico_tests::location(&response)), (303, "/login".to_owned()));
+
+    // Only the write that stores the code carries its hash.
+    let phone = app.store.find_user_by_login("ivan").await.unwrap().unwrap().phone.unwrap();
+    let sent = |app: &TestApp| app.outbox().iter().filter(|m| m["to"] == phone.as_str()).count();
+    let sent_before = sent(&app);
+    let lost = answer_lost_then_back(&proxy, br#""code_hash":"#, "the code's write");
+    let (page, ()) = tokio::join!(async { browser.get(app.url("/login")).send().await.unwrap() }, lost);
+    assert_eq!(page.status(), 200, "the page, once the write was settled");
+    let view = portico_tests::view_data(&page.text().await.unwrap());
+    assert_eq!(view["pageData"]["stepViewData"]["stepType"], "sms-otp", "{view}");
+    assert_eq!(sent(&app), sent_before + 1, "the code was sent, once");
+
+    let back = app.second_factor_if_asked(&browser, &csrf, "ivan", "/login".to_owned()).await;
+    let done = browser.get(app.url(&back)).send().await.unwrap();
+    let code = location_param(&done, "code").expect("the login completes with the code sent");
+    assert_eq!(app.exchange(&code, &pkce.verifier).await.status(), 200);
+
+    let after = scrape(&app.url("/metrics")).await;
+    let labels = [("statement", "login_process"), ("outcome", "settled")];
+    let name = "portico_database_writes_in_doubt_total";
+    assert_eq!(sum(&after, name, &labels) - sum(&before, name, &labels), 1.0, "{after}");
+}
+
 /// A redemption whose answer was lost while PostgreSQL stays out of reach
 /// is answered 503 once 15 s have passed, not held open for ever, and
 /// counted as unknown; its outcome was a commit, so the client's retry
