@@ -15,6 +15,7 @@ use crate::error::{ApiError, page_size};
 #[into_params(parameter_in = Query)]
 pub struct PageParams {
     /// The `next` of the previous page.
+    #[param(pattern = "^[^\\x00]*$")]
     pub after: Option<String>,
     /// 1 to 200; default 50.
     #[param(minimum = 1, maximum = 200)]

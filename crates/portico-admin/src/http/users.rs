@@ -84,6 +84,7 @@ pub struct UserSearch {
     /// Only blocked (`true`) or only active (`false`) users.
     pub blocked: Option<bool>,
     /// The `next` of the previous page.
+    #[param(pattern = "^[^\\x00]*$")]
     pub after: Option<String>,
     /// 1 to 200; default 50.
     #[param(minimum = 1, maximum = 200)]

@@ -108,6 +108,22 @@ async fn a_client_registers_with_the_initial_access_token_and_manages_its_regist
             (Some(uri.as_str()), Some(token.as_str())),
             "{backend:?}: RFC 7592 §3 in the replacement's answer too: {answer}"
         );
+        // What a read answered, sent back whole: the members the server
+        // sets are ignored, not refused, and change nothing.
+        let mut echoed = answer.clone();
+        echoed["registration_access_token"] = "a-token-of-the-clients-choosing".into();
+        echoed["client_id_issued_at"] = 1.into();
+        echoed["client_secret_expires_at"] = 2.into();
+        echoed["registration_client_uri"] = "https://elsewhere.example/register".into();
+        let again = app.http().put(&uri).bearer_auth(&token).json(&echoed).send().await.unwrap();
+        assert_eq!(again.status(), 200, "{backend:?}");
+        let again: Value = again.json().await.unwrap();
+        for member in ["registration_access_token", "registration_client_uri", "client_id_issued_at"] {
+            assert_eq!(again[member], answer[member], "{backend:?}: {member}");
+        }
+        let read = app.http().get(&uri).bearer_auth(&token).send().await.unwrap();
+        assert_eq!(read.status(), 200, "{backend:?}: the token stays the one issued");
+
         let mut bad = replaced.clone();
         bad["redirect_uris"] = json!(["http://fintech.example/cb"]);
         let answer = app.http().put(&uri).bearer_auth(&token).json(&bad).send().await.unwrap();
