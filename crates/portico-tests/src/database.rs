@@ -55,6 +55,23 @@ async fn sweep_databases(base: &str) {
 }
 
 impl TestApp {
+    /// Every client id, merchant id and agreement number, each list in the
+    /// store's order: what the paged lists must give back, page by page.
+    ///
+    /// # Panics
+    /// When the store fails.
+    pub async fn every_key(&self) -> [Vec<String>; 3] {
+        use portico_storage::KeyPage;
+        let clients = self.store.list_clients(KeyPage::ALL).await.expect("clients");
+        let merchants = self.store.list_merchants(KeyPage::ALL).await.expect("merchants");
+        let agreements = self.store.list_agreements(KeyPage::ALL).await.expect("agreements");
+        [
+            clients.into_iter().map(|c| c.client_id.to_string()).collect(),
+            merchants.into_iter().map(|m| m.ids.merchant_id).collect(),
+            agreements.into_iter().map(|(number, _)| number).collect(),
+        ]
+    }
+
     /// Runs `sql` on the server's own database, beside the server (a fault
     /// the test injects: a table renamed away and back).
     ///

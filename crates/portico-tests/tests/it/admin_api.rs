@@ -1268,7 +1268,6 @@ async fn pages(app: &TestApp, path: &str, list: &str, field: &str, limit: u32) -
 #[tokio::test]
 async fn clients_merchants_and_agreements_are_listed_a_page_at_a_time_in_key_order() {
     use portico_reports::sample::{Shape, agreement};
-    use portico_storage::KeyPage;
     const NUMBERS: [&str; 7] = ["П-01", "П-02", "П-03", "П-04", "П-05", "П-06", "П-07"];
     for backend in backends() {
         let app = TestApp::spawn(backend).await;
@@ -1282,12 +1281,7 @@ async fn clients_merchants_and_agreements_are_listed_a_page_at_a_time_in_key_ord
         let agreements: Vec<_> = NUMBERS.iter().map(|number| agreement(&Shape { number, ..Shape::demo() })).collect();
         app.store.save_agreements(&agreements, portico_model::clock::Clock::now(app.clock.as_ref())).await.unwrap();
 
-        let clients: Vec<String> =
-            app.store.list_clients(KeyPage::ALL).await.unwrap().into_iter().map(|c| c.client_id.to_string()).collect();
-        let merchants: Vec<String> =
-            app.store.list_merchants(KeyPage::ALL).await.unwrap().into_iter().map(|m| m.ids.merchant_id).collect();
-        let numbers: Vec<String> =
-            app.store.list_agreements(KeyPage::ALL).await.unwrap().into_iter().map(|(n, _)| n).collect();
+        let [clients, merchants, numbers] = app.every_key().await;
         assert!(clients.len() >= 7 && merchants.len() >= 7 && numbers.len() >= 8, "{backend:?}: the demo's and ours");
         for (path, list, field, all) in [
             ("/admin/v1/clients", "clients", "clientId", &clients),

@@ -1014,7 +1014,6 @@ fn next_page(html: &str) -> Option<String> {
 #[tokio::test]
 async fn long_lists_of_clients_merchants_and_agreements_are_shown_a_page_at_a_time_held_registrations_first() {
     use portico_reports::sample::{Shape, agreement};
-    use portico_storage::KeyPage;
     const INITIAL: &str = "the-initial-access-token-0123456789";
     for backend in backends() {
         let app = TestApp::spawn_with(backend, |c| {
@@ -1045,12 +1044,7 @@ async fn long_lists_of_clients_merchants_and_agreements_are_shown_a_page_at_a_ti
         let held = registered["client_id"].as_str().unwrap().to_owned();
 
         let (browser, _) = sign_in(&app, "operator", "operator-password").await;
-        let clients: Vec<String> =
-            app.store.list_clients(KeyPage::ALL).await.unwrap().into_iter().map(|c| c.client_id.to_string()).collect();
-        let merchants: Vec<String> =
-            app.store.list_merchants(KeyPage::ALL).await.unwrap().into_iter().map(|m| m.ids.merchant_id).collect();
-        let numbers: Vec<String> =
-            app.store.list_agreements(KeyPage::ALL).await.unwrap().into_iter().map(|(n, _)| n).collect();
+        let [clients, merchants, numbers] = app.every_key().await;
         assert!(clients.iter().position(|id| *id == held).unwrap() >= 50, "{backend:?}: {clients:?}");
 
         let (status, html) = page(&browser, &app, "/console/clients").await;
