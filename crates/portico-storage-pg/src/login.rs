@@ -87,25 +87,15 @@ impl LoginProcessRepository for PgStore {
         // version moved if the first committed; the state stored then
         // tells whether the first sending was this one.
         let send = || async move {
-            let mut conn = self.conn().await?;
-            let sent = sqlx::query(
+            let update = sqlx::query(
                 "UPDATE login_processes SET state = $3, expires_at = $4, version = version + 1 \
                  WHERE id = $1 AND version = $2",
             )
             .bind(process.id.as_uuid())
             .bind(process.version)
             .bind(Json(&process.state))
-            .bind(at(process.expires_at))
-            .execute(&mut *conn)
-            .await;
-            match sent {
-                Ok(done) => Ok(Some(done.rows_affected() > 0)),
-                Err(error) if crate::error::connection_lost(&error) => {
-                    tracing::warn!(%error, statement = "login_process", "the database connection was lost after a write was sent");
-                    Ok(None)
-                }
-                Err(error) => Err(storage_error("login process")(error)),
-            }
+            .bind(at(process.expires_at));
+            Ok(crate::oauth::execute_once(self, "login process", "login_process", update).await?.map(|rows| rows > 0))
         };
         let (updated, sent_again) = crate::oauth::until_answered("login_process", send).await?;
         if !sent_again || updated {

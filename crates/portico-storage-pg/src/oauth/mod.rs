@@ -119,19 +119,29 @@ pub(crate) async fn take_pushed_settled<'q>(
     stored: impl std::future::Future<Output = Result<bool>>,
 ) -> Result<bool> {
     let make = &make;
-    let send = || async move {
-        let mut conn = store.conn().await?;
-        match make().execute(&mut *conn).await {
-            Ok(done) => Ok(Some(done.rows_affected() == 1)),
-            Err(error) if crate::error::connection_lost(&error) => {
-                tracing::warn!(%error, statement, "the database connection was lost after a write was sent");
-                Ok(None)
-            }
-            Err(error) => Err(storage_error(what)(error)),
-        }
-    };
+    let send = || async move { Ok(execute_once(store, what, statement, make()).await?.map(|rows| rows == 1)) };
     let (taken, sent_again) = until_answered(statement, send).await?;
     if sent_again && !taken { stored.await } else { Ok(taken) }
+}
+
+/// One sending of a write for [`until_answered`]: the rows it changed,
+/// `None` when the connection was lost once it was sent (logged), the
+/// store's error otherwise.
+pub(crate) async fn execute_once<'q>(
+    store: &PgStore,
+    what: &'static str,
+    statement: &'static str,
+    query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+) -> Result<Option<u64>> {
+    let mut conn = store.conn().await?;
+    match query.execute(&mut *conn).await {
+        Ok(done) => Ok(Some(done.rows_affected())),
+        Err(error) if crate::error::connection_lost(&error) => {
+            tracing::warn!(%error, statement, "the database connection was lost after a write was sent");
+            Ok(None)
+        }
+        Err(error) => Err(storage_error(what)(error)),
+    }
 }
 
 /// Counts a write in doubt by its statement and `outcome`: `settled` (the
