@@ -186,7 +186,7 @@ pub async fn list(
     let l = Layout::new(&headers, &operator, "clients", &here).with_notice(query.done.as_deref());
     let read = async {
         let held = console.admin.held_clients(page::LIST_PAGE).await?;
-        Ok::<_, ServiceError>((held, console.admin.list_clients(query.page()).await?))
+        Ok::<_, ServiceError>((held, console.admin.list_clients(query.page(), None).await?))
     };
     match read.await {
         Ok((held, clients)) => {

@@ -105,16 +105,20 @@ impl ClientRepository for PgStore {
         .await
     }
 
-    async fn list_clients(&self, page: KeyPage<'_>) -> Result<Vec<Client>> {
-        sqlx::query(r#"SELECT * FROM clients WHERE $1::text IS NULL OR client_id > $1 ORDER BY client_id LIMIT $2"#)
-            .bind(page.after)
-            .bind(page.sql_limit())
-            .fetch_all(&mut *self.conn().await?)
-            .await
-            .map_err(storage_error("client"))?
-            .iter()
-            .map(client_from)
-            .collect()
+    async fn list_clients(&self, page: KeyPage<'_>, awaiting_approval: Option<bool>) -> Result<Vec<Client>> {
+        sqlx::query(
+            "SELECT * FROM clients WHERE ($1::text IS NULL OR client_id > $1) \
+             AND ($3::boolean IS NULL OR awaiting_approval = $3) ORDER BY client_id LIMIT $2",
+        )
+        .bind(page.after)
+        .bind(page.sql_limit())
+        .bind(awaiting_approval)
+        .fetch_all(&mut *self.conn().await?)
+        .await
+        .map_err(storage_error("client"))?
+        .iter()
+        .map(client_from)
+        .collect()
     }
 
     async fn held_clients(&self, limit: u32) -> Result<Vec<Client>> {

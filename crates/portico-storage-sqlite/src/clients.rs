@@ -82,10 +82,11 @@ impl ClientRepository for SqliteStore {
         NodeMemory::client_or(self.memory(), client_id, read).await
     }
 
-    async fn list_clients(&self, page: KeyPage<'_>) -> Result<Vec<Client>> {
+    async fn list_clients(&self, page: KeyPage<'_>, awaiting_approval: Option<bool>) -> Result<Vec<Client>> {
         let (after, limit) = (page.after.map(str::to_owned), page.sql_limit());
-        let sql = "SELECT * FROM clients WHERE ?1 IS NULL OR client_id > ?1 ORDER BY client_id LIMIT ?2";
-        self.db.read(move |c| all(c, sql, params![after, limit], client_from)).await
+        let sql = "SELECT * FROM clients WHERE (?1 IS NULL OR client_id > ?1) \
+                   AND (?3 IS NULL OR awaiting_approval = ?3) ORDER BY client_id LIMIT ?2";
+        self.db.read(move |c| all(c, sql, params![after, limit, awaiting_approval], client_from)).await
     }
 
     async fn held_clients(&self, limit: u32) -> Result<Vec<Client>> {

@@ -44,6 +44,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (27, "browsers", include_str!("../migrations/0027_browsers.sql")),
     (28, "client revision", include_str!("../migrations/0028_client_revision.sql")),
     (29, "user revision", include_str!("../migrations/0029_user_revision.sql")),
+    (30, "held clients", include_str!("../migrations/0030_held_clients.sql")),
 ];
 
 /// Applies the migrations that have not run yet.

@@ -14,11 +14,13 @@ pub trait ClientRepository: Send + Sync {
     /// # Errors
     /// Only when the store fails.
     async fn find_client(&self, client_id: &ClientId) -> Result<Option<Client>>;
-    /// The clients of `page`, by id.
+    /// The clients of `page`, by id: only the registrations held for an
+    /// operator's approval (`awaiting_approval` `Some(true)`), only the
+    /// others (`Some(false)`), or all of them (`None`).
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn list_clients(&self, page: KeyPage<'_>) -> Result<Vec<Client>>;
+    async fn list_clients(&self, page: KeyPage<'_>, awaiting_approval: Option<bool>) -> Result<Vec<Client>>;
     /// Registrations held for an operator's approval
     /// (`registration.require_approval`), oldest first, at most `limit`.
     ///

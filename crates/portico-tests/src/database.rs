@@ -62,7 +62,7 @@ impl TestApp {
     /// When the store fails.
     pub async fn every_key(&self) -> [Vec<String>; 3] {
         use portico_storage::KeyPage;
-        let clients = self.store.list_clients(KeyPage::ALL).await.expect("clients");
+        let clients = self.store.list_clients(KeyPage::ALL, None).await.expect("clients");
         let merchants = self.store.list_merchants(KeyPage::ALL).await.expect("merchants");
         let agreements = self.store.list_agreements(KeyPage::ALL).await.expect("agreements");
         [

@@ -24,7 +24,18 @@ pub enum ClientCommand {
     /// Register a client application.
     Add(Box<AddClient>),
     /// List client applications.
-    List,
+    List {
+        /// Only the registrations held for an operator's approval
+        /// (`registration.require_approval`).
+        #[arg(long)]
+        awaiting_approval: bool,
+    },
+    /// Approve a registration held for an operator's approval: the client
+    /// may authenticate and start logins from then on.
+    Approve {
+        #[arg(long)]
+        client_id: String,
+    },
     /// Issue a one-time initial access token for dynamic client registration
     /// (used while `registration.initial_access_token` is set).
     RegistrationToken {
@@ -333,8 +344,9 @@ pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<
             println!("initial access token (one registration, shown once, store it now): {token}");
             println!("expires at {expires_at}");
         }
-        ClientCommand::List => {
-            for client in admin.list_clients(portico_storage::KeyPage::ALL).await? {
+        ClientCommand::List { awaiting_approval } => {
+            let only_held = awaiting_approval.then_some(true);
+            for client in admin.list_clients(portico_storage::KeyPage::ALL, only_held).await? {
                 let mut line = format!(
                     "{}\t{}\tscopes: {}\tredirect: {}",
                     client.client_id,
@@ -354,8 +366,15 @@ pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<
                 if let Some(uri) = &client.backchannel_logout_uri {
                     line.push_str(&format!("\tback-channel logout: {uri}"));
                 }
+                if client.awaiting_approval {
+                    line.push_str("\tawaiting approval");
+                }
                 println!("{line}");
             }
+        }
+        ClientCommand::Approve { client_id } => {
+            admin.approve_client(&Actor::Cli, &client_id).await.map_err(refusal)?;
+            println!("client {client_id} approved");
         }
         ClientCommand::Remove { client_id } => {
             admin.delete_client(&Actor::Cli, &client_id).await.map_err(refusal)?;

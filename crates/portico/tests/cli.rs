@@ -169,6 +169,57 @@ async fn admin_commands_take_effect_on_a_running_server() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn held_registrations_are_listed_and_approved_by_command_on_a_running_server() {
+    const INITIAL: &str = "the-initial-access-token-0123456789";
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| {
+            c.registration.initial_access_token = Some(INITIAL.to_owned());
+            c.registration.require_approval = true;
+        })
+        .await;
+        let metadata = serde_json::json!({"redirect_uris": ["https://f.example/cb"], "client_name": "Held"});
+        let (status, registered) = app.register(Some(INITIAL), &metadata).await;
+        assert_eq!(status, 201, "{backend:?}: {registered}");
+        let client_id = registered["client_id"].as_str().unwrap().to_owned();
+        let secret = registered["client_secret"].as_str().unwrap().to_owned();
+        // A made-up refresh token: `invalid_client` while held, `invalid_grant` once approved.
+        let refresh = || async {
+            let response = app
+                .http()
+                .post(app.url("/oauth2/token"))
+                .basic_auth(&client_id, Some(&secret))
+                .form(&[("grant_type", "refresh_token"), ("refresh_token", "no-such-token")])
+                .send()
+                .await
+                .unwrap();
+            let body: serde_json::Value = response.json().await.unwrap();
+            body["error"].as_str().unwrap().to_owned()
+        };
+        assert_eq!(refresh().await, "invalid_client", "{backend:?}");
+
+        let held = ok(portico(&app, &["clients", "list", "--awaiting-approval"]));
+        assert_eq!(held.lines().count(), 1, "{backend:?}: only the held one: {held}");
+        assert!(held.starts_with(&format!("{client_id}\t")) && held.contains("\tawaiting approval"), "{held}");
+        let all = ok(portico(&app, &["clients", "list"]));
+        assert!(all.lines().any(|l| l.starts_with("demo-app\t") && !l.contains("awaiting")), "{backend:?}: {all}");
+
+        let approved = ok(portico(&app, &["clients", "approve", "--client-id", &client_id]));
+        assert_eq!(approved.trim(), format!("client {client_id} approved"), "{backend:?}");
+        let audit = app.store.recent_audit(1).await.unwrap();
+        assert_eq!(audit[0].kind, "client.approved", "{backend:?}");
+        assert!(within_the_bound(&app, || async { refresh().await == "invalid_grant" }).await, "{backend:?}");
+        assert_eq!(ok(portico(&app, &["clients", "list", "--awaiting-approval"])), "", "{backend:?}");
+
+        let again = portico(&app, &["clients", "approve", "--client-id", &client_id]);
+        let said = String::from_utf8_lossy(&again.stderr);
+        assert!(!again.status.success() && said.contains("not awaiting approval"), "{backend:?}: {said}");
+        let unknown = portico(&app, &["clients", "approve", "--client-id", "no-such-client"]);
+        let said = String::from_utf8_lossy(&unknown.stderr);
+        assert!(!unknown.status.success() && said.contains("no-such-client"), "{backend:?}: {said}");
+    }
+}
+
 #[test]
 fn bad_input_is_refused_with_a_message_that_names_it() {
     let run = |args: &[&str], env: &[(&str, &str)]| {

@@ -11,7 +11,7 @@ use portico_crypto::jwt::Algorithm;
 use portico_model::client::{AssertionAlgorithm, AuthMethod, Client, ClientSecurity, SecurityProfile};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use super::{AdminState, nullable};
 use crate::service::{ClientChanges, NewClient, SecurityChanges};
@@ -324,7 +324,7 @@ pub struct ClientSecret {
     operation_id = "listClients",
     tag = "clients",
     security(("adminToken" = [])),
-    params(PageParams),
+    params(ClientList),
     responses(
         (status = 200, description = "A page of clients, by id.", body = ClientPage),
         (status = 400, description = "`bad_request`: a parameter is unknown or malformed (`limit` 1 to 200).", body = ErrorBody),
@@ -334,12 +334,30 @@ pub struct ClientSecret {
 pub async fn list(
     State(api): State<AdminState>,
     _: Admin,
-    Params(params): Params<PageParams>,
+    Params(list): Params<ClientList>,
 ) -> Result<Json<ClientPage>, ApiError> {
+    let params = PageParams { after: list.after, limit: list.limit };
     let (page, limit) = params.read()?;
-    let clients = api.service.list_clients(page).await.map_err(|e| e.into_api("listing clients"))?;
+    let clients =
+        api.service.list_clients(page, list.awaiting_approval).await.map_err(|e| e.into_api("listing clients"))?;
     let (clients, next) = pagination::split(clients, limit, |c| c.client_id.as_str());
     Ok(Json(ClientPage { clients: clients.into_iter().map(ClientView::from).collect(), next }))
+}
+
+/// Which clients to list.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ClientList {
+    /// Only the registrations held for an operator's approval (`true`), or
+    /// only the others (`false`); absent: every client.
+    pub awaiting_approval: Option<bool>,
+    /// The `next` of the previous page.
+    #[param(pattern = "^[^\\x00]*$")]
+    pub after: Option<String>,
+    /// 1 to 200; default 50.
+    #[param(minimum = 1, maximum = 200)]
+    pub limit: Option<u32>,
 }
 
 /// A page of clients, by id.

@@ -263,7 +263,7 @@ impl AdminService {
         }
         let users: Vec<String> = self
             .store
-            .list_clients(KeyPage::ALL)
+            .list_clients(KeyPage::ALL, None)
             .await?
             .into_iter()
             .filter(|client| client.security.algorithms().any(|(_, used)| used == alg))

@@ -169,7 +169,7 @@ pub async fn seed(
     notify: &portico_notify::Notify,
 ) -> anyhow::Result<()> {
     let store = &identity.store;
-    if !store.list_clients(portico_storage::KeyPage { after: None, limit: 1 }).await?.is_empty()
+    if !store.list_clients(portico_storage::KeyPage { after: None, limit: 1 }, None).await?.is_empty()
         || !store.list_users().await?.is_empty()
     {
         tracing::info!("the database already holds data: demo data not seeded");

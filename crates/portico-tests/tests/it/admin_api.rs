@@ -1238,12 +1238,14 @@ async fn look_alike_logins_are_refused() {
 
 /// Every page of `path` at `limit` a page, following `next`: the ids of
 /// each page (`field` of each entry of `list`).
-async fn pages(app: &TestApp, path: &str, list: &str, field: &str, limit: u32) -> Vec<Vec<String>> {
+/// The ids of every page of `path` (which may carry a query of its own),
+/// `limit` a page, following `next` to the end.
+pub(crate) async fn pages(app: &TestApp, path: &str, list: &str, field: &str, limit: u32) -> Vec<Vec<String>> {
     let mut pages = Vec::new();
     let mut after: Option<String> = None;
     loop {
         let mut url = app.url(path);
-        url.push_str(&format!("?limit={limit}"));
+        url.push_str(&format!("{}limit={limit}", if path.contains('?') { '&' } else { '?' }));
         if let Some(after) = &after {
             url.push_str(&format!("&after={}", form_urlencoded::byte_serialize(after.as_bytes()).collect::<String>()));
         }

@@ -66,7 +66,7 @@ async fn generated_garbage_never_gets_a_server_error_and_changes_nothing() {
     for backend in backends() {
         let app = TestApp::spawn(backend).await;
         let tokens = app.tokens_for("ivan", "ivan-password").await;
-        let clients = app.store.list_clients(portico_storage::KeyPage::ALL).await.unwrap();
+        let clients = app.store.list_clients(portico_storage::KeyPage::ALL, None).await.unwrap();
         let users = app.store.list_users().await.unwrap();
         let audit = app.store.recent_audit(10_000).await.unwrap().len();
         let http = app.http();
@@ -126,7 +126,7 @@ async fn generated_garbage_never_gets_a_server_error_and_changes_nothing() {
             assert!(!status.is_server_error(), "{backend:?} round {round}: {method} {path} -> {status}");
         }
 
-        assert_eq!(app.store.list_clients(portico_storage::KeyPage::ALL).await.unwrap(), clients, "{backend:?}");
+        assert_eq!(app.store.list_clients(portico_storage::KeyPage::ALL, None).await.unwrap(), clients, "{backend:?}");
         assert_eq!(app.store.list_users().await.unwrap(), users);
         assert_eq!(app.store.recent_audit(10_000).await.unwrap().len(), audit, "nothing was audited: nothing happened");
         assert_eq!(app.liveness(&tokens.access_token).await, 200, "the real token is untouched");
@@ -249,7 +249,7 @@ async fn oauth_error_descriptions_keep_to_the_characters_rfc_6749_allows() {
 
         // Registration (RFC 7591 §3.2.2: ASCII): an address in Cyrillic
         // with quotes, another scheme, and a profile's rule citing FAPI.
-        let before = app.store.list_clients(portico_storage::KeyPage::ALL).await.unwrap().len();
+        let before = app.store.list_clients(portico_storage::KeyPage::ALL, None).await.unwrap().len();
         for (case, uris, profile, says) in [
             ("idn", json!(["https://банк.рф/cb#\"x\""]), "standard", "must not have a fragment"),
             ("scheme", json!(["ftp://rp.example/cb"]), "standard", "is not allowed"),
@@ -266,7 +266,7 @@ async fn oauth_error_descriptions_keep_to_the_characters_rfc_6749_allows() {
             check(&format!("{backend:?} registration {case}"), &body, says);
         }
         assert_eq!(
-            app.store.list_clients(portico_storage::KeyPage::ALL).await.unwrap().len(),
+            app.store.list_clients(portico_storage::KeyPage::ALL, None).await.unwrap().len(),
             before,
             "{backend:?}: nothing registered"
         );

@@ -202,7 +202,7 @@ async fn discovery_and_registration_offer_certificates_only_where_they_reach_por
             !methods.iter().any(|m| m.as_str().unwrap().contains("tls")),
             "{backend:?}: no certificates reach this server: {methods:?}"
         );
-        let before = plain.store.list_clients(portico_storage::KeyPage::ALL).await.unwrap().len();
+        let before = plain.store.list_clients(portico_storage::KeyPage::ALL, None).await.unwrap().len();
         for (member, value, instead) in [
             ("tls_client_certificate_bound_access_tokens", json!(true), "dpop_bound_access_tokens"),
             ("token_endpoint_auth_method", json!("self_signed_tls_client_auth"), "private_key_jwt"),
@@ -226,7 +226,7 @@ async fn discovery_and_registration_offer_certificates_only_where_they_reach_por
             "{backend:?}: {said}"
         );
         assert_eq!(
-            plain.store.list_clients(portico_storage::KeyPage::ALL).await.unwrap().len(),
+            plain.store.list_clients(portico_storage::KeyPage::ALL, None).await.unwrap().len(),
             before,
             "{backend:?}: nothing registered"
         );

@@ -269,7 +269,7 @@ async fn a_fapi_ru_client_redirects_to_https_addresses_matched_exactly() {
             c.mtls.trusted_proxies = vec!["127.0.0.1/32".parse().unwrap()];
         })
         .await;
-        let count = || async { app.store.list_clients(portico_storage::KeyPage::ALL).await.unwrap().len() };
+        let count = || async { app.store.list_clients(portico_storage::KeyPage::ALL, None).await.unwrap().len() };
         let before = count().await;
 
         // FAPI 1.0 Baseline §5.2.2-20: https only — at registration, in

@@ -19,7 +19,7 @@ async fn spawn(backend: portico_tests::Backend) -> TestApp {
 }
 
 async fn client_count(app: &TestApp) -> usize {
-    app.store.list_clients(portico_storage::KeyPage::ALL).await.unwrap().len()
+    app.store.list_clients(portico_storage::KeyPage::ALL, None).await.unwrap().len()
 }
 
 #[tokio::test]
@@ -822,6 +822,63 @@ async fn a_held_registration_works_only_once_an_operator_approves_it() {
         assert_eq!((status, answer["error"].as_str()), (400, Some("invalid_grant")), "{backend:?}: {answer}");
         let (status, to_login) = authorize(&app, &client_id).await;
         assert!(to_login, "{backend:?}: {status}");
+    }
+}
+
+#[tokio::test]
+async fn the_admin_api_lists_the_registrations_held_for_approval_a_page_at_a_time() {
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| {
+            c.registration.initial_access_token = Some(INITIAL.to_owned());
+            c.registration.require_approval = true;
+        })
+        .await;
+        let mut held = Vec::new();
+        for n in 0..5 {
+            let body = json!({"redirect_uris": ["https://f.example/cb"], "client_name": format!("Held {n}")});
+            let (status, registered) = app.register(Some(INITIAL), &body).await;
+            assert_eq!(status, 201, "{backend:?}: {registered}");
+            held.push(registered["client_id"].as_str().unwrap().to_owned());
+        }
+        let approved = held.remove(2);
+        let response = app
+            .http()
+            .post(app.url(&format!("/admin/v1/clients/{approved}/approve")))
+            .bearer_auth(portico_tests::ADMIN_TOKEN)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{backend:?}");
+        held.sort();
+        let all: Vec<String> = app
+            .store
+            .list_clients(portico_storage::KeyPage::ALL, None)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|c| c.client_id.as_str().to_owned())
+            .collect();
+        let others: Vec<String> = all.iter().filter(|id| !held.contains(id)).cloned().collect();
+        assert!(others.contains(&approved) && others.len() >= 2, "{backend:?}: the demo's and the approved one");
+
+        let path = "/admin/v1/clients?awaitingApproval=true";
+        let read = crate::admin_api::pages(&app, path, "clients", "clientId", 3).await;
+        assert_eq!(read.len(), 2, "{backend:?}: pages of 3 and 1: {read:?}");
+        assert_eq!(read.concat(), held, "{backend:?}: the held ones, once each, by id");
+        let path = "/admin/v1/clients?awaitingApproval=false";
+        let read = crate::admin_api::pages(&app, path, "clients", "clientId", 2).await;
+        assert_eq!(read.concat(), others, "{backend:?}: every other client, once each, by id");
+        let read = crate::admin_api::pages(&app, "/admin/v1/clients", "clients", "clientId", 200).await;
+        assert_eq!(read.concat(), all, "{backend:?}: without the filter, every client");
+
+        for query in ["awaitingApproval=yes", "awaitingApproval=true&awaitingApproval=false"] {
+            let url = format!("{}?{query}", app.url("/admin/v1/clients"));
+            let response = app.http().get(url).bearer_auth(portico_tests::ADMIN_TOKEN).send().await.unwrap();
+            let status = response.status().as_u16();
+            let body: Value = response.json().await.unwrap();
+            assert_eq!((status, body["code"].as_str()), (400, Some("bad_request")), "{backend:?} {query}: {body}");
+            assert!(body["message"].as_str().unwrap().contains("awaitingApproval"), "{backend:?} {query}: {body}");
+        }
     }
 }
 

@@ -72,7 +72,7 @@ async fn a_postgres_database_of_release_0_1_upgrades_in_place_keeping_every_row(
 async fn every_row_reads_back_and_keeps_working(db: &dyn Storage) {
     let s = sample();
 
-    assert_eq!(db.list_clients(portico_storage::KeyPage::ALL).await.unwrap(), vec![s.client.clone()]);
+    assert_eq!(db.list_clients(portico_storage::KeyPage::ALL, None).await.unwrap(), vec![s.client.clone()]);
     assert_eq!(db.list_users().await.unwrap(), vec![s.blocked_user.clone(), s.user.clone()]);
     assert_eq!(db.list_signing_keys().await.unwrap(), vec![s.active_key.clone(), s.retired_key.clone()]);
     assert_eq!(

@@ -251,12 +251,13 @@ fn not_found(client_id: &str) -> ServiceError {
 }
 
 impl AdminService {
-    /// The clients of `page`, by id.
+    /// The clients of `page`, by id: only those held for approval
+    /// (`awaiting_approval` `Some(true)`), only the others, or all (`None`).
     ///
     /// # Errors
     /// When the store fails.
-    pub async fn list_clients(&self, page: KeyPage<'_>) -> Result<Vec<Client>> {
-        Ok(self.store.list_clients(page).await?)
+    pub async fn list_clients(&self, page: KeyPage<'_>, awaiting_approval: Option<bool>) -> Result<Vec<Client>> {
+        Ok(self.store.list_clients(page, awaiting_approval).await?)
     }
 
     /// Registrations held for an operator's approval, oldest first, at

@@ -198,7 +198,7 @@ async fn every_read_sees_every_committed_write() {
             assert!(store.find_client(&id).await.unwrap().is_some(), "{backend:?}: client {i} visible");
             assert!(store.find_client(&client_id("app-0")).await.unwrap().is_some());
             assert_eq!(
-                store.list_clients(portico_storage::KeyPage::ALL).await.unwrap().len(),
+                store.list_clients(portico_storage::KeyPage::ALL, None).await.unwrap().len(),
                 i + 1,
                 "{backend:?}: after write {i}"
             );

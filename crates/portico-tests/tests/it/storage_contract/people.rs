@@ -13,7 +13,7 @@ async fn clients_and_users_round_trip_with_unique_keys() {
         store.create_client(&c).await.unwrap();
         assert_eq!(store.find_client(&client_id("app")).await.unwrap(), Some(c.clone()), "{backend:?}");
         assert!(matches!(store.create_client(&c).await, Err(StorageError::Conflict(_))));
-        assert_eq!(store.list_clients(portico_storage::KeyPage::ALL).await.unwrap().len(), 1);
+        assert_eq!(store.list_clients(portico_storage::KeyPage::ALL, None).await.unwrap().len(), 1);
 
         let u = user("anna");
         store.create_user(&u).await.unwrap();
@@ -47,7 +47,7 @@ async fn a_client_registered_with_a_one_time_token_spends_it_in_the_same_write()
         assert!(!store.create_client_spending(&late, "late").await.unwrap(), "{backend:?}: expired");
         assert_eq!(store.find_client(&client_id("second")).await.unwrap(), None, "{backend:?}");
         assert_eq!(
-            store.list_clients(portico_storage::KeyPage::ALL).await.unwrap().len(),
+            store.list_clients(portico_storage::KeyPage::ALL, None).await.unwrap().len(),
             2,
             "{backend:?}: taken and first"
         );
