@@ -447,6 +447,7 @@ impl App {
             max_connections: http.max_connections as usize,
             body_timeout: Duration::from_secs(http.body_timeout_secs.into()),
             body_min_rate: http.body_min_bytes_per_sec.into(),
+            shutdown_grace: Duration::from_secs(http.shutdown_grace_secs.into()),
         };
         // The metrics and mutual-TLS listeners stop with the public one.
         let mtls = listeners.mtls.map(|(listener, tls)| {

@@ -14,7 +14,11 @@
 //!   spent waiting on the client counts: a handler that reads late does not
 //!   make its client slow;
 //! - at most `max_connections` are open at once; past that, new ones wait in
-//!   the kernel's accept queue until one closes.
+//!   the kernel's accept queue until one closes;
+//! - on shutdown, idle connections close at once and requests in flight
+//!   may finish within `shutdown_grace`; whatever is still open then (a
+//!   slow download, a head never finished) is closed, so that a node stops
+//!   in a bounded time.
 //!
 //! Each request carries its peer address as [`ConnectInfo`].
 //!
@@ -59,13 +63,16 @@ pub struct Limits {
     pub body_timeout: Duration,
     /// Bytes a second, on average past [`RATE_GRACE`].
     pub body_min_rate: u64,
+    /// How long requests in flight may take to finish once shutdown begins.
+    pub shutdown_grace: Duration,
 }
 
 /// How long a request body may take before its average rate is judged.
 pub const RATE_GRACE: Duration = Duration::from_secs(5);
 
 /// Serves `router` on `listener` until `shutdown` completes, then lets the
-/// requests in flight finish (idle connections are closed at once).
+/// requests in flight finish within `limits.shutdown_grace` (idle
+/// connections are closed at once) and closes what is still open.
 ///
 /// # Errors
 /// Never today; accept errors are logged and the loop goes on.
@@ -79,6 +86,8 @@ pub async fn serve(
     let tls = tls.map(tokio_rustls::TlsAcceptor::from);
     let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let graceful = GracefulShutdown::new();
+    // Told to every connection when the grace is over: it is closed.
+    let (cut_tx, cut) = tokio::sync::watch::channel(false);
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new()).header_read_timeout(limits.header_read_timeout).keep_alive(true);
     let mut full_since: Option<Instant> = None;
@@ -114,19 +123,16 @@ pub async fn serve(
         };
         let _ = stream.set_nodelay(true);
         let stream = Idle::new(stream, limits.idle_timeout);
-        let (router, http, watcher) = (router.clone(), http.clone(), graceful.watcher());
-        let Some(acceptor) = tls.clone() else {
-            let connection =
-                watcher.watch(http.serve_connection(TokioIo::new(stream), service(router, peer, limits, None)));
-            tokio::spawn(async move {
-                if let Err(error) = connection.await {
+        let (router, http, watcher, mut cut) = (router.clone(), http.clone(), graceful.watcher(), cut.clone());
+        let acceptor = tls.clone();
+        let connection = async move {
+            let Some(acceptor) = acceptor else {
+                let connection = http.serve_connection(TokioIo::new(stream), service(router, peer, limits, None));
+                if let Err(error) = watcher.watch(connection).await {
                     tracing::debug!(%error, %peer, "connection closed with an error");
                 }
-                drop(permit);
-            });
-            continue;
-        };
-        tokio::spawn(async move {
+                return;
+            };
             let handshake = tokio::time::timeout(limits.header_read_timeout, acceptor.accept(stream)).await;
             let stream = match handshake {
                 Ok(Ok(stream)) => stream,
@@ -143,11 +149,28 @@ pub async fn serve(
             if let Err(error) = watcher.watch(http.serve_connection(TokioIo::new(stream), service)).await {
                 tracing::debug!(%error, %peer, "connection closed with an error");
             }
+        };
+        tokio::spawn(async move {
+            tokio::select! {
+                () = connection => {}
+                _ = cut.wait_for(|cut| *cut) => {}
+            }
             drop(permit);
         });
     }
     drop(listener);
-    graceful.shutdown().await;
+    if tokio::time::timeout(limits.shutdown_grace, graceful.shutdown()).await.is_err() {
+        let open = limits.max_connections.max(1) - permits.available_permits();
+        tracing::warn!(
+            open,
+            grace_secs = limits.shutdown_grace.as_secs(),
+            "closing the connections still busy when the shutdown grace ran out (http.shutdown_grace_secs)"
+        );
+        let _ = cut_tx.send(true);
+        // Each connection gives its slot back as it closes.
+        let all = u32::try_from(limits.max_connections.max(1)).unwrap_or(u32::MAX);
+        let _ = permits.acquire_many(all).await;
+    }
     Ok(())
 }
 

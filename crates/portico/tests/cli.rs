@@ -363,6 +363,47 @@ fn serve_stops_gracefully_on_sigterm() {
     assert!(banner.contains("/demo/login") && banner.contains("ivan"), "the demo banner: {banner}");
 }
 
+#[test]
+fn serve_closes_what_is_still_open_when_its_shutdown_grace_runs_out() {
+    use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+    let dir = portico_tests::TempDir::new();
+    // A request head never finished holds a connection for the header
+    // timeout: two minutes here, far past the grace of one second.
+    let settings = [
+        ("PORTICO_HTTP__HEADER_READ_TIMEOUT_SECS", "120"),
+        ("PORTICO_HTTP__IDLE_TIMEOUT_SECS", "120"),
+        ("PORTICO_HTTP__SHUTDOWN_GRACE_SECS", "1"),
+    ];
+    let mut child = common::serve_demo(&dir.0, &settings);
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let serving =
+        lines.by_ref().map_while(Result::ok).find(|line| line.contains("Portico is serving")).expect("started");
+    let listen = serving.split_whitespace().find_map(|field| field.strip_prefix("listen=")).expect("its address");
+    let mut held = std::net::TcpStream::connect(listen.trim_matches('"')).expect("connect");
+    held.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n").unwrap();
+    // The server has taken the connection once it answers another.
+    let mut other = std::net::TcpStream::connect(listen.trim_matches('"')).expect("connect");
+    other.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    other.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+
+    let asked = Instant::now();
+    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("kill");
+    assert!(status.success());
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let exit = child.wait().expect("wait");
+    let took = asked.elapsed();
+    assert!(exit.success(), "exits cleanly: {exit:?}");
+    assert!(took < Duration::from_secs(60), "stopped after the grace, not the header timeout: {took:?}");
+    let cut = rest.iter().find(|l| l.contains("shutdown grace ran out")).unwrap_or_else(|| panic!("{rest:?}"));
+    assert!(cut.contains("open=1") && cut.contains("WARN"), "{cut}");
+    // The held connection was closed, unanswered.
+    held.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut buffer = [0_u8; 64];
+    assert_eq!(held.read(&mut buffer).map_err(|e| e.kind()), Ok(0), "closed");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn permissions_import_is_all_or_nothing_and_takes_effect_at_once() {
     for backend in backends() {

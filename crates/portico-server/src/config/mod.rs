@@ -339,6 +339,9 @@ pub struct HttpConfig {
     pub body_min_bytes_per_sec: u32,
     /// Connections open at once; past that, new ones wait to be accepted.
     pub max_connections: u32,
+    /// Seconds the requests in flight may take to finish once the server
+    /// is told to stop (SIGTERM); what is still open then is closed.
+    pub shutdown_grace_secs: u32,
     /// `max-age` of `Strict-Transport-Security`, sent when `public_url` is
     /// `https://`; 0 sends none.
     pub hsts_max_age_secs: u32,
@@ -356,6 +359,7 @@ impl Default for HttpConfig {
             body_timeout_secs: 30,
             body_min_bytes_per_sec: 1024,
             max_connections: 1024,
+            shutdown_grace_secs: 25,
             hsts_max_age_secs: 31_536_000,
             trusted_proxies: Vec::new(),
         }
