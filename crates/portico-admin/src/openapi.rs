@@ -13,6 +13,8 @@ use utoipa::OpenApi;
         crate::http::clients::rotate_secret,
         crate::http::clients::approve,
         crate::http::clients::issue_initial_access_token,
+        crate::http::clients::initial_access_tokens,
+        crate::http::clients::withdraw_initial_access_token,
         crate::http::users::search,
         crate::http::users::create,
         crate::http::users::read,

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use portico_model::client::{Client, ClientSecurity, LocalizedText};
 use portico_model::ids::ClientId;
 use portico_storage::memory::NodeMemory;
-use portico_storage::{ClientRepository, KeyPage, Update};
+use portico_storage::{ClientRepository, IssuedAccessToken, KeyPage, Update};
 use sqlx::Row as _;
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
@@ -193,6 +193,36 @@ impl ClientRepository for PgStore {
             .await
             .map_err(storage_error("initial access token"))?;
         Ok(())
+    }
+
+    async fn unspent_initial_access_tokens(&self, now: OffsetDateTime) -> Result<Vec<IssuedAccessToken>> {
+        sqlx::query(
+            "SELECT token_hash, created_at, expires_at FROM initial_access_tokens \
+             WHERE used_at IS NULL AND expires_at > $1 ORDER BY created_at, token_hash",
+        )
+        .bind(at(now))
+        .fetch_all(&mut *self.conn().await?)
+        .await
+        .map_err(storage_error("initial access token"))?
+        .iter()
+        .map(|row| {
+            Ok(IssuedAccessToken {
+                id: IssuedAccessToken::id_of(&get::<String>(row, "token_hash")?),
+                created_at: get(row, "created_at")?,
+                expires_at: get(row, "expires_at")?,
+            })
+        })
+        .collect()
+    }
+
+    async fn withdraw_initial_access_token(&self, id: &str) -> Result<bool> {
+        let done = sqlx::query("DELETE FROM initial_access_tokens WHERE left(token_hash, $2) = $1 AND used_at IS NULL")
+            .bind(id)
+            .bind(i32::try_from(IssuedAccessToken::ID_LEN).unwrap_or(i32::MAX))
+            .execute(&mut *self.conn().await?)
+            .await
+            .map_err(storage_error("initial access token"))?;
+        Ok(done.rows_affected() > 0)
     }
 
     async fn create_client_spending(&self, client: &Client, token_hash: &str) -> Result<bool> {

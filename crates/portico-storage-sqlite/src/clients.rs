@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use portico_model::client::{Client, LocalizedText};
 use portico_model::ids::ClientId;
 use portico_storage::memory::NodeMemory;
-use portico_storage::{ClientRepository, KeyPage, Update};
+use portico_storage::{ClientRepository, IssuedAccessToken, KeyPage, Update};
 use rusqlite::{Row, params};
 use time::OffsetDateTime;
 
@@ -159,6 +159,32 @@ impl ClientRepository for SqliteStore {
                 let sql = "INSERT INTO initial_access_tokens (token_hash, created_at, expires_at) VALUES (?1, ?2, ?3)";
                 run(tx, sql, params![hash, secs(created_at), secs(expires_at)])?;
                 Ok(())
+            })
+            .await
+    }
+
+    async fn unspent_initial_access_tokens(&self, now: OffsetDateTime) -> Result<Vec<IssuedAccessToken>> {
+        let sql = "SELECT token_hash, created_at, expires_at FROM initial_access_tokens \
+                   WHERE used_at IS NULL AND expires_at > ?1 ORDER BY created_at, token_hash";
+        self.db
+            .read(move |c| {
+                all(c, sql, [secs(now)], |row| {
+                    Ok(IssuedAccessToken {
+                        id: IssuedAccessToken::id_of(&row.get::<_, String>("token_hash")?),
+                        created_at: row.time("created_at")?,
+                        expires_at: row.time("expires_at")?,
+                    })
+                })
+            })
+            .await
+    }
+
+    async fn withdraw_initial_access_token(&self, id: &str) -> Result<bool> {
+        let id = id.to_owned();
+        self.db
+            .write("initial access token", move |tx| {
+                let sql = "DELETE FROM initial_access_tokens WHERE substr(token_hash, 1, ?2) = ?1 AND used_at IS NULL";
+                Ok(run(tx, sql, params![id, IssuedAccessToken::ID_LEN])? > 0)
             })
             .await
     }

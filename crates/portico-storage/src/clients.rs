@@ -76,4 +76,37 @@ pub trait ClientRepository: Send + Sync {
     /// [`StorageError::Conflict`] when the client id is taken; the store
     /// failed.
     async fn create_client_spending(&self, client: &Client, token_hash: &str) -> Result<bool>;
+    /// The one-time initial access tokens neither spent nor expired at
+    /// `now`, oldest first.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn unspent_initial_access_tokens(&self, now: OffsetDateTime) -> Result<Vec<IssuedAccessToken>>;
+    /// Withdraws the unspent initial access token whose
+    /// [`IssuedAccessToken::id`] is `id`: it registers nothing from now on.
+    /// Whether there was one.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn withdraw_initial_access_token(&self, id: &str) -> Result<bool>;
+}
+
+/// A one-time initial access token as operators see it (never the token).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IssuedAccessToken {
+    /// The first [`IssuedAccessToken::ID_LEN`] hex digits of the token's
+    /// stored hash: names it without disclosing it.
+    pub id: String,
+    pub created_at: OffsetDateTime,
+    pub expires_at: OffsetDateTime,
+}
+
+impl IssuedAccessToken {
+    pub const ID_LEN: usize = 16;
+
+    /// The id of the token whose stored hash is `token_hash`.
+    #[must_use]
+    pub fn id_of(token_hash: &str) -> String {
+        token_hash.chars().take(Self::ID_LEN).collect()
+    }
 }

@@ -43,6 +43,15 @@ pub enum ClientCommand {
         #[arg(long, default_value_t = 86_400)]
         expires_in_secs: i64,
     },
+    /// List the one-time initial access tokens neither spent nor expired.
+    RegistrationTokens,
+    /// Withdraw an unspent one-time initial access token: it registers
+    /// nothing from now on.
+    WithdrawRegistrationToken {
+        /// The token's id, as issued and listed.
+        #[arg(long)]
+        id: String,
+    },
     /// Remove a client application and everything issued to it.
     Remove {
         #[arg(long)]
@@ -340,9 +349,22 @@ pub async fn clients(config: &Config, command: ClientCommand) -> anyhow::Result<
         }
         ClientCommand::RegistrationToken { expires_in_secs } => {
             let ttl = time::Duration::seconds(expires_in_secs);
-            let (token, expires_at) = admin.issue_initial_access_token(&Actor::Cli, ttl).await.map_err(refusal)?;
+            let (token, issued) = admin.issue_initial_access_token(&Actor::Cli, ttl).await.map_err(refusal)?;
             println!("initial access token (one registration, shown once, store it now): {token}");
-            println!("expires at {expires_at}");
+            println!("id {}, expires at {}", issued.id, issued.expires_at);
+        }
+        ClientCommand::RegistrationTokens => {
+            let tokens = admin.registration_tokens().await?;
+            if tokens.is_empty() {
+                println!("no unspent registration token");
+            }
+            for token in tokens {
+                println!("{}\tissued {}\texpires {}", token.id, token.created_at, token.expires_at);
+            }
+        }
+        ClientCommand::WithdrawRegistrationToken { id } => {
+            admin.withdraw_registration_token(&Actor::Cli, &id).await.map_err(refusal)?;
+            println!("registration token {id} withdrawn");
         }
         ClientCommand::List { awaiting_approval } => {
             let only_held = awaiting_approval.then_some(true);

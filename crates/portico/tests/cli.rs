@@ -220,6 +220,31 @@ async fn held_registrations_are_listed_and_approved_by_command_on_a_running_serv
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registration_tokens_are_listed_and_withdrawn_by_command_on_a_running_server() {
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| {
+            c.registration.initial_access_token = Some("the-initial-access-token-0123456789".to_owned());
+        })
+        .await;
+        let issued = ok(portico(&app, &["clients", "registration-token", "--expires-in-secs", "3600"]));
+        let token = issued.lines().find_map(|l| l.split(": ").nth(1)).expect("the token").to_owned();
+        let id = issued.lines().find_map(|l| l.strip_prefix("id ")).and_then(|l| l.split(',').next()).expect("its id");
+        let listed = ok(portico(&app, &["clients", "registration-tokens"]));
+        assert!(listed.starts_with(&format!("{id}\tissued ")) && !listed.contains(&token), "{backend:?}: {listed}");
+
+        let withdrawn = ok(portico(&app, &["clients", "withdraw-registration-token", "--id", id]));
+        assert_eq!(withdrawn.trim(), format!("registration token {id} withdrawn"), "{backend:?}");
+        assert_eq!(ok(portico(&app, &["clients", "registration-tokens"])).trim(), "no unspent registration token");
+        let metadata = serde_json::json!({"redirect_uris": ["https://f.example/cb"]});
+        let (status, body) = app.register(Some(&token), &metadata).await;
+        assert_eq!((status, body["error"].as_str()), (401, Some("invalid_token")), "{backend:?}: {body}");
+        let again = portico(&app, &["clients", "withdraw-registration-token", "--id", id]);
+        let said = String::from_utf8_lossy(&again.stderr);
+        assert!(!again.status.success() && said.contains(&format!("no unspent registration token {id}")), "{said}");
+    }
+}
+
 #[test]
 fn bad_input_is_refused_with_a_message_that_names_it() {
     let run = |args: &[&str], env: &[(&str, &str)]| {
@@ -364,25 +389,36 @@ fn serve_stops_gracefully_on_sigterm() {
 }
 
 #[test]
-fn serve_closes_what_is_still_open_when_its_shutdown_grace_runs_out() {
+fn serve_finishes_requests_in_flight_and_closes_what_is_still_open_when_its_shutdown_grace_runs_out() {
     use std::io::{BufRead as _, BufReader, Read as _, Write as _};
     let dir = portico_tests::TempDir::new();
     // A request head never finished holds a connection for the header
-    // timeout: two minutes here, far past the grace of one second.
+    // timeout: two minutes here, far past the grace of three seconds.
     let settings = [
         ("PORTICO_HTTP__HEADER_READ_TIMEOUT_SECS", "120"),
         ("PORTICO_HTTP__IDLE_TIMEOUT_SECS", "120"),
-        ("PORTICO_HTTP__SHUTDOWN_GRACE_SECS", "1"),
+        ("PORTICO_HTTP__SHUTDOWN_GRACE_SECS", "3"),
     ];
     let mut child = common::serve_demo(&dir.0, &settings);
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let serving =
         lines.by_ref().map_while(Result::ok).find(|line| line.contains("Portico is serving")).expect("started");
     let listen = serving.split_whitespace().find_map(|field| field.strip_prefix("listen=")).expect("its address");
-    let mut held = std::net::TcpStream::connect(listen.trim_matches('"')).expect("connect");
+    let connect = || std::net::TcpStream::connect(listen.trim_matches('"')).expect("connect");
+    let mut held = connect();
     held.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n").unwrap();
-    // The server has taken the connection once it answers another.
-    let mut other = std::net::TcpStream::connect(listen.trim_matches('"')).expect("connect");
+    // A request in flight: its body comes in two parts, the second once
+    // the server is stopping.
+    let body = "grant_type=refresh_token&refresh_token=x";
+    let mut in_flight = connect();
+    let head = format!(
+        "POST /oauth2/token HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-www-form-urlencoded\r\n\
+         Content-Length: {}\r\n\r\n",
+        body.len()
+    );
+    in_flight.write_all(format!("{head}{}", &body[..18]).as_bytes()).unwrap();
+    // The server has taken both connections once it answers a third.
+    let mut other = connect();
     other.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
     let mut answer = String::new();
     other.read_to_string(&mut answer).unwrap();
@@ -391,13 +427,20 @@ fn serve_closes_what_is_still_open_when_its_shutdown_grace_runs_out() {
     let asked = Instant::now();
     let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("kill");
     assert!(status.success());
+    assert!(lines.by_ref().map_while(Result::ok).any(|l| l.contains("shutting down")), "the stop began");
+    in_flight.write_all(&body.as_bytes()[18..]).unwrap();
+    let mut answer = String::new();
+    in_flight.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 401") && answer.contains("invalid_client"), "answered: {answer}");
+    assert!(answer.to_ascii_lowercase().contains("connection: close"), "and closed: {answer}");
+
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
     let exit = child.wait().expect("wait");
     let took = asked.elapsed();
     assert!(exit.success(), "exits cleanly: {exit:?}");
     assert!(took < Duration::from_secs(60), "stopped after the grace, not the header timeout: {took:?}");
     let cut = rest.iter().find(|l| l.contains("shutdown grace ran out")).unwrap_or_else(|| panic!("{rest:?}"));
-    assert!(cut.contains("open=1") && cut.contains("WARN"), "{cut}");
+    assert!(cut.contains("open=1") && cut.contains("WARN"), "only the unfinished head was cut: {cut}");
     // The held connection was closed, unanswered.
     held.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut buffer = [0_u8; 64];

@@ -630,9 +630,78 @@ fn optional_integral<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Resul
 pub struct InitialAccessToken {
     /// The bearer token for one `POST /oauth2/register`.
     pub token: String,
+    /// Names the token in the list of unspent ones, and to withdraw it.
+    #[schema(pattern = "^[0-9a-f]{16}$", example = "3f9a0c2b7d41e865")]
+    pub id: String,
     #[serde(with = "time::serde::rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub expires_at: OffsetDateTime,
+}
+
+/// An unspent one-time initial access token (never the token itself).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct IssuedTokenView {
+    #[schema(pattern = "^[0-9a-f]{16}$", example = "3f9a0c2b7d41e865")]
+    pub id: String,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub expires_at: OffsetDateTime,
+}
+
+/// The unspent one-time initial access tokens, oldest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct IssuedTokens {
+    pub tokens: Vec<IssuedTokenView>,
+}
+
+#[utoipa::path(
+    get,
+    path = "/admin/v1/registration-tokens",
+    operation_id = "listInitialAccessTokens",
+    tag = "clients",
+    security(("adminToken" = [])),
+    responses(
+        (status = 200, description = "The one-time initial access tokens neither spent nor expired, oldest first.",
+         body = IssuedTokens),
+        AdminErrors
+    )
+)]
+pub async fn initial_access_tokens(State(api): State<AdminState>, _: Admin) -> Result<Json<IssuedTokens>, ApiError> {
+    let tokens = api.service.registration_tokens().await.map_err(|e| e.into_api("listing initial access tokens"))?;
+    let tokens = tokens
+        .into_iter()
+        .map(|t| IssuedTokenView { id: t.id, created_at: t.created_at, expires_at: t.expires_at })
+        .collect();
+    Ok(Json(IssuedTokens { tokens }))
+}
+
+#[utoipa::path(
+    delete,
+    path = "/admin/v1/registration-tokens/{id}",
+    operation_id = "withdrawInitialAccessToken",
+    tag = "clients",
+    params(("id" = String, Path, description = "The token's id, as issued and listed.")),
+    security(("adminToken" = [])),
+    responses(
+        (status = 204, description = "Withdrawn: it registers nothing from now on."),
+        (status = 404, description = "`registration_token_not_found`: no unspent token has this id.", body = ErrorBody),
+        AdminErrors
+    )
+)]
+pub async fn withdraw_initial_access_token(
+    State(api): State<AdminState>,
+    admin: Admin,
+    PathParams(id): PathParams<String>,
+) -> Result<StatusCode, ApiError> {
+    api.service
+        .withdraw_registration_token(&admin.actor, &id)
+        .await
+        .map_err(|e| e.into_api("withdrawing an initial access token"))?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 #[utoipa::path(
@@ -657,10 +726,11 @@ pub async fn issue_initial_access_token(
     Body(body): Body<InitialAccessTokenBody>,
 ) -> Result<Response, ApiError> {
     let ttl = time::Duration::seconds(body.expires_in_secs.unwrap_or(86_400));
-    let (token, expires_at) = api
+    let (token, issued) = api
         .service
         .issue_initial_access_token(&admin.actor, ttl)
         .await
         .map_err(|e| e.into_api("issuing an initial access token"))?;
-    Ok((StatusCode::CREATED, Json(InitialAccessToken { token, expires_at })).into_response())
+    let answer = InitialAccessToken { token, id: issued.id, expires_at: issued.expires_at };
+    Ok((StatusCode::CREATED, Json(answer)).into_response())
 }

@@ -7,7 +7,8 @@
 //! | `GET/PATCH/DELETE /admin/v1/clients/{clientId}` | read, change, remove | admin |
 //! | `POST /admin/v1/clients/{clientId}/secret` | new secret | admin |
 //! | `POST /admin/v1/clients/{clientId}/approve` | approve a held registration | admin |
-//! | `POST /admin/v1/registration-tokens` | a one-time initial access token | admin |
+//! | `GET/POST /admin/v1/registration-tokens` | the unspent one-time initial access tokens, issue one | admin |
+//! | `DELETE /admin/v1/registration-tokens/{id}` | withdraw one | admin |
 //! | `GET /admin/v1/users` | search (login, phone, e-mail; paged) | support |
 //! | `POST /admin/v1/users` | create | admin |
 //! | `GET /admin/v1/users/{userId}` | read | support |
@@ -54,7 +55,11 @@ pub fn router(state: AdminState) -> Router {
         .route("/admin/v1/clients/{client_id}", get(clients::read).patch(clients::update).delete(clients::remove))
         .route("/admin/v1/clients/{client_id}/secret", post(clients::rotate_secret))
         .route("/admin/v1/clients/{client_id}/approve", post(clients::approve))
-        .route("/admin/v1/registration-tokens", post(clients::issue_initial_access_token))
+        .route(
+            "/admin/v1/registration-tokens",
+            get(clients::initial_access_tokens).post(clients::issue_initial_access_token),
+        )
+        .route("/admin/v1/registration-tokens/{id}", delete(clients::withdraw_initial_access_token))
         .route("/admin/v1/users", get(users::search).post(users::create))
         .route("/admin/v1/users/{user_id}", get(users::read).patch(users::update).delete(users::remove))
         .route("/admin/v1/users/{user_id}/password", put(users::set_password))

@@ -334,6 +334,70 @@ async fn a_one_time_initial_access_token_registers_one_client_before_it_expires(
 }
 
 #[tokio::test]
+async fn an_operator_lists_unspent_initial_access_tokens_and_withdraws_one() {
+    async fn admin(app: &TestApp, method: reqwest::Method, path: String) -> reqwest::Result<reqwest::Response> {
+        app.http().request(method, app.url(&path)).bearer_auth(portico_tests::ADMIN_TOKEN).send().await
+    }
+    async fn listed(app: &TestApp) -> Vec<String> {
+        let response = admin(app, reqwest::Method::GET, "/admin/v1/registration-tokens".into()).await.unwrap();
+        assert_eq!(response.status(), 200);
+        let body: Value = response.json().await.unwrap();
+        body["tokens"].as_array().unwrap().iter().map(|t| t["id"].as_str().unwrap().to_owned()).collect()
+    }
+    for backend in backends() {
+        let app = spawn(backend).await;
+        let good = json!({"redirect_uris": ["https://f.example/cb"]});
+        let mut issued = Vec::new();
+        for ttl in [600, 600, 60] {
+            let (status, body) = one_time_token(&app, ttl).await;
+            assert_eq!(status, 201, "{backend:?}: {body}");
+            let id = body["id"].as_str().unwrap().to_owned();
+            assert!(id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit()), "{backend:?}: {id}");
+            issued.push((id, body["token"].as_str().unwrap().to_owned()));
+            app.clock.advance(time::Duration::seconds(1));
+        }
+        let ids: Vec<String> = issued.iter().map(|(id, _)| id.clone()).collect();
+        assert_eq!(listed(&app).await, ids, "{backend:?}: oldest first");
+        let response = admin(&app, reqwest::Method::GET, "/admin/v1/registration-tokens".into()).await.unwrap();
+        let text = response.text().await.unwrap();
+        assert!(issued.iter().all(|(_, token)| !text.contains(token.as_str())), "{backend:?}: never the token");
+
+        // Spent or expired, a token is no longer listed.
+        let (status, _) = app.register(Some(&issued[0].1), &good).await;
+        assert_eq!(status, 201, "{backend:?}");
+        app.clock.advance(time::Duration::seconds(60));
+        assert_eq!(listed(&app).await, vec![ids[1].clone()], "{backend:?}");
+
+        // Withdrawn, it registers nothing.
+        let path = format!("/admin/v1/registration-tokens/{}", ids[1]);
+        let response = admin(&app, reqwest::Method::DELETE, path.clone()).await.unwrap();
+        assert_eq!(response.status(), 204, "{backend:?}");
+        let event = &app.store.recent_audit(1).await.unwrap()[0];
+        assert_eq!(
+            (event.kind.as_str(), event.detail["id"].as_str()),
+            ("registration_token.withdrawn", Some(&*ids[1]))
+        );
+        let before = client_count(&app).await;
+        let (status, body) = app.register(Some(&issued[1].1), &good).await;
+        assert_eq!((status, body["error"].as_str()), (401, Some("invalid_token")), "{backend:?}: {body}");
+        assert_eq!(client_count(&app).await, before, "{backend:?}");
+        assert!(listed(&app).await.is_empty(), "{backend:?}");
+
+        // Again, a spent one, an unknown or malformed id: 404, nothing audited.
+        for id in [ids[1].as_str(), ids[0].as_str(), "0123456789abcdef", "xyz", "0123456789ABCDEF"] {
+            let response = admin(&app, reqwest::Method::DELETE, format!("/admin/v1/registration-tokens/{id}")).await;
+            let response = response.unwrap();
+            assert_eq!(response.status(), 404, "{backend:?} {id}");
+            let body: Value = response.json().await.unwrap();
+            assert_eq!(body["code"], "registration_token_not_found", "{backend:?} {id}: {body}");
+        }
+        assert_eq!(app.store.recent_audit(1).await.unwrap()[0].kind, "registration_token.withdrawn");
+        // The spent token's client stays.
+        assert_eq!(client_count(&app).await, before, "{backend:?}");
+    }
+}
+
+#[tokio::test]
 async fn a_lifetime_written_with_a_zero_fraction_is_an_integer() {
     let app = spawn(portico_tests::Backend::Sqlite).await;
     for (body, status) in

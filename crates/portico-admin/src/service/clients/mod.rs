@@ -18,7 +18,7 @@ use portico_model::audit::{Actor, AuditEvent, AuditKind};
 use portico_model::client::{AssertionAlgorithm, AuthMethod, Client, ClientSecurity, LocalizedText, SecurityProfile};
 use portico_model::ids::ClientId;
 use portico_model::scope::OIDC_SCOPES;
-use portico_storage::{KeyPage, StorageError, Update};
+use portico_storage::{IssuedAccessToken, KeyPage, StorageError, Update};
 use rules::{
     check_backchannel_uri, check_name, check_profile_redirects, check_secret, check_uris, parse_scope, settle_profile,
 };
@@ -524,7 +524,7 @@ impl AdminService {
         &self,
         actor: &Actor,
         ttl: time::Duration,
-    ) -> Result<(String, time::OffsetDateTime)> {
+    ) -> Result<(String, IssuedAccessToken)> {
         if ttl < MIN_INITIAL_TOKEN_TTL || ttl > MAX_INITIAL_TOKEN_TTL {
             let message = "a minute to 30 days (60 to 2592000 seconds)";
             return Err(ServiceError::Invalid(vec![Problem::new("expiresInSecs", message)]));
@@ -532,11 +532,45 @@ impl AdminService {
         let token = portico_crypto::random::token();
         let now = self.clock.now();
         let expires_at = now + ttl;
-        self.store.insert_initial_access_token(&portico_crypto::hash::token_hash(&token), now, expires_at).await?;
+        let hash = portico_crypto::hash::token_hash(&token);
+        self.store.insert_initial_access_token(&hash, now, expires_at).await?;
+        let issued = IssuedAccessToken { id: IssuedAccessToken::id_of(&hash), created_at: now, expires_at };
         let event = AuditEvent::new(now, AuditKind::RegistrationTokenIssued)
-            .detail(serde_json::json!({ "expires_at": expires_at.unix_timestamp() }));
+            .detail(serde_json::json!({ "id": issued.id, "expires_at": expires_at.unix_timestamp() }));
         self.audit(actor, event).await;
-        Ok((token, expires_at))
+        Ok((token, issued))
+    }
+
+    /// The one-time initial access tokens neither spent nor expired, oldest
+    /// first (never the tokens).
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn registration_tokens(&self) -> Result<Vec<IssuedAccessToken>> {
+        Ok(self.store.unspent_initial_access_tokens(self.clock.now()).await?)
+    }
+
+    /// Withdraws an unspent one-time initial access token (one handed to a
+    /// party that should not register after all, or exposed): it registers
+    /// nothing from now on, on every node.
+    ///
+    /// # Errors
+    /// `registration_token_not_found` when no unspent token has this id;
+    /// the store failed.
+    pub async fn withdraw_registration_token(&self, actor: &Actor, id: &str) -> Result<()> {
+        let well_formed =
+            id.len() == IssuedAccessToken::ID_LEN && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        if !well_formed || !self.store.withdraw_initial_access_token(id).await? {
+            return Err(ServiceError::NotFound(
+                "registration_token_not_found",
+                format!("there is no unspent registration token {id}"),
+            ));
+        }
+        tracing::info!(id, %actor, "registration token withdrawn");
+        let event = AuditEvent::new(self.clock.now(), AuditKind::RegistrationTokenWithdrawn)
+            .detail(serde_json::json!({ "id": id }));
+        self.audit(actor, event).await;
+        Ok(())
     }
 
     /// Approves a registration held for an operator
