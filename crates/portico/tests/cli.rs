@@ -431,8 +431,10 @@ fn serve_finishes_requests_in_flight_and_closes_what_is_still_open_when_its_shut
     in_flight.write_all(&body.as_bytes()[18..]).unwrap();
     let mut answer = String::new();
     in_flight.read_to_string(&mut answer).unwrap();
+    // Answered, then closed (the read ends): with `Connection: close` when
+    // the stop reached the connection before the answer, or as an idle
+    // connection just after it. Not by the grace: that closes one only.
     assert!(answer.starts_with("HTTP/1.1 401") && answer.contains("invalid_client"), "answered: {answer}");
-    assert!(answer.to_ascii_lowercase().contains("connection: close"), "and closed: {answer}");
 
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
     let exit = child.wait().expect("wait");
