@@ -14,6 +14,9 @@ pub struct IdentitySettings {
     pub refresh_token_ttl: Duration,
     pub login_process_ttl: Duration,
     pub session_ttl: Duration,
+    /// Most live SSO sessions one user may hold: a login beyond it ends
+    /// the user's oldest (`login.max_sessions_per_user`).
+    pub max_sessions_per_user: u32,
     /// Whether cookies carry `Secure` (off only for a plain-HTTP loopback demo).
     pub secure_cookies: bool,
     /// Where a browser goes when there is nothing to return to (the spec's
@@ -85,6 +88,7 @@ impl IdentitySettings {
             refresh_token_ttl: Duration::days(30),
             login_process_ttl: Duration::minutes(15),
             session_ttl: Duration::hours(12),
+            max_sessions_per_user: 30,
             otp: OtpPolicy::default(),
             guard: crate::login::guard::GuardPolicy::default(),
             phone_captcha_after_failures: 3,

@@ -1,5 +1,6 @@
 //! Browser single sign-on sessions.
 
+use crate::audit::{AuditEvent, AuditKind};
 use crate::ids::{ClientId, SessionHash, SessionId, UserId};
 use crate::oauth::Grant;
 use time::OffsetDateTime;
@@ -21,6 +22,17 @@ pub struct SsoSession {
     /// The browser the session was opened in (its `User-Agent`, cut to
     /// [`crate::user_agent::MAX_KEPT`]), to name it to the user.
     pub user_agent: Option<String>,
+}
+
+impl SsoSession {
+    /// The audit entry of this session's end: `session.ended` for its user,
+    /// with its `sid` and `by`, how it ended (`logout`, `operator`,
+    /// `replaced`, `limit`, …).
+    pub fn ended_event(&self, by: &str, now: OffsetDateTime) -> AuditEvent {
+        AuditEvent::new(now, AuditKind::SessionEnded)
+            .user(self.user_id)
+            .detail(serde_json::json!({ "sid": self.id, "by": by }))
+    }
 }
 
 /// A device on which a user completed a login with a second factor: its

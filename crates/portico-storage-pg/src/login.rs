@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use portico_model::audit::AuditEvent;
 use portico_model::ids::{ClientId, LoginProcessId, UserId};
 use portico_model::login::{LoginProcess, LoginState};
-use portico_model::session::TrustedDevice;
+use portico_model::session::{EndedSession, TrustedDevice};
 use portico_storage::{
     ConsentRepository, CountAttempt, DeviceRepository, LoginCompletion, LoginGuardRepository, LoginProcessRepository,
     Throttle,
@@ -116,10 +116,14 @@ impl LoginProcessRepository for PgStore {
         }))
     }
 
-    async fn complete_login_process(&self, completion: &LoginCompletion<'_>) -> Result<bool> {
+    async fn complete_login_process(&self, completion: &LoginCompletion<'_>) -> Result<Option<Vec<EndedSession>>> {
         // One statement: the process is saved only if its version still
         // matches, and the session, the device and the audit entry are
-        // inserted only from that saved row, so it is all or nothing.
+        // inserted only from that saved row, so it is all or nothing. A
+        // session opened makes it a transaction that holds the user's row
+        // first: completions for one user take turns, each sees the
+        // sessions of those before it, and those beyond the limit end in
+        // it.
         let (process, session) = (completion.process, completion.session);
         let query = sqlx::query(
             "WITH saved AS (
@@ -155,12 +159,28 @@ impl LoginProcessRepository for PgStore {
         .bind(completion.trusted_device.map(|(_, device)| device))
         .bind(at(completion.now))
         .bind(completion.user_agent);
-        let row = crate::audit::bind_audit(query, completion.audit)
-            .bind(completion.audit.actor.as_deref())
-            .fetch_one(&mut *self.conn().await?)
+        let query = crate::audit::bind_audit(query, completion.audit).bind(completion.audit.actor.as_deref());
+        let Some(session) = session else {
+            let row = query.fetch_one(&mut *self.conn().await?).await.map_err(storage_error("login process"))?;
+            return Ok((get::<i64>(&row, "saved")? > 0).then(Vec::new));
+        };
+        let mut tx = self.begin().await?;
+        sqlx::query("SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE")
+            .bind(session.user_id.as_uuid())
+            .execute(&mut *tx)
             .await
             .map_err(storage_error("login process"))?;
-        Ok(get::<i64>(&row, "saved")? > 0)
+        let row = query.fetch_one(&mut *tx).await.map_err(storage_error("login process"))?;
+        if get::<i64>(&row, "saved")? == 0 {
+            return Ok(None);
+        }
+        let ended =
+            crate::sessions::end_beyond_limit(&mut tx, session, completion.session_limit, completion.now).await?;
+        tx.commit().await.map_err(storage_error("login process"))?;
+        if let Some(memory) = self.memory() {
+            memory.grants_revoked(ended.iter().flat_map(EndedSession::revoked_grants).map(|g| g.id));
+        }
+        Ok(Some(ended))
     }
 
     async fn delete_login_process(&self, id: LoginProcessId) -> Result<()> {

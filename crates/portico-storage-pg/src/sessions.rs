@@ -27,6 +27,94 @@ fn session_from(row: &PgRow) -> Result<SsoSession> {
     })
 }
 
+/// Ends session `id` within the transaction `tx`, as
+/// [`SessionRepository::end_session`] does: `None` when it was gone.
+pub(crate) async fn end_in(
+    tx: &mut sqlx::PgConnection,
+    id: SessionId,
+    now: OffsetDateTime,
+    audit: &AuditEvent,
+) -> Result<Option<EndedSession>> {
+    let Some(row) = sqlx::query("DELETE FROM sso_sessions WHERE id = $1 RETURNING *")
+        .bind(id.as_uuid())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(storage_error("session"))?
+    else {
+        return Ok(None);
+    };
+    let session = session_from(&row)?;
+    let mut grants = sqlx::query(
+        "UPDATE grants g SET revoked_at = CASE WHEN c.logout_revokes_grants THEN $2 END \
+         FROM clients c WHERE g.session_id = $1 AND g.revoked_at IS NULL AND c.client_id = g.client_id \
+         RETURNING g.*",
+    )
+    .bind(id.as_uuid())
+    .bind(at(now))
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(storage_error("grant"))?
+    .iter()
+    .map(grant_from)
+    .collect::<Result<Vec<_>>>()?;
+    grants.sort_by_key(|g| (g.created_at, g.id));
+    // One notice per client with a back-channel address among the grants.
+    let clients: Vec<&str> = grants.iter().map(|g| g.client_id.as_str()).collect();
+    let notices = sqlx::query(
+        "INSERT INTO logout_notices (id, client_id, uri, user_id, session_id, created_at, next_attempt_at) \
+         SELECT gen_random_uuid(), client_id, backchannel_logout_uri, $2, $3, $4, $4 FROM clients \
+         WHERE client_id = ANY($1) AND backchannel_logout_uri IS NOT NULL ON CONFLICT DO NOTHING",
+    )
+    .bind(&clients)
+    .bind(session.user_id.as_uuid())
+    .bind(id.as_uuid())
+    .bind(at(now))
+    .execute(&mut *tx)
+    .await
+    .map_err(storage_error("logout notice"))?
+    .rows_affected();
+    bind_audit(
+        sqlx::query(
+            "INSERT INTO audit_log (at, kind, user_id, client_id, detail, actor) VALUES ($1, $2, $3, $4, $5, $6)",
+        ),
+        audit,
+    )
+    .bind(audit.actor.as_deref())
+    .execute(&mut *tx)
+    .await
+    .map_err(storage_error("audit"))?;
+    Ok(Some(EndedSession { session, grants, notices: u32::try_from(notices).unwrap_or(u32::MAX) }))
+}
+
+/// Ends the oldest of `kept`'s user's live sessions other than `kept`
+/// until at most `limit` remain, `kept` among them, oldest first, within `tx`, which
+/// holds the user's row locked
+/// ([`portico_storage::LoginProcessRepository::complete_login_process`]).
+pub(crate) async fn end_beyond_limit(
+    tx: &mut sqlx::PgConnection,
+    kept: &SsoSession,
+    limit: u32,
+    now: OffsetDateTime,
+) -> Result<Vec<EndedSession>> {
+    let beyond = sqlx::query(
+        "SELECT * FROM sso_sessions WHERE user_id = $1 AND expires_at > $2 AND id <> $3 \
+         ORDER BY created_at DESC, id DESC OFFSET $4",
+    )
+    .bind(kept.user_id.as_uuid())
+    .bind(at(now))
+    .bind(kept.id.as_uuid())
+    .bind(i64::from(limit.saturating_sub(1)))
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(storage_error("session"))?;
+    let mut ended = Vec::with_capacity(beyond.len());
+    for row in beyond.iter().rev() {
+        let session = session_from(row)?;
+        ended.extend(end_in(tx, session.id, now, &session.ended_event("limit", now)).await?);
+    }
+    Ok(ended)
+}
+
 #[async_trait]
 impl SessionRepository for PgStore {
     async fn create_session(&self, session: &SsoSession) -> Result<()> {
@@ -91,56 +179,10 @@ impl SessionRepository for PgStore {
         audit: &AuditEvent,
     ) -> Result<Option<EndedSession>> {
         let mut tx = self.begin().await?;
-        let Some(row) = sqlx::query("DELETE FROM sso_sessions WHERE id = $1 RETURNING *")
-            .bind(id.as_uuid())
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(storage_error("session"))?
-        else {
+        let Some(ended) = end_in(&mut tx, id, now, audit).await? else {
             return Ok(None);
         };
-        let session = session_from(&row)?;
-        let mut grants = sqlx::query(
-            "UPDATE grants g SET revoked_at = CASE WHEN c.logout_revokes_grants THEN $2 END \
-             FROM clients c WHERE g.session_id = $1 AND g.revoked_at IS NULL AND c.client_id = g.client_id \
-             RETURNING g.*",
-        )
-        .bind(id.as_uuid())
-        .bind(at(now))
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(storage_error("grant"))?
-        .iter()
-        .map(grant_from)
-        .collect::<Result<Vec<_>>>()?;
-        grants.sort_by_key(|g| (g.created_at, g.id));
-        // One notice per client with a back-channel address among the grants.
-        let clients: Vec<&str> = grants.iter().map(|g| g.client_id.as_str()).collect();
-        let notices = sqlx::query(
-            "INSERT INTO logout_notices (id, client_id, uri, user_id, session_id, created_at, next_attempt_at) \
-             SELECT gen_random_uuid(), client_id, backchannel_logout_uri, $2, $3, $4, $4 FROM clients \
-             WHERE client_id = ANY($1) AND backchannel_logout_uri IS NOT NULL ON CONFLICT DO NOTHING",
-        )
-        .bind(&clients)
-        .bind(session.user_id.as_uuid())
-        .bind(id.as_uuid())
-        .bind(at(now))
-        .execute(&mut *tx)
-        .await
-        .map_err(storage_error("logout notice"))?
-        .rows_affected();
-        bind_audit(
-            sqlx::query(
-                "INSERT INTO audit_log (at, kind, user_id, client_id, detail, actor) VALUES ($1, $2, $3, $4, $5, $6)",
-            ),
-            audit,
-        )
-        .bind(audit.actor.as_deref())
-        .execute(&mut *tx)
-        .await
-        .map_err(storage_error("audit"))?;
         tx.commit().await.map_err(storage_error("session"))?;
-        let ended = EndedSession { session, grants, notices: u32::try_from(notices).unwrap_or(u32::MAX) };
         if let Some(memory) = self.memory() {
             memory.grants_revoked(ended.revoked_grants().map(|g| g.id));
         }

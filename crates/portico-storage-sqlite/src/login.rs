@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use portico_model::audit::AuditEvent;
 use portico_model::ids::{ClientId, LoginProcessId, UserId};
 use portico_model::login::LoginProcess;
-use portico_model::session::TrustedDevice;
+use portico_model::session::{EndedSession, TrustedDevice};
 use portico_storage::{
     ConsentRepository, CountAttempt, DeviceRepository, LoginCompletion, LoginGuardRepository, LoginProcessRepository,
     Throttle,
@@ -124,27 +124,34 @@ impl LoginProcessRepository for SqliteStore {
         self.db.write("login process", move |tx| update_process(tx, &p)).await
     }
 
-    async fn complete_login_process(&self, completion: &LoginCompletion<'_>) -> Result<bool> {
+    async fn complete_login_process(&self, completion: &LoginCompletion<'_>) -> Result<Option<Vec<EndedSession>>> {
         let process = completion.process.clone();
         let session = completion.session.cloned();
         let device = completion.trusted_device.map(|(user, device)| (user, device.to_owned()));
         let user_agent = completion.user_agent.map(str::to_owned);
-        let (now, audit) = (completion.now, completion.audit.clone());
-        self.db
+        let (now, audit, limit) = (completion.now, completion.audit.clone(), completion.session_limit);
+        let ended = self
+            .db
             .write("login process", move |tx| {
                 if !update_process(tx, &process)? {
-                    return Ok(false);
+                    return Ok(None);
                 }
+                crate::audit::insert_audit(tx, &audit)?;
+                let mut ended = Vec::new();
                 if let Some(session) = &session {
                     crate::sessions::insert_session(tx, session)?;
+                    ended = crate::sessions::end_beyond_limit(tx, session, limit, now)?;
                 }
                 if let Some((user, device)) = &device {
                     trust(tx, *user, device, user_agent.as_deref(), now)?;
                 }
-                crate::audit::insert_audit(tx, &audit)?;
-                Ok(true)
+                Ok(Some(ended))
             })
-            .await
+            .await?;
+        if let (Some(memory), Some(ended)) = (self.memory(), &ended) {
+            memory.grants_revoked(ended.iter().flat_map(EndedSession::revoked_grants).map(|g| g.id));
+        }
+        Ok(ended)
     }
 
     async fn delete_login_process(&self, id: LoginProcessId) -> Result<()> {

@@ -46,6 +46,68 @@ pub(crate) fn insert_session(tx: &rusqlite::Connection, s: &SsoSession) -> Res<(
     Ok(())
 }
 
+/// Ends session `id` within the transaction `tx`, as
+/// [`SessionRepository::end_session`] does: `None` when it was gone.
+pub(crate) fn end_in(
+    tx: &rusqlite::Connection,
+    id: SessionId,
+    now: OffsetDateTime,
+    audit: &AuditEvent,
+) -> Res<Option<EndedSession>> {
+    let sql = "DELETE FROM sso_sessions WHERE id = ?1 RETURNING *";
+    let Some(session) = one(tx, sql, [id.to_string()], session_from)? else {
+        return Ok(None);
+    };
+    // Every live grant of the session comes back; only those of
+    // clients that asked for it get a revocation time.
+    let sql = "UPDATE grants SET revoked_at = CASE WHEN (SELECT logout_revokes_grants FROM clients c \
+                   WHERE c.client_id = grants.client_id) THEN ?2 END \
+                   WHERE session_id = ?1 AND revoked_at IS NULL RETURNING *";
+    let mut grants = all(tx, sql, params![id.to_string(), secs(now)], grant_from)?;
+    grants.sort_by_key(|g| (g.created_at, g.id));
+    let mut notices = 0;
+    let mut clients: Vec<&str> = grants.iter().map(|g| g.client_id.as_str()).collect();
+    clients.sort_unstable();
+    clients.dedup();
+    for client_id in clients {
+        let sql = "SELECT backchannel_logout_uri FROM clients WHERE client_id = ?1";
+        let Some(Some(uri)) = one(tx, sql, [client_id], |row| Ok(row.get::<_, Option<String>>(0)?))? else {
+            continue;
+        };
+        notices += run(
+            tx,
+            "INSERT INTO logout_notices (id, client_id, uri, user_id, session_id, created_at, \
+                 next_attempt_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6) ON CONFLICT DO NOTHING",
+            params![Uuid::now_v7().to_string(), client_id, uri, session.user_id.to_string(), id.to_string(), secs(now)],
+        )?;
+    }
+    insert_audit(tx, audit)?;
+    let notices = u32::try_from(notices).unwrap_or(u32::MAX);
+    Ok(Some(EndedSession { session, grants, notices }))
+}
+
+/// Ends the oldest of `user_id`'s live sessions other than `kept` until at
+/// most `limit` remain, `kept` among them, oldest first, within `tx`
+/// ([`portico_storage::LoginProcessRepository::complete_login_process`]).
+pub(crate) fn end_beyond_limit(
+    tx: &rusqlite::Connection,
+    kept: &SsoSession,
+    limit: u32,
+    now: OffsetDateTime,
+) -> Res<Vec<EndedSession>> {
+    let sql = "SELECT * FROM sso_sessions WHERE user_id = ?1 AND expires_at > ?2 AND id <> ?3 \
+               ORDER BY created_at DESC, rowid DESC LIMIT -1 OFFSET ?4";
+    let others = limit.saturating_sub(1);
+    let mut beyond =
+        all(tx, sql, params![kept.user_id.to_string(), secs(now), kept.id.to_string(), others], session_from)?;
+    beyond.reverse();
+    let mut ended = Vec::with_capacity(beyond.len());
+    for session in beyond {
+        ended.extend(end_in(tx, session.id, now, &session.ended_event("limit", now))?);
+    }
+    Ok(ended)
+}
+
 #[async_trait]
 impl SessionRepository for SqliteStore {
     async fn create_session(&self, session: &SsoSession) -> Result<()> {
@@ -89,48 +151,7 @@ impl SessionRepository for SqliteStore {
         audit: &AuditEvent,
     ) -> Result<Option<EndedSession>> {
         let audit = audit.clone();
-        let ended = self
-            .db
-            .write("session", move |tx| {
-                let sql = "DELETE FROM sso_sessions WHERE id = ?1 RETURNING *";
-                let Some(session) = one(tx, sql, [id.to_string()], session_from)? else {
-                    return Ok(None);
-                };
-                // Every live grant of the session comes back; only those of
-                // clients that asked for it get a revocation time.
-                let sql = "UPDATE grants SET revoked_at = CASE WHEN (SELECT logout_revokes_grants FROM clients c \
-                           WHERE c.client_id = grants.client_id) THEN ?2 END \
-                           WHERE session_id = ?1 AND revoked_at IS NULL RETURNING *";
-                let mut grants = all(tx, sql, params![id.to_string(), secs(now)], grant_from)?;
-                grants.sort_by_key(|g| (g.created_at, g.id));
-                let mut notices = 0;
-                let mut clients: Vec<&str> = grants.iter().map(|g| g.client_id.as_str()).collect();
-                clients.sort_unstable();
-                clients.dedup();
-                for client_id in clients {
-                    let sql = "SELECT backchannel_logout_uri FROM clients WHERE client_id = ?1";
-                    let Some(Some(uri)) = one(tx, sql, [client_id], |row| Ok(row.get::<_, Option<String>>(0)?))? else {
-                        continue;
-                    };
-                    notices += run(
-                        tx,
-                        "INSERT INTO logout_notices (id, client_id, uri, user_id, session_id, created_at, \
-                         next_attempt_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6) ON CONFLICT DO NOTHING",
-                        params![
-                            Uuid::now_v7().to_string(),
-                            client_id,
-                            uri,
-                            session.user_id.to_string(),
-                            id.to_string(),
-                            secs(now)
-                        ],
-                    )?;
-                }
-                insert_audit(tx, &audit)?;
-                let notices = u32::try_from(notices).unwrap_or(u32::MAX);
-                Ok(Some(EndedSession { session, grants, notices }))
-            })
-            .await?;
+        let ended = self.db.write("session", move |tx| end_in(tx, id, now, &audit)).await?;
         if let (Some(memory), Some(ended)) = (self.memory(), &ended) {
             memory.grants_revoked(ended.revoked_grants().map(|g| g.id));
         }

@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use portico_model::audit::AuditEvent;
 use portico_model::ids::{ClientId, LoginProcessId, UserId};
 use portico_model::login::LoginProcess;
-use portico_model::session::{SsoSession, TrustedDevice};
+use portico_model::session::{EndedSession, SsoSession, TrustedDevice};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -39,12 +39,18 @@ pub trait LoginProcessRepository: Send + Sync {
     /// Saves a completed `process` as [`LoginProcessRepository::update_login_process`]
     /// does and, only when it was saved, opens the session, trusts the
     /// device and records the audit event of `completion`: all of it or
-    /// nothing, in one atomic write. Returns `false` (and stores nothing)
-    /// when another request got there first.
+    /// nothing, in one atomic write. A session opened for a user who then
+    /// holds more than `completion.session_limit` live sessions ends the
+    /// oldest others (by `created_at`; within one second in no set order)
+    /// in the same write, each as [`crate::SessionRepository::end_session`]
+    /// ends one, recorded `session.ended` with `by: "limit"`: completions
+    /// for one user take turns, so parallel logins leave exactly the limit.
+    /// Returns the sessions so ended, or `None` (and stores nothing) when
+    /// another request got there first.
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn complete_login_process(&self, completion: &LoginCompletion<'_>) -> Result<bool>;
+    async fn complete_login_process(&self, completion: &LoginCompletion<'_>) -> Result<Option<Vec<EndedSession>>>;
     /// # Errors
     /// Only when the store fails.
     async fn delete_login_process(&self, id: LoginProcessId) -> Result<()>;
@@ -58,6 +64,9 @@ pub struct LoginCompletion<'a> {
     pub process: &'a LoginProcess,
     /// The session the login opens (none when it continues one).
     pub session: Option<&'a SsoSession>,
+    /// The most live sessions a user may hold (at least 1): opening one
+    /// beyond it ends the oldest others.
+    pub session_limit: u32,
     /// A device to trust for a user from `now` on (after a second factor).
     pub trusted_device: Option<(UserId, &'a str)>,
     /// The login's browser, kept with the trusted device.

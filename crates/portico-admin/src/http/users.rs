@@ -438,7 +438,7 @@ pub async fn remove(
     params(("userId" = Uuid, Path, description = "The user.")),
     security(("adminToken" = [])),
     responses(
-        (status = 200, description = "The user's live sessions, newest first.", body = Vec<SessionView>),
+        (status = 200, description = "The user's live sessions, newest first (at most `login.max_sessions_per_user`).", body = Vec<SessionView>),
         (status = 404, description = "`user_not_found`.", body = ErrorBody),
         AdminErrors
     )

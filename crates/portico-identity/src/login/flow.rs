@@ -266,13 +266,17 @@ async fn complete(
     let completion = LoginCompletion {
         process: &process,
         session: opened.as_ref().map(|(session, _)| session),
+        session_limit: identity.settings.max_sessions_per_user,
         trusted_device: device,
         user_agent: state.user_agent.as_deref(),
         now,
         audit: &audit,
     };
-    if !identity.store.complete_login_process(&completion).await? {
+    let Some(beyond_limit) = identity.store.complete_login_process(&completion).await? else {
         return Ok(Answer::ToLogin);
+    };
+    for old in &beyond_limit {
+        session::ended(old, "limit");
     }
     metrics::counter!("portico_logins_total", "method" => method, "outcome" => "succeeded").increment(1);
     if state.has_passed(StepType::Passkey) && !state.has_otp() {

@@ -3,11 +3,10 @@
 //! authorize requests issue codes without a new login.
 
 use axum::http::HeaderMap;
-use portico_model::audit::{Actor, AuditEvent, AuditKind};
+use portico_model::audit::Actor;
 use portico_model::ids::{SessionHash, SessionId, UserId};
 use portico_model::session::{EndedSession, SsoSession};
 use portico_storage::{Storage, StorageError};
-use serde_json::json;
 use time::OffsetDateTime;
 
 use crate::Identity;
@@ -91,15 +90,21 @@ pub async fn end(
     actor: Option<&Actor>,
     now: OffsetDateTime,
 ) -> Result<Option<EndedSession>, StorageError> {
-    let mut event = AuditEvent::new(now, AuditKind::SessionEnded).user(session.user_id);
+    let mut event = session.ended_event(by, now);
     if let Some(actor) = actor {
         event = event.by(actor);
     }
-    let ended = store.end_session(session.id, now, &event.detail(json!({ "sid": session.id, "by": by }))).await?;
+    let ended = store.end_session(session.id, now, &event).await?;
     if let Some(ended) = &ended {
-        let revoked = ended.revoked_grants().count();
-        crate::tokens::count_revocation("grant", "session_end", revoked as u64);
-        tracing::info!(sid = %session.id, by, grants = ended.grants.len(), revoked, "session ended");
+        self::ended(ended, by);
     }
     Ok(ended)
+}
+
+/// Counts and logs a session that ended `by` some cause ([`end`]; a login
+/// beyond `login.max_sessions_per_user` ends the oldest in its own write).
+pub fn ended(ended: &EndedSession, by: &str) {
+    let revoked = ended.revoked_grants().count();
+    crate::tokens::count_revocation("grant", "session_end", revoked as u64);
+    tracing::info!(sid = %ended.session.id, by, grants = ended.grants.len(), revoked, "session ended");
 }

@@ -373,6 +373,9 @@ pub struct LoginConfig {
     pub process_ttl_secs: u32,
     /// Lifetime of the SSO session after a completed login.
     pub session_ttl_secs: u32,
+    /// Most live SSO sessions one user may hold: a login beyond it ends
+    /// the user's oldest.
+    pub max_sessions_per_user: u32,
     /// Most Argon2id password checks running at once.
     pub password_hash_concurrency: u32,
     /// Digits of a one-time code.
@@ -485,6 +488,7 @@ impl Default for LoginConfig {
         Self {
             process_ttl_secs: 900,
             session_ttl_secs: 12 * 3600,
+            max_sessions_per_user: 30,
             password_hash_concurrency: 2,
             otp_length: 6,
             otp_ttl_secs: 300,
@@ -580,6 +584,7 @@ impl Config {
         settings.refresh_token_ttl = secs(self.tokens.refresh_token_ttl_secs);
         settings.login_process_ttl = secs(self.login.process_ttl_secs);
         settings.session_ttl = secs(self.login.session_ttl_secs);
+        settings.max_sessions_per_user = self.login.max_sessions_per_user;
         settings.registration = self.registration.initial_access_token.is_some();
         settings.pushed_request_ttl = secs(self.par.request_uri_ttl_secs);
         settings.require_pushed_requests = self.par.required;

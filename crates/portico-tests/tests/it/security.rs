@@ -476,6 +476,49 @@ async fn a_new_login_ends_the_session_it_replaces() {
     }
 }
 
+/// A user holds at most `login.max_sessions_per_user` live sessions: a
+/// login beyond it (from a new browser, where nothing is replaced) ends the
+/// oldest, whose cookie then gets `login_required` with `prompt=none`; the
+/// end is recorded `by: "limit"` and the admin API lists the newest only.
+#[tokio::test]
+async fn a_login_beyond_the_users_session_limit_ends_the_oldest_session() {
+    use reqwest::cookie::CookieStore as _;
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| c.login.max_sessions_per_user = 2).await;
+        let mut cookies = Vec::new();
+        for _ in 0..3 {
+            let jar = Arc::new(reqwest::cookie::Jar::default());
+            let browser = app.browser_with(Arc::clone(&jar));
+            app.login_for_code(&browser, &portico_tests::Pkce::new(), "ivan", "ivan-password").await;
+            let all = jar.cookies(&app.base.parse().unwrap()).unwrap();
+            let session = all.to_str().unwrap().split("; ").find(|c| c.starts_with("svc.session=")).unwrap();
+            cookies.push(session.to_owned());
+            app.clock.advance(time::Duration::minutes(1));
+        }
+        let silent = |cookie: &str| {
+            let url = app.authorize_url(&portico_tests::Pkce::new(), &[("prompt", Some("none"))]);
+            let request = app.http().get(url).header("cookie", cookie);
+            async move { location(&request.send().await.unwrap()) }
+        };
+        assert!(silent(&cookies[0]).await.contains("error=login_required"), "{backend:?}: the oldest ended");
+        for cookie in &cookies[1..] {
+            assert!(silent(cookie).await.contains("code="), "{backend:?}: the newest two live on");
+        }
+        let ended = app.store.recent_audit(50).await.unwrap();
+        let by_limit = ended.iter().filter(|e| e.kind == "session.ended" && e.detail["by"] == "limit").count();
+        assert_eq!(by_limit, 1, "{backend:?}: recorded as ended by the limit");
+        let ivan = app.store.find_user_by_login("ivan").await.unwrap().unwrap();
+        let listed = app
+            .http()
+            .get(app.url(&format!("/admin/v1/users/{}/sessions", ivan.id)))
+            .bearer_auth(portico_tests::ADMIN_TOKEN)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(listed.json::<Vec<Value>>().await.unwrap().len(), 2, "{backend:?}");
+    }
+}
+
 /// Portico's own mutual-TLS listener: a connection that says nothing, or
 /// starts a handshake and stalls, is closed within
 /// `http.header_read_timeout_secs`, and holds up no other.

@@ -67,6 +67,10 @@ fn shared_env(public_url: &str, s3: &S3, sms_url: &str) -> Vec<(String, String)>
         // Password attempts counted on a node killed before their check
         // stop counting after this long (shown at the end of the run).
         ("PORTICO_LOGIN__UNREPORTED_ATTEMPT_SECS", UNREPORTED_SECS),
+        // Four users stand for every browser of the load, each opening
+        // hundreds of sessions: at the default bound of a user's sessions
+        // the oldest would end as logouts do, grants with them.
+        ("PORTICO_LOGIN__MAX_SESSIONS_PER_USER", "100000"),
         ("PORTICO_REPORTS__S3__BUCKET", "portico-reports"),
         ("PORTICO_REPORTS__S3__ENDPOINT", &s3.url),
         ("PORTICO_REPORTS__S3__ALLOW_HTTP", "true"),

@@ -365,12 +365,13 @@ async fn a_login_completes_all_at_once_or_not_at_all() {
         let completion = |process, session| LoginCompletion {
             process,
             session,
+            session_limit: 30,
             trusted_device: Some((ivan.id, "d1")),
             user_agent: Some("Mozilla/5.0 (Android 14) Chrome/131.0"),
             now: t0(),
             audit: &audit,
         };
-        assert!(!store.complete_login_process(&completion(&stale, Some(&late))).await.unwrap(), "{backend:?}");
+        assert_eq!(store.complete_login_process(&completion(&stale, Some(&late))).await.unwrap(), None, "{backend:?}");
         assert_eq!(store.find_session_by_id(late.id, t0()).await.unwrap(), None, "{backend:?}: no session");
         assert!(!store.is_device_trusted(ivan.id, "d1", t0()).await.unwrap(), "{backend:?}: no device");
         assert!(store.recent_audit(10).await.unwrap().is_empty(), "{backend:?}: no audit entry");
@@ -378,7 +379,8 @@ async fn a_login_completes_all_at_once_or_not_at_all() {
         // The current version completes, with everything it brings.
         process.version += 1;
         let opened = session("opened", ivan.id);
-        assert!(store.complete_login_process(&completion(&process, Some(&opened))).await.unwrap(), "{backend:?}");
+        let ended = store.complete_login_process(&completion(&process, Some(&opened))).await.unwrap();
+        assert_eq!(ended, Some(vec![]), "{backend:?}: saved, and no session beyond the limit");
         assert_eq!(store.find_login_process(process.id, t0()).await.unwrap().unwrap().version, 2);
         assert_eq!(store.find_session_by_id(opened.id, t0()).await.unwrap(), Some(opened.clone()), "{backend:?}");
         assert!(store.is_device_trusted(ivan.id, "d1", t0()).await.unwrap(), "{backend:?}");
@@ -398,12 +400,13 @@ async fn a_login_completes_all_at_once_or_not_at_all() {
         let continued = LoginCompletion {
             process: &continued,
             session: None,
+            session_limit: 30,
             trusted_device: None,
             user_agent: None,
             now: t0(),
             audit: &audit,
         };
-        assert!(store.complete_login_process(&continued).await.unwrap(), "{backend:?}");
+        assert_eq!(store.complete_login_process(&continued).await.unwrap(), Some(vec![]), "{backend:?}");
         assert_eq!(store.recent_audit(10).await.unwrap().len(), 2);
     }
 }
@@ -504,5 +507,126 @@ async fn a_code_ending_a_login_replaces_its_process() {
         assert!(store.find_login_process(other.id, t0()).await.unwrap().is_some(), "{backend:?}: only that one");
         let stored = store.find_code(&issued.code_hash).await.unwrap().expect("the code is stored");
         assert_eq!(stored.code, issued, "{backend:?}");
+    }
+}
+
+/// Completes a fresh login process of `user_id` that opens `session` at
+/// `now`, with at most `limit` live sessions per user: the sessions that
+/// ended for the limit.
+async fn open_session(
+    store: &dyn Storage,
+    session: &SsoSession,
+    limit: u32,
+    now: OffsetDateTime,
+) -> Vec<portico_model::session::EndedSession> {
+    use portico_storage::LoginCompletion;
+    let process = login_process();
+    store.create_login_process(&process).await.unwrap();
+    let audit = AuditEvent::new(now, AuditKind::LoginSucceeded).user(session.user_id);
+    let completion = LoginCompletion {
+        process: &process,
+        session: Some(session),
+        session_limit: limit,
+        trusted_device: None,
+        user_agent: None,
+        now,
+        audit: &audit,
+    };
+    store.complete_login_process(&completion).await.unwrap().expect("completed")
+}
+
+/// A login that opens a session beyond the user's limit ends the oldest
+/// others in its own write, each as a logout ends one: the grants of
+/// clients that asked for it revoked, a back-channel notice stored, an
+/// audit entry `by: "limit"`; never the session it opens.
+#[tokio::test]
+async fn a_login_beyond_the_session_limit_ends_the_oldest_sessions_as_a_logout_would() {
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        // anna holds `app`'s grant under s1; `strict` (revoked at logout)
+        // holds another under s1; both are told by back channel.
+        let (u, kept) = granted(store.as_ref()).await;
+        let strict = Client {
+            logout_revokes_grants: true,
+            backchannel_logout_uri: Some("https://strict.example/logout".into()),
+            ..client("strict")
+        };
+        store.create_client(&strict).await.unwrap();
+        store.insert_code(&code("h2", "strict", u.id)).await.unwrap();
+        let ended_with = grant("strict", u.id);
+        let redeemed =
+            store.redeem_code(&code_hash("h2"), t0(), &ended_with, &refresh("r2", ended_with.id, 30), &audit()).await;
+        assert_eq!(redeemed.unwrap(), portico_model::oauth::Redemption::Redeemed);
+        let at = |minutes| t0() + Duration::minutes(minutes);
+        let opened = |name: &str, minutes| SsoSession { created_at: at(minutes), ..session(name, u.id) };
+        for (name, minutes) in [("s1", 0), ("s2", 1), ("s3", 2)] {
+            assert_eq!(open_session(store.as_ref(), &opened(name, minutes), 3, at(minutes)).await, vec![]);
+        }
+        let before = store.recent_audit(100).await.unwrap().len();
+
+        // A fourth at the limit of three ends the oldest, s1.
+        let ended = open_session(store.as_ref(), &opened("s4", 3), 3, at(3)).await;
+        assert_eq!(ended.iter().map(|e| e.session.id).collect::<Vec<_>>(), [sid("s1")], "{backend:?}");
+        let revoked: Vec<_> = ended[0].grants.iter().map(|g| (g.client_id.as_str(), g.revoked_at)).collect();
+        assert_eq!(revoked, [("app", None), ("strict", Some(at(3)))], "{backend:?}: as a logout revokes");
+        assert_eq!(ended[0].notices, 2, "{backend:?}: both are told (each has a back-channel address)");
+        assert_eq!(store.find_grant(ended_with.id).await.unwrap().unwrap().revoked_at, Some(at(3)), "{backend:?}");
+        assert_eq!(store.find_grant(kept.id).await.unwrap().unwrap().revoked_at, None, "{backend:?}");
+        let notices = store.claim_logout_notices(at(3), at(4), 10).await.unwrap();
+        let mut told: Vec<_> = notices.iter().map(|n| (n.client_id.as_str(), n.session_id)).collect();
+        told.sort_unstable();
+        assert_eq!(told, [("app", sid("s1")), ("strict", sid("s1"))], "{backend:?}");
+        let live: Vec<_> = store.list_sessions(u.id, at(3)).await.unwrap().iter().map(|s| s.id).collect();
+        assert_eq!(live, [sid("s4"), sid("s3"), sid("s2")], "{backend:?}: the newest three");
+        let recorded = store.recent_audit(100).await.unwrap();
+        let new: Vec<_> = recorded[..recorded.len() - before].iter().map(|e| (e.kind.as_str(), &e.detail)).collect();
+        let by_limit = serde_json::json!({ "sid": sid("s1"), "by": "limit" });
+        assert_eq!(new, [("session.ended", &by_limit), ("login.succeeded", &serde_json::Value::Null)], "{backend:?}");
+
+        // A lower limit ends as many as it must, oldest first; an expired
+        // session counts for nothing.
+        let expired = SsoSession { expires_at: at(5), ..opened("s0", 0) };
+        store.create_session(&expired).await.unwrap();
+        let ended = open_session(store.as_ref(), &opened("s5", 6), 2, at(6)).await;
+        assert_eq!(ended.iter().map(|e| e.session.id).collect::<Vec<_>>(), [sid("s2"), sid("s3")], "{backend:?}");
+        let live: Vec<_> = store.list_sessions(u.id, at(6)).await.unwrap().iter().map(|s| s.id).collect();
+        assert_eq!(live, [sid("s5"), sid("s4")], "{backend:?}");
+        // At a limit of one, the login keeps only its own.
+        let ended = open_session(store.as_ref(), &opened("s6", 7), 1, at(7)).await;
+        assert_eq!(ended.len(), 2, "{backend:?}");
+        let live: Vec<_> = store.list_sessions(u.id, at(7)).await.unwrap().iter().map(|s| s.id).collect();
+        assert_eq!(live, [sid("s6")], "{backend:?}");
+    }
+}
+
+/// Thirty-two logins of one user completing at once, at a limit of five:
+/// exactly five sessions stay, exactly twenty-seven end (each once, with
+/// one audit entry), and no login ends the session it opens.
+#[tokio::test]
+async fn thirty_two_parallel_logins_of_one_user_leave_exactly_the_session_limit() {
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let anna = user("anna");
+        store.create_user(&anna).await.unwrap();
+        let mut logins = tokio::task::JoinSet::new();
+        for i in 0..32 {
+            let (store, opened) = (Arc::clone(&store), session(&format!("s{i}"), anna.id));
+            logins.spawn(async move {
+                let ended = open_session(store.as_ref(), &opened, 5, t0()).await;
+                assert!(ended.iter().all(|e| e.session.id != opened.id), "a login never ends its own session");
+                ended
+            });
+        }
+        let ended: Vec<_> = logins.join_all().await.into_iter().flatten().map(|e| e.session.id).collect();
+        let distinct: std::collections::HashSet<_> = ended.iter().collect();
+        assert_eq!((ended.len(), distinct.len()), (27, 27), "{backend:?}: each beyond the limit ended once");
+        let live = store.list_sessions(anna.id, t0()).await.unwrap();
+        assert_eq!(live.len(), 5, "{backend:?}");
+        assert!(live.iter().all(|s| !distinct.contains(&s.id)), "{backend:?}");
+        let audit = store.recent_audit(200).await.unwrap();
+        let kinds = |kind: &str| audit.iter().filter(|e| e.kind == kind).count();
+        assert_eq!((kinds("session.ended"), kinds("login.succeeded")), (27, 32), "{backend:?}");
     }
 }
