@@ -427,7 +427,11 @@ impl App {
     }
 
     /// Serves on `listeners` with the background tasks until `shutdown`
-    /// completes, then lets in-flight requests finish.
+    /// completes. Then every listener and worker stops at once: the
+    /// listeners let requests in flight finish (within
+    /// `http.shutdown_grace_secs`) while the workers claim nothing more and
+    /// finish what they hold, so a long drain costs the workers none of
+    /// the time a node is given to stop.
     ///
     /// # Errors
     /// When the server fails.
@@ -468,11 +472,26 @@ impl App {
                 let _ = stop.wait_for(|stop| *stop).await;
             }))
         });
-        let result = crate::listener::serve(listeners.http, router, limits, None, shutdown).await;
-        let _ = stop_tx.send(true);
-        for worker in workers {
-            let _ = worker.await;
-        }
+        let stopping = {
+            let stop_tx = stop_tx.clone();
+            async move {
+                shutdown.await;
+                let _ = stop_tx.send(true);
+            }
+        };
+        let http = async {
+            let result = crate::listener::serve(listeners.http, router, limits, None, stopping).await;
+            // A listener that failed stops the rest too.
+            let _ = stop_tx.send(true);
+            result
+        };
+        let work = async {
+            for worker in workers {
+                let _ = worker.await;
+            }
+            tracing::info!("background work stopped");
+        };
+        let (result, ()) = tokio::join!(http, work);
         if let Some(metrics) = metrics
             && let Ok(Err(error)) = metrics.await
         {

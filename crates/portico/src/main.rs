@@ -205,9 +205,17 @@ async fn serve(config: Config, demo: bool) -> anyhow::Result<()> {
     // The addresses bound (a port 0 in the configuration is the one given).
     let listen = listeners.http.local_addr().unwrap_or(app.config.listen);
     let metrics_listen = listeners.metrics.as_ref().and_then(|metrics| metrics.local_addr().ok());
+    let mtls_listen = listeners.mtls.as_ref().and_then(|(mtls, _)| mtls.local_addr().ok());
     let shutdown = portico_server::app::shutdown_signal();
     let issuer = app.identity.settings.issuer.clone();
-    tracing::info!(%listen, metrics_listen = ?metrics_listen, issuer, backend = app.store.backend(), "Portico is serving");
+    tracing::info!(
+        %listen,
+        metrics_listen = ?metrics_listen,
+        mtls_listen = ?mtls_listen,
+        issuer,
+        backend = app.store.backend(),
+        "Portico is serving"
+    );
     if demo {
         println!("{}", portico_server::demo::banner(&issuer));
     }

@@ -449,6 +449,73 @@ fn serve_finishes_requests_in_flight_and_closes_what_is_still_open_when_its_shut
     assert_eq!(held.read(&mut buffer).map_err(|e| e.kind()), Ok(0), "closed");
 }
 
+/// The stop reaches every listener and worker at once, not after the
+/// public listener's drain: while a request head that never finishes holds
+/// the public listener for its grace (a minute here), the background
+/// workers stop and the mutual-TLS listener takes no new connection.
+#[test]
+fn serve_stops_its_workers_and_its_other_listeners_when_the_stop_begins_not_after_the_drain() {
+    use std::io::{BufRead as _, BufReader, Write as _};
+    let dir = portico_tests::TempDir::new();
+    let certificate = portico_tests::certificates::TestCertificate::new("127.0.0.1");
+    let (chain, key) = (dir.0.join("mtls-server.pem"), dir.0.join("mtls-server.key"));
+    std::fs::write(&chain, &certificate.pem).unwrap();
+    std::fs::write(&key, &certificate.key_pem).unwrap();
+    let settings = [
+        ("PORTICO_HTTP__HEADER_READ_TIMEOUT_SECS", "120"),
+        ("PORTICO_HTTP__IDLE_TIMEOUT_SECS", "120"),
+        ("PORTICO_HTTP__SHUTDOWN_GRACE_SECS", "60"),
+        ("PORTICO_MTLS__LISTEN", "127.0.0.1:0"),
+        ("PORTICO_MTLS__SERVER_CERTIFICATE_FILE", chain.to_str().unwrap()),
+        ("PORTICO_MTLS__SERVER_KEY_FILE", key.to_str().unwrap()),
+    ];
+    let mut child = common::serve_demo(&dir.0, &settings);
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let serving =
+        lines.by_ref().map_while(Result::ok).find(|line| line.contains("Portico is serving")).expect("started");
+    let field = |name: &str| {
+        let value = serving.split_whitespace().find_map(|field| field.strip_prefix(name)).expect(name);
+        value.trim_matches('"').trim_start_matches("Some(").trim_end_matches(')').to_owned()
+    };
+    let (listen, mtls) = (field("listen="), field("mtls_listen="));
+    let mut held = std::net::TcpStream::connect(&listen).expect("connect");
+    held.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n").unwrap();
+    // The server has taken that connection once it answers a later one.
+    let mut other = std::net::TcpStream::connect(&listen).expect("connect");
+    other.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    std::io::Read::read_to_string(&mut other, &mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(std::net::TcpStream::connect(&mtls).is_ok(), "the mutual-TLS listener takes connections: {mtls}");
+
+    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("kill");
+    assert!(status.success());
+    let mut seen = Vec::new();
+    for line in lines.by_ref().map_while(Result::ok) {
+        let done = line.contains("background work stopped") || line.contains("shutdown grace ran out");
+        seen.push(line);
+        if done {
+            break;
+        }
+    }
+    assert!(seen.iter().any(|l| l.contains("shutting down")), "the stop began: {seen:?}");
+    let last = seen.last().map(String::as_str).unwrap_or_default();
+    assert!(last.contains("background work stopped"), "the workers stopped during the drain: {seen:?}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let refused = loop {
+        match std::net::TcpStream::connect(&mtls) {
+            Err(error) => break Some(error.kind()),
+            Ok(_) if Instant::now() > deadline => break None,
+            Ok(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    };
+    assert_eq!(refused, Some(std::io::ErrorKind::ConnectionRefused), "the mutual-TLS listener closed");
+    assert!(child.try_wait().unwrap().is_none(), "while the public listener still drains");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    drop(held);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn permissions_import_is_all_or_nothing_and_takes_effect_at_once() {
     for backend in backends() {
