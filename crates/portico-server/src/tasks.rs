@@ -7,7 +7,8 @@ use portico_identity::Identity;
 use tokio::sync::watch;
 
 /// Removes expired codes, login processes, sessions, tokens and retired keys,
-/// login throttle counters past their memory, deliveries and report tasks
+/// login throttle counters past their memory, devices whose trust ran out,
+/// deliveries and report tasks
 /// past their retention, every `interval`, until `shutdown`
 /// fires. Safe on any number of nodes at once: every pass is a set of
 /// idempotent deletes. The first pass comes one interval after the start,
@@ -39,6 +40,11 @@ pub async fn cleaner(
             Ok(removed) if removed > 0 => tracing::debug!(removed, "removed stale login throttle counters"),
             Ok(_) => {}
             Err(error) => tracing::warn!(%error, "removing stale login throttle counters failed; will retry"),
+        }
+        match identity.store.remove_expired_devices(now - settings.device_trust_ttl).await {
+            Ok(removed) if removed > 0 => tracing::debug!(removed, "removed devices whose trust ran out"),
+            Ok(_) => {}
+            Err(error) => tracing::warn!(%error, "removing devices whose trust ran out failed; will retry"),
         }
         match portico_notify::retention::remove_expired(&notify).await {
             Ok(removed) if removed.deliveries > 0 => {

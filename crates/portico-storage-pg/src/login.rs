@@ -258,6 +258,15 @@ impl DeviceRepository for PgStore {
             .map_err(storage_error("trusted device"))?;
         Ok(get::<i64>(&row, "gone")? > 0)
     }
+
+    async fn remove_expired_devices(&self, trusted_before: OffsetDateTime) -> Result<u64> {
+        let removed = sqlx::query("DELETE FROM trusted_devices WHERE trusted_at < $1")
+            .bind(at(trusted_before))
+            .execute(&mut *self.conn().await?)
+            .await
+            .map_err(storage_error("trusted device"))?;
+        Ok(removed.rows_affected())
+    }
 }
 
 #[async_trait]

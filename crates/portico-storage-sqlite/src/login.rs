@@ -209,6 +209,15 @@ impl DeviceRepository for SqliteStore {
             })
             .await
     }
+
+    async fn remove_expired_devices(&self, trusted_before: OffsetDateTime) -> Result<u64> {
+        self.db
+            .write("trusted device", move |tx| {
+                let removed = run(tx, "DELETE FROM trusted_devices WHERE trusted_at < ?1", [secs(trusted_before)])?;
+                Ok(u64::try_from(removed).unwrap_or(u64::MAX))
+            })
+            .await
+    }
 }
 
 #[async_trait]

@@ -45,6 +45,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (28, "client revision", include_str!("../migrations/0028_client_revision.sql")),
     (29, "user revision", include_str!("../migrations/0029_user_revision.sql")),
     (30, "held clients", include_str!("../migrations/0030_held_clients.sql")),
+    (31, "device trust expiry", include_str!("../migrations/0031_device_trust_expiry.sql")),
 ];
 
 /// Applies the migrations that have not run yet.

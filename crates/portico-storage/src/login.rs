@@ -96,6 +96,13 @@ pub trait DeviceRepository: Send + Sync {
     /// # Errors
     /// Only when the store fails.
     async fn forget_device(&self, user_id: UserId, device_id: &str, audit: &AuditEvent) -> Result<bool>;
+    /// Removes every device trusted before `trusted_before`, whose trust
+    /// has run out (a device is kept no longer than it is trusted). How
+    /// many were removed.
+    ///
+    /// # Errors
+    /// Only when the store fails.
+    async fn remove_expired_devices(&self, trusted_before: OffsetDateTime) -> Result<u64>;
     /// Whether `device_id` was trusted for `user_id` at or after `not_before`.
     ///
     /// # Errors

@@ -592,3 +592,32 @@ async fn logins_are_compared_by_their_precis_form_and_older_lookalikes_keep_work
         assert_eq!(app.liveness(&tokens.access_token).await, 200, "{backend:?}: the look-alike still signs in");
     }
 }
+
+/// The server's cleaner removes a device once its trust has run out
+/// (`login.device_trust_days`), and keeps one still trusted.
+#[tokio::test]
+async fn the_servers_cleaner_removes_devices_whose_trust_ran_out() {
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| {
+            c.cleanup_interval_secs = 1;
+            c.login.device_trust_days = 30;
+        })
+        .await;
+        let ivan = app.store.find_user_by_login("ivan").await.unwrap().unwrap();
+        app.store.trust_device(ivan.id, "old", app.clock.now()).await.unwrap();
+        app.clock.advance(Duration::days(20));
+        app.store.trust_device(ivan.id, "recent", app.clock.now()).await.unwrap();
+        app.clock.advance(Duration::days(11));
+        // Every device ever trusted, whether or not its trust runs still.
+        let kept = || async {
+            let all = app.store.trusted_devices(ivan.id, time::OffsetDateTime::UNIX_EPOCH).await.unwrap();
+            all.into_iter().map(|d| d.device_id).collect::<Vec<_>>()
+        };
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(15);
+        while kept().await.len() > 1 {
+            assert!(tokio::time::Instant::now() < deadline, "{backend:?}: not removed: {:?}", kept().await);
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        assert_eq!(kept().await, ["recent"], "{backend:?}");
+    }
+}

@@ -630,3 +630,31 @@ async fn thirty_two_parallel_logins_of_one_user_leave_exactly_the_session_limit(
         assert_eq!((kinds("session.ended"), kinds("login.succeeded")), (27, 32), "{backend:?}");
     }
 }
+
+/// A device whose trust ran out is removed; one trusted since the cut-off,
+/// or another user's trusted later, stays.
+#[tokio::test]
+async fn devices_whose_trust_ran_out_are_removed_and_the_others_kept() {
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let (ivan, anna) = (user("ivan"), user("anna"));
+        store.create_user(&ivan).await.unwrap();
+        store.create_user(&anna).await.unwrap();
+        let days = |n| t0() + Duration::days(n);
+        store.trust_device(ivan.id, "old", days(0)).await.unwrap();
+        store.trust_device(ivan.id, "at-the-cut", days(10)).await.unwrap();
+        store.trust_device(anna.id, "fresh", days(20)).await.unwrap();
+        // "renewed" was trusted long ago and again since: its trust is the later one.
+        store.trust_device(anna.id, "renewed", days(0)).await.unwrap();
+        store.trust_device(anna.id, "renewed", days(15)).await.unwrap();
+
+        assert_eq!(store.remove_expired_devices(days(10)).await.unwrap(), 1, "{backend:?}");
+        let ids = |devices: Vec<portico_model::session::TrustedDevice>| {
+            devices.into_iter().map(|d| d.device_id).collect::<Vec<_>>()
+        };
+        assert_eq!(ids(store.trusted_devices(ivan.id, t0()).await.unwrap()), ["at-the-cut"], "{backend:?}");
+        assert_eq!(ids(store.trusted_devices(anna.id, t0()).await.unwrap()), ["fresh", "renewed"], "{backend:?}");
+        assert_eq!(store.remove_expired_devices(days(10)).await.unwrap(), 0, "{backend:?}: nothing twice");
+    }
+}
