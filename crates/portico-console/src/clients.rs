@@ -26,11 +26,28 @@ use crate::session::{AdminOperator, see_other};
 #[template(path = "clients.html")]
 struct ClientsPage {
     l: Layout,
-    /// The registrations waiting for an operator's approval, oldest first.
+    /// The registrations waiting for an operator's approval, oldest first
+    /// (the first [`page::LIST_PAGE`]; none on the page that lists only them).
     held: Vec<Client>,
+    /// Whether more are held than `held` shows.
+    more_held: bool,
+    /// Whether the list shows only the registrations held for approval.
+    only_held: bool,
     clients: Vec<Client>,
     /// The next page's address.
     next: Option<String>,
+}
+
+/// The query of `GET /console/clients`: a list page's, and whether to list
+/// only the registrations held for approval (`awaitingApproval=true`, as
+/// the admin API's filter).
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct ClientsQuery {
+    done: Option<String>,
+    after: Option<String>,
+    #[serde(rename = "awaitingApproval")]
+    awaiting_approval: Option<String>,
 }
 
 /// The authentication and signing part of a client's form, as shown.
@@ -182,16 +199,24 @@ pub async fn list(
     AdminOperator(operator): AdminOperator,
 ) -> Response {
     let here = page::here("/console/clients", raw.as_deref());
-    let query: page::ListQuery = page::query(raw.as_deref());
+    let query: ClientsQuery = page::query(raw.as_deref());
+    let only_held = query.awaiting_approval.as_deref() == Some("true");
     let l = Layout::new(&headers, &operator, "clients", &here).with_notice(query.done.as_deref());
+    let list = page::ListQuery { done: None, after: query.after };
     let read = async {
-        let held = console.admin.held_clients(page::LIST_PAGE).await?;
-        Ok::<_, ServiceError>((held, console.admin.list_clients(query.page(), None).await?))
+        // The queue above the list, unless the list is the queue.
+        let held = if only_held { Vec::new() } else { console.admin.held_clients(page::LIST_PAGE + 1).await? };
+        let clients = console.admin.list_clients(list.page(), only_held.then_some(true)).await?;
+        Ok::<_, ServiceError>((held, clients))
     };
     match read.await {
-        Ok((held, clients)) => {
+        Ok((mut held, clients)) => {
+            let more_held = held.len() > page::LIST_PAGE as usize;
+            held.truncate(page::LIST_PAGE as usize);
             let (clients, next) = page::list_page(clients, "/console/clients", |c| c.client_id.as_str());
-            render(StatusCode::OK, &ClientsPage { l, held, clients, next })
+            // A page of the queue leads to the queue's next page.
+            let next = next.map(|next| if only_held { format!("{next}&awaitingApproval=true") } else { next });
+            render(StatusCode::OK, &ClientsPage { l, held, more_held, only_held, clients, next })
         }
         Err(error) => page::service_error(l, error, "/console/"),
     }

@@ -256,5 +256,9 @@ async fn every_console_page_in_both_languages_schemes_and_widths() {
     }
     let pager = Then::Scroll("nextPage");
     every_look_after(client, &app, &mut shots, "long-list", "/console/merchants", pager).await;
+    // The list of only the registrations held for approval.
+    client.goto(&app.url("/console/clients?awaitingApproval=true")).await.unwrap();
+    wait_for_text(client, "#operator", "operator").await;
+    every_look(client, &mut shots, "held-clients", switch).await;
     browser.client.clone().close().await.unwrap();
 }

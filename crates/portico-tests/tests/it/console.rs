@@ -1008,7 +1008,57 @@ fn next_page(html: &str) -> Option<String> {
     let at = html.find("id=\"nextPage\"")?;
     let before = &html[..at];
     let href = before.rfind("href=\"")? + 6;
-    Some(before[href..href + before[href..].find('"')?].replace("&amp;", "&"))
+    // An attribute's `&` as the templates write it (`&#38;` or `&amp;`).
+    Some(before[href..href + before[href..].find('"')?].replace("&#38;", "&").replace("&amp;", "&"))
+}
+
+/// The queue above the clients shows the 50 oldest registrations held for
+/// approval and, when more are held, leads to the list of only them
+/// (`?awaitingApproval=true`), a page at a time, every one once.
+#[tokio::test]
+async fn every_registration_held_for_approval_is_listed_a_page_at_a_time() {
+    const INITIAL: &str = "the-initial-access-token-0123456789";
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| {
+            c.registration.initial_access_token = Some(INITIAL.to_owned());
+            c.registration.require_approval = true;
+        })
+        .await;
+        let (browser, _) = sign_in(&app, "operator", "operator-password").await;
+        let (_, html) = page(&browser, &app, "/console/clients?awaitingApproval=true").await;
+        assert!(html.contains("id=\"onlyHeld\"") && listed(&html, "clients", "/console/clients/").is_empty());
+        assert!(html.contains("No registration is awaiting approval.") || html.contains("Ни одна регистрация"));
+
+        let mut held = Vec::new();
+        for n in 0..53 {
+            let metadata =
+                serde_json::json!({"redirect_uris": ["https://held.example/cb"], "client_name": format!("Held {n}")});
+            let (status, registered) = app.register(Some(INITIAL), &metadata).await;
+            assert_eq!(status, 201, "{backend:?}: {registered}");
+            held.push(registered["client_id"].as_str().unwrap().to_owned());
+        }
+        held.sort();
+        let (status, html) = page(&browser, &app, "/console/clients").await;
+        assert_eq!(status, 200, "{backend:?}");
+        let queue = &html[html.find("id=\"held\"").expect("the queue")..];
+        let queue = &queue[..queue.find("</section>").unwrap()];
+        assert_eq!(queue.matches("<li>").count(), 50, "{backend:?}: the oldest 50");
+        assert!(queue.contains("href=\"/console/clients?awaitingApproval=true\" id=\"allHeld\""), "{backend:?}");
+
+        let mut shown = Vec::new();
+        let mut at = Some("/console/clients?awaitingApproval=true".to_owned());
+        while let Some(here) = at {
+            let (status, html) = page(&browser, &app, &here).await;
+            assert_eq!(status, 200, "{backend:?} {here}");
+            assert!(html.contains("id=\"onlyHeld\"") && !html.contains("id=\"held\""), "{backend:?} {here}");
+            shown.push(listed(&html, "clients", "/console/clients/"));
+            at = next_page(&html);
+            assert!(at.as_deref().is_none_or(|next| next.contains("awaitingApproval=true")), "{backend:?}: {at:?}");
+            assert!(shown.len() <= 2, "{backend:?}: the pages end");
+        }
+        assert_eq!(shown.iter().map(Vec::len).collect::<Vec<_>>(), [50, 3], "{backend:?}");
+        assert_eq!(shown.concat(), held, "{backend:?}: only the held, each once, in id order");
+    }
 }
 
 #[tokio::test]
