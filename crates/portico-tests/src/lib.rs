@@ -123,6 +123,20 @@ impl TestApp {
         Self::spawn_with(backend, |_| {}).await
     }
 
+    /// A server that takes registrations with [`REGISTRATION_TOKEN`] and
+    /// holds each for an operator's approval
+    /// (`registration.require_approval`).
+    ///
+    /// # Panics
+    /// When the server cannot start.
+    pub async fn spawn_holding_registrations(backend: Backend) -> Self {
+        Self::spawn_with(backend, |c| {
+            c.registration.initial_access_token = Some(REGISTRATION_TOKEN.to_owned());
+            c.registration.require_approval = true;
+        })
+        .await
+    }
+
     /// Like [`TestApp::spawn`], with a chance to change the configuration.
     ///
     /// # Panics
@@ -304,6 +318,8 @@ pub fn plain_http() -> reqwest::Client {
 
 /// The admin token every test server is configured with.
 pub const ADMIN_TOKEN: &str = "test-admin-token-0123456789abcdef";
+/// The initial access token of [`TestApp::spawn_holding_registrations`].
+pub const REGISTRATION_TOKEN: &str = "the-initial-access-token-0123456789";
 /// The internal token every test server is configured with.
 pub const INTERNAL_TOKEN: &str = "test-internal-token-0123456789abcdef";
 /// The SCIM token every test server is configured with.

@@ -171,13 +171,9 @@ async fn admin_commands_take_effect_on_a_running_server() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn held_registrations_are_listed_and_approved_by_command_on_a_running_server() {
-    const INITIAL: &str = "the-initial-access-token-0123456789";
+    const INITIAL: &str = portico_tests::REGISTRATION_TOKEN;
     for backend in backends() {
-        let app = TestApp::spawn_with(backend, |c| {
-            c.registration.initial_access_token = Some(INITIAL.to_owned());
-            c.registration.require_approval = true;
-        })
-        .await;
+        let app = TestApp::spawn_holding_registrations(backend).await;
         let metadata = serde_json::json!({"redirect_uris": ["https://f.example/cb"], "client_name": "Held"});
         let (status, registered) = app.register(Some(INITIAL), &metadata).await;
         assert_eq!(status, 201, "{backend:?}: {registered}");

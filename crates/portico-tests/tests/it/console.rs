@@ -1017,13 +1017,9 @@ fn next_page(html: &str) -> Option<String> {
 /// (`?awaitingApproval=true`), a page at a time, every one once.
 #[tokio::test]
 async fn every_registration_held_for_approval_is_listed_a_page_at_a_time() {
-    const INITIAL: &str = "the-initial-access-token-0123456789";
+    const INITIAL: &str = portico_tests::REGISTRATION_TOKEN;
     for backend in backends() {
-        let app = TestApp::spawn_with(backend, |c| {
-            c.registration.initial_access_token = Some(INITIAL.to_owned());
-            c.registration.require_approval = true;
-        })
-        .await;
+        let app = TestApp::spawn_holding_registrations(backend).await;
         let (browser, _) = sign_in(&app, "operator", "operator-password").await;
         let (_, html) = page(&browser, &app, "/console/clients?awaitingApproval=true").await;
         assert!(html.contains("id=\"onlyHeld\"") && listed(&html, "clients", "/console/clients/").is_empty());
@@ -1064,13 +1060,9 @@ async fn every_registration_held_for_approval_is_listed_a_page_at_a_time() {
 #[tokio::test]
 async fn long_lists_of_clients_merchants_and_agreements_are_shown_a_page_at_a_time_held_registrations_first() {
     use portico_reports::sample::{Shape, agreement};
-    const INITIAL: &str = "the-initial-access-token-0123456789";
+    const INITIAL: &str = portico_tests::REGISTRATION_TOKEN;
     for backend in backends() {
-        let app = TestApp::spawn_with(backend, |c| {
-            c.registration.initial_access_token = Some(INITIAL.to_owned());
-            c.registration.require_approval = true;
-        })
-        .await;
+        let app = TestApp::spawn_holding_registrations(backend).await;
         let admin = |path: &'static str, body: serde_json::Value| {
             let request = app.http().post(app.url(path)).bearer_auth(portico_tests::ADMIN_TOKEN).json(&body);
             async move { request.send().await.unwrap().status().as_u16() }

@@ -8,7 +8,7 @@ use portico_crypto::jwt::{Algorithm, SigningKey};
 use portico_tests::{TestApp, assert_bearer_challenges, backends};
 use serde_json::{Value, json};
 
-const INITIAL: &str = "the-initial-access-token-0123456789";
+const INITIAL: &str = portico_tests::REGISTRATION_TOKEN;
 
 async fn spawn(backend: portico_tests::Backend) -> TestApp {
     TestApp::spawn_with(backend, |c| {
@@ -832,11 +832,7 @@ async fn authorize(app: &TestApp, client_id: &str) -> (u16, bool) {
 #[tokio::test]
 async fn a_held_registration_works_only_once_an_operator_approves_it() {
     for backend in backends() {
-        let app = TestApp::spawn_with(backend, |c| {
-            c.registration.initial_access_token = Some(INITIAL.to_owned());
-            c.registration.require_approval = true;
-        })
-        .await;
+        let app = TestApp::spawn_holding_registrations(backend).await;
         let body = json!({"redirect_uris": ["https://f.example/cb"], "client_name": "Held"});
         let (status, registered) = app.register(Some(INITIAL), &body).await;
         assert_eq!(status, 201, "{backend:?}: {registered}");
@@ -892,11 +888,7 @@ async fn a_held_registration_works_only_once_an_operator_approves_it() {
 #[tokio::test]
 async fn the_admin_api_lists_the_registrations_held_for_approval_a_page_at_a_time() {
     for backend in backends() {
-        let app = TestApp::spawn_with(backend, |c| {
-            c.registration.initial_access_token = Some(INITIAL.to_owned());
-            c.registration.require_approval = true;
-        })
-        .await;
+        let app = TestApp::spawn_holding_registrations(backend).await;
         let mut held = Vec::new();
         for n in 0..5 {
             let body = json!({"redirect_uris": ["https://f.example/cb"], "client_name": format!("Held {n}")});
