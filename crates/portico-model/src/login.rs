@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
-use crate::ids::{ClientId, LoginProcessId, SessionId, UserId};
+use crate::ids::{ClientId, LoginProcessId, SessionHash, SessionId, UserId};
 use crate::otp::{OtpChallenge, OtpChannel};
 
 /// The step types of the spec (`stepType`).
@@ -291,6 +291,11 @@ pub struct LoginState {
     /// are named after it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_agent: Option<String>,
+    /// Not stored: the session the request being answered presented (the
+    /// hash of its `svc.session` cookie, set by `POST /login`). A login
+    /// that opens a session replaces it, in the same write.
+    #[serde(skip)]
+    pub presented_session: Option<SessionHash>,
 }
 
 /// A passkey ceremony's server-side state, held in the login process.
@@ -462,6 +467,7 @@ impl LoginState {
             passkey_challenge: None,
             passkey_declined: false,
             user_agent: None,
+            presented_session: None,
         }
     }
 

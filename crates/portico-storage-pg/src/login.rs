@@ -8,8 +8,8 @@ use portico_model::ids::{ClientId, LoginProcessId, UserId};
 use portico_model::login::{LoginProcess, LoginState};
 use portico_model::session::{EndedSession, TrustedDevice};
 use portico_storage::{
-    ConsentRepository, CountAttempt, DeviceRepository, LoginCompletion, LoginGuardRepository, LoginProcessRepository,
-    Throttle,
+    CompletedLogin, ConsentRepository, CountAttempt, DeviceRepository, LoginCompletion, LoginGuardRepository,
+    LoginProcessRepository, Throttle,
 };
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
@@ -116,7 +116,7 @@ impl LoginProcessRepository for PgStore {
         }))
     }
 
-    async fn complete_login_process(&self, completion: &LoginCompletion<'_>) -> Result<Option<Vec<EndedSession>>> {
+    async fn complete_login_process(&self, completion: &LoginCompletion<'_>) -> Result<Option<CompletedLogin>> {
         // One statement: the process is saved only if its version still
         // matches, and the session, the device and the audit entry are
         // inserted only from that saved row, so it is all or nothing. A
@@ -162,7 +162,7 @@ impl LoginProcessRepository for PgStore {
         let query = crate::audit::bind_audit(query, completion.audit).bind(completion.audit.actor.as_deref());
         let Some(session) = session else {
             let row = query.fetch_one(&mut *self.conn().await?).await.map_err(storage_error("login process"))?;
-            return Ok((get::<i64>(&row, "saved")? > 0).then(Vec::new));
+            return Ok((get::<i64>(&row, "saved")? > 0).then(CompletedLogin::default));
         };
         let mut tx = self.begin().await?;
         sqlx::query("SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE")
@@ -174,13 +174,18 @@ impl LoginProcessRepository for PgStore {
         if get::<i64>(&row, "saved")? == 0 {
             return Ok(None);
         }
-        let ended =
+        let replaced = match completion.replaces {
+            Some(presented) => crate::sessions::end_replaced(&mut tx, presented, completion.now).await?,
+            None => None,
+        };
+        let beyond_limit =
             crate::sessions::end_beyond_limit(&mut tx, session, completion.session_limit, completion.now).await?;
         tx.commit().await.map_err(storage_error("login process"))?;
+        let completed = CompletedLogin { replaced, beyond_limit };
         if let Some(memory) = self.memory() {
-            memory.grants_revoked(ended.iter().flat_map(EndedSession::revoked_grants).map(|g| g.id));
+            memory.grants_revoked(completed.ended().flat_map(EndedSession::revoked_grants).map(|g| g.id));
         }
-        Ok(Some(ended))
+        Ok(Some(completed))
     }
 
     async fn delete_login_process(&self, id: LoginProcessId) -> Result<()> {

@@ -86,6 +86,27 @@ pub(crate) async fn end_in(
     Ok(Some(EndedSession { session, grants, notices: u32::try_from(notices).unwrap_or(u32::MAX) }))
 }
 
+/// Ends the live session whose cookie hashes to `presented`, replaced by
+/// a new login (`by: "replaced"`), within `tx`
+/// ([`portico_storage::LoginProcessRepository::complete_login_process`]).
+pub(crate) async fn end_replaced(
+    tx: &mut sqlx::PgConnection,
+    presented: &SessionHash,
+    now: OffsetDateTime,
+) -> Result<Option<EndedSession>> {
+    let Some(row) = sqlx::query("SELECT * FROM sso_sessions WHERE token_hash = $1 AND expires_at > $2")
+        .bind(presented.as_str())
+        .bind(at(now))
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(storage_error("session"))?
+    else {
+        return Ok(None);
+    };
+    let session = session_from(&row)?;
+    end_in(tx, session.id, now, &session.ended_event("replaced", now)).await
+}
+
 /// Ends the oldest of `kept`'s user's live sessions other than `kept`
 /// until at most `limit` remain, `kept` among them, oldest first, within `tx`, which
 /// holds the user's row locked

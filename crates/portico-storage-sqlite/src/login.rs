@@ -7,8 +7,8 @@ use portico_model::ids::{ClientId, LoginProcessId, UserId};
 use portico_model::login::LoginProcess;
 use portico_model::session::{EndedSession, TrustedDevice};
 use portico_storage::{
-    ConsentRepository, CountAttempt, DeviceRepository, LoginCompletion, LoginGuardRepository, LoginProcessRepository,
-    Throttle,
+    CompletedLogin, ConsentRepository, CountAttempt, DeviceRepository, LoginCompletion, LoginGuardRepository,
+    LoginProcessRepository, Throttle,
 };
 use rusqlite::{Row, params};
 use time::OffsetDateTime;
@@ -124,34 +124,38 @@ impl LoginProcessRepository for SqliteStore {
         self.db.write("login process", move |tx| update_process(tx, &p)).await
     }
 
-    async fn complete_login_process(&self, completion: &LoginCompletion<'_>) -> Result<Option<Vec<EndedSession>>> {
+    async fn complete_login_process(&self, completion: &LoginCompletion<'_>) -> Result<Option<CompletedLogin>> {
         let process = completion.process.clone();
         let session = completion.session.cloned();
+        let replaces = completion.replaces.cloned();
         let device = completion.trusted_device.map(|(user, device)| (user, device.to_owned()));
         let user_agent = completion.user_agent.map(str::to_owned);
         let (now, audit, limit) = (completion.now, completion.audit.clone(), completion.session_limit);
-        let ended = self
+        let completed = self
             .db
             .write("login process", move |tx| {
                 if !update_process(tx, &process)? {
                     return Ok(None);
                 }
                 crate::audit::insert_audit(tx, &audit)?;
-                let mut ended = Vec::new();
+                let mut completed = CompletedLogin::default();
                 if let Some(session) = &session {
                     crate::sessions::insert_session(tx, session)?;
-                    ended = crate::sessions::end_beyond_limit(tx, session, limit, now)?;
+                    if let Some(presented) = &replaces {
+                        completed.replaced = crate::sessions::end_replaced(tx, presented, now)?;
+                    }
+                    completed.beyond_limit = crate::sessions::end_beyond_limit(tx, session, limit, now)?;
                 }
                 if let Some((user, device)) = &device {
                     trust(tx, *user, device, user_agent.as_deref(), now)?;
                 }
-                Ok(Some(ended))
+                Ok(Some(completed))
             })
             .await?;
-        if let (Some(memory), Some(ended)) = (self.memory(), &ended) {
-            memory.grants_revoked(ended.iter().flat_map(EndedSession::revoked_grants).map(|g| g.id));
+        if let (Some(memory), Some(completed)) = (self.memory(), &completed) {
+            memory.grants_revoked(completed.ended().flat_map(EndedSession::revoked_grants).map(|g| g.id));
         }
-        Ok(ended)
+        Ok(completed)
     }
 
     async fn delete_login_process(&self, id: LoginProcessId) -> Result<()> {

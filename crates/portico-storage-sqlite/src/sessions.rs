@@ -86,6 +86,21 @@ pub(crate) fn end_in(
     Ok(Some(EndedSession { session, grants, notices }))
 }
 
+/// Ends the live session whose cookie hashes to `presented`, replaced by
+/// a new login (`by: "replaced"`), within `tx`
+/// ([`portico_storage::LoginProcessRepository::complete_login_process`]).
+pub(crate) fn end_replaced(
+    tx: &rusqlite::Connection,
+    presented: &SessionHash,
+    now: OffsetDateTime,
+) -> Res<Option<EndedSession>> {
+    let sql = "SELECT * FROM sso_sessions WHERE token_hash = ?1 AND expires_at > ?2";
+    let Some(session) = one(tx, sql, params![presented.as_str(), secs(now)], session_from)? else {
+        return Ok(None);
+    };
+    end_in(tx, session.id, now, &session.ended_event("replaced", now))
+}
+
 /// Ends the oldest of `user_id`'s live sessions other than `kept` until at
 /// most `limit` remain, `kept` among them, oldest first, within `tx`
 /// ([`portico_storage::LoginProcessRepository::complete_login_process`]).

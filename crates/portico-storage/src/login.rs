@@ -3,7 +3,7 @@
 use crate::Result;
 use async_trait::async_trait;
 use portico_model::audit::AuditEvent;
-use portico_model::ids::{ClientId, LoginProcessId, UserId};
+use portico_model::ids::{ClientId, LoginProcessId, SessionHash, UserId};
 use portico_model::login::LoginProcess;
 use portico_model::session::{EndedSession, SsoSession, TrustedDevice};
 use time::OffsetDateTime;
@@ -45,12 +45,14 @@ pub trait LoginProcessRepository: Send + Sync {
     /// in the same write, each as [`crate::SessionRepository::end_session`]
     /// ends one, recorded `session.ended` with `by: "limit"`: completions
     /// for one user take turns, so parallel logins leave exactly the limit.
-    /// Returns the sessions so ended, or `None` (and stores nothing) when
-    /// another request got there first.
+    /// Before the limit is counted, a session opened ends the live one the
+    /// browser presented (`completion.replaces`, whoever its user),
+    /// recorded with `by: "replaced"`. Returns the sessions so ended, or
+    /// `None` (and stores nothing) when another request got there first.
     ///
     /// # Errors
     /// Only when the store fails.
-    async fn complete_login_process(&self, completion: &LoginCompletion<'_>) -> Result<Option<Vec<EndedSession>>>;
+    async fn complete_login_process(&self, completion: &LoginCompletion<'_>) -> Result<Option<CompletedLogin>>;
     /// # Errors
     /// Only when the store fails.
     async fn delete_login_process(&self, id: LoginProcessId) -> Result<()>;
@@ -67,12 +69,32 @@ pub struct LoginCompletion<'a> {
     /// The most live sessions a user may hold (at least 1): opening one
     /// beyond it ends the oldest others.
     pub session_limit: u32,
+    /// The session the browser presented: a session opened replaces it
+    /// (ignored when none is opened, or it is no longer live).
+    pub replaces: Option<&'a SessionHash>,
     /// A device to trust for a user from `now` on (after a second factor).
     pub trusted_device: Option<(UserId, &'a str)>,
     /// The login's browser, kept with the trusted device.
     pub user_agent: Option<&'a str>,
     pub now: OffsetDateTime,
     pub audit: &'a AuditEvent,
+}
+
+/// The sessions a login's completion ended
+/// ([`LoginProcessRepository::complete_login_process`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CompletedLogin {
+    /// The browser's session the new one replaced.
+    pub replaced: Option<EndedSession>,
+    /// The user's oldest sessions beyond the limit, oldest first.
+    pub beyond_limit: Vec<EndedSession>,
+}
+
+impl CompletedLogin {
+    /// Every session ended, the replaced one first.
+    pub fn ended(&self) -> impl Iterator<Item = &EndedSession> {
+        self.replaced.iter().chain(&self.beyond_limit)
+    }
 }
 
 /// Devices on which a user completed a login with a second factor.

@@ -267,15 +267,19 @@ async fn complete(
         process: &process,
         session: opened.as_ref().map(|(session, _)| session),
         session_limit: identity.settings.max_sessions_per_user,
+        replaces: state.presented_session.as_ref(),
         trusted_device: device,
         user_agent: state.user_agent.as_deref(),
         now,
         audit: &audit,
     };
-    let Some(beyond_limit) = identity.store.complete_login_process(&completion).await? else {
+    let Some(completed) = identity.store.complete_login_process(&completion).await? else {
         return Ok(Answer::ToLogin);
     };
-    for old in &beyond_limit {
+    if let Some(replaced) = &completed.replaced {
+        session::ended(replaced, "replaced");
+    }
+    for old in &completed.beyond_limit {
         session::ended(old, "limit");
     }
     metrics::counter!("portico_logins_total", "method" => method, "outcome" => "succeeded").increment(1);

@@ -49,7 +49,7 @@ pub async fn submit_step(
     body: Body,
 ) -> Response {
     let now = identity.clock.now();
-    let process = match process_to_submit(&identity, &headers, now).await {
+    let mut process = match process_to_submit(&identity, &headers, now).await {
         Ok(process) => process,
         Err(answer) => return answer,
     };
@@ -61,6 +61,12 @@ pub async fn submit_step(
         return fatal(&identity, &process, codes::FATAL_ERROR).await.respond(&identity);
     }
     let address = identity.client_address(&headers, peer);
+    // A login that opens a session replaces the browser's, in its own
+    // write (OWASP session management: a new session on authentication,
+    // the old one ended, as a logout would with `by: "replaced"`), before
+    // the user's session bound is counted.
+    process.state.presented_session = cookies::get(&headers, cookies::SESSION)
+        .map(|token| portico_model::ids::SessionHash::new(portico_crypto::hash::token_hash(token)));
     let result = match process.state.step {
         StepType::UsernamePassword => steps::password::username_password(&identity, process, &form, address).await,
         StepType::Password => steps::password::password(&identity, process, &form, address).await,
@@ -78,29 +84,7 @@ pub async fn submit_step(
         }
     };
     // Every step's decision is answered here, the one place it becomes a response.
-    let response = result.map_or_else(error_page::server_error, |answer| answer.respond(&identity));
-    if cookies::is_set(response.headers(), cookies::SESSION) {
-        end_replaced_session(&identity, &headers, now).await;
-    }
-    response
-}
-
-/// A login that opened a new session ends the one this browser held
-/// before, whoever its user (OWASP session management: a new session on
-/// authentication, the old one ended): its cookie would otherwise still be
-/// a live session, good for `prompt=none`. It ends as a logout would
-/// (`by: "replaced"`). The new login stands if this fails; the old
-/// session then expires on its own.
-async fn end_replaced_session(identity: &crate::Identity, headers: &HeaderMap, now: time::OffsetDateTime) {
-    match super::session::from_cookie(identity, headers, now).await {
-        Ok(Some(old)) => {
-            if let Err(error) = super::session::end(identity.store.as_ref(), &old, "replaced", None, now).await {
-                tracing::warn!(%error, sid = %old.id, "the session replaced by a new login could not be ended");
-            }
-        }
-        Ok(None) => {}
-        Err(error) => tracing::warn!(%error, "the session replaced by a new login could not be read"),
-    }
+    result.map_or_else(error_page::server_error, |answer| answer.respond(&identity))
 }
 
 /// Whether the request's CSRF token (`field`, the form's `_csrf`, else the

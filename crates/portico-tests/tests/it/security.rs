@@ -519,6 +519,67 @@ async fn a_login_beyond_the_users_session_limit_ends_the_oldest_session() {
     }
 }
 
+/// At the session bound, a new login in a browser that holds a session
+/// replaces that one and ends no other: the user still holds the bound.
+/// (The replaced session is ended in the login's own write, before the
+/// bound counts, so it is not the oldest other that makes room.)
+#[tokio::test]
+async fn a_new_login_at_the_session_limit_replaces_the_browsers_session_and_ends_no_other() {
+    use reqwest::cookie::CookieStore as _;
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| c.login.max_sessions_per_user = 2).await;
+        let session_cookie = |jar: &reqwest::cookie::Jar| {
+            let all = jar.cookies(&app.base.parse().unwrap()).unwrap();
+            all.to_str().unwrap().split("; ").find(|c| c.starts_with("svc.session=")).unwrap().to_owned()
+        };
+        // The older browser first, then the one that signs in again.
+        let mut sessions = Vec::new();
+        let mut browsers = Vec::new();
+        for _ in 0..2 {
+            let jar = Arc::new(reqwest::cookie::Jar::default());
+            let browser = app.browser_with(Arc::clone(&jar));
+            app.login_for_code(&browser, &portico_tests::Pkce::new(), "ivan", "ivan-password").await;
+            sessions.push(session_cookie(&jar));
+            browsers.push((browser, jar));
+            app.clock.advance(time::Duration::minutes(1));
+        }
+        let (browser, jar) = &browsers[1];
+        let pkce = portico_tests::Pkce::new();
+        let response = browser.get(app.authorize_url(&pkce, &[("prompt", Some("login"))])).send().await.unwrap();
+        assert_eq!(location(&response), "/login");
+        let view = app.login_view(browser).await;
+        let csrf = view["pageData"]["authenticationFlowContext"]["csrf"].as_str().unwrap().to_owned();
+        let form = [("_csrf", csrf.as_str()), ("principal", "ivan"), ("credentials", "ivan-password")];
+        let response = browser.post(app.url("/login")).form(&form).send().await.unwrap();
+        let back = app.second_factor_if_asked(browser, &csrf, "ivan", location(&response)).await;
+        let response = browser.get(app.url(&back)).send().await.unwrap();
+        assert!(location(&response).contains("code="), "{backend:?}: signed in again");
+        let renewed = session_cookie(jar);
+        assert_ne!(renewed, sessions[1], "{backend:?}: a new session on authentication");
+
+        let silent = |cookie: &str| {
+            let url = app.authorize_url(&portico_tests::Pkce::new(), &[("prompt", Some("none"))]);
+            let request = app.http().get(url).header("cookie", cookie);
+            async move { location(&request.send().await.unwrap()) }
+        };
+        assert!(silent(&sessions[0]).await.contains("code="), "{backend:?}: the other browser's session lives on");
+        assert!(silent(&renewed).await.contains("code="), "{backend:?}: the new session works");
+        assert!(silent(&sessions[1]).await.contains("error=login_required"), "{backend:?}: the replaced one ended");
+        let audit = app.store.recent_audit(50).await.unwrap();
+        let by = |why: &str| audit.iter().filter(|e| e.kind == "session.ended" && e.detail["by"] == why).count();
+        assert_eq!((by("replaced"), by("limit")), (1, 0), "{backend:?}: one replaced, none beyond the limit");
+        let ivan = app.store.find_user_by_login("ivan").await.unwrap().unwrap();
+        let listed = app
+            .http()
+            .get(app.url(&format!("/admin/v1/users/{}/sessions", ivan.id)))
+            .bearer_auth(portico_tests::ADMIN_TOKEN)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(listed.json::<Vec<Value>>().await.unwrap().len(), 2, "{backend:?}: the limit still held");
+    }
+}
+
 /// Portico's own mutual-TLS listener: a connection that says nothing, or
 /// starts a handshake and stalls, is closed within
 /// `http.header_read_timeout_secs`, and holds up no other.

@@ -1,6 +1,8 @@
 //! Login processes, trusted devices, consents and throttles.
 
 use super::*;
+use portico_model::ids::SessionHash;
+use portico_storage::{CompletedLogin, LoginCompletion};
 
 /// A fresh login process of client `app` at its first step.
 fn login_process() -> LoginProcess {
@@ -347,7 +349,6 @@ async fn a_deleted_login_process_is_gone_and_deleting_twice_is_harmless() {
 /// audit entry together, and a stale version stores none of them.
 #[tokio::test]
 async fn a_login_completes_all_at_once_or_not_at_all() {
-    use portico_storage::LoginCompletion;
     for backend in backends() {
         let dir = TempDir::new();
         let store = store(backend, &dir).await;
@@ -366,6 +367,7 @@ async fn a_login_completes_all_at_once_or_not_at_all() {
             process,
             session,
             session_limit: 30,
+            replaces: None,
             trusted_device: Some((ivan.id, "d1")),
             user_agent: Some("Mozilla/5.0 (Android 14) Chrome/131.0"),
             now: t0(),
@@ -380,7 +382,7 @@ async fn a_login_completes_all_at_once_or_not_at_all() {
         process.version += 1;
         let opened = session("opened", ivan.id);
         let ended = store.complete_login_process(&completion(&process, Some(&opened))).await.unwrap();
-        assert_eq!(ended, Some(vec![]), "{backend:?}: saved, and no session beyond the limit");
+        assert_eq!(ended, Some(CompletedLogin::default()), "{backend:?}: saved, and no session ended");
         assert_eq!(store.find_login_process(process.id, t0()).await.unwrap().unwrap().version, 2);
         assert_eq!(store.find_session_by_id(opened.id, t0()).await.unwrap(), Some(opened.clone()), "{backend:?}");
         assert!(store.is_device_trusted(ivan.id, "d1", t0()).await.unwrap(), "{backend:?}");
@@ -394,20 +396,24 @@ async fn a_login_completes_all_at_once_or_not_at_all() {
         let recorded = store.recent_audit(10).await.unwrap();
         assert_eq!(recorded.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>(), ["login.succeeded"], "{backend:?}");
 
-        // A completion that continues a session opens none and trusts no device.
+        // A completion that continues a session opens none, trusts no
+        // device and replaces nothing.
         let mut continued = process.clone();
         continued.version += 1;
         let continued = LoginCompletion {
             process: &continued,
             session: None,
             session_limit: 30,
+            replaces: Some(&opened.token_hash),
             trusted_device: None,
             user_agent: None,
             now: t0(),
             audit: &audit,
         };
-        assert_eq!(store.complete_login_process(&continued).await.unwrap(), Some(vec![]), "{backend:?}");
+        let completed = store.complete_login_process(&continued).await.unwrap();
+        assert_eq!(completed, Some(CompletedLogin::default()), "{backend:?}");
         assert_eq!(store.recent_audit(10).await.unwrap().len(), 2);
+        assert!(store.find_session_by_id(opened.id, t0()).await.unwrap().is_some(), "{backend:?}: still live");
     }
 }
 
@@ -519,7 +525,18 @@ async fn open_session(
     limit: u32,
     now: OffsetDateTime,
 ) -> Vec<portico_model::session::EndedSession> {
-    use portico_storage::LoginCompletion;
+    open_session_replacing(store, session, limit, None, now).await.beyond_limit
+}
+
+/// As [`open_session`], in a browser that presented the session
+/// `replaces`: every session the completion ended.
+async fn open_session_replacing(
+    store: &dyn Storage,
+    session: &SsoSession,
+    limit: u32,
+    replaces: Option<&SessionHash>,
+    now: OffsetDateTime,
+) -> CompletedLogin {
     let process = login_process();
     store.create_login_process(&process).await.unwrap();
     let audit = AuditEvent::new(now, AuditKind::LoginSucceeded).user(session.user_id);
@@ -527,12 +544,88 @@ async fn open_session(
         process: &process,
         session: Some(session),
         session_limit: limit,
+        replaces,
         trusted_device: None,
         user_agent: None,
         now,
         audit: &audit,
     };
     store.complete_login_process(&completion).await.unwrap().expect("completed")
+}
+
+/// A login that opens a session ends the live one the browser presented,
+/// whoever its user, in its own write and before the limit is counted: at
+/// the limit it makes the room, and no other session ends. The end is a
+/// logout's (grants, notices) recorded `by: "replaced"`. An unknown or
+/// expired session is nothing to end; a completion that came too late
+/// ends nothing.
+#[tokio::test]
+async fn a_login_replaces_the_session_the_browser_presented_before_the_limit_is_counted() {
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let (u, grant) = granted(store.as_ref()).await;
+        let maria = user("maria");
+        store.create_user(&maria).await.unwrap();
+        let at = |minutes| t0() + Duration::minutes(minutes);
+        let opened = |name: &str, user, minutes| SsoSession { created_at: at(minutes), ..session(name, user) };
+        // s1 holds `app`'s grant (see `granted`); s2 is the newer.
+        store.create_session(&opened("s1", u.id, 0)).await.unwrap();
+        store.create_session(&opened("s2", u.id, 1)).await.unwrap();
+        let before = store.recent_audit(100).await.unwrap().len();
+
+        // At a limit of two, s3 opened in s1's browser ends s1 only.
+        let completed =
+            open_session_replacing(store.as_ref(), &opened("s3", u.id, 2), 2, Some(&"s1".into()), at(2)).await;
+        let replaced = completed.replaced.expect("the presented session ended");
+        assert_eq!((replaced.session.id, completed.beyond_limit.len()), (sid("s1"), 0), "{backend:?}");
+        assert_eq!(replaced.grants.iter().map(|g| g.id).collect::<Vec<_>>(), [grant.id], "{backend:?}: as a logout");
+        let live: Vec<_> = store.list_sessions(u.id, at(2)).await.unwrap().iter().map(|s| s.id).collect();
+        assert_eq!(live, [sid("s3"), sid("s2")], "{backend:?}: the other browser's session lives on");
+        let recorded = store.recent_audit(100).await.unwrap();
+        let new: Vec<_> = recorded[..recorded.len() - before].iter().map(|e| (e.kind.as_str(), &e.detail)).collect();
+        let by = serde_json::json!({ "sid": sid("s1"), "by": "replaced" });
+        assert_eq!(new, [("session.ended", &by), ("login.succeeded", &serde_json::Value::Null)], "{backend:?}");
+
+        // Another user's session in the browser ends too; the limit then
+        // counts the new user's own.
+        store.create_session(&opened("m1", maria.id, 3)).await.unwrap();
+        let completed =
+            open_session_replacing(store.as_ref(), &opened("s4", u.id, 4), 2, Some(&"m1".into()), at(4)).await;
+        assert_eq!(completed.replaced.map(|e| e.session.id), Some(sid("m1")), "{backend:?}");
+        let beyond: Vec<_> = completed.beyond_limit.iter().map(|e| e.session.id).collect();
+        assert_eq!(beyond, [sid("s2")], "{backend:?}");
+        assert!(store.list_sessions(maria.id, at(4)).await.unwrap().is_empty(), "{backend:?}");
+
+        // Unknown and expired sessions: nothing replaced.
+        let expired = SsoSession { expires_at: at(5), ..opened("gone", u.id, 0) };
+        store.create_session(&expired).await.unwrap();
+        for presented in ["unknown", "gone"] {
+            let s = opened(&format!("s-{presented}"), u.id, 6);
+            let completed = open_session_replacing(store.as_ref(), &s, 30, Some(&presented.into()), at(6)).await;
+            assert_eq!(completed, CompletedLogin::default(), "{backend:?}: {presented}");
+        }
+
+        // A completion that lost the race to another request ends nothing.
+        let mut process = login_process();
+        store.create_login_process(&process).await.unwrap();
+        let stale = process.clone();
+        process.state.principal = Some("anna".into());
+        assert!(store.update_login_process(&process).await.unwrap());
+        let audit = AuditEvent::new(at(7), AuditKind::LoginSucceeded).user(u.id);
+        let late = LoginCompletion {
+            process: &stale,
+            session: Some(&opened("late", u.id, 7)),
+            session_limit: 30,
+            replaces: Some(&"s3".into()),
+            trusted_device: None,
+            user_agent: None,
+            now: at(7),
+            audit: &audit,
+        };
+        assert_eq!(store.complete_login_process(&late).await.unwrap(), None, "{backend:?}");
+        assert!(store.find_session_by_id(sid("s3"), at(7)).await.unwrap().is_some(), "{backend:?}: s3 lives on");
+    }
 }
 
 /// A login that opens a session beyond the user's limit ends the oldest
