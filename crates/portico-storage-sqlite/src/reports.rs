@@ -110,14 +110,16 @@ fn same_request(conn: &Connection, task: &ReportTask, since: Option<OffsetDateTi
         conn,
         "SELECT * FROM report_tasks WHERE cnum = ?1 AND report_type = ?2 AND agreement_number = ?3 \
          AND COALESCE(account, '') = ?4 AND period_from = ?5 AND period_to = ?6 AND status <> 'FAILED' \
-         ORDER BY created_at DESC, id DESC",
+         AND created_at >= ?7 ORDER BY created_at DESC, id DESC",
         params![
             task.cnum,
             task.report_type.as_str(),
             task.agreement_number,
             task.account.as_deref().unwrap_or(""),
             ymd(task.period_from),
-            ymd(task.period_to)
+            ymd(task.period_to),
+            // Whole seconds, as stored: the exact bound is checked below.
+            since.map_or(i64::MIN, secs)
         ],
         task_from,
     )?;
