@@ -43,6 +43,9 @@ pub struct IdentitySettings {
     pub client_authorities: Option<std::sync::Arc<portico_crypto::certificate::ClientAuthorities>>,
     /// How long a device stays trusted after a login with a second factor.
     pub device_trust_ttl: Duration,
+    /// Most devices trusted for one user: trusting one beyond it forgets
+    /// the user's least recently trusted (`login.max_trusted_devices_per_user`).
+    pub max_trusted_devices_per_user: u32,
     /// Whether a passkey sign-in completes the login without a code.
     pub passkey_replaces_code: bool,
     /// After a login with a password and a code, a user without a passkey
@@ -97,6 +100,7 @@ impl IdentitySettings {
             mtls_aliases: None,
             client_authorities: None,
             device_trust_ttl: Duration::days(180),
+            max_trusted_devices_per_user: 30,
             passkey_replaces_code: true,
             passkey_offer_pause: Some(Duration::days(30)),
             theme: crate::theme::Theme::default(),

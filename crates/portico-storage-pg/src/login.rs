@@ -120,10 +120,13 @@ impl LoginProcessRepository for PgStore {
         // One statement: the process is saved only if its version still
         // matches, and the session, the device and the audit entry are
         // inserted only from that saved row, so it is all or nothing. A
-        // session opened makes it a transaction that holds the user's row
-        // first: completions for one user take turns, each sees the
-        // sessions of those before it, and those beyond the limit end in
-        // it.
+        // session opened makes it a transaction in which that statement
+        // also takes the user's row (`locked`): completions for one user
+        // take turns from there to the commit, so the statements after it
+        // see the sessions of those before (each statement reads what was
+        // committed when it starts), and those beyond the limit end in it.
+        // The lock rides in the statement rather than in one of its own:
+        // a round trip less for every login.
         let (process, session) = (completion.process, completion.session);
         let query = sqlx::query(
             "WITH saved AS (
@@ -137,11 +140,17 @@ impl LoginProcessRepository for PgStore {
                  SELECT $13, $14, $15, $16 FROM saved WHERE $14::text IS NOT NULL
                  ON CONFLICT (user_id, device_id)
                  DO UPDATE SET trusted_at = excluded.trusted_at, user_agent = excluded.user_agent
+             ), untrusted AS (
+                 DELETE FROM trusted_devices WHERE user_id = $13 AND EXISTS (SELECT 1 FROM saved)
+                 AND device_id IN (SELECT device_id FROM trusted_devices WHERE user_id = $13 AND device_id <> $14
+                                   ORDER BY trusted_at DESC, device_id DESC OFFSET $23)
              ), audit AS (
                  INSERT INTO audit_log (at, kind, user_id, client_id, detail, actor)
                  SELECT $17, $18, $19, $20, $21, $22 FROM saved
+             ), locked AS (
+                 SELECT 1 FROM users WHERE id = $7 FOR NO KEY UPDATE
              )
-             SELECT count(*) AS saved FROM saved",
+             SELECT (SELECT count(*) FROM saved) AS saved, (SELECT count(*) FROM locked) AS locked",
         )
         .bind(process.id.as_uuid())
         .bind(process.version)
@@ -159,17 +168,14 @@ impl LoginProcessRepository for PgStore {
         .bind(completion.trusted_device.map(|(_, device)| device))
         .bind(at(completion.now))
         .bind(completion.user_agent);
-        let query = crate::audit::bind_audit(query, completion.audit).bind(completion.audit.actor.as_deref());
+        let query = crate::audit::bind_audit(query, completion.audit)
+            .bind(completion.audit.actor.as_deref())
+            .bind(i64::from(completion.device_limit.saturating_sub(1)));
         let Some(session) = session else {
             let row = query.fetch_one(&mut *self.conn().await?).await.map_err(storage_error("login process"))?;
             return Ok((get::<i64>(&row, "saved")? > 0).then(CompletedLogin::default));
         };
         let mut tx = self.begin().await?;
-        sqlx::query("SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE")
-            .bind(session.user_id.as_uuid())
-            .execute(&mut *tx)
-            .await
-            .map_err(storage_error("login process"))?;
         let row = query.fetch_one(&mut *tx).await.map_err(storage_error("login process"))?;
         if get::<i64>(&row, "saved")? == 0 {
             return Ok(None);

@@ -57,6 +57,18 @@ fn trust(
     Ok(())
 }
 
+/// Forgets `user_id`'s least recently trusted devices other than `kept`
+/// until at most `limit` remain, `kept` among them.
+fn untrust_beyond(tx: &rusqlite::Connection, user_id: UserId, kept: &str, limit: u32) -> Res<()> {
+    run(
+        tx,
+        "DELETE FROM trusted_devices WHERE user_id = ?1 AND device_id IN (SELECT device_id FROM trusted_devices \
+         WHERE user_id = ?1 AND device_id <> ?2 ORDER BY trusted_at DESC, device_id DESC LIMIT -1 OFFSET ?3)",
+        params![user_id.to_string(), kept, limit.saturating_sub(1)],
+    )?;
+    Ok(())
+}
+
 /// Takes back a pending attempt; only one still pending: one taken back
 /// as unreported already is not taken twice.
 fn uncount(tx: &rusqlite::Connection, key: &str, attempt: Uuid, hold_until: Option<OffsetDateTime>) -> Res<()> {
@@ -131,6 +143,7 @@ impl LoginProcessRepository for SqliteStore {
         let device = completion.trusted_device.map(|(user, device)| (user, device.to_owned()));
         let user_agent = completion.user_agent.map(str::to_owned);
         let (now, audit, limit) = (completion.now, completion.audit.clone(), completion.session_limit);
+        let device_limit = completion.device_limit;
         let completed = self
             .db
             .write("login process", move |tx| {
@@ -148,6 +161,7 @@ impl LoginProcessRepository for SqliteStore {
                 }
                 if let Some((user, device)) = &device {
                     trust(tx, *user, device, user_agent.as_deref(), now)?;
+                    untrust_beyond(tx, *user, device, device_limit)?;
                 }
                 Ok(Some(completed))
             })

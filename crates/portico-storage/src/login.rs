@@ -74,6 +74,10 @@ pub struct LoginCompletion<'a> {
     pub replaces: Option<&'a SessionHash>,
     /// A device to trust for a user from `now` on (after a second factor).
     pub trusted_device: Option<(UserId, &'a str)>,
+    /// The most devices a user may have trusted (at least 1): trusting one
+    /// beyond it forgets the user's least recently trusted others, in the
+    /// same write (as their trust running out would; not audited).
+    pub device_limit: u32,
     /// The login's browser, kept with the trusted device.
     pub user_agent: Option<&'a str>,
     pub now: OffsetDateTime,

@@ -269,6 +269,7 @@ async fn complete(
         session_limit: identity.settings.max_sessions_per_user,
         replaces: state.presented_session.as_ref(),
         trusted_device: device,
+        device_limit: identity.settings.max_trusted_devices_per_user,
         user_agent: state.user_agent.as_deref(),
         now,
         audit: &audit,

@@ -124,6 +124,7 @@ impl Config {
             ("login.process_ttl_secs", u64::from(self.login.process_ttl_secs)),
             ("login.session_ttl_secs", u64::from(self.login.session_ttl_secs)),
             ("login.max_sessions_per_user", u64::from(self.login.max_sessions_per_user)),
+            ("login.max_trusted_devices_per_user", u64::from(self.login.max_trusted_devices_per_user)),
             ("login.password_hash_concurrency", u64::from(self.login.password_hash_concurrency)),
             ("login.otp_ttl_secs", u64::from(self.login.otp_ttl_secs)),
             ("login.otp_max_failures", u64::from(self.login.otp_max_failures)),

@@ -417,6 +417,9 @@ pub struct LoginConfig {
     pub unreported_attempt_secs: u32,
     /// How long a device stays trusted after a login with a second factor.
     pub device_trust_days: u32,
+    /// Most devices trusted for one user: trusting one beyond it forgets
+    /// the user's least recently trusted.
+    pub max_trusted_devices_per_user: u32,
     /// Whether a passkey sign-in (user verified) completes the login
     /// without a one-time code; off: a code is asked for after it.
     pub passkey_replaces_code: bool,
@@ -505,6 +508,7 @@ impl Default for LoginConfig {
             failure_memory_hours: 24,
             unreported_attempt_secs: 120,
             device_trust_days: 180,
+            max_trusted_devices_per_user: 30,
             passkey_replaces_code: true,
             offer_passkey: true,
             passkey_offer_pause_days: 30,
@@ -620,6 +624,7 @@ impl Config {
         // Checked when the configuration was loaded.
         settings.client_authorities = self.mtls.authorities().ok().flatten().map(std::sync::Arc::new);
         settings.device_trust_ttl = Duration::days(i64::from(login.device_trust_days));
+        settings.max_trusted_devices_per_user = login.max_trusted_devices_per_user;
         settings.passkey_replaces_code = login.passkey_replaces_code;
         settings.passkey_offer_pause =
             login.offer_passkey.then(|| Duration::days(i64::from(login.passkey_offer_pause_days)));

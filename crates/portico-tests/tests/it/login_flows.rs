@@ -152,6 +152,34 @@ async fn password_then_sms_on_a_new_device_and_no_second_factor_once_trusted() {
     }
 }
 
+/// A user's trusted devices are bounded (`login.max_trusted_devices_per_user`):
+/// a login that trusts one beyond the bound forgets the least recently
+/// trusted, whose next login asks a code again; the newer stays trusted.
+#[tokio::test]
+async fn trusting_a_device_beyond_the_bound_forgets_the_least_recently_trusted() {
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, |c| c.login.max_trusted_devices_per_user = 1).await;
+        let mut browsers = Vec::new();
+        for _ in 0..2 {
+            let flow = Flow::start(&app, &[]).await;
+            flow.post_ok(&[("principal", "ivan"), ("credentials", "ivan-password")]).await;
+            assert_eq!(flow.step().await["stepType"], "sms-otp", "{backend:?}: a new device");
+            let next = flow.enter_code("+79001234567").await;
+            flow.finish(&next).await;
+            browsers.push(flow.browser.clone());
+            app.clock.advance(time::Duration::minutes(1));
+        }
+        let app = &app;
+        let again = |browser| async move {
+            let flow = Flow::start_in(app, browser, &[("prompt", Some("login"))]).await;
+            let response = flow.post(&[("principal", "ivan"), ("credentials", "ivan-password")]).await;
+            location(&response)
+        };
+        assert!(again(browsers[1].clone()).await.starts_with("/oauth2/authorize?"), "{backend:?}: the newer trusted");
+        assert_eq!(again(browsers[0].clone()).await, "/login", "{backend:?}: the older asks a code again");
+    }
+}
+
 #[tokio::test]
 async fn the_second_factor_can_switch_to_e_mail() {
     for backend in backends() {

@@ -369,6 +369,7 @@ async fn a_login_completes_all_at_once_or_not_at_all() {
             session_limit: 30,
             replaces: None,
             trusted_device: Some((ivan.id, "d1")),
+            device_limit: 30,
             user_agent: Some("Mozilla/5.0 (Android 14) Chrome/131.0"),
             now: t0(),
             audit: &audit,
@@ -406,6 +407,7 @@ async fn a_login_completes_all_at_once_or_not_at_all() {
             session_limit: 30,
             replaces: Some(&opened.token_hash),
             trusted_device: None,
+            device_limit: 30,
             user_agent: None,
             now: t0(),
             audit: &audit,
@@ -546,6 +548,7 @@ async fn open_session_replacing(
         session_limit: limit,
         replaces,
         trusted_device: None,
+        device_limit: 30,
         user_agent: None,
         now,
         audit: &audit,
@@ -619,6 +622,7 @@ async fn a_login_replaces_the_session_the_browser_presented_before_the_limit_is_
             session_limit: 30,
             replaces: Some(&"s3".into()),
             trusted_device: None,
+            device_limit: 30,
             user_agent: None,
             now: at(7),
             audit: &audit,
@@ -721,6 +725,64 @@ async fn thirty_two_parallel_logins_of_one_user_leave_exactly_the_session_limit(
         let audit = store.recent_audit(200).await.unwrap();
         let kinds = |kind: &str| audit.iter().filter(|e| e.kind == kind).count();
         assert_eq!((kinds("session.ended"), kinds("login.succeeded")), (27, 32), "{backend:?}");
+    }
+}
+
+/// A login that trusts a device beyond the user's device limit forgets
+/// the user's least recently trusted others in the same write, never the
+/// one it trusts nor another user's; one trusted again is the newest.
+#[tokio::test]
+async fn trusting_a_device_beyond_the_limit_forgets_the_least_recently_trusted() {
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let (ivan, anna) = (user("ivan"), user("anna"));
+        store.create_user(&ivan).await.unwrap();
+        store.create_user(&anna).await.unwrap();
+        store.trust_device(anna.id, "anna-1", t0()).await.unwrap();
+        let at = |minutes| t0() + Duration::minutes(minutes);
+        let trust = |device: &'static str, minutes: i64, limit: u32| {
+            let store = Arc::clone(&store);
+            async move {
+                let process = login_process();
+                store.create_login_process(&process).await.unwrap();
+                let opened =
+                    SsoSession { created_at: at(minutes), ..session(&format!("s-{device}-{minutes}"), ivan.id) };
+                let audit = AuditEvent::new(at(minutes), AuditKind::LoginSucceeded).user(ivan.id);
+                let completion = LoginCompletion {
+                    process: &process,
+                    session: Some(&opened),
+                    session_limit: 30,
+                    replaces: None,
+                    trusted_device: Some((ivan.id, device)),
+                    device_limit: limit,
+                    user_agent: None,
+                    now: at(minutes),
+                    audit: &audit,
+                };
+                store.complete_login_process(&completion).await.unwrap().expect("completed");
+            }
+        };
+        let trusted = || {
+            let store = Arc::clone(&store);
+            async move {
+                let devices = store.trusted_devices(ivan.id, t0()).await.unwrap();
+                devices.into_iter().map(|d| d.device_id).collect::<Vec<_>>()
+            }
+        };
+        for (device, minutes) in [("d1", 0), ("d2", 1), ("d3", 2)] {
+            trust(device, minutes, 3).await;
+        }
+        assert_eq!(trusted().await, ["d3", "d2", "d1"], "{backend:?}: at the limit, all kept");
+        trust("d4", 3, 3).await;
+        assert_eq!(trusted().await, ["d4", "d3", "d2"], "{backend:?}: d1 forgotten");
+        trust("d2", 4, 3).await;
+        assert_eq!(trusted().await, ["d2", "d4", "d3"], "{backend:?}: trusted again, nothing forgotten");
+        trust("d5", 5, 2).await;
+        assert_eq!(trusted().await, ["d5", "d2"], "{backend:?}: a lower limit forgets as many as it must");
+        trust("d6", 6, 1).await;
+        assert_eq!(trusted().await, ["d6"], "{backend:?}: at a limit of one, only the one trusted");
+        assert!(store.is_device_trusted(anna.id, "anna-1", t0()).await.unwrap(), "{backend:?}: another user's kept");
     }
 }
 
