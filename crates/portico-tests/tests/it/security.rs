@@ -433,46 +433,82 @@ async fn userinfo_is_never_cached() {
     }
 }
 
+/// The `svc.session` cookie (`name=value`) in a browser's `jar`.
+fn session_cookie(app: &TestApp, jar: &reqwest::cookie::Jar) -> String {
+    use reqwest::cookie::CookieStore as _;
+    let all = jar.cookies(&app.base.parse().unwrap()).unwrap();
+    all.to_str().unwrap().split("; ").find(|c| c.starts_with("svc.session=")).unwrap().to_owned()
+}
+
+/// Where an authorization request with `prompt=none` and only `cookie`
+/// leads: to a code while its session lives, else `login_required`.
+async fn silent_authorize(app: &TestApp, cookie: &str) -> String {
+    let url = app.authorize_url(&portico_tests::Pkce::new(), &[("prompt", Some("none"))]);
+    location(&app.http().get(url).header("cookie", cookie).send().await.unwrap())
+}
+
+/// A login with `prompt=login` in `browser` as `login` (whose password is
+/// `<login>-password`), through to the code.
+async fn sign_in_again(app: &TestApp, browser: &reqwest::Client, login: &str) {
+    let pkce = portico_tests::Pkce::new();
+    let response = browser.get(app.authorize_url(&pkce, &[("prompt", Some("login"))])).send().await.unwrap();
+    assert_eq!(location(&response), "/login");
+    let view = app.login_view(browser).await;
+    let csrf = view["pageData"]["authenticationFlowContext"]["csrf"].as_str().unwrap().to_owned();
+    let password = format!("{login}-password");
+    let form = [("_csrf", csrf.as_str()), ("principal", login), ("credentials", password.as_str())];
+    let response = browser.post(app.url("/login")).form(&form).send().await.unwrap();
+    let back = app.second_factor_if_asked(browser, &csrf, login, location(&response)).await;
+    let response = browser.get(app.url(&back)).send().await.unwrap();
+    assert!(location(&response).contains("code="), "{login} signed in: {}", location(&response));
+}
+
+/// A new browser in which `login` signs in (password `<login>-password`),
+/// with the cookie of the session it opened.
+async fn signed_in_browser(app: &TestApp, login: &str) -> (reqwest::Client, String) {
+    let jar = Arc::new(reqwest::cookie::Jar::default());
+    let browser = app.browser_with(Arc::clone(&jar));
+    app.login_for_code(&browser, &portico_tests::Pkce::new(), login, &format!("{login}-password")).await;
+    let cookie = session_cookie(app, &jar);
+    (browser, cookie)
+}
+
+/// The audit entries `session.ended` recorded `by` this cause.
+async fn sessions_ended_by(app: &TestApp, by: &str) -> usize {
+    let audit = app.store.recent_audit(100).await.unwrap();
+    audit.iter().filter(|e| e.kind == "session.ended" && e.detail["by"] == by).count()
+}
+
+/// The live sessions the admin API lists for `login`.
+async fn sessions_listed(app: &TestApp, login: &str) -> usize {
+    let user = app.store.find_user_by_login(login).await.unwrap().unwrap();
+    let listed = app
+        .http()
+        .get(app.url(&format!("/admin/v1/users/{}/sessions", user.id)))
+        .bearer_auth(portico_tests::ADMIN_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    listed.json::<Vec<Value>>().await.unwrap().len()
+}
+
 /// A new login in a browser ends the session it replaces: the old
 /// `svc.session` cookie no longer gets a code with `prompt=none`, and the
 /// end is recorded as a replacement.
 #[tokio::test]
 async fn a_new_login_ends_the_session_it_replaces() {
-    use reqwest::cookie::CookieStore as _;
     for backend in backends() {
         let app = TestApp::spawn(backend).await;
-        let jar = Arc::new(reqwest::cookie::Jar::default());
-        let browser = app.browser_with(Arc::clone(&jar));
-        app.login_for_code(&browser, &portico_tests::Pkce::new(), "ivan", "ivan-password").await;
-        let cookies = jar.cookies(&app.base.parse().unwrap()).unwrap();
-        let old = cookies.to_str().unwrap().split("; ").find(|c| c.starts_with("svc.session=")).unwrap().to_owned();
-        let silent = |cookie: String| {
-            let url = app.authorize_url(&portico_tests::Pkce::new(), &[("prompt", Some("none"))]);
-            let request = app.http().get(url).header("cookie", cookie);
-            async move { request.send().await.unwrap() }
-        };
-        let response = silent(old.clone()).await;
-        assert!(location(&response).contains("code="), "the session works before: {}", location(&response));
+        let (browser, old) = signed_in_browser(&app, "ivan").await;
+        let before = silent_authorize(&app, &old).await;
+        assert!(before.contains("code="), "the session works before: {before}");
 
         // prompt=login in the same browser, as another user.
-        let pkce = portico_tests::Pkce::new();
-        let response = browser.get(app.authorize_url(&pkce, &[("prompt", Some("login"))])).send().await.unwrap();
-        assert_eq!(location(&response), "/login");
-        let view = app.login_view(&browser).await;
-        let csrf = view["pageData"]["authenticationFlowContext"]["csrf"].as_str().unwrap().to_owned();
-        let form = [("_csrf", csrf.as_str()), ("principal", "maria"), ("credentials", "maria-password")];
-        let response = browser.post(app.url("/login")).form(&form).send().await.unwrap();
-        let back = app.second_factor_if_asked(&browser, &csrf, "maria", location(&response)).await;
-        let response = browser.get(app.url(&back)).send().await.unwrap();
-        assert!(location(&response).contains("code="), "maria signed in");
+        sign_in_again(&app, &browser, "maria").await;
 
-        let response = silent(old).await;
-        assert!(location(&response).contains("error=login_required"), "{backend:?}: {}", location(&response));
-        let ended = app.store.recent_audit(20).await.unwrap();
-        assert!(
-            ended.iter().any(|e| e.kind == "session.ended" && e.detail["by"] == "replaced"),
-            "{backend:?}: recorded as replaced"
-        );
+        let after = silent_authorize(&app, &old).await;
+        assert!(after.contains("error=login_required"), "{backend:?}: {after}");
+        assert_eq!(sessions_ended_by(&app, "replaced").await, 1, "{backend:?}: recorded as replaced");
     }
 }
 
@@ -482,40 +518,20 @@ async fn a_new_login_ends_the_session_it_replaces() {
 /// end is recorded `by: "limit"` and the admin API lists the newest only.
 #[tokio::test]
 async fn a_login_beyond_the_users_session_limit_ends_the_oldest_session() {
-    use reqwest::cookie::CookieStore as _;
     for backend in backends() {
         let app = TestApp::spawn_with(backend, |c| c.login.max_sessions_per_user = 2).await;
         let mut cookies = Vec::new();
         for _ in 0..3 {
-            let jar = Arc::new(reqwest::cookie::Jar::default());
-            let browser = app.browser_with(Arc::clone(&jar));
-            app.login_for_code(&browser, &portico_tests::Pkce::new(), "ivan", "ivan-password").await;
-            let all = jar.cookies(&app.base.parse().unwrap()).unwrap();
-            let session = all.to_str().unwrap().split("; ").find(|c| c.starts_with("svc.session=")).unwrap();
-            cookies.push(session.to_owned());
+            cookies.push(signed_in_browser(&app, "ivan").await.1);
             app.clock.advance(time::Duration::minutes(1));
         }
-        let silent = |cookie: &str| {
-            let url = app.authorize_url(&portico_tests::Pkce::new(), &[("prompt", Some("none"))]);
-            let request = app.http().get(url).header("cookie", cookie);
-            async move { location(&request.send().await.unwrap()) }
-        };
-        assert!(silent(&cookies[0]).await.contains("error=login_required"), "{backend:?}: the oldest ended");
+        let oldest = silent_authorize(&app, &cookies[0]).await;
+        assert!(oldest.contains("error=login_required"), "{backend:?}: the oldest ended");
         for cookie in &cookies[1..] {
-            assert!(silent(cookie).await.contains("code="), "{backend:?}: the newest two live on");
+            assert!(silent_authorize(&app, cookie).await.contains("code="), "{backend:?}: the newest two live on");
         }
-        let ended = app.store.recent_audit(50).await.unwrap();
-        let by_limit = ended.iter().filter(|e| e.kind == "session.ended" && e.detail["by"] == "limit").count();
-        assert_eq!(by_limit, 1, "{backend:?}: recorded as ended by the limit");
-        let ivan = app.store.find_user_by_login("ivan").await.unwrap().unwrap();
-        let listed = app
-            .http()
-            .get(app.url(&format!("/admin/v1/users/{}/sessions", ivan.id)))
-            .bearer_auth(portico_tests::ADMIN_TOKEN)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(listed.json::<Vec<Value>>().await.unwrap().len(), 2, "{backend:?}");
+        assert_eq!(sessions_ended_by(&app, "limit").await, 1, "{backend:?}: recorded as ended by the limit");
+        assert_eq!(sessions_listed(&app, "ivan").await, 2, "{backend:?}");
     }
 }
 
@@ -525,58 +541,29 @@ async fn a_login_beyond_the_users_session_limit_ends_the_oldest_session() {
 /// bound counts, so it is not the oldest other that makes room.)
 #[tokio::test]
 async fn a_new_login_at_the_session_limit_replaces_the_browsers_session_and_ends_no_other() {
-    use reqwest::cookie::CookieStore as _;
     for backend in backends() {
         let app = TestApp::spawn_with(backend, |c| c.login.max_sessions_per_user = 2).await;
-        let session_cookie = |jar: &reqwest::cookie::Jar| {
-            let all = jar.cookies(&app.base.parse().unwrap()).unwrap();
-            all.to_str().unwrap().split("; ").find(|c| c.starts_with("svc.session=")).unwrap().to_owned()
-        };
         // The older browser first, then the one that signs in again.
-        let mut sessions = Vec::new();
-        let mut browsers = Vec::new();
-        for _ in 0..2 {
-            let jar = Arc::new(reqwest::cookie::Jar::default());
-            let browser = app.browser_with(Arc::clone(&jar));
-            app.login_for_code(&browser, &portico_tests::Pkce::new(), "ivan", "ivan-password").await;
-            sessions.push(session_cookie(&jar));
-            browsers.push((browser, jar));
-            app.clock.advance(time::Duration::minutes(1));
-        }
-        let (browser, jar) = &browsers[1];
-        let pkce = portico_tests::Pkce::new();
-        let response = browser.get(app.authorize_url(&pkce, &[("prompt", Some("login"))])).send().await.unwrap();
-        assert_eq!(location(&response), "/login");
-        let view = app.login_view(browser).await;
-        let csrf = view["pageData"]["authenticationFlowContext"]["csrf"].as_str().unwrap().to_owned();
-        let form = [("_csrf", csrf.as_str()), ("principal", "ivan"), ("credentials", "ivan-password")];
-        let response = browser.post(app.url("/login")).form(&form).send().await.unwrap();
-        let back = app.second_factor_if_asked(browser, &csrf, "ivan", location(&response)).await;
-        let response = browser.get(app.url(&back)).send().await.unwrap();
-        assert!(location(&response).contains("code="), "{backend:?}: signed in again");
-        let renewed = session_cookie(jar);
-        assert_ne!(renewed, sessions[1], "{backend:?}: a new session on authentication");
+        let (_, other) = signed_in_browser(&app, "ivan").await;
+        app.clock.advance(time::Duration::minutes(1));
+        let jar = Arc::new(reqwest::cookie::Jar::default());
+        let browser = app.browser_with(Arc::clone(&jar));
+        app.login_for_code(&browser, &portico_tests::Pkce::new(), "ivan", "ivan-password").await;
+        let replaced = session_cookie(&app, &jar);
+        app.clock.advance(time::Duration::minutes(1));
 
-        let silent = |cookie: &str| {
-            let url = app.authorize_url(&portico_tests::Pkce::new(), &[("prompt", Some("none"))]);
-            let request = app.http().get(url).header("cookie", cookie);
-            async move { location(&request.send().await.unwrap()) }
-        };
-        assert!(silent(&sessions[0]).await.contains("code="), "{backend:?}: the other browser's session lives on");
-        assert!(silent(&renewed).await.contains("code="), "{backend:?}: the new session works");
-        assert!(silent(&sessions[1]).await.contains("error=login_required"), "{backend:?}: the replaced one ended");
-        let audit = app.store.recent_audit(50).await.unwrap();
-        let by = |why: &str| audit.iter().filter(|e| e.kind == "session.ended" && e.detail["by"] == why).count();
-        assert_eq!((by("replaced"), by("limit")), (1, 0), "{backend:?}: one replaced, none beyond the limit");
-        let ivan = app.store.find_user_by_login("ivan").await.unwrap().unwrap();
-        let listed = app
-            .http()
-            .get(app.url(&format!("/admin/v1/users/{}/sessions", ivan.id)))
-            .bearer_auth(portico_tests::ADMIN_TOKEN)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(listed.json::<Vec<Value>>().await.unwrap().len(), 2, "{backend:?}: the limit still held");
+        sign_in_again(&app, &browser, "ivan").await;
+        let renewed = session_cookie(&app, &jar);
+        assert_ne!(renewed, replaced, "{backend:?}: a new session on authentication");
+
+        let lives = silent_authorize(&app, &other).await;
+        assert!(lives.contains("code="), "{backend:?}: the other browser's session lives on");
+        assert!(silent_authorize(&app, &renewed).await.contains("code="), "{backend:?}: the new session works");
+        let ended = silent_authorize(&app, &replaced).await;
+        assert!(ended.contains("error=login_required"), "{backend:?}: the replaced one ended");
+        let by = (sessions_ended_by(&app, "replaced").await, sessions_ended_by(&app, "limit").await);
+        assert_eq!(by, (1, 0), "{backend:?}: one replaced, none beyond the limit");
+        assert_eq!(sessions_listed(&app, "ivan").await, 2, "{backend:?}: the limit still held");
     }
 }
 
