@@ -728,6 +728,14 @@ async fn thirty_two_parallel_logins_of_one_user_leave_exactly_the_session_limit(
     }
 }
 
+/// Two users stored, `ivan` and `anna`, for the device tests.
+async fn ivan_and_anna(store: &dyn Storage) -> (User, User) {
+    let (ivan, anna) = (user("ivan"), user("anna"));
+    store.create_user(&ivan).await.unwrap();
+    store.create_user(&anna).await.unwrap();
+    (ivan, anna)
+}
+
 /// A login that trusts a device beyond the user's device limit forgets
 /// the user's least recently trusted others in the same write, never the
 /// one it trusts nor another user's; one trusted again is the newest.
@@ -736,9 +744,7 @@ async fn trusting_a_device_beyond_the_limit_forgets_the_least_recently_trusted()
     for backend in backends() {
         let dir = TempDir::new();
         let store = store(backend, &dir).await;
-        let (ivan, anna) = (user("ivan"), user("anna"));
-        store.create_user(&ivan).await.unwrap();
-        store.create_user(&anna).await.unwrap();
+        let (ivan, anna) = ivan_and_anna(store.as_ref()).await;
         store.trust_device(anna.id, "anna-1", t0()).await.unwrap();
         let at = |minutes| t0() + Duration::minutes(minutes);
         let trust = |device: &'static str, minutes: i64, limit: u32| {
@@ -793,9 +799,7 @@ async fn devices_whose_trust_ran_out_are_removed_and_the_others_kept() {
     for backend in backends() {
         let dir = TempDir::new();
         let store = store(backend, &dir).await;
-        let (ivan, anna) = (user("ivan"), user("anna"));
-        store.create_user(&ivan).await.unwrap();
-        store.create_user(&anna).await.unwrap();
+        let (ivan, anna) = ivan_and_anna(store.as_ref()).await;
         let days = |n| t0() + Duration::days(n);
         store.trust_device(ivan.id, "old", days(0)).await.unwrap();
         store.trust_device(ivan.id, "at-the-cut", days(10)).await.unwrap();
