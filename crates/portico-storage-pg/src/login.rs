@@ -4,7 +4,7 @@
 
 use async_trait::async_trait;
 use portico_model::audit::AuditEvent;
-use portico_model::ids::{ClientId, LoginProcessId, UserId};
+use portico_model::ids::{ClientId, LoginProcessId, SessionHash, UserId};
 use portico_model::login::{LoginProcess, LoginState};
 use portico_model::session::{EndedSession, TrustedDevice};
 use portico_storage::{
@@ -126,7 +126,12 @@ impl LoginProcessRepository for PgStore {
         // see the sessions of those before (each statement reads what was
         // committed when it starts), and those beyond the limit end in it.
         // The lock rides in the statement rather than in one of its own:
-        // a round trip less for every login.
+        // a round trip less for every login. The user of the session the
+        // browser presented is locked with it, both in the order of their
+        // ids: two browsers that swap two users at once each end the
+        // session the other keeps, and would otherwise each hold one
+        // session and wait for the other's (a deadlock the server breaks
+        // by failing one login).
         let (process, session) = (completion.process, completion.session);
         let query = sqlx::query(
             "WITH saved AS (
@@ -148,7 +153,9 @@ impl LoginProcessRepository for PgStore {
                  INSERT INTO audit_log (at, kind, user_id, client_id, detail, actor)
                  SELECT $17, $18, $19, $20, $21, $22 FROM saved
              ), locked AS (
-                 SELECT 1 FROM users WHERE id = $7 FOR NO KEY UPDATE
+                 SELECT 1 FROM users
+                 WHERE id = $7 OR id = (SELECT user_id FROM sso_sessions WHERE token_hash = $24)
+                 ORDER BY id FOR NO KEY UPDATE
              )
              SELECT (SELECT count(*) FROM saved) AS saved, (SELECT count(*) FROM locked) AS locked",
         )
@@ -170,7 +177,8 @@ impl LoginProcessRepository for PgStore {
         .bind(completion.user_agent);
         let query = crate::audit::bind_audit(query, completion.audit)
             .bind(completion.audit.actor.as_deref())
-            .bind(i64::from(completion.device_limit.saturating_sub(1)));
+            .bind(i64::from(completion.device_limit.saturating_sub(1)))
+            .bind(completion.replaces.map(SessionHash::as_str));
         let Some(session) = session else {
             let row = query.fetch_one(&mut *self.conn().await?).await.map_err(storage_error("login process"))?;
             return Ok((get::<i64>(&row, "saved")? > 0).then(CompletedLogin::default));

@@ -728,6 +728,50 @@ async fn thirty_two_parallel_logins_of_one_user_leave_exactly_the_session_limit(
     }
 }
 
+/// Sixteen pairs of browsers swap users at once, at a limit of one
+/// session: in each pair one browser holds the first user's session and
+/// signs in as the second, the other the reverse, so each completion ends
+/// the session the other one keeps at the limit. All thirty-two complete
+/// (none is refused for a conflict with its partner), each old session
+/// ends exactly once, and only the thirty-two new sessions stay.
+#[tokio::test]
+async fn thirty_two_crossed_logins_replacing_each_others_sessions_all_complete() {
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let mut logins = tokio::task::JoinSet::new();
+        for pair in 0..16 {
+            let (first, second) = (user(&format!("first{pair}")), user(&format!("second{pair}")));
+            store.create_user(&first).await.unwrap();
+            store.create_user(&second).await.unwrap();
+            let (old_first, old_second) = (format!("old-a{pair}"), format!("old-b{pair}"));
+            store.create_session(&session(&old_first, first.id)).await.unwrap();
+            store.create_session(&session(&old_second, second.id)).await.unwrap();
+            for (presented, signs_in) in [(old_first, second.id), (old_second, first.id)] {
+                let (store, opened) = (Arc::clone(&store), session(&format!("new-{presented}"), signs_in));
+                logins.spawn(async move {
+                    let presented = SessionHash::from(presented);
+                    open_session_replacing(store.as_ref(), &opened, 1, Some(&presented), t0()).await
+                });
+            }
+        }
+        let ended: Vec<_> =
+            logins.join_all().await.iter().flat_map(CompletedLogin::ended).map(|e| e.session.id).collect();
+        let distinct: std::collections::HashSet<_> = ended.iter().collect();
+        assert_eq!((ended.len(), distinct.len()), (32, 32), "{backend:?}: each old session ended once");
+        let audit = store.recent_audit(200).await.unwrap();
+        let kinds = |kind: &str| audit.iter().filter(|e| e.kind == kind).count();
+        assert_eq!((kinds("session.ended"), kinds("login.succeeded")), (32, 32), "{backend:?}");
+        for pair in 0..16 {
+            for old in [format!("old-a{pair}"), format!("old-b{pair}")] {
+                assert!(distinct.contains(&sid(&old)), "{backend:?}: {old} ended");
+                let new = store.find_session_by_id(sid(&format!("new-{old}")), t0()).await.unwrap();
+                assert!(new.is_some(), "{backend:?}: the login in {old}'s browser kept its session");
+            }
+        }
+    }
+}
+
 /// Two users stored, `ivan` and `anna`, for the device tests.
 async fn ivan_and_anna(store: &dyn Storage) -> (User, User) {
     let (ivan, anna) = (user("ivan"), user("anna"));
