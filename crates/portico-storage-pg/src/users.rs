@@ -72,6 +72,14 @@ impl PgStore {
         let user = user_from(&row)?;
         let mut revoked: Vec<Uuid> = Vec::new();
         if set {
+            // Sessions before grants, the order in which a logout takes
+            // them: a logout under way holds its session and waits for its
+            // grants, so taking the grants first would deadlock with it.
+            sqlx::query("DELETE FROM sso_sessions WHERE user_id = $1")
+                .bind(user.id.as_uuid())
+                .execute(&mut *tx)
+                .await
+                .map_err(storage_error("session"))?;
             revoked = sqlx::query_scalar(
                 "UPDATE grants SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL RETURNING id",
             )
@@ -80,11 +88,6 @@ impl PgStore {
             .fetch_all(&mut *tx)
             .await
             .map_err(storage_error("grant"))?;
-            sqlx::query("DELETE FROM sso_sessions WHERE user_id = $1")
-                .bind(user.id.as_uuid())
-                .execute(&mut *tx)
-                .await
-                .map_err(storage_error("session"))?;
         }
         tx.commit().await.map_err(storage_error("user"))?;
         if let Some(memory) = self.memory() {

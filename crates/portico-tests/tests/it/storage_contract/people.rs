@@ -80,6 +80,52 @@ async fn blocking_revokes_grants_and_sessions_and_cleanup_removes_what_expired()
     }
 }
 
+/// A user blocked while signing out everywhere at once: four rounds of
+/// thirty-one logouts (each session holding a grant) and the block, all
+/// at once. Every write completes (none is refused for a conflict with
+/// another), every grant ends revoked and no session stays.
+#[tokio::test]
+async fn a_block_while_the_users_sessions_end_at_once_completes_every_write() {
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        store.create_client(&client("app")).await.unwrap();
+        for round in 0..4 {
+            let u = user(&format!("user{round}"));
+            store.create_user(&u).await.unwrap();
+            let mut grants = Vec::new();
+            for i in 0..31 {
+                let name = format!("r{round}s{i}");
+                store.create_session(&session(&name, u.id)).await.unwrap();
+                let issued = AuthorizationCode { session_id: Some(sid(&name)), ..code(&name, "app", u.id) };
+                store.insert_code(&issued).await.unwrap();
+                let g = Grant { session_id: Some(sid(&name)), ..grant("app", u.id) };
+                let (hash, token) = (code_hash(&name), refresh(&name, g.id, 30));
+                let redeemed = store.redeem_code(&hash, t0(), &g, &token, &audit()).await.unwrap();
+                assert_eq!(redeemed, Redemption::Redeemed);
+                grants.push(g.id);
+            }
+            let mut logouts = tokio::task::JoinSet::new();
+            for i in 0..31 {
+                let store = Arc::clone(&store);
+                logouts.spawn(async move {
+                    let id = sid(&format!("r{round}s{i}"));
+                    let audit = AuditEvent::new(t0(), AuditKind::SessionEnded);
+                    store.end_session(id, t0(), &audit).await.unwrap();
+                });
+            }
+            let blocked = store.set_user_blocked(&u.login, true, t0()).await.unwrap();
+            assert!(blocked.is_some_and(|u| u.blocked), "{backend:?}");
+            logouts.join_all().await;
+            assert!(store.list_sessions(u.id, t0()).await.unwrap().is_empty(), "{backend:?}: no session stays");
+            for id in grants {
+                let revoked = store.find_grant(id).await.unwrap().unwrap().revoked_at;
+                assert!(revoked.is_some(), "{backend:?}: grant {id} revoked");
+            }
+        }
+    }
+}
+
 #[tokio::test]
 async fn clients_and_users_change_in_place_and_users_are_found_a_page_at_a_time() {
     use portico_storage::{TextMatch, UserQuery};
