@@ -242,6 +242,14 @@ impl UserRepository for PgStore {
         // is announced to every node's cache by the grants' trigger. A user
         // who was an employee changes the permission model: a new revision.
         let mut tx = self.begin().await?;
+        // The sessions go first, the order in which a logout takes a
+        // session and then its grants: left to the cascade, the grants
+        // would go before the sessions and deadlock with a logout.
+        sqlx::query("DELETE FROM sso_sessions WHERE user_id = $1")
+            .bind(id.as_uuid())
+            .execute(&mut *tx)
+            .await
+            .map_err(storage_error("session"))?;
         let grants: Vec<Uuid> = sqlx::query_scalar("SELECT id FROM grants WHERE user_id = $1")
             .bind(id.as_uuid())
             .fetch_all(&mut *tx)

@@ -80,12 +80,13 @@ async fn blocking_revokes_grants_and_sessions_and_cleanup_removes_what_expired()
     }
 }
 
-/// A user blocked while signing out everywhere at once: four rounds of
-/// thirty-one logouts (each session holding a grant) and the block, all
-/// at once. Every write completes (none is refused for a conflict with
-/// another), every grant ends revoked and no session stays.
+/// A user blocked, or deleted, while signing out everywhere at once: four
+/// rounds of thirty-one logouts (each session holding a grant) and the
+/// block (rounds 0 and 1) or the deletion (2 and 3), all at once. Every
+/// write completes (none is refused for a conflict with another), no
+/// session stays, and every grant ends revoked (or gone with the user).
 #[tokio::test]
-async fn a_block_while_the_users_sessions_end_at_once_completes_every_write() {
+async fn a_block_or_deletion_while_the_users_sessions_end_at_once_completes_every_write() {
     for backend in backends() {
         let dir = TempDir::new();
         let store = store(backend, &dir).await;
@@ -114,13 +115,19 @@ async fn a_block_while_the_users_sessions_end_at_once_completes_every_write() {
                     store.end_session(id, t0(), &audit).await.unwrap();
                 });
             }
-            let blocked = store.set_user_blocked(&u.login, true, t0()).await.unwrap();
-            assert!(blocked.is_some_and(|u| u.blocked), "{backend:?}");
+            let deleted = round >= 2;
+            if deleted {
+                assert!(store.delete_user(u.id).await.unwrap(), "{backend:?}");
+            } else {
+                let blocked = store.set_user_blocked(&u.login, true, t0()).await.unwrap();
+                assert!(blocked.is_some_and(|u| u.blocked), "{backend:?}");
+            }
             logouts.join_all().await;
             assert!(store.list_sessions(u.id, t0()).await.unwrap().is_empty(), "{backend:?}: no session stays");
             for id in grants {
-                let revoked = store.find_grant(id).await.unwrap().unwrap().revoked_at;
-                assert!(revoked.is_some(), "{backend:?}: grant {id} revoked");
+                let grant = store.find_grant(id).await.unwrap();
+                let ended = if deleted { grant.is_none() } else { grant.is_some_and(|g| g.revoked_at.is_some()) };
+                assert!(ended, "{backend:?}: grant {id} ended (deleted: {deleted})");
             }
         }
     }
