@@ -224,6 +224,12 @@ fn describe() {
         "Operations that gave up waiting for a pooled connection (database_acquire_timeout_secs); answered 503."
     );
     metrics::describe_counter!(
+        "portico_database_conflicts_total",
+        "PostgreSQL writes the database rolled back to break a conflict with another (a deadlock, a serialization \
+         failure), by write (login_completion, session_end, user_flag, user_deletion) and outcome: retried (sent \
+         again at once), failed (the third try also rolled back; answered 503)."
+    );
+    metrics::describe_counter!(
         "portico_database_writes_in_doubt_total",
         "Once-only writes (statement: code_redemption, refresh_rotation, and pushed_login_process, pushed_code: \
          the writes taking a pushed authorization request) whose answer a lost PostgreSQL connection took, by \

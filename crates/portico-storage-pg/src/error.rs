@@ -22,7 +22,56 @@ pub(crate) fn storage_error(what: &'static str) -> impl Fn(sqlx::Error) -> Stora
             StorageError::Unavailable(error.to_string())
         }
         _ if connection_lost(&error) => StorageError::Unavailable(error.to_string()),
+        sqlx::Error::Database(db) if db.code().is_some_and(|code| rolled_back_for_a_conflict(&code)) => {
+            StorageError::Unavailable(format!("{ROLLED_BACK}: {error}; try again"))
+        }
         _ => StorageError::Other(error.to_string()),
+    }
+}
+
+/// How the error of a transaction the server rolled back to break a
+/// conflict with another begins ([`storage_error`]).
+const ROLLED_BACK: &str = "the database rolled the write back to break a conflict with another";
+
+/// Whether a SQLSTATE means the server rolled the transaction back to
+/// break a conflict with another one, so that running it again is safe
+/// and likely to succeed: 40P01 (deadlock detected) and 40001
+/// (serialization failure).
+fn rolled_back_for_a_conflict(code: &str) -> bool {
+    matches!(code, "40P01" | "40001")
+}
+
+/// How many times [`again_if_rolled_back`] runs a write at most.
+const TRIES: u32 = 3;
+
+/// Runs `write` (one whole transaction, or one statement) again when the
+/// server rolled it back to break a conflict with another (a deadlock
+/// among writers that lock rows in different orders), up to [`TRIES`]
+/// times: nothing of a rolled-back try was kept, so another is safe. The
+/// last try's error stands (answered 503: try again). Counted in
+/// `portico_database_conflicts_total` by `outcome`.
+pub(crate) async fn again_if_rolled_back<T, Written>(
+    write: &'static str,
+    mut send: impl FnMut() -> Written,
+) -> Result<T, StorageError>
+where
+    Written: std::future::Future<Output = Result<T, StorageError>>,
+{
+    let mut tries = 1;
+    loop {
+        match send().await {
+            Err(StorageError::Unavailable(message)) if message.starts_with(ROLLED_BACK) => {
+                let outcome = if tries < TRIES { "retried" } else { "failed" };
+                metrics::counter!("portico_database_conflicts_total", "write" => write, "outcome" => outcome)
+                    .increment(1);
+                tracing::info!(write, tries, error = %message, "the database rolled a write back for a conflict");
+                if tries == TRIES {
+                    return Err(StorageError::Unavailable(message));
+                }
+                tries += 1;
+            }
+            answered => return answered,
+        }
     }
 }
 
@@ -123,13 +172,65 @@ mod connection_failures {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn only_deadlocks_and_serialization_failures_are_rolled_back_for_a_conflict() {
+        for code in ["40P01", "40001"] {
+            assert!(rolled_back_for_a_conflict(code), "{code}");
+        }
+        for code in ["40002", "40003", "23505", "55P03", "57014", "08006"] {
+            assert!(!rolled_back_for_a_conflict(code), "{code}");
+        }
+    }
+
+    fn rolled_back() -> StorageError {
+        StorageError::Unavailable(format!("{ROLLED_BACK}: deadlock detected; try again"))
+    }
+
+    fn run<T>(future: impl std::future::Future<Output = T>) -> T {
+        tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(future)
+    }
+
+    #[test]
+    fn a_write_rolled_back_for_a_conflict_is_sent_again_until_it_is_answered() {
+        let mut sent = 0;
+        let answer = run(again_if_rolled_back("test", || {
+            sent += 1;
+            let result = if sent < TRIES { Err(rolled_back()) } else { Ok(sent) };
+            async move { result }
+        }));
+        assert_eq!(answer.unwrap(), TRIES, "answered by the last try");
+    }
+
+    #[test]
+    fn a_write_rolled_back_every_time_fails_retryably_and_other_errors_are_not_retried() {
+        let mut sent = 0;
+        let answer: Result<(), _> = run(again_if_rolled_back("test", || {
+            sent += 1;
+            async { Err(rolled_back()) }
+        }));
+        assert!(matches!(answer, Err(StorageError::Unavailable(m)) if m.starts_with(ROLLED_BACK)));
+        assert_eq!(sent, TRIES);
+        for error in [StorageError::Unavailable("connection refused".into()), StorageError::Other("bug".into())] {
+            let mut sent = 0;
+            let answer: Result<(), _> = run(again_if_rolled_back("test", || {
+                sent += 1;
+                let error = error.clone();
+                async move { Err(error) }
+            }));
+            assert!(answer.is_err());
+            assert_eq!(sent, 1, "{error}: sent once");
+        }
+    }
+
     #[test]
     fn outage_codes_are_told_from_statement_errors() {
         for code in ["08006", "08003", "57P01", "57P02", "57P03", "53300"] {
-            assert!(super::outage_code(code), "{code}");
+            assert!(outage_code(code), "{code}");
         }
         for code in ["23505", "23503", "42P01", "22P02", "40001", "22P05"] {
-            assert!(!super::outage_code(code), "{code}");
+            assert!(!outage_code(code), "{code}");
         }
     }
 }

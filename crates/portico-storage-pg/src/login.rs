@@ -16,7 +16,7 @@ use sqlx::types::Json;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::error::storage_error;
+use crate::error::{again_if_rolled_back, storage_error};
 use crate::{PgStore, Result, at, at_opt, count, get, int};
 
 fn process_from(row: &PgRow) -> Result<LoginProcess> {
@@ -117,6 +117,22 @@ impl LoginProcessRepository for PgStore {
     }
 
     async fn complete_login_process(&self, completion: &LoginCompletion<'_>) -> Result<Option<CompletedLogin>> {
+        again_if_rolled_back("login_completion", || self.complete_login_once(completion)).await
+    }
+
+    async fn delete_login_process(&self, id: LoginProcessId) -> Result<()> {
+        sqlx::query("DELETE FROM login_processes WHERE id = $1")
+            .bind(id.as_uuid())
+            .execute(&mut *self.conn().await?)
+            .await
+            .map_err(storage_error("login process"))?;
+        Ok(())
+    }
+}
+
+impl PgStore {
+    /// One try of [`LoginProcessRepository::complete_login_process`].
+    async fn complete_login_once(&self, completion: &LoginCompletion<'_>) -> Result<Option<CompletedLogin>> {
         // One statement: the process is saved only if its version still
         // matches, and the session, the device and the audit entry are
         // inserted only from that saved row, so it is all or nothing. A
@@ -200,15 +216,6 @@ impl LoginProcessRepository for PgStore {
             memory.grants_revoked(completed.ended().flat_map(EndedSession::revoked_grants).map(|g| g.id));
         }
         Ok(Some(completed))
-    }
-
-    async fn delete_login_process(&self, id: LoginProcessId) -> Result<()> {
-        sqlx::query("DELETE FROM login_processes WHERE id = $1")
-            .bind(id.as_uuid())
-            .execute(&mut *self.conn().await?)
-            .await
-            .map_err(storage_error("login process"))?;
-        Ok(())
     }
 }
 

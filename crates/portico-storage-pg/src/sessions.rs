@@ -10,7 +10,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::audit::bind_audit;
-use crate::error::storage_error;
+use crate::error::{again_if_rolled_back, storage_error};
 use crate::oauth::grant_from;
 use crate::{PgStore, Result, at, get};
 
@@ -136,6 +136,26 @@ pub(crate) async fn end_beyond_limit(
     Ok(ended)
 }
 
+impl PgStore {
+    /// One try of [`SessionRepository::end_session`].
+    async fn end_session_once(
+        &self,
+        id: SessionId,
+        now: OffsetDateTime,
+        audit: &AuditEvent,
+    ) -> Result<Option<EndedSession>> {
+        let mut tx = self.begin().await?;
+        let Some(ended) = end_in(&mut tx, id, now, audit).await? else {
+            return Ok(None);
+        };
+        tx.commit().await.map_err(storage_error("session"))?;
+        if let Some(memory) = self.memory() {
+            memory.grants_revoked(ended.revoked_grants().map(|g| g.id));
+        }
+        Ok(Some(ended))
+    }
+}
+
 #[async_trait]
 impl SessionRepository for PgStore {
     async fn create_session(&self, session: &SsoSession) -> Result<()> {
@@ -199,15 +219,7 @@ impl SessionRepository for PgStore {
         now: OffsetDateTime,
         audit: &AuditEvent,
     ) -> Result<Option<EndedSession>> {
-        let mut tx = self.begin().await?;
-        let Some(ended) = end_in(&mut tx, id, now, audit).await? else {
-            return Ok(None);
-        };
-        tx.commit().await.map_err(storage_error("session"))?;
-        if let Some(memory) = self.memory() {
-            memory.grants_revoked(ended.revoked_grants().map(|g| g.id));
-        }
-        Ok(Some(ended))
+        again_if_rolled_back("session_end", || self.end_session_once(id, now, audit)).await
     }
 
     async fn claim_logout_notices(

@@ -10,7 +10,7 @@ use sqlx::types::Json;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::error::storage_error;
+use crate::error::{again_if_rolled_back, storage_error};
 use crate::{PgStore, Result, at, get};
 
 fn user_from(row: &PgRow) -> Result<User> {
@@ -63,6 +63,11 @@ impl PgStore {
     /// `$1`); setting it also revokes every grant of the user and ends the
     /// user's SSO sessions, in one transaction.
     async fn set_user_flag(&self, sql: &str, user: &str, set: bool, now: OffsetDateTime) -> Result<Option<User>> {
+        again_if_rolled_back("user_flag", || self.set_user_flag_once(sql, user, set, now)).await
+    }
+
+    /// One try of [`PgStore::set_user_flag`].
+    async fn set_user_flag_once(&self, sql: &str, user: &str, set: bool, now: OffsetDateTime) -> Result<Option<User>> {
         let mut tx = self.begin().await?;
         let Some(row) =
             sqlx::query(sql).bind(user).bind(set).fetch_optional(&mut *tx).await.map_err(storage_error("user"))?
@@ -94,6 +99,56 @@ impl PgStore {
             memory.grants_revoked(revoked.into_iter().map(GrantId::from));
         }
         Ok(Some(user))
+    }
+
+    /// One try of [`UserRepository::delete_user`].
+    async fn delete_user_once(&self, id: UserId) -> Result<bool> {
+        // The grants go with the user (ON DELETE CASCADE); their deletion
+        // is announced to every node's cache by the grants' trigger. A user
+        // who was an employee changes the permission model: a new revision.
+        let mut tx = self.begin().await?;
+        // The sessions go first, the order in which a logout takes a
+        // session and then its grants: left to the cascade, the grants
+        // would go before the sessions and deadlock with a logout.
+        sqlx::query("DELETE FROM sso_sessions WHERE user_id = $1")
+            .bind(id.as_uuid())
+            .execute(&mut *tx)
+            .await
+            .map_err(storage_error("session"))?;
+        let grants: Vec<Uuid> = sqlx::query_scalar("SELECT id FROM grants WHERE user_id = $1")
+            .bind(id.as_uuid())
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(storage_error("grant"))?;
+        let employed = sqlx::query("DELETE FROM employees WHERE user_id = $1")
+            .bind(id.as_uuid())
+            .execute(&mut *tx)
+            .await
+            .map_err(storage_error("employee"))?
+            .rows_affected();
+        let mut revision = None;
+        if employed > 0 {
+            let sql = "UPDATE permission_revision SET revision = revision + 1 WHERE id = 1 RETURNING revision";
+            revision = Some(
+                sqlx::query_scalar::<_, i64>(sql)
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(storage_error("permission revision"))?,
+            );
+        }
+        let done = sqlx::query("DELETE FROM users WHERE id = $1")
+            .bind(id.as_uuid())
+            .execute(&mut *tx)
+            .await
+            .map_err(storage_error("user"))?;
+        tx.commit().await.map_err(storage_error("user"))?;
+        if let Some(memory) = self.memory() {
+            memory.grants_revoked(grants.into_iter().map(GrantId::from));
+            if let Some(revision) = revision {
+                memory.revision_seen(revision);
+            }
+        }
+        Ok(done.rows_affected() > 0)
     }
 
     async fn users_where(&self, condition: &'static str, value: &str) -> Result<Vec<User>> {
@@ -238,52 +293,7 @@ impl UserRepository for PgStore {
     }
 
     async fn delete_user(&self, id: UserId) -> Result<bool> {
-        // The grants go with the user (ON DELETE CASCADE); their deletion
-        // is announced to every node's cache by the grants' trigger. A user
-        // who was an employee changes the permission model: a new revision.
-        let mut tx = self.begin().await?;
-        // The sessions go first, the order in which a logout takes a
-        // session and then its grants: left to the cascade, the grants
-        // would go before the sessions and deadlock with a logout.
-        sqlx::query("DELETE FROM sso_sessions WHERE user_id = $1")
-            .bind(id.as_uuid())
-            .execute(&mut *tx)
-            .await
-            .map_err(storage_error("session"))?;
-        let grants: Vec<Uuid> = sqlx::query_scalar("SELECT id FROM grants WHERE user_id = $1")
-            .bind(id.as_uuid())
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(storage_error("grant"))?;
-        let employed = sqlx::query("DELETE FROM employees WHERE user_id = $1")
-            .bind(id.as_uuid())
-            .execute(&mut *tx)
-            .await
-            .map_err(storage_error("employee"))?
-            .rows_affected();
-        let mut revision = None;
-        if employed > 0 {
-            let sql = "UPDATE permission_revision SET revision = revision + 1 WHERE id = 1 RETURNING revision";
-            revision = Some(
-                sqlx::query_scalar::<_, i64>(sql)
-                    .fetch_one(&mut *tx)
-                    .await
-                    .map_err(storage_error("permission revision"))?,
-            );
-        }
-        let done = sqlx::query("DELETE FROM users WHERE id = $1")
-            .bind(id.as_uuid())
-            .execute(&mut *tx)
-            .await
-            .map_err(storage_error("user"))?;
-        tx.commit().await.map_err(storage_error("user"))?;
-        if let Some(memory) = self.memory() {
-            memory.grants_revoked(grants.into_iter().map(GrantId::from));
-            if let Some(revision) = revision {
-                memory.revision_seen(revision);
-            }
-        }
-        Ok(done.rows_affected() > 0)
+        again_if_rolled_back("user_deletion", || self.delete_user_once(id)).await
     }
 
     async fn search_users(&self, query: &UserQuery) -> Result<Vec<User>> {
