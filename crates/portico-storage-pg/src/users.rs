@@ -107,9 +107,21 @@ impl PgStore {
         // is announced to every node's cache by the grants' trigger. A user
         // who was an employee changes the permission model: a new revision.
         let mut tx = self.begin().await?;
-        // The sessions go first, the order in which a logout takes a
-        // session and then its grants: left to the cascade, the grants
-        // would go before the sessions and deadlock with a logout.
+        // Rows in the order every writer takes them (docs/decisions.md,
+        // "Lock order"): the permission revision (a save of the model takes
+        // it before the employees it rewrites), the user (a login takes it
+        // before the sessions it ends), the sessions, then the grants (a
+        // logout takes its session, then the session's grants; left to the
+        // cascade, the grants would go first).
+        sqlx::query("SELECT 1 FROM permission_revision WHERE id = 1 FOR NO KEY UPDATE")
+            .execute(&mut *tx)
+            .await
+            .map_err(storage_error("permission revision"))?;
+        sqlx::query("SELECT 1 FROM users WHERE id = $1 FOR UPDATE")
+            .bind(id.as_uuid())
+            .execute(&mut *tx)
+            .await
+            .map_err(storage_error("user"))?;
         sqlx::query("DELETE FROM sso_sessions WHERE user_id = $1")
             .bind(id.as_uuid())
             .execute(&mut *tx)
