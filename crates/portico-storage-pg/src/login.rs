@@ -130,6 +130,13 @@ impl LoginProcessRepository for PgStore {
     }
 }
 
+/// Whether the completion's statement failed for a row it refers to that
+/// is gone (SQLSTATE 23503): the user, deleted while signing in, whose
+/// session and device could not be stored. Nothing of it was.
+fn user_gone(error: &sqlx::Error) -> bool {
+    matches!(error, sqlx::Error::Database(db) if db.is_foreign_key_violation())
+}
+
 impl PgStore {
     /// One try of [`LoginProcessRepository::complete_login_process`].
     async fn complete_login_once(&self, completion: &LoginCompletion<'_>) -> Result<Option<CompletedLogin>> {
@@ -196,11 +203,17 @@ impl PgStore {
             .bind(i64::from(completion.device_limit.saturating_sub(1)))
             .bind(completion.replaces.map(SessionHash::as_str));
         let Some(session) = session else {
-            let row = query.fetch_one(&mut *self.conn().await?).await.map_err(storage_error("login process"))?;
+            let row = match query.fetch_one(&mut *self.conn().await?).await {
+                Err(error) if user_gone(&error) => return Ok(None),
+                row => row.map_err(storage_error("login process"))?,
+            };
             return Ok((get::<i64>(&row, "saved")? > 0).then(CompletedLogin::default));
         };
         let mut tx = self.begin().await?;
-        let row = query.fetch_one(&mut *tx).await.map_err(storage_error("login process"))?;
+        let row = match query.fetch_one(&mut *tx).await {
+            Err(error) if user_gone(&error) => return Ok(None),
+            row => row.map_err(storage_error("login process"))?,
+        };
         if get::<i64>(&row, "saved")? == 0 {
             return Ok(None);
         }

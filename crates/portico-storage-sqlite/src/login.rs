@@ -147,6 +147,13 @@ impl LoginProcessRepository for SqliteStore {
         let completed = self
             .db
             .write("login process", move |tx| {
+                // A user deleted while signing in has nothing to complete.
+                let users = session.as_ref().map(|s| s.user_id).into_iter().chain(device.as_ref().map(|d| d.0));
+                for user in users {
+                    if one(tx, "SELECT 1 FROM users WHERE id = ?1", [user.to_string()], |_| Ok(()))?.is_none() {
+                        return Ok(None);
+                    }
+                }
                 if !update_process(tx, &process)? {
                     return Ok(None);
                 }

@@ -48,7 +48,9 @@ pub trait LoginProcessRepository: Send + Sync {
     /// Before the limit is counted, a session opened ends the live one the
     /// browser presented (`completion.replaces`, whoever its user),
     /// recorded with `by: "replaced"`. Returns the sessions so ended, or
-    /// `None` (and stores nothing) when another request got there first.
+    /// `None` (and stores nothing) when another request got there first or
+    /// the user it opens a session or trusts a device for is gone (deleted
+    /// while signing in).
     ///
     /// # Errors
     /// Only when the store fails.

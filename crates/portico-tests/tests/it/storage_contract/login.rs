@@ -632,6 +632,46 @@ async fn a_login_replaces_the_session_the_browser_presented_before_the_limit_is_
     }
 }
 
+/// A login completing for a user deleted while signing in stores nothing
+/// and is told so as a lost race is (`None`): no session, no trusted
+/// device, no audit entry, the process as it was.
+#[tokio::test]
+async fn a_login_of_a_user_deleted_meanwhile_completes_nothing() {
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        let (ivan, anna) = ivan_and_anna(store.as_ref()).await;
+        store.create_session(&session("ivans", ivan.id)).await.unwrap();
+        assert!(store.delete_user(anna.id).await.unwrap());
+        let before = store.recent_audit(100).await.unwrap().len();
+        let audit = AuditEvent::new(t0(), AuditKind::LoginSucceeded).user(anna.id);
+        for (opens, trusts) in [(true, true), (true, false), (false, true)] {
+            let process = login_process();
+            store.create_login_process(&process).await.unwrap();
+            let opened = session(&format!("annas-{opens}-{trusts}"), anna.id);
+            let completion = LoginCompletion {
+                process: &process,
+                session: opens.then_some(&opened),
+                session_limit: 30,
+                replaces: Some(&"ivans".into()),
+                trusted_device: trusts.then_some((anna.id, "d1")),
+                device_limit: 30,
+                user_agent: None,
+                now: t0(),
+                audit: &audit,
+            };
+            let completed = store.complete_login_process(&completion).await;
+            assert_eq!(completed.unwrap(), None, "{backend:?}: opens {opens}, trusts {trusts}");
+            assert_eq!(store.find_session_by_id(opened.id, t0()).await.unwrap(), None, "{backend:?}");
+            let stored = store.find_login_process(process.id, t0()).await.unwrap().expect("kept");
+            assert_eq!(stored.version, process.version, "{backend:?}: the process as it was");
+        }
+        assert!(store.find_session(&"ivans".into(), t0()).await.unwrap().is_some(), "{backend:?}: nothing replaced");
+        assert!(!store.is_device_trusted(anna.id, "d1", t0()).await.unwrap(), "{backend:?}");
+        assert_eq!(store.recent_audit(100).await.unwrap().len(), before, "{backend:?}: nothing recorded");
+    }
+}
+
 /// A login that opens a session beyond the user's limit ends the oldest
 /// others in its own write, each as a logout ends one: the grants of
 /// clients that asked for it revoked, a back-channel notice stored, an
