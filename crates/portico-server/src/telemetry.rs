@@ -226,7 +226,7 @@ fn describe() {
     metrics::describe_counter!(
         "portico_database_conflicts_total",
         "PostgreSQL writes the database rolled back to break a conflict with another (a deadlock, a serialization \
-         failure), by write (login_completion, session_end, user_flag, user_deletion) and outcome: retried (sent \
+         failure), by write (login_completion, session_end, user_flag, user_deletion, client_deletion, and the token and pushed-request writes: code_redemption, refresh_rotation, login_process, pushed_login_process, pushed_code) and outcome: retried (sent \
          again at once), failed (the third try also rolled back; answered 503)."
     );
     metrics::describe_counter!(

@@ -11,7 +11,7 @@ use sqlx::types::Json;
 use time::OffsetDateTime;
 
 use crate::batch::{Batch, Batcher};
-use crate::error::storage_error;
+use crate::error::{again_if_rolled_back, storage_error};
 use crate::{PgStore, Result, at, get};
 
 pub(crate) fn client_from(row: &PgRow) -> Result<Client> {
@@ -133,10 +133,31 @@ impl ClientRepository for PgStore {
     }
 
     async fn delete_client(&self, client_id: &ClientId) -> Result<bool> {
-        let done = sqlx::query("DELETE FROM clients WHERE client_id = $1")
+        // The deletion cascades from the client to its grants and then
+        // their refresh tokens, while a rotation takes a token and then its
+        // grant (docs/decisions.md, "Lock order"): the client's tokens are
+        // taken first, in the order rotations take them. A rotation of a
+        // successor stored meanwhile may still deadlock with the cascade;
+        // PostgreSQL rolls one back, and either is sent again.
+        let done = again_if_rolled_back("client_deletion", || async {
+            let mut tx = self.begin().await?;
+            sqlx::query(
+                "SELECT 1 FROM refresh_tokens WHERE grant_id IN (SELECT id FROM grants WHERE client_id = $1) \
+                 ORDER BY token_hash FOR UPDATE",
+            )
             .bind(client_id.as_str())
-            .execute(&mut *self.conn().await?)
-            .await;
+            .execute(&mut *tx)
+            .await
+            .map_err(storage_error("refresh token"))?;
+            let done = sqlx::query("DELETE FROM clients WHERE client_id = $1")
+                .bind(client_id.as_str())
+                .execute(&mut *tx)
+                .await
+                .map_err(storage_error("client"))?;
+            tx.commit().await.map_err(storage_error("client"))?;
+            Ok(done)
+        })
+        .await;
         // Forgotten even when the answer was lost: the change may have
         // committed. The client's grants went with it (ON DELETE CASCADE):
         // every node hears of each (the grants' trigger), this one at once.
@@ -144,7 +165,7 @@ impl ClientRepository for PgStore {
         if let Some(memory) = self.memory() {
             memory.forget_live_grants();
         }
-        Ok(done.map_err(storage_error("client"))?.rows_affected() > 0)
+        Ok(done?.rows_affected() > 0)
     }
 
     async fn update_client(&self, client: &Client) -> Result<Update> {

@@ -112,7 +112,8 @@ impl PgStore {
         // it before the employees it rewrites), the user (a login takes it
         // before the sessions it ends), the sessions, then the grants (a
         // logout takes its session, then the session's grants; left to the
-        // cascade, the grants would go first).
+        // cascade, the grants would go first), the refresh tokens before
+        // their grants.
         sqlx::query("SELECT 1 FROM permission_revision WHERE id = 1 FOR NO KEY UPDATE")
             .execute(&mut *tx)
             .await
@@ -127,6 +128,16 @@ impl PgStore {
             .execute(&mut *tx)
             .await
             .map_err(storage_error("session"))?;
+        // The refresh tokens before the grants they cascade from, in the
+        // order a rotation takes them (a token, then its grant).
+        sqlx::query(
+            "SELECT 1 FROM refresh_tokens WHERE grant_id IN (SELECT id FROM grants WHERE user_id = $1) \
+             ORDER BY token_hash FOR UPDATE",
+        )
+        .bind(id.as_uuid())
+        .execute(&mut *tx)
+        .await
+        .map_err(storage_error("refresh token"))?;
         let grants: Vec<Uuid> = sqlx::query_scalar("SELECT id FROM grants WHERE user_id = $1")
             .bind(id.as_uuid())
             .fetch_all(&mut *tx)

@@ -22,7 +22,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::batch::{Batch, Batcher};
-use crate::error::storage_error;
+use crate::error::{again_if_rolled_back, storage_error};
 use crate::users::owner_from;
 use crate::{PgStore, Result, at, get};
 pub(crate) use batches::Batches;
@@ -56,7 +56,10 @@ const FIRST_PAUSE: Duration = Duration::from_millis(50);
 /// pausing [`FIRST_PAUSE`], then twice as long each time up to a second:
 /// made to change nothing if the first sending committed, which the caller
 /// then finds by what that sending wrote. A first sending that found no
-/// connection sent nothing and fails at once. Counted by `statement`.
+/// connection sent nothing and fails at once. Counted by `statement`. A
+/// sending the database rolled back to break a conflict with another
+/// (a deadlock with a deletion that cascades to the same rows) kept
+/// nothing and is sent again at once ([`again_if_rolled_back`]).
 pub(crate) async fn until_answered<T, Sent>(
     statement: &'static str,
     mut send: impl FnMut() -> Sent,
@@ -67,7 +70,7 @@ where
     let mut pause = FIRST_PAUSE;
     let mut in_doubt_since: Option<Instant> = None;
     loop {
-        match (send().await, in_doubt_since) {
+        match (again_if_rolled_back(statement, &mut send).await, in_doubt_since) {
             (Ok(Some(answer)), since) => {
                 if let Some(since) = since {
                     counted(statement, "settled");

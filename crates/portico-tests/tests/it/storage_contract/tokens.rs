@@ -461,3 +461,52 @@ async fn the_write_a_client_assertion_authenticated_remembers_its_jti() {
         assert_eq!(store.find_grant(g2.id).await.unwrap(), None, "{backend:?}: nothing stored");
     }
 }
+
+/// A user, or a client, deleted while its refresh tokens rotate, all at
+/// once: four rounds of thirty-one rotations (each of another grant) and
+/// the deletion of the user (rounds 0 and 1) or of the client (2 and 3).
+/// Every write completes (none is refused for a conflict with another),
+/// and nothing of the deleted one stays: no grant, no refresh token.
+#[tokio::test]
+async fn a_user_or_client_deleted_while_its_tokens_rotate_completes_every_write() {
+    for backend in backends() {
+        let dir = TempDir::new();
+        let store = store(backend, &dir).await;
+        for round in 0..4 {
+            let (app, u) = (format!("app{round}"), user(&format!("user{round}")));
+            store.create_client(&client(&app)).await.unwrap();
+            store.create_user(&u).await.unwrap();
+            let mut grants = Vec::new();
+            for i in 0..31 {
+                let name = format!("r{round}g{i}");
+                store.insert_code(&code(&name, &app, u.id)).await.unwrap();
+                let g = grant(&app, u.id);
+                let (hash, token) = (code_hash(&name), refresh(&name, g.id, 30));
+                let redeemed = store.redeem_code(&hash, t0(), &g, &token, &audit()).await.unwrap();
+                assert_eq!(redeemed, Redemption::Redeemed);
+                grants.push((g.id, name));
+            }
+            let mut rotations = tokio::task::JoinSet::new();
+            for (id, name) in &grants {
+                let (store, id, name) = (Arc::clone(&store), *id, name.clone());
+                rotations.spawn(async move {
+                    let successor = refresh(&format!("{name}-next"), id, 30);
+                    store.rotate_refresh_token(&refresh_hash(&name), t0(), &successor, &audit()).await.unwrap();
+                });
+            }
+            if round < 2 {
+                assert!(store.delete_user(u.id).await.unwrap(), "{backend:?}");
+            } else {
+                assert!(store.delete_client(&client_id(&app)).await.unwrap(), "{backend:?}");
+            }
+            rotations.join_all().await;
+            for (id, name) in grants {
+                assert_eq!(store.find_grant(id).await.unwrap(), None, "{backend:?}: grant {name}");
+                for token in [name.clone(), format!("{name}-next")] {
+                    let found = store.find_refresh_token(&refresh_hash(&token)).await.unwrap();
+                    assert!(found.is_none(), "{backend:?}: refresh token {token} stays");
+                }
+            }
+        }
+    }
+}
