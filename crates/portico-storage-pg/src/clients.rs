@@ -141,14 +141,7 @@ impl ClientRepository for PgStore {
         // PostgreSQL rolls one back, and either is sent again.
         let done = again_if_rolled_back("client_deletion", || async {
             let mut tx = self.begin().await?;
-            sqlx::query(
-                "SELECT 1 FROM refresh_tokens WHERE grant_id IN (SELECT id FROM grants WHERE client_id = $1) \
-                 ORDER BY token_hash FOR UPDATE",
-            )
-            .bind(client_id.as_str())
-            .execute(&mut *tx)
-            .await
-            .map_err(storage_error("refresh token"))?;
+            crate::oauth::lock_refresh_tokens(&mut tx, crate::oauth::TokensOf::Client(client_id)).await?;
             let done = sqlx::query("DELETE FROM clients WHERE client_id = $1")
                 .bind(client_id.as_str())
                 .execute(&mut *tx)

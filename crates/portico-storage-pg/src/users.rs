@@ -128,16 +128,7 @@ impl PgStore {
             .execute(&mut *tx)
             .await
             .map_err(storage_error("session"))?;
-        // The refresh tokens before the grants they cascade from, in the
-        // order a rotation takes them (a token, then its grant).
-        sqlx::query(
-            "SELECT 1 FROM refresh_tokens WHERE grant_id IN (SELECT id FROM grants WHERE user_id = $1) \
-             ORDER BY token_hash FOR UPDATE",
-        )
-        .bind(id.as_uuid())
-        .execute(&mut *tx)
-        .await
-        .map_err(storage_error("refresh token"))?;
+        crate::oauth::lock_refresh_tokens(&mut tx, crate::oauth::TokensOf::User(id)).await?;
         let grants: Vec<Uuid> = sqlx::query_scalar("SELECT id FROM grants WHERE user_id = $1")
             .bind(id.as_uuid())
             .fetch_all(&mut *tx)

@@ -95,6 +95,33 @@ where
     }
 }
 
+/// Whose refresh tokens [`lock_refresh_tokens`] takes.
+pub(crate) enum TokensOf<'a> {
+    User(UserId),
+    Client(&'a ClientId),
+}
+
+/// Takes the refresh tokens of a user's or a client's grants within `tx`,
+/// in the order a rotation of several takes them (by hash), before a
+/// deletion cascades to them from the grants: a rotation takes a token,
+/// then its grant (docs/decisions.md, "Lock order").
+pub(crate) async fn lock_refresh_tokens(tx: &mut sqlx::PgConnection, of: TokensOf<'_>) -> Result<()> {
+    let query = match of {
+        TokensOf::User(id) => sqlx::query(
+            "SELECT 1 FROM refresh_tokens WHERE grant_id IN (SELECT id FROM grants WHERE user_id = $1) \
+             ORDER BY token_hash FOR UPDATE",
+        )
+        .bind(id.as_uuid()),
+        TokensOf::Client(id) => sqlx::query(
+            "SELECT 1 FROM refresh_tokens WHERE grant_id IN (SELECT id FROM grants WHERE client_id = $1) \
+             ORDER BY token_hash FOR UPDATE",
+        )
+        .bind(id.as_str()),
+    };
+    query.execute(tx).await.map_err(storage_error("refresh token"))?;
+    Ok(())
+}
+
 /// A token write (a redemption, a rotation) sent until answered
 /// ([`until_answered`]); the caller finds a first sending that committed by
 /// its grant or successor.
