@@ -64,10 +64,11 @@ where
                 let outcome = if tries < TRIES { "retried" } else { "failed" };
                 metrics::counter!("portico_database_conflicts_total", "write" => write, "outcome" => outcome)
                     .increment(1);
-                tracing::info!(write, tries, error = %message, "the database rolled a write back for a conflict");
                 if tries == TRIES {
+                    tracing::warn!(write, tries, error = %message, "the database rolled a write back every time it was sent");
                     return Err(StorageError::Unavailable(message));
                 }
+                tracing::info!(write, tries, error = %message, "the database rolled a write back for a conflict");
                 tries += 1;
             }
             answered => return answered,
