@@ -331,7 +331,7 @@ fn take_regional_names(metadata: &mut serde_json::Map<String, Value>) {
 /// tokens encrypted, its logouts announced or its users re-authenticated;
 /// RFC 7591 §2 lets a server refuse a value it does not support, so a
 /// registration naming one is refused.
-const NOT_OFFERED: [(&str, &str); 12] = [
+const NOT_OFFERED: [(&str, &str); 14] = [
     ("id_token_encrypted_response_alg", "Portico signs ID tokens and does not encrypt them"),
     ("id_token_encrypted_response_enc", "Portico signs ID tokens and does not encrypt them"),
     (
@@ -365,20 +365,45 @@ const NOT_OFFERED: [(&str, &str); 12] = [
         "Portico tells clients of a logout over the back channel; register backchannel_logout_uri",
     ),
     ("default_max_age", "send max_age with each authorization request that needs a recent login"),
+    (
+        "default_acr_values",
+        "Portico names no authentication context classes (acr_values_supported); the ID token's amr says how \
+         the user signed in",
+    ),
+    (
+        "request_uris",
+        "Portico fetches no request objects (request_uri_parameter_supported is false); push the request to \
+         /oauth2/par, or send it by value as request",
+    ),
 ];
 
 /// Refuses metadata asking for what Portico does not do ([`NOT_OFFERED`],
-/// and subject identifiers other than `public`); `null` asks for nothing.
+/// and subject identifiers other than `public`), and an `application_type`
+/// OpenID Connect Registration does not define; `null` and an empty list
+/// ask for nothing.
 fn refuse_what_is_not_offered(metadata: &serde_json::Map<String, Value>) -> Result<(), RegistrationError> {
-    let given = |name: &str| metadata.get(name).filter(|value| !value.is_null());
+    let given = |name: &str| {
+        metadata.get(name).filter(|value| !value.is_null() && value.as_array().is_none_or(|list| !list.is_empty()))
+    };
     if let Some((name, instead)) = NOT_OFFERED.iter().find(|(name, _)| given(name).is_some()) {
         return Err(RegistrationError::metadata(format!("{name}: not offered; {instead}")));
     }
     match given("subject_type") {
+        None => {}
+        Some(Value::String(kind)) if kind == "public" => {}
+        Some(_) => {
+            return Err(RegistrationError::metadata(
+                "subject_type: Portico issues public subject identifiers only (subject_types_supported)",
+            ));
+        }
+    }
+    // Not kept: the redirect rules are the same for both kinds (`https`,
+    // or `http` on a loopback address, which RFC 8252 gives native apps).
+    match given("application_type") {
         None => Ok(()),
-        Some(Value::String(kind)) if kind == "public" => Ok(()),
+        Some(Value::String(kind)) if kind == "web" || kind == "native" => Ok(()),
         Some(_) => Err(RegistrationError::metadata(
-            "subject_type: Portico issues public subject identifiers only (subject_types_supported)",
+            "application_type: web or native (OpenID Connect Registration §2); left out, web",
         )),
     }
 }

@@ -150,9 +150,17 @@ impl RegistrationError {
 }
 
 /// The problems in RFC 7591's vocabulary: the admin API's field names
-/// become the metadata names.
+/// become the metadata names, and a problem two fields share (the Russian
+/// and English names, both made from one `client_name`) is said once.
 fn describe(problems: &[Problem]) -> String {
-    problems.iter().map(|p| format!("{}: {}", snake(&p.place), p.message)).collect::<Vec<_>>().join("; ")
+    let mut said: Vec<String> = Vec::new();
+    for problem in problems {
+        let line = format!("{}: {}", snake(&problem.place), problem.message);
+        if !said.contains(&line) {
+            said.push(line);
+        }
+    }
+    said.join("; ")
 }
 
 fn snake(place: &str) -> String {

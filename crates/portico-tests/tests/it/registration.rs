@@ -207,6 +207,16 @@ async fn bad_registrations_get_the_rfc_errors_and_register_nothing() {
             ),
             ("the wrong types", json!({"redirect_uris": "https://f.example/cb"}), "invalid_client_metadata"),
             (
+                "an application type OpenID Connect does not define",
+                json!({"redirect_uris": ["https://f.example/cb"], "application_type": "desktop"}),
+                "invalid_client_metadata",
+            ),
+            (
+                "an application type that is not text",
+                json!({"redirect_uris": ["https://f.example/cb"], "application_type": 5}),
+                "invalid_client_metadata",
+            ),
+            (
                 "deeply nested",
                 json!({"redirect_uris": ["https://f.example/cb"], "client_name": nested}),
                 "invalid_client_metadata",
@@ -668,6 +678,8 @@ async fn metadata_asking_for_what_portico_does_not_do_is_refused_naming_it() {
         ("introspection_encrypted_response_enc", json!("A256GCM")),
         ("frontchannel_logout_uri", json!("https://f.example/logout")),
         ("default_max_age", json!(300)),
+        ("default_acr_values", json!(["urn:mace:incommon:iap:silver"])),
+        ("request_uris", json!(["https://f.example/request.jwt"])),
         ("subject_type", json!("pairwise")),
     ];
     for backend in backends() {
@@ -690,6 +702,7 @@ async fn metadata_asking_for_what_portico_does_not_do_is_refused_naming_it() {
         let taken = json!({
             "redirect_uris": ["https://f.example/cb"], "subject_type": "public", "require_auth_time": true,
             "backchannel_logout_session_required": true, "default_max_age": null, "id_token_encrypted_response_alg": null,
+            "default_acr_values": [], "request_uris": [], "application_type": "web",
         });
         let (status, registered) = app.register(Some(INITIAL), &taken).await;
         assert_eq!(status, 201, "{backend:?}: {registered}");
@@ -1044,6 +1057,32 @@ async fn a_client_name_that_hides_or_turns_its_text_is_refused() {
         let metadata = json!({"redirect_uris": ["https://fintech.example/cb"],
                               "client_name": "Fintech Pay 🛒", "client_name#ru": "ООО «Финтех» — онлайн"});
         let (status, body) = app.register(Some(INITIAL), &metadata).await;
+        assert_eq!(status, 201, "{backend:?}: {body}");
+    }
+}
+
+/// One `client_name` makes both the Russian and the English name: a
+/// problem with it is said once, not once per language, and a native
+/// app's registration (`application_type` `native`, a loopback address)
+/// is taken.
+#[tokio::test]
+async fn a_problem_of_the_one_client_name_is_said_once() {
+    for backend in backends() {
+        let app = spawn(backend).await;
+        let before = client_count(&app).await;
+        let long = "x".repeat(201);
+        for name in ["", "Bank\u{202e}lave", long.as_str()] {
+            let metadata = json!({"redirect_uris": ["https://fintech.example/cb"], "client_name": name});
+            let (status, body) = app.register(Some(INITIAL), &metadata).await;
+            assert_eq!(status, 400, "{backend:?} {name:?}: {body}");
+            let description = body["error_description"].as_str().unwrap();
+            assert!(description.starts_with("client_name: "), "{backend:?} {name:?}: {description}");
+            assert_eq!(description.matches("client_name").count(), 1, "{backend:?} {name:?}: said once: {description}");
+        }
+        assert_eq!(client_count(&app).await, before, "{backend:?}: nothing registered");
+
+        let native = json!({"redirect_uris": ["http://127.0.0.1/callback"], "application_type": "native"});
+        let (status, body) = app.register(Some(INITIAL), &native).await;
         assert_eq!(status, 201, "{backend:?}: {body}");
     }
 }
