@@ -7,6 +7,7 @@ use portico_model::login::Locale;
 #[derive(Debug)]
 pub struct Texts {
     pub lang: &'static str,
+    /// The login steps' title, before the bank's name (`Вход — <bank>`).
     pub title: &'static str,
     pub heading: &'static str,
     pub login: &'static str,
@@ -164,7 +165,7 @@ impl Texts {
 
 pub const RU: Texts = Texts {
     lang: "ru",
-    title: "Вход — Portico",
+    title: "Вход",
     heading: "Вход в интернет-банк",
     login: "Логин",
     password: "Пароль",
@@ -262,7 +263,7 @@ pub const RU: Texts = Texts {
 
 pub const EN: Texts = Texts {
     lang: "en",
-    title: "Sign in — Portico",
+    title: "Sign in",
     heading: "Sign in to online banking",
     login: "Login",
     password: "Password",

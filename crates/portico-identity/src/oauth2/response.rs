@@ -35,6 +35,8 @@ use crate::login::texts::{self, Texts};
 #[template(path = "form_post.html")]
 struct FormPostPage<'a> {
     t: &'a Texts,
+    /// The bank's name, for the title.
+    bank: &'a str,
     action: &'a str,
     fields: &'a [(&'a str, &'a str)],
 }
@@ -101,7 +103,8 @@ pub async fn to_client(identity: &Identity, headers: &HeaderMap, to: &Recipient,
         return redirect(StatusCode::FOUND, &with_query(&to.redirect_uri, &fields));
     }
     let t = texts::for_locale(texts::negotiate(headers, identity.settings.default_locale));
-    let Ok(html) = (FormPostPage { t, action: &to.redirect_uri, fields: &fields }).render() else {
+    let bank = identity.settings.branding.name(t.locale());
+    let Ok(html) = (FormPostPage { t, bank, action: &to.redirect_uri, fields: &fields }).render() else {
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
     };
     crate::login::assets::secure(portico_api::no_store(Html(html)))

@@ -309,6 +309,22 @@ async fn a_customer_ends_other_sessions_and_forgets_a_trusted_device() {
     }
 }
 
+/// The account page's title names the page and the bank its header
+/// shows, as the login pages' do.
+#[tokio::test]
+async fn the_account_pages_title_names_the_bank() {
+    let (app, _) = passkey_app(backends()[0], |_| {}).await;
+    let (_, html) = signed_in(&app, "ivan", LINUX_CHROME).await;
+    let bank = html
+        .split_once(r#"id="bankName">"#)
+        .and_then(|(_, rest)| rest.split_once("</span>"))
+        .map(|(bank, _)| bank.to_owned())
+        .expect("the header names the bank");
+    let title = html.split_once("<title>").and_then(|(_, rest)| rest.split_once("</title>")).map(|(t, _)| t);
+    let title = title.expect("a title");
+    assert!(title.ends_with(&format!(" — {bank}")) && !title.contains("Portico"), "{title}");
+}
+
 #[tokio::test]
 async fn the_account_page_keeps_its_own_client_headers_and_refuses_a_blocked_user() {
     for backend in backends() {

@@ -516,6 +516,57 @@ async fn a_configured_theme_names_the_bank_and_colours_the_pages() {
     assert_eq!(logo.bytes().await.unwrap().as_ref(), b"\x89PNG\r\n\x1a\n-a-logo");
 }
 
+/// The browser's tab, its history and a screen reader's first words name
+/// the page and the bank the theme names, never Portico: the login steps,
+/// the error page, the signed-out and refused-logout pages, the page that
+/// posts an answer to the client (`form_post`), each in its language.
+#[tokio::test]
+async fn every_page_title_names_the_page_and_the_bank() {
+    let app = TestApp::spawn_with(portico_tests::backends()[0], |c| {
+        c.theme.bank_name = Some(portico_identity::theme::PerLanguage {
+            ru: Some("Банк «Пример»".into()),
+            en: Some("Example Bank".into()),
+        });
+    })
+    .await;
+    let title = |html: &str| {
+        html.split_once("<title>").and_then(|(_, rest)| rest.split_once("</title>")).map(|(t, _)| t.to_owned())
+    };
+    for (locale, login, error, signed_out, refused) in [
+        ("en", "Sign in", "Could not sign you in", "Signed out", "You are still signed in"),
+        ("ru", "Вход", "Не удалось войти", "Вы вышли", "Выход не выполнен"),
+    ] {
+        let bank = if locale == "en" { "Example Bank" } else { "Банк «Пример»" };
+        let named = |page: &str| Some(format!("{page} — {bank}"));
+        let browser = app.browser();
+        browser.get(app.authorize_url(&Pkce::new(), &[("ui_locales", Some(locale))])).send().await.unwrap();
+        let html = browser.get(app.url("/login")).send().await.unwrap().text().await.unwrap();
+        assert_eq!(title(&html), named(login), "{locale}: a login step");
+
+        let view = app.login_view(&browser).await;
+        let response = submit(&app, &browser, csrf_of(&view), "blocked", "blocked-password").await;
+        assert_eq!(location(&response), "/error", "{locale}");
+        let html = browser.get(app.url("/error")).send().await.unwrap().text().await.unwrap();
+        assert_eq!(title(&html), named(error), "{locale}: the error page");
+
+        let logout = app.url(&format!("/oauth2/logout?ui_locales={locale}"));
+        let html = app.browser().get(logout).send().await.unwrap().text().await.unwrap();
+        assert_eq!(title(&html), named(signed_out), "{locale}: signed out");
+        let bad = app.url(&format!("/oauth2/logout?ui_locales={locale}&client_id=nobody"));
+        let html = app.browser().get(bad).send().await.unwrap().text().await.unwrap();
+        assert_eq!(title(&html), named(refused), "{locale}: a refused logout");
+
+        let posted = app.authorize_url(
+            &Pkce::new(),
+            &[("ui_locales", Some(locale)), ("prompt", Some("none")), ("response_mode", Some("form_post"))],
+        );
+        let html =
+            app.browser().get(posted).header("accept-language", locale).send().await.unwrap().text().await.unwrap();
+        assert!(html.contains("login_required"), "{locale}: the answer is posted: {html}");
+        assert_eq!(title(&html), named(login), "{locale}: the form_post page");
+    }
+}
+
 /// The way back to the client comes from the request authorize checked and
 /// the process keeps. A process stored before that was kept (only the
 /// query) is not continued, and finds the same way back: the browser goes
