@@ -151,6 +151,12 @@ pub struct AuthorizeQuery {
     /// answered `login_required`.
     #[param(value_type = String, required = false, max_length = 8192)]
     pub id_token_hint: Param<String>,
+    /// Not taken: OpenID Connect's client metadata for a self-issued
+    /// provider (Core §7.2.1); a request carrying it is answered
+    /// `registration_not_supported` (§3.1.2.6). A client registers at
+    /// `registration_endpoint` instead.
+    #[param(value_type = String, required = false)]
+    pub registration: Param<String>,
 }
 
 /// The parameters of RP-initiated logout: the query of `GET

@@ -70,6 +70,8 @@ async fn parameter_errors_redirect_with_error_description_and_state() {
             (vec![("prompt", Some("none login"))], "invalid_request", "prompt"),
             (vec![("prompt", Some("consent none"))], "invalid_request", "prompt"),
             (vec![("prompt", Some("login  consent"))], "invalid_request", "prompt"),
+            // OpenID Connect Core §3.1.2.6: a self-issued provider's parameter.
+            (vec![("registration", Some("{\"client_name\":\"x\"}"))], "registration_not_supported", "registration"),
         ];
         for (changes, error, parameter) in cases {
             assert_error_redirect(&app, &app.authorize_url(&p, &changes), error, parameter, st).await;

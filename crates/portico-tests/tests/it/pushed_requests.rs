@@ -232,6 +232,7 @@ async fn bad_pushed_requests_get_the_rfc_errors_and_store_nothing() {
             (with("response_type", Some("token")), "unsupported_response_type", "response_type"),
             (with("request_uri", Some("urn:ietf:params:oauth:request_uri:x")), "invalid_request", "request_uri"),
             (with("request", Some("not.a.jwt")), "invalid_request_object", ""),
+            (with("registration", Some("{}")), "registration_not_supported", "registration"),
         ];
         for (params, error, parameter) in cases {
             let (status, body) = push(&app, &params).await;

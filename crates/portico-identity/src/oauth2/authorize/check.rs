@@ -141,6 +141,11 @@ pub(crate) fn check(
     if id_token_hint.as_ref().is_some_and(|hint| hint.len() > MAX_ID_TOKEN_HINT) {
         return Err(fail("invalid_request", "id_token_hint"));
     }
+    // A self-issued provider's parameter (OpenID Connect Core §7.2.1):
+    // ignored, it would leave the client believing itself registered.
+    if get(query.registration, "registration")?.is_some() {
+        return Err(fail("registration_not_supported", "registration"));
+    }
     Ok(AuthorizeRequest {
         client,
         redirect_uri,

@@ -18,7 +18,9 @@
 //!    whole number of seconds), `login_hint` (over 256 characters or with a
 //!    control character), `dpop_jkt` (not a thumbprint), `id_token_hint`
 //!    (over 8 KiB, or not an ID token Portico issued — expired ones
-//!    count), all `invalid_request`. A repeated parameter, or
+//!    count), all `invalid_request`; `registration` (a self-issued
+//!    provider's, OpenID Connect Core §7.2.1), `registration_not_supported`.
+//!    A repeated parameter, or
 //!    one with a NUL character, is `invalid_request` for it (or the 400
 //!    above for `client_id` and `redirect_uri`). `ui_locales` names
 //!    languages in order; those Portico does not speak are passed over.
