@@ -503,13 +503,16 @@ pub async fn update(
     let (form, _, operator): (ClientFields, _, _) = console.read_form(&headers, body, &here, true, MAX_FORM).await?;
     let l = Layout::new(&headers, &operator, "clients", &here);
     let security = match form.security() {
-        // Each choice replaces the stored one; the logo (registration's)
-        // is not on the form, and a form without the profile keeps it.
+        // Each choice replaces the stored one; the addresses registration
+        // sets (logo, home page, policy, terms) are not on the form, and a
+        // form without the profile keeps it.
         Ok(security) => security
-            .map(|chosen| SecurityChanges {
-                logo_uri: None,
-                security_profile: form.security_profile.is_some().then_some(chosen.security_profile),
-                ..chosen.into()
+            .map(|chosen| {
+                SecurityChanges {
+                    security_profile: form.security_profile.is_some().then_some(chosen.security_profile),
+                    ..chosen.into()
+                }
+                .keeping_registered_pages()
             })
             .unwrap_or_default(),
         Err(error) => return Ok(page::service_error(l, error, &here)),

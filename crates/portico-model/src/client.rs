@@ -289,6 +289,18 @@ pub struct ClientSecurity {
     /// The client's logo (RFC 7591 `logo_uri`), an `https` address.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub logo_uri: Option<String>,
+    /// The client's home page (RFC 7591 `client_uri`), an `https` address
+    /// the consent page links to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_uri: Option<String>,
+    /// How the client treats the user's data (RFC 7591 `policy_uri`), an
+    /// `https` address the consent page links to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy_uri: Option<String>,
+    /// The client's terms of service (RFC 7591 `tos_uri`), an `https`
+    /// address the consent page links to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tos_uri: Option<String>,
     /// RFC 9126: authorization requests only by `request_uri` from a
     /// pushed request.
     #[serde(skip_serializing_if = "std::ops::Not::not")]

@@ -90,6 +90,15 @@ pub struct SecurityView {
     /// Whether each refresh hands out a new refresh token (the client's
     /// setting, else its profile's default).
     pub refresh_token_rotation: bool,
+    /// The client's logo, as its registration (RFC 7591) named it; kept,
+    /// not shown to users. Set by registration only.
+    pub logo_uri: Option<String>,
+    /// The client's home page, privacy policy and terms of service, as its
+    /// registration named them: the consent page links to each. Set by
+    /// registration only.
+    pub client_uri: Option<String>,
+    pub policy_uri: Option<String>,
+    pub tos_uri: Option<String>,
 }
 
 impl From<ClientSecurity> for SecurityView {
@@ -117,6 +126,10 @@ impl From<ClientSecurity> for SecurityView {
             refresh_token_rotation,
             security_profile: security.security_profile,
             tls_client_auth_san_email: security.tls_client_auth_san_email,
+            logo_uri: security.logo_uri,
+            client_uri: security.client_uri,
+            policy_uri: security.policy_uri,
+            tos_uri: security.tos_uri,
         }
     }
 }
@@ -412,6 +425,9 @@ pub async fn create(
             introspection_signed_response_alg: body.introspection_signed_response_alg,
             authorization_signed_response_alg: body.authorization_signed_response_alg,
             logo_uri: None,
+            client_uri: None,
+            policy_uri: None,
+            tos_uri: None,
             require_pushed_authorization_requests: body.require_pushed_authorization_requests,
             require_signed_request_object: body.require_signed_request_object,
             request_object_signing_alg: body.request_object_signing_alg,
@@ -510,6 +526,9 @@ pub async fn update(
             introspection_signed_response_alg: patch.introspection_signed_response_alg,
             authorization_signed_response_alg: patch.authorization_signed_response_alg,
             logo_uri: None,
+            client_uri: None,
+            policy_uri: None,
+            tos_uri: None,
             require_pushed_authorization_requests: patch.require_pushed_authorization_requests,
             require_signed_request_object: patch.require_signed_request_object,
             request_object_signing_alg: patch.request_object_signing_alg,

@@ -6,6 +6,7 @@ use axum::body::Body;
 use axum::http::{HeaderMap, header};
 use portico_crypto::jwt::Algorithm;
 use portico_identity::settings::CertificateSupport;
+use portico_model::address::MAX_URL_LEN;
 use portico_model::client::{AssertionAlgorithm, AuthMethod, ClientSecurity, SecurityProfile};
 use serde::Deserialize;
 use serde_json::Value;
@@ -29,8 +30,18 @@ pub struct ClientMetadata {
     /// `client_name`.
     #[serde(rename = "client_name#en")]
     pub client_name_en: Option<String>,
-    /// An `https` address of the client's logo.
+    /// An `https` address of the client's logo: kept and answered, not
+    /// shown (the login pages load nothing from another origin).
     pub logo_uri: Option<String>,
+    /// An `https` address of the client's home page, linked from the
+    /// consent page (OpenID Connect Registration §2).
+    pub client_uri: Option<String>,
+    /// An `https` address of how the client treats the user's data, linked
+    /// from the consent page.
+    pub policy_uri: Option<String>,
+    /// An `https` address of the client's terms of service, linked from
+    /// the consent page.
+    pub tos_uri: Option<String>,
     /// Space-separated, among `openid profile email phone`; default all four.
     pub scope: Option<String>,
     /// Among `authorization_code` and `refresh_token`; default both.
@@ -160,10 +171,15 @@ impl ClientMetadata {
         if self.response_types.as_ref().is_some_and(|types| types.iter().any(|t| t != "code")) {
             return Err(RegistrationError::metadata("response_types: only code is served"));
         }
-        if let Some(logo) = &self.logo_uri
-            && !url::Url::parse(logo).is_ok_and(|u| u.scheme() == "https" && u.host().is_some())
-        {
-            return Err(RegistrationError::metadata("logo_uri: an absolute https address"));
+        for (name, uri) in [
+            ("logo_uri", &self.logo_uri),
+            ("client_uri", &self.client_uri),
+            ("policy_uri", &self.policy_uri),
+            ("tos_uri", &self.tos_uri),
+        ] {
+            if let Some(uri) = uri {
+                check_page(uri).map_err(|problem| RegistrationError::metadata(format!("{name}: {problem}")))?;
+            }
         }
         let method = match self.token_endpoint_auth_method.as_deref() {
             None => AuthMethod::ClientSecretBasic,
@@ -215,6 +231,9 @@ impl ClientMetadata {
                 self.authorization_signed_response_alg.as_deref(),
             )?,
             logo_uri: self.logo_uri.clone(),
+            client_uri: self.client_uri.clone(),
+            policy_uri: self.policy_uri.clone(),
+            tos_uri: self.tos_uri.clone(),
             require_pushed_authorization_requests: self.require_pushed_authorization_requests,
             require_signed_request_object: self.require_signed_request_object,
             request_object_signing_alg: request_object_algorithm(self.request_object_signing_alg.as_deref())?,
@@ -245,6 +264,23 @@ impl ClientMetadata {
         let name_en = self.client_name_en.as_ref().or(plain).or(self.client_name_ru.as_ref()).cloned();
         Ok(Checked { name_ru, name_en, security, profile })
     }
+}
+
+/// An address of a page for people (a logo, home page, policy or terms):
+/// absolute `https` with a host, without user information, at most
+/// [`MAX_URL_LEN`] bytes. A fragment may name a part of the page.
+fn check_page(uri: &str) -> Result<(), String> {
+    if uri.len() > MAX_URL_LEN {
+        return Err(format!("longer than {MAX_URL_LEN} bytes"));
+    }
+    let url = url::Url::parse(uri).map_err(|_| "an absolute https address".to_owned())?;
+    if url.scheme() != "https" || url.host().is_none() {
+        return Err("an absolute https address".into());
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err("an https address without user information".into());
+    }
+    Ok(())
 }
 
 /// A redirect address a third party may register: absolute, without a

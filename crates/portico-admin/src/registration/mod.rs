@@ -237,7 +237,14 @@ fn answer(registration: &Registration, client: &Client) -> Value {
     // replacement renaming the client by `client_name` alone (sending the
     // rest of this answer back) renames it in both languages.
     put("client_name#ru", (client.name.ru != client.name.en).then(|| client.name.ru.clone().into()));
-    put("logo_uri", security.logo_uri.clone().map(Value::from));
+    for (name, uri) in [
+        ("logo_uri", &security.logo_uri),
+        ("client_uri", &security.client_uri),
+        ("policy_uri", &security.policy_uri),
+        ("tos_uri", &security.tos_uri),
+    ] {
+        put(name, uri.clone().map(Value::from));
+    }
     put("backchannel_logout_uri", client.backchannel_logout_uri.clone().map(Value::from));
     // RFC 7591 §3.2.1: the answer names what the server provisioned too.
     // An algorithm the client left unset is the server's default, which

@@ -18,7 +18,7 @@ use super::flow::requested_scope;
 use super::steps::otp::{self, Prepared};
 use super::steps::password::captcha_required;
 use super::texts::{self, Texts};
-use super::view::{LoginViewData, StepContext, script_json};
+use super::view::{ClientPages, LoginViewData, StepContext, script_json};
 use super::{authorize_url, current_process, no_process};
 use crate::client_address::Peer;
 use crate::cookies::{self, SetCookies};
@@ -51,6 +51,9 @@ struct LoginPage<'a> {
     passkey_offered: bool,
     consent_intro: String,
     groups: Vec<(String, String, bool)>,
+    /// On the consent step: the client's pages its registration names,
+    /// each as (address, link text).
+    client_links: Vec<(&'a str, &'static str)>,
     messages: Vec<&'a crate::theme::SystemMessage>,
     drawer: Option<&'a crate::theme::Drawer>,
     view_json: String,
@@ -149,6 +152,16 @@ async fn step_context(
     let mut context = StepContext { theme: identity.settings.theme.clone(), ..StepContext::default() };
     // Every step names the application asking, so the user knows who it is.
     let client = identity.store.find_client(&state.client_id).await?;
+    if state.step == StepType::Consent
+        && let Some(client) = &client
+    {
+        let security = &client.security;
+        context.client_pages = ClientPages {
+            client_uri: security.client_uri.clone(),
+            policy_uri: security.policy_uri.clone(),
+            tos_uri: security.tos_uri.clone(),
+        };
+    }
     context.client_name = client.map(|c| match locale {
         portico_model::login::Locale::Ru => c.name.ru,
         portico_model::login::Locale::En => c.name.en,
@@ -261,6 +274,14 @@ fn page(
                 (g.clone(), t.group(g).to_owned(), checked)
             })
             .collect(),
+        client_links: [
+            (&context.client_pages.client_uri, t.client_home),
+            (&context.client_pages.policy_uri, t.client_policy),
+            (&context.client_pages.tos_uri, t.client_terms),
+        ]
+        .into_iter()
+        .filter_map(|(uri, text)| uri.as_deref().map(|uri| (uri, text)))
+        .collect(),
         messages,
         drawer,
         view_json: script_json(&LoginViewData::of(process, errors, locale, now, context)),

@@ -119,6 +119,13 @@ pub enum StepViewData {
         client_name: Option<String>,
         /// Comma-separated.
         available_scope_groups: Option<String>,
+        /// Portico's own: the client's home page, privacy policy and terms
+        /// of service, as its registration named them (OpenID Connect
+        /// Registration §2); the page links to each. Null when not
+        /// registered.
+        client_uri: Option<String>,
+        policy_uri: Option<String>,
+        tos_uri: Option<String>,
     },
 }
 
@@ -151,6 +158,16 @@ mod views {
     }
 }
 
+/// The pages of a client that the consent step links to: its home page,
+/// privacy policy and terms of service (`https` addresses its
+/// registration named).
+#[derive(Debug, Default, Clone)]
+pub struct ClientPages {
+    pub client_uri: Option<String>,
+    pub policy_uri: Option<String>,
+    pub tos_uri: Option<String>,
+}
+
 /// What the step view needs beyond the process itself.
 #[derive(Debug, Default)]
 pub struct StepContext {
@@ -160,6 +177,8 @@ pub struct StepContext {
     /// back; not in `viewData`).
     pub sms_delivery_available: bool,
     pub client_name: Option<String>,
+    /// On the consent step: the pages the client's registration names.
+    pub client_pages: ClientPages,
     pub available_scope_groups: Vec<String>,
     pub theme: crate::theme::Theme,
 }
@@ -211,6 +230,9 @@ impl LoginViewData {
                 client_name: context.client_name.clone(),
                 available_scope_groups: (!context.available_scope_groups.is_empty())
                     .then(|| context.available_scope_groups.join(",")),
+                client_uri: context.client_pages.client_uri.clone(),
+                policy_uri: context.client_pages.policy_uri.clone(),
+                tos_uri: context.client_pages.tos_uri.clone(),
             },
         });
         Self {

@@ -620,9 +620,18 @@ async fn every_page_in_both_languages_schemes_and_widths() {
     click(client, "#passkeySkip").await;
     tokens_for(client, "maria").await;
 
-    // The partner application asks for consent; declining ends on the error page.
+    // The partner application asks for consent, naming its home page,
+    // privacy policy and terms as a registered third party does (the
+    // page links to them); declining ends on the error page.
+    let partner_id = portico_model::ids::ClientId::new(portico_tests::demo::CONSENT_CLIENT_ID);
+    let mut partner = app.store.find_client(&partner_id).await.unwrap().unwrap();
+    partner.security.client_uri = Some("https://partner.example/".into());
+    partner.security.policy_uri = Some("https://partner.example/privacy".into());
+    partner.security.tos_uri = Some("https://partner.example/terms".into());
+    assert!(matches!(app.store.update_client(&partner).await.unwrap(), portico_storage::Update::Updated));
     click(client, "#signInPartner").await;
     step_is(client, "consent").await;
+    assert_eq!(client.find_all(Locator::Css("#clientPages a")).await.unwrap().len(), 3, "the partner's pages");
     every_look(client, &mut shots, "consent", switch).await;
     click(client, "#loginForm button[name=deny]").await;
     wait_for_path(client, "/error").await;

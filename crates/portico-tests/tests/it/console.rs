@@ -782,6 +782,11 @@ async fn admins_set_a_clients_keys_and_algorithms_approve_held_registrations_and
             assert!(html.contains(&format!("<strong data-place=\"{place}\">")), "{backend:?} {bad:?}: {html}");
         }
         assert_eq!(app.store.find_client(&"fintech".into()).await.unwrap().unwrap(), stored, "{backend:?}");
+        // The pages a registration names are not on the form: a save keeps them.
+        let mut named = app.store.find_client(&"fintech".into()).await.unwrap().unwrap();
+        named.security.policy_uri = Some("https://fintech.example/privacy".into());
+        named.security.logo_uri = Some("https://fintech.example/logo.png".into());
+        assert!(matches!(app.store.update_client(&named).await.unwrap(), portico_storage::Update::Updated));
         // A change: the access tokens by EdDSA, assertions by ES256 only;
         // the keys stay.
         let change = client_form(
@@ -800,6 +805,11 @@ async fn admins_set_a_clients_keys_and_algorithms_approve_held_registrations_and
         let changed = app.store.find_client(&"fintech".into()).await.unwrap().unwrap();
         assert_eq!(changed.security.access_token_signed_response_alg, Some(Alg::EdDsa));
         assert_eq!(changed.security.jwks, stored.security.jwks);
+        assert_eq!(
+            (changed.security.policy_uri.as_deref(), changed.security.logo_uri.as_deref()),
+            (Some("https://fintech.example/privacy"), Some("https://fintech.example/logo.png")),
+            "{backend:?}: the registration's pages are kept"
+        );
         assert_eq!(
             changed.security.token_endpoint_auth_signing_alg,
             Some(portico_model::client::AssertionAlgorithm::Es256),

@@ -728,7 +728,12 @@ async fn consent_is_asked_remembered_narrowed_forced_and_declinable() {
         assert_eq!(flow.step().await["stepType"], "sms-otp");
         assert_eq!(flow.enter_code("+79001234567").await, "/login");
         let step = flow.step().await;
-        assert_eq!(keys(&step), ["availableScopeGroups", "clientName", "stepType", "viewType"], "{backend:?}");
+        assert_eq!(
+            keys(&step),
+            ["availableScopeGroups", "clientName", "clientUri", "policyUri", "stepType", "tosUri", "viewType"],
+            "{backend:?}"
+        );
+        assert!(["clientUri", "policyUri", "tosUri"].iter().all(|k| step[k].is_null()), "{backend:?}: none named");
         assert_eq!(step["stepType"], "consent");
         assert_eq!(step["clientName"], "Партнёрское приложение");
         assert_eq!(step["availableScopeGroups"], "profile,email,phone");

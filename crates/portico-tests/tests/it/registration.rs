@@ -217,6 +217,31 @@ async fn bad_registrations_get_the_rfc_errors_and_register_nothing() {
                 "invalid_client_metadata",
             ),
             (
+                "a privacy policy over plain http",
+                json!({"redirect_uris": ["https://f.example/cb"], "policy_uri": "http://f.example/privacy"}),
+                "invalid_client_metadata",
+            ),
+            (
+                "terms of service that are a script",
+                json!({"redirect_uris": ["https://f.example/cb"], "tos_uri": "javascript:alert(1)"}),
+                "invalid_client_metadata",
+            ),
+            (
+                "a home page with user information",
+                json!({"redirect_uris": ["https://f.example/cb"], "client_uri": "https://user:pw@f.example/"}),
+                "invalid_client_metadata",
+            ),
+            (
+                "a relative policy address",
+                json!({"redirect_uris": ["https://f.example/cb"], "policy_uri": "/privacy"}),
+                "invalid_client_metadata",
+            ),
+            (
+                "a logo address over 2,048 bytes",
+                json!({"redirect_uris": ["https://f.example/cb"], "logo_uri": format!("https://f.example/{}", "l".repeat(2048))}),
+                "invalid_client_metadata",
+            ),
+            (
                 "deeply nested",
                 json!({"redirect_uris": ["https://f.example/cb"], "client_name": nested}),
                 "invalid_client_metadata",
@@ -551,6 +576,142 @@ async fn members_given_as_null_are_left_out() {
         replacement["client_id"] = registered["client_id"].clone();
         let replaced = app.http().put(uri).bearer_auth(token).json(&replacement).send().await.unwrap();
         assert_eq!(replaced.status(), 200, "{backend:?}: {}", replaced.text().await.unwrap());
+    }
+}
+
+/// OpenID Connect Registration §2: the provider SHOULD show the user the
+/// client's home page, privacy policy and terms of service. Each is kept,
+/// answered (registration, RFC 7592 read, the admin API) and linked from
+/// the consent page in both languages; a replacement without one drops its
+/// link; a client that named none shows no links.
+#[tokio::test]
+async fn the_consent_page_links_to_the_pages_a_client_registered() {
+    for backend in backends() {
+        let app = spawn(backend).await;
+        let pages = [
+            ("client_uri", "https://fintech.example/", "Сайт приложения", "Application website"),
+            ("policy_uri", "https://fintech.example/privacy#data", "Политика конфиденциальности", "Privacy policy"),
+            ("tos_uri", "https://fintech.example/terms?v=2&lang=ru", "Условия использования", "Terms of service"),
+        ];
+        let mut body = json!({"redirect_uris": ["https://fintech.example/cb"], "client_name": "Fintech",
+                              "logo_uri": "https://fintech.example/logo.png"});
+        for (member, uri, _, _) in pages {
+            body[member] = uri.into();
+        }
+        let (status, registered) = app.register(Some(INITIAL), &body).await;
+        assert_eq!(status, 201, "{backend:?}: {registered}");
+        let client_id = registered["client_id"].as_str().unwrap().to_owned();
+        let secret = registered["client_secret"].as_str().unwrap().to_owned();
+        let read = app
+            .http()
+            .get(registered["registration_client_uri"].as_str().unwrap())
+            .bearer_auth(registered["registration_access_token"].as_str().unwrap())
+            .send()
+            .await
+            .unwrap();
+        let read: Value = read.json().await.unwrap();
+        let admin: Value = app
+            .http()
+            .get(app.url(&format!("/admin/v1/clients/{client_id}")))
+            .bearer_auth(portico_tests::ADMIN_TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        for (member, uri, _, _) in
+            pages.iter().copied().chain([("logo_uri", "https://fintech.example/logo.png", "", "")])
+        {
+            assert_eq!(registered[member], uri, "{backend:?}: registration answers {member}");
+            assert_eq!(read[member], uri, "{backend:?}: RFC 7592 read answers {member}");
+            let camel = member.replace("_uri", "Uri");
+            assert_eq!(admin[camel.as_str()], uri, "{backend:?}: the admin API shows {camel}: {admin}");
+        }
+
+        // An operator's change keeps them (the admin API does not set them).
+        let patched = app
+            .http()
+            .patch(app.url(&format!("/admin/v1/clients/{client_id}")))
+            .bearer_auth(portico_tests::ADMIN_TOKEN)
+            .json(&json!({"nameEn": "Fintech Ltd"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(patched.status(), 200, "{backend:?}");
+        let patched: Value = patched.json().await.unwrap();
+        assert_eq!(patched["policyUri"], "https://fintech.example/privacy#data", "{backend:?}: {patched}");
+        assert_eq!(patched["logoUri"], "https://fintech.example/logo.png", "{backend:?}: {patched}");
+
+        // The consent step, in Russian and then English.
+        let browser = app.browser();
+        let pkce = portico_tests::Pkce::new();
+        let authorize = app.authorize_url(
+            &pkce,
+            &[("client_id", Some(&client_id)), ("redirect_uri", Some("https://fintech.example/cb"))],
+        );
+        let response = browser.get(authorize).send().await.unwrap();
+        assert_eq!(portico_tests::location(&response), "/login", "{backend:?}");
+        let view = app.login_view(&browser).await;
+        let csrf = view["pageData"]["authenticationFlowContext"]["csrf"].as_str().unwrap().to_owned();
+        let form = [("_csrf", csrf.as_str()), ("principal", "ivan"), ("credentials", "ivan-password")];
+        let response = browser.post(app.url("/login")).form(&form).send().await.unwrap();
+        let next = app.second_factor_if_asked(&browser, &csrf, "ivan", portico_tests::location(&response)).await;
+        assert_eq!(next, "/login", "{backend:?}: consent comes next");
+        for (language, index) in [("ru", 0), ("en", 1)] {
+            let page = browser.get(app.url("/login")).header("accept-language", language).send().await.unwrap();
+            let html = page.text().await.unwrap();
+            let step = &portico_tests::view_data(&html)["pageData"]["stepViewData"];
+            assert_eq!(step["stepType"], "consent", "{backend:?} {language}: {step}");
+            for (member, uri, ru, en) in pages {
+                let camel = member.replace("_uri", "Uri");
+                assert_eq!(step[camel.as_str()], uri, "{backend:?} {language}: viewData names {camel}");
+                let text = [ru, en][index];
+                let escaped = uri.replace('&', "&#38;");
+                let link = format!("<a href=\"{escaped}\">{text}</a>");
+                assert!(html.contains(&link), "{backend:?} {language}: the page links {link}: {html}");
+            }
+            assert!(!html.contains("logo.png"), "{backend:?} {language}: the logo is not loaded from the client");
+        }
+
+        // A replacement without the terms drops their link; the others stay.
+        let mut replacement = read.clone();
+        replacement.as_object_mut().unwrap().remove("tos_uri");
+        replacement["client_secret"] = secret.into();
+        let replaced = app
+            .http()
+            .put(registered["registration_client_uri"].as_str().unwrap())
+            .bearer_auth(registered["registration_access_token"].as_str().unwrap())
+            .json(&replacement)
+            .send()
+            .await
+            .unwrap();
+        let replaced: Value = replaced.json().await.unwrap();
+        assert!(replaced.get("tos_uri").is_none(), "{backend:?}: {replaced}");
+        let html = browser.get(app.url("/login")).header("accept-language", "en").send().await.unwrap();
+        let html = html.text().await.unwrap();
+        assert!(html.contains(">Privacy policy</a>") && !html.contains("Terms of service"), "{backend:?}: {html}");
+
+        // A client that named no page shows no links.
+        let (status, plain) =
+            app.register(Some(INITIAL), &json!({"redirect_uris": ["https://plain.example/cb"]})).await;
+        assert_eq!(status, 201, "{backend:?}: {plain}");
+        let plain_id = plain["client_id"].as_str().unwrap();
+        let browser = app.browser();
+        let authorize = app
+            .authorize_url(&pkce, &[("client_id", Some(plain_id)), ("redirect_uri", Some("https://plain.example/cb"))]);
+        let response = browser.get(authorize).send().await.unwrap();
+        assert_eq!(portico_tests::location(&response), "/login", "{backend:?}");
+        let view = app.login_view(&browser).await;
+        let csrf = view["pageData"]["authenticationFlowContext"]["csrf"].as_str().unwrap().to_owned();
+        let form = [("_csrf", csrf.as_str()), ("principal", "ivan"), ("credentials", "ivan-password")];
+        let response = browser.post(app.url("/login")).form(&form).send().await.unwrap();
+        let next = app.second_factor_if_asked(&browser, &csrf, "ivan", portico_tests::location(&response)).await;
+        assert_eq!(next, "/login", "{backend:?}");
+        let html = browser.get(app.url("/login")).send().await.unwrap().text().await.unwrap();
+        let step = &portico_tests::view_data(&html)["pageData"]["stepViewData"];
+        assert_eq!(step["stepType"], "consent", "{backend:?}");
+        assert!(step["policyUri"].is_null() && !html.contains("clientPages"), "{backend:?}: {html}");
     }
 }
 

@@ -73,7 +73,12 @@ pub struct SecurityChanges {
     pub access_token_signed_response_alg: Option<Option<Algorithm>>,
     pub introspection_signed_response_alg: Option<Option<Algorithm>>,
     pub authorization_signed_response_alg: Option<Option<Algorithm>>,
+    /// The addresses of what registration names for the user to see
+    /// (`logo_uri`, `client_uri`, `policy_uri`, `tos_uri`).
     pub logo_uri: Option<Option<String>>,
+    pub client_uri: Option<Option<String>>,
+    pub policy_uri: Option<Option<String>>,
+    pub tos_uri: Option<Option<String>>,
     pub require_pushed_authorization_requests: Option<bool>,
     pub require_signed_request_object: Option<bool>,
     pub request_object_signing_alg: Option<Option<Algorithm>>,
@@ -103,6 +108,9 @@ impl From<ClientSecurity> for SecurityChanges {
             introspection_signed_response_alg: Some(security.introspection_signed_response_alg),
             authorization_signed_response_alg: Some(security.authorization_signed_response_alg),
             logo_uri: Some(security.logo_uri),
+            client_uri: Some(security.client_uri),
+            policy_uri: Some(security.policy_uri),
+            tos_uri: Some(security.tos_uri),
             require_pushed_authorization_requests: Some(security.require_pushed_authorization_requests),
             require_signed_request_object: Some(security.require_signed_request_object),
             request_object_signing_alg: Some(security.request_object_signing_alg),
@@ -120,6 +128,14 @@ impl From<ClientSecurity> for SecurityChanges {
 }
 
 impl SecurityChanges {
+    /// The same changes, leaving the addresses only registration sets
+    /// (the logo, home page, policy and terms) as they are: for the
+    /// operators' forms and API, which do not show them.
+    #[must_use]
+    pub fn keeping_registered_pages(self) -> Self {
+        Self { logo_uri: None, client_uri: None, policy_uri: None, tos_uri: None, ..self }
+    }
+
     /// Applies the changes to `security`; answers the names of the fields changed.
     fn apply(self, security: &mut ClientSecurity) -> Vec<&'static str> {
         let mut changed = Vec::new();
@@ -139,9 +155,16 @@ impl SecurityChanges {
             security.token_endpoint_auth_signing_alg = alg;
             changed.push("tokenEndpointAuthSigningAlg");
         }
-        if let Some(uri) = self.logo_uri {
-            security.logo_uri = uri;
-            changed.push("logoUri");
+        for (change, field, name) in [
+            (self.logo_uri, &mut security.logo_uri, "logoUri"),
+            (self.client_uri, &mut security.client_uri, "clientUri"),
+            (self.policy_uri, &mut security.policy_uri, "policyUri"),
+            (self.tos_uri, &mut security.tos_uri, "tosUri"),
+        ] {
+            if let Some(uri) = change {
+                *field = uri;
+                changed.push(name);
+            }
         }
         if let Some(profile) = self.security_profile {
             security.security_profile = profile;
