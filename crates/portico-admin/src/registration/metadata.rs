@@ -171,6 +171,7 @@ impl ClientMetadata {
         if self.response_types.as_ref().is_some_and(|types| types.iter().any(|t| t != "code")) {
             return Err(RegistrationError::metadata("response_types: only code is served"));
         }
+        let sites = web_hosts(&self.redirect_uris);
         for (name, uri) in [
             ("logo_uri", &self.logo_uri),
             ("client_uri", &self.client_uri),
@@ -178,7 +179,7 @@ impl ClientMetadata {
             ("tos_uri", &self.tos_uri),
         ] {
             if let Some(uri) = uri {
-                check_page(uri).map_err(|problem| RegistrationError::metadata(format!("{name}: {problem}")))?;
+                check_page(uri, &sites).map_err(|problem| RegistrationError::metadata(format!("{name}: {problem}")))?;
             }
         }
         let method = match self.token_endpoint_auth_method.as_deref() {
@@ -268,19 +269,76 @@ impl ClientMetadata {
 
 /// An address of a page for people (a logo, home page, policy or terms):
 /// absolute `https` with a host, without user information, at most
-/// [`MAX_URL_LEN`] bytes. A fragment may name a part of the page.
-fn check_page(uri: &str) -> Result<(), String> {
+/// [`MAX_URL_LEN`] bytes (a fragment may name a part of the page); and,
+/// when the client's redirect URIs name web hosts (`sites`), on one of them,
+/// a domain above or below one, or beside one under its parent domain
+/// ([`site_parent`]) (RFC 7591 §5: the consent page shows it
+/// as the client's, so a third party cannot have it show the bank's pages
+/// or another site's as its own). A client redirected to loopback only
+/// (a native app) has no site to compare with.
+fn check_page(uri: &str, sites: &[String]) -> Result<(), String> {
     if uri.len() > MAX_URL_LEN {
         return Err(format!("longer than {MAX_URL_LEN} bytes"));
     }
     let url = url::Url::parse(uri).map_err(|_| "an absolute https address".to_owned())?;
-    if url.scheme() != "https" || url.host().is_none() {
-        return Err("an absolute https address".into());
-    }
+    let host = match url.host_str() {
+        Some(host) if url.scheme() == "https" => host,
+        _ => return Err("an absolute https address".into()),
+    };
     if !url.username().is_empty() || url.password().is_some() {
         return Err("an https address without user information".into());
     }
+    let related = |site: &String| {
+        let site = site.as_str();
+        host == site
+            || under(host, site)
+            || under(site, host)
+            || site_parent(site).is_some_and(|parent| under(host, parent))
+    };
+    if !sites.is_empty() && !sites.iter().any(related) {
+        return Err(format!(
+            "{host} is not a host of the client's redirect URIs ({}), nor a domain above, below or beside \
+             one: the consent page shows it as the client's own page",
+            sites.join(", ")
+        ));
+    }
     Ok(())
+}
+
+/// Whether `host` is a subdomain of `domain`.
+fn under(host: &str, domain: &str) -> bool {
+    host.strip_suffix(domain).is_some_and(|sub| sub.len() > 1 && sub.ends_with('.'))
+}
+
+/// The domain a redirect host belongs to, whose other subdomains count as
+/// the client's too (`www.fintech.example` beside `app.fintech.example`):
+/// the host without its first label, when that still has two labels (so
+/// `fintech.example` lends nothing to the rest of `.example`). Not for an
+/// IP address.
+fn site_parent(site: &str) -> Option<&str> {
+    if site.starts_with('[') || site.parse::<std::net::Ipv4Addr>().is_ok() {
+        return None;
+    }
+    site.split_once('.').map(|(_, parent)| parent).filter(|parent| parent.contains('.'))
+}
+
+/// The hosts of the `https` redirect URIs that are not loopback addresses,
+/// lowercase, each once.
+fn web_hosts(redirect_uris: &[String]) -> Vec<String> {
+    let mut hosts: Vec<String> = redirect_uris
+        .iter()
+        .filter_map(|uri| url::Url::parse(uri).ok())
+        .filter(|url| url.scheme() == "https")
+        .filter_map(|url| match url.host()? {
+            url::Host::Domain(domain) if domain != "localhost" => Some(domain.to_owned()),
+            url::Host::Ipv4(ip) if !ip.is_loopback() => Some(ip.to_string()),
+            url::Host::Ipv6(ip) if !ip.is_loopback() => Some(format!("[{ip}]")),
+            _ => None,
+        })
+        .collect();
+    hosts.sort();
+    hosts.dedup();
+    hosts
 }
 
 /// A redirect address a third party may register: absolute, without a
@@ -441,5 +499,48 @@ fn refuse_what_is_not_offered(metadata: &serde_json::Map<String, Value>) -> Resu
         Some(_) => Err(RegistrationError::metadata(
             "application_type: web or native (OpenID Connect Registration §2); left out, web",
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{check_page, web_hosts};
+
+    #[test]
+    fn a_page_sits_on_a_redirect_host_or_a_domain_above_below_or_beside_it() {
+        let sites = web_hosts(&[
+            "https://App.Fintech.example/cb".into(),
+            "https://app.fintech.example/other".into(),
+            "http://127.0.0.1:8080/cb".into(),
+            "com.fintech.app:/cb".into(),
+        ]);
+        assert_eq!(sites, ["app.fintech.example"], "web hosts only, lowercase, once");
+        for page in [
+            "https://app.fintech.example/privacy",
+            "https://FINTECH.example/terms",
+            "https://legal.app.fintech.example/",
+            "https://www.fintech.example/privacy",
+        ] {
+            assert_eq!(check_page(page, &sites), Ok(()), "{page}");
+        }
+        for page in [
+            "https://bank.example/privacy",
+            "https://evilapp.example/",
+            "https://www.fintech.example.evil/",
+            "https://fintech.example.evil/",
+        ] {
+            assert!(check_page(page, &sites).is_err(), "{page}");
+        }
+        // A host of two labels lends nothing to its neighbours; an address
+        // has none.
+        let short = web_hosts(&["https://fintech.example/cb".into(), "https://10.1.2.3/cb".into()]);
+        assert!(check_page("https://bank.example/", &short).is_err());
+        assert!(check_page("https://10.1.2.4/", &short).is_err() && check_page("https://1.2.3/", &short).is_err());
+        assert_eq!(check_page("https://10.1.2.3/privacy", &short), Ok(()));
+        let loopback_only =
+            web_hosts(&["http://127.0.0.1/cb".into(), "https://[::1]/cb".into(), "https://localhost/cb".into()]);
+        assert!(loopback_only.is_empty());
+        assert_eq!(check_page("https://fintech.example/privacy", &loopback_only), Ok(()), "no site to compare with");
+        assert!(check_page("http://fintech.example/privacy", &loopback_only).is_err(), "https only");
     }
 }

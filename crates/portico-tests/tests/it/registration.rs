@@ -237,6 +237,16 @@ async fn bad_registrations_get_the_rfc_errors_and_register_nothing() {
                 "invalid_client_metadata",
             ),
             (
+                "a privacy policy on a site the client is not redirected to",
+                json!({"redirect_uris": ["https://f.example/cb"], "policy_uri": "https://bank.example/privacy"}),
+                "invalid_client_metadata",
+            ),
+            (
+                "terms on a site whose name merely ends like the client's",
+                json!({"redirect_uris": ["https://f.example/cb"], "tos_uri": "https://evilf.example/terms"}),
+                "invalid_client_metadata",
+            ),
+            (
                 "a logo address over 2,048 bytes",
                 json!({"redirect_uris": ["https://f.example/cb"], "logo_uri": format!("https://f.example/{}", "l".repeat(2048))}),
                 "invalid_client_metadata",
@@ -691,6 +701,19 @@ async fn the_consent_page_links_to_the_pages_a_client_registered() {
         let html = browser.get(app.url("/login")).header("accept-language", "en").send().await.unwrap();
         let html = html.text().await.unwrap();
         assert!(html.contains(">Privacy policy</a>") && !html.contains("Terms of service"), "{backend:?}: {html}");
+
+        // The pages may sit on a domain above, below or beside a redirect
+        // host; a native app redirected to loopback only has no site to match.
+        for (redirect, page) in [
+            ("https://app.fintech.example/cb", "https://fintech.example/privacy"),
+            ("https://app.fintech.example/cb", "https://www.fintech.example/privacy"),
+            ("https://fintech.example/cb", "https://legal.fintech.example/privacy"),
+            ("http://127.0.0.1/cb", "https://fintech.example/privacy"),
+        ] {
+            let body = json!({"redirect_uris": [redirect], "policy_uri": page});
+            let (status, answer) = app.register(Some(INITIAL), &body).await;
+            assert_eq!((status, answer["policy_uri"].as_str()), (201, Some(page)), "{backend:?} {redirect}: {answer}");
+        }
 
         // A client that named no page shows no links.
         let (status, plain) =
