@@ -654,20 +654,7 @@ async fn the_consent_page_links_to_the_pages_a_client_registered() {
         assert_eq!(patched["logoUri"], "https://fintech.example/logo.png", "{backend:?}: {patched}");
 
         // The consent step, in Russian and then English.
-        let browser = app.browser();
-        let pkce = portico_tests::Pkce::new();
-        let authorize = app.authorize_url(
-            &pkce,
-            &[("client_id", Some(&client_id)), ("redirect_uri", Some("https://fintech.example/cb"))],
-        );
-        let response = browser.get(authorize).send().await.unwrap();
-        assert_eq!(portico_tests::location(&response), "/login", "{backend:?}");
-        let view = app.login_view(&browser).await;
-        let csrf = view["pageData"]["authenticationFlowContext"]["csrf"].as_str().unwrap().to_owned();
-        let form = [("_csrf", csrf.as_str()), ("principal", "ivan"), ("credentials", "ivan-password")];
-        let response = browser.post(app.url("/login")).form(&form).send().await.unwrap();
-        let next = app.second_factor_if_asked(&browser, &csrf, "ivan", portico_tests::location(&response)).await;
-        assert_eq!(next, "/login", "{backend:?}: consent comes next");
+        let browser = at_consent(&app, &client_id, "https://fintech.example/cb").await;
         for (language, index) in [("ru", 0), ("en", 1)] {
             let page = browser.get(app.url("/login")).header("accept-language", language).send().await.unwrap();
             let html = page.text().await.unwrap();
@@ -719,23 +706,29 @@ async fn the_consent_page_links_to_the_pages_a_client_registered() {
         let (status, plain) =
             app.register(Some(INITIAL), &json!({"redirect_uris": ["https://plain.example/cb"]})).await;
         assert_eq!(status, 201, "{backend:?}: {plain}");
-        let plain_id = plain["client_id"].as_str().unwrap();
-        let browser = app.browser();
-        let authorize = app
-            .authorize_url(&pkce, &[("client_id", Some(plain_id)), ("redirect_uri", Some("https://plain.example/cb"))]);
-        let response = browser.get(authorize).send().await.unwrap();
-        assert_eq!(portico_tests::location(&response), "/login", "{backend:?}");
-        let view = app.login_view(&browser).await;
-        let csrf = view["pageData"]["authenticationFlowContext"]["csrf"].as_str().unwrap().to_owned();
-        let form = [("_csrf", csrf.as_str()), ("principal", "ivan"), ("credentials", "ivan-password")];
-        let response = browser.post(app.url("/login")).form(&form).send().await.unwrap();
-        let next = app.second_factor_if_asked(&browser, &csrf, "ivan", portico_tests::location(&response)).await;
-        assert_eq!(next, "/login", "{backend:?}");
+        let browser = at_consent(&app, plain["client_id"].as_str().unwrap(), "https://plain.example/cb").await;
         let html = browser.get(app.url("/login")).send().await.unwrap().text().await.unwrap();
         let step = &portico_tests::view_data(&html)["pageData"]["stepViewData"];
         assert_eq!(step["stepType"], "consent", "{backend:?}");
         assert!(step["policyUri"].is_null() && !html.contains("clientPages"), "{backend:?}: {html}");
     }
+}
+
+/// A browser in which ivan signed in (password and SMS code) to
+/// `client_id`, now at the consent step.
+async fn at_consent(app: &TestApp, client_id: &str, redirect_uri: &str) -> reqwest::Client {
+    let browser = app.browser();
+    let pkce = portico_tests::Pkce::new();
+    let authorize = app.authorize_url(&pkce, &[("client_id", Some(client_id)), ("redirect_uri", Some(redirect_uri))]);
+    let response = browser.get(authorize).send().await.unwrap();
+    assert_eq!(portico_tests::location(&response), "/login");
+    let view = app.login_view(&browser).await;
+    let csrf = view["pageData"]["authenticationFlowContext"]["csrf"].as_str().unwrap().to_owned();
+    let form = [("_csrf", csrf.as_str()), ("principal", "ivan"), ("credentials", "ivan-password")];
+    let response = browser.post(app.url("/login")).form(&form).send().await.unwrap();
+    let next = app.second_factor_if_asked(&browser, &csrf, "ivan", portico_tests::location(&response)).await;
+    assert_eq!(next, "/login", "consent comes next");
+    browser
 }
 
 /// OpenID Connect Registration §2.1: `client_name` with a language tag
