@@ -328,13 +328,8 @@ fn web_hosts(redirect_uris: &[String]) -> Vec<String> {
     let mut hosts: Vec<String> = redirect_uris
         .iter()
         .filter_map(|uri| url::Url::parse(uri).ok())
-        .filter(|url| url.scheme() == "https")
-        .filter_map(|url| match url.host()? {
-            url::Host::Domain(domain) if domain != "localhost" => Some(domain.to_owned()),
-            url::Host::Ipv4(ip) if !ip.is_loopback() => Some(ip.to_string()),
-            url::Host::Ipv6(ip) if !ip.is_loopback() => Some(format!("[{ip}]")),
-            _ => None,
-        })
+        .filter(|url| url.scheme() == "https" && !crate::service::is_loopback(url))
+        .filter_map(|url| url.host_str().map(str::to_owned))
         .collect();
     hosts.sort();
     hosts.dedup();

@@ -18,7 +18,7 @@ use portico_model::clock::Clock;
 use portico_model::key::SigningKeyRecord;
 use portico_storage::{AuditEntry, AuditQuery, KeyPage, Storage, StorageError};
 
-pub use clients::{ClientChanges, NewClient, SecurityChanges, check_security, check_uri};
+pub use clients::{ClientChanges, NewClient, SecurityChanges, check_security, check_uri, is_loopback};
 pub use users::{NewUser, PASSWORD_MAX, PASSWORD_MIN, ProvisionedUser, UserChanges, check_password};
 
 /// Why an operation was refused or failed; nothing was changed.

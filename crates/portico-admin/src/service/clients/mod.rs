@@ -22,7 +22,7 @@ use portico_storage::{IssuedAccessToken, KeyPage, StorageError, Update};
 use rules::{
     check_backchannel_uri, check_name, check_profile_redirects, check_secret, check_uris, parse_scope, settle_profile,
 };
-pub use rules::{check_security, check_uri};
+pub use rules::{check_security, check_uri, is_loopback};
 
 use super::{AdminService, Result, ServiceError, UPDATE_ATTEMPTS, check_revision};
 

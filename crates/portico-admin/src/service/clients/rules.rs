@@ -54,7 +54,8 @@ pub fn check_uri(uri: &str) -> Result<(), String> {
     }
 }
 
-fn is_loopback(url: &url::Url) -> bool {
+/// Whether the address's host is a loopback address or `localhost`.
+pub fn is_loopback(url: &url::Url) -> bool {
     match url.host() {
         Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
         Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
