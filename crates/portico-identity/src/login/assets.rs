@@ -3,9 +3,10 @@
 //!
 //! The pages carry no inline script or style, so the Content-Security-Policy
 //! allows scripts only from Portico itself (and the CAPTCHA service's
-//! widget). `form-action` is left out on purpose: a completed login's form
-//! submission ends in a redirect to the client's own address, which
-//! `form-action 'self'` would block.
+//! widget). Its `form-action` names Portico and, on a login page, the
+//! origin of the client's `redirect_uri`: a completed login's form
+//! submission ends in a redirect there, which Chromium checks against it
+//! (docs/decisions.md, "Where the login pages' forms may post").
 
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
@@ -61,11 +62,76 @@ pub async fn form_post_js() -> Response {
     asset("text/javascript; charset=utf-8", FORM_POST_JS)
 }
 
-/// Adds the page security headers to an HTML response.
-pub fn secure(mut response: Response) -> Response {
+/// Adds the page security headers to an HTML response whose forms post to
+/// Portico only (the error and logged-out pages).
+pub fn secure(response: Response) -> Response {
+    secure_to(response, None)
+}
+
+/// Adds the page security headers to a login page whose forms post to
+/// Portico and may end, through Portico's redirects, at `redirect_uri`
+/// (the authorization request's): a completed login answers the client
+/// there. The policy's `form-action` names
+/// Portico and that one address's origin, so that markup slipped into a
+/// page cannot send what the user types anywhere else; Chromium checks
+/// every redirect a form submission follows against it.
+pub fn secure_to(mut response: Response, redirect_uri: Option<&str>) -> Response {
+    let policy = format!("{CSP}; form-action 'self'{}", redirect_uri.map(form_target).unwrap_or_default());
+    set_headers(&mut response, &policy);
+    response
+}
+
+/// Adds the page security headers to the `form_post` page (OAuth 2.0 Form
+/// Post Response Mode), whose one form posts the answer to `redirect_uri`.
+pub fn secure_form_post(mut response: Response, redirect_uri: &str) -> Response {
+    let policy = format!("{CSP}; form-action{}", form_target(redirect_uri));
+    set_headers(&mut response, &policy);
+    response
+}
+
+fn set_headers(response: &mut Response, policy: &str) {
     let headers = response.headers_mut();
-    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    // Every part of the policy is ASCII: the constant, and a URL's scheme,
+    // host (Punycode) and port.
+    let policy = HeaderValue::from_str(policy).unwrap_or_else(|_| HeaderValue::from_static(CSP));
+    headers.insert(header::CONTENT_SECURITY_POLICY, policy);
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
-    response
+}
+
+/// The source expression (CSP 3 §2.3.1) for a form target at
+/// `redirect_uri`, with its leading space: the origin of an `http(s)`
+/// address; a scheme alone for an IPv6 literal (source expressions have
+/// no IPv6 hosts) and for a native app's private-use scheme (RFC 8252
+/// §7.1). Nothing for what is not a URL (a checked redirect URI always is).
+fn form_target(redirect_uri: &str) -> String {
+    let Ok(url) = url::Url::parse(redirect_uri) else {
+        return String::new();
+    };
+    let scheme = url.scheme();
+    let web = matches!(scheme, "http" | "https");
+    match (url.host(), url.host_str(), url.port()) {
+        (Some(url::Host::Domain(_) | url::Host::Ipv4(_)), Some(host), Some(port)) if web => {
+            format!(" {scheme}://{host}:{port}")
+        }
+        (Some(url::Host::Domain(_) | url::Host::Ipv4(_)), Some(host), None) if web => format!(" {scheme}://{host}"),
+        _ => format!(" {scheme}:"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::form_target;
+
+    #[test]
+    fn a_form_target_is_the_redirect_uris_origin_or_its_scheme() {
+        assert_eq!(form_target("https://rp.example/cb?x=1"), " https://rp.example");
+        assert_eq!(form_target("https://RP.example:8443/cb"), " https://rp.example:8443");
+        assert_eq!(form_target("https://rp.example:443/cb"), " https://rp.example", "the default port is implied");
+        assert_eq!(form_target("http://127.0.0.1:53124/callback"), " http://127.0.0.1:53124");
+        assert_eq!(form_target("https://пример.рф/cb"), " https://xn--e1afmkfd.xn--p1ai", "Punycode");
+        assert_eq!(form_target("http://[::1]:8080/cb"), " http:", "no IPv6 host in a source expression");
+        assert_eq!(form_target("ru.bank.app:/oauth2redirect"), " ru.bank.app:");
+        assert_eq!(form_target("not a url"), "");
+    }
 }

@@ -81,18 +81,27 @@ struct LoginPage<'a> {
 pub async fn login_page(State(identity): State<IdentityState>, Peer(peer): Peer, headers: HeaderMap) -> Response {
     let address = identity.client_address(&headers, peer);
     match render(&identity, &headers, address).await {
-        Ok(response) => super::assets::secure(response),
+        Ok(Rendered::Page(response, redirect_uri)) => super::assets::secure_to(response, redirect_uri.as_deref()),
+        Ok(Rendered::Other(response)) => super::assets::secure(response),
         Err(error) => super::error_page::server_error(error),
     }
 }
 
-async fn render(identity: &Identity, headers: &HeaderMap, address: Option<IpAddr>) -> Result<Response, StorageError> {
+/// What `GET /login` answers.
+enum Rendered {
+    /// The step's page, and the redirect URI its forms may end at.
+    Page(Response, Option<String>),
+    /// A redirect, or a failure.
+    Other(Response),
+}
+
+async fn render(identity: &Identity, headers: &HeaderMap, address: Option<IpAddr>) -> Result<Rendered, StorageError> {
     let now = identity.clock.now();
     let Some(mut process) = current_process(identity, headers, now).await? else {
-        return Ok(no_process(identity, headers).await);
+        return Ok(Rendered::Other(no_process(identity, headers).await));
     };
     if process.state.is_complete() {
-        return Ok(redirect(StatusCode::FOUND, &authorize_url(identity, &process)));
+        return Ok(Rendered::Other(redirect(StatusCode::FOUND, &authorize_url(identity, &process))));
     }
     let locale = process.state.locale.unwrap_or_else(|| texts::negotiate(headers, identity.settings.default_locale));
     let t = texts::for_locale(locale);
@@ -103,7 +112,7 @@ async fn render(identity: &Identity, headers: &HeaderMap, address: Option<IpAddr
     if let Some(user) = &user {
         process = match otp::prepare(identity, process, user, t).await? {
             Prepared::Ready(process) => *process,
-            Prepared::Answer(answer) => return Ok(answer.respond(identity)),
+            Prepared::Answer(answer) => return Ok(Rendered::Other(answer.respond(identity))),
         };
     }
     let prepared = match (process.state.step, &user) {
@@ -112,7 +121,7 @@ async fn render(identity: &Identity, headers: &HeaderMap, address: Option<IpAddr
         _ => Some(process),
     };
     let Some(prepared) = prepared else {
-        return Ok(super::answer::Answer::ToLogin.respond(identity));
+        return Ok(Rendered::Other(super::answer::Answer::ToLogin.respond(identity)));
     };
     process = prepared;
 
@@ -124,7 +133,7 @@ async fn render(identity: &Identity, headers: &HeaderMap, address: Option<IpAddr
     let context = step_context(identity, &process, user.as_ref(), locale, address).await?;
     let html = page(identity, &process, errors, t, &context, locale, now);
     let Some(html) = html else {
-        return Ok(StatusCode::INTERNAL_SERVER_ERROR.into_response());
+        return Ok(Rendered::Other(StatusCode::INTERNAL_SERVER_ERROR.into_response()));
     };
     let mut response = portico_api::no_store(Html(html));
     let mut set = SetCookies::new(identity.settings.secure_cookies);
@@ -138,7 +147,8 @@ async fn render(identity: &Identity, headers: &HeaderMap, address: Option<IpAddr
         set.set(cookies::XSRF_TOKEN, &process.state.csrf, Some(ttl));
     }
     set.apply(response.headers_mut());
-    Ok(response)
+    let redirect_uri = process.state.request.map(|request| request.redirect_uri);
+    Ok(Rendered::Page(response, redirect_uri))
 }
 
 async fn step_context(

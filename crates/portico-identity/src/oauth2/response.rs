@@ -107,7 +107,7 @@ pub async fn to_client(identity: &Identity, headers: &HeaderMap, to: &Recipient,
     let Ok(html) = (FormPostPage { t, bank, action: &to.redirect_uri, fields: &fields }).render() else {
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
     };
-    crate::login::assets::secure(portico_api::no_store(Html(html)))
+    crate::login::assets::secure_form_post(portico_api::no_store(Html(html)), &to.redirect_uri)
 }
 
 /// An OAuth error response to the client: `error`, `error_description`,

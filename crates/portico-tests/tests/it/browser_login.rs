@@ -302,6 +302,91 @@ async fn sso_for_a_second_client_with_consent_granted_and_remembered() {
     browser.client.clone().close().await.unwrap();
 }
 
+/// The login pages' `form-action` names the client's origin: Chromium
+/// checks each redirect a form submission follows against it, so a login
+/// that ends at a client on another origin (here a loopback server on
+/// another port) must still reach it, as must the error page's way back
+/// after a refused consent and the `form_post` page's own form.
+#[tokio::test]
+async fn chromium_reaches_a_client_on_another_origin_after_login_consent_and_form_post() {
+    use axum::routing::get;
+    use portico_model::clock::Clock as _;
+    let Some(browser) = launch().await else { return };
+    let client = &browser.client;
+    let app = TestApp::spawn(portico_tests::backends()[0]).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let site = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+    let callback = axum::Router::new().route(
+        "/cb",
+        get(|| async { axum::response::Html("<p id=back>back at the client</p>") })
+            .post(|body: String| async move { axum::response::Html(format!("<p id=back>posted {body}</p>")) }),
+    );
+    tokio::spawn(async move { axum::serve(listener, callback).await });
+    app.store
+        .create_client(&portico_model::client::Client {
+            client_id: "elsewhere".into(),
+            secret_hash: portico_crypto::hash::client_secret_hash("elsewhere-secret"),
+            name: portico_model::client::LocalizedText::same("Elsewhere"),
+            redirect_uris: vec![format!("{site}/cb")],
+            scopes: vec!["openid".into(), "profile".into()],
+            require_consent: true,
+            post_logout_redirect_uris: Vec::new(),
+            logout_revokes_grants: false,
+            backchannel_logout_uri: None,
+            security: Default::default(),
+            secret_sealed: None,
+            registration_token_hash: None,
+            awaiting_approval: false,
+            created_at: app.clock.now(),
+            revision: 0,
+        })
+        .await
+        .unwrap();
+    let redirect_uri = format!("{site}/cb");
+    let authorize = |extra: &[(&str, Option<&str>)]| {
+        let mut params = vec![
+            ("client_id", Some("elsewhere")),
+            ("redirect_uri", Some(redirect_uri.as_str())),
+            ("scope", Some("openid profile")),
+        ];
+        params.extend_from_slice(extra);
+        app.authorize_url(&portico_tests::Pkce::new(), &params)
+    };
+    let at_client = async |what: &str| {
+        let started = std::time::Instant::now();
+        loop {
+            let url = client.current_url().await.unwrap();
+            if url.as_str().starts_with(&redirect_uri) {
+                wait_for_text(client, "#back", "back at the client").await;
+                assert!(url.as_str().contains(what), "{url}");
+                return;
+            }
+            assert!(started.elapsed() < std::time::Duration::from_secs(15), "never reached the client: at {url}");
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    };
+
+    client.goto(&authorize(&[])).await.unwrap();
+    password_then_code(client, &app, "ivan", "ivan-password", "+79001234567").await;
+    step_is(client, "consent").await;
+    submit(client).await;
+    at_client("code=").await;
+
+    client.goto(&authorize(&[("state", Some("again")), ("prompt", Some("consent"))])).await.unwrap();
+    step_is(client, "consent").await;
+    click(client, "#loginForm button[name=deny]").await;
+    wait_for_path(client, "/error").await;
+    click(client, "a.action").await;
+    at_client("error=access_denied").await;
+
+    client.goto(&authorize(&[("response_mode", Some("form_post"))])).await.unwrap();
+    wait_for_text(client, "#back", "posted ").await;
+    let posted = client.find(Locator::Css("#back")).await.unwrap().text().await.unwrap();
+    assert!(posted.contains("code="), "{posted}");
+    assert_eq!(client.current_url().await.unwrap().as_str(), redirect_uri);
+    browser.client.clone().close().await.unwrap();
+}
+
 /// A Chrome DevTools command through chromedriver
 /// (`POST /session/{id}/goog/cdp/execute`).
 #[derive(Debug)]

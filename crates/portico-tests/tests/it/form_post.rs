@@ -65,7 +65,10 @@ async fn openidconnect_crate_exchanges_the_code_a_form_post_page_carries() {
         let response = browser.get(url.as_str()).send().await.unwrap();
         assert_eq!(response.status(), 200, "{backend:?}: a page, not a redirect");
         assert_eq!(response.headers()["cache-control"], "no-store");
-        assert!(response.headers()["content-security-policy"].to_str().unwrap().contains("frame-ancestors 'none'"));
+        let csp = response.headers()["content-security-policy"].to_str().unwrap().to_owned();
+        assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
+        // The page's one form posts to the client's origin, and nowhere else.
+        assert!(csp.ends_with(&format!("; form-action {}", app.base.trim_end_matches('/'))), "{csp}");
         let (action, fields) = posted_form(&response.text().await.unwrap());
         assert_eq!(action, app.redirect_uri(), "{backend:?}");
         assert_eq!(field(&fields, "state"), Some(csrf.secret().as_str()));
