@@ -122,27 +122,40 @@ impl TestApp {
     /// # Panics
     /// When storage fails.
     pub async fn add_client(&self, client_id: &str, secret: &str) {
+        self.add_client_with(client_id, secret, |_| {}).await;
+    }
+
+    /// Registers another client as [`TestApp::add_client`] does, changed by
+    /// `change` first (its redirect URIs are `https://other.example/cb`).
+    ///
+    /// # Panics
+    /// When storage fails.
+    pub async fn add_client_with(
+        &self,
+        client_id: &str,
+        secret: &str,
+        change: impl FnOnce(&mut portico_model::client::Client),
+    ) {
         use portico_model::clock::Clock as _;
-        self.store
-            .create_client(&portico_model::client::Client {
-                client_id: client_id.into(),
-                secret_hash: portico_crypto::hash::client_secret_hash(secret),
-                name: portico_model::client::LocalizedText::same(client_id),
-                redirect_uris: vec!["https://other.example/cb".into()],
-                scopes: vec!["openid".into()],
-                require_consent: false,
-                post_logout_redirect_uris: vec!["https://other.example/bye".into()],
-                logout_revokes_grants: false,
-                backchannel_logout_uri: None,
-                security: Default::default(),
-                secret_sealed: None,
-                registration_token_hash: None,
-                awaiting_approval: false,
-                created_at: self.clock.now(),
-                revision: 0,
-            })
-            .await
-            .expect("create a client");
+        let mut client = portico_model::client::Client {
+            client_id: client_id.into(),
+            secret_hash: portico_crypto::hash::client_secret_hash(secret),
+            name: portico_model::client::LocalizedText::same(client_id),
+            redirect_uris: vec!["https://other.example/cb".into()],
+            scopes: vec!["openid".into()],
+            require_consent: false,
+            post_logout_redirect_uris: vec!["https://other.example/bye".into()],
+            logout_revokes_grants: false,
+            backchannel_logout_uri: None,
+            security: Default::default(),
+            secret_sealed: None,
+            registration_token_hash: None,
+            awaiting_approval: false,
+            created_at: self.clock.now(),
+            revision: 0,
+        };
+        change(&mut client);
+        self.store.create_client(&client).await.expect("create a client");
     }
 
     /// An access token and id_token for `login`, issued by the server's own

@@ -65,26 +65,12 @@ impl Receiver {
 /// session, to client `bc` whose back-channel endpoint is `uri`. The
 /// browser and `bc`'s id_token.
 async fn signed_in_to_both(app: &TestApp, uri: &str) -> (reqwest::Client, String) {
-    app.store
-        .create_client(&portico_model::client::Client {
-            client_id: "bc".into(),
-            secret_hash: portico_crypto::hash::client_secret_hash("bc-secret-0123456789"),
-            name: portico_model::client::LocalizedText::same("bc"),
-            redirect_uris: vec!["https://bc.example/cb".into()],
-            scopes: vec!["openid".into()],
-            require_consent: false,
-            post_logout_redirect_uris: Vec::new(),
-            logout_revokes_grants: false,
-            backchannel_logout_uri: Some(uri.to_owned()),
-            security: Default::default(),
-            secret_sealed: None,
-            registration_token_hash: None,
-            awaiting_approval: false,
-            created_at: app.clock.now(),
-            revision: 0,
-        })
-        .await
-        .unwrap();
+    app.add_client_with("bc", "bc-secret-0123456789", |client| {
+        client.redirect_uris = vec!["https://bc.example/cb".into()];
+        client.post_logout_redirect_uris = Vec::new();
+        client.backchannel_logout_uri = Some(uri.to_owned());
+    })
+    .await;
     let browser = app.browser();
     app.login_for_code(&browser, &Pkce::new(), "ivan", "ivan-password").await;
     let pkce = Pkce::new();

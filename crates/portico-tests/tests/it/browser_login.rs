@@ -310,7 +310,6 @@ async fn sso_for_a_second_client_with_consent_granted_and_remembered() {
 #[tokio::test]
 async fn chromium_reaches_a_client_on_another_origin_after_login_consent_and_form_post() {
     use axum::routing::get;
-    use portico_model::clock::Clock as _;
     let Some(browser) = launch().await else { return };
     let client = &browser.client;
     let app = TestApp::spawn(portico_tests::backends()[0]).await;
@@ -322,27 +321,14 @@ async fn chromium_reaches_a_client_on_another_origin_after_login_consent_and_for
             .post(|body: String| async move { axum::response::Html(format!("<p id=back>posted {body}</p>")) }),
     );
     tokio::spawn(async move { axum::serve(listener, callback).await });
-    app.store
-        .create_client(&portico_model::client::Client {
-            client_id: "elsewhere".into(),
-            secret_hash: portico_crypto::hash::client_secret_hash("elsewhere-secret"),
-            name: portico_model::client::LocalizedText::same("Elsewhere"),
-            redirect_uris: vec![format!("{site}/cb")],
-            scopes: vec!["openid".into(), "profile".into()],
-            require_consent: true,
-            post_logout_redirect_uris: Vec::new(),
-            logout_revokes_grants: false,
-            backchannel_logout_uri: None,
-            security: Default::default(),
-            secret_sealed: None,
-            registration_token_hash: None,
-            awaiting_approval: false,
-            created_at: app.clock.now(),
-            revision: 0,
-        })
-        .await
-        .unwrap();
     let redirect_uri = format!("{site}/cb");
+    app.add_client_with("elsewhere", "elsewhere-secret", |client| {
+        client.name = portico_model::client::LocalizedText::same("Elsewhere");
+        client.redirect_uris = vec![redirect_uri.clone()];
+        client.scopes = vec!["openid".into(), "profile".into()];
+        client.require_consent = true;
+    })
+    .await;
     let authorize = |extra: &[(&str, Option<&str>)]| {
         let mut params = vec![
             ("client_id", Some("elsewhere")),
