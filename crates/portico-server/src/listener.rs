@@ -196,14 +196,63 @@ fn service(
                 request.extensions_mut().insert(presented.clone());
             }
         }
+        let refused = host_problem(&request);
         let late = Arc::new(AtomicBool::new(false));
         let request = request.map(|body| axum::body::Body::new(BodyDeadline::new(body, &limits, Arc::clone(&late))));
         let answer = router.clone().oneshot(request);
         async move {
+            if let Some(problem) = refused {
+                return Ok(bad_host(peer, problem));
+            }
             let response = answer.await?;
             Ok::<_, std::convert::Infallible>(if late.load(Ordering::Relaxed) { too_slow(peer) } else { response })
         }
     })
+}
+
+/// What is wrong with a request's `Host` (RFC 9112 §3.2): an HTTP/1.1
+/// request must carry exactly one, and any request's must be a host with
+/// an optional port (RFC 9110 §7.2; empty only where the target has no
+/// authority). Portico never builds an address from it, but a request a
+/// proxy in front may read differently (two hosts, no host) is refused
+/// rather than served.
+fn host_problem<B>(request: &hyper::Request<B>) -> Option<&'static str> {
+    let mut hosts = request.headers().get_all(header::HOST).iter();
+    match (hosts.next(), hosts.next()) {
+        (None, _) if request.version() == hyper::Version::HTTP_11 => {
+            Some("The request has no Host header: an HTTP/1.1 request names its host (RFC 9112 §3.2).\n")
+        }
+        (None, _) => None,
+        (Some(_), Some(_)) => Some("The request has more than one Host header: send one.\n"),
+        (Some(host), None) if host.is_empty() || is_host_and_port(host.as_bytes()) => None,
+        (Some(_), None) => Some("The Host header is not a host name or address with an optional port.\n"),
+    }
+}
+
+/// `uri-host [ ":" port ]` (RFC 3986 §3.2.2–3): a registered name, an IPv4
+/// address or a bracketed IP literal, with no user information; the port
+/// digits only.
+fn is_host_and_port(value: &[u8]) -> bool {
+    let Some(authority) = std::str::from_utf8(value)
+        .ok()
+        .filter(|value| !value.contains('@'))
+        .and_then(|value| value.parse::<axum::http::uri::Authority>().ok())
+    else {
+        return false;
+    };
+    let host = authority.host();
+    let port = authority.as_str().get(host.len()..).unwrap_or_default();
+    !host.is_empty()
+        && (port.is_empty() || port.strip_prefix(':').is_some_and(|p| p.bytes().all(|b| b.is_ascii_digit())))
+}
+
+/// The answer to a request with a missing, repeated or malformed `Host`:
+/// `400`, and the connection is closed after it.
+fn bad_host(peer: SocketAddr, problem: &'static str) -> Response {
+    tracing::info!(%peer, "a request without a valid Host header was refused");
+    let mut response = (StatusCode::BAD_REQUEST, problem).into_response();
+    response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
 }
 
 /// The answer to a request whose body came too slowly: `408`, and the
@@ -391,5 +440,32 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Idle<T> {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_problem;
+
+    fn request(version: hyper::Version, hosts: &[&str]) -> hyper::Request<()> {
+        let mut request = hyper::Request::get("/healthz").version(version);
+        for host in hosts {
+            request = request.header("host", *host);
+        }
+        request.body(()).expect("a request")
+    }
+
+    #[test]
+    fn a_request_names_one_valid_host() {
+        let v11 = hyper::Version::HTTP_11;
+        for good in ["id.bank.example", "id.bank.example:8443", "127.0.0.1:8080", "[::1]:8080", "localhost", ""] {
+            assert_eq!(host_problem(&request(v11, &[good])), None, "{good:?}");
+        }
+        assert_eq!(host_problem(&request(hyper::Version::HTTP_10, &[])), None, "HTTP/1.0 may leave it out");
+        assert!(host_problem(&request(v11, &[])).is_some_and(|p| p.contains("no Host header")));
+        assert!(host_problem(&request(v11, &["a.example", "b.example"])).is_some_and(|p| p.contains("more than one")));
+        for bad in ["a b", "a/b", "user@id.bank.example", "id.bank.example:http", "[::1", ":8080"] {
+            assert!(host_problem(&request(v11, &[bad])).is_some_and(|p| p.contains("not a host")), "{bad:?}");
+        }
     }
 }

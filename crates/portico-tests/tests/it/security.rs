@@ -403,6 +403,77 @@ async fn connections_past_the_limit_wait_until_one_closes() {
     assert_eq!(response.status(), 200);
 }
 
+/// Sends `request` on a new connection and reads until the server closes
+/// it or stops answering: the answer, and whether it was closed.
+async fn raw(addr: &str, request: &[u8]) -> (String, bool) {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request).await.unwrap();
+    let mut answer = Vec::new();
+    let mut buffer = [0_u8; 4096];
+    let closed = loop {
+        match tokio::time::timeout(StdDuration::from_secs(2), stream.read(&mut buffer)).await {
+            Ok(Ok(0) | Err(_)) => break true,
+            Ok(Ok(n)) => answer.extend_from_slice(&buffer[..n]),
+            Err(_) => break false,
+        }
+    };
+    (String::from_utf8_lossy(&answer).into_owned(), closed)
+}
+
+#[tokio::test]
+async fn a_request_without_exactly_one_valid_host_is_refused_and_changes_nothing() {
+    use base64::Engine as _;
+    let app = TestApp::spawn(portico_tests::Backend::Sqlite).await;
+    let addr = app.url("").trim_start_matches("http://").to_owned();
+    for (head, first, says) in [
+        ("GET /healthz HTTP/1.1\r\n\r\n", "HTTP/1.1 400 Bad Request", "no Host header"),
+        ("GET /healthz HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\n\r\n", "HTTP/1.1 400", "more than one"),
+        ("GET /healthz HTTP/1.1\r\nHost: a b/c\r\n\r\n", "HTTP/1.1 400", "not a host"),
+        ("GET /healthz HTTP/1.1\r\nHost: user@a.example\r\n\r\n", "HTTP/1.1 400", "not a host"),
+    ] {
+        let (answer, closed) = raw(&addr, head.as_bytes()).await;
+        assert!(answer.starts_with(first) && answer.contains(says), "{head:?}: {answer}");
+        assert!(closed, "{head:?}: the connection is closed after the refusal");
+    }
+    // HTTP/1.0 may leave the host out; a host with a port, an IP literal
+    // and an empty host (a target without authority) are hosts.
+    for head in [
+        "GET /healthz HTTP/1.0\r\n\r\n",
+        "GET /healthz HTTP/1.1\r\nHost: id.bank.example:8443\r\nConnection: close\r\n\r\n",
+        "GET /healthz HTTP/1.1\r\nHost: [::1]:8080\r\nConnection: close\r\n\r\n",
+        "GET /healthz HTTP/1.1\r\nHost:\r\nConnection: close\r\n\r\n",
+    ] {
+        let (answer, _) = raw(&addr, head.as_bytes()).await;
+        assert!(answer.contains(" 200 OK"), "{head:?}: {answer}");
+    }
+
+    // A revocation without a host never reaches the endpoint: the refresh
+    // token still works.
+    let pair = app.token_pair("ivan").await;
+    let body = format!("token={}", pair.refresh_token);
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!(
+        "{}:{}",
+        portico_server::demo::CLIENT_ID,
+        portico_server::demo::CLIENT_SECRET
+    ));
+    let revoke = format!(
+        "POST /oauth2/revoke HTTP/1.1\r\nAuthorization: Basic {basic}\r\n\
+         Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let (answer, _) = raw(&addr, revoke.as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    let refreshed = app
+        .http()
+        .post(app.url("/oauth2/token"))
+        .basic_auth(portico_server::demo::CLIENT_ID, Some(portico_server::demo::CLIENT_SECRET))
+        .form(&[("grant_type", "refresh_token"), ("refresh_token", pair.refresh_token.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refreshed.status(), 200, "the refresh token was not revoked");
+}
+
 #[tokio::test]
 async fn hsts_is_sent_with_an_https_public_url_only() {
     let app = TestApp::spawn_with(portico_tests::Backend::Sqlite, |c| {
