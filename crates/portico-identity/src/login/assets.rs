@@ -108,14 +108,11 @@ fn form_target(redirect_uri: &str) -> String {
     let Ok(url) = url::Url::parse(redirect_uri) else {
         return String::new();
     };
-    let scheme = url.scheme();
-    let web = matches!(scheme, "http" | "https");
-    match (url.host(), url.host_str(), url.port()) {
-        (Some(url::Host::Domain(_) | url::Host::Ipv4(_)), Some(host), Some(port)) if web => {
-            format!(" {scheme}://{host}:{port}")
+    match url.host() {
+        Some(url::Host::Domain(_) | url::Host::Ipv4(_)) if matches!(url.scheme(), "http" | "https") => {
+            format!(" {}", url.origin().ascii_serialization())
         }
-        (Some(url::Host::Domain(_) | url::Host::Ipv4(_)), Some(host), None) if web => format!(" {scheme}://{host}"),
-        _ => format!(" {scheme}:"),
+        _ => format!(" {}:", url.scheme()),
     }
 }
 

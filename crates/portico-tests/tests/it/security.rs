@@ -463,14 +463,7 @@ async fn a_request_without_exactly_one_valid_host_is_refused_and_changes_nothing
     );
     let (answer, _) = raw(&addr, revoke.as_bytes()).await;
     assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
-    let refreshed = app
-        .http()
-        .post(app.url("/oauth2/token"))
-        .basic_auth(portico_server::demo::CLIENT_ID, Some(portico_server::demo::CLIENT_SECRET))
-        .form(&[("grant_type", "refresh_token"), ("refresh_token", pair.refresh_token.as_str())])
-        .send()
-        .await
-        .unwrap();
+    let refreshed = app.token_request(&[("grant_type", "refresh_token"), ("refresh_token", &pair.refresh_token)]).await;
     assert_eq!(refreshed.status(), 200, "the refresh token was not revoked");
 }
 
