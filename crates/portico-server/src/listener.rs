@@ -196,13 +196,13 @@ fn service(
                 request.extensions_mut().insert(presented.clone());
             }
         }
-        let refused = host_problem(&request);
+        let refused = host_problem(&request).or_else(|| coding_problem(&request));
         let late = Arc::new(AtomicBool::new(false));
         let request = request.map(|body| axum::body::Body::new(BodyDeadline::new(body, &limits, Arc::clone(&late))));
         let answer = router.clone().oneshot(request);
         async move {
-            if let Some(problem) = refused {
-                return Ok(bad_host(peer, problem));
+            if let Some((status, problem)) = refused {
+                return Ok(refuse_head(peer, status, problem));
             }
             let response = answer.await?;
             Ok::<_, std::convert::Infallible>(if late.load(Ordering::Relaxed) { too_slow(peer) } else { response })
@@ -216,9 +216,9 @@ fn service(
 /// authority). Portico never builds an address from it, but a request a
 /// proxy in front may read differently (two hosts, no host) is refused
 /// rather than served.
-fn host_problem<B>(request: &hyper::Request<B>) -> Option<&'static str> {
+fn host_problem<B>(request: &hyper::Request<B>) -> Option<(StatusCode, &'static str)> {
     let mut hosts = request.headers().get_all(header::HOST).iter();
-    match (hosts.next(), hosts.next()) {
+    let problem = match (hosts.next(), hosts.next()) {
         (None, _) if request.version() == hyper::Version::HTTP_11 => {
             Some("The request has no Host header: an HTTP/1.1 request names its host (RFC 9112 §3.2).\n")
         }
@@ -226,8 +226,37 @@ fn host_problem<B>(request: &hyper::Request<B>) -> Option<&'static str> {
         (Some(_), Some(_)) => Some("The request has more than one Host header: send one.\n"),
         (Some(host), None) if host.is_empty() || is_host_and_port(host.as_bytes()) => None,
         (Some(_), None) => Some("The Host header is not a host name or address with an optional port.\n"),
-    }
+    };
+    problem.map(|problem| (StatusCode::BAD_REQUEST, problem))
 }
+
+/// What is wrong with a request's `Transfer-Encoding` (RFC 9112 §6.1):
+/// Portico decodes `chunked` alone, so a body under another coding
+/// (`gzip, chunked`) is answered `501`, and `chunked` applied twice
+/// (which a sender must not do) `400`. The HTTP layer has already refused
+/// a coding after `chunked` and any coding in HTTP/1.0.
+fn coding_problem<B>(request: &hyper::Request<B>) -> Option<(StatusCode, &'static str)> {
+    let mut chunked = 0_usize;
+    for value in request.headers().get_all(header::TRANSFER_ENCODING) {
+        let Ok(value) = value.to_str() else {
+            return Some((StatusCode::NOT_IMPLEMENTED, UNKNOWN_CODING));
+        };
+        for coding in value.split(',').map(str::trim).filter(|coding| !coding.is_empty()) {
+            if !coding.eq_ignore_ascii_case("chunked") {
+                return Some((StatusCode::NOT_IMPLEMENTED, UNKNOWN_CODING));
+            }
+            chunked += 1;
+        }
+    }
+    (chunked > 1).then_some((
+        StatusCode::BAD_REQUEST,
+        "The request's Transfer-Encoding names chunked more than once: apply it once (RFC 9112 §6.1).\n",
+    ))
+}
+
+/// The answer to a body under a transfer coding Portico does not decode.
+const UNKNOWN_CODING: &str = "The request's Transfer-Encoding names a coding other than chunked, which Portico does not \
+                              decode: send the body uncoded, with Content-Length or chunked alone (RFC 9112 §6.1).\n";
 
 /// `uri-host [ ":" port ]` (RFC 3986 §3.2.2–3): a registered name, an IPv4
 /// address or a bracketed IP literal, with no user information; the port
@@ -246,11 +275,13 @@ fn is_host_and_port(value: &[u8]) -> bool {
         && (port.is_empty() || port.strip_prefix(':').is_some_and(|p| p.bytes().all(|b| b.is_ascii_digit())))
 }
 
-/// The answer to a request with a missing, repeated or malformed `Host`:
-/// `400`, and the connection is closed after it.
-fn bad_host(peer: SocketAddr, problem: &'static str) -> Response {
-    tracing::info!(%peer, "a request without a valid Host header was refused");
-    let mut response = (StatusCode::BAD_REQUEST, problem).into_response();
+/// The answer to a request whose head is refused before any route sees it
+/// (its `Host` or its `Transfer-Encoding`): `status` with a line saying
+/// what was wrong, and the connection is closed after it (its body, if
+/// any, is never read).
+fn refuse_head(peer: SocketAddr, status: StatusCode, problem: &'static str) -> Response {
+    tracing::info!(%peer, status = status.as_u16(), problem = problem.trim_end(), "a request's head was refused");
+    let mut response = (status, problem).into_response();
     response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
     response
 }
@@ -445,7 +476,8 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Idle<T> {
 
 #[cfg(test)]
 mod tests {
-    use super::host_problem;
+    use super::{coding_problem, host_problem};
+    use axum::http::StatusCode;
 
     fn request(version: hyper::Version, hosts: &[&str]) -> hyper::Request<()> {
         let mut request = hyper::Request::get("/healthz").version(version);
@@ -462,10 +494,32 @@ mod tests {
             assert_eq!(host_problem(&request(v11, &[good])), None, "{good:?}");
         }
         assert_eq!(host_problem(&request(hyper::Version::HTTP_10, &[])), None, "HTTP/1.0 may leave it out");
-        assert!(host_problem(&request(v11, &[])).is_some_and(|p| p.contains("no Host header")));
-        assert!(host_problem(&request(v11, &["a.example", "b.example"])).is_some_and(|p| p.contains("more than one")));
+        assert!(host_problem(&request(v11, &[])).is_some_and(|(_, p)| p.contains("no Host header")));
+        assert!(
+            host_problem(&request(v11, &["a.example", "b.example"])).is_some_and(|(_, p)| p.contains("more than one"))
+        );
         for bad in ["a b", "a/b", "user@id.bank.example", "id.bank.example:http", "[::1", ":8080"] {
-            assert!(host_problem(&request(v11, &[bad])).is_some_and(|p| p.contains("not a host")), "{bad:?}");
+            assert!(host_problem(&request(v11, &[bad])).is_some_and(|(_, p)| p.contains("not a host")), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_request_body_is_chunked_once_or_not_coded() {
+        let with = |codings: &[&str]| {
+            let mut request = hyper::Request::post("/oauth2/token").header("host", "id.bank.example");
+            for coding in codings {
+                request = request.header("transfer-encoding", *coding);
+            }
+            coding_problem(&request.body(()).expect("a request")).map(|(status, _)| status)
+        };
+        assert_eq!(with(&[]), None, "no coding");
+        assert_eq!(with(&["chunked"]), None);
+        assert_eq!(with(&["Chunked "]), None, "codings are case-insensitive");
+        for unknown in [&["gzip, chunked"][..], &["gzip", "chunked"], &["x-chunked"], &["identity"], &["chunked;q=1"]] {
+            assert_eq!(with(unknown), Some(StatusCode::NOT_IMPLEMENTED), "{unknown:?}");
+        }
+        for twice in [&["chunked, chunked"][..], &["chunked", "chunked"], &["chunked,,chunked"]] {
+            assert_eq!(with(twice), Some(StatusCode::BAD_REQUEST), "{twice:?}");
         }
     }
 }

@@ -468,6 +468,52 @@ async fn a_request_without_exactly_one_valid_host_is_refused_and_changes_nothing
 }
 
 #[tokio::test]
+async fn a_body_under_a_coding_other_than_chunked_once_is_refused_and_changes_nothing() {
+    use base64::Engine as _;
+    let app = TestApp::spawn(portico_tests::Backend::Sqlite).await;
+    let addr = app.url("").trim_start_matches("http://").to_owned();
+    let pair = app.token_pair("ivan").await;
+    let body = format!("token={}", pair.refresh_token);
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!(
+        "{}:{}",
+        portico_server::demo::CLIENT_ID,
+        portico_server::demo::CLIENT_SECRET
+    ));
+    // The body is the plain form in both: a server that skipped the
+    // codings it does not decode would revoke the token.
+    for (codings, first, says) in [
+        ("Transfer-Encoding: gzip, chunked\r\n", "HTTP/1.1 501 Not Implemented", "other than chunked"),
+        ("Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n", "HTTP/1.1 501", "other than chunked"),
+        ("Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n", "HTTP/1.1 400", "more than once"),
+    ] {
+        let revoke = format!(
+            "POST /oauth2/revoke HTTP/1.1\r\nHost: id.bank.example\r\nAuthorization: Basic {basic}\r\n\
+             Content-Type: application/x-www-form-urlencoded\r\n{codings}\r\n{:x}\r\n{body}\r\n0\r\n\r\n",
+            body.len()
+        );
+        let (answer, closed) = raw(&addr, revoke.as_bytes()).await;
+        assert!(answer.starts_with(first) && answer.contains(says), "{codings:?}: {answer}");
+        assert!(closed, "{codings:?}: the connection is closed after the refusal");
+    }
+    let refreshed = app.token_request(&[("grant_type", "refresh_token"), ("refresh_token", &pair.refresh_token)]).await;
+    assert_eq!(refreshed.status(), 200, "the refresh token was not revoked");
+
+    // Chunked alone is read as before.
+    let refreshed: serde_json::Value = refreshed.json().await.unwrap();
+    let body = format!("token={}", refreshed["refresh_token"].as_str().unwrap());
+    let revoke = format!(
+        "POST /oauth2/revoke HTTP/1.1\r\nHost: id.bank.example\r\nAuthorization: Basic {basic}\r\n\
+         Content-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: Chunked\r\nConnection: close\r\n\r\n\
+         {:x}\r\n{body}\r\n0\r\n\r\n",
+        body.len()
+    );
+    let (answer, _) = raw(&addr, revoke.as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let after = app.token_request(&[("grant_type", "refresh_token"), ("refresh_token", &body[6..])]).await;
+    assert_eq!(after.status(), 400, "revoked through a chunked body");
+}
+
+#[tokio::test]
 async fn hsts_is_sent_with_an_https_public_url_only() {
     let app = TestApp::spawn_with(portico_tests::Backend::Sqlite, |c| {
         c.public_url = Some("https://id.bank.example".into());
