@@ -1,6 +1,7 @@
 //! Portico's own mutual-TLS listener (`mtls.listen`, RFC 8705): TLS 1.2
-//! and 1.3 on rustls, asking every client for a certificate and taking
-//! connections without one.
+//! and 1.3 on rustls (under TLS 1.2 the suites FAPI 2.0 allows only),
+//! asking every client for a certificate and taking connections without
+//! one.
 //!
 //! The handshake proves only that the client holds the private key of the
 //! certificate it sent (rustls checks the handshake signature with it);
@@ -21,6 +22,25 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, UnixTime};
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
 
+/// The cipher suites the listener negotiates: TLS 1.3's three, and under
+/// TLS 1.2 only the four RFC 9325 §4.2 recommends (ECDHE with AES-GCM), as
+/// FAPI 2.0 (§5.2) requires of an authorization server; rustls' default
+/// would also take ChaCha20-Poly1305 under TLS 1.2. (FAPI 1's list adds
+/// DHE suites, which rustls has none of, and names RSA ones only: a
+/// deployment held to it serves an RSA certificate.)
+const CIPHER_SUITES: [rustls::SupportedCipherSuite; 7] = {
+    use rustls::crypto::aws_lc_rs::cipher_suite as suite;
+    [
+        suite::TLS13_AES_256_GCM_SHA384,
+        suite::TLS13_AES_128_GCM_SHA256,
+        suite::TLS13_CHACHA20_POLY1305_SHA256,
+        suite::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+        suite::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+        suite::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+        suite::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+    ]
+};
+
 /// The listener's TLS configuration: the chain and key of `chain` and
 /// `key` (PEM), HTTP/1.1, any client certificate whose key the client holds.
 ///
@@ -36,7 +56,10 @@ pub fn server_config(chain: &Path, key: &Path) -> Result<Arc<rustls::ServerConfi
         return Err(named("mtls.server_certificate_file", chain, &"no PEM certificate in it"));
     }
     let private = PrivateKeyDer::from_pem_file(key).map_err(|e| named("mtls.server_key_file", key, &e))?;
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let provider = Arc::new(rustls::crypto::CryptoProvider {
+        cipher_suites: CIPHER_SUITES.to_vec(),
+        ..rustls::crypto::aws_lc_rs::default_provider()
+    });
     let verifier = Arc::new(AnyClientCertificate { algorithms: provider.signature_verification_algorithms });
     let mut config = rustls::ServerConfig::builder_with_provider(Arc::clone(&provider))
         .with_safe_default_protocol_versions()

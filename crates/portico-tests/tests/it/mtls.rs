@@ -550,3 +550,46 @@ async fn a_client_authenticates_by_its_certificate_on_porticos_own_listener() {
         assert_eq!(response.status(), 200, "{backend:?}: {}", response.text().await.unwrap());
     }
 }
+
+/// FAPI 2.0 §5.2 and RFC 9325 §4.2: under TLS 1.2 the listener takes
+/// ECDHE with AES-GCM only (the ChaCha20 suites a conformance suite offers
+/// as not allowed are refused); under TLS 1.3 any of its suites.
+#[tokio::test]
+async fn porticos_own_listener_negotiates_under_tls_1_2_the_suites_fapi_allows_only() {
+    use rustls::crypto::aws_lc_rs::cipher_suite as suite;
+    use rustls::pki_types::pem::PemObject as _;
+    let app = spawn_listener(portico_tests::Backend::Sqlite).await;
+    let (_, server) = app.mtls.as_ref().expect("the listener");
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(rustls::pki_types::CertificateDer::from_pem_slice(server.pem.as_bytes()).unwrap()).unwrap();
+    let connects = |offered: rustls::SupportedCipherSuite| {
+        let provider = rustls::crypto::CryptoProvider {
+            cipher_suites: vec![offered],
+            ..rustls::crypto::aws_lc_rs::default_provider()
+        };
+        let version = match offered {
+            rustls::SupportedCipherSuite::Tls12(_) => &rustls::version::TLS12,
+            rustls::SupportedCipherSuite::Tls13(_) => &rustls::version::TLS13,
+        };
+        let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(provider))
+            .with_protocol_versions(&[version])
+            .unwrap()
+            .with_root_certificates(roots.clone())
+            .with_no_client_auth();
+        let client = reqwest::Client::builder().tls_backend_preconfigured(config).build().unwrap();
+        let url = app.mtls_url("/healthz");
+        async move { client.get(url).send().await.map(|r| r.status().as_u16()) }
+    };
+    // The test's server certificate is a P-256 one: the ECDSA suites.
+    for allowed in [
+        suite::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+        suite::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+        suite::TLS13_AES_128_GCM_SHA256,
+        suite::TLS13_AES_256_GCM_SHA384,
+        suite::TLS13_CHACHA20_POLY1305_SHA256,
+    ] {
+        assert_eq!(connects(allowed).await.ok(), Some(200), "{:?} is taken", allowed.suite());
+    }
+    let refused = connects(suite::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256).await;
+    assert!(refused.is_err(), "TLS 1.2 with ChaCha20-Poly1305 is refused: {refused:?}");
+}
