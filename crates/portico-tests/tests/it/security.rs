@@ -420,9 +420,30 @@ async fn raw(addr: &str, request: &[u8]) -> (String, bool) {
     (String::from_utf8_lossy(&answer).into_owned(), closed)
 }
 
+/// A revocation of `token` by the demo client as raw HTTP/1.1: the head's
+/// first lines, then `headers` (each ending in CRLF), then `body` made from
+/// the form (`token=…`) by `frame`.
+fn raw_revocation(token: &str, headers: &str, frame: impl Fn(&str) -> String) -> String {
+    use base64::Engine as _;
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!(
+        "{}:{}",
+        portico_server::demo::CLIENT_ID,
+        portico_server::demo::CLIENT_SECRET
+    ));
+    let body = frame(&format!("token={token}"));
+    format!(
+        "POST /oauth2/revoke HTTP/1.1\r\nAuthorization: Basic {basic}\r\n\
+         Content-Type: application/x-www-form-urlencoded\r\n{headers}\r\n{body}"
+    )
+}
+
+/// `form` framed as one chunk and the last chunk.
+fn chunked(form: &str) -> String {
+    format!("{:x}\r\n{form}\r\n0\r\n\r\n", form.len())
+}
+
 #[tokio::test]
 async fn a_request_without_exactly_one_valid_host_is_refused_and_changes_nothing() {
-    use base64::Engine as _;
     let app = TestApp::spawn(portico_tests::Backend::Sqlite).await;
     let addr = app.url("").trim_start_matches("http://").to_owned();
     for (head, first, says) in [
@@ -450,17 +471,8 @@ async fn a_request_without_exactly_one_valid_host_is_refused_and_changes_nothing
     // A revocation without a host never reaches the endpoint: the refresh
     // token still works.
     let pair = app.token_pair("ivan").await;
-    let body = format!("token={}", pair.refresh_token);
-    let basic = base64::engine::general_purpose::STANDARD.encode(format!(
-        "{}:{}",
-        portico_server::demo::CLIENT_ID,
-        portico_server::demo::CLIENT_SECRET
-    ));
-    let revoke = format!(
-        "POST /oauth2/revoke HTTP/1.1\r\nAuthorization: Basic {basic}\r\n\
-         Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
+    let length = format!("Content-Length: {}\r\n", "token=".len() + pair.refresh_token.len());
+    let revoke = raw_revocation(&pair.refresh_token, &length, str::to_owned);
     let (answer, _) = raw(&addr, revoke.as_bytes()).await;
     assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
     let refreshed = app.token_request(&[("grant_type", "refresh_token"), ("refresh_token", &pair.refresh_token)]).await;
@@ -469,16 +481,9 @@ async fn a_request_without_exactly_one_valid_host_is_refused_and_changes_nothing
 
 #[tokio::test]
 async fn a_body_under_a_coding_other_than_chunked_once_is_refused_and_changes_nothing() {
-    use base64::Engine as _;
     let app = TestApp::spawn(portico_tests::Backend::Sqlite).await;
     let addr = app.url("").trim_start_matches("http://").to_owned();
     let pair = app.token_pair("ivan").await;
-    let body = format!("token={}", pair.refresh_token);
-    let basic = base64::engine::general_purpose::STANDARD.encode(format!(
-        "{}:{}",
-        portico_server::demo::CLIENT_ID,
-        portico_server::demo::CLIENT_SECRET
-    ));
     // The body is the plain form in both: a server that skipped the
     // codings it does not decode would revoke the token.
     for (codings, first, says) in [
@@ -486,11 +491,7 @@ async fn a_body_under_a_coding_other_than_chunked_once_is_refused_and_changes_no
         ("Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n", "HTTP/1.1 501", "other than chunked"),
         ("Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n", "HTTP/1.1 400", "more than once"),
     ] {
-        let revoke = format!(
-            "POST /oauth2/revoke HTTP/1.1\r\nHost: id.bank.example\r\nAuthorization: Basic {basic}\r\n\
-             Content-Type: application/x-www-form-urlencoded\r\n{codings}\r\n{:x}\r\n{body}\r\n0\r\n\r\n",
-            body.len()
-        );
+        let revoke = raw_revocation(&pair.refresh_token, &format!("Host: id.bank.example\r\n{codings}"), chunked);
         let (answer, closed) = raw(&addr, revoke.as_bytes()).await;
         assert!(answer.starts_with(first) && answer.contains(says), "{codings:?}: {answer}");
         assert!(closed, "{codings:?}: the connection is closed after the refusal");
@@ -500,16 +501,12 @@ async fn a_body_under_a_coding_other_than_chunked_once_is_refused_and_changes_no
 
     // Chunked alone is read as before.
     let refreshed: serde_json::Value = refreshed.json().await.unwrap();
-    let body = format!("token={}", refreshed["refresh_token"].as_str().unwrap());
-    let revoke = format!(
-        "POST /oauth2/revoke HTTP/1.1\r\nHost: id.bank.example\r\nAuthorization: Basic {basic}\r\n\
-         Content-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: Chunked\r\nConnection: close\r\n\r\n\
-         {:x}\r\n{body}\r\n0\r\n\r\n",
-        body.len()
-    );
+    let token = refreshed["refresh_token"].as_str().unwrap();
+    let headers = "Host: id.bank.example\r\nTransfer-Encoding: Chunked\r\nConnection: close\r\n";
+    let revoke = raw_revocation(token, headers, chunked);
     let (answer, _) = raw(&addr, revoke.as_bytes()).await;
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-    let after = app.token_request(&[("grant_type", "refresh_token"), ("refresh_token", &body[6..])]).await;
+    let after = app.token_request(&[("grant_type", "refresh_token"), ("refresh_token", token)]).await;
     assert_eq!(after.status(), 400, "revoked through a chunked body");
 }
 
