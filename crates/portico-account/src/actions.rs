@@ -8,7 +8,10 @@
 //! `svc.account.passkey` cookie (five minutes); the browser's answer comes
 //! back in a form, and the ceremony's id is spent in the store's replay
 //! cache before the answer is checked, so that one challenge makes at most
-//! one passkey, on every node.
+//! one passkey, on every node. The page offers it only within
+//! [`crate::session::FRESH_SIGN_IN_SECS`] of the user's authentication; later it offers to
+//! sign in again first (`max_age=0`: a single sign-on session does not
+//! count), and issues no challenge, so no answer can be stored.
 
 use askama::Template;
 use axum::body::Body;
@@ -60,6 +63,8 @@ struct AccountPage {
     passkeys: Vec<Passkey>,
     /// Why no passkey can be added now (a text key), if none can.
     cannot_add: Option<&'static str>,
+    /// One can, once the user has signed in again.
+    sign_in_first: bool,
     /// The WebAuthn creation options, for the script (JSON).
     creation_options: Option<String>,
     sessions: Vec<BrowserRow>,
@@ -84,8 +89,15 @@ pub struct Notice {
 }
 
 /// The notice keys a `done` may name.
-const NOTICES: [&str; 6] =
-    ["passkey_added", "passkey_renamed", "passkey_removed", "session_ended", "sessions_ended", "device_forgotten"];
+const NOTICES: [&str; 7] = [
+    "passkey_added",
+    "passkey_renamed",
+    "passkey_removed",
+    "session_ended",
+    "sessions_ended",
+    "device_forgotten",
+    "signed_in_again",
+];
 
 fn unavailable(headers: &HeaderMap, error: &portico_storage::StorageError) -> Refusal {
     tracing::warn!(%error, "the account page failed in the store");
@@ -123,6 +135,7 @@ pub async fn home(
         "passkey_removed" => "done.passkey_removed",
         "session_ended" => "done.session_ended",
         "sessions_ended" => "done.sessions_ended",
+        "signed_in_again" => "done.signed_in_again",
         _ => "done.device_forgotten",
     });
     let describe = |agent: &Option<String>| agent.as_deref().and_then(portico_model::user_agent::describe);
@@ -155,8 +168,9 @@ pub async fn home(
     } else {
         None
     };
+    let sign_in_first = cannot_add.is_none() && !customer.signed_in_recently(now.unix_timestamp());
     let mut creation_options = None;
-    if cannot_add.is_none() {
+    if cannot_add.is_none() && !sign_in_first {
         let display = user.name.as_deref().unwrap_or(&user.login);
         match identity.passkeys.start_enrolment(user.id, &user.login, display, &passkeys) {
             Ok(started) => {
@@ -178,6 +192,7 @@ pub async fn home(
         name: user.name.clone(),
         passkeys,
         cannot_add,
+        sign_in_first,
         creation_options,
         sessions,
         devices,

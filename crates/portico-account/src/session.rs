@@ -37,6 +37,11 @@ pub(crate) const PASSKEY_LABEL: &str = "portico account passkey";
 /// How long a sign-in may take, from the redirect to Portico's login to
 /// the browser's return.
 const LOGIN_MAX_AGE: i64 = 600;
+/// How long after the user authenticated (the id_token's `auth_time`) the
+/// page offers to create a passkey: a new way into the account needs a
+/// recent sign-in, not a single sign-on session of many hours that any
+/// hand at the browser could use.
+pub const FRESH_SIGN_IN_SECS: i64 = 600;
 
 /// The page's session cookie.
 #[derive(Serialize, Deserialize)]
@@ -45,6 +50,10 @@ struct SessionCookie {
     /// The single sign-on session the token was issued under.
     sid: Option<SessionId>,
     csrf: String,
+    /// When the user authenticated (Unix seconds; the id_token's
+    /// `auth_time`, kept when single sign-on answers a later sign-in).
+    #[serde(default)]
+    auth_time: i64,
 }
 
 /// The customer signed in to the page.
@@ -54,7 +63,17 @@ pub struct Customer {
     pub sid: Option<SessionId>,
     /// The token every form of this session carries in `_csrf`.
     pub csrf: String,
+    /// When the user authenticated (Unix seconds).
+    pub auth_time: i64,
     token: String,
+}
+
+impl Customer {
+    /// Whether the user authenticated at most [`FRESH_SIGN_IN_SECS`]
+    /// before `at` (Unix seconds).
+    pub fn signed_in_recently(&self, at: i64) -> bool {
+        at - self.auth_time <= FRESH_SIGN_IN_SECS
+    }
 }
 
 impl Account {
@@ -91,9 +110,13 @@ impl Account {
         }
         let id = uuid::Uuid::parse_str(&claims.sub).map(UserId::from).map_err(|_| sign_in())?;
         match self.identity.store.find_user(id).await {
-            Ok(Some(user)) if user.may_sign_in() => {
-                Ok(Customer { user, sid: cookie.sid, csrf: cookie.csrf, token: cookie.token })
-            }
+            Ok(Some(user)) if user.may_sign_in() => Ok(Customer {
+                user,
+                sid: cookie.sid,
+                csrf: cookie.csrf,
+                auth_time: cookie.auth_time,
+                token: cookie.token,
+            }),
             Ok(_) => Err(sign_in()),
             Err(_) => Err(Refusal::unavailable(headers)),
         }
@@ -146,18 +169,21 @@ pub(crate) fn sign_in(back: &str) -> Response {
     see_other(&format!("/account/login?back={back}"))
 }
 
-/// The sign-in's query: the page to come back to.
+/// The sign-in's query: the page to come back to, and whether the user
+/// must authenticate again (`fresh`, any value) even with a live single
+/// sign-on session.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub struct SignIn {
     pub back: Option<String>,
+    pub fresh: Option<String>,
 }
 
 /// `GET /account/login`: off to Portico's authorization endpoint.
 pub async fn login(State(account): State<AccountState>, headers: HeaderMap, RawQuery(raw): RawQuery) -> Response {
     let query: SignIn = page::query(raw.as_deref());
     let back = safe_back(query.back.as_deref().unwrap_or("/account/"));
-    let (started, location) = account.client.start(back, page::language(&headers));
+    let (started, location) = account.client.start(back, page::language(&headers), query.fresh.is_some());
     let sealed = account.seal_cookie(LOGIN_LABEL, &started);
     let mut response = see_other(&location);
     let mut cookies = account.cookies("Lax");
@@ -179,6 +205,7 @@ pub async fn callback(State(account): State<AccountState>, headers: HeaderMap, R
                 token: signed_in.tokens.access_token,
                 sid: signed_in.claims.sid,
                 csrf: portico_crypto::random::token(),
+                auth_time: signed_in.claims.auth_time,
             };
             let mut response = see_other(&back);
             let mut cookies = account.cookies("Strict");

@@ -40,7 +40,7 @@ pub struct SignIn {
 pub async fn login(State(console): State<ConsoleState>, headers: HeaderMap, RawQuery(raw): RawQuery) -> Response {
     let query: SignIn = page::query(raw.as_deref());
     let back = safe_back(query.back.as_deref().unwrap_or("/console/"));
-    let (started, location) = console.client.start(back, page::language(&headers));
+    let (started, location) = console.client.start(back, page::language(&headers), false);
     let sealed = console.seal_cookie(LOGIN_LABEL, &started);
     let mut response = see_other(&location);
     let mut cookies = console.cookies("Lax");

@@ -124,8 +124,10 @@ impl OwnClient {
         format!("{}{}/", self.public_url, self.base)
     }
 
-    /// A new sign-in returning to `back`, and the address that starts it.
-    pub fn start(&self, back: String, locale: Locale) -> (SignInStarted, String) {
+    /// A new sign-in returning to `back`, and the address that starts it;
+    /// `fresh` asks Portico's login to authenticate the user again even
+    /// with a live single sign-on session (`max_age=0`).
+    pub fn start(&self, back: String, locale: Locale, fresh: bool) -> (SignInStarted, String) {
         let started = SignInStarted {
             state: portico_crypto::random::token(),
             nonce: portico_crypto::random::token(),
@@ -134,13 +136,14 @@ impl OwnClient {
         };
         let location = format!(
             "/oauth2/authorize?response_type=code&client_id={}&redirect_uri={}&scope=openid&state={}&nonce={}\
-             &code_challenge={}&code_challenge_method=S256&ui_locales={}",
+             &code_challenge={}&code_challenge_method=S256&ui_locales={}{}",
             encode(self.client_id.as_str()),
             encode(&self.redirect_uri()),
             started.state,
             started.nonce,
             portico_crypto::hash::pkce_s256(&started.verifier),
             locale.as_str(),
+            if fresh { "&max_age=0" } else { "" },
         );
         (started, location)
     }

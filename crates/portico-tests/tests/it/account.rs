@@ -71,26 +71,7 @@ async fn signed_in(app: &TestApp, login: &str, agent: &str) -> (Browser, String)
         set.iter()
             .any(|c| c.starts_with("svc.account.login=") && c.contains("Path=/account") && c.contains("HttpOnly"))
     );
-    let response = browser.client.get(app.url(&authorize)).send().await.unwrap();
-    assert_eq!(location(&response), "/login");
-    let view = app.login_view(&browser.client).await;
-    let csrf = view["pageData"]["authenticationFlowContext"]["csrf"].as_str().unwrap().to_owned();
-    let password = format!("{login}-password");
-    let form = [("_csrf", csrf.as_str()), ("principal", login), ("credentials", password.as_str())];
-    let response = browser.post(app, "/login", &form).await;
-    let mut back = app.second_factor_if_asked(&browser.client, &csrf, login, location(&response)).await;
-    if back == "/login" {
-        let view = app.login_view(&browser.client).await;
-        assert_eq!(view["pageData"]["stepViewData"]["stepType"], "passkey-enrolment", "{view}");
-        back = location(&browser.post(app, "/login", &[("_csrf", &csrf), ("decline", "1")]).await);
-    }
-    let response = browser.client.get(app.url(&back)).send().await.unwrap();
-    let callback = location(&response);
-    // Under the public URL (`localhost`); this browser's cookies are the
-    // base address's.
-    let origin = app.config.public_url.clone().unwrap();
-    let path = callback.strip_prefix(&origin).unwrap_or_default().to_owned();
-    assert!(path.starts_with("/account/callback?code="), "{callback}");
+    let path = through_the_login(app, &browser, login, &authorize).await;
     let response = browser.client.get(app.url(&path)).send().await.unwrap();
     assert_eq!(location(&response), "/account/");
     let set =
@@ -105,6 +86,39 @@ async fn signed_in(app: &TestApp, login: &str, agent: &str) -> (Browser, String)
     let (status, html) = browser.page(app, "/account/").await;
     assert_eq!(status, 200, "{html}");
     (browser, html)
+}
+
+/// Portico's login for `login` in `browser`, from the page's authorization
+/// request `authorize` (the password, an SMS code if asked, declining the
+/// offer to create a passkey) to the page's callback: the callback's path.
+async fn through_the_login(app: &TestApp, browser: &Browser, login: &str, authorize: &str) -> String {
+    let response = browser.client.get(app.url(authorize)).send().await.unwrap();
+    assert_eq!(location(&response), "/login");
+    let view = app.login_view(&browser.client).await;
+    let csrf = view["pageData"]["authenticationFlowContext"]["csrf"].as_str().unwrap().to_owned();
+    let password = format!("{login}-password");
+    let form = [("_csrf", csrf.as_str()), ("principal", login), ("credentials", password.as_str())];
+    let response = browser.post(app, "/login", &form).await;
+    let mut back = app.second_factor_if_asked(&browser.client, &csrf, login, location(&response)).await;
+    if back == "/login" {
+        let view = app.login_view(&browser.client).await;
+        assert_eq!(view["pageData"]["stepViewData"]["stepType"], "passkey-enrolment", "{view}");
+        back = location(&browser.post(app, "/login", &[("_csrf", &csrf), ("decline", "1")]).await);
+    }
+    callback_path(app, browser, &back).await
+}
+
+/// Where the authorization request `authorize` returns `browser`: the
+/// page's callback, as a path.
+async fn callback_path(app: &TestApp, browser: &Browser, authorize: &str) -> String {
+    let response = browser.client.get(app.url(authorize)).send().await.unwrap();
+    let callback = location(&response);
+    // Under the public URL (`localhost`); this browser's cookies are the
+    // base address's.
+    let origin = app.config.public_url.clone().unwrap();
+    let path = callback.strip_prefix(&origin).unwrap_or_default().to_owned();
+    assert!(path.starts_with("/account/callback?code="), "{callback}");
+    path
 }
 
 /// The `_csrf` of the page's forms.
@@ -235,6 +249,67 @@ async fn a_customer_adds_renames_and_removes_a_passkey_on_the_account_page() {
             .unwrap();
         assert_eq!(response.status(), 400, "{backend:?}");
         assert!(app.store.passkeys_of(ivan.id).await.unwrap().is_empty(), "{backend:?}");
+    }
+}
+
+/// A new passkey is a new way into the account: the page offers to create
+/// one only within ten minutes of the user's authentication. Later it
+/// offers to sign in again instead, and issues no challenge; a single
+/// sign-on session answering the page's own sign-in does not count, the
+/// sign-in again asks for the password even with one.
+#[tokio::test]
+async fn creating_a_passkey_needs_a_recent_sign_in() {
+    use portico_account::session::FRESH_SIGN_IN_SECS;
+    for backend in backends() {
+        let (app, origin) = passkey_app(backend, |_| {}).await;
+        let ivan = app.store.find_user_by_login("ivan").await.unwrap().unwrap();
+        let (browser, html) = signed_in(&app, "ivan", LINUX_CHROME).await;
+        creation_options(&html);
+        assert!(!html.contains("passkeySignInFirst"), "{backend:?}: just signed in");
+
+        // Past the ten minutes (the page's access token lives fifteen).
+        app.clock.advance(time::Duration::seconds(FRESH_SIGN_IN_SECS + 1));
+        let response = browser.client.get(app.url("/account/")).send().await.unwrap();
+        assert_eq!(response.status(), 200, "{backend:?}");
+        let challenge = response.headers().get_all("set-cookie").iter().any(|c| {
+            let c = c.to_str().unwrap();
+            c.starts_with("svc.account.passkey=") && !c.starts_with("svc.account.passkey=;")
+        });
+        assert!(!challenge, "{backend:?}: no challenge is issued");
+        let html = response.text().await.unwrap();
+        assert!(!html.contains("passkeyOptions") && html.contains(r#"id="passkeySignInFirst""#), "{backend:?}");
+
+        // Once the page's token has expired, single sign-on answers its
+        // sign-in at once: still not recent.
+        app.clock.advance(time::Duration::seconds(300));
+        let response = browser.client.get(app.url("/account/")).send().await.unwrap();
+        let start = location(&response);
+        assert!(start.starts_with("/account/login?back="), "{backend:?}: {start}");
+        let authorize = location(&browser.client.get(app.url(&start)).send().await.unwrap());
+        assert!(!authorize.contains("max_age"), "{authorize}");
+        let path = callback_path(&app, &browser, &authorize).await;
+        assert_eq!(location(&browser.client.get(app.url(&path)).send().await.unwrap()), "/account/");
+        let (_, html) = browser.page(&app, "/account/").await;
+        assert!(html.contains(r#"id="passkeySignInFirst""#), "{backend:?}: single sign-on is not a recent sign-in");
+
+        // The page's offer: Portico's login again, password and all.
+        let offer = "/account/login?fresh=1&back=%2Faccount%2F%3Fdone%3Dsigned_in_again";
+        assert!(
+            html.contains(r#"name="fresh" value="1""#) && html.contains(r#"value="/account/?done=signed_in_again""#)
+        );
+        let authorize = location(&browser.client.get(app.url(offer)).send().await.unwrap());
+        assert!(authorize.ends_with("&max_age=0"), "{backend:?}: {authorize}");
+        let path = through_the_login(&app, &browser, "ivan", &authorize).await;
+        let response = browser.client.get(app.url(&path)).send().await.unwrap();
+        assert_eq!(location(&response), "/account/?done=signed_in_again", "{backend:?}");
+        let (_, html) = browser.page(&app, "/account/?done=signed_in_again").await;
+        assert!(html.contains(r#"id="notice""#) && !html.contains("passkeySignInFirst"), "{backend:?}");
+        let options = creation_options(&html);
+        let credential = Authenticator::for_rp(ivan.id, "localhost").create(&options, &origin);
+        let csrf = csrf_of(&html);
+        let response = browser.post(&app, "/account/passkeys", &[("_csrf", &csrf), ("credential", &credential)]).await;
+        assert_eq!(location(&response), "/account/?done=passkey_added", "{backend:?}");
+        assert_eq!(app.store.passkeys_of(ivan.id).await.unwrap().len(), 1, "{backend:?}");
     }
 }
 

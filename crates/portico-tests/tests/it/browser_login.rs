@@ -737,6 +737,12 @@ async fn every_page_in_both_languages_schemes_and_widths() {
     click(client, "[data-action=passkey-remove]").await;
     wait_for_element(client, "#lastWarning", "the warning of the last passkey").await;
     every_look(client, &mut shots, "account-remove-passkey", switch).await;
+    // Ten minutes after her sign-in the page offers to sign in again
+    // before creating a passkey.
+    app.clock.advance(time::Duration::seconds(portico_account::session::FRESH_SIGN_IN_SECS + 1));
+    client.goto(&at("/account/")).await.unwrap();
+    wait_for_element(client, "#passkeySignInFirst", "the offer to sign in again").await;
+    every_look(client, &mut shots, "account-sign-in-first", switch).await;
 
     // Signed out (RP-initiated logout without a return address).
     every_look(client, &mut shots, "signed-out", |lang| Some(at(&format!("/oauth2/logout?ui_locales={lang}")))).await;
