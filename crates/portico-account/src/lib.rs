@@ -60,6 +60,7 @@ impl Account {
             base: "/account",
             name: LocalizedText { ru: "Мой аккаунт".to_owned(), en: "My account".to_owned() },
             public_url: public_url.trim_end_matches('/').to_owned(),
+            max_age: None,
         }
     }
 }

@@ -73,8 +73,10 @@ pub type ConsoleState = Arc<Console>;
 
 impl Console {
     /// The console's client at Portico: `client_id` (`operator_client_id`)
-    /// under `public_url`.
-    pub fn own_client(client_id: ClientId, public_url: &str) -> OwnClient {
+    /// under `public_url`, whose sign-ins a single sign-on session answers
+    /// only within `max_age` seconds of the operator's authentication
+    /// (`console_sign_in_max_age_secs`).
+    pub fn own_client(client_id: ClientId, public_url: &str, max_age: u32) -> OwnClient {
         OwnClient {
             client_id,
             base: "/console",
@@ -82,6 +84,7 @@ impl Console {
                 ru: "Консоль операторов".to_owned(), en: "Operator console".to_owned()
             },
             public_url: public_url.trim_end_matches('/').to_owned(),
+            max_age: Some(max_age),
         }
     }
 }

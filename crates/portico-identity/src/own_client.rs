@@ -42,6 +42,10 @@ pub struct OwnClient {
     pub name: LocalizedText,
     /// `public_url`, without a trailing slash.
     pub public_url: String,
+    /// How long ago (seconds) the user may have authenticated for a
+    /// single sign-on session to answer the application's sign-in
+    /// (`max_age`); `None`: any live one does.
+    pub max_age: Option<u32>,
 }
 
 /// A sign-in under way, kept sealed by the application until the browser
@@ -126,7 +130,8 @@ impl OwnClient {
 
     /// A new sign-in returning to `back`, and the address that starts it;
     /// `fresh` asks Portico's login to authenticate the user again even
-    /// with a live single sign-on session (`max_age=0`).
+    /// with a live single sign-on session (`max_age=0`), else the
+    /// application's own [`OwnClient::max_age`] applies.
     pub fn start(&self, back: String, locale: Locale, fresh: bool) -> (SignInStarted, String) {
         let started = SignInStarted {
             state: portico_crypto::random::token(),
@@ -143,7 +148,7 @@ impl OwnClient {
             started.nonce,
             portico_crypto::hash::pkce_s256(&started.verifier),
             locale.as_str(),
-            if fresh { "&max_age=0" } else { "" },
+            if fresh { Some(0) } else { self.max_age }.map(|seconds| format!("&max_age={seconds}")).unwrap_or_default(),
         );
         (started, location)
     }

@@ -294,6 +294,7 @@ impl App {
                 client: portico_console::Console::own_client(
                     config.operator_client_id.as_str().into(),
                     &config.public_url(),
+                    config.console_sign_in_max_age_secs,
                 ),
                 sealer: secret.console_sealer(),
             });

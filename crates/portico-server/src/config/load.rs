@@ -123,6 +123,7 @@ impl Config {
             ("tokens.refresh_token_ttl_secs", u64::from(t.refresh_token_ttl_secs)),
             ("login.process_ttl_secs", u64::from(self.login.process_ttl_secs)),
             ("login.session_ttl_secs", u64::from(self.login.session_ttl_secs)),
+            ("console_sign_in_max_age_secs", u64::from(self.console_sign_in_max_age_secs)),
             ("login.max_sessions_per_user", u64::from(self.login.max_sessions_per_user)),
             ("login.max_trusted_devices_per_user", u64::from(self.login.max_trusted_devices_per_user)),
             ("login.password_hash_concurrency", u64::from(self.login.password_hash_concurrency)),

@@ -64,6 +64,10 @@ pub struct Config {
     /// The operator console at `/console` (operators sign in through
     /// Portico's login; anyone else is refused).
     pub console: bool,
+    /// How long after an operator authenticated (password, code) their
+    /// single sign-on session still signs them in to the console without
+    /// asking again: the console's `max_age`.
+    pub console_sign_in_max_age_secs: u32,
     /// The client the customer's account page at `/account` signs in as.
     pub account_client_id: String,
     /// The customer's account page at `/account` (passkeys, sessions,
@@ -462,6 +466,7 @@ impl Default for Config {
             scim_token: None,
             operator_client_id: "portico-console".into(),
             console: true,
+            console_sign_in_max_age_secs: 3600,
             account_client_id: "portico-account".into(),
             account: true,
             internal_token: None,

@@ -235,6 +235,37 @@ async fn signing_out_revokes_the_consoles_grant_and_ends_the_single_sign_on_sess
     }
 }
 
+/// An operator's single sign-on session signs them in to the console
+/// again only within `console_sign_in_max_age_secs` (an hour) of typing
+/// their password: an unlocked browser left for longer asks for it again.
+#[tokio::test]
+async fn the_console_asks_for_the_password_again_an_hour_after_it_was_typed() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let (browser, _) = sign_in(&app, "operator", "operator-password").await;
+        assert_eq!(page(&browser, &app, "/console/users").await.0, 200, "{backend:?}");
+        // The console's sign-in, once its 15-minute token has run out.
+        let sign_in_again = async || {
+            let response = browser.get(app.url("/console/users")).send().await.unwrap();
+            assert!(location(&response).starts_with("/console/login"), "{backend:?}: the token ran out");
+            let authorize = location(&browser.get(app.url(&location(&response))).send().await.unwrap());
+            assert!(authorize.contains("&max_age=3600"), "{backend:?}: {authorize}");
+            browser.get(app.url(&authorize)).send().await.unwrap()
+        };
+        // Within the hour, the single sign-on session answers at once.
+        app.clock.advance(time::Duration::seconds(901));
+        let response = sign_in_again().await;
+        let callback = location(&response);
+        assert!(callback.starts_with(&app.url("/console/callback?code=")), "{backend:?}: {callback}");
+        let response = browser.get(&callback).send().await.unwrap();
+        assert_eq!(location(&response), "/console/users", "{backend:?}");
+        // Past it, the login asks for the password.
+        app.clock.advance(time::Duration::seconds(3600 - 901 + 1));
+        let response = sign_in_again().await;
+        assert_eq!(location(&response), "/login", "{backend:?}: an hour after the password");
+    }
+}
+
 #[tokio::test]
 async fn the_consoles_client_is_registered_once_and_keeps_an_operators_own_settings() {
     for backend in backends() {
@@ -244,7 +275,8 @@ async fn the_consoles_client_is_registered_once_and_keeps_an_operators_own_setti
         assert_eq!(client.post_logout_redirect_uris, vec![app.url("/console/")]);
         assert!(client.logout_revokes_grants && !client.require_consent);
         // Another start (another node) changes nothing.
-        let elsewhere = portico_console::Console::own_client("portico-console".into(), "https://console.bank.example/");
+        let elsewhere =
+            portico_console::Console::own_client("portico-console".into(), "https://console.bank.example/", 3600);
         elsewhere.register(&app.identity).await.unwrap();
         let again = app.store.find_client(&"portico-console".into()).await.unwrap().unwrap();
         assert_eq!(
